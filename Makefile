@@ -1,0 +1,50 @@
+# spate's commands around CMake. On a fresh Debian 12 machine:
+#   make quickstart   install what is missing, build, run the main job
+#   make test         install what is missing, build, run every test (ctest)
+# Also: make (Release build into build/), make bench, make asan, make tsan,
+# make format, make clean.
+
+JOBS ?= $(shell nproc)
+CMAKE ?= cmake
+CTEST ?= ctest
+CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
+
+.DEFAULT_GOAL := build
+.PHONY: build deps quickstart test bench asan tsan format clean
+
+deps:
+	@scripts/install-deps.sh
+
+# Release build: build/bin (spate, benchmarks, test helpers), build/lib,
+# build/examples. The sanitizer suites of build-asan/ and build-tsan/ are
+# registered with its ctest.
+build:
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DSPATE_SANITIZER_SUITES=ON >/dev/null
+	@$(CMAKE) --build build -j $(JOBS)
+
+# ASan+UBSan build of the unit tests and the libFuzzer targets (clang).
+asan:
+	@CC=clang $(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
+	    -DSPATE_SANITIZE=address,undefined -DSPATE_FUZZ=ON >/dev/null
+	@$(CMAKE) --build build-asan -j $(JOBS) --target asan_suite
+
+# ThreadSanitizer build of the concurrency tests (clang).
+tsan:
+	@CC=clang $(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug \
+	    -DSPATE_SANITIZE=thread >/dev/null
+	@$(CMAKE) --build build-tsan -j $(JOBS) --target tsan_suite
+
+test: deps build asan tsan
+	@cd build && $(CTEST) $(CTEST_FLAGS)
+
+quickstart: deps build
+	@scripts/quickstart.sh
+
+bench: build
+	@scripts/run-benchmarks.sh build/bin
+
+format:
+	@git ls-files --cached --others --exclude-standard '*.c' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf build build-asan build-tsan

@@ -1,0 +1,140 @@
+# Helpers for spate's build: layers, libspate.so, tests, fuzz targets, benchmarks.
+
+set_property(GLOBAL PROPERTY SPATE_LAYERS "")
+
+# spate_layer(<name> SOURCES ... [DEPS <layer>...] [LIBS <lib>...])
+# A static library spate_<name> for one src/ folder. DEPS are the layers the
+# folder may call; a call the wrong way (a symbol of a layer not in DEPS) fails
+# the link of spate_<name>_layercheck, a shared object linked with
+# --no-undefined from this layer and its declared dependencies only.
+function(spate_layer name)
+    cmake_parse_arguments(L "" "" "SOURCES;DEPS;LIBS" ${ARGN})
+    add_library(spate_${name} STATIC ${L_SOURCES})
+    target_include_directories(spate_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src
+                                                    ${PROJECT_SOURCE_DIR}/include)
+    set(deps "")
+    foreach(d ${L_DEPS})
+        list(APPEND deps spate_${d})
+    endforeach()
+    target_link_libraries(spate_${name} PUBLIC ${deps} ${L_LIBS})
+
+    add_library(spate_${name}_layercheck SHARED ${PROJECT_SOURCE_DIR}/cmake/empty.c)
+    target_link_libraries(spate_${name}_layercheck PRIVATE
+        -Wl,--whole-archive spate_${name} -Wl,--no-whole-archive -Wl,--no-undefined)
+    set_target_properties(spate_${name}_layercheck PROPERTIES
+        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib/layercheck)
+    set_property(GLOBAL APPEND PROPERTY SPATE_LAYERS spate_${name})
+endfunction()
+
+# libspate.so: every layer, exports fixed by cmake/libspate.map.
+function(spate_link_libspate)
+    get_property(layers GLOBAL PROPERTY SPATE_LAYERS)
+    add_library(spate SHARED ${PROJECT_SOURCE_DIR}/cmake/empty.c)
+    target_link_libraries(spate PRIVATE -Wl,--whole-archive ${layers} -Wl,--no-whole-archive
+        -Wl,--no-undefined -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/libspate.map)
+    foreach(l ${layers})
+        get_target_property(libs ${l} INTERFACE_LINK_LIBRARIES)
+        if(libs)
+            target_link_libraries(spate PRIVATE ${libs})
+        endif()
+    endforeach()
+    target_include_directories(spate PUBLIC ${PROJECT_SOURCE_DIR}/include)
+    set_target_properties(spate PROPERTIES LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/libspate.map)
+
+    add_executable(spate_cmd ${PROJECT_SOURCE_DIR}/src/cli/main.c)
+    target_link_libraries(spate_cmd PRIVATE spate)
+    target_include_directories(spate_cmd PRIVATE ${PROJECT_SOURCE_DIR}/src)
+    set_target_properties(spate_cmd PROPERTIES OUTPUT_NAME spate
+        BUILD_RPATH "$ORIGIN/../lib")
+endfunction()
+
+# spate_unit_test(<name> SOURCES ... LIBS ... [TSAN] [TIMEOUT s])
+# A Criterion test program, registered as unit/<name>; with the sanitizer
+# suites on, also as asan/<name> (the build-asan binary) and, with TSAN, as
+# tsan/<name> (the build-tsan binary).
+function(spate_unit_test name)
+    cmake_parse_arguments(T "TSAN" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+    if(NOT T_TIMEOUT)
+        set(T_TIMEOUT 60)
+    endif()
+    if(SPATE_SANITIZE STREQUAL "thread")
+        # Criterion's runner cannot start under TSan (Snaipe/Criterion#274):
+        # the same sources build against a compatible subset.
+        add_executable(${name} ${T_SOURCES} ${PROJECT_SOURCE_DIR}/tests/unit/tsan_shim/tsan_runner.c)
+        target_include_directories(${name} BEFORE PRIVATE ${PROJECT_SOURCE_DIR}/tests/unit/tsan_shim)
+        target_link_libraries(${name} PRIVATE ${T_LIBS})
+        target_compile_options(${name} PRIVATE -Wno-missing-field-initializers)
+    else()
+        add_executable(${name} ${T_SOURCES})
+        target_link_libraries(${name} PRIVATE ${T_LIBS} PkgConfig::CRITERION)
+    endif()
+    set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/unit)
+    set_property(GLOBAL APPEND PROPERTY SPATE_UNIT_TESTS ${name})
+    if(T_TSAN)
+        set_property(GLOBAL APPEND PROPERTY SPATE_TSAN_TESTS ${name})
+    endif()
+    if(SPATE_SANITIZE)
+        return()
+    endif()
+    add_test(NAME unit/${name} COMMAND ${name})
+    set_tests_properties(unit/${name} PROPERTIES LABELS unit TIMEOUT ${T_TIMEOUT})
+    if(SPATE_SANITIZER_SUITES)
+        add_test(NAME asan/${name} COMMAND ${SPATE_ASAN_DIR}/tests/unit/${name})
+        set_tests_properties(asan/${name} PROPERTIES LABELS asan TIMEOUT ${T_TIMEOUT}
+            ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+        if(T_TSAN)
+            add_test(NAME tsan/${name} COMMAND ${SPATE_TSAN_DIR}/tests/unit/${name})
+            set_tests_properties(tsan/${name} PROPERTIES LABELS tsan TIMEOUT ${T_TIMEOUT}
+                ENVIRONMENT "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1")
+        endif()
+    endif()
+endfunction()
+
+# spate_fuzz_target(<name> SOURCES ... LIBS ... [SECONDS s])
+# A libFuzzer program (built only with SPATE_FUZZ, i.e. in build-asan with
+# clang); the main build registers fuzz/<name>, a bounded run over the seed
+# corpus tests/fuzz/corpus/<name>/.
+function(spate_fuzz_target name)
+    cmake_parse_arguments(F "" "SECONDS" "SOURCES;LIBS" ${ARGN})
+    if(NOT F_SECONDS)
+        set(F_SECONDS 20)
+    endif()
+    if(SPATE_FUZZ)
+        add_executable(${name} ${F_SOURCES})
+        target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+        target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+        target_link_libraries(${name} PRIVATE ${F_LIBS})
+        set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fuzz)
+        set_property(GLOBAL APPEND PROPERTY SPATE_FUZZ_TARGETS ${name})
+    endif()
+    if(NOT SPATE_SANITIZE AND SPATE_SANITIZER_SUITES)
+        add_test(NAME fuzz/${name}
+                 COMMAND ${PROJECT_SOURCE_DIR}/tests/fuzz/run-fuzz.sh
+                         ${SPATE_ASAN_DIR}/tests/fuzz/${name}
+                         ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/${name} ${F_SECONDS})
+        math(EXPR limit "${F_SECONDS} * 3 + 60")
+        set_tests_properties(fuzz/${name} PROPERTIES LABELS fuzz TIMEOUT ${limit})
+    endif()
+endfunction()
+
+# spate_e2e_test(<name> COMMAND ... [TIMEOUT s])
+function(spate_e2e_test name)
+    cmake_parse_arguments(E "" "TIMEOUT" "COMMAND" ${ARGN})
+    if(SPATE_SANITIZE)
+        return()
+    endif()
+    if(NOT E_TIMEOUT)
+        set(E_TIMEOUT 120)
+    endif()
+    add_test(NAME e2e/${name} COMMAND ${E_COMMAND})
+    set_tests_properties(e2e/${name} PROPERTIES LABELS e2e TIMEOUT ${E_TIMEOUT}
+        ENVIRONMENT "SPATE_BUILD=${CMAKE_BINARY_DIR};SPATE_SOURCE=${PROJECT_SOURCE_DIR}")
+endfunction()
+
+# spate_bench(<name> SOURCES ... LIBS ...): build/bin/<name>, run by `make bench`.
+function(spate_bench name)
+    cmake_parse_arguments(B "" "" "SOURCES;LIBS" ${ARGN})
+    add_executable(${name} ${B_SOURCES})
+    target_link_libraries(${name} PRIVATE ${B_LIBS})
+    set_property(GLOBAL APPEND PROPERTY SPATE_BENCHES ${name})
+endfunction()

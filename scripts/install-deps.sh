@@ -1,0 +1,47 @@
+#!/bin/sh
+# Installs, with apt-get, the Debian 12 packages that spate's build, tests and
+# benchmarks need. Idempotent: when everything is present it only checks and
+# returns. Runs as root (CI) or through sudo; never asks questions.
+set -eu
+
+# One package per line, with the reason it is here.
+PACKAGES="
+build-essential     compiler, make
+cmake               the build
+pkg-config          finds the libraries below
+clang               fuzz targets and sanitizer builds
+libclang-rt-14-dev  libFuzzer and sanitizer runtimes for clang
+clang-format        the layout check in CI
+python3             end-to-end tests compute expected results independently
+procps              ps and pgrep for process tests
+libuv1-dev          event loops, TCP, timers, async mailboxes
+libyaml-dev         conf/config.yaml
+libcriterion-dev    unit tests
+"
+
+names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')
+missing=""
+for p in $names; do
+    if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "install-deps: all $(echo $names | wc -w) packages present"
+    exit 0
+fi
+
+echo "install-deps: installing:$missing"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine may have no package lists yet; try the install first and
+# update the lists only if it fails.
+if ! $SUDO apt-get install -y -q --no-install-recommends $missing </dev/null; then
+    $SUDO apt-get update -q </dev/null
+    $SUDO apt-get install -y -q --no-install-recommends $missing </dev/null
+fi
+echo "install-deps: done"

@@ -1,0 +1,150 @@
+/* Every configuration option spate reads: Flink's key, type, spate's default
+ * (DESIGN.md §11a where it differs from Flink's), range, and a description.
+ * One table, so that validation, `spate config` and docs/config.md agree.
+ * Use: config_get_int(conf, CFG(TASKMANAGER_NUMBER_OF_TASK_SLOTS), &n, err). */
+#ifndef SPATE_CORE_CONFIG_OPTIONS_H
+#define SPATE_CORE_CONFIG_OPTIONS_H
+
+#include <stdint.h>
+
+enum config_type {
+    CONFIG_STRING,
+    CONFIG_INT,
+    CONFIG_DOUBLE,
+    CONFIG_BOOL,
+    CONFIG_DURATION, /* min/max in milliseconds */
+    CONFIG_MEMORY,   /* min/max in bytes */
+    CONFIG_ENUM,
+};
+
+struct config_option {
+    const char *key;
+    enum config_type type;
+    const char *default_value; /* NULL: no default, unset unless given */
+    int64_t min, max;          /* for INT, DURATION, MEMORY (and DOUBLE) */
+    const char *enum_values;   /* ENUM: "none|fixed-delay|..." */
+    const char *fallback_key;  /* an older name that is still read */
+    const char *description;
+};
+
+#define CFG_NOLIMIT_LO INT64_MIN
+#define CFG_NOLIMIT_HI INT64_MAX
+#define CFG_KB         1024LL
+#define CFG_MB         (1024LL * 1024)
+#define CFG_GB         (1024LL * 1024 * 1024)
+
+/* X(NAME, key, type, default, min, max, enum values, fallback key, description) */
+#define CONFIG_OPTIONS(X)                                                                          \
+    /* processes and addresses */                                                                  \
+    X(JOBMANAGER_RPC_ADDRESS, "jobmanager.rpc.address", STRING, "localhost", 0, 0, NULL, NULL,     \
+      "host the JobManager's RPC endpoint is reached at")                                          \
+    X(JOBMANAGER_RPC_PORT, "jobmanager.rpc.port", INT, "6123", 0, 65535, NULL, NULL,               \
+      "the JobManager's RPC port (0: ephemeral)")                                                  \
+    X(JOBMANAGER_BIND_HOST, "jobmanager.bind-host", STRING, "127.0.0.1", 0, 0, NULL, NULL,         \
+      "local address the JobManager's RPC service binds")                                          \
+    X(TASKMANAGER_HOST, "taskmanager.host", STRING, "127.0.0.1", 0, 0, NULL, NULL,                 \
+      "host other processes reach this TaskManager at")                                            \
+    X(TASKMANAGER_BIND_HOST, "taskmanager.bind-host", STRING, "127.0.0.1", 0, 0, NULL, NULL,       \
+      "local address the TaskManager's services bind")                                             \
+    X(TASKMANAGER_RPC_PORT, "taskmanager.rpc.port", STRING, "0", 0, 0, NULL, NULL,                 \
+      "the TaskManager's RPC port, a port or a range such as 50100-50200 (0: ephemeral)")          \
+    X(TASKMANAGER_DATA_PORT, "taskmanager.data.port", STRING, "0", 0, 0, NULL, NULL,               \
+      "the TaskManager's data (shuffle) port or range (0: ephemeral)")                             \
+    X(TASKMANAGER_NUMBER_OF_TASK_SLOTS, "taskmanager.numberOfTaskSlots", INT, "1", 1, 65536, NULL, \
+      NULL, "slots a TaskManager offers")                                                          \
+    X(TASKMANAGER_RESOURCE_ID, "taskmanager.resource-id", STRING, NULL, 0, 0, NULL, NULL,          \
+      "the TaskManager's resource id (default: 32 random hex digits)")                             \
+    X(TASKMANAGER_REGISTRATION_TIMEOUT, "taskmanager.registration.timeout", DURATION, "5 min", 1,  \
+      CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
+      "a TaskManager that cannot register with a ResourceManager this long exits")                 \
+    X(TASK_CANCELLATION_TIMEOUT, "task.cancellation.timeout", DURATION, "180 s", 0,                \
+      CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
+      "a task that does not stop this long after cancel ends its TaskManager (0: never)")          \
+    /* RPC */                                                                                      \
+    X(RPC_ASK_TIMEOUT, "rpc.ask.timeout", DURATION, "10 s", 1, CFG_NOLIMIT_HI, NULL,               \
+      "pekko.ask.timeout", "default timeout of an RPC ask")                                        \
+    X(RPC_MAX_FRAME_SIZE, "rpc.max-frame-size", MEMORY, "10 mb", 1024, CFG_GB, NULL,               \
+      "pekko.framesize", "largest RPC frame accepted or sent")                                     \
+    X(SECURITY_RPC_SECRET, "security.rpc.secret", STRING, NULL, 0, 0, NULL, NULL,                  \
+      "shared secret every RPC and data connection must present")                                  \
+    X(HEARTBEAT_INTERVAL, "heartbeat.interval", DURATION, "1 s", 1, CFG_NOLIMIT_HI, NULL, NULL,    \
+      "time between heartbeat requests")                                                           \
+    X(HEARTBEAT_TIMEOUT, "heartbeat.timeout", DURATION, "5 s", 1, CFG_NOLIMIT_HI, NULL, NULL,      \
+      "a peer not heard from this long is lost")                                                   \
+    X(CLUSTER_REGISTRATION_INITIAL_TIMEOUT, "cluster.registration.initial-timeout", DURATION,      \
+      "100 ms", 1, CFG_NOLIMIT_HI, NULL, NULL, "first timeout of a registration attempt")          \
+    X(CLUSTER_REGISTRATION_MAX_TIMEOUT, "cluster.registration.max-timeout", DURATION, "5 s", 1,    \
+      CFG_NOLIMIT_HI, NULL, NULL, "largest timeout of a registration attempt (doubling)")          \
+    X(CLUSTER_REGISTRATION_ERROR_DELAY, "cluster.registration.error-delay", DURATION, "1 s", 0,    \
+      CFG_NOLIMIT_HI, NULL, NULL, "pause after a failed registration attempt")                     \
+    X(CLUSTER_REGISTRATION_REFUSED_DELAY, "cluster.registration.refused-registration-delay",       \
+      DURATION, "1 s", 0, CFG_NOLIMIT_HI, NULL, NULL, "pause after a refused registration")        \
+    X(SLOT_REQUEST_TIMEOUT, "slot.request.timeout", DURATION, "60 s", 1, CFG_NOLIMIT_HI, NULL,     \
+      NULL, "a slot request not met this long fails")                                              \
+    /* REST */                                                                                     \
+    X(REST_ADDRESS, "rest.address", STRING, "localhost", 0, 0, NULL, NULL,                         \
+      "host clients reach the REST server at")                                                     \
+    X(REST_PORT, "rest.port", INT, "8081", 0, 65535, NULL, NULL, "the REST server's port")         \
+    X(REST_BIND_ADDRESS, "rest.bind-address", STRING, "127.0.0.1", 0, 0, NULL, NULL,               \
+      "local address the REST server binds")                                                       \
+    X(REST_BIND_PORT, "rest.bind-port", STRING, NULL, 0, 0, NULL, NULL,                            \
+      "port or range the REST server binds (default: rest.port)")                                  \
+    X(REST_SERVER_MAX_CONTENT_LENGTH, "rest.server.max-content-length", MEMORY, "100 mb", 1024,    \
+      CFG_NOLIMIT_HI, NULL, NULL, "largest request body, uploads included")                        \
+    X(WEB_SUBMIT_ENABLE, "web.submit.enable", BOOL, "true", 0, 0, NULL, NULL,                      \
+      "whether jobs may be uploaded and submitted over REST")                                      \
+    /* jobs */                                                                                     \
+    X(PARALLELISM_DEFAULT, "parallelism.default", INT, "1", 1, 32768, NULL, NULL,                  \
+      "parallelism of operators that do not set one")                                              \
+    X(PIPELINE_MAX_PARALLELISM, "pipeline.max-parallelism", INT, "128", 1, 32768, NULL, NULL,      \
+      "number of key groups")                                                                      \
+    X(EXECUTION_BUFFER_TIMEOUT, "execution.buffer-timeout", DURATION, "5 ms", 0, CFG_NOLIMIT_HI,   \
+      NULL, NULL, "longest a partly filled network buffer waits (0: flush every record)")          \
+    X(RESTART_STRATEGY_TYPE, "restart-strategy.type", ENUM, NULL, 0, 0,                            \
+      "none|off|disable|fixed-delay|fixeddelay|failure-rate|failurerate|exponential-delay|"        \
+      "exponentialdelay",                                                                          \
+      "restart-strategy",                                                                          \
+      "restart strategy (default: exponential-delay with checkpoints, none "                       \
+      "without)")                                                                                  \
+    /* network */                                                                                  \
+    X(TASKMANAGER_MEMORY_SEGMENT_SIZE, "taskmanager.memory.segment-size", MEMORY, "32 kb", 4096,   \
+      64 * CFG_MB, NULL, NULL, "size of a network buffer")                                         \
+    X(TASKMANAGER_MEMORY_NETWORK_MIN, "taskmanager.memory.network.min", MEMORY, "64 mb",           \
+      32 * CFG_KB, CFG_NOLIMIT_HI, NULL, NULL, "network buffer memory of a TaskManager")           \
+    X(TASKMANAGER_MEMORY_NETWORK_MAX, "taskmanager.memory.network.max", MEMORY, "64 mb",           \
+      32 * CFG_KB, CFG_NOLIMIT_HI, NULL, NULL, "network buffer memory of a TaskManager, at most")  \
+    /* checkpoints and state */                                                                    \
+    X(EXECUTION_CHECKPOINTING_INTERVAL, "execution.checkpointing.interval", DURATION, NULL, 1,     \
+      CFG_NOLIMIT_HI, NULL, NULL, "time between checkpoints (unset: no checkpoints)")              \
+    X(STATE_CHECKPOINTS_DIR, "state.checkpoints.dir", STRING, NULL, 0, 0, NULL, NULL,              \
+      "folder of checkpoint data and metadata")                                                    \
+    X(STATE_SAVEPOINTS_DIR, "state.savepoints.dir", STRING, NULL, 0, 0, NULL, NULL,                \
+      "default folder for savepoints")                                                             \
+    /* high availability */                                                                        \
+    X(HIGH_AVAILABILITY_TYPE, "high-availability.type", ENUM, "none", 0, 0,                        \
+      "none|embedded|zookeeper", "high-availability", "high-availability services")                \
+    X(HIGH_AVAILABILITY_ZOOKEEPER_SESSION_TIMEOUT,                                                 \
+      "high-availability.zookeeper.client.session-timeout", DURATION, "6 s", 1, CFG_NOLIMIT_HI,    \
+      NULL, NULL, "ZooKeeper session timeout")                                                     \
+    /* logging */                                                                                  \
+    X(LOG_LEVEL, "log.level", ENUM, "info", 0, 0, "trace|debug|info|warn|error|off", NULL,         \
+      "log threshold (SPATE_LOG_LEVEL overrides it)")                                              \
+    X(ENV_LOG_DIR, "env.log.dir", STRING, "log", 0, 0, NULL, NULL,                                 \
+      "folder of the per-process log files of the cluster processes")
+
+enum config_option_id {
+#define CONFIG_OPTION_ENUM(name, ...) CONFIG_##name,
+    CONFIG_OPTIONS(CONFIG_OPTION_ENUM)
+#undef CONFIG_OPTION_ENUM
+        CONFIG_OPTION_COUNT
+};
+
+extern const struct config_option config_options[CONFIG_OPTION_COUNT];
+
+#define CFG(name) (&config_options[CONFIG_##name])
+
+/* The known option named key (or whose fallback key it is), or NULL. */
+const struct config_option *config_option_find(const char *key);
+const char *config_type_name(enum config_type type);
+
+#endif

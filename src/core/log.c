@@ -1,0 +1,161 @@
+/* Logging (log.h). Lines are formatted into a stack buffer and written with one
+ * write(2); the file descriptor is swapped atomically, so any thread may log
+ * while another opens the log file. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+_Atomic int log_threshold = LOG_LEVEL_INFO;
+
+/* The descriptor lines go to; relaxed loads suffice, a line racing a swap goes
+ * to either descriptor and the old one stays open until log_close_file. */
+static _Atomic int log_fd = 2;
+static _Atomic int log_owned_fd = -1;
+static _Thread_local char log_thread_name[16];
+
+static const char *const log_level_names[] = { "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF" };
+
+void
+log_set_level(enum log_level level)
+{
+    atomic_store_explicit(&log_threshold, (int)level, memory_order_relaxed);
+}
+
+const char *
+log_level_name(enum log_level level)
+{
+    if ((unsigned)level > LOG_LEVEL_OFF)
+        return "?";
+    return log_level_names[level];
+}
+
+int
+log_parse_level(const char *text, enum log_level *level, spate_error *err)
+{
+    for (int i = 0; i <= LOG_LEVEL_OFF; i++) {
+        if (strcasecmp(text, log_level_names[i]) == 0) {
+            *level = (enum log_level)i;
+            return 0;
+        }
+    }
+    if (strcasecmp(text, "warning") == 0) {
+        *level = LOG_LEVEL_WARN;
+        return 0;
+    }
+    return spate_error_set(err, SPATE_EINVAL,
+                           "unknown log level '%s' (expected trace, debug, info, warn, error, off)",
+                           text);
+}
+
+void
+log_set_fd(int fd)
+{
+    atomic_store_explicit(&log_fd, fd, memory_order_relaxed);
+}
+
+static int
+log_mkdirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+            *p = '/';
+            return -errno;
+        }
+        *p = '/';
+    }
+    return 0;
+}
+
+int
+log_open_file(const char *path, spate_error *err)
+{
+    char dir[4096];
+    int fd;
+
+    snprintf(dir, sizeof dir, "%s", path);
+    log_mkdirs(dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return spate_error_set(err, -errno, "cannot open log file '%s': %s", path,
+                               spate_strerror(-errno));
+    log_close_file();
+    atomic_store(&log_owned_fd, fd);
+    log_set_fd(fd);
+    return 0;
+}
+
+void
+log_close_file(void)
+{
+    int old = atomic_exchange(&log_owned_fd, -1);
+
+    if (old >= 0) {
+        log_set_fd(2);
+        close(old);
+    }
+}
+
+void
+log_set_thread_name(const char *name)
+{
+    snprintf(log_thread_name, sizeof log_thread_name, "%s", name);
+}
+
+void
+log_writev(enum log_level level, const char *component, const char *fmt, va_list ap)
+{
+    char line[2048];
+    struct timespec ts;
+    struct tm tm;
+    size_t n;
+    int len;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
+    len = snprintf(line + n, sizeof line - n, ".%03ldZ %-5s [%s] %s: ", ts.tv_nsec / 1000000,
+                   log_level_name(level), log_thread_name[0] ? log_thread_name : "main", component);
+    n += (size_t)len;
+    len = vsnprintf(line + n, sizeof line - n, fmt, ap);
+    if (len < 0)
+        len = 0;
+    n += (size_t)len;
+    if (n > sizeof line - 2) {
+        n = sizeof line - 5;
+        memcpy(line + n, "...", 3);
+        n += 3;
+    }
+    line[n++] = '\n';
+    /* One write per line: lines from threads and processes never interleave. */
+    if (write(atomic_load_explicit(&log_fd, memory_order_relaxed), line, n) < 0) {
+        /* Nowhere left to report it. */
+    }
+}
+
+void
+log_write(enum log_level level, const char *component, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    log_writev(level, component, fmt, ap);
+    va_end(ap);
+}
+
+void
+log_assert_failed(const char *cond, const char *file, int line, const char *func)
+{
+    log_write(LOG_LEVEL_ERROR, "assert", "assertion '%s' failed in %s() at %s:%d", cond, func, file,
+              line);
+    abort();
+}

@@ -1,0 +1,67 @@
+/* Logging: one line per event with time, level, thread, component and the
+ * caller's job=/task= ids, to stderr or a per-process file. Any thread may log;
+ * each line is one write(2), so lines from threads never interleave. The level
+ * is checked before anything is formatted. */
+#ifndef SPATE_CORE_LOG_H
+#define SPATE_CORE_LOG_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include <spate/error.h>
+
+enum log_level {
+    LOG_LEVEL_TRACE,
+    LOG_LEVEL_DEBUG,
+    LOG_LEVEL_INFO,
+    LOG_LEVEL_WARN,
+    LOG_LEVEL_ERROR,
+    LOG_LEVEL_OFF,
+};
+
+/* The process's threshold: the logger's one piece of process-wide state, set at
+ * start-up and read (relaxed: a stale level only delays a change) per call. */
+extern _Atomic int log_threshold;
+
+#define SPATE_LOG(level, component, ...)                                                \
+    do {                                                                                \
+        if ((int)(level) >= atomic_load_explicit(&log_threshold, memory_order_relaxed)) \
+            log_write((level), (component), __VA_ARGS__);                               \
+    } while (0)
+
+#define SPATE_LOG_TRACE(component, ...) SPATE_LOG(LOG_LEVEL_TRACE, component, __VA_ARGS__)
+#define SPATE_LOG_DEBUG(component, ...) SPATE_LOG(LOG_LEVEL_DEBUG, component, __VA_ARGS__)
+#define SPATE_LOG_INFO(component, ...)  SPATE_LOG(LOG_LEVEL_INFO, component, __VA_ARGS__)
+#define SPATE_LOG_WARN(component, ...)  SPATE_LOG(LOG_LEVEL_WARN, component, __VA_ARGS__)
+#define SPATE_LOG_ERROR(component, ...) SPATE_LOG(LOG_LEVEL_ERROR, component, __VA_ARGS__)
+
+static inline int
+log_enabled(enum log_level level)
+{
+    return (int)level >= atomic_load_explicit(&log_threshold, memory_order_relaxed);
+}
+
+void log_write(enum log_level level, const char *component, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void log_writev(enum log_level level, const char *component, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+void log_set_level(enum log_level level);
+/* "trace", "debug", "info", "warn"/"warning", "error", "off", any case. */
+int log_parse_level(const char *text, enum log_level *level, spate_error *err);
+const char *log_level_name(enum log_level level);
+
+/* Sends lines to fd (2 = stderr, the default). The logger does not own fd. */
+void log_set_fd(int fd);
+/* Appends lines to path (created 0644, parent folders too); stderr on failure. */
+int log_open_file(const char *path, spate_error *err);
+/* Closes a file opened by log_open_file and returns to stderr. */
+void log_close_file(void);
+
+/* A short name for the calling thread, shown in its lines ("rpc", "task-3"). */
+void log_set_thread_name(const char *name);
+
+void log_assert_failed(const char *cond, const char *file, int line, const char *func)
+    __attribute__((noreturn));
+
+#endif

@@ -1,0 +1,53 @@
+/* Mailboxes (mailbox.h): MPSC queue + uv_async_t. */
+#include "core/mailbox.h"
+#include "core/util.h"
+
+static void
+mailbox_drain(struct mailbox *mb)
+{
+    struct mpsc_node *node;
+
+    while ((node = mpsc_pop(&mb->queue)) != NULL)
+        mb->deliver(mb, node);
+}
+
+static void
+mailbox_on_async(uv_async_t *async)
+{
+    mailbox_drain(container_of(async, struct mailbox, async));
+}
+
+int
+mailbox_init(uv_loop_t *loop, struct mailbox *mb, mailbox_deliver_cb deliver)
+{
+    mpsc_init(&mb->queue);
+    mb->deliver = deliver;
+    mb->on_close = NULL;
+    return uv_async_init(loop, &mb->async, mailbox_on_async);
+}
+
+void
+mailbox_post(struct mailbox *mb, struct mpsc_node *node)
+{
+    mpsc_push(&mb->queue, node);
+    /* Coalesces: many posts before the loop wakes cost one callback. */
+    uv_async_send(&mb->async);
+}
+
+static void
+mailbox_on_closed(uv_handle_t *handle)
+{
+    struct mailbox *mb = container_of((uv_async_t *)handle, struct mailbox, async);
+
+    mailbox_drain(mb);
+    if (mb->on_close != NULL)
+        mb->on_close(mb);
+}
+
+void
+mailbox_close(struct mailbox *mb, mailbox_close_cb on_close)
+{
+    mb->on_close = on_close;
+    mailbox_drain(mb);
+    uv_close((uv_handle_t *)&mb->async, mailbox_on_closed);
+}

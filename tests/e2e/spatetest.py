@@ -1,0 +1,70 @@
+"""Helpers for spate's end-to-end tests: find the build, run spate commands,
+start and stop processes by pid, wait for conditions (never bare sleeps).
+
+Tests use 127.0.0.1, ephemeral ports and a temporary directory, and kill only
+the processes they started."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+SOURCE = os.environ.get("SPATE_SOURCE") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("SPATE_BUILD") or os.path.join(SOURCE, "build")
+SPATE = os.path.join(BUILD, "bin", "spate")
+
+
+def free_port():
+    """An ephemeral port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, timeout=30.0, what="condition", interval=0.02):
+    """Polls condition() until it returns a truthy value, which it returns."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+class SpateTestCase(unittest.TestCase):
+    """A test with its own temporary folder and processes, cleaned up after."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="spate-e2e-")
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+                p.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def spate(self, *args, env=None, timeout=60, input=None):
+        """Runs `spate args...` to completion; returns the CompletedProcess."""
+        e = dict(os.environ)
+        e.update(env or {})
+        return subprocess.run([SPATE, *args], capture_output=True, text=True, env=e,
+                              timeout=timeout, input=input, stdin=None if input else subprocess.DEVNULL)
+
+    def start(self, *args, env=None, log_name=None):
+        """Starts `spate args...` in the background; killed at tearDown."""
+        e = dict(os.environ)
+        e.update(env or {})
+        out = open(os.path.join(self.tmp, log_name or f"proc{len(self.procs)}.out"), "w")
+        p = subprocess.Popen([SPATE, *args], stdout=out, stderr=subprocess.STDOUT, env=e,
+                             stdin=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
