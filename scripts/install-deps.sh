@@ -16,6 +16,7 @@ python3             end-to-end tests compute expected results independently
 procps              ps and pgrep for process tests
 libuv1-dev          event loops, TCP, timers, async mailboxes
 libyaml-dev         conf/config.yaml
+libssl-dev          SHA-256 (job libraries, blobs, handshake secrets); TLS later
 libcriterion-dev    unit tests
 "
 
