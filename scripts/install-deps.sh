@@ -18,6 +18,8 @@ libuv1-dev          event loops, TCP, timers, async mailboxes
 libyaml-dev         conf/config.yaml
 libssl-dev          SHA-256 (job libraries, blobs, handshake secrets); TLS later
 libcriterion-dev    unit tests
+libjansson-dev      JSON: plans, REST
+libxxhash-dev       XXH3, the key hash (fixed for good: savepoints depend on it)
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')

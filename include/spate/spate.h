@@ -1,0 +1,237 @@
+/* spate's C DataStream API, for job authors. A job is a shared library that
+ * exports
+ *
+ *     int spate_job_main(spate_env *env, int argc, char **argv);
+ *
+ * which builds a dataflow on env and calls spate_execute(). The handles are
+ * opaque; building calls never return NULL: a misuse is remembered by the
+ * environment and reported by spate_execute(), so calls can be nested the way
+ * Flink's are chained:
+ *
+ *     spate_name(spate_uid(spate_map(in, parse, spate_type_int64()), "parse"), "Parse");
+ *
+ * User functions run on task threads, possibly in other processes: they get
+ * their parameters as bytes captured when the graph was built (spate_params),
+ * never through globals or pointers. See docs/api.md. */
+#ifndef SPATE_SPATE_H
+#define SPATE_SPATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <spate/error.h>
+#include <spate/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct spate_env spate_env;       /* StreamExecutionEnvironment */
+typedef struct spate_stream spate_stream; /* DataStream (and, after key_by, KeyedStream) */
+typedef struct spate_ctx spate_ctx;       /* RuntimeContext + Collector of one call */
+typedef struct spate_type spate_type;     /* a record type */
+typedef struct spate_counter spate_counter;
+
+/* ---- records and types -------------------------------------------------- */
+
+/* A string (bytes) record or field: a view, borrowed for the call. */
+typedef struct spate_str {
+    const char *data;
+    size_t len;
+} spate_str;
+
+/* Bytes borrowed for the call. */
+typedef struct spate_bytes {
+    const void *data;
+    size_t len;
+} spate_bytes;
+
+/* Built-in types. In memory: int64_t, double, spate_str. */
+SPATE_API const spate_type *spate_type_int64(void);
+SPATE_API const spate_type *spate_type_double(void);
+SPATE_API const spate_type *spate_type_string(void);
+
+/* A tuple of n fields; in memory a C struct of the fields in order with their
+ * natural alignment, e.g. (string, int64) is
+ *     struct { spate_str word; int64_t count; }
+ * Fields may be tuples themselves. */
+SPATE_API const spate_type *spate_type_tuple(spate_env *env, int n,
+                                             const spate_type *const *fields);
+/* Where field i lives inside a tuple record. */
+SPATE_API size_t spate_type_field_offset(const spate_type *tuple, int i);
+/* The in-memory size of a record of the type. */
+SPATE_API size_t spate_type_size(const spate_type *type);
+
+/* Writes rec's serialized form into out (cap bytes); returns its length. If it
+ * needs more than cap, returns the length it needs (out's content is then
+ * undefined) and is called again with enough room. */
+typedef size_t (*spate_serialize_fn)(const void *rec, uint8_t *out, size_t cap);
+/* Reads a serialized record of len bytes into rec (the type's in-memory
+ * size). Pointers in rec may point into bytes. 0, or -1 when malformed. */
+typedef int (*spate_deserialize_fn)(const uint8_t *bytes, size_t len, void *rec);
+/* Writes a readable form like snprintf (for print and text sinks). */
+typedef int (*spate_format_fn)(const void *rec, char *buf, size_t cap);
+
+/* A user type: name and version are recorded with state and checkpoints.
+ * Without serialize/deserialize the record is `size` plain bytes (no
+ * pointers), copied as they are. */
+typedef struct spate_type_def {
+    const char *name;
+    int version;
+    size_t size;
+    spate_serialize_fn serialize;
+    spate_deserialize_fn deserialize;
+    spate_format_fn format;
+} spate_type_def;
+
+SPATE_API const spate_type *spate_type_custom(spate_env *env, const spate_type_def *def);
+
+/* ---- user functions ------------------------------------------------------ */
+
+/* Writes the output record into out (storage of the output type's size). */
+typedef void (*spate_map_fn)(spate_ctx *ctx, const void *in, void *out);
+typedef bool (*spate_filter_fn)(spate_ctx *ctx, const void *in);
+/* Emits zero or more records with spate_emit. Also the process function. */
+typedef void (*spate_flat_map_fn)(spate_ctx *ctx, const void *in);
+/* out = acc ⊕ in, all of the stream's type; out may alias neither. */
+typedef void (*spate_reduce_fn)(spate_ctx *ctx, const void *acc, const void *in, void *out);
+/* The key of a record, as bytes: a view into the record, or into scratch
+ * (cap bytes). Equal keys must give equal bytes. */
+typedef spate_bytes (*spate_key_fn)(spate_ctx *ctx, const void *in, void *scratch, size_t cap);
+typedef void (*spate_sink_fn)(spate_ctx *ctx, const void *in);
+/* The record at position index (0, 1, 2, ...) of a generated stream. */
+typedef void (*spate_generator_fn)(spate_ctx *ctx, uint64_t index, void *out);
+/* RichFunction's open and close, once per parallel instance. */
+typedef void (*spate_open_fn)(spate_ctx *ctx);
+typedef void (*spate_close_fn)(spate_ctx *ctx);
+
+/* ---- the environment ----------------------------------------------------- */
+
+/* Parallelism for operators that set none (parallelism.default, -p). */
+SPATE_API void spate_env_set_parallelism(spate_env *env, int parallelism);
+SPATE_API int spate_env_parallelism(const spate_env *env);
+/* Number of key groups (pipeline.max-parallelism, default 128). */
+SPATE_API void spate_env_set_max_parallelism(spate_env *env, int max_parallelism);
+SPATE_API void spate_env_disable_chaining(spate_env *env);
+
+/* Builds the JobGraph and runs it with the executor the caller installed
+ * (mini cluster, cluster over REST, or plan only). 0 when the job finished;
+ * a negative SPATE_E* code otherwise, with the reason in spate_env_error(). */
+SPATE_API int spate_execute(spate_env *env, const char *job_name);
+/* The first error of building or running, or NULL. */
+SPATE_API const spate_error *spate_env_error(const spate_env *env);
+
+/* ---- sources --------------------------------------------------------------- */
+
+/* The n records at records (of type's in-memory size each), copied now. */
+SPATE_API spate_stream *spate_source_collection(spate_env *env, const spate_type *type,
+                                                const void *records, size_t n);
+/* Strings, copied now. */
+SPATE_API spate_stream *spate_source_strings(spate_env *env, const char *const *strings, size_t n);
+/* Records gen(0) .. gen(count-1) (count 0: unbounded), at most
+ * rate_per_second of them per second over all subtasks (0: as fast as
+ * possible). Subtask i of n generates the indexes i, i+n, i+2n, ... */
+SPATE_API spate_stream *spate_source_generator(spate_env *env, spate_generator_fn gen,
+                                               const spate_type *type, uint64_t count,
+                                               double rate_per_second);
+/* Lines of text from a TCP server (spate_str records, without the newline). */
+SPATE_API spate_stream *spate_source_socket(spate_env *env, const char *host, int port);
+/* Lines of the files at path (a file or a folder of files), read in splits
+ * that the JobMaster hands out to the subtasks. */
+SPATE_API spate_stream *spate_source_text_file(spate_env *env, const char *path);
+
+/* ---- transformations ---------------------------------------------------- */
+
+SPATE_API spate_stream *spate_map(spate_stream *in, spate_map_fn fn, const spate_type *out_type);
+SPATE_API spate_stream *spate_filter(spate_stream *in, spate_filter_fn fn);
+SPATE_API spate_stream *spate_flat_map(spate_stream *in, spate_flat_map_fn fn,
+                                       const spate_type *out_type);
+/* A process function: like flat_map, with the record's timestamp and, on a
+ * keyed stream, its key and keyed state at hand. */
+SPATE_API spate_stream *spate_process(spate_stream *in, spate_flat_map_fn fn,
+                                      const spate_type *out_type);
+
+/* A keyed stream: records with equal keys go to the same subtask. */
+SPATE_API spate_stream *spate_key_by(spate_stream *in, spate_key_fn key);
+/* Keyed by the whole record (int64, double, string, or a plain-bytes type). */
+SPATE_API spate_stream *spate_key_by_value(spate_stream *in);
+/* Keyed by one field of a tuple. */
+SPATE_API spate_stream *spate_key_by_field(spate_stream *in, int field);
+/* Rolling reduce on a keyed stream: emits the new value per record. */
+SPATE_API spate_stream *spate_reduce(spate_stream *keyed, spate_reduce_fn fn);
+/* Rolling sum of an int64 or double field (-1: the record itself) on a keyed
+ * stream; the other fields are those of the first record of the key. */
+SPATE_API spate_stream *spate_sum(spate_stream *keyed, int field);
+
+/* Partitioning. */
+SPATE_API spate_stream *spate_forward(spate_stream *in);
+SPATE_API spate_stream *spate_rebalance(spate_stream *in);
+SPATE_API spate_stream *spate_rescale(spate_stream *in);
+SPATE_API spate_stream *spate_shuffle(spate_stream *in);
+SPATE_API spate_stream *spate_broadcast(spate_stream *in);
+SPATE_API spate_stream *spate_global(spate_stream *in);
+
+/* ---- sinks -------------------------------------------------------------- */
+
+/* Each record's readable form on a line of the output (stdout of the process
+ * that runs the subtask), prefixed "i> " by subtask when parallelism > 1. */
+SPATE_API spate_stream *spate_sink_print(spate_stream *in);
+/* Each record's readable form on a line of a file: path itself at
+ * parallelism 1, else path/part-<subtask>. */
+SPATE_API spate_stream *spate_sink_text_file(spate_stream *in, const char *path);
+SPATE_API spate_stream *spate_sink(spate_stream *in, spate_sink_fn fn);
+
+/* ---- operator settings (return their argument) -------------------------- */
+
+/* Parameters of the operator's functions: len bytes, copied now, without
+ * pointers (they travel to other processes). */
+SPATE_API spate_stream *spate_params(spate_stream *op, const void *params, size_t len);
+SPATE_API spate_stream *spate_open_close(spate_stream *op, spate_open_fn open,
+                                         spate_close_fn close);
+/* A stable id, matched against state in savepoints. */
+SPATE_API spate_stream *spate_uid(spate_stream *op, const char *uid);
+SPATE_API spate_stream *spate_name(spate_stream *op, const char *name);
+SPATE_API spate_stream *spate_set_parallelism(spate_stream *op, int parallelism);
+SPATE_API spate_stream *spate_set_max_parallelism(spate_stream *op, int max_parallelism);
+SPATE_API spate_stream *spate_start_new_chain(spate_stream *op);
+SPATE_API spate_stream *spate_disable_chaining(spate_stream *op);
+SPATE_API spate_stream *spate_slot_sharing_group(spate_stream *op, const char *group);
+
+/* ---- inside user functions ---------------------------------------------- */
+
+/* The bytes given with spate_params (NULL and 0 when none). */
+SPATE_API const void *spate_ctx_params(const spate_ctx *ctx, size_t *len);
+SPATE_API int spate_ctx_subtask_index(const spate_ctx *ctx);
+SPATE_API int spate_ctx_parallelism(const spate_ctx *ctx);
+SPATE_API int spate_ctx_max_parallelism(const spate_ctx *ctx);
+SPATE_API const char *spate_ctx_task_name(const spate_ctx *ctx);
+/* A pointer for the function instance's own use, kept from open to close. */
+SPATE_API void *spate_ctx_user(const spate_ctx *ctx);
+SPATE_API void spate_ctx_set_user(spate_ctx *ctx, void *user);
+/* Scratch memory valid until the current call returns (e.g. for the bytes
+ * of an output string); never NULL. */
+SPATE_API void *spate_ctx_alloc(spate_ctx *ctx, size_t size);
+/* Passes a record to the next operator (flat_map, process). */
+SPATE_API void spate_emit(spate_ctx *ctx, const void *rec);
+/* The current record's event timestamp, or INT64_MIN when it has none. */
+SPATE_API int64_t spate_ctx_timestamp(const spate_ctx *ctx);
+/* On a keyed stream: the current record's key bytes. */
+SPATE_API spate_bytes spate_ctx_current_key(const spate_ctx *ctx);
+/* A named counter (an accumulator summed over all subtasks into the job's
+ * result); look it up in open and add to it per record. */
+SPATE_API spate_counter *spate_ctx_counter(spate_ctx *ctx, const char *name);
+SPATE_API void spate_counter_add(spate_counter *counter, int64_t delta);
+/* Fails the task (and the job) with this message, after the function returns. */
+SPATE_API void spate_ctx_fail(spate_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The entry point a job library exports. */
+typedef int (*spate_job_main_fn)(spate_env *env, int argc, char **argv);
+#define SPATE_JOB_MAIN "spate_job_main"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

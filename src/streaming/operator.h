@@ -1,0 +1,130 @@
+/* Running operators (Flink's StreamOperator) and the outputs between them.
+ * Chained operators call each other directly, passing records by pointer:
+ * no copy, no serialization inside a chain. Everything here runs on one task
+ * thread, which owns the operators: no locks. */
+#ifndef SPATE_STREAMING_OPERATOR_H
+#define SPATE_STREAMING_OPERATOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <spate/spate.h>
+
+#include "streaming/stream_graph.h"
+
+#define RECORD_NO_TIMESTAMP INT64_MIN
+
+/* What travels with a record besides its value. */
+struct record_meta {
+    int64_t timestamp; /* RECORD_NO_TIMESTAMP when none */
+    uint64_t key_hash; /* valid when has_key_hash */
+    bool has_key_hash;
+};
+
+/* Where an operator's records go: the next chained operator(s), or an
+ * exchange. */
+struct output {
+    void (*collect)(struct output *self, const void *rec, const struct record_meta *meta);
+};
+
+/* A bump allocator for the memory user functions ask for during a call
+ * (spate_ctx_alloc), reset between calls. */
+struct scratch {
+    uint8_t *chunk;
+    size_t used, cap;
+    uint8_t **old; /* chunks outgrown during a call, freed at reset */
+    size_t nold;
+};
+
+struct accumulators;
+struct operator;
+
+/* The context user functions get (spate.h's spate_ctx): the operator's
+ * settings and the current record's. */
+struct spate_ctx {
+    struct operator* op;
+    const void *params;
+    size_t params_len;
+    int subtask;
+    int parallelism;
+    int max_parallelism;
+    const char *task_name;
+    void *user;
+    struct output *out;
+    struct record_meta meta; /* of the record being processed */
+    spate_bytes key;         /* keyed operators: its key */
+    struct scratch scratch;
+    struct accumulators *accumulators;
+    char *failure; /* set by spate_ctx_fail */
+};
+
+/* Where the task comes from, for operators that need more than their own
+ * settings (input splits, the print sink's stream). */
+struct task_info {
+    int subtask;
+    int parallelism;
+    int max_parallelism;
+    int attempt;
+    const char *task_name;
+    struct accumulators *accumulators;
+    FILE *print_out; /* where print sinks write: stdout */
+    /* The next split of a file source (the seeds' RequestNextInputSplit):
+     * 0 with *path, *start, *length set; 1 when there are no more; < 0 on
+     * failure. */
+    int (*next_split)(void *data, int operator_index, char **path, uint64_t *start,
+                      uint64_t *length, spate_error *err);
+    void *split_data;
+};
+
+enum source_status {
+    SOURCE_MORE,    /* call poll again */
+    SOURCE_WAITING, /* nothing now: wait for wait_fd or wait_until_ns */
+    SOURCE_END,     /* bounded input done */
+};
+
+struct operator_vtable {
+    int (*open)(struct operator* op, spate_error *err);
+    void (*process)(struct operator* op, const void *rec, const struct record_meta *meta);
+    /* The input ended (bounded sources): emit final results. */
+    void (*end_input)(struct operator* op);
+    void (*close)(struct operator* op);
+    /* Sources: emit up to budget records. On failure err is set and the
+     * status is SOURCE_END. */
+    enum source_status (*poll)(struct operator* op, int budget, spate_error *err);
+};
+
+struct operator
+{
+    const struct operator_vtable *vt;
+    const struct spate_stream *config; /* kind, functions, types, settings */
+    int index;                         /* in its chain */
+    struct spate_ctx ctx;
+    struct output *out;
+    const struct task_info *task;
+    void *impl; /* the kind's own state */
+    /* Sources waiting: a descriptor to watch or a time to wake up. */
+    int wait_fd;
+    uint64_t wait_until_ns;
+    /* Sources stopped by cancellation or stop-with-savepoint. */
+    bool stopping;
+    /* The kind's open succeeded: the user's close runs at the end. */
+    bool opened;
+};
+
+/* Makes the running operator for config; out is where its records go. */
+int operator_new(const struct spate_stream *config, int index, const struct task_info *task,
+                 struct output *out, struct operator** opp, spate_error *err);
+void operator_free(struct operator* op);
+
+/* A user function's failure (spate_ctx_fail), or NULL. */
+static inline const char *
+operator_failure(const struct operator* op)
+{
+    return op->ctx.failure;
+}
+
+void scratch_reset(struct scratch *s);
+void scratch_release(struct scratch *s);
+
+#endif

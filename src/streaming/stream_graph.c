@@ -1,0 +1,653 @@
+/* The DataStream API's building calls (include/spate/spate.h) and the
+ * StreamGraph they make (stream_graph.h). A misuse is recorded once in the
+ * environment and reported by spate_execute; the calls then keep returning
+ * usable handles so that nested calls never see NULL. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/util.h"
+#include "streaming/stream_graph.h"
+#include "streaming/types.h"
+
+/* ---- environment ---- */
+
+struct spate_env *
+env_new(const struct config *conf, const struct executor *executor)
+{
+    struct spate_env *env = xcalloc(1, sizeof *env);
+    int64_t v;
+
+    env->conf = conf;
+    env->parallelism = 1;
+    env->max_parallelism = 128;
+    if (conf != NULL) {
+        if (config_get_int(conf, CFG(PARALLELISM_DEFAULT), &v, NULL) == 0)
+            env->parallelism = (int)v;
+        if (config_get_int(conf, CFG(PIPELINE_MAX_PARALLELISM), &v, NULL) == 0)
+            env->max_parallelism = (int)v;
+    }
+    if (executor != NULL)
+        env->executor = *executor;
+    return env;
+}
+
+static void
+node_free(struct spate_stream *n)
+{
+    free(n->name);
+    free(n->uid);
+    free(n->slot_sharing_group);
+    free(n->params);
+    free(n->host);
+    free(n->path);
+    free(n->records);
+    free(n);
+}
+
+void
+env_free(struct spate_env *env)
+{
+    if (env == NULL)
+        return;
+    for (size_t i = 0; i < env->nnodes; i++)
+        node_free(env->nodes[i]);
+    for (size_t i = 0; i < env->ntypes; i++)
+        types_free(env->types[i]);
+    free(env->nodes);
+    free(env->types);
+    free(env->library_path);
+    free(env);
+}
+
+int
+env_fail(struct spate_env *env, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (env->error.code != 0)
+        return SPATE_EINVAL;
+    va_start(ap, fmt);
+    spate_error_setv(&env->error, SPATE_EINVAL, fmt, ap);
+    va_end(ap);
+    return SPATE_EINVAL;
+}
+
+bool
+env_failed(const struct spate_env *env)
+{
+    return env->error.code != 0;
+}
+
+const spate_error *
+spate_env_error(const spate_env *env)
+{
+    return env->error.code != 0 ? &env->error : NULL;
+}
+
+void
+spate_env_set_parallelism(spate_env *env, int parallelism)
+{
+    if (parallelism < 1 || parallelism > 32768)
+        env_fail(env, "parallelism %d is not within 1 to 32768", parallelism);
+    else
+        env->parallelism = parallelism;
+}
+
+int
+spate_env_parallelism(const spate_env *env)
+{
+    return env->parallelism;
+}
+
+void
+spate_env_set_max_parallelism(spate_env *env, int max_parallelism)
+{
+    if (max_parallelism < 1 || max_parallelism > 32768)
+        env_fail(env, "max parallelism %d is not within 1 to 32768", max_parallelism);
+    else
+        env->max_parallelism = max_parallelism;
+}
+
+void
+spate_env_disable_chaining(spate_env *env)
+{
+    env->chaining_disabled = true;
+}
+
+static const spate_type *
+env_own_type(spate_env *env, struct spate_type *t)
+{
+    xgrow((void **)&env->types, &env->types_cap, env->ntypes + 1, sizeof *env->types);
+    env->types[env->ntypes++] = t;
+    return t;
+}
+
+const spate_type *
+spate_type_tuple(spate_env *env, int n, const spate_type *const *fields)
+{
+    if (n < 1 || n > 64 || fields == NULL) {
+        env_fail(env, "a tuple needs 1 to 64 fields, got %d", n);
+        return spate_type_int64();
+    }
+    for (int i = 0; i < n; i++) {
+        if (fields[i] == NULL) {
+            env_fail(env, "tuple field %d has no type", i);
+            return spate_type_int64();
+        }
+    }
+    return env_own_type(env, types_new_tuple(n, fields));
+}
+
+const spate_type *
+spate_type_custom(spate_env *env, const spate_type_def *def)
+{
+    if (def == NULL || def->name == NULL || def->size == 0) {
+        env_fail(env, "a user type needs a name and a size");
+        return spate_type_int64();
+    }
+    if ((def->serialize == NULL) != (def->deserialize == NULL)) {
+        env_fail(env, "user type '%s' needs both serialize and deserialize, or neither", def->name);
+        return spate_type_int64();
+    }
+    return env_own_type(env, types_new_custom(def));
+}
+
+/* ---- nodes ---- */
+
+static const char *const operator_names[] = {
+    [OP_SOURCE_COLLECTION] = "Source: Collection",
+    [OP_SOURCE_GENERATOR] = "Source: Generator",
+    [OP_SOURCE_SOCKET] = "Source: Socket Stream",
+    [OP_SOURCE_FILE] = "Source: File",
+    [OP_MAP] = "Map",
+    [OP_FILTER] = "Filter",
+    [OP_FLAT_MAP] = "Flat Map",
+    [OP_PROCESS] = "Process",
+    [OP_REDUCE] = "Keyed Reduce",
+    [OP_SUM] = "Keyed Aggregation",
+    [OP_SINK_PRINT] = "Sink: Print to Std. Out",
+    [OP_SINK_FILE] = "Sink: Text File",
+    [OP_SINK] = "Sink: Unnamed",
+    [OP_PARTITION] = "Partition",
+};
+
+const char *
+operator_kind_name(enum operator_kind kind)
+{
+    return operator_names[kind];
+}
+
+const char *
+partitioner_name(enum partitioner_kind kind)
+{
+    static const char *const names[] = {
+        [PARTITIONER_FORWARD] = "FORWARD",     [PARTITIONER_REBALANCE] = "REBALANCE",
+        [PARTITIONER_RESCALE] = "RESCALE",     [PARTITIONER_SHUFFLE] = "SHUFFLE",
+        [PARTITIONER_BROADCAST] = "BROADCAST", [PARTITIONER_GLOBAL] = "GLOBAL",
+        [PARTITIONER_HASH] = "HASH",           [PARTITIONER_DEFAULT] = "DEFAULT",
+    };
+    return names[kind];
+}
+
+static struct spate_stream *
+node_new(spate_env *env, enum operator_kind kind, struct spate_stream *input,
+         const spate_type *out_type)
+{
+    struct spate_stream *n = xcalloc(1, sizeof *n);
+
+    n->env = env;
+    n->id = (int)env->nnodes;
+    n->kind = kind;
+    n->input = input;
+    n->in_type = input ? input->out_type : NULL;
+    n->out_type = out_type ? out_type : (input ? input->out_type : spate_type_int64());
+    n->partitioner = PARTITIONER_DEFAULT;
+    n->chaining = CHAINING_ALWAYS;
+    n->sum_field = -1;
+    xgrow((void **)&env->nodes, &env->cap, env->nnodes + 1, sizeof *env->nodes);
+    env->nodes[env->nnodes++] = n;
+    return n;
+}
+
+struct spate_stream *
+stream_graph_resolve(struct spate_stream *s, enum partitioner_kind *part, struct key_selector *key)
+{
+    *part = PARTITIONER_DEFAULT;
+    *key = (struct key_selector){ KEY_NONE, NULL, -1 };
+    /* The nearest virtual node decides, as in Flink. */
+    while (s->kind == OP_PARTITION) {
+        if (*part == PARTITIONER_DEFAULT) {
+            *part = s->partitioner;
+            *key = s->key;
+        }
+        s = s->input;
+    }
+    return s;
+}
+
+int
+stream_node_parallelism(const struct spate_stream *n)
+{
+    return n->parallelism > 0 ? n->parallelism : n->env->parallelism;
+}
+
+int
+stream_node_max_parallelism(const struct spate_stream *n)
+{
+    return n->max_parallelism > 0 ? n->max_parallelism : n->env->max_parallelism;
+}
+
+bool
+stream_node_is_source(const struct spate_stream *n)
+{
+    return n->kind <= OP_SOURCE_FILE;
+}
+
+bool
+stream_node_is_keyed(const struct spate_stream *n)
+{
+    return n->key.kind != KEY_NONE;
+}
+
+/* The key selector of a keyed input, or KEY_NONE. */
+static struct key_selector
+input_key(struct spate_stream *in)
+{
+    enum partitioner_kind part;
+    struct key_selector key;
+
+    stream_graph_resolve(in, &part, &key);
+    if (part != PARTITIONER_HASH)
+        key.kind = KEY_NONE;
+    return key;
+}
+
+static bool check(spate_env *env, bool ok, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static bool
+check(spate_env *env, bool ok, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (ok)
+        return true;
+    if (env->error.code == 0) {
+        va_start(ap, fmt);
+        spate_error_setv(&env->error, SPATE_EINVAL, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+/* ---- sources ---- */
+
+spate_stream *
+spate_source_collection(spate_env *env, const spate_type *type, const void *records, size_t n)
+{
+    struct spate_stream *s = node_new(env, OP_SOURCE_COLLECTION, NULL, type);
+    size_t cap = 0;
+
+    if (!check(env, type != NULL && (records != NULL || n == 0),
+               "spate_source_collection needs a type and records"))
+        return s;
+    s->nrecords = n;
+    for (size_t i = 0; i < n; i++) {
+        const void *rec = (const uint8_t *)records + i * type->size;
+        size_t len = types_serialize(type, rec, NULL, 0);
+
+        xgrow((void **)&s->records, &cap, s->records_len + 4 + len, 1);
+        memcpy(s->records + s->records_len, &(uint32_t){ (uint32_t)len }, 4);
+        types_serialize(type, rec, s->records + s->records_len + 4, len);
+        s->records_len += 4 + len;
+    }
+    return s;
+}
+
+spate_stream *
+spate_source_strings(spate_env *env, const char *const *strings, size_t n)
+{
+    spate_str *recs = xcalloc(n ? n : 1, sizeof *recs);
+    spate_stream *s;
+
+    for (size_t i = 0; i < n; i++) {
+        recs[i].data = strings[i] ? strings[i] : "";
+        recs[i].len = strlen(recs[i].data);
+    }
+    s = spate_source_collection(env, spate_type_string(), recs, n);
+    free(recs);
+    return s;
+}
+
+spate_stream *
+spate_source_generator(spate_env *env, spate_generator_fn gen, const spate_type *type,
+                       uint64_t count, double rate_per_second)
+{
+    struct spate_stream *s = node_new(env, OP_SOURCE_GENERATOR, NULL, type);
+
+    check(env, gen != NULL && type != NULL, "spate_source_generator needs a function and a type");
+    check(env, rate_per_second >= 0, "generator rate %g is negative", rate_per_second);
+    s->fn = (void *)gen;
+    s->count = count;
+    s->rate = rate_per_second;
+    return s;
+}
+
+spate_stream *
+spate_source_socket(spate_env *env, const char *host, int port)
+{
+    struct spate_stream *s = node_new(env, OP_SOURCE_SOCKET, NULL, spate_type_string());
+
+    check(env, host != NULL && port > 0 && port < 65536, "socket source needs a host and a port");
+    s->host = xstrdup(host ? host : "");
+    s->port = port;
+    /* A socket has one reader, as Flink's socketTextStream. */
+    s->parallelism = 1;
+    return s;
+}
+
+spate_stream *
+spate_source_text_file(spate_env *env, const char *path)
+{
+    struct spate_stream *s = node_new(env, OP_SOURCE_FILE, NULL, spate_type_string());
+
+    check(env, path != NULL && *path, "text file source needs a path");
+    s->path = xstrdup(path ? path : "");
+    return s;
+}
+
+/* ---- transformations ---- */
+
+static struct spate_stream *
+transform(spate_stream *in, enum operator_kind kind, void *fn, const spate_type *out_type,
+          const char *what)
+{
+    struct spate_stream *n = node_new(in->env, kind, in, out_type);
+
+    check(in->env, fn != NULL, "%s needs a function", what);
+    n->fn = fn;
+    return n;
+}
+
+spate_stream *
+spate_map(spate_stream *in, spate_map_fn fn, const spate_type *out_type)
+{
+    return transform(in, OP_MAP, (void *)fn, out_type, "map");
+}
+
+spate_stream *
+spate_filter(spate_stream *in, spate_filter_fn fn)
+{
+    return transform(in, OP_FILTER, (void *)fn, NULL, "filter");
+}
+
+spate_stream *
+spate_flat_map(spate_stream *in, spate_flat_map_fn fn, const spate_type *out_type)
+{
+    return transform(in, OP_FLAT_MAP, (void *)fn, out_type, "flat_map");
+}
+
+spate_stream *
+spate_process(spate_stream *in, spate_flat_map_fn fn, const spate_type *out_type)
+{
+    struct spate_stream *n = transform(in, OP_PROCESS, (void *)fn, out_type, "process");
+
+    n->key = input_key(in);
+    return n;
+}
+
+static spate_stream *
+key_by(spate_stream *in, struct key_selector key)
+{
+    struct spate_stream *n = node_new(in->env, OP_PARTITION, in, NULL);
+
+    n->partitioner = PARTITIONER_HASH;
+    n->key = key;
+    return n;
+}
+
+spate_stream *
+spate_key_by(spate_stream *in, spate_key_fn fn)
+{
+    check(in->env, fn != NULL, "key_by needs a key selector");
+    return key_by(in, (struct key_selector){ KEY_FN, fn, -1 });
+}
+
+spate_stream *
+spate_key_by_value(spate_stream *in)
+{
+    check(in->env, types_keyable(in->out_type),
+          "records of type '%s' cannot be keys: give the type serialize/deserialize",
+          in->out_type->name);
+    return key_by(in, (struct key_selector){ KEY_VALUE, NULL, -1 });
+}
+
+spate_stream *
+spate_key_by_field(spate_stream *in, int field)
+{
+    const spate_type *t = in->out_type;
+
+    check(in->env, t->kind == TYPE_TUPLE && field >= 0 && field < t->nfields,
+          "key_by_field(%d) needs a tuple with that field", field);
+    return key_by(in, (struct key_selector){ KEY_FIELD, NULL, field });
+}
+
+static struct spate_stream *
+keyed_op(spate_stream *in, enum operator_kind kind, void *fn, const char *what)
+{
+    struct spate_stream *n = node_new(in->env, kind, in, NULL);
+
+    n->fn = fn;
+    n->key = input_key(in);
+    check(in->env, n->key.kind != KEY_NONE, "%s needs a keyed stream: call spate_key_by first",
+          what);
+    return n;
+}
+
+spate_stream *
+spate_reduce(spate_stream *keyed, spate_reduce_fn fn)
+{
+    check(keyed->env, fn != NULL, "reduce needs a function");
+    return keyed_op(keyed, OP_REDUCE, (void *)fn, "reduce");
+}
+
+spate_stream *
+spate_sum(spate_stream *keyed, int field)
+{
+    struct spate_stream *n = keyed_op(keyed, OP_SUM, NULL, "sum");
+    const spate_type *t = n->out_type;
+    const spate_type *f = t;
+
+    if (field >= 0) {
+        if (!check(keyed->env, t->kind == TYPE_TUPLE && field < t->nfields,
+                   "sum(%d) needs a tuple with that field", field))
+            return n;
+        f = t->fields[field];
+    }
+    check(keyed->env, f->kind == TYPE_INT64 || f->kind == TYPE_DOUBLE,
+          "sum needs an int64 or double field, not '%s'", f->name);
+    n->sum_field = field;
+    return n;
+}
+
+static spate_stream *
+partition(spate_stream *in, enum partitioner_kind kind)
+{
+    struct spate_stream *n = node_new(in->env, OP_PARTITION, in, NULL);
+
+    n->partitioner = kind;
+    return n;
+}
+
+spate_stream *
+spate_forward(spate_stream *in)
+{
+    return partition(in, PARTITIONER_FORWARD);
+}
+
+spate_stream *
+spate_rebalance(spate_stream *in)
+{
+    return partition(in, PARTITIONER_REBALANCE);
+}
+
+spate_stream *
+spate_rescale(spate_stream *in)
+{
+    return partition(in, PARTITIONER_RESCALE);
+}
+
+spate_stream *
+spate_shuffle(spate_stream *in)
+{
+    return partition(in, PARTITIONER_SHUFFLE);
+}
+
+spate_stream *
+spate_broadcast(spate_stream *in)
+{
+    return partition(in, PARTITIONER_BROADCAST);
+}
+
+spate_stream *
+spate_global(spate_stream *in)
+{
+    return partition(in, PARTITIONER_GLOBAL);
+}
+
+/* ---- sinks ---- */
+
+spate_stream *
+spate_sink_print(spate_stream *in)
+{
+    return node_new(in->env, OP_SINK_PRINT, in, NULL);
+}
+
+spate_stream *
+spate_sink_text_file(spate_stream *in, const char *path)
+{
+    struct spate_stream *n = node_new(in->env, OP_SINK_FILE, in, NULL);
+
+    check(in->env, path != NULL && *path, "text file sink needs a path");
+    n->path = xstrdup(path ? path : "");
+    return n;
+}
+
+spate_stream *
+spate_sink(spate_stream *in, spate_sink_fn fn)
+{
+    return transform(in, OP_SINK, (void *)fn, NULL, "sink");
+}
+
+/* ---- settings ---- */
+
+static bool
+settable(spate_stream *op, const char *what)
+{
+    return check(op->env, op->kind != OP_PARTITION,
+                 "%s applies to an operator, not to a partitioning", what);
+}
+
+spate_stream *
+spate_params(spate_stream *op, const void *params, size_t len)
+{
+    if (settable(op, "spate_params") &&
+        check(op->env, params != NULL || len == 0, "spate_params: NULL bytes")) {
+        free(op->params);
+        op->params = xmalloc(len);
+        if (len)
+            memcpy(op->params, params, len);
+        op->params_len = len;
+    }
+    return op;
+}
+
+spate_stream *
+spate_open_close(spate_stream *op, spate_open_fn open, spate_close_fn close)
+{
+    if (settable(op, "spate_open_close")) {
+        op->open = open;
+        op->close = close;
+    }
+    return op;
+}
+
+spate_stream *
+spate_uid(spate_stream *op, const char *uid)
+{
+    if (!settable(op, "spate_uid") || !check(op->env, uid && *uid, "uid must not be empty"))
+        return op;
+    for (size_t i = 0; i < op->env->nnodes; i++) {
+        struct spate_stream *o = op->env->nodes[i];
+
+        if (o != op && o->uid && strcmp(o->uid, uid) == 0)
+            env_fail(op->env, "uid '%s' is given to two operators", uid);
+    }
+    free(op->uid);
+    op->uid = xstrdup(uid);
+    return op;
+}
+
+spate_stream *
+spate_name(spate_stream *op, const char *name)
+{
+    if (settable(op, "spate_name") && check(op->env, name != NULL, "name must not be NULL")) {
+        free(op->name);
+        op->name = xstrdup(name);
+    }
+    return op;
+}
+
+spate_stream *
+spate_set_parallelism(spate_stream *op, int parallelism)
+{
+    if (settable(op, "spate_set_parallelism") &&
+        check(op->env, parallelism >= 1 && parallelism <= 32768,
+              "parallelism %d is not within 1 to 32768", parallelism)) {
+        if (op->kind == OP_SOURCE_SOCKET && parallelism != 1)
+            env_fail(op->env, "a socket source has parallelism 1");
+        else
+            op->parallelism = parallelism;
+    }
+    return op;
+}
+
+spate_stream *
+spate_set_max_parallelism(spate_stream *op, int max_parallelism)
+{
+    if (settable(op, "spate_set_max_parallelism") &&
+        check(op->env, max_parallelism >= 1 && max_parallelism <= 32768,
+              "max parallelism %d is not within 1 to 32768", max_parallelism))
+        op->max_parallelism = max_parallelism;
+    return op;
+}
+
+spate_stream *
+spate_start_new_chain(spate_stream *op)
+{
+    if (settable(op, "spate_start_new_chain"))
+        op->chaining = CHAINING_HEAD;
+    return op;
+}
+
+spate_stream *
+spate_disable_chaining(spate_stream *op)
+{
+    if (settable(op, "spate_disable_chaining"))
+        op->chaining = CHAINING_NEVER;
+    return op;
+}
+
+spate_stream *
+spate_slot_sharing_group(spate_stream *op, const char *group)
+{
+    if (settable(op, "spate_slot_sharing_group") &&
+        check(op->env, group && *group, "slot sharing group must not be empty")) {
+        free(op->slot_sharing_group);
+        op->slot_sharing_group = xstrdup(group);
+    }
+    return op;
+}

@@ -1,0 +1,155 @@
+/* The StreamGraph: what the DataStream API builds (spate_env, spate_stream).
+ * Nodes are operators and virtual partitioning nodes (key_by, rebalance, …)
+ * that only decide the partitioner of the edge behind them, as Flink's
+ * PartitionTransformation. Built and read on the thread that runs
+ * spate_job_main. */
+#ifndef SPATE_STREAMING_STREAM_GRAPH_H
+#define SPATE_STREAMING_STREAM_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <spate/spate.h>
+
+#include "core/config.h"
+
+enum partitioner_kind {
+    PARTITIONER_FORWARD,
+    PARTITIONER_REBALANCE,
+    PARTITIONER_RESCALE,
+    PARTITIONER_SHUFFLE,
+    PARTITIONER_BROADCAST,
+    PARTITIONER_GLOBAL,
+    PARTITIONER_HASH,
+    /* Not chosen by the user: forward between equal parallelism, else rebalance. */
+    PARTITIONER_DEFAULT,
+};
+
+enum chaining_strategy {
+    CHAINING_ALWAYS,
+    CHAINING_HEAD,  /* start_new_chain: may chain to what follows, not to what precedes */
+    CHAINING_NEVER, /* disable_chaining */
+};
+
+enum operator_kind {
+    OP_SOURCE_COLLECTION,
+    OP_SOURCE_GENERATOR,
+    OP_SOURCE_SOCKET,
+    OP_SOURCE_FILE,
+    OP_MAP,
+    OP_FILTER,
+    OP_FLAT_MAP,
+    OP_PROCESS,
+    OP_REDUCE,
+    OP_SUM,
+    OP_SINK_PRINT,
+    OP_SINK_FILE,
+    OP_SINK,
+    OP_PARTITION, /* virtual */
+};
+
+/* How a keyed operator (and a hash edge) finds a record's key. */
+enum key_kind {
+    KEY_NONE,
+    KEY_FN,    /* a user key selector */
+    KEY_VALUE, /* the whole record */
+    KEY_FIELD, /* one field of a tuple */
+};
+
+struct key_selector {
+    enum key_kind kind;
+    spate_key_fn fn;
+    int field;
+};
+
+struct spate_stream {
+    struct spate_env *env;
+    int id; /* position in env->nodes */
+    enum operator_kind kind;
+    char *name;
+    char *uid;
+    char *slot_sharing_group;
+    int parallelism;     /* 0: the environment's */
+    int max_parallelism; /* 0: the environment's */
+    enum chaining_strategy chaining;
+    const spate_type *in_type;
+    const spate_type *out_type;
+
+    /* The user's functions, by operator kind: map, filter, flat_map/process,
+     * reduce, sink, generator. */
+    void *fn;
+    spate_open_fn open;
+    spate_close_fn close;
+    uint8_t *params;
+    size_t params_len;
+
+    /* Keyed operators: the key selector of their keyed input. */
+    struct key_selector key;
+    int sum_field;
+
+    /* Sources: configuration; the collection's records serialized. */
+    char *host;
+    int port;
+    char *path;
+    uint64_t count;
+    double rate;
+    uint8_t *records; /* each a u32 length and the serialized bytes */
+    size_t records_len;
+    uint64_t nrecords;
+
+    /* The input (NULL for sources), and for a virtual node the partitioner
+     * it sets (with its key selector for PARTITIONER_HASH). */
+    struct spate_stream *input;
+    enum partitioner_kind partitioner;
+};
+
+/* How spate_execute runs a job: installed by whoever made the environment
+ * (the mini cluster, the REST client, plan-only). */
+struct job_graph;
+struct executor {
+    const char *name;
+    int (*execute)(void *data, struct spate_env *env, struct job_graph *graph, spate_error *err);
+    void *data;
+};
+
+struct spate_env {
+    spate_error error; /* the first misuse or failure */
+    int parallelism;
+    int max_parallelism;
+    bool chaining_disabled;
+    struct spate_stream **nodes;
+    size_t nnodes, cap;
+    struct spate_type **types; /* owned tuples and user types */
+    size_t ntypes, types_cap;
+    struct executor executor;
+    const struct config *conf;
+    /* The job library the user functions come from. */
+    char *library_path;
+    uintptr_t library_base;
+    uint8_t library_sha256[32];
+    bool has_library;
+};
+
+/* A new environment with defaults from conf (parallelism.default,
+ * pipeline.max-parallelism); conf is borrowed for the environment's life. */
+struct spate_env *env_new(const struct config *conf, const struct executor *executor);
+void env_free(struct spate_env *env);
+/* Records the job library that spate_job_main came from. */
+int env_set_library(struct spate_env *env, const char *path, uintptr_t base, spate_error *err);
+/* Records the first misuse; later ones are dropped. Returns SPATE_EINVAL. */
+int env_fail(struct spate_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool env_failed(const struct spate_env *env);
+
+/* The real (non-virtual) node behind a stream, and the partitioner and key
+ * selector that the virtual nodes in between set. */
+struct spate_stream *stream_graph_resolve(struct spate_stream *s, enum partitioner_kind *part,
+                                          struct key_selector *key);
+int stream_node_parallelism(const struct spate_stream *n);
+int stream_node_max_parallelism(const struct spate_stream *n);
+bool stream_node_is_source(const struct spate_stream *n);
+bool stream_node_is_keyed(const struct spate_stream *n);
+const char *operator_kind_name(enum operator_kind kind);
+const char *partitioner_name(enum partitioner_kind kind);
+
+#endif
