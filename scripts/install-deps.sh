@@ -19,6 +19,8 @@ libyaml-dev         conf/config.yaml
 libssl-dev          SHA-256 (job libraries, blobs, handshake secrets); TLS later
 libcriterion-dev    unit tests
 libjansson-dev      JSON: plans, REST
+protobuf-c-compiler protoc-c: C code for the control messages of src/proto/
+libprotobuf-c-dev   protobuf-c runtime: RPC payloads
 libxxhash-dev       XXH3, the key hash (fixed for good: savepoints depend on it)
 "
 

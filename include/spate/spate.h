@@ -226,7 +226,9 @@ SPATE_API void spate_counter_add(spate_counter *counter, int64_t delta);
 SPATE_API void spate_ctx_fail(spate_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* The entry point a job library exports. */
+/* The entry point a job library defines; declared here with default
+ * visibility so that it is exported even from -fvisibility=hidden builds. */
+__attribute__((visibility("default"))) int spate_job_main(spate_env *env, int argc, char **argv);
 typedef int (*spate_job_main_fn)(spate_env *env, int argc, char **argv);
 #define SPATE_JOB_MAIN "spate_job_main"
 

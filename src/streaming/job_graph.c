@@ -241,9 +241,26 @@ job_graph_free(struct job_graph *jg)
         free(v->inputs);
         free(v->outputs);
     }
+    for (int i = 0; i < jg->nowned_nodes; i++) {
+        struct spate_stream *n = jg->owned_nodes[i];
+
+        free(n->name);
+        free(n->uid);
+        free(n->slot_sharing_group);
+        free(n->params);
+        free(n->host);
+        free(n->path);
+        free(n->records);
+        free(n);
+    }
+    for (int i = 0; i < jg->nowned_types; i++)
+        types_free(jg->owned_types[i]);
+    free(jg->owned_nodes);
+    free(jg->owned_types);
     free(jg->vertices);
     free(jg->edges);
     free(jg->name);
+    free(jg->library_name);
     free(jg);
 }
 

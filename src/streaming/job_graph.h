@@ -60,6 +60,14 @@ struct job_graph {
     int nedges;
     /* Operators without a uid whose ids were derived from the graph. */
     int derived_uids;
+    /* The job library's SHA-256 and file name (from the client). */
+    uint8_t library_sha256[32];
+    char *library_name;
+    /* A decoded graph owns its operator configs and types. */
+    struct spate_stream **owned_nodes;
+    int nowned_nodes;
+    struct spate_type **owned_types;
+    int nowned_types;
 };
 
 /* POINTWISE wiring (forward, rescale), as Flink's connectPointwise: the

@@ -9,6 +9,7 @@
 
 #include "core/alloc.h"
 #include "core/util.h"
+#include "streaming/job_graph.h"
 #include "streaming/stream_graph.h"
 #include "streaming/types.h"
 
@@ -58,7 +59,6 @@ env_free(struct spate_env *env)
         types_free(env->types[i]);
     free(env->nodes);
     free(env->types);
-    free(env->library_path);
     free(env);
 }
 
@@ -153,6 +153,25 @@ spate_type_custom(spate_env *env, const spate_type_def *def)
         return spate_type_int64();
     }
     return env_own_type(env, types_new_custom(def));
+}
+
+int
+spate_execute(spate_env *env, const char *job_name)
+{
+    struct job_graph *jg = NULL;
+    int rc;
+
+    if (env_failed(env))
+        return env->error.code;
+    if ((rc = job_graph_build(env, job_name, &jg, &env->error)) != 0)
+        return rc;
+    if (env->executor.execute == NULL)
+        rc = spate_error_set(&env->error, SPATE_ESTATE,
+                             "no executor to run the job: run it with 'spate run'");
+    else
+        rc = env->executor.execute(env->executor.data, env, jg, &env->error);
+    job_graph_free(jg);
+    return rc;
 }
 
 /* ---- nodes ---- */

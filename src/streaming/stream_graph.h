@@ -107,6 +107,7 @@ struct spate_stream {
 /* How spate_execute runs a job: installed by whoever made the environment
  * (the mini cluster, the REST client, plan-only). */
 struct job_graph;
+struct job_library;
 struct executor {
     const char *name;
     int (*execute)(void *data, struct spate_env *env, struct job_graph *graph, spate_error *err);
@@ -124,19 +125,15 @@ struct spate_env {
     size_t ntypes, types_cap;
     struct executor executor;
     const struct config *conf;
-    /* The job library the user functions come from. */
-    char *library_path;
-    uintptr_t library_base;
-    uint8_t library_sha256[32];
-    bool has_library;
+    /* The job library the user functions come from (set by whoever loaded
+     * it and ran spate_job_main; NULL in tests that build graphs directly). */
+    const struct job_library *library;
 };
 
 /* A new environment with defaults from conf (parallelism.default,
  * pipeline.max-parallelism); conf is borrowed for the environment's life. */
 struct spate_env *env_new(const struct config *conf, const struct executor *executor);
 void env_free(struct spate_env *env);
-/* Records the job library that spate_job_main came from. */
-int env_set_library(struct spate_env *env, const char *path, uintptr_t base, spate_error *err);
 /* Records the first misuse; later ones are dropped. Returns SPATE_EINVAL. */
 int env_fail(struct spate_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool env_failed(const struct spate_env *env);

@@ -15,128 +15,7 @@
 #include "streaming/operator_chain.h"
 #include "streaming/stream_element.h"
 #include "streaming/types.h"
-
-/* ---- an in-memory exchange ---- */
-
-struct mem_exchange {
-    uint8_t *buf;
-    size_t len, cap;
-    size_t nrecords;
-    uint8_t reserved[64]; /* small: exercises the spill path too */
-};
-
-static uint8_t *
-mem_reserve(void *sink, int channel, size_t *room)
-{
-    struct mem_exchange *m = sink;
-
-    cr_assert_eq(channel, 0);
-    *room = sizeof m->reserved;
-    return m->reserved;
-}
-
-static void
-mem_append(struct mem_exchange *m, const uint8_t *bytes, size_t len)
-{
-    xgrow((void **)&m->buf, &m->cap, m->len + 4 + len, 1);
-    memcpy(m->buf + m->len, &(uint32_t){ (uint32_t)len }, 4);
-    memcpy(m->buf + m->len + 4, bytes, len);
-    m->len += 4 + len;
-    m->nrecords++;
-}
-
-static int
-mem_commit(void *sink, int channel, size_t len)
-{
-    struct mem_exchange *m = sink;
-
-    (void)channel;
-    mem_append(m, m->reserved, len);
-    return 0;
-}
-
-static int
-mem_emit(void *sink, int channel, const uint8_t *bytes, size_t len)
-{
-    (void)channel;
-    mem_append(sink, bytes, len);
-    return 0;
-}
-
-static const struct exchange_sink_ops mem_ops = { mem_reserve, mem_commit, mem_emit };
-
-/* Runs every vertex of jg (all at parallelism 1) in order. */
-static void
-run_job(spate_env *env, struct accumulators *acc, char **failure)
-{
-    struct job_graph *jg;
-    spate_error err = { 0 };
-    struct mem_exchange *ex;
-
-    cr_assert_null(spate_env_error(env), "%s", env->error.message);
-    cr_assert_eq(job_graph_build(env, "t", &jg, &err), 0, "%s", err.message);
-    ex = calloc((size_t)jg->nedges, sizeof *ex);
-    *failure = NULL;
-    for (int v = 0; v < jg->nvertices && *failure == NULL; v++) {
-        struct jg_vertex *vx = &jg->vertices[v];
-        struct task_info task = { 0, 1, vx->max_parallelism, 0, vx->name, acc, stdout, NULL, NULL };
-        struct exchange_output *xo = calloc((size_t)vx->noutputs + 1, sizeof *xo);
-        struct output **outs = calloc((size_t)vx->noutputs + 1, sizeof *outs);
-        struct operator_chain *chain;
-        struct operator* head;
-
-        for (int o = 0; o < vx->noutputs; o++) {
-            const struct jg_edge *e = &jg->edges[vx->outputs[o]];
-            const struct jg_operator *src = &vx->ops[e->source_operator];
-
-            exchange_output_init(&xo[o], e, src->node->out_type, 1,
-                                 jg->vertices[e->target].max_parallelism, 0, &mem_ops,
-                                 &ex[vx->outputs[o]], NULL);
-            outs[o] = &xo[o].base;
-        }
-        cr_assert_eq(operator_chain_new(jg, v, &task, outs, &chain, &err), 0, "%s", err.message);
-        head = operator_chain_head(chain);
-        for (int o = 0; o < vx->noutputs; o++)
-            xo[o].ctx = &head->ctx;
-        if (vx->ninputs == 0) {
-            enum source_status st;
-
-            do {
-                st = head->vt->poll(head, 100, &err);
-            } while (st != SOURCE_END && operator_chain_failure(chain) == NULL);
-            cr_assert_eq(err.code, 0, "%s", err.message);
-        } else {
-            struct mem_exchange *in = &ex[vx->inputs[0]];
-            void *rec = calloc(1, head->config->in_type->size + 16);
-
-            for (size_t at = 0; at < in->len && operator_chain_failure(chain) == NULL;) {
-                uint32_t len;
-                struct element el;
-
-                memcpy(&len, in->buf + at, 4);
-                cr_assert_eq(element_read(in->buf + at + 4, len, &el), 0);
-                cr_assert_eq(el.kind, ELEMENT_RECORD);
-                cr_assert_eq(types_deserialize(head->config->in_type, el.body, el.body_len, rec),
-                             0);
-                head->vt->process(head, rec, &el.meta);
-                at += 4 + len;
-            }
-            free(rec);
-        }
-        operator_chain_end_input(chain);
-        if (operator_chain_failure(chain))
-            *failure = xstrdup(operator_chain_failure(chain));
-        operator_chain_free(chain);
-        for (int o = 0; o < vx->noutputs; o++)
-            exchange_output_release(&xo[o]);
-        free(xo);
-        free(outs);
-    }
-    for (int e = 0; e < jg->nedges; e++)
-        free(ex[e].buf);
-    free(ex);
-    job_graph_free(jg);
-}
+#include "sync_runner.h"
 
 /* ---- user functions ---- */
 
@@ -199,7 +78,7 @@ Test(operators, word_count_through_a_keyed_exchange)
     s = spate_flat_map(spate_source_strings(env, lines, 3), split, wc);
     s = spate_sum(spate_key_by_field(s, 0), 1);
     spate_params(spate_sink(s, collect_sink), &rp, sizeof rp);
-    run_job(env, &acc, &failure);
+    sync_run_env(env, &acc, &failure);
     cr_assert_null(failure);
     cr_assert_eq(r.n, 10);
     cr_assert_str_eq(r.lines[0], "to 1");
@@ -275,7 +154,7 @@ Test(operators, generator_map_filter_reduce_and_accumulators)
     s = spate_params(spate_map(s, times_ten, spate_type_int64()), &factor, sizeof factor);
     s = spate_reduce(spate_key_by(s, mod3_key), max_reduce);
     spate_params(spate_sink(s, count_sink), &lp, sizeof lp);
-    run_job(env, &acc, &failure);
+    sync_run_env(env, &acc, &failure);
     cr_assert_null(failure);
     /* Odd numbers below 1000, times ten: 500 records; the running max per
      * key x % 3 ends at the largest of each class. */
@@ -306,7 +185,7 @@ Test(operators, a_failing_user_function_fails_the_task_with_its_text)
     accumulators_init(&acc);
     s = spate_source_generator(env, gen_index, spate_type_int64(), 100, 0);
     spate_sink_print(spate_map(s, fail_on_seven, spate_type_int64()));
-    run_job(env, &acc, &failure);
+    sync_run_env(env, &acc, &failure);
     cr_assert_not_null(failure);
     cr_assert_str_eq(failure, "record 7 is unlucky");
     free(failure);
@@ -329,7 +208,7 @@ Test(operators, text_file_sink_and_collection_source)
     snprintf(path, sizeof path, "%s/out.txt", dir);
     accumulators_init(&acc);
     spate_sink_text_file(spate_source_collection(env, spate_type_int64(), values, 5), path);
-    run_job(env, &acc, &failure);
+    sync_run_env(env, &acc, &failure);
     cr_assert_null(failure);
     f = fopen(path, "r");
     cr_assert_not_null(f);
