@@ -18,6 +18,8 @@ libuv1-dev          event loops, TCP, timers, async mailboxes
 libyaml-dev         conf/config.yaml
 libssl-dev          SHA-256 (job libraries, blobs, handshake secrets); TLS later
 libcriterion-dev    unit tests
+libxxhash-dev       XXH3: key groups of keyed streams (DESIGN.md §5a)
+liblz4-dev          lz4 compression of network buffers
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')
