@@ -21,7 +21,8 @@ libcriterion-dev    unit tests
 libjansson-dev      JSON: plans, REST
 protobuf-c-compiler protoc-c: C code for the control messages of src/proto/
 libprotobuf-c-dev   protobuf-c runtime: RPC payloads
-libxxhash-dev       XXH3, the key hash (fixed for good: savepoints depend on it)
+libxxhash-dev       XXH3: key groups of keyed streams (DESIGN.md §5a)
+liblz4-dev          lz4 compression of network buffers
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')

@@ -99,9 +99,9 @@ spate_job_main(spate_env *env, int argc, char **argv)
         text = spate_name(spate_source_text_file(env, input), "Source: Text");
     else
         text = spate_source_strings(env, hamlet, sizeof hamlet / sizeof hamlet[0]);
-    counts = spate_uid(spate_name(spate_flat_map(spate_uid(text, "source"), tokenize, word_count),
-                                  "Tokenizer"),
-                       "tokenizer");
+    counts = spate_uid(
+        spate_name(spate_flat_map(spate_uid(text, "source"), tokenize, word_count), "Tokenizer"),
+        "tokenizer");
     counts = spate_uid(spate_sum(spate_key_by_field(counts, 0), 1), "counts");
     counts = spate_name(spate_map(counts, format, spate_type_string()), "Format");
     if (output != NULL)

@@ -5,42 +5,29 @@
 #include "core/alloc.h"
 #include "core/util.h"
 #include "streaming/exchange_output.h"
+#include "core/key_group.h"
 #include "streaming/keys.h"
 #include "streaming/stream_element.h"
 #include "streaming/types.h"
 
-/* Writes one element to one channel. */
+/* Writes one element to one channel: its size first (a walk over the
+ * record), then header and record straight into the reserved room. */
 static void
-write_element(struct exchange_output *x, int channel, const void *rec,
+write_element(struct exchange_output *x, uint32_t channel, const void *rec,
               const struct record_meta *meta)
 {
     size_t hdr = element_record_header_size(meta);
-    size_t room = 0, n;
-    uint8_t *at = x->ops->reserve(x->sink, channel, &room);
-    int rc;
+    size_t n = x->type->plain ? x->type->size : types_serialize(x->type, rec, NULL, 0);
+    uint8_t *at;
 
-    if (at != NULL && room > hdr) {
-        n = types_serialize(x->type, rec, at + hdr, room - hdr);
-        if (n <= room - hdr) {
-            element_write_record_header(meta, at);
-            rc = x->ops->commit(x->sink, channel, hdr + n);
-            if (rc != 0 && x->error == 0)
-                x->error = rc;
-            return;
-        }
-    } else {
-        n = types_serialize(x->type, rec, NULL, 0);
-    }
-    /* Does not fit what is left of the buffer: spill and span. */
-    if (hdr + n > x->spill_cap) {
-        x->spill_cap = (hdr + n) * 2;
-        x->spill = xrealloc(x->spill, x->spill_cap);
-    }
-    element_write_record_header(meta, x->spill);
-    types_serialize(x->type, rec, x->spill + hdr, n);
-    rc = x->ops->emit(x->sink, channel, x->spill, hdr + n);
-    if (rc != 0 && x->error == 0)
-        x->error = rc;
+    if (x->error.code != 0)
+        return;
+    at = x->ops->reserve(x->sink, channel, (uint32_t)(hdr + n), &x->error);
+    if (at == NULL)
+        return;
+    element_write_record_header(meta, at);
+    types_serialize(x->type, rec, at + hdr, n);
+    x->ops->commit(x->sink, (uint32_t)(hdr + n), &x->error);
 }
 
 static void
@@ -51,23 +38,24 @@ exchange_collect(struct output *self, const void *rec, const struct record_meta 
     int channel;
 
     switch (x->partitioner) {
-    case PARTITIONER_HASH: {
+    case SHIP_HASH: {
         spate_bytes key =
             keys_extract(&x->key, x->type, x->ctx, rec, x->key_scratch, sizeof x->key_scratch);
 
-        m.key_hash = keys_hash(key);
+        m.key_hash = key_group_hash(key.data, key.len);
         m.has_key_hash = true;
-        channel = keys_operator_index(keys_key_group(m.key_hash, x->max_parallelism),
-                                      x->max_parallelism, x->nchannels);
+        channel =
+            (int)key_group_operator_index(key_group_of_hash(m.key_hash, x->max_parallelism),
+                                          (uint32_t)x->max_parallelism, (uint32_t)x->nchannels);
         break;
     }
-    case PARTITIONER_BROADCAST:
+    case SHIP_BROADCAST:
         m.has_key_hash = false;
         for (int c = 0; c < x->nchannels; c++)
-            write_element(x, c, rec, &m);
+            write_element(x, (uint32_t)c, rec, &m);
         return;
-    case PARTITIONER_REBALANCE:
-    case PARTITIONER_RESCALE:
+    case SHIP_REBALANCE:
+    case SHIP_RESCALE:
         /* Round robin over the channels: all consumers, or the pointwise
          * share (rescale). */
         channel = x->next_channel;
@@ -75,21 +63,21 @@ exchange_collect(struct output *self, const void *rec, const struct record_meta 
             x->next_channel = 0;
         m.has_key_hash = false;
         break;
-    case PARTITIONER_SHUFFLE:
+    case SHIP_SHUFFLE:
         x->random ^= x->random << 13;
         x->random ^= x->random >> 7;
         x->random ^= x->random << 17;
         channel = (int)(x->random % (uint64_t)x->nchannels);
         m.has_key_hash = false;
         break;
-    case PARTITIONER_FORWARD: /* the one pointwise consumer */
-    case PARTITIONER_GLOBAL:  /* consumer subtask 0 */
+    case SHIP_FORWARD: /* the one pointwise consumer */
+    case SHIP_GLOBAL:  /* consumer subtask 0 */
     default:
         channel = 0;
         m.has_key_hash = false;
         break;
     }
-    write_element(x, channel, rec, &m);
+    write_element(x, (uint32_t)channel, rec, &m);
 }
 
 void
@@ -118,6 +106,5 @@ exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
 void
 exchange_output_release(struct exchange_output *x)
 {
-    free(x->spill);
-    x->spill = NULL;
+    (void)x;
 }

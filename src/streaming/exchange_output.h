@@ -1,7 +1,7 @@
 /* The output of a chain into an exchange (Flink's RecordWriterOutput with its
  * ChannelSelector): picks the target subtask by the edge's partitioner,
- * writes the stream element (header + serialized record) straight into the
- * channel's buffer when it fits, and otherwise hands over a spanning record.
+ * and writes the stream element (header + serialized record) straight into
+ * the channel's buffer.
  * For keyed exchanges the key hash is computed here, once, and travels with
  * the record. Task thread only. */
 #ifndef SPATE_STREAMING_EXCHANGE_OUTPUT_H
@@ -13,20 +13,20 @@
 /* The byte-level writer under an exchange: the network's record writer, or a
  * test's. */
 struct exchange_sink_ops {
-    /* Room for one record in channel's current buffer: *room bytes at the
-     * returned pointer (NULL or a small room when the buffer is nearly full). */
-    uint8_t *(*reserve)(void *sink, int channel, size_t *room);
-    /* The record of len bytes written at the reserved pointer is complete. */
-    int (*commit)(void *sink, int channel, size_t len);
-    /* A record that did not fit: copied, spanning buffers as needed. */
-    int (*emit)(void *sink, int channel, const uint8_t *bytes, size_t len);
+    /* Room for one record of len bytes for channel (in its buffer when it
+     * fits, else in scratch that commit spans over buffers). May wait for a
+     * buffer (backpressure); NULL when the wait fails (cancel, failed
+     * partition), with err set. */
+    uint8_t *(*reserve)(void *sink, uint32_t channel, uint32_t len, spate_error *err);
+    /* The reserved record is written. */
+    int (*commit)(void *sink, uint32_t len, spate_error *err);
 };
 
 struct exchange_output {
     struct output base;
     const struct exchange_sink_ops *ops;
     void *sink;
-    enum partitioner_kind partitioner;
+    enum ship_strategy partitioner;
     struct key_selector key;
     const struct spate_type *type;
     int nchannels; /* the partition's subpartitions: its consumers */
@@ -35,9 +35,7 @@ struct exchange_output {
     uint64_t random;       /* shuffle's xorshift state */
     struct spate_ctx *ctx; /* the producing operator's, for user key selectors */
     uint8_t key_scratch[256];
-    uint8_t *spill; /* records that do not fit the current buffer */
-    size_t spill_cap;
-    int error; /* the first write failure, reported by the task */
+    spate_error error; /* the first write failure (code 0: none), seen by the task */
 };
 
 /* Channels are the producer's subpartitions, one per consumer it feeds:

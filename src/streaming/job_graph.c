@@ -14,7 +14,7 @@
 struct build_node {
     struct spate_stream *node;
     struct spate_stream *input; /* real input node, or NULL */
-    enum partitioner_kind partitioner;
+    enum ship_strategy partitioner;
     struct key_selector key;
     const char *group; /* slot sharing group */
     int vertex;
@@ -33,7 +33,7 @@ push_int(int **items, int *n, int v)
 static bool
 chainable(const struct spate_env *env, const struct build_node *up, const struct build_node *down)
 {
-    return !env->chaining_disabled && down->partitioner == PARTITIONER_FORWARD &&
+    return !env->chaining_disabled && down->partitioner == SHIP_FORWARD &&
            down->node->chaining == CHAINING_ALWAYS && up->node->chaining != CHAINING_NEVER &&
            stream_node_parallelism(up->node) == stream_node_parallelism(down->node) &&
            strcmp(up->group, down->group) == 0;
@@ -105,11 +105,11 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
             continue;
         if (n->input != NULL) {
             b->input = stream_graph_resolve(n->input, &b->partitioner, &b->key);
-            if (b->partitioner == PARTITIONER_DEFAULT)
+            if (b->partitioner == SHIP_DEFAULT)
                 b->partitioner = stream_node_parallelism(b->input) == stream_node_parallelism(n)
-                                     ? PARTITIONER_FORWARD
-                                     : PARTITIONER_REBALANCE;
-            if (b->partitioner == PARTITIONER_FORWARD &&
+                                     ? SHIP_FORWARD
+                                     : SHIP_REBALANCE;
+            if (b->partitioner == SHIP_FORWARD &&
                 stream_node_parallelism(b->input) != stream_node_parallelism(n)) {
                 rc = spate_error_set(
                     err, SPATE_EINVAL,
@@ -282,7 +282,7 @@ job_graph_plan_json(const struct job_graph *jg)
             json_array_append_new(inputs,
                                   json_pack("{s:i, s:s, s:s, s:s}", "num", k, "id",
                                             id_str(&jg->vertices[e->source].id).s, "ship_strategy",
-                                            partitioner_name(e->partitioner), "exchange",
+                                            ship_strategy_name(e->partitioner), "exchange",
                                             "pipelined_bounded"));
         }
         for (int j = 0; j < v->nops; j++) {
@@ -357,5 +357,5 @@ jg_pointwise_sources(int consumer, int np, int nc, int *first, int *count)
 bool
 jg_edge_pointwise(const struct jg_edge *e)
 {
-    return e->partitioner == PARTITIONER_FORWARD || e->partitioner == PARTITIONER_RESCALE;
+    return e->partitioner == SHIP_FORWARD || e->partitioner == SHIP_RESCALE;
 }

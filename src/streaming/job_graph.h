@@ -32,7 +32,7 @@ struct jg_edge {
     int source;          /* vertex index */
     int source_operator; /* index in the source vertex */
     int target;          /* vertex index */
-    enum partitioner_kind partitioner;
+    enum ship_strategy partitioner;
     struct key_selector key;
     spate_id dataset_id;
 };

@@ -530,14 +530,14 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
 
         if (pe->source < 0 || (size_t)pe->source >= g->n_vertices || pe->target < 0 ||
             (size_t)pe->target >= g->n_vertices || pe->target <= pe->source ||
-            pe->partitioner < PARTITIONER_FORWARD || pe->partitioner > PARTITIONER_HASH) {
+            pe->partitioner < SHIP_FORWARD || pe->partitioner > SHIP_HASH) {
             rc = bad(&d, "edge between unknown vertices, backwards, or of an unknown kind");
             goto out;
         }
         e->source = pe->source;
         e->source_operator = pe->source_operator;
         e->target = pe->target;
-        e->partitioner = (enum partitioner_kind)pe->partitioner;
+        e->partitioner = (enum ship_strategy)pe->partitioner;
         if ((rc = dec_id(&d, pe->dataset_id, &e->dataset_id, "data set id is not 16 bytes")) != 0)
             goto out;
     }
@@ -611,11 +611,11 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
         t = src->ops[e->source_operator].node->out_type;
         if ((rc = dec_key(&d, g->edges[i]->key, t, &e->key)) != 0)
             goto out;
-        if (e->partitioner == PARTITIONER_HASH && e->key.kind == KEY_NONE) {
+        if (e->partitioner == SHIP_HASH && e->key.kind == KEY_NONE) {
             rc = bad(&d, "hash edge without a key selector");
             goto out;
         }
-        if (jg_edge_pointwise(e) && e->partitioner == PARTITIONER_FORWARD &&
+        if (jg_edge_pointwise(e) && e->partitioner == SHIP_FORWARD &&
             src->parallelism != jg->vertices[e->target].parallelism) {
             rc = bad(&d, "forward edge between different parallelism");
             goto out;

@@ -1,6 +1,5 @@
 /* Keys on the task side (keys.h). */
 #include <stdlib.h>
-#include <xxhash.h>
 
 #include "core/alloc.h"
 #include "core/util.h"
@@ -34,31 +33,18 @@ keys_extract(const struct key_selector *key, const struct spate_type *type, spat
     return b;
 }
 
-uint64_t
-keys_hash(spate_bytes key)
-{
-    return XXH3_64bits(key.data, key.len);
-}
-
-void
-keys_key_group_range(int max_parallelism, int parallelism, int index, int *first, int *last)
-{
-    /* Flink's computeKeyGroupRangeForOperatorIndex. */
-    *first = (int)(((int64_t)index * max_parallelism + parallelism - 1) / parallelism);
-    *last = (int)((((int64_t)index + 1) * max_parallelism - 1) / parallelism);
-}
-
 int
 keyed_state_init(struct keyed_state *ks, const struct task_info *task, int max_parallelism,
                  spate_error *err)
 {
-    if (max_parallelism < task->parallelism)
-        return spate_error_set(err, SPATE_EINVAL, "max parallelism %d is below the parallelism %d",
-                               max_parallelism, task->parallelism);
-    ks->max_parallelism = max_parallelism;
-    keys_key_group_range(max_parallelism, task->parallelism, task->subtask, &ks->first_key_group,
-                         &ks->last_key_group);
-    ks->maps = xcalloc((size_t)(ks->last_key_group - ks->first_key_group + 1), sizeof *ks->maps);
+    int rc = key_group_check((uint32_t)max_parallelism, (uint32_t)task->parallelism, err);
+
+    if (rc != 0)
+        return rc;
+    ks->max_parallelism = (uint32_t)max_parallelism;
+    ks->range = key_group_range_for_operator(ks->max_parallelism, (uint32_t)task->parallelism,
+                                             (uint32_t)task->subtask);
+    ks->maps = xcalloc(ks->range.end - ks->range.start + 1, sizeof *ks->maps);
     return 0;
 }
 
@@ -67,7 +53,7 @@ keyed_state_release(struct keyed_state *ks)
 {
     if (ks->maps == NULL)
         return;
-    for (int i = 0; i <= ks->last_key_group - ks->first_key_group; i++)
+    for (uint32_t i = 0; i <= ks->range.end - ks->range.start; i++)
         state_map_release(&ks->maps[i]);
     free(ks->maps);
     ks->maps = NULL;

@@ -157,7 +157,7 @@ keyed_lookup(struct operator* op, struct keyed_impl *k, const void *rec,
 {
     op->ctx.key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec, k->key_scratch,
                                sizeof k->key_scratch);
-    *hash = meta->has_key_hash ? meta->key_hash : keys_hash(op->ctx.key);
+    *hash = meta->has_key_hash ? meta->key_hash : key_group_hash(op->ctx.key.data, op->ctx.key.len);
     return keyed_state_map(&k->keyed, *hash);
 }
 

@@ -200,13 +200,12 @@ operator_kind_name(enum operator_kind kind)
 }
 
 const char *
-partitioner_name(enum partitioner_kind kind)
+ship_strategy_name(enum ship_strategy kind)
 {
     static const char *const names[] = {
-        [PARTITIONER_FORWARD] = "FORWARD",     [PARTITIONER_REBALANCE] = "REBALANCE",
-        [PARTITIONER_RESCALE] = "RESCALE",     [PARTITIONER_SHUFFLE] = "SHUFFLE",
-        [PARTITIONER_BROADCAST] = "BROADCAST", [PARTITIONER_GLOBAL] = "GLOBAL",
-        [PARTITIONER_HASH] = "HASH",           [PARTITIONER_DEFAULT] = "DEFAULT",
+        [SHIP_FORWARD] = "FORWARD", [SHIP_REBALANCE] = "REBALANCE", [SHIP_RESCALE] = "RESCALE",
+        [SHIP_SHUFFLE] = "SHUFFLE", [SHIP_BROADCAST] = "BROADCAST", [SHIP_GLOBAL] = "GLOBAL",
+        [SHIP_HASH] = "HASH",       [SHIP_DEFAULT] = "DEFAULT",
     };
     return names[kind];
 }
@@ -223,7 +222,7 @@ node_new(spate_env *env, enum operator_kind kind, struct spate_stream *input,
     n->input = input;
     n->in_type = input ? input->out_type : NULL;
     n->out_type = out_type ? out_type : (input ? input->out_type : spate_type_int64());
-    n->partitioner = PARTITIONER_DEFAULT;
+    n->partitioner = SHIP_DEFAULT;
     n->chaining = CHAINING_ALWAYS;
     n->sum_field = -1;
     xgrow((void **)&env->nodes, &env->cap, env->nnodes + 1, sizeof *env->nodes);
@@ -232,13 +231,13 @@ node_new(spate_env *env, enum operator_kind kind, struct spate_stream *input,
 }
 
 struct spate_stream *
-stream_graph_resolve(struct spate_stream *s, enum partitioner_kind *part, struct key_selector *key)
+stream_graph_resolve(struct spate_stream *s, enum ship_strategy *part, struct key_selector *key)
 {
-    *part = PARTITIONER_DEFAULT;
+    *part = SHIP_DEFAULT;
     *key = (struct key_selector){ KEY_NONE, NULL, -1 };
     /* The nearest virtual node decides, as in Flink. */
     while (s->kind == OP_PARTITION) {
-        if (*part == PARTITIONER_DEFAULT) {
+        if (*part == SHIP_DEFAULT) {
             *part = s->partitioner;
             *key = s->key;
         }
@@ -275,11 +274,11 @@ stream_node_is_keyed(const struct spate_stream *n)
 static struct key_selector
 input_key(struct spate_stream *in)
 {
-    enum partitioner_kind part;
+    enum ship_strategy part;
     struct key_selector key;
 
     stream_graph_resolve(in, &part, &key);
-    if (part != PARTITIONER_HASH)
+    if (part != SHIP_HASH)
         key.kind = KEY_NONE;
     return key;
 }
@@ -423,7 +422,7 @@ key_by(spate_stream *in, struct key_selector key)
 {
     struct spate_stream *n = node_new(in->env, OP_PARTITION, in, NULL);
 
-    n->partitioner = PARTITIONER_HASH;
+    n->partitioner = SHIP_HASH;
     n->key = key;
     return n;
 }
@@ -493,7 +492,7 @@ spate_sum(spate_stream *keyed, int field)
 }
 
 static spate_stream *
-partition(spate_stream *in, enum partitioner_kind kind)
+partition(spate_stream *in, enum ship_strategy kind)
 {
     struct spate_stream *n = node_new(in->env, OP_PARTITION, in, NULL);
 
@@ -504,37 +503,37 @@ partition(spate_stream *in, enum partitioner_kind kind)
 spate_stream *
 spate_forward(spate_stream *in)
 {
-    return partition(in, PARTITIONER_FORWARD);
+    return partition(in, SHIP_FORWARD);
 }
 
 spate_stream *
 spate_rebalance(spate_stream *in)
 {
-    return partition(in, PARTITIONER_REBALANCE);
+    return partition(in, SHIP_REBALANCE);
 }
 
 spate_stream *
 spate_rescale(spate_stream *in)
 {
-    return partition(in, PARTITIONER_RESCALE);
+    return partition(in, SHIP_RESCALE);
 }
 
 spate_stream *
 spate_shuffle(spate_stream *in)
 {
-    return partition(in, PARTITIONER_SHUFFLE);
+    return partition(in, SHIP_SHUFFLE);
 }
 
 spate_stream *
 spate_broadcast(spate_stream *in)
 {
-    return partition(in, PARTITIONER_BROADCAST);
+    return partition(in, SHIP_BROADCAST);
 }
 
 spate_stream *
 spate_global(spate_stream *in)
 {
-    return partition(in, PARTITIONER_GLOBAL);
+    return partition(in, SHIP_GLOBAL);
 }
 
 /* ---- sinks ---- */

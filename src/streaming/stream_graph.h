@@ -14,16 +14,16 @@
 
 #include "core/config.h"
 
-enum partitioner_kind {
-    PARTITIONER_FORWARD,
-    PARTITIONER_REBALANCE,
-    PARTITIONER_RESCALE,
-    PARTITIONER_SHUFFLE,
-    PARTITIONER_BROADCAST,
-    PARTITIONER_GLOBAL,
-    PARTITIONER_HASH,
+enum ship_strategy {
+    SHIP_FORWARD,
+    SHIP_REBALANCE,
+    SHIP_RESCALE,
+    SHIP_SHUFFLE,
+    SHIP_BROADCAST,
+    SHIP_GLOBAL,
+    SHIP_HASH,
     /* Not chosen by the user: forward between equal parallelism, else rebalance. */
-    PARTITIONER_DEFAULT,
+    SHIP_DEFAULT,
 };
 
 enum chaining_strategy {
@@ -99,9 +99,9 @@ struct spate_stream {
     uint64_t nrecords;
 
     /* The input (NULL for sources), and for a virtual node the partitioner
-     * it sets (with its key selector for PARTITIONER_HASH). */
+     * it sets (with its key selector for SHIP_HASH). */
     struct spate_stream *input;
-    enum partitioner_kind partitioner;
+    enum ship_strategy partitioner;
 };
 
 /* How spate_execute runs a job: installed by whoever made the environment
@@ -140,13 +140,13 @@ bool env_failed(const struct spate_env *env);
 
 /* The real (non-virtual) node behind a stream, and the partitioner and key
  * selector that the virtual nodes in between set. */
-struct spate_stream *stream_graph_resolve(struct spate_stream *s, enum partitioner_kind *part,
+struct spate_stream *stream_graph_resolve(struct spate_stream *s, enum ship_strategy *part,
                                           struct key_selector *key);
 int stream_node_parallelism(const struct spate_stream *n);
 int stream_node_max_parallelism(const struct spate_stream *n);
 bool stream_node_is_source(const struct spate_stream *n);
 bool stream_node_is_keyed(const struct spate_stream *n);
 const char *operator_kind_name(enum operator_kind kind);
-const char *partitioner_name(enum partitioner_kind kind);
+const char *ship_strategy_name(enum ship_strategy kind);
 
 #endif

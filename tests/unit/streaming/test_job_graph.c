@@ -67,8 +67,8 @@ Test(job_graph, key_by_and_parallelism_changes_make_exchanges)
     jg = build(env);
     cr_assert_eq(jg->nvertices, 3);
     cr_assert_eq(jg->nedges, 2);
-    cr_assert_eq(jg->edges[0].partitioner, PARTITIONER_REBALANCE); /* 1 -> 2 */
-    cr_assert_eq(jg->edges[1].partitioner, PARTITIONER_HASH);
+    cr_assert_eq(jg->edges[0].partitioner, SHIP_REBALANCE); /* 1 -> 2 */
+    cr_assert_eq(jg->edges[1].partitioner, SHIP_HASH);
     cr_assert_eq(jg->edges[1].key.kind, KEY_VALUE);
     cr_assert_str_eq(jg->vertices[2].name, "Keyed Aggregation -> Sink: Print to Std. Out");
     job_graph_free(jg);
@@ -97,7 +97,7 @@ Test(job_graph, chaining_controls)
     cr_assert_str_eq(jg->vertices[3].slot_sharing_group, "other");
     cr_assert_str_eq(jg->vertices[2].slot_sharing_group, "default");
     for (int i = 0; i < jg->nedges; i++)
-        cr_assert_eq(jg->edges[i].partitioner, PARTITIONER_FORWARD);
+        cr_assert_eq(jg->edges[i].partitioner, SHIP_FORWARD);
     job_graph_free(jg);
     env_free(env);
 }
@@ -120,11 +120,11 @@ Test(job_graph, explicit_partitioners_are_kept)
 {
     static const struct {
         spate_stream *(*fn)(spate_stream *);
-        enum partitioner_kind kind;
+        enum ship_strategy kind;
     } cases[] = {
-        { spate_rebalance, PARTITIONER_REBALANCE }, { spate_rescale, PARTITIONER_RESCALE },
-        { spate_shuffle, PARTITIONER_SHUFFLE },     { spate_broadcast, PARTITIONER_BROADCAST },
-        { spate_global, PARTITIONER_GLOBAL },
+        { spate_rebalance, SHIP_REBALANCE }, { spate_rescale, SHIP_RESCALE },
+        { spate_shuffle, SHIP_SHUFFLE },     { spate_broadcast, SHIP_BROADCAST },
+        { spate_global, SHIP_GLOBAL },
     };
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

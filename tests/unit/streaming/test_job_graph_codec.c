@@ -148,7 +148,7 @@ Test(codec, truncations_of_a_real_graph_never_crash)
     cr_assert_eq(job_graph_encode(jg, NULL, &bytes, &len, &err), 0, "%s", err.message);
     cr_assert_eq(job_graph_decode(bytes, len, NULL, &back, &err), 0, "%s", err.message);
     cr_assert_eq(back->nvertices, 2);
-    cr_assert_eq(back->edges[0].partitioner, PARTITIONER_HASH);
+    cr_assert_eq(back->edges[0].partitioner, SHIP_HASH);
     job_graph_free(back);
     for (size_t cut = 0; cut < len; cut++) {
         if (job_graph_decode(bytes, cut, NULL, &back, &err) == 0)

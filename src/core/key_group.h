@@ -1,0 +1,46 @@
+/* Key groups (DESIGN.md §5a, Flink's KeyGroupRangeAssignment): a key's bytes
+ * hash to a key group, XXH3_64bits(key) % max_parallelism; key groups map to
+ * operator indexes in contiguous ranges, so that keyed state can move when a
+ * job resumes with another parallelism. Fixed for good: savepoints depend on
+ * it. Pure functions; any thread. */
+#ifndef SPATE_CORE_KEY_GROUP_H
+#define SPATE_CORE_KEY_GROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <spate/error.h>
+
+#define KEY_GROUP_DEFAULT_MAX_PARALLELISM 128
+#define KEY_GROUP_UPPER_BOUND             32768 /* Flink's UPPER_BOUND_MAX_PARALLELISM */
+
+/* An inclusive range [start, end]; empty when end < start. */
+struct key_group_range {
+    uint32_t start;
+    uint32_t end;
+};
+
+/* The 64-bit hash of a key's bytes that travels with a keyed record. */
+uint64_t key_group_hash(const void *key, size_t len);
+/* The key group of a hash: hash % max_parallelism. */
+static inline uint32_t
+key_group_of_hash(uint64_t hash, uint32_t max_parallelism)
+{
+    return (uint32_t)(hash % max_parallelism);
+}
+uint32_t key_group_of_key(const void *key, size_t len, uint32_t max_parallelism);
+/* The operator (subtask) index that owns key_group:
+ * key_group * parallelism / max_parallelism. */
+static inline uint32_t
+key_group_operator_index(uint32_t key_group, uint32_t max_parallelism, uint32_t parallelism)
+{
+    return (uint32_t)((uint64_t)key_group * parallelism / max_parallelism);
+}
+/* The key groups of operator `index` of `parallelism` (Flink's
+ * computeKeyGroupRangeForOperatorIndex). */
+struct key_group_range key_group_range_for_operator(uint32_t max_parallelism, uint32_t parallelism,
+                                                    uint32_t index);
+/* Checks 1 <= parallelism <= max_parallelism <= KEY_GROUP_UPPER_BOUND. */
+int key_group_check(uint32_t max_parallelism, uint32_t parallelism, spate_error *err);
+
+#endif

@@ -1,0 +1,42 @@
+/* A task's wake-up primitive: an eventfd that other threads poke when they
+ * make something available to the task (a buffer on an input channel, a
+ * recycled output buffer, a mail), with wake-ups coalesced so that a burst of
+ * notifies costs one write(2). Also carries the task's sticky cancel flag, so
+ * that a cancel wakes any wait at once. The task thread waits; any thread
+ * notifies or cancels. The fd may join a larger poll set (notifier_fd). */
+#ifndef SPATE_CORE_NOTIFIER_H
+#define SPATE_CORE_NOTIFIER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <spate/error.h>
+
+#define NOTIFIER_FOREVER UINT64_MAX
+
+struct notifier {
+    int fd;
+    /* Set by the first notify since the waiter last consumed; later notifies
+     * skip the write. */
+    _Atomic bool pending;
+    _Atomic bool cancelled;
+};
+
+int notifier_init(struct notifier *n, spate_error *err);
+void notifier_release(struct notifier *n);
+
+/* Any thread. The notifier is a hint: publish the state change first, then
+ * notify; the waiter re-checks its state after every wake-up. */
+void notifier_notify(struct notifier *n);
+/* Waiter thread. Returns 1 when notified (possibly spuriously), 0 when
+ * deadline_ns (CLOCK_MONOTONIC; 0: do not block, NOTIFIER_FOREVER) passed,
+ * SPATE_ECANCELED once notifier_cancel was called. */
+int notifier_wait_until(struct notifier *n, uint64_t deadline_ns);
+/* Any thread: sets the sticky cancel flag and wakes the waiter. */
+void notifier_cancel(struct notifier *n);
+bool notifier_is_cancelled(struct notifier *n);
+/* For a poll set: readable while a notify is pending. */
+int notifier_fd(const struct notifier *n);
+
+#endif

@@ -1,0 +1,238 @@
+/* Structures shared inside src/network (SQLite's btreeInt.h idea): result
+ * partitions and their readers, input gates and channels, connections and the
+ * network environment. Each field says who may touch it. */
+#ifndef SPATE_NETWORK_NET_INT_H
+#define SPATE_NETWORK_NET_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#include "core/mailbox.h"
+#include "core/notifier.h"
+#include "metrics/task_metrics.h"
+#include "network/buffer.h"
+#include "network/input_gate.h"
+#include "network/net_env.h"
+#include "network/partition_id.h"
+#include "network/protocol.h"
+#include "network/result_partition.h"
+#include "rpc/handshake.h"
+
+#define NET_LOG "network"
+
+/* ---- commands to the network I/O thread (its mailbox) ---- */
+
+enum net_cmd_kind {
+    NET_CMD_READER_AVAILABLE, /* a subpartition of a remote reader has data */
+    NET_CMD_ANNOUNCE_CREDIT,  /* a remote channel got buffers back */
+    NET_CMD_GATE_START,       /* request a gate's remote channels */
+    NET_CMD_GATE_DETACH,      /* forget a gate's remote channels; then post done */
+    NET_CMD_STOP,
+};
+
+struct net_cmd {
+    struct mpsc_node node;
+    enum net_cmd_kind kind;
+};
+
+struct net_cmd_gate {
+    struct net_cmd base;
+    struct input_gate *gate;
+    uv_sem_t *done; /* DETACH */
+};
+
+void net_env_post(struct net_env *env, struct net_cmd *cmd);
+
+/* ---- result partitions ---- */
+
+/* Who reads a subpartition: a local input channel or a remote reader on the
+ * network I/O thread. notify runs with the subpartition's lock held, when
+ * the queue goes from empty to non-empty or the partition fails: it must not
+ * block nor take that lock. */
+struct subpartition_reader {
+    void (*notify)(struct subpartition_reader *reader);
+};
+
+struct result_subpartition {
+    pthread_mutex_t lock; /* guards every field below but the constants */
+    struct result_partition *partition;
+    uint32_t index;
+    struct net_buffer *head, *tail;
+    uint32_t backlog; /* data buffers queued */
+    struct subpartition_reader *reader;
+    bool attached; /* a reader came: a second one is refused */
+    bool ended;    /* end-of-partition queued */
+    bool consumed; /* end-of-partition taken by the reader */
+};
+
+struct result_partition {
+    struct result_partition_id id;
+    struct net_env *env;
+    uint32_t num_subpartitions;
+    struct result_subpartition *subs;
+    struct local_buffer_pool *pool;
+    _Atomic int refs; /* producer, partition manager, each attached reader */
+    /* 0, or the code of the failure; release store after error is written,
+     * so that an acquire load that sees it may read error. */
+    _Atomic int failed;
+    pthread_mutex_t lock; /* guards error, consumed, registered, producer */
+    char error[SPATE_ERROR_MESSAGE_MAX];
+    uint32_t consumed;
+    bool registered;
+    bool finished;
+    struct notifier *producer;
+};
+
+/* The subpartition's next buffer for its reader: 1 with *out (the reader's
+ * now), 0 when there is none (or only data and allow_data is false), or the
+ * partition's failure. *backlog: data buffers left; *more: something left;
+ * *next_is_event: the next is an event (sendable without credit). */
+int subpartition_poll(struct result_subpartition *sp, bool allow_data, struct net_buffer **out,
+                      uint32_t *backlog, bool *more, bool *next_is_event, spate_error *err);
+void subpartition_add(struct result_subpartition *sp, struct net_buffer *buf);
+/* Finds partition id's subpartition and attaches reader (notified at once if
+ * data waits). SPATE_ENOENT when no such partition is registered. */
+int partition_manager_attach(struct net_env *env, const struct result_partition_id *id,
+                             uint32_t subpartition, struct subpartition_reader *reader,
+                             struct result_subpartition **out, spate_error *err);
+/* Detaches the reader. Unless it took the end of the partition, the partition
+ * fails with why. Drops the reader's reference. */
+void subpartition_release_reader(struct result_subpartition *sp, int code, const char *why);
+void result_partition_fail(struct result_partition *rp, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Drops every registered partition (environment shut-down). */
+void partition_manager_clear(struct net_env *env);
+
+/* ---- input gates and channels ---- */
+
+enum channel_kind { CHANNEL_UNSET, CHANNEL_LOCAL, CHANNEL_REMOTE };
+
+/* Remote channel states, the network I/O thread's. */
+enum remote_state {
+    REMOTE_IDLE,
+    REMOTE_CONNECTING, /* waiting for the connection's handshake */
+    REMOTE_REQUESTED,  /* request sent, buffers may flow */
+    REMOTE_BACKOFF,    /* partition not found yet: asks again at retry_at_ms */
+    REMOTE_DONE,       /* end of partition received, or failed */
+};
+
+struct net_conn;
+
+struct input_channel {
+    struct input_gate *gate;
+    uint32_t index;
+    enum channel_kind kind;
+    struct result_partition_id partition;
+    uint32_t subpartition;
+
+    /* gate lock */
+    bool queued; /* in the gate's available queue */
+    struct input_channel *avail_next;
+    int error; /* 0 or why the channel failed */
+    char *error_msg;
+
+    /* task thread */
+    bool ended;
+
+    /* local: the task thread's */
+    struct subpartition_reader reader;
+    struct result_subpartition *sp;
+    uint64_t retry_at_ns; /* 0: not waiting */
+    uint64_t backoff_ms;
+
+    /* remote */
+    char *host;
+    int port;
+    char peer[80]; /* host:port */
+    uint32_t num_exclusive;
+    /* gate lock: */
+    struct net_buffer *recv_head, *recv_tail; /* received, for the task */
+    struct net_buffer *free_head;             /* to receive into (credit given) */
+    uint32_t num_free;
+    uint32_t unannounced; /* buffers that came back since the last ADD_CREDIT */
+    int32_t backlog;      /* the sender's, as of its last buffer */
+    bool waiting_floating;
+    struct input_channel *floating_next;
+    bool closing; /* the gate is being freed */
+    /* any thread, with the gate lock held to set; network thread clears */
+    struct net_cmd credit_cmd;
+    _Atomic bool credit_queued;
+    /* network I/O thread: */
+    enum remote_state rstate;
+    struct net_conn *conn;
+    uint32_t receiver;
+    uint32_t expected_seq;
+    uint64_t retry_at_ms;
+    uint64_t rbackoff_ms;
+    uint64_t first_request_ms;
+    struct input_channel *rnext; /* the connection's pending list or the retry list */
+};
+
+struct input_gate {
+    struct net_env *env;
+    struct notifier *notifier;
+    struct task_io_metrics *metrics;
+    uint32_t num_channels;
+    struct input_channel *channels;
+    pthread_mutex_t lock; /* guards the available queue, floating buffers and the
+                             channels' fields marked "gate lock" */
+    struct input_channel *avail_head, *avail_tail;
+    struct net_buffer *floating;
+    uint32_t floating_free;
+    uint32_t floating_total;
+    struct input_channel *floating_waiters;
+    /* task thread */
+    uint32_t ended;
+    uint32_t num_remote;
+    uint32_t exclusive_total;
+    bool started;
+};
+
+/* The network thread's side of remote channels (input_gate.c). */
+void gate_deliver(struct input_channel *ch, struct net_buffer *buf);
+/* Takes a buffer to receive into; NULL when the channel has none (the sender
+ * exceeded its credit). */
+struct net_buffer *gate_take_free(struct input_channel *ch);
+/* Notes the sender's backlog, assigns floating buffers; returns the credit to
+ * announce now (and forgets it). */
+uint32_t gate_on_backlog(struct input_channel *ch, int32_t backlog);
+/* Credit that came back since the last announcement (and forgets it). */
+uint32_t gate_take_unannounced(struct input_channel *ch);
+/* At (re)request: every free buffer is credit; forgets unannounced. */
+uint32_t gate_initial_credit(struct input_channel *ch);
+/* Fails the channel with a message; the task sees it on its next poll. */
+void gate_fail_channel(struct input_channel *ch, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- the environment ---- */
+
+struct net_env {
+    struct net_env_config cfg; /* strings owned */
+    struct network_buffer_pool *pool;
+    struct handshake_params hs;
+    int port;
+    uv_loop_t loop;
+    uv_thread_t thread;
+    struct mailbox mailbox;
+    uv_tcp_t server;
+    uv_timer_t retry_timer;
+    pthread_mutex_t pm_lock; /* guards the partition manager's table */
+    struct result_partition **parts;
+    size_t num_parts, parts_cap;
+    /* network I/O thread */
+    struct net_conn *conns;
+    struct input_channel *retry_list;
+    bool stopping;
+    /* stats: written by the network thread, read anywhere (relaxed) */
+    _Atomic size_t n_client, n_server;
+    _Atomic uint64_t n_dropped;
+};
+
+/* Network thread: requests the gate's remote channels / forgets them. */
+void net_gate_start(struct net_env *env, struct input_gate *g);
+void net_gate_detach(struct net_env *env, struct input_gate *g);
+void net_announce_credit(struct net_env *env, struct input_channel *ch);
+
+#endif

@@ -1,0 +1,70 @@
+/* Reading records back: a per-channel record deserializer (Flink's
+ * SpillingAdaptiveSpanningRecordDeserializer) that returns records in place in
+ * the buffer and reassembles those that span buffers in a spill area, and a
+ * record reader over an input gate that polls buffers fairly and feeds each to
+ * its channel's deserializer. A record's bytes stay valid until the next
+ * call. Owned by the consuming task's thread. The bytes come from the network:
+ * a corrupt stream is an error, never a crash. */
+#ifndef SPATE_NETWORK_RECORD_READER_H
+#define SPATE_NETWORK_RECORD_READER_H
+
+#include <stdint.h>
+
+#include <spate/error.h>
+
+#include "metrics/task_metrics.h"
+#include "network/buffer.h"
+#include "network/input_gate.h"
+
+struct record_deserializer {
+    struct net_buffer *buf; /* being read; recycled when used up */
+    const uint8_t *pos, *end;
+    uint8_t *spill; /* a record spanning buffers */
+    uint32_t spill_cap;
+    uint32_t spill_len;  /* bytes gathered */
+    uint32_t spill_need; /* the record's length; 0: no partial record */
+    int spilling;
+};
+
+void record_deserializer_init(struct record_deserializer *d);
+/* Recycles what it holds. */
+void record_deserializer_release(struct record_deserializer *d);
+/* Hands over a data buffer; the previous one must be used up. */
+void record_deserializer_set_buffer(struct record_deserializer *d, struct net_buffer *buf);
+/* 1: *rec and *len are the next record; 0: the buffer is used up (and recycled);
+ * SPATE_EPROTO: a corrupt stream. */
+int record_deserializer_next(struct record_deserializer *d, const uint8_t **rec, uint32_t *len,
+                             spate_error *err);
+/* True while a record spanning buffers waits for its rest. */
+static inline int
+record_deserializer_has_partial(const struct record_deserializer *d)
+{
+    return d->spilling;
+}
+
+enum {
+    RECORD_READER_NONE = 0,   /* nothing now: wait on the task's notifier */
+    RECORD_READER_RECORD = 1, /* out->data/len is a record of out->channel */
+    RECORD_READER_EVENT = 2,  /* out->event_type and payload data/len of out->channel */
+    RECORD_READER_END = 3,    /* every channel has ended */
+};
+
+struct record_view {
+    const uint8_t *data;
+    uint32_t len;
+    uint32_t channel;
+    uint32_t event_type;
+};
+
+struct record_reader;
+
+/* metrics (may be NULL): numRecordsIn. */
+struct record_reader *record_reader_new(struct input_gate *g, struct task_io_metrics *metrics);
+/* Recycles held buffers (call before input_gate_free). */
+void record_reader_free(struct record_reader *r);
+/* Non-blocking; one of RECORD_READER_*, or a negative error (a failed channel,
+ * a corrupt stream). End-of-partition events are not returned: a channel's
+ * end shows as RECORD_READER_END once all channels have ended. */
+int record_reader_next(struct record_reader *r, struct record_view *out, spate_error *err);
+
+#endif

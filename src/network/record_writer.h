@@ -1,0 +1,107 @@
+/* The record writer (Flink's RecordWriter + BufferBuilder): serializes opaque
+ * records into the current buffer of each subpartition of a result partition,
+ * each record a u32 little-endian length then its bytes, spanning buffers
+ * when larger than what is left. A buffer goes out when full, when the flush
+ * deadline (execution.buffer-timeout) passes (the task's own wait serves the
+ * deadline: record_writer_next_deadline, record_writer_flush_due), after
+ * every record when the timeout is 0, and before any event. When no buffer is
+ * free the writer waits on the task's notifier (back-pressured time) until
+ * one comes back; a cancel or a failed partition ends the wait with an error.
+ * Owned by the producing task's thread. */
+#ifndef SPATE_NETWORK_RECORD_WRITER_H
+#define SPATE_NETWORK_RECORD_WRITER_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include <spate/error.h>
+
+#include "core/util.h"
+#include "network/buffer.h"
+#include "network/result_partition.h"
+
+#define RECORD_LENGTH_BYTES 4
+/* The largest record a reader accepts: a length above is a corrupt stream. */
+#define RECORD_MAX_BYTES (256u * 1024 * 1024)
+
+struct rw_channel {
+    uint8_t *pos; /* next byte of the current buffer; pos == end: none or full */
+    uint8_t *end;
+    struct net_buffer *buf;
+};
+
+/* Private to record_writer.c but for the inline fast path below. */
+struct record_writer {
+    struct rw_channel *channels;
+    uint32_t num_channels;
+    int flush_always;     /* buffer timeout 0 */
+    uint64_t timeout_ns;  /* buffer timeout > 0 */
+    uint64_t deadline_ns; /* NOTIFIER_FOREVER while nothing waits */
+    uint64_t records;     /* emitted, not yet added to the metric */
+    struct result_partition *partition;
+    struct task_io_metrics *metrics;
+    uint8_t *scratch; /* reserve: a record that does not fit the buffer */
+    uint32_t scratch_cap;
+    uint32_t reserved_channel;
+    int reserved_in_scratch;
+};
+
+/* buffer_timeout_ms: execution.buffer-timeout (0: flush every record).
+ * metrics (may be NULL): numRecordsOut, numBytesOut, back-pressured time. */
+int record_writer_new(struct result_partition *rp, int64_t buffer_timeout_ms,
+                      struct task_io_metrics *metrics, struct record_writer **out,
+                      spate_error *err);
+/* Recycles what was never sent (flush or finish first to send it). */
+void record_writer_free(struct record_writer *w);
+
+int record_writer_emit_slow(struct record_writer *w, uint32_t channel, const void *record,
+                            uint32_t len, spate_error *err);
+
+/* Appends one record to channel (a subpartition index). May wait for a buffer. */
+static inline int
+record_writer_emit(struct record_writer *w, uint32_t channel, const void *record, uint32_t len,
+                   spate_error *err)
+{
+    struct rw_channel *c = &w->channels[channel];
+
+    if (likely((size_t)(c->end - c->pos) >= (size_t)len + RECORD_LENGTH_BYTES &&
+               !w->flush_always)) {
+        memcpy(c->pos, &len, RECORD_LENGTH_BYTES); /* little-endian hosts: the wire order */
+        memcpy(c->pos + RECORD_LENGTH_BYTES, record, len);
+        c->pos += RECORD_LENGTH_BYTES + len;
+        w->records++;
+        return 0;
+    }
+    return record_writer_emit_slow(w, channel, record, len, err);
+}
+
+/* The record to every channel. */
+int record_writer_broadcast_emit(struct record_writer *w, const void *record, uint32_t len,
+                                 spate_error *err);
+/* Zero-copy path: *out points at max_len writable bytes (in the buffer when
+ * they fit, else in a scratch area); record_writer_commit then appends the
+ * first len of them as a record. Nothing else may be called in between. */
+int record_writer_reserve(struct record_writer *w, uint32_t channel, uint32_t max_len,
+                          uint8_t **out, spate_error *err);
+int record_writer_commit(struct record_writer *w, uint32_t len, spate_error *err);
+
+/* Flushes every channel, then appends the event (u32 type >=
+ * NET_EVENT_USER_MIN, payload) to every channel as its own buffer, in order
+ * with the records: checkpoint barriers and the like. */
+int record_writer_broadcast_event(struct record_writer *w, uint32_t type, const void *payload,
+                                  uint32_t len, spate_error *err);
+/* Sends every partly filled buffer now. */
+int record_writer_flush_all(struct record_writer *w, spate_error *err);
+/* When the oldest unsent record's buffer must go (NOTIFIER_FOREVER: none);
+ * the task loop waits no longer than this. */
+static inline uint64_t
+record_writer_next_deadline(const struct record_writer *w)
+{
+    return w->deadline_ns;
+}
+/* Flushes when now_ns has reached the deadline. */
+int record_writer_flush_due(struct record_writer *w, uint64_t now_ns, spate_error *err);
+/* Flushes, then ends every subpartition (end-of-partition event). */
+int record_writer_finish(struct record_writer *w, spate_error *err);
+
+#endif
