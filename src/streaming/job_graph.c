@@ -359,3 +359,46 @@ jg_edge_pointwise(const struct jg_edge *e)
 {
     return e->partitioner == SHIP_FORWARD || e->partitioner == SHIP_RESCALE;
 }
+
+uint32_t
+jg_num_subpartitions(const struct job_graph *jg, const struct jg_edge *e, int producer)
+{
+    int np = jg->vertices[e->source].parallelism;
+    int nc = jg->vertices[e->target].parallelism;
+    int first, count;
+
+    if (!jg_edge_pointwise(e))
+        return (uint32_t)nc;
+    jg_pointwise_targets(producer, np, nc, &first, &count);
+    return (uint32_t)count;
+}
+
+uint32_t
+jg_input_channels(const struct job_graph *jg, const struct jg_edge *e, int consumer,
+                  int **producers, uint32_t **subpartitions)
+{
+    int np = jg->vertices[e->source].parallelism;
+    int nc = jg->vertices[e->target].parallelism;
+    int first, count;
+
+    if (!jg_edge_pointwise(e)) {
+        *producers = xcalloc((size_t)np, sizeof **producers);
+        *subpartitions = xcalloc((size_t)np, sizeof **subpartitions);
+        for (int p = 0; p < np; p++) {
+            (*producers)[p] = p;
+            (*subpartitions)[p] = (uint32_t)consumer;
+        }
+        return (uint32_t)np;
+    }
+    jg_pointwise_sources(consumer, np, nc, &first, &count);
+    *producers = xcalloc((size_t)count, sizeof **producers);
+    *subpartitions = xcalloc((size_t)count, sizeof **subpartitions);
+    for (int i = 0; i < count; i++) {
+        int tfirst, tcount;
+
+        jg_pointwise_targets(first + i, np, nc, &tfirst, &tcount);
+        (*producers)[i] = first + i;
+        (*subpartitions)[i] = (uint32_t)(consumer - tfirst);
+    }
+    return (uint32_t)count;
+}

@@ -78,6 +78,14 @@ void jg_pointwise_targets(int producer, int np, int nc, int *first, int *count);
 void jg_pointwise_sources(int consumer, int np, int nc, int *first, int *count);
 /* Whether an edge's partitioner wires pointwise. */
 bool jg_edge_pointwise(const struct jg_edge *e);
+/* How many subpartitions producer subtask `producer` of edge e has: one per
+ * consumer it feeds. */
+uint32_t jg_num_subpartitions(const struct job_graph *jg, const struct jg_edge *e, int producer);
+/* The channels of consumer subtask `consumer` on edge e, in channel order:
+ * channel i reads subpartition subpartitions[i] of producer subtask
+ * producers[i]. Returns the channel count; the arrays are malloc'd. */
+uint32_t jg_input_channels(const struct job_graph *jg, const struct jg_edge *e, int consumer,
+                           int **producers, uint32_t **subpartitions);
 
 /* Builds the JobGraph of env's StreamGraph. Errors: a graph without sinks or
  * sources, forward edges between different parallelism, a keyed operator
