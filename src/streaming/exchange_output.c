@@ -17,7 +17,7 @@ write_element(struct exchange_output *x, uint32_t channel, const void *rec,
               const struct record_meta *meta)
 {
     size_t hdr = element_record_header_size(meta);
-    size_t n = x->type->plain ? x->type->size : types_serialize(x->type, rec, NULL, 0);
+    size_t n = types_serialized_size(x->type, rec);
     uint8_t *at;
 
     if (x->error.code != 0)
@@ -96,6 +96,12 @@ exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
     x->nchannels = nchannels;
     x->max_parallelism = consumer_max_parallelism;
     x->ctx = ctx;
+    x->kg_shift = -1;
+    if (consumer_max_parallelism > 0 &&
+        (consumer_max_parallelism & (consumer_max_parallelism - 1)) == 0) {
+        x->kg_mask = (uint64_t)consumer_max_parallelism - 1;
+        x->kg_shift = __builtin_ctz((unsigned)consumer_max_parallelism);
+    }
     x->random = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(subtask + 1);
     /* Round robin starts at a different channel per producer, so that
      * producers spread their first records, as Flink's random start. */

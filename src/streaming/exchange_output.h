@@ -31,6 +31,10 @@ struct exchange_output {
     const struct spate_type *type;
     int nchannels; /* the partition's subpartitions: its consumers */
     int max_parallelism;
+    /* Key groups when max_parallelism is a power of two (the default 128):
+     * masks and shifts instead of two divisions per record. */
+    uint64_t kg_mask;
+    int kg_shift;          /* -1: not a power of two */
     int next_channel;      /* rebalance and rescale round robin */
     uint64_t random;       /* shuffle's xorshift state */
     struct spate_ctx *ctx; /* the producing operator's, for user key selectors */

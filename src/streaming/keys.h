@@ -33,7 +33,10 @@ void keyed_state_release(struct keyed_state *ks);
 static inline struct state_map *
 keyed_state_map(struct keyed_state *ks, uint64_t hash)
 {
-    uint32_t kg = key_group_of_hash(hash, ks->max_parallelism);
+    /* A power-of-two max parallelism (the default 128) needs no division. */
+    uint32_t kg = (ks->max_parallelism & (ks->max_parallelism - 1)) == 0
+                      ? (uint32_t)(hash & (ks->max_parallelism - 1))
+                      : key_group_of_hash(hash, ks->max_parallelism);
 
     if (kg < ks->range.start || kg > ks->range.end)
         kg = ks->range.start;

@@ -192,25 +192,6 @@ reduce_process(struct operator* op, const void *rec, const struct record_meta *m
     op->out->collect(op->out, k->out, meta);
 }
 
-/* Offset of a tuple field in the serialized form of rec. */
-static size_t
-sum_field_offset(const struct spate_type *t, const void *rec, int field)
-{
-    const struct spate_type *prefix_fields[64];
-    struct spate_type prefix;
-
-    if (field <= 0)
-        return 0;
-    /* The serialized prefix is a tuple of the fields before, with a last
-     * field framed as if it were not last: serialize the prefix plus the
-     * summed field and subtract the field's 8 bytes. */
-    memcpy(prefix_fields, t->fields, (size_t)(field + 1) * sizeof *prefix_fields);
-    prefix = *t;
-    prefix.nfields = field + 1;
-    prefix.fields = prefix_fields;
-    return types_serialize(&prefix, rec, NULL, 0) - 8;
-}
-
 static void
 sum_process(struct operator* op, const void *rec, const struct record_meta *meta)
 {
@@ -231,7 +212,8 @@ sum_process(struct operator* op, const void *rec, const struct record_meta *meta
         /* The stored value: the offset of the sum in the serialized record,
          * then the record. Only those 8 bytes change from now on. */
         size_t n = keyed_serialize(k, t, rec);
-        uint32_t off = (uint32_t)(field >= 0 ? sum_field_offset(t, rec, field) : 0);
+        uint32_t off =
+            (uint32_t)(field >= 0 ? types_serialized_offset(t, rec, t->offsets[field]) : 0);
 
         e = state_map_put(map, hash, op->ctx.key.data, op->ctx.key.len, NULL, 4 + n);
         v = state_entry_value(e);

@@ -14,18 +14,34 @@
 #include "core/util.h"
 #include "streaming/types.h"
 
-static const struct spate_type type_int64 = {
-    .kind = TYPE_INT64, .name = "int64", .version = 1, .size = 8, .align = 8, .plain = true
-};
-static const struct spate_type type_double = {
-    .kind = TYPE_DOUBLE, .name = "double", .version = 1, .size = 8, .align = 8, .plain = true
-};
+static struct type_leaf leaf_int64 = { TYPE_INT64, 0, true, NULL };
+static struct type_leaf leaf_double = { TYPE_DOUBLE, 0, true, NULL };
+static struct type_leaf leaf_string = { TYPE_STRING, 0, true, NULL };
+
+static const struct spate_type type_int64 = { .kind = TYPE_INT64,
+                                              .name = "int64",
+                                              .version = 1,
+                                              .size = 8,
+                                              .align = 8,
+                                              .plain = true,
+                                              .leaves = &leaf_int64,
+                                              .nleaves = 1 };
+static const struct spate_type type_double = { .kind = TYPE_DOUBLE,
+                                               .name = "double",
+                                               .version = 1,
+                                               .size = 8,
+                                               .align = 8,
+                                               .plain = true,
+                                               .leaves = &leaf_double,
+                                               .nleaves = 1 };
 static const struct spate_type type_string = { .kind = TYPE_STRING,
                                                .name = "string",
                                                .version = 1,
                                                .size = sizeof(spate_str),
                                                .align = _Alignof(spate_str),
-                                               .plain = false };
+                                               .plain = false,
+                                               .leaves = &leaf_string,
+                                               .nleaves = 1 };
 
 const spate_type *
 spate_type_int64(void)
@@ -58,6 +74,20 @@ spate_type_field_offset(const spate_type *tuple, int i)
     return tuple->offsets[i];
 }
 
+/* Appends t's leaves, at base offset, to out. */
+static void
+flatten(const struct spate_type *t, uint32_t base, struct type_leaf **out, int *n)
+{
+    if (t->kind == TYPE_TUPLE) {
+        for (int i = 0; i < t->nfields; i++)
+            flatten(t->fields[i], base + (uint32_t)t->offsets[i], out, n);
+        return;
+    }
+    *out = xrealloc(*out, (size_t)(*n + 1) * sizeof **out);
+    (*out)[*n] = (struct type_leaf){ t->kind, base, false, t->kind == TYPE_CUSTOM ? t : NULL };
+    (*n)++;
+}
+
 struct spate_type *
 types_new_tuple(int n, const struct spate_type *const *fields)
 {
@@ -84,6 +114,8 @@ types_new_tuple(int n, const struct spate_type *const *fields)
     }
     t->align = align;
     t->size = (off + align - 1) / align * align;
+    flatten(t, 0, &t->leaves, &t->nleaves);
+    t->leaves[t->nleaves - 1].last = true;
     return t;
 }
 
@@ -101,6 +133,9 @@ types_new_custom(const spate_type_def *def)
     t->serialize = def->serialize;
     t->deserialize = def->deserialize;
     t->format = def->format;
+    t->leaves = xcalloc(1, sizeof *t->leaves);
+    t->leaves[0] = (struct type_leaf){ TYPE_CUSTOM, 0, true, t };
+    t->nleaves = 1;
     return t;
 }
 
@@ -113,6 +148,7 @@ types_free(struct spate_type *t)
         free((char *)t->name);
     free(t->fields);
     free(t->offsets);
+    free(t->leaves);
     free(t);
 }
 
@@ -159,60 +195,53 @@ leb128_get(const uint8_t *in, size_t len, uint64_t *v)
     return 0;
 }
 
-/* Serialized size and bytes of one value; `last` drops a length prefix. */
-static size_t
-ser_value(const struct spate_type *t, const void *rec, uint8_t *out, size_t cap, bool last)
+/* Serialized size and bytes of one leaf value; a last value has no length
+ * prefix. */
+static inline size_t
+ser_leaf(const struct type_leaf *l, const uint8_t *rec, uint8_t *out, size_t cap)
 {
-    switch (t->kind) {
+    const void *v = rec + l->offset;
+
+    switch (l->kind) {
     case TYPE_INT64:
     case TYPE_DOUBLE:
         if (cap >= 8)
-            memcpy(out, rec, 8);
+            memcpy(out, v, 8);
         return 8;
     case TYPE_STRING: {
-        const spate_str *s = rec;
-        size_t hdr = last ? 0 : leb128_size(s->len);
+        const spate_str *s = v;
+        size_t hdr = l->last ? 0 : leb128_size(s->len);
 
         if (hdr + s->len <= cap) {
-            if (!last)
+            if (!l->last)
                 leb128_put(out, s->len);
             if (s->len)
                 memcpy(out + hdr, s->data, s->len);
         }
         return hdr + s->len;
     }
-    case TYPE_TUPLE: {
-        size_t used = 0;
-
-        for (int i = 0; i < t->nfields; i++) {
-            size_t room = used < cap ? cap - used : 0;
-
-            used += ser_value(t->fields[i], (const uint8_t *)rec + t->offsets[i],
-                              room ? out + used : NULL, room, last && i == t->nfields - 1);
-        }
-        return used;
-    }
     case TYPE_CUSTOM: {
+        const struct spate_type *t = l->custom;
         size_t n, hdr;
 
         if (t->plain) {
             if (t->size <= cap)
-                memcpy(out, rec, t->size);
+                memcpy(out, v, t->size);
             return t->size;
         }
-        if (last)
-            return t->serialize(rec, out, cap);
-        /* The length goes first but is known only after: serialize behind
-         * room for the longest LEB128 header, then move the bytes up. So a
-         * retry needs 10 + n bytes of room, which is what a miss reports. */
-        n = t->serialize(rec, cap > 10 ? out + 10 : out, cap > 10 ? cap - 10 : 0);
-        if (cap < 10 || n > cap - 10)
-            return 10 + n;
+        if (l->last)
+            return t->serialize(v, out, cap);
+        /* The length goes first: ask for it, then write behind it. */
+        n = t->serialize(v, NULL, 0);
         hdr = leb128_size(n);
-        memmove(out + hdr, out + 10, n);
-        leb128_put(out, n);
+        if (hdr + n <= cap) {
+            leb128_put(out, n);
+            t->serialize(v, out + hdr, n);
+        }
         return hdr + n;
     }
+    case TYPE_TUPLE:
+        break;
     }
     return 0;
 }
@@ -220,60 +249,104 @@ ser_value(const struct spate_type *t, const void *rec, uint8_t *out, size_t cap,
 size_t
 types_serialize(const struct spate_type *t, const void *rec, uint8_t *out, size_t cap)
 {
-    return ser_value(t, rec, out, cap, true);
+    size_t used = 0;
+
+    for (int i = 0; i < t->nleaves; i++) {
+        size_t room = used < cap ? cap - used : 0;
+
+        used += ser_leaf(&t->leaves[i], rec, room ? out + used : NULL, room);
+    }
+    return used;
 }
 
-/* Reads one value; returns the bytes it used, or -1 when malformed. */
-static ssize_t
-de_value(const struct spate_type *t, const uint8_t *in, size_t len, void *rec, bool last)
+/* The serialized size of one leaf value. */
+static size_t
+leaf_size(const struct type_leaf *l, const uint8_t *rec)
 {
+    const void *v = rec + l->offset;
+    size_t n;
+
+    switch (l->kind) {
+    case TYPE_INT64:
+    case TYPE_DOUBLE:
+        return 8;
+    case TYPE_STRING:
+        n = ((const spate_str *)v)->len;
+        return (l->last ? 0 : leb128_size(n)) + n;
+    case TYPE_CUSTOM:
+        if (l->custom->plain)
+            return l->custom->size;
+        n = l->custom->serialize(v, NULL, 0);
+        return (l->last ? 0 : leb128_size(n)) + n;
+    case TYPE_TUPLE:
+        break;
+    }
+    return 0;
+}
+
+size_t
+types_serialized_size(const struct spate_type *t, const void *rec)
+{
+    size_t used = 0;
+
+    if (t->plain)
+        return t->size;
+    for (int i = 0; i < t->nleaves; i++)
+        used += leaf_size(&t->leaves[i], rec);
+    return used;
+}
+
+size_t
+types_serialized_offset(const struct spate_type *t, const void *rec, size_t field_offset)
+{
+    size_t used = 0;
+
+    for (int i = 0; i < t->nleaves && t->leaves[i].offset != field_offset; i++)
+        used += leaf_size(&t->leaves[i], rec);
+    return used;
+}
+
+/* Reads one leaf value; returns the bytes it used, or -1 when malformed. */
+static inline ssize_t
+de_leaf(const struct type_leaf *l, const uint8_t *in, size_t len, uint8_t *rec)
+{
+    void *v = rec + l->offset;
     uint64_t n = len;
     size_t hdr = 0;
 
-    switch (t->kind) {
+    switch (l->kind) {
     case TYPE_INT64:
     case TYPE_DOUBLE:
-        if (len < 8 || (last && len != 8))
+        if (len < 8 || (l->last && len != 8))
             return -1;
-        memcpy(rec, in, 8);
+        memcpy(v, in, 8);
         return 8;
     case TYPE_STRING:
-        if (!last) {
+        if (!l->last) {
             hdr = leb128_get(in, len, &n);
             if (hdr == 0 || n > len - hdr)
                 return -1;
         }
-        ((spate_str *)rec)->data = (const char *)in + hdr;
-        ((spate_str *)rec)->len = (size_t)n;
+        ((spate_str *)v)->data = (const char *)in + hdr;
+        ((spate_str *)v)->len = (size_t)n;
         return (ssize_t)(hdr + n);
-    case TYPE_TUPLE: {
-        size_t used = 0;
-
-        for (int i = 0; i < t->nfields; i++) {
-            ssize_t got = de_value(t->fields[i], in + used, len - used,
-                                   (uint8_t *)rec + t->offsets[i], last && i == t->nfields - 1);
-
-            if (got < 0)
-                return -1;
-            used += (size_t)got;
-        }
-        return (ssize_t)used;
-    }
     case TYPE_CUSTOM:
-        if (t->plain) {
-            if (len < t->size || (last && len != t->size))
+        if (l->custom->plain) {
+            if (len < l->custom->size || (l->last && len != l->custom->size))
                 return -1;
-            memcpy(rec, in, t->size);
-            return (ssize_t)t->size;
+            memcpy(v, in, l->custom->size);
+            return (ssize_t)l->custom->size;
         }
-        if (!last) {
+        if (!l->last) {
             hdr = leb128_get(in, len, &n);
             if (hdr == 0 || n > len - hdr)
                 return -1;
         }
-        if (t->deserialize(in + hdr, (size_t)n, rec) != 0)
+        if (l->custom->deserialize(in + hdr, (size_t)n, v) != 0)
             return -1;
         return (ssize_t)(hdr + n);
+    case TYPE_TUPLE:
+        break;
     }
     return -1;
 }
@@ -282,13 +355,21 @@ int
 types_deserialize(const struct spate_type *t, const uint8_t *bytes, size_t len, void *rec)
 {
     static const uint8_t empty[1];
+    size_t used = 0;
 
     if (bytes == NULL) {
         if (len != 0)
             return -1;
         bytes = empty;
     }
-    return de_value(t, bytes, len, rec, true) == (ssize_t)len ? 0 : -1;
+    for (int i = 0; i < t->nleaves; i++) {
+        ssize_t got = de_leaf(&t->leaves[i], bytes + used, len - used, rec);
+
+        if (got < 0)
+            return -1;
+        used += (size_t)got;
+    }
+    return used == len ? 0 : -1;
 }
 
 /* ---- readable form ---- */

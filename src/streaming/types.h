@@ -36,11 +36,28 @@ struct spate_type {
     spate_serialize_fn serialize;
     spate_deserialize_fn deserialize;
     spate_format_fn format;
+    /* The serialized form as a flat list of leaf values (a tuple's nested
+     * fields in order), so that records are written and read by one loop
+     * rather than a recursion per field. */
+    struct type_leaf *leaves;
+    int nleaves;
+};
+
+struct type_leaf {
+    enum type_kind kind; /* never TYPE_TUPLE */
+    uint32_t offset;     /* in the record */
+    bool last;           /* the record's last value: no length prefix */
+    const struct spate_type *custom;
 };
 
 /* Serializes rec into out (cap bytes); returns the length, or the length it
  * needs when that exceeds cap. */
 size_t types_serialize(const struct spate_type *t, const void *rec, uint8_t *out, size_t cap);
+/* The length types_serialize will give, without writing. */
+size_t types_serialized_size(const struct spate_type *t, const void *rec);
+/* Where the value at field_offset (a leaf: number, string or user type)
+ * starts in rec's serialized form. */
+size_t types_serialized_offset(const struct spate_type *t, const void *rec, size_t field_offset);
 /* Reads len bytes into rec (t->size bytes of storage); strings point into
  * bytes. 0, or -1 when the bytes are malformed. */
 int types_deserialize(const struct spate_type *t, const uint8_t *bytes, size_t len, void *rec);
