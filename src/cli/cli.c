@@ -9,6 +9,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "streaming/plan_executor.h"
 
 /* What every command gets: its own arguments and the loaded configuration. */
 struct cli_context {
@@ -25,11 +26,14 @@ struct cli_command {
 };
 
 static int cli_cmd_config(struct cli_context *ctx);
+static int cli_cmd_info(struct cli_context *ctx);
 static int cli_cmd_help(struct cli_context *ctx);
 static int cli_cmd_version(struct cli_context *ctx);
 
 static const struct cli_command cli_commands[] = {
     { "config", cli_cmd_config, "[KEY...]", "print the effective configuration and its origins" },
+    { "info", cli_cmd_info, "[-p N] JOB.so [ARGS]",
+      "print the job's plan (JSON) without running it" },
     { "version", cli_cmd_version, "", "print spate's version" },
     { "help", cli_cmd_help, "", "print this help" },
 };
@@ -118,6 +122,59 @@ cli_cmd_config(struct cli_context *ctx)
         if (config_option_find(k) == NULL)
             printf("%s: %s  # %s, not a spate option\n", k, v, o);
     }
+    return 0;
+}
+
+/* Parses "[-p N] JOB.so [ARGS]" of run-like commands: *job is the index of
+ * JOB.so in ctx->argv. */
+static int
+cli_job_args(struct cli_context *ctx, int *parallelism, int *job)
+{
+    int i = 1;
+
+    *parallelism = 0;
+    for (; i < ctx->argc && ctx->argv[i][0] == '-'; i++) {
+        if ((strcmp(ctx->argv[i], "-p") == 0 || strcmp(ctx->argv[i], "--parallelism") == 0) &&
+            i + 1 < ctx->argc) {
+            char *end;
+            long p = strtol(ctx->argv[++i], &end, 10);
+
+            if (*end != '\0' || p < 1 || p > 32768) {
+                fprintf(stderr, "spate %s: parallelism '%s' is not a number from 1 to 32768\n",
+                        ctx->argv[0], ctx->argv[i]);
+                return 2;
+            }
+            *parallelism = (int)p;
+        } else {
+            fprintf(stderr, "spate %s: unknown option '%s'\n", ctx->argv[0], ctx->argv[i]);
+            return 2;
+        }
+    }
+    if (i >= ctx->argc) {
+        fprintf(stderr, "spate %s: which job? usage: spate %s [-p N] JOB.so [ARGS]\n", ctx->argv[0],
+                ctx->argv[0]);
+        return 2;
+    }
+    *job = i;
+    return 0;
+}
+
+static int
+cli_cmd_info(struct cli_context *ctx)
+{
+    struct plan_result plan;
+    spate_error err = { 0 };
+    int parallelism, job, rc;
+
+    if ((rc = cli_job_args(ctx, &parallelism, &job)) != 0)
+        return rc;
+    if (plan_from_library(ctx->argv[job], ctx->conf, parallelism, ctx->argc - job, ctx->argv + job,
+                          &plan, &err) != 0) {
+        fprintf(stderr, "spate info: %s\n", err.message);
+        return 1;
+    }
+    printf("%s\n", plan.plan_json);
+    plan_result_release(&plan);
     return 0;
 }
 

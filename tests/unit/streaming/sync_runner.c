@@ -46,6 +46,21 @@ mem_commit(void *sink, uint32_t len, spate_error *err)
 
 static const struct exchange_sink_ops mem_ops = { mem_reserve, mem_commit };
 
+static int (*split_fn)(void *, int, char **, uint64_t *, uint64_t *, spate_error *);
+static void *split_data;
+
+void
+sync_run_env_splits(spate_env *env, struct accumulators *acc, char **failure,
+                    int (*next_split)(void *, int, char **, uint64_t *, uint64_t *, spate_error *),
+                    void *data)
+{
+    split_fn = next_split;
+    split_data = data;
+    sync_run_env(env, acc, failure);
+    split_fn = NULL;
+    split_data = NULL;
+}
+
 void
 sync_run_env(spate_env *env, struct accumulators *acc, char **failure)
 {
@@ -67,7 +82,8 @@ sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
     *failure = NULL;
     for (int v = 0; v < jg->nvertices && *failure == NULL; v++) {
         struct jg_vertex *vx = &jg->vertices[v];
-        struct task_info task = { 0, 1, vx->max_parallelism, 0, vx->name, acc, stdout, NULL, NULL };
+        struct task_info task = { 0,      1,        vx->max_parallelism, 0, vx->name, acc,
+                                  stdout, split_fn, split_data };
         struct exchange_output *xo = calloc((size_t)vx->noutputs + 1, sizeof *xo);
         struct output **outs = calloc((size_t)vx->noutputs + 1, sizeof *outs);
         struct operator_chain *chain;

@@ -12,5 +12,10 @@
  * (malloc'd) or NULL. */
 void sync_run_env(spate_env *env, struct accumulators *acc, char **failure);
 void sync_run(struct job_graph *jg, struct accumulators *acc, char **failure);
+/* The same, with file sources getting their splits from next_split. */
+void sync_run_env_splits(spate_env *env, struct accumulators *acc, char **failure,
+                         int (*next_split)(void *, int, char **, uint64_t *, uint64_t *,
+                                           spate_error *),
+                         void *data);
 
 #endif
