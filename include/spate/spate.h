@@ -141,6 +141,43 @@ SPATE_API spate_stream *spate_source_socket(spate_env *env, const char *host, in
  * that the JobMaster hands out to the subtasks. */
 SPATE_API spate_stream *spate_source_text_file(spate_env *env, const char *path);
 
+/* ---- event time ---------------------------------------------------------- */
+
+/* A record's event timestamp, in milliseconds. */
+typedef int64_t (*spate_timestamp_fn)(spate_ctx *ctx, const void *rec);
+/* A punctuated watermark for a record (its timestamp at hand), or INT64_MIN
+ * for none. */
+typedef int64_t (*spate_watermark_fn)(spate_ctx *ctx, const void *rec, int64_t timestamp);
+
+/* Flink's WatermarkStrategy. The watermark trails the largest timestamp seen
+ * by max_out_of_orderness_ms (0: monotonous timestamps), emitted every
+ * pipeline.auto-watermark-interval; or, with `watermark`, whatever that
+ * function says per record. With idleness_ms > 0 a subtask that saw no
+ * record that long is idle and does not hold back event time downstream. */
+typedef struct spate_watermark_strategy {
+    spate_timestamp_fn timestamp; /* NULL: keep the records' timestamps */
+    int64_t max_out_of_orderness_ms;
+    spate_watermark_fn watermark;
+    int64_t idleness_ms;
+} spate_watermark_strategy;
+
+static inline spate_watermark_strategy
+spate_watermarks_bounded(spate_timestamp_fn timestamp, int64_t max_out_of_orderness_ms)
+{
+    spate_watermark_strategy s = { timestamp, max_out_of_orderness_ms, NULL, 0 };
+
+    return s;
+}
+
+static inline spate_watermark_strategy
+spate_watermarks_monotonous(spate_timestamp_fn timestamp)
+{
+    return spate_watermarks_bounded(timestamp, 0);
+}
+
+SPATE_API spate_stream *
+spate_assign_timestamps_and_watermarks(spate_stream *in, const spate_watermark_strategy *strategy);
+
 /* ---- transformations ---------------------------------------------------- */
 
 SPATE_API spate_stream *spate_map(spate_stream *in, spate_map_fn fn, const spate_type *out_type);
@@ -171,6 +208,48 @@ SPATE_API spate_stream *spate_rescale(spate_stream *in);
 SPATE_API spate_stream *spate_shuffle(spate_stream *in);
 SPATE_API spate_stream *spate_broadcast(spate_stream *in);
 SPATE_API spate_stream *spate_global(spate_stream *in);
+
+/* ---- keyed state, timers, side outputs ------------------------------------ */
+
+typedef struct spate_state spate_state; /* one named state of an operator */
+
+/* Flink's AggregateFunction: an accumulator of acc_type per key (and window). */
+typedef struct spate_aggregate {
+    const spate_type *acc_type;
+    const spate_type *out_type;
+    void (*create)(spate_ctx *ctx, void *acc);                  /* a fresh accumulator */
+    void (*add)(spate_ctx *ctx, const void *in, void *acc);     /* acc += in */
+    void (*result)(spate_ctx *ctx, const void *acc, void *out); /* out of the accumulator */
+    void (*merge)(spate_ctx *ctx, const void *from, void *acc); /* acc += from (sessions) */
+} spate_aggregate;
+
+/* Declares keyed state on an operator of a keyed stream (a process
+ * function, a keyed flat_map, ...). ttl_ms > 0: a value not written for that
+ * long (processing time) is gone, and cleaned up as state is used. Inside the
+ * operator's functions, spate_ctx_state(ctx, name) gives the state, scoped to
+ * the current key. */
+SPATE_API spate_stream *spate_value_state(spate_stream *op, const char *name,
+                                          const spate_type *type, int64_t ttl_ms);
+SPATE_API spate_stream *spate_list_state(spate_stream *op, const char *name, const spate_type *type,
+                                         int64_t ttl_ms);
+SPATE_API spate_stream *spate_map_state(spate_stream *op, const char *name,
+                                        const spate_type *key_type, const spate_type *value_type,
+                                        int64_t ttl_ms);
+SPATE_API spate_stream *spate_reducing_state(spate_stream *op, const char *name,
+                                             const spate_type *type, spate_reduce_fn fn,
+                                             int64_t ttl_ms);
+SPATE_API spate_stream *spate_aggregating_state(spate_stream *op, const char *name,
+                                                const spate_aggregate *agg, int64_t ttl_ms);
+
+/* Called when a timer fires, with the timer's key current. */
+typedef void (*spate_on_timer_fn)(spate_ctx *ctx, int64_t timestamp, bool event_time);
+/* A keyed process operator's timer callback (KeyedProcessFunction.onTimer). */
+SPATE_API spate_stream *spate_on_timer(spate_stream *op, spate_on_timer_fn fn);
+
+/* The stream of records an operator emits with spate_emit_side(ctx, tag,
+ * rec): Flink's side outputs (also a window's late data). */
+SPATE_API spate_stream *spate_side_output(spate_stream *op, const char *tag,
+                                          const spate_type *type);
 
 /* ---- sinks -------------------------------------------------------------- */
 
@@ -216,8 +295,50 @@ SPATE_API void *spate_ctx_alloc(spate_ctx *ctx, size_t size);
 SPATE_API void spate_emit(spate_ctx *ctx, const void *rec);
 /* The current record's event timestamp, or INT64_MIN when it has none. */
 SPATE_API int64_t spate_ctx_timestamp(const spate_ctx *ctx);
+/* The operator's event time (INT64_MIN before the first watermark). */
+SPATE_API int64_t spate_ctx_current_watermark(const spate_ctx *ctx);
+/* Processing time: the wall clock in milliseconds. */
+SPATE_API int64_t spate_ctx_current_processing_time(const spate_ctx *ctx);
 /* On a keyed stream: the current record's key bytes. */
 SPATE_API spate_bytes spate_ctx_current_key(const spate_ctx *ctx);
+/* A record to the side output `tag` (declared with spate_side_output). */
+SPATE_API void spate_emit_side(spate_ctx *ctx, const char *tag, const void *rec);
+
+/* Keyed state of the operator by name (NULL when not declared), scoped to the
+ * current key. Values read point into state storage for strings: valid until
+ * the state changes. */
+SPATE_API spate_state *spate_ctx_state(spate_ctx *ctx, const char *name);
+SPATE_API bool spate_value_get(spate_state *st, void *out);
+SPATE_API void spate_value_update(spate_state *st, const void *value);
+/* Removes the current key's value (any kind of state). */
+SPATE_API void spate_state_clear(spate_state *st);
+SPATE_API void spate_list_add(spate_state *st, const void *value);
+
+/* Iterating a list or a map state of the current key. */
+typedef struct spate_iter {
+    spate_state *st;
+    const unsigned char *at, *end; /* list */
+    size_t key_group, slot;        /* map */
+} spate_iter;
+
+SPATE_API void spate_list_iter(spate_state *st, spate_iter *it);
+SPATE_API bool spate_list_next(spate_iter *it, void *out);
+SPATE_API bool spate_map_get(spate_state *st, const void *key, void *value);
+SPATE_API void spate_map_put(spate_state *st, const void *key, const void *value);
+SPATE_API bool spate_map_remove(spate_state *st, const void *key);
+SPATE_API void spate_map_iter(spate_state *st, spate_iter *it);
+SPATE_API bool spate_map_next(spate_iter *it, void *key, void *value);
+SPATE_API void spate_reducing_add(spate_state *st, const void *value);
+SPATE_API bool spate_reducing_get(spate_state *st, void *out);
+SPATE_API void spate_aggregating_add(spate_state *st, const void *in);
+SPATE_API bool spate_aggregating_get(spate_state *st, void *out);
+
+/* Timers of the current key, deduplicated: one per key and timestamp. */
+SPATE_API void spate_timer_register_event_time(spate_ctx *ctx, int64_t timestamp);
+SPATE_API void spate_timer_register_processing_time(spate_ctx *ctx, int64_t timestamp);
+SPATE_API void spate_timer_delete_event_time(spate_ctx *ctx, int64_t timestamp);
+SPATE_API void spate_timer_delete_processing_time(spate_ctx *ctx, int64_t timestamp);
+
 /* A named counter (an accumulator summed over all subtasks into the job's
  * result); look it up in open and add to it per record. */
 SPATE_API spate_counter *spate_ctx_counter(spate_ctx *ctx, const char *name);

@@ -98,6 +98,8 @@ struct config_option {
       "parallelism of operators that do not set one")                                              \
     X(PIPELINE_MAX_PARALLELISM, "pipeline.max-parallelism", INT, "128", 1, 32768, NULL, NULL,      \
       "number of key groups")                                                                      \
+    X(PIPELINE_AUTO_WATERMARK_INTERVAL, "pipeline.auto-watermark-interval", DURATION, "200 ms", 1, \
+      CFG_NOLIMIT_HI, NULL, NULL, "how often periodic watermarks are emitted")                     \
     X(EXECUTION_BUFFER_TIMEOUT, "execution.buffer-timeout", DURATION, "5 ms", 0, CFG_NOLIMIT_HI,   \
       NULL, NULL, "longest a partly filled network buffer waits (0: flush every record)")          \
     X(RESTART_STRATEGY_TYPE, "restart-strategy.type", ENUM, NULL, 0, 0,                            \

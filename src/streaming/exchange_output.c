@@ -80,6 +80,45 @@ exchange_collect(struct output *self, const void *rec, const struct record_meta 
     write_element(x, (uint32_t)channel, rec, &m);
 }
 
+/* Writes a small element (watermark, idleness) to every channel. */
+static void
+broadcast_element(struct exchange_output *x, const uint8_t *bytes, uint32_t len)
+{
+    for (int c = 0; c < x->nchannels && x->error.code == 0; c++) {
+        uint8_t *at = x->ops->reserve(x->sink, (uint32_t)c, len, &x->error);
+
+        if (at == NULL)
+            return;
+        memcpy(at, bytes, len);
+        x->ops->commit(x->sink, len, &x->error);
+    }
+}
+
+static void
+exchange_watermark(struct output *self, int64_t watermark)
+{
+    struct exchange_output *x = (struct exchange_output *)self;
+    uint8_t el[9];
+
+    /* Only advances travel: consumers keep the last one per channel. */
+    if (watermark <= x->last_watermark)
+        return;
+    x->last_watermark = watermark;
+    broadcast_element(x, el, (uint32_t)element_write_watermark(watermark, el));
+}
+
+static void
+exchange_idle(struct output *self, bool idle)
+{
+    struct exchange_output *x = (struct exchange_output *)self;
+    uint8_t el[2] = { ELEMENT_WATERMARK_STATUS, idle };
+
+    if (idle == x->idle)
+        return;
+    x->idle = idle;
+    broadcast_element(x, el, sizeof el);
+}
+
 void
 exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
                      const struct spate_type *type, int nchannels, int consumer_max_parallelism,
@@ -88,6 +127,9 @@ exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
 {
     memset(x, 0, sizeof *x);
     x->base.collect = exchange_collect;
+    x->base.emit_watermark = exchange_watermark;
+    x->base.emit_idle = exchange_idle;
+    x->last_watermark = INT64_MIN;
     x->ops = ops;
     x->sink = sink;
     x->partitioner = edge->partitioner;

@@ -40,6 +40,8 @@ struct exchange_output {
     struct spate_ctx *ctx; /* the producing operator's, for user key selectors */
     uint8_t key_scratch[256];
     spate_error error; /* the first write failure (code 0: none), seen by the task */
+    int64_t last_watermark;
+    bool idle;
 };
 
 /* Channels are the producer's subpartitions, one per consumer it feeds:

@@ -16,6 +16,7 @@ struct build_node {
     struct spate_stream *input; /* real input node, or NULL */
     enum ship_strategy partitioner;
     struct key_selector key;
+    const char *tag;   /* side output of the input it reads, or NULL */
     const char *group; /* slot sharing group */
     int vertex;
     int op;
@@ -101,10 +102,11 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
 
         b->node = n;
         b->vertex = -1;
-        if (n->kind == OP_PARTITION)
+        if (stream_node_is_virtual(n))
             continue;
         if (n->input != NULL) {
             b->input = stream_graph_resolve(n->input, &b->partitioner, &b->key);
+            b->tag = stream_graph_tag(n->input);
             if (b->partitioner == SHIP_DEFAULT)
                 b->partitioner = stream_node_parallelism(b->input) == stream_node_parallelism(n)
                                      ? SHIP_FORWARD
@@ -143,7 +145,7 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
         struct jg_vertex *v;
         struct jg_operator *op;
 
-        if (b->node->kind == OP_PARTITION)
+        if (stream_node_is_virtual(b->node))
             continue;
         if (b->input != NULL && chainable(env, &nodes[b->input->id], b)) {
             struct build_node *up = &nodes[b->input->id];
@@ -184,7 +186,7 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
         struct jg_edge *e;
         int idx;
 
-        if (b->node->kind == OP_PARTITION || b->input == NULL)
+        if (stream_node_is_virtual(b->node) || b->input == NULL)
             continue;
         up = &nodes[b->input->id];
         if (up->vertex == b->vertex)
@@ -197,6 +199,7 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
         e->target = b->vertex;
         e->partitioner = b->partitioner;
         e->key = b->key;
+        e->tag = b->tag ? xstrdup(b->tag) : NULL;
         id_random(&e->dataset_id);
         push_int(&jg->vertices[up->vertex].outputs, &jg->vertices[up->vertex].noutputs, idx);
         push_int(&jg->vertices[up->vertex].ops[up->op].outputs,
@@ -231,6 +234,9 @@ job_graph_free(struct job_graph *jg)
         struct jg_vertex *v = &jg->vertices[i];
 
         for (int j = 0; j < v->nops; j++) {
+            for (int c = 0; c < v->ops[j].nchained; c++)
+                free(v->ops[j].chained_tags ? v->ops[j].chained_tags[c] : NULL);
+            free(v->ops[j].chained_tags);
             free(v->ops[j].name);
             free(v->ops[j].chained);
             free(v->ops[j].outputs);
@@ -242,21 +248,15 @@ job_graph_free(struct job_graph *jg)
         free(v->outputs);
     }
     for (int i = 0; i < jg->nowned_nodes; i++) {
-        struct spate_stream *n = jg->owned_nodes[i];
-
-        free(n->name);
-        free(n->uid);
-        free(n->slot_sharing_group);
-        free(n->params);
-        free(n->host);
-        free(n->path);
-        free(n->records);
-        free(n);
+        stream_node_free_contents(jg->owned_nodes[i]);
+        free(jg->owned_nodes[i]);
     }
     for (int i = 0; i < jg->nowned_types; i++)
         types_free(jg->owned_types[i]);
     free(jg->owned_nodes);
     free(jg->owned_types);
+    for (int i = 0; i < jg->nedges; i++)
+        free(jg->edges[i].tag);
     free(jg->vertices);
     free(jg->edges);
     free(jg->name);

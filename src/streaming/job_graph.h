@@ -22,6 +22,7 @@ struct jg_operator {
     /* Indexes into the vertex's operators of the operators chained behind
      * this one, and into the vertex's outputs of its exchanges. */
     int *chained;
+    char **chained_tags; /* per chained operator: the side output it reads, or NULL */
     int nchained;
     int *outputs;
     int noutputs;
@@ -35,6 +36,7 @@ struct jg_edge {
     enum ship_strategy partitioner;
     struct key_selector key;
     spate_id dataset_id;
+    char *tag; /* the side output of the source operator it carries, or NULL */
 };
 
 struct jg_vertex {

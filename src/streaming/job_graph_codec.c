@@ -13,6 +13,7 @@ typedef Spate__Jobgraph__FnRef PbFnRef;
 typedef Spate__Jobgraph__TypeDesc PbType;
 typedef Spate__Jobgraph__KeySelector PbKey;
 typedef Spate__Jobgraph__OperatorConfig PbOp;
+typedef Spate__Jobgraph__StateDecl PbState;
 typedef Spate__Jobgraph__JobEdge PbEdge;
 typedef Spate__Jobgraph__JobVertex PbVertex;
 typedef Spate__Jobgraph__JobGraph PbGraph;
@@ -153,6 +154,11 @@ enc_operator(struct enc *e, const struct jg_operator *op)
     p->out_type = enc_type(e, n->out_type);
     snprintf(what, sizeof what, "the function of '%s'", op->name);
     p->fn = enc_fn(e, n->fn, what);
+    snprintf(what, sizeof what, "the second function of '%s'", op->name);
+    p->fn2 = enc_fn(e, n->fn2, what);
+    p->bound_ms = n->bound_ms;
+    p->idleness_ms = n->idleness_ms;
+    p->interval_ms = n->interval_ms;
     snprintf(what, sizeof what, "the open function of '%s'", op->name);
     p->open = enc_fn(e, (const void *)n->open, what);
     snprintf(what, sizeof what, "the close function of '%s'", op->name);
@@ -169,6 +175,31 @@ enc_operator(struct enc *e, const struct jg_operator *op)
     p->nrecords = n->nrecords;
     p->n_chained = (size_t)op->nchained;
     p->chained = enc_ints(e, op->chained, op->nchained);
+    p->n_chained_tags = (size_t)op->nchained;
+    p->chained_tags = enc_alloc(e, (size_t)(op->nchained + 1) * sizeof *p->chained_tags);
+    for (int i = 0; i < op->nchained; i++)
+        p->chained_tags[i] = op->chained_tags && op->chained_tags[i] ? op->chained_tags[i] : "";
+    p->n_states = (size_t)n->nstates;
+    p->states = enc_alloc(e, (size_t)(n->nstates + 1) * sizeof *p->states);
+    for (int i = 0; i < n->nstates; i++) {
+        const struct state_decl *sd = &n->states[i];
+        PbState *ps = enc_alloc(e, sizeof *ps);
+
+        spate__jobgraph__state_decl__init(ps);
+        ps->name = sd->name;
+        ps->kind = (int32_t)sd->kind;
+        ps->type = enc_type(e, sd->type);
+        ps->key_type = enc_type(e, sd->key_type);
+        ps->reduce = enc_fn(e, (const void *)sd->reduce, "a reducing state's function");
+        ps->acc_type = enc_type(e, sd->agg.acc_type);
+        ps->agg_out_type = enc_type(e, sd->agg.out_type);
+        ps->create = enc_fn(e, (const void *)sd->agg.create, "an aggregate's create");
+        ps->add = enc_fn(e, (const void *)sd->agg.add, "an aggregate's add");
+        ps->result = enc_fn(e, (const void *)sd->agg.result, "an aggregate's result");
+        ps->merge = enc_fn(e, (const void *)sd->agg.merge, "an aggregate's merge");
+        ps->ttl_ms = sd->ttl_ms;
+        p->states[i] = ps;
+    }
     p->n_outputs = (size_t)op->noutputs;
     p->outputs = enc_ints(e, op->outputs, op->noutputs);
     p->parallelism = n->parallelism;
@@ -221,6 +252,7 @@ job_graph_encode(const struct job_graph *jg, const struct job_library *lib, uint
         pe->partitioner = (int32_t)je->partitioner;
         pe->key = enc_key(&e, &je->key);
         pe->dataset_id = bin(je->dataset_id.bytes, ID_BYTES);
+        pe->tag = je->tag ? je->tag : "";
         g.edges[i] = pe;
     }
     g.n_types = e.ntypes;
@@ -434,7 +466,8 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
         return rc;
     if (n->out_type == NULL || (!stream_node_is_source(n) && n->in_type == NULL))
         return bad(d, "operator without its record types");
-    if ((rc = dec_fn(d, p->fn, &n->fn)) != 0 || (rc = dec_fn(d, p->open, (void **)&n->open)) ||
+    if ((rc = dec_fn(d, p->fn, &n->fn)) != 0 || (rc = dec_fn(d, p->fn2, &n->fn2)) != 0 ||
+        (rc = dec_fn(d, p->open, (void **)&n->open)) ||
         (rc = dec_fn(d, p->close, (void **)&n->close)) != 0)
         return rc;
     if (d->lib != NULL && n->fn == NULL &&
@@ -469,6 +502,11 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
     if ((n->kind == OP_SOURCE_SOCKET && n->host == NULL) ||
         ((n->kind == OP_SOURCE_FILE || n->kind == OP_SINK_FILE) && n->path == NULL))
         return bad(d, "source or sink without its address");
+    if (p->bound_ms < 0 || p->idleness_ms < 0 || p->interval_ms < 0)
+        return bad(d, "negative event-time settings");
+    n->bound_ms = p->bound_ms;
+    n->idleness_ms = p->idleness_ms;
+    n->interval_ms = p->interval_ms;
     n->count = p->count;
     n->rate = p->rate;
     if (p->records.len) {
@@ -482,6 +520,55 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
     if ((rc = dec_ints(d, p->chained, p->n_chained, nops, &op->chained, &op->nchained,
                        "chained operator out of range")) != 0)
         return rc;
+    if (p->n_chained_tags != 0 && p->n_chained_tags != p->n_chained)
+        return bad(d, "chained tags do not match the chained operators");
+    op->chained_tags = xcalloc(p->n_chained + 1, sizeof *op->chained_tags);
+    for (size_t i = 0; i < p->n_chained_tags; i++)
+        op->chained_tags[i] = dup_or_null(p->chained_tags[i]);
+    if (p->n_states > 64)
+        return bad(d, "too many states on one operator");
+    n->states = xcalloc(p->n_states + 1, sizeof *n->states);
+    for (size_t i = 0; i < p->n_states; i++) {
+        const PbState *ps = p->states[i];
+        struct state_decl *sd = &n->states[n->nstates];
+        void *fn;
+
+        if (ps->name == NULL || !*ps->name || ps->kind < STATE_VALUE ||
+            ps->kind > STATE_AGGREGATING || ps->ttl_ms < 0)
+            return bad(d, "state declaration without a name, of an unknown kind or TTL");
+        sd->name = xstrdup(ps->name);
+        n->nstates++;
+        sd->kind = (enum state_kind)ps->kind;
+        sd->ttl_ms = ps->ttl_ms;
+        sd->type = dec_type_index(d, ps->type, &rc);
+        sd->key_type = dec_type_index(d, ps->key_type, &rc);
+        sd->agg.acc_type = dec_type_index(d, ps->acc_type, &rc);
+        sd->agg.out_type = dec_type_index(d, ps->agg_out_type, &rc);
+        if (rc != 0)
+            return rc;
+        if (sd->type == NULL || (sd->kind == STATE_MAP && sd->key_type == NULL) ||
+            (sd->kind == STATE_AGGREGATING && (sd->agg.acc_type == NULL || !sd->agg.out_type)))
+            return bad(d, "state declaration without its types");
+        if ((rc = dec_fn(d, ps->reduce, &fn)) != 0)
+            return rc;
+        *(void **)&sd->reduce = fn;
+        if ((rc = dec_fn(d, ps->create, &fn)) != 0)
+            return rc;
+        *(void **)&sd->agg.create = fn;
+        if ((rc = dec_fn(d, ps->add, &fn)) != 0)
+            return rc;
+        *(void **)&sd->agg.add = fn;
+        if ((rc = dec_fn(d, ps->result, &fn)) != 0)
+            return rc;
+        *(void **)&sd->agg.result = fn;
+        if ((rc = dec_fn(d, ps->merge, &fn)) != 0)
+            return rc;
+        *(void **)&sd->agg.merge = fn;
+        if (d->lib != NULL && ((sd->kind == STATE_REDUCING && sd->reduce == NULL) ||
+                               (sd->kind == STATE_AGGREGATING &&
+                                (!sd->agg.create || !sd->agg.add || !sd->agg.result))))
+            return bad(d, "state declaration without its functions");
+    }
     for (int i = 0; i < op->nchained; i++)
         if (op->chained[i] <= index)
             return bad(d, "chain that loops back");
@@ -540,6 +627,7 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
         e->partitioner = (enum ship_strategy)pe->partitioner;
         if ((rc = dec_id(&d, pe->dataset_id, &e->dataset_id, "data set id is not 16 bytes")) != 0)
             goto out;
+        e->tag = dup_or_null(pe->tag);
     }
 
     jg->vertices = xcalloc(g->n_vertices, sizeof *jg->vertices);

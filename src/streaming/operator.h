@@ -26,7 +26,13 @@ struct record_meta {
  * exchange. */
 struct output {
     void (*collect)(struct output *self, const void *rec, const struct record_meta *meta);
+    /* Event time advanced (RECORD_MAX_WATERMARK at the end of bounded input). */
+    void (*emit_watermark)(struct output *self, int64_t watermark);
+    /* The stream went idle (no watermarks for a while) or active again. */
+    void (*emit_idle)(struct output *self, bool idle);
 };
+
+#define RECORD_MAX_WATERMARK INT64_MAX
 
 /* A bump allocator for the memory user functions ask for during a call
  * (spate_ctx_alloc), reset between calls. */
@@ -38,12 +44,13 @@ struct scratch {
 };
 
 struct accumulators;
-struct operator;
+struct keyed_backend;
+struct stream_operator;
 
 /* The context user functions get (spate.h's spate_ctx): the operator's
  * settings and the current record's. */
 struct spate_ctx {
-    struct operator* op;
+    struct stream_operator *op;
     const void *params;
     size_t params_len;
     int subtask;
@@ -53,7 +60,10 @@ struct spate_ctx {
     void *user;
     struct output *out;
     struct record_meta meta; /* of the record being processed */
-    spate_bytes key;         /* keyed operators: its key */
+    spate_bytes key;         /* keyed operators: the current key */
+    uint64_t key_hash;
+    const void *ns; /* the current namespace (a window), or NULL */
+    size_t ns_len;
     struct scratch scratch;
     struct accumulators *accumulators;
     char *failure; /* set by spate_ctx_fail */
@@ -84,23 +94,36 @@ enum source_status {
 };
 
 struct operator_vtable {
-    int (*open)(struct operator* op, spate_error *err);
-    void (*process)(struct operator* op, const void *rec, const struct record_meta *meta);
+    int (*open)(struct stream_operator *op, spate_error *err);
+    void (*process)(struct stream_operator *op, const void *rec, const struct record_meta *meta);
     /* The input ended (bounded sources): emit final results. */
-    void (*end_input)(struct operator* op);
-    void (*close)(struct operator* op);
+    void (*end_input)(struct stream_operator *op);
+    void (*close)(struct stream_operator *op);
     /* Sources: emit up to budget records. On failure err is set and the
      * status is SOURCE_END. */
-    enum source_status (*poll)(struct operator* op, int budget, spate_error *err);
+    enum source_status (*poll)(struct stream_operator *op, int budget, spate_error *err);
+    /* Event time reached watermark: fire what is due, then pass it on. NULL:
+     * pass it on. */
+    void (*process_watermark)(struct stream_operator *op, int64_t watermark);
+    /* op->next_processing_ns passed (timers, periodic watermarks). */
+    void (*on_processing_time)(struct stream_operator *op, uint64_t now_ns);
 };
 
-struct operator
-{
+/* Where an operator's side output `tag` goes. */
+struct side_output {
+    const char *tag;
+    struct output *out;
+};
+
+struct stream_operator {
     const struct operator_vtable *vt;
     const struct spate_stream *config; /* kind, functions, types, settings */
     int index;                         /* in its chain */
     struct spate_ctx ctx;
     struct output *out;
+    struct side_output *sides; /* consumed side outputs */
+    int nsides;
+    struct keyed_backend *backend; /* keyed operators with state or timers */
     const struct task_info *task;
     void *impl; /* the kind's own state */
     /* Sources waiting: a descriptor to watch or a time to wake up. */
@@ -110,19 +133,26 @@ struct operator
     bool stopping;
     /* The kind's open succeeded: the user's close runs at the end. */
     bool opened;
+    /* Event time as this operator has seen it. */
+    int64_t current_watermark;
+    /* When on_processing_time wants to run (CLOCK_MONOTONIC ns; 0: never). */
+    uint64_t next_processing_ns;
 };
 
 /* Makes the running operator for config; out is where its records go. */
 int operator_new(const struct spate_stream *config, int index, const struct task_info *task,
-                 struct output *out, struct operator** opp, spate_error *err);
-void operator_free(struct operator* op);
+                 struct output *out, struct stream_operator **opp, spate_error *err);
+void operator_free(struct stream_operator *op);
 
 /* A user function's failure (spate_ctx_fail), or NULL. */
 static inline const char *
-operator_failure(const struct operator* op)
+operator_failure(const struct stream_operator *op)
 {
     return op->ctx.failure;
 }
+
+/* Advances op's event time: its process_watermark, or passes it on. */
+void operator_process_watermark(struct stream_operator *op, int64_t watermark);
 
 void scratch_reset(struct scratch *s);
 void scratch_release(struct scratch *s);

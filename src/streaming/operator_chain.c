@@ -2,6 +2,7 @@
  * with one successor emits straight into it; with several (chained
  * operators and exchanges) it emits into a fan-out output that calls each. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/alloc.h"
 #include "core/util.h"
@@ -10,15 +11,29 @@
 /* Emits into the next operator of the chain. */
 struct chained_output {
     struct output base;
-    struct operator* next;
+    struct stream_operator *next;
 };
 
 static void
 chained_collect(struct output *self, const void *rec, const struct record_meta *meta)
 {
-    struct operator* next =((struct chained_output *)self)->next;
+    struct stream_operator *next = ((struct chained_output *)self)->next;
 
     next->vt->process(next, rec, meta);
+}
+
+static void
+chained_watermark(struct output *self, int64_t watermark)
+{
+    operator_process_watermark(((struct chained_output *)self)->next, watermark);
+}
+
+static void
+chained_idle(struct output *self, bool idle)
+{
+    struct stream_operator *next = ((struct chained_output *)self)->next;
+
+    next->out->emit_idle(next->out, idle);
 }
 
 struct fanout_output {
@@ -36,6 +51,24 @@ fanout_collect(struct output *self, const void *rec, const struct record_meta *m
         f->targets[i]->collect(f->targets[i], rec, meta);
 }
 
+static void
+fanout_watermark(struct output *self, int64_t watermark)
+{
+    struct fanout_output *f = (struct fanout_output *)self;
+
+    for (int i = 0; i < f->ntargets; i++)
+        f->targets[i]->emit_watermark(f->targets[i], watermark);
+}
+
+static void
+fanout_idle(struct output *self, bool idle)
+{
+    struct fanout_output *f = (struct fanout_output *)self;
+
+    for (int i = 0; i < f->ntargets; i++)
+        f->targets[i]->emit_idle(f->targets[i], idle);
+}
+
 /* Drops records: the end of a chain whose last operator emits nowhere. */
 static void
 discard_collect(struct output *self, const void *rec, const struct record_meta *meta)
@@ -45,7 +78,21 @@ discard_collect(struct output *self, const void *rec, const struct record_meta *
     UNUSED(meta);
 }
 
-static struct output discard_output = { discard_collect };
+static void
+discard_watermark(struct output *self, int64_t watermark)
+{
+    UNUSED(self);
+    UNUSED(watermark);
+}
+
+static void
+discard_idle(struct output *self, bool idle)
+{
+    UNUSED(self);
+    UNUSED(idle);
+}
+
+static struct output discard_output = { discard_collect, discard_watermark, discard_idle };
 
 static struct output *
 chain_keep(struct operator_chain *chain, struct output *o)
@@ -53,6 +100,37 @@ chain_keep(struct operator_chain *chain, struct output *o)
     chain->outputs = xrealloc(chain->outputs, (size_t)(chain->noutputs + 1) * sizeof *o);
     chain->outputs[chain->noutputs++] = o;
     return o;
+}
+
+/* One output over the targets tagged `tag` (NULL: untagged): the target
+ * itself when alone, a fan-out when several, discard when none. */
+static struct output *
+chain_group(struct operator_chain *chain, struct output **targets, const char **tags, int n,
+            const char *tag)
+{
+    struct fanout_output *f;
+    int count = 0;
+
+    for (int k = 0; k < n; k++)
+        count += (tag == NULL) ? tags[k] == NULL : (tags[k] && strcmp(tags[k], tag) == 0);
+    if (count == 0)
+        return &discard_output;
+    f = xcalloc(1, sizeof *f);
+    f->base.collect = fanout_collect;
+    f->base.emit_watermark = fanout_watermark;
+    f->base.emit_idle = fanout_idle;
+    f->targets = xcalloc((size_t)count, sizeof *f->targets);
+    for (int k = 0; k < n; k++)
+        if ((tag == NULL) ? tags[k] == NULL : (tags[k] && strcmp(tags[k], tag) == 0))
+            f->targets[f->ntargets++] = targets[k];
+    if (count == 1) {
+        struct output *only = f->targets[0];
+
+        free(f->targets);
+        free(f);
+        return only;
+    }
+    return chain_keep(chain, &f->base);
 }
 
 int
@@ -70,44 +148,58 @@ operator_chain_new(const struct job_graph *jg, int vertex, const struct task_inf
     for (int i = v->nops - 1; i >= 0; i--) {
         const struct jg_operator *jop = &v->ops[i];
         int ntargets = jop->nchained + jop->noutputs;
-        struct output *o;
+        struct output **targets = xcalloc((size_t)ntargets + 1, sizeof *targets);
+        const char **tags = xcalloc((size_t)ntargets + 1, sizeof *tags);
+        struct side_output *sides = NULL;
+        int nsides = 0, t = 0;
+        struct output *main;
 
-        if (ntargets == 0) {
-            o = &discard_output;
-        } else {
-            struct output **targets = xcalloc((size_t)ntargets, sizeof *targets);
-            int t = 0;
+        for (int c = 0; c < jop->nchained; c++) {
+            struct chained_output *co = xcalloc(1, sizeof *co);
 
-            for (int c = 0; c < jop->nchained; c++) {
-                struct chained_output *co = xcalloc(1, sizeof *co);
-
-                co->base.collect = chained_collect;
-                co->next = chain->ops[jop->chained[c]];
-                targets[t++] = chain_keep(chain, &co->base);
-            }
-            for (int x = 0; x < jop->noutputs; x++) {
-                /* The operator's exchanges are numbered among the vertex's. */
-                for (int vo = 0; vo < v->noutputs; vo++)
-                    if (v->outputs[vo] == jop->outputs[x])
-                        targets[t++] = exchange_outputs[vo];
-            }
-            if (ntargets == 1) {
-                o = targets[0];
-                free(targets);
-            } else {
-                struct fanout_output *f = xcalloc(1, sizeof *f);
-
-                f->base.collect = fanout_collect;
-                f->targets = targets;
-                f->ntargets = ntargets;
-                o = chain_keep(chain, &f->base);
+            co->base.collect = chained_collect;
+            co->base.emit_watermark = chained_watermark;
+            co->base.emit_idle = chained_idle;
+            co->next = chain->ops[jop->chained[c]];
+            tags[t] = jop->chained_tags ? jop->chained_tags[c] : NULL;
+            targets[t++] = chain_keep(chain, &co->base);
+        }
+        for (int x = 0; x < jop->noutputs; x++) {
+            /* The operator's exchanges are numbered among the vertex's. */
+            for (int vo = 0; vo < v->noutputs; vo++) {
+                if (v->outputs[vo] == jop->outputs[x]) {
+                    tags[t] = jg->edges[jop->outputs[x]].tag;
+                    targets[t++] = exchange_outputs[vo];
+                }
             }
         }
-        if ((rc = operator_new(jop->node, i, task, o, &chain->ops[i], err)) != 0) {
+        /* The main output gathers the untagged targets; each side output tag
+         * gathers its own. */
+        main = chain_group(chain, targets, tags, t, NULL);
+        for (int k = 0; k < t; k++) {
+            bool seen = false;
+
+            if (tags[k] == NULL)
+                continue;
+            for (int j = 0; j < nsides; j++)
+                seen |= strcmp(sides[j].tag, tags[k]) == 0;
+            if (seen)
+                continue;
+            sides = xrealloc(sides, (size_t)(nsides + 1) * sizeof *sides);
+            sides[nsides].tag = tags[k];
+            sides[nsides].out = chain_group(chain, targets, tags, t, tags[k]);
+            nsides++;
+        }
+        free(targets);
+        free(tags);
+        if ((rc = operator_new(jop->node, i, task, main, &chain->ops[i], err)) != 0) {
+            free(sides);
             spate_error_wrap(err, "cannot open operator '%s'", jop->name);
             operator_chain_free(chain);
             return rc;
         }
+        chain->ops[i]->sides = sides;
+        chain->ops[i]->nsides = nsides;
     }
     *out = chain;
     return 0;

@@ -8,7 +8,7 @@
 #include "streaming/operator.h"
 
 struct operator_chain {
-    struct operator** ops; /* ops[0] is the head */
+    struct stream_operator **ops; /* ops[0] is the head */
     int nops;
     struct output **outputs; /* what each operator emits into */
     int noutputs;
@@ -22,7 +22,8 @@ int operator_chain_new(const struct job_graph *jg, int vertex, const struct task
 /* Closes every operator (user close functions run), tail first. */
 void operator_chain_free(struct operator_chain *chain);
 
-static inline struct operator* operator_chain_head(const struct operator_chain *chain)
+static inline struct stream_operator *
+operator_chain_head(const struct operator_chain *chain)
 {
     return chain->ops[0];
 }

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "state/state_map.h"
+#include "streaming/keyed_backend.h"
 #include "streaming/keys.h"
 #include "streaming/operator.h"
 #include "streaming/types.h"
@@ -23,7 +24,8 @@ static const struct record_meta no_meta = { RECORD_NO_TIMESTAMP, 0, false };
 
 /* Calls a user function's prologue: the scratch memory of the previous call
  * is free again. */
-static inline void before_call(struct operator* op)
+static inline void
+before_call(struct stream_operator *op)
 {
     if (op->ctx.scratch.used != 0)
         scratch_reset(&op->ctx.scratch);
@@ -43,7 +45,7 @@ struct map_impl {
 };
 
 static int
-map_open(struct operator* op, spate_error *err)
+map_open(struct stream_operator *op, spate_error *err)
 {
     struct map_impl *m = xcalloc(1, sizeof *m);
 
@@ -54,7 +56,7 @@ map_open(struct operator* op, spate_error *err)
 }
 
 static void
-map_process(struct operator* op, const void *rec, const struct record_meta *meta)
+map_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     struct map_impl *m = op->impl;
 
@@ -64,7 +66,8 @@ map_process(struct operator* op, const void *rec, const struct record_meta *meta
     op->out->collect(op->out, m->out, meta);
 }
 
-static void map_close(struct operator* op)
+static void
+map_close(struct stream_operator *op)
 {
     struct map_impl *m = op->impl;
 
@@ -75,7 +78,7 @@ static void map_close(struct operator* op)
 }
 
 static void
-filter_process(struct operator* op, const void *rec, const struct record_meta *meta)
+filter_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     before_call(op);
     op->ctx.meta = *meta;
@@ -84,13 +87,91 @@ filter_process(struct operator* op, const void *rec, const struct record_meta *m
 }
 
 static void
-flat_map_process(struct operator* op, const void *rec, const struct record_meta *meta)
+flat_map_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     before_call(op);
     op->ctx.meta = *meta;
     /* Keyed: the emitted records leave without the input's key hash. */
     op->ctx.meta.has_key_hash = false;
     ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
+}
+
+/* ---- keyed process functions ---- */
+
+static int
+process_open(struct stream_operator *op, spate_error *err)
+{
+    if (op->config->key.kind == KEY_NONE)
+        return 0;
+    op->backend = xcalloc(1, sizeof *op->backend);
+    return keyed_backend_init(op->backend, op, err);
+}
+
+static void
+process_close(struct stream_operator *op)
+{
+    if (op->backend != NULL)
+        keyed_backend_release(op->backend);
+    free(op->backend);
+    op->backend = NULL;
+    free(op->impl);
+    op->impl = NULL;
+}
+
+static void
+keyed_process_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    uint8_t scratch[256];
+    spate_bytes key;
+
+    before_call(op);
+    op->ctx.meta = *meta;
+    if (op->backend != NULL) {
+        key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec, scratch,
+                           sizeof scratch);
+        keyed_backend_set_key(
+            op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL,
+            0);
+    }
+    op->ctx.meta.has_key_hash = false;
+    ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
+}
+
+static void
+process_fire(struct stream_operator *op, const struct timer *t)
+{
+    before_call(op);
+    /* Records emitted by a timer carry its timestamp (event time). */
+    op->ctx.meta.timestamp = t->event_time ? t->timestamp : RECORD_NO_TIMESTAMP;
+    op->ctx.meta.has_key_hash = false;
+    if (op->config->fn2 != NULL)
+        ((spate_on_timer_fn)op->config->fn2)(&op->ctx, t->timestamp, t->event_time);
+}
+
+static void
+process_watermark(struct stream_operator *op, int64_t watermark)
+{
+    if (op->backend != NULL)
+        keyed_backend_advance(op->backend, true, watermark, process_fire);
+    op->current_watermark = watermark;
+    op->out->emit_watermark(op->out, watermark);
+}
+
+static void
+process_on_processing_time(struct stream_operator *op, uint64_t now)
+{
+    int64_t next;
+
+    op->next_processing_ns = 0;
+    if (op->backend == NULL)
+        return;
+    keyed_backend_advance(op->backend, false, clock_wall_ms(), process_fire);
+    next = keyed_backend_next_processing_time(op->backend);
+    if (next != INT64_MAX) {
+        int64_t in_ms = next - clock_wall_ms();
+
+        op->next_processing_ns = now + (uint64_t)(in_ms > 0 ? in_ms : 0) * 1000000u;
+    }
 }
 
 /* ---- keyed reduce and sum ---- */
@@ -106,7 +187,7 @@ struct keyed_impl {
 };
 
 static int
-keyed_open(struct operator* op, spate_error *err)
+keyed_open(struct stream_operator *op, spate_error *err)
 {
     struct keyed_impl *k = xcalloc(1, sizeof *k);
     int rc;
@@ -121,7 +202,8 @@ keyed_open(struct operator* op, spate_error *err)
     return 0;
 }
 
-static void keyed_close(struct operator* op)
+static void
+keyed_close(struct stream_operator *op)
 {
     struct keyed_impl *k = op->impl;
 
@@ -152,7 +234,7 @@ keyed_serialize(struct keyed_impl *k, const struct spate_type *t, const void *re
 /* The record's key bytes and hash (taken from the exchange when it came with
  * the record), and the state map of its key group. */
 static struct state_map *
-keyed_lookup(struct operator* op, struct keyed_impl *k, const void *rec,
+keyed_lookup(struct stream_operator *op, struct keyed_impl *k, const void *rec,
              const struct record_meta *meta, uint64_t *hash)
 {
     op->ctx.key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec, k->key_scratch,
@@ -162,7 +244,7 @@ keyed_lookup(struct operator* op, struct keyed_impl *k, const void *rec,
 }
 
 static void
-reduce_process(struct operator* op, const void *rec, const struct record_meta *meta)
+reduce_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     struct keyed_impl *k = op->impl;
     const struct spate_type *t = op->config->out_type;
@@ -193,7 +275,7 @@ reduce_process(struct operator* op, const void *rec, const struct record_meta *m
 }
 
 static void
-sum_process(struct operator* op, const void *rec, const struct record_meta *meta)
+sum_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     struct keyed_impl *k = op->impl;
     const struct spate_type *t = op->config->out_type;
@@ -258,7 +340,7 @@ struct print_impl {
 };
 
 static int
-print_open_file(struct operator* op, FILE *f, bool owned)
+print_open_file(struct stream_operator *op, FILE *f, bool owned)
 {
     struct print_impl *p = xcalloc(1, sizeof *p);
 
@@ -273,14 +355,14 @@ print_open_file(struct operator* op, FILE *f, bool owned)
 }
 
 static int
-print_open(struct operator* op, spate_error *err)
+print_open(struct stream_operator *op, spate_error *err)
 {
     UNUSED(err);
     return print_open_file(op, op->task->print_out ? op->task->print_out : stdout, false);
 }
 
 static int
-file_sink_open(struct operator* op, spate_error *err)
+file_sink_open(struct stream_operator *op, spate_error *err)
 {
     const char *path = op->config->path;
     char *target;
@@ -309,7 +391,7 @@ file_sink_open(struct operator* op, spate_error *err)
 }
 
 static void
-print_process(struct operator* op, const void *rec, const struct record_meta *meta)
+print_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     struct print_impl *p = op->impl;
     int n;
@@ -327,7 +409,8 @@ print_process(struct operator* op, const void *rec, const struct record_meta *me
     fputc('\n', p->f);
 }
 
-static void print_close(struct operator* op)
+static void
+print_close(struct stream_operator *op)
 {
     struct print_impl *p = op->impl;
 
@@ -343,7 +426,7 @@ static void print_close(struct operator* op)
 }
 
 static void
-sink_process(struct operator* op, const void *rec, const struct record_meta *meta)
+sink_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     before_call(op);
     op->ctx.meta = *meta;
@@ -359,7 +442,7 @@ struct collection_impl {
 };
 
 static int
-collection_open(struct operator* op, spate_error *err)
+collection_open(struct stream_operator *op, spate_error *err)
 {
     struct collection_impl *c = xcalloc(1, sizeof *c);
 
@@ -372,7 +455,7 @@ collection_open(struct operator* op, spate_error *err)
 }
 
 static enum source_status
-collection_poll(struct operator* op, int budget, spate_error *err)
+collection_poll(struct stream_operator *op, int budget, spate_error *err)
 {
     struct collection_impl *c = op->impl;
 
@@ -397,7 +480,8 @@ collection_poll(struct operator* op, int budget, spate_error *err)
     return c->at < c->end ? SOURCE_MORE : SOURCE_END;
 }
 
-static void generic_free_close(struct operator* op)
+static void
+generic_free_close(struct stream_operator *op)
 {
     struct collection_impl *c = op->impl;
 
@@ -416,7 +500,7 @@ struct generator_impl {
 };
 
 static int
-generator_open(struct operator* op, spate_error *err)
+generator_open(struct stream_operator *op, spate_error *err)
 {
     struct generator_impl *g = xcalloc(1, sizeof *g);
 
@@ -430,7 +514,7 @@ generator_open(struct operator* op, spate_error *err)
 }
 
 static enum source_status
-generator_poll(struct operator* op, int budget, spate_error *err)
+generator_poll(struct stream_operator *op, int budget, spate_error *err)
 {
     struct generator_impl *g = op->impl;
     uint64_t count = op->config->count;
@@ -458,7 +542,8 @@ generator_poll(struct operator* op, int budget, spate_error *err)
     return (count != 0 && g->next >= count) ? SOURCE_END : SOURCE_MORE;
 }
 
-static void generator_close(struct operator* op)
+static void
+generator_close(struct stream_operator *op)
 {
     struct generator_impl *g = op->impl;
 
@@ -483,7 +568,7 @@ struct lines_impl {
 
 /* Emits complete lines in buf (up to budget); returns how many it emitted. */
 static int
-lines_emit(struct operator* op, struct lines_impl *l, int budget, bool flush_tail)
+lines_emit(struct stream_operator *op, struct lines_impl *l, int budget, bool flush_tail)
 {
     size_t start = 0;
     int emitted = 0;
@@ -556,7 +641,8 @@ lines_new(void)
     return l;
 }
 
-static void lines_close(struct operator* op)
+static void
+lines_close(struct stream_operator *op)
 {
     struct lines_impl *l = op->impl;
 
@@ -570,7 +656,7 @@ static void lines_close(struct operator* op)
 }
 
 static int
-socket_open(struct operator* op, spate_error *err)
+socket_open(struct stream_operator *op, spate_error *err)
 {
     struct lines_impl *l = lines_new();
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
@@ -603,7 +689,7 @@ socket_open(struct operator* op, spate_error *err)
 }
 
 static enum source_status
-socket_poll(struct operator* op, int budget, spate_error *err)
+socket_poll(struct stream_operator *op, int budget, spate_error *err)
 {
     struct lines_impl *l = op->impl;
     int n;
@@ -621,7 +707,7 @@ socket_poll(struct operator* op, int budget, spate_error *err)
 }
 
 static int
-file_open(struct operator* op, spate_error *err)
+file_open(struct stream_operator *op, spate_error *err)
 {
     UNUSED(err);
     op->impl = lines_new();
@@ -633,7 +719,7 @@ file_open(struct operator* op, spate_error *err)
  * byte early and drops everything up to the first newline, which belongs to
  * the split before (Hadoop's line splits). */
 static int
-file_next_split(struct operator* op, struct lines_impl *l, spate_error *err)
+file_next_split(struct stream_operator *op, struct lines_impl *l, spate_error *err)
 {
     char *path = NULL;
     uint64_t start = 0, length = 0;
@@ -675,7 +761,7 @@ file_next_split(struct operator* op, struct lines_impl *l, spate_error *err)
 }
 
 static enum source_status
-file_poll(struct operator* op, int budget, spate_error *err)
+file_poll(struct stream_operator *op, int budget, spate_error *err)
 {
     struct lines_impl *l = op->impl;
 
@@ -692,15 +778,136 @@ file_poll(struct operator* op, int budget, spate_error *err)
     return SOURCE_MORE;
 }
 
+/* ---- timestamps and watermarks ---- */
+
+struct assign_impl {
+    int64_t max_timestamp;
+    int64_t emitted; /* the last watermark sent */
+    uint64_t interval_ns;
+    uint64_t idleness_ns;
+    uint64_t last_record_ns; /* as of the last clock read */
+    uint32_t since_clock;    /* records since the last clock read */
+    bool idle;
+};
+
+#define ASSIGN_CLOCK_EVERY 256
+
+static void
+assign_emit_periodic(struct stream_operator *op, struct assign_impl *a)
+{
+    int64_t wm;
+
+    if (op->config->fn2 != NULL || a->max_timestamp == INT64_MIN)
+        return;
+    /* Flink's BoundedOutOfOrdernessWatermarks: max - bound - 1. */
+    wm = a->max_timestamp - op->config->bound_ms - 1;
+    if (wm > a->emitted) {
+        a->emitted = wm;
+        op->current_watermark = wm;
+        op->out->emit_watermark(op->out, wm);
+    }
+}
+
+static int
+assign_open(struct stream_operator *op, spate_error *err)
+{
+    struct assign_impl *a = xcalloc(1, sizeof *a);
+    uint64_t now = clock_mono_ns();
+
+    UNUSED(err);
+    a->max_timestamp = INT64_MIN;
+    a->emitted = INT64_MIN;
+    a->interval_ns = (uint64_t)op->config->interval_ms * 1000000u;
+    a->idleness_ns = (uint64_t)op->config->idleness_ms * 1000000u;
+    a->last_record_ns = now;
+    op->impl = a;
+    op->next_processing_ns = now + a->interval_ns;
+    return 0;
+}
+
+static void
+assign_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct assign_impl *a = op->impl;
+    struct record_meta m = *meta;
+
+    before_call(op);
+    op->ctx.meta = *meta;
+    if (op->config->fn != NULL)
+        m.timestamp = ((spate_timestamp_fn)op->config->fn)(&op->ctx, rec);
+    if (m.timestamp > a->max_timestamp && m.timestamp != RECORD_NO_TIMESTAMP)
+        a->max_timestamp = m.timestamp;
+    if (a->idle) {
+        a->idle = false;
+        op->out->emit_idle(op->out, false);
+    }
+    op->out->collect(op->out, rec, &m);
+    if (op->config->fn2 != NULL) {
+        int64_t wm = ((spate_watermark_fn)op->config->fn2)(&op->ctx, rec, m.timestamp);
+
+        if (wm > a->emitted) {
+            a->emitted = wm;
+            op->current_watermark = wm;
+            op->out->emit_watermark(op->out, wm);
+        }
+    } else if (++a->since_clock == ASSIGN_CLOCK_EVERY) {
+        /* Read the clock per batch, not per record. */
+        uint64_t now = clock_mono_ns();
+
+        a->since_clock = 0;
+        a->last_record_ns = now;
+        if (now >= op->next_processing_ns) {
+            assign_emit_periodic(op, a);
+            op->next_processing_ns = now + a->interval_ns;
+        }
+    }
+}
+
+static void
+assign_on_processing_time(struct stream_operator *op, uint64_t now)
+{
+    struct assign_impl *a = op->impl;
+
+    if (a->since_clock != 0) {
+        a->since_clock = 0;
+        a->last_record_ns = now;
+    }
+    assign_emit_periodic(op, a);
+    if (a->idleness_ns != 0 && !a->idle && now - a->last_record_ns >= a->idleness_ns) {
+        a->idle = true;
+        op->out->emit_idle(op->out, true);
+    }
+    op->next_processing_ns = now + a->interval_ns;
+}
+
+static void
+assign_watermark(struct stream_operator *op, int64_t watermark)
+{
+    /* Upstream watermarks are replaced by this operator's, but the end of
+     * input (the max watermark) goes through. */
+    if (watermark == RECORD_MAX_WATERMARK) {
+        op->current_watermark = watermark;
+        op->out->emit_watermark(op->out, watermark);
+    }
+}
+
 /* ---- the table ---- */
 
-static void nothing_close(struct operator* op)
+static void
+nothing_close(struct stream_operator *op)
 {
     UNUSED(op);
 }
 
+static void
+generic_close(struct stream_operator *op)
+{
+    free(op->impl);
+    op->impl = NULL;
+}
+
 static int
-nothing_open(struct operator* op, spate_error *err)
+nothing_open(struct stream_operator *op, spate_error *err)
 {
     UNUSED(op);
     UNUSED(err);
@@ -708,29 +915,55 @@ nothing_open(struct operator* op, spate_error *err)
 }
 
 static const struct operator_vtable vtables[] = {
-    [OP_SOURCE_COLLECTION] = { collection_open, NULL, NULL, generic_free_close, collection_poll },
-    [OP_SOURCE_GENERATOR] = { generator_open, NULL, NULL, generator_close, generator_poll },
-    [OP_SOURCE_SOCKET] = { socket_open, NULL, NULL, lines_close, socket_poll },
-    [OP_SOURCE_FILE] = { file_open, NULL, NULL, lines_close, file_poll },
-    [OP_MAP] = { map_open, map_process, NULL, map_close, NULL },
-    [OP_FILTER] = { nothing_open, filter_process, NULL, nothing_close, NULL },
-    [OP_FLAT_MAP] = { nothing_open, flat_map_process, NULL, nothing_close, NULL },
-    [OP_PROCESS] = { nothing_open, flat_map_process, NULL, nothing_close, NULL },
-    [OP_REDUCE] = { keyed_open, reduce_process, NULL, keyed_close, NULL },
-    [OP_SUM] = { keyed_open, sum_process, NULL, keyed_close, NULL },
-    [OP_SINK_PRINT] = { print_open, print_process, NULL, print_close, NULL },
-    [OP_SINK_FILE] = { file_sink_open, print_process, NULL, print_close, NULL },
-    [OP_SINK] = { nothing_open, sink_process, NULL, nothing_close, NULL },
+    [OP_SOURCE_COLLECTION] = { .open = collection_open,
+                               .close = generic_free_close,
+                               .poll = collection_poll },
+    [OP_SOURCE_GENERATOR] = { .open = generator_open,
+                              .close = generator_close,
+                              .poll = generator_poll },
+    [OP_SOURCE_SOCKET] = { .open = socket_open, .close = lines_close, .poll = socket_poll },
+    [OP_SOURCE_FILE] = { .open = file_open, .close = lines_close, .poll = file_poll },
+    [OP_MAP] = { .open = map_open, .process = map_process, .close = map_close },
+    [OP_FILTER] = { .open = nothing_open, .process = filter_process, .close = nothing_close },
+    [OP_FLAT_MAP] = { .open = nothing_open, .process = flat_map_process, .close = nothing_close },
+    [OP_PROCESS] = { .open = process_open,
+                     .process = keyed_process_process,
+                     .close = process_close,
+                     .process_watermark = process_watermark,
+                     .on_processing_time = process_on_processing_time },
+    [OP_REDUCE] = { .open = keyed_open, .process = reduce_process, .close = keyed_close },
+    [OP_SUM] = { .open = keyed_open, .process = sum_process, .close = keyed_close },
+    [OP_SINK_PRINT] = { .open = print_open, .process = print_process, .close = print_close },
+    [OP_SINK_FILE] = { .open = file_sink_open, .process = print_process, .close = print_close },
+    [OP_SINK] = { .open = nothing_open, .process = sink_process, .close = nothing_close },
+    [OP_ASSIGN_TIMESTAMPS] = { .open = assign_open,
+                               .process = assign_process,
+                               .close = generic_close,
+                               .process_watermark = assign_watermark,
+                               .on_processing_time = assign_on_processing_time },
 };
+
+void
+operator_process_watermark(struct stream_operator *op, int64_t watermark)
+{
+    if (watermark <= op->current_watermark)
+        return;
+    if (op->vt->process_watermark != NULL) {
+        op->vt->process_watermark(op, watermark);
+    } else {
+        op->current_watermark = watermark;
+        op->out->emit_watermark(op->out, watermark);
+    }
+}
 
 int
 operator_new(const struct spate_stream *config, int index, const struct task_info *task,
-             struct output *out, struct operator** opp, spate_error *err)
+             struct output *out, struct stream_operator **opp, spate_error *err)
 {
-    struct operator* op;
+    struct stream_operator *op;
     int rc;
 
-    if (config->kind == OP_PARTITION || config->kind >= ARRAY_SIZE(vtables))
+    if (stream_node_is_virtual(config) || config->kind >= ARRAY_SIZE(vtables))
         return spate_error_set(err, SPATE_EINVAL, "operator kind %d cannot run", config->kind);
     op = xcalloc(1, sizeof *op);
     op->vt = &vtables[config->kind];
@@ -739,6 +972,7 @@ operator_new(const struct spate_stream *config, int index, const struct task_inf
     op->task = task;
     op->out = out;
     op->wait_fd = -1;
+    op->current_watermark = INT64_MIN;
     op->ctx.op = op;
     op->ctx.params = config->params;
     op->ctx.params_len = config->params_len;
@@ -768,13 +1002,15 @@ fail:
     return rc;
 }
 
-void operator_free(struct operator* op)
+void
+operator_free(struct stream_operator *op)
 {
     if (op == NULL)
         return;
     if (op->opened && op->config->close != NULL)
         op->config->close(&op->ctx);
     op->vt->close(op);
+    free(op->sides);
     scratch_release(&op->ctx.scratch);
     free(op->ctx.failure);
     free(op);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "streaming/accumulators.h"
 #include "streaming/operator.h"
 
@@ -59,10 +60,38 @@ spate_emit(spate_ctx *ctx, const void *rec)
     ctx->out->collect(ctx->out, rec, &ctx->meta);
 }
 
+void
+spate_emit_side(spate_ctx *ctx, const char *tag, const void *rec)
+{
+    struct stream_operator *op = ctx->op;
+
+    /* A handful of tags at most: a scan beats any map. */
+    for (int i = 0; i < op->nsides; i++) {
+        if (strcmp(op->sides[i].tag, tag) == 0) {
+            op->sides[i].out->collect(op->sides[i].out, rec, &ctx->meta);
+            return;
+        }
+    }
+    /* A side output nobody reads: dropped, as in Flink. */
+}
+
 int64_t
 spate_ctx_timestamp(const spate_ctx *ctx)
 {
     return ctx->meta.timestamp;
+}
+
+int64_t
+spate_ctx_current_watermark(const spate_ctx *ctx)
+{
+    return ctx->op->current_watermark;
+}
+
+int64_t
+spate_ctx_current_processing_time(const spate_ctx *ctx)
+{
+    (void)ctx;
+    return clock_wall_ms();
 }
 
 spate_bytes

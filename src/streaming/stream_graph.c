@@ -35,9 +35,13 @@ env_new(const struct config *conf, const struct executor *executor)
     return env;
 }
 
-static void
-node_free(struct spate_stream *n)
+void
+stream_node_free_contents(struct spate_stream *n)
 {
+    for (int i = 0; i < n->nstates; i++)
+        free(n->states[i].name);
+    free(n->states);
+    free(n->tag);
     free(n->name);
     free(n->uid);
     free(n->slot_sharing_group);
@@ -45,6 +49,12 @@ node_free(struct spate_stream *n)
     free(n->host);
     free(n->path);
     free(n->records);
+}
+
+static void
+node_free(struct spate_stream *n)
+{
+    stream_node_free_contents(n);
     free(n);
 }
 
@@ -190,7 +200,9 @@ static const char *const operator_names[] = {
     [OP_SINK_PRINT] = "Sink: Print to Std. Out",
     [OP_SINK_FILE] = "Sink: Text File",
     [OP_SINK] = "Sink: Unnamed",
+    [OP_ASSIGN_TIMESTAMPS] = "Timestamps/Watermarks",
     [OP_PARTITION] = "Partition",
+    [OP_SIDE_OUTPUT] = "Side Output",
 };
 
 const char *
@@ -235,15 +247,25 @@ stream_graph_resolve(struct spate_stream *s, enum ship_strategy *part, struct ke
 {
     *part = SHIP_DEFAULT;
     *key = (struct key_selector){ KEY_NONE, NULL, -1 };
-    /* The nearest virtual node decides, as in Flink. */
-    while (s->kind == OP_PARTITION) {
-        if (*part == SHIP_DEFAULT) {
+    /* The nearest virtual node decides, as in Flink. Side output nodes pass
+     * through (their tag is found by stream_graph_tag). */
+    while (s->kind == OP_PARTITION || s->kind == OP_SIDE_OUTPUT) {
+        if (s->kind == OP_PARTITION && *part == SHIP_DEFAULT) {
             *part = s->partitioner;
             *key = s->key;
         }
         s = s->input;
     }
     return s;
+}
+
+const char *
+stream_graph_tag(const struct spate_stream *s)
+{
+    for (; s->kind == OP_PARTITION || s->kind == OP_SIDE_OUTPUT; s = s->input)
+        if (s->kind == OP_SIDE_OUTPUT)
+            return s->tag;
+    return NULL;
 }
 
 int
@@ -491,6 +513,29 @@ spate_sum(spate_stream *keyed, int field)
     return n;
 }
 
+/* ---- event time ---- */
+
+spate_stream *
+spate_assign_timestamps_and_watermarks(spate_stream *in, const spate_watermark_strategy *strategy)
+{
+    struct spate_stream *n = node_new(in->env, OP_ASSIGN_TIMESTAMPS, in, NULL);
+    int64_t interval = 200;
+
+    if (!check(in->env, strategy != NULL, "a watermark strategy is needed"))
+        return n;
+    check(in->env, strategy->max_out_of_orderness_ms >= 0 && strategy->idleness_ms >= 0,
+          "negative out-of-orderness or idleness");
+    if (in->env->conf != NULL)
+        config_get_duration_ms(in->env->conf, CFG(PIPELINE_AUTO_WATERMARK_INTERVAL), &interval,
+                               NULL);
+    n->fn = (void *)strategy->timestamp;
+    n->fn2 = (void *)strategy->watermark;
+    n->bound_ms = strategy->max_out_of_orderness_ms;
+    n->idleness_ms = strategy->idleness_ms;
+    n->interval_ms = interval > 0 ? interval : 200;
+    return n;
+}
+
 static spate_stream *
 partition(spate_stream *in, enum ship_strategy kind)
 {
@@ -536,6 +581,107 @@ spate_global(spate_stream *in)
     return partition(in, SHIP_GLOBAL);
 }
 
+/* ---- keyed state, timers, side outputs ---- */
+
+static bool settable(spate_stream *op, const char *what);
+
+static spate_stream *
+declare_state(spate_stream *op, struct state_decl d, const char *what)
+{
+    struct state_decl *slot;
+
+    if (!settable(op, what) || !check(op->env, d.name && *d.name, "%s needs a name", what) ||
+        !check(op->env, d.ttl_ms >= 0, "%s '%s': negative TTL", what, d.name))
+        return op;
+    for (int i = 0; i < op->nstates; i++)
+        if (!check(op->env, strcmp(op->states[i].name, d.name) != 0,
+                   "state '%s' is declared twice on one operator", d.name))
+            return op;
+    op->states = xrealloc(op->states, (size_t)(op->nstates + 1) * sizeof *op->states);
+    slot = &op->states[op->nstates++];
+    *slot = d;
+    slot->name = xstrdup(d.name);
+    return op;
+}
+
+spate_stream *
+spate_value_state(spate_stream *op, const char *name, const spate_type *type, int64_t ttl_ms)
+{
+    check(op->env, type != NULL, "value state '%s' needs a type", name ? name : "");
+    return declare_state(
+        op, (struct state_decl){ (char *)name, STATE_VALUE, type, NULL, NULL, { 0 }, ttl_ms },
+        "spate_value_state");
+}
+
+spate_stream *
+spate_list_state(spate_stream *op, const char *name, const spate_type *type, int64_t ttl_ms)
+{
+    check(op->env, type != NULL, "list state '%s' needs a type", name ? name : "");
+    return declare_state(
+        op, (struct state_decl){ (char *)name, STATE_LIST, type, NULL, NULL, { 0 }, ttl_ms },
+        "spate_list_state");
+}
+
+spate_stream *
+spate_map_state(spate_stream *op, const char *name, const spate_type *key_type,
+                const spate_type *value_type, int64_t ttl_ms)
+{
+    check(op->env, key_type != NULL && value_type != NULL && types_keyable(key_type),
+          "map state '%s' needs a key type and a value type", name ? name : "");
+    return declare_state(
+        op,
+        (struct state_decl){ (char *)name, STATE_MAP, value_type, key_type, NULL, { 0 }, ttl_ms },
+        "spate_map_state");
+}
+
+spate_stream *
+spate_reducing_state(spate_stream *op, const char *name, const spate_type *type, spate_reduce_fn fn,
+                     int64_t ttl_ms)
+{
+    check(op->env, type != NULL && fn != NULL, "reducing state '%s' needs a type and a function",
+          name ? name : "");
+    return declare_state(
+        op, (struct state_decl){ (char *)name, STATE_REDUCING, type, NULL, fn, { 0 }, ttl_ms },
+        "spate_reducing_state");
+}
+
+spate_stream *
+spate_aggregating_state(spate_stream *op, const char *name, const spate_aggregate *agg,
+                        int64_t ttl_ms)
+{
+    if (!check(op->env,
+               agg != NULL && agg->acc_type && agg->out_type && agg->create && agg->add &&
+                   agg->result,
+               "aggregating state '%s' needs types, create, add and result", name ? name : ""))
+        return op;
+    return declare_state(op,
+                         (struct state_decl){ (char *)name, STATE_AGGREGATING, agg->acc_type, NULL,
+                                              NULL, *agg, ttl_ms },
+                         "spate_aggregating_state");
+}
+
+spate_stream *
+spate_on_timer(spate_stream *op, spate_on_timer_fn fn)
+{
+    if (settable(op, "spate_on_timer") &&
+        check(op->env, op->kind == OP_PROCESS && op->key.kind != KEY_NONE,
+              "spate_on_timer needs a process function on a keyed stream"))
+        op->fn2 = (void *)fn;
+    return op;
+}
+
+spate_stream *
+spate_side_output(spate_stream *op, const char *tag, const spate_type *type)
+{
+    struct spate_stream *n = node_new(op->env, OP_SIDE_OUTPUT, op, type);
+
+    check(op->env, tag != NULL && *tag && type != NULL, "a side output needs a tag and a type");
+    check(op->env, op->kind != OP_PARTITION && op->kind != OP_SIDE_OUTPUT,
+          "side outputs come out of an operator");
+    n->tag = xstrdup(tag ? tag : "");
+    return n;
+}
+
 /* ---- sinks ---- */
 
 spate_stream *
@@ -565,8 +711,8 @@ spate_sink(spate_stream *in, spate_sink_fn fn)
 static bool
 settable(spate_stream *op, const char *what)
 {
-    return check(op->env, op->kind != OP_PARTITION,
-                 "%s applies to an operator, not to a partitioning", what);
+    return check(op->env, op->kind != OP_PARTITION && op->kind != OP_SIDE_OUTPUT,
+                 "%s applies to an operator, not to a partitioning or side output", what);
 }
 
 spate_stream *

@@ -46,7 +46,9 @@ enum operator_kind {
     OP_SINK_PRINT,
     OP_SINK_FILE,
     OP_SINK,
-    OP_PARTITION, /* virtual */
+    OP_ASSIGN_TIMESTAMPS,
+    OP_PARTITION,   /* virtual */
+    OP_SIDE_OUTPUT, /* virtual: the side output `tag` of its input */
 };
 
 /* How a keyed operator (and a hash edge) finds a record's key. */
@@ -61,6 +63,25 @@ struct key_selector {
     enum key_kind kind;
     spate_key_fn fn;
     int field;
+};
+
+enum state_kind {
+    STATE_VALUE,
+    STATE_LIST,
+    STATE_MAP,
+    STATE_REDUCING,
+    STATE_AGGREGATING,
+};
+
+/* Keyed state declared on an operator (Flink's StateDescriptor). */
+struct state_decl {
+    char *name;
+    enum state_kind kind;
+    const spate_type *type;     /* value, list element, map value, reducing */
+    const spate_type *key_type; /* map */
+    spate_reduce_fn reduce;
+    spate_aggregate agg;
+    int64_t ttl_ms;
 };
 
 struct spate_stream {
@@ -79,14 +100,25 @@ struct spate_stream {
     /* The user's functions, by operator kind: map, filter, flat_map/process,
      * reduce, sink, generator. */
     void *fn;
+    void *fn2; /* a second function: assign_timestamps' watermark function */
     spate_open_fn open;
     spate_close_fn close;
     uint8_t *params;
     size_t params_len;
 
-    /* Keyed operators: the key selector of their keyed input. */
+    /* Keyed operators: the key selector of their keyed input, and their
+     * declared states. */
     struct key_selector key;
     int sum_field;
+    struct state_decl *states;
+    int nstates;
+    /* OP_SIDE_OUTPUT: the tag it selects. */
+    char *tag;
+
+    /* Event time: bounds and intervals in milliseconds. */
+    int64_t bound_ms;
+    int64_t idleness_ms;
+    int64_t interval_ms;
 
     /* Sources: configuration; the collection's records serialized. */
     char *host;
@@ -142,9 +174,19 @@ bool env_failed(const struct spate_env *env);
  * selector that the virtual nodes in between set. */
 struct spate_stream *stream_graph_resolve(struct spate_stream *s, enum ship_strategy *part,
                                           struct key_selector *key);
+/* The side output tag a stream selects (NULL: the main output). */
+const char *stream_graph_tag(const struct spate_stream *s);
+/* Frees what a node owns (for decoded graphs, which own their nodes). */
+void stream_node_free_contents(struct spate_stream *n);
 int stream_node_parallelism(const struct spate_stream *n);
 int stream_node_max_parallelism(const struct spate_stream *n);
 bool stream_node_is_source(const struct spate_stream *n);
+/* Partitioning and side-output nodes: they shape edges, they do not run. */
+static inline bool
+stream_node_is_virtual(const struct spate_stream *n)
+{
+    return n->kind == OP_PARTITION || n->kind == OP_SIDE_OUTPUT;
+}
 bool stream_node_is_keyed(const struct spate_stream *n);
 const char *operator_kind_name(enum operator_kind kind);
 const char *ship_strategy_name(enum ship_strategy kind);

@@ -21,6 +21,16 @@
  * flush deadlines. */
 #define TASK_BATCH 256
 
+/* Flink's StatusWatermarkValve for one input gate: the gate's watermark is
+ * the minimum over its channels that are not idle. */
+struct valve {
+    int64_t *channel_watermark;
+    bool *channel_idle;
+    uint32_t nchannels;
+    int64_t watermark; /* the gate's, last computed */
+    bool idle;         /* every channel idle */
+};
+
 struct stream_task {
     const struct stream_task_params *p;
     const struct jg_vertex *v;
@@ -32,6 +42,9 @@ struct stream_task {
     struct record_reader **readers;
     bool *gate_ended;
     int gates_ended;
+    struct valve *valves;
+    int64_t watermark; /* handed to the head: the minimum over active gates */
+    bool idle;
     struct operator_chain *chain;
     void *in_rec; /* the head's input record, deserialized */
 };
@@ -103,6 +116,8 @@ task_open_inputs(struct stream_task *t, spate_error *err)
     t->gates = xcalloc((size_t)p->ngates + 1, sizeof *t->gates);
     t->readers = xcalloc((size_t)p->ngates + 1, sizeof *t->readers);
     t->gate_ended = xcalloc((size_t)p->ngates + 1, sizeof *t->gate_ended);
+    t->valves = xcalloc((size_t)p->ngates + 1, sizeof *t->valves);
+    t->watermark = INT64_MIN;
     for (int g = 0; g < p->ngates; g++) {
         const struct input_gate_desc *d = &p->gates[g];
 
@@ -120,6 +135,12 @@ task_open_inputs(struct stream_task *t, spate_error *err)
             if (rc != 0)
                 return rc;
         }
+        t->valves[g].nchannels = d->nchannels;
+        t->valves[g].channel_watermark = xcalloc(d->nchannels, sizeof(int64_t));
+        t->valves[g].channel_idle = xcalloc(d->nchannels, sizeof(bool));
+        t->valves[g].watermark = INT64_MIN;
+        for (uint32_t c = 0; c < d->nchannels; c++)
+            t->valves[g].channel_watermark[c] = INT64_MIN;
         t->readers[g] = record_reader_new(t->gates[g], p->metrics);
         if ((rc = input_gate_start(t->gates[g], err)) != 0)
             return rc;
@@ -147,6 +168,11 @@ task_close(struct stream_task *t, const spate_error *cause)
         if (t->partitions[o] != NULL)
             result_partition_release(t->partitions[o], cause);
     }
+    for (int g = 0; t->valves != NULL && g < p->ngates; g++) {
+        free(t->valves[g].channel_watermark);
+        free(t->valves[g].channel_idle);
+    }
+    free(t->valves);
     free(t->gates);
     free(t->readers);
     free(t->gate_ended);
@@ -185,7 +211,24 @@ task_deadline(struct stream_task *t)
     for (int g = 0; g < t->p->ngates; g++)
         if (!t->gate_ended[g])
             deadline = MIN(deadline, input_gate_next_deadline(t->gates[g]));
+    for (int i = 0; i < t->chain->nops; i++)
+        if (t->chain->ops[i]->next_processing_ns != 0)
+            deadline = MIN(deadline, t->chain->ops[i]->next_processing_ns);
     return deadline;
+}
+
+/* Runs the operators' processing-time work that is due (timers, periodic
+ * watermarks): Flink's processing-time mails. */
+static void
+task_processing_time(struct stream_task *t, uint64_t now)
+{
+    for (int i = 0; i < t->chain->nops; i++) {
+        struct stream_operator *op = t->chain->ops[i];
+
+        if (op->next_processing_ns != 0 && op->next_processing_ns <= now &&
+            op->vt->on_processing_time != NULL)
+            op->vt->on_processing_time(op, now);
+    }
 }
 
 static int
@@ -193,6 +236,7 @@ task_flush_due(struct stream_task *t, uint64_t now, spate_error *err)
 {
     int rc;
 
+    task_processing_time(t, now);
     for (int o = 0; o < t->v->noutputs; o++)
         if ((rc = record_writer_flush_due(t->writers[o], now, err)) != 0)
             return rc;
@@ -230,7 +274,7 @@ task_wait(struct stream_task *t, uint64_t deadline, int fd)
 static int
 task_run_source(struct stream_task *t, spate_error *err)
 {
-    struct operator* head = operator_chain_head(t->chain);
+    struct stream_operator *head = operator_chain_head(t->chain);
     int rc;
 
     for (;;) {
@@ -245,8 +289,11 @@ task_run_source(struct stream_task *t, spate_error *err)
             return rc;
         if ((rc = task_flush_due(t, clock_mono_ns(), err)) != 0)
             return rc;
-        if (st == SOURCE_END)
+        if (st == SOURCE_END) {
+            /* A bounded source ends event time: every timer and window fires. */
+            operator_process_watermark(head, RECORD_MAX_WATERMARK);
             return 0;
+        }
         if (st == SOURCE_WAITING) {
             uint64_t deadline = task_deadline(t);
 
@@ -259,19 +306,69 @@ task_run_source(struct stream_task *t, spate_error *err)
     }
 }
 
+/* Recomputes gate g's watermark and idleness, then the task's; advances
+ * the head's event time when it moved. */
+static void
+task_update_watermark(struct stream_task *t, int g)
+{
+    struct valve *v = &t->valves[g];
+    struct stream_operator *head = operator_chain_head(t->chain);
+    int64_t min = INT64_MAX;
+    bool all_idle = true;
+    int64_t task_min = INT64_MAX;
+    bool task_idle = true;
+
+    for (uint32_t c = 0; c < v->nchannels; c++) {
+        if (v->channel_idle[c])
+            continue;
+        all_idle = false;
+        min = MIN(min, v->channel_watermark[c]);
+    }
+    v->idle = all_idle;
+    if (!all_idle && min > v->watermark)
+        v->watermark = min;
+    for (int i = 0; i < t->p->ngates; i++) {
+        if (t->valves[i].idle)
+            continue;
+        task_idle = false;
+        task_min = MIN(task_min, t->valves[i].watermark);
+    }
+    if (task_idle != t->idle) {
+        t->idle = task_idle;
+        head->out->emit_idle(head->out, task_idle);
+    }
+    if (!task_idle && task_min > t->watermark) {
+        t->watermark = task_min;
+        operator_process_watermark(head, task_min);
+    }
+}
+
 /* Hands one element of gate g to the head operator. */
 static int
-task_process_element(struct stream_task *t, const struct record_view *view, spate_error *err)
+task_process_element(struct stream_task *t, int g, const struct record_view *view, spate_error *err)
 {
-    struct operator* head = operator_chain_head(t->chain);
+    struct stream_operator *head = operator_chain_head(t->chain);
+    struct valve *v = &t->valves[g];
     struct element el;
 
-    if (element_read(view->data, view->len, &el) != 0)
+    if (element_read(view->data, view->len, &el) != 0 || view->channel >= v->nchannels)
         return spate_error_set(err, SPATE_EPROTO,
                                "corrupt stream element of %u bytes on input channel %u of '%s'",
                                view->len, view->channel, t->v->name);
-    if (el.kind != ELEMENT_RECORD)
-        return 0; /* watermarks arrive with event time */
+    if (el.kind == ELEMENT_WATERMARK) {
+        if (el.watermark > v->channel_watermark[view->channel] || v->channel_idle[view->channel]) {
+            v->channel_watermark[view->channel] =
+                MAX(el.watermark, v->channel_watermark[view->channel]);
+            v->channel_idle[view->channel] = false;
+            task_update_watermark(t, g);
+        }
+        return 0;
+    }
+    if (el.kind == ELEMENT_WATERMARK_STATUS) {
+        v->channel_idle[view->channel] = el.idle;
+        task_update_watermark(t, g);
+        return 0;
+    }
     if (types_deserialize(head->config->in_type, el.body, el.body_len, t->in_rec) != 0)
         return spate_error_set(err, SPATE_EPROTO,
                                "corrupt record of %zu bytes on input channel %u of '%s'",
@@ -300,7 +397,7 @@ task_run_input(struct stream_task *t, spate_error *err)
 
                 rc = record_reader_next(t->readers[g], &view, err);
                 if (rc == RECORD_READER_RECORD) {
-                    if ((rc = task_process_element(t, &view, err)) != 0)
+                    if ((rc = task_process_element(t, g, &view, err)) != 0)
                         return rc;
                     processed++;
                 } else if (rc == RECORD_READER_EVENT) {

@@ -87,7 +87,7 @@ sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
         struct exchange_output *xo = calloc((size_t)vx->noutputs + 1, sizeof *xo);
         struct output **outs = calloc((size_t)vx->noutputs + 1, sizeof *outs);
         struct operator_chain *chain;
-        struct operator* head;
+        struct stream_operator *head;
 
         for (int o = 0; o < vx->noutputs; o++) {
             const struct jg_edge *e = &jg->edges[vx->outputs[o]];
@@ -108,6 +108,7 @@ sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
             do {
                 st = head->vt->poll(head, 100, &err);
             } while (st != SOURCE_END && operator_chain_failure(chain) == NULL);
+            operator_process_watermark(head, RECORD_MAX_WATERMARK);
             cr_assert_eq(err.code, 0, "%s", err.message);
         } else {
             struct mem_exchange *in = &ex[vx->inputs[0]];
@@ -119,10 +120,13 @@ sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
 
                 memcpy(&len, in->buf + at, 4);
                 cr_assert_eq(element_read(in->buf + at + 4, len, &el), 0);
-                cr_assert_eq(el.kind, ELEMENT_RECORD);
-                cr_assert_eq(types_deserialize(head->config->in_type, el.body, el.body_len, rec),
-                             0);
-                head->vt->process(head, rec, &el.meta);
+                if (el.kind == ELEMENT_WATERMARK) {
+                    operator_process_watermark(head, el.watermark);
+                } else if (el.kind == ELEMENT_RECORD) {
+                    cr_assert_eq(
+                        types_deserialize(head->config->in_type, el.body, el.body_len, rec), 0);
+                    head->vt->process(head, rec, &el.meta);
+                }
                 at += 4 + len;
             }
             free(rec);
