@@ -32,6 +32,7 @@ typedef struct spate_stream spate_stream; /* DataStream (and, after key_by, Keye
 typedef struct spate_ctx spate_ctx;       /* RuntimeContext + Collector of one call */
 typedef struct spate_type spate_type;     /* a record type */
 typedef struct spate_counter spate_counter;
+typedef struct spate_iter spate_iter; /* iterates list and map state, window elements */
 
 /* ---- records and types -------------------------------------------------- */
 
@@ -251,6 +252,151 @@ SPATE_API spate_stream *spate_on_timer(spate_stream *op, spate_on_timer_fn fn);
 SPATE_API spate_stream *spate_side_output(spate_stream *op, const char *tag,
                                           const spate_type *type);
 
+/* ---- windows ------------------------------------------------------------- */
+
+/* A time window [start, end), in milliseconds; its records' time is at most
+ * end - 1 (Flink's TimeWindow.maxTimestamp). The global window spans all. */
+typedef struct spate_time_window {
+    int64_t start;
+    int64_t end;
+} spate_time_window;
+
+enum spate_window_kind {
+    SPATE_WINDOW_TUMBLING,
+    SPATE_WINDOW_SLIDING,
+    SPATE_WINDOW_SESSION,
+    SPATE_WINDOW_GLOBAL,
+};
+
+/* Which windows a record belongs to (Flink's WindowAssigner). */
+typedef struct spate_window_assigner {
+    enum spate_window_kind kind;
+    bool event_time;  /* else processing time */
+    int64_t size_ms;  /* tumbling, sliding */
+    int64_t slide_ms; /* sliding */
+    int64_t gap_ms;   /* session */
+    int64_t offset_ms;
+} spate_window_assigner;
+
+static inline spate_window_assigner
+spate_tumbling_event_time(int64_t size_ms)
+{
+    spate_window_assigner a = { SPATE_WINDOW_TUMBLING, true, size_ms, 0, 0, 0 };
+
+    return a;
+}
+
+static inline spate_window_assigner
+spate_tumbling_processing_time(int64_t size_ms)
+{
+    spate_window_assigner a = { SPATE_WINDOW_TUMBLING, false, size_ms, 0, 0, 0 };
+
+    return a;
+}
+
+static inline spate_window_assigner
+spate_sliding_event_time(int64_t size_ms, int64_t slide_ms)
+{
+    spate_window_assigner a = { SPATE_WINDOW_SLIDING, true, size_ms, slide_ms, 0, 0 };
+
+    return a;
+}
+
+static inline spate_window_assigner
+spate_sliding_processing_time(int64_t size_ms, int64_t slide_ms)
+{
+    spate_window_assigner a = { SPATE_WINDOW_SLIDING, false, size_ms, slide_ms, 0, 0 };
+
+    return a;
+}
+
+static inline spate_window_assigner
+spate_session_event_time(int64_t gap_ms)
+{
+    spate_window_assigner a = { SPATE_WINDOW_SESSION, true, 0, 0, gap_ms, 0 };
+
+    return a;
+}
+
+static inline spate_window_assigner
+spate_session_processing_time(int64_t gap_ms)
+{
+    spate_window_assigner a = { SPATE_WINDOW_SESSION, false, 0, 0, gap_ms, 0 };
+
+    return a;
+}
+
+static inline spate_window_assigner
+spate_global_windows(void)
+{
+    spate_window_assigner a = { SPATE_WINDOW_GLOBAL, false, 0, 0, 0, 0 };
+
+    return a;
+}
+
+/* What a trigger decides (Flink's TriggerResult). */
+typedef enum spate_trigger_result {
+    SPATE_TRIGGER_CONTINUE,
+    SPATE_TRIGGER_FIRE,
+    SPATE_TRIGGER_PURGE,
+    SPATE_TRIGGER_FIRE_AND_PURGE,
+} spate_trigger_result;
+
+/* A custom trigger (Flink's Trigger). Its callbacks run with the key and
+ * window current, so spate_ctx_state (the operator's declared states) and
+ * spate_timer_* are scoped to that window. */
+typedef struct spate_trigger {
+    spate_trigger_result (*on_element)(spate_ctx *ctx, const void *rec, int64_t timestamp,
+                                       spate_time_window window);
+    spate_trigger_result (*on_event_time)(spate_ctx *ctx, int64_t time, spate_time_window window);
+    spate_trigger_result (*on_processing_time)(spate_ctx *ctx, int64_t time,
+                                               spate_time_window window);
+} spate_trigger;
+
+/* A custom evictor (Flink's Evictor): given the window's count elements in
+ * arrival order by their timestamps, clears keep[i] for each element to
+ * evict, before (before == true) or after the window function runs. */
+typedef void (*spate_evictor_fn)(spate_ctx *ctx, spate_time_window window, size_t count,
+                                 const int64_t *timestamps, bool *keep, bool before);
+
+/* Called once per firing with the window's elements: all of them (a process
+ * window function), or the one pre-aggregated result (after reduce or
+ * aggregate). Read them with spate_list_next. */
+typedef void (*spate_process_window_fn)(spate_ctx *ctx, spate_time_window window,
+                                        spate_iter *elements);
+
+/* A windowed keyed stream: finish it with spate_window_reduce, _aggregate or
+ * _process; settings in between. */
+SPATE_API spate_stream *spate_window(spate_stream *keyed, spate_window_assigner assigner);
+/* Count windows: every size records of a key (tumbling), or the last size
+ * records every slide records (sliding). */
+SPATE_API spate_stream *spate_count_window(spate_stream *keyed, int64_t size);
+SPATE_API spate_stream *spate_count_window_sliding(spate_stream *keyed, int64_t size,
+                                                   int64_t slide);
+/* Triggers other than the assigner's default: */
+SPATE_API spate_stream *spate_window_trigger_event_time(spate_stream *window);
+SPATE_API spate_stream *spate_window_trigger_processing_time(spate_stream *window);
+SPATE_API spate_stream *spate_window_trigger_count(spate_stream *window, int64_t count);
+SPATE_API spate_stream *spate_window_trigger(spate_stream *window, const spate_trigger *trigger);
+/* Evictors: keep the last count elements; keep the elements within keep_ms
+ * of the newest; or the user's. */
+SPATE_API spate_stream *spate_window_evictor_count(spate_stream *window, int64_t count);
+SPATE_API spate_stream *spate_window_evictor_time(spate_stream *window, int64_t keep_ms);
+SPATE_API spate_stream *spate_window_evictor(spate_stream *window, spate_evictor_fn fn);
+/* Records later than the watermark by up to ms still update (and refire)
+ * their window; later ones are dropped, or sent to the side output tag. */
+SPATE_API spate_stream *spate_allowed_lateness(spate_stream *window, int64_t ms);
+SPATE_API spate_stream *spate_late_data_side_output(spate_stream *window, const char *tag);
+/* The window function. fn (may be NULL) gets the result of reduce or
+ * aggregate with the window at hand; out_type is then fn's output type. */
+SPATE_API spate_stream *spate_window_reduce(spate_stream *window, spate_reduce_fn reduce,
+                                            spate_process_window_fn fn, const spate_type *out_type);
+SPATE_API spate_stream *spate_window_aggregate(spate_stream *window, const spate_aggregate *agg,
+                                               spate_process_window_fn fn,
+                                               const spate_type *out_type);
+SPATE_API spate_stream *spate_window_process(spate_stream *window, spate_process_window_fn fn,
+                                             const spate_type *out_type);
+
 /* ---- sinks -------------------------------------------------------------- */
 
 /* Each record's readable form on a line of the output (stdout of the process
@@ -315,11 +461,11 @@ SPATE_API void spate_state_clear(spate_state *st);
 SPATE_API void spate_list_add(spate_state *st, const void *value);
 
 /* Iterating a list or a map state of the current key. */
-typedef struct spate_iter {
-    spate_state *st;
+struct spate_iter {
+    spate_state *st;               /* NULL: [at, end) is one record in memory */
     const unsigned char *at, *end; /* list */
     size_t key_group, slot;        /* map */
-} spate_iter;
+};
 
 SPATE_API void spate_list_iter(spate_state *st, spate_iter *it);
 SPATE_API bool spate_list_next(spate_iter *it, void *out);
@@ -332,6 +478,9 @@ SPATE_API void spate_reducing_add(spate_state *st, const void *value);
 SPATE_API bool spate_reducing_get(spate_state *st, void *out);
 SPATE_API void spate_aggregating_add(spate_state *st, const void *in);
 SPATE_API bool spate_aggregating_get(spate_state *st, void *out);
+
+/* The window being processed (window functions and triggers). */
+SPATE_API spate_time_window spate_ctx_window(const spate_ctx *ctx);
 
 /* Timers of the current key, deduplicated: one per key and timestamp. */
 SPATE_API void spate_timer_register_event_time(spate_ctx *ctx, int64_t timestamp);

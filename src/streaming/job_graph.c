@@ -129,6 +129,12 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
             b->group = nodes[b->input->id].group;
         else
             b->group = "default";
+        if (n->kind == OP_WINDOW && n->window.function == WINDOW_FN_NONE) {
+            rc = spate_error_set(err, SPATE_EINVAL,
+                                 "a windowed stream needs a window function (spate_window_reduce, "
+                                 "_aggregate or _process)");
+            goto fail;
+        }
         if (stream_node_is_keyed(n) &&
             stream_node_max_parallelism(n) < stream_node_parallelism(n)) {
             rc = spate_error_set(err, SPATE_EINVAL,
@@ -171,9 +177,14 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
         if (!op->uid_given)
             jg->derived_uids++;
         b->op = v->nops++;
-        if (b->op > 0)
-            push_int(&v->ops[nodes[b->input->id].op].chained,
-                     &v->ops[nodes[b->input->id].op].nchained, b->op);
+        if (b->op > 0) {
+            struct jg_operator *up = &v->ops[nodes[b->input->id].op];
+
+            up->chained_tags =
+                xrealloc(up->chained_tags, (size_t)(up->nchained + 1) * sizeof *up->chained_tags);
+            up->chained_tags[up->nchained] = b->tag ? xstrdup(b->tag) : NULL;
+            push_int(&up->chained, &up->nchained, b->op);
+        }
         /* A keyed vertex keeps the largest max parallelism of its operators
          * (they all share the vertex's key groups). */
         v->max_parallelism = MAX(v->max_parallelism, stream_node_max_parallelism(b->node));

@@ -14,6 +14,7 @@ typedef Spate__Jobgraph__TypeDesc PbType;
 typedef Spate__Jobgraph__KeySelector PbKey;
 typedef Spate__Jobgraph__OperatorConfig PbOp;
 typedef Spate__Jobgraph__StateDecl PbState;
+typedef Spate__Jobgraph__WindowConfig PbWindow;
 typedef Spate__Jobgraph__JobEdge PbEdge;
 typedef Spate__Jobgraph__JobVertex PbVertex;
 typedef Spate__Jobgraph__JobGraph PbGraph;
@@ -179,6 +180,41 @@ enc_operator(struct enc *e, const struct jg_operator *op)
     p->chained_tags = enc_alloc(e, (size_t)(op->nchained + 1) * sizeof *p->chained_tags);
     for (int i = 0; i < op->nchained; i++)
         p->chained_tags[i] = op->chained_tags && op->chained_tags[i] ? op->chained_tags[i] : "";
+    if (n->kind == OP_WINDOW) {
+        const struct window_config *c = &n->window;
+        PbWindow *w = enc_alloc(e, sizeof *w);
+
+        spate__jobgraph__window_config__init(w);
+        w->assigner = (int32_t)c->assigner.kind;
+        w->event_time = c->assigner.event_time;
+        w->size_ms = c->assigner.size_ms;
+        w->slide_ms = c->assigner.slide_ms;
+        w->gap_ms = c->assigner.gap_ms;
+        w->offset_ms = c->assigner.offset_ms;
+        w->trigger = (int32_t)c->trigger;
+        w->trigger_count = c->trigger_count;
+        w->purging = c->purging;
+        w->on_element = enc_fn(e, (const void *)c->custom.on_element, "a trigger's on_element");
+        w->on_event_time =
+            enc_fn(e, (const void *)c->custom.on_event_time, "a trigger's on_event_time");
+        w->on_processing_time =
+            enc_fn(e, (const void *)c->custom.on_processing_time, "a trigger's on_processing_time");
+        w->evictor = (int32_t)c->evictor;
+        w->evictor_value = c->evictor_value;
+        w->evictor_fn = enc_fn(e, (const void *)c->evictor_fn, "an evictor");
+        w->lateness_ms = c->lateness_ms;
+        w->late_tag = c->late_tag ? c->late_tag : "";
+        w->function = (int32_t)c->function;
+        w->reduce = enc_fn(e, (const void *)c->reduce, "a window's reduce function");
+        w->acc_type = enc_type(e, c->agg.acc_type);
+        w->agg_out_type = enc_type(e, c->agg.out_type);
+        w->create = enc_fn(e, (const void *)c->agg.create, "an aggregate's create");
+        w->add = enc_fn(e, (const void *)c->agg.add, "an aggregate's add");
+        w->result = enc_fn(e, (const void *)c->agg.result, "an aggregate's result");
+        w->merge = enc_fn(e, (const void *)c->agg.merge, "an aggregate's merge");
+        w->process = enc_fn(e, (const void *)c->process, "a process window function");
+        p->window = w;
+    }
     p->n_states = (size_t)n->nstates;
     p->states = enc_alloc(e, (size_t)(n->nstates + 1) * sizeof *p->states);
     for (int i = 0; i < n->nstates; i++) {
@@ -441,6 +477,77 @@ dec_ints(struct dec *d, const int32_t *in, size_t n, int limit, int **out, int *
     return 0;
 }
 
+/* A window's settings; every reference checked against its kind. */
+static int
+dec_window(struct dec *d, const PbWindow *w, struct spate_stream *n)
+{
+    struct window_config *c = &n->window;
+    void *fn;
+    int rc = 0;
+
+    if (w == NULL)
+        return bad(d, "window operator without its settings");
+    if (w->assigner < SPATE_WINDOW_TUMBLING || w->assigner > SPATE_WINDOW_GLOBAL ||
+        w->trigger < TRIGGER_DEFAULT || w->trigger > TRIGGER_CUSTOM || w->evictor < EVICTOR_NONE ||
+        w->evictor > EVICTOR_CUSTOM || w->function < WINDOW_FN_REDUCE ||
+        w->function > WINDOW_FN_PROCESS)
+        return bad(d, "window with an unknown assigner, trigger, evictor or function");
+    if (w->size_ms < 0 || w->slide_ms < 0 || w->gap_ms < 0 || w->offset_ms < 0 ||
+        w->lateness_ms < 0 || w->trigger_count < 0 || w->evictor_value < 0 ||
+        (w->assigner == SPATE_WINDOW_TUMBLING && w->size_ms == 0) ||
+        (w->assigner == SPATE_WINDOW_SLIDING && (w->size_ms == 0 || w->slide_ms == 0)) ||
+        (w->assigner == SPATE_WINDOW_SESSION && w->gap_ms == 0) ||
+        (w->trigger == TRIGGER_COUNT && w->trigger_count == 0))
+        return bad(d, "window with a bad size, slide, gap, lateness or count");
+    c->assigner = (spate_window_assigner){ (enum spate_window_kind)w->assigner,
+                                           w->event_time,
+                                           w->size_ms,
+                                           w->slide_ms,
+                                           w->gap_ms,
+                                           w->offset_ms };
+    c->trigger = (enum trigger_kind)w->trigger;
+    c->trigger_count = w->trigger_count;
+    c->purging = w->purging;
+    c->evictor = (enum evictor_kind)w->evictor;
+    c->evictor_value = w->evictor_value;
+    c->lateness_ms = w->lateness_ms;
+    c->late_tag = dup_or_null(w->late_tag);
+    c->function = (enum window_function_kind)w->function;
+    c->agg.acc_type = dec_type_index(d, w->acc_type, &rc);
+    c->agg.out_type = dec_type_index(d, w->agg_out_type, &rc);
+    if (rc != 0)
+        return rc;
+#define DEC_FN(ref, target)                    \
+    do {                                       \
+        if ((rc = dec_fn(d, (ref), &fn)) != 0) \
+            return rc;                         \
+        *(void **)&(target) = fn;              \
+    } while (0)
+    DEC_FN(w->on_element, c->custom.on_element);
+    DEC_FN(w->on_event_time, c->custom.on_event_time);
+    DEC_FN(w->on_processing_time, c->custom.on_processing_time);
+    DEC_FN(w->evictor_fn, c->evictor_fn);
+    DEC_FN(w->reduce, c->reduce);
+    DEC_FN(w->create, c->agg.create);
+    DEC_FN(w->add, c->agg.add);
+    DEC_FN(w->result, c->agg.result);
+    DEC_FN(w->merge, c->agg.merge);
+    DEC_FN(w->process, c->process);
+#undef DEC_FN
+    if (d->lib == NULL)
+        return 0;
+    if ((c->trigger == TRIGGER_CUSTOM && c->custom.on_element == NULL) ||
+        (c->evictor == EVICTOR_CUSTOM && c->evictor_fn == NULL) ||
+        (c->function == WINDOW_FN_REDUCE && c->reduce == NULL) ||
+        (c->function == WINDOW_FN_PROCESS && c->process == NULL) ||
+        (c->function == WINDOW_FN_AGGREGATE && (!c->agg.create || !c->agg.add || !c->agg.result ||
+                                                !c->agg.acc_type || !c->agg.out_type)) ||
+        (c->function == WINDOW_FN_AGGREGATE && c->assigner.kind == SPATE_WINDOW_SESSION &&
+         c->agg.merge == NULL))
+        return bad(d, "window without the functions its settings need");
+    return 0;
+}
+
 static int
 dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, int nops, int nedges)
 {
@@ -525,6 +632,11 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
     op->chained_tags = xcalloc(p->n_chained + 1, sizeof *op->chained_tags);
     for (size_t i = 0; i < p->n_chained_tags; i++)
         op->chained_tags[i] = dup_or_null(p->chained_tags[i]);
+    if (n->kind == OP_WINDOW && (rc = dec_window(d, p->window, n)) != 0)
+        return rc;
+    if ((n->kind == OP_WINDOW || n->kind == OP_PROCESS) && n->key.kind == KEY_NONE &&
+        n->kind == OP_WINDOW)
+        return bad(d, "window operator without a key selector");
     if (p->n_states > 64)
         return bad(d, "too many states on one operator");
     n->states = xcalloc(p->n_states + 1, sizeof *n->states);

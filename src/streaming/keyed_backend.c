@@ -152,13 +152,17 @@ ttl_cleanup_step(struct keyed_backend *b)
     }
 }
 
-/* Stores payload (len bytes) as the current key's value of st. */
+/* Stores payload (len bytes) as the current key's value of st; e is the
+ * key's entry when the caller found one (written in place when the size
+ * stays: one lookup per update). */
 static struct state_entry *
-state_store(struct spate_state *st, struct state_map *map, uint64_t hash, const uint8_t *key,
-            size_t key_len, const uint8_t *payload, size_t len)
+state_store(struct spate_state *st, struct state_map *map, struct state_entry *e, uint64_t hash,
+            const uint8_t *key, size_t key_len, const uint8_t *payload, size_t len)
 {
     size_t hdr = st->ttl_ms ? TTL_HEADER : 0;
-    struct state_entry *e = state_map_put(map, hash, key, key_len, NULL, hdr + len);
+
+    if (e == NULL || e->value_len != hdr + len)
+        e = state_map_put(map, hash, key, key_len, NULL, hdr + len);
 
     if (hdr) {
         int64_t now = st->backend->now_ms();
@@ -169,17 +173,21 @@ state_store(struct spate_state *st, struct state_map *map, uint64_t hash, const 
     return e;
 }
 
-/* Serializes rec of type t into a fresh buffer (not the backend's, which
- * holds the composite key). */
+/* Serializes rec of type t into the state's write buffer (not the
+ * backend's, which holds the composite key). */
 static uint8_t *
-serialize_new(const struct spate_type *t, const void *rec, size_t *len)
+serialize_value(struct spate_state *st, const struct spate_type *t, const void *rec, size_t *len)
 {
     size_t n = types_serialized_size(t, rec);
-    uint8_t *out = xmalloc(n ? n : 1);
 
-    types_serialize(t, rec, out, n);
+    if (n + 12 > st->wbuf_cap) {
+        st->wbuf_cap = (n + 12) * 2;
+        st->wbuf = xrealloc(st->wbuf, st->wbuf_cap);
+    }
+    /* 12 bytes of room in front for a list element's length and time. */
+    types_serialize(t, rec, st->wbuf + 12, n);
     *len = n;
-    return out;
+    return st->wbuf + 12;
 }
 
 /* ---- set-up ---- */
@@ -191,7 +199,8 @@ clock_wall_ms_fn(void)
 }
 
 int
-keyed_backend_init(struct keyed_backend *b, struct stream_operator *op, spate_error *err)
+keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
+                   const struct state_decl *extra, int nextra, spate_error *err)
 {
     const struct spate_stream *n = op->config;
     int rc;
@@ -199,14 +208,14 @@ keyed_backend_init(struct keyed_backend *b, struct stream_operator *op, spate_er
     memset(b, 0, sizeof *b);
     b->op = op;
     b->now_ms = clock_wall_ms_fn;
-    b->states = xcalloc((size_t)n->nstates + 1, sizeof *b->states);
-    b->nstates = n->nstates;
-    for (int i = 0; i < n->nstates; i++) {
+    b->states = xcalloc((size_t)(n->nstates + nextra) + 1, sizeof *b->states);
+    b->nstates = n->nstates + nextra;
+    for (int i = 0; i < b->nstates; i++) {
         struct spate_state *st = &b->states[i];
 
-        st->decl = &n->states[i];
+        st->decl = i < n->nstates ? &n->states[i] : &extra[i - n->nstates];
         st->backend = b;
-        st->ttl_ms = n->states[i].ttl_ms;
+        st->ttl_ms = st->decl->ttl_ms;
         if ((rc = keyed_state_init(&st->maps, op->task, op->ctx.max_parallelism, err)) != 0)
             return rc;
         st->tmp = xcalloc(1, st->decl->type->size + 16);
@@ -231,6 +240,7 @@ keyed_backend_release(struct keyed_backend *b)
         keyed_state_release(&b->states[i].maps);
         free(b->states[i].tmp);
         free(b->states[i].tmp2);
+        free(b->states[i].wbuf);
     }
     free(b->states);
     keyed_state_release(&b->timer_sets);
@@ -283,15 +293,15 @@ void
 spate_value_update(spate_state *st, const void *value)
 {
     struct state_map *map;
+    struct state_entry *e;
     uint8_t *payload;
     uint64_t hash;
     size_t key_len, len;
 
     ttl_cleanup_step(st->backend);
-    state_entry_for(st, NULL, 0, &hash, &key_len, &map);
-    payload = serialize_new(st->decl->type, value, &len);
-    state_store(st, map, hash, st->backend->buf, key_len, payload, len);
-    free(payload);
+    e = state_entry_for(st, NULL, 0, &hash, &key_len, &map);
+    payload = serialize_value(st, st->decl->type, value, &len);
+    state_store(st, map, e, hash, st->backend->buf, key_len, payload, len);
 }
 
 void
@@ -323,40 +333,52 @@ spate_state_clear(spate_state *st)
         state_map_remove(map, hash, st->backend->buf, key_len);
 }
 
-void
-spate_list_add(spate_state *st, const void *value)
+/* Appends a framed element ([u32 length][i64 time when timestamped][bytes]). */
+static void
+list_append(spate_state *st, int64_t timestamp, const void *value)
 {
+    size_t tsz = st->decl->timestamped ? 8 : 0;
     struct state_map *map;
     struct state_entry *e;
-    uint8_t *payload;
+    uint8_t *payload, *framed;
     uint64_t hash;
     size_t key_len, len, old;
     uint32_t n32;
 
     ttl_cleanup_step(st->backend);
     e = state_entry_for(st, NULL, 0, &hash, &key_len, &map);
-    payload = serialize_new(st->decl->type, value, &len);
+    payload = serialize_value(st, st->decl->type, value, &len);
+    /* The write buffer keeps 12 bytes in front of the value for the frame. */
+    framed = payload - 4 - tsz;
     n32 = (uint32_t)len;
+    memcpy(framed, &n32, 4);
+    if (tsz)
+        memcpy(framed + 4, &timestamp, 8);
     if (e == NULL) {
-        uint8_t *framed = xmalloc(4 + len);
-
-        memcpy(framed, &n32, 4);
-        memcpy(framed + 4, payload, len);
-        state_store(st, map, hash, st->backend->buf, key_len, framed, 4 + len);
-        free(framed);
-    } else {
-        /* Grow in place: the old elements stay, the new one goes behind. */
-        old = e->value_len;
-        e = state_map_put(map, hash, st->backend->buf, key_len, NULL, old + 4 + len);
-        memcpy(state_entry_value(e) + old, &n32, 4);
-        memcpy(state_entry_value(e) + old + 4, payload, len);
-        if (st->ttl_ms) {
-            int64_t now = st->backend->now_ms();
-
-            memcpy(state_entry_value(e), &now, 8);
-        }
+        state_store(st, map, NULL, hash, st->backend->buf, key_len, framed, 4 + tsz + len);
+        return;
     }
-    free(payload);
+    /* Grow in place: the old elements stay, the new one goes behind. */
+    old = e->value_len;
+    e = state_map_put(map, hash, st->backend->buf, key_len, NULL, old + 4 + tsz + len);
+    memcpy(state_entry_value(e) + old, framed, 4 + tsz + len);
+    if (st->ttl_ms) {
+        int64_t now = st->backend->now_ms();
+
+        memcpy(state_entry_value(e), &now, 8);
+    }
+}
+
+void
+spate_list_add(spate_state *st, const void *value)
+{
+    list_append(st, 0, value);
+}
+
+void
+keyed_list_add_timestamped(struct spate_state *st, int64_t timestamp, const void *rec)
+{
+    list_append(st, timestamp, rec);
 }
 
 void
@@ -377,26 +399,94 @@ spate_list_iter(spate_state *st, spate_iter *it)
 }
 
 bool
-spate_list_next(spate_iter *it, void *out)
+keyed_list_next_timestamped(spate_iter *it, void *out, int64_t *timestamp)
 {
+    size_t tsz;
     uint32_t n;
 
-    if (it->at == NULL || it->end - it->at < 4)
+    if (it->st == NULL) {
+        /* One record in memory: a pre-aggregated window result. */
+        if (it->at == NULL || it->at == it->end)
+            return false;
+        memcpy(out, it->at, (size_t)(it->end - it->at));
+        it->at = it->end;
+        return true;
+    }
+    tsz = it->st->decl->timestamped ? 8 : 0;
+    if (it->at == NULL || (size_t)(it->end - it->at) < 4 + tsz)
         return false;
     memcpy(&n, it->at, 4);
-    if ((size_t)(it->end - it->at - 4) < n)
+    if ((size_t)(it->end - it->at - 4 - tsz) < n)
         return false;
-    if (types_deserialize(it->st->decl->type, it->at + 4, n, out) != 0)
+    if (timestamp != NULL && tsz)
+        memcpy(timestamp, it->at + 4, 8);
+    if (out != NULL && types_deserialize(it->st->decl->type, it->at + 4 + tsz, n, out) != 0)
         return false;
-    it->at += 4 + n;
+    it->at += 4 + tsz + n;
     return true;
+}
+
+bool
+spate_list_next(spate_iter *it, void *out)
+{
+    return keyed_list_next_timestamped(it, out, NULL);
+}
+
+void
+keyed_list_retain(struct spate_state *st, const bool *keep, size_t count)
+{
+    struct state_map *map;
+    struct state_entry *e;
+    uint64_t hash;
+    size_t key_len, len, hdr = st->ttl_ms ? TTL_HEADER : 0, tsz = st->decl->timestamped ? 8 : 0;
+    const uint8_t *at, *end;
+    uint8_t *kept, *w;
+
+    e = state_entry_for(st, NULL, 0, &hash, &key_len, &map);
+    if (e == NULL)
+        return;
+    at = entry_payload(st, e, &len);
+    end = at + len;
+    kept = xmalloc(len ? len : 1);
+    w = kept;
+    for (size_t i = 0; i < count && end - at >= (ptrdiff_t)(4 + tsz); i++) {
+        uint32_t n;
+
+        memcpy(&n, at, 4);
+        if (keep[i]) {
+            memcpy(w, at, 4 + tsz + n);
+            w += 4 + tsz + n;
+        }
+        at += 4 + tsz + n;
+    }
+    if (w == kept)
+        state_map_remove(map, hash, st->backend->buf, key_len);
+    else
+        state_store(st, map, e, hash, st->backend->buf, key_len, kept, (size_t)(w - kept));
+    free(kept);
+    UNUSED(hdr);
+}
+
+bool
+keyed_state_exists(struct spate_state *st)
+{
+    struct state_map *map;
+    uint64_t hash;
+    size_t key_len;
+
+    return state_entry_for(st, NULL, 0, &hash, &key_len, &map) != NULL;
 }
 
 /* The serialized map key of st (into a fresh buffer). */
 static uint8_t *
 map_key_bytes(spate_state *st, const void *key, size_t *len)
 {
-    return serialize_new(st->decl->key_type, key, len);
+    size_t n = types_serialized_size(st->decl->key_type, key);
+    uint8_t *out = xmalloc(n ? n : 1);
+
+    types_serialize(st->decl->key_type, key, out, n);
+    *len = n;
+    return out;
 }
 
 bool
@@ -423,16 +513,16 @@ void
 spate_map_put(spate_state *st, const void *key, const void *value)
 {
     struct state_map *map;
+    struct state_entry *e;
     uint8_t *payload, *k;
     uint64_t hash;
     size_t klen, key_len, len;
 
     ttl_cleanup_step(st->backend);
     k = map_key_bytes(st, key, &klen);
-    state_entry_for(st, k, klen, &hash, &key_len, &map);
-    payload = serialize_new(st->decl->type, value, &len);
-    state_store(st, map, hash, st->backend->buf, key_len, payload, len);
-    free(payload);
+    e = state_entry_for(st, k, klen, &hash, &key_len, &map);
+    payload = serialize_value(st, st->decl->type, value, &len);
+    state_store(st, map, e, hash, st->backend->buf, key_len, payload, len);
     free(k);
 }
 
@@ -509,17 +599,16 @@ spate_reducing_add(spate_state *st, const void *value)
     ttl_cleanup_step(st->backend);
     e = state_entry_for(st, NULL, 0, &hash, &key_len, &map);
     if (e == NULL) {
-        out = serialize_new(st->decl->type, value, &len);
+        out = serialize_value(st, st->decl->type, value, &len);
     } else {
         payload = entry_payload(st, e, &len);
         if (types_deserialize(st->decl->type, payload, len, st->tmp) != 0)
             return;
         st->decl->reduce(&st->backend->op->ctx, st->tmp, value, st->tmp2);
         /* The result may point into the stored value: serialize it first. */
-        out = serialize_new(st->decl->type, st->tmp2, &len);
+        out = serialize_value(st, st->decl->type, st->tmp2, &len);
     }
-    state_store(st, map, hash, st->backend->buf, key_len, out, len);
-    free(out);
+    state_store(st, map, e, hash, st->backend->buf, key_len, out, len);
 }
 
 bool
@@ -551,9 +640,8 @@ spate_aggregating_add(spate_state *st, const void *in)
             return;
     }
     agg->add(ctx, in, st->tmp);
-    out = serialize_new(st->decl->type, st->tmp, &len);
-    state_store(st, map, hash, st->backend->buf, key_len, out, len);
-    free(out);
+    out = serialize_value(st, st->decl->type, st->tmp, &len);
+    state_store(st, map, e, hash, st->backend->buf, key_len, out, len);
 }
 
 bool

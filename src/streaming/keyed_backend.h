@@ -21,6 +21,8 @@ struct spate_state {
     int64_t ttl_ms;          /* 0: no TTL (processing time) */
     void *tmp;               /* a value of decl->type, for reduce and aggregate */
     void *tmp2;
+    uint8_t *wbuf; /* a value being written, serialized */
+    size_t wbuf_cap;
 };
 
 struct timer {
@@ -51,7 +53,9 @@ struct keyed_backend {
     size_t cleanup_slot;
 };
 
-int keyed_backend_init(struct keyed_backend *b, struct stream_operator *op, spate_error *err);
+/* The operator's declared states plus `extra` internal ones (window contents). */
+int keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
+                       const struct state_decl *extra, int nextra, spate_error *err);
 void keyed_backend_release(struct keyed_backend *b);
 
 /* Makes key (bytes and hash) and namespace current for state and timers. */
@@ -78,5 +82,15 @@ int64_t keyed_backend_next_processing_time(const struct keyed_backend *b);
 
 /* The state named name (NULL when not declared). */
 struct spate_state *keyed_backend_state(struct keyed_backend *b, const char *name);
+
+/* Window buffers: list states whose elements keep their timestamps. */
+void keyed_list_add_timestamped(struct spate_state *st, int64_t timestamp, const void *rec);
+/* The next element and its timestamp (timestamped lists). */
+bool keyed_list_next_timestamped(spate_iter *it, void *out, int64_t *timestamp);
+/* Replaces the current key's list with the elements of the old one whose
+ * keep[i] is set (timestamped lists: evictors). */
+void keyed_list_retain(struct spate_state *st, const bool *keep, size_t count);
+/* Whether the current key (and namespace) has a value in st. */
+bool keyed_state_exists(struct spate_state *st);
 
 #endif

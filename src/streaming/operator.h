@@ -64,6 +64,7 @@ struct spate_ctx {
     uint64_t key_hash;
     const void *ns; /* the current namespace (a window), or NULL */
     size_t ns_len;
+    spate_time_window window; /* window functions and triggers: the window */
     struct scratch scratch;
     struct accumulators *accumulators;
     char *failure; /* set by spate_ctx_fail */

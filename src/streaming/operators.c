@@ -19,6 +19,7 @@
 #include "streaming/keys.h"
 #include "streaming/operator.h"
 #include "streaming/types.h"
+#include "streaming/window_operator.h"
 
 static const struct record_meta no_meta = { RECORD_NO_TIMESTAMP, 0, false };
 
@@ -104,7 +105,7 @@ process_open(struct stream_operator *op, spate_error *err)
     if (op->config->key.kind == KEY_NONE)
         return 0;
     op->backend = xcalloc(1, sizeof *op->backend);
-    return keyed_backend_init(op->backend, op, err);
+    return keyed_backend_init(op->backend, op, NULL, 0, err);
 }
 
 static void
@@ -151,9 +152,10 @@ process_fire(struct stream_operator *op, const struct timer *t)
 static void
 process_watermark(struct stream_operator *op, int64_t watermark)
 {
+    /* Timers see the new event time, as Flink's InternalTimerService. */
+    op->current_watermark = watermark;
     if (op->backend != NULL)
         keyed_backend_advance(op->backend, true, watermark, process_fire);
-    op->current_watermark = watermark;
     op->out->emit_watermark(op->out, watermark);
 }
 
@@ -963,10 +965,11 @@ operator_new(const struct spate_stream *config, int index, const struct task_inf
     struct stream_operator *op;
     int rc;
 
-    if (stream_node_is_virtual(config) || config->kind >= ARRAY_SIZE(vtables))
+    if (stream_node_is_virtual(config) ||
+        (config->kind >= ARRAY_SIZE(vtables) && config->kind != OP_WINDOW))
         return spate_error_set(err, SPATE_EINVAL, "operator kind %d cannot run", config->kind);
     op = xcalloc(1, sizeof *op);
-    op->vt = &vtables[config->kind];
+    op->vt = config->kind == OP_WINDOW ? &window_operator_vtable : &vtables[config->kind];
     op->config = config;
     op->index = index;
     op->task = task;

@@ -42,6 +42,7 @@ stream_node_free_contents(struct spate_stream *n)
         free(n->states[i].name);
     free(n->states);
     free(n->tag);
+    free(n->window.late_tag);
     free(n->name);
     free(n->uid);
     free(n->slot_sharing_group);
@@ -201,6 +202,7 @@ static const char *const operator_names[] = {
     [OP_SINK_FILE] = "Sink: Text File",
     [OP_SINK] = "Sink: Unnamed",
     [OP_ASSIGN_TIMESTAMPS] = "Timestamps/Watermarks",
+    [OP_WINDOW] = "Window",
     [OP_PARTITION] = "Partition",
     [OP_SIDE_OUTPUT] = "Side Output",
 };
@@ -609,7 +611,8 @@ spate_value_state(spate_stream *op, const char *name, const spate_type *type, in
 {
     check(op->env, type != NULL, "value state '%s' needs a type", name ? name : "");
     return declare_state(
-        op, (struct state_decl){ (char *)name, STATE_VALUE, type, NULL, NULL, { 0 }, ttl_ms },
+        op,
+        (struct state_decl){ (char *)name, STATE_VALUE, type, NULL, NULL, { 0 }, ttl_ms, false },
         "spate_value_state");
 }
 
@@ -618,7 +621,7 @@ spate_list_state(spate_stream *op, const char *name, const spate_type *type, int
 {
     check(op->env, type != NULL, "list state '%s' needs a type", name ? name : "");
     return declare_state(
-        op, (struct state_decl){ (char *)name, STATE_LIST, type, NULL, NULL, { 0 }, ttl_ms },
+        op, (struct state_decl){ (char *)name, STATE_LIST, type, NULL, NULL, { 0 }, ttl_ms, false },
         "spate_list_state");
 }
 
@@ -630,7 +633,8 @@ spate_map_state(spate_stream *op, const char *name, const spate_type *key_type,
           "map state '%s' needs a key type and a value type", name ? name : "");
     return declare_state(
         op,
-        (struct state_decl){ (char *)name, STATE_MAP, value_type, key_type, NULL, { 0 }, ttl_ms },
+        (struct state_decl){
+            (char *)name, STATE_MAP, value_type, key_type, NULL, { 0 }, ttl_ms, false },
         "spate_map_state");
 }
 
@@ -641,7 +645,8 @@ spate_reducing_state(spate_stream *op, const char *name, const spate_type *type,
     check(op->env, type != NULL && fn != NULL, "reducing state '%s' needs a type and a function",
           name ? name : "");
     return declare_state(
-        op, (struct state_decl){ (char *)name, STATE_REDUCING, type, NULL, fn, { 0 }, ttl_ms },
+        op,
+        (struct state_decl){ (char *)name, STATE_REDUCING, type, NULL, fn, { 0 }, ttl_ms, false },
         "spate_reducing_state");
 }
 
@@ -656,7 +661,7 @@ spate_aggregating_state(spate_stream *op, const char *name, const spate_aggregat
         return op;
     return declare_state(op,
                          (struct state_decl){ (char *)name, STATE_AGGREGATING, agg->acc_type, NULL,
-                                              NULL, *agg, ttl_ms },
+                                              NULL, *agg, ttl_ms, false },
                          "spate_aggregating_state");
 }
 
@@ -680,6 +685,217 @@ spate_side_output(spate_stream *op, const char *tag, const spate_type *type)
           "side outputs come out of an operator");
     n->tag = xstrdup(tag ? tag : "");
     return n;
+}
+
+/* ---- windows ---- */
+
+spate_stream *
+spate_window(spate_stream *keyed, spate_window_assigner assigner)
+{
+    struct spate_stream *n = keyed_op(keyed, OP_WINDOW, NULL, "a window");
+    const spate_window_assigner *a = &assigner;
+
+    n->window.assigner = assigner;
+    switch (a->kind) {
+    case SPATE_WINDOW_TUMBLING:
+        check(keyed->env, a->size_ms > 0, "a tumbling window needs a positive size");
+        break;
+    case SPATE_WINDOW_SLIDING:
+        check(keyed->env, a->size_ms > 0 && a->slide_ms > 0,
+              "a sliding window needs a positive size and slide");
+        break;
+    case SPATE_WINDOW_SESSION:
+        check(keyed->env, a->gap_ms > 0, "a session window needs a positive gap");
+        break;
+    case SPATE_WINDOW_GLOBAL:
+        break;
+    default:
+        env_fail(keyed->env, "unknown window assigner %d", (int)a->kind);
+    }
+    check(keyed->env, a->offset_ms >= 0, "a window offset must not be negative");
+    return n;
+}
+
+static bool
+windowed(spate_stream *w, const char *what)
+{
+    return check(w->env, w->kind == OP_WINDOW, "%s applies to a windowed stream", what);
+}
+
+spate_stream *
+spate_count_window(spate_stream *keyed, int64_t size)
+{
+    spate_stream *w = spate_window(keyed, spate_global_windows());
+
+    check(keyed->env, size > 0, "a count window needs a positive size");
+    w->window.trigger = TRIGGER_COUNT;
+    w->window.trigger_count = size;
+    w->window.purging = true;
+    return w;
+}
+
+spate_stream *
+spate_count_window_sliding(spate_stream *keyed, int64_t size, int64_t slide)
+{
+    spate_stream *w = spate_window(keyed, spate_global_windows());
+
+    check(keyed->env, size > 0 && slide > 0, "a count window needs a positive size and slide");
+    /* Flink: a count trigger every slide records over the last size. */
+    w->window.trigger = TRIGGER_COUNT;
+    w->window.trigger_count = slide;
+    w->window.evictor = EVICTOR_COUNT;
+    w->window.evictor_value = size;
+    return w;
+}
+
+spate_stream *
+spate_window_trigger_event_time(spate_stream *w)
+{
+    if (windowed(w, "spate_window_trigger_event_time"))
+        w->window.trigger = TRIGGER_EVENT_TIME;
+    return w;
+}
+
+spate_stream *
+spate_window_trigger_processing_time(spate_stream *w)
+{
+    if (windowed(w, "spate_window_trigger_processing_time"))
+        w->window.trigger = TRIGGER_PROCESSING_TIME;
+    return w;
+}
+
+spate_stream *
+spate_window_trigger_count(spate_stream *w, int64_t count)
+{
+    if (windowed(w, "spate_window_trigger_count") &&
+        check(w->env, count > 0, "a count trigger needs a positive count")) {
+        w->window.trigger = TRIGGER_COUNT;
+        w->window.trigger_count = count;
+        w->window.purging = false;
+    }
+    return w;
+}
+
+spate_stream *
+spate_window_trigger(spate_stream *w, const spate_trigger *trigger)
+{
+    if (windowed(w, "spate_window_trigger") &&
+        check(w->env, trigger != NULL && trigger->on_element != NULL,
+              "a custom trigger needs at least on_element")) {
+        w->window.trigger = TRIGGER_CUSTOM;
+        w->window.custom = *trigger;
+    }
+    return w;
+}
+
+spate_stream *
+spate_window_evictor_count(spate_stream *w, int64_t count)
+{
+    if (windowed(w, "spate_window_evictor_count") &&
+        check(w->env, count > 0, "a count evictor needs a positive count")) {
+        w->window.evictor = EVICTOR_COUNT;
+        w->window.evictor_value = count;
+    }
+    return w;
+}
+
+spate_stream *
+spate_window_evictor_time(spate_stream *w, int64_t keep_ms)
+{
+    if (windowed(w, "spate_window_evictor_time") &&
+        check(w->env, keep_ms >= 0, "a time evictor needs a non-negative span")) {
+        w->window.evictor = EVICTOR_TIME;
+        w->window.evictor_value = keep_ms;
+    }
+    return w;
+}
+
+spate_stream *
+spate_window_evictor(spate_stream *w, spate_evictor_fn fn)
+{
+    if (windowed(w, "spate_window_evictor") &&
+        check(w->env, fn != NULL, "a custom evictor needs a function")) {
+        w->window.evictor = EVICTOR_CUSTOM;
+        w->window.evictor_fn = fn;
+    }
+    return w;
+}
+
+spate_stream *
+spate_allowed_lateness(spate_stream *w, int64_t ms)
+{
+    if (windowed(w, "spate_allowed_lateness") &&
+        check(w->env, ms >= 0, "allowed lateness must not be negative"))
+        w->window.lateness_ms = ms;
+    return w;
+}
+
+spate_stream *
+spate_late_data_side_output(spate_stream *w, const char *tag)
+{
+    if (windowed(w, "spate_late_data_side_output") &&
+        check(w->env, tag != NULL && *tag, "the late data side output needs a tag")) {
+        free(w->window.late_tag);
+        w->window.late_tag = xstrdup(tag);
+    }
+    return w;
+}
+
+static spate_stream *
+window_function(spate_stream *w, enum window_function_kind kind, const spate_type *out_type,
+                const char *what)
+{
+    if (!windowed(w, what))
+        return w;
+    if (!check(w->env, w->window.function == WINDOW_FN_NONE, "a window gets one window function"))
+        return w;
+    w->window.function = kind;
+    if (out_type != NULL)
+        w->out_type = out_type;
+    return w;
+}
+
+spate_stream *
+spate_window_reduce(spate_stream *w, spate_reduce_fn reduce, spate_process_window_fn fn,
+                    const spate_type *out_type)
+{
+    check(w->env, reduce != NULL, "window reduce needs a function");
+    check(w->env, fn != NULL || out_type == NULL || out_type == w->in_type,
+          "window reduce without a window function emits the input type");
+    w = window_function(w, WINDOW_FN_REDUCE, fn ? out_type : NULL, "spate_window_reduce");
+    w->window.reduce = reduce;
+    w->window.process = fn;
+    check(w->env, fn == NULL || out_type != NULL, "a window function needs its output type");
+    return w;
+}
+
+spate_stream *
+spate_window_aggregate(spate_stream *w, const spate_aggregate *agg, spate_process_window_fn fn,
+                       const spate_type *out_type)
+{
+    if (!check(w->env,
+               agg != NULL && agg->acc_type && agg->out_type && agg->create && agg->add &&
+                   agg->result,
+               "window aggregate needs types, create, add and result"))
+        return w;
+    check(w->env, w->window.assigner.kind != SPATE_WINDOW_SESSION || agg->merge != NULL,
+          "session windows need the aggregate's merge");
+    w = window_function(w, WINDOW_FN_AGGREGATE, fn ? out_type : agg->out_type,
+                        "spate_window_aggregate");
+    w->window.agg = *agg;
+    w->window.process = fn;
+    check(w->env, fn == NULL || out_type != NULL, "a window function needs its output type");
+    return w;
+}
+
+spate_stream *
+spate_window_process(spate_stream *w, spate_process_window_fn fn, const spate_type *out_type)
+{
+    check(w->env, fn != NULL && out_type != NULL,
+          "process window needs a function and its output type");
+    w = window_function(w, WINDOW_FN_PROCESS, out_type, "spate_window_process");
+    w->window.process = fn;
+    return w;
 }
 
 /* ---- sinks ---- */

@@ -47,6 +47,7 @@ enum operator_kind {
     OP_SINK_FILE,
     OP_SINK,
     OP_ASSIGN_TIMESTAMPS,
+    OP_WINDOW,
     OP_PARTITION,   /* virtual */
     OP_SIDE_OUTPUT, /* virtual: the side output `tag` of its input */
 };
@@ -73,6 +74,47 @@ enum state_kind {
     STATE_AGGREGATING,
 };
 
+enum trigger_kind {
+    TRIGGER_DEFAULT, /* the assigner's: event time, processing time, never */
+    TRIGGER_EVENT_TIME,
+    TRIGGER_PROCESSING_TIME,
+    TRIGGER_COUNT,
+    TRIGGER_NEVER,
+    TRIGGER_CUSTOM,
+};
+
+enum evictor_kind {
+    EVICTOR_NONE,
+    EVICTOR_COUNT,
+    EVICTOR_TIME,
+    EVICTOR_CUSTOM,
+};
+
+enum window_function_kind {
+    WINDOW_FN_NONE, /* not given yet */
+    WINDOW_FN_REDUCE,
+    WINDOW_FN_AGGREGATE,
+    WINDOW_FN_PROCESS,
+};
+
+/* A window operator's settings (Flink's WindowOperator). */
+struct window_config {
+    spate_window_assigner assigner;
+    enum trigger_kind trigger;
+    int64_t trigger_count;
+    bool purging; /* count windows: fire and purge */
+    spate_trigger custom;
+    enum evictor_kind evictor;
+    int64_t evictor_value;
+    spate_evictor_fn evictor_fn;
+    int64_t lateness_ms;
+    char *late_tag;
+    enum window_function_kind function;
+    spate_reduce_fn reduce;
+    spate_aggregate agg;
+    spate_process_window_fn process;
+};
+
 /* Keyed state declared on an operator (Flink's StateDescriptor). */
 struct state_decl {
     char *name;
@@ -82,6 +124,7 @@ struct state_decl {
     spate_reduce_fn reduce;
     spate_aggregate agg;
     int64_t ttl_ms;
+    bool timestamped; /* list: each element keeps its timestamp (window buffers) */
 };
 
 struct spate_stream {
@@ -114,6 +157,8 @@ struct spate_stream {
     int nstates;
     /* OP_SIDE_OUTPUT: the tag it selects. */
     char *tag;
+    /* OP_WINDOW */
+    struct window_config window;
 
     /* Event time: bounds and intervals in milliseconds. */
     int64_t bound_ms;

@@ -76,6 +76,14 @@ sync_run_env(spate_env *env, struct accumulators *acc, char **failure)
 void
 sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
 {
+    if (getenv("SYNC_PLAN")) {
+        json_t *plan = job_graph_plan_json(jg);
+        char *text = json_dumps(plan, JSON_INDENT(1));
+
+        fprintf(stderr, "%s\n", text);
+        free(text);
+        json_decref(plan);
+    }
     spate_error err = { 0 };
     struct mem_exchange *ex = calloc((size_t)jg->nedges + 1, sizeof *ex);
 

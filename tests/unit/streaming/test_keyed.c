@@ -241,7 +241,7 @@ fake_clock(void)
 
 Test(keyed, ttl_expires_values_and_cleans_up)
 {
-    struct state_decl decl = { "v", STATE_VALUE, NULL, NULL, NULL, { 0 }, 50 };
+    struct state_decl decl = { "v", STATE_VALUE, NULL, NULL, NULL, { 0 }, 50, false };
     struct spate_stream cfg = { 0 };
     struct stream_operator op = { 0 };
     struct task_info task = { 0, 1, 128, 0, "t", NULL, NULL, NULL, NULL };
@@ -259,7 +259,7 @@ Test(keyed, ttl_expires_values_and_cleans_up)
     op.ctx.op = &op;
     op.ctx.max_parallelism = 128;
     op.backend = &b;
-    cr_assert_eq(keyed_backend_init(&b, &op, &err), 0, "%s", err.message);
+    cr_assert_eq(keyed_backend_init(&b, &op, NULL, 0, &err), 0, "%s", err.message);
     b.now_ms = fake_clock;
     st = keyed_backend_state(&b, "v");
     fake_now = 1000;
