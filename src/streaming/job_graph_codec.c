@@ -9,15 +9,15 @@
 #include "streaming/job_graph_codec.h"
 #include "streaming/types.h"
 
-typedef Spate__Jobgraph__FnRef PbFnRef;
-typedef Spate__Jobgraph__TypeDesc PbType;
-typedef Spate__Jobgraph__KeySelector PbKey;
-typedef Spate__Jobgraph__OperatorConfig PbOp;
-typedef Spate__Jobgraph__StateDecl PbState;
-typedef Spate__Jobgraph__WindowConfig PbWindow;
-typedef Spate__Jobgraph__JobEdge PbEdge;
-typedef Spate__Jobgraph__JobVertex PbVertex;
-typedef Spate__Jobgraph__JobGraph PbGraph;
+typedef Jobgraph__FnRef PbFnRef;
+typedef Jobgraph__TypeDesc PbType;
+typedef Jobgraph__KeySelector PbKey;
+typedef Jobgraph__OperatorConfig PbOp;
+typedef Jobgraph__StateDecl PbState;
+typedef Jobgraph__WindowConfig PbWindow;
+typedef Jobgraph__JobEdge PbEdge;
+typedef Jobgraph__JobVertex PbVertex;
+typedef Jobgraph__JobGraph PbGraph;
 
 #define CODEC_MAX_TYPE_DEPTH   16
 #define CODEC_MAX_TUPLE_FIELDS 64
@@ -52,7 +52,7 @@ enc_fn(struct enc *e, const void *fn, const char *what)
     PbFnRef *r = enc_alloc(e, sizeof *r);
     struct fn_ref ref;
 
-    spate__jobgraph__fn_ref__init(r);
+    jobgraph__fn_ref__init(r);
     if (fn == NULL || e->rc != 0)
         return r;
     if (e->lib == NULL) {
@@ -74,7 +74,7 @@ enc_type_desc(struct enc *e, const struct spate_type *t)
 {
     PbType *d = enc_alloc(e, sizeof *d);
 
-    spate__jobgraph__type_desc__init(d);
+    jobgraph__type_desc__init(d);
     d->kind = (int32_t)t->kind;
     d->name = (char *)t->name;
     d->version = t->version;
@@ -113,7 +113,7 @@ enc_key(struct enc *e, const struct key_selector *k)
 {
     PbKey *p = enc_alloc(e, sizeof *p);
 
-    spate__jobgraph__key_selector__init(p);
+    jobgraph__key_selector__init(p);
     p->kind = (int32_t)k->kind;
     p->field = k->field;
     p->fn = enc_fn(e, (const void *)k->fn, "a key selector");
@@ -145,7 +145,7 @@ enc_operator(struct enc *e, const struct jg_operator *op)
     PbOp *p = enc_alloc(e, sizeof *p);
     char what[160];
 
-    spate__jobgraph__operator_config__init(p);
+    jobgraph__operator_config__init(p);
     p->operator_id = bin(op->operator_id.bytes, ID_BYTES);
     p->uid_given = op->uid_given;
     p->uid = n->uid ? n->uid : "";
@@ -184,7 +184,7 @@ enc_operator(struct enc *e, const struct jg_operator *op)
         const struct window_config *c = &n->window;
         PbWindow *w = enc_alloc(e, sizeof *w);
 
-        spate__jobgraph__window_config__init(w);
+        jobgraph__window_config__init(w);
         w->assigner = (int32_t)c->assigner.kind;
         w->event_time = c->assigner.event_time;
         w->size_ms = c->assigner.size_ms;
@@ -221,7 +221,7 @@ enc_operator(struct enc *e, const struct jg_operator *op)
         const struct state_decl *sd = &n->states[i];
         PbState *ps = enc_alloc(e, sizeof *ps);
 
-        spate__jobgraph__state_decl__init(ps);
+        jobgraph__state_decl__init(ps);
         ps->name = sd->name;
         ps->kind = (int32_t)sd->kind;
         ps->type = enc_type(e, sd->type);
@@ -250,7 +250,7 @@ job_graph_encode(const struct job_graph *jg, const struct job_library *lib, uint
     struct enc e = { .lib = lib, .err = err };
     PbGraph g;
 
-    spate__jobgraph__job_graph__init(&g);
+    jobgraph__job_graph__init(&g);
     g.job_id = bin(jg->job_id.bytes, ID_BYTES);
     g.name = jg->name;
     g.n_vertices = (size_t)jg->nvertices;
@@ -259,7 +259,7 @@ job_graph_encode(const struct job_graph *jg, const struct job_library *lib, uint
         const struct jg_vertex *v = &jg->vertices[i];
         PbVertex *pv = enc_alloc(&e, sizeof *pv);
 
-        spate__jobgraph__job_vertex__init(pv);
+        jobgraph__job_vertex__init(pv);
         pv->id = bin(v->id.bytes, ID_BYTES);
         pv->name = v->name;
         pv->parallelism = v->parallelism;
@@ -281,7 +281,7 @@ job_graph_encode(const struct job_graph *jg, const struct job_library *lib, uint
         const struct jg_edge *je = &jg->edges[i];
         PbEdge *pe = enc_alloc(&e, sizeof *pe);
 
-        spate__jobgraph__job_edge__init(pe);
+        jobgraph__job_edge__init(pe);
         pe->source = je->source;
         pe->source_operator = je->source_operator;
         pe->target = je->target;
@@ -304,9 +304,9 @@ job_graph_encode(const struct job_graph *jg, const struct job_library *lib, uint
     }
     g.derived_uids = jg->derived_uids;
     if (e.rc == 0) {
-        *len = spate__jobgraph__job_graph__get_packed_size(&g);
+        *len = jobgraph__job_graph__get_packed_size(&g);
         *out = xmalloc(*len);
-        spate__jobgraph__job_graph__pack(&g, *out);
+        jobgraph__job_graph__pack(&g, *out);
     }
     for (size_t i = 0; i < e.nallocs; i++)
         free(e.allocs[i]);
@@ -692,7 +692,7 @@ int
 job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib,
                  struct job_graph **out, spate_error *err)
 {
-    PbGraph *g = spate__jobgraph__job_graph__unpack(NULL, len, bytes);
+    PbGraph *g = jobgraph__job_graph__unpack(NULL, len, bytes);
     struct job_graph *jg;
     struct dec d = { 0 };
     int rc = 0;
@@ -823,7 +823,7 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
     }
 out:
     free(d.types);
-    spate__jobgraph__job_graph__free_unpacked(g, NULL);
+    jobgraph__job_graph__free_unpacked(g, NULL);
     if (rc != 0) {
         job_graph_free(jg);
         return rc;
