@@ -202,6 +202,26 @@ SPATE_API spate_stream *spate_reduce(spate_stream *keyed, spate_reduce_fn fn);
  * stream; the other fields are those of the first record of the key. */
 SPATE_API spate_stream *spate_sum(spate_stream *keyed, int field);
 
+/* One stream of the records of both (of one type), as Flink's union. */
+SPATE_API spate_stream *spate_union(spate_stream *a, spate_stream *b);
+/* Two streams for one two-input operator (co_map, co_process,
+ * broadcast_process); both keyed makes the operator keyed. */
+SPATE_API spate_stream *spate_connect(spate_stream *a, spate_stream *b);
+SPATE_API spate_stream *spate_co_map(spate_stream *connected, spate_map_fn map1, spate_map_fn map2,
+                                     const spate_type *out_type);
+/* Emit with spate_emit; on keyed streams with state and timers (spate_on_timer). */
+SPATE_API spate_stream *spate_co_process(spate_stream *connected, spate_flat_map_fn fn1,
+                                         spate_flat_map_fn fn2, const spate_type *out_type);
+/* A broadcast stream carrying a broadcast state: a map every instance of the
+ * operator it is connected to holds alike. Only process_broadcast writes it. */
+SPATE_API spate_stream *spate_broadcast_state(spate_stream *in, const char *name,
+                                              const spate_type *key_type,
+                                              const spate_type *value_type);
+SPATE_API spate_stream *spate_broadcast_process(spate_stream *connected,
+                                                spate_flat_map_fn process_element,
+                                                spate_flat_map_fn process_broadcast,
+                                                const spate_type *out_type);
+
 /* Partitioning. */
 SPATE_API spate_stream *spate_forward(spate_stream *in);
 SPATE_API spate_stream *spate_rebalance(spate_stream *in);
@@ -241,6 +261,14 @@ SPATE_API spate_stream *spate_reducing_state(spate_stream *op, const char *name,
                                              int64_t ttl_ms);
 SPATE_API spate_stream *spate_aggregating_state(spate_stream *op, const char *name,
                                                 const spate_aggregate *agg, int64_t ttl_ms);
+
+/* Operator state (not keyed): a list per parallel instance, split over the
+ * instances (or, union, given whole to each) when a job resumes at another
+ * parallelism. Read and written with the list calls through spate_ctx_state. */
+SPATE_API spate_stream *spate_operator_list_state(spate_stream *op, const char *name,
+                                                  const spate_type *type);
+SPATE_API spate_stream *spate_union_list_state(spate_stream *op, const char *name,
+                                               const spate_type *type);
 
 /* Called when a timer fires, with the timer's key current. */
 typedef void (*spate_on_timer_fn)(spate_ctx *ctx, int64_t timestamp, bool event_time);

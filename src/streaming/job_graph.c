@@ -13,10 +13,8 @@
 /* Per real StreamGraph node while building. */
 struct build_node {
     struct spate_stream *node;
-    struct spate_stream *input; /* real input node, or NULL */
-    enum ship_strategy partitioner;
-    struct key_selector key;
-    const char *tag;   /* side output of the input it reads, or NULL */
+    struct stream_link *links; /* its real inputs (stream_graph_links) */
+    int nlinks;
     const char *group; /* slot sharing group */
     int vertex;
     int op;
@@ -31,11 +29,13 @@ push_int(int **items, int *n, int v)
     (*items)[(*n)++] = v;
 }
 
+/* A node chains to its one upstream operator, never when it reads several. */
 static bool
 chainable(const struct spate_env *env, const struct build_node *up, const struct build_node *down)
 {
-    return !env->chaining_disabled && down->partitioner == SHIP_FORWARD &&
-           down->node->chaining == CHAINING_ALWAYS && up->node->chaining != CHAINING_NEVER &&
+    return !env->chaining_disabled && down->nlinks == 1 && down->links[0].input_index == 0 &&
+           down->links[0].partitioner == SHIP_FORWARD && down->node->chaining == CHAINING_ALWAYS &&
+           up->node->chaining != CHAINING_NEVER &&
            stream_node_parallelism(up->node) == stream_node_parallelism(down->node) &&
            strcmp(up->group, down->group) == 0;
 }
@@ -59,8 +59,8 @@ operator_id(struct build_node *b, struct build_node *nodes, spate_id *id, bool *
         sha256_update(&ctx, "auto:", 5);
         sha256_update(&ctx, &n->id, sizeof n->id);
         sha256_update(&ctx, &n->kind, sizeof n->kind);
-        if (b->input != NULL)
-            sha256_update(&ctx, nodes[b->input->id].operator_id.bytes, ID_BYTES);
+        for (int l = 0; l < b->nlinks; l++)
+            sha256_update(&ctx, nodes[b->links[l].up->id].operator_id.bytes, ID_BYTES);
         *given = false;
     }
     sha256_final(&ctx, digest);
@@ -104,29 +104,35 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
         b->vertex = -1;
         if (stream_node_is_virtual(n))
             continue;
-        if (n->input != NULL) {
-            b->input = stream_graph_resolve(n->input, &b->partitioner, &b->key);
-            b->tag = stream_graph_tag(n->input);
-            if (b->partitioner == SHIP_DEFAULT)
-                b->partitioner = stream_node_parallelism(b->input) == stream_node_parallelism(n)
+        b->links = stream_graph_links(n, &b->nlinks);
+        for (int l = 0; l < b->nlinks; l++) {
+            struct stream_link *k = &b->links[l];
+
+            if (k->partitioner == SHIP_DEFAULT)
+                k->partitioner = stream_node_parallelism(k->up) == stream_node_parallelism(n)
                                      ? SHIP_FORWARD
                                      : SHIP_REBALANCE;
-            if (b->partitioner == SHIP_FORWARD &&
-                stream_node_parallelism(b->input) != stream_node_parallelism(n)) {
-                rc = spate_error_set(
-                    err, SPATE_EINVAL,
-                    "forward partitioning does not allow a change of "
-                    "parallelism: '%s' (%d) to '%s' (%d); use rebalance",
-                    b->input->name ? b->input->name : operator_kind_name(b->input->kind),
-                    stream_node_parallelism(b->input),
-                    n->name ? n->name : operator_kind_name(n->kind), stream_node_parallelism(n));
+            if (k->partitioner == SHIP_FORWARD &&
+                stream_node_parallelism(k->up) != stream_node_parallelism(n)) {
+                rc = spate_error_set(err, SPATE_EINVAL,
+                                     "forward partitioning does not allow a change of "
+                                     "parallelism: '%s' (%d) to '%s' (%d); use rebalance",
+                                     k->up->name ? k->up->name : operator_kind_name(k->up->kind),
+                                     stream_node_parallelism(k->up),
+                                     n->name ? n->name : operator_kind_name(n->kind),
+                                     stream_node_parallelism(n));
                 goto fail;
             }
         }
+        if (!stream_node_is_source(n) && b->nlinks == 0) {
+            rc = spate_error_set(err, SPATE_EINVAL, "'%s' has no input",
+                                 n->name ? n->name : operator_kind_name(n->kind));
+            goto fail;
+        }
         if (n->slot_sharing_group != NULL)
             b->group = n->slot_sharing_group;
-        else if (b->input != NULL)
-            b->group = nodes[b->input->id].group;
+        else if (b->nlinks > 0)
+            b->group = nodes[b->links[0].up->id].group;
         else
             b->group = "default";
         if (n->kind == OP_WINDOW && n->window.function == WINDOW_FN_NONE) {
@@ -134,6 +140,16 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
                                  "a windowed stream needs a window function (spate_window_reduce, "
                                  "_aggregate or _process)");
             goto fail;
+        }
+        for (int k = 0; k < n->nstates; k++) {
+            if (n->states[k].scope == SCOPE_KEYED && !stream_node_is_keyed(n)) {
+                rc = spate_error_set(err, SPATE_EINVAL,
+                                     "keyed state '%s' is declared on '%s', which does not read "
+                                     "a keyed stream (spate_key_by)",
+                                     n->states[k].name,
+                                     n->name ? n->name : operator_kind_name(n->kind));
+                goto fail;
+            }
         }
         if (stream_node_is_keyed(n) &&
             stream_node_max_parallelism(n) < stream_node_parallelism(n)) {
@@ -153,10 +169,8 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
 
         if (stream_node_is_virtual(b->node))
             continue;
-        if (b->input != NULL && chainable(env, &nodes[b->input->id], b)) {
-            struct build_node *up = &nodes[b->input->id];
-
-            b->vertex = up->vertex;
+        if (b->nlinks == 1 && chainable(env, &nodes[b->links[0].up->id], b)) {
+            b->vertex = nodes[b->links[0].up->id].vertex;
         } else {
             jg->vertices = xrealloc(jg->vertices, (size_t)(jg->nvertices + 1) * sizeof *v);
             v = &jg->vertices[jg->nvertices];
@@ -178,11 +192,12 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
             jg->derived_uids++;
         b->op = v->nops++;
         if (b->op > 0) {
-            struct jg_operator *up = &v->ops[nodes[b->input->id].op];
+            struct jg_operator *up = &v->ops[nodes[b->links[0].up->id].op];
+            const char *tag = b->links[0].tag;
 
             up->chained_tags =
                 xrealloc(up->chained_tags, (size_t)(up->nchained + 1) * sizeof *up->chained_tags);
-            up->chained_tags[up->nchained] = b->tag ? xstrdup(b->tag) : NULL;
+            up->chained_tags[up->nchained] = tag ? xstrdup(tag) : NULL;
             push_int(&up->chained, &up->nchained, b->op);
         }
         /* A keyed vertex keeps the largest max parallelism of its operators
@@ -190,32 +205,37 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
         v->max_parallelism = MAX(v->max_parallelism, stream_node_max_parallelism(b->node));
     }
 
-    /* Exchanges: every input that did not chain. */
+    /* Exchanges: every link that did not chain. */
     for (size_t i = 0; i < nn; i++) {
         struct build_node *b = &nodes[i];
-        struct build_node *up;
-        struct jg_edge *e;
-        int idx;
 
-        if (stream_node_is_virtual(b->node) || b->input == NULL)
+        if (stream_node_is_virtual(b->node))
             continue;
-        up = &nodes[b->input->id];
-        if (up->vertex == b->vertex)
-            continue;
-        jg->edges = xrealloc(jg->edges, (size_t)(jg->nedges + 1) * sizeof *e);
-        idx = jg->nedges++;
-        e = &jg->edges[idx];
-        e->source = up->vertex;
-        e->source_operator = up->op;
-        e->target = b->vertex;
-        e->partitioner = b->partitioner;
-        e->key = b->key;
-        e->tag = b->tag ? xstrdup(b->tag) : NULL;
-        id_random(&e->dataset_id);
-        push_int(&jg->vertices[up->vertex].outputs, &jg->vertices[up->vertex].noutputs, idx);
-        push_int(&jg->vertices[up->vertex].ops[up->op].outputs,
-                 &jg->vertices[up->vertex].ops[up->op].noutputs, idx);
-        push_int(&jg->vertices[b->vertex].inputs, &jg->vertices[b->vertex].ninputs, idx);
+        for (int l = 0; l < b->nlinks; l++) {
+            struct stream_link *k = &b->links[l];
+            struct build_node *up = &nodes[k->up->id];
+            struct jg_edge *e;
+            int idx;
+
+            if (up->vertex == b->vertex)
+                continue;
+            jg->edges = xrealloc(jg->edges, (size_t)(jg->nedges + 1) * sizeof *e);
+            idx = jg->nedges++;
+            e = &jg->edges[idx];
+            memset(e, 0, sizeof *e);
+            e->source = up->vertex;
+            e->source_operator = up->op;
+            e->target = b->vertex;
+            e->partitioner = k->partitioner;
+            e->key = k->key;
+            e->tag = k->tag ? xstrdup(k->tag) : NULL;
+            e->input_index = k->input_index;
+            id_random(&e->dataset_id);
+            push_int(&jg->vertices[up->vertex].outputs, &jg->vertices[up->vertex].noutputs, idx);
+            push_int(&jg->vertices[up->vertex].ops[up->op].outputs,
+                     &jg->vertices[up->vertex].ops[up->op].noutputs, idx);
+            push_int(&jg->vertices[b->vertex].inputs, &jg->vertices[b->vertex].ninputs, idx);
+        }
     }
 
     for (int i = 0; i < jg->nvertices; i++) {
@@ -227,10 +247,14 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
                              "no operators defined in the streaming topology: nothing to run");
         goto fail;
     }
+    for (size_t i = 0; i < nn; i++)
+        free(nodes[i].links);
     free(nodes);
     *out = jg;
     return 0;
 fail:
+    for (size_t i = 0; i < nn; i++)
+        free(nodes[i].links);
     free(nodes);
     job_graph_free(jg);
     return rc;

@@ -36,7 +36,8 @@ struct jg_edge {
     enum ship_strategy partitioner;
     struct key_selector key;
     spate_id dataset_id;
-    char *tag; /* the side output of the source operator it carries, or NULL */
+    char *tag;       /* the side output of the source operator it carries, or NULL */
+    int input_index; /* which input of the target's head: 0, or 1 (two-input) */
 };
 
 struct jg_vertex {

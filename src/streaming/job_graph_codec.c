@@ -157,6 +157,10 @@ enc_operator(struct enc *e, const struct jg_operator *op)
     p->fn = enc_fn(e, n->fn, what);
     snprintf(what, sizeof what, "the second function of '%s'", op->name);
     p->fn2 = enc_fn(e, n->fn2, what);
+    snprintf(what, sizeof what, "the third function of '%s'", op->name);
+    p->fn3 = enc_fn(e, n->fn3, what);
+    p->in_type2 = enc_type(e, n->in_type2);
+    p->key2 = enc_key(e, &n->key2);
     p->bound_ms = n->bound_ms;
     p->idleness_ms = n->idleness_ms;
     p->interval_ms = n->interval_ms;
@@ -234,6 +238,8 @@ enc_operator(struct enc *e, const struct jg_operator *op)
         ps->result = enc_fn(e, (const void *)sd->agg.result, "an aggregate's result");
         ps->merge = enc_fn(e, (const void *)sd->agg.merge, "an aggregate's merge");
         ps->ttl_ms = sd->ttl_ms;
+        ps->timestamped = sd->timestamped;
+        ps->scope = (int32_t)sd->scope;
         p->states[i] = ps;
     }
     p->n_outputs = (size_t)op->noutputs;
@@ -289,6 +295,7 @@ job_graph_encode(const struct job_graph *jg, const struct job_library *lib, uint
         pe->key = enc_key(&e, &je->key);
         pe->dataset_id = bin(je->dataset_id.bytes, ID_BYTES);
         pe->tag = je->tag ? je->tag : "";
+        pe->input_index = je->input_index;
         g.edges[i] = pe;
     }
     g.n_types = e.ntypes;
@@ -573,10 +580,21 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
         return rc;
     if (n->out_type == NULL || (!stream_node_is_source(n) && n->in_type == NULL))
         return bad(d, "operator without its record types");
+    n->in_type2 = dec_type_index(d, p->in_type2, &rc);
+    if (rc != 0)
+        return rc;
+    if ((n->kind == OP_CO_MAP || n->kind == OP_CO_PROCESS || n->kind == OP_BROADCAST_PROCESS) !=
+        (n->in_type2 != NULL))
+        return bad(d, "a two-input operator without its second input type, or the reverse");
+    if ((rc = dec_fn(d, p->fn3, &n->fn3)) != 0 || (rc = dec_key(d, p->key2, n->in_type2, &n->key2)))
+        return rc;
     if ((rc = dec_fn(d, p->fn, &n->fn)) != 0 || (rc = dec_fn(d, p->fn2, &n->fn2)) != 0 ||
         (rc = dec_fn(d, p->open, (void **)&n->open)) ||
         (rc = dec_fn(d, p->close, (void **)&n->close)) != 0)
         return rc;
+    if (d->lib != NULL && (n->fn == NULL || n->fn2 == NULL) &&
+        (n->kind == OP_CO_MAP || n->kind == OP_CO_PROCESS || n->kind == OP_BROADCAST_PROCESS))
+        return bad(d, "two-input operator without its functions");
     if (d->lib != NULL && n->fn == NULL &&
         (n->kind == OP_MAP || n->kind == OP_FILTER || n->kind == OP_FLAT_MAP ||
          n->kind == OP_PROCESS || n->kind == OP_REDUCE || n->kind == OP_SINK ||
@@ -652,6 +670,10 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
         n->nstates++;
         sd->kind = (enum state_kind)ps->kind;
         sd->ttl_ms = ps->ttl_ms;
+        sd->timestamped = ps->timestamped;
+        if (ps->scope < SCOPE_KEYED || ps->scope > SCOPE_BROADCAST)
+            return bad(d, "state of an unknown scope");
+        sd->scope = (enum state_scope)ps->scope;
         sd->type = dec_type_index(d, ps->type, &rc);
         sd->key_type = dec_type_index(d, ps->key_type, &rc);
         sd->agg.acc_type = dec_type_index(d, ps->acc_type, &rc);
@@ -740,6 +762,11 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
         if ((rc = dec_id(&d, pe->dataset_id, &e->dataset_id, "data set id is not 16 bytes")) != 0)
             goto out;
         e->tag = dup_or_null(pe->tag);
+        if (pe->input_index < 0 || pe->input_index > 1) {
+            rc = bad(&d, "edge into an input other than 0 or 1");
+            goto out;
+        }
+        e->input_index = pe->input_index;
     }
 
     jg->vertices = xcalloc(g->n_vertices, sizeof *jg->vertices);
@@ -785,9 +812,12 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
     for (int i = 0; i < jg->nvertices; i++) {
         struct jg_vertex *v = &jg->vertices[i];
 
-        for (int k = 0; k < v->ninputs; k++)
+        for (int k = 0; k < v->ninputs; k++) {
             if (jg->edges[v->inputs[k]].target != i)
                 rc = bad(&d, "vertex input that is not an edge into it");
+            else if (jg->edges[v->inputs[k]].input_index == 1 && v->ops[0].node->in_type2 == NULL)
+                rc = bad(&d, "a second input into a one-input operator");
+        }
         for (int k = 0; k < v->noutputs; k++)
             if (jg->edges[v->outputs[k]].source != i)
                 rc = bad(&d, "vertex output that is not an edge out of it");

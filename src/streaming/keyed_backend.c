@@ -61,6 +61,31 @@ composite_hash(const spate_ctx *ctx, const void *extra, size_t extra_len)
     return h;
 }
 
+/* The context whose key scopes st: the current key for keyed state, none
+ * for operator and broadcast state. */
+static const spate_ctx *
+scope_ctx(const struct spate_state *st, spate_ctx *keyless)
+{
+    const spate_ctx *ctx = &st->backend->op->ctx;
+
+    if (st->decl->scope == SCOPE_KEYED)
+        return ctx;
+    memset(keyless, 0, sizeof *keyless);
+    keyless->key.data = "";
+    return keyless;
+}
+
+/* Broadcast state is written only while the broadcast side is processed. */
+static bool
+writable(struct spate_state *st)
+{
+    if (st->decl->scope != SCOPE_BROADCAST || st->backend->broadcast_writable)
+        return true;
+    spate_ctx_fail(&st->backend->op->ctx,
+                   "broadcast state '%s' is read-only outside process_broadcast", st->decl->name);
+    return false;
+}
+
 /* The current key's entry of st, honouring TTL (an expired entry is removed
  * and reported absent). map_key: the map state's key bytes, or NULL. */
 static struct state_entry *
@@ -68,7 +93,8 @@ state_entry_for(struct spate_state *st, const void *map_key, size_t map_key_len,
                 size_t *key_len, struct state_map **mapp)
 {
     struct keyed_backend *b = st->backend;
-    spate_ctx *ctx = &b->op->ctx;
+    spate_ctx keyless;
+    const spate_ctx *ctx = scope_ctx(st, &keyless);
     size_t plen = composite_prefix_len(ctx);
     uint8_t *key = backend_buf(b, plen + map_key_len);
     struct state_map *map = keyed_state_map(&st->maps, ctx->key_hash);
@@ -317,8 +343,11 @@ spate_state_clear(spate_state *st)
         uint8_t *key = NULL;
 
         spate_map_iter(st, &it);
+        if (!writable(st))
+            return;
         while (spate_map_next(&it, NULL, NULL)) {
-            struct state_map *m = keyed_state_map(&st->maps, st->backend->op->ctx.key_hash);
+            spate_ctx keyless;
+            struct state_map *m = keyed_state_map(&st->maps, scope_ctx(st, &keyless)->key_hash);
             struct state_entry *e = &m->slots[it.slot - 1];
 
             key = xrealloc(key, e->key_len);
@@ -518,6 +547,8 @@ spate_map_put(spate_state *st, const void *key, const void *value)
     uint64_t hash;
     size_t klen, key_len, len;
 
+    if (!writable(st))
+        return;
     ttl_cleanup_step(st->backend);
     k = map_key_bytes(st, key, &klen);
     e = state_entry_for(st, k, klen, &hash, &key_len, &map);
@@ -532,9 +563,12 @@ spate_map_remove(spate_state *st, const void *key)
     struct state_map *map;
     uint64_t hash;
     size_t klen, key_len;
-    uint8_t *k = map_key_bytes(st, key, &klen);
+    uint8_t *k;
     bool found = false;
 
+    if (!writable(st))
+        return false;
+    k = map_key_bytes(st, key, &klen);
     if (state_entry_for(st, k, klen, &hash, &key_len, &map) != NULL)
         found = state_map_remove(map, hash, st->backend->buf, key_len) == 1;
     free(k);
@@ -555,7 +589,8 @@ bool
 spate_map_next(spate_iter *it, void *key, void *value)
 {
     spate_state *st = it->st;
-    spate_ctx *ctx = &st->backend->op->ctx;
+    spate_ctx keyless;
+    const spate_ctx *ctx = scope_ctx(st, &keyless);
     struct state_map *map = keyed_state_map(&st->maps, ctx->key_hash);
     size_t plen = composite_prefix_len(ctx);
     uint8_t *prefix = backend_buf(st->backend, plen);

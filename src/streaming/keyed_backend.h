@@ -46,6 +46,8 @@ struct keyed_backend {
     struct timer_heap event, processing;
     uint8_t *buf; /* scratch for composite keys and values */
     size_t buf_cap;
+    /* The broadcast side is being processed: broadcast state is writable. */
+    bool broadcast_writable;
     /* Processing time for TTL (the wall clock; tests put in their own). */
     int64_t (*now_ms)(void);
     /* TTL clean-up walks entries a few at a time, as state is used. */

@@ -97,6 +97,8 @@ enum source_status {
 struct operator_vtable {
     int (*open)(struct stream_operator *op, spate_error *err);
     void (*process)(struct stream_operator *op, const void *rec, const struct record_meta *meta);
+    /* Two-input operators: a record of the second input. */
+    void (*process2)(struct stream_operator *op, const void *rec, const struct record_meta *meta);
     /* The input ended (bounded sources): emit final results. */
     void (*end_input)(struct stream_operator *op);
     void (*close)(struct stream_operator *op);
@@ -125,6 +127,7 @@ struct stream_operator {
     struct side_output *sides; /* consumed side outputs */
     int nsides;
     struct keyed_backend *backend; /* keyed operators with state or timers */
+    bool owns_backend;             /* made by operator_new for operator state */
     const struct task_info *task;
     void *impl; /* the kind's own state */
     /* Sources waiting: a descriptor to watch or a time to wake up. */

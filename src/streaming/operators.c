@@ -102,7 +102,7 @@ flat_map_process(struct stream_operator *op, const void *rec, const struct recor
 static int
 process_open(struct stream_operator *op, spate_error *err)
 {
-    if (op->config->key.kind == KEY_NONE)
+    if (op->config->key.kind == KEY_NONE && op->config->nstates == 0)
         return 0;
     op->backend = xcalloc(1, sizeof *op->backend);
     return keyed_backend_init(op->backend, op, NULL, 0, err);
@@ -141,12 +141,88 @@ keyed_process_process(struct stream_operator *op, const void *rec, const struct 
 static void
 process_fire(struct stream_operator *op, const struct timer *t)
 {
+    /* KeyedProcessFunction.onTimer; a two-input one keeps it third. */
+    void *on_timer = op->config->kind == OP_PROCESS ? op->config->fn2 : op->config->fn3;
+
     before_call(op);
     /* Records emitted by a timer carry its timestamp (event time). */
     op->ctx.meta.timestamp = t->event_time ? t->timestamp : RECORD_NO_TIMESTAMP;
     op->ctx.meta.has_key_hash = false;
-    if (op->config->fn2 != NULL)
-        ((spate_on_timer_fn)op->config->fn2)(&op->ctx, t->timestamp, t->event_time);
+    if (on_timer != NULL)
+        ((spate_on_timer_fn)on_timer)(&op->ctx, t->timestamp, t->event_time);
+}
+
+/* ---- two-input operators ---- */
+
+/* Sets the key of a record of input `which` current (keyed operators). */
+static void
+co_set_key(struct stream_operator *op, int which, const void *rec, const struct record_meta *meta)
+{
+    const struct key_selector *k = which == 0 ? &op->config->key : &op->config->key2;
+    const struct spate_type *t = which == 0 ? op->config->in_type : op->config->in_type2;
+    uint8_t scratch[256];
+    spate_bytes key;
+
+    if (op->backend == NULL || k->kind == KEY_NONE)
+        return;
+    key = keys_extract(k, t, &op->ctx, rec, scratch, sizeof scratch);
+    /* The key must outlive the scratch: keep it in call scratch. */
+    if (key.data == scratch) {
+        void *copy = spate_ctx_alloc(&op->ctx, key.len);
+
+        memcpy(copy, scratch, key.len);
+        key.data = copy;
+    }
+    keyed_backend_set_key(
+        op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
+}
+
+static void
+co_map_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct map_impl *m = op->impl;
+
+    before_call(op);
+    op->ctx.meta = *meta;
+    op->ctx.meta.has_key_hash = false;
+    ((spate_map_fn)op->config->fn)(&op->ctx, rec, m->out);
+    op->out->collect(op->out, m->out, &op->ctx.meta);
+}
+
+static void
+co_map_process2(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct map_impl *m = op->impl;
+
+    before_call(op);
+    op->ctx.meta = *meta;
+    op->ctx.meta.has_key_hash = false;
+    ((spate_map_fn)op->config->fn2)(&op->ctx, rec, m->out);
+    op->out->collect(op->out, m->out, &op->ctx.meta);
+}
+
+static void
+co_process_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    before_call(op);
+    op->ctx.meta = *meta;
+    co_set_key(op, 0, rec, meta);
+    op->ctx.meta.has_key_hash = false;
+    ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
+}
+
+static void
+co_process_process2(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    before_call(op);
+    op->ctx.meta = *meta;
+    co_set_key(op, 1, rec, meta);
+    op->ctx.meta.has_key_hash = false;
+    if (op->backend != NULL)
+        op->backend->broadcast_writable = op->config->kind == OP_BROADCAST_PROCESS;
+    ((spate_flat_map_fn)op->config->fn2)(&op->ctx, rec);
+    if (op->backend != NULL)
+        op->backend->broadcast_writable = false;
 }
 
 static void
@@ -938,6 +1014,22 @@ static const struct operator_vtable vtables[] = {
     [OP_SINK_PRINT] = { .open = print_open, .process = print_process, .close = print_close },
     [OP_SINK_FILE] = { .open = file_sink_open, .process = print_process, .close = print_close },
     [OP_SINK] = { .open = nothing_open, .process = sink_process, .close = nothing_close },
+    [OP_CO_MAP] = { .open = map_open,
+                    .process = co_map_process,
+                    .process2 = co_map_process2,
+                    .close = map_close },
+    [OP_CO_PROCESS] = { .open = process_open,
+                        .process = co_process_process,
+                        .process2 = co_process_process2,
+                        .close = process_close,
+                        .process_watermark = process_watermark,
+                        .on_processing_time = process_on_processing_time },
+    [OP_BROADCAST_PROCESS] = { .open = process_open,
+                               .process = co_process_process,
+                               .process2 = co_process_process2,
+                               .close = process_close,
+                               .process_watermark = process_watermark,
+                               .on_processing_time = process_on_processing_time },
     [OP_ASSIGN_TIMESTAMPS] = { .open = assign_open,
                                .process = assign_process,
                                .close = generic_close,
@@ -988,6 +1080,13 @@ operator_new(const struct spate_stream *config, int index, const struct task_inf
     op->ctx.accumulators = task->accumulators;
     if ((rc = op->vt->open(op, err)) != 0)
         goto fail;
+    if (config->nstates > 0 && op->backend == NULL) {
+        /* Operator state on an operator of another kind (a source, a map). */
+        op->backend = xcalloc(1, sizeof *op->backend);
+        op->owns_backend = true;
+        if ((rc = keyed_backend_init(op->backend, op, NULL, 0, err)) != 0)
+            goto fail;
+    }
     op->opened = true;
     if (config->open != NULL) {
         config->open(&op->ctx);
@@ -1013,6 +1112,11 @@ operator_free(struct stream_operator *op)
     if (op->opened && op->config->close != NULL)
         op->config->close(&op->ctx);
     op->vt->close(op);
+    if (op->owns_backend) {
+        keyed_backend_release(op->backend);
+        free(op->backend);
+        op->backend = NULL;
+    }
     free(op->sides);
     scratch_release(&op->ctx.scratch);
     free(op->ctx.failure);

@@ -43,6 +43,7 @@ stream_node_free_contents(struct spate_stream *n)
     free(n->states);
     free(n->tag);
     free(n->window.late_tag);
+    free(n->union_inputs);
     free(n->name);
     free(n->uid);
     free(n->slot_sharing_group);
@@ -205,6 +206,11 @@ static const char *const operator_names[] = {
     [OP_WINDOW] = "Window",
     [OP_PARTITION] = "Partition",
     [OP_SIDE_OUTPUT] = "Side Output",
+    [OP_UNION] = "Union",
+    [OP_CONNECTED] = "Connected",
+    [OP_CO_MAP] = "Co-Map",
+    [OP_CO_PROCESS] = "Co-Process",
+    [OP_BROADCAST_PROCESS] = "Broadcast Process",
 };
 
 const char *
@@ -259,6 +265,48 @@ stream_graph_resolve(struct spate_stream *s, enum ship_strategy *part, struct ke
         s = s->input;
     }
     return s;
+}
+
+static void
+links_expand(struct spate_stream *s, int index, enum ship_strategy part, struct key_selector key,
+             const char *tag, struct stream_link **links, int *n)
+{
+    switch (s->kind) {
+    case OP_PARTITION:
+        if (part == SHIP_DEFAULT) {
+            part = s->partitioner;
+            key = s->key;
+        }
+        links_expand(s->input, index, part, key, tag, links, n);
+        return;
+    case OP_SIDE_OUTPUT:
+        links_expand(s->input, index, part, key, tag ? tag : s->tag, links, n);
+        return;
+    case OP_UNION:
+        for (int i = 0; i < s->nunion; i++)
+            links_expand(s->union_inputs[i], index, part, key, tag, links, n);
+        return;
+    case OP_CONNECTED:
+        return; /* only co-operators read connected streams, through their inputs */
+    default:
+        *links = xrealloc(*links, (size_t)(*n + 1) * sizeof **links);
+        (*links)[*n] = (struct stream_link){ s, part, key, tag, index };
+        (*n)++;
+    }
+}
+
+struct stream_link *
+stream_graph_links(const struct spate_stream *n, int *count)
+{
+    struct stream_link *links = NULL;
+    struct key_selector none = { KEY_NONE, NULL, -1 };
+
+    *count = 0;
+    if (n->input != NULL)
+        links_expand(n->input, 0, SHIP_DEFAULT, none, NULL, &links, count);
+    if (n->input2 != NULL)
+        links_expand(n->input2, 1, SHIP_DEFAULT, none, NULL, &links, count);
+    return links;
 }
 
 const char *
@@ -586,6 +634,7 @@ spate_global(spate_stream *in)
 /* ---- keyed state, timers, side outputs ---- */
 
 static bool settable(spate_stream *op, const char *what);
+static struct key_selector input_key(struct spate_stream *in);
 
 static spate_stream *
 declare_state(spate_stream *op, struct state_decl d, const char *what)
@@ -612,7 +661,8 @@ spate_value_state(spate_stream *op, const char *name, const spate_type *type, in
     check(op->env, type != NULL, "value state '%s' needs a type", name ? name : "");
     return declare_state(
         op,
-        (struct state_decl){ (char *)name, STATE_VALUE, type, NULL, NULL, { 0 }, ttl_ms, false },
+        (struct state_decl){
+            (char *)name, STATE_VALUE, type, NULL, NULL, { 0 }, ttl_ms, false, SCOPE_KEYED },
         "spate_value_state");
 }
 
@@ -621,7 +671,9 @@ spate_list_state(spate_stream *op, const char *name, const spate_type *type, int
 {
     check(op->env, type != NULL, "list state '%s' needs a type", name ? name : "");
     return declare_state(
-        op, (struct state_decl){ (char *)name, STATE_LIST, type, NULL, NULL, { 0 }, ttl_ms, false },
+        op,
+        (struct state_decl){
+            (char *)name, STATE_LIST, type, NULL, NULL, { 0 }, ttl_ms, false, SCOPE_KEYED },
         "spate_list_state");
 }
 
@@ -631,11 +683,17 @@ spate_map_state(spate_stream *op, const char *name, const spate_type *key_type,
 {
     check(op->env, key_type != NULL && value_type != NULL && types_keyable(key_type),
           "map state '%s' needs a key type and a value type", name ? name : "");
-    return declare_state(
-        op,
-        (struct state_decl){
-            (char *)name, STATE_MAP, value_type, key_type, NULL, { 0 }, ttl_ms, false },
-        "spate_map_state");
+    return declare_state(op,
+                         (struct state_decl){ (char *)name,
+                                              STATE_MAP,
+                                              value_type,
+                                              key_type,
+                                              NULL,
+                                              { 0 },
+                                              ttl_ms,
+                                              false,
+                                              SCOPE_KEYED },
+                         "spate_map_state");
 }
 
 spate_stream *
@@ -646,7 +704,8 @@ spate_reducing_state(spate_stream *op, const char *name, const spate_type *type,
           name ? name : "");
     return declare_state(
         op,
-        (struct state_decl){ (char *)name, STATE_REDUCING, type, NULL, fn, { 0 }, ttl_ms, false },
+        (struct state_decl){
+            (char *)name, STATE_REDUCING, type, NULL, fn, { 0 }, ttl_ms, false, SCOPE_KEYED },
         "spate_reducing_state");
 }
 
@@ -661,18 +720,151 @@ spate_aggregating_state(spate_stream *op, const char *name, const spate_aggregat
         return op;
     return declare_state(op,
                          (struct state_decl){ (char *)name, STATE_AGGREGATING, agg->acc_type, NULL,
-                                              NULL, *agg, ttl_ms, false },
+                                              NULL, *agg, ttl_ms, false, SCOPE_KEYED },
                          "spate_aggregating_state");
 }
 
 spate_stream *
 spate_on_timer(spate_stream *op, spate_on_timer_fn fn)
 {
-    if (settable(op, "spate_on_timer") &&
-        check(op->env, op->kind == OP_PROCESS && op->key.kind != KEY_NONE,
-              "spate_on_timer needs a process function on a keyed stream"))
+    if (!settable(op, "spate_on_timer") ||
+        !check(op->env,
+               (op->kind == OP_PROCESS || op->kind == OP_CO_PROCESS) && op->key.kind != KEY_NONE,
+               "spate_on_timer needs a process function on a keyed stream"))
+        return op;
+    if (op->kind == OP_PROCESS)
         op->fn2 = (void *)fn;
+    else
+        op->fn3 = (void *)fn;
     return op;
+}
+
+static spate_stream *
+declare_list(spate_stream *op, const char *name, const spate_type *type, enum state_scope scope,
+             const char *what)
+{
+    check(op->env, type != NULL, "%s '%s' needs a type", what, name ? name : "");
+    return declare_state(
+        op,
+        (struct state_decl){ (char *)name, STATE_LIST, type, NULL, NULL, { 0 }, 0, false, scope },
+        what);
+}
+
+spate_stream *
+spate_operator_list_state(spate_stream *op, const char *name, const spate_type *type)
+{
+    return declare_list(op, name, type, SCOPE_OPERATOR, "spate_operator_list_state");
+}
+
+spate_stream *
+spate_union_list_state(spate_stream *op, const char *name, const spate_type *type)
+{
+    return declare_list(op, name, type, SCOPE_UNION, "spate_union_list_state");
+}
+
+/* ---- union and connect ---- */
+
+spate_stream *
+spate_union(spate_stream *a, spate_stream *b)
+{
+    struct spate_stream *n = node_new(a->env, OP_UNION, NULL, a->out_type);
+
+    check(a->env, b != NULL && a->env == b->env, "union needs two streams of one job");
+    check(a->env, b == NULL || types_same(a->out_type, b->out_type),
+          "union needs streams of one type");
+    n->union_inputs = xcalloc(2, sizeof *n->union_inputs);
+    n->union_inputs[0] = a;
+    n->union_inputs[1] = b ? b : a;
+    n->nunion = 2;
+    return n;
+}
+
+spate_stream *
+spate_connect(spate_stream *a, spate_stream *b)
+{
+    struct spate_stream *n = node_new(a->env, OP_CONNECTED, a, NULL);
+
+    check(a->env, b != NULL && a->env == b->env, "connect needs two streams of one job");
+    n->input2 = b ? b : a;
+    n->in_type2 = n->input2->out_type;
+    return n;
+}
+
+/* A two-input operator over a connected stream. */
+static struct spate_stream *
+co_operator(spate_stream *connected, enum operator_kind kind, void *fn1, void *fn2,
+            const spate_type *out_type, const char *what)
+{
+    struct spate_stream *n;
+
+    if (!check(connected->env, connected->kind == OP_CONNECTED, "%s needs spate_connect", what))
+        return connected;
+    n = node_new(connected->env, kind, connected->input, out_type);
+    n->input2 = connected->input2;
+    n->in_type2 = connected->in_type2;
+    check(connected->env, fn1 != NULL && fn2 != NULL && out_type != NULL,
+          "%s needs two functions and an output type", what);
+    n->fn = fn1;
+    n->fn2 = fn2;
+    n->key = input_key(n->input);
+    n->key2 = input_key(n->input2);
+    if (n->key.kind == KEY_NONE || n->key2.kind == KEY_NONE)
+        n->key.kind = n->key2.kind = KEY_NONE; /* keyed only when both are */
+    return n;
+}
+
+spate_stream *
+spate_co_map(spate_stream *connected, spate_map_fn map1, spate_map_fn map2,
+             const spate_type *out_type)
+{
+    return co_operator(connected, OP_CO_MAP, (void *)map1, (void *)map2, out_type, "co_map");
+}
+
+spate_stream *
+spate_co_process(spate_stream *connected, spate_flat_map_fn fn1, spate_flat_map_fn fn2,
+                 const spate_type *out_type)
+{
+    return co_operator(connected, OP_CO_PROCESS, (void *)fn1, (void *)fn2, out_type, "co_process");
+}
+
+spate_stream *
+spate_broadcast_state(spate_stream *in, const char *name, const spate_type *key_type,
+                      const spate_type *value_type)
+{
+    struct spate_stream *n = node_new(in->env, OP_PARTITION, in, NULL);
+
+    n->partitioner = SHIP_BROADCAST;
+    check(in->env, key_type != NULL && value_type != NULL && types_keyable(key_type),
+          "broadcast state '%s' needs a key type and a value type", name ? name : "");
+    if (check(in->env, name != NULL && *name, "broadcast state needs a name")) {
+        n->states = xcalloc(1, sizeof *n->states);
+        n->states[0] =
+            (struct state_decl){ xstrdup(name), STATE_MAP, value_type, key_type,       NULL,
+                                 { 0 },         0,         false,      SCOPE_BROADCAST };
+        n->nstates = 1;
+    }
+    return n;
+}
+
+spate_stream *
+spate_broadcast_process(spate_stream *connected, spate_flat_map_fn process_element,
+                        spate_flat_map_fn process_broadcast, const spate_type *out_type)
+{
+    struct spate_stream *n = co_operator(connected, OP_BROADCAST_PROCESS, (void *)process_element,
+                                         (void *)process_broadcast, out_type, "broadcast_process");
+    struct spate_stream *b;
+
+    if (n->kind != OP_BROADCAST_PROCESS)
+        return n;
+    /* The broadcast side keeps its own key selector off: it reaches every instance. */
+    n->key = input_key(n->input);
+    n->key2.kind = KEY_NONE;
+    for (b = n->input2; b != NULL && b->kind == OP_PARTITION; b = b->input)
+        for (int i = 0; i < b->nstates; i++)
+            declare_state(n, b->states[i], "spate_broadcast_state");
+    check(connected->env, n->nstates > 0,
+          "broadcast_process needs a stream made by spate_broadcast_state");
+    return n;
 }
 
 spate_stream *

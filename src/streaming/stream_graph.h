@@ -48,8 +48,13 @@ enum operator_kind {
     OP_SINK,
     OP_ASSIGN_TIMESTAMPS,
     OP_WINDOW,
+    OP_CO_MAP,
+    OP_CO_PROCESS,
+    OP_BROADCAST_PROCESS,
     OP_PARTITION,   /* virtual */
     OP_SIDE_OUTPUT, /* virtual: the side output `tag` of its input */
+    OP_UNION,       /* virtual: its inputs as one stream */
+    OP_CONNECTED,   /* virtual: two streams awaiting a co-operator */
 };
 
 /* How a keyed operator (and a hash edge) finds a record's key. */
@@ -115,7 +120,14 @@ struct window_config {
     spate_process_window_fn process;
 };
 
-/* Keyed state declared on an operator (Flink's StateDescriptor). */
+enum state_scope {
+    SCOPE_KEYED,
+    SCOPE_OPERATOR, /* list state per instance, split on rescale */
+    SCOPE_UNION,    /* list state per instance, unioned on rescale */
+    SCOPE_BROADCAST,
+};
+
+/* State declared on an operator (Flink's StateDescriptor). */
 struct state_decl {
     char *name;
     enum state_kind kind;
@@ -125,6 +137,7 @@ struct state_decl {
     spate_aggregate agg;
     int64_t ttl_ms;
     bool timestamped; /* list: each element keeps its timestamp (window buffers) */
+    enum state_scope scope;
 };
 
 struct spate_stream {
@@ -143,7 +156,8 @@ struct spate_stream {
     /* The user's functions, by operator kind: map, filter, flat_map/process,
      * reduce, sink, generator. */
     void *fn;
-    void *fn2; /* a second function: assign_timestamps' watermark function */
+    void *fn2; /* a second function: watermarks, the second input, timers */
+    void *fn3; /* a third: a two-input process function's timers */
     spate_open_fn open;
     spate_close_fn close;
     uint8_t *params;
@@ -176,8 +190,14 @@ struct spate_stream {
     uint64_t nrecords;
 
     /* The input (NULL for sources), and for a virtual node the partitioner
-     * it sets (with its key selector for SHIP_HASH). */
+     * it sets (with its key selector for SHIP_HASH). Two-input operators
+     * read input2 too; a union reads its inputs. */
     struct spate_stream *input;
+    struct spate_stream *input2;
+    const spate_type *in_type2;
+    struct key_selector key2; /* a keyed second input */
+    struct spate_stream **union_inputs;
+    int nunion;
     enum ship_strategy partitioner;
 };
 
@@ -221,6 +241,21 @@ struct spate_stream *stream_graph_resolve(struct spate_stream *s, enum ship_stra
                                           struct key_selector *key);
 /* The side output tag a stream selects (NULL: the main output). */
 const char *stream_graph_tag(const struct spate_stream *s);
+
+/* One real upstream operator of a node, through the virtual nodes between:
+ * the partitioner and key selector the nearest partitioning node sets, the
+ * side output the nearest side output node selects, and which input of the
+ * node (0, or 1 for a two-input operator's second) it feeds. */
+struct stream_link {
+    struct spate_stream *up;
+    enum ship_strategy partitioner;
+    struct key_selector key;
+    const char *tag;
+    int input_index;
+};
+
+/* The links of node n (malloc'd; *count of them). */
+struct stream_link *stream_graph_links(const struct spate_stream *n, int *count);
 /* Frees what a node owns (for decoded graphs, which own their nodes). */
 void stream_node_free_contents(struct spate_stream *n);
 int stream_node_parallelism(const struct spate_stream *n);
@@ -230,7 +265,8 @@ bool stream_node_is_source(const struct spate_stream *n);
 static inline bool
 stream_node_is_virtual(const struct spate_stream *n)
 {
-    return n->kind == OP_PARTITION || n->kind == OP_SIDE_OUTPUT;
+    return n->kind == OP_PARTITION || n->kind == OP_SIDE_OUTPUT || n->kind == OP_UNION ||
+           n->kind == OP_CONNECTED;
 }
 bool stream_node_is_keyed(const struct spate_stream *n);
 const char *operator_kind_name(enum operator_kind kind);

@@ -46,7 +46,8 @@ struct stream_task {
     int64_t watermark; /* handed to the head: the minimum over active gates */
     bool idle;
     struct operator_chain *chain;
-    void *in_rec; /* the head's input record, deserialized */
+    void *in_rec;  /* the head's input record, deserialized */
+    void *in_rec2; /* a two-input head's second input record */
 };
 
 /* ---- the record writer under an exchange ---- */
@@ -181,6 +182,7 @@ task_close(struct stream_task *t, const spate_error *cause)
     free(t->xouts);
     free(t->outs);
     free(t->in_rec);
+    free(t->in_rec2);
 }
 
 /* ---- the loop ---- */
@@ -369,12 +371,20 @@ task_process_element(struct stream_task *t, int g, const struct record_view *vie
         task_update_watermark(t, g);
         return 0;
     }
+    if (t->p->graph->edges[t->p->gates[g].edge].input_index == 1) {
+        if (types_deserialize(head->config->in_type2, el.body, el.body_len, t->in_rec2) != 0)
+            goto corrupt;
+        head->vt->process2(head, t->in_rec2, &el.meta);
+        return 0;
+    }
     if (types_deserialize(head->config->in_type, el.body, el.body_len, t->in_rec) != 0)
-        return spate_error_set(err, SPATE_EPROTO,
-                               "corrupt record of %zu bytes on input channel %u of '%s'",
-                               el.body_len, view->channel, t->v->name);
+        goto corrupt;
     head->vt->process(head, t->in_rec, &el.meta);
     return 0;
+corrupt:
+    return spate_error_set(err, SPATE_EPROTO,
+                           "corrupt record of %zu bytes on input channel %u of '%s'", el.body_len,
+                           view->channel, t->v->name);
 }
 
 static int
@@ -384,6 +394,8 @@ task_run_input(struct stream_task *t, spate_error *err)
     int rc;
 
     t->in_rec = xcalloc(1, operator_chain_head(t->chain)->config->in_type->size + 16);
+    if (operator_chain_head(t->chain)->config->in_type2 != NULL)
+        t->in_rec2 = xcalloc(1, operator_chain_head(t->chain)->config->in_type2->size + 16);
     for (;;) {
         int processed = 0;
 

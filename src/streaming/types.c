@@ -489,3 +489,24 @@ types_describe(const struct spate_type *t, char *buf, size_t cap)
         used += (size_t)snprintf(buf + used, cap - used, ")");
     return (int)used;
 }
+
+bool
+types_same(const struct spate_type *a, const struct spate_type *b)
+{
+    if (a == b)
+        return true;
+    if (a->kind != b->kind || a->size != b->size)
+        return false;
+    if (a->kind == TYPE_TUPLE) {
+        if (a->nfields != b->nfields)
+            return false;
+        for (int i = 0; i < a->nfields; i++)
+            if (!types_same(a->fields[i], b->fields[i]))
+                return false;
+        return true;
+    }
+    if (a->kind == TYPE_CUSTOM)
+        return strcmp(a->name, b->name) == 0 && a->version == b->version &&
+               a->serialize == b->serialize && a->deserialize == b->deserialize;
+    return true;
+}

@@ -75,6 +75,8 @@ struct spate_type *types_new_tuple(int n, const struct spate_type *const *fields
 struct spate_type *types_new_custom(const spate_type_def *def);
 /* Frees a type made by types_new_*; built-ins are ignored. */
 void types_free(struct spate_type *t);
+/* Whether a and b describe the same records. */
+bool types_same(const struct spate_type *a, const struct spate_type *b);
 /* One line that names the type, e.g. "(string,int64)". */
 int types_describe(const struct spate_type *t, char *buf, size_t cap);
 

@@ -506,7 +506,8 @@ window_open(struct stream_operator *op, spate_error *err)
     op->impl = w;
     w->session_type = types_new_tuple(2, fields);
     w->decls[WS_CONTENTS] = (struct state_decl){
-        "__window_contents", STATE_VALUE, op->config->in_type, NULL, NULL, { 0 }, 0, false
+        "__window_contents", STATE_VALUE, op->config->in_type, NULL, NULL, { 0 }, 0, false,
+        SCOPE_KEYED
     };
     if (buffers_elements(op)) {
         w->decls[WS_CONTENTS].kind = STATE_LIST;
@@ -520,10 +521,10 @@ window_open(struct stream_operator *op, spate_error *err)
         w->decls[WS_CONTENTS].agg = c->agg;
     }
     w->decls[WS_COUNT] = (struct state_decl){
-        "__window_count", STATE_VALUE, spate_type_int64(), NULL, NULL, { 0 }, 0, false
+        "__window_count", STATE_VALUE, spate_type_int64(), NULL, NULL, { 0 }, 0, false, SCOPE_KEYED
     };
     w->decls[WS_SESSIONS] = (struct state_decl){
-        "__window_sessions", STATE_LIST, w->session_type, NULL, NULL, { 0 }, 0, false
+        "__window_sessions", STATE_LIST, w->session_type, NULL, NULL, { 0 }, 0, false, SCOPE_KEYED
     };
     op->backend = &w->backend;
     if ((rc = keyed_backend_init(&w->backend, op, w->decls, WS_COUNT_OF, err)) != 0)

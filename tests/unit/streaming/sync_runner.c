@@ -119,25 +119,41 @@ sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
             operator_process_watermark(head, RECORD_MAX_WATERMARK);
             cr_assert_eq(err.code, 0, "%s", err.message);
         } else {
-            struct mem_exchange *in = &ex[vx->inputs[0]];
-            void *rec = calloc(1, head->config->in_type->size + 16);
+            /* Second inputs first: they are the control streams of the tests
+             * (thresholds, broadcast rules). */
+            for (int pass = 1; pass >= 0; pass--)
+                for (int g = 0; g < vx->ninputs; g++) {
+                    struct mem_exchange *in = &ex[vx->inputs[g]];
+                    int second = jg->edges[vx->inputs[g]].input_index == 1;
 
-            for (size_t at = 0; at < in->len && operator_chain_failure(chain) == NULL;) {
-                uint32_t len;
-                struct element el;
+                    if (second != pass)
+                        continue;
+                    const struct spate_type *t =
+                        second ? head->config->in_type2 : head->config->in_type;
+                    void *rec = calloc(1, t->size + 16);
 
-                memcpy(&len, in->buf + at, 4);
-                cr_assert_eq(element_read(in->buf + at + 4, len, &el), 0);
-                if (el.kind == ELEMENT_WATERMARK) {
-                    operator_process_watermark(head, el.watermark);
-                } else if (el.kind == ELEMENT_RECORD) {
-                    cr_assert_eq(
-                        types_deserialize(head->config->in_type, el.body, el.body_len, rec), 0);
-                    head->vt->process(head, rec, &el.meta);
+                    for (size_t at = 0; at < in->len && operator_chain_failure(chain) == NULL;) {
+                        uint32_t len;
+                        struct element el;
+
+                        memcpy(&len, in->buf + at, 4);
+                        cr_assert_eq(element_read(in->buf + at + 4, len, &el), 0);
+                        if (el.kind == ELEMENT_WATERMARK && vx->ninputs == 1) {
+                            operator_process_watermark(head, el.watermark);
+                        } else if (el.kind == ELEMENT_RECORD) {
+                            cr_assert_eq(types_deserialize(t, el.body, el.body_len, rec), 0);
+                            if (second)
+                                head->vt->process2(head, rec, &el.meta);
+                            else
+                                head->vt->process(head, rec, &el.meta);
+                        }
+                        at += 4 + len;
+                    }
+                    free(rec);
                 }
-                at += 4 + len;
-            }
-            free(rec);
+            /* Several inputs: event time ends once all have been read. */
+            if (vx->ninputs > 1)
+                operator_process_watermark(head, RECORD_MAX_WATERMARK);
         }
         operator_chain_end_input(chain);
         if (operator_chain_failure(chain))

@@ -1,7 +1,8 @@
 /* A synchronous runner for unit tests: runs each vertex of a JobGraph (all
  * at parallelism 1) to its end, collecting its exchanges' serialized elements
  * in memory and feeding them to the next vertex — the path records take
- * between tasks, minus the network. */
+ * between tasks, minus the network. A two-input vertex reads its second
+ * input before its first. */
 #ifndef SPATE_TEST_SYNC_RUNNER_H
 #define SPATE_TEST_SYNC_RUNNER_H
 

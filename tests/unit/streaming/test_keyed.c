@@ -241,7 +241,7 @@ fake_clock(void)
 
 Test(keyed, ttl_expires_values_and_cleans_up)
 {
-    struct state_decl decl = { "v", STATE_VALUE, NULL, NULL, NULL, { 0 }, 50, false };
+    struct state_decl decl = { "v", STATE_VALUE, NULL, NULL, NULL, { 0 }, 50, false, SCOPE_KEYED };
     struct spate_stream cfg = { 0 };
     struct stream_operator op = { 0 };
     struct task_info task = { 0, 1, 128, 0, "t", NULL, NULL, NULL, NULL };
