@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/key_group.h"
 #include "streaming/keyed_backend.h"
 #include "streaming/types.h"
 #include "sync_runner.h"
@@ -318,4 +320,81 @@ Test(keyed, side_outputs_reach_their_consumers_only)
     cr_assert(strncmp(side_log.lines[2], "1@5", 3) == 0);
     accumulators_release(&acc);
     env_free(env);
+}
+
+/* ---- one million keys ---- */
+
+static long
+rss_kb(void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    cr_assert_not_null(f);
+    cr_assert_eq(fscanf(f, "%ld %ld", &pages, &rss), 2);
+    fclose(f);
+    return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+Test(keyed, a_million_keys_of_value_state_cost_at_most_200_bytes_each, .timeout = 120)
+{
+    struct state_decl decl = { "count", STATE_VALUE, NULL, NULL, NULL, { 0 }, 0, false,
+                               SCOPE_KEYED };
+    struct spate_stream cfg = { 0 };
+    struct stream_operator op = { 0 };
+    struct task_info task = { 0, 1, 128, 0, "t", NULL, NULL, NULL, NULL };
+    struct keyed_backend b;
+    spate_error err;
+    spate_state *st;
+    long before, after;
+    const int64_t keys = 1000000;
+
+    decl.type = spate_type_int64();
+    cfg.states = &decl;
+    cfg.nstates = 1;
+    op.config = &cfg;
+    op.task = &task;
+    op.ctx.op = &op;
+    op.ctx.max_parallelism = 128;
+    op.backend = &b;
+    cr_assert_eq(keyed_backend_init(&b, &op, NULL, 0, &err), 0, "%s", err.message);
+    st = keyed_backend_state(&b, "count");
+    before = rss_kb();
+    /* Every key twice: a running count per key. */
+    for (int round = 0; round < 2; round++) {
+        for (int64_t k = 0; k < keys; k++) {
+            int64_t n = 0;
+
+            keyed_backend_set_key(&op, (spate_bytes){ &k, 8 }, key_group_hash(&k, 8), NULL, 0);
+            spate_value_get(st, &n);
+            n++;
+            spate_value_update(st, &n);
+        }
+    }
+    after = rss_kb();
+    for (int64_t k = 0; k < keys; k += 997) {
+        int64_t n = 0;
+
+        keyed_backend_set_key(&op, (spate_bytes){ &k, 8 }, key_group_hash(&k, 8), NULL, 0);
+        cr_assert(spate_value_get(st, &n));
+        cr_assert_eq(n, 2, "key %lld counted %lld", (long long)k, (long long)n);
+    }
+    fprintf(stderr, "1M keys of ValueState<int64>: %ld bytes of RSS per key\n",
+            (after - before) * 1024 / keys);
+#if defined(__SANITIZE_ADDRESS__)
+#define SPATE_MEASURES_MEMORY 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SPATE_MEASURES_MEMORY 0
+#endif
+#endif
+#ifndef SPATE_MEASURES_MEMORY
+#define SPATE_MEASURES_MEMORY 1
+#endif
+    /* Sanitizers pad every allocation: the figure means something only
+     * without them. */
+    if (SPATE_MEASURES_MEMORY)
+        cr_assert_leq((after - before) * 1024 / keys, 200, "%ld bytes per key",
+                      (after - before) * 1024 / keys);
+    keyed_backend_release(&b);
 }
