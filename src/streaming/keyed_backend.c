@@ -822,6 +822,23 @@ keyed_backend_next_processing_time(const struct keyed_backend *b)
     return b->processing.count ? b->processing.items[0]->timestamp : INT64_MAX;
 }
 
+void
+keyed_backend_on_processing_time(struct keyed_backend *b, uint64_t now,
+                                 void (*fire)(struct stream_operator *op, const struct timer *t))
+{
+    struct stream_operator *op = b->op;
+    int64_t next;
+
+    op->next_processing_ns = 0;
+    keyed_backend_advance(b, false, clock_wall_ms(), fire);
+    next = keyed_backend_next_processing_time(b);
+    if (next != INT64_MAX) {
+        int64_t in_ms = next - clock_wall_ms();
+
+        op->next_processing_ns = now + (uint64_t)(in_ms > 0 ? in_ms : 0) * 1000000u;
+    }
+}
+
 /* ---- the user's timer calls ---- */
 
 void

@@ -81,6 +81,11 @@ void keyed_backend_advance(struct keyed_backend *b, bool event_time, int64_t tim
                            void (*fire)(struct stream_operator *op, const struct timer *t));
 /* The earliest processing-time timer (INT64_MAX: none). */
 int64_t keyed_backend_next_processing_time(const struct keyed_backend *b);
+/* The operator's processing-time callback: fires what is due by the wall
+ * clock and sets op->next_processing_ns for the next one (now: monotonic). */
+void keyed_backend_on_processing_time(struct keyed_backend *b, uint64_t now,
+                                      void (*fire)(struct stream_operator *op,
+                                                   const struct timer *t));
 
 /* The state named name (NULL when not declared). */
 struct spate_state *keyed_backend_state(struct keyed_backend *b, const char *name);

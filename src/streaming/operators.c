@@ -238,18 +238,9 @@ process_watermark(struct stream_operator *op, int64_t watermark)
 static void
 process_on_processing_time(struct stream_operator *op, uint64_t now)
 {
-    int64_t next;
-
     op->next_processing_ns = 0;
-    if (op->backend == NULL)
-        return;
-    keyed_backend_advance(op->backend, false, clock_wall_ms(), process_fire);
-    next = keyed_backend_next_processing_time(op->backend);
-    if (next != INT64_MAX) {
-        int64_t in_ms = next - clock_wall_ms();
-
-        op->next_processing_ns = now + (uint64_t)(in_ms > 0 ? in_ms : 0) * 1000000u;
-    }
+    if (op->backend != NULL)
+        keyed_backend_on_processing_time(op->backend, now, process_fire);
 }
 
 /* ---- keyed reduce and sum ---- */

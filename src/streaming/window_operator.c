@@ -685,17 +685,7 @@ window_watermark(struct stream_operator *op, int64_t watermark)
 static void
 window_on_processing_time(struct stream_operator *op, uint64_t now)
 {
-    struct window_op *w = op->impl;
-    int64_t next;
-
-    op->next_processing_ns = 0;
-    keyed_backend_advance(&w->backend, false, clock_wall_ms(), window_fire);
-    next = keyed_backend_next_processing_time(&w->backend);
-    if (next != INT64_MAX) {
-        int64_t in_ms = next - clock_wall_ms();
-
-        op->next_processing_ns = now + (uint64_t)(in_ms > 0 ? in_ms : 0) * 1000000u;
-    }
+    keyed_backend_on_processing_time(&((struct window_op *)op->impl)->backend, now, window_fire);
 }
 
 const struct operator_vtable window_operator_vtable = {

@@ -338,8 +338,9 @@ rss_kb(void)
 
 Test(keyed, a_million_keys_of_value_state_cost_at_most_200_bytes_each, .timeout = 120)
 {
-    struct state_decl decl = { "count", STATE_VALUE, NULL, NULL, NULL, { 0 }, 0, false,
-                               SCOPE_KEYED };
+    struct state_decl decl = {
+        "count", STATE_VALUE, NULL, NULL, NULL, { 0 }, 0, false, SCOPE_KEYED
+    };
     struct spate_stream cfg = { 0 };
     struct stream_operator op = { 0 };
     struct task_info task = { 0, 1, 128, 0, "t", NULL, NULL, NULL, NULL };
