@@ -138,3 +138,24 @@ function(spate_bench name)
     target_link_libraries(${name} PRIVATE ${B_LIBS})
     set_property(GLOBAL APPEND PROPERTY SPATE_BENCHES ${name})
 endfunction()
+
+# spate_protobuf_c(<var> <base_dir> <proto>...): runs protoc-c on each .proto
+# (a path relative to base_dir) into ${CMAKE_BINARY_DIR}/gen/, keeping its
+# folder, so "proto/rpc.proto" is included as "proto/rpc.pb-c.h". <var> gets
+# the generated .c files, compiled without warnings (they are not ours).
+function(spate_protobuf_c var base)
+    find_program(SPATE_PROTOC_C protoc-c REQUIRED)
+    set(out "")
+    foreach(p ${ARGN})
+        string(REGEX REPLACE "\\.proto$" "" stem ${p})
+        set(c ${CMAKE_BINARY_DIR}/gen/${stem}.pb-c.c)
+        set(h ${CMAKE_BINARY_DIR}/gen/${stem}.pb-c.h)
+        add_custom_command(OUTPUT ${c} ${h}
+            COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/gen
+            COMMAND ${SPATE_PROTOC_C} --c_out=${CMAKE_BINARY_DIR}/gen -I${base} ${base}/${p}
+            DEPENDS ${base}/${p} VERBATIM)
+        set_source_files_properties(${c} PROPERTIES COMPILE_OPTIONS "-w")
+        list(APPEND out ${c})
+    endforeach()
+    set(${var} ${out} PARENT_SCOPE)
+endfunction()

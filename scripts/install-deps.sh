@@ -18,6 +18,8 @@ libuv1-dev          event loops, TCP, timers, async mailboxes
 libyaml-dev         conf/config.yaml
 libssl-dev          SHA-256 (job libraries, blobs, handshake secrets); TLS later
 libcriterion-dev    unit tests
+protobuf-c-compiler protoc-c: C code for the control messages of src/proto/
+libprotobuf-c-dev   protobuf-c runtime: RPC payloads
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')
