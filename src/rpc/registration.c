@@ -18,6 +18,7 @@ struct registration {
     int64_t error_delay; /* the next error delay */
     unsigned attempts;
     bool cancelled;
+    bool finished; /* success or failure ran: no "cancelled" callback */
     bool in_flight; /* an attempt's callback is still due */
     struct rpc_timer *retry;
     struct rpc_timer *deadline;
@@ -45,6 +46,8 @@ registration_options_from_config(const struct config *conf, struct registration_
 static void
 reg_free(struct registration *r)
 {
+    if (r->cancelled && !r->finished && r->ops.cancelled != NULL)
+        r->ops.cancelled(r->arg);
     rpc_timer_cancel(r->retry);
     rpc_timer_cancel(r->deadline);
     rpc_endpoint_unref(r->ep);
@@ -75,6 +78,7 @@ reg_on_reply(struct rpc_future *f, void *arg)
     if (code == 0) {
         if (r->ops.check(r->arg, f, &err) == 0) {
             SPATE_LOG_INFO("rpc", "registered at %s (attempt %u)", r->target, r->attempts);
+            r->finished = true;
             r->ops.success(r->arg, f);
             reg_free(r);
             return;
@@ -127,6 +131,7 @@ reg_on_deadline(void *arg)
     snprintf(msg, sizeof msg, "could not register at %s within %lld ms (%u attempts)", r->target,
              (long long)r->o.total_timeout_ms, r->attempts);
     SPATE_LOG_ERROR("rpc", "%s", msg);
+    r->finished = true;
     r->ops.failure(r->arg, SPATE_ETIMEDOUT, msg);
     registration_cancel(r);
 }

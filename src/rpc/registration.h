@@ -38,6 +38,9 @@ struct registration_ops {
     void (*success)(void *arg, struct rpc_future *reply);
     /* The overall timeout passed. Over (and freed) when this returns. */
     void (*failure)(void *arg, int code, const char *message);
+    /* registration_cancel ended it (later, once no attempt is in flight):
+     * what arg holds can go. May be NULL. */
+    void (*cancelled)(void *arg);
 };
 
 struct registration;

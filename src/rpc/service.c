@@ -395,6 +395,8 @@ service_shutdown(void *arg)
     /* Callbacks of what the stops failed run before the sockets go. */
     service_drain(svc);
     service_drain(svc);
+    /* Last words (a TaskExecutor's disconnect) leave if the socket takes them. */
+    conn_flush_dirty(svc);
     conn_close_all(svc);
     service_close_handles(svc);
 }
