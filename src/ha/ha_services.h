@@ -28,8 +28,7 @@ struct ha_services {
 };
 
 /* From high-availability.type; "none" is standalone. */
-int ha_services_from_config(const struct config *conf, struct ha_services **out,
-                            spate_error *err);
+int ha_services_from_config(const struct config *conf, struct ha_services **out, spate_error *err);
 void ha_services_free(struct ha_services *ha);
 
 /* Standalone: the JobManager's RPC address "host:port" (its endpoints'

@@ -15,8 +15,7 @@ struct standalone_retrieval {
 };
 
 static int
-sr_start(struct leader_retrieval *lr, const struct leader_listener *l, void *arg,
-         spate_error *err)
+sr_start(struct leader_retrieval *lr, const struct leader_listener *l, void *arg, spate_error *err)
 {
     struct standalone_retrieval *sr = (struct standalone_retrieval *)lr;
     spate_id zero;

@@ -132,7 +132,9 @@ hb_on_peer_lost(void *arg, const char *peer, const char *reason)
         if (t->peer == p && n < cap)
             ids[n++] = t->id;
     }
-    snprintf(msg, sizeof msg, "connection to %s lost: %s", peer, reason);
+    /* The connection's reason names the peer already. */
+    UNUSED(peer);
+    snprintf(msg, sizeof msg, "%s", reason);
     for (size_t i = 0; i < n; i++) {
         struct hb_target *t = hb_find(hm, &ids[i]);
 

@@ -18,7 +18,7 @@ struct registration {
     int64_t error_delay; /* the next error delay */
     unsigned attempts;
     bool cancelled;
-    bool finished; /* success or failure ran: no "cancelled" callback */
+    bool finished;  /* success or failure ran: no "cancelled" callback */
     bool in_flight; /* an attempt's callback is still due */
     struct rpc_timer *retry;
     struct rpc_timer *deadline;

@@ -37,7 +37,8 @@ job_table_find(struct job_table *t, const spate_id *job)
 {
     struct hmap_node *n;
 
-    HMAP_FOR_EACH_WITH_HASH (n, id_hash(job), &t->jobs) {
+    HMAP_FOR_EACH_WITH_HASH(n, id_hash(job), &t->jobs)
+    {
         struct job_entry *e = container_of(n, struct job_entry, node);
 
         if (id_equal(&e->job_id, job))

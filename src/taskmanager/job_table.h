@@ -15,10 +15,10 @@
 struct job_entry {
     struct hmap_node node;
     spate_id job_id;
-    spate_id jm_id;              /* JobMasterId: the fencing token of calls to it */
-    char *jm_address;            /* "host:port/endpoint" */
-    struct rpc_gateway *jm;      /* the connection, fenced with jm_id; NULL until connected */
-    spate_id jm_resource_id;     /* its heartbeat id */
+    spate_id jm_id;          /* JobMasterId: the fencing token of calls to it */
+    char *jm_address;        /* "host:port/endpoint" */
+    struct rpc_gateway *jm;  /* the connection, fenced with jm_id; NULL until connected */
+    spate_id jm_resource_id; /* its heartbeat id */
     bool connected;
     struct leader_retrieval *retrieval;
     void *retrieval_ctx; /* the JobLeaderService's listener argument */

@@ -29,7 +29,7 @@ struct task_executor {
     /* the ResourceManager connection */
     struct leader_retrieval *rm_retrieval;
     char *rm_address;
-    struct rpc_gateway *rm;       /* fenced with rm_id once established */
+    struct rpc_gateway *rm; /* fenced with rm_id once established */
     struct registration *rm_registration;
     struct rpc_timer *rm_registration_timeout;
     spate_id rm_id, rm_resource_id, registration_id;
@@ -274,8 +274,7 @@ te_rm_retrieval_error(void *arg, int code, const char *message)
                     spate_err_name(code), message);
 }
 
-static const struct leader_listener te_rm_listener = { te_notify_rm_leader,
-                                                       te_rm_retrieval_error };
+static const struct leader_listener te_rm_listener = { te_notify_rm_leader, te_rm_retrieval_error };
 
 /* ---- heartbeats ---------------------------------------------------------------- */
 
@@ -316,14 +315,14 @@ te_jm_lost(void *arg, const spate_id *target, int reason, const char *message)
     struct task_executor *te = arg;
     struct hmap_node *n;
 
-    HMAP_FOR_EACH (n, &te->jobs.jobs) {
+    HMAP_FOR_EACH(n, &te->jobs.jobs)
+    {
         struct job_entry *e = container_of(n, struct job_entry, node);
 
         if (e->connected && id_equal(&e->jm_resource_id, target)) {
-            SPATE_LOG_WARN(TE_LOG, "JobMaster %s of job %s lost (%s): %s", e->jm_address,
-                           id_str(&e->job_id).s,
-                           reason == SPATE_ETIMEDOUT ? "heartbeat timed out" : "connection lost",
-                           message);
+            SPATE_LOG_WARN(
+                TE_LOG, "JobMaster %s of job %s lost (%s): %s", e->jm_address, id_str(&e->job_id).s,
+                reason == SPATE_ETIMEDOUT ? "heartbeat timed out" : "connection lost", message);
             te_free_job_slots(te, e, "its JobMaster was lost");
             return; /* the entry is gone; other jobs of the same JobMaster id: none */
         }
@@ -488,7 +487,7 @@ te_jm_connected(void *arg, struct job_entry *e)
 /* Seed 004 §2.4: requestSlot from the ResourceManager. */
 static void
 teh_request_slot(struct rpc_endpoint *ep, const Spate__Cluster__TaskExecutorSlotRequest *req,
-                struct rpc_call *call)
+                 struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
     Spate__Cluster__Ack ack = SPATE__CLUSTER__ACK__INIT;
@@ -556,7 +555,7 @@ teh_free_slot(struct rpc_endpoint *ep, const Spate__Cluster__FreeSlot *req, stru
 
 static void
 teh_disconnect_rm(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req,
-                 struct rpc_call *call)
+                  struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
 
@@ -567,7 +566,7 @@ teh_disconnect_rm(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req
 
 static void
 teh_disconnect_jm(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req,
-                 struct rpc_call *call)
+                  struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
     struct job_entry *e;
@@ -581,7 +580,7 @@ teh_disconnect_jm(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req
 /* Seed 000's StopCluster: the cluster is shutting down. */
 static void
 teh_stop_task_executor(struct rpc_endpoint *ep, const Spate__Cluster__StopCluster *req,
-                      struct rpc_call *call)
+                       struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
 
@@ -687,8 +686,8 @@ task_executor_start(struct rpc_service *svc, const struct task_executor_options 
         rpc_future_unref(rpc_endpoint_stop(&te->ep)); /* never started: destroys te */
         return rc;
     }
-    SPATE_LOG_INFO(TE_LOG, "TaskExecutor %s started at %s with %u slots",
-                   id_str(&o->resource_id).s, te->address, o->slots);
+    SPATE_LOG_INFO(TE_LOG, "TaskExecutor %s started at %s with %u slots", id_str(&o->resource_id).s,
+                   te->address, o->slots);
     *out = te;
     return 0;
 }

@@ -36,8 +36,8 @@ struct task_executor_options {
 
 /* The options a TaskExecutor reads from the configuration (everything but
  * endpoint name, ha and callbacks). */
-int task_executor_options_from_config(const struct config *conf,
-                                      struct task_executor_options *o, spate_error *err);
+int task_executor_options_from_config(const struct config *conf, struct task_executor_options *o,
+                                      spate_error *err);
 
 /* Loop thread: creates and starts the endpoint. */
 int task_executor_start(struct rpc_service *svc, const struct task_executor_options *o,

@@ -30,8 +30,8 @@ task_slot_table_allocate(struct task_slot_table *t, uint32_t index, const spate_
     struct task_slot *s;
 
     if (index >= t->count)
-        return spate_error_set(err, SPATE_EINVAL, "slot %u does not exist (this TaskManager has %u)",
-                               index, t->count);
+        return spate_error_set(err, SPATE_EINVAL,
+                               "slot %u does not exist (this TaskManager has %u)", index, t->count);
     s = &t->slots[index];
     if (s->state != TASK_SLOT_FREE) {
         if (id_equal(&s->allocation_id, allocation))

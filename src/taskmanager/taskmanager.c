@@ -118,7 +118,8 @@ taskmanager_run(const struct config *conf, int count)
                    count == 1 ? "" : "s", rpc_service_address(p.svc));
 
     for (;;) {
-        struct pollfd fds[2] = { { .fd = sfd, .events = POLLIN }, { .fd = p.exit_fd, .events = POLLIN } };
+        struct pollfd fds[2] = { { .fd = sfd, .events = POLLIN },
+                                 { .fd = p.exit_fd, .events = POLLIN } };
 
         if (poll(fds, 2, -1) < 0)
             continue;
