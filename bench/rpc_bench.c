@@ -175,7 +175,7 @@ ask_done(struct rpc_future *f, void *arg)
 static void
 ask_next(void)
 {
-    Spate__Test__EchoRequest req = SPATE__TEST__ECHO_REQUEST__INIT;
+    Echotest__EchoRequest req = ECHOTEST__ECHO_REQUEST__INIT;
     struct rpc_future *f;
     uint64_t seq;
 
@@ -260,7 +260,7 @@ static void tells_window(void *arg);
 static void
 tells_window_done(struct rpc_future *f, void *arg)
 {
-    Spate__Test__Stats *s = rpc_future_value(f);
+    Echotest__Stats *s = rpc_future_value(f);
 
     UNUSED(arg);
     if (rpc_future_code(f) != 0) {
@@ -279,7 +279,7 @@ tells_window_done(struct rpc_future *f, void *arg)
 static void
 tells_batch(void *arg)
 {
-    Spate__Test__Count c = SPATE__TEST__COUNT__INIT;
+    Echotest__Count c = ECHOTEST__COUNT__INIT;
     int window_end = (int)(intptr_t)arg;
 
     c.n = 1;
@@ -291,7 +291,7 @@ tells_batch(void *arg)
         /* The next batch next turn: this turn's tells leave in one write. */
         rpc_endpoint_run_async(&driver_ep, tells_batch, arg);
     } else {
-        Spate__Test__Empty e = SPATE__TEST__EMPTY__INIT;
+        Echotest__Empty e = ECHOTEST__EMPTY__INIT;
         struct rpc_future *f = echo_stats(gw, &e, 60000);
 
         rpc_future_then(f, &driver_ep, tells_window_done, NULL);
@@ -492,7 +492,7 @@ static double
 run_kill_detect(char *self)
 {
     char *argv[] = { self, "serve", "100", "100", NULL };
-    Spate__Test__Control ctl = SPATE__TEST__CONTROL__INIT;
+    Echotest__Control ctl = ECHOTEST__CONTROL__INIT;
     struct rpc_gateway *pgw;
     struct peer_proc p;
     struct rpc_future *f;
@@ -513,7 +513,7 @@ run_kill_detect(char *self)
     f = echo_control(pgw, &ctl, 0);
     if (rpc_future_wait(f, 10000, NULL) != 0)
         exit(1);
-    memcpy(hbw.peer.bytes, ((Spate__Test__EchoReply *)rpc_future_value(f))->data.data, ID_BYTES);
+    memcpy(hbw.peer.bytes, ((Echotest__EchoReply *)rpc_future_value(f))->data.data, ID_BYTES);
     rpc_future_unref(f);
     snprintf(hbw.peer_addr, sizeof hbw.peer_addr, "%s", addr);
     rpc_service_run_sync(svc, &driver_ep, hbw_start, NULL);
@@ -549,8 +549,8 @@ main(int argc, char **argv)
 {
     struct rpc_service_options o = { .bind_host = "127.0.0.1", .port = "0" };
     double asks[RUNS], piped[RUNS], tells[RUNS], pp[RUNS], p50[RUNS], p99[RUNS], kill_ms[RUNS];
-    Spate__Test__EchoRequest req = SPATE__TEST__ECHO_REQUEST__INIT;
-    Spate__Test__EchoReply rep = SPATE__TEST__ECHO_REPLY__INIT;
+    Echotest__EchoRequest req = ECHOTEST__ECHO_REQUEST__INIT;
+    Echotest__EchoReply rep = ECHOTEST__ECHO_REPLY__INIT;
     size_t req_bytes, resp_bytes;
     char self[512], reqs[32], resps[32], addr[64];
     struct peer_proc peer;

@@ -42,7 +42,14 @@ function(spate_link_libspate)
     set_target_properties(spate PROPERTIES LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/libspate.map)
 
     add_executable(spate_cmd ${PROJECT_SOURCE_DIR}/src/cli/main.c)
-    target_link_libraries(spate_cmd PRIVATE spate)
+    if(SPATE_SANITIZE)
+        # Sanitizer runtimes are not linked into shared objects: the
+        # sanitized spate links the layers statically (for running the e2e
+        # tests against it by hand: SPATE_BUILD=build-asan).
+        target_link_libraries(spate_cmd PRIVATE -Wl,--whole-archive ${layers} -Wl,--no-whole-archive)
+    else()
+        target_link_libraries(spate_cmd PRIVATE spate)
+    endif()
     target_include_directories(spate_cmd PRIVATE ${PROJECT_SOURCE_DIR}/src)
     set_target_properties(spate_cmd PROPERTIES OUTPUT_NAME spate
         BUILD_RPATH "$ORIGIN/../lib")

@@ -219,7 +219,7 @@ int
 cli_test_job(const struct config *conf, int argc, char **argv)
 {
     struct rpc_service_options ro = { 0 };
-    Spate__Cluster__TestJob job = SPATE__CLUSTER__TEST_JOB__INIT;
+    Cluster__TestJob job = CLUSTER__TEST_JOB__INIT;
     struct rpc_gateway *gw = NULL;
     struct rpc_service *svc = NULL;
     struct rpc_future *f = NULL;
@@ -255,7 +255,7 @@ cli_test_job(const struct config *conf, int argc, char **argv)
     f = dispatcher_submit_test_job(gw, &job, 0);
     if (rpc_future_wait(f, -1, &err) != 0)
         goto out;
-    gw_id_get(&((Spate__Cluster__JobId *)rpc_future_value(f))->job_id, &id);
+    gw_id_get(&((Cluster__JobId *)rpc_future_value(f))->job_id, &id);
     printf("%s\n", id_str(&id).s);
     status = 0;
 out:

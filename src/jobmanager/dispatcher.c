@@ -14,8 +14,8 @@
 struct disp_job {
     struct hmap_node node;
     spate_id job_id;
-    struct job_master *jm;        /* NULL once archived */
-    Spate__Cluster__JobInfo info; /* the archived summary */
+    struct job_master *jm; /* NULL once archived */
+    Cluster__JobInfo info; /* the archived summary */
     char *name, *state, *failure;
 };
 
@@ -49,7 +49,7 @@ disp_find(struct dispatcher *d, const spate_id *job)
 }
 
 static void
-disp_job_info(struct disp_job *j, Spate__Cluster__JobInfo *info)
+disp_job_info(struct disp_job *j, Cluster__JobInfo *info)
 {
     if (j->jm != NULL) {
         job_master_info(j->jm, info);
@@ -86,11 +86,10 @@ disp_on_terminal(void *arg, struct job_master *jm)
 }
 
 static void
-dh_submit_test_job(struct rpc_endpoint *ep, const Spate__Cluster__TestJob *req,
-                   struct rpc_call *call)
+dh_submit_test_job(struct rpc_endpoint *ep, const Cluster__TestJob *req, struct rpc_call *call)
 {
     struct dispatcher *d = disp_of(ep);
-    Spate__Cluster__JobId reply = SPATE__CLUSTER__JOB_ID__INIT;
+    Cluster__JobId reply = CLUSTER__JOB_ID__INIT;
     struct job_master_options o = { 0 };
     spate_error err = { 0 };
     struct disp_job *j;
@@ -129,13 +128,13 @@ dh_submit_test_job(struct rpc_endpoint *ep, const Spate__Cluster__TestJob *req,
 }
 
 static void
-dh_request_jobs(struct rpc_endpoint *ep, const Spate__Cluster__Ack *req, struct rpc_call *call)
+dh_request_jobs(struct rpc_endpoint *ep, const Cluster__Ack *req, struct rpc_call *call)
 {
     struct dispatcher *d = disp_of(ep);
-    Spate__Cluster__JobsOverview out = SPATE__CLUSTER__JOBS_OVERVIEW__INIT;
+    Cluster__JobsOverview out = CLUSTER__JOBS_OVERVIEW__INIT;
     size_t n = 0, cap = hmap_count(&d->jobs);
-    Spate__Cluster__JobInfo *infos = xcalloc(cap ? cap : 1, sizeof *infos);
-    Spate__Cluster__JobInfo **ptrs = xcalloc(cap ? cap : 1, sizeof *ptrs);
+    Cluster__JobInfo *infos = xcalloc(cap ? cap : 1, sizeof *infos);
+    Cluster__JobInfo **ptrs = xcalloc(cap ? cap : 1, sizeof *ptrs);
     struct hmap_node *node;
 
     UNUSED(req);
@@ -153,9 +152,9 @@ dh_request_jobs(struct rpc_endpoint *ep, const Spate__Cluster__Ack *req, struct 
 }
 
 static void
-dh_request_job(struct rpc_endpoint *ep, const Spate__Cluster__JobId *req, struct rpc_call *call)
+dh_request_job(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_call *call)
 {
-    Spate__Cluster__JobInfo info;
+    Cluster__JobInfo info;
     struct disp_job *j;
     spate_id job;
 
@@ -172,9 +171,9 @@ dh_request_job(struct rpc_endpoint *ep, const Spate__Cluster__JobId *req, struct
 }
 
 static void
-dh_cancel_job(struct rpc_endpoint *ep, const Spate__Cluster__JobId *req, struct rpc_call *call)
+dh_cancel_job(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_call *call)
 {
-    Spate__Cluster__Ack ack = SPATE__CLUSTER__ACK__INIT;
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
     struct disp_job *j;
     spate_id job;
 
@@ -196,7 +195,7 @@ static void
 disp_overview_done(struct rpc_future *f, void *arg)
 {
     struct overview_call *oc = arg;
-    Spate__Cluster__ClusterOverview o = SPATE__CLUSTER__CLUSTER_OVERVIEW__INIT;
+    Cluster__ClusterOverview o = CLUSTER__CLUSTER_OVERVIEW__INIT;
     struct hmap_node *n;
 
     if (rpc_future_code(f) != 0) {
@@ -205,7 +204,7 @@ disp_overview_done(struct rpc_future *f, void *arg)
         return;
     }
     {
-        Spate__Cluster__ResourceOverview *r = rpc_future_value(f);
+        Cluster__ResourceOverview *r = rpc_future_value(f);
 
         o.taskmanagers = r->taskmanagers;
         o.slots_total = r->slots_total;
@@ -214,7 +213,7 @@ disp_overview_done(struct rpc_future *f, void *arg)
     HMAP_FOR_EACH(n, &oc->d->jobs)
     {
         struct disp_job *j = container_of(n, struct disp_job, node);
-        Spate__Cluster__JobInfo info;
+        Cluster__JobInfo info;
 
         disp_job_info(j, &info);
         if (strcmp(info.state, "FINISHED") == 0)
@@ -231,8 +230,7 @@ disp_overview_done(struct rpc_future *f, void *arg)
 }
 
 static void
-dh_request_cluster_overview(struct rpc_endpoint *ep, const Spate__Cluster__Ack *req,
-                            struct rpc_call *call)
+dh_request_cluster_overview(struct rpc_endpoint *ep, const Cluster__Ack *req, struct rpc_call *call)
 {
     struct dispatcher *d = disp_of(ep);
     struct overview_call *oc = xmalloc(sizeof *oc);
@@ -255,7 +253,7 @@ static void
 disp_shutdown_done(struct rpc_future *f, void *arg)
 {
     struct shutdown_call *sc = arg;
-    Spate__Cluster__Ack ack = SPATE__CLUSTER__ACK__INIT;
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
 
     if (rpc_future_code(f) != 0)
         SPATE_LOG_WARN(DISP_LOG, "the ResourceManager did not stop the cluster: %s",
@@ -271,7 +269,7 @@ disp_shutdown_done(struct rpc_future *f, void *arg)
 static void
 disp_shutdown(struct dispatcher *d, struct rpc_call *call, const char *reason)
 {
-    Spate__Cluster__StopCluster msg = SPATE__CLUSTER__STOP_CLUSTER__INIT;
+    Cluster__StopCluster msg = CLUSTER__STOP_CLUSTER__INIT;
     struct shutdown_call *sc = xmalloc(sizeof *sc);
     struct hmap_node *n;
     struct rpc_future *f;
@@ -295,8 +293,7 @@ disp_shutdown(struct dispatcher *d, struct rpc_call *call, const char *reason)
 }
 
 static void
-dh_shutdown_cluster(struct rpc_endpoint *ep, const Spate__Cluster__StopCluster *req,
-                    struct rpc_call *call)
+dh_shutdown_cluster(struct rpc_endpoint *ep, const Cluster__StopCluster *req, struct rpc_call *call)
 {
     disp_shutdown(disp_of(ep), call, req->reason && *req->reason ? req->reason : "requested");
 }

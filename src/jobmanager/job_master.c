@@ -120,7 +120,7 @@ jm_worker_free(struct job_master *jm, struct jm_worker *w)
 static void
 jm_release_resources(struct job_master *jm, const char *cause)
 {
-    Spate__Cluster__FreeSlot fs = SPATE__CLUSTER__FREE_SLOT__INIT;
+    Cluster__FreeSlot fs = CLUSTER__FREE_SLOT__INIT;
     struct list_node *n;
     struct hmap_node *h;
 
@@ -136,8 +136,8 @@ jm_release_resources(struct job_master *jm, const char *cause)
         }
     }
     if (jm->rm_connected) {
-        Spate__Cluster__CancelSlotRequest c = SPATE__CLUSTER__CANCEL_SLOT_REQUEST__INIT;
-        Spate__Cluster__Disconnect d = SPATE__CLUSTER__DISCONNECT__INIT;
+        Cluster__CancelSlotRequest c = CLUSTER__CANCEL_SLOT_REQUEST__INIT;
+        Cluster__Disconnect d = CLUSTER__DISCONNECT__INIT;
 
         list_for_each(n, &jm->pool.pending)
         {
@@ -202,7 +202,7 @@ static void
 jm_send_request(void *arg, const struct pool_request *r)
 {
     struct job_master *jm = arg;
-    Spate__Cluster__SlotRequest req = SPATE__CLUSTER__SLOT_REQUEST__INIT;
+    Cluster__SlotRequest req = CLUSTER__SLOT_REQUEST__INIT;
     struct rpc_future *f;
 
     if (!jm->rm_connected)
@@ -219,7 +219,7 @@ static void
 jm_cancel_request(void *arg, const spate_id *allocation)
 {
     struct job_master *jm = arg;
-    Spate__Cluster__CancelSlotRequest c = SPATE__CLUSTER__CANCEL_SLOT_REQUEST__INIT;
+    Cluster__CancelSlotRequest c = CLUSTER__CANCEL_SLOT_REQUEST__INIT;
 
     if (!jm->rm_connected)
         return;
@@ -296,11 +296,11 @@ jm_tm_lost(void *arg, const spate_id *target, int reason, const char *message)
 }
 
 static void
-jmh_register_task_manager(struct rpc_endpoint *ep,
-                          const Spate__Cluster__TaskManagerRegistration *req, struct rpc_call *call)
+jmh_register_task_manager(struct rpc_endpoint *ep, const Cluster__TaskManagerRegistration *req,
+                          struct rpc_call *call)
 {
     struct job_master *jm = jm_of(ep);
-    Spate__Cluster__RegistrationReply reply = SPATE__CLUSTER__REGISTRATION_REPLY__INIT;
+    Cluster__RegistrationReply reply = CLUSTER__REGISTRATION_REPLY__INIT;
     spate_error err = { 0 };
     struct jm_worker *w;
     spate_id id;
@@ -337,11 +337,10 @@ jmh_register_task_manager(struct rpc_endpoint *ep,
 
 /* Seed 004 §2.5: offerSlots: the SlotPool takes what fulfils its requests. */
 static void
-jmh_offer_slots(struct rpc_endpoint *ep, const Spate__Cluster__SlotOffers *req,
-                struct rpc_call *call)
+jmh_offer_slots(struct rpc_endpoint *ep, const Cluster__SlotOffers *req, struct rpc_call *call)
 {
     struct job_master *jm = jm_of(ep);
-    Spate__Cluster__AcceptedSlots out = SPATE__CLUSTER__ACCEPTED_SLOTS__INIT;
+    Cluster__AcceptedSlots out = CLUSTER__ACCEPTED_SLOTS__INIT;
     ProtobufCBinaryData *ids = xcalloc(req->n_offers ? req->n_offers : 1, sizeof *ids);
     spate_id *allocs = xcalloc(req->n_offers ? req->n_offers : 1, sizeof *allocs);
     spate_id rid;
@@ -366,7 +365,7 @@ jmh_offer_slots(struct rpc_endpoint *ep, const Spate__Cluster__SlotOffers *req,
 }
 
 static void
-jmh_disconnect_task_manager(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req,
+jmh_disconnect_task_manager(struct rpc_endpoint *ep, const Cluster__Disconnect *req,
                             struct rpc_call *call)
 {
     spate_id id;
@@ -379,7 +378,7 @@ jmh_disconnect_task_manager(struct rpc_endpoint *ep, const Spate__Cluster__Disco
 static void jm_reconnect_rm(struct job_master *jm, const char *why);
 
 static void
-jmh_disconnect_resource_manager(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req,
+jmh_disconnect_resource_manager(struct rpc_endpoint *ep, const Cluster__Disconnect *req,
                                 struct rpc_call *call)
 {
     UNUSED(call);
@@ -411,7 +410,7 @@ static struct rpc_future *
 jm_reg_attempt(void *arg, int64_t timeout_ms)
 {
     struct job_master *jm = arg;
-    Spate__Cluster__JobMasterRegistration r = SPATE__CLUSTER__JOB_MASTER_REGISTRATION__INIT;
+    Cluster__JobMasterRegistration r = CLUSTER__JOB_MASTER_REGISTRATION__INIT;
 
     r.job_id = gw_id_bytes(&jm->o.job_id);
     r.address = jm->address;
@@ -423,7 +422,7 @@ jm_reg_attempt(void *arg, int64_t timeout_ms)
 static int
 jm_reg_check(void *arg, struct rpc_future *reply, spate_error *err)
 {
-    Spate__Cluster__RegistrationReply *r = rpc_future_value(reply);
+    Cluster__RegistrationReply *r = rpc_future_value(reply);
 
     UNUSED(arg);
     if (!r->accepted)
@@ -437,7 +436,7 @@ static void
 jm_reg_success(void *arg, struct rpc_future *reply)
 {
     struct job_master *jm = arg;
-    Spate__Cluster__RegistrationReply *r = rpc_future_value(reply);
+    Cluster__RegistrationReply *r = rpc_future_value(reply);
     struct rpc_gateway *fenced;
     spate_id rm_id;
     spate_error err = { 0 };
@@ -666,9 +665,9 @@ job_master_status(const struct job_master *jm)
 }
 
 void
-job_master_info(struct job_master *jm, Spate__Cluster__JobInfo *info)
+job_master_info(struct job_master *jm, Cluster__JobInfo *info)
 {
-    spate__cluster__job_info__init(info);
+    cluster__job_info__init(info);
     info->job_id = gw_id_bytes(&jm->o.job_id);
     info->name = jm->name;
     info->state = (char *)job_status_name(jm->status);

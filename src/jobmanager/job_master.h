@@ -56,7 +56,7 @@ void job_master_cancel(struct job_master *jm, const char *why);
 /* Stops the endpoint; the JobMaster is freed with its last reference. */
 struct rpc_future *job_master_stop(struct job_master *jm);
 /* Fills info (strings point into jm: valid until it changes). */
-void job_master_info(struct job_master *jm, Spate__Cluster__JobInfo *info);
+void job_master_info(struct job_master *jm, Cluster__JobInfo *info);
 enum job_status job_master_status(const struct job_master *jm);
 
 #endif

@@ -22,7 +22,7 @@ struct rm_worker {
     struct rpc_gateway *gw;
     uint32_t slots;
     int data_port;
-    Spate__Cluster__Hardware hw;
+    Cluster__Hardware hw;
     int64_t last_heartbeat; /* wall clock ms */
     bool slots_registered;  /* its first slot report arrived */
 };
@@ -102,7 +102,7 @@ rm_close_worker(struct resource_manager *rm, struct rm_worker *w, const char *ca
 {
     spate_id jobs[64];
     size_t n = slot_manager_unregister_task_manager(&rm->sm, &w->resource_id, jobs, 64);
-    Spate__Cluster__Disconnect d = SPATE__CLUSTER__DISCONNECT__INIT;
+    Cluster__Disconnect d = CLUSTER__DISCONNECT__INIT;
 
     heartbeat_unmonitor(rm->hb_tm, &w->resource_id);
     d.id = gw_id_bytes(&w->resource_id);
@@ -146,7 +146,7 @@ rm_worker_payload(void *arg, const spate_id *target, const uint8_t *data, size_t
 {
     struct resource_manager *rm = arg;
     struct rm_worker *w = rm_find_worker(rm, target);
-    Spate__Cluster__SlotReport *report;
+    Cluster__SlotReport *report;
     char first[512];
     struct arena a;
 
@@ -156,8 +156,7 @@ rm_worker_payload(void *arg, const spate_id *target, const uint8_t *data, size_t
     if (!w->slots_registered || len == 0)
         return;
     arena_init(&a, first, sizeof first);
-    report = (Spate__Cluster__SlotReport *)arena_unpack(
-        &a, &spate__cluster__slot_report__descriptor, data, len);
+    report = (Cluster__SlotReport *)arena_unpack(&a, &cluster__slot_report__descriptor, data, len);
     if (report != NULL)
         slot_manager_report(&rm->sm, target, report);
     else
@@ -166,12 +165,11 @@ rm_worker_payload(void *arg, const spate_id *target, const uint8_t *data, size_t
 }
 
 static void
-rmh_register_task_executor(struct rpc_endpoint *ep,
-                           const Spate__Cluster__TaskExecutorRegistration *req,
+rmh_register_task_executor(struct rpc_endpoint *ep, const Cluster__TaskExecutorRegistration *req,
                            struct rpc_call *call)
 {
     struct resource_manager *rm = rm_of(ep);
-    Spate__Cluster__RegistrationReply reply = SPATE__CLUSTER__REGISTRATION_REPLY__INIT;
+    Cluster__RegistrationReply reply = CLUSTER__REGISTRATION_REPLY__INIT;
     spate_error err = { 0 };
     struct rm_worker *w;
     spate_id id;
@@ -219,7 +217,7 @@ rmh_register_task_executor(struct rpc_endpoint *ep,
         w->hw.base.unknown_fields = NULL;
         w->hw.base.n_unknown_fields = 0;
     } else {
-        spate__cluster__hardware__init(&w->hw);
+        cluster__hardware__init(&w->hw);
     }
     w->last_heartbeat = clock_wall_ms();
     hmap_insert(&rm->workers, &w->node, id_hash(&id));
@@ -234,11 +232,11 @@ rmh_register_task_executor(struct rpc_endpoint *ep,
 
 /* Seed 004 §2.3: sendSlotReport: the SlotManager registers the slots. */
 static void
-rmh_send_slot_report(struct rpc_endpoint *ep, const Spate__Cluster__SendSlotReport *req,
+rmh_send_slot_report(struct rpc_endpoint *ep, const Cluster__SendSlotReport *req,
                      struct rpc_call *call)
 {
     struct resource_manager *rm = rm_of(ep);
-    Spate__Cluster__Ack ack = SPATE__CLUSTER__ACK__INIT;
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
     struct rm_worker *w;
     spate_id id, instance;
 
@@ -259,7 +257,7 @@ rmh_send_slot_report(struct rpc_endpoint *ep, const Spate__Cluster__SendSlotRepo
 }
 
 static void
-rmh_notify_slot_available(struct rpc_endpoint *ep, const Spate__Cluster__SlotAvailable *req,
+rmh_notify_slot_available(struct rpc_endpoint *ep, const Cluster__SlotAvailable *req,
                           struct rpc_call *call)
 {
     struct resource_manager *rm = rm_of(ep);
@@ -275,7 +273,7 @@ rmh_notify_slot_available(struct rpc_endpoint *ep, const Spate__Cluster__SlotAva
 }
 
 static void
-rmh_disconnect_task_manager(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req,
+rmh_disconnect_task_manager(struct rpc_endpoint *ep, const Cluster__Disconnect *req,
                             struct rpc_call *call)
 {
     struct resource_manager *rm = rm_of(ep);
@@ -321,7 +319,7 @@ rm_allocate(void *arg, struct sm_task_manager *tm, uint32_t index, const struct 
     struct resource_manager *rm = arg;
     struct rm_worker *w = tm->owner;
     struct rm_job_master *j = rm_find_jm(rm, &req->job_id);
-    Spate__Cluster__TaskExecutorSlotRequest msg = SPATE__CLUSTER__TASK_EXECUTOR_SLOT_REQUEST__INIT;
+    Cluster__TaskExecutorSlotRequest msg = CLUSTER__TASK_EXECUTOR_SLOT_REQUEST__INIT;
     struct rm_alloc *a = xmalloc(sizeof *a);
     struct rpc_future *f;
     spate_id none;
@@ -381,11 +379,11 @@ rm_jm_lost(void *arg, const spate_id *target, int reason, const char *message)
 }
 
 static void
-rmh_register_job_master(struct rpc_endpoint *ep, const Spate__Cluster__JobMasterRegistration *req,
+rmh_register_job_master(struct rpc_endpoint *ep, const Cluster__JobMasterRegistration *req,
                         struct rpc_call *call)
 {
     struct resource_manager *rm = rm_of(ep);
-    Spate__Cluster__RegistrationReply reply = SPATE__CLUSTER__REGISTRATION_REPLY__INIT;
+    Cluster__RegistrationReply reply = CLUSTER__REGISTRATION_REPLY__INIT;
     struct rm_job_master *j;
     spate_id job, jm_id, rid;
     spate_error err = { 0 };
@@ -420,11 +418,10 @@ rmh_register_job_master(struct rpc_endpoint *ep, const Spate__Cluster__JobMaster
 }
 
 static void
-rmh_request_slot(struct rpc_endpoint *ep, const Spate__Cluster__SlotRequest *req,
-                 struct rpc_call *call)
+rmh_request_slot(struct rpc_endpoint *ep, const Cluster__SlotRequest *req, struct rpc_call *call)
 {
     struct resource_manager *rm = rm_of(ep);
-    Spate__Cluster__Ack ack = SPATE__CLUSTER__ACK__INIT;
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
     spate_id job, alloc;
     int rc;
 
@@ -446,7 +443,7 @@ rmh_request_slot(struct rpc_endpoint *ep, const Spate__Cluster__SlotRequest *req
 }
 
 static void
-rmh_cancel_slot_request(struct rpc_endpoint *ep, const Spate__Cluster__CancelSlotRequest *req,
+rmh_cancel_slot_request(struct rpc_endpoint *ep, const Cluster__CancelSlotRequest *req,
                         struct rpc_call *call)
 {
     spate_id alloc;
@@ -457,7 +454,7 @@ rmh_cancel_slot_request(struct rpc_endpoint *ep, const Spate__Cluster__CancelSlo
 }
 
 static void
-rmh_disconnect_job_manager(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req,
+rmh_disconnect_job_manager(struct rpc_endpoint *ep, const Cluster__Disconnect *req,
                            struct rpc_call *call)
 {
     struct resource_manager *rm = rm_of(ep);
@@ -475,10 +472,10 @@ rmh_disconnect_job_manager(struct rpc_endpoint *ep, const Spate__Cluster__Discon
 /* ---- queries and shutdown ------------------------------------------------------------ */
 
 static void
-rmh_request_overview(struct rpc_endpoint *ep, const Spate__Cluster__Ack *req, struct rpc_call *call)
+rmh_request_overview(struct rpc_endpoint *ep, const Cluster__Ack *req, struct rpc_call *call)
 {
     struct resource_manager *rm = rm_of(ep);
-    Spate__Cluster__ResourceOverview o = SPATE__CLUSTER__RESOURCE_OVERVIEW__INIT;
+    Cluster__ResourceOverview o = CLUSTER__RESOURCE_OVERVIEW__INIT;
     struct hmap_node *n;
 
     UNUSED(req);
@@ -491,15 +488,15 @@ rmh_request_overview(struct rpc_endpoint *ep, const Spate__Cluster__Ack *req, st
 }
 
 static void
-rmh_request_task_managers(struct rpc_endpoint *ep, const Spate__Cluster__TaskManagerQuery *req,
+rmh_request_task_managers(struct rpc_endpoint *ep, const Cluster__TaskManagerQuery *req,
                           struct rpc_call *call)
 {
     struct resource_manager *rm = rm_of(ep);
-    Spate__Cluster__TaskManagerInfos out = SPATE__CLUSTER__TASK_MANAGER_INFOS__INIT;
+    Cluster__TaskManagerInfos out = CLUSTER__TASK_MANAGER_INFOS__INIT;
     size_t cap = hmap_count(&rm->workers), n = 0, slots_cap = 0, ns = 0;
-    Spate__Cluster__TaskManagerInfo *infos = xcalloc(cap ? cap : 1, sizeof *infos);
-    Spate__Cluster__TaskManagerInfo **ptrs = xcalloc(cap ? cap : 1, sizeof *ptrs);
-    Spate__Cluster__SlotStatus *st = NULL, **stp = NULL;
+    Cluster__TaskManagerInfo *infos = xcalloc(cap ? cap : 1, sizeof *infos);
+    Cluster__TaskManagerInfo **ptrs = xcalloc(cap ? cap : 1, sizeof *ptrs);
+    Cluster__SlotStatus *st = NULL, **stp = NULL;
     struct hmap_node *node;
     spate_id only;
     bool filter = gw_id_get(&req->resource_id, &only);
@@ -517,11 +514,11 @@ rmh_request_task_managers(struct rpc_endpoint *ep, const Spate__Cluster__TaskMan
     {
         struct rm_worker *w = container_of(node, struct rm_worker, node);
         struct sm_task_manager *tm = slot_manager_find_task_manager(&rm->sm, &w->resource_id);
-        Spate__Cluster__TaskManagerInfo *i = &infos[n];
+        Cluster__TaskManagerInfo *i = &infos[n];
 
         if (!w->slots_registered || tm == NULL || (filter && !id_equal(&w->resource_id, &only)))
             continue;
-        spate__cluster__task_manager_info__init(i);
+        cluster__task_manager_info__init(i);
         i->resource_id = gw_id_bytes(&w->resource_id);
         i->address = w->address;
         i->data_port = w->data_port;
@@ -533,7 +530,7 @@ rmh_request_task_managers(struct rpc_endpoint *ep, const Spate__Cluster__TaskMan
         for (uint32_t s = 0; s < tm->slot_count; s++) {
             if (tm->slots[s].state != SM_SLOT_ALLOCATED)
                 continue;
-            spate__cluster__slot_status__init(&st[ns]);
+            cluster__slot_status__init(&st[ns]);
             st[ns].index = s;
             st[ns].allocation_id = gw_id_bytes(&tm->slots[s].allocation_id);
             st[ns].job_id = gw_id_bytes(&tm->slots[s].job_id);
@@ -553,11 +550,10 @@ rmh_request_task_managers(struct rpc_endpoint *ep, const Spate__Cluster__TaskMan
 }
 
 static void
-rmh_stop_cluster(struct rpc_endpoint *ep, const Spate__Cluster__StopCluster *req,
-                 struct rpc_call *call)
+rmh_stop_cluster(struct rpc_endpoint *ep, const Cluster__StopCluster *req, struct rpc_call *call)
 {
     struct resource_manager *rm = rm_of(ep);
-    Spate__Cluster__Ack ack = SPATE__CLUSTER__ACK__INIT;
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
     struct hmap_node *n;
 
     /* Seed 000's StopCluster: every TaskManager is told to stop. */

@@ -125,7 +125,7 @@ sm_match(struct slot_manager *sm)
 
 /* Reconciles one slot with what its TaskExecutor reports. */
 static void
-sm_reconcile(struct sm_slot *s, const Spate__Cluster__SlotStatus *st)
+sm_reconcile(struct sm_slot *s, const Cluster__SlotStatus *st)
 {
     spate_id alloc, job;
     bool reported = gw_id_get(&st->allocation_id, &alloc);
@@ -149,8 +149,7 @@ sm_reconcile(struct sm_slot *s, const Spate__Cluster__SlotStatus *st)
 
 bool
 slot_manager_register_task_manager(struct slot_manager *sm, const spate_id *resource_id,
-                                   void *owner, uint32_t slots,
-                                   const Spate__Cluster__SlotReport *report)
+                                   void *owner, uint32_t slots, const Cluster__SlotReport *report)
 {
     struct sm_task_manager *tm = slot_manager_find_task_manager(sm, resource_id);
 
@@ -175,7 +174,7 @@ slot_manager_register_task_manager(struct slot_manager *sm, const spate_id *reso
 
 void
 slot_manager_report(struct slot_manager *sm, const spate_id *resource_id,
-                    const Spate__Cluster__SlotReport *report)
+                    const Cluster__SlotReport *report)
 {
     struct sm_task_manager *tm = slot_manager_find_task_manager(sm, resource_id);
 

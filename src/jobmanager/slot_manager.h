@@ -66,7 +66,7 @@ void slot_manager_release(struct slot_manager *sm);
  * False when it is registered already (the report then only reconciles). */
 bool slot_manager_register_task_manager(struct slot_manager *sm, const spate_id *resource_id,
                                         void *owner, uint32_t slots,
-                                        const Spate__Cluster__SlotReport *report);
+                                        const Cluster__SlotReport *report);
 /* Removes a TaskManager and its slots; requests it was serving wait again.
  * jobs (may be NULL) receives the ids of the jobs that had slots there, at
  * most max of them; returns how many. */
@@ -76,7 +76,7 @@ struct sm_task_manager *slot_manager_find_task_manager(struct slot_manager *sm,
                                                        const spate_id *resource_id);
 /* Heals the view from a slot report (heartbeat payload). */
 void slot_manager_report(struct slot_manager *sm, const spate_id *resource_id,
-                         const Spate__Cluster__SlotReport *report);
+                         const Cluster__SlotReport *report);
 
 /* A JobMaster's request; SPATE_EEXIST for an allocation id already asked for. */
 int slot_manager_request_slot(struct slot_manager *sm, const spate_id *job,

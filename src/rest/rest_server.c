@@ -85,8 +85,8 @@ rest_ask(struct MHD_Connection *c, struct rpc_future *f, enum MHD_Result *ret)
 static enum MHD_Result
 rest_overview(struct rest_server *rs, struct MHD_Connection *c)
 {
-    Spate__Cluster__Ack req = SPATE__CLUSTER__ACK__INIT;
-    Spate__Cluster__ClusterOverview *o;
+    Cluster__Ack req = CLUSTER__ACK__INIT;
+    Cluster__ClusterOverview *o;
     enum MHD_Result ret;
     struct rpc_future *f;
     json_t *j;
@@ -128,10 +128,10 @@ rest_resource(double cpu)
 }
 
 static json_t *
-rest_tm_json(const Spate__Cluster__TaskManagerInfo *t, bool details)
+rest_tm_json(const Cluster__TaskManagerInfo *t, bool details)
 {
     spate_id id;
-    Spate__Cluster__Hardware *hw = t->hardware;
+    Cluster__Hardware *hw = t->hardware;
     json_t *j;
 
     gw_id_get(&t->resource_id, &id);
@@ -169,8 +169,8 @@ rest_tm_json(const Spate__Cluster__TaskManagerInfo *t, bool details)
 static enum MHD_Result
 rest_taskmanagers(struct rest_server *rs, struct MHD_Connection *c, const char *idtext)
 {
-    Spate__Cluster__TaskManagerQuery q = SPATE__CLUSTER__TASK_MANAGER_QUERY__INIT;
-    Spate__Cluster__TaskManagerInfos *infos;
+    Cluster__TaskManagerQuery q = CLUSTER__TASK_MANAGER_QUERY__INIT;
+    Cluster__TaskManagerInfos *infos;
     enum MHD_Result ret;
     struct rpc_future *f;
     spate_id id;
@@ -202,7 +202,7 @@ rest_taskmanagers(struct rest_server *rs, struct MHD_Connection *c, const char *
 }
 
 static json_t *
-rest_job_json(const Spate__Cluster__JobInfo *info)
+rest_job_json(const Cluster__JobInfo *info)
 {
     spate_id id;
     int64_t now = clock_wall_ms();
@@ -226,8 +226,8 @@ rest_job_json(const Spate__Cluster__JobInfo *info)
 static enum MHD_Result
 rest_jobs_overview(struct rest_server *rs, struct MHD_Connection *c)
 {
-    Spate__Cluster__Ack req = SPATE__CLUSTER__ACK__INIT;
-    Spate__Cluster__JobsOverview *o;
+    Cluster__Ack req = CLUSTER__ACK__INIT;
+    Cluster__JobsOverview *o;
     enum MHD_Result ret;
     struct rpc_future *f;
     json_t *arr;
@@ -246,8 +246,8 @@ rest_jobs_overview(struct rest_server *rs, struct MHD_Connection *c)
 static enum MHD_Result
 rest_job(struct rest_server *rs, struct MHD_Connection *c, const char *idtext)
 {
-    Spate__Cluster__JobId req = SPATE__CLUSTER__JOB_ID__INIT;
-    Spate__Cluster__JobInfo *info;
+    Cluster__JobId req = CLUSTER__JOB_ID__INIT;
+    Cluster__JobInfo *info;
     spate_error err = { 0 };
     enum MHD_Result ret;
     struct rpc_future *f;
@@ -276,7 +276,7 @@ rest_job(struct rest_server *rs, struct MHD_Connection *c, const char *idtext)
 static enum MHD_Result
 rest_shutdown(struct rest_server *rs, struct MHD_Connection *c)
 {
-    Spate__Cluster__StopCluster req = SPATE__CLUSTER__STOP_CLUSTER__INIT;
+    Cluster__StopCluster req = CLUSTER__STOP_CLUSTER__INIT;
     enum MHD_Result ret;
     struct rpc_future *f;
 
@@ -336,6 +336,8 @@ rest_route(void *cls, struct MHD_Connection *c, const char *url, const char *met
                           method, url);
     return rest_error(c, MHD_HTTP_NOT_FOUND, "Not found: %s", url);
 }
+
+static void rest_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 static void
 rest_log(void *cls, const char *fmt, va_list ap)

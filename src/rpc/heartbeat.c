@@ -147,7 +147,7 @@ hb_on_peer_lost(void *arg, const char *peer, const char *reason)
 static void
 hb_send_request(struct heartbeat_manager *hm, struct hb_target *t)
 {
-    Spate__Rpc__HeartbeatRequest req = SPATE__RPC__HEARTBEAT_REQUEST__INIT;
+    Rpcmsg__HeartbeatRequest req = RPCMSG__HEARTBEAT_REQUEST__INIT;
     uint8_t *payload = NULL;
     size_t len = 0;
 
@@ -356,12 +356,11 @@ hb_heard(struct rpc_endpoint *ep, uint32_t channel, const ProtobufCBinaryData *s
 }
 
 static void
-hb_on_request(struct rpc_endpoint *ep, const Spate__Rpc__HeartbeatRequest *req,
-              struct rpc_call *call)
+hb_on_request(struct rpc_endpoint *ep, const Rpcmsg__HeartbeatRequest *req, struct rpc_call *call)
 {
     struct heartbeat_manager *hm = NULL;
     struct hb_target *t = hb_heard(ep, req->channel, &req->sender_id, &req->payload, &hm);
-    Spate__Rpc__HeartbeatResponse resp = SPATE__RPC__HEARTBEAT_RESPONSE__INIT;
+    Rpcmsg__HeartbeatResponse resp = RPCMSG__HEARTBEAT_RESPONSE__INIT;
     uint8_t *payload = NULL;
     size_t len = 0;
 
@@ -380,7 +379,7 @@ hb_on_request(struct rpc_endpoint *ep, const Spate__Rpc__HeartbeatRequest *req,
 }
 
 static void
-hb_on_response(struct rpc_endpoint *ep, const Spate__Rpc__HeartbeatResponse *resp,
+hb_on_response(struct rpc_endpoint *ep, const Rpcmsg__HeartbeatResponse *resp,
                struct rpc_call *call)
 {
     struct heartbeat_manager *hm = NULL;

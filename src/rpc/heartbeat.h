@@ -19,11 +19,11 @@
 #include "proto/rpc.pb-c.h"
 #include "rpc/protocol.h"
 
-#define HEARTBEAT_METHODS(X, P)                                                                   \
-    X(P, request, 1, TELL, UNFENCED, Spate__Rpc__HeartbeatRequest, spate__rpc__heartbeat_request, \
-      void, none)                                                                                 \
-    X(P, response, 2, TELL, UNFENCED, Spate__Rpc__HeartbeatResponse,                              \
-      spate__rpc__heartbeat_response, void, none)
+#define HEARTBEAT_METHODS(X, P)                                                                    \
+    X(P, request, 1, TELL, UNFENCED, Rpcmsg__HeartbeatRequest, rpcmsg__heartbeat_request, void,    \
+      none)                                                                                        \
+    X(P, response, 2, TELL, UNFENCED, Rpcmsg__HeartbeatResponse, rpcmsg__heartbeat_response, void, \
+      none)
 RPC_PROTOCOL_DECLARE(heartbeat, HEARTBEAT_METHODS)
 
 /* The handlers that route heartbeats to the endpoint's managers by channel. */

@@ -3,16 +3,16 @@
  * are generated, so that adding an RPC is one line. A protocol header says
  *
  *   #define ECHO_METHODS(X, P)                                              \
- *       X(P, echo, 1, ASK, UNFENCED, Spate__Test__EchoRequest,              \
- *         spate__test__echo_request, Spate__Test__EchoReply,                \
- *         spate__test__echo_reply)                                          \
- *       X(P, count, 2, TELL, UNFENCED, Spate__Test__Count,                  \
- *         spate__test__count, void, none)
+ *       X(P, echo, 1, ASK, UNFENCED, Echotest__EchoRequest,              \
+ *         echotest__echo_request, Echotest__EchoReply,                \
+ *         echotest__echo_reply)                                          \
+ *       X(P, count, 2, TELL, UNFENCED, Echotest__Count,                  \
+ *         echotest__count, void, none)
  *   RPC_PROTOCOL_DECLARE(echo, ECHO_METHODS)
  *
  * and one .c file says RPC_PROTOCOL_DEFINE(echo, 1, ECHO_METHODS). That gives
  * echo_protocol, echo_method_echo (the rpc_method), struct echo_handlers
- * { void (*echo)(ep, const Spate__Test__EchoRequest *, struct rpc_call *); },
+ * { void (*echo)(ep, const Echotest__EchoRequest *, struct rpc_call *); },
  * echo_echo(gw, req, timeout_ms) -> future, echo_count(gw, req, err) -> int. */
 #ifndef SPATE_RPC_PROTOCOL_H
 #define SPATE_RPC_PROTOCOL_H

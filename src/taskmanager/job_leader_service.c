@@ -20,7 +20,7 @@ static struct rpc_future *
 jls_attempt(void *arg, int64_t timeout_ms)
 {
     struct jls_attempt *a = arg;
-    Spate__Cluster__TaskManagerRegistration r = SPATE__CLUSTER__TASK_MANAGER_REGISTRATION__INIT;
+    Cluster__TaskManagerRegistration r = CLUSTER__TASK_MANAGER_REGISTRATION__INIT;
 
     r.resource_id = gw_id_bytes(&a->s->own_id);
     r.address = (char *)a->s->own_address;
@@ -31,7 +31,7 @@ jls_attempt(void *arg, int64_t timeout_ms)
 static int
 jls_check(void *arg, struct rpc_future *reply, spate_error *err)
 {
-    Spate__Cluster__RegistrationReply *r = rpc_future_value(reply);
+    Cluster__RegistrationReply *r = rpc_future_value(reply);
 
     UNUSED(arg);
     if (!r->accepted)
@@ -50,7 +50,7 @@ static void
 jls_success(void *arg, struct rpc_future *reply)
 {
     struct jls_attempt *a = arg;
-    Spate__Cluster__RegistrationReply *r = rpc_future_value(reply);
+    Cluster__RegistrationReply *r = rpc_future_value(reply);
     struct job_entry *e = job_table_find(a->s->jobs, &a->job_id);
 
     if (e != NULL) {

@@ -115,8 +115,8 @@ static struct rpc_future *
 te_reg_attempt(void *arg, int64_t timeout_ms)
 {
     struct task_executor *te = arg;
-    Spate__Cluster__TaskExecutorRegistration r = SPATE__CLUSTER__TASK_EXECUTOR_REGISTRATION__INIT;
-    Spate__Cluster__Hardware hw = SPATE__CLUSTER__HARDWARE__INIT;
+    Cluster__TaskExecutorRegistration r = CLUSTER__TASK_EXECUTOR_REGISTRATION__INIT;
+    Cluster__Hardware hw = CLUSTER__HARDWARE__INIT;
     long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES);
     long psize = sysconf(_SC_PAGESIZE);
 
@@ -134,7 +134,7 @@ te_reg_attempt(void *arg, int64_t timeout_ms)
 static int
 te_reg_check(void *arg, struct rpc_future *reply, spate_error *err)
 {
-    Spate__Cluster__RegistrationReply *r = rpc_future_value(reply);
+    Cluster__RegistrationReply *r = rpc_future_value(reply);
 
     UNUSED(arg);
     if (!r->accepted)
@@ -161,7 +161,7 @@ te_slot_report_done(struct rpc_future *f, void *arg)
 static void
 te_rm_established(struct task_executor *te)
 {
-    Spate__Cluster__SendSlotReport msg = SPATE__CLUSTER__SEND_SLOT_REPORT__INIT;
+    Cluster__SendSlotReport msg = CLUSTER__SEND_SLOT_REPORT__INIT;
     struct task_slot_report report;
     struct rpc_gateway *fenced = rpc_gateway_with_token(te->rm, &te->rm_id);
     struct rpc_future *f;
@@ -186,7 +186,7 @@ static void
 te_reg_success(void *arg, struct rpc_future *reply)
 {
     struct task_executor *te = arg;
-    Spate__Cluster__RegistrationReply *r = rpc_future_value(reply);
+    Cluster__RegistrationReply *r = rpc_future_value(reply);
 
     te->rm_registration = NULL;
     rpc_timer_cancel(te->rm_registration_timeout);
@@ -334,7 +334,7 @@ te_jm_lost(void *arg, const spate_id *target, int reason, const char *message)
 static void
 te_notify_slot_available(struct task_executor *te, uint32_t index, const spate_id *allocation)
 {
-    Spate__Cluster__SlotAvailable msg = SPATE__CLUSTER__SLOT_AVAILABLE__INIT;
+    Cluster__SlotAvailable msg = CLUSTER__SLOT_AVAILABLE__INIT;
 
     if (!te->rm_established)
         return; /* the next slot report tells */
@@ -385,7 +385,7 @@ te_offer_done(struct rpc_future *f, void *arg)
 {
     struct te_offer *o = arg;
     struct task_executor *te = o->te;
-    Spate__Cluster__AcceptedSlots *acc;
+    Cluster__AcceptedSlots *acc;
 
     if (!rpc_endpoint_is_running(&te->ep)) {
         free(o);
@@ -435,9 +435,9 @@ te_offer_done(struct rpc_future *f, void *arg)
 static void
 te_offer_slots(struct task_executor *te, struct job_entry *e)
 {
-    Spate__Cluster__SlotOffers msg = SPATE__CLUSTER__SLOT_OFFERS__INIT;
-    Spate__Cluster__SlotOffer *offers = xcalloc(te->slots.count, sizeof *offers);
-    Spate__Cluster__SlotOffer **ptrs = xcalloc(te->slots.count, sizeof *ptrs);
+    Cluster__SlotOffers msg = CLUSTER__SLOT_OFFERS__INIT;
+    Cluster__SlotOffer *offers = xcalloc(te->slots.count, sizeof *offers);
+    Cluster__SlotOffer **ptrs = xcalloc(te->slots.count, sizeof *ptrs);
     struct te_offer *o = xmalloc(sizeof *o + te->slots.count * sizeof(spate_id));
     struct rpc_future *f;
 
@@ -449,7 +449,7 @@ te_offer_slots(struct task_executor *te, struct job_entry *e)
 
         if (s->state != TASK_SLOT_ALLOCATED || !id_equal(&s->job_id, &e->job_id))
             continue;
-        spate__cluster__slot_offer__init(&offers[o->n]);
+        cluster__slot_offer__init(&offers[o->n]);
         o->allocations[o->n] = s->allocation_id;
         offers[o->n].allocation_id = gw_id_bytes(&o->allocations[o->n]);
         offers[o->n].index = s->index;
@@ -486,11 +486,11 @@ te_jm_connected(void *arg, struct job_entry *e)
 
 /* Seed 004 §2.4: requestSlot from the ResourceManager. */
 static void
-teh_request_slot(struct rpc_endpoint *ep, const Spate__Cluster__TaskExecutorSlotRequest *req,
+teh_request_slot(struct rpc_endpoint *ep, const Cluster__TaskExecutorSlotRequest *req,
                  struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
-    Spate__Cluster__Ack ack = SPATE__CLUSTER__ACK__INIT;
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
     spate_id job, alloc, rm_id, jm_id;
     spate_error err = { 0 };
     struct job_entry *e;
@@ -523,10 +523,10 @@ teh_request_slot(struct rpc_endpoint *ep, const Spate__Cluster__TaskExecutorSlot
 }
 
 static void
-teh_free_slot(struct rpc_endpoint *ep, const Spate__Cluster__FreeSlot *req, struct rpc_call *call)
+teh_free_slot(struct rpc_endpoint *ep, const Cluster__FreeSlot *req, struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
-    Spate__Cluster__Ack ack = SPATE__CLUSTER__ACK__INIT;
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
     struct task_slot *s;
     spate_id alloc, job;
     int index;
@@ -554,8 +554,7 @@ teh_free_slot(struct rpc_endpoint *ep, const Spate__Cluster__FreeSlot *req, stru
 }
 
 static void
-teh_disconnect_rm(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req,
-                  struct rpc_call *call)
+teh_disconnect_rm(struct rpc_endpoint *ep, const Cluster__Disconnect *req, struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
 
@@ -565,8 +564,7 @@ teh_disconnect_rm(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req
 }
 
 static void
-teh_disconnect_jm(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req,
-                  struct rpc_call *call)
+teh_disconnect_jm(struct rpc_endpoint *ep, const Cluster__Disconnect *req, struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
     struct job_entry *e;
@@ -579,7 +577,7 @@ teh_disconnect_jm(struct rpc_endpoint *ep, const Spate__Cluster__Disconnect *req
 
 /* Seed 000's StopCluster: the cluster is shutting down. */
 static void
-teh_stop_task_executor(struct rpc_endpoint *ep, const Spate__Cluster__StopCluster *req,
+teh_stop_task_executor(struct rpc_endpoint *ep, const Cluster__StopCluster *req,
                        struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
@@ -696,7 +694,7 @@ struct rpc_future *
 task_executor_stop(struct task_executor *te, const char *reason)
 {
     if (te->rm_established) {
-        Spate__Cluster__Disconnect d = SPATE__CLUSTER__DISCONNECT__INIT;
+        Cluster__Disconnect d = CLUSTER__DISCONNECT__INIT;
 
         d.id = gw_id_bytes(&te->o.resource_id);
         d.cause = (char *)reason;

@@ -94,11 +94,11 @@ task_slot_table_report(struct task_slot_table *t, struct task_slot_report *r)
 {
     r->status = xcalloc(t->count, sizeof *r->status);
     r->ptrs = xcalloc(t->count, sizeof *r->ptrs);
-    spate__cluster__slot_report__init(&r->msg);
+    cluster__slot_report__init(&r->msg);
     for (uint32_t i = 0; i < t->count; i++) {
         struct task_slot *s = &t->slots[i];
 
-        spate__cluster__slot_status__init(&r->status[i]);
+        cluster__slot_status__init(&r->status[i]);
         r->status[i].index = s->index;
         if (s->state != TASK_SLOT_FREE) {
             r->status[i].allocation_id = gw_id_bytes(&s->allocation_id);

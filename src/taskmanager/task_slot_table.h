@@ -46,9 +46,9 @@ uint32_t task_slot_table_free_count(const struct task_slot_table *t);
 /* A slot report (Flink's SlotReport); its ids point into the table, so it
  * is sent before the table changes, then released. */
 struct task_slot_report {
-    Spate__Cluster__SlotReport msg;
-    Spate__Cluster__SlotStatus *status;
-    Spate__Cluster__SlotStatus **ptrs;
+    Cluster__SlotReport msg;
+    Cluster__SlotStatus *status;
+    Cluster__SlotStatus **ptrs;
 };
 
 void task_slot_table_report(struct task_slot_table *t, struct task_slot_report *r);

@@ -128,5 +128,49 @@ class ClusterTest(ClusterTestCase):
         self.assertIn("the cluster is shutting down", tm.text())
 
 
+class ScriptsTest(ClusterTestCase):
+    def test_start_and_stop_cluster_scripts(self):
+        import re
+        import subprocess
+        from clustertest import SPATE
+        from spatetest import SOURCE
+        conf = os.path.join(self.tmp, "conf")
+        logs = os.path.join(self.tmp, "log")
+        os.makedirs(conf)
+        with open(os.path.join(conf, "config.yaml"), "w") as f:
+            f.write(f"jobmanager.rpc.port: 0\nrest.port: 0\nenv.log.dir: {logs}\n"
+                    "taskmanager.numberOfTaskSlots: 2\n")
+        with open(os.path.join(conf, "workers"), "w") as f:
+            f.write("# two here\nlocalhost\n127.0.0.1\n")
+        env = dict(os.environ, SPATE_CONF_DIR=conf, SPATE_BIN=SPATE)
+        r = subprocess.run([os.path.join(SOURCE, "bin", "start-cluster.sh")], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pids = {}
+        for name in os.listdir(logs):
+            if name.endswith(".pid"):
+                with open(os.path.join(logs, name)) as f:
+                    pids[name] = int(f.read())
+        self.assertEqual(sorted(pids), ["spate-jobmanager.pid", "spate-taskmanager-0.pid",
+                                        "spate-taskmanager-1.pid"])
+        try:
+            self.rest_port = int(re.search(r"http://[\d.]+:(\d+)", r.stdout).group(1))
+            self.wait_overview(2, slots=4)
+            r = subprocess.run([os.path.join(SOURCE, "bin", "stop-cluster.sh")], env=env,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for pid in pids.values():
+                self.assertFalse(os.path.exists(f"/proc/{pid}") and
+                                 open(f"/proc/{pid}/stat").read().split()[2] != "Z")
+            self.assertEqual([n for n in os.listdir(logs) if n.endswith(".pid")], [])
+            self.assertTrue(any(n.startswith("spate-taskmanager-0-") for n in os.listdir(logs)))
+        finally:
+            for pid in pids.values():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -42,11 +42,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fr.type == FRAME_ERROR) {
             frame_decode_error(fr.payload, fr.payload_len, &code, msg, sizeof msg, NULL);
         } else if (fr.type == FRAME_REPLY) {
-            arena_unpack(&a, &spate__rpc__heartbeat_response__descriptor, fr.payload,
-                         fr.payload_len);
+            arena_unpack(&a, &rpcmsg__heartbeat_response__descriptor, fr.payload, fr.payload_len);
         } else {
-            arena_unpack(&a, &spate__rpc__heartbeat_request__descriptor, fr.payload,
-                         fr.payload_len);
+            arena_unpack(&a, &rpcmsg__heartbeat_request__descriptor, fr.payload, fr.payload_len);
         }
         arena_release(&a);
         off += fr.size;

@@ -19,7 +19,7 @@ static void
 echo_reply_later(void *arg)
 {
     struct delayed_reply *d = arg;
-    Spate__Test__EchoReply r = SPATE__TEST__ECHO_REPLY__INIT;
+    Echotest__EchoReply r = ECHOTEST__ECHO_REPLY__INIT;
 
     r.seq = d->seq;
     r.data.data = d->data;
@@ -29,10 +29,10 @@ echo_reply_later(void *arg)
 }
 
 static void
-es_echo(struct rpc_endpoint *ep, const Spate__Test__EchoRequest *req, struct rpc_call *call)
+es_echo(struct rpc_endpoint *ep, const Echotest__EchoRequest *req, struct rpc_call *call)
 {
     struct echo_server *es = container_of(ep, struct echo_server, ep);
-    Spate__Test__EchoReply r = SPATE__TEST__ECHO_REPLY__INIT;
+    Echotest__EchoReply r = ECHOTEST__ECHO_REPLY__INIT;
 
     RPC_ASSERT_IN(ep);
     es->asks++;
@@ -52,7 +52,7 @@ es_echo(struct rpc_endpoint *ep, const Spate__Test__EchoRequest *req, struct rpc
 }
 
 static void
-es_count(struct rpc_endpoint *ep, const Spate__Test__Count *req, struct rpc_call *call)
+es_count(struct rpc_endpoint *ep, const Echotest__Count *req, struct rpc_call *call)
 {
     struct echo_server *es = container_of(ep, struct echo_server, ep);
 
@@ -61,7 +61,7 @@ es_count(struct rpc_endpoint *ep, const Spate__Test__Count *req, struct rpc_call
 }
 
 static void
-es_hold(struct rpc_endpoint *ep, const Spate__Test__Empty *req, struct rpc_call *call)
+es_hold(struct rpc_endpoint *ep, const Echotest__Empty *req, struct rpc_call *call)
 {
     struct echo_server *es = container_of(ep, struct echo_server, ep);
 
@@ -72,10 +72,10 @@ es_hold(struct rpc_endpoint *ep, const Spate__Test__Empty *req, struct rpc_call 
 }
 
 static void
-es_stats(struct rpc_endpoint *ep, const Spate__Test__Empty *req, struct rpc_call *call)
+es_stats(struct rpc_endpoint *ep, const Echotest__Empty *req, struct rpc_call *call)
 {
     struct echo_server *es = container_of(ep, struct echo_server, ep);
-    Spate__Test__Stats s = SPATE__TEST__STATS__INIT;
+    Echotest__Stats s = ECHOTEST__STATS__INIT;
 
     UNUSED(req);
     s.tells = es->tells;
@@ -93,10 +93,10 @@ es_hb_lost(void *arg, const spate_id *target, int reason, const char *message)
 }
 
 static void
-es_control(struct rpc_endpoint *ep, const Spate__Test__Control *req, struct rpc_call *call)
+es_control(struct rpc_endpoint *ep, const Echotest__Control *req, struct rpc_call *call)
 {
     struct echo_server *es = container_of(ep, struct echo_server, ep);
-    Spate__Test__EchoReply r = SPATE__TEST__ECHO_REPLY__INIT;
+    Echotest__EchoReply r = ECHOTEST__ECHO_REPLY__INIT;
     spate_error err = { 0 };
 
     r.data.data = es->hb_id.bytes;

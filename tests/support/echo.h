@@ -7,18 +7,18 @@
 #include "rpc/protocol.h"
 #include "support/echo.pb-c.h"
 
-#define ECHO_METHODS(X, P)                                                                    \
-    X(P, echo, 1, ASK, UNFENCED, Spate__Test__EchoRequest, spate__test__echo_request,         \
-      Spate__Test__EchoReply, spate__test__echo_reply)                                        \
-    X(P, count, 2, TELL, UNFENCED, Spate__Test__Count, spate__test__count, void, none)        \
-    X(P, hold, 3, ASK, UNFENCED, Spate__Test__Empty, spate__test__empty, Spate__Test__Empty,  \
-      spate__test__empty)                                                                     \
-    X(P, stats, 4, ASK, UNFENCED, Spate__Test__Empty, spate__test__empty, Spate__Test__Stats, \
-      spate__test__stats)                                                                     \
-    X(P, fenced_echo, 5, ASK, FENCED, Spate__Test__EchoRequest, spate__test__echo_request,    \
-      Spate__Test__EchoReply, spate__test__echo_reply)                                        \
-    X(P, control, 6, ASK, UNFENCED, Spate__Test__Control, spate__test__control,               \
-      Spate__Test__EchoReply, spate__test__echo_reply)
+#define ECHO_METHODS(X, P)                                                                     \
+    X(P, echo, 1, ASK, UNFENCED, Echotest__EchoRequest, echotest__echo_request,                \
+      Echotest__EchoReply, echotest__echo_reply)                                               \
+    X(P, count, 2, TELL, UNFENCED, Echotest__Count, echotest__count, void, none)               \
+    X(P, hold, 3, ASK, UNFENCED, Echotest__Empty, echotest__empty, Echotest__Empty,            \
+      echotest__empty)                                                                         \
+    X(P, stats, 4, ASK, UNFENCED, Echotest__Empty, echotest__empty, Echotest__Stats,           \
+      echotest__stats)                                                                         \
+    X(P, fenced_echo, 5, ASK, FENCED, Echotest__EchoRequest, echotest__echo_request,           \
+      Echotest__EchoReply, echotest__echo_reply)                                               \
+    X(P, control, 6, ASK, UNFENCED, Echotest__Control, echotest__control, Echotest__EchoReply, \
+      echotest__echo_reply)
 RPC_PROTOCOL_DECLARE(echo, ECHO_METHODS)
 
 /* An endpoint serving the echo protocol (and heartbeats, as a receiver on

@@ -245,7 +245,7 @@ static void *
 local_asker(void *arg)
 {
     struct rpc_gateway *gw = arg;
-    Spate__Test__EchoRequest req = SPATE__TEST__ECHO_REQUEST__INIT;
+    Echotest__EchoRequest req = ECHOTEST__ECHO_REQUEST__INIT;
 
     for (uint64_t i = 0; i < 300; i++) {
         struct rpc_future *f;
@@ -253,7 +253,7 @@ local_asker(void *arg)
         req.seq = i;
         f = echo_echo(gw, &req, 0);
         cr_assert_eq(rpc_future_wait(f, 20000, NULL), 0);
-        cr_assert_eq(((Spate__Test__EchoReply *)rpc_future_value(f))->seq, i);
+        cr_assert_eq(((Echotest__EchoReply *)rpc_future_value(f))->seq, i);
         rpc_future_unref(f);
     }
     return NULL;

@@ -57,7 +57,7 @@ TestSuite(rpc_badinput, .init = setup, .fini = teardown, .timeout = 60);
 static void
 assert_still_serving(void)
 {
-    Spate__Test__EchoRequest req = SPATE__TEST__ECHO_REQUEST__INIT;
+    Echotest__EchoRequest req = ECHOTEST__ECHO_REQUEST__INIT;
     struct rpc_future *f;
     spate_error err = { 0 };
 

@@ -72,7 +72,7 @@ static int
 echo_once(struct rpc_gateway *gw, uint64_t seq, uint32_t delay_ms, int64_t timeout_ms,
           spate_error *err)
 {
-    Spate__Test__EchoRequest req = SPATE__TEST__ECHO_REQUEST__INIT;
+    Echotest__EchoRequest req = ECHOTEST__ECHO_REQUEST__INIT;
     char data[32];
     struct rpc_future *f;
     int rc;
@@ -85,7 +85,7 @@ echo_once(struct rpc_gateway *gw, uint64_t seq, uint32_t delay_ms, int64_t timeo
     f = echo_echo(gw, &req, timeout_ms);
     rc = rpc_future_wait(f, WAIT_MS, err);
     if (rc == 0) {
-        Spate__Test__EchoReply *r = rpc_future_value(f);
+        Echotest__EchoReply *r = rpc_future_value(f);
 
         cr_assert_eq(r->seq, seq);
         cr_assert_eq(r->data.len, strlen(data));
@@ -99,12 +99,12 @@ TestSuite(rpc_remote, .fini = teardown, .timeout = 60);
 
 Test(rpc_remote, ask_and_tell)
 {
-    Spate__Test__Count c = SPATE__TEST__COUNT__INIT;
-    Spate__Test__Empty e = SPATE__TEST__EMPTY__INIT;
+    Echotest__Count c = ECHOTEST__COUNT__INIT;
+    Echotest__Empty e = ECHOTEST__EMPTY__INIT;
     spate_error err = { 0 };
     struct rpc_gateway *gw;
     struct rpc_future *f;
-    Spate__Test__Stats *s;
+    Echotest__Stats *s;
 
     client_start();
     peer_start("0", NULL);
@@ -183,7 +183,7 @@ Test(rpc_remote, fencing_token_rejected)
     char hex[33];
     spate_error err = { 0 };
     struct rpc_gateway *g_good, *g_bad, *g_none;
-    Spate__Test__EchoRequest req = SPATE__TEST__ECHO_REQUEST__INIT;
+    Echotest__EchoRequest req = ECHOTEST__ECHO_REQUEST__INIT;
     struct rpc_future *f;
 
     id_random(&good);
@@ -226,12 +226,12 @@ Test(rpc_remote, unknown_endpoint_and_stopped_endpoint)
 
 Test(rpc_remote, endpoint_stopped_with_asks_pending)
 {
-    Spate__Test__Empty e = SPATE__TEST__EMPTY__INIT;
-    Spate__Test__Control ctl = SPATE__TEST__CONTROL__INIT;
+    Echotest__Empty e = ECHOTEST__EMPTY__INIT;
+    Echotest__Control ctl = ECHOTEST__CONTROL__INIT;
     struct rpc_future *held[20], *f;
     struct rpc_gateway *holder, *echo;
     spate_error err = { 0 };
-    Spate__Test__Stats *s;
+    Echotest__Stats *s;
 
     client_start();
     peer_start("0", NULL);
@@ -271,7 +271,7 @@ Test(rpc_remote, endpoint_stopped_with_asks_pending)
 
 Test(rpc_remote, peer_killed_mid_ask_is_connection_lost)
 {
-    Spate__Test__Empty e = SPATE__TEST__EMPTY__INIT;
+    Echotest__Empty e = ECHOTEST__EMPTY__INIT;
     struct rpc_future *held, *f;
     struct rpc_gateway *gw;
     spate_error err = { 0 };
@@ -398,8 +398,8 @@ hbc_stop(void *arg)
 static void
 hb_setup(struct hb_client *c, int64_t interval, int64_t timeout)
 {
-    Spate__Test__Control ctl = SPATE__TEST__CONTROL__INIT;
-    Spate__Test__EchoReply *r;
+    Echotest__Control ctl = ECHOTEST__CONTROL__INIT;
+    Echotest__EchoReply *r;
     struct rpc_gateway *gw;
     struct rpc_future *f;
     spate_error err = { 0 };
@@ -438,7 +438,7 @@ hb_teardown(struct hb_client *c)
 
 Test(rpc_remote, heartbeat_target_lost_when_peer_killed)
 {
-    struct hb_client c;
+    static struct hb_client c; /* outlives its endpoint's last reference */
     spate_error err = { 0 };
 
     client_start();
@@ -453,7 +453,7 @@ Test(rpc_remote, heartbeat_target_lost_when_peer_killed)
 
 Test(rpc_remote, heartbeat_target_lost_when_peer_hangs)
 {
-    struct hb_client c;
+    static struct hb_client c; /* outlives its endpoint's last reference */
     spate_error err = { 0 };
 
     client_start();
