@@ -26,6 +26,20 @@ class ClusterFaultTest(ClusterTestCase):
         jm.wait_log(r"TaskManager [0-9a-f]{32} at .* lost: connection lost")
         self.assertEqual(jm.count(r"lost: heartbeat timed out"), 0)
 
+    def test_lost_taskmanager_is_told_to_its_jobmaster(self):
+        jm = self.start_jobmanager()
+        tms = [self.start_taskmanager(slots=2) for _ in range(2)]
+        self.wait_overview(2, slots=4)
+        jid = self.submit_job(3)  # runs until cancelled
+        wait_for(lambda: self.job(jid)["tasks"]["running"] == 3, 20, "3 tasks with slots")
+        holder = next(t for t in tms if "allocated slot" in t.text())
+        holder.kill()
+        # The JobMaster hears of it and asks for those slots again; one slot
+        # is left in the cluster, so one task waits.
+        jm.wait_log(r"job [0-9a-f]{32}: TaskManager [0-9a-f]{32} lost with \d slots")
+        wait_for(lambda: self.job(jid)["tasks"]["scheduled"] >= 1, 20, "a task without a slot")
+        self.assertEqual(self.job(jid)["state"], "RUNNING")
+
     def test_hung_taskmanager_dropped_after_heartbeat_timeout_seed000_Heartbeat_Disconnect(self):
         jm = self.start_jobmanager(*HB)
         tms = [self.start_taskmanager(*HB, slots=2) for _ in range(3)]
