@@ -230,6 +230,84 @@ Test(rpc_future, scheduled_run_async_and_cancel)
     stop();
 }
 
+/* ---- blocking work and port ranges ---- */
+
+struct blocking {
+    struct rpc_endpoint ep;
+    pthread_t loop, worker;
+    bool done_in_ep;
+    struct rpc_future *done;
+};
+
+static void
+blocking_work(void *arg)
+{
+    ((struct blocking *)arg)->worker = pthread_self();
+}
+
+static void
+blocking_done(void *arg)
+{
+    struct blocking *b = arg;
+
+    b->done_in_ep = rpc_endpoint_current() == &b->ep && pthread_equal(pthread_self(), b->loop);
+    rpc_future_complete(b->done, NULL, NULL);
+}
+
+static void
+blocking_start(void *arg)
+{
+    struct blocking *b = arg;
+
+    b->loop = pthread_self();
+    cr_assert_eq(rpc_endpoint_init(&b->ep, svc, "blocking", NULL, NULL), 0);
+    cr_assert_eq(rpc_endpoint_start(&b->ep, NULL), 0);
+    b->done = rpc_future_new(svc);
+    cr_assert_eq(rpc_endpoint_run_blocking(&b->ep, blocking_work, blocking_done, b), 0);
+}
+
+static void
+blocking_stop(void *arg)
+{
+    rpc_future_unref(rpc_endpoint_stop(&((struct blocking *)arg)->ep));
+}
+
+Test(rpc_future, blocking_work_runs_elsewhere_and_completes_in_its_endpoint)
+{
+    static struct blocking b;
+
+    start();
+    rpc_service_run_sync(svc, NULL, blocking_start, &b);
+    cr_assert_eq(rpc_future_wait(b.done, 10000, NULL), 0);
+    cr_assert(!pthread_equal(b.worker, b.loop), "the work ran on the loop thread");
+    cr_assert(b.done_in_ep);
+    rpc_service_run_sync(svc, NULL, blocking_stop, &b);
+    rpc_future_unref(b.done);
+    stop();
+}
+
+Test(rpc_future, port_range_takes_the_next_free_port)
+{
+    struct rpc_service_options o = { .bind_host = "127.0.0.1", .port = "0" };
+    struct rpc_service *second;
+    spate_error err = { 0 };
+    char range[32];
+    int taken;
+
+    start();
+    taken = rpc_service_port(svc);
+    snprintf(range, sizeof range, "%d-%d", taken, taken + 20);
+    o.port = range;
+    cr_assert_eq(rpc_service_new(&o, &second, &err), 0, "%s", err.message);
+    cr_assert_gt(rpc_service_port(second), taken);
+    cr_assert_leq(rpc_service_port(second), taken + 20);
+    rpc_service_free(second);
+    snprintf(range, sizeof range, "%d-%d", taken, taken);
+    cr_assert_eq(rpc_service_new(&o, &second, &err), SPATE_EADDRINUSE);
+    cr_assert(strstr(err.message, range) != NULL, "%s", err.message);
+    stop();
+}
+
 /* ---- the in-process transport ---- */
 
 static struct echo_server local_echo;

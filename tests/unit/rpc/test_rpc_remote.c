@@ -327,6 +327,32 @@ Test(rpc_remote, reconnect_after_peer_restarts)
     rpc_gateway_free(gw);
 }
 
+Test(rpc_remote, shared_secret_must_match)
+{
+    char *argv[] = { RPC_PEER_PATH, "serve", "--secret", "s3cret", NULL };
+    struct rpc_service_options o = { .bind_host = "127.0.0.1", .port = "0", .secret = "wrong" };
+    struct rpc_service *right;
+    struct rpc_gateway *gw, *gw_right;
+    spate_error err = { 0 };
+    char addr[64];
+
+    cr_assert_eq(rpc_service_new(&o, &svc, &err), 0, "%s", err.message);
+    cr_assert_eq(rpc_service_start(svc, &err), 0, "%s", err.message);
+    cr_assert_eq(peer_spawn(&peer, argv, NULL), 0);
+    gw = gw_to("echo", NULL);
+    cr_assert_eq(echo_once(gw, 1, 0, 0, &err), SPATE_ECONNLOST, "%s", err.message);
+    cr_assert(strstr(err.message, "secret") != NULL, "%s", err.message);
+    o.secret = "s3cret";
+    cr_assert_eq(rpc_service_new(&o, &right, &err), 0, "%s", err.message);
+    cr_assert_eq(rpc_service_start(right, &err), 0, "%s", err.message);
+    snprintf(addr, sizeof addr, "127.0.0.1:%d/echo", peer.port);
+    cr_assert_eq(rpc_gateway_new(right, addr, NULL, &gw_right, NULL), 0);
+    cr_assert_eq(echo_once(gw_right, 2, 0, 0, &err), 0, "%s", err.message);
+    rpc_gateway_free(gw);
+    rpc_gateway_free(gw_right);
+    rpc_service_free(right);
+}
+
 /* ---- heartbeats ---------------------------------------------------------------- */
 
 struct hb_client {
