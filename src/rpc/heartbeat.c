@@ -40,6 +40,7 @@ struct heartbeat_manager {
     struct hmap peers;
     struct rpc_timer *timer;
     uint64_t tick_ms;
+    uint64_t last_sent_ms; /* sender: when the last round of requests went */
 };
 
 int
@@ -178,8 +179,13 @@ hb_tick(void *arg)
     struct hmap_node *node;
     spate_id *late = NULL;
     size_t nlate = 0, cap = 0;
+    /* A sender asks every interval: on the tick nearest to it. */
+    bool send =
+        hm->o.sender && now - hm->last_sent_ms + hm->tick_ms / 2 >= (uint64_t)hm->o.interval_ms;
 
     hm->timer = NULL;
+    if (send)
+        hm->last_sent_ms = now;
     HMAP_FOR_EACH(node, &hm->targets)
     {
         struct hb_target *t = container_of(node, struct hb_target, node);
@@ -187,7 +193,7 @@ hb_tick(void *arg)
         if (now - t->last_heard_ms > (uint64_t)hm->o.timeout_ms) {
             xgrow((void **)&late, &cap, nlate + 1, sizeof *late);
             late[nlate++] = t->id;
-        } else if (hm->o.sender) {
+        } else if (send) {
             hb_send_request(hm, t);
         }
     }
@@ -228,8 +234,10 @@ heartbeat_manager_new(struct rpc_endpoint *ep, const struct heartbeat_options *o
         ep->hb_managers = head;
     }
     list_push_back(head, &hm->ep_node);
-    /* A sender asks every interval; a receiver only watches its deadlines. */
-    hm->tick_ms = (uint64_t)(o->sender ? o->interval_ms : MIN(o->interval_ms, o->timeout_ms / 5));
+    /* Deadlines are checked ten times per timeout (a hung peer is found
+     * within a tenth of heartbeat.timeout of it); a sender asks every
+     * interval, on the tick nearest to it. */
+    hm->tick_ms = (uint64_t)MIN(o->interval_ms, o->timeout_ms / 10);
     if (hm->tick_ms == 0)
         hm->tick_ms = 1;
     return hm;
@@ -296,8 +304,10 @@ heartbeat_monitor(struct heartbeat_manager *hm, const spate_id *target, const ch
     t->peer = p;
     t->last_heard_ms = clock_mono_ms();
     hmap_insert(&hm->targets, &t->node, id_hash(target));
-    if (hm->timer == NULL)
+    if (hm->timer == NULL) {
+        hm->last_sent_ms = t->last_heard_ms;
         hb_schedule(hm);
+    }
     if (hm->o.sender)
         hb_send_request(hm, t);
     return 0;
