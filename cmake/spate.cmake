@@ -136,6 +136,13 @@ function(spate_e2e_test name)
     add_test(NAME e2e/${name} COMMAND ${E_COMMAND})
     set_tests_properties(e2e/${name} PROPERTIES LABELS e2e TIMEOUT ${E_TIMEOUT}
         ENVIRONMENT "SPATE_BUILD=${CMAKE_BINARY_DIR};SPATE_SOURCE=${PROJECT_SOURCE_DIR}")
+    if(SPATE_SANITIZER_SUITES)
+        # The same test against build-asan's spate (ASan+UBSan, debug
+        # assertions such as the executing RPC endpoint's).
+        add_test(NAME asan-e2e/${name} COMMAND ${E_COMMAND})
+        set_tests_properties(asan-e2e/${name} PROPERTIES LABELS asan TIMEOUT ${E_TIMEOUT}
+            ENVIRONMENT "SPATE_BUILD=${SPATE_ASAN_DIR};SPATE_SOURCE=${PROJECT_SOURCE_DIR};ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+    endif()
 endfunction()
 
 # spate_bench(<name> SOURCES ... LIBS ...): build/bin/<name>, run by `make bench`.

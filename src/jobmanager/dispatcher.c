@@ -27,9 +27,11 @@ struct dispatcher {
     bool shutting_down;
 };
 
+/* The endpoint's state, from its handlers: only its own context may touch it. */
 static struct dispatcher *
 disp_of(struct rpc_endpoint *ep)
 {
+    RPC_ASSERT_IN(ep);
     return container_of(ep, struct dispatcher, ep);
 }
 
@@ -338,7 +340,7 @@ disp_on_stop(struct rpc_endpoint *ep)
 static void
 disp_destroy(struct rpc_endpoint *ep)
 {
-    struct dispatcher *d = disp_of(ep);
+    struct dispatcher *d = container_of(ep, struct dispatcher, ep); /* no context: last reference */
 
     hmap_release(&d->jobs);
     free(d);

@@ -73,9 +73,11 @@ job_status_is_terminal(enum job_status s)
     return s == JOB_FAILED || s == JOB_CANCELED || s == JOB_FINISHED;
 }
 
+/* The endpoint's state, from its handlers: only its own context may touch it. */
 static struct job_master *
 jm_of(struct rpc_endpoint *ep)
 {
+    RPC_ASSERT_IN(ep);
     return container_of(ep, struct job_master, ep);
 }
 
@@ -581,7 +583,8 @@ jm_on_stop(struct rpc_endpoint *ep)
 static void
 jm_destroy(struct rpc_endpoint *ep)
 {
-    struct job_master *jm = jm_of(ep);
+    struct job_master *jm =
+        container_of(ep, struct job_master, ep); /* no context: last reference */
 
     hmap_release(&jm->workers);
     free(jm->tasks);

@@ -48,9 +48,11 @@ struct resource_manager {
     struct heartbeat_manager *hb_jm;
 };
 
+/* The endpoint's state, from its handlers: only its own context may touch it. */
 static struct resource_manager *
 rm_of(struct rpc_endpoint *ep)
 {
+    RPC_ASSERT_IN(ep);
     return container_of(ep, struct resource_manager, ep);
 }
 
@@ -603,7 +605,8 @@ rm_on_stop(struct rpc_endpoint *ep)
 static void
 rm_destroy(struct rpc_endpoint *ep)
 {
-    struct resource_manager *rm = rm_of(ep);
+    struct resource_manager *rm =
+        container_of(ep, struct resource_manager, ep); /* no context: last reference */
 
     hmap_release(&rm->workers);
     hmap_release(&rm->job_masters);

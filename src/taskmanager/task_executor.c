@@ -41,9 +41,11 @@ struct task_executor {
 
 #define TE_LOG "taskexecutor"
 
+/* The endpoint's state, from its handlers: only its own context may touch it. */
 static struct task_executor *
 te_of(struct rpc_endpoint *ep)
 {
+    RPC_ASSERT_IN(ep);
     return container_of(ep, struct task_executor, ep);
 }
 
@@ -633,7 +635,8 @@ te_on_stop(struct rpc_endpoint *ep)
 static void
 te_destroy(struct rpc_endpoint *ep)
 {
-    struct task_executor *te = te_of(ep);
+    struct task_executor *te =
+        container_of(ep, struct task_executor, ep); /* no context: last reference */
 
     task_slot_table_release(&te->slots);
     job_table_release(&te->jobs);
