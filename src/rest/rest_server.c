@@ -1,9 +1,11 @@
 /* The REST server (rest_server.h): routing, Flink's JSON, error bodies. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -25,6 +27,9 @@ struct rest_server {
     const struct config *conf;
     struct rpc_gateway *dispatcher;
     struct rpc_gateway *rm;
+    /* Requests between their first call and their completion; stop waits
+     * for them, so that DELETE /cluster's answer leaves before the process. */
+    _Atomic int inflight;
 };
 
 /* ---- responses -------------------------------------------------------------------- */
@@ -305,6 +310,7 @@ rest_route(void *cls, struct MHD_Connection *c, const char *url, const char *met
     if (*con_cls == NULL) {
         /* First call: headers only; answer once the body (if any) is read. */
         *con_cls = rs;
+        atomic_fetch_add(&rs->inflight, 1);
         return MHD_YES;
     }
     if (*upload_size > 0) {
@@ -335,6 +341,20 @@ rest_route(void *cls, struct MHD_Connection *c, const char *url, const char *met
         return rest_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "Method %s is not allowed for %s.",
                           method, url);
     return rest_error(c, MHD_HTTP_NOT_FOUND, "Not found: %s", url);
+}
+
+static void
+rest_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+               enum MHD_RequestTerminationCode toe)
+{
+    struct rest_server *rs = cls;
+
+    UNUSED(c);
+    UNUSED(toe);
+    if (*con_cls != NULL) {
+        atomic_fetch_sub(&rs->inflight, 1);
+        *con_cls = NULL;
+    }
 }
 
 static void rest_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
@@ -377,11 +397,11 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     rpc_gateway_new(o->svc, addr, NULL, &rs->rm, NULL);
     for (int port = lo; port <= hi && rs->daemon == NULL; port++) {
         sa.sin_port = htons((uint16_t)port);
-        rs->daemon =
-            MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
-                             (uint16_t)port, NULL, NULL, rest_route, rs, MHD_OPTION_EXTERNAL_LOGGER,
-                             rest_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+        rs->daemon = MHD_start_daemon(
+            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, (uint16_t)port,
+            NULL, NULL, rest_route, rs, MHD_OPTION_EXTERNAL_LOGGER, rest_log, NULL,
+            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
+            rest_completed, rs, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
     }
     if (rs->daemon == NULL) {
         rc = spate_error_set(err, SPATE_EADDRINUSE, "cannot start the REST server on %s:%s",
@@ -408,8 +428,13 @@ rest_server_port(const struct rest_server *rs)
 void
 rest_server_stop(struct rest_server *rs)
 {
+    struct timespec ts = { 0, 5 * 1000000 };
+
     if (rs == NULL)
         return;
+    /* Let answers being written finish (at most 2 s). */
+    for (int i = 0; i < 400 && atomic_load(&rs->inflight) > 0; i++)
+        nanosleep(&ts, NULL);
     MHD_stop_daemon(rs->daemon);
     rpc_gateway_free(rs->dispatcher);
     rpc_gateway_free(rs->rm);
