@@ -26,6 +26,7 @@ conn_new(struct rpc_service *svc, bool outgoing, const char *peer)
     snprintf(c->peer, sizeof c->peer, "%s", peer);
     list_init(&c->calls);
     list_init(&c->dirty_node);
+    list_init(&c->hs_node);
     list_push_back(&svc->conns, &c->all_node);
     c->tcp.data = c;
     return c;
@@ -213,6 +214,7 @@ conn_really_close(struct rpc_conn *c)
 {
     c->state = CONN_CLOSED;
     list_remove(&c->dirty_node);
+    list_remove(&c->hs_node);
     list_remove(&c->all_node);
     if (c->local) {
         conn_unref(c);
@@ -376,6 +378,7 @@ conn_handshake(struct rpc_conn *c)
         c->state = CONN_OPEN;
         return 0;
     }
+    list_remove(&c->hs_node);
     if (handshake_check_hello(&c->svc->hs, c->rbuf, &status, &err) != 0) {
         handshake_encode_reply(&c->svc->hs, status, err.message, conn_reserve(c, HANDSHAKE_SIZE));
         conn_commit(c, HANDSHAKE_SIZE);
@@ -385,6 +388,7 @@ conn_handshake(struct rpc_conn *c)
     handshake_encode_reply(&c->svc->hs, HANDSHAKE_OK, NULL, conn_reserve(c, HANDSHAKE_SIZE));
     conn_commit(c, HANDSHAKE_SIZE);
     c->state = CONN_OPEN;
+    list_remove(&c->hs_node);
     return 0;
 }
 
@@ -551,6 +555,30 @@ conn_get(struct rpc_service *svc, const char *peer)
     return c;
 }
 
+/* Closes accepted connections that did not say hello in time, so that idle
+ * sockets cannot pile up (a slow-loris client). */
+static void
+conn_on_handshake_timer(uv_timer_t *t)
+{
+    struct rpc_service *svc = t->data;
+    uint64_t now = uv_now(&svc->loop);
+    struct list_node *n;
+
+    while ((n = svc->handshaking.next) != &svc->handshaking) {
+        struct rpc_conn *c = container_of(n, struct rpc_conn, hs_node);
+        uint64_t due = c->accepted_ms + (uint64_t)svc->handshake_timeout_ms;
+
+        if (due > now) {
+            uv_timer_start(t, conn_on_handshake_timer, due - now, 0);
+            return;
+        }
+        conn_close(c, LOG_LEVEL_WARN,
+                   "closing rpc connection from %s: no handshake within %lld ms (%zu bytes "
+                   "came)",
+                   c->peer, (long long)svc->handshake_timeout_ms, c->rlen);
+    }
+}
+
 void
 conn_accept(struct rpc_service *svc)
 {
@@ -571,6 +599,11 @@ conn_accept(struct rpc_service *svc)
         snprintf(c->peer, sizeof c->peer, "%s:%d", ip, ntohs(sin->sin_port));
     }
     c->state = CONN_HANDSHAKE;
+    c->accepted_ms = uv_now(&svc->loop);
+    if (list_empty(&svc->handshaking))
+        uv_timer_start(&svc->handshake_timer, conn_on_handshake_timer,
+                       (uint64_t)svc->handshake_timeout_ms, 0);
+    list_push_back(&svc->handshaking, &c->hs_node);
     conn_start_reading(c);
 }
 

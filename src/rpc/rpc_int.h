@@ -56,8 +56,11 @@ struct rpc_service {
     char *tombstones[RPC_TOMBSTONES];
     unsigned tombstone_next;
 
-    struct hmap pool;                             /* peer "host:port" -> outgoing rpc_conn */
-    struct list_node conns;                       /* every open connection */
+    struct hmap pool;             /* peer "host:port" -> outgoing rpc_conn */
+    struct list_node conns;       /* every open connection */
+    struct list_node handshaking; /* accepted connections whose hello is due, oldest first */
+    uv_timer_t handshake_timer;
+    int64_t handshake_timeout_ms;
     struct list_node dirty;                       /* connections with output to flush this turn */
     struct rpc_conn *local_client, *local_server; /* the in-process pair */
 
@@ -113,8 +116,10 @@ struct rpc_conn {
     struct hmap_node pool_node;  /* outgoing, in svc->pool */
     struct list_node all_node;   /* svc->conns */
     struct list_node dirty_node; /* svc->dirty */
-    struct list_node calls;      /* pending asks sent on this connection */
-    int refs;                    /* calls being served hold one each */
+    struct list_node hs_node;    /* svc->handshaking */
+    uint64_t accepted_ms;
+    struct list_node calls; /* pending asks sent on this connection */
+    int refs;               /* calls being served hold one each */
 
     uint8_t *rbuf;
     size_t rlen, rcap;

@@ -231,6 +231,7 @@ service_close_handles(struct rpc_service *svc)
     uv_close((uv_handle_t *)&svc->check, NULL);
     uv_close((uv_handle_t *)&svc->idle, NULL);
     uv_close((uv_handle_t *)&svc->call_timer, NULL);
+    uv_close((uv_handle_t *)&svc->handshake_timer, NULL);
     if (svc->listening) {
         uv_close((uv_handle_t *)&svc->listener, NULL);
         svc->listening = false;
@@ -267,6 +268,8 @@ rpc_service_new(const struct rpc_service_options *o, struct rpc_service **out, s
     list_init(&svc->conns);
     list_init(&svc->dirty);
     list_init(&svc->deadlines);
+    list_init(&svc->handshaking);
+    svc->handshake_timeout_ms = o->handshake_timeout_ms > 0 ? o->handshake_timeout_ms : 10000;
     svc->next_call_id = 1;
 
     mailbox_init(&svc->loop, &svc->mailbox, service_on_mail);
@@ -281,6 +284,8 @@ rpc_service_new(const struct rpc_service_options *o, struct rpc_service **out, s
     svc->idle.data = svc;
     uv_timer_init(&svc->loop, &svc->call_timer);
     svc->call_timer.data = svc;
+    uv_timer_init(&svc->loop, &svc->handshake_timer);
+    svc->handshake_timer.data = svc;
 
     if (o->bind_host != NULL) {
         if ((rc = service_bind(svc, o->bind_host, o->port ? o->port : "0", err)) != 0)

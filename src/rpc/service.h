@@ -18,14 +18,15 @@ struct rpc_service;
 struct rpc_endpoint;
 
 struct rpc_service_options {
-    const char *bind_host;       /* NULL: no listener (a client-only process) */
-    const char *port;            /* "0" (ephemeral), "6123" or a range "50100-50200" */
-    const char *advertised_host; /* what peers connect to; NULL: bind_host */
-    const char *cluster_id;      /* handshake; NULL: "spate" */
-    const char *secret;          /* security.rpc.secret; NULL: none */
-    size_t max_frame_bytes;      /* 0: 10 MiB */
-    int64_t ask_timeout_ms;      /* 0: 10 s */
-    const char *thread_name;     /* the loop thread's name in logs; NULL: "rpc" */
+    const char *bind_host;        /* NULL: no listener (a client-only process) */
+    const char *port;             /* "0" (ephemeral), "6123" or a range "50100-50200" */
+    const char *advertised_host;  /* what peers connect to; NULL: bind_host */
+    const char *cluster_id;       /* handshake; NULL: "spate" */
+    const char *secret;           /* security.rpc.secret; NULL: none */
+    size_t max_frame_bytes;       /* 0: 10 MiB */
+    int64_t ask_timeout_ms;       /* 0: 10 s */
+    int64_t handshake_timeout_ms; /* an accepted connection's hello; 0: 10 s */
+    const char *thread_name;      /* the loop thread's name in logs; NULL: "rpc" */
 };
 
 /* Options from the configuration: rpc.max-frame-size, rpc.ask.timeout,

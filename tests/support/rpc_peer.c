@@ -1,5 +1,6 @@
 /* rpc_peer: the other process of the RPC tests and benchmark.
  *   rpc_peer serve [--port P] [--token HEX] [--secret S] [--cluster C] [--max-frame BYTES]
+ *                  [--handshake-timeout MS]
  *     serves endpoints "echo", "holder" and "fenced" (token HEX) and prints
  *     "LISTENING <port>" on stdout once it does; SIGTERM ends it.
  *   rpc_peer mute [--port P]
@@ -50,10 +51,13 @@ on_exit_command(void)
     _exit(0);
 }
 
+static int64_t handshake_timeout_ms;
+
 static int
 serve(const char *port, const char *secret, const char *cluster, size_t max_frame)
 {
-    struct rpc_service_options o = { .bind_host = "127.0.0.1",
+    struct rpc_service_options o = { .handshake_timeout_ms = handshake_timeout_ms,
+                                     .bind_host = "127.0.0.1",
                                      .port = port,
                                      .secret = secret,
                                      .cluster_id = cluster,
@@ -131,6 +135,8 @@ main(int argc, char **argv)
             secret = argv[i + 1];
         } else if (strcmp(argv[i], "--cluster") == 0) {
             cluster = argv[i + 1];
+        } else if (strcmp(argv[i], "--handshake-timeout") == 0) {
+            handshake_timeout_ms = strtoll(argv[i + 1], NULL, 10);
         } else if (strcmp(argv[i], "--max-frame") == 0) {
             max_frame = strtoull(argv[i + 1], NULL, 10);
         } else if (strcmp(argv[i], "--token") == 0) {

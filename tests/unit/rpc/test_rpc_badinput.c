@@ -26,7 +26,7 @@ static void
 setup(void)
 {
     struct rpc_service_options o = { .bind_host = "127.0.0.1", .port = "0" };
-    char *argv[] = { RPC_PEER_PATH, "serve", NULL };
+    char *argv[] = { RPC_PEER_PATH, "serve", "--handshake-timeout", "300", NULL };
     char log[128], addr[64];
 
     cr_assert_not_null(mkdtemp(strcpy(dir, "/tmp/spate-bad-XXXXXX")));
@@ -133,6 +133,14 @@ Test(rpc_badinput, garbage_instead_of_a_handshake)
     memset(junk, 0x5a, sizeof junk);
     send_all(fd, junk, sizeof junk);
     expect_closed(fd, "bad handshake magic");
+}
+
+Test(rpc_badinput, no_handshake_in_time)
+{
+    int fd = raw_connect();
+
+    send_all(fd, "SPRC", 4); /* the start of a hello, and then nothing */
+    expect_closed(fd, "no handshake within 300 ms (4 bytes came)");
 }
 
 Test(rpc_badinput, wrong_cluster_id_and_version)
