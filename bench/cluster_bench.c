@@ -1,12 +1,8 @@
 /* cluster_bench: the cluster's times and sizes with real processes on
- * loopback and spate's default heartbeats (DESIGN.md §11a):
- *   tm_start_to_registered_ms   a TaskManager process started -> counted by /overview (median of 5)
- *   tm_kill_detect_ms           kill -9 of a TaskManager -> dropped (median of 5)
- *   tm_hang_detect_ms           SIGSTOP of a TaskManager -> dropped (median of 3; heartbeat.timeout 5 s)
- *   jm_restart_to_all_registered_ms  a killed JobManager restarted -> its 3 TaskManagers back (median of 3)
- *   register_1000_tms_ms        1,000 simulated TaskExecutors (4 slots each) in one process -> all counted
- *   rss_kb_idle_tm, rss_kb_idle_jm  resident memory of an idle TaskManager and JobManager
- * Times are observed by polling GET /overview every millisecond. Last line: JSON. */
+ * loopback and spate's default heartbeats (1 s / 5 s): TaskManager start to
+ * registered, kill and hang detection, JobManager restart, 1,000 simulated
+ * TaskExecutors registering, idle RSS of both processes. Observed by
+ * polling GET /overview every millisecond. Last line: a JSON object. */
 #include <arpa/inet.h>
 #include <stdbool.h>
 #include <fcntl.h>

@@ -1,11 +1,8 @@
-/* rpc_bench: the RPC layer between two processes over loopback, beside a bare
- * libuv TCP ping-pong of the same frame sizes between the same two processes,
- * measured in the same run (runs interleaved, medians of RUNS).
- *   asks (one outstanding): round-trip p50/p99 and asks per second
- *   asks with 64 outstanding, tells per second,
- *   kill_detect_ms: SIGKILL of a monitored peer to its heartbeat target-lost
- *   callback (heartbeat.timeout 60 s, so only the broken connection counts).
- * `rpc_bench serve ASK_BYTES REPLY_BYTES` is the other process. Last line: JSON. */
+/* rpc_bench: asks (one and 64 outstanding), tells and heartbeat kill
+ * detection between two processes over loopback, beside a bare libuv TCP
+ * ping-pong of the same frame sizes between the same two processes, measured
+ * in the same run (runs interleaved, medians of RUNS). `rpc_bench serve ASK
+ * REPLY` is the other process. Last line: a JSON object. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

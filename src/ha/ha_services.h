@@ -1,9 +1,8 @@
 /* High-availability services: where a component finds the leaders it talks
- * to (DESIGN.md §8). This issue brings the standalone form (high-availability.type
- * none: fixed addresses from the configuration, the session id zero); the
- * ZooKeeper form fills the same interface later. Made and used on one thread
- * (the process's start-up or its rpc loop); retrievers report to their
- * listeners as leader.h says. */
+ * to (DESIGN.md §8). Standalone now (high-availability.type none: fixed
+ * addresses from the configuration, session ids zero); ZooKeeper fills the
+ * same interface later. Made and used on one thread; retrievers report to
+ * their listeners as leader.h says. */
 #ifndef SPATE_HA_HA_SERVICES_H
 #define SPATE_HA_HA_SERVICES_H
 

@@ -1,9 +1,8 @@
-/* The Dispatcher (Flink's): takes jobs and runs a JobMaster for each, keeps
- * the finished ones' summaries (the archive), answers the cluster and job
- * overviews the REST API shows, and shuts the cluster down (seed 000's
- * StopCluster: the ResourceManager tells every TaskManager to stop).
- * Endpoint "dispatcher". Jobs are, for now, the test-only stand-in of
- * job_master.h. Loop thread. */
+/* The Dispatcher (Flink's), endpoint "dispatcher": runs a JobMaster per job,
+ * keeps finished jobs' summaries, answers the overviews the REST API shows,
+ * and shuts the cluster down (seed 000's StopCluster: the ResourceManager
+ * tells every TaskManager to stop). Jobs are, for now, the test-only
+ * stand-in of job_master.h. Loop thread. */
 #ifndef SPATE_JOBMANAGER_DISPATCHER_H
 #define SPATE_JOBMANAGER_DISPATCHER_H
 

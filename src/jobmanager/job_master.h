@@ -1,9 +1,8 @@
 /* The JobMaster (Flink's): one per job, endpoint "jobmaster_<jobid>", fenced
- * with its JobMasterId. It registers at the ResourceManager, asks it for
- * slots through its SlotPool, accepts the TaskExecutors' offers, and
- * heartbeats the TaskExecutors it uses. The job is, until the jobs issues
- * bring JobGraphs and ExecutionGraphs, a test-only stand-in: N tasks that
- * each need one slot and run for run_ms once all have theirs. Loop thread. */
+ * with its JobMasterId; registers at the ResourceManager, gets slots through
+ * its SlotPool, heartbeats its TaskExecutors. Until the jobs issues bring
+ * JobGraphs the job is a test-only stand-in: N tasks that each need one slot
+ * and run for run_ms once all have theirs. Loop thread. */
 #ifndef SPATE_JOBMANAGER_JOB_MASTER_H
 #define SPATE_JOBMANAGER_JOB_MASTER_H
 

@@ -1,13 +1,15 @@
-/* RPC endpoints: the actors of spate (Dispatcher, ResourceManager, JobMaster,
- * TaskExecutor). An endpoint lives on its service's loop thread; its handlers,
- * future callbacks, run_async tasks and timers run there one at a time, so
- * only they touch its state (debug builds assert which endpoint executes).
- * A thousand endpoints cost a thousand structs, not threads. The struct is
- * embedded in its owner's. References: start takes one that stop drops; its
- * timers, callbacks and run_async tasks hold one each. When a stopped
- * endpoint's last reference goes, ops->destroy may free the owner. */
+/* RPC endpoints: spate's actors (Dispatcher, ResourceManager, JobMaster,
+ * TaskExecutor). An endpoint lives on its service's loop thread; its
+ * handlers, future callbacks, run_async tasks and timers run there one at a
+ * time, so only they touch its state (debug builds assert which endpoint
+ * executes). A thousand endpoints cost a thousand structs, not threads. */
 #ifndef SPATE_RPC_ENDPOINT_H
 #define SPATE_RPC_ENDPOINT_H
+
+/* The struct is embedded in its owner's. References: start takes one that
+ * stop drops; its timers, callbacks and run_async tasks hold one each. When
+ * a stopped endpoint's last reference goes, ops->destroy may free the owner
+ * (with no endpoint executing). */
 
 #include <stdatomic.h>
 #include <stdbool.h>

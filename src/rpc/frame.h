@@ -1,6 +1,10 @@
-/* The RPC wire format: length-prefixed frames. Pure functions, no I/O, so
- * that the fuzzer drives them directly; thread-safe. Layout (big-endian):
- *
+/* The RPC wire format: length-prefixed frames (the layout is below and in
+ * src/rpc/README.md). Pure functions, no I/O, so that the fuzzer drives them
+ * directly; thread-safe. */
+#ifndef SPATE_RPC_FRAME_H
+#define SPATE_RPC_FRAME_H
+
+/* Layout (big-endian):
  *   0  u32  length of the rest of the frame (header + target + payload)
  *   4  u8   protocol version (FRAME_VERSION)
  *   5  u8   frame type (enum frame_type)
@@ -9,10 +13,7 @@
  *   16 u8[16] fencing token (all zero: none)
  *   32 u8   target endpoint name length (1..255 for ASK/TELL, 0 for replies)
  *   33 ...  target name, then the payload (a protobuf message; for ERROR an
- *           i32 error code and the message text)
- */
-#ifndef SPATE_RPC_FRAME_H
-#define SPATE_RPC_FRAME_H
+ *           i32 error code and the message text) */
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,9 +1,8 @@
-/* Futures: the result of an asynchronous operation (an ask, a slot request, an
+/* Futures: results of asynchronous operations (asks, slot requests, an
  * endpoint's termination). A future completes exactly once, on its service's
  * loop thread; its callbacks run later on that loop, never inside the call
- * that completed or started it, each in the context of the endpoint that
- * registered it. A thread that is no endpoint (REST, CLI, tests) waits with
- * rpc_future_wait. Futures are reference counted (any thread). */
+ * that completed or started it, each as the endpoint that registered it.
+ * Other threads wait with rpc_future_wait. Reference counted (any thread). */
 #ifndef SPATE_RPC_FUTURE_H
 #define SPATE_RPC_FUTURE_H
 

@@ -1,12 +1,8 @@
-/* Heartbeat managers (Flink's HeartbeatManagerImpl and its sender): an
- * endpoint monitors targets, each a resource id at an rpc address. A sender
- * asks each target every heartbeat.interval; a receiver answers the requests
- * of the targets it monitors; both carry payloads (slot reports, ...) and
- * both declare a target lost when it was not heard from for
- * heartbeat.timeout (reason SPATE_ETIMEDOUT) or at once when the connection
- * to it breaks (SPATE_ECONNLOST), so a crashed peer is found in
- * milliseconds and a hung one by the timeout. Loop thread, in the owning
- * endpoint's context; the endpoint binds heartbeat_protocol. */
+/* Heartbeat managers (Flink's HeartbeatManagerImpl and its sender): a sender
+ * asks its targets every heartbeat.interval, a receiver answers, payloads go
+ * both ways; a target is lost after heartbeat.timeout of silence
+ * (SPATE_ETIMEDOUT) or at once when its connection breaks (SPATE_ECONNLOST).
+ * Loop thread, as the owning endpoint, which binds heartbeat_protocol. */
 #ifndef SPATE_RPC_HEARTBEAT_H
 #define SPATE_RPC_HEARTBEAT_H
 

@@ -1,10 +1,8 @@
 /* Leader retrieval: how a component learns the address and session id of
- * the current leader of another (a TaskExecutor its ResourceManager, the
- * JobLeaderService a job's JobMaster). The interface is here so that the
- * RPC users depend on it alone; src/ha/ implements it (standalone: fixed
- * addresses from the configuration; later ZooKeeper). A listener may be
- * called on any thread (ZooKeeper's own): it hands the news to its endpoint
- * with rpc_endpoint_run_async, as Flink's listeners do. */
+ * another's current leader. The interface is here so that RPC users depend
+ * on it alone; src/ha/ implements it (standalone now, ZooKeeper later). A
+ * listener may be called on any thread (ZooKeeper's): it hands the news to
+ * its endpoint with rpc_endpoint_run_async, as Flink's listeners do. */
 #ifndef SPATE_RPC_LEADER_H
 #define SPATE_RPC_LEADER_H
 

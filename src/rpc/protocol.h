@@ -1,21 +1,24 @@
-/* Protocols as X-macros: one row per method, from which the method table,
- * the server's handler struct and dispatch, and the typed client functions
- * are generated, so that adding an RPC is one line. A protocol header says
+/* Protocols as X-macros: one row per method generates the method table, the
+ * server's handler struct and dispatch, and the typed client functions, so
+ * that adding an RPC is one line. Header only; the example below shows a
+ * protocol's header and its one .c line. */
+#ifndef SPATE_RPC_PROTOCOL_H
+#define SPATE_RPC_PROTOCOL_H
+
+/* A protocol header says
  *
  *   #define ECHO_METHODS(X, P)                                              \
- *       X(P, echo, 1, ASK, UNFENCED, Echotest__EchoRequest,              \
- *         echotest__echo_request, Echotest__EchoReply,                \
- *         echotest__echo_reply)                                          \
- *       X(P, count, 2, TELL, UNFENCED, Echotest__Count,                  \
+ *       X(P, echo, 1, ASK, UNFENCED, Echotest__EchoRequest,                 \
+ *         echotest__echo_request, Echotest__EchoReply,                      \
+ *         echotest__echo_reply)                                             \
+ *       X(P, count, 2, TELL, UNFENCED, Echotest__Count,                     \
  *         echotest__count, void, none)
  *   RPC_PROTOCOL_DECLARE(echo, ECHO_METHODS)
  *
- * and one .c file says RPC_PROTOCOL_DEFINE(echo, 1, ECHO_METHODS). That gives
- * echo_protocol, echo_method_echo (the rpc_method), struct echo_handlers
- * { void (*echo)(ep, const Echotest__EchoRequest *, struct rpc_call *); },
+ * and one .c file says RPC_PROTOCOL_DEFINE(echo, 100, ECHO_METHODS). That
+ * gives echo_protocol, echo_method_echo (the rpc_method), struct
+ * echo_handlers { void (*echo)(ep, const Echotest__EchoRequest *, call); },
  * echo_echo(gw, req, timeout_ms) -> future, echo_count(gw, req, err) -> int. */
-#ifndef SPATE_RPC_PROTOCOL_H
-#define SPATE_RPC_PROTOCOL_H
 
 #include "rpc/endpoint.h"
 #include "rpc/gateway.h"

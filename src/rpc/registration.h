@@ -1,15 +1,16 @@
 /* Retrying registration (Flink's RetryingRegistration): an endpoint keeps
- * trying to register with a target until it is accepted. An attempt that
- * times out is retried at once with a doubled timeout (from
- * cluster.registration.initial-timeout up to max-timeout); a refusal waits
- * cluster.registration.refused-registration-delay; any other failure (no
- * connection yet, ...) waits a delay that doubles from initial-timeout up to
- * cluster.registration.error-delay, so a process that starts before its
- * target finds it quickly and then backs off. An optional overall timeout
- * ends it. Every retry is logged with its cause and delay. Loop thread, in
- * the owning endpoint's context. */
+ * registering with a target until accepted, with back-off, a refusal delay,
+ * an error delay and an optional overall timeout (the cluster.registration.*
+ * keys); every retry is logged with its cause and delay. Loop thread, as the
+ * owning endpoint. */
 #ifndef SPATE_RPC_REGISTRATION_H
 #define SPATE_RPC_REGISTRATION_H
+
+/* A timed-out attempt is retried at once with a doubled timeout (from
+ * initial-timeout up to max-timeout); a refusal waits
+ * refused-registration-delay; any other failure (no connection yet, ...)
+ * waits a delay that doubles from initial-timeout up to error-delay, so a
+ * process that starts before its target finds it quickly, then backs off. */
 
 #include <stdint.h>
 

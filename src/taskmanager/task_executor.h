@@ -1,9 +1,8 @@
-/* The TaskExecutor (Flink's): the TaskManager's RPC endpoint. It finds the
- * ResourceManager leader, registers with the retrying registration, sends
- * its slot report, answers the ResourceManager's heartbeats with slot
- * reports, allocates slots on requestSlot, connects to each job's JobMaster
- * through the JobLeaderService and offers the slots there. Loop thread, in
- * its own endpoint context; several may share a process (scale tests). */
+/* The TaskExecutor (Flink's), the TaskManager's endpoint: registers with the
+ * ResourceManager leader (retrying), sends its slot report and answers
+ * heartbeats with slot reports, allocates slots on requestSlot, and offers
+ * them to each job's JobMaster through the JobLeaderService. Loop thread;
+ * several may share a process (scale tests). */
 #ifndef SPATE_TASKMANAGER_TASK_EXECUTOR_H
 #define SPATE_TASKMANAGER_TASK_EXECUTOR_H
 

@@ -1,11 +1,8 @@
-/* rpc_peer: the other process of the RPC tests and benchmark.
- *   rpc_peer serve [--port P] [--token HEX] [--secret S] [--cluster C] [--max-frame BYTES]
- *                  [--handshake-timeout MS]
- *     serves endpoints "echo", "holder" and "fenced" (token HEX) and prints
- *     "LISTENING <port>" on stdout once it does; SIGTERM ends it.
- *   rpc_peer mute [--port P]
- *     accepts TCP connections and never answers (a hung peer).
- * Logs go to stderr. */
+/* rpc_peer: the other process of the RPC tests. `rpc_peer serve [--port P]
+ * [--token HEX] [--secret S] [--cluster C] [--max-frame B]
+ * [--handshake-timeout MS]` serves "echo", "holder" and "fenced" and prints
+ * "LISTENING <port>"; `rpc_peer mute [--port P]` accepts and never answers
+ * (a hung peer). Logs go to stderr; SIGTERM ends it. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
