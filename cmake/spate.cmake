@@ -42,7 +42,14 @@ function(spate_link_libspate)
     set_target_properties(spate PROPERTIES LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/libspate.map)
 
     add_executable(spate_cmd ${PROJECT_SOURCE_DIR}/src/cli/main.c)
-    target_link_libraries(spate_cmd PRIVATE spate)
+    if(SPATE_SANITIZE)
+        # Sanitizer runtimes are not linked into shared objects: the
+        # sanitized spate links the layers statically (for running the e2e
+        # tests against it by hand: SPATE_BUILD=build-asan).
+        target_link_libraries(spate_cmd PRIVATE -Wl,--whole-archive ${layers} -Wl,--no-whole-archive)
+    else()
+        target_link_libraries(spate_cmd PRIVATE spate)
+    endif()
     target_include_directories(spate_cmd PRIVATE ${PROJECT_SOURCE_DIR}/src)
     set_target_properties(spate_cmd PROPERTIES OUTPUT_NAME spate
         BUILD_RPATH "$ORIGIN/../lib")
@@ -129,6 +136,13 @@ function(spate_e2e_test name)
     add_test(NAME e2e/${name} COMMAND ${E_COMMAND})
     set_tests_properties(e2e/${name} PROPERTIES LABELS e2e TIMEOUT ${E_TIMEOUT}
         ENVIRONMENT "SPATE_BUILD=${CMAKE_BINARY_DIR};SPATE_SOURCE=${PROJECT_SOURCE_DIR}")
+    if(SPATE_SANITIZER_SUITES)
+        # The same test against build-asan's spate (ASan+UBSan, debug
+        # assertions such as the executing RPC endpoint's).
+        add_test(NAME asan-e2e/${name} COMMAND ${E_COMMAND})
+        set_tests_properties(asan-e2e/${name} PROPERTIES LABELS asan TIMEOUT ${E_TIMEOUT}
+            ENVIRONMENT "SPATE_BUILD=${SPATE_ASAN_DIR};SPATE_SOURCE=${PROJECT_SOURCE_DIR};ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+    endif()
 endfunction()
 
 # spate_bench(<name> SOURCES ... LIBS ...): build/bin/<name>, run by `make bench`.

@@ -18,9 +18,10 @@ libuv1-dev          event loops, TCP, timers, async mailboxes
 libyaml-dev         conf/config.yaml
 libssl-dev          SHA-256 (job libraries, blobs, handshake secrets); TLS later
 libcriterion-dev    unit tests
-libjansson-dev      JSON: plans, REST
 protobuf-c-compiler protoc-c: C code for the control messages of src/proto/
 libprotobuf-c-dev   protobuf-c runtime: RPC payloads
+libmicrohttpd-dev   the REST server (its own epoll thread)
+libjansson-dev      JSON of the REST API and of plans
 libxxhash-dev       XXH3: key groups of keyed streams (DESIGN.md §5a)
 liblz4-dev          lz4 compression of network buffers
 "
