@@ -17,6 +17,8 @@ struct disp_job {
     struct job_master *jm; /* NULL once archived */
     Cluster__JobInfo info; /* the archived summary */
     char *name, *state, *failure;
+    Cluster__Accumulator *accs; /* the archive's own copies */
+    Cluster__Accumulator **acc_ptrs;
 };
 
 struct dispatcher {
@@ -51,6 +53,18 @@ disp_find(struct dispatcher *d, const spate_id *job)
 }
 
 static void
+disp_job_free_archive(struct disp_job *j)
+{
+    for (size_t i = 0; j->accs != NULL && i < j->info.n_accumulators; i++)
+        free(j->accs[i].name);
+    free(j->accs);
+    free(j->acc_ptrs);
+    free(j->name);
+    free(j->state);
+    free(j->failure);
+}
+
+static void
 disp_job_info(struct disp_job *j, Cluster__JobInfo *info)
 {
     if (j->jm != NULL) {
@@ -81,6 +95,16 @@ disp_on_terminal(void *arg, struct job_master *jm)
         j->info.name = j->name;
         j->info.state = j->state;
         j->info.failure = j->failure;
+        /* The JobMaster and its accumulators go: keep copies. */
+        j->accs = xcalloc(j->info.n_accumulators + 1, sizeof *j->accs);
+        j->acc_ptrs = xcalloc(j->info.n_accumulators + 1, sizeof *j->acc_ptrs);
+        for (size_t i = 0; i < j->info.n_accumulators; i++) {
+            cluster__accumulator__init(&j->accs[i]);
+            j->accs[i].name = xstrdup(j->info.accumulators[i]->name);
+            j->accs[i].value = j->info.accumulators[i]->value;
+            j->acc_ptrs[i] = &j->accs[i];
+        }
+        j->info.accumulators = j->acc_ptrs;
         j->jm = NULL;
         rpc_future_unref(job_master_stop(jm));
         return;
@@ -125,6 +149,51 @@ dh_submit_test_job(struct rpc_endpoint *ep, const Cluster__TestJob *req, struct 
     }
     SPATE_LOG_INFO(DISP_LOG, "submitted job %s (%s) asking for %u slots", id_str(&j->job_id).s,
                    req->name, req->slots);
+    reply.job_id = gw_id_bytes(&j->job_id);
+    rpc_call_reply(call, &reply.base);
+}
+
+/* A client's JobGraph: a JobMaster runs it. */
+static void
+dh_submit_job(struct rpc_endpoint *ep, const Cluster__JobSubmission *req, struct rpc_call *call)
+{
+    struct dispatcher *d = disp_of(ep);
+    Cluster__JobId reply = CLUSTER__JOB_ID__INIT;
+    struct job_master_options o = { 0 };
+    spate_error err = { 0 };
+    struct disp_job *j;
+
+    if (d->shutting_down) {
+        rpc_call_fail(call, SPATE_ESTATE, "the cluster is shutting down");
+        return;
+    }
+    j = xcalloc(1, sizeof *j);
+    o.graph = req->job_graph.data;
+    o.graph_len = req->job_graph.len;
+    o.library_path = req->library_path;
+    o.buffer_timeout_ms = d->o.buffer_timeout_ms;
+    o.slot_request_timeout_ms = d->o.slot_request_timeout_ms;
+    o.heartbeat = d->o.heartbeat;
+    o.registration = d->o.registration;
+    o.ha = d->o.ha;
+    o.on_terminal = disp_on_terminal;
+    o.arg = d;
+    /* The job id is the JobGraph's; the JobMaster reads it from there. */
+    if (job_master_start(ep->svc, &o, &j->jm, &err) != 0) {
+        free(j);
+        SPATE_LOG_WARN(DISP_LOG, "job submission refused: %s", err.message);
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
+    }
+    j->job_id = job_master_job_id(j->jm);
+    if (disp_find(d, &j->job_id) != NULL) {
+        rpc_future_unref(job_master_stop(j->jm));
+        free(j);
+        rpc_call_fail(call, SPATE_EEXIST, "job %s was submitted already", id_str(&j->job_id).s);
+        return;
+    }
+    hmap_insert(&d->jobs, &j->node, id_hash(&j->job_id));
+    SPATE_LOG_INFO(DISP_LOG, "submitted job %s (%s)", id_str(&j->job_id).s, job_master_name(j->jm));
     reply.job_id = gw_id_bytes(&j->job_id);
     rpc_call_reply(call, &reply.base);
 }
@@ -309,6 +378,7 @@ dispatcher_shutdown(struct dispatcher *d, const char *reason)
 
 static const struct dispatcher_handlers disp_handlers = {
     .submit_test_job = dh_submit_test_job,
+    .submit_job = dh_submit_job,
     .request_jobs = dh_request_jobs,
     .request_job = dh_request_job,
     .shutdown_cluster = dh_shutdown_cluster,
@@ -328,9 +398,7 @@ disp_on_stop(struct rpc_endpoint *ep)
         hmap_remove(&d->jobs, n);
         if (j->jm != NULL)
             rpc_future_unref(job_master_stop(j->jm));
-        free(j->name);
-        free(j->state);
-        free(j->failure);
+        disp_job_free_archive(j);
         free(j);
     }
     rpc_gateway_free(d->rm);

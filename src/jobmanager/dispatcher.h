@@ -1,8 +1,8 @@
 /* The Dispatcher (Flink's), endpoint "dispatcher": runs a JobMaster per job,
  * keeps finished jobs' summaries, answers the overviews the REST API shows,
  * and shuts the cluster down (seed 000's StopCluster: the ResourceManager
- * tells every TaskManager to stop). Jobs are, for now, the test-only
- * stand-in of job_master.h. Loop thread. */
+ * tells every TaskManager to stop). Jobs are JobGraphs submitted by clients
+ * (submit_job), or the test-only stand-in of job_master.h. Loop thread. */
 #ifndef SPATE_JOBMANAGER_DISPATCHER_H
 #define SPATE_JOBMANAGER_DISPATCHER_H
 
@@ -14,6 +14,7 @@ struct dispatcher;
 
 struct dispatcher_options {
     int64_t slot_request_timeout_ms;
+    int64_t buffer_timeout_ms; /* execution.buffer-timeout, for the tasks */
     struct heartbeat_options heartbeat;
     struct registration_options registration;
     struct ha_services *ha;

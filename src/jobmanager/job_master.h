@@ -37,6 +37,11 @@ bool job_status_is_terminal(enum job_status s);
 struct job_master_options {
     spate_id job_id;
     const char *name;
+    /* A real job: its encoded JobGraph and job library (else the stand-in). */
+    const uint8_t *graph;
+    size_t graph_len;
+    const char *library_path;
+    int64_t buffer_timeout_ms;
     uint32_t tasks;  /* slots the stand-in job needs */
     uint64_t run_ms; /* 0: runs until cancelled */
     int64_t slot_request_timeout_ms;
@@ -48,6 +53,8 @@ struct job_master_options {
     void *arg;
 };
 
+/* Errors: a JobGraph that does not decode, a file source path that cannot
+ * be read. */
 int job_master_start(struct rpc_service *svc, const struct job_master_options *o,
                      struct job_master **out, spate_error *err);
 /* Cancels the job (slots are freed); terminal callback follows. */
@@ -57,5 +64,7 @@ struct rpc_future *job_master_stop(struct job_master *jm);
 /* Fills info (strings point into jm: valid until it changes). */
 void job_master_info(struct job_master *jm, Cluster__JobInfo *info);
 enum job_status job_master_status(const struct job_master *jm);
+spate_id job_master_job_id(const struct job_master *jm);
+const char *job_master_name(const struct job_master *jm);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "proto/cluster.pb-c.h"
+#include "proto/jobgraph.pb-c.h"
 #include "rpc/protocol.h"
 
 #define RPC_ENDPOINT_RESOURCE_MANAGER "resourcemanager"
@@ -52,7 +53,11 @@ RPC_PROTOCOL_DECLARE(rm, RM_METHODS)
     X(P, disconnect_job_manager, 4, TELL, UNFENCED, Cluster__Disconnect, cluster__disconnect,      \
       void, none)                                                                                  \
     X(P, stop_task_executor, 5, TELL, UNFENCED, Cluster__StopCluster, cluster__stop_cluster, void, \
-      none)
+      none)                                                                                        \
+    X(P, submit_task, 6, ASK, UNFENCED, Jobgraph__TaskDeployment, jobgraph__task_deployment,       \
+      Cluster__Ack, cluster__ack)                                                                  \
+    X(P, cancel_task, 7, ASK, UNFENCED, Cluster__TaskId, cluster__task_id, Cluster__Ack,           \
+      cluster__ack)
 RPC_PROTOCOL_DECLARE(te, TE_METHODS)
 
 #define JM_METHODS(X, P)                                                                           \
@@ -63,7 +68,11 @@ RPC_PROTOCOL_DECLARE(te, TE_METHODS)
     X(P, disconnect_task_manager, 3, TELL, FENCED, Cluster__Disconnect, cluster__disconnect, void, \
       none)                                                                                        \
     X(P, disconnect_resource_manager, 4, TELL, UNFENCED, Cluster__Disconnect, cluster__disconnect, \
-      void, none)
+      void, none)                                                                                  \
+    X(P, update_task_execution_state, 5, ASK, FENCED, Cluster__TaskExecutionState,                 \
+      cluster__task_execution_state, Cluster__Ack, cluster__ack)                                   \
+    X(P, request_next_input_split, 6, ASK, FENCED, Cluster__SplitRequest, cluster__split_request,  \
+      Cluster__InputSplit, cluster__input_split)
 RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
 
 #define DISPATCHER_METHODS(X, P)                                                                 \
@@ -77,7 +86,10 @@ RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
       Cluster__Ack, cluster__ack)                                                                \
     X(P, request_cluster_overview, 5, ASK, UNFENCED, Cluster__Ack, cluster__ack,                 \
       Cluster__ClusterOverview, cluster__cluster_overview)                                       \
-    X(P, cancel_job, 6, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__Ack, cluster__ack)
+    X(P, cancel_job, 6, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__Ack,            \
+      cluster__ack)                                                                              \
+    X(P, submit_job, 7, ASK, UNFENCED, Cluster__JobSubmission, cluster__job_submission,          \
+      Cluster__JobId, cluster__job_id)
 RPC_PROTOCOL_DECLARE(dispatcher, DISPATCHER_METHODS)
 
 /* Ids in messages: 16 bytes, or empty for none. */
