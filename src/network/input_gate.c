@@ -549,6 +549,7 @@ void
 gate_deliver(struct input_channel *ch, struct net_buffer *buf)
 {
     struct input_gate *g = ch->gate;
+    bool pooled = buf->seg != NULL; /* read now: the task may recycle it at once */
     bool poke;
 
     buf->next = NULL;
@@ -560,7 +561,7 @@ gate_deliver(struct input_channel *ch, struct net_buffer *buf)
     ch->recv_tail = buf;
     poke = gate_enqueue_locked(g, ch);
     pthread_mutex_unlock(&g->lock);
-    if (g->metrics != NULL && buf->seg != NULL)
+    if (g->metrics != NULL && pooled)
         metric_level_add(&g->metrics->in_pool_used, 1);
     if (poke)
         notifier_notify(g->notifier);

@@ -7,6 +7,7 @@
  * but net_env_new/free/post/stats runs on the I/O thread. */
 #include <lz4.h>
 #include <netdb.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -866,6 +867,7 @@ conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     struct net_conn *c = s->data;
 
     UNUSED(b);
+    c->env->activity++;
     if (nread == 0 || c->state == CONN_CLOSING)
         return;
     if (nread < 0) {
@@ -1171,6 +1173,7 @@ env_deliver(struct mailbox *mb, struct mpsc_node *node)
     struct net_env *env = mb->data;
     struct net_cmd *cmd = container_of(node, struct net_cmd, node);
 
+    env->activity++;
     switch (cmd->kind) {
     case NET_CMD_READER_AVAILABLE: {
         struct net_reader *r = container_of(cmd, struct net_reader, cmd);
@@ -1281,8 +1284,7 @@ net_env_config_load(const struct config *conf, struct net_env_config *cfg, spate
         goto out;
     }
     cfg->port = lo;
-    if ((rc = config_get_string(conf, CFG(SECURITY_RPC_SECRET), &cfg->secret, err)) != 0)
-        goto out;
+    cfg->secret = config_lookup(conf, CFG(SECURITY_RPC_SECRET)->key);
     cfg->cluster_id = "/default";
     if (empty != NULL) {
         /* Strings from the defaults table stay valid; set ones would not. */
@@ -1294,13 +1296,32 @@ out:
     return rc;
 }
 
+/* After an event the loop keeps polling without blocking (yielding the core
+ * between polls) for this long before it sleeps in epoll again: the next
+ * buffer or credit usually comes soon, and a sleeping thread's wake-up is
+ * most of a record's latency at low load. An idle loop sleeps. */
+#define NET_SPIN_NS 250000u
+
 static void
 env_thread(void *arg)
 {
     struct net_env *env = arg;
 
     log_set_thread_name("net-io");
-    uv_run(&env->loop, UV_RUN_DEFAULT);
+    while (uv_run(&env->loop, UV_RUN_ONCE) != 0) {
+        uint64_t seen = env->activity, until = clock_mono_ns() + NET_SPIN_NS;
+
+        while (clock_mono_ns() < until) {
+            if (uv_run(&env->loop, UV_RUN_NOWAIT) == 0)
+                return;
+            if (env->activity != seen) {
+                seen = env->activity;
+                until = clock_mono_ns() + NET_SPIN_NS;
+            } else {
+                sched_yield();
+            }
+        }
+    }
 }
 
 int

@@ -225,6 +225,7 @@ struct net_env {
     struct net_conn *conns;
     struct input_channel *retry_list;
     bool stopping;
+    uint64_t activity; /* events handled: the loop spins while it grows */
     /* stats: written by the network thread, read anywhere (relaxed) */
     _Atomic size_t n_client, n_server;
     _Atomic uint64_t n_dropped;

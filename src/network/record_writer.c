@@ -131,13 +131,25 @@ rw_wait_buffer(struct record_writer *w, struct net_buffer **out, spate_error *er
 }
 
 static int
+rw_cancelled(struct record_writer *w, spate_error *err)
+{
+    return spate_error_set(err, SPATE_ECANCELED, "task cancelled while writing partition %s",
+                           result_partition_id_str(&w->partition->id).s);
+}
+
+static int
 rw_new_buffer(struct record_writer *w, struct rw_channel *c, spate_error *err)
 {
+    struct notifier *n = w->partition->producer;
     struct net_buffer *buf;
     int rc = result_partition_check(w->partition, err);
 
+    /* Checked per buffer, not per record: a cancel stops the writer within
+     * one buffer even when it never has to wait. */
     if (rc != 0)
         return rc;
+    if (n != NULL && notifier_is_cancelled(n))
+        return rw_cancelled(w, err);
     buf = local_buffer_pool_request(w->partition->pool);
     if (buf == NULL && (rc = rw_wait_buffer(w, &buf, err)) != 0)
         return rc;
