@@ -1335,7 +1335,7 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
     env->cfg.bind_host = xstrdup(cfg->bind_host ? cfg->bind_host : "127.0.0.1");
     env->cfg.cluster_id = xstrdup(cfg->cluster_id ? cfg->cluster_id : "/default");
     env->cfg.secret = cfg->secret ? xstrdup(cfg->secret) : NULL;
-    env->cfg.name = xstrdup(cfg->name ? cfg->name : "network");
+    env->cfg.name = xstrdup(cfg->name ? cfg->name : "");
     if (env->cfg.buffers_per_channel == 0)
         env->cfg.buffers_per_channel = 2;
     env->hs.magic = HANDSHAKE_MAGIC_DATA;
@@ -1376,8 +1376,8 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
         rc = SPATE_EIO;
         goto fail_bind;
     }
-    SPATE_LOG_INFO(NET_LOG, "%s: data port %s:%d, %zu buffers of %zu bytes%s", env->cfg.name,
-                   env->cfg.bind_host, env->port, cfg->num_buffers, cfg->segment_size,
+    SPATE_LOG_INFO(NET_LOG, "%s%sdata port %s:%d, %zu buffers of %zu bytes%s", env->cfg.name,
+                   env->cfg.name[0] ? ": " : "", env->cfg.bind_host, env->port, cfg->num_buffers, cfg->segment_size,
                    cfg->lz4 ? ", lz4" : "");
     *out = env;
     return 0;

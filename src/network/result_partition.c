@@ -140,8 +140,7 @@ result_partition_fail(struct result_partition *rp, int code, const char *fmt, ..
     pthread_mutex_unlock(&rp->lock);
     if (!first)
         return;
-    SPATE_LOG_WARN(NET_LOG, "partition %s failed: %s", result_partition_id_str(&rp->id).s,
-                   rp->error);
+    SPATE_LOG_WARN(NET_LOG, "%s", rp->error); /* the message names the partition */
     for (uint32_t i = 0; i < rp->num_subpartitions; i++) {
         struct result_subpartition *sp = &rp->subs[i];
 
