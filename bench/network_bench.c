@@ -99,7 +99,9 @@ read_result(struct proc *p)
         fclose(p->in);
     waitpid(p->pid, &status, 0);
     if (line == NULL || line[0] != '{' || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        fprintf(stderr, "network_bench: net_harness: %s (status %d)\n", line ? line : "no result", status), exit(1);
+        fprintf(stderr, "network_bench: net_harness: %s (status %d)\n", line ? line : "no result",
+                status),
+            exit(1);
     return line;
 }
 
@@ -230,10 +232,14 @@ static void
 spate_pingpong(double *p50, double *p99)
 {
     char a[70], b[70], rounds[16], pport[16];
-    char *pingv[] = { harness, "ping", "--partition", a, "--peer-partition", b, "--rounds",
-                      rounds, "--timeout-ms", "0", NULL };
-    char *pongv[] = { harness, "pong", "--partition", b, "--peer-partition", a, "--peer-port",
-                      pport, "--timeout-ms", "0", NULL };
+    char *pingv[] = {
+        harness, "ping",         "--partition", a,   "--peer-partition", b, "--rounds",
+        rounds,  "--timeout-ms", "0",           NULL
+    };
+    char *pongv[] = {
+        harness, "pong",         "--partition", b,   "--peer-partition", a, "--peer-port",
+        pport,   "--timeout-ms", "0",           NULL
+    };
     struct proc ping, pong;
     uint64_t *rtt = calloc(PINGPONG_ROUNDS, sizeof *rtt);
     char *res, *p;
@@ -450,11 +456,12 @@ main(int argc, char **argv)
                "\"baseline_pingpong_p99_us\":%.1f,\"ratio_mb_per_s_1kib_to_tcp\":%.3f,"
                "\"ratio_latency_p99_to_pingpong_p99\":%.2f,"
                "\"targets\":{\"mb_per_s_1kib_ge_0.7x_tcp\":%s,\"records_per_s_16b_1to1_ge_10M\":%s,"
-               "\"local_ge_30M\":%s,\"latency_p99_lt_1000us\":%s,\"latency_p99_le_3x_pingpong\":%s}}\n",
+               "\"local_ge_30M\":%s,\"latency_p99_lt_1000us\":%s,\"latency_p99_le_3x_pingpong\":%s}"
+               "}\n",
                runs, m16, m2x2, m_1k, mloc, ml50, ml99, m_tcp, mb50, mb99, m_1k / m_tcp,
-               ml99 / mb99, m_1k >= 0.7 * m_tcp ? "true" : "false",
-               m16 >= 1e7 ? "true" : "false", mloc >= 3e7 ? "true" : "false",
-               ml99 < 1000 ? "true" : "false", ml99 <= 3 * mb99 ? "true" : "false");
+               ml99 / mb99, m_1k >= 0.7 * m_tcp ? "true" : "false", m16 >= 1e7 ? "true" : "false",
+               mloc >= 3e7 ? "true" : "false", ml99 < 1000 ? "true" : "false",
+               ml99 <= 3 * mb99 ? "true" : "false");
     }
     return 0;
 }

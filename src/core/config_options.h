@@ -113,19 +113,19 @@ struct config_option {
       32 * CFG_KB, CFG_NOLIMIT_HI, NULL, NULL, "network buffer memory of a TaskManager")           \
     X(TASKMANAGER_MEMORY_NETWORK_MAX, "taskmanager.memory.network.max", MEMORY, "64 mb",           \
       32 * CFG_KB, CFG_NOLIMIT_HI, NULL, NULL, "network buffer memory of a TaskManager, at most")  \
-    X(TASKMANAGER_NETWORK_BUFFERS_PER_CHANNEL, "taskmanager.network.memory.buffers-per-channel",  \
-      INT, "2", 1, 1024, NULL, NULL, "exclusive buffers of each remote input channel")            \
+    X(TASKMANAGER_NETWORK_BUFFERS_PER_CHANNEL, "taskmanager.network.memory.buffers-per-channel",   \
+      INT, "2", 1, 1024, NULL, NULL, "exclusive buffers of each remote input channel")             \
     X(TASKMANAGER_NETWORK_FLOATING_BUFFERS_PER_GATE,                                               \
       "taskmanager.network.memory.floating-buffers-per-gate", INT, "8", 1, 65536, NULL, NULL,      \
-      "buffers an input gate shares among its channels as their backlog asks")                    \
+      "buffers an input gate shares among its channels as their backlog asks")                     \
     X(TASKMANAGER_NETWORK_REQUEST_BACKOFF_INITIAL, "taskmanager.network.request-backoff.initial",  \
       DURATION, "100 ms", 1, CFG_NOLIMIT_HI, NULL, NULL,                                           \
-      "first pause before a partition request is retried (producer not running yet)")             \
+      "first pause before a partition request is retried (producer not running yet)")              \
     X(TASKMANAGER_NETWORK_REQUEST_BACKOFF_MAX, "taskmanager.network.request-backoff.max",          \
       DURATION, "10 s", 1, CFG_NOLIMIT_HI, NULL, NULL,                                             \
-      "a partition request still not found after backing off this far fails")                     \
+      "a partition request still not found after backing off this far fails")                      \
     X(TASKMANAGER_NETWORK_COMPRESSION_CODEC, "taskmanager.network.compression.codec", ENUM,        \
-      "none", 0, 0, "none|lz4", NULL, "compression of network buffers between TaskManagers")      \
+      "none", 0, 0, "none|lz4", NULL, "compression of network buffers between TaskManagers")       \
     /* checkpoints and state */                                                                    \
     X(EXECUTION_CHECKPOINTING_INTERVAL, "execution.checkpointing.interval", DURATION, NULL, 1,     \
       CFG_NOLIMIT_HI, NULL, NULL, "time between checkpoints (unset: no checkpoints)")              \

@@ -29,11 +29,13 @@ int
 key_group_check(uint32_t max_parallelism, uint32_t parallelism, spate_error *err)
 {
     if (parallelism == 0 || max_parallelism == 0)
-        return spate_error_set(err, SPATE_EINVAL, "parallelism %u and max parallelism %u must be "
-                               "positive", parallelism, max_parallelism);
+        return spate_error_set(err, SPATE_EINVAL,
+                               "parallelism %u and max parallelism %u must be "
+                               "positive",
+                               parallelism, max_parallelism);
     if (max_parallelism > KEY_GROUP_UPPER_BOUND)
-        return spate_error_set(err, SPATE_EINVAL, "max parallelism %u exceeds %u",
-                               max_parallelism, KEY_GROUP_UPPER_BOUND);
+        return spate_error_set(err, SPATE_EINVAL, "max parallelism %u exceeds %u", max_parallelism,
+                               KEY_GROUP_UPPER_BOUND);
     if (parallelism > max_parallelism)
         return spate_error_set(err, SPATE_EINVAL, "parallelism %u exceeds max parallelism %u",
                                parallelism, max_parallelism);

@@ -38,8 +38,8 @@ key_group_operator_index(uint32_t key_group, uint32_t max_parallelism, uint32_t 
 }
 /* The key groups of operator `index` of `parallelism` (Flink's
  * computeKeyGroupRangeForOperatorIndex). */
-struct key_group_range key_group_range_for_operator(uint32_t max_parallelism,
-                                                    uint32_t parallelism, uint32_t index);
+struct key_group_range key_group_range_for_operator(uint32_t max_parallelism, uint32_t parallelism,
+                                                    uint32_t index);
 /* Checks 1 <= parallelism <= max_parallelism <= KEY_GROUP_UPPER_BOUND. */
 int key_group_check(uint32_t max_parallelism, uint32_t parallelism, spate_error *err);
 

@@ -275,8 +275,7 @@ metric_value(struct metric *m)
 }
 
 int
-metric_registry_get(struct metric_registry *r, const char *scope, const char *name,
-                    double *value)
+metric_registry_get(struct metric_registry *r, const char *scope, const char *name, double *value)
 {
     int rc = SPATE_ENOENT;
 

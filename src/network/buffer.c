@@ -164,8 +164,8 @@ local_buffer_pool_new(struct network_buffer_pool *global, size_t min, size_t max
     struct local_buffer_pool *pool;
 
     if (min == 0 || max < min)
-        return spate_error_set(err, SPATE_EINVAL, "a local buffer pool of %zu to %zu buffers",
-                               min, max);
+        return spate_error_set(err, SPATE_EINVAL, "a local buffer pool of %zu to %zu buffers", min,
+                               max);
     pool = xcalloc(1, sizeof *pool);
     pthread_mutex_init(&pool->lock, NULL);
     pool->global = global;

@@ -32,13 +32,13 @@ typedef void (*net_buffer_recycler)(struct net_buffer *buf);
 
 struct net_buffer {
     uint8_t *data;
-    uint32_t size;     /* bytes of content */
-    uint32_t capacity; /* bytes data can hold */
-    uint8_t type;      /* enum net_buffer_type */
+    uint32_t size;           /* bytes of content */
+    uint32_t capacity;       /* bytes data can hold */
+    uint8_t type;            /* enum net_buffer_type */
     struct net_buffer *next; /* link of whichever queue holds the buffer */
     net_buffer_recycler recycler;
-    void *owner;          /* the recycler's (a pool, an input channel) */
-    struct segment *seg;  /* NULL for a heap event buffer */
+    void *owner;         /* the recycler's (a pool, an input channel) */
+    struct segment *seg; /* NULL for a heap event buffer */
     /* The network I/O thread's, while it writes the buffer out. */
     uv_write_t write_req;
     uint8_t header[NET_FRAME_HEADER_SIZE];

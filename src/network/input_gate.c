@@ -59,7 +59,8 @@ gate_fail_channel(struct input_channel *ch, int code, const char *fmt, ...)
         ch->error = code ? code : SPATE_EIO;
         ch->error_msg = msg;
         msg = NULL;
-        poke = gate_enqueue_locked(g, ch) || true;
+        gate_enqueue_locked(g, ch);
+        poke = true; /* the task may be waiting even with others queued */
     }
     pthread_mutex_unlock(&g->lock);
     if (poke)
@@ -82,8 +83,8 @@ static int
 local_request(struct input_channel *ch, uint64_t now_ns, spate_error *err)
 {
     struct net_env *env = ch->gate->env;
-    int rc = partition_manager_attach(env, &ch->partition, ch->subpartition, &ch->reader, &ch->sp,
-                                      err);
+    int rc =
+        partition_manager_attach(env, &ch->partition, ch->subpartition, &ch->reader, &ch->sp, err);
 
     if (rc == 0) {
         ch->retry_at_ns = 0;
@@ -177,8 +178,7 @@ input_gate_set_remote_channel(struct input_gate *g, uint32_t channel,
     if (rc != 0)
         return rc;
     if (port <= 0 || port > 65535 || strlen(host) > 64)
-        return spate_error_set(err, SPATE_EINVAL, "bad producer data address '%s:%d'", host,
-                               port);
+        return spate_error_set(err, SPATE_EINVAL, "bad producer data address '%s:%d'", host, port);
     ch = &g->channels[channel];
     ch->kind = CHANNEL_REMOTE;
     ch->partition = *partition;
@@ -432,8 +432,7 @@ channel_next(struct input_channel *ch, struct net_buffer **out, bool *more, spat
 }
 
 int
-input_gate_poll(struct input_gate *g, struct net_buffer **out, uint32_t *channel,
-                spate_error *err)
+input_gate_poll(struct input_gate *g, struct net_buffer **out, uint32_t *channel, spate_error *err)
 {
     if (g->ended == g->num_channels)
         return INPUT_GATE_END;
@@ -459,13 +458,16 @@ input_gate_poll(struct input_gate *g, struct net_buffer **out, uint32_t *channel
         if (ch->ended)
             continue;
         rc = channel_next(ch, &buf, &more, err);
-        if (rc == 0 && ch->error != 0) {
+        if (rc == 0) {
             /* A failure is reported once every buffer before it was read. */
             pthread_mutex_lock(&g->lock);
-            rc = spate_error_set(err, ch->error, "%s", ch->error_msg);
-            gate_enqueue_locked(g, ch); /* stays failed */
+            if (ch->error != 0) {
+                rc = spate_error_set(err, ch->error, "%s", ch->error_msg);
+                gate_enqueue_locked(g, ch); /* stays failed */
+            }
             pthread_mutex_unlock(&g->lock);
-            return rc;
+            if (rc != 0)
+                return rc;
         }
         if (rc < 0)
             return rc;

@@ -34,8 +34,8 @@ struct input_gate;
 int input_gate_new(struct net_env *env, uint32_t num_channels, struct notifier *task,
                    struct task_io_metrics *metrics, struct input_gate **out, spate_error *err);
 int input_gate_set_local_channel(struct input_gate *g, uint32_t channel,
-                                 const struct result_partition_id *partition,
-                                 uint32_t subpartition, spate_error *err);
+                                 const struct result_partition_id *partition, uint32_t subpartition,
+                                 spate_error *err);
 /* host:port is the producer TaskManager's data address. */
 int input_gate_set_remote_channel(struct input_gate *g, uint32_t channel,
                                   const struct result_partition_id *partition,

@@ -122,7 +122,7 @@ enum rx_mode { RX_STAGE, RX_DIRECT, RX_DISCARD };
 /* A remote consumer's reader of one subpartition (server side). */
 struct net_reader {
     struct subpartition_reader base;
-    struct net_cmd cmd; /* READER_AVAILABLE */
+    struct net_cmd cmd;  /* READER_AVAILABLE */
     _Atomic bool queued; /* cmd is in the mailbox (set by producers, cleared here) */
     struct net_conn *conn;
     struct result_subpartition *sp;
@@ -219,7 +219,8 @@ conn_send_ctl(struct net_conn *c, struct net_frame *f, const void *body, uint32_
 static void
 send_error(struct net_conn *c, uint32_t receiver, int code, const char *msg)
 {
-    struct net_frame f = { .type = NET_MSG_ERROR, .receiver = receiver,
+    struct net_frame f = { .type = NET_MSG_ERROR,
+                           .receiver = receiver,
                            .a = (uint32_t)(code < 0 ? -code : code) };
 
     conn_send_ctl(c, &f, msg, (uint32_t)MIN(strlen(msg), NET_ERROR_MAX));
@@ -317,8 +318,7 @@ send_compressed(struct net_conn *c, struct net_frame *f, struct net_buffer *buf)
         return false; /* all in flight: send this one as it is */
     if (s->data == NULL)
         s->data = xmalloc(bound);
-    n = LZ4_compress_default((const char *)buf->data, (char *)s->data, (int)buf->size,
-                             (int)bound);
+    n = LZ4_compress_default((const char *)buf->data, (char *)s->data, (int)buf->size, (int)bound);
     if (n <= 0 || (uint32_t)n >= buf->size)
         return false;
     f->flags |= NET_FLAG_COMPRESSED;
@@ -344,8 +344,11 @@ send_compressed(struct net_conn *c, struct net_frame *f, struct net_buffer *buf)
 static void
 send_buffer(struct net_conn *c, struct net_reader *r, struct net_buffer *buf, uint32_t backlog)
 {
-    struct net_frame f = { .type = NET_MSG_BUFFER, .receiver = r->receiver, .a = r->seq++,
-                           .b = (int32_t)MIN(backlog, (uint32_t)INT32_MAX), .length = buf->size };
+    struct net_frame f = { .type = NET_MSG_BUFFER,
+                           .receiver = r->receiver,
+                           .a = r->seq++,
+                           .b = (int32_t)MIN(backlog, (uint32_t)INT32_MAX),
+                           .length = buf->size };
     uv_buf_t bufs[2];
     int rc;
 
@@ -358,8 +361,7 @@ send_buffer(struct net_conn *c, struct net_reader *r, struct net_buffer *buf, ui
     bufs[0] = uv_buf_init((char *)buf->header, NET_FRAME_HEADER_SIZE);
     bufs[1] = uv_buf_init((char *)buf->data, buf->size);
     c->bytes_in_flight += buf->size + NET_FRAME_HEADER_SIZE;
-    rc = uv_write(&buf->write_req, (uv_stream_t *)&c->tcp, bufs, buf->size ? 2 : 1,
-                  buffer_written);
+    rc = uv_write(&buf->write_req, (uv_stream_t *)&c->tcp, bufs, buf->size ? 2 : 1, buffer_written);
     if (rc != 0) {
         c->bytes_in_flight -= buf->size + NET_FRAME_HEADER_SIZE;
         net_buffer_recycle(buf);
@@ -421,8 +423,10 @@ server_on_request(struct net_conn *c, const struct net_frame *f, const uint8_t *
     int rc;
 
     if (id_map_get(&c->readers, f->receiver) != NULL) {
-        conn_close(c, SPATE_EPROTO, "dropping data connection from %s: receiver %u requested "
-                   "twice", c->peer, f->receiver);
+        conn_close(c, SPATE_EPROTO,
+                   "dropping data connection from %s: receiver %u requested "
+                   "twice",
+                   c->peer, f->receiver);
         return;
     }
     memcpy(pid.partition.bytes, body, ID_BYTES);
@@ -505,7 +509,8 @@ pending_remove(struct net_conn *c, struct input_channel *ch)
 static void
 channel_send_request(struct net_conn *c, struct input_channel *ch)
 {
-    struct net_frame f = { .type = NET_MSG_PARTITION_REQUEST, .receiver = ch->receiver,
+    struct net_frame f = { .type = NET_MSG_PARTITION_REQUEST,
+                           .receiver = ch->receiver,
                            .a = ch->subpartition };
     uint8_t body[RESULT_PARTITION_ID_BYTES];
 
@@ -629,8 +634,10 @@ client_begin_buffer(struct net_conn *c, const struct net_frame *f)
         return;
     }
     if (f->a != ch->expected_seq) {
-        conn_close(c, SPATE_EPROTO, "dropping data connection to %s: buffer %u of receiver %u "
-                   "out of order (expected %u)", c->peer, f->a, f->receiver, ch->expected_seq);
+        conn_close(c, SPATE_EPROTO,
+                   "dropping data connection to %s: buffer %u of receiver %u "
+                   "out of order (expected %u)",
+                   c->peer, f->a, f->receiver, ch->expected_seq);
         return;
     }
     ch->expected_seq++;
@@ -643,8 +650,10 @@ client_begin_buffer(struct net_conn *c, const struct net_frame *f)
     } else {
         c->rx_buf = gate_take_free(ch);
         if (c->rx_buf == NULL) {
-            conn_close(c, SPATE_EPROTO, "dropping data connection to %s: receiver %u got a "
-                       "buffer without credit", c->peer, f->receiver);
+            conn_close(c, SPATE_EPROTO,
+                       "dropping data connection to %s: receiver %u got a "
+                       "buffer without credit",
+                       c->peer, f->receiver);
             return;
         }
         c->rx_dst = c->rx_buf->data;
@@ -669,16 +678,20 @@ client_end_buffer(struct net_conn *c)
 
         buf = gate_take_free(ch);
         if (buf == NULL) {
-            conn_close(c, SPATE_EPROTO, "dropping data connection to %s: receiver %u got a "
-                       "buffer without credit", c->peer, f->receiver);
+            conn_close(c, SPATE_EPROTO,
+                       "dropping data connection to %s: receiver %u got a "
+                       "buffer without credit",
+                       c->peer, f->receiver);
             return;
         }
         n = LZ4_decompress_safe((const char *)c->scratch, (char *)buf->data, (int)f->length,
                                 (int)buf->capacity);
         if (n < 0 || (uint32_t)n != f->c) {
             net_buffer_recycle(buf);
-            conn_close(c, SPATE_EPROTO, "dropping data connection to %s: a compressed buffer "
-                       "does not decompress to its %u bytes", c->peer, f->c);
+            conn_close(c, SPATE_EPROTO,
+                       "dropping data connection to %s: a compressed buffer "
+                       "does not decompress to its %u bytes",
+                       c->peer, f->c);
             return;
         }
     }
@@ -696,7 +709,8 @@ client_end_buffer(struct net_conn *c)
         uint32_t credit = gate_on_backlog(ch, f->b);
 
         if (credit > 0) {
-            struct net_frame cf = { .type = NET_MSG_ADD_CREDIT, .receiver = ch->receiver,
+            struct net_frame cf = { .type = NET_MSG_ADD_CREDIT,
+                                    .receiver = ch->receiver,
                                     .a = credit };
 
             conn_send_ctl(c, &cf, NULL, 0);
@@ -818,8 +832,10 @@ conn_process_stage(struct net_conn *c)
             if (c->is_server && avail >= 4 &&
                 ((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]) !=
                     HANDSHAKE_MAGIC_DATA) {
-                conn_close(c, SPATE_EPROTO, "dropping data connection from %s: not a spate "
-                           "data connection (bad magic)", c->peer);
+                conn_close(c, SPATE_EPROTO,
+                           "dropping data connection from %s: not a spate "
+                           "data connection (bad magic)",
+                           c->peer);
                 return;
             }
             if (avail < HANDSHAKE_SIZE)
@@ -833,8 +849,9 @@ conn_process_stage(struct net_conn *c)
         }
         if (avail < NET_FRAME_HEADER_SIZE)
             break;
-        if (net_frame_decode(p, c->is_server, (uint32_t)network_buffer_pool_segment_size(
-                                                     c->env->pool), &f, &err) != 0) {
+        if (net_frame_decode(p, c->is_server,
+                             (uint32_t)network_buffer_pool_segment_size(c->env->pool), &f,
+                             &err) != 0) {
             conn_close(c, SPATE_EPROTO, "dropping data connection %s %s: %s",
                        c->is_server ? "from" : "to", c->peer, err.message);
             return;
@@ -956,8 +973,7 @@ conn_close(struct net_conn *c, int code, const char *fmt, ...)
             if (r != NULL && r != TOMBSTONE) {
                 char reason[SPATE_ERROR_MESSAGE_MAX + 128];
 
-                snprintf(reason, sizeof reason, "its consumer at %s went away (%s)", c->peer,
-                         why);
+                snprintf(reason, sizeof reason, "its consumer at %s went away (%s)", c->peer, why);
                 reader_release(r, SPATE_ECONNLOST, reason);
             }
         }
@@ -1035,8 +1051,7 @@ client_on_connect(uv_connect_t *req, int status)
     if (status == UV_ECANCELED || c->state == CONN_CLOSING)
         return;
     if (status < 0) {
-        conn_close(c, SPATE_ECONNLOST, "cannot connect to %s: %s", c->peer,
-                   uv_strerror(status));
+        conn_close(c, SPATE_ECONNLOST, "cannot connect to %s: %s", c->peer, uv_strerror(status));
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
@@ -1146,8 +1161,7 @@ net_announce_credit(struct net_env *env, struct input_channel *ch)
 
     UNUSED(env);
     if (credit > 0 && ch->rstate == REMOTE_REQUESTED && ch->conn != NULL) {
-        struct net_frame f = { .type = NET_MSG_ADD_CREDIT, .receiver = ch->receiver,
-                               .a = credit };
+        struct net_frame f = { .type = NET_MSG_ADD_CREDIT, .receiver = ch->receiver, .a = credit };
 
         conn_send_ctl(ch->conn, &f, NULL, 0);
     }
@@ -1246,23 +1260,24 @@ net_env_config_load(const struct config *conf, struct net_env_config *cfg, spate
     if (conf == NULL)
         conf = empty = config_new();
     memset(cfg, 0, sizeof *cfg);
-    if ((rc = config_get_memory_bytes(conf, CFG(TASKMANAGER_MEMORY_SEGMENT_SIZE), &segment,
-                                      err)) != 0 ||
-        (rc = config_get_memory_bytes(conf, CFG(TASKMANAGER_MEMORY_NETWORK_MAX), &network,
-                                      err)) != 0)
+    if ((rc = config_get_memory_bytes(conf, CFG(TASKMANAGER_MEMORY_SEGMENT_SIZE), &segment, err)) !=
+            0 ||
+        (rc = config_get_memory_bytes(conf, CFG(TASKMANAGER_MEMORY_NETWORK_MAX), &network, err)) !=
+            0)
         goto out;
     cfg->segment_size = segment;
     cfg->num_buffers = network / segment;
     if (cfg->num_buffers == 0) {
-        rc = spate_error_set(err, SPATE_ECONFIG, "taskmanager.memory.network.max holds no "
+        rc = spate_error_set(err, SPATE_ECONFIG,
+                             "taskmanager.memory.network.max holds no "
                              "buffer of taskmanager.memory.segment-size");
         goto out;
     }
     if ((rc = config_get_int(conf, CFG(TASKMANAGER_NETWORK_BUFFERS_PER_CHANNEL), &i, err)) != 0)
         goto out;
     cfg->buffers_per_channel = (uint32_t)i;
-    if ((rc = config_get_int(conf, CFG(TASKMANAGER_NETWORK_FLOATING_BUFFERS_PER_GATE), &i,
-                             err)) != 0)
+    if ((rc = config_get_int(conf, CFG(TASKMANAGER_NETWORK_FLOATING_BUFFERS_PER_GATE), &i, err)) !=
+        0)
         goto out;
     cfg->floating_per_gate = (uint32_t)i;
     if ((rc = config_get_duration_ms(conf, CFG(TASKMANAGER_NETWORK_REQUEST_BACKOFF_INITIAL),
@@ -1272,8 +1287,7 @@ net_env_config_load(const struct config *conf, struct net_env_config *cfg, spate
         goto out;
     cfg->backoff_initial_ms = (uint64_t)initial;
     cfg->backoff_max_ms = (uint64_t)max;
-    if ((rc = config_get_enum(conf, CFG(TASKMANAGER_NETWORK_COMPRESSION_CODEC), &codec, err)) !=
-        0)
+    if ((rc = config_get_enum(conf, CFG(TASKMANAGER_NETWORK_COMPRESSION_CODEC), &codec, err)) != 0)
         goto out;
     cfg->lz4 = codec == 1;
     if ((rc = config_get_string(conf, CFG(TASKMANAGER_BIND_HOST), &cfg->bind_host, err)) != 0 ||
@@ -1360,10 +1374,9 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
     }
     if ((rc = uv_tcp_bind(&env->server, (struct sockaddr *)&ss, 0)) != 0 ||
         (rc = uv_listen((uv_stream_t *)&env->server, 128, server_on_connection)) != 0) {
-        spate_error_set(err, rc == UV_EADDRINUSE ? SPATE_EADDRINUSE : SPATE_EIO,
-                        "cannot listen on data port %s:%d: %s", env->cfg.bind_host, cfg->port,
-                        uv_strerror(rc));
-        rc = err ? err->code : SPATE_EIO;
+        rc = spate_error_set(err, rc == UV_EADDRINUSE ? SPATE_EADDRINUSE : SPATE_EIO,
+                             "cannot listen on data port %s:%d: %s", env->cfg.bind_host, cfg->port,
+                             uv_strerror(rc));
         goto fail_bind;
     }
     uv_tcp_getsockname(&env->server, (struct sockaddr *)&ss, &len);
@@ -1371,14 +1384,13 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
                                         : ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     rc = uv_thread_create(&env->thread, env_thread, env);
     if (rc != 0) {
-        spate_error_set(err, SPATE_EIO, "cannot start the network I/O thread: %s",
-                        uv_strerror(rc));
+        spate_error_set(err, SPATE_EIO, "cannot start the network I/O thread: %s", uv_strerror(rc));
         rc = SPATE_EIO;
         goto fail_bind;
     }
     SPATE_LOG_INFO(NET_LOG, "%s%sdata port %s:%d, %zu buffers of %zu bytes%s", env->cfg.name,
-                   env->cfg.name[0] ? ": " : "", env->cfg.bind_host, env->port, cfg->num_buffers, cfg->segment_size,
-                   cfg->lz4 ? ", lz4" : "");
+                   env->cfg.name[0] ? ": " : "", env->cfg.bind_host, env->port, cfg->num_buffers,
+                   cfg->segment_size, cfg->lz4 ? ", lz4" : "");
     *out = env;
     return 0;
 

@@ -24,12 +24,12 @@ struct net_env_config {
     uint32_t floating_per_gate;
     uint64_t backoff_initial_ms; /* partition request retries */
     uint64_t backoff_max_ms;
-    bool lz4;                  /* taskmanager.network.compression.codec: lz4 */
-    const char *bind_host;     /* taskmanager.bind-host */
-    int port;                  /* taskmanager.data.port; 0: ephemeral */
-    const char *cluster_id;    /* handshake: must match the peers' */
-    const char *secret;        /* security.rpc.secret, NULL for none */
-    const char *name;          /* for log lines, e.g. the TaskManager's id */
+    bool lz4;               /* taskmanager.network.compression.codec: lz4 */
+    const char *bind_host;  /* taskmanager.bind-host */
+    int port;               /* taskmanager.data.port; 0: ephemeral */
+    const char *cluster_id; /* handshake: must match the peers' */
+    const char *secret;     /* security.rpc.secret, NULL for none */
+    const char *name;       /* for log lines, e.g. the TaskManager's id */
 };
 
 /* Fills cfg from a configuration (NULL: the defaults). cfg's strings point

@@ -86,8 +86,8 @@ net_frame_decode(const uint8_t in[NET_FRAME_HEADER_SIZE], int is_server, uint32_
             return spate_error_set(err, SPATE_EPROTO, "%s for receiver %u (at most %u)",
                                    net_msg_name(f->type), f->receiver, NET_MAX_RECEIVERS - 1);
         if (f->flags != 0)
-            return spate_error_set(err, SPATE_EPROTO, "%s with flags 0x%x",
-                                   net_msg_name(f->type), f->flags);
+            return spate_error_set(err, SPATE_EPROTO, "%s with flags 0x%x", net_msg_name(f->type),
+                                   f->flags);
         if (f->type == NET_MSG_PARTITION_REQUEST) {
             if (f->length != RESULT_PARTITION_ID_BYTES)
                 return spate_error_set(err, SPATE_EPROTO,
@@ -146,6 +146,6 @@ net_frame_decode(const uint8_t in[NET_FRAME_HEADER_SIZE], int is_server, uint32_
     return 0;
 
 wrong_side:
-    return spate_error_set(err, SPATE_EPROTO, "%s sent by the %s side",
-                           net_msg_name(f->type), is_server ? "consumer" : "producer");
+    return spate_error_set(err, SPATE_EPROTO, "%s sent by the %s side", net_msg_name(f->type),
+                           is_server ? "consumer" : "producer");
 }

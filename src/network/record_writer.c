@@ -162,8 +162,8 @@ rw_new_buffer(struct record_writer *w, struct rw_channel *c, spate_error *err)
 }
 
 int
-record_writer_emit_slow(struct record_writer *w, uint32_t channel, const void *record,
-                        uint32_t len, spate_error *err)
+record_writer_emit_slow(struct record_writer *w, uint32_t channel, const void *record, uint32_t len,
+                        spate_error *err)
 {
     struct rw_channel *c = &w->channels[channel];
     const uint8_t *src = record;
@@ -285,8 +285,8 @@ record_writer_broadcast_event(struct record_writer *w, uint32_t type, const void
     int rc;
 
     if (type < NET_EVENT_USER_MIN)
-        return spate_error_set(err, SPATE_EINVAL, "event type %u is reserved (use %u and up)",
-                               type, NET_EVENT_USER_MIN);
+        return spate_error_set(err, SPATE_EINVAL, "event type %u is reserved (use %u and up)", type,
+                               NET_EVENT_USER_MIN);
     if (len + 4 > NET_EVENT_MAX)
         return spate_error_set(err, SPATE_EMSGSIZE, "event of %u bytes (at most %u)", len,
                                NET_EVENT_MAX - 4);
@@ -310,8 +310,7 @@ record_writer_finish(struct record_writer *w, spate_error *err)
     if (rc != 0)
         return rc;
     for (uint32_t i = 0; i < w->num_channels; i++)
-        subpartition_add(&rp->subs[i],
-                         net_buffer_new_event(NET_EVENT_END_OF_PARTITION, NULL, 0));
+        subpartition_add(&rp->subs[i], net_buffer_new_event(NET_EVENT_END_OF_PARTITION, NULL, 0));
     pthread_mutex_lock(&rp->lock);
     rp->finished = true;
     pthread_mutex_unlock(&rp->lock);

@@ -73,8 +73,8 @@ result_partition_new(struct net_env *env, const struct result_partition_id *id,
 {
     struct result_partition *rp;
     size_t min = (size_t)num_subpartitions + 1;
-    size_t max = (size_t)env->cfg.buffers_per_channel * num_subpartitions +
-                 env->cfg.floating_per_gate;
+    size_t max =
+        (size_t)env->cfg.buffers_per_channel * num_subpartitions + env->cfg.floating_per_gate;
     int rc;
 
     if (num_subpartitions == 0)
@@ -179,8 +179,10 @@ result_partition_release(struct result_partition *rp, const spate_error *cause)
         result_partition_fail(rp, cause->code, "producer of partition %s failed: %s",
                               result_partition_id_str(&rp->id).s, cause->message);
     else if (!finished)
-        result_partition_fail(rp, SPATE_ESTATE, "producer of partition %s released it "
-                              "before finishing", result_partition_id_str(&rp->id).s);
+        result_partition_fail(rp, SPATE_ESTATE,
+                              "producer of partition %s released it "
+                              "before finishing",
+                              result_partition_id_str(&rp->id).s);
     rp_unref(rp);
 }
 
@@ -326,8 +328,10 @@ partition_manager_attach(struct net_env *env, const struct result_partition_id *
     pthread_mutex_unlock(&sp->lock);
     if (taken) {
         rp_unref(rp);
-        return spate_error_set(err, SPATE_EBUSY, "partition %s subpartition %u already has a "
-                               "consumer", result_partition_id_str(id).s, subpartition);
+        return spate_error_set(err, SPATE_EBUSY,
+                               "partition %s subpartition %u already has a "
+                               "consumer",
+                               result_partition_id_str(id).s, subpartition);
     }
     *out = sp;
     return 0;

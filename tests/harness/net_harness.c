@@ -73,14 +73,22 @@ static void
 parse(int argc, char **argv, struct opts *o)
 {
     static const struct option longs[] = {
-        { "partition", 1, 0, 'p' },     { "gate", 1, 0, 'g' },
-        { "subpartitions", 1, 0, 's' }, { "records", 1, 0, 'n' },
-        { "size", 1, 0, 'b' },          { "partitioner", 1, 0, 'k' },
-        { "timeout-ms", 1, 0, 't' },    { "events", 1, 0, 'e' },
-        { "delay-every", 1, 0, 'd' },   { "delay-us", 1, 0, 'u' },
-        { "rounds", 1, 0, 'r' },        { "peer-partition", 1, 0, 'P' },
-        { "network-memory-mb", 1, 0, 'm' }, { "segment-kb", 1, 0, 'S' },
-        { "lz4", 0, 0, 'z' },           { "port", 1, 0, 'o' },
+        { "partition", 1, 0, 'p' },
+        { "gate", 1, 0, 'g' },
+        { "subpartitions", 1, 0, 's' },
+        { "records", 1, 0, 'n' },
+        { "size", 1, 0, 'b' },
+        { "partitioner", 1, 0, 'k' },
+        { "timeout-ms", 1, 0, 't' },
+        { "events", 1, 0, 'e' },
+        { "delay-every", 1, 0, 'd' },
+        { "delay-us", 1, 0, 'u' },
+        { "rounds", 1, 0, 'r' },
+        { "peer-partition", 1, 0, 'P' },
+        { "network-memory-mb", 1, 0, 'm' },
+        { "segment-kb", 1, 0, 'S' },
+        { "lz4", 0, 0, 'z' },
+        { "port", 1, 0, 'o' },
         { "peer-port", 1, 0, 'Q' },
         { 0, 0, 0, 0 },
     };
@@ -115,25 +123,52 @@ parse(int argc, char **argv, struct opts *o)
                 die("too many gates");
             o->gates[o->num_gates++] = optarg;
             break;
-        case 's': o->subpartitions = (uint32_t)atoi(optarg); break;
-        case 'n': o->records = strtoull(optarg, NULL, 10); break;
-        case 'b': o->size = (uint32_t)atoi(optarg); break;
+        case 's':
+            o->subpartitions = (uint32_t)atoi(optarg);
+            break;
+        case 'n':
+            o->records = strtoull(optarg, NULL, 10);
+            break;
+        case 'b':
+            o->size = (uint32_t)atoi(optarg);
+            break;
         case 'k':
             o->partitioner = strcmp(optarg, "hash") == 0        ? PARTITIONER_HASH
                              : strcmp(optarg, "rebalance") == 0 ? PARTITIONER_REBALANCE
                                                                 : PARTITIONER_FORWARD;
             break;
-        case 't': o->timeout_ms = atoll(optarg); break;
-        case 'e': o->events = strtoull(optarg, NULL, 10); break;
-        case 'd': o->delay_every = strtoull(optarg, NULL, 10); break;
-        case 'u': o->delay_us = (uint32_t)atoi(optarg); break;
-        case 'r': o->rounds = strtoull(optarg, NULL, 10); break;
-        case 'm': o->network_mb = atoll(optarg); break;
-        case 'Q': o->peer_port = atoi(optarg); break;
-        case 'S': o->cfg.segment_size = (size_t)atoi(optarg) * 1024; break;
-        case 'z': o->cfg.lz4 = true; break;
-        case 'o': o->cfg.port = atoi(optarg); break;
-        default: die("unknown option");
+        case 't':
+            o->timeout_ms = atoll(optarg);
+            break;
+        case 'e':
+            o->events = strtoull(optarg, NULL, 10);
+            break;
+        case 'd':
+            o->delay_every = strtoull(optarg, NULL, 10);
+            break;
+        case 'u':
+            o->delay_us = (uint32_t)atoi(optarg);
+            break;
+        case 'r':
+            o->rounds = strtoull(optarg, NULL, 10);
+            break;
+        case 'm':
+            o->network_mb = atoll(optarg);
+            break;
+        case 'Q':
+            o->peer_port = atoi(optarg);
+            break;
+        case 'S':
+            o->cfg.segment_size = (size_t)atoi(optarg) * 1024;
+            break;
+        case 'z':
+            o->cfg.lz4 = true;
+            break;
+        case 'o':
+            o->cfg.port = atoi(optarg);
+            break;
+        default:
+            die("unknown option");
         }
     }
     if (o->network_mb > 0) /* once the segment size is known */
@@ -189,9 +224,12 @@ run_produce(struct opts *o)
     int rc = 0;
 
     for (int i = 0; i < o->num_partitions; i++) {
-        p[i] = (struct producer_task){ .env = env, .id = o->partitions[i], .index = (uint32_t)i,
+        p[i] = (struct producer_task){ .env = env,
+                                       .id = o->partitions[i],
+                                       .index = (uint32_t)i,
                                        .num_subpartitions = o->subpartitions,
-                                       .records = o->records, .record_size = o->size,
+                                       .records = o->records,
+                                       .record_size = o->size,
                                        .partitioner = o->partitioner,
                                        .buffer_timeout_ms = o->timeout_ms,
                                        .event_every = o->events };
@@ -243,8 +281,11 @@ run_consume(struct opts *o)
         n = 0;
         for (tok = strtok_r(o->gates[i], ",", &save); tok; tok = strtok_r(NULL, ",", &save))
             parse_channel(tok, &spec[n++]);
-        c[i] = (struct consumer_task){ .env = env, .num_channels = n, .channels = spec,
-                                       .check_order = true, .delay_every = o->delay_every,
+        c[i] = (struct consumer_task){ .env = env,
+                                       .num_channels = n,
+                                       .channels = spec,
+                                       .check_order = true,
+                                       .delay_every = o->delay_every,
                                        .delay_us = o->delay_us };
         consumer_task_start(&c[i]);
     }
@@ -264,9 +305,8 @@ run_consume(struct opts *o)
     }
     printf("{\"role\":\"consume\",\"rc\":%d,\"received\":%llu,\"bytes\":%llu,\"events\":%llu,"
            "\"order_errors\":%llu,\"event_order_errors\":%llu,\"elapsed_ns\":%llu}\n",
-           rc, (unsigned long long)received, (unsigned long long)bytes,
-           (unsigned long long)events, (unsigned long long)order,
-           (unsigned long long)event_order, (unsigned long long)elapsed);
+           rc, (unsigned long long)received, (unsigned long long)bytes, (unsigned long long)events,
+           (unsigned long long)order, (unsigned long long)event_order, (unsigned long long)elapsed);
     fflush(stdout);
     net_env_free(env);
     return rc;
@@ -276,11 +316,15 @@ static int
 run_local(struct opts *o)
 {
     struct net_env *env = start_env(o);
-    struct producer_task p = { .env = env, .num_subpartitions = 1, .records = o->records,
-                               .record_size = o->size, .buffer_timeout_ms = o->timeout_ms };
+    struct producer_task p = { .env = env,
+                               .num_subpartitions = 1,
+                               .records = o->records,
+                               .record_size = o->size,
+                               .buffer_timeout_ms = o->timeout_ms };
     struct consumer_channel_spec spec;
-    struct consumer_task c = { .env = env, .num_channels = 1, .channels = &spec,
-                               .check_order = true };
+    struct consumer_task c = {
+        .env = env, .num_channels = 1, .channels = &spec, .check_order = true
+    };
     int rc;
 
     result_partition_id_random(&p.id);
@@ -325,8 +369,8 @@ run_pingpong(struct opts *o, bool ping)
     if (rc == 0)
         rc = input_gate_new(env, 1, &n, NULL, &g, &err);
     if (rc == 0)
-        rc = input_gate_set_remote_channel(g, 0, &o->peer_partition, 0, "127.0.0.1",
-                                           o->peer_port, &err);
+        rc = input_gate_set_remote_channel(g, 0, &o->peer_partition, 0, "127.0.0.1", o->peer_port,
+                                           &err);
     if (rc == 0)
         rc = input_gate_start(g, &err);
     r = rc == 0 ? record_reader_new(g, NULL) : NULL;

@@ -34,8 +34,8 @@ producer_main(void *arg)
     if (getrandom(rec, size + 4096, 0) < 0)
         memset(rec, 0x5a, size + 4096);
     partitioner_init(&part, p->partitioner, p->num_subpartitions, 128);
-    rc = result_partition_new(p->env, &p->id, p->num_subpartitions, &p->notifier, &p->metrics,
-                              &rp, &err);
+    rc = result_partition_new(p->env, &p->id, p->num_subpartitions, &p->notifier, &p->metrics, &rp,
+                              &err);
     if (rc == 0)
         rc = record_writer_new(rp, p->buffer_timeout_ms, &p->metrics, &w, &err);
     start = clock_mono_ns();
@@ -69,8 +69,7 @@ producer_main(void *arg)
         }
         p->emitted++;
         if (rc == 0 && p->event_every && (i + 1) % p->event_every == 0)
-            rc = record_writer_broadcast_event(w, EVENT_TYPE, seq,
-                                               p->num_subpartitions * 8, &err);
+            rc = record_writer_broadcast_event(w, EVENT_TYPE, seq, p->num_subpartitions * 8, &err);
         if (rc == 0 && p->pause_every && (i + 1) % p->pause_every == 0) {
             /* Idle like a task waiting for input: the flush deadline is served
              * by this wait. */
@@ -137,8 +136,8 @@ consumer_main(void *arg)
     for (uint32_t i = 0; rc == 0 && i < c->num_channels; i++) {
         struct consumer_channel_spec *s = &c->channels[i];
 
-        rc = s->host ? input_gate_set_remote_channel(g, i, &s->partition, s->subpartition,
-                                                     s->host, s->port, &err)
+        rc = s->host ? input_gate_set_remote_channel(g, i, &s->partition, s->subpartition, s->host,
+                                                     s->port, &err)
                      : input_gate_set_local_channel(g, i, &s->partition, s->subpartition, &err);
     }
     if (rc == 0)

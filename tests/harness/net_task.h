@@ -24,16 +24,16 @@ struct producer_task {
     /* set by the caller */
     struct net_env *env;
     struct result_partition_id id;
-    uint32_t index;           /* producer index, written into records */
+    uint32_t index; /* producer index, written into records */
     uint32_t num_subpartitions;
-    uint64_t records;         /* in total, over all subpartitions */
-    uint32_t record_size;     /* >= NET_TASK_HEADER */
+    uint64_t records;     /* in total, over all subpartitions */
+    uint32_t record_size; /* >= NET_TASK_HEADER */
     enum partitioner_kind partitioner;
     int64_t buffer_timeout_ms;
-    uint64_t event_every;     /* a user event after every that many records (0: none) */
-    uint64_t pause_every;     /* wait until the flush deadline after that many (0: never) */
-    bool timestamps;          /* payload's first 8 bytes: clock_mono_ns at emit */
-    bool use_reserve;         /* serialize through reserve/commit */
+    uint64_t event_every; /* a user event after every that many records (0: none) */
+    uint64_t pause_every; /* wait until the flush deadline after that many (0: never) */
+    bool timestamps;      /* payload's first 8 bytes: clock_mono_ns at emit */
+    bool use_reserve;     /* serialize through reserve/commit */
     /* results */
     int rc;
     char error[512];
@@ -56,19 +56,19 @@ struct consumer_task {
     struct net_env *env;
     uint32_t num_channels;
     struct consumer_channel_spec *channels;
-    uint64_t delay_every;  /* slow consumer: sleep delay_us after that many records */
+    uint64_t delay_every; /* slow consumer: sleep delay_us after that many records */
     uint32_t delay_us;
     bool check_order;
-    bool stall;            /* never read (a stalled consumer), until stop is set */
-    bool collect_latency;  /* record payload timestamps' delay */
-    uint64_t stop_after;   /* stop after this many records (0: to the end) */
+    bool stall;           /* never read (a stalled consumer), until stop is set */
+    bool collect_latency; /* record payload timestamps' delay */
+    uint64_t stop_after;  /* stop after this many records (0: to the end) */
     /* results */
     int rc;
     char error[512];
     uint64_t received;
     uint64_t bytes;
     uint64_t events;
-    uint64_t *per_channel;  /* records per channel */
+    uint64_t *per_channel; /* records per channel */
     uint64_t order_errors;
     uint64_t event_order_errors;
     uint64_t *latencies_ns; /* collect_latency: one per record, capacity latency_cap */

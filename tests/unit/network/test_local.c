@@ -12,9 +12,13 @@ local_run(uint32_t subs, uint64_t records, uint32_t size, enum partitioner_kind 
           int64_t timeout_ms, uint64_t event_every, size_t buffers, bool reserve)
 {
     struct net_env *env = test_env(buffers, 4096, false);
-    struct producer_task p = { .env = env, .num_subpartitions = subs, .records = records,
-                               .record_size = size, .partitioner = kind,
-                               .buffer_timeout_ms = timeout_ms, .event_every = event_every,
+    struct producer_task p = { .env = env,
+                               .num_subpartitions = subs,
+                               .records = records,
+                               .record_size = size,
+                               .partitioner = kind,
+                               .buffer_timeout_ms = timeout_ms,
+                               .event_every = event_every,
                                .use_reserve = reserve };
     struct consumer_task c[4];
     struct consumer_channel_spec spec[4];
@@ -23,8 +27,9 @@ local_run(uint32_t subs, uint64_t records, uint32_t size, enum partitioner_kind 
     result_partition_id_random(&p.id);
     for (uint32_t i = 0; i < subs; i++) {
         spec[i] = (struct consumer_channel_spec){ .partition = p.id, .subpartition = i };
-        c[i] = (struct consumer_task){ .env = env, .num_channels = 1, .channels = &spec[i],
-                                       .check_order = true };
+        c[i] = (struct consumer_task){
+            .env = env, .num_channels = 1, .channels = &spec[i], .check_order = true
+        };
         cr_assert_eq(consumer_task_start(&c[i]), 0);
     }
     cr_assert_eq(producer_task_start(&p), 0);
@@ -75,11 +80,15 @@ Test(local, tiny_pool_backpressures_without_loss, .timeout = 30)
 Test(local, consumer_started_before_producer_retries, .timeout = 30)
 {
     struct net_env *env = test_env(32, 4096, false);
-    struct producer_task p = { .env = env, .num_subpartitions = 1, .records = 1000,
-                               .record_size = 16, .buffer_timeout_ms = 5 };
+    struct producer_task p = { .env = env,
+                               .num_subpartitions = 1,
+                               .records = 1000,
+                               .record_size = 16,
+                               .buffer_timeout_ms = 5 };
     struct consumer_channel_spec spec;
-    struct consumer_task c = { .env = env, .num_channels = 1, .channels = &spec,
-                               .check_order = true };
+    struct consumer_task c = {
+        .env = env, .num_channels = 1, .channels = &spec, .check_order = true
+    };
     struct net_env_stats st;
 
     result_partition_id_random(&p.id);
@@ -107,8 +116,7 @@ Test(local, missing_partition_fails_after_backoff, .timeout = 30)
     cr_assert_eq(consumer_task_start(&c), 0);
     cr_assert_eq(consumer_task_join(&c), SPATE_ENOENT);
     cr_assert(strstr(c.error, "not found") != NULL, "%s", c.error);
-    cr_assert(strstr(c.error, result_partition_id_str(&spec.partition).s) != NULL, "%s",
-              c.error);
+    cr_assert(strstr(c.error, result_partition_id_str(&spec.partition).s) != NULL, "%s", c.error);
     consumer_task_release(&c);
     net_env_free(env);
 }
@@ -116,11 +124,13 @@ Test(local, missing_partition_fails_after_backoff, .timeout = 30)
 Test(local, cancel_wakes_a_backpressured_producer, .timeout = 30)
 {
     struct net_env *env = test_env(16, 4096, false);
-    struct producer_task p = { .env = env, .num_subpartitions = 1, .records = 1000000,
-                               .record_size = 64, .buffer_timeout_ms = 5 };
+    struct producer_task p = { .env = env,
+                               .num_subpartitions = 1,
+                               .records = 1000000,
+                               .record_size = 64,
+                               .buffer_timeout_ms = 5 };
     struct consumer_channel_spec spec;
-    struct consumer_task c = { .env = env, .num_channels = 1, .channels = &spec,
-                               .stall = true };
+    struct consumer_task c = { .env = env, .num_channels = 1, .channels = &spec, .stall = true };
 
     result_partition_id_random(&p.id);
     spec = (struct consumer_channel_spec){ .partition = p.id };
@@ -142,11 +152,15 @@ Test(local, cancel_wakes_a_backpressured_producer, .timeout = 30)
 Test(local, consumer_going_away_fails_the_producer, .timeout = 30)
 {
     struct net_env *env = test_env(16, 4096, false);
-    struct producer_task p = { .env = env, .num_subpartitions = 1, .records = 10000000,
-                               .record_size = 64, .buffer_timeout_ms = 5 };
+    struct producer_task p = { .env = env,
+                               .num_subpartitions = 1,
+                               .records = 10000000,
+                               .record_size = 64,
+                               .buffer_timeout_ms = 5 };
     struct consumer_channel_spec spec;
-    struct consumer_task c = { .env = env, .num_channels = 1, .channels = &spec,
-                               .stop_after = 1000 };
+    struct consumer_task c = {
+        .env = env, .num_channels = 1, .channels = &spec, .stop_after = 1000
+    };
 
     result_partition_id_random(&p.id);
     spec = (struct consumer_channel_spec){ .partition = p.id };

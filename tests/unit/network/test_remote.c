@@ -34,19 +34,25 @@ remote_run(const struct pair_run *run)
     uint64_t total = 0;
 
     for (uint32_t i = 0; i < run->producers; i++) {
-        p[i] = (struct producer_task){ .env = a, .index = i, .num_subpartitions = run->subs,
-                                       .records = run->records, .record_size = run->size,
-                                       .partitioner = run->kind, .buffer_timeout_ms = 5,
+        p[i] = (struct producer_task){ .env = a,
+                                       .index = i,
+                                       .num_subpartitions = run->subs,
+                                       .records = run->records,
+                                       .record_size = run->size,
+                                       .partitioner = run->kind,
+                                       .buffer_timeout_ms = 5,
                                        .event_every = run->event_every };
         result_partition_id_random(&p[i].id);
     }
     for (uint32_t s = 0; s < run->subs; s++) {
         for (uint32_t i = 0; i < run->producers; i++)
-            spec[s][i] = (struct consumer_channel_spec){ .partition = p[i].id, .subpartition = s,
+            spec[s][i] = (struct consumer_channel_spec){ .partition = p[i].id,
+                                                         .subpartition = s,
                                                          .host = "127.0.0.1",
                                                          .port = net_env_data_port(a) };
-        c[s] = (struct consumer_task){ .env = b, .num_channels = run->producers,
-                                       .channels = spec[s], .check_order = true };
+        c[s] = (struct consumer_task){
+            .env = b, .num_channels = run->producers, .channels = spec[s], .check_order = true
+        };
         cr_assert_eq(consumer_task_start(&c[s]), 0);
     }
     for (uint32_t i = 0; i < run->producers; i++)
@@ -111,14 +117,19 @@ Test(remote, a_stalled_channel_does_not_stall_the_connection, .timeout = 60)
     struct net_env_stats st;
 
     for (int i = 0; i < 2; i++) {
-        p[i] = (struct producer_task){ .env = a, .index = (uint32_t)i, .num_subpartitions = 1,
-                                       .records = 400000, .record_size = 128,
+        p[i] = (struct producer_task){ .env = a,
+                                       .index = (uint32_t)i,
+                                       .num_subpartitions = 1,
+                                       .records = 400000,
+                                       .record_size = 128,
                                        .buffer_timeout_ms = 5 };
         result_partition_id_random(&p[i].id);
-        spec[i] = (struct consumer_channel_spec){ .partition = p[i].id, .host = "127.0.0.1",
+        spec[i] = (struct consumer_channel_spec){ .partition = p[i].id,
+                                                  .host = "127.0.0.1",
                                                   .port = net_env_data_port(a) };
-        c[i] = (struct consumer_task){ .env = b, .num_channels = 1, .channels = &spec[i],
-                                       .check_order = true, .stall = i == 0 };
+        c[i] = (struct consumer_task){
+            .env = b, .num_channels = 1, .channels = &spec[i], .check_order = true, .stall = i == 0
+        };
         cr_assert_eq(consumer_task_start(&c[i]), 0);
         cr_assert_eq(producer_task_start(&p[i]), 0);
     }
@@ -146,15 +157,18 @@ Test(remote, consumer_before_producer_retries, .timeout = 60)
 {
     struct net_env *a = test_env(32, 8192, false);
     struct net_env *b = test_env(32, 8192, false);
-    struct producer_task p = { .env = a, .num_subpartitions = 1, .records = 5000,
-                               .record_size = 16, .buffer_timeout_ms = 5 };
+    struct producer_task p = {
+        .env = a, .num_subpartitions = 1, .records = 5000, .record_size = 16, .buffer_timeout_ms = 5
+    };
     struct consumer_channel_spec spec;
-    struct consumer_task c = { .env = b, .num_channels = 1, .channels = &spec,
-                               .check_order = true };
+    struct consumer_task c = {
+        .env = b, .num_channels = 1, .channels = &spec, .check_order = true
+    };
     struct net_env_stats st;
 
     result_partition_id_random(&p.id);
-    spec = (struct consumer_channel_spec){ .partition = p.id, .host = "127.0.0.1",
+    spec = (struct consumer_channel_spec){ .partition = p.id,
+                                           .host = "127.0.0.1",
                                            .port = net_env_data_port(a) };
     cr_assert_eq(consumer_task_start(&c), 0);
     /* The request is answered "not found" until the producer registers. */
@@ -180,8 +194,7 @@ Test(remote, unknown_partition_fails_after_backoff, .timeout = 60)
     result_partition_id_random(&spec.partition);
     cr_assert_eq(consumer_task_start(&c), 0);
     cr_assert_eq(consumer_task_join(&c), SPATE_ENOENT, "%s", c.error);
-    cr_assert(strstr(c.error, result_partition_id_str(&spec.partition).s) != NULL, "%s",
-              c.error);
+    cr_assert(strstr(c.error, result_partition_id_str(&spec.partition).s) != NULL, "%s", c.error);
     cr_assert(strstr(c.error, "not found") != NULL, "%s", c.error);
     consumer_task_release(&c);
     net_env_free(b);
@@ -192,14 +205,19 @@ Test(remote, consumer_going_away_fails_the_producer, .timeout = 60)
 {
     struct net_env *a = test_env(32, 8192, false);
     struct net_env *b = test_env(32, 8192, false);
-    struct producer_task p = { .env = a, .num_subpartitions = 1, .records = 100000000,
-                               .record_size = 64, .buffer_timeout_ms = 5 };
+    struct producer_task p = { .env = a,
+                               .num_subpartitions = 1,
+                               .records = 100000000,
+                               .record_size = 64,
+                               .buffer_timeout_ms = 5 };
     struct consumer_channel_spec spec;
-    struct consumer_task c = { .env = b, .num_channels = 1, .channels = &spec,
-                               .stop_after = 10000 };
+    struct consumer_task c = {
+        .env = b, .num_channels = 1, .channels = &spec, .stop_after = 10000
+    };
 
     result_partition_id_random(&p.id);
-    spec = (struct consumer_channel_spec){ .partition = p.id, .host = "127.0.0.1",
+    spec = (struct consumer_channel_spec){ .partition = p.id,
+                                           .host = "127.0.0.1",
                                            .port = net_env_data_port(a) };
     cr_assert_eq(consumer_task_start(&c), 0);
     cr_assert_eq(producer_task_start(&p), 0);
@@ -217,14 +235,18 @@ Test(remote, a_failing_producer_fails_the_consumer, .timeout = 60)
 {
     struct net_env *a = test_env(32, 8192, false);
     struct net_env *b = test_env(32, 8192, false);
-    struct producer_task p = { .env = a, .num_subpartitions = 1, .records = 100000000,
-                               .record_size = 64, .buffer_timeout_ms = 5 };
+    struct producer_task p = { .env = a,
+                               .num_subpartitions = 1,
+                               .records = 100000000,
+                               .record_size = 64,
+                               .buffer_timeout_ms = 5 };
     struct consumer_channel_spec spec;
     struct consumer_task c = { .env = b, .num_channels = 1, .channels = &spec };
     char port[16];
 
     result_partition_id_random(&p.id);
-    spec = (struct consumer_channel_spec){ .partition = p.id, .host = "127.0.0.1",
+    spec = (struct consumer_channel_spec){ .partition = p.id,
+                                           .host = "127.0.0.1",
                                            .port = net_env_data_port(a) };
     cr_assert_eq(consumer_task_start(&c), 0);
     cr_assert_eq(producer_task_start(&p), 0);

@@ -20,8 +20,9 @@ noop_recycle(struct net_buffer *buf)
 static struct net_buffer
 wrap(uint8_t *data, uint32_t size)
 {
-    struct net_buffer b = { .data = data, .size = size, .capacity = size,
-                            .recycler = noop_recycle, .owner = (void *)1 };
+    struct net_buffer b = {
+        .data = data, .size = size, .capacity = size, .recycler = noop_recycle, .owner = (void *)1
+    };
     return b;
 }
 
@@ -129,8 +130,8 @@ Test(serialization, partitioners)
 
 Test(serialization, frame_headers_round_trip_and_bad_ones_are_refused)
 {
-    struct net_frame f = { .length = 1000, .type = NET_MSG_BUFFER, .receiver = 7, .a = 3,
-                           .b = 5 }, g;
+    struct net_frame f = { .length = 1000, .type = NET_MSG_BUFFER, .receiver = 7, .a = 3, .b = 5 },
+                     g;
     uint8_t h[NET_FRAME_HEADER_SIZE];
     spate_error err;
 
