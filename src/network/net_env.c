@@ -8,6 +8,7 @@
 #include <lz4.h>
 #include <netdb.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1343,7 +1344,15 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
 {
     struct net_env *env = xcalloc(1, sizeof *env);
     struct sockaddr_storage ss;
+    struct sigaction pipe_action;
     int len = sizeof ss, rc;
+
+    /* A peer that goes away while a buffer is being written must be an EPIPE
+     * on that connection, not a SIGPIPE that ends the TaskManager. libuv
+     * writes with writev(2), so the signal itself has to go; a process that
+     * installed its own handler keeps it. */
+    if (sigaction(SIGPIPE, NULL, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
 
     env->cfg = *cfg;
     env->cfg.bind_host = xstrdup(cfg->bind_host ? cfg->bind_host : "127.0.0.1");
