@@ -2,9 +2,9 @@
  * the net_harness program and network_bench until the streaming layer's real
  * tasks exist: a thread with a notifier that emits numbered records into a
  * result partition, or reads them back through an input gate and checks
- * their order. Each record starts with a 16-byte header: u64 sequence number
- * (per subpartition), u32 producer index, u32 subpartition; the rest is
- * payload (random bytes). */
+ * their order. Each record starts with a u64 sequence number (per
+ * subpartition); the rest is random bytes (incompressible), except that a
+ * latency record carries its emit time at NET_TASK_HEADER. */
 #ifndef SPATE_TESTS_NET_TASK_H
 #define SPATE_TESTS_NET_TASK_H
 

@@ -291,3 +291,30 @@ Test(remote, garbage_on_the_data_port_drops_that_connection_only, .timeout = 60)
     struct pair_run r = { 1, 1, 10000, 16, PARTITIONER_FORWARD, 0, false, 64 };
     remote_run(&r);
 }
+
+Test(remote, a_peer_with_another_secret_is_refused, .timeout = 60)
+{
+    struct net_env_config cfg;
+    struct net_env *a, *b;
+    struct consumer_channel_spec spec;
+    struct consumer_task c;
+    spate_error err;
+
+    cr_assert_eq(net_env_config_load(NULL, &cfg, &err), 0);
+    cfg.num_buffers = 16;
+    cfg.segment_size = 8192;
+    cfg.secret = "producer's secret";
+    cr_assert_eq(net_env_new(&cfg, &a, &err), 0, "%s", err.message);
+    cfg.secret = "consumer's secret";
+    cr_assert_eq(net_env_new(&cfg, &b, &err), 0, "%s", err.message);
+    spec = (struct consumer_channel_spec){ .host = "127.0.0.1", .port = net_env_data_port(a) };
+    result_partition_id_random(&spec.partition);
+    c = (struct consumer_task){ .env = b, .num_channels = 1, .channels = &spec };
+    cr_assert_eq(consumer_task_start(&c), 0);
+    cr_assert_neq(consumer_task_join(&c), 0);
+    cr_assert(strstr(c.error, "handshake refused") != NULL, "%s", c.error);
+    cr_assert(strstr(c.error, "secret") != NULL, "%s", c.error);
+    consumer_task_release(&c);
+    net_env_free(b);
+    net_env_free(a);
+}
