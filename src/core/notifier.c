@@ -24,7 +24,17 @@ notifier_init(struct notifier *n, spate_error *err)
     atomic_init(&n->pending, false);
     atomic_init(&n->sleeping, false);
     atomic_init(&n->cancelled, false);
+    n->spin_ns = NOTIFIER_SPIN_NS;
     return 0;
+}
+
+/* Polling first: a notify that comes within the spin costs no wake-up of a
+ * sleeping thread, which is most of a record's latency at low load. An idle
+ * task still sleeps: the spin follows only the start of a wait. */
+void
+notifier_set_spin(struct notifier *n, uint64_t spin_ns)
+{
+    n->spin_ns = spin_ns;
 }
 
 void
@@ -104,17 +114,11 @@ notifier_consume(struct notifier *n, bool drain)
             ;
 }
 
-/* Spins (yielding the core) this long before sleeping: a notify that comes
- * within it costs no wake-up of a sleeping thread, which is most of a
- * record's latency at low load. Idle tasks still sleep: the spin follows
- * only a wait's start. */
-#define NOTIFIER_SPIN_NS 200000u
-
 int
 notifier_wait_until(struct notifier *n, uint64_t deadline_ns)
 {
     struct pollfd pfd = { .fd = n->fd, .events = POLLIN };
-    uint64_t now = clock_mono_ns(), spin_until = now + NOTIFIER_SPIN_NS;
+    uint64_t now = clock_mono_ns(), spin_until = now + n->spin_ns;
 
     if (deadline_ns != NOTIFIER_FOREVER)
         spin_until = MIN(spin_until, deadline_ns);

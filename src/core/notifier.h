@@ -24,9 +24,16 @@ struct notifier {
      * the eventfd (a spinning or busy waiter costs the notifier no syscall). */
     _Atomic bool sleeping;
     _Atomic bool cancelled;
+    uint64_t spin_ns; /* the waiter's: how long a wait polls before sleeping */
 };
 
+/* How long a wait polls (yielding the core) before it sleeps, by default. */
+#define NOTIFIER_SPIN_NS 200000u
+
 int notifier_init(struct notifier *n, spate_error *err);
+/* Waiter thread: poll this long before sleeping (0: sleep at once), e.g.
+ * taskmanager.network.busy-poll. */
+void notifier_set_spin(struct notifier *n, uint64_t spin_ns);
 void notifier_release(struct notifier *n);
 
 /* Any thread. The notifier is a hint: publish the state change first, then

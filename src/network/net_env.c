@@ -21,8 +21,12 @@
 #include "core/util.h"
 #include "network/net_int.h"
 
-#define STAGE_SIZE     4096
-#define COMPRESS_SLOTS 4
+#define STAGE_SIZE 4096
+/* What a consumer-side read takes into the stage: header and body of small
+ * frames, only the start of a big buffer's body (which is then read straight
+ * into its buffer rather than copied from the stage). */
+#define STAGE_CLIENT_READ 512
+#define COMPRESS_SLOTS    4
 /* Bytes a connection may have queued for writing before its readers wait:
  * enough to keep the socket busy, little enough to stay fair. */
 #define PUMP_LIMIT_SEGMENTS 8
@@ -759,8 +763,11 @@ conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
         *out = uv_buf_init((char *)c->rx_dst + c->rx_have, c->rx.length - c->rx_have);
     else if (c->rx_mode == RX_DISCARD)
         *out = uv_buf_init((char *)c->scratch, MIN(c->scratch_size, c->rx.length - c->rx_have));
-    else
+    else if (c->is_server)
         *out = uv_buf_init((char *)c->stage + c->stage_len, STAGE_SIZE - c->stage_len);
+    else /* a little past a header: the body of a big buffer goes direct */
+        *out = uv_buf_init((char *)c->stage + c->stage_len,
+                           MIN(STAGE_CLIENT_READ, STAGE_SIZE - c->stage_len));
 }
 
 static void
@@ -1291,6 +1298,17 @@ net_env_config_load(const struct config *conf, struct net_env_config *cfg, spate
     if ((rc = config_get_enum(conf, CFG(TASKMANAGER_NETWORK_COMPRESSION_CODEC), &codec, err)) != 0)
         goto out;
     cfg->lz4 = codec == 1;
+    if ((rc = config_get_duration_ms(conf, CFG(TASKMANAGER_NETWORK_BUSY_POLL), &i, err)) != 0)
+        goto out;
+    {
+        const char *value, *origin;
+        int64_t ns = 0;
+
+        /* checked above; read again for its microseconds */
+        config_effective(conf, CFG(TASKMANAGER_NETWORK_BUSY_POLL), &value, &origin);
+        config_parse_duration_ns(value, &ns, NULL);
+        cfg->busy_poll_ns = (uint64_t)ns;
+    }
     if ((rc = config_get_string(conf, CFG(TASKMANAGER_BIND_HOST), &cfg->bind_host, err)) != 0 ||
         (rc = config_get_string(conf, CFG(TASKMANAGER_DATA_PORT), &port, err)) != 0)
         goto out;
@@ -1312,11 +1330,9 @@ out:
 }
 
 /* After an event the loop keeps polling without blocking (yielding the core
- * between polls) for this long before it sleeps in epoll again: the next
+ * between polls) for busy_poll_ns before it sleeps in epoll again: the next
  * buffer or credit usually comes soon, and a sleeping thread's wake-up is
  * most of a record's latency at low load. An idle loop sleeps. */
-#define NET_SPIN_NS 250000u
-
 static void
 env_thread(void *arg)
 {
@@ -1324,14 +1340,14 @@ env_thread(void *arg)
 
     log_set_thread_name("net-io");
     while (uv_run(&env->loop, UV_RUN_ONCE) != 0) {
-        uint64_t seen = env->activity, until = clock_mono_ns() + NET_SPIN_NS;
+        uint64_t seen = env->activity, until = clock_mono_ns() + env->cfg.busy_poll_ns;
 
         while (clock_mono_ns() < until) {
             if (uv_run(&env->loop, UV_RUN_NOWAIT) == 0)
                 return;
             if (env->activity != seen) {
                 seen = env->activity;
-                until = clock_mono_ns() + NET_SPIN_NS;
+                until = clock_mono_ns() + env->cfg.busy_poll_ns;
             } else {
                 sched_yield();
             }

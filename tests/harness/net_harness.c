@@ -13,7 +13,8 @@
  *   net_harness local --records N [--size B]      producer and consumer in one process
  *   net_harness ping --partition ID --peer-partition ID [--rounds N]   (reads the
  *   net_harness pong --partition ID --peer-partition ID --peer-port P   peer's port on stdin)
- * Common: --network-memory-mb M, --segment-kb K, --lz4, --port P. */
+ * Common: --network-memory-mb M, --segment-kb K, --lz4, --port P, --busy-poll-us U
+ * (the I/O loop's and the tasks' polling before they sleep). */
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,6 +52,7 @@ struct opts {
     uint64_t rounds;
     int peer_port;
     long long network_mb;
+    bool spin_set;
     struct net_env_config cfg;
 };
 
@@ -90,6 +92,7 @@ parse(int argc, char **argv, struct opts *o)
         { "lz4", 0, 0, 'z' },
         { "port", 1, 0, 'o' },
         { "peer-port", 1, 0, 'Q' },
+        { "busy-poll-us", 1, 0, 'B' },
         { 0, 0, 0, 0 },
     };
     spate_error err;
@@ -157,6 +160,10 @@ parse(int argc, char **argv, struct opts *o)
             break;
         case 'Q':
             o->peer_port = atoi(optarg);
+            break;
+        case 'B':
+            o->cfg.busy_poll_ns = strtoull(optarg, NULL, 10) * 1000;
+            o->spin_set = true;
             break;
         case 'S':
             o->cfg.segment_size = (size_t)atoi(optarg) * 1024;
@@ -232,7 +239,9 @@ run_produce(struct opts *o)
                                        .record_size = o->size,
                                        .partitioner = o->partitioner,
                                        .buffer_timeout_ms = o->timeout_ms,
-                                       .event_every = o->events };
+                                       .event_every = o->events,
+                                       .spin_set = o->spin_set,
+                                       .spin_ns = o->cfg.busy_poll_ns };
         producer_task_start(&p[i]);
     }
     for (int i = 0; i < o->num_partitions; i++) {
@@ -286,7 +295,9 @@ run_consume(struct opts *o)
                                        .channels = spec,
                                        .check_order = true,
                                        .delay_every = o->delay_every,
-                                       .delay_us = o->delay_us };
+                                       .delay_us = o->delay_us,
+                                       .spin_set = o->spin_set,
+                                       .spin_ns = o->cfg.busy_poll_ns };
         consumer_task_start(&c[i]);
     }
     for (int i = 0; i < o->num_gates; i++) {
@@ -361,6 +372,8 @@ run_pingpong(struct opts *o, bool ping)
     int rc;
 
     notifier_init(&n, &err);
+    if (o->spin_set)
+        notifier_set_spin(&n, o->cfg.busy_poll_ns);
     if (o->peer_port == 0 && scanf("%d", &o->peer_port) != 1)
         die("no peer port on stdin");
     rc = result_partition_new(env, &o->partitions[0], 1, &n, NULL, &rp, &err);

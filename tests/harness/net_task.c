@@ -102,6 +102,8 @@ producer_task_start(struct producer_task *p)
     task_io_metrics_init(&p->metrics);
     if (notifier_init(&p->notifier, &err) != 0)
         return -1;
+    if (p->spin_set)
+        notifier_set_spin(&p->notifier, p->spin_ns);
     return pthread_create(&p->thread, NULL, producer_main, p);
 }
 
@@ -227,6 +229,8 @@ consumer_task_start(struct consumer_task *c)
     atomic_init(&c->stop, false);
     if (notifier_init(&c->notifier, &err) != 0)
         return -1;
+    if (c->spin_set)
+        notifier_set_spin(&c->notifier, c->spin_ns);
     return pthread_create(&c->thread, NULL, consumer_main, c);
 }
 

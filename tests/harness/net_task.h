@@ -34,6 +34,8 @@ struct producer_task {
     uint64_t pause_every; /* wait until the flush deadline after that many (0: never) */
     bool timestamps;      /* payload's first 8 bytes: clock_mono_ns at emit */
     bool use_reserve;     /* serialize through reserve/commit */
+    bool spin_set;        /* spin_ns replaces the notifier's default spin */
+    uint64_t spin_ns;
     /* results */
     int rc;
     char error[512];
@@ -62,6 +64,8 @@ struct consumer_task {
     bool stall;           /* never read (a stalled consumer), until stop is set */
     bool collect_latency; /* record payload timestamps' delay */
     uint64_t stop_after;  /* stop after this many records (0: to the end) */
+    bool spin_set;        /* spin_ns replaces the notifier's default spin */
+    uint64_t spin_ns;
     /* results */
     int rc;
     char error[512];
