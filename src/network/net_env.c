@@ -275,7 +275,7 @@ reader_release(struct net_reader *r, int code, const char *why)
     r->released = true;
     id_map_remove(&r->conn->readers, r->receiver);
     /* After this no producer notifies r: its queued post is the last. */
-    subpartition_release_reader(r->sp, code, why);
+    result_subpartition_release_reader(r->sp, code, why);
     reader_try_free(r);
 }
 
@@ -397,7 +397,8 @@ server_pump(struct net_conn *c)
             reader_try_free(r);
             continue;
         }
-        rc = subpartition_poll(r->sp, r->credit > 0, &buf, &backlog, &more, &next_is_event, &err);
+        rc = result_subpartition_poll(r->sp, r->credit > 0, &buf, &backlog, &more, &next_is_event,
+                                      &err);
         if (rc < 0) {
             send_error(c, r->receiver, rc, err.message);
             reader_release(r, rc, err.message);
@@ -445,7 +446,7 @@ server_on_request(struct net_conn *c, const struct net_frame *f, const uint8_t *
     r->credit = f->b;
     /* In the map first: attach may notify, and the post finds r by pointer. */
     id_map_put(&c->readers, f->receiver, r);
-    rc = partition_manager_attach(c->env, &pid, f->a, &r->base, &r->sp, &err);
+    rc = result_partition_manager_attach(c->env, &pid, f->a, &r->base, &r->sp, &err);
     if (rc == 0) {
         SPATE_LOG_DEBUG(NET_LOG, "%s reads partition %s subpartition %u (credit %d)", c->peer,
                         result_partition_id_str(&pid).s, f->a, f->b);
@@ -519,7 +520,7 @@ channel_send_request(struct net_conn *c, struct input_channel *ch)
                            .a = ch->subpartition };
     uint8_t body[RESULT_PARTITION_ID_BYTES];
 
-    f.b = (int32_t)gate_initial_credit(ch);
+    f.b = (int32_t)input_gate_initial_credit(ch);
     memcpy(body, ch->partition.partition.bytes, ID_BYTES);
     memcpy(body + ID_BYTES, ch->partition.producer.bytes, ID_BYTES);
     ch->rstate = REMOTE_REQUESTED;
@@ -558,8 +559,8 @@ channel_fail(struct input_channel *ch, int code, const char *why)
 {
     const char *peer = ch->peer;
 
-    gate_fail_channel(ch, code, "partition %s subpartition %u from the producer at %s: %s",
-                      result_partition_id_str(&ch->partition).s, ch->subpartition, peer, why);
+    input_gate_fail_channel(ch, code, "partition %s subpartition %u from the producer at %s: %s",
+                            result_partition_id_str(&ch->partition).s, ch->subpartition, peer, why);
     channel_forget(ch);
 }
 
@@ -653,7 +654,7 @@ client_begin_buffer(struct net_conn *c, const struct net_frame *f)
     } else if (f->flags & NET_FLAG_COMPRESSED) {
         c->rx_dst = c->scratch;
     } else {
-        c->rx_buf = gate_take_free(ch);
+        c->rx_buf = input_gate_take_free(ch);
         if (c->rx_buf == NULL) {
             conn_close(c, SPATE_EPROTO,
                        "dropping data connection to %s: receiver %u got a "
@@ -681,7 +682,7 @@ client_end_buffer(struct net_conn *c)
     if (f->flags & NET_FLAG_COMPRESSED) {
         int n;
 
-        buf = gate_take_free(ch);
+        buf = input_gate_take_free(ch);
         if (buf == NULL) {
             conn_close(c, SPATE_EPROTO,
                        "dropping data connection to %s: receiver %u got a "
@@ -707,11 +708,11 @@ client_end_buffer(struct net_conn *c)
     } else {
         buf->type = NET_BUFFER_DATA;
     }
-    gate_deliver(ch, buf);
+    input_gate_deliver(ch, buf);
     if (eop) {
         channel_forget(ch); /* the producer released its reader when it sent this */
     } else if (!(f->flags & NET_FLAG_EVENT)) {
-        uint32_t credit = gate_on_backlog(ch, f->b);
+        uint32_t credit = input_gate_on_backlog(ch, f->b);
 
         if (credit > 0) {
             struct net_frame cf = { .type = NET_MSG_ADD_CREDIT,
@@ -1140,7 +1141,7 @@ channel_start(struct net_env *env, struct input_channel *ch)
 }
 
 void
-net_gate_start(struct net_env *env, struct input_gate *g)
+net_env_gate_start(struct net_env *env, struct input_gate *g)
 {
     for (uint32_t i = 0; i < g->num_channels; i++)
         if (g->channels[i].kind == CHANNEL_REMOTE)
@@ -1162,10 +1163,10 @@ channel_detach(struct input_channel *ch)
         channel_forget(ch);
 }
 
-void
-net_announce_credit(struct net_env *env, struct input_channel *ch)
+static void
+net_env_announce_credit(struct net_env *env, struct input_channel *ch)
 {
-    uint32_t credit = gate_take_unannounced(ch);
+    uint32_t credit = input_gate_take_unannounced(ch);
 
     UNUSED(env);
     if (credit > 0 && ch->rstate == REMOTE_REQUESTED && ch->conn != NULL) {
@@ -1211,12 +1212,12 @@ env_deliver(struct mailbox *mb, struct mpsc_node *node)
         break;
     }
     case NET_CMD_ANNOUNCE_CREDIT:
-        net_announce_credit(env, container_of(cmd, struct input_channel, credit_cmd));
+        net_env_announce_credit(env, container_of(cmd, struct input_channel, credit_cmd));
         break;
     case NET_CMD_GATE_START: {
         struct net_cmd_gate *gc = container_of(cmd, struct net_cmd_gate, base);
 
-        net_gate_start(env, gc->gate);
+        net_env_gate_start(env, gc->gate);
         free(gc);
         break;
     }
@@ -1242,7 +1243,7 @@ net_env_post(struct net_env *env, struct net_cmd *cmd)
 }
 
 void
-net_gate_detach(struct net_env *env, struct input_gate *g)
+net_env_gate_detach(struct net_env *env, struct input_gate *g)
 {
     struct net_cmd_gate cmd = { .base.kind = NET_CMD_GATE_DETACH, .gate = g };
     uv_sem_t done;
@@ -1380,7 +1381,7 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
     env->hs.magic = HANDSHAKE_MAGIC_DATA;
     env->hs.cluster_id = env->cfg.cluster_id;
     env->hs.secret = env->cfg.secret;
-    pthread_mutex_init(&env->pm_lock, NULL);
+    result_partition_manager_init(env);
     rc = network_buffer_pool_new(cfg->segment_size, cfg->num_buffers, &env->pool, err);
     if (rc != 0)
         goto fail_pool;
@@ -1428,7 +1429,7 @@ fail_bind:
     uv_loop_close(&env->loop);
     network_buffer_pool_free(env->pool);
 fail_pool:
-    pthread_mutex_destroy(&env->pm_lock);
+    result_partition_manager_release(env);
     free((char *)env->cfg.bind_host);
     free((char *)env->cfg.cluster_id);
     free((char *)env->cfg.secret);
@@ -1448,10 +1449,9 @@ net_env_free(struct net_env *env)
     uv_thread_join(&env->thread);
     if (uv_loop_close(&env->loop) != 0)
         SPATE_LOG_ERROR(NET_LOG, "network loop closed with handles open");
-    partition_manager_clear(env);
+    result_partition_manager_clear(env);
     network_buffer_pool_free(env->pool);
-    pthread_mutex_destroy(&env->pm_lock);
-    free(env->parts);
+    result_partition_manager_release(env);
     free((char *)env->cfg.bind_host);
     free((char *)env->cfg.cluster_id);
     free((char *)env->cfg.secret);
@@ -1473,7 +1473,5 @@ net_env_stats(struct net_env *env, struct net_env_stats *st)
     st->client_connections = atomic_load_explicit(&env->n_client, memory_order_relaxed);
     st->server_connections = atomic_load_explicit(&env->n_server, memory_order_relaxed);
     st->connections_dropped = atomic_load_explicit(&env->n_dropped, memory_order_relaxed);
-    pthread_mutex_lock(&env->pm_lock);
-    st->partitions = env->num_parts;
-    pthread_mutex_unlock(&env->pm_lock);
+    st->partitions = result_partition_manager_count(env);
 }

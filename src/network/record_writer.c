@@ -61,7 +61,7 @@ rw_finish(struct record_writer *w, uint32_t ch)
         metric_counter_add(&w->metrics->num_bytes_out, buf->size);
     c->buf = NULL;
     c->pos = c->end = NULL;
-    subpartition_add(&w->partition->subs[ch], buf);
+    result_subpartition_add(&w->partition->subs[ch], buf);
 }
 
 static void
@@ -295,7 +295,7 @@ record_writer_broadcast_event(struct record_writer *w, uint32_t type, const void
     if (rc != 0)
         return rc;
     for (uint32_t i = 0; i < w->num_channels; i++)
-        subpartition_add(&w->partition->subs[i], net_buffer_new_event(type, payload, len));
+        result_subpartition_add(&w->partition->subs[i], net_buffer_new_event(type, payload, len));
     return 0;
 }
 
@@ -310,9 +310,8 @@ record_writer_finish(struct record_writer *w, spate_error *err)
     if (rc != 0)
         return rc;
     for (uint32_t i = 0; i < w->num_channels; i++)
-        subpartition_add(&rp->subs[i], net_buffer_new_event(NET_EVENT_END_OF_PARTITION, NULL, 0));
-    pthread_mutex_lock(&rp->lock);
-    rp->finished = true;
-    pthread_mutex_unlock(&rp->lock);
+        result_subpartition_add(&rp->subs[i],
+                                net_buffer_new_event(NET_EVENT_END_OF_PARTITION, NULL, 0));
+    result_partition_mark_finished(rp);
     return 0;
 }
