@@ -128,6 +128,9 @@ struct config_option {
       "a partition request still not found after backing off this far fails")                      \
     X(TASKMANAGER_NETWORK_COMPRESSION_CODEC, "taskmanager.network.compression.codec", ENUM,        \
       "none", 0, 0, "none|lz4", NULL, "compression of network buffers between TaskManagers")       \
+    X(TASKMANAGER_NETWORK_BUSY_POLL, "taskmanager.network.busy-poll", DURATION, "250 us", 0, 1000, \
+      NULL, NULL,                                                                                  \
+      "spate: how long the network I/O loop and a waiting task poll before sleeping (0: never)")   \
     /* checkpoints and state */                                                                    \
     X(EXECUTION_CHECKPOINTING_INTERVAL, "execution.checkpointing.interval", DURATION, NULL, 1,     \
       CFG_NOLIMIT_HI, NULL, NULL, "time between checkpoints (unset: no checkpoints)")              \

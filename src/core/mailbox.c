@@ -30,6 +30,13 @@ void
 mailbox_post(struct mailbox *mb, struct mpsc_node *node)
 {
     mpsc_push(&mb->queue, node);
+    /* The push's last store (the link to the node) must be visible before
+     * uv_async_send reads the handle's pending flag: it returns without a
+     * wake-up when it sees the flag set, trusting the loop's coming callback
+     * to drain the queue. Without this fence the load can pass the store
+     * (x86 lets it), the loop can clear the flag and drain before the link
+     * is visible, and the node sits in the queue with nobody woken. */
+    atomic_thread_fence(memory_order_seq_cst);
     /* Coalesces: many posts before the loop wakes cost one callback. */
     uv_async_send(&mb->async);
 }

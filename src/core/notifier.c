@@ -1,16 +1,19 @@
 /* The eventfd notifier of notifier.h.
  * Memory orders: the notifier carries no data; the state it announces is
  * published by the notifier's callers with their own release/acquire (locks or
- * atomics). `pending` is exchanged seq_cst on both sides so that a notify
- * racing with a waiter that clears `pending` either sees it cleared (and
- * writes the eventfd) or was seen by the waiter's re-check of its state. */
+ * atomics). `pending` and `sleeping` are seq_cst on both sides (Dekker): a
+ * notifier sets pending then reads sleeping, a waiter sets sleeping then
+ * reads pending, so at least one of them sees the other's store: either the
+ * waiter does not sleep or the notifier writes the eventfd. */
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "core/notifier.h"
+#include "core/util.h"
 
 int
 notifier_init(struct notifier *n, spate_error *err)
@@ -19,8 +22,19 @@ notifier_init(struct notifier *n, spate_error *err)
     if (n->fd < 0)
         return spate_error_set(err, -errno, "cannot create an eventfd: %s", spate_strerror(-errno));
     atomic_init(&n->pending, false);
+    atomic_init(&n->sleeping, false);
     atomic_init(&n->cancelled, false);
+    n->spin_ns = NOTIFIER_SPIN_NS;
     return 0;
+}
+
+/* Polling first: a notify that comes within the spin costs no wake-up of a
+ * sleeping thread, which is most of a record's latency at low load. An idle
+ * task still sleeps: the spin follows only the start of a wait. */
+void
+notifier_set_spin(struct notifier *n, uint64_t spin_ns)
+{
+    n->spin_ns = spin_ns;
 }
 
 void
@@ -46,15 +60,33 @@ notifier_poke(struct notifier *n)
 void
 notifier_notify(struct notifier *n)
 {
-    if (!atomic_exchange_explicit(&n->pending, true, memory_order_seq_cst))
+    if (!atomic_exchange_explicit(&n->pending, true, memory_order_seq_cst) &&
+        atomic_load_explicit(&n->sleeping, memory_order_seq_cst))
         notifier_poke(n);
+}
+
+int
+notifier_begin_sleep(struct notifier *n)
+{
+    atomic_store_explicit(&n->sleeping, true, memory_order_seq_cst);
+    if (atomic_load_explicit(&n->pending, memory_order_seq_cst) || notifier_is_cancelled(n)) {
+        atomic_store_explicit(&n->sleeping, false, memory_order_relaxed);
+        return 1;
+    }
+    return 0;
+}
+
+void
+notifier_end_sleep(struct notifier *n)
+{
+    atomic_store_explicit(&n->sleeping, false, memory_order_relaxed);
 }
 
 void
 notifier_cancel(struct notifier *n)
 {
     atomic_store_explicit(&n->cancelled, true, memory_order_seq_cst);
-    notifier_poke(n);
+    notifier_poke(n); /* always: the sticky flag wakes every later wait too */
 }
 
 bool
@@ -70,32 +102,42 @@ notifier_fd(const struct notifier *n)
     return n->fd;
 }
 
+/* Takes the pending notify; drains the eventfd only when a poke may be in it. */
 static void
-notifier_consume(struct notifier *n)
+notifier_consume(struct notifier *n, bool drain)
 {
     uint64_t count;
 
-    while (read(n->fd, &count, sizeof count) < 0 && errno == EINTR)
-        ;
     atomic_store_explicit(&n->pending, false, memory_order_seq_cst);
+    if (drain)
+        while (read(n->fd, &count, sizeof count) < 0 && errno == EINTR)
+            ;
 }
 
 int
 notifier_wait_until(struct notifier *n, uint64_t deadline_ns)
 {
     struct pollfd pfd = { .fd = n->fd, .events = POLLIN };
+    uint64_t now = clock_mono_ns(), spin_until = now + n->spin_ns;
 
+    if (deadline_ns != NOTIFIER_FOREVER)
+        spin_until = MIN(spin_until, deadline_ns);
     for (;;) {
-        uint64_t now;
-        struct timespec ts, *tsp = NULL;
-        int rc;
-
         if (notifier_is_cancelled(n))
             return SPATE_ECANCELED;
         if (atomic_load_explicit(&n->pending, memory_order_seq_cst)) {
-            notifier_consume(n);
+            notifier_consume(n, false);
             return 1;
         }
+        if (now >= spin_until)
+            break;
+        sched_yield();
+        now = clock_mono_ns();
+    }
+    for (;;) {
+        struct timespec ts, *tsp = NULL;
+        int rc;
+
         if (deadline_ns != NOTIFIER_FOREVER) {
             now = clock_mono_ns();
             if (now >= deadline_ns)
@@ -104,11 +146,18 @@ notifier_wait_until(struct notifier *n, uint64_t deadline_ns)
             ts.tv_nsec = (long)((deadline_ns - now) % 1000000000u);
             tsp = &ts;
         }
+        if (notifier_begin_sleep(n)) {
+            if (notifier_is_cancelled(n))
+                return SPATE_ECANCELED;
+            notifier_consume(n, false);
+            return 1;
+        }
         rc = ppoll(&pfd, 1, tsp, NULL);
+        notifier_end_sleep(n);
         if (rc > 0) {
             if (notifier_is_cancelled(n))
                 return SPATE_ECANCELED;
-            notifier_consume(n);
+            notifier_consume(n, true);
             return 1;
         }
         if (rc < 0 && errno != EINTR)

@@ -20,10 +20,20 @@ struct notifier {
     /* Set by the first notify since the waiter last consumed; later notifies
      * skip the write. */
     _Atomic bool pending;
+    /* The waiter is about to block in poll: only then does a notify write
+     * the eventfd (a spinning or busy waiter costs the notifier no syscall). */
+    _Atomic bool sleeping;
     _Atomic bool cancelled;
+    uint64_t spin_ns; /* the waiter's: how long a wait polls before sleeping */
 };
 
+/* How long a wait polls (yielding the core) before it sleeps, by default. */
+#define NOTIFIER_SPIN_NS 200000u
+
 int notifier_init(struct notifier *n, spate_error *err);
+/* Waiter thread: poll this long before sleeping (0: sleep at once), e.g.
+ * taskmanager.network.busy-poll. */
+void notifier_set_spin(struct notifier *n, uint64_t spin_ns);
 void notifier_release(struct notifier *n);
 
 /* Any thread. The notifier is a hint: publish the state change first, then
@@ -36,7 +46,12 @@ int notifier_wait_until(struct notifier *n, uint64_t deadline_ns);
 /* Any thread: sets the sticky cancel flag and wakes the waiter. */
 void notifier_cancel(struct notifier *n);
 bool notifier_is_cancelled(struct notifier *n);
-/* For a poll set: readable while a notify is pending. */
+/* For a larger poll set: the fd is readable after a notify that came while
+ * the waiter was sleeping; a waiter that polls it itself brackets its poll
+ * with notifier_begin_sleep (which returns 1 when a notify is already
+ * pending: do not sleep) and notifier_end_sleep. */
 int notifier_fd(const struct notifier *n);
+int notifier_begin_sleep(struct notifier *n);
+void notifier_end_sleep(struct notifier *n);
 
 #endif

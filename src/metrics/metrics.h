@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <spate/error.h>
+
 /* A monotonic count with one writer thread. Relaxed: readers want a recent
  * value, not an ordering with anything else. */
 struct metric_counter {

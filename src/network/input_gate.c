@@ -44,7 +44,7 @@ gate_enqueue(struct input_gate *g, struct input_channel *ch)
 }
 
 void
-gate_fail_channel(struct input_channel *ch, int code, const char *fmt, ...)
+input_gate_fail_channel(struct input_channel *ch, int code, const char *fmt, ...)
 {
     struct input_gate *g = ch->gate;
     char *msg;
@@ -59,7 +59,8 @@ gate_fail_channel(struct input_channel *ch, int code, const char *fmt, ...)
         ch->error = code ? code : SPATE_EIO;
         ch->error_msg = msg;
         msg = NULL;
-        poke = gate_enqueue_locked(g, ch) || true;
+        gate_enqueue_locked(g, ch);
+        poke = true; /* the task may be waiting even with others queued */
     }
     pthread_mutex_unlock(&g->lock);
     if (poke)
@@ -82,8 +83,8 @@ static int
 local_request(struct input_channel *ch, uint64_t now_ns, spate_error *err)
 {
     struct net_env *env = ch->gate->env;
-    int rc =
-        partition_manager_attach(env, &ch->partition, ch->subpartition, &ch->reader, &ch->sp, err);
+    int rc = result_partition_manager_attach(env, &ch->partition, ch->subpartition, &ch->reader,
+                                             &ch->sp, err);
 
     if (rc == 0) {
         ch->retry_at_ns = 0;
@@ -358,7 +359,7 @@ input_gate_start(struct input_gate *g, spate_error *err)
         struct input_channel *ch = &g->channels[i];
 
         if (ch->kind == CHANNEL_LOCAL && (rc = local_request(ch, now, err)) != 0)
-            gate_fail_channel(ch, rc, "%s", err->message);
+            input_gate_fail_channel(ch, rc, "%s", err->message);
     }
     if (g->num_remote > 0) {
         struct net_cmd_gate *cmd = xcalloc(1, sizeof *cmd);
@@ -395,7 +396,7 @@ gate_retry_local(struct input_gate *g)
             continue;
         ch->retry_at_ns = 0;
         if ((rc = local_request(ch, now, &err)) != 0)
-            gate_fail_channel(ch, rc, "%s", err.message);
+            input_gate_fail_channel(ch, rc, "%s", err.message);
     }
 }
 
@@ -412,7 +413,7 @@ channel_next(struct input_channel *ch, struct net_buffer **out, bool *more, spat
 
         if (ch->sp == NULL)
             return 0;
-        rc = subpartition_poll(ch->sp, true, out, &backlog, more, &next_is_event, err);
+        rc = result_subpartition_poll(ch->sp, true, out, &backlog, more, &next_is_event, err);
         if (rc < 0)
             return spate_error_wrap(err, "local input channel %u", ch->index);
         return rc;
@@ -457,26 +458,37 @@ input_gate_poll(struct input_gate *g, struct net_buffer **out, uint32_t *channel
         if (ch->ended)
             continue;
         rc = channel_next(ch, &buf, &more, err);
-        if (rc == 0 && ch->error != 0) {
+        if (rc == 0) {
             /* A failure is reported once every buffer before it was read. */
             pthread_mutex_lock(&g->lock);
-            rc = spate_error_set(err, ch->error, "%s", ch->error_msg);
-            gate_enqueue_locked(g, ch); /* stays failed */
+            if (ch->error != 0) {
+                rc = spate_error_set(err, ch->error, "%s", ch->error_msg);
+                gate_enqueue_locked(g, ch); /* stays failed */
+            }
             pthread_mutex_unlock(&g->lock);
-            return rc;
+            if (rc != 0)
+                return rc;
         }
         if (rc < 0)
             return rc;
         if (rc == 0)
             continue;
-        if (more)
+        if (more) {
             gate_enqueue(g, ch);
+        } else {
+            /* A failure that came while buffers were still queued is reported
+             * after the last of them: the channel must come round again. */
+            pthread_mutex_lock(&g->lock);
+            if (ch->error != 0)
+                gate_enqueue_locked(g, ch);
+            pthread_mutex_unlock(&g->lock);
+        }
         if (buf->type == NET_BUFFER_EVENT &&
             net_buffer_event_type(buf) == NET_EVENT_END_OF_PARTITION) {
             ch->ended = true;
             g->ended++;
             if (ch->kind == CHANNEL_LOCAL) {
-                subpartition_release_reader(ch->sp, 0, NULL);
+                result_subpartition_release_reader(ch->sp, 0, NULL);
                 ch->sp = NULL;
             }
         } else if (g->metrics != NULL) {
@@ -500,16 +512,16 @@ input_gate_free(struct input_gate *g)
         for (uint32_t i = 0; i < g->num_channels; i++)
             g->channels[i].closing = true;
         pthread_mutex_unlock(&g->lock);
-        net_gate_detach(g->env, g);
+        net_env_gate_detach(g->env, g);
     }
     for (uint32_t i = 0; i < g->num_channels; i++) {
         struct input_channel *ch = &g->channels[i];
         struct net_buffer *buf;
 
         if (ch->kind == CHANNEL_LOCAL && ch->sp != NULL)
-            subpartition_release_reader(ch->sp, SPATE_ECANCELED,
-                                        "its consumer went away before the end of the "
-                                        "partition");
+            result_subpartition_release_reader(ch->sp, SPATE_ECANCELED,
+                                               "its consumer went away before the end of the "
+                                               "partition");
         while ((buf = ch->recv_head) != NULL) {
             ch->recv_head = buf->next;
             net_buffer_recycle(buf);
@@ -527,7 +539,7 @@ input_gate_free(struct input_gate *g)
 /* ---- the network thread's side of remote channels ---- */
 
 struct net_buffer *
-gate_take_free(struct input_channel *ch)
+input_gate_take_free(struct input_channel *ch)
 {
     struct input_gate *g = ch->gate;
     struct net_buffer *buf;
@@ -544,9 +556,10 @@ gate_take_free(struct input_channel *ch)
 }
 
 void
-gate_deliver(struct input_channel *ch, struct net_buffer *buf)
+input_gate_deliver(struct input_channel *ch, struct net_buffer *buf)
 {
     struct input_gate *g = ch->gate;
+    bool pooled = buf->seg != NULL; /* read now: the task may recycle it at once */
     bool poke;
 
     buf->next = NULL;
@@ -558,14 +571,14 @@ gate_deliver(struct input_channel *ch, struct net_buffer *buf)
     ch->recv_tail = buf;
     poke = gate_enqueue_locked(g, ch);
     pthread_mutex_unlock(&g->lock);
-    if (g->metrics != NULL && buf->seg != NULL)
+    if (g->metrics != NULL && pooled)
         metric_level_add(&g->metrics->in_pool_used, 1);
     if (poke)
         notifier_notify(g->notifier);
 }
 
 uint32_t
-gate_on_backlog(struct input_channel *ch, int32_t backlog)
+input_gate_on_backlog(struct input_channel *ch, int32_t backlog)
 {
     struct input_gate *g = ch->gate;
     uint32_t credit;
@@ -595,7 +608,7 @@ gate_on_backlog(struct input_channel *ch, int32_t backlog)
 }
 
 uint32_t
-gate_take_unannounced(struct input_channel *ch)
+input_gate_take_unannounced(struct input_channel *ch)
 {
     struct input_gate *g = ch->gate;
     uint32_t credit;
@@ -610,7 +623,7 @@ gate_take_unannounced(struct input_channel *ch)
 }
 
 uint32_t
-gate_initial_credit(struct input_channel *ch)
+input_gate_initial_credit(struct input_channel *ch)
 {
     struct input_gate *g = ch->gate;
     uint32_t credit;

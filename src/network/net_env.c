@@ -7,6 +7,8 @@
  * but net_env_new/free/post/stats runs on the I/O thread. */
 #include <lz4.h>
 #include <netdb.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +21,12 @@
 #include "core/util.h"
 #include "network/net_int.h"
 
-#define STAGE_SIZE     4096
-#define COMPRESS_SLOTS 4
+#define STAGE_SIZE 4096
+/* What a consumer-side read takes into the stage: header and body of small
+ * frames, only the start of a big buffer's body (which is then read straight
+ * into its buffer rather than copied from the stage). */
+#define STAGE_CLIENT_READ 512
+#define COMPRESS_SLOTS    4
 /* Bytes a connection may have queued for writing before its readers wait:
  * enough to keep the socket busy, little enough to stay fair. */
 #define PUMP_LIMIT_SEGMENTS 8
@@ -269,7 +275,7 @@ reader_release(struct net_reader *r, int code, const char *why)
     r->released = true;
     id_map_remove(&r->conn->readers, r->receiver);
     /* After this no producer notifies r: its queued post is the last. */
-    subpartition_release_reader(r->sp, code, why);
+    result_subpartition_release_reader(r->sp, code, why);
     reader_try_free(r);
 }
 
@@ -391,7 +397,8 @@ server_pump(struct net_conn *c)
             reader_try_free(r);
             continue;
         }
-        rc = subpartition_poll(r->sp, r->credit > 0, &buf, &backlog, &more, &next_is_event, &err);
+        rc = result_subpartition_poll(r->sp, r->credit > 0, &buf, &backlog, &more, &next_is_event,
+                                      &err);
         if (rc < 0) {
             send_error(c, r->receiver, rc, err.message);
             reader_release(r, rc, err.message);
@@ -439,7 +446,7 @@ server_on_request(struct net_conn *c, const struct net_frame *f, const uint8_t *
     r->credit = f->b;
     /* In the map first: attach may notify, and the post finds r by pointer. */
     id_map_put(&c->readers, f->receiver, r);
-    rc = partition_manager_attach(c->env, &pid, f->a, &r->base, &r->sp, &err);
+    rc = result_partition_manager_attach(c->env, &pid, f->a, &r->base, &r->sp, &err);
     if (rc == 0) {
         SPATE_LOG_DEBUG(NET_LOG, "%s reads partition %s subpartition %u (credit %d)", c->peer,
                         result_partition_id_str(&pid).s, f->a, f->b);
@@ -513,7 +520,7 @@ channel_send_request(struct net_conn *c, struct input_channel *ch)
                            .a = ch->subpartition };
     uint8_t body[RESULT_PARTITION_ID_BYTES];
 
-    f.b = (int32_t)gate_initial_credit(ch);
+    f.b = (int32_t)input_gate_initial_credit(ch);
     memcpy(body, ch->partition.partition.bytes, ID_BYTES);
     memcpy(body + ID_BYTES, ch->partition.producer.bytes, ID_BYTES);
     ch->rstate = REMOTE_REQUESTED;
@@ -552,8 +559,8 @@ channel_fail(struct input_channel *ch, int code, const char *why)
 {
     const char *peer = ch->peer;
 
-    gate_fail_channel(ch, code, "partition %s subpartition %u from the producer at %s: %s",
-                      result_partition_id_str(&ch->partition).s, ch->subpartition, peer, why);
+    input_gate_fail_channel(ch, code, "partition %s subpartition %u from the producer at %s: %s",
+                            result_partition_id_str(&ch->partition).s, ch->subpartition, peer, why);
     channel_forget(ch);
 }
 
@@ -647,7 +654,7 @@ client_begin_buffer(struct net_conn *c, const struct net_frame *f)
     } else if (f->flags & NET_FLAG_COMPRESSED) {
         c->rx_dst = c->scratch;
     } else {
-        c->rx_buf = gate_take_free(ch);
+        c->rx_buf = input_gate_take_free(ch);
         if (c->rx_buf == NULL) {
             conn_close(c, SPATE_EPROTO,
                        "dropping data connection to %s: receiver %u got a "
@@ -675,7 +682,7 @@ client_end_buffer(struct net_conn *c)
     if (f->flags & NET_FLAG_COMPRESSED) {
         int n;
 
-        buf = gate_take_free(ch);
+        buf = input_gate_take_free(ch);
         if (buf == NULL) {
             conn_close(c, SPATE_EPROTO,
                        "dropping data connection to %s: receiver %u got a "
@@ -701,11 +708,11 @@ client_end_buffer(struct net_conn *c)
     } else {
         buf->type = NET_BUFFER_DATA;
     }
-    gate_deliver(ch, buf);
+    input_gate_deliver(ch, buf);
     if (eop) {
         channel_forget(ch); /* the producer released its reader when it sent this */
     } else if (!(f->flags & NET_FLAG_EVENT)) {
-        uint32_t credit = gate_on_backlog(ch, f->b);
+        uint32_t credit = input_gate_on_backlog(ch, f->b);
 
         if (credit > 0) {
             struct net_frame cf = { .type = NET_MSG_ADD_CREDIT,
@@ -757,8 +764,11 @@ conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
         *out = uv_buf_init((char *)c->rx_dst + c->rx_have, c->rx.length - c->rx_have);
     else if (c->rx_mode == RX_DISCARD)
         *out = uv_buf_init((char *)c->scratch, MIN(c->scratch_size, c->rx.length - c->rx_have));
-    else
+    else if (c->is_server)
         *out = uv_buf_init((char *)c->stage + c->stage_len, STAGE_SIZE - c->stage_len);
+    else /* a little past a header: the body of a big buffer goes direct */
+        *out = uv_buf_init((char *)c->stage + c->stage_len,
+                           MIN(STAGE_CLIENT_READ, STAGE_SIZE - c->stage_len));
 }
 
 static void
@@ -883,6 +893,7 @@ conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     struct net_conn *c = s->data;
 
     UNUSED(b);
+    c->env->activity++;
     if (nread == 0 || c->state == CONN_CLOSING)
         return;
     if (nread < 0) {
@@ -1130,7 +1141,7 @@ channel_start(struct net_env *env, struct input_channel *ch)
 }
 
 void
-net_gate_start(struct net_env *env, struct input_gate *g)
+net_env_gate_start(struct net_env *env, struct input_gate *g)
 {
     for (uint32_t i = 0; i < g->num_channels; i++)
         if (g->channels[i].kind == CHANNEL_REMOTE)
@@ -1152,10 +1163,10 @@ channel_detach(struct input_channel *ch)
         channel_forget(ch);
 }
 
-void
-net_announce_credit(struct net_env *env, struct input_channel *ch)
+static void
+net_env_announce_credit(struct net_env *env, struct input_channel *ch)
 {
-    uint32_t credit = gate_take_unannounced(ch);
+    uint32_t credit = input_gate_take_unannounced(ch);
 
     UNUSED(env);
     if (credit > 0 && ch->rstate == REMOTE_REQUESTED && ch->conn != NULL) {
@@ -1185,6 +1196,7 @@ env_deliver(struct mailbox *mb, struct mpsc_node *node)
     struct net_env *env = mb->data;
     struct net_cmd *cmd = container_of(node, struct net_cmd, node);
 
+    env->activity++;
     switch (cmd->kind) {
     case NET_CMD_READER_AVAILABLE: {
         struct net_reader *r = container_of(cmd, struct net_reader, cmd);
@@ -1200,12 +1212,12 @@ env_deliver(struct mailbox *mb, struct mpsc_node *node)
         break;
     }
     case NET_CMD_ANNOUNCE_CREDIT:
-        net_announce_credit(env, container_of(cmd, struct input_channel, credit_cmd));
+        net_env_announce_credit(env, container_of(cmd, struct input_channel, credit_cmd));
         break;
     case NET_CMD_GATE_START: {
         struct net_cmd_gate *gc = container_of(cmd, struct net_cmd_gate, base);
 
-        net_gate_start(env, gc->gate);
+        net_env_gate_start(env, gc->gate);
         free(gc);
         break;
     }
@@ -1231,7 +1243,7 @@ net_env_post(struct net_env *env, struct net_cmd *cmd)
 }
 
 void
-net_gate_detach(struct net_env *env, struct input_gate *g)
+net_env_gate_detach(struct net_env *env, struct input_gate *g)
 {
     struct net_cmd_gate cmd = { .base.kind = NET_CMD_GATE_DETACH, .gate = g };
     uv_sem_t done;
@@ -1287,6 +1299,17 @@ net_env_config_load(const struct config *conf, struct net_env_config *cfg, spate
     if ((rc = config_get_enum(conf, CFG(TASKMANAGER_NETWORK_COMPRESSION_CODEC), &codec, err)) != 0)
         goto out;
     cfg->lz4 = codec == 1;
+    if ((rc = config_get_duration_ms(conf, CFG(TASKMANAGER_NETWORK_BUSY_POLL), &i, err)) != 0)
+        goto out;
+    {
+        const char *value, *origin;
+        int64_t ns = 0;
+
+        /* checked above; read again for its microseconds */
+        config_effective(conf, CFG(TASKMANAGER_NETWORK_BUSY_POLL), &value, &origin);
+        config_parse_duration_ns(value, &ns, NULL);
+        cfg->busy_poll_ns = (uint64_t)ns;
+    }
     if ((rc = config_get_string(conf, CFG(TASKMANAGER_BIND_HOST), &cfg->bind_host, err)) != 0 ||
         (rc = config_get_string(conf, CFG(TASKMANAGER_DATA_PORT), &port, err)) != 0)
         goto out;
@@ -1295,8 +1318,7 @@ net_env_config_load(const struct config *conf, struct net_env_config *cfg, spate
         goto out;
     }
     cfg->port = lo;
-    if ((rc = config_get_string(conf, CFG(SECURITY_RPC_SECRET), &cfg->secret, err)) != 0)
-        goto out;
+    cfg->secret = config_lookup(conf, CFG(SECURITY_RPC_SECRET)->key);
     cfg->cluster_id = "/default";
     if (empty != NULL) {
         /* Strings from the defaults table stay valid; set ones would not. */
@@ -1308,13 +1330,30 @@ out:
     return rc;
 }
 
+/* After an event the loop keeps polling without blocking (yielding the core
+ * between polls) for busy_poll_ns before it sleeps in epoll again: the next
+ * buffer or credit usually comes soon, and a sleeping thread's wake-up is
+ * most of a record's latency at low load. An idle loop sleeps. */
 static void
 env_thread(void *arg)
 {
     struct net_env *env = arg;
 
     log_set_thread_name("net-io");
-    uv_run(&env->loop, UV_RUN_DEFAULT);
+    while (uv_run(&env->loop, UV_RUN_ONCE) != 0) {
+        uint64_t seen = env->activity, until = clock_mono_ns() + env->cfg.busy_poll_ns;
+
+        while (clock_mono_ns() < until) {
+            if (uv_run(&env->loop, UV_RUN_NOWAIT) == 0)
+                return;
+            if (env->activity != seen) {
+                seen = env->activity;
+                until = clock_mono_ns() + env->cfg.busy_poll_ns;
+            } else {
+                sched_yield();
+            }
+        }
+    }
 }
 
 int
@@ -1322,19 +1361,27 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
 {
     struct net_env *env = xcalloc(1, sizeof *env);
     struct sockaddr_storage ss;
+    struct sigaction pipe_action;
     int len = sizeof ss, rc;
+
+    /* A peer that goes away while a buffer is being written must be an EPIPE
+     * on that connection, not a SIGPIPE that ends the TaskManager. libuv
+     * writes with writev(2), so the signal itself has to go; a process that
+     * installed its own handler keeps it. */
+    if (sigaction(SIGPIPE, NULL, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
 
     env->cfg = *cfg;
     env->cfg.bind_host = xstrdup(cfg->bind_host ? cfg->bind_host : "127.0.0.1");
     env->cfg.cluster_id = xstrdup(cfg->cluster_id ? cfg->cluster_id : "/default");
     env->cfg.secret = cfg->secret ? xstrdup(cfg->secret) : NULL;
-    env->cfg.name = xstrdup(cfg->name ? cfg->name : "network");
+    env->cfg.name = xstrdup(cfg->name ? cfg->name : "");
     if (env->cfg.buffers_per_channel == 0)
         env->cfg.buffers_per_channel = 2;
     env->hs.magic = HANDSHAKE_MAGIC_DATA;
     env->hs.cluster_id = env->cfg.cluster_id;
     env->hs.secret = env->cfg.secret;
-    pthread_mutex_init(&env->pm_lock, NULL);
+    result_partition_manager_init(env);
     rc = network_buffer_pool_new(cfg->segment_size, cfg->num_buffers, &env->pool, err);
     if (rc != 0)
         goto fail_pool;
@@ -1353,10 +1400,9 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
     }
     if ((rc = uv_tcp_bind(&env->server, (struct sockaddr *)&ss, 0)) != 0 ||
         (rc = uv_listen((uv_stream_t *)&env->server, 128, server_on_connection)) != 0) {
-        spate_error_set(err, rc == UV_EADDRINUSE ? SPATE_EADDRINUSE : SPATE_EIO,
-                        "cannot listen on data port %s:%d: %s", env->cfg.bind_host, cfg->port,
-                        uv_strerror(rc));
-        rc = err ? err->code : SPATE_EIO;
+        rc = spate_error_set(err, rc == UV_EADDRINUSE ? SPATE_EADDRINUSE : SPATE_EIO,
+                             "cannot listen on data port %s:%d: %s", env->cfg.bind_host, cfg->port,
+                             uv_strerror(rc));
         goto fail_bind;
     }
     uv_tcp_getsockname(&env->server, (struct sockaddr *)&ss, &len);
@@ -1368,9 +1414,9 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
         rc = SPATE_EIO;
         goto fail_bind;
     }
-    SPATE_LOG_INFO(NET_LOG, "%s: data port %s:%d, %zu buffers of %zu bytes%s", env->cfg.name,
-                   env->cfg.bind_host, env->port, cfg->num_buffers, cfg->segment_size,
-                   cfg->lz4 ? ", lz4" : "");
+    SPATE_LOG_INFO(NET_LOG, "%s%sdata port %s:%d, %zu buffers of %zu bytes%s", env->cfg.name,
+                   env->cfg.name[0] ? ": " : "", env->cfg.bind_host, env->port, cfg->num_buffers,
+                   cfg->segment_size, cfg->lz4 ? ", lz4" : "");
     *out = env;
     return 0;
 
@@ -1383,7 +1429,7 @@ fail_bind:
     uv_loop_close(&env->loop);
     network_buffer_pool_free(env->pool);
 fail_pool:
-    pthread_mutex_destroy(&env->pm_lock);
+    result_partition_manager_release(env);
     free((char *)env->cfg.bind_host);
     free((char *)env->cfg.cluster_id);
     free((char *)env->cfg.secret);
@@ -1403,10 +1449,9 @@ net_env_free(struct net_env *env)
     uv_thread_join(&env->thread);
     if (uv_loop_close(&env->loop) != 0)
         SPATE_LOG_ERROR(NET_LOG, "network loop closed with handles open");
-    partition_manager_clear(env);
+    result_partition_manager_clear(env);
     network_buffer_pool_free(env->pool);
-    pthread_mutex_destroy(&env->pm_lock);
-    free(env->parts);
+    result_partition_manager_release(env);
     free((char *)env->cfg.bind_host);
     free((char *)env->cfg.cluster_id);
     free((char *)env->cfg.secret);
@@ -1428,7 +1473,5 @@ net_env_stats(struct net_env *env, struct net_env_stats *st)
     st->client_connections = atomic_load_explicit(&env->n_client, memory_order_relaxed);
     st->server_connections = atomic_load_explicit(&env->n_server, memory_order_relaxed);
     st->connections_dropped = atomic_load_explicit(&env->n_dropped, memory_order_relaxed);
-    pthread_mutex_lock(&env->pm_lock);
-    st->partitions = env->num_parts;
-    pthread_mutex_unlock(&env->pm_lock);
+    st->partitions = result_partition_manager_count(env);
 }

@@ -25,6 +25,7 @@ struct net_env_config {
     uint64_t backoff_initial_ms; /* partition request retries */
     uint64_t backoff_max_ms;
     bool lz4;               /* taskmanager.network.compression.codec: lz4 */
+    uint64_t busy_poll_ns;  /* taskmanager.network.busy-poll */
     const char *bind_host;  /* taskmanager.bind-host */
     int port;               /* taskmanager.data.port; 0: ephemeral */
     const char *cluster_id; /* handshake: must match the peers' */

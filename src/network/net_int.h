@@ -89,21 +89,29 @@ struct result_partition {
  * now), 0 when there is none (or only data and allow_data is false), or the
  * partition's failure. *backlog: data buffers left; *more: something left;
  * *next_is_event: the next is an event (sendable without credit). */
-int subpartition_poll(struct result_subpartition *sp, bool allow_data, struct net_buffer **out,
-                      uint32_t *backlog, bool *more, bool *next_is_event, spate_error *err);
-void subpartition_add(struct result_subpartition *sp, struct net_buffer *buf);
+int result_subpartition_poll(struct result_subpartition *sp, bool allow_data,
+                             struct net_buffer **out, uint32_t *backlog, bool *more,
+                             bool *next_is_event, spate_error *err);
+void result_subpartition_add(struct result_subpartition *sp, struct net_buffer *buf);
 /* Finds partition id's subpartition and attaches reader (notified at once if
  * data waits). SPATE_ENOENT when no such partition is registered. */
-int partition_manager_attach(struct net_env *env, const struct result_partition_id *id,
-                             uint32_t subpartition, struct subpartition_reader *reader,
-                             struct result_subpartition **out, spate_error *err);
+int result_partition_manager_attach(struct net_env *env, const struct result_partition_id *id,
+                                    uint32_t subpartition, struct subpartition_reader *reader,
+                                    struct result_subpartition **out, spate_error *err);
 /* Detaches the reader. Unless it took the end of the partition, the partition
  * fails with why. Drops the reader's reference. */
-void subpartition_release_reader(struct result_subpartition *sp, int code, const char *why);
+void result_subpartition_release_reader(struct result_subpartition *sp, int code, const char *why);
 void result_partition_fail(struct result_partition *rp, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The producer's end-of-partition events are queued (record_writer_finish). */
+void result_partition_mark_finished(struct result_partition *rp);
+/* The partition manager's table and lock, in the environment's storage. */
+void result_partition_manager_init(struct net_env *env);
+void result_partition_manager_release(struct net_env *env);
+/* Registered partitions. */
+size_t result_partition_manager_count(struct net_env *env);
 /* Drops every registered partition (environment shut-down). */
-void partition_manager_clear(struct net_env *env);
+void result_partition_manager_clear(struct net_env *env);
 
 /* ---- input gates and channels ---- */
 
@@ -191,19 +199,19 @@ struct input_gate {
 };
 
 /* The network thread's side of remote channels (input_gate.c). */
-void gate_deliver(struct input_channel *ch, struct net_buffer *buf);
+void input_gate_deliver(struct input_channel *ch, struct net_buffer *buf);
 /* Takes a buffer to receive into; NULL when the channel has none (the sender
  * exceeded its credit). */
-struct net_buffer *gate_take_free(struct input_channel *ch);
+struct net_buffer *input_gate_take_free(struct input_channel *ch);
 /* Notes the sender's backlog, assigns floating buffers; returns the credit to
  * announce now (and forgets it). */
-uint32_t gate_on_backlog(struct input_channel *ch, int32_t backlog);
+uint32_t input_gate_on_backlog(struct input_channel *ch, int32_t backlog);
 /* Credit that came back since the last announcement (and forgets it). */
-uint32_t gate_take_unannounced(struct input_channel *ch);
+uint32_t input_gate_take_unannounced(struct input_channel *ch);
 /* At (re)request: every free buffer is credit; forgets unannounced. */
-uint32_t gate_initial_credit(struct input_channel *ch);
+uint32_t input_gate_initial_credit(struct input_channel *ch);
 /* Fails the channel with a message; the task sees it on its next poll. */
-void gate_fail_channel(struct input_channel *ch, int code, const char *fmt, ...)
+void input_gate_fail_channel(struct input_channel *ch, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* ---- the environment ---- */
@@ -218,21 +226,21 @@ struct net_env {
     struct mailbox mailbox;
     uv_tcp_t server;
     uv_timer_t retry_timer;
-    pthread_mutex_t pm_lock; /* guards the partition manager's table */
+    pthread_mutex_t pm_lock; /* result_partition.c's: guards the partition manager's table */
     struct result_partition **parts;
     size_t num_parts, parts_cap;
     /* network I/O thread */
     struct net_conn *conns;
     struct input_channel *retry_list;
     bool stopping;
+    uint64_t activity; /* events handled: the loop spins while it grows */
     /* stats: written by the network thread, read anywhere (relaxed) */
     _Atomic size_t n_client, n_server;
     _Atomic uint64_t n_dropped;
 };
 
 /* Network thread: requests the gate's remote channels / forgets them. */
-void net_gate_start(struct net_env *env, struct input_gate *g);
-void net_gate_detach(struct net_env *env, struct input_gate *g);
-void net_announce_credit(struct net_env *env, struct input_channel *ch);
+void net_env_gate_start(struct net_env *env, struct input_gate *g);
+void net_env_gate_detach(struct net_env *env, struct input_gate *g);
 
 #endif

@@ -61,7 +61,7 @@ rw_finish(struct record_writer *w, uint32_t ch)
         metric_counter_add(&w->metrics->num_bytes_out, buf->size);
     c->buf = NULL;
     c->pos = c->end = NULL;
-    subpartition_add(&w->partition->subs[ch], buf);
+    result_subpartition_add(&w->partition->subs[ch], buf);
 }
 
 static void
@@ -131,13 +131,25 @@ rw_wait_buffer(struct record_writer *w, struct net_buffer **out, spate_error *er
 }
 
 static int
+rw_cancelled(struct record_writer *w, spate_error *err)
+{
+    return spate_error_set(err, SPATE_ECANCELED, "task cancelled while writing partition %s",
+                           result_partition_id_str(&w->partition->id).s);
+}
+
+static int
 rw_new_buffer(struct record_writer *w, struct rw_channel *c, spate_error *err)
 {
+    struct notifier *n = w->partition->producer;
     struct net_buffer *buf;
     int rc = result_partition_check(w->partition, err);
 
+    /* Checked per buffer, not per record: a cancel stops the writer within
+     * one buffer even when it never has to wait. */
     if (rc != 0)
         return rc;
+    if (n != NULL && notifier_is_cancelled(n))
+        return rw_cancelled(w, err);
     buf = local_buffer_pool_request(w->partition->pool);
     if (buf == NULL && (rc = rw_wait_buffer(w, &buf, err)) != 0)
         return rc;
@@ -283,7 +295,7 @@ record_writer_broadcast_event(struct record_writer *w, uint32_t type, const void
     if (rc != 0)
         return rc;
     for (uint32_t i = 0; i < w->num_channels; i++)
-        subpartition_add(&w->partition->subs[i], net_buffer_new_event(type, payload, len));
+        result_subpartition_add(&w->partition->subs[i], net_buffer_new_event(type, payload, len));
     return 0;
 }
 
@@ -298,9 +310,8 @@ record_writer_finish(struct record_writer *w, spate_error *err)
     if (rc != 0)
         return rc;
     for (uint32_t i = 0; i < w->num_channels; i++)
-        subpartition_add(&rp->subs[i], net_buffer_new_event(NET_EVENT_END_OF_PARTITION, NULL, 0));
-    pthread_mutex_lock(&rp->lock);
-    rp->finished = true;
-    pthread_mutex_unlock(&rp->lock);
+        result_subpartition_add(&rp->subs[i],
+                                net_buffer_new_event(NET_EVENT_END_OF_PARTITION, NULL, 0));
+    result_partition_mark_finished(rp);
     return 0;
 }

@@ -21,6 +21,12 @@
 #include "network/result_partition.h"
 
 #define RECORD_LENGTH_BYTES 4
+
+/* Lengths are stored in the host's order, which the wire format fixes as
+ * little-endian: the hot path is a plain store. */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "spate's data plane assumes a little-endian host"
+#endif
 /* The largest record a reader accepts: a length above is a corrupt stream. */
 #define RECORD_MAX_BYTES (256u * 1024 * 1024)
 

@@ -140,8 +140,7 @@ result_partition_fail(struct result_partition *rp, int code, const char *fmt, ..
     pthread_mutex_unlock(&rp->lock);
     if (!first)
         return;
-    SPATE_LOG_WARN(NET_LOG, "partition %s failed: %s", result_partition_id_str(&rp->id).s,
-                   rp->error);
+    SPATE_LOG_WARN(NET_LOG, "%s", rp->error); /* the message names the partition */
     for (uint32_t i = 0; i < rp->num_subpartitions; i++) {
         struct result_subpartition *sp = &rp->subs[i];
 
@@ -187,6 +186,25 @@ result_partition_release(struct result_partition *rp, const spate_error *cause)
     rp_unref(rp);
 }
 
+void
+result_partition_mark_finished(struct result_partition *rp)
+{
+    pthread_mutex_lock(&rp->lock);
+    rp->finished = true;
+    pthread_mutex_unlock(&rp->lock);
+}
+
+size_t
+result_partition_manager_count(struct net_env *env)
+{
+    size_t n;
+
+    pthread_mutex_lock(&env->pm_lock);
+    n = env->num_parts;
+    pthread_mutex_unlock(&env->pm_lock);
+    return n;
+}
+
 const struct result_partition_id *
 result_partition_id(const struct result_partition *rp)
 {
@@ -202,7 +220,7 @@ result_partition_num_subpartitions(const struct result_partition *rp)
 /* ---- subpartitions ---- */
 
 void
-subpartition_add(struct result_subpartition *sp, struct net_buffer *buf)
+result_subpartition_add(struct result_subpartition *sp, struct net_buffer *buf)
 {
     bool drop;
 
@@ -232,8 +250,8 @@ subpartition_add(struct result_subpartition *sp, struct net_buffer *buf)
 }
 
 int
-subpartition_poll(struct result_subpartition *sp, bool allow_data, struct net_buffer **out,
-                  uint32_t *backlog, bool *more, bool *next_is_event, spate_error *err)
+result_subpartition_poll(struct result_subpartition *sp, bool allow_data, struct net_buffer **out,
+                         uint32_t *backlog, bool *more, bool *next_is_event, spate_error *err)
 {
     struct result_partition *rp = sp->partition;
     struct net_buffer *buf;
@@ -267,7 +285,7 @@ subpartition_poll(struct result_subpartition *sp, bool allow_data, struct net_bu
 }
 
 void
-subpartition_release_reader(struct result_subpartition *sp, int code, const char *why)
+result_subpartition_release_reader(struct result_subpartition *sp, int code, const char *why)
 {
     struct result_partition *rp = sp->partition;
     bool consumed, all = false;
@@ -292,9 +310,9 @@ subpartition_release_reader(struct result_subpartition *sp, int code, const char
 /* ---- the partition manager ---- */
 
 int
-partition_manager_attach(struct net_env *env, const struct result_partition_id *id,
-                         uint32_t subpartition, struct subpartition_reader *reader,
-                         struct result_subpartition **out, spate_error *err)
+result_partition_manager_attach(struct net_env *env, const struct result_partition_id *id,
+                                uint32_t subpartition, struct subpartition_reader *reader,
+                                struct result_subpartition **out, spate_error *err)
 {
     struct result_partition *rp = NULL;
     struct result_subpartition *sp;
@@ -339,7 +357,21 @@ partition_manager_attach(struct net_env *env, const struct result_partition_id *
 }
 
 void
-partition_manager_clear(struct net_env *env)
+result_partition_manager_init(struct net_env *env)
+{
+    pthread_mutex_init(&env->pm_lock, NULL);
+}
+
+void
+result_partition_manager_release(struct net_env *env)
+{
+    pthread_mutex_destroy(&env->pm_lock);
+    free(env->parts);
+    env->parts = NULL;
+}
+
+void
+result_partition_manager_clear(struct net_env *env)
 {
     for (;;) {
         struct result_partition *rp = NULL;

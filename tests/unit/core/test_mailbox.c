@@ -3,6 +3,8 @@
  * order, and close delivers what is left (also run under ThreadSanitizer). */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "core/mailbox.h"
@@ -114,5 +116,83 @@ Test(mailbox, close_delivers_what_is_queued)
     uv_run(&loop, UV_RUN_DEFAULT);
     cr_assert_eq(st.delivered, 10);
     cr_assert_eq(st.closed, 1);
+    cr_assert_eq(uv_loop_close(&loop), 0);
+}
+
+/* Two posts in quick succession, then wait for both, many times: the second
+ * post finds the async handle pending and relies on the loop's callback to
+ * drain it, so a link not yet visible to that drain would be lost and the
+ * wait below would never end (the test's timeout). A stress test: the race
+ * it guards (mailbox_post's fence) stalled a network benchmark once in many
+ * millions of posts, and this test does not hit it reliably without the
+ * fence. */
+#define BURSTS 100000
+
+struct burst {
+    struct mailbox mb;
+    struct mpsc_node nodes[2];
+    _Atomic int delivered;
+    _Atomic bool stop;
+};
+
+static void
+burst_deliver(struct mailbox *mb, struct mpsc_node *node)
+{
+    struct burst *b = mb->data;
+
+    UNUSED(node);
+    atomic_fetch_add(&b->delivered, 1);
+}
+
+static void
+burst_stop(uv_async_t *a)
+{
+    struct burst *b = a->data;
+
+    atomic_store(&b->stop, true);
+}
+
+/* A busy loop (as the network I/O loop while it polls): it drains while the
+ * poster is still posting, which opens the window. */
+static void *
+burst_loop(void *arg)
+{
+    struct burst *b = arg;
+
+    while (!atomic_load(&b->stop))
+        uv_run(b->mb.async.loop, UV_RUN_NOWAIT);
+    return NULL;
+}
+
+Test(mailbox, no_post_is_lost_to_a_draining_loop, .timeout = 60)
+{
+    uv_loop_t loop;
+    uv_async_t stop;
+    struct burst b;
+    pthread_t t;
+
+    uv_loop_init(&loop);
+    atomic_init(&b.delivered, 0);
+    atomic_init(&b.stop, false);
+    cr_assert_eq(mailbox_init(&loop, &b.mb, burst_deliver), 0);
+    b.mb.data = &b;
+    uv_async_init(&loop, &stop, burst_stop);
+    stop.data = &b;
+    pthread_create(&t, NULL, burst_loop, &b);
+    for (int i = 0; i < BURSTS; i++) {
+        mailbox_post(&b.mb, &b.nodes[0]);
+        /* Sweep the gap across the loop's reaction time, so that the second
+         * post lands while the loop drains the first. */
+        for (volatile int k = 0; k < (i * 7) % 600; k++)
+            ;
+        mailbox_post(&b.mb, &b.nodes[1]);
+        while (atomic_load(&b.delivered) < 2 * (i + 1))
+            ; /* a lost post spins here until the timeout */
+    }
+    uv_async_send(&stop);
+    pthread_join(t, NULL);
+    mailbox_close(&b.mb, NULL);
+    uv_close((uv_handle_t *)&stop, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
     cr_assert_eq(uv_loop_close(&loop), 0);
 }

@@ -1,0 +1,134 @@
+/* Unit tests of src/network/buffer.c: the network buffer pool, local pools
+ * with their minimum and maximum, the waiter poked on recycling, buffers
+ * recycled after their pool is gone, and threads recycling concurrently
+ * (also under ThreadSanitizer). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+
+#include "network/buffer.h"
+
+Test(buffer, local_pools_take_their_minimum_and_stop_at_their_maximum)
+{
+    struct network_buffer_pool *g;
+    struct local_buffer_pool *a, *b;
+    struct net_buffer *bufs[8];
+    struct metric_level used = { 0 }, cap = { 0 };
+    spate_error err;
+
+    cr_assert_eq(network_buffer_pool_new(4096, 8, &g, &err), 0);
+    cr_assert_eq(local_buffer_pool_new(g, 3, 5, NULL, &used, &cap, &a, &err), 0);
+    cr_assert_eq(network_buffer_pool_available(g), 5, "the minimum is taken at once");
+    cr_assert_eq(metric_level_get(&cap), 5);
+    for (int i = 0; i < 5; i++) {
+        bufs[i] = local_buffer_pool_request(a);
+        cr_assert_not_null(bufs[i]);
+        cr_assert_eq(bufs[i]->capacity, 4096);
+    }
+    cr_assert_null(local_buffer_pool_request(a), "past the maximum");
+    cr_assert_eq(metric_level_get(&used), 5);
+    /* 3 left in the global pool: a second pool that wants 4 cannot start. */
+    cr_assert_eq(local_buffer_pool_new(g, 4, 4, NULL, NULL, NULL, &b, &err), SPATE_ENOMEM);
+    cr_assert(strstr(err.message, "insufficient number of network buffers") != NULL);
+    cr_assert_eq(network_buffer_pool_available(g), 3, "a failed pool gives back what it took");
+    for (int i = 0; i < 5; i++)
+        net_buffer_recycle(bufs[i]);
+    cr_assert_eq(metric_level_get(&used), 0);
+    local_buffer_pool_destroy(a);
+    cr_assert_eq(network_buffer_pool_available(g), 8);
+    network_buffer_pool_free(g);
+}
+
+Test(buffer, recycling_pokes_the_waiter_and_outlives_the_pool)
+{
+    struct network_buffer_pool *g;
+    struct local_buffer_pool *a;
+    struct net_buffer *x, *y;
+    struct notifier n;
+    spate_error err;
+
+    cr_assert_eq(notifier_init(&n, &err), 0);
+    cr_assert_eq(network_buffer_pool_new(4096, 4, &g, &err), 0);
+    cr_assert_eq(local_buffer_pool_new(g, 2, 2, &n, NULL, NULL, &a, &err), 0);
+    x = local_buffer_pool_request(a);
+    y = local_buffer_pool_request(a);
+    cr_assert_null(local_buffer_pool_request(a));
+    cr_assert_eq(notifier_wait_until(&n, 0), 0, "nothing came back yet");
+    net_buffer_recycle(x);
+    cr_assert_eq(notifier_wait_until(&n, 0), 1, "the waiter is poked");
+    /* The pool goes while y is still out: y goes to the global pool later. */
+    local_buffer_pool_destroy(a);
+    cr_assert_eq(network_buffer_pool_available(g), 3);
+    net_buffer_recycle(y);
+    cr_assert_eq(network_buffer_pool_available(g), 4);
+    network_buffer_pool_free(g);
+    notifier_release(&n);
+}
+
+Test(buffer, event_buffers_come_from_the_heap)
+{
+    uint32_t payload = 77;
+    struct net_buffer *e = net_buffer_new_event(42, &payload, sizeof payload);
+
+    cr_assert_eq(e->type, NET_BUFFER_EVENT);
+    cr_assert_eq(net_buffer_event_type(e), 42);
+    cr_assert_eq(e->size, 8);
+    net_buffer_recycle(e);
+}
+
+struct churn {
+    struct local_buffer_pool *pool;
+    struct net_buffer *handoff[64];
+    _Atomic int head, tail;
+    struct notifier n;
+    int rounds;
+};
+
+/* The consumer side: recycles whatever the producer hands over. */
+static void *
+recycler(void *arg)
+{
+    struct churn *c = arg;
+    int done = 0;
+
+    while (done < c->rounds) {
+        int t = atomic_load_explicit(&c->tail, memory_order_acquire);
+        int h = atomic_load_explicit(&c->head, memory_order_relaxed);
+
+        if (h == t)
+            continue;
+        net_buffer_recycle(c->handoff[h % 64]);
+        atomic_store_explicit(&c->head, h + 1, memory_order_release);
+        done++;
+    }
+    return NULL;
+}
+
+Test(buffer, a_producer_waits_for_buffers_another_thread_recycles, .timeout = 60)
+{
+    struct network_buffer_pool *g;
+    struct churn c = { .rounds = 50000 };
+    pthread_t t;
+    spate_error err;
+
+    cr_assert_eq(notifier_init(&c.n, &err), 0);
+    cr_assert_eq(network_buffer_pool_new(4096, 4, &g, &err), 0);
+    cr_assert_eq(local_buffer_pool_new(g, 1, 3, &c.n, NULL, NULL, &c.pool, &err), 0);
+    pthread_create(&t, NULL, recycler, &c);
+    for (int i = 0; i < c.rounds; i++) {
+        struct net_buffer *b;
+
+        /* The task's loop: request; none left → wait for a poke. */
+        while ((b = local_buffer_pool_request(c.pool)) == NULL)
+            cr_assert_geq(notifier_wait_until(&c.n, NOTIFIER_FOREVER), 0);
+        b->data[0] = (uint8_t)i;
+        while (atomic_load(&c.tail) - atomic_load(&c.head) >= 64)
+            ;
+        c.handoff[atomic_load(&c.tail) % 64] = b;
+        atomic_store_explicit(&c.tail, atomic_load(&c.tail) + 1, memory_order_release);
+    }
+    pthread_join(t, NULL);
+    local_buffer_pool_destroy(c.pool);
+    cr_assert_eq(network_buffer_pool_available(g), 4);
+    network_buffer_pool_free(g);
+    notifier_release(&c.n);
+}
