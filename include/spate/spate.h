@@ -115,6 +115,9 @@ SPATE_API int spate_env_parallelism(const spate_env *env);
 /* Number of key groups (pipeline.max-parallelism, default 128). */
 SPATE_API void spate_env_set_max_parallelism(spate_env *env, int max_parallelism);
 SPATE_API void spate_env_disable_chaining(spate_env *env);
+/* Longest a partly filled network buffer waits before it is sent
+ * (execution.buffer-timeout, default 5 ms); 0 sends after every record. */
+SPATE_API void spate_env_set_buffer_timeout(spate_env *env, int64_t ms);
 
 /* Builds the JobGraph and runs it with the executor the caller installed
  * (mini cluster, cluster over REST, or plan only). 0 when the job finished;

@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/cli_cluster.h"
 #include "cli/cli_config.h"
+#include "cli/cli_run.h"
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -28,6 +29,7 @@ struct cli_command {
 
 static int cli_cmd_config(struct cli_context *ctx);
 static int cli_cmd_info(struct cli_context *ctx);
+static int cli_cmd_run(struct cli_context *ctx);
 static int cli_cmd_jobmanager(struct cli_context *ctx);
 static int cli_cmd_taskmanager(struct cli_context *ctx);
 static int cli_cmd_test_job(struct cli_context *ctx);
@@ -42,6 +44,8 @@ static const struct cli_command cli_commands[] = {
     { "test-job", cli_cmd_test_job, "--slots N [--run-ms MS]",
       "submit the test-only job that asks for N slots" },
     { "config", cli_cmd_config, "[KEY...]", "print the effective configuration and its origins" },
+    { "run", cli_cmd_run, "[--local] [-p N] [--json FILE] JOB.so [ARGS]",
+      "run a job (--local: on the embedded mini cluster)" },
     { "info", cli_cmd_info, "[-p N] JOB.so [ARGS]",
       "print the job's plan (JSON) without running it" },
     { "version", cli_cmd_version, "", "print spate's version" },
@@ -185,6 +189,12 @@ cli_job_args(struct cli_context *ctx, int *parallelism, int *job)
     }
     *job = i;
     return 0;
+}
+
+static int
+cli_cmd_run(struct cli_context *ctx)
+{
+    return cli_run(ctx->conf, ctx->argc, ctx->argv);
 }
 
 static int

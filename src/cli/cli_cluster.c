@@ -134,11 +134,9 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
         config_get_string(conf, CFG(REST_BIND_ADDRESS), &rest_bind, &err) != 0 ||
         config_get_int(conf, CFG(REST_PORT), &rport, &err) != 0 ||
         rpc_service_options_from_config(conf, &ro, &err) != 0 ||
-        heartbeat_options_from_config(conf, &p.rmo.heartbeat, &err) != 0 ||
-        registration_options_from_config(conf, &p.dso.registration, &err) != 0 ||
-        config_get_duration_ms(conf, CFG(SLOT_REQUEST_TIMEOUT), &p.dso.slot_request_timeout_ms,
-                               &err) != 0)
+        dispatcher_options_from_config(conf, &p.dso, &err) != 0)
         goto fail;
+    p.rmo.heartbeat = p.dso.heartbeat;
     config_get_string(conf, CFG(REST_BIND_PORT), &rest_port, NULL);
     snprintf(port_text, sizeof port_text, "%lld", (long long)port);
     snprintf(rport_text, sizeof rport_text, "%lld", (long long)rport);
@@ -151,7 +149,6 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     /* Standalone HA: the leaders are this process's endpoints, at the
      * address the service really bound (port 0 picks one). */
     p.ha = ha_standalone_new(rpc_service_address(p.svc));
-    p.dso.heartbeat = p.rmo.heartbeat;
     p.dso.ha = p.ha;
     p.dso.on_shutdown = jm_on_shutdown;
     p.dso.arg = &p;

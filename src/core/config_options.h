@@ -60,6 +60,10 @@ struct config_option {
     X(TASK_CANCELLATION_TIMEOUT, "task.cancellation.timeout", DURATION, "180 s", 0,                \
       CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
       "a task that does not stop this long after cancel ends its TaskManager (0: never)")          \
+    X(IO_TMP_DIRS, "io.tmp.dirs", STRING, "/tmp", 0, 0, NULL, NULL,                                \
+      "folder for temporary files (the TaskManager's copies of job libraries)")                    \
+    X(LOCAL_NUMBER_TASKMANAGER, "local.number-taskmanager", INT, "1", 1, 1024, NULL, NULL,         \
+      "TaskManagers of the embedded mini cluster (spate run --local)")                             \
     /* RPC */                                                                                      \
     X(RPC_ASK_TIMEOUT, "rpc.ask.timeout", DURATION, "10 s", 1, CFG_NOLIMIT_HI, NULL,               \
       "pekko.ask.timeout", "default timeout of an RPC ask")                                        \
@@ -100,6 +104,9 @@ struct config_option {
       "number of key groups")                                                                      \
     X(PIPELINE_AUTO_WATERMARK_INTERVAL, "pipeline.auto-watermark-interval", DURATION, "200 ms", 1, \
       CFG_NOLIMIT_HI, NULL, NULL, "how often periodic watermarks are emitted")                     \
+    X(EXECUTION_TARGET, "execution.target", ENUM, NULL, 0, 0, "local|remote", NULL,                \
+      "where spate run runs jobs (default: remote when rest.address or jobmanager.rpc.address "    \
+      "is configured, else local)")                                                                \
     X(EXECUTION_BUFFER_TIMEOUT, "execution.buffer-timeout", DURATION, "5 ms", 0, CFG_NOLIMIT_HI,   \
       NULL, NULL, "longest a partly filled network buffer waits (0: flush every record)")          \
     X(RESTART_STRATEGY_TYPE, "restart-strategy.type", ENUM, NULL, 0, 0,                            \
@@ -121,8 +128,9 @@ struct config_option {
       "taskmanager.network.memory.floating-buffers-per-gate", INT, "8", 1, 65536, NULL, NULL,      \
       "buffers an input gate shares among its channels as their backlog asks")                     \
     X(TASKMANAGER_NETWORK_REQUEST_BACKOFF_INITIAL, "taskmanager.network.request-backoff.initial",  \
-      DURATION, "100 ms", 1, CFG_NOLIMIT_HI, NULL, NULL,                                           \
-      "first pause before a partition request is retried (producer not running yet)")              \
+      DURATION, "1 ms", 1, CFG_NOLIMIT_HI, NULL, NULL,                                             \
+      "first pause before a partition request is retried, doubling (producer not running yet; "    \
+      "Flink: 100 ms)")                                                                            \
     X(TASKMANAGER_NETWORK_REQUEST_BACKOFF_MAX, "taskmanager.network.request-backoff.max",          \
       DURATION, "10 s", 1, CFG_NOLIMIT_HI, NULL, NULL,                                             \
       "a partition request still not found after backing off this far fails")                      \

@@ -171,7 +171,6 @@ dh_submit_job(struct rpc_endpoint *ep, const Cluster__JobSubmission *req, struct
     o.graph = req->job_graph.data;
     o.graph_len = req->job_graph.len;
     o.library_path = req->library_path;
-    o.buffer_timeout_ms = d->o.buffer_timeout_ms;
     o.slot_request_timeout_ms = d->o.slot_request_timeout_ms;
     o.heartbeat = d->o.heartbeat;
     o.registration = d->o.registration;
@@ -187,9 +186,9 @@ dh_submit_job(struct rpc_endpoint *ep, const Cluster__JobSubmission *req, struct
     }
     j->job_id = job_master_job_id(j->jm);
     if (disp_find(d, &j->job_id) != NULL) {
+        rpc_call_fail(call, SPATE_EEXIST, "job %s was submitted already", id_str(&j->job_id).s);
         rpc_future_unref(job_master_stop(j->jm));
         free(j);
-        rpc_call_fail(call, SPATE_EEXIST, "job %s was submitted already", id_str(&j->job_id).s);
         return;
     }
     hmap_insert(&d->jobs, &j->node, id_hash(&j->job_id));
@@ -415,6 +414,21 @@ disp_destroy(struct rpc_endpoint *ep)
 }
 
 static const struct rpc_endpoint_ops disp_ops = { NULL, disp_on_stop, disp_destroy };
+
+int
+dispatcher_options_from_config(const struct config *conf, struct dispatcher_options *o,
+                               spate_error *err)
+{
+    int rc;
+
+    memset(o, 0, sizeof *o);
+    if ((rc = heartbeat_options_from_config(conf, &o->heartbeat, err)) != 0 ||
+        (rc = registration_options_from_config(conf, &o->registration, err)) != 0 ||
+        (rc = config_get_duration_ms(conf, CFG(SLOT_REQUEST_TIMEOUT), &o->slot_request_timeout_ms,
+                                     err)) != 0)
+        return rc;
+    return 0;
+}
 
 int
 dispatcher_start(struct rpc_service *svc, const struct dispatcher_options *o,

@@ -14,7 +14,6 @@ struct dispatcher;
 
 struct dispatcher_options {
     int64_t slot_request_timeout_ms;
-    int64_t buffer_timeout_ms; /* execution.buffer-timeout, for the tasks */
     struct heartbeat_options heartbeat;
     struct registration_options registration;
     struct ha_services *ha;
@@ -23,6 +22,10 @@ struct dispatcher_options {
     void *arg;
 };
 
+/* The options a Dispatcher reads from the configuration (all but ha and the
+ * callback): heartbeats, registration and slot request timeouts. */
+int dispatcher_options_from_config(const struct config *conf, struct dispatcher_options *o,
+                                   spate_error *err);
 int dispatcher_start(struct rpc_service *svc, const struct dispatcher_options *o,
                      struct dispatcher **out, spate_error *err);
 /* Shuts the cluster down as shutdown_cluster does (SIGTERM uses this). */

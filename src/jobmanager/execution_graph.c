@@ -231,9 +231,8 @@ bin_copy(const void *data, size_t len)
 
 int
 execution_graph_deployment(const struct execution_graph *eg, const struct execution *e,
-                           int64_t buffer_timeout_ms, const char *job_master_address,
-                           const spate_id *job_master_id, Jobgraph__TaskDeployment **out,
-                           spate_error *err)
+                           const char *job_master_address, const spate_id *job_master_id,
+                           Jobgraph__TaskDeployment **out, spate_error *err)
 {
     const struct job_graph *jg = eg->graph;
     const struct jg_vertex *v = &jg->vertices[e->vertex];
@@ -249,7 +248,6 @@ execution_graph_deployment(const struct execution_graph *eg, const struct execut
     t->job_graph = bin_copy(eg->graph_bytes, eg->graph_len);
     t->library_path = xstrdup(eg->library_path);
     t->library_sha256 = bin_copy(jg->library_sha256, sizeof jg->library_sha256);
-    t->buffer_timeout_ms = buffer_timeout_ms;
     t->job_master_address = xstrdup(job_master_address ? job_master_address : "");
     t->job_master_id = job_master_id ? bin_copy(job_master_id->bytes, ID_BYTES) : bin_copy(NULL, 0);
 

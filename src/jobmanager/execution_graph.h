@@ -98,9 +98,8 @@ void execution_graph_reset(struct execution_graph *eg);
 /* The deployment descriptor of e, every producer of its inputs assigned.
  * Free with execution_graph_deployment_free. */
 int execution_graph_deployment(const struct execution_graph *eg, const struct execution *e,
-                               int64_t buffer_timeout_ms, const char *job_master_address,
-                               const spate_id *job_master_id, Jobgraph__TaskDeployment **out,
-                               spate_error *err);
+                               const char *job_master_address, const spate_id *job_master_id,
+                               Jobgraph__TaskDeployment **out, spate_error *err);
 void execution_graph_deployment_free(Jobgraph__TaskDeployment *tdd);
 
 /* The next split of a file source operator (0; 1 when none is left). */

@@ -306,8 +306,8 @@ jm_deploy(struct job_master *jm)
             Jobgraph__TaskDeployment *tdd;
             struct rpc_future *f;
 
-            if (w == NULL || execution_graph_deployment(eg, e, jm->o.buffer_timeout_ms, jm->address,
-                                                        &jm->jm_id, &tdd, &err) != 0) {
+            if (w == NULL ||
+                execution_graph_deployment(eg, e, jm->address, &jm->jm_id, &tdd, &err) != 0) {
                 jm_fail(jm, w == NULL ? "the TaskManager of a slot is gone" : err.message);
                 return;
             }
@@ -615,10 +615,12 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
         rpc_call_fail(call, SPATE_EINVAL, "malformed task execution state");
         return;
     }
-    rpc_call_reply(call, &ack.base);
+    /* req lives until the reply: answer once it has been read. */
     e = execution_graph_find(jm->eg, &attempt);
-    if (e == NULL || execution_state_is_terminal(e->state))
-        return; /* an older attempt's news */
+    if (e == NULL || execution_state_is_terminal(e->state)) {
+        rpc_call_reply(call, &ack.base); /* an older attempt's news */
+        return;
+    }
     SPATE_LOG_DEBUG(JM_LOG, "job %s: %s (%d/%d) %s -> %s", id_str(&jm->o.job_id).s,
                     jm->eg->graph->vertices[e->vertex].name, e->subtask + 1,
                     jm->eg->graph->vertices[e->vertex].parallelism, execution_state_name(e->state),
@@ -639,8 +641,11 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
         snprintf(msg, sizeof msg, "%s (%d/%d) failed: %s", jm->eg->graph->vertices[e->vertex].name,
                  e->subtask + 1, jm->eg->graph->vertices[e->vertex].parallelism,
                  req->failure && *req->failure ? req->failure : "no reason given");
+        rpc_call_reply(call, &ack.base);
         jm_fail(jm, msg);
+        return;
     }
+    rpc_call_reply(call, &ack.base);
     jm_check_end(jm);
 }
 

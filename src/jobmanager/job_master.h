@@ -41,7 +41,6 @@ struct job_master_options {
     const uint8_t *graph;
     size_t graph_len;
     const char *library_path;
-    int64_t buffer_timeout_ms;
     uint32_t tasks;  /* slots the stand-in job needs */
     uint64_t run_ms; /* 0: runs until cancelled */
     int64_t slot_request_timeout_ms;

@@ -94,6 +94,7 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
 
     id_random(&jg->job_id);
     jg->name = xstrdup(name && *name ? name : "Streaming Job");
+    jg->buffer_timeout_ms = env->buffer_timeout_ms;
 
     /* Real inputs, partitioners and slot sharing groups. */
     for (size_t i = 0; i < nn; i++) {

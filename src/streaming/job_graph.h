@@ -63,6 +63,7 @@ struct job_graph {
     int nedges;
     /* Operators without a uid whose ids were derived from the graph. */
     int derived_uids;
+    int64_t buffer_timeout_ms; /* execution.buffer-timeout */
     /* The job library's SHA-256 and file name (from the client). */
     uint8_t library_sha256[32];
     char *library_name;

@@ -310,6 +310,7 @@ job_graph_encode(const struct job_graph *jg, const struct job_library *lib, uint
         g.library_name = jg->library_name ? jg->library_name : "";
     }
     g.derived_uids = jg->derived_uids;
+    g.buffer_timeout_ms = jg->buffer_timeout_ms;
     if (e.rc == 0) {
         *len = jobgraph__job_graph__get_packed_size(&g);
         *out = xmalloc(*len);
@@ -729,6 +730,11 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
     jg->name = xstrdup(g->name ? g->name : "");
     jg->library_name = dup_or_null(g->library_name);
     jg->derived_uids = g->derived_uids;
+    jg->buffer_timeout_ms = g->buffer_timeout_ms;
+    if (g->buffer_timeout_ms < 0) {
+        rc = bad(&d, "negative buffer timeout");
+        goto out;
+    }
     if ((rc = dec_id(&d, g->job_id, &jg->job_id, "job id is not 16 bytes")) != 0)
         goto out;
     if (g->library_sha256.len == SHA256_BYTES)

@@ -58,7 +58,6 @@ struct spate_ctx {
     int max_parallelism;
     const char *task_name;
     void *user;
-    struct output *out;
     struct record_meta meta; /* of the record being processed */
     spate_bytes key;         /* keyed operators: the current key */
     uint64_t key_hash;
@@ -141,6 +140,9 @@ struct stream_operator {
     int64_t current_watermark;
     /* When on_processing_time wants to run (CLOCK_MONOTONIC ns; 0: never). */
     uint64_t next_processing_ns;
+    /* Records in and out on the main output (Flink's numRecordsIn and
+     * numRecordsOut of an operator), reported with the job's result. */
+    uint64_t records_in, records_out;
 };
 
 /* Makes the running operator for config; out is where its records go. */
@@ -153,6 +155,29 @@ static inline const char *
 operator_failure(const struct stream_operator *op)
 {
     return op->ctx.failure;
+}
+
+/* Hands op a record of its first (process) or second (process2) input. */
+static inline void
+operator_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    op->records_in++;
+    op->vt->process(op, rec, meta);
+}
+
+static inline void
+operator_process2(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    op->records_in++;
+    op->vt->process2(op, rec, meta);
+}
+
+/* Emits a record on op's main output. */
+static inline void
+operator_emit(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    op->records_out++;
+    op->out->collect(op->out, rec, meta);
 }
 
 /* Advances op's event time: its process_watermark, or passes it on. */

@@ -19,7 +19,7 @@ chained_collect(struct output *self, const void *rec, const struct record_meta *
 {
     struct stream_operator *next = ((struct chained_output *)self)->next;
 
-    next->vt->process(next, rec, meta);
+    operator_process(next, rec, meta);
 }
 
 static void

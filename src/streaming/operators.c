@@ -64,7 +64,7 @@ map_process(struct stream_operator *op, const void *rec, const struct record_met
     before_call(op);
     op->ctx.meta = *meta;
     ((spate_map_fn)op->config->fn)(&op->ctx, rec, m->out);
-    op->out->collect(op->out, m->out, meta);
+    operator_emit(op, m->out, meta);
 }
 
 static void
@@ -84,7 +84,7 @@ filter_process(struct stream_operator *op, const void *rec, const struct record_
     before_call(op);
     op->ctx.meta = *meta;
     if (((spate_filter_fn)op->config->fn)(&op->ctx, rec))
-        op->out->collect(op->out, rec, meta);
+        operator_emit(op, rec, meta);
 }
 
 static void
@@ -186,7 +186,7 @@ co_map_process(struct stream_operator *op, const void *rec, const struct record_
     op->ctx.meta = *meta;
     op->ctx.meta.has_key_hash = false;
     ((spate_map_fn)op->config->fn)(&op->ctx, rec, m->out);
-    op->out->collect(op->out, m->out, &op->ctx.meta);
+    operator_emit(op, m->out, &op->ctx.meta);
 }
 
 static void
@@ -198,7 +198,7 @@ co_map_process2(struct stream_operator *op, const void *rec, const struct record
     op->ctx.meta = *meta;
     op->ctx.meta.has_key_hash = false;
     ((spate_map_fn)op->config->fn2)(&op->ctx, rec, m->out);
-    op->out->collect(op->out, m->out, &op->ctx.meta);
+    operator_emit(op, m->out, &op->ctx.meta);
 }
 
 static void
@@ -329,7 +329,7 @@ reduce_process(struct stream_operator *op, const void *rec, const struct record_
     if (e == NULL) {
         n = keyed_serialize(k, t, rec);
         state_map_put(map, hash, op->ctx.key.data, op->ctx.key.len, k->ser, n);
-        op->out->collect(op->out, rec, meta);
+        operator_emit(op, rec, meta);
         return;
     }
     if (types_deserialize(t, state_entry_value(e), e->value_len, k->acc) != 0) {
@@ -340,7 +340,7 @@ reduce_process(struct stream_operator *op, const void *rec, const struct record_
     /* The result may point into the stored value: serialize it first. */
     n = keyed_serialize(k, t, k->out);
     e = state_map_put(map, hash, op->ctx.key.data, op->ctx.key.len, k->ser, n);
-    op->out->collect(op->out, k->out, meta);
+    operator_emit(op, k->out, meta);
 }
 
 static void
@@ -395,7 +395,7 @@ sum_process(struct stream_operator *op, const void *rec, const struct record_met
         spate_ctx_fail(&op->ctx, "corrupt sum state");
         return;
     }
-    op->out->collect(op->out, k->out, meta);
+    operator_emit(op, k->out, meta);
 }
 
 /* ---- sinks ---- */
@@ -542,7 +542,7 @@ collection_poll(struct stream_operator *op, int budget, spate_error *err)
                 spate_error_set(err, SPATE_EPROTO, "corrupt collection source record");
                 return SOURCE_END;
             }
-            op->out->collect(op->out, c->rec, &no_meta);
+            operator_emit(op, c->rec, &no_meta);
         }
         c->at += 4 + len;
     }
@@ -604,7 +604,7 @@ generator_poll(struct stream_operator *op, int budget, spate_error *err)
     while (budget-- > 0 && (count == 0 || g->next < count)) {
         before_call(op);
         gen(&op->ctx, g->next, g->rec);
-        op->out->collect(op->out, g->rec, &no_meta);
+        operator_emit(op, g->rec, &no_meta);
         g->next += (uint64_t)op->ctx.parallelism;
         g->emitted++;
     }
@@ -667,7 +667,7 @@ lines_emit(struct stream_operator *op, struct lines_impl *l, int budget, bool fl
         if (l->skip_first) {
             l->skip_first = false;
         } else {
-            op->out->collect(op->out, &line, &no_meta);
+            operator_emit(op, &line, &no_meta);
             emitted++;
         }
         start = nl ? end + 1 : end;
@@ -910,7 +910,7 @@ assign_process(struct stream_operator *op, const void *rec, const struct record_
         a->idle = false;
         op->out->emit_idle(op->out, false);
     }
-    op->out->collect(op->out, rec, &m);
+    operator_emit(op, rec, &m);
     if (op->config->fn2 != NULL) {
         int64_t wm = ((spate_watermark_fn)op->config->fn2)(&op->ctx, rec, m.timestamp);
 
@@ -1066,7 +1066,6 @@ operator_new(const struct spate_stream *config, int index, const struct task_inf
     op->ctx.parallelism = task->parallelism;
     op->ctx.max_parallelism = task->max_parallelism;
     op->ctx.task_name = task->task_name;
-    op->ctx.out = out;
     op->ctx.meta = no_meta;
     op->ctx.accumulators = task->accumulators;
     if ((rc = op->vt->open(op, err)) != 0)

@@ -12,11 +12,10 @@
 #include "streaming/user_code.h"
 
 struct plan_result {
-    const struct job_library *lib; /* in: where the user functions must lie */
-    uint8_t *graph;                /* out: the encoded JobGraph (malloc'd) */
+    uint8_t *graph; /* the encoded JobGraph (malloc'd) */
     size_t graph_len;
-    char *plan_json;  /* out: the plan (malloc'd) */
-    int derived_uids; /* out: operators without a uid */
+    char *plan_json;  /* the plan (malloc'd) */
+    int derived_uids; /* operators without a uid */
 };
 
 /* An executor that fills r (which must outlive the execute call). */

@@ -57,7 +57,7 @@ spate_ctx_set_user(spate_ctx *ctx, void *user)
 void
 spate_emit(spate_ctx *ctx, const void *rec)
 {
-    ctx->out->collect(ctx->out, rec, &ctx->meta);
+    operator_emit(ctx->op, rec, &ctx->meta);
 }
 
 void

@@ -24,7 +24,9 @@ env_new(const struct config *conf, const struct executor *executor)
     env->conf = conf;
     env->parallelism = 1;
     env->max_parallelism = 128;
+    env->buffer_timeout_ms = 5;
     if (conf != NULL) {
+        config_get_duration_ms(conf, CFG(EXECUTION_BUFFER_TIMEOUT), &env->buffer_timeout_ms, NULL);
         if (config_get_int(conf, CFG(PARALLELISM_DEFAULT), &v, NULL) == 0)
             env->parallelism = (int)v;
         if (config_get_int(conf, CFG(PIPELINE_MAX_PARALLELISM), &v, NULL) == 0)
@@ -124,6 +126,15 @@ spate_env_set_max_parallelism(spate_env *env, int max_parallelism)
 }
 
 void
+spate_env_set_buffer_timeout(spate_env *env, int64_t ms)
+{
+    if (ms < 0)
+        env_fail(env, "buffer timeout %lld ms is negative", (long long)ms);
+    else
+        env->buffer_timeout_ms = ms;
+}
+
+void
 spate_env_disable_chaining(spate_env *env)
 {
     env->chaining_disabled = true;
@@ -180,8 +191,10 @@ spate_execute(spate_env *env, const char *job_name)
     if (env->executor.execute == NULL)
         rc = spate_error_set(&env->error, SPATE_ESTATE,
                              "no executor to run the job: run it with 'spate run'");
-    else
+    else {
+        env->executions++;
         rc = env->executor.execute(env->executor.data, env, jg, &env->error);
+    }
     job_graph_free(jg);
     return rc;
 }

@@ -216,6 +216,8 @@ struct spate_env {
     int parallelism;
     int max_parallelism;
     bool chaining_disabled;
+    int64_t buffer_timeout_ms;
+    int executions; /* spate_execute calls that reached the executor */
     struct spate_stream **nodes;
     size_t nnodes, cap;
     struct spate_type **types; /* owned tuples and user types */

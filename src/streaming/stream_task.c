@@ -11,6 +11,7 @@
 #include "network/record_reader.h"
 #include "network/record_writer.h"
 #include "network/result_partition.h"
+#include "streaming/accumulators.h"
 #include "streaming/exchange_output.h"
 #include "streaming/operator_chain.h"
 #include "streaming/stream_element.h"
@@ -374,12 +375,12 @@ task_process_element(struct stream_task *t, int g, const struct record_view *vie
     if (t->p->graph->edges[t->p->gates[g].edge].input_index == 1) {
         if (types_deserialize(head->config->in_type2, el.body, el.body_len, t->in_rec2) != 0)
             goto corrupt;
-        head->vt->process2(head, t->in_rec2, &el.meta);
+        operator_process2(head, t->in_rec2, &el.meta);
         return 0;
     }
     if (types_deserialize(head->config->in_type, el.body, el.body_len, t->in_rec) != 0)
         goto corrupt;
-    head->vt->process(head, t->in_rec, &el.meta);
+    operator_process(head, t->in_rec, &el.meta);
     return 0;
 corrupt:
     return spate_error_set(err, SPATE_EPROTO,
@@ -436,6 +437,45 @@ task_run_input(struct stream_task *t, spate_error *err)
     }
 }
 
+/* Operator names that occur once in the graph name their counters; a
+ * repeated name gets the operator's id as well. */
+static bool
+name_is_unique(const struct job_graph *jg, const char *name)
+{
+    int seen = 0;
+
+    for (int v = 0; v < jg->nvertices; v++)
+        for (int i = 0; i < jg->vertices[v].nops; i++)
+            seen += strcmp(jg->vertices[v].ops[i].name, name) == 0;
+    return seen <= 1;
+}
+
+/* Adds each operator's record counts to the task's accumulators, which the
+ * JobMaster sums over subtasks: "<operator>.numRecordsIn" and "...Out". */
+static void
+task_count_records(struct stream_task *t)
+{
+    const struct job_graph *jg = t->p->graph;
+    struct accumulators *acc = t->p->info.accumulators;
+
+    if (acc == NULL)
+        return;
+    for (int i = 0; i < t->chain->nops; i++) {
+        const struct jg_operator *jop = &t->v->ops[i];
+        const struct stream_operator *op = t->chain->ops[i];
+        char base[256], name[300];
+
+        if (name_is_unique(jg, jop->name))
+            snprintf(base, sizeof base, "%s", jop->name);
+        else
+            snprintf(base, sizeof base, "%s (%s)", jop->name, id_str(&jop->operator_id).s);
+        snprintf(name, sizeof name, "%s.numRecordsIn", base);
+        accumulators_counter(acc, name)->value += (int64_t)op->records_in;
+        snprintf(name, sizeof name, "%s.numRecordsOut", base);
+        accumulators_counter(acc, name)->value += (int64_t)op->records_out;
+    }
+}
+
 int
 stream_task_run(const struct stream_task_params *p, spate_error *err)
 {
@@ -460,6 +500,8 @@ stream_task_run(const struct stream_task_params *p, spate_error *err)
         rc = task_check(&t, err);
         for (int o = 0; rc == 0 && o < t.v->noutputs; o++)
             rc = record_writer_finish(t.writers[o], err);
+        if (rc == 0)
+            task_count_records(&t);
     }
 out:
     if (rc == SPATE_ECANCELED)

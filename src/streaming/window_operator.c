@@ -280,7 +280,7 @@ emit_window(struct stream_operator *op, struct window_op *w, spate_time_window w
 
                     c->process(&op->ctx, win, &one);
                 } else {
-                    op->out->collect(op->out, out, &op->ctx.meta);
+                    operator_emit(op, out, &op->ctx.meta);
                 }
             }
             free(acc);
@@ -298,7 +298,7 @@ emit_window(struct stream_operator *op, struct window_op *w, spate_time_window w
 
         c->process(&op->ctx, win, &one);
     } else {
-        op->out->collect(op->out, w->result, &op->ctx.meta);
+        operator_emit(op, w->result, &op->ctx.meta);
     }
 }
 

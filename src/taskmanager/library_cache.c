@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "taskmanager/library_cache.h"
@@ -50,6 +51,7 @@ library_cache_free(struct library_cache *c)
     }
     pthread_cond_destroy(&c->loaded);
     pthread_mutex_destroy(&c->lock);
+    rmdir(c->copy_dir); /* empty once every copy is closed */
     free(c->copy_dir);
     free(c);
 }

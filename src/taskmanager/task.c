@@ -161,7 +161,7 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
                                   t->host.print_out, task_next_split, t };
     p->net = t->host.net;
     p->notifier = &t->notifier;
-    p->buffer_timeout_ms = d->buffer_timeout_ms;
+    p->buffer_timeout_ms = jg->buffer_timeout_ms;
     p->on_running = task_on_running;
     p->data = t;
     return 0;

@@ -79,11 +79,12 @@ task_executor_options_from_config(const struct config *conf, struct task_executo
         (rc = registration_options_from_config(conf, &o->registration, err)) != 0 ||
         (rc = config_get_duration_ms(conf, CFG(TASKMANAGER_REGISTRATION_TIMEOUT),
                                      &o->registration_timeout_ms, err)) != 0 ||
-        (rc = heartbeat_options_from_config(conf, &o->heartbeat, err)) != 0)
+        (rc = heartbeat_options_from_config(conf, &o->heartbeat, err)) != 0 ||
+        (rc = config_get_duration_ms(conf, CFG(TASK_CANCELLATION_TIMEOUT),
+                                     &o->cancellation_timeout_ms, err)) != 0)
         return rc;
     o->slots = (uint32_t)slots;
-    rc = config_get_string(conf, CFG(TASKMANAGER_RESOURCE_ID), &rid, err);
-    if (rc == 0 && rid != NULL) {
+    if (config_get_string(conf, CFG(TASKMANAGER_RESOURCE_ID), &rid, NULL) == 0 && rid != NULL) {
         /* Flink's ResourceID is any string; spate's are 32 hex digits. */
         if ((rc = id_parse(rid, &o->resource_id, err)) != 0)
             return spate_error_wrap(err, "taskmanager.resource-id");

@@ -75,8 +75,8 @@ Test(execution_graph, deployments_wire_consumers_to_their_producers)
         }
     }
     /* The keyed sum (vertex 1), subtask 1, reads both source subtasks. */
-    cr_assert_eq(execution_graph_deployment(eg, &eg->executions[1][1], 5, "jm", NULL, &cons, &err),
-                 0, "%s", err.message);
+    cr_assert_eq(execution_graph_deployment(eg, &eg->executions[1][1], "jm", NULL, &cons, &err), 0,
+                 "%s", err.message);
     cr_assert_eq(cons->n_gates, 1);
     cr_assert_eq(cons->gates[0]->n_channels, 2);
     for (int c = 0; c < 2; c++) {
@@ -84,8 +84,8 @@ Test(execution_graph, deployments_wire_consumers_to_their_producers)
 
         cr_assert_eq(ch->subpartition, 1);
         cr_assert_eq(ch->port, 7000 + c % 2);
-        cr_assert_eq(
-            execution_graph_deployment(eg, &eg->executions[0][c], 5, "jm", NULL, &prod, &err), 0);
+        cr_assert_eq(execution_graph_deployment(eg, &eg->executions[0][c], "jm", NULL, &prod, &err),
+                     0);
         cr_assert_eq(prod->n_partitions, 1);
         cr_assert_eq(prod->partitions[0]->subpartitions, 3);
         cr_assert_eq(memcmp(prod->partitions[0]->partition_id.data, ch->partition_id.data, 16), 0,
@@ -97,7 +97,7 @@ Test(execution_graph, deployments_wire_consumers_to_their_producers)
     execution_graph_deployment_free(cons);
     /* Unassigned producers cannot be wired. */
     eg->executions[0][0].assigned = false;
-    cr_assert_eq(execution_graph_deployment(eg, &eg->executions[1][0], 5, "jm", NULL, &cons, &err),
+    cr_assert_eq(execution_graph_deployment(eg, &eg->executions[1][0], "jm", NULL, &cons, &err),
                  SPATE_ESTATE);
     execution_graph_free(eg);
 }

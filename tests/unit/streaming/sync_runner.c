@@ -143,9 +143,9 @@ sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
                         } else if (el.kind == ELEMENT_RECORD) {
                             cr_assert_eq(types_deserialize(t, el.body, el.body_len, rec), 0);
                             if (second)
-                                head->vt->process2(head, rec, &el.meta);
+                                operator_process2(head, rec, &el.meta);
                             else
-                                head->vt->process(head, rec, &el.meta);
+                                operator_process(head, rec, &el.meta);
                         }
                         at += 4 + len;
                     }

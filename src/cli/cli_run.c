@@ -1,0 +1,402 @@
+/* `spate run` (cli_run.h): the client side of running a job. The job
+ * library's main runs here; its spate_execute reaches the executor below,
+ * which starts the mini cluster, submits the JobGraph to its Dispatcher,
+ * follows the job (a live status line), prints the result and stops the
+ * cluster. SIGINT/SIGTERM cancel the job. */
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/cli_run.h"
+#include "cli/mini_cluster.h"
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "rpc/gateways.h"
+#include "streaming/job_graph.h"
+#include "streaming/job_graph_codec.h"
+#include "streaming/packaged_program.h"
+
+struct run_options {
+    bool local;
+    int parallelism; /* -p; 0: parallelism.default */
+    const char *json_path;
+    int job; /* index of JOB.so in argv */
+};
+
+/* One local run: what the executor needs and what it found out. */
+struct local_run {
+    const struct config *conf;
+    const struct run_options *ro;
+    char *library_path; /* absolute, for the TaskExecutors */
+    int sfd;            /* SIGINT/SIGTERM */
+    bool tty;
+    /* the result */
+    spate_id job_id;
+    char *status;
+    char *failure;
+    int64_t start_time, end_time, submitted_at_us;
+    json_t *accumulators; /* name → value */
+    json_t *plan;
+    uint32_t slots_total, slots_free;
+};
+
+static const char *
+job_state_or(const char *s)
+{
+    return s != NULL && *s != '\0' ? s : "UNKNOWN";
+}
+
+static bool
+job_state_terminal(const char *s)
+{
+    return strcmp(s, "FINISHED") == 0 || strcmp(s, "FAILED") == 0 || strcmp(s, "CANCELED") == 0 ||
+           strcmp(s, "SUSPENDED") == 0;
+}
+
+/* Slots the job needs: per slot sharing group, its largest parallelism. */
+static int
+slots_needed(const struct job_graph *jg)
+{
+    int total = 0;
+
+    for (int v = 0; v < jg->nvertices; v++) {
+        const char *group = jg->vertices[v].slot_sharing_group;
+        int max = 0;
+        bool seen = false;
+
+        for (int u = 0; u < v && !seen; u++)
+            seen = strcmp(jg->vertices[u].slot_sharing_group, group) == 0;
+        if (seen)
+            continue;
+        for (int u = v; u < jg->nvertices; u++)
+            if (strcmp(jg->vertices[u].slot_sharing_group, group) == 0 &&
+                jg->vertices[u].parallelism > max)
+                max = jg->vertices[u].parallelism;
+        total += max;
+    }
+    return total;
+}
+
+static void
+status_line(struct local_run *r, const Cluster__JobInfo *info, const char **last, uint64_t t0_ms)
+{
+    const char *state = job_state_or(info->state);
+
+    if (r->tty) {
+        fprintf(stderr, "\r\033[K%-12s %u/%u tasks running, %u finished  %.1f s", state,
+                info->tasks_running, info->tasks_total, info->tasks_finished,
+                (double)(clock_mono_ms() - t0_ms) / 1000.0);
+        if (job_state_terminal(state))
+            fputc('\n', stderr);
+        fflush(stderr);
+    } else if (*last == NULL || strcmp(*last, state) != 0) {
+        fprintf(stderr, "Job %s is %s\n", id_str(&r->job_id).s, state);
+    }
+    free((char *)*last);
+    *last = xstrdup(state);
+}
+
+static void
+keep_result(struct local_run *r, const Cluster__JobInfo *info)
+{
+    r->status = xstrdup(job_state_or(info->state));
+    r->failure = info->failure != NULL && *info->failure ? xstrdup(info->failure) : NULL;
+    r->start_time = info->start_time;
+    r->end_time = info->end_time;
+    r->accumulators = json_object();
+    for (size_t i = 0; i < info->n_accumulators; i++)
+        json_object_set_new(r->accumulators, info->accumulators[i]->name,
+                            json_integer(info->accumulators[i]->value));
+}
+
+/* The slots as the ResourceManager sees them once the job has let go of
+ * them (their release reaches it shortly after the job ends). */
+static void
+wait_slots_free(struct local_run *r, struct rpc_gateway *gw)
+{
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
+    uint64_t until = clock_mono_ms() + 2000;
+
+    for (;;) {
+        struct rpc_future *f = dispatcher_request_cluster_overview(gw, &ack, 0);
+        spate_error err = { 0 };
+
+        if (rpc_future_wait(f, -1, &err) == 0) {
+            const Cluster__ClusterOverview *o = rpc_future_value(f);
+
+            r->slots_total = o->slots_total;
+            r->slots_free = o->slots_free;
+        }
+        rpc_future_unref(f);
+        if (err.code != 0 || r->slots_free == r->slots_total || clock_mono_ms() >= until)
+            return;
+        usleep(1000);
+    }
+}
+
+/* Follows the job until it ends: polls the Dispatcher (1 ms, doubling up to
+ * 100 ms) and cancels it on SIGINT/SIGTERM. */
+static int
+follow_job(struct local_run *r, struct rpc_gateway *gw, spate_error *err)
+{
+    Cluster__JobId req = CLUSTER__JOB_ID__INIT;
+    const char *last = NULL;
+    uint64_t t0 = clock_mono_ms();
+    int interval = 1;
+    bool cancelled = false;
+
+    req.job_id = gw_id_bytes(&r->job_id);
+    for (;;) {
+        struct pollfd pfd = { .fd = r->sfd, .events = POLLIN };
+        struct rpc_future *f;
+        const Cluster__JobInfo *info;
+
+        if (poll(&pfd, 1, interval) > 0 && (pfd.revents & POLLIN)) {
+            struct signalfd_siginfo si;
+
+            if (read(r->sfd, &si, sizeof si) == sizeof si && !cancelled) {
+                fprintf(stderr, "%sCancelling job %s (signal %u)\n", r->tty ? "\n" : "",
+                        id_str(&r->job_id).s, si.ssi_signo);
+                rpc_future_unref(dispatcher_cancel_job(gw, &req, 0));
+                cancelled = true;
+            }
+        }
+        f = dispatcher_request_job(gw, &req, 0);
+        if (rpc_future_wait(f, -1, err) != 0) {
+            rpc_future_unref(f);
+            free((char *)last);
+            return spate_error_wrap(err, "following the job");
+        }
+        info = rpc_future_value(f);
+        status_line(r, info, &last, t0);
+        if (job_state_terminal(job_state_or(info->state))) {
+            keep_result(r, info);
+            rpc_future_unref(f);
+            free((char *)last);
+            return 0;
+        }
+        rpc_future_unref(f);
+        if (interval < 100)
+            interval *= 2;
+    }
+}
+
+static void
+print_result(const struct local_run *r)
+{
+    const char *name;
+    json_t *v;
+
+    printf("Job with JobID %s has %s.\n", id_str(&r->job_id).s,
+           strcmp(r->status, "FINISHED") == 0   ? "finished"
+           : strcmp(r->status, "CANCELED") == 0 ? "been cancelled"
+                                                : "failed");
+    if (r->end_time >= r->start_time && r->start_time > 0)
+        printf("Job Runtime: %lld ms\n", (long long)(r->end_time - r->start_time));
+    if (json_object_size(r->accumulators) > 0) {
+        printf("Accumulator Results:\n");
+        json_object_foreach(r->accumulators, name, v)
+        {
+            printf("- %s: %lld\n", name, (long long)json_integer_value(v));
+        }
+    }
+    printf("Slots free: %u of %u\n", r->slots_free, r->slots_total);
+    fflush(stdout);
+}
+
+static int
+local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_error *err)
+{
+    struct local_run *r = data;
+    Cluster__JobSubmission sub = CLUSTER__JOB_SUBMISSION__INIT;
+    struct mini_cluster_options mo = { 0 };
+    struct mini_cluster *mc = NULL;
+    struct rpc_gateway *gw = NULL;
+    struct rpc_future *f = NULL;
+    uint8_t *graph = NULL;
+    size_t graph_len = 0;
+    int64_t tms;
+    int slots, rc;
+
+    if (r->status != NULL)
+        return spate_error_set(err, SPATE_ESTATE,
+                               "spate_execute was called twice: a job runs one dataflow");
+    if ((rc = job_graph_encode(jg, env->library, &graph, &graph_len, err)) != 0)
+        return rc;
+    r->plan = job_graph_plan_json(jg);
+    if ((rc = config_get_int(r->conf, CFG(LOCAL_NUMBER_TASKMANAGER), &tms, err)) != 0)
+        goto out;
+    /* -p N slots (default: the cores), but never fewer than the job needs. */
+    slots = r->ro->parallelism > 0 ? r->ro->parallelism : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (slots < slots_needed(jg))
+        slots = slots_needed(jg);
+    mo.taskmanagers = (int)tms;
+    mo.slots_per_tm = (slots + mo.taskmanagers - 1) / mo.taskmanagers;
+    mo.print_out = stdout;
+    if ((rc = mini_cluster_start(r->conf, &mo, &mc, err)) != 0 ||
+        (rc = rpc_gateway_new(mini_cluster_service(mc), mini_cluster_dispatcher_address(mc), NULL,
+                              &gw, err)) != 0)
+        goto out;
+    sub.job_graph.data = graph;
+    sub.job_graph.len = graph_len;
+    sub.library_path = r->library_path;
+    r->submitted_at_us = clock_wall_us();
+    f = dispatcher_submit_job(gw, &sub, 0);
+    if ((rc = rpc_future_wait(f, -1, err)) != 0) {
+        spate_error_wrap(err, "submitting the job");
+        goto out;
+    }
+    gw_id_get(&((const Cluster__JobId *)rpc_future_value(f))->job_id, &r->job_id);
+    printf("Job has been submitted with JobID %s\n", id_str(&r->job_id).s);
+    fflush(stdout);
+    if ((rc = follow_job(r, gw, err)) != 0)
+        goto out;
+    wait_slots_free(r, gw);
+    print_result(r);
+    if (strcmp(r->status, "FINISHED") == 0)
+        rc = 0;
+    else if (strcmp(r->status, "CANCELED") == 0)
+        rc = spate_error_set(err, SPATE_ECANCELED, "job %s was cancelled", id_str(&r->job_id).s);
+    else
+        rc = spate_error_set(err, SPATE_EUSER, "job %s failed: %s", id_str(&r->job_id).s,
+                             r->failure != NULL ? r->failure : "(no reason given)");
+out:
+    rpc_future_unref(f);
+    rpc_gateway_free(gw);
+    mini_cluster_stop(mc);
+    free(graph);
+    return rc;
+}
+
+static int
+parse_run_args(int argc, char **argv, struct run_options *ro)
+{
+    int i = 1;
+
+    memset(ro, 0, sizeof *ro);
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *a = argv[i];
+
+        if (strcmp(a, "--local") == 0) {
+            ro->local = true;
+        } else if ((strcmp(a, "-p") == 0 || strcmp(a, "--parallelism") == 0) && i + 1 < argc) {
+            char *end;
+            long p = strtol(argv[++i], &end, 10);
+
+            if (*end != '\0' || p < 1 || p > 32768) {
+                fprintf(stderr, "spate run: parallelism '%s' is not a number from 1 to 32768\n",
+                        argv[i]);
+                return 2;
+            }
+            ro->parallelism = (int)p;
+        } else if (strcmp(a, "--json") == 0 && i + 1 < argc) {
+            ro->json_path = argv[++i];
+        } else {
+            fprintf(stderr, "spate run: unknown option '%s'\n", a);
+            return 2;
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "spate run: which job? usage: spate run [--local] [-p N] [--json FILE] "
+                        "JOB.so [ARGS]\n");
+        return 2;
+    }
+    ro->job = i;
+    return 0;
+}
+
+/* Local unless a cluster is configured: execution.target, else whether
+ * the configuration names a JobManager (rest.address, jobmanager.rpc.address). */
+static bool
+runs_locally(const struct config *conf, const struct run_options *ro)
+{
+    const char *target = NULL;
+
+    if (ro->local)
+        return true;
+    if (config_get_string(conf, CFG(EXECUTION_TARGET), &target, NULL) == 0 && target != NULL)
+        return strcmp(target, "local") == 0;
+    return !config_is_set(conf, CFG(REST_ADDRESS)) &&
+           !config_is_set(conf, CFG(JOBMANAGER_RPC_ADDRESS));
+}
+
+static void
+write_json(const struct local_run *r, const char *path, int rc, const spate_error *err)
+{
+    json_t *o = json_object();
+    char id[64] = "";
+
+    if (r->status != NULL)
+        snprintf(id, sizeof id, "%s", id_str(&r->job_id).s);
+    json_object_set_new(o, "jid", json_string(id));
+    json_object_set_new(o, "state", json_string(r->status != NULL ? r->status : "NOT_RUN"));
+    json_object_set_new(o, "error", rc != 0 ? json_string(err->message) : json_null());
+    json_object_set_new(o, "submitted_at_us", json_integer(r->submitted_at_us));
+    json_object_set_new(o, "start_time", json_integer(r->start_time));
+    json_object_set_new(o, "end_time", json_integer(r->end_time));
+    json_object_set_new(o, "duration_ms", json_integer(r->end_time - r->start_time));
+    json_object_set_new(o, "accumulators",
+                        r->accumulators != NULL ? json_incref(r->accumulators) : json_object());
+    json_object_set_new(o, "slots_total", json_integer(r->slots_total));
+    json_object_set_new(o, "slots_free", json_integer(r->slots_free));
+    json_object_set_new(o, "plan", r->plan != NULL ? json_incref(r->plan) : json_null());
+    if (json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
+        fprintf(stderr, "spate run: cannot write '%s'\n", path);
+    json_decref(o);
+}
+
+int
+cli_run(const struct config *conf, int argc, char **argv)
+{
+    struct run_options ro;
+    struct local_run r = { 0 };
+    struct executor ex = { "mini cluster", local_execute, &r };
+    spate_error err = { 0 };
+    char resolved[PATH_MAX];
+    sigset_t set;
+    int rc;
+
+    if ((rc = parse_run_args(argc, argv, &ro)) != 0)
+        return rc;
+    if (!runs_locally(conf, &ro)) {
+        fprintf(stderr, "spate run: submitting to a cluster over REST is not built yet; "
+                        "run it on the embedded mini cluster with 'spate run --local'\n");
+        return 1;
+    }
+    /* A client's log is for trouble: the job's own output and status come
+     * first, unless a level was asked for. */
+    if (getenv("SPATE_LOG_LEVEL") == NULL && !config_is_set(conf, CFG(LOG_LEVEL)))
+        log_set_level(LOG_LEVEL_WARN);
+    /* Before any thread starts, so that only the signalfd sees them. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    r.sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    r.conf = conf;
+    r.ro = &ro;
+    r.tty = isatty(STDERR_FILENO);
+    r.library_path = xstrdup(realpath(argv[ro.job], resolved) ? resolved : argv[ro.job]);
+    rc = packaged_program_run(argv[ro.job], conf, ro.parallelism, argc - ro.job, argv + ro.job, &ex,
+                              &err);
+    if (rc != 0)
+        fprintf(stderr, "spate run: %s\n", err.message);
+    if (ro.json_path != NULL)
+        write_json(&r, ro.json_path, rc, &err);
+    json_decref(r.accumulators);
+    json_decref(r.plan);
+    free(r.status);
+    free(r.failure);
+    free(r.library_path);
+    close(r.sfd);
+    return rc == 0 ? 0 : 1;
+}
