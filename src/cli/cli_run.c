@@ -45,7 +45,8 @@ struct local_run {
     char *status;
     char *failure;
     int64_t start_time, end_time, submitted_at_us;
-    json_t *accumulators; /* name → value */
+    int64_t cluster_start_us; /* how long the mini cluster took to start */
+    json_t *accumulators;     /* name → value */
     json_t *plan;
     json_t *taskmanagers; /* their data planes' connections */
     uint32_t slots_total, slots_free;
@@ -244,9 +245,11 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
     mo.taskmanagers = (int)tms;
     mo.slots_per_tm = (slots + mo.taskmanagers - 1) / mo.taskmanagers;
     mo.print_out = stdout;
-    if ((rc = mini_cluster_start(r->conf, &mo, &mc, err)) != 0 ||
-        (rc = rpc_gateway_new(mini_cluster_service(mc), mini_cluster_dispatcher_address(mc), NULL,
-                              &gw, err)) != 0)
+    r->cluster_start_us = clock_wall_us();
+    rc = mini_cluster_start(r->conf, &mo, &mc, err);
+    r->cluster_start_us = clock_wall_us() - r->cluster_start_us;
+    if (rc != 0 || (rc = rpc_gateway_new(mini_cluster_service(mc),
+                                         mini_cluster_dispatcher_address(mc), NULL, &gw, err)) != 0)
         goto out;
     sub.job_graph.data = graph;
     sub.job_graph.len = graph_len;
@@ -352,6 +355,7 @@ write_json(const struct local_run *r, const char *path, int rc, const spate_erro
     json_object_set_new(o, "jid", json_string(id));
     json_object_set_new(o, "state", json_string(r->status != NULL ? r->status : "NOT_RUN"));
     json_object_set_new(o, "error", rc != 0 ? json_string(err->message) : json_null());
+    json_object_set_new(o, "minicluster_start_us", json_integer(r->cluster_start_us));
     json_object_set_new(o, "submitted_at_us", json_integer(r->submitted_at_us));
     json_object_set_new(o, "start_time", json_integer(r->start_time));
     json_object_set_new(o, "end_time", json_integer(r->end_time));
