@@ -981,6 +981,17 @@ zk_wait_connected(struct zk_ha *ha, spate_error *err)
     }
 }
 
+/* An option without a default: NULL when unset. */
+static int
+zk_opt_string(const struct config *conf, const struct config_option *opt, const char **out,
+              spate_error *err)
+{
+    *out = NULL;
+    if (!config_is_set(conf, opt))
+        return 0;
+    return config_get_string(conf, opt, out, err);
+}
+
 int
 ha_zookeeper_new(const struct config *conf, struct ha_services **out, spate_error *err)
 {
@@ -990,7 +1001,7 @@ ha_zookeeper_new(const struct config *conf, struct ha_services **out, spate_erro
     char errbuf[SPATE_ERROR_MESSAGE_MAX];
     int rc;
 
-    if ((rc = config_get_string(conf, CFG(HIGH_AVAILABILITY_ZOOKEEPER_QUORUM), &quorum, err)) != 0)
+    if ((rc = zk_opt_string(conf, CFG(HIGH_AVAILABILITY_ZOOKEEPER_QUORUM), &quorum, err)) != 0)
         return rc;
     if (quorum == NULL || *quorum == '\0')
         return spate_error_set(err, SPATE_ECONFIG,
@@ -1000,8 +1011,8 @@ ha_zookeeper_new(const struct config *conf, struct ha_services **out, spate_erro
     if ((rc = config_get_string(conf, CFG(HIGH_AVAILABILITY_ZOOKEEPER_PATH_ROOT), &proot, err)) !=
             0 ||
         (rc = config_get_string(conf, CFG(HIGH_AVAILABILITY_CLUSTER_ID), &cluster, err)) != 0 ||
-        (rc = config_get_string(conf, CFG(HIGH_AVAILABILITY_STORAGE_DIR), &storage, err)) != 0 ||
-        (rc = config_get_string(conf, CFG(JOB_RESULT_STORE_STORAGE_PATH), &jrs, err)) != 0 ||
+        (rc = zk_opt_string(conf, CFG(HIGH_AVAILABILITY_STORAGE_DIR), &storage, err)) != 0 ||
+        (rc = zk_opt_string(conf, CFG(JOB_RESULT_STORE_STORAGE_PATH), &jrs, err)) != 0 ||
         (rc = config_get_duration_ms(conf, CFG(HIGH_AVAILABILITY_ZOOKEEPER_SESSION_TIMEOUT),
                                      &ha->session_timeout_ms, err)) != 0 ||
         (rc = config_get_duration_ms(conf, CFG(HIGH_AVAILABILITY_ZOOKEEPER_CONNECTION_TIMEOUT),

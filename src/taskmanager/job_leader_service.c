@@ -92,6 +92,28 @@ struct jls_news {
     char address[];
 };
 
+/* With high availability the job's leader information is the authority:
+ * when it names another JobMaster than the one this entry registers or is
+ * connected with (a failover), that attempt or connection is dropped and
+ * the JobLeaderService registers at the new one. */
+static void
+jls_follow_leader(struct job_entry *e, const char *address)
+{
+    if (strcmp(e->jm_address, address) == 0)
+        return;
+    if (e->registration != NULL || e->connected) {
+        SPATE_LOG_INFO("taskexecutor", "job %s: its JobMaster is now %s (was %s)",
+                       id_str(&e->job_id).s, address, e->jm_address);
+        registration_cancel(e->registration);
+        e->registration = NULL;
+        rpc_gateway_free(e->jm);
+        e->jm = NULL;
+        e->connected = false;
+    }
+    free(e->jm_address);
+    e->jm_address = xstrdup(address);
+}
+
 static void
 jls_on_leader(void *arg)
 {
@@ -102,6 +124,8 @@ jls_on_leader(void *arg)
     char target[600];
     spate_error err = { 0 };
 
+    if (e != NULL)
+        jls_follow_leader(e, n->address);
     if (e == NULL || e->connected || e->registration != NULL) {
         free(n);
         return;
