@@ -114,6 +114,7 @@ disp_start_test_job(struct dispatcher *d, const spate_id *job_id, const Cluster_
     j = xcalloc(1, sizeof *j);
     j->job_id = *job_id;
     o.job_id = j->job_id;
+    o.job_master_id = d->session; /* the leadership's: fences off former leaders */
     o.name = req->name;
     o.tasks = req->slots;
     o.run_ms = req->run_ms;
@@ -485,7 +486,7 @@ disp_publish_job_master(struct dispatcher *d, struct disp_job *j)
         return;
     snprintf(addr, sizeof addr, "%s/jobmaster_%s", rpc_service_address(d->ep.svc),
              id_str(&j->job_id).s);
-    leader_election_confirm(d->le, id_str(&j->job_id).s, &d->session, addr);
+    leader_election_confirm(d->le, id_str(&j->job_id).s, &d->session, addr); /* session: the JobMasterId */
 }
 
 /* -- persisting a submission before its JobMaster starts -- */

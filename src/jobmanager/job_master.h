@@ -36,6 +36,9 @@ bool job_status_is_terminal(enum job_status s);
 
 struct job_master_options {
     spate_id job_id;
+    /* The JobMasterId (fencing token): the leader session id, as Flink's;
+     * zero: a random one. */
+    spate_id job_master_id;
     const char *name;
     uint32_t tasks;  /* slots the stand-in job needs */
     uint64_t run_ms; /* 0: runs until cancelled */

@@ -517,6 +517,7 @@ teh_request_slot(struct rpc_endpoint *ep, const Cluster__TaskExecutorSlotRequest
     SPATE_LOG_INFO(TE_LOG, "allocated slot %u for job %s (allocation %s)", req->index,
                    id_str(&job).s, id_str(&alloc).s);
     e = job_table_get_or_create(&te->jobs, &job, &jm_id, req->target_address);
+    job_leader_service_update(&te->jls, e, &jm_id, req->target_address);
     if (e->connected)
         te_offer_slots(te, e);
     else
