@@ -22,6 +22,8 @@ protobuf-c-compiler protoc-c: C code for the control messages of src/proto/
 libprotobuf-c-dev   protobuf-c runtime: RPC payloads
 libmicrohttpd-dev   the REST server (its own epoll thread)
 libjansson-dev      JSON of the REST API
+libzookeeper-mt-dev ZooKeeper C client of the HA plugin (libspate_zookeeper.so)
+zookeeper           ZooKeeper server (on the installed Java) the HA tests and ha_bench start
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')
