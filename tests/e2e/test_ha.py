@@ -143,6 +143,54 @@ class HaFailoverTest(HaTestCase):
         self.assertNotIn(jid, jm2.text())
 
 
+class HaStartClusterTest(HaTestCase):
+    def test_start_cluster_starts_every_master_one_leads(self):
+        from spatetest import SOURCE, SPATE
+        conf = os.path.join(self.tmp, "conf")
+        logs = os.path.join(self.tmp, "log")
+        os.makedirs(conf)
+        with open(os.path.join(conf, "config.yaml"), "w") as f:
+            f.write("high-availability:\n  type: zookeeper\n"
+                    f"  zookeeper:\n    quorum: {ZK.quorum}\n"
+                    f"  storageDir: {self.storage}\n  cluster-id: {self.cluster_id}\n"
+                    f"env.log.dir: {logs}\ntaskmanager.numberOfTaskSlots: 2\n")
+        with open(os.path.join(conf, "masters"), "w") as f:
+            f.write("# two JobManagers here\nlocalhost:0\n127.0.0.1:0\n")
+        with open(os.path.join(conf, "workers"), "w") as f:
+            f.write("localhost\n")
+        env = dict(os.environ, SPATE_CONF_DIR=conf, SPATE_BIN=SPATE)
+        r = subprocess.run([os.path.join(SOURCE, "bin", "start-cluster.sh")], env=env,
+                           capture_output=True, text=True, timeout=60)
+        pids = []
+        try:
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for name in os.listdir(logs):
+                if name.endswith(".pid"):
+                    with open(os.path.join(logs, name)) as f:
+                        pids.append(int(f.read()))
+            self.assertEqual(len(pids), 3)
+            jms = [Proc(subprocess.Popen(["true"]), os.path.join(logs, n))
+                   for n in sorted(os.listdir(logs)) if n.startswith("spate-jobmanager-")
+                   and n.endswith(".log")]
+            self.assertEqual(len(jms), 2)
+            wait_for(lambda: sum(self.leads(j) for j in jms) == 1 and
+                     sum("standing by" in j.text() for j in jms) == 1, 30,
+                     "one leader and one standby")
+            leader = next(j for j in jms if self.leads(j))
+            self.rest_port = int(leader.wait_log(r"REST at http://[\d.]+:(\d+)").group(1))
+            self.wait_overview(1, slots=2)
+            r = subprocess.run([os.path.join(SOURCE, "bin", "stop-cluster.sh")], env=env,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual([n for n in os.listdir(logs) if n.endswith(".pid")], [])
+        finally:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
 class HaZooKeeperFaultTest(HaTestCase):
     def test_zookeeper_restart_components_reconnect_no_job_lost_or_twice(self):
         jm1 = self.start_ha_jobmanager()
