@@ -288,10 +288,15 @@ zr_destroy(struct zk_retrieval *r)
     free(r);
 }
 
+/* A removal the HA thread did not get to (zk_free, after joining it). */
 static void
 zr_drop(void *arg)
 {
-    zr_destroy(arg);
+    struct zk_retrieval *r = arg;
+
+    if (list_linked(&r->node))
+        list_remove(&r->node);
+    zr_destroy(r);
 }
 
 static void

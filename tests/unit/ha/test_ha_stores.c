@@ -112,7 +112,7 @@ Test(ha_stores, memory_job_graph_store)
     s->ops->free(s);
 }
 
-Test(ha_stores, zookeeper_job_graph_store_survives_a_new_session, .timeout = 30)
+Test(ha_stores, zookeeper_job_graph_store_survives_a_new_session)
 {
     struct config *c = zk_conf(NULL, NULL);
     struct ha_services *ha = zk_services(c);
@@ -142,7 +142,7 @@ Test(ha_stores, zookeeper_job_graph_store_survives_a_new_session, .timeout = 30)
     rm_tree();
 }
 
-Test(ha_stores, zookeeper_job_graph_with_corrupt_file_is_an_error, .timeout = 30)
+Test(ha_stores, zookeeper_job_graph_with_corrupt_file_is_an_error)
 {
     struct config *c = zk_conf(NULL, NULL);
     struct ha_services *ha = zk_services(c);
@@ -214,7 +214,7 @@ Test(ha_stores, memory_job_result_store)
     s->ops->free(s);
 }
 
-Test(ha_stores, zookeeper_job_result_store_in_files, .timeout = 30)
+Test(ha_stores, zookeeper_job_result_store_in_files)
 {
     struct config *c = zk_conf(NULL, NULL);
     struct ha_services *ha = zk_services(c);
@@ -297,7 +297,7 @@ Test(ha_stores, memory_checkpoint_store)
     s->ops->free(s);
 }
 
-Test(ha_stores, zookeeper_checkpoint_store_recovered_by_another_process, .timeout = 30)
+Test(ha_stores, zookeeper_checkpoint_store_recovered_by_another_process)
 {
     struct config *c = zk_conf(NULL, NULL);
     struct ha_services *ha = zk_services(c);
@@ -377,7 +377,7 @@ count_many(void *arg)
     return NULL;
 }
 
-Test(ha_stores, zookeeper_checkpoint_id_counter_shared_and_compare_and_set, .timeout = 60)
+Test(ha_stores, zookeeper_checkpoint_id_counter_shared_and_compare_and_set)
 {
     struct config *c = zk_conf(NULL, NULL);
     struct ha_services *h1 = zk_services(c), *h2 = zk_services(c);
@@ -496,7 +496,7 @@ probe_wait(struct probe *p, int *counter, int want)
     return ok;
 }
 
-Test(ha_election, one_leader_then_the_standby_with_a_new_session, .timeout = 60)
+Test(ha_election, one_leader_then_the_standby_with_a_new_session)
 {
     struct config *c = zk_conf(NULL, NULL);
     struct ha_services *h1 = zk_services(c), *h2 = zk_services(c), *h3 = zk_services(c);
@@ -539,7 +539,7 @@ Test(ha_election, one_leader_then_the_standby_with_a_new_session, .timeout = 60)
     config_free(c);
 }
 
-Test(ha_election, garbage_in_a_leader_node_is_ignored, .timeout = 60)
+Test(ha_election, garbage_in_a_leader_node_is_ignored)
 {
     struct config *c = zk_conf(NULL, NULL);
     struct ha_services *h1 = zk_services(c), *h2 = zk_services(c);
