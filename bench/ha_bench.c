@@ -65,8 +65,7 @@ talk(int port, const char *req, char *buf, size_t size)
     ssize_t n;
 
     inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-        write(fd, req, strlen(req)) < 0) {
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || write(fd, req, strlen(req)) < 0) {
         close(fd);
         return 0;
     }
@@ -107,9 +106,15 @@ static int
 zk_start(void)
 {
     char data[128], buf[64];
-    char *argv[] = { "java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                     "-cp", "/usr/share/java/zookeeper.jar",
-                     "org.apache.zookeeper.server.ZooKeeperServerMain", zk_cfg, NULL };
+    char *argv[] = { "java",
+                     "-Xmx128m",
+                     "-XX:+UseSerialGC",
+                     "-XX:TieredStopAtLevel=1",
+                     "-cp",
+                     "/usr/share/java/zookeeper.jar",
+                     "org.apache.zookeeper.server.ZooKeeperServerMain",
+                     zk_cfg,
+                     NULL };
     FILE *f;
 
     zk_port = free_port();
@@ -211,7 +216,8 @@ running_tasks(int rest_port, const char *job)
     if ((j = json_loads(body + 4, 0, NULL)) == NULL)
         return -1;
     tasks = json_object_get(j, "tasks");
-    if (tasks != NULL && strcmp(json_string_value(json_object_get(j, "state")) ?: "", "RUNNING") == 0)
+    if (tasks != NULL &&
+        strcmp(json_string_value(json_object_get(j, "state")) ?: "", "RUNNING") == 0)
         running = (int)json_integer_value(json_object_get(tasks, "running"));
     json_decref(j);
     return running;
@@ -264,8 +270,8 @@ main(int argc, char **argv)
         return 1;
     }
     for (int r = 0; r < ROUNDS; r++) {
-        const char *jm_args[] = { "-D", "jobmanager.rpc.port=0", "-D", "rest.port=0",
-                                  "jobmanager", NULL };
+        const char *jm_args[] = { "-D", "jobmanager.rpc.port=0", "-D", "rest.port=0", "jobmanager",
+                                  NULL };
         char tm_slots[64], job[64] = "";
         const char *tm_args[] = { "-D", tm_slots, "taskmanager", NULL };
         const char *job_args[] = { "test-job", "--slots", "2", NULL };
@@ -341,12 +347,13 @@ main(int argc, char **argv)
         if (system(cmd) != 0)
             fprintf(stderr, "ha_bench: could not remove %s\n", tmpdir);
     }
-    printf("{\"leader_elected_ms\": %.1f, \"standby_leads_after_kill_ms\": %.1f, "
-           "\"jm_failover_ms\": %.1f, \"jm_failover_target_ms\": 3000, "
-           "\"zookeeper_session_timeout_ms_requested\": %d, "
-           "\"zookeeper_session_timeout_ms_negotiated\": %d, \"rounds\": %d, "
-           "\"job\": \"spate test-job, %d tasks (JobGraphs: issue 6)\", \"zookeeper_tick_ms\": 200}\n",
-           median(elected, done), median(standby, done), median(failover, done), SESSION_MS,
-           negotiated, done, TASKS);
+    printf(
+        "{\"leader_elected_ms\": %.1f, \"standby_leads_after_kill_ms\": %.1f, "
+        "\"jm_failover_ms\": %.1f, \"jm_failover_target_ms\": 3000, "
+        "\"zookeeper_session_timeout_ms_requested\": %d, "
+        "\"zookeeper_session_timeout_ms_negotiated\": %d, \"rounds\": %d, "
+        "\"job\": \"spate test-job, %d tasks (JobGraphs: issue 6)\", \"zookeeper_tick_ms\": 200}\n",
+        median(elected, done), median(standby, done), median(failover, done), SESSION_MS,
+        negotiated, done, TASKS);
     return 0;
 }

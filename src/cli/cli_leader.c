@@ -55,8 +55,7 @@ cli_find_leader(const struct config *conf, enum cli_leader which, char *out, siz
         return rc;
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
-    lr = which == CLI_LEADER_REST ? ha->ops->rest_retriever(ha)
-                                  : ha->ops->dispatcher_retriever(ha);
+    lr = which == CLI_LEADER_REST ? ha->ops->rest_retriever(ha) : ha->ops->dispatcher_retriever(ha);
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += timeout_ms / 1000;
     deadline.tv_nsec += (timeout_ms % 1000) * 1000000;

@@ -124,13 +124,13 @@ struct config_option {
     X(HIGH_AVAILABILITY_TYPE, "high-availability.type", ENUM, "none", 0, 0,                        \
       "none|embedded|zookeeper", "high-availability", "high-availability services")                \
     X(HIGH_AVAILABILITY_ZOOKEEPER_QUORUM, "high-availability.zookeeper.quorum", STRING, NULL, 0,   \
-      0, NULL, NULL, "ZooKeeper servers, host:port,host:port")                                    \
+      0, NULL, NULL, "ZooKeeper servers, host:port,host:port")                                     \
     X(HIGH_AVAILABILITY_ZOOKEEPER_PATH_ROOT, "high-availability.zookeeper.path.root", STRING,      \
-      "/flink", 0, 0, NULL, NULL, "znode under which every cluster keeps its HA data")              \
-    X(HIGH_AVAILABILITY_CLUSTER_ID, "high-availability.cluster-id", STRING, "/default", 0, 0, NULL, \
-      NULL, "this cluster's znode under the root and folder under the storage directory")          \
-    X(HIGH_AVAILABILITY_STORAGE_DIR, "high-availability.storageDir", STRING, NULL, 0, 0, NULL,      \
-      NULL, "folder of job graphs and checkpoint pointers' data (ZooKeeper holds pointers)")        \
+      "/flink", 0, 0, NULL, NULL, "znode under which every cluster keeps its HA data")             \
+    X(HIGH_AVAILABILITY_CLUSTER_ID, "high-availability.cluster-id", STRING, "/default", 0, 0,      \
+      NULL, NULL, "this cluster's znode under the root and folder under the storage directory")    \
+    X(HIGH_AVAILABILITY_STORAGE_DIR, "high-availability.storageDir", STRING, NULL, 0, 0, NULL,     \
+      NULL, "folder of job graphs and checkpoint pointers' data (ZooKeeper holds pointers)")       \
     X(HIGH_AVAILABILITY_ZOOKEEPER_SESSION_TIMEOUT,                                                 \
       "high-availability.zookeeper.client.session-timeout", DURATION, "6 s", 1, CFG_NOLIMIT_HI,    \
       NULL, NULL, "ZooKeeper session timeout (the server may grant another)")                      \
@@ -144,7 +144,8 @@ struct config_option {
       "high-availability.zookeeper.client.max-retry-attempts", INT, "3", 0, 1000, NULL, NULL,      \
       "connection attempts after the first before a process gives up")                             \
     X(JOB_RESULT_STORE_STORAGE_PATH, "job-result-store.storage-path", STRING, NULL, 0, 0, NULL,    \
-      NULL, "folder of finished jobs' results (default: <storageDir>/job-result-store/<cluster-id>)") \
+      NULL,                                                                                        \
+      "folder of finished jobs' results (default: <storageDir>/job-result-store/<cluster-id>)")    \
     /* logging */                                                                                  \
     X(LOG_LEVEL, "log.level", ENUM, "info", 0, 0, "trace|debug|info|warn|error|off", NULL,         \
       "log threshold (SPATE_LOG_LEVEL overrides it)")                                              \

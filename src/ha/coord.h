@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define COORD_ABI_VERSION 1
+#define COORD_ABI_VERSION   1
 #define COORD_PLUGIN_SYMBOL "spate_ha_zookeeper_plugin"
 
 /* Connection states, as events report them and coord_state returns. */
@@ -64,8 +64,8 @@ struct coord_plugin {
 
     /* out_path (may be NULL) gets the created node's path (with a
      * sequential node's suffix). */
-    int (*create)(struct coord_client *c, const char *path, const void *data, size_t len,
-                  int flags, char *out_path, size_t out_size, char *errbuf, size_t errlen);
+    int (*create)(struct coord_client *c, const char *path, const void *data, size_t len, int flags,
+                  char *out_path, size_t out_size, char *errbuf, size_t errlen);
     /* watch: a one-time watch on the node that fires as an event. */
     int (*get)(struct coord_client *c, const char *path, int watch, uint8_t **data, size_t *len,
                int32_t *version, char *errbuf, size_t errlen);
@@ -76,8 +76,7 @@ struct coord_plugin {
                   size_t errlen);
     /* 0 when the node exists, SPATE_ENOENT when not; watch fires on its
      * creation, change or deletion. */
-    int (*exists)(struct coord_client *c, const char *path, int watch, char *errbuf,
-                  size_t errlen);
+    int (*exists)(struct coord_client *c, const char *path, int watch, char *errbuf, size_t errlen);
     int (*children)(struct coord_client *c, const char *path, int watch, char ***names,
                     size_t *count, char *errbuf, size_t errlen);
     /* Atomically: check_path exists, and path gets data (set, or created

@@ -80,8 +80,7 @@ eh_find(struct emb_ha *ha, const char *component)
 }
 
 static int
-er_start(struct leader_retrieval *lr, const struct leader_listener *l, void *arg,
-         spate_error *err)
+er_start(struct leader_retrieval *lr, const struct leader_listener *l, void *arg, spate_error *err)
 {
     struct emb_retrieval *r = (struct emb_retrieval *)lr;
     struct emb_ha *ha = r->ha;
@@ -170,8 +169,7 @@ eh_job_master(struct ha_services *base, const spate_id *job, const char *default
 /* Sets (address != NULL) or removes a component's leader and tells its
  * retrievers. */
 static void
-eh_publish(struct emb_ha *ha, const char *component, const spate_id *session,
-           const char *address)
+eh_publish(struct emb_ha *ha, const char *component, const spate_id *session, const char *address)
 {
     struct emb_retrieval **targets = NULL;
     size_t nt = 0, cap = 0;
@@ -218,8 +216,7 @@ eh_publish(struct emb_ha *ha, const char *component, const spate_id *session,
 }
 
 static int
-ee_start(struct leader_election *le, const struct leader_contender *c, void *arg,
-         spate_error *err)
+ee_start(struct leader_election *le, const struct leader_contender *c, void *arg, spate_error *err)
 {
     struct emb_election *e = (struct emb_election *)le;
     spate_id session;

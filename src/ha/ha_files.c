@@ -98,8 +98,7 @@ ha_leader_info_decode(const uint8_t *data, size_t len, spate_id *session, char *
     if (len == 0)
         return spate_error_set(err, SPATE_ENOENT, "no leader (empty node)");
     if ((m = ha__leader_info__unpack(NULL, len, data)) == NULL)
-        return spate_error_set(err, SPATE_EPROTO, "%zu bytes that are no leader information",
-                               len);
+        return spate_error_set(err, SPATE_EPROTO, "%zu bytes that are no leader information", len);
     n = m->address ? strlen(m->address) : 0;
     if (m->session_id.len != ID_BYTES) {
         rc = spate_error_set(err, SPATE_EPROTO, "a session id of %zu bytes, not %d",
@@ -274,13 +273,12 @@ ha_file_read(const uint8_t *pointer, size_t pointer_len, uint8_t **data, size_t 
     if ((rc = ha_read_all(p->path, data, len, err)) != 0)
         goto out;
     if (*len != p->size) {
-        rc = spate_error_set(err, SPATE_EPROTO, "'%s' has %zu bytes, not %llu: truncated?",
-                             p->path, *len, (unsigned long long)p->size);
+        rc = spate_error_set(err, SPATE_EPROTO, "'%s' has %zu bytes, not %llu: truncated?", p->path,
+                             *len, (unsigned long long)p->size);
     } else {
         sha256(*data, *len, digest);
         if (memcmp(digest, p->sha256.data, SHA256_BYTES) != 0)
-            rc = spate_error_set(err, SPATE_EPROTO, "'%s' does not match its SHA-256",
-                                 p->path);
+            rc = spate_error_set(err, SPATE_EPROTO, "'%s' does not match its SHA-256", p->path);
     }
     if (rc != 0) {
         free(*data);
@@ -329,8 +327,8 @@ fjrs_create_dirty(struct job_result_store *base, const struct job_result *r, spa
     int rc;
 
     if (access(path, F_OK) == 0 || access(clean, F_OK) == 0) {
-        rc = spate_error_set(err, SPATE_EEXIST, "job %s has a result already",
-                             id_str(&r->job_id).s);
+        rc =
+            spate_error_set(err, SPATE_EEXIST, "job %s has a result already", id_str(&r->job_id).s);
         goto out;
     }
     m.job_id.data = (uint8_t *)r->job_id.bytes;
@@ -398,9 +396,9 @@ fjrs_dirty_results(struct job_result_store *base, struct job_result **out, size_
     *out = NULL;
     *count = 0;
     if (d == NULL)
-        return errno == ENOENT ? 0
-                               : spate_error_set(err, -errno, "cannot list '%s': %s", s->dir,
-                                                 strerror(errno));
+        return errno == ENOENT
+                   ? 0
+                   : spate_error_set(err, -errno, "cannot list '%s': %s", s->dir, strerror(errno));
     while ((e = readdir(d)) != NULL) {
         size_t l = strlen(e->d_name);
         Ha__JobResultRecord *m;

@@ -65,8 +65,8 @@ struct ha_services {
  * own endpoints), NULL elsewhere (standalone: jobmanager.rpc.address/port).
  * For zookeeper: loads the plugin and connects, retrying an unreachable
  * quorum as the retry options say; failing that, a clear error. */
-int ha_services_new(const struct config *conf, const char *jobmanager_rpc,
-                    struct ha_services **out, spate_error *err);
+int ha_services_new(const struct config *conf, const char *jobmanager_rpc, struct ha_services **out,
+                    spate_error *err);
 /* ha_services_new(conf, NULL, ...). */
 int ha_services_from_config(const struct config *conf, struct ha_services **out, spate_error *err);
 void ha_services_free(struct ha_services *ha);

@@ -54,8 +54,8 @@ leader_election_start(struct leader_election *le, const struct leader_contender 
 }
 
 static inline void
-leader_election_confirm(struct leader_election *le, const char *component,
-                        const spate_id *session, const char *address)
+leader_election_confirm(struct leader_election *le, const char *component, const spate_id *session,
+                        const char *address)
 {
     le->ops->confirm(le, component, session, address);
 }

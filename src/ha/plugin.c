@@ -60,9 +60,8 @@ ha_plugin_load_zookeeper(const struct coord_plugin **out, spate_error *err)
         h = plugin_try(SPATE_BUILD_PLUGIN_DIR, tried, sizeof tried);
 #endif
     if (h == NULL)
-        return spate_error_set(err, SPATE_ENOENT,
-                               "cannot load the ZooKeeper plugin (tried %s): %s", tried,
-                               dlerror() ? dlerror() : "no such file");
+        return spate_error_set(err, SPATE_ENOENT, "cannot load the ZooKeeper plugin (tried %s): %s",
+                               tried, dlerror() ? dlerror() : "no such file");
     entry = (coord_plugin_entry_fn)dlsym(h, COORD_PLUGIN_SYMBOL);
     if (entry == NULL || (p = entry()) == NULL || p->abi_version != COORD_ABI_VERSION)
         return spate_error_set(err, SPATE_EPROTO,

@@ -62,8 +62,7 @@ struct standalone_election {
 };
 
 static int
-se_start(struct leader_election *le, const struct leader_contender *c, void *arg,
-         spate_error *err)
+se_start(struct leader_election *le, const struct leader_contender *c, void *arg, spate_error *err)
 {
     struct standalone_election *e = (struct standalone_election *)le;
 

@@ -107,8 +107,7 @@ struct completed_checkpoint_store_ops {
                spate_error *err);
     /* The job ended: globally terminal discards every checkpoint; otherwise
      * (suspended: another leader takes over) they stay. */
-    int (*shutdown)(struct completed_checkpoint_store *s, bool globally_terminal,
-                    spate_error *err);
+    int (*shutdown)(struct completed_checkpoint_store *s, bool globally_terminal, spate_error *err);
     void (*free)(struct completed_checkpoint_store *s);
 };
 
@@ -145,7 +144,6 @@ struct checkpoint_id_counter *ha_memory_checkpoint_id_counter_new(void);
 
 /* ---- files under a folder (ZooKeeper's job result store, as Flink's
  * FileSystemJobResultStore: <dir>/<jobid>_DIRTY.pb, then <jobid>.pb) ------- */
-int ha_file_job_result_store_new(const char *dir, struct job_result_store **out,
-                                 spate_error *err);
+int ha_file_job_result_store_new(const char *dir, struct job_result_store **out, spate_error *err);
 
 #endif

@@ -155,8 +155,8 @@ mjgs_free(struct job_graph_store *base)
     free(s);
 }
 
-static const struct job_graph_store_ops mjgs_ops = { mjgs_put, mjgs_get, mjgs_job_ids,
-                                                     mjgs_remove, mjgs_free };
+static const struct job_graph_store_ops mjgs_ops = { mjgs_put, mjgs_get, mjgs_job_ids, mjgs_remove,
+                                                     mjgs_free };
 
 struct job_graph_store *
 ha_memory_job_graph_store_new(void)
@@ -176,7 +176,7 @@ struct mem_jrs {
     struct {
         struct job_result r;
         bool clean;
-    } *e;
+    } * e;
     size_t n, cap;
 };
 
@@ -197,8 +197,8 @@ mjrs_create_dirty(struct job_result_store *base, const struct job_result *r, spa
 
     pthread_mutex_lock(&s->mu);
     if (mjrs_find(s, &r->job_id) >= 0) {
-        rc = spate_error_set(err, SPATE_EEXIST, "job %s has a result already",
-                             id_str(&r->job_id).s);
+        rc =
+            spate_error_set(err, SPATE_EEXIST, "job %s has a result already", id_str(&r->job_id).s);
     } else {
         xgrow((void **)&s->e, &s->cap, s->n + 1, sizeof *s->e);
         s->e[s->n].r = *r;
@@ -307,9 +307,9 @@ mccs_add(struct completed_checkpoint_store *base, const struct completed_checkpo
 
     pthread_mutex_lock(&s->mu);
     if (s->n > 0 && c->id <= s->c[s->n - 1].id) {
-        rc = spate_error_set(err, SPATE_EINVAL,
-                             "checkpoint %llu is not newer than the latest, %llu",
-                             (unsigned long long)c->id, (unsigned long long)s->c[s->n - 1].id);
+        rc =
+            spate_error_set(err, SPATE_EINVAL, "checkpoint %llu is not newer than the latest, %llu",
+                            (unsigned long long)c->id, (unsigned long long)s->c[s->n - 1].id);
         goto out;
     }
     xgrow((void **)&s->c, &s->cap, s->n + 1, sizeof *s->c);

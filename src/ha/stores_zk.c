@@ -36,8 +36,7 @@ zs_read_entry(struct zk_ha *ha, const char *path, uint8_t **data, size_t *len, s
     size_t plen;
     int rc;
 
-    rc = zk_ha_plugin(ha)->get(zk_ha_client(ha), path, 0, &ptr, &plen, NULL, errbuf,
-                               sizeof errbuf);
+    rc = zk_ha_plugin(ha)->get(zk_ha_client(ha), path, 0, &ptr, &plen, NULL, errbuf, sizeof errbuf);
     if (rc != 0)
         return ZS_ERR(err, rc, errbuf);
     rc = ha_file_read(ptr, plen, data, len, err);
@@ -225,8 +224,8 @@ zjgs_free(struct job_graph_store *base)
     free(s);
 }
 
-static const struct job_graph_store_ops zjgs_ops = { zjgs_put, zjgs_get, zjgs_job_ids,
-                                                     zjgs_remove, zjgs_free };
+static const struct job_graph_store_ops zjgs_ops = { zjgs_put, zjgs_get, zjgs_job_ids, zjgs_remove,
+                                                     zjgs_free };
 
 int
 zk_job_graph_store_new(struct zk_ha *ha, struct job_graph_store **out, spate_error *err)
@@ -377,8 +376,8 @@ zccs_latest(struct completed_checkpoint_store *base, struct completed_checkpoint
             free(data);
             if (m == NULL || m->checkpoint_id != ids[i] || m->job_id.len != ID_BYTES ||
                 memcmp(m->job_id.data, s->job.bytes, ID_BYTES) != 0) {
-                spate_error_set(&rerr, SPATE_EPROTO, "entry '%s' holds no checkpoint %llu",
-                                path, (unsigned long long)ids[i]);
+                spate_error_set(&rerr, SPATE_EPROTO, "entry '%s' holds no checkpoint %llu", path,
+                                (unsigned long long)ids[i]);
                 if (m != NULL)
                     ha__checkpoint_record__free_unpacked(m, NULL);
                 m = NULL;
@@ -405,8 +404,7 @@ zccs_latest(struct completed_checkpoint_store *base, struct completed_checkpoint
 }
 
 static int
-zccs_ids(struct completed_checkpoint_store *base, uint64_t **ids, size_t *count,
-         spate_error *err)
+zccs_ids(struct completed_checkpoint_store *base, uint64_t **ids, size_t *count, spate_error *err)
 {
     return zccs_list((struct zk_ccs *)base, ids, count, err);
 }
@@ -498,8 +496,7 @@ zctr_read(struct zk_counter *c, uint64_t *value, int32_t *version, spate_error *
     int rc;
 
     for (;;) {
-        rc = zk->get(zk_ha_client(c->ha), c->path, 0, &data, &len, version, errbuf,
-                     sizeof errbuf);
+        rc = zk->get(zk_ha_client(c->ha), c->path, 0, &data, &len, version, errbuf, sizeof errbuf);
         if (rc == 0)
             break;
         if (rc != SPATE_ENOENT)

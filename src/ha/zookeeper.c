@@ -266,8 +266,7 @@ zr_retrieve(struct zk_ha *ha, struct zk_retrieval *r)
     r->have_leader = true;
     r->session = session;
     snprintf(r->address, sizeof r->address, "%s", address);
-    SPATE_LOG_INFO(HA_LOG, "leader of '%s': %s (session %s)", r->path, address,
-                   id_str(&session).s);
+    SPATE_LOG_INFO(HA_LOG, "leader of '%s': %s (session %s)", r->path, address, id_str(&session).s);
     zr_notify(r, r->address, &r->session);
 }
 
@@ -311,8 +310,7 @@ zr_remove(struct zk_ha *ha, void *arg)
 }
 
 static int
-zr_start(struct leader_retrieval *lr, const struct leader_listener *l, void *arg,
-         spate_error *err)
+zr_start(struct leader_retrieval *lr, const struct leader_listener *l, void *arg, spate_error *err)
 {
     struct zk_retrieval *r = (struct zk_retrieval *)lr;
 
@@ -540,8 +538,7 @@ ze_start_cmd(struct zk_ha *ha, void *arg)
 }
 
 static int
-ze_start(struct leader_election *le, const struct leader_contender *c, void *arg,
-         spate_error *err)
+ze_start(struct leader_election *le, const struct leader_contender *c, void *arg, spate_error *err)
 {
     struct zk_election *e = (struct zk_election *)le;
 
@@ -688,7 +685,7 @@ zk_refresh_all(struct zk_ha *ha)
 
     ze_check(ha);
     list_for_each_safe(n, tmp, &ha->retrievals)
-    zr_retrieve(ha, list_entry(n, struct zk_retrieval, node));
+        zr_retrieve(ha, list_entry(n, struct zk_retrieval, node));
 }
 
 static void
@@ -697,8 +694,7 @@ zk_all_lost(struct zk_ha *ha, const char *why)
     struct list_node *n;
 
     ze_revoke(ha, &ha->election, why);
-    list_for_each(n, &ha->retrievals)
-    zr_lost(list_entry(n, struct zk_retrieval, node));
+    list_for_each(n, &ha->retrievals) zr_lost(list_entry(n, struct zk_retrieval, node));
 }
 
 static void
@@ -722,8 +718,7 @@ zk_on_state(struct zk_ha *ha, int state)
                        ha->quorum);
         zk_all_lost(ha, "the connection to ZooKeeper was suspended");
     } else if (state == COORD_EXPIRED) {
-        SPATE_LOG_WARN(HA_LOG, "ZooKeeper session expired: starting a new one with %s",
-                       ha->quorum);
+        SPATE_LOG_WARN(HA_LOG, "ZooKeeper session expired: starting a new one with %s", ha->quorum);
         zk_all_lost(ha, "the ZooKeeper session expired");
         ha->election.node[0] = '\0';
         if (ha->zk->reconnect(ha->client, errbuf, sizeof errbuf) != 0) {

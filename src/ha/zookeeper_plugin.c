@@ -173,8 +173,8 @@ zk_reconnect(struct coord_client *c, char *errbuf, size_t errlen)
     atomic_store_explicit(&c->zh, zh, memory_order_release);
     pthread_rwlock_unlock(&c->lock);
     if (zh == NULL) {
-        snprintf(errbuf, errlen, "cannot start a ZooKeeper client for quorum '%s': %s",
-                 c->quorum, strerror(errno));
+        snprintf(errbuf, errlen, "cannot start a ZooKeeper client for quorum '%s': %s", c->quorum,
+                 strerror(errno));
         return SPATE_EIO;
     }
     return 0;
@@ -239,12 +239,12 @@ zk_session_id(struct coord_client *c)
     return id;
 }
 
-#define ZK_USE_OR_FAIL(c, zh, errbuf, errlen)                              \
-    do {                                                                   \
-        if (((zh) = zk_use(c)) == NULL) {                                  \
+#define ZK_USE_OR_FAIL(c, zh, errbuf, errlen)                               \
+    do {                                                                    \
+        if (((zh) = zk_use(c)) == NULL) {                                   \
             snprintf((errbuf), (errlen), "the ZooKeeper client is closed"); \
-            return SPATE_ECONNLOST;                                        \
-        }                                                                  \
+            return SPATE_ECONNLOST;                                         \
+        }                                                                   \
     } while (0)
 
 static int
@@ -373,8 +373,8 @@ zk_children(struct coord_client *c, const char *path, int watch, char ***names, 
 }
 
 static int
-zk_check_and_put(struct coord_client *c, const char *check_path, const char *path,
-                 const void *data, size_t len, char *errbuf, size_t errlen)
+zk_check_and_put(struct coord_client *c, const char *check_path, const char *path, const void *data,
+                 size_t len, char *errbuf, size_t errlen)
 {
     zoo_op_t ops[2];
     zoo_op_result_t res[2];

@@ -486,7 +486,8 @@ disp_publish_job_master(struct dispatcher *d, struct disp_job *j)
         return;
     snprintf(addr, sizeof addr, "%s/jobmaster_%s", rpc_service_address(d->ep.svc),
              id_str(&j->job_id).s);
-    leader_election_confirm(d->le, id_str(&j->job_id).s, &d->session, addr); /* session: the JobMasterId */
+    leader_election_confirm(d->le, id_str(&j->job_id).s, &d->session,
+                            addr); /* session: the JobMasterId */
 }
 
 /* -- persisting a submission before its JobMaster starts -- */
@@ -573,8 +574,8 @@ disp_cleanup_work(void *arg)
     spate_error err = { 0 };
 
     if (c->jrs->ops->create_dirty(c->jrs, &c->r, &err) != 0 && err.code != SPATE_EEXIST) {
-        SPATE_LOG_ERROR(DISP_LOG, "cannot record the result of job %s: %s",
-                        id_str(&c->r.job_id).s, err.message);
+        SPATE_LOG_ERROR(DISP_LOG, "cannot record the result of job %s: %s", id_str(&c->r.job_id).s,
+                        err.message);
         return;
     }
     if (c->jgs->ops->remove(c->jgs, &c->r.job_id, &err) != 0 ||
@@ -640,8 +641,7 @@ disp_recovery_work(void *arg)
 
         /* RecoverJob: one entry; an unreadable one is skipped and logged. */
         if (r->d->jgs->ops->get(r->d->jgs, &ids[i], &r->recs[r->n], &err) != 0) {
-            SPATE_LOG_ERROR(DISP_LOG, "cannot recover job %s: %s", id_str(&ids[i]).s,
-                            err.message);
+            SPATE_LOG_ERROR(DISP_LOG, "cannot recover job %s: %s", id_str(&ids[i]).s, err.message);
             continue;
         }
         if (r->d->jrs->ops->lookup(r->d->jrs, &ids[i], &r->results[r->n], &err) != 0)
@@ -675,8 +675,7 @@ disp_recover_one(struct dispatcher *d, const struct job_graph_record *rec)
                         rec->kind);
     }
     if (err.code != 0)
-        SPATE_LOG_ERROR(DISP_LOG, "cannot recover job %s: %s", id_str(&rec->job_id).s,
-                        err.message);
+        SPATE_LOG_ERROR(DISP_LOG, "cannot recover job %s: %s", id_str(&rec->job_id).s, err.message);
     else
         SPATE_LOG_INFO(DISP_LOG, "recovered job %s from the job graph store",
                        id_str(&rec->job_id).s);
@@ -692,8 +691,7 @@ disp_recovery_done(void *arg)
         SPATE_LOG_ERROR(DISP_LOG, "cannot recover the jobs: %s", r->err.message);
     } else if (!d->leader || !id_equal(&d->session, &r->session) ||
                (d->le != NULL && !leader_election_has_leadership(d->le, &r->session))) {
-        SPATE_LOG_WARN(DISP_LOG, "lost leadership during recovery: not recovering %zu jobs",
-                       r->n);
+        SPATE_LOG_WARN(DISP_LOG, "lost leadership during recovery: not recovering %zu jobs", r->n);
     } else {
         SPATE_LOG_INFO(DISP_LOG, "recovering %zu jobs from the job graph store", r->n);
         for (size_t i = 0; i < r->n; i++) {

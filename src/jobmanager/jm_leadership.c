@@ -40,9 +40,8 @@ jml_revoke(void *arg)
 static const struct leader_contender jml_contender = { jml_grant, jml_revoke };
 
 int
-jm_leadership_start(struct leader_election *le, struct resource_manager *rm,
-                    struct dispatcher *d, const char *rest_url, struct jm_leadership **out,
-                    spate_error *err)
+jm_leadership_start(struct leader_election *le, struct resource_manager *rm, struct dispatcher *d,
+                    const char *rest_url, struct jm_leadership **out, spate_error *err)
 {
     struct jm_leadership *l = xcalloc(1, sizeof *l);
     int rc;

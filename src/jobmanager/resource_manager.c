@@ -703,8 +703,7 @@ rm_apply_leadership(void *arg)
         rm->rm_id = l->session;
         rpc_endpoint_set_fencing_token(&rm->ep, &rm->rm_id);
         rm->leader = true;
-        SPATE_LOG_INFO(RM_LOG, "ResourceManager %s granted leadership",
-                       id_str(&rm->rm_id).s);
+        SPATE_LOG_INFO(RM_LOG, "ResourceManager %s granted leadership", id_str(&rm->rm_id).s);
         if (l->le != NULL)
             leader_election_confirm(l->le, HA_COMPONENT_RESOURCE_MANAGER, &l->session,
                                     rpc_endpoint_address(&rm->ep, addr, sizeof addr));

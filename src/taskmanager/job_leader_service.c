@@ -123,8 +123,8 @@ jls_follow(struct job_entry *e, const char *address, const spate_id *jm_id)
 static void jls_register(struct job_leader_service *s, struct job_entry *e);
 
 void
-job_leader_service_update(struct job_leader_service *s, struct job_entry *e,
-                          const spate_id *jm_id, const char *address)
+job_leader_service_update(struct job_leader_service *s, struct job_entry *e, const spate_id *jm_id,
+                          const char *address)
 {
     if (jls_follow(e, address, jm_id) && e->retrieval != NULL)
         jls_register(s, e);
@@ -149,8 +149,7 @@ jls_register(struct job_leader_service *s, struct job_entry *e)
         free(a);
         return;
     }
-    snprintf(target, sizeof target, "JobMaster %s of job %s", e->jm_address,
-             id_str(&e->job_id).s);
+    snprintf(target, sizeof target, "JobMaster %s of job %s", e->jm_address, id_str(&e->job_id).s);
     e->registration = registration_start(s->ep, target, &s->reg, &jls_ops, a);
 }
 

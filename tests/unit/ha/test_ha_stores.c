@@ -327,8 +327,7 @@ Test(ha_stores, zookeeper_checkpoint_store_recovered_by_another_process)
     {
         char cmd[400];
 
-        snprintf(cmd, sizeof cmd, "test -z \"$(find '%s' -name 'completedCheckpoint*')\"",
-                 tmpdir);
+        snprintf(cmd, sizeof cmd, "test -z \"$(find '%s' -name 'completedCheckpoint*')\"", tmpdir);
         cr_assert_eq(system(cmd), 0, "checkpoint files left behind");
     }
     s->ops->free(s);
@@ -555,8 +554,8 @@ Test(ha_election, garbage_in_a_leader_node_is_ignored)
     snprintf(path, sizeof path, "%s/leader/%s", zk_ha_root(zk), HA_COMPONENT_DISPATCHER);
     cr_assert_eq(zk_ha_ensure_path(zk, path, &err), 0, "%s", err.message);
     strcat(path, "/connection_info");
-    cr_assert_eq(zk_ha_plugin(zk)->create(zk_ha_client(zk), path, "\x0a\x03xyz\x12", 6, 0, NULL,
-                                          0, errbuf, sizeof errbuf),
+    cr_assert_eq(zk_ha_plugin(zk)->create(zk_ha_client(zk), path, "\x0a\x03xyz\x12", 6, 0, NULL, 0,
+                                          errbuf, sizeof errbuf),
                  0, "%s", errbuf);
     cr_assert_eq(leader_retrieval_start(r, &probe_listener, &pr, &err), 0);
     cr_assert_eq(leader_election_start(e1, &probe_contender, &p1, &err), 0);
@@ -587,9 +586,9 @@ Test(ha_election, leader_info_decoding_rejects_garbage)
     cr_assert_str_eq(addr, "127.0.0.1:6123/dispatcher");
     cr_assert_eq(ha_leader_info_decode(b, len, &back, addr, 8, &err), SPATE_EPROTO);
     free(b);
-    cr_assert_eq(ha_leader_info_decode((const uint8_t *)"garbage", 7, &back, addr, sizeof addr,
-                                       &err),
-                 SPATE_EPROTO);
+    cr_assert_eq(
+        ha_leader_info_decode((const uint8_t *)"garbage", 7, &back, addr, sizeof addr, &err),
+        SPATE_EPROTO);
     cr_assert_eq(ha_leader_info_decode((const uint8_t *)"", 0, &back, addr, sizeof addr, &err),
                  SPATE_ENOENT);
 }
@@ -627,7 +626,6 @@ Test(ha_services, unknown_quorum_setting_is_a_clear_error)
 
     config_set(c, "high-availability", "zookeeper", "test"); /* Flink's older key */
     cr_assert_eq(ha_services_new(c, NULL, &ha, &err), SPATE_ECONFIG);
-    cr_assert(strstr(err.message, "high-availability.zookeeper.quorum") != NULL, "%s",
-              err.message);
+    cr_assert(strstr(err.message, "high-availability.zookeeper.quorum") != NULL, "%s", err.message);
     config_free(c);
 }
