@@ -282,53 +282,6 @@ eh_election(struct ha_services *base)
     return &((struct emb_ha *)base)->election.base;
 }
 
-static int
-eh_jgs(struct ha_services *base, struct job_graph_store **out, spate_error *err)
-{
-    (void)base;
-    (void)err;
-    *out = ha_memory_job_graph_store_new();
-    return 0;
-}
-
-static int
-eh_jrs(struct ha_services *base, struct job_result_store **out, spate_error *err)
-{
-    (void)base;
-    (void)err;
-    *out = ha_memory_job_result_store_new();
-    return 0;
-}
-
-static int
-eh_ccs(struct ha_services *base, const spate_id *job, uint32_t max_retained,
-       struct completed_checkpoint_store **out, spate_error *err)
-{
-    (void)base;
-    (void)job;
-    (void)err;
-    *out = ha_memory_checkpoint_store_new(max_retained);
-    return 0;
-}
-
-static int
-eh_counter(struct ha_services *base, const spate_id *job, struct checkpoint_id_counter **out,
-           spate_error *err)
-{
-    (void)base;
-    (void)job;
-    (void)err;
-    *out = ha_memory_checkpoint_id_counter_new();
-    return 0;
-}
-
-static int64_t
-eh_session_timeout(struct ha_services *base)
-{
-    (void)base;
-    return 0;
-}
-
 static void
 eh_free(struct ha_services *base)
 {
@@ -351,11 +304,11 @@ static const struct ha_services_ops eh_ops = {
     .job_master_retriever = eh_job_master,
     .rest_retriever = eh_rest,
     .election = eh_election,
-    .job_graph_store = eh_jgs,
-    .job_result_store = eh_jrs,
-    .checkpoint_store = eh_ccs,
-    .checkpoint_id_counter = eh_counter,
-    .session_timeout_ms = eh_session_timeout,
+    .job_graph_store = ha_memory_services_job_graph_store,
+    .job_result_store = ha_memory_services_job_result_store,
+    .checkpoint_store = ha_memory_services_checkpoint_store,
+    .checkpoint_id_counter = ha_memory_services_checkpoint_id_counter,
+    .session_timeout_ms = ha_memory_services_no_session,
     .free = eh_free,
 };
 

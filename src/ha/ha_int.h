@@ -36,6 +36,19 @@ bool ha_guard_begin(struct ha_guard *g);
 void ha_guard_end(struct ha_guard *g);
 void ha_guard_stop(struct ha_guard *g);
 
+/* The in-memory stores as the services' factories (stores_memory.c), shared
+ * by standalone and embedded; their session timeout is none (0). */
+int ha_memory_services_job_graph_store(struct ha_services *ha, struct job_graph_store **out,
+                                       spate_error *err);
+int ha_memory_services_job_result_store(struct ha_services *ha, struct job_result_store **out,
+                                        spate_error *err);
+int ha_memory_services_checkpoint_store(struct ha_services *ha, const spate_id *job,
+                                        uint32_t max_retained,
+                                        struct completed_checkpoint_store **out, spate_error *err);
+int ha_memory_services_checkpoint_id_counter(struct ha_services *ha, const spate_id *job,
+                                             struct checkpoint_id_counter **out, spate_error *err);
+int64_t ha_memory_services_no_session(struct ha_services *ha);
+
 /* The ZooKeeper plugin, loaded once (plugin.c). */
 int ha_plugin_load_zookeeper(const struct coord_plugin **out, spate_error *err);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "ha/ha_int.h"
 #include "ha/ha_services.h"
 #include "rpc/gateways.h"
 
@@ -159,53 +160,6 @@ sh_election(struct ha_services *ha)
     return &((struct standalone_ha *)ha)->election.base;
 }
 
-static int
-sh_jgs(struct ha_services *ha, struct job_graph_store **out, spate_error *err)
-{
-    (void)ha;
-    (void)err;
-    *out = ha_memory_job_graph_store_new();
-    return 0;
-}
-
-static int
-sh_jrs(struct ha_services *ha, struct job_result_store **out, spate_error *err)
-{
-    (void)ha;
-    (void)err;
-    *out = ha_memory_job_result_store_new();
-    return 0;
-}
-
-static int
-sh_ccs(struct ha_services *ha, const spate_id *job, uint32_t max_retained,
-       struct completed_checkpoint_store **out, spate_error *err)
-{
-    (void)ha;
-    (void)job;
-    (void)err;
-    *out = ha_memory_checkpoint_store_new(max_retained);
-    return 0;
-}
-
-static int
-sh_counter(struct ha_services *ha, const spate_id *job, struct checkpoint_id_counter **out,
-           spate_error *err)
-{
-    (void)ha;
-    (void)job;
-    (void)err;
-    *out = ha_memory_checkpoint_id_counter_new();
-    return 0;
-}
-
-static int64_t
-sh_session_timeout(struct ha_services *ha)
-{
-    (void)ha;
-    return 0;
-}
-
 static void
 sh_free(struct ha_services *ha)
 {
@@ -222,11 +176,11 @@ static const struct ha_services_ops sh_ops = {
     .job_master_retriever = sh_job_master,
     .rest_retriever = sh_rest,
     .election = sh_election,
-    .job_graph_store = sh_jgs,
-    .job_result_store = sh_jrs,
-    .checkpoint_store = sh_ccs,
-    .checkpoint_id_counter = sh_counter,
-    .session_timeout_ms = sh_session_timeout,
+    .job_graph_store = ha_memory_services_job_graph_store,
+    .job_result_store = ha_memory_services_job_result_store,
+    .checkpoint_store = ha_memory_services_checkpoint_store,
+    .checkpoint_id_counter = ha_memory_services_checkpoint_id_counter,
+    .session_timeout_ms = ha_memory_services_no_session,
     .free = sh_free,
 };
 

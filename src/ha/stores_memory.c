@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "ha/ha_int.h"
 #include "ha/stores.h"
 
 void
@@ -460,4 +461,56 @@ ha_memory_checkpoint_id_counter_new(void)
     c->base.ops = &mctr_ops;
     atomic_init(&c->next, 1);
     return &c->base;
+}
+
+/* ---- the in-memory stores as HA services' factories (none, embedded) ------- */
+
+int
+ha_memory_services_job_graph_store(struct ha_services *ha, struct job_graph_store **out,
+                                   spate_error *err)
+{
+    (void)ha;
+    (void)err;
+    *out = ha_memory_job_graph_store_new();
+    return 0;
+}
+
+int
+ha_memory_services_job_result_store(struct ha_services *ha, struct job_result_store **out,
+                                    spate_error *err)
+{
+    (void)ha;
+    (void)err;
+    *out = ha_memory_job_result_store_new();
+    return 0;
+}
+
+int
+ha_memory_services_checkpoint_store(struct ha_services *ha, const spate_id *job,
+                                    uint32_t max_retained, struct completed_checkpoint_store **out,
+                                    spate_error *err)
+{
+    (void)ha;
+    (void)job;
+    (void)err;
+    *out = ha_memory_checkpoint_store_new(max_retained);
+    return 0;
+}
+
+int
+ha_memory_services_checkpoint_id_counter(struct ha_services *ha, const spate_id *job,
+                                         struct checkpoint_id_counter **out, spate_error *err)
+{
+    (void)ha;
+    (void)job;
+    (void)err;
+    *out = ha_memory_checkpoint_id_counter_new();
+    return 0;
+}
+
+int64_t
+ha_memory_services_no_session(struct ha_services *ha)
+{
+    (void)ha;
+    return 0;
 }
