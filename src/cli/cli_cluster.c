@@ -14,6 +14,7 @@
 #include "cli/cli_cluster.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "blob/blob_server.h"
 #include "ha/ha_services.h"
 #include "jobmanager/dispatcher.h"
 #include "jobmanager/resource_manager.h"
@@ -28,6 +29,7 @@ struct jm_process {
     struct ha_services *ha;
     struct resource_manager *rm;
     struct dispatcher *dispatcher;
+    struct blob_server *blobs;
     struct resource_manager_options rmo;
     struct dispatcher_options dso;
     int exit_fd;
@@ -111,6 +113,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     struct jm_process p = { .exit_fd = -1 };
     struct rpc_service_options ro = { 0 };
     struct rest_server_options so = { 0 };
+    struct blob_server_options bo;
     struct rest_server *rest = NULL;
     spate_error err = { 0 };
     const char *bind_host, *adv, *rest_bind, *rest_port = NULL;
@@ -150,6 +153,13 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
      * address the service really bound (port 0 picks one). */
     p.ha = ha_standalone_new(rpc_service_address(p.svc));
     p.dso.ha = p.ha;
+    if (blob_server_options_from_config(conf, &bo, &err) != 0)
+        goto fail;
+    bo.bind_host = bind_host;
+    bo.advertised_host = adv;
+    if (blob_server_start(&bo, &p.blobs, &err) != 0)
+        goto fail;
+    p.dso.blobs = p.blobs;
     p.dso.on_shutdown = jm_on_shutdown;
     p.dso.arg = &p;
     rpc_service_run_sync(p.svc, NULL, jm_start_endpoints, &p);
@@ -161,6 +171,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     so.port = rest_port != NULL ? rest_port : rport_text;
     so.svc = p.svc;
     so.conf = conf;
+    so.blobs = p.blobs;
     if (rest_server_start(&so, &rest, &err) != 0)
         goto fail;
     SPATE_LOG_INFO(JM_LOG, "JobManager started: rpc at %s, REST at http://%s:%d",
@@ -184,6 +195,7 @@ fail:
     }
     rest_server_stop(rest);
     rpc_service_free(p.svc);
+    blob_server_stop(p.blobs);
     ha_services_free(p.ha);
     if (sfd >= 0)
         close(sfd);

@@ -222,8 +222,9 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
     struct mini_cluster *mc = NULL;
     struct rpc_gateway *gw = NULL;
     struct rpc_future *f = NULL;
-    uint8_t *graph = NULL;
+    uint8_t *graph = NULL, key[SHA256_BYTES];
     size_t graph_len = 0;
+    bool have_key = false;
     int64_t tms;
     int slots, rc;
 
@@ -246,9 +247,14 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
         (rc = rpc_gateway_new(mini_cluster_service(mc), mini_cluster_dispatcher_address(mc), NULL,
                               &gw, err)) != 0)
         goto out;
+    if ((rc = blob_server_put_file(mini_cluster_blob_server(mc), r->library_path, false, key,
+                                   err)) != 0)
+        goto out;
+    have_key = true; /* the client's reference, until the job holds its own */
     sub.job_graph.data = graph;
     sub.job_graph.len = graph_len;
-    sub.library_path = r->library_path;
+    sub.library_key.data = key;
+    sub.library_key.len = sizeof key;
     r->submitted_at_us = clock_wall_us();
     f = dispatcher_submit_job(gw, &sub, 0);
     if ((rc = rpc_future_wait(f, -1, err)) != 0) {
@@ -272,6 +278,8 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
 out:
     rpc_future_unref(f);
     rpc_gateway_free(gw);
+    if (have_key)
+        blob_server_unref(mini_cluster_blob_server(mc), key);
     mini_cluster_stop(mc);
     free(graph);
     return rc;
