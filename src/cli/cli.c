@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/cli_cluster.h"
 #include "cli/cli_config.h"
+#include "cli/cli_jobs.h"
 #include "cli/cli_run.h"
 #include "core/alloc.h"
 #include "core/log.h"
@@ -31,6 +32,8 @@ static int cli_cmd_config(struct cli_context *ctx);
 static int cli_cmd_info(struct cli_context *ctx);
 static int cli_cmd_run(struct cli_context *ctx);
 static int cli_cmd_job_graph(struct cli_context *ctx);
+static int cli_cmd_list(struct cli_context *ctx);
+static int cli_cmd_cancel(struct cli_context *ctx);
 static int cli_cmd_jobmanager(struct cli_context *ctx);
 static int cli_cmd_taskmanager(struct cli_context *ctx);
 static int cli_cmd_test_job(struct cli_context *ctx);
@@ -45,8 +48,11 @@ static const struct cli_command cli_commands[] = {
     { "test-job", cli_cmd_test_job, "--slots N [--run-ms MS]",
       "submit the test-only job that asks for N slots" },
     { "config", cli_cmd_config, "[KEY...]", "print the effective configuration and its origins" },
-    { "run", cli_cmd_run, "[--local] [-p N] [--json FILE] JOB.so [ARGS]",
-      "run a job (--local: on the embedded mini cluster)" },
+    { "run", cli_cmd_run, "[--local | -m HOST:PORT] [-d] [-p N] [--json FILE] JOB.so [ARGS]",
+      "run a job on a cluster over REST (--local: on the embedded mini cluster; -d: submit and "
+      "return)" },
+    { "list", cli_cmd_list, "[-a] [-m HOST:PORT]", "list a cluster's running jobs (-a: all)" },
+    { "cancel", cli_cmd_cancel, "[-m HOST:PORT] JOBID", "cancel a job on a cluster" },
     { "info", cli_cmd_info, "[-p N] JOB.so [ARGS]",
       "print the job's plan (JSON) without running it" },
     { "job-graph", cli_cmd_job_graph, "--result-fd FD [-p N] JOB.so [ARGS]",
@@ -198,6 +204,18 @@ static int
 cli_cmd_run(struct cli_context *ctx)
 {
     return cli_run(ctx->conf, ctx->argc, ctx->argv);
+}
+
+static int
+cli_cmd_list(struct cli_context *ctx)
+{
+    return cli_list(ctx->conf, ctx->argc, ctx->argv);
+}
+
+static int
+cli_cmd_cancel(struct cli_context *ctx)
+{
+    return cli_cancel(ctx->conf, ctx->argc, ctx->argv);
 }
 
 static int

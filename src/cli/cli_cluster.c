@@ -118,7 +118,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     spate_error err = { 0 };
     const char *bind_host, *adv, *rest_bind, *rest_port = NULL;
     int64_t port, rport;
-    char port_text[16], rport_text[16];
+    char port_text[16], rport_text[16], blob_host[256];
     sigset_t set;
     int sfd, status = 1;
 
@@ -155,8 +155,12 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     p.dso.ha = p.ha;
     if (blob_server_options_from_config(conf, &bo, &err) != 0)
         goto fail;
+    /* TaskManagers reach the BlobServer where they reach the RPC service. */
+    snprintf(blob_host, sizeof blob_host, "%s", rpc_service_address(p.svc));
+    if (strrchr(blob_host, ':') != NULL)
+        *strrchr(blob_host, ':') = '\0';
     bo.bind_host = bind_host;
-    bo.advertised_host = adv;
+    bo.advertised_host = blob_host;
     if (blob_server_start(&bo, &p.blobs, &err) != 0)
         goto fail;
     p.dso.blobs = p.blobs;

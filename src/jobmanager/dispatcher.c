@@ -312,12 +312,9 @@ dh_cancel_job(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_cal
 {
     Cluster__Ack ack = CLUSTER__ACK__INIT;
     struct disp_job *j;
-    spate_id job;
 
-    if (!gw_id_get(&req->job_id, &job) || (j = disp_find(disp_of(ep), &job)) == NULL) {
-        rpc_call_fail(call, SPATE_ENOENT, "job not found");
+    if ((j = disp_lookup(ep, req, call)) == NULL)
         return;
-    }
     if (j->jm != NULL)
         job_master_cancel(j->jm, "cancelled by the user");
     rpc_call_reply(call, &ack.base);

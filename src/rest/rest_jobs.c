@@ -274,7 +274,7 @@ rest_job_exceptions(struct rest_request *rq)
         root = d->info->failure;
         root_time = d->info->end_time;
     }
-    j = json_pack("{s:s?, s:I*, s:o, s:b, s:{s:o, s:b}}", "root-exception", root, "timestamp",
+    j = json_pack("{s:s?, s:I, s:o, s:b, s:{s:o, s:b}}", "root-exception", root, "timestamp",
                   (json_int_t)root_time, "all-exceptions", all, "truncated",
                   d->exceptions_truncated, "exceptionHistory", "entries", entries, "truncated",
                   d->exceptions_truncated);
