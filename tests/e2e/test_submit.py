@@ -19,13 +19,10 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
 from clustertest import ClusterTestCase, wait_for  # noqa: E402
-from spatetest import BUILD, SOURCE, SPATE, free_port  # noqa: E402
+from spatetest import BUILD, SPATE, free_port  # noqa: E402
 
-# The job libraries come from the release build: the sanitizer builds link
-# the engine into the spate executable and build no job libraries.
-RELEASE = os.path.join(SOURCE, "build") if "build-asan" in BUILD else BUILD
-WORDCOUNT = os.path.join(RELEASE, "examples", "wordcount.so")
-JOBS = os.path.join(RELEASE, "tests", "e2e", "jobs")
+WORDCOUNT = os.path.join(BUILD, "examples", "wordcount.so")
+JOBS = os.path.join(BUILD, "tests", "e2e", "jobs")
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
 
 
@@ -76,8 +73,6 @@ def multipart(fields, files):
     return b"".join(out), f"multipart/form-data; boundary={boundary}"
 
 
-@unittest.skipUnless(os.path.exists(WORDCOUNT) and os.path.isdir(JOBS),
-                     "job libraries not built (make)")
 class SubmitTest(ClusterTestCase):
     @classmethod
     def setUpClass(cls):
@@ -266,7 +261,7 @@ class SubmitTest(ClusterTestCase):
 
     def test_cancel_with_the_cli_and_with_patch(self):
         self.cluster()
-        endless = os.path.join(JOBS, "endless.so")
+        endless = os.path.join(JOBS, "job_endless.so")
         r = self.run_cli("-d", "-p", "2", endless)
         self.assertEqual(r.returncode, 0, r.stderr)
         jid = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
@@ -312,7 +307,7 @@ class SubmitTest(ClusterTestCase):
 
     def test_failing_job_error_text_in_exceptions(self):
         self.cluster()
-        r = self.run_cli(os.path.join(JOBS, "failing.so"))
+        r = self.run_cli(os.path.join(JOBS, "job_failing.so"))
         self.assertEqual(r.returncode, 1)
         jid = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
         self.assertIn(f"Job with JobID {jid} has failed.", r.stdout)
@@ -338,10 +333,10 @@ class SubmitTest(ClusterTestCase):
         with open(notelf, "w") as f:
             f.write("this is text, not a shared library\n")
         cases = [
-            (os.path.join(JOBS, "nomain.so"), 400, "has no spate_job_main"),
+            (os.path.join(JOBS, "job_nomain.so"), 400, "has no spate_job_main"),
             (notelf, 400, "not an ELF shared object"),
-            (os.path.join(JOBS, "crash.so"), 400, "crashed: its process died of signal 11"),
-            (os.path.join(JOBS, "forever.so"), 400,
+            (os.path.join(JOBS, "job_crash.so"), 400, "crashed: its process died of signal 11"),
+            (os.path.join(JOBS, "job_forever.so"), 400,
              "did not return a JobGraph within 1500 ms (web.submit.timeout): its process was "
              "killed"),
         ]
@@ -403,8 +398,8 @@ class SubmitTest(ClusterTestCase):
         self.assertEqual(self.http("/jobs")[1], {"jobs": []})
         self.assertTrue(self.jm.alive())
         # Below the cap, uploads go through.
-        self.assertEqual(self.upload(os.path.join(JOBS, "nomain.so")).split("_", 1)[1],
-                         "nomain.so")
+        self.assertEqual(self.upload(os.path.join(JOBS, "job_nomain.so")).split("_", 1)[1],
+                         "job_nomain.so")
 
     def incoming(self):
         dirs = [d for d in os.listdir(self.tmp) if d.startswith("spate-web-")]
@@ -445,7 +440,7 @@ class SubmitTest(ClusterTestCase):
     def test_blobs_leave_with_the_archive(self):
         jm = self.cluster("-D", "jobstore.max-capacity=2", tms=1)
         store = jm.wait_log(r"BlobServer at [\d.:]+ stores in (\S+)").group(1)
-        r = self.run_cli(os.path.join(JOBS, "failing.so"))
+        r = self.run_cli(os.path.join(JOBS, "job_failing.so"))
         first = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
         blobs = os.listdir(store)
         self.assertEqual(len(blobs), 1)
