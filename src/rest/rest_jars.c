@@ -310,6 +310,12 @@ rest_program_parse(struct rest_request *rq, struct rest_program *p, spate_error 
         }
         p->parallelism = (int)n;
     }
+    if ((v = json_object_get(body, "jobId")) != NULL && !json_is_null(v)) {
+        json_decref(body);
+        return spate_error_set(err, SPATE_ENOTSUP,
+                               "jobId: a job's id comes from its JobGraph; choosing it is not "
+                               "supported");
+    }
     if ((v = json_object_get(body, "savepointPath")) != NULL && json_is_string(v) &&
         json_string_length(v) > 0) {
         json_decref(body);
@@ -522,9 +528,14 @@ rest_child_run(struct rest_server *rs, const char *jar_id, const char *jar,
     } else if (WEXITSTATUS(status) != 0) {
         const char *msg = o->err;
         const char *prefix = strstr(msg, "spate job-graph: ");
+        const char *sanitizer = strstr(msg, "ERROR: AddressSanitizer: ");
 
+        /* Its own words; or, under a sanitizer, the sanitizer's report of
+         * a crash. */
         if (prefix != NULL)
             msg = prefix + strlen("spate job-graph: ");
+        else if (sanitizer != NULL)
+            msg = sanitizer + strlen("ERROR: ");
         rc = spate_error_set(err, SPATE_EUSER, "the job's main failed: %.*s",
                              (int)strcspn(msg, "\n") > 0 ? (int)strcspn(msg, "\n") : 200,
                              *msg ? msg : "(it said nothing)");

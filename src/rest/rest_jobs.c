@@ -462,7 +462,7 @@ rest_check_elf(const struct rest_part *p, spate_error *err)
 static enum MHD_Result
 rest_job_submit(struct rest_request *rq)
 {
-    const struct rest_part *req = rest_part_find(rq, "request", false), *gp, *lp;
+    const struct rest_part *req = rest_part_find(rq, "request", false), *gp = NULL, *lp = NULL;
     const char *graph_name, *lib_name;
     json_t *body, *jars;
     json_error_t jerr;
@@ -479,47 +479,43 @@ rest_job_submit(struct rest_request *rq)
         return rest_error(rq->c, MHD_HTTP_BAD_REQUEST,
                           "the field 'request' is not JSON: %s (line %d, column %d)", jerr.text,
                           jerr.line, jerr.column);
+    /* The names live in body: it goes last. */
     graph_name = json_string_value(json_object_get(body, "jobGraphFileName"));
     jars = json_object_get(body, "jobJarFileNames");
     lib_name = json_string_value(json_array_get(jars, 0));
     if (graph_name == NULL || lib_name == NULL || json_array_size(jars) != 1) {
-        json_decref(body);
-        return rest_error(rq->c, MHD_HTTP_BAD_REQUEST,
-                          "'request' must name the JobGraph file (jobGraphFileName) and exactly "
-                          "one job library (jobJarFileNames)");
-    }
-    if ((gp = rest_file_named(rq, graph_name)) == NULL ||
-        (lp = rest_file_named(rq, lib_name)) == NULL) {
+        ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST,
+                         "'request' must name the JobGraph file (jobGraphFileName) and exactly "
+                         "one job library (jobJarFileNames)");
+    } else if ((gp = rest_file_named(rq, graph_name)) == NULL ||
+               (lp = rest_file_named(rq, lib_name)) == NULL) {
         ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "the body has no file named '%s'",
-                         rest_file_named(rq, graph_name) == NULL ? graph_name : lib_name);
-        json_decref(body);
-        return ret;
-    }
-    json_decref(body);
-    if (rest_check_elf(lp, &err) != 0 || rest_read_part(gp, &graph, &err) != 0)
-        return rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "%s", err.message);
-    if (blob_server_put_file(rq->rs->blobs, lp->path, true, key, &err) != 0) {
-        free(graph);
-        return rest_error(rq->c,
-                          err.code == SPATE_EMSGSIZE ? MHD_HTTP_CONTENT_TOO_LARGE
-                                                     : MHD_HTTP_INTERNAL_SERVER_ERROR,
-                          "%s", err.message);
-    }
-    if (rest_submit_graph(rq->rs, graph, gp->len, key, &job, &err) != 0) {
+                         gp == NULL ? graph_name : lib_name);
+    } else if (rest_check_elf(lp, &err) != 0 || rest_read_part(gp, &graph, &err) != 0) {
+        ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "%s", err.message);
+    } else if (blob_server_put_file(rq->rs->blobs, lp->path, true, key, &err) != 0) {
+        ret = rest_error(rq->c,
+                         err.code == SPATE_EMSGSIZE ? MHD_HTTP_CONTENT_TOO_LARGE
+                                                    : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                         "%s", err.message);
+    } else {
+        if (rest_submit_graph(rq->rs, graph, gp->len, key, &job, &err) != 0) {
+            ret = rest_error(rq->c,
+                             err.code == SPATE_ETIMEDOUT || err.code == SPATE_ESTATE
+                                 ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                 : MHD_HTTP_BAD_REQUEST,
+                             "job submission failed: %s", err.message);
+        } else {
+            SPATE_LOG_INFO(REST_LOG, "job %s submitted over REST (%s)", id_str(&job).s, lib_name);
+            ret = rest_send(rq->c, MHD_HTTP_ACCEPTED,
+                            json_pack("{s:s+}", "jobUrl", "/jobs/", id_str(&job).s));
+        }
+        /* The job holds its own reference now (or none: it was refused). */
         blob_server_unref(rq->rs->blobs, key);
-        free(graph);
-        return rest_error(rq->c,
-                          err.code == SPATE_ETIMEDOUT || err.code == SPATE_ESTATE
-                              ? MHD_HTTP_SERVICE_UNAVAILABLE
-                              : MHD_HTTP_BAD_REQUEST,
-                          "job submission failed: %s", err.message);
     }
-    /* The job holds its own reference now. */
-    blob_server_unref(rq->rs->blobs, key);
     free(graph);
-    SPATE_LOG_INFO(REST_LOG, "job %s submitted over REST (%s)", id_str(&job).s, lib_name);
-    return rest_send(rq->c, MHD_HTTP_ACCEPTED,
-                     json_pack("{s:s+}", "jobUrl", "/jobs/", id_str(&job).s));
+    json_decref(body);
+    return ret;
 }
 
 const struct rest_route rest_jobs_routes[] = {

@@ -335,7 +335,10 @@ class SubmitTest(ClusterTestCase):
         cases = [
             (os.path.join(JOBS, "job_nomain.so"), 400, "has no spate_job_main"),
             (notelf, 400, "not an ELF shared object"),
-            (os.path.join(JOBS, "job_crash.so"), 400, "crashed: its process died of signal 11"),
+            # A sanitizer catches the signal and reports it instead.
+            (os.path.join(JOBS, "job_crash.so"), 400,
+             "AddressSanitizer: SEGV" if "asan" in BUILD else
+             "crashed: its process died of signal 11"),
             (os.path.join(JOBS, "job_forever.so"), 400,
              "did not return a JobGraph within 1500 ms (web.submit.timeout): its process was "
              "killed"),
@@ -360,6 +363,10 @@ class SubmitTest(ClusterTestCase):
         status, body = self.http(f"/jars/{jar}/run", "POST", {"parallelism": 0})
         self.assertEqual(status, 400)
         self.assertIn("parallelism must be a number", body["errors"][0])
+        status, body = self.http(f"/jars/{jar}/run", "POST",
+                                 {"jobId": "0123456789abcdef0123456789abcdef"})
+        self.assertEqual(status, 400)
+        self.assertIn("jobId", body["errors"][0])
         status, body = self.http(f"/jars/{jar}/run", "POST", b"{not json", "application/json")
         self.assertEqual(status, 400)
         self.assertIn("not JSON", body["errors"][0])
@@ -398,8 +405,10 @@ class SubmitTest(ClusterTestCase):
         self.assertEqual(self.http("/jobs")[1], {"jobs": []})
         self.assertTrue(self.jm.alive())
         # Below the cap, uploads go through.
-        self.assertEqual(self.upload(os.path.join(JOBS, "job_nomain.so")).split("_", 1)[1],
-                         "job_nomain.so")
+        small = os.path.join(self.tmp, "small.so")
+        with open(small, "wb") as f:
+            f.write(b"\x7fELF" + bytes(8000))
+        self.assertEqual(self.upload(small).split("_", 1)[1], "small.so")
 
     def incoming(self):
         dirs = [d for d in os.listdir(self.tmp) if d.startswith("spate-web-")]
