@@ -446,6 +446,9 @@ rest_child_run(struct rest_server *rs, const char *jar_id, const char *jar,
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
     posix_spawn_file_actions_adddup2(&fa, res[1], 3);
+    /* Nothing else of the JobManager's (descriptors some library opened
+     * without close-on-exec) reaches user code. */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 4);
     posix_spawnattr_init(&attr);
     sigemptyset(&none);
     sigfillset(&all);

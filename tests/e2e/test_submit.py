@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import unittest
 import urllib.error
 import urllib.request
@@ -350,9 +351,22 @@ class SubmitTest(ClusterTestCase):
                 self.assertEqual(status, code, (path, action, body))
                 self.assertIn(text, body["errors"][0], (path, action))
             self.assertTrue(jm.alive())
+        # A child holds its standard descriptors and the result pipe, nothing
+        # of the JobManager's.
+        jar = self.upload(os.path.join(JOBS, "job_forever.so"))
+        seen = jm.count(r"in process \d+")
+        done = []
+        t = threading.Thread(target=lambda: done.append(
+            self.http(f"/jars/{jar}/run", "POST", {})))
+        t.start()
+        wait_for(lambda: jm.count(r"in process \d+") > seen, 10, "the child to start")
+        child = re.findall(r"in process (\d+)", jm.text())[-1]
+        self.assertEqual(sorted(os.listdir(f"/proc/{child}/fd")), ["0", "1", "2", "3"])
+        t.join(30)
+        self.assertEqual(done[0][0], 400)
         # The children that ran forever were killed and reaped.
         killed = [int(m) for m in re.findall(r"killed process (\d+)", jm.text())]
-        self.assertEqual(len(killed), 2)
+        self.assertEqual(len(killed), 3)
         for pid in killed:
             self.assertFalse(os.path.exists(f"/proc/{pid}"), pid)
         # Bad arguments to a good library: the job's own words.
