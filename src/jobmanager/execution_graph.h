@@ -61,7 +61,7 @@ struct execution_graph {
     struct job_graph *graph; /* decoded, no user code; owned */
     uint8_t *graph_bytes;    /* as submitted, for the deployment descriptors */
     size_t graph_len;
-    char *library_path;
+    char *blob_server;             /* host:port of the BlobServer with the job library */
     struct execution **executions; /* [vertex][subtask] */
     int total, terminal, finished, failed;
     /* Slot sharing groups: the job needs slots[g] slots for group g, and
@@ -77,7 +77,7 @@ struct execution_graph {
 
 /* Builds the graph of a submitted JobGraph (bytes are copied). Errors: a
  * graph that does not decode, a file source whose path cannot be read. */
-int execution_graph_new(const uint8_t *bytes, size_t len, const char *library_path,
+int execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
                         struct execution_graph **out, spate_error *err);
 void execution_graph_free(struct execution_graph *eg);
 

@@ -100,7 +100,9 @@ RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
     X(P, cancel_job, 6, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__Ack,            \
       cluster__ack)                                                                              \
     X(P, submit_job, 7, ASK, UNFENCED, Cluster__JobSubmission, cluster__job_submission,          \
-      Cluster__JobId, cluster__job_id)
+      Cluster__JobId, cluster__job_id)                                                           \
+    X(P, request_job_details, 8, ASK, UNFENCED, Cluster__JobId, cluster__job_id,                 \
+      Cluster__JobDetails, cluster__job_details)
 RPC_PROTOCOL_DECLARE(dispatcher, DISPATCHER_METHODS)
 
 /* Ids in messages: 16 bytes, or empty for none. */

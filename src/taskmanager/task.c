@@ -192,7 +192,7 @@ task_main(void *arg)
     log_set_thread_name(thread_name);
     task_report(t, "INITIALIZING", NULL);
     rc = library_cache_acquire(
-        t->host.libraries, &t->job_id, t->tdd->library_path,
+        t->host.libraries, &t->job_id, t->tdd->blob_server,
         t->tdd->library_sha256.len == 32 ? t->tdd->library_sha256.data : NULL, &lib, &err);
     have_lib = rc == 0;
     if (rc == 0)
