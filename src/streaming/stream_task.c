@@ -16,40 +16,12 @@
 #include "streaming/operator_chain.h"
 #include "streaming/stream_element.h"
 #include "streaming/stream_task.h"
+#include "streaming/stream_task_int.h"
 #include "streaming/types.h"
 
 /* Records (or source polls) between looks at the clock, the mailbox and the
  * flush deadlines. */
 #define TASK_BATCH 256
-
-/* Flink's StatusWatermarkValve for one input gate: the gate's watermark is
- * the minimum over its channels that are not idle. */
-struct valve {
-    int64_t *channel_watermark;
-    bool *channel_idle;
-    uint32_t nchannels;
-    int64_t watermark; /* the gate's, last computed */
-    bool idle;         /* every channel idle */
-};
-
-struct stream_task {
-    const struct stream_task_params *p;
-    const struct jg_vertex *v;
-    struct result_partition **partitions;
-    struct record_writer **writers;
-    struct exchange_output *xouts;
-    struct output **outs;
-    struct input_gate **gates;
-    struct record_reader **readers;
-    bool *gate_ended;
-    int gates_ended;
-    struct valve *valves;
-    int64_t watermark; /* handed to the head: the minimum over active gates */
-    bool idle;
-    struct operator_chain *chain;
-    void *in_rec;  /* the head's input record, deserialized */
-    void *in_rec2; /* a two-input head's second input record */
-};
 
 /* ---- the record writer under an exchange ---- */
 
@@ -155,6 +127,8 @@ task_close(struct stream_task *t, const spate_error *cause)
 {
     const struct stream_task_params *p = t->p;
 
+    /* Snapshots being written still read the chain's frozen state. */
+    task_checkpoints_close(t);
     operator_chain_free(t->chain);
     t->chain = NULL;
     for (int g = 0; t->gates != NULL && g < p->ngates; g++) {
@@ -285,6 +259,8 @@ task_run_source(struct stream_task *t, spate_error *err)
 
         if (notifier_is_cancelled(t->p->notifier))
             return SPATE_ECANCELED;
+        if (task_has_mail(t) && (rc = task_run_mails(t, err)) != 0)
+            return rc;
         st = head->vt->poll(head, TASK_BATCH, err);
         if (err->code != 0)
             return err->code;
@@ -402,6 +378,8 @@ task_run_input(struct stream_task *t, spate_error *err)
 
         if (notifier_is_cancelled(p->notifier))
             return SPATE_ECANCELED;
+        if (task_has_mail(t) && (rc = task_run_mails(t, err)) != 0)
+            return rc;
         for (int g = 0; g < p->ngates; g++) {
             if (t->gate_ended[g])
                 continue;
@@ -414,10 +392,15 @@ task_run_input(struct stream_task *t, spate_error *err)
                         return rc;
                     processed++;
                 } else if (rc == RECORD_READER_EVENT) {
-                    processed++; /* checkpoint barriers arrive with checkpoints */
+                    if (view.event_type == NET_EVENT_CHECKPOINT_BARRIER &&
+                        (rc = task_on_barrier(t, g, view.channel, view.data, view.len, err)) != 0)
+                        return rc;
+                    processed++;
                 } else if (rc == RECORD_READER_END) {
                     t->gate_ended[g] = true;
                     t->gates_ended++;
+                    if ((rc = task_check_alignment(t, err)) != 0)
+                        return rc;
                     break;
                 } else if (rc == RECORD_READER_NONE) {
                     break;
@@ -488,7 +471,7 @@ stream_task_run(const struct stream_task_params *p, spate_error *err)
         goto out;
     for (int o = 0; o < t.v->noutputs; o++)
         t.xouts[o].ctx = &t.chain->ops[p->graph->edges[t.v->outputs[o]].source_operator]->ctx;
-    if ((rc = task_open_inputs(&t, err)) != 0)
+    if ((rc = task_open_inputs(&t, err)) != 0 || (rc = task_checkpoints_open(&t, err)) != 0)
         goto out;
     if (p->on_running != NULL)
         p->on_running(p->data);

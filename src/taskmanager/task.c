@@ -25,6 +25,7 @@ struct task {
     spate_id job_id, attempt_id;
     struct rpc_gateway *jm; /* fenced with the JobMasterId */
     struct notifier notifier;
+    struct task_mailbox mailbox; /* checkpoint triggers and notifications */
     pthread_t thread;
     _Atomic bool done;
     char name[160]; /* "<vertex> (i/n)" for logs */
@@ -104,6 +105,66 @@ task_next_split(void *data, int op, char **path, uint64_t *start, uint64_t *leng
     return 0;
 }
 
+/* ---- checkpoints ---- */
+
+/* The snapshot thread's: the subtask's state is durable. */
+static void
+task_checkpoint_ack(void *data, Checkpoint__AcknowledgeCheckpoint *ack)
+{
+    struct task *t = data;
+    spate_error err = { 0 };
+
+    ack->job_id = gw_id_bytes(&t->job_id);
+    ack->attempt_id = gw_id_bytes(&t->attempt_id);
+
+    if (jm_acknowledge_checkpoint(t->jm, ack, &err) != 0)
+        SPATE_LOG_WARN(TASK_LOG, "task %s: cannot acknowledge checkpoint %lld: %s", t->name,
+                       (long long)ack->checkpoint_id, err.message);
+}
+
+static void
+task_checkpoint_decline(void *data, int64_t checkpoint_id, const char *reason)
+{
+    struct task *t = data;
+    Checkpoint__DeclineCheckpoint msg = CHECKPOINT__DECLINE_CHECKPOINT__INIT;
+    spate_error err = { 0 };
+
+    msg.job_id = gw_id_bytes(&t->job_id);
+    msg.attempt_id = gw_id_bytes(&t->attempt_id);
+    msg.checkpoint_id = checkpoint_id;
+    msg.reason = (char *)reason;
+    if (jm_decline_checkpoint(t->jm, &msg, &err) != 0)
+        SPATE_LOG_WARN(TASK_LOG, "task %s: cannot decline checkpoint %lld: %s", t->name,
+                       (long long)checkpoint_id, err.message);
+}
+
+/* The job's checkpoint settings, from the JobGraph's protobuf. */
+static void
+task_checkpointing(const Jobgraph__TaskDeployment *d, bool *enabled, bool *exactly_once)
+{
+    Jobgraph__JobGraph *g = jobgraph__job_graph__unpack(NULL, d->job_graph.len, d->job_graph.data);
+
+    *enabled = g != NULL && g->checkpointing != NULL && g->checkpointing->interval_ms > 0;
+    *exactly_once = g == NULL || g->checkpointing == NULL ||
+                    g->checkpointing->mode == CHECKPOINT__CHECKPOINTING_MODE__EXACTLY_ONCE;
+    if (g != NULL)
+        jobgraph__job_graph__free_unpacked(g, NULL);
+}
+
+void
+task_trigger_checkpoint(struct task *t, const Checkpoint__TriggerCheckpoint *req)
+{
+    task_mailbox_post(&t->mailbox, TASK_MAIL_TRIGGER, req->checkpoint_id, req->timestamp, req->type,
+                      req->target_location);
+}
+
+void
+task_notify_checkpoint(struct task *t, int64_t checkpoint_id, bool complete)
+{
+    task_mailbox_post(&t->mailbox, complete ? TASK_MAIL_COMPLETE : TASK_MAIL_ABORTED, checkpoint_id,
+                      0, 0, NULL);
+}
+
 /* ---- the thread ---- */
 
 static void
@@ -156,9 +217,21 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
     }
     p->graph = jg;
     p->vertex = d->vertex;
-    p->info = (struct task_info){ d->subtask,        v->parallelism,  v->max_parallelism,
-                                  d->attempt_number, t->name,         &t->accumulators,
-                                  t->host.print_out, task_next_split, t };
+    p->info = (struct task_info){ d->subtask,
+                                  v->parallelism,
+                                  v->max_parallelism,
+                                  d->attempt_number,
+                                  t->name,
+                                  &t->accumulators,
+                                  t->host.print_out,
+                                  task_next_split,
+                                  t,
+                                  false };
+    task_checkpointing(d, &p->info.checkpointing, &p->exactly_once);
+    p->mailbox = &t->mailbox;
+    p->restore = d->restore;
+    p->checkpoint_ack = task_checkpoint_ack;
+    p->checkpoint_decline = task_checkpoint_decline;
     p->net = t->host.net;
     p->notifier = &t->notifier;
     p->buffer_timeout_ms = jg->buffer_timeout_ms;
@@ -259,8 +332,10 @@ task_start(const struct task_host *host, const Jobgraph__TaskDeployment *tdd, st
         goto fail;
     if ((rc = notifier_init(&t->notifier, err)) != 0)
         goto fail;
+    task_mailbox_init(&t->mailbox, &t->notifier);
     accumulators_init(&t->accumulators);
     if ((rc = pthread_create(&t->thread, NULL, task_main, t)) != 0) {
+        task_mailbox_release(&t->mailbox);
         notifier_release(&t->notifier);
         rc = spate_error_set(err, -rc, "cannot start a task thread: %s", spate_strerror(-rc));
         goto fail;
@@ -287,6 +362,7 @@ task_free(struct task *t)
     if (t == NULL)
         return;
     pthread_join(t->thread, NULL);
+    task_mailbox_release(&t->mailbox);
     notifier_release(&t->notifier);
     accumulators_release(&t->accumulators);
     rpc_gateway_free(t->jm);

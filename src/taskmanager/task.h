@@ -39,6 +39,10 @@ int task_start(const struct task_host *host, const Jobgraph__TaskDeployment *tdd
 /* Any thread: the task stops as soon as it next looks (at once when it
  * waits), and reports CANCELED. */
 void task_cancel(struct task *t);
+/* Any thread: a checkpoint to take (a source task), or one that completed
+ * or was aborted; the task runs them between records. */
+void task_trigger_checkpoint(struct task *t, const Checkpoint__TriggerCheckpoint *req);
+void task_notify_checkpoint(struct task *t, int64_t checkpoint_id, bool complete);
 /* Joins the thread (after on_done) and frees the task. */
 void task_free(struct task *t);
 

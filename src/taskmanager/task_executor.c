@@ -682,6 +682,54 @@ teh_cancel_task(struct rpc_endpoint *ep, const Cluster__TaskId *req, struct rpc_
     rpc_call_reply(call, &ack.base); /* unknown: already gone, which is fine */
 }
 
+/* Checkpoints: the JobMaster's trigger (for a source task) and its
+ * notifications go to the task's mailbox; a task that is gone ignores them
+ * (the JobMaster learns of its end otherwise). */
+static struct te_task *
+te_live_task(struct task_executor *te, const ProtobufCBinaryData *attempt_bytes)
+{
+    struct te_task *tt;
+    spate_id attempt;
+
+    if (!gw_id_get(attempt_bytes, &attempt) || (tt = te_find_task(te, &attempt)) == NULL ||
+        task_is_done(tt->task))
+        return NULL;
+    return tt;
+}
+
+static void
+teh_trigger_checkpoint(struct rpc_endpoint *ep, const Checkpoint__TriggerCheckpoint *req,
+                       struct rpc_call *call)
+{
+    struct te_task *tt = te_live_task(te_of(ep), &req->attempt_id);
+
+    UNUSED(call);
+    if (tt != NULL)
+        task_trigger_checkpoint(tt->task, req);
+}
+
+static void
+teh_notify_checkpoint_complete(struct rpc_endpoint *ep,
+                               const Checkpoint__CheckpointNotification *req, struct rpc_call *call)
+{
+    struct te_task *tt = te_live_task(te_of(ep), &req->attempt_id);
+
+    UNUSED(call);
+    if (tt != NULL)
+        task_notify_checkpoint(tt->task, req->checkpoint_id, true);
+}
+
+static void
+teh_notify_checkpoint_aborted(struct rpc_endpoint *ep,
+                              const Checkpoint__CheckpointNotification *req, struct rpc_call *call)
+{
+    struct te_task *tt = te_live_task(te_of(ep), &req->attempt_id);
+
+    UNUSED(call);
+    if (tt != NULL)
+        task_notify_checkpoint(tt->task, req->checkpoint_id, false);
+}
+
 /* Cancels the tasks of job (all jobs: NULL) and waits for none: each ends
  * on its own thread and is freed when it says so. */
 static void
@@ -837,6 +885,9 @@ static const struct te_handlers te_handlers = {
     .stop_task_executor = teh_stop_task_executor,
     .submit_task = teh_submit_task,
     .cancel_task = teh_cancel_task,
+    .trigger_checkpoint = teh_trigger_checkpoint,
+    .notify_checkpoint_complete = teh_notify_checkpoint_complete,
+    .notify_checkpoint_aborted = teh_notify_checkpoint_aborted,
 };
 
 /* ---- life cycle ---------------------------------------------------------------------- */
