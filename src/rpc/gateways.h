@@ -57,7 +57,9 @@ RPC_PROTOCOL_DECLARE(rm, RM_METHODS)
     X(P, submit_task, 6, ASK, UNFENCED, Jobgraph__TaskDeployment, jobgraph__task_deployment,       \
       Cluster__Ack, cluster__ack)                                                                  \
     X(P, cancel_task, 7, ASK, UNFENCED, Cluster__TaskId, cluster__task_id, Cluster__Ack,           \
-      cluster__ack)
+      cluster__ack)                                                                                \
+    X(P, request_metric_dump, 8, ASK, UNFENCED, Cluster__Ack, cluster__ack, Cluster__MetricDump,   \
+      cluster__metric_dump)
 RPC_PROTOCOL_DECLARE(te, TE_METHODS)
 
 #define JM_METHODS(X, P)                                                                           \
@@ -89,7 +91,9 @@ RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
     X(P, cancel_job, 6, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__Ack,            \
       cluster__ack)                                                                              \
     X(P, submit_job, 7, ASK, UNFENCED, Cluster__JobSubmission, cluster__job_submission,          \
-      Cluster__JobId, cluster__job_id)
+      Cluster__JobId, cluster__job_id)                                                           \
+    X(P, request_job_vertices, 8, ASK, UNFENCED, Cluster__JobVertexQuery,                        \
+      cluster__job_vertex_query, Cluster__JobVertices, cluster__job_vertices)
 RPC_PROTOCOL_DECLARE(dispatcher, DISPATCHER_METHODS)
 
 /* Ids in messages: 16 bytes, or empty for none. */
