@@ -47,6 +47,8 @@ function(spate_link_libspate)
         # sanitized spate links the layers statically (for running the e2e
         # tests against it by hand: SPATE_BUILD=build-asan).
         target_link_libraries(spate_cmd PRIVATE -Wl,--whole-archive ${layers} -Wl,--no-whole-archive)
+        # Job libraries resolve the public API against the executable.
+        set_target_properties(spate_cmd PROPERTIES ENABLE_EXPORTS ON)
     else()
         target_link_libraries(spate_cmd PRIVATE spate)
     endif()

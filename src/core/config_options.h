@@ -97,6 +97,10 @@ struct config_option {
       CFG_NOLIMIT_HI, NULL, NULL, "largest request body, uploads included")                        \
     X(WEB_SUBMIT_ENABLE, "web.submit.enable", BOOL, "true", 0, 0, NULL, NULL,                      \
       "whether jobs may be uploaded and submitted over REST")                                      \
+    X(METRICS_FETCHER_UPDATE_INTERVAL, "metrics.fetcher.update-interval", DURATION, "1 s", 1,      \
+      CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
+      "how old the REST server's copy of the TaskManagers' metrics may get before it asks again "  \
+      "(Flink: 10 s)")                                                                             \
     /* jobs */                                                                                     \
     X(PARALLELISM_DEFAULT, "parallelism.default", INT, "1", 1, 32768, NULL, NULL,                  \
       "parallelism of operators that do not set one")                                              \

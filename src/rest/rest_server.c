@@ -14,27 +14,17 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "rest/rest_int.h"
 #include "rest/rest_server.h"
 #include "rpc/gateways.h"
 
-#define REST_LOG    "rest"
-#define REST_ASK_MS 10000
-
-struct rest_server {
-    struct MHD_Daemon *daemon;
-    int port;
-    struct rpc_service *svc;
-    const struct config *conf;
-    struct rpc_gateway *dispatcher;
-    struct rpc_gateway *rm;
-    /* Requests between their first call and their completion; stop waits
-     * for them, so that DELETE /cluster's answer leaves before the process. */
-    _Atomic int inflight;
-};
+#define REST_LOG "rest"
+/* The longest a metric fetch waits for the TaskManagers' answers. */
+#define REST_METRICS_FETCH_MS 2000
 
 /* ---- responses -------------------------------------------------------------------- */
 
-static enum MHD_Result
+enum MHD_Result
 rest_send(struct MHD_Connection *c, unsigned status, json_t *body)
 {
     char *text = json_dumps(body, JSON_COMPACT);
@@ -51,11 +41,7 @@ rest_send(struct MHD_Connection *c, unsigned status, json_t *body)
     return ret;
 }
 
-/* Flink's error body: {"errors": ["..."]}. */
-static enum MHD_Result rest_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static enum MHD_Result
+enum MHD_Result
 rest_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 {
     char msg[600];
@@ -67,9 +53,7 @@ rest_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
     return rest_send(c, status, json_pack("{s:[s]}", "errors", msg));
 }
 
-/* Asks and waits (on this, libmicrohttpd's, thread). NULL after sending an
- * error response into *ret. */
-static struct rpc_future *
+struct rpc_future *
 rest_ask(struct MHD_Connection *c, struct rpc_future *f, enum MHD_Result *ret)
 {
     spate_error err = { 0 };
@@ -83,6 +67,12 @@ rest_ask(struct MHD_Connection *c, struct rpc_future *f, enum MHD_Result *ret)
         return NULL;
     }
     return f;
+}
+
+const char *
+rest_query(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
 }
 
 /* ---- handlers -------------------------------------------------------------------------- */
@@ -270,7 +260,7 @@ rest_job(struct rest_server *rs, struct MHD_Connection *c, const char *idtext)
     json_object_set_new(j, "isStoppable", json_false());
     json_object_set_new(j, "maxParallelism", json_integer(-1));
     json_object_set_new(j, "now", json_integer(clock_wall_ms()));
-    json_object_set_new(j, "vertices", json_array());
+    json_object_set_new(j, "vertices", rest_job_vertices(rs, &id));
     json_object_set_new(j, "status-counts", json_deep_copy(json_object_get(j, "tasks")));
     if (info->failure != NULL && info->failure[0] != '\0')
         json_object_set_new(j, "failure", json_string(info->failure));
@@ -303,6 +293,7 @@ rest_route(void *cls, struct MHD_Connection *c, const char *url, const char *met
     const char *path = url;
     bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0;
     bool del = strcmp(method, MHD_HTTP_METHOD_DELETE) == 0;
+    enum MHD_Result ret;
     char seg[128];
 
     UNUSED(version);
@@ -335,6 +326,8 @@ rest_route(void *cls, struct MHD_Connection *c, const char *url, const char *met
     if (sscanf(path, "/jobs/%127[^/]", seg) == 1 &&
         strlen(path) == strlen("/jobs/") + strlen(seg) && get)
         return rest_job(rs, c, seg);
+    if (rest_metrics_route(rs, c, path, method, &ret))
+        return ret;
     if (strcmp(path, "/overview") == 0 || strcmp(path, "/config") == 0 ||
         strcmp(path, "/taskmanagers") == 0 || strcmp(path, "/jobs/overview") == 0 ||
         strcmp(path, "/cluster") == 0)
@@ -376,6 +369,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     struct rest_server *rs = xcalloc(1, sizeof *rs);
     struct sockaddr_in sa = { .sin_family = AF_INET };
     const union MHD_DaemonInfo *info;
+    int64_t interval = 1000;
     char addr[300];
     int lo, hi, rc;
 
@@ -395,6 +389,10 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     snprintf(addr, sizeof addr, "%s/%s", rpc_service_address(o->svc),
              RPC_ENDPOINT_RESOURCE_MANAGER);
     rpc_gateway_new(o->svc, addr, NULL, &rs->rm, NULL);
+    if ((rc = config_get_duration_ms(o->conf, CFG(METRICS_FETCHER_UPDATE_INTERVAL), &interval,
+                                     err)) != 0)
+        goto fail;
+    rs->metrics = metric_fetcher_new(o->svc, rs->rm, interval, REST_METRICS_FETCH_MS);
     for (int port = lo; port <= hi && rs->daemon == NULL; port++) {
         sa.sin_port = htons((uint16_t)port);
         rs->daemon = MHD_start_daemon(
@@ -413,6 +411,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     *out = rs;
     return 0;
 fail:
+    metric_fetcher_free(rs->metrics);
     rpc_gateway_free(rs->dispatcher);
     rpc_gateway_free(rs->rm);
     free(rs);
@@ -436,6 +435,7 @@ rest_server_stop(struct rest_server *rs)
     for (int i = 0; i < 400 && atomic_load(&rs->inflight) > 0; i++)
         nanosleep(&ts, NULL);
     MHD_stop_daemon(rs->daemon);
+    metric_fetcher_free(rs->metrics);
     rpc_gateway_free(rs->dispatcher);
     rpc_gateway_free(rs->rm);
     free(rs);
