@@ -47,7 +47,7 @@ function(spate_link_libspate)
         # sanitized spate links the layers statically (for running the e2e
         # tests against it by hand: SPATE_BUILD=build-asan).
         target_link_libraries(spate_cmd PRIVATE -Wl,--whole-archive ${layers} -Wl,--no-whole-archive)
-        # Job libraries resolve the public API against the executable.
+        # Job libraries find the API in the executable (spate_job_library).
         set_target_properties(spate_cmd PROPERTIES ENABLE_EXPORTS ON)
     else()
         target_link_libraries(spate_cmd PRIVATE spate)
@@ -55,6 +55,19 @@ function(spate_link_libspate)
     target_include_directories(spate_cmd PRIVATE ${PROJECT_SOURCE_DIR}/src)
     set_target_properties(spate_cmd PROPERTIES OUTPUT_NAME spate
         BUILD_RPATH "$ORIGIN/../lib")
+endfunction()
+
+# spate_job_library(<name> <dir> <source>...): a job library as users build
+# theirs, <dir>/<name>.so, linked to libspate.so; in sanitizer builds its
+# spate_* symbols resolve against the sanitized spate executable instead.
+function(spate_job_library name dir)
+    add_library(${name} MODULE ${ARGN})
+    if(SPATE_SANITIZE)
+        target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/include)
+    else()
+        target_link_libraries(${name} PRIVATE spate)
+    endif()
+    set_target_properties(${name} PROPERTIES PREFIX "" LIBRARY_OUTPUT_DIRECTORY ${dir})
 endfunction()
 
 # spate_unit_test(<name> SOURCES ... LIBS ... [TSAN] [TIMEOUT s])

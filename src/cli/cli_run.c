@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "network/net_env.h"
 #include "rpc/gateways.h"
 #include "streaming/job_graph.h"
 #include "streaming/job_graph_codec.h"
@@ -44,8 +45,10 @@ struct local_run {
     char *status;
     char *failure;
     int64_t start_time, end_time, submitted_at_us;
-    json_t *accumulators; /* name → value */
+    int64_t cluster_start_us; /* how long the mini cluster took to start */
+    json_t *accumulators;     /* name → value */
     json_t *plan;
+    json_t *taskmanagers; /* their data planes' connections */
     uint32_t slots_total, slots_free;
 };
 
@@ -242,9 +245,11 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
     mo.taskmanagers = (int)tms;
     mo.slots_per_tm = (slots + mo.taskmanagers - 1) / mo.taskmanagers;
     mo.print_out = stdout;
-    if ((rc = mini_cluster_start(r->conf, &mo, &mc, err)) != 0 ||
-        (rc = rpc_gateway_new(mini_cluster_service(mc), mini_cluster_dispatcher_address(mc), NULL,
-                              &gw, err)) != 0)
+    r->cluster_start_us = clock_wall_us();
+    rc = mini_cluster_start(r->conf, &mo, &mc, err);
+    r->cluster_start_us = clock_wall_us() - r->cluster_start_us;
+    if (rc != 0 || (rc = rpc_gateway_new(mini_cluster_service(mc),
+                                         mini_cluster_dispatcher_address(mc), NULL, &gw, err)) != 0)
         goto out;
     sub.job_graph.data = graph;
     sub.job_graph.len = graph_len;
@@ -261,6 +266,16 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
     if ((rc = follow_job(r, gw, err)) != 0)
         goto out;
     wait_slots_free(r, gw);
+    r->taskmanagers = json_array();
+    for (int i = 0; i < mo.taskmanagers; i++) {
+        struct net_env_stats st;
+
+        mini_cluster_network_stats(mc, i, &st);
+        json_array_append_new(r->taskmanagers,
+                              json_pack("{s:i, s:I, s:I}", "slots", mo.slots_per_tm,
+                                        "data_connections_out", (json_int_t)st.client_connections,
+                                        "data_connections_in", (json_int_t)st.server_connections));
+    }
     print_result(r);
     if (strcmp(r->status, "FINISHED") == 0)
         rc = 0;
@@ -340,6 +355,7 @@ write_json(const struct local_run *r, const char *path, int rc, const spate_erro
     json_object_set_new(o, "jid", json_string(id));
     json_object_set_new(o, "state", json_string(r->status != NULL ? r->status : "NOT_RUN"));
     json_object_set_new(o, "error", rc != 0 ? json_string(err->message) : json_null());
+    json_object_set_new(o, "minicluster_start_us", json_integer(r->cluster_start_us));
     json_object_set_new(o, "submitted_at_us", json_integer(r->submitted_at_us));
     json_object_set_new(o, "start_time", json_integer(r->start_time));
     json_object_set_new(o, "end_time", json_integer(r->end_time));
@@ -348,6 +364,8 @@ write_json(const struct local_run *r, const char *path, int rc, const spate_erro
                         r->accumulators != NULL ? json_incref(r->accumulators) : json_object());
     json_object_set_new(o, "slots_total", json_integer(r->slots_total));
     json_object_set_new(o, "slots_free", json_integer(r->slots_free));
+    json_object_set_new(o, "taskmanagers",
+                        r->taskmanagers != NULL ? json_incref(r->taskmanagers) : json_array());
     json_object_set_new(o, "plan", r->plan != NULL ? json_incref(r->plan) : json_null());
     if (json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
         fprintf(stderr, "spate run: cannot write '%s'\n", path);
@@ -394,6 +412,7 @@ cli_run(const struct config *conf, int argc, char **argv)
         write_json(&r, ro.json_path, rc, &err);
     json_decref(r.accumulators);
     json_decref(r.plan);
+    json_decref(r.taskmanagers);
     free(r.status);
     free(r.failure);
     free(r.library_path);

@@ -183,6 +183,12 @@ mini_cluster_dispatcher_address(const struct mini_cluster *mc)
 }
 
 void
+mini_cluster_network_stats(struct mini_cluster *mc, int i, struct net_env_stats *st)
+{
+    net_env_stats(mc->tms[i].net, st);
+}
+
+void
 mini_cluster_stop(struct mini_cluster *mc)
 {
     int64_t wait_ms;

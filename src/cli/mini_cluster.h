@@ -26,6 +26,10 @@ int mini_cluster_start(const struct config *conf, const struct mini_cluster_opti
 struct rpc_service *mini_cluster_service(struct mini_cluster *mc);
 /* "host:port/dispatcher". */
 const char *mini_cluster_dispatcher_address(const struct mini_cluster *mc);
+/* TaskManager i's data plane (0 <= i < taskmanagers): connections made
+ * and accepted so far, which show whether data crossed TaskManagers. */
+struct net_env_stats;
+void mini_cluster_network_stats(struct mini_cluster *mc, int i, struct net_env_stats *st);
 /* Cancels tasks still running, waits for them, stops and frees it all. */
 void mini_cluster_stop(struct mini_cluster *mc);
 

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "proto/checkpoint.pb-c.h"
 #include "proto/cluster.pb-c.h"
 #include "proto/jobgraph.pb-c.h"
 #include "rpc/protocol.h"
@@ -58,7 +59,13 @@ RPC_PROTOCOL_DECLARE(rm, RM_METHODS)
       Cluster__Ack, cluster__ack)                                                                  \
     X(P, cancel_task, 7, ASK, UNFENCED, Cluster__TaskId, cluster__task_id, Cluster__Ack,           \
       cluster__ack)                                                                                \
-    X(P, request_metric_dump, 8, ASK, UNFENCED, Cluster__Ack, cluster__ack, Cluster__MetricDump,   \
+    X(P, trigger_checkpoint, 8, TELL, UNFENCED, Checkpoint__TriggerCheckpoint,                     \
+      checkpoint__trigger_checkpoint, void, none)                                                  \
+    X(P, notify_checkpoint_complete, 9, TELL, UNFENCED, Checkpoint__CheckpointNotification,        \
+      checkpoint__checkpoint_notification, void, none)                                             \
+    X(P, notify_checkpoint_aborted, 10, TELL, UNFENCED, Checkpoint__CheckpointNotification,        \
+      checkpoint__checkpoint_notification, void, none)                                             \
+    X(P, request_metric_dump, 11, ASK, UNFENCED, Cluster__Ack, cluster__ack, Cluster__MetricDump,  \
       cluster__metric_dump)
 RPC_PROTOCOL_DECLARE(te, TE_METHODS)
 
@@ -74,7 +81,11 @@ RPC_PROTOCOL_DECLARE(te, TE_METHODS)
     X(P, update_task_execution_state, 5, ASK, FENCED, Cluster__TaskExecutionState,                 \
       cluster__task_execution_state, Cluster__Ack, cluster__ack)                                   \
     X(P, request_next_input_split, 6, ASK, FENCED, Cluster__SplitRequest, cluster__split_request,  \
-      Cluster__InputSplit, cluster__input_split)
+      Cluster__InputSplit, cluster__input_split)                                                   \
+    X(P, acknowledge_checkpoint, 7, TELL, FENCED, Checkpoint__AcknowledgeCheckpoint,               \
+      checkpoint__acknowledge_checkpoint, void, none)                                              \
+    X(P, decline_checkpoint, 8, TELL, FENCED, Checkpoint__DeclineCheckpoint,                       \
+      checkpoint__decline_checkpoint, void, none)
 RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
 
 #define DISPATCHER_METHODS(X, P)                                                                 \

@@ -19,7 +19,8 @@ state_map_release(struct state_map *m)
 {
     if (m->slots != NULL) {
         for (size_t i = 0; i <= m->mask; i++)
-            free(m->slots[i].data);
+            if (m->slots[i].used && !m->slots[i].inline_)
+                free(m->slots[i].u.heap);
         free(m->slots);
     }
     state_map_init(m);
@@ -34,9 +35,10 @@ home_slot(uint64_t hash, size_t mask)
 }
 
 static inline int
-entry_is(const struct state_entry *e, uint64_t hash, const void *key, size_t key_len)
+entry_is(struct state_entry *e, uint64_t hash, const void *key, size_t key_len)
 {
-    return e->hash == hash && e->key_len == key_len && memcmp(e->data, key, key_len) == 0;
+    return e->hash == hash && e->key_len == key_len &&
+           memcmp(state_entry_key(e), key, key_len) == 0;
 }
 
 struct state_entry *
@@ -49,7 +51,7 @@ state_map_get(struct state_map *m, uint64_t hash, const void *key, size_t key_le
     for (i = home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
         struct state_entry *e = &m->slots[i];
 
-        if (e->data == NULL)
+        if (!e->used)
             return NULL;
         if (entry_is(e, hash, key, key_len))
             return e;
@@ -63,18 +65,45 @@ state_map_grow(struct state_map *m)
     size_t cap = old_cap ? old_cap * 2 : 8;
     struct state_entry *old = m->slots;
 
-    m->slots = xcalloc(cap, sizeof *m->slots);
+    m->slots = xaligned_calloc(64, cap, sizeof *m->slots);
     m->mask = cap - 1;
     for (size_t j = 0; j < old_cap; j++) {
         size_t i;
 
-        if (old[j].data == NULL)
+        if (!old[j].used)
             continue;
-        for (i = home_slot(old[j].hash, m->mask); m->slots[i].data != NULL; i = (i + 1) & m->mask)
+        for (i = home_slot(old[j].hash, m->mask); m->slots[i].used; i = (i + 1) & m->mask)
             ;
         m->slots[i] = old[j];
     }
     free(old);
+}
+
+/* Makes room for key_len + value_len bytes in e, keeping the key and as
+ * much of the old value as fits (callers grow values in place). */
+static void
+entry_resize(struct state_entry *e, size_t key_len, size_t value_len)
+{
+    size_t need = key_len + value_len;
+    size_t keep = key_len + (e->value_len < value_len ? e->value_len : value_len);
+
+    if (need <= STATE_INLINE_BYTES) {
+        if (!e->inline_) {
+            uint8_t *heap = e->u.heap;
+
+            memcpy(e->u.bytes, heap, keep);
+            free(heap);
+            e->inline_ = 1;
+        }
+    } else if (e->inline_) {
+        uint8_t *heap = xmalloc(need);
+
+        memcpy(heap, e->u.bytes, keep);
+        e->u.heap = heap;
+        e->inline_ = 0;
+    } else if (e->value_len != value_len) {
+        e->u.heap = xrealloc(e->u.heap, need);
+    }
 }
 
 struct state_entry *
@@ -89,21 +118,27 @@ state_map_put(struct state_map *m, uint64_t hash, const void *key, size_t key_le
         state_map_grow(m);
     for (i = home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
         e = &m->slots[i];
-        if (e->data == NULL || entry_is(e, hash, key, key_len))
+        if (!e->used || entry_is(e, hash, key, key_len))
             break;
     }
-    if (e->data == NULL) {
-        e->data = xmalloc(key_len + value_len);
-        memcpy(e->data, key, key_len);
+    if (!e->used) {
+        e->used = 1;
         e->hash = hash;
         e->key_len = (uint32_t)key_len;
+        if (key_len + value_len <= STATE_INLINE_BYTES) {
+            e->inline_ = 1;
+        } else {
+            e->inline_ = 0;
+            e->u.heap = xmalloc(key_len + value_len);
+        }
+        memcpy(state_entry_key(e), key, key_len);
         m->count++;
-    } else if (e->value_len != value_len) {
-        e->data = xrealloc(e->data, key_len + value_len);
+    } else {
+        entry_resize(e, key_len, value_len);
     }
     e->value_len = (uint32_t)value_len;
     if (value != NULL && value_len)
-        memcpy(e->data + key_len, value, value_len);
+        memcpy(state_entry_value(e), value, value_len);
     return e;
 }
 
@@ -115,18 +150,19 @@ state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key
 
     if (e == NULL)
         return 0;
-    free(e->data);
-    e->data = NULL;
+    if (!e->inline_)
+        free(e->u.heap);
+    e->used = 0;
     m->count--;
     /* Shift back the entries that probed past the freed slot. */
     i = (size_t)(e - m->slots);
-    for (j = (i + 1) & m->mask; m->slots[j].data != NULL; j = (j + 1) & m->mask) {
+    for (j = (i + 1) & m->mask; m->slots[j].used; j = (j + 1) & m->mask) {
         size_t home = home_slot(m->slots[j].hash, m->mask);
 
         /* Entry j may move to i unless its home lies cyclically in (i, j]. */
         if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
             m->slots[i] = m->slots[j];
-            m->slots[j].data = NULL;
+            m->slots[j].used = 0;
             i = j;
         }
     }
@@ -141,7 +177,7 @@ state_map_foreach(struct state_map *m, int (*fn)(struct state_entry *e, void *da
     for (size_t i = 0; i <= m->mask; i++) {
         int rc;
 
-        if (m->slots[i].data != NULL && (rc = fn(&m->slots[i], data)) != 0)
+        if (m->slots[i].used && (rc = fn(&m->slots[i], data)) != 0)
             return rc;
     }
     return 0;

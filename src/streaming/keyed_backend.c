@@ -165,11 +165,11 @@ ttl_cleanup_step(struct keyed_backend *b)
             struct state_entry *e = &map->slots[b->cleanup_slot];
             int64_t written;
 
-            if (e->data != NULL) {
+            if (e->used) {
                 memcpy(&written, state_entry_value(e), 8);
                 if (now - written >= st->ttl_ms) {
                     /* Removal shifts entries back into this slot: look again. */
-                    state_map_remove(map, e->hash, e->data, e->key_len);
+                    state_map_remove(map, e->hash, state_entry_key(e), e->key_len);
                     continue;
                 }
             }
@@ -351,7 +351,7 @@ spate_state_clear(spate_state *st)
             struct state_entry *e = &m->slots[it.slot - 1];
 
             key = xrealloc(key, e->key_len);
-            memcpy(key, e->data, e->key_len);
+            memcpy(key, state_entry_key(e), e->key_len);
             state_map_remove(m, e->hash, key, e->key_len);
             it.slot--; /* removal shifts entries back into this slot */
         }
@@ -601,7 +601,7 @@ spate_map_next(spate_iter *it, void *key, void *value)
         const uint8_t *payload;
         size_t len;
 
-        if (e->data == NULL || e->key_len < plen || memcmp(e->data, prefix, plen) != 0)
+        if (!e->used || e->key_len < plen || memcmp(state_entry_key(e), prefix, plen) != 0)
             continue;
         if (st->ttl_ms != 0) {
             int64_t written;
@@ -610,8 +610,8 @@ spate_map_next(spate_iter *it, void *key, void *value)
             if (st->backend->now_ms() - written >= st->ttl_ms)
                 continue;
         }
-        if (key != NULL &&
-            types_deserialize(st->decl->key_type, e->data + plen, e->key_len - plen, key) != 0)
+        if (key != NULL && types_deserialize(st->decl->key_type, state_entry_key(e) + plen,
+                                             e->key_len - plen, key) != 0)
             continue;
         payload = entry_payload(st, e, &len);
         if (value != NULL && types_deserialize(st->decl->type, payload, len, value) != 0)

@@ -13,7 +13,7 @@ from clustertest import ClusterTestCase, wait_for  # noqa: E402
 from spatetest import BUILD  # noqa: E402
 
 SUBMIT = os.path.join(BUILD, "tests", "bin", "submit_job")
-JOB = os.path.join(BUILD, "tests", "lib", "metricsjob.so")
+JOB = os.path.join(BUILD, "tests", "jobs", "metricsjob.so")
 MIN_WATERMARK = str(-2**63)
 
 

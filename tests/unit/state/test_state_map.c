@@ -81,3 +81,29 @@ Test(state_map, many_keys_of_one_key_group_with_removals)
     cr_assert_eq(m.count, 10000);
     state_map_release(&m);
 }
+
+/* Values grow in place (list state appends): the bytes already there stay,
+ * whether the entry moves from its slot to the heap or back. */
+Test(state_map, values_keep_their_bytes_across_the_inline_limit)
+{
+    struct state_map m;
+    struct state_entry *e;
+    uint8_t big[200];
+
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 7 + 1);
+    state_map_init(&m);
+    for (size_t len = 1; len <= sizeof big; len++) {
+        e = state_map_put(&m, 42, "key", 3, NULL, len);
+        state_entry_value(e)[len - 1] = big[len - 1]; /* append one byte */
+        cr_assert_eq(memcmp(state_entry_value(e), big, len), 0, "at %zu bytes", len);
+        cr_assert_eq(memcmp(state_entry_key(e), "key", 3), 0);
+    }
+    for (size_t len = sizeof big; len >= 1; len--) {
+        e = state_map_put(&m, 42, "key", 3, NULL, len);
+        cr_assert_eq(memcmp(state_entry_value(e), big, len), 0, "shrunk to %zu bytes", len);
+    }
+    cr_assert_eq(state_map_remove(&m, 42, "key", 3), 1);
+    cr_assert_eq(m.count, 0);
+    state_map_release(&m);
+}
