@@ -1,4 +1,5 @@
 /* The metric fetcher (metric_fetcher.h). */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "core/alloc.h"
@@ -10,6 +11,7 @@
 #define FETCH_LOG "rest"
 
 struct metric_fetcher {
+    pthread_mutex_t lock; /* guards all below, from acquire to release */
     struct rpc_service *svc;
     const struct rpc_gateway *rm;
     int64_t interval_ms, timeout_ms;
@@ -29,6 +31,7 @@ metric_fetcher_new(struct rpc_service *svc, const struct rpc_gateway *rm,
     f->interval_ms = update_interval_ms;
     f->timeout_ms = fetch_timeout_ms;
     f->store = metric_store_new();
+    pthread_mutex_init(&f->lock, NULL);
     return f;
 }
 
@@ -38,6 +41,7 @@ metric_fetcher_free(struct metric_fetcher *f)
     if (f == NULL)
         return;
     metric_store_free(f->store);
+    pthread_mutex_destroy(&f->lock);
     free(f);
 }
 
@@ -102,21 +106,25 @@ fetch_all(struct metric_fetcher *mf)
 }
 
 const struct metric_store *
-metric_fetcher_update(struct metric_fetcher *f)
+metric_fetcher_acquire(struct metric_fetcher *f, int64_t *fetched_ms)
 {
-    uint64_t now = clock_mono_ms();
+    uint64_t now;
 
+    pthread_mutex_lock(&f->lock);
+    now = clock_mono_ms();
     if (f->fetched_mono_ms == 0 || now - f->fetched_mono_ms >= (uint64_t)f->interval_ms) {
         metric_store_free(f->store);
         f->store = fetch_all(f);
         f->fetched_mono_ms = clock_mono_ms();
         f->fetched_wall_ms = clock_wall_ms();
     }
+    if (fetched_ms != NULL)
+        *fetched_ms = f->fetched_wall_ms;
     return f->store;
 }
 
-int64_t
-metric_fetcher_last_update(const struct metric_fetcher *f)
+void
+metric_fetcher_release(struct metric_fetcher *f)
 {
-    return f->fetched_wall_ms;
+    pthread_mutex_unlock(&f->lock);
 }

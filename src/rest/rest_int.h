@@ -1,6 +1,6 @@
 /* What the REST server's handler files share (private to src/rest): the
- * server's state and the helpers that answer a request. libmicrohttpd's
- * thread only. */
+ * server's state and the helpers that answer a request. Handlers run on
+ * libmicrohttpd's thread(s). */
 #ifndef SPATE_REST_REST_INT_H
 #define SPATE_REST_REST_INT_H
 

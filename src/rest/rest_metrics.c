@@ -52,13 +52,14 @@ rest_taskmanager_metrics(struct rest_server *rs, struct MHD_Connection *c, const
 {
     const struct metric_store *store;
     spate_id id;
+    json_t *out;
 
     if (id_parse(idtext, &id, NULL) != 0)
         return rest_error(c, MHD_HTTP_NOT_FOUND, "Could not find TaskManager %s.", idtext);
-    store = metric_fetcher_update(rs->metrics);
-    return rest_send(
-        c, MHD_HTTP_OK,
-        metric_json_values(metric_store_taskmanager(store, &id), rest_query(c, "get")));
+    store = metric_fetcher_acquire(rs->metrics, NULL);
+    out = metric_json_values(metric_store_taskmanager(store, &id), rest_query(c, "get"));
+    metric_fetcher_release(rs->metrics);
+    return rest_send(c, MHD_HTTP_OK, out);
 }
 
 /* The vertex's parallelism from the Dispatcher; false after an error answer
@@ -82,34 +83,36 @@ rest_vertex_parallelism(struct rest_server *rs, struct MHD_Connection *c, const 
     return true;
 }
 
-/* GET /jobs/:jobid/vertices/:vertexid/subtasks/metrics[?get=&agg=&subtasks=] */
-static enum MHD_Result
-rest_subtasks_metrics(struct rest_server *rs, struct MHD_Connection *c, const spate_id *job,
-                      const spate_id *vertex)
+/* GET /jobs/:jobid/vertices/:vertexid/subtasks/metrics[?get=&agg=&subtasks=]:
+ * the answer, or NULL after a 400 went into *ret. Under the fetcher's lock. */
+static json_t *
+rest_subtasks_metrics(const struct metric_store *store, struct MHD_Connection *c,
+                      const spate_id *job, const spate_id *vertex, enum MHD_Result *ret)
 {
-    const struct metric_store *store = metric_fetcher_update(rs->metrics);
     int limit = metric_store_subtask_limit(store, job, vertex);
     const struct metric_component **cs = xcalloc((size_t)limit + 1, sizeof *cs);
     bool *selected = xcalloc((size_t)limit + 1, sizeof *selected);
     spate_error err = { 0 };
-    enum MHD_Result ret;
+    json_t *out = NULL;
     unsigned aggs;
     size_t n = 0;
 
     if (metric_parse_aggregations(rest_query(c, "agg"), &aggs, &err) != 0 ||
         metric_parse_subtasks(rest_query(c, "subtasks"), selected, limit, &err) != 0) {
-        ret = rest_error(c, MHD_HTTP_BAD_REQUEST, "Bad request: %s", err.message);
+        *ret = rest_error(c, MHD_HTTP_BAD_REQUEST, "Bad request: %s", err.message);
         goto out;
     }
     for (int i = 0; i < limit; i++)
         if (selected[i])
             cs[n++] = metric_store_subtask(store, job, vertex, i);
-    ret = rest_send(c, MHD_HTTP_OK, metric_json_aggregate(cs, n, rest_query(c, "get"), aggs));
+    out = metric_json_aggregate(cs, n, rest_query(c, "get"), aggs);
 out:
     free(cs);
     free(selected);
-    return ret;
+    return out;
 }
+
+enum vertex_view { VIEW_METRICS, VIEW_SUBTASKS, VIEW_SUBTASK, VIEW_WATERMARKS, VIEW_BACKPRESSURE };
 
 /* The vertex routes of path: parts are its segments after "jobs". */
 static enum MHD_Result
@@ -118,51 +121,64 @@ rest_vertex_route(struct rest_server *rs, struct MHD_Connection *c, const char *
 {
     const struct metric_store *store;
     struct metric_component vc;
+    enum vertex_view view;
     spate_id job, vertex;
     spate_error err = { 0 };
-    enum MHD_Result ret;
-    int parallelism;
-    json_t *out;
+    enum MHD_Result ret = MHD_NO;
+    int parallelism = 0;
+    int64_t fetched;
+    long subtask = 0;
+    json_t *out = NULL;
 
     if (id_parse(parts[0], &job, &err) != 0 || id_parse(parts[2], &vertex, &err) != 0)
         return rest_error(c, MHD_HTTP_BAD_REQUEST, "Bad request: %s", err.message);
     if (n == 3)
         return rest_vertex_details(rs, c, &job, &vertex);
     if (n == 4 && strcmp(parts[3], "metrics") == 0) {
-        store = metric_fetcher_update(rs->metrics);
-        metric_store_vertex(store, &job, &vertex, &vc);
-        out = metric_json_values(&vc, rest_query(c, "get"));
-        metric_component_release(&vc);
-        return rest_send(c, MHD_HTTP_OK, out);
-    }
-    if (n == 4 && strcmp(parts[3], "watermarks") == 0) {
+        view = VIEW_METRICS;
+    } else if (n == 4 && strcmp(parts[3], "watermarks") == 0) {
+        view = VIEW_WATERMARKS;
         if (!rest_vertex_parallelism(rs, c, &job, &vertex, &parallelism, &ret))
             return ret;
-        store = metric_fetcher_update(rs->metrics);
-        return rest_send(c, MHD_HTTP_OK, metric_json_watermarks(store, &job, &vertex, parallelism));
-    }
-    if (n == 4 && strcmp(parts[3], "backpressure") == 0) {
-        store = metric_fetcher_update(rs->metrics);
-        return rest_send(c, MHD_HTTP_OK,
-                         metric_json_backpressure(store, &job, &vertex,
-                                                  metric_fetcher_last_update(rs->metrics)));
-    }
-    if (n == 5 && strcmp(parts[3], "subtasks") == 0 && strcmp(parts[4], "metrics") == 0)
-        return rest_subtasks_metrics(rs, c, &job, &vertex);
-    if (n == 6 && strcmp(parts[3], "subtasks") == 0 && strcmp(parts[5], "metrics") == 0) {
+    } else if (n == 4 && strcmp(parts[3], "backpressure") == 0) {
+        view = VIEW_BACKPRESSURE;
+    } else if (n == 5 && strcmp(parts[3], "subtasks") == 0 && strcmp(parts[4], "metrics") == 0) {
+        view = VIEW_SUBTASKS;
+    } else if (n == 6 && strcmp(parts[3], "subtasks") == 0 && strcmp(parts[5], "metrics") == 0) {
         char *end;
-        long i = strtol(parts[4], &end, 10);
 
-        if (*end != '\0' || end == parts[4] || i < 0 || i > 1000000)
+        view = VIEW_SUBTASK;
+        subtask = strtol(parts[4], &end, 10);
+        if (*end != '\0' || end == parts[4] || subtask < 0 || subtask > 1000000)
             return rest_error(c, MHD_HTTP_BAD_REQUEST,
                               "Bad request: subtask index '%s' is not a non-negative integer",
                               parts[4]);
-        store = metric_fetcher_update(rs->metrics);
-        return rest_send(c, MHD_HTTP_OK,
-                         metric_json_values(metric_store_subtask(store, &job, &vertex, (int)i),
-                                            rest_query(c, "get")));
+    } else {
+        return rest_error(c, MHD_HTTP_NOT_FOUND, "Not found: %s", path);
     }
-    return rest_error(c, MHD_HTTP_NOT_FOUND, "Not found: %s", path);
+    store = metric_fetcher_acquire(rs->metrics, &fetched);
+    switch (view) {
+    case VIEW_METRICS:
+        metric_store_vertex(store, &job, &vertex, &vc);
+        out = metric_json_values(&vc, rest_query(c, "get"));
+        metric_component_release(&vc);
+        break;
+    case VIEW_SUBTASKS:
+        out = rest_subtasks_metrics(store, c, &job, &vertex, &ret);
+        break;
+    case VIEW_SUBTASK:
+        out = metric_json_values(metric_store_subtask(store, &job, &vertex, (int)subtask),
+                                 rest_query(c, "get"));
+        break;
+    case VIEW_WATERMARKS:
+        out = metric_json_watermarks(store, &job, &vertex, parallelism);
+        break;
+    case VIEW_BACKPRESSURE:
+        out = metric_json_backpressure(store, &job, &vertex, fetched);
+        break;
+    }
+    metric_fetcher_release(rs->metrics);
+    return out != NULL ? rest_send(c, MHD_HTTP_OK, out) : ret;
 }
 
 /* Splits path (after its leading '/') into at most max segments of buf;

@@ -304,13 +304,14 @@ rest_vertex_details(struct rest_server *rs, struct MHD_Connection *c, const spat
                           id_str(job).s);
     }
     v = ((const Cluster__JobVertices *)rpc_future_value(f))->vertices[0];
-    store = metric_fetcher_update(rs->metrics);
+    store = metric_fetcher_acquire(rs->metrics, NULL);
     ios = xcalloc(v->n_subtasks + 1, sizeof *ios);
     durations = xcalloc(v->n_subtasks + 1, sizeof *durations);
     subtasks = json_array();
     for (size_t i = 0; i < v->n_subtasks; i++)
         json_array_append_new(
             subtasks, subtask_json(v->subtasks[i], store, job, vertex, now, &ios[i], durations[i]));
+    metric_fetcher_release(rs->metrics);
     j = json_pack("{s:s, s:s, s:i, s:i, s:I, s:o, s:o}", "id", id_str(vertex).s, "name",
                   v->name ? v->name : "", "maxParallelism", v->max_parallelism, "parallelism",
                   v->parallelism, "now", (json_int_t)now, "subtasks", subtasks, "aggregated",
@@ -429,9 +430,11 @@ rest_job_vertices(struct rest_server *rs, const spate_id *job)
             running = !state_is_terminal(vs->vertices[i]->subtasks[k]->state);
         /* Only a job with running subtasks needs the TaskManagers' metrics. */
         if (running && store == NULL)
-            store = metric_fetcher_update(rs->metrics);
+            store = metric_fetcher_acquire(rs->metrics, NULL);
         json_array_append_new(out, job_vertex_json(vs->vertices[i], store, job, now));
     }
+    if (store != NULL)
+        metric_fetcher_release(rs->metrics);
     rpc_future_unref(f);
     return out;
 }
