@@ -70,12 +70,13 @@ function(spate_job_library name dir)
     set_target_properties(${name} PROPERTIES PREFIX "" LIBRARY_OUTPUT_DIRECTORY ${dir})
 endfunction()
 
-# spate_unit_test(<name> SOURCES ... LIBS ... [TSAN] [TIMEOUT s])
+# spate_unit_test(<name> SOURCES ... LIBS ... [TSAN] [TIMEOUT s] [WRAPPER cmd...])
 # A Criterion test program, registered as unit/<name>; with the sanitizer
 # suites on, also as asan/<name> (the build-asan binary) and, with TSAN, as
-# tsan/<name> (the build-tsan binary).
+# tsan/<name> (the build-tsan binary). WRAPPER runs the program through a
+# command (tests/support/with_zookeeper.py: a ZooKeeper server beside it).
 function(spate_unit_test name)
-    cmake_parse_arguments(T "TSAN" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+    cmake_parse_arguments(T "TSAN" "TIMEOUT" "SOURCES;LIBS;WRAPPER" ${ARGN})
     if(NOT T_TIMEOUT)
         set(T_TIMEOUT 60)
     endif()
@@ -98,10 +99,10 @@ function(spate_unit_test name)
     if(SPATE_SANITIZE)
         return()
     endif()
-    add_test(NAME unit/${name} COMMAND ${name})
+    add_test(NAME unit/${name} COMMAND ${T_WRAPPER} $<TARGET_FILE:${name}>)
     set_tests_properties(unit/${name} PROPERTIES LABELS unit TIMEOUT ${T_TIMEOUT})
     if(SPATE_SANITIZER_SUITES)
-        add_test(NAME asan/${name} COMMAND ${SPATE_ASAN_DIR}/tests/unit/${name})
+        add_test(NAME asan/${name} COMMAND ${T_WRAPPER} ${SPATE_ASAN_DIR}/tests/unit/${name})
         set_tests_properties(asan/${name} PROPERTIES LABELS asan TIMEOUT ${T_TIMEOUT}
             ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
         if(T_TSAN)

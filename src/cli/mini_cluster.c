@@ -10,6 +10,7 @@
 #include "core/util.h"
 #include "ha/ha_services.h"
 #include "jobmanager/dispatcher.h"
+#include "jobmanager/jm_leadership.h"
 #include "jobmanager/resource_manager.h"
 #include "network/net_env.h"
 #include "rpc/gateways.h"
@@ -31,6 +32,7 @@ struct mini_cluster {
     struct ha_services *ha;
     struct resource_manager *rm;
     struct dispatcher *dispatcher;
+    struct jm_leadership *leadership; /* embedded: granted at once */
     struct resource_manager_options rmo;
     struct dispatcher_options dso;
     struct mc_taskmanager *tms;
@@ -148,7 +150,7 @@ mini_cluster_start(const struct config *conf, const struct mini_cluster_options 
     if ((rc = rpc_service_new(&ro, &mc->svc, err)) != 0 ||
         (rc = rpc_service_start(mc->svc, err)) != 0)
         goto fail;
-    mc->ha = ha_standalone_new(rpc_service_address(mc->svc));
+    mc->ha = ha_embedded_new();
     mc->rmo.heartbeat = mc->dso.heartbeat;
     mc->dso.ha = mc->ha;
     for (int i = 0; i < mc->ntms; i++)
@@ -159,6 +161,9 @@ mini_cluster_start(const struct config *conf, const struct mini_cluster_options 
         *err = mc->err;
         goto fail;
     }
+    if ((rc = jm_leadership_start(mc->ha->ops->election(mc->ha), mc->rm, mc->dispatcher, "",
+                                  &mc->leadership, err)) != 0)
+        goto fail;
     snprintf(mc->dispatcher_address, sizeof mc->dispatcher_address, "%s/%s",
              rpc_service_address(mc->svc), RPC_ENDPOINT_DISPATCHER);
     SPATE_LOG_INFO(MC_LOG, "mini cluster started: %d TaskManager%s with %d slot%s each", mc->ntms,
@@ -204,6 +209,7 @@ mini_cluster_stop(struct mini_cluster *mc)
     for (int i = 0; i < mc->ntms; i++)
         if (mc->tms[i].te != NULL && task_executor_wait_tasks(mc->tms[i].te, wait_ms) != 0)
             ended = false;
+    jm_leadership_stop(mc->leadership);
     if (mc->svc != NULL) {
         rpc_service_run_sync(mc->svc, NULL, mc_stop_endpoints, mc);
         rpc_service_free(mc->svc);

@@ -153,9 +153,29 @@ struct config_option {
     /* high availability */                                                                        \
     X(HIGH_AVAILABILITY_TYPE, "high-availability.type", ENUM, "none", 0, 0,                        \
       "none|embedded|zookeeper", "high-availability", "high-availability services")                \
+    X(HIGH_AVAILABILITY_ZOOKEEPER_QUORUM, "high-availability.zookeeper.quorum", STRING, NULL, 0,   \
+      0, NULL, NULL, "ZooKeeper servers, host:port,host:port")                                     \
+    X(HIGH_AVAILABILITY_ZOOKEEPER_PATH_ROOT, "high-availability.zookeeper.path.root", STRING,      \
+      "/flink", 0, 0, NULL, NULL, "znode under which every cluster keeps its HA data")             \
+    X(HIGH_AVAILABILITY_CLUSTER_ID, "high-availability.cluster-id", STRING, "/default", 0, 0,      \
+      NULL, NULL, "this cluster's znode under the root and folder under the storage directory")    \
+    X(HIGH_AVAILABILITY_STORAGE_DIR, "high-availability.storageDir", STRING, NULL, 0, 0, NULL,     \
+      NULL, "folder of job graphs and checkpoint pointers' data (ZooKeeper holds pointers)")       \
     X(HIGH_AVAILABILITY_ZOOKEEPER_SESSION_TIMEOUT,                                                 \
       "high-availability.zookeeper.client.session-timeout", DURATION, "6 s", 1, CFG_NOLIMIT_HI,    \
-      NULL, NULL, "ZooKeeper session timeout")                                                     \
+      NULL, NULL, "ZooKeeper session timeout (the server may grant another)")                      \
+    X(HIGH_AVAILABILITY_ZOOKEEPER_CONNECTION_TIMEOUT,                                              \
+      "high-availability.zookeeper.client.connection-timeout", DURATION, "15 s", 1,                \
+      CFG_NOLIMIT_HI, NULL, NULL, "wait for the first ZooKeeper connection, per attempt")          \
+    X(HIGH_AVAILABILITY_ZOOKEEPER_RETRY_WAIT, "high-availability.zookeeper.client.retry-wait",     \
+      DURATION, "5 s", 0, CFG_NOLIMIT_HI, NULL, NULL,                                              \
+      "pause between connection attempts (doubling) and before retrying a failed operation")       \
+    X(HIGH_AVAILABILITY_ZOOKEEPER_MAX_RETRY_ATTEMPTS,                                              \
+      "high-availability.zookeeper.client.max-retry-attempts", INT, "3", 0, 1000, NULL, NULL,      \
+      "connection attempts after the first before a process gives up")                             \
+    X(JOB_RESULT_STORE_STORAGE_PATH, "job-result-store.storage-path", STRING, NULL, 0, 0, NULL,    \
+      NULL,                                                                                        \
+      "folder of finished jobs' results (default: <storageDir>/job-result-store/<cluster-id>)")    \
     /* logging */                                                                                  \
     X(LOG_LEVEL, "log.level", ENUM, "info", 0, 0, "trace|debug|info|warn|error|off", NULL,         \
       "log threshold (SPATE_LOG_LEVEL overrides it)")                                              \

@@ -17,6 +17,11 @@ struct dispatcher_options {
     struct heartbeat_options heartbeat;
     struct registration_options registration;
     struct ha_services *ha;
+    /* RecoverSubmittedJob for jobs whose kind the Dispatcher does not run
+     * itself (the JobGraphs of issue 6): record is borrowed; returns 0 when
+     * the job runs again. NULL: such jobs are logged and left in the store. */
+    int (*recover_job)(struct dispatcher *d, const struct job_graph_record *record,
+                       spate_error *err);
     /* The cluster was told to stop; the process should end (as the endpoint). */
     void (*on_shutdown)(void *arg, const char *reason);
     void *arg;
@@ -31,5 +36,16 @@ int dispatcher_start(struct rpc_service *svc, const struct dispatcher_options *o
 /* Shuts the cluster down as shutdown_cluster does (SIGTERM uses this). */
 void dispatcher_shutdown(struct dispatcher *d, const char *reason);
 struct rpc_future *dispatcher_stop(struct dispatcher *d);
+
+/* Leadership (ha/leader_election.h), from any thread; applied as the
+ * endpoint. Until granted, the Dispatcher refuses submissions and queries
+ * ("not the leader"). A grant publishes its address through le and recovers
+ * every job of the job graph store that has no result in the job result
+ * store (the seeds' RecoverAllJobs → RecoverJob → RecoverSubmittedJob);
+ * a revoke suspends the running jobs (their JobMasters stop, their entries
+ * stay in the store for the next leader). */
+void dispatcher_grant_leadership(struct dispatcher *d, const spate_id *session,
+                                 struct leader_election *le);
+void dispatcher_revoke_leadership(struct dispatcher *d);
 
 #endif

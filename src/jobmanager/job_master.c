@@ -938,7 +938,9 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
                        : jm->eg != NULL    ? jm->eg->graph->name
                                            : "test job");
     jm->o.name = jm->name;
-    id_random(&jm->jm_id);
+    jm->jm_id = o->job_master_id;
+    if (id_is_zero(&jm->jm_id))
+        id_random(&jm->jm_id);
     id_random(&jm->resource_id);
     jm->tasks = xcalloc(o->tasks ? o->tasks : 1, sizeof *jm->tasks);
     jm->status = JOB_CREATED;

@@ -37,6 +37,9 @@ bool job_status_is_terminal(enum job_status s);
 
 struct job_master_options {
     spate_id job_id;
+    /* The JobMasterId (fencing token): the leader session id, as Flink's;
+     * zero: a random one. */
+    spate_id job_master_id;
     const char *name;
     /* A real job: its encoded JobGraph and job library (else the stand-in). */
     const uint8_t *graph;

@@ -712,6 +712,23 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
 }
 
 int
+job_graph_peek_id(const uint8_t *bytes, size_t len, spate_id *job_id, spate_error *err)
+{
+    Jobgraph__JobGraph *g = jobgraph__job_graph__unpack(NULL, len, bytes);
+    int rc = 0;
+
+    if (g == NULL)
+        return spate_error_set(err, SPATE_EINVAL, "malformed job graph: cannot decode %zu bytes",
+                               len);
+    if (g->job_id.len != sizeof job_id->bytes)
+        rc = spate_error_set(err, SPATE_EINVAL, "malformed job graph: job id is not 16 bytes");
+    else
+        memcpy(job_id->bytes, g->job_id.data, sizeof job_id->bytes);
+    jobgraph__job_graph__free_unpacked(g, NULL);
+    return rc;
+}
+
+int
 job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib,
                  struct job_graph **out, spate_error *err)
 {

@@ -17,6 +17,8 @@ int job_graph_encode(const struct job_graph *jg, const struct job_library *lib, 
                      size_t *len, spate_error *err);
 /* Decodes a JobGraph. With lib, user functions are resolved in it; without,
  * they are left NULL (the JobManager never runs user code). */
+/* The job id of an encoded JobGraph, without decoding the rest. */
+int job_graph_peek_id(const uint8_t *bytes, size_t len, spate_id *job_id, spate_error *err);
 int job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib,
                      struct job_graph **out, spate_error *err);
 

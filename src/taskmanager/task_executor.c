@@ -743,6 +743,7 @@ teh_request_slot(struct rpc_endpoint *ep, const Cluster__TaskExecutorSlotRequest
     SPATE_LOG_INFO(TE_LOG, "allocated slot %u for job %s (allocation %s)", req->index,
                    id_str(&job).s, id_str(&alloc).s);
     e = job_table_get_or_create(&te->jobs, &job, &jm_id, req->target_address);
+    job_leader_service_update(&te->jls, e, &jm_id, req->target_address);
     if (e->connected)
         te_offer_slots(te, e);
     else
@@ -784,12 +785,30 @@ teh_free_slot(struct rpc_endpoint *ep, const Cluster__FreeSlot *req, struct rpc_
     rpc_call_reply(call, &ack.base);
 }
 
+/* A former leader's ResourceManager (its id is not the one this
+ * TaskExecutor registered with) has no say: its message is rejected. */
+static bool
+te_disconnect_is_stale(struct task_executor *te, const Cluster__Disconnect *req)
+{
+    spate_id from;
+
+    if (!te->rm_established || !gw_id_get(&req->leader_id, &from) || id_equal(&from, &te->rm_id))
+        return false;
+    SPATE_LOG_WARN(TE_LOG,
+                   "rejected a disconnect from ResourceManager %s: this TaskExecutor is "
+                   "registered with ResourceManager %s (%s)",
+                   id_str(&from).s, id_str(&te->rm_id).s, req->cause);
+    return true;
+}
+
 static void
 teh_disconnect_rm(struct rpc_endpoint *ep, const Cluster__Disconnect *req, struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
 
     UNUSED(call);
+    if (te_disconnect_is_stale(te, req))
+        return;
     SPATE_LOG_WARN(TE_LOG, "the ResourceManager disconnected this TaskExecutor: %s", req->cause);
     te_reconnect_rm(te, "disconnected by the ResourceManager");
 }
