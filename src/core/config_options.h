@@ -110,6 +110,10 @@ struct config_option {
       "folder of the BlobServer's and BlobCaches' files (default: io.tmp.dirs)")                   \
     X(BLOB_MAX_SIZE, "blob.max-size", MEMORY, "100 mb", 1, CFG_NOLIMIT_HI, NULL, NULL,             \
       "spate: largest blob (job library) the BlobServer stores and a BlobCache fetches")           \
+    X(METRICS_FETCHER_UPDATE_INTERVAL, "metrics.fetcher.update-interval", DURATION, "1 s", 1,      \
+      CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
+      "how old the REST server's copy of the TaskManagers' metrics may get before it asks again "  \
+      "(Flink: 10 s)")                                                                             \
     /* jobs */                                                                                     \
     X(PARALLELISM_DEFAULT, "parallelism.default", INT, "1", 1, 32768, NULL, NULL,                  \
       "parallelism of operators that do not set one")                                              \

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "jobmanager/dispatcher.h"
+#include "jobmanager/job_vertices.h"
 #include "rpc/gateways.h"
 #include "streaming/job_graph_codec.h"
 
@@ -23,8 +24,10 @@ struct disp_job {
     Cluster__JobDetails *archived; /* what the archive keeps (unpacked) */
     uint64_t archived_seq;         /* archive order: the oldest goes first */
     uint8_t library_key[SHA256_BYTES];
-    bool holds_blob; /* a reference on the library's blob, dropped with the entry */
-    bool persisted;  /* in the job graph store: cleaned up when it ends */
+    bool holds_blob;   /* a reference on the library's blob, dropped with the entry */
+    uint8_t *vertices; /* the archived Cluster__JobVertices, packed */
+    size_t vertices_len;
+    bool persisted; /* in the job graph store: cleaned up when it ends */
 };
 
 struct dispatcher {
@@ -82,6 +85,7 @@ disp_job_free(struct dispatcher *d, struct disp_job *j)
         cluster__job_details__free_unpacked(j->archived, NULL);
     if (j->holds_blob && d->o.blobs != NULL)
         blob_server_unref(d->o.blobs, j->library_key);
+    free(j->vertices);
     free(j);
 }
 
@@ -94,6 +98,21 @@ disp_job_info(struct disp_job *j, Cluster__JobInfo *info)
         *info = *j->archived->info;
         info->job_id = gw_id_bytes(&j->job_id);
     }
+}
+
+/* The vertices of a job whose JobMaster goes, packed. */
+static void
+disp_archive_vertices(struct disp_job *j, struct job_master *jm)
+{
+    const struct execution_graph *eg = job_master_execution_graph(jm);
+    Cluster__JobVertices v;
+
+    if (eg == NULL || job_vertices_build(eg, NULL, &v) != 0)
+        return;
+    j->vertices_len = cluster__job_vertices__get_packed_size(&v);
+    j->vertices = xmalloc(j->vertices_len + 1);
+    cluster__job_vertices__pack(&v, j->vertices);
+    job_vertices_release(&v);
 }
 
 /* Keeps the archive within jobstore.max-capacity: the oldest entries go,
@@ -142,6 +161,7 @@ disp_on_terminal(void *arg, struct job_master *jm)
         free(packed);
         SPATE_ASSERT(j->archived != NULL && j->archived->info != NULL);
         j->archived_seq = ++d->archive_seq;
+        disp_archive_vertices(j, jm);
         j->jm = NULL;
         d->narchived++;
         rpc_future_unref(job_master_stop(jm));
@@ -362,6 +382,64 @@ dh_request_job(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_ca
     rpc_call_reply(call, &info.base);
 }
 
+/* The vertices the REST API shows: from the ExecutionGraph of a running
+ * job, from the archive of a finished one. */
+static void
+dh_request_job_vertices(struct rpc_endpoint *ep, const Cluster__JobVertexQuery *req,
+                        struct rpc_call *call)
+{
+    Cluster__JobVertices out = CLUSTER__JOB_VERTICES__INIT, *archived;
+    const struct execution_graph *eg;
+    spate_id job, vertex;
+    bool one = req->vertex_id.len > 0;
+    struct disp_job *j;
+
+    if (!disp_check_leader(disp_of(ep), call))
+        return;
+    if (!gw_id_get(&req->job_id, &job) || (one && !gw_id_get(&req->vertex_id, &vertex))) {
+        rpc_call_fail(call, SPATE_EINVAL, "malformed job or vertex id");
+        return;
+    }
+    if ((j = disp_find(disp_of(ep), &job)) == NULL) {
+        rpc_call_fail(call, SPATE_ENOENT, "job %s not found", id_str(&job).s);
+        return;
+    }
+    if (j->jm != NULL) {
+        eg = job_master_execution_graph(j->jm);
+        if (eg == NULL ? one : job_vertices_build(eg, one ? &vertex : NULL, &out) != 0) {
+            rpc_call_fail(call, SPATE_ENOENT, "vertex %s of job %s not found", id_str(&vertex).s,
+                          id_str(&job).s);
+            return;
+        }
+        rpc_call_reply(call, &out.base);
+        job_vertices_release(&out);
+        return;
+    }
+    archived = j->vertices != NULL
+                   ? cluster__job_vertices__unpack(NULL, j->vertices_len, j->vertices)
+                   : NULL;
+    if (archived != NULL && !one) {
+        out.vertices = archived->vertices;
+        out.n_vertices = archived->n_vertices;
+    }
+    for (size_t v = 0; archived != NULL && one && v < archived->n_vertices; v++) {
+        spate_id id;
+
+        if (gw_id_get(&archived->vertices[v]->vertex_id, &id) && id_equal(&id, &vertex)) {
+            out.vertices = &archived->vertices[v];
+            out.n_vertices = 1;
+            break;
+        }
+    }
+    if (one && out.n_vertices == 0)
+        rpc_call_fail(call, SPATE_ENOENT, "vertex %s of job %s not found", id_str(&vertex).s,
+                      id_str(&job).s);
+    else
+        rpc_call_reply(call, &out.base);
+    if (archived != NULL)
+        cluster__job_vertices__free_unpacked(archived, NULL);
+}
+
 static void
 dh_request_job_details(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_call *call)
 {
@@ -528,6 +606,7 @@ static const struct dispatcher_handlers disp_handlers = {
     .request_cluster_overview = dh_request_cluster_overview,
     .cancel_job = dh_cancel_job,
     .request_job_details = dh_request_job_details,
+    .request_job_vertices = dh_request_job_vertices,
 };
 
 static void

@@ -195,6 +195,7 @@ execution_graph_reset(struct execution_graph *eg)
             memset(e->timestamps, 0, sizeof e->timestamps);
             e->timestamps[EXEC_CREATED] = clock_wall_ms();
             e->assigned = false;
+            memset(&e->io, 0, sizeof e->io);
             free(e->failure);
             e->failure = NULL;
             accumulators_release(&e->accumulators);

@@ -44,6 +44,13 @@ struct slot_location {
     char address[256]; /* its RPC address (host:port/endpoint) */
 };
 
+/* What a task measured in all, reported when it ended (Flink's IOMetrics). */
+struct execution_io {
+    bool present;
+    uint64_t records_in, records_out, bytes_in, bytes_out;
+    uint64_t idle_ms, back_pressured_ms, busy_ms;
+};
+
 struct execution {
     int vertex;
     int subtask;
@@ -55,6 +62,7 @@ struct execution {
     struct slot_location slot;
     char *failure;
     struct accumulators accumulators; /* reported when the task ended */
+    struct execution_io io;           /* likewise */
 };
 
 struct execution_graph {

@@ -664,6 +664,16 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
                     jm->eg->graph->vertices[e->vertex].name, e->subtask + 1,
                     jm->eg->graph->vertices[e->vertex].parallelism, execution_state_name(e->state),
                     req->state);
+    if (execution_state_is_terminal((enum execution_state)state) && req->io != NULL) {
+        e->io = (struct execution_io){ true,
+                                       req->io->records_in,
+                                       req->io->records_out,
+                                       req->io->bytes_in,
+                                       req->io->bytes_out,
+                                       req->io->idle_ms,
+                                       req->io->back_pressured_ms,
+                                       req->io->busy_ms };
+    }
     if (state == EXEC_FINISHED) {
         for (size_t i = 0; i < req->n_accumulators; i++) {
             const char *name = req->accumulators[i]->name;
@@ -1055,6 +1065,12 @@ struct rpc_future *
 job_master_stop(struct job_master *jm)
 {
     return rpc_endpoint_stop(&jm->ep);
+}
+
+const struct execution_graph *
+job_master_execution_graph(const struct job_master *jm)
+{
+    return jm->eg;
 }
 
 enum job_status

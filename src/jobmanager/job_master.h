@@ -17,6 +17,7 @@
 #include "rpc/service.h"
 
 struct job_master;
+struct execution_graph;
 
 enum job_status {
     JOB_INITIALIZING,
@@ -72,6 +73,9 @@ void job_master_info(struct job_master *jm, Cluster__JobInfo *info);
  * times) as a packed Cluster__JobDetails (malloc'd). */
 int job_master_details_pack(struct job_master *jm, uint8_t **out, size_t *len);
 enum job_status job_master_status(const struct job_master *jm);
+/* The job's ExecutionGraph (NULL for the stand-in job); valid while the
+ * JobMaster runs, on its loop. */
+const struct execution_graph *job_master_execution_graph(const struct job_master *jm);
 spate_id job_master_job_id(const struct job_master *jm);
 const char *job_master_name(const struct job_master *jm);
 

@@ -14,6 +14,7 @@
 
 #include "blob/blob_server.h"
 #include "core/config.h"
+#include "rest/metric_fetcher.h"
 #include "rpc/gateways.h"
 #include "rpc/service.h"
 
@@ -34,6 +35,7 @@ struct rest_server {
     char *upload_dir;        /* uploaded job libraries (/jars), ours alone */
     char *incoming_dir;      /* request bodies being received */
     char *self_exe;          /* the spate executable, for plan-only children */
+    struct metric_fetcher *metrics;
     /* Requests between their first call and their completion; stop waits
      * for them, so that DELETE /cluster's answer leaves before the process. */
     _Atomic int inflight;
@@ -106,5 +108,18 @@ void rest_jars_stop(struct rest_server *rs);
  * blob key (the caller keeps its own reference); the job id or an error. */
 int rest_submit_graph(struct rest_server *rs, const uint8_t *graph, size_t len,
                       const uint8_t key[SHA256_BYTES], spate_id *job, spate_error *err);
+/* A query parameter (URL-decoded), or NULL. */
+const char *rest_query(struct MHD_Connection *c, const char *name);
+
+/* The metric and vertex routes (rest_metrics.c, rest_vertices.c): true when
+ * path is theirs, with the answer queued into *ret. */
+bool rest_metrics_route(struct rest_server *rs, struct MHD_Connection *c, const char *path,
+                        const char *method, enum MHD_Result *ret);
+/* GET /jobs/:jobid/vertices/:vertexid (JobVertexDetailsInfo). */
+enum MHD_Result rest_vertex_details(struct rest_server *rs, struct MHD_Connection *c,
+                                    const spate_id *job, const spate_id *vertex);
+/* The "vertices" of GET /jobs/:jobid (JobDetailsVertexInfo each); an empty
+ * array when they cannot be had. */
+json_t *rest_job_vertices(struct rest_server *rs, const spate_id *job);
 
 #endif

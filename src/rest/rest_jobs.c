@@ -149,6 +149,31 @@ rest_vertex_json(const Cluster__VertexInfo *v, int64_t now, uint32_t *per_state)
         0.0);
 }
 
+/* The vertices' I/O ("metrics": read/write bytes and records, busy and
+ * back-pressured time) as the metric store and the tasks' final reports
+ * have them (rest_vertices.c), into the details' vertices, by id. */
+static void
+rest_vertices_add_metrics(struct rest_request *rq, json_t *vertices)
+{
+    json_t *measured, *mv, *v;
+    enum MHD_Result ret;
+    size_t i, k;
+    spate_id id;
+
+    if (!rest_job_id(rq, &id, &ret))
+        return;
+    measured = rest_job_vertices(rq->rs, &id);
+    json_array_foreach(vertices, i, v)
+    {
+        json_array_foreach(measured, k, mv)
+        {
+            if (json_equal(json_object_get(v, "id"), json_object_get(mv, "id")))
+                json_object_set(v, "metrics", json_object_get(mv, "metrics"));
+        }
+    }
+    json_decref(measured);
+}
+
 /* GET /jobs/:jobid: Flink's JobDetailsInfo. */
 static enum MHD_Result
 rest_job(struct rest_request *rq)
@@ -173,6 +198,7 @@ rest_job(struct rest_request *rq)
     d = rpc_future_value(f);
     for (size_t i = 0; i < d->n_vertices; i++)
         json_array_append_new(vertices, rest_vertex_json(d->vertices[i], now, per_state));
+    rest_vertices_add_metrics(rq, vertices);
     for (size_t s = 0; s < EXEC_STATE_COUNT; s++)
         json_object_set_new(counts, rest_exec_states[s], json_integer(per_state[s]));
     json_object_set_new(counts, "RECONCILING", json_integer(0));

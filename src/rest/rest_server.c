@@ -21,6 +21,8 @@
 
 #define REST_MAX_PARTS       16
 #define REST_MAX_FIELD_BYTES (1 << 20)
+/* The longest a metric fetch waits for the TaskManagers' answers. */
+#define REST_METRICS_FETCH_MS 2000
 
 /* ---- responses -------------------------------------------------------------------- */
 
@@ -89,6 +91,12 @@ rest_part_find(const struct rest_request *req, const char *name, bool file)
         if (strcmp(req->parts[i].name, name) == 0 && (!file || req->parts[i].path != NULL))
             return &req->parts[i];
     return NULL;
+}
+
+const char *
+rest_query(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
 }
 
 /* ---- handlers -------------------------------------------------------------------------- */
@@ -389,6 +397,13 @@ rest_begin(struct rest_request *rq, const char *url, const char *method)
     bool known;
 
     rq->route = rest_match(method, path, rq->params, &known);
+    if (rq->route == NULL) {
+        enum MHD_Result ret;
+
+        /* The metric and vertex paths route themselves (rest_metrics.c). */
+        if (rest_metrics_route(rq->rs, c, path, method, &ret))
+            return ret;
+    }
     if (rq->route == NULL && known)
         return rest_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "Method %s is not allowed for %s.",
                           method, url);
@@ -555,6 +570,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     struct rest_server *rs = xcalloc(1, sizeof *rs);
     struct sockaddr_in sa = { .sin_family = AF_INET };
     const union MHD_DaemonInfo *info;
+    int64_t interval = 1000;
     char addr[300];
     uint64_t max;
     int lo, hi, rc;
@@ -586,6 +602,10 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     snprintf(addr, sizeof addr, "%s/%s", rpc_service_address(o->svc),
              RPC_ENDPOINT_RESOURCE_MANAGER);
     rpc_gateway_new(o->svc, addr, NULL, &rs->rm, NULL);
+    if ((rc = config_get_duration_ms(o->conf, CFG(METRICS_FETCHER_UPDATE_INTERVAL), &interval,
+                                     err)) != 0)
+        goto fail;
+    rs->metrics = metric_fetcher_new(o->svc, rs->rm, interval, REST_METRICS_FETCH_MS);
     for (int port = lo; port <= hi && rs->daemon == NULL; port++) {
         sa.sin_port = htons((uint16_t)port);
         /* A thread per connection: a handler may wait for a job's main
@@ -610,6 +630,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     return 0;
 fail:
     rest_jars_stop(rs);
+    metric_fetcher_free(rs->metrics);
     rpc_gateway_free(rs->dispatcher);
     rpc_gateway_free(rs->rm);
     free(rs);
@@ -634,6 +655,7 @@ rest_server_stop(struct rest_server *rs)
         nanosleep(&ts, NULL);
     MHD_stop_daemon(rs->daemon);
     rest_jars_stop(rs);
+    metric_fetcher_free(rs->metrics);
     rpc_gateway_free(rs->dispatcher);
     rpc_gateway_free(rs->rm);
     free(rs);

@@ -73,6 +73,8 @@ task_open_outputs(struct stream_task *t, spate_error *err)
         exchange_output_init(&t->xouts[o], e, src->node->out_type, (int)d->nsubpartitions,
                              target->max_parallelism, p->info.subtask, &writer_ops, t->writers[o],
                              NULL);
+        if (p->metrics != NULL)
+            t->xouts[o].records_out = &p->metrics->num_records_out;
         t->outs[o] = &t->xouts[o].base;
     }
     return 0;
@@ -208,12 +210,29 @@ task_processing_time(struct stream_task *t, uint64_t now)
     }
 }
 
+/* currentOutputWatermark: the least watermark the outputs have sent. */
+static void
+task_publish_output_watermark(struct stream_task *t)
+{
+    int64_t min = INT64_MAX;
+
+    if (t->p->metrics == NULL || t->v->noutputs == 0)
+        return;
+    for (int o = 0; o < t->v->noutputs; o++)
+        min = MIN(min, t->xouts[o].last_watermark);
+    if (min != t->output_watermark) {
+        t->output_watermark = min;
+        metric_gauge_set(&t->p->metrics->output_watermark, min);
+    }
+}
+
 static int
 task_flush_due(struct stream_task *t, uint64_t now, spate_error *err)
 {
     int rc;
 
     task_processing_time(t, now);
+    task_publish_output_watermark(t);
     for (int o = 0; o < t->v->noutputs; o++)
         if ((rc = record_writer_flush_due(t->writers[o], now, err)) != 0)
             return rc;
@@ -318,6 +337,8 @@ task_update_watermark(struct stream_task *t, int g)
     }
     if (!task_idle && task_min > t->watermark) {
         t->watermark = task_min;
+        if (t->p->metrics != NULL)
+            metric_gauge_set(&t->p->metrics->input_watermark, task_min);
         operator_process_watermark(head, task_min);
     }
 }
@@ -348,6 +369,8 @@ task_process_element(struct stream_task *t, int g, const struct record_view *vie
         task_update_watermark(t, g);
         return 0;
     }
+    if (t->p->metrics != NULL)
+        metric_counter_add(&t->p->metrics->num_records_in, 1);
     if (t->p->graph->edges[t->p->gates[g].edge].input_index == 1) {
         if (types_deserialize(head->config->in_type2, el.body, el.body_len, t->in_rec2) != 0)
             goto corrupt;
@@ -465,6 +488,9 @@ stream_task_run(const struct stream_task_params *p, spate_error *err)
     struct stream_task t = { .p = p, .v = &p->graph->vertices[p->vertex] };
     int rc;
 
+    t.output_watermark = INT64_MIN;
+    if (p->metrics != NULL)
+        p->metrics->task_counts_records = true; /* elements other than records pass too */
     if ((rc = task_open_outputs(&t, err)) != 0)
         goto out;
     if ((rc = operator_chain_new(p->graph, p->vertex, &p->info, t.outs, &t.chain, err)) != 0)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/notifier.h"
 #include "rpc/gateways.h"
@@ -30,6 +31,9 @@ struct task {
     _Atomic bool done;
     char name[160]; /* "<vertex> (i/n)" for logs */
     struct accumulators accumulators;
+    struct task_io_metrics io; /* registered while the StreamTask runs */
+    struct task_io_totals io_totals;
+    bool has_io_totals;
 };
 
 /* ---- reports to the JobMaster ---- */
@@ -39,6 +43,7 @@ task_report(struct task *t, const char *state, const char *failure)
 {
     Cluster__TaskExecutionState msg = CLUSTER__TASK_EXECUTION_STATE__INIT;
     Cluster__Accumulator *accs = NULL, **ptrs = NULL;
+    Cluster__IOMetrics io = CLUSTER__IOMETRICS__INIT;
     spate_error err = { 0 };
 
     msg.job_id = gw_id_bytes(&t->job_id);
@@ -56,6 +61,16 @@ task_report(struct task *t, const char *state, const char *failure)
         }
         msg.n_accumulators = t->accumulators.count;
         msg.accumulators = ptrs;
+    }
+    if (t->has_io_totals) {
+        io.records_in = t->io_totals.records_in;
+        io.records_out = t->io_totals.records_out;
+        io.bytes_in = t->io_totals.bytes_in;
+        io.bytes_out = t->io_totals.bytes_out;
+        io.idle_ms = t->io_totals.idle_ms;
+        io.back_pressured_ms = t->io_totals.back_pressured_ms;
+        io.busy_ms = t->io_totals.busy_ms;
+        msg.io = &io;
     }
     for (int i = 0; i < TASK_REPORT_TRIES; i++) {
         struct rpc_future *f = jm_update_task_execution_state(t->jm, &msg, 0);
@@ -235,6 +250,7 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
     p->net = t->host.net;
     p->notifier = &t->notifier;
     p->buffer_timeout_ms = jg->buffer_timeout_ms;
+    p->metrics = &t->io;
     p->on_running = task_on_running;
     p->data = t;
     return 0;
@@ -247,6 +263,24 @@ task_params_release(struct stream_task_params *p)
         free(p->gates[g].channels);
     free(p->gates);
     free(p->partitions);
+}
+
+/* The task's I/O metrics, under the scope a metric dump names it by. */
+static void
+task_register_metrics(struct task *t, const struct jg_vertex *v)
+{
+    char scope[TASK_IO_SCOPE_MAX];
+    unsigned flags = 0;
+
+    if (t->host.metrics == NULL)
+        return;
+    if (v->ninputs > 0)
+        flags |= TASK_IO_INPUT_WATERMARK;
+    if (v->noutputs > 0)
+        flags |= TASK_IO_OUTPUT_WATERMARK;
+    task_io_scope_format(scope, sizeof scope, &t->job_id, &v->id, t->tdd->subtask,
+                         t->tdd->attempt_number);
+    task_io_metrics_register(&t->io, t->host.metrics, scope, flags);
 }
 
 static void *
@@ -282,7 +316,11 @@ task_main(void *arg)
     }
     if (rc == 0) {
         SPATE_LOG_INFO(TASK_LOG, "task %s of job %s starts", t->name, id_str(&t->job_id).s);
+        task_register_metrics(t, &jg->vertices[t->tdd->vertex]);
         rc = stream_task_run(&p, &err);
+        task_io_metrics_totals(&t->io, clock_mono_ns(), &t->io_totals);
+        t->has_io_totals = true;
+        task_io_metrics_release(&t->io);
     }
     if (rc == 0) {
         SPATE_LOG_INFO(TASK_LOG, "task %s finished", t->name);
@@ -334,6 +372,7 @@ task_start(const struct task_host *host, const Jobgraph__TaskDeployment *tdd, st
         goto fail;
     task_mailbox_init(&t->mailbox, &t->notifier);
     accumulators_init(&t->accumulators);
+    task_io_metrics_init(&t->io);
     if ((rc = pthread_create(&t->thread, NULL, task_main, t)) != 0) {
         task_mailbox_release(&t->mailbox);
         notifier_release(&t->notifier);

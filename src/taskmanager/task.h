@@ -30,6 +30,8 @@ struct task_host {
     /* Task thread: the task has ended and reported; free it from elsewhere. */
     void (*on_done)(void *arg, struct task *t);
     void *arg;
+    /* Where the task's I/O metrics are registered (NULL: nowhere). */
+    struct metric_registry *metrics;
 };
 
 /* Copies the deployment descriptor and starts the task's thread. Errors: a

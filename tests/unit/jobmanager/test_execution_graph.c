@@ -5,35 +5,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "eg_test.h"
 #include "jobmanager/execution_graph.h"
-#include "streaming/job_graph_codec.h"
 #include "streaming/types.h"
 
 static struct execution_graph *
 make_graph(void)
 {
     spate_env *env = env_new(NULL, NULL);
-    struct execution_graph *eg;
-    struct job_graph *jg;
-    spate_error err = { 0 };
-    uint8_t *bytes;
-    size_t len;
+    int64_t values[] = { 1, 2, 3 };
     spate_stream *s;
 
-    int64_t values[] = { 1, 2, 3 };
-
-    /* Built-in operators only: no job library needed to encode. */
     s = spate_set_parallelism(spate_source_collection(env, spate_type_int64(), values, 3), 2);
     s = spate_set_parallelism(spate_sum(spate_key_by_value(s), -1), 3);
     spate_slot_sharing_group(spate_set_parallelism(spate_sink_print(spate_rebalance(s)), 4),
                              "other");
-    cr_assert_eq(job_graph_build(env, "t", &jg, &err), 0, "%s", err.message);
-    cr_assert_eq(job_graph_encode(jg, NULL, &bytes, &len, &err), 0, "%s", err.message);
-    cr_assert_eq(execution_graph_new(bytes, len, "/tmp/lib.so", &eg, &err), 0, "%s", err.message);
-    free(bytes);
-    job_graph_free(jg);
-    env_free(env);
-    return eg;
+    return eg_test_build(env);
 }
 
 Test(execution_graph, slots_per_slot_sharing_group)
