@@ -36,7 +36,7 @@ table_unref(struct state_entry *slots, size_t mask)
         atomic_fetch_sub_explicit(&table_header(slots)->refs, 1, memory_order_acq_rel) != 1)
         return;
     for (size_t i = 0; i <= mask; i++)
-        if (slots[i].used && !slots[i].inline_)
+        if (state_entry_used(&slots[i]) && !state_entry_inline(&slots[i]))
             free(slots[i].u.heap);
     free(table_header(slots));
 }
@@ -91,10 +91,11 @@ state_map_unshare(struct state_map *m)
     for (size_t i = 0; i <= m->mask; i++) {
         struct state_entry *e = &copy[i];
 
-        if (e->used && !e->inline_) {
-            uint8_t *heap = xmalloc(e->key_len + e->value_len);
+        if (state_entry_used(e) && !state_entry_inline(e)) {
+            size_t n = state_entry_key_len(e) + e->value_len;
+            uint8_t *heap = xmalloc(n);
 
-            memcpy(heap, e->u.heap, e->key_len + e->value_len);
+            memcpy(heap, e->u.heap, n);
             e->u.heap = heap;
         }
     }
@@ -117,11 +118,33 @@ home_slot(uint64_t hash, size_t mask)
     return (size_t)(hash >> 32 ^ hash >> 13) & mask;
 }
 
+/* Keys are short (a word, an id, a key and a window): compared 8 bytes at a
+ * time inline, not through a library call per lookup. */
+static inline bool
+bytes_equal(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    uint64_t x, y;
+
+    while (n >= 8) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return false;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    while (n-- > 0)
+        if (*a++ != *b++)
+            return false;
+    return true;
+}
+
 static inline int
 entry_is(struct state_entry *e, uint64_t hash, const void *key, size_t key_len)
 {
-    return e->hash == hash && e->key_len == key_len &&
-           memcmp(state_entry_key(e), key, key_len) == 0;
+    return e->hash == hash && e->key_len1 == key_len + 1 &&
+           bytes_equal(state_entry_key(e), key, key_len);
 }
 
 struct state_entry *
@@ -134,7 +157,7 @@ state_map_get(struct state_map *m, uint64_t hash, const void *key, size_t key_le
     for (i = home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
         struct state_entry *e = &m->slots[i];
 
-        if (!e->used)
+        if (!state_entry_used(e))
             return NULL;
         if (entry_is(e, hash, key, key_len))
             return e;
@@ -160,9 +183,10 @@ state_map_grow(struct state_map *m)
     for (size_t j = 0; j < old_cap; j++) {
         size_t i;
 
-        if (!old[j].used)
+        if (!state_entry_used(&old[j]))
             continue;
-        for (i = home_slot(old[j].hash, m->mask); m->slots[i].used; i = (i + 1) & m->mask)
+        for (i = home_slot(old[j].hash, m->mask); state_entry_used(&m->slots[i]);
+             i = (i + 1) & m->mask)
             ;
         m->slots[i] = old[j];
     }
@@ -170,31 +194,31 @@ state_map_grow(struct state_map *m)
         free(table_header(old)); /* the entries moved: not table_unref */
 }
 
-/* Makes room for key_len + value_len bytes in e, keeping the key and as
- * much of the old value as fits (callers grow values in place). */
+/* Makes room for value_len value bytes in e (whose value has value_len
+ * bytes now), keeping the key and as much of the old value as fits: callers
+ * grow values in place. The bytes move between slot and heap as they stop
+ * or start to fit. */
 static void
-entry_resize(struct state_entry *e, size_t key_len, size_t value_len)
+entry_resize(struct state_entry *e, size_t value_len)
 {
-    size_t need = key_len + value_len;
+    size_t key_len = state_entry_key_len(e);
     size_t keep = key_len + (e->value_len < value_len ? e->value_len : value_len);
+    bool was_inline = state_entry_inline(e), now_inline = key_len + value_len <= STATE_INLINE_BYTES;
 
-    if (need <= STATE_INLINE_BYTES) {
-        if (!e->inline_) {
-            uint8_t *heap = e->u.heap;
-
-            memcpy(e->u.bytes, heap, keep);
-            free(heap);
-            e->inline_ = 1;
-        }
-    } else if (e->inline_) {
-        uint8_t *heap = xmalloc(need);
+    if (was_inline && !now_inline) {
+        uint8_t *heap = xmalloc(key_len + value_len);
 
         memcpy(heap, e->u.bytes, keep);
         e->u.heap = heap;
-        e->inline_ = 0;
-    } else if (e->value_len != value_len) {
-        e->u.heap = xrealloc(e->u.heap, need);
+    } else if (!was_inline && now_inline) {
+        uint8_t *heap = e->u.heap;
+
+        memcpy(e->u.bytes, heap, keep);
+        free(heap);
+    } else if (!was_inline && e->value_len != value_len) {
+        e->u.heap = xrealloc(e->u.heap, key_len + value_len);
     }
+    e->value_len = (uint32_t)value_len;
 }
 
 struct state_entry *
@@ -210,25 +234,20 @@ state_map_put(struct state_map *m, uint64_t hash, const void *key, size_t key_le
         state_map_grow(m);
     for (i = home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
         e = &m->slots[i];
-        if (!e->used || entry_is(e, hash, key, key_len))
+        if (!state_entry_used(e) || entry_is(e, hash, key, key_len))
             break;
     }
-    if (!e->used) {
-        e->used = 1;
+    if (!state_entry_used(e)) {
         e->hash = hash;
-        e->key_len = (uint32_t)key_len;
-        if (key_len + value_len <= STATE_INLINE_BYTES) {
-            e->inline_ = 1;
-        } else {
-            e->inline_ = 0;
+        e->key_len1 = (uint32_t)key_len + 1;
+        e->value_len = (uint32_t)value_len;
+        if (!state_entry_inline(e))
             e->u.heap = xmalloc(key_len + value_len);
-        }
         memcpy(state_entry_key(e), key, key_len);
         m->count++;
     } else {
-        entry_resize(e, key_len, value_len);
+        entry_resize(e, value_len);
     }
-    e->value_len = (uint32_t)value_len;
     if (value != NULL && value_len)
         memcpy(state_entry_value(e), value, value_len);
     return e;
@@ -243,19 +262,19 @@ state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key
     state_map_own(m);
     if ((e = state_map_get(m, hash, key, key_len)) == NULL)
         return 0;
-    if (!e->inline_)
+    if (!state_entry_inline(e))
         free(e->u.heap);
-    e->used = 0;
+    e->key_len1 = 0;
     m->count--;
     /* Shift back the entries that probed past the freed slot. */
     i = (size_t)(e - m->slots);
-    for (j = (i + 1) & m->mask; m->slots[j].used; j = (j + 1) & m->mask) {
+    for (j = (i + 1) & m->mask; state_entry_used(&m->slots[j]); j = (j + 1) & m->mask) {
         size_t home = home_slot(m->slots[j].hash, m->mask);
 
         /* Entry j may move to i unless its home lies cyclically in (i, j]. */
         if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
             m->slots[i] = m->slots[j];
-            m->slots[j].used = 0;
+            m->slots[j].key_len1 = 0;
             i = j;
         }
     }
@@ -270,7 +289,7 @@ state_map_foreach(struct state_map *m, int (*fn)(struct state_entry *e, void *da
     for (size_t i = 0; i <= m->mask; i++) {
         int rc;
 
-        if (m->slots[i].used && (rc = fn(&m->slots[i], data)) != 0)
+        if (state_entry_used(&m->slots[i]) && (rc = fn(&m->slots[i], data)) != 0)
             return rc;
     }
     return 0;

@@ -17,16 +17,15 @@
 #include <stdint.h>
 
 /* An entry: one slot of 64 bytes, a cache line. Key and value bytes live in
- * the slot when they fit (STATE_INLINE_BYTES together), else in a heap block
- * the slot points to; a lookup then touches one line, not two. */
-#define STATE_INLINE_BYTES 40
+ * the slot when they fit (STATE_INLINE_BYTES together: a window's composite
+ * key and a small accumulator do), else in a heap block the slot points to;
+ * a lookup then touches one line, not two. */
+#define STATE_INLINE_BYTES 48
 
 struct state_entry {
     uint64_t hash;
-    uint32_t key_len;
+    uint32_t key_len1; /* the key's length + 1; 0: an empty slot */
     uint32_t value_len;
-    uint8_t used;    /* 0: an empty slot */
-    uint8_t inline_; /* the bytes are in u.bytes */
     union {
         uint8_t *heap;
         uint8_t bytes[STATE_INLINE_BYTES];
@@ -48,18 +47,37 @@ struct state_map_view {
     size_t mask, count;
 };
 
+static inline bool
+state_entry_used(const struct state_entry *e)
+{
+    return e->key_len1 != 0;
+}
+
+static inline uint32_t
+state_entry_key_len(const struct state_entry *e)
+{
+    return e->key_len1 - 1;
+}
+
+/* Whether the bytes are in the slot: exactly when they fit. */
+static inline bool
+state_entry_inline(const struct state_entry *e)
+{
+    return (size_t)e->key_len1 - 1 + e->value_len <= STATE_INLINE_BYTES;
+}
+
 /* The key's bytes, then the value's. */
 static inline uint8_t *
 state_entry_key(const struct state_entry *e)
 {
-    return e->inline_ ? (uint8_t *)e->u.bytes : e->u.heap;
+    return state_entry_inline(e) ? (uint8_t *)e->u.bytes : e->u.heap;
 }
 
 /* The value's bytes: unaligned (they follow the key), so copy, don't cast. */
 static inline uint8_t *
 state_entry_value(const struct state_entry *e)
 {
-    return state_entry_key(e) + e->key_len;
+    return state_entry_key(e) + state_entry_key_len(e);
 }
 
 void state_map_init(struct state_map *m);

@@ -4,6 +4,8 @@
  * serialized value, after an 8-byte write time (ms) when the state has a TTL. */
 #include <stdlib.h>
 #include <string.h>
+/* Inlined: composite keys hash a window's 16 bytes per record. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "core/alloc.h"
@@ -133,7 +135,11 @@ entry_payload(const struct spate_state *st, const struct state_entry *e, size_t 
 static void
 ttl_cleanup_step(struct keyed_backend *b)
 {
-    int64_t now = b->now_ms();
+    int64_t now;
+
+    if (!b->has_ttl)
+        return; /* no state with a TTL: nothing to clean, no clock to read */
+    now = b->now_ms();
 
     for (int n = 0; n < CLEANUP_PER_USE; n++) {
         struct spate_state *st;
@@ -165,11 +171,11 @@ ttl_cleanup_step(struct keyed_backend *b)
             struct state_entry *e = &map->slots[b->cleanup_slot];
             int64_t written;
 
-            if (e->used) {
+            if (state_entry_used(e)) {
                 memcpy(&written, state_entry_value(e), 8);
                 if (now - written >= st->ttl_ms) {
                     /* Removal shifts entries back into this slot: look again. */
-                    state_map_remove(map, e->hash, state_entry_key(e), e->key_len);
+                    state_map_remove(map, e->hash, state_entry_key(e), state_entry_key_len(e));
                     continue;
                 }
             }
@@ -242,6 +248,7 @@ keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
         st->decl = i < n->nstates ? &n->states[i] : &extra[i - n->nstates];
         st->backend = b;
         st->ttl_ms = st->decl->ttl_ms;
+        b->has_ttl |= st->ttl_ms != 0;
         if ((rc = keyed_state_init(&st->maps, op->task, op->ctx.max_parallelism, err)) != 0)
             return rc;
         st->tmp = xcalloc(1, st->decl->type->size + 16);
@@ -350,9 +357,9 @@ spate_state_clear(spate_state *st)
             struct state_map *m = keyed_state_map(&st->maps, scope_ctx(st, &keyless)->key_hash);
             struct state_entry *e = &m->slots[it.slot - 1];
 
-            key = xrealloc(key, e->key_len);
-            memcpy(key, state_entry_key(e), e->key_len);
-            state_map_remove(m, e->hash, key, e->key_len);
+            key = xrealloc(key, state_entry_key_len(e));
+            memcpy(key, state_entry_key(e), state_entry_key_len(e));
+            state_map_remove(m, e->hash, key, state_entry_key_len(e));
             it.slot--; /* removal shifts entries back into this slot */
         }
         free(key);
@@ -363,7 +370,8 @@ spate_state_clear(spate_state *st)
 }
 
 /* Appends a framed element ([u32 length][i64 time when timestamped][bytes]). */
-static void
+/* Appends value; true when the list was empty (absent). */
+static bool
 list_append(spate_state *st, int64_t timestamp, const void *value)
 {
     size_t tsz = st->decl->timestamped ? 8 : 0;
@@ -385,7 +393,7 @@ list_append(spate_state *st, int64_t timestamp, const void *value)
         memcpy(framed + 4, &timestamp, 8);
     if (e == NULL) {
         state_store(st, map, NULL, hash, st->backend->buf, key_len, framed, 4 + tsz + len);
-        return;
+        return true;
     }
     /* Grow in place: the old elements stay, the new one goes behind. */
     old = e->value_len;
@@ -396,6 +404,7 @@ list_append(spate_state *st, int64_t timestamp, const void *value)
 
         memcpy(state_entry_value(e), &now, 8);
     }
+    return false;
 }
 
 void
@@ -404,10 +413,10 @@ spate_list_add(spate_state *st, const void *value)
     list_append(st, 0, value);
 }
 
-void
+bool
 keyed_list_add_timestamped(struct spate_state *st, int64_t timestamp, const void *rec)
 {
-    list_append(st, timestamp, rec);
+    return list_append(st, timestamp, rec);
 }
 
 void
@@ -601,7 +610,8 @@ spate_map_next(spate_iter *it, void *key, void *value)
         const uint8_t *payload;
         size_t len;
 
-        if (!e->used || e->key_len < plen || memcmp(state_entry_key(e), prefix, plen) != 0)
+        if (!state_entry_used(e) || state_entry_key_len(e) < plen ||
+            memcmp(state_entry_key(e), prefix, plen) != 0)
             continue;
         if (st->ttl_ms != 0) {
             int64_t written;
@@ -611,7 +621,7 @@ spate_map_next(spate_iter *it, void *key, void *value)
                 continue;
         }
         if (key != NULL && types_deserialize(st->decl->key_type, state_entry_key(e) + plen,
-                                             e->key_len - plen, key) != 0)
+                                             state_entry_key_len(e) - plen, key) != 0)
             continue;
         payload = entry_payload(st, e, &len);
         if (value != NULL && types_deserialize(st->decl->type, payload, len, value) != 0)
@@ -623,6 +633,12 @@ spate_map_next(spate_iter *it, void *key, void *value)
 
 void
 spate_reducing_add(spate_state *st, const void *value)
+{
+    keyed_reducing_add(st, value);
+}
+
+bool
+keyed_reducing_add(struct spate_state *st, const void *value)
 {
     struct state_map *map;
     struct state_entry *e;
@@ -638,12 +654,13 @@ spate_reducing_add(spate_state *st, const void *value)
     } else {
         payload = entry_payload(st, e, &len);
         if (types_deserialize(st->decl->type, payload, len, st->tmp) != 0)
-            return;
+            return false;
         st->decl->reduce(&st->backend->op->ctx, st->tmp, value, st->tmp2);
         /* The result may point into the stored value: serialize it first. */
         out = serialize_value(st, st->decl->type, st->tmp2, &len);
     }
     state_store(st, map, e, hash, st->backend->buf, key_len, out, len);
+    return e == NULL;
 }
 
 bool
@@ -654,6 +671,12 @@ spate_reducing_get(spate_state *st, void *out)
 
 void
 spate_aggregating_add(spate_state *st, const void *in)
+{
+    keyed_aggregating_add(st, in);
+}
+
+bool
+keyed_aggregating_add(struct spate_state *st, const void *in)
 {
     const spate_aggregate *agg = &st->decl->agg;
     spate_ctx *ctx = &st->backend->op->ctx;
@@ -672,11 +695,12 @@ spate_aggregating_add(spate_state *st, const void *in)
     } else {
         payload = entry_payload(st, e, &len);
         if (types_deserialize(st->decl->type, payload, len, st->tmp) != 0)
-            return;
+            return false;
     }
     agg->add(ctx, in, st->tmp);
     out = serialize_value(st, st->decl->type, st->tmp, &len);
     state_store(st, map, e, hash, st->backend->buf, key_len, out, len);
+    return e == NULL;
 }
 
 bool

@@ -50,6 +50,7 @@ struct keyed_backend {
     bool broadcast_writable;
     /* Processing time for TTL (the wall clock; tests put in their own). */
     int64_t (*now_ms)(void);
+    bool has_ttl; /* some state has a TTL */
     /* TTL clean-up walks entries a few at a time, as state is used. */
     uint32_t cleanup_state, cleanup_group;
     size_t cleanup_slot;
@@ -119,8 +120,12 @@ int keyed_backend_restore_timers(struct keyed_backend *b, const uint8_t *bytes, 
 /* The state named name (NULL when not declared). */
 struct spate_state *keyed_backend_state(struct keyed_backend *b, const char *name);
 
-/* Window buffers: list states whose elements keep their timestamps. */
-void keyed_list_add_timestamped(struct spate_state *st, int64_t timestamp, const void *rec);
+/* Window buffers: list states whose elements keep their timestamps. Adds
+ * (these and the two below) return true when the current key and
+ * namespace had no value: a window new for the key. */
+bool keyed_list_add_timestamped(struct spate_state *st, int64_t timestamp, const void *rec);
+bool keyed_reducing_add(struct spate_state *st, const void *value);
+bool keyed_aggregating_add(struct spate_state *st, const void *in);
 /* The next element and its timestamp (timestamped lists). */
 bool keyed_list_next_timestamped(spate_iter *it, void *out, int64_t *timestamp);
 /* Replaces the current key's list with the elements of the old one whose

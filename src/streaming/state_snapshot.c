@@ -129,8 +129,8 @@ static void
 sf_entry(struct sfile *sf, const struct state_entry *e)
 {
     sf_u64(sf, e->hash);
-    sf_u32(sf, e->key_len);
-    sf_put(sf, state_entry_key(e), e->key_len);
+    sf_u32(sf, state_entry_key_len(e));
+    sf_put(sf, state_entry_key(e), state_entry_key_len(e));
     sf_u32(sf, e->value_len);
     sf_put(sf, state_entry_value(e), e->value_len);
 }
@@ -169,7 +169,7 @@ write_keyed(struct sfile *sf, const char *path, const struct keyed_backend_snaps
                 continue;
             sf_u32(sf, (uint32_t)v->count);
             for (size_t j = 0; v->slots != NULL && j <= v->mask; j++)
-                if (v->slots[j].used)
+                if (state_entry_used(&v->slots[j]))
                     sf_entry(sf, &v->slots[j]);
         }
         sf_u32(sf, (uint32_t)kb->timers[k].len);
@@ -232,10 +232,10 @@ write_operator(struct sfile *sf, const char *path, const struct op_snapshot *os)
             for (size_t j = 0; v->slots != NULL && j <= v->mask; j++) {
                 const struct state_entry *se = &v->slots[j];
 
-                if (!se->used)
+                if (!state_entry_used(se))
                     continue;
                 entry_add_offset(e, sf->off);
-                sf_u32(sf, 16 + se->key_len + se->value_len);
+                sf_u32(sf, 16 + state_entry_key_len(se) + se->value_len);
                 sf_entry(sf, se);
             }
         }

@@ -103,17 +103,21 @@ types_new_tuple(int n, const struct spate_type *const *fields)
     t->plain = true;
     for (int i = 0; i < n; i++) {
         const struct spate_type *f = fields[i];
+        size_t at = (off + f->align - 1) / f->align * f->align;
 
-        off = (off + f->align - 1) / f->align * f->align;
+        /* Padding would make the in-memory bytes differ from the wire. */
+        if (at != off || !f->plain)
+            t->plain = false;
+        off = at;
         t->fields[i] = f;
         t->offsets[i] = off;
         off += f->size;
         align = MAX(align, f->align);
-        /* Padding would make the in-memory bytes differ from the wire. */
-        t->plain = false;
     }
     t->align = align;
     t->size = (off + align - 1) / align * align;
+    if (t->size != off)
+        t->plain = false; /* tail padding */
     flatten(t, 0, &t->leaves, &t->nleaves);
     t->leaves[t->nleaves - 1].last = true;
     return t;
@@ -251,6 +255,12 @@ types_serialize(const struct spate_type *t, const void *rec, uint8_t *out, size_
 {
     size_t used = 0;
 
+    if (t->plain && t->kind != TYPE_CUSTOM) {
+        /* The bytes are the record (fixed-size fields, no padding). */
+        if (cap >= t->size)
+            memcpy(out, rec, t->size);
+        return t->size;
+    }
     for (int i = 0; i < t->nleaves; i++) {
         size_t room = used < cap ? cap - used : 0;
 
@@ -361,6 +371,12 @@ types_deserialize(const struct spate_type *t, const uint8_t *bytes, size_t len, 
         if (len != 0)
             return -1;
         bytes = empty;
+    }
+    if (t->plain && t->kind != TYPE_CUSTOM) {
+        if (len != t->size)
+            return -1;
+        memcpy(rec, bytes, len);
+        return 0;
     }
     for (int i = 0; i < t->nleaves; i++) {
         ssize_t got = de_leaf(&t->leaves[i], bytes + used, len - used, rec);

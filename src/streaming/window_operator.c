@@ -169,15 +169,16 @@ buffers_elements(const struct stream_operator *op)
     return wcfg(op)->function == WINDOW_FN_PROCESS || wcfg(op)->evictor != EVICTOR_NONE;
 }
 
-static void
+/* Adds rec to the current window's contents; true when the window is new
+ * for the key. */
+static bool
 contents_add(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts)
 {
     if (buffers_elements(op))
-        keyed_list_add_timestamped(w->contents, ts, rec);
-    else if (wcfg(op)->function == WINDOW_FN_REDUCE)
-        spate_reducing_add(w->contents, rec);
-    else
-        spate_aggregating_add(w->contents, rec);
+        return keyed_list_add_timestamped(w->contents, ts, rec);
+    if (wcfg(op)->function == WINDOW_FN_REDUCE)
+        return keyed_reducing_add(w->contents, rec);
+    return keyed_aggregating_add(w->contents, rec);
 }
 
 /* Runs the evictor over the buffered elements of the current window. */
@@ -565,11 +566,14 @@ record_time(struct stream_operator *op, const struct record_meta *meta)
  * clean-up timer with the window's first element (fresh). */
 static void
 add_to_window(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts,
-              spate_time_window win, bool fresh)
+              spate_time_window win, int merged_fresh)
 {
     int64_t cleanup = cleanup_time(op, win);
+    bool fresh = contents_add(op, w, rec, ts);
 
-    contents_add(op, w, rec, ts);
+    /* A merged session knows better whether its window is new. */
+    if (merged_fresh >= 0)
+        fresh = merged_fresh != 0;
     act(op, w, trigger_on_element(op, w, rec, ts, win, fresh), win);
     if (fresh && cleanup != window_max_timestamp(win) && cleanup != INT64_MAX)
         keyed_backend_register_timer(&w->backend, is_event_time(op), cleanup);
@@ -609,7 +613,7 @@ window_process(struct stream_operator *op, const void *rec, const struct record_
                 continue;
             handled = true;
             set_window(op, &win);
-            add_to_window(op, w, rec, ts, win, !keyed_state_exists(w->contents));
+            add_to_window(op, w, rec, ts, win, -1);
         }
     } else {
         spate_time_window win;
@@ -640,7 +644,7 @@ window_process(struct stream_operator *op, const void *rec, const struct record_
         } else if (!is_late(op, win)) {
             handled = true;
             set_window(op, &win);
-            add_to_window(op, w, rec, ts, win, !keyed_state_exists(w->contents));
+            add_to_window(op, w, rec, ts, win, -1);
         }
     }
     if (!handled) {

@@ -1,0 +1,230 @@
+/* window_bench: BENCHMARKS.md's keyed tumbling window (10,000 keys, 1 s
+ * event-time windows, count and sum) and YSB-like workloads on the mini
+ * cluster, through build/bench/window_bench_job.so (public API only), beside
+ * hand-written single-threaded C loops over the same generated events,
+ * measured in the same run. Rounds interleave loops and engine runs; the
+ * figures are medians; every engine run's checksums (the sum of the
+ * windows' counts and sums, and the number of windows) must equal the
+ * loop's. A rate is events over the job's runtime (the JobMaster's start to
+ * end), generator included. Last line: a JSON object.
+ *
+ * WINDOW_BENCH_EVENTS (default 20,000,000) and WINDOW_BENCH_RUNS (3). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_data.h"
+#include "bench_engine.h"
+#include "core/clock.h"
+
+struct checksums {
+    int64_t count, sum, windows;
+};
+
+/* ---- the hand-written loops ---- */
+
+#define WINDOW_KEYS 10000
+
+/* Events come in time order: one window is open at a time. */
+static void
+loop_window(uint64_t n, struct checksums *c)
+{
+    static int64_t count[WINDOW_KEYS], sum[WINDOW_KEYS];
+    uint64_t window = 0;
+
+    memset(c, 0, sizeof *c);
+    memset(count, 0, sizeof count);
+    memset(sum, 0, sizeof sum);
+    for (uint64_t j = 0; j <= n; j++) {
+        uint64_t x = j < n ? bench_h(3, j) : 0;
+
+        if (j == n || j / 1000000 != window) {
+            for (int k = 0; k < WINDOW_KEYS; k++) {
+                if (count[k] == 0)
+                    continue;
+                c->count += count[k];
+                c->sum += sum[k];
+                c->windows++;
+                count[k] = sum[k] = 0;
+            }
+            window = j / 1000000;
+            if (j == n)
+                break;
+        }
+        count[(uint32_t)x % WINDOW_KEYS]++;
+        sum[(uint32_t)x % WINDOW_KEYS] += (int64_t)((x >> 32) % 1000);
+    }
+}
+
+#define ADS 1000
+
+static void
+loop_ysb(uint64_t n, struct checksums *c)
+{
+    static uint64_t slot_id[2048];
+    static int16_t slot_campaign[2048];
+    int64_t count[100] = { 0 };
+    uint64_t window = 0;
+
+    memset(c, 0, sizeof *c);
+    memset(slot_id, 0, sizeof slot_id);
+    for (uint64_t a = 0; a < ADS; a++) {
+        uint64_t id = bench_h(6, a), k = id & 2047;
+
+        while (slot_id[k] != 0)
+            k = (k + 1) & 2047;
+        slot_id[k] = id;
+        slot_campaign[k] = (int16_t)(a % 100);
+    }
+    for (uint64_t j = 0; j <= n; j++) {
+        uint64_t x, id, k;
+
+        if (j == n || j / 10000000 != window) {
+            for (int cpg = 0; cpg < 100; cpg++) {
+                if (count[cpg] == 0)
+                    continue;
+                c->count += count[cpg];
+                c->sum += count[cpg]; /* the job counts views by summing 1s */
+                c->windows++;
+                count[cpg] = 0;
+            }
+            window = j / 10000000;
+            if (j == n)
+                break;
+        }
+        x = bench_h(4, j);
+        if ((x >> 32) % 3 != 0)
+            continue; /* views only */
+        id = bench_h(6, x % ADS);
+        for (k = id & 2047; slot_id[k] != id; k = (k + 1) & 2047)
+            ;
+        count[slot_campaign[k]]++;
+    }
+}
+
+/* ---- the engine ---- */
+
+struct engine_run {
+    double events_per_s;
+    long rss_kb;
+    struct checksums c;
+    json_t *plan;
+};
+
+static char spate[PATH_MAX + 16], job[PATH_MAX + 64], tmpdir[64];
+
+static void
+run_engine(const char *workload, int p, uint64_t n, struct engine_run *out)
+{
+    char count[32];
+    const char *args[] = { workload, "--count", count, NULL };
+    json_t *r, *acc;
+    int64_t ms;
+
+    snprintf(count, sizeof count, "%llu", (unsigned long long)n);
+    r = bench_run_local(spate, tmpdir, p, job, args, &out->rss_kb);
+    acc = json_object_get(r, "accumulators");
+    ms = json_integer_value(json_object_get(r, "duration_ms"));
+    out->events_per_s = (double)n / ((double)(ms > 0 ? ms : 1) / 1000.0);
+    out->c.count = json_integer_value(json_object_get(acc, "checksum_count"));
+    out->c.sum = json_integer_value(json_object_get(acc, "checksum_sum"));
+    out->c.windows = json_integer_value(json_object_get(acc, "windows"));
+    out->plan = json_incref(json_object_get(r, "plan"));
+    json_decref(r);
+}
+
+static void
+check(const char *what, const struct checksums *engine, const struct checksums *loop)
+{
+    if (memcmp(engine, loop, sizeof *loop) != 0)
+        bench_fail("%s: the engine's checksums (count %lld, sum %lld, windows %lld) are not "
+                   "the loop's (%lld, %lld, %lld)",
+                   what, (long long)engine->count, (long long)engine->sum,
+                   (long long)engine->windows, (long long)loop->count, (long long)loop->sum,
+                   (long long)loop->windows);
+}
+
+int
+main(void)
+{
+    const char *e;
+    uint64_t n = (e = getenv("WINDOW_BENCH_EVENTS")) ? strtoull(e, NULL, 10) : 20000000;
+    int runs = (e = getenv("WINDOW_BENCH_RUNS")) ? atoi(e) : 3;
+    double base[16], ysb_base[16], p1[16], p2[16], ysb2[16];
+    struct checksums wc, yc;
+    json_t *plan = NULL, *ysb_plan = NULL, *out;
+    long rss_kb = 0;
+    char dir[PATH_MAX];
+
+    bench_name = "window_bench";
+    if (runs < 1 || runs > 16)
+        runs = 3;
+    bench_exe_dir(dir, sizeof dir);
+    snprintf(spate, sizeof spate, "%s/spate", dir);
+    snprintf(job, sizeof job, "%s/../bench/window_bench_job.so", dir);
+    if (access(spate, X_OK) != 0 || access(job, R_OK) != 0)
+        bench_fail("cannot find spate and bench/window_bench_job.so beside %s", dir);
+    strcpy(tmpdir, "/tmp/spate-window-bench-XXXXXX");
+    if (mkdtemp(tmpdir) == NULL)
+        bench_fail("cannot make %s", tmpdir);
+    fprintf(stderr, "window_bench: %llu events per run, %d rounds\n", (unsigned long long)n, runs);
+    for (int i = 0; i < runs; i++) {
+        struct engine_run a, b, y;
+        uint64_t t0 = clock_mono_ns();
+
+        loop_window(n, &wc);
+        base[i] = (double)n / ((double)(clock_mono_ns() - t0) / 1e9);
+        t0 = clock_mono_ns();
+        loop_ysb(n, &yc);
+        ysb_base[i] = (double)n / ((double)(clock_mono_ns() - t0) / 1e9);
+        run_engine("window", 1, n, &a);
+        run_engine("window", 2, n, &b);
+        run_engine("ysb", 2, n, &y);
+        check("window p1", &a.c, &wc);
+        check("window p2", &b.c, &wc);
+        check("ysb p2", &y.c, &yc);
+        p1[i] = a.events_per_s;
+        p2[i] = b.events_per_s;
+        ysb2[i] = y.events_per_s;
+        rss_kb = a.rss_kb > rss_kb ? a.rss_kb : rss_kb;
+        json_decref(plan);
+        json_decref(ysb_plan);
+        json_decref(b.plan);
+        plan = a.plan;
+        ysb_plan = y.plan;
+        fprintf(stderr,
+                "window_bench: round %d: loop %.1f M/s, p1 %.1f M/s, p2 %.1f M/s; ysb "
+                "loop %.1f M/s, p2 %.1f M/s\n",
+                i + 1, base[i] / 1e6, p1[i] / 1e6, p2[i] / 1e6, ysb_base[i] / 1e6, ysb2[i] / 1e6);
+    }
+    {
+        char log[128];
+
+        snprintf(log, sizeof log, "%s/spate.log", tmpdir);
+        unlink(log);
+        rmdir(tmpdir);
+    }
+    {
+        double b = bench_median(base, runs), m1 = bench_median(p1, runs),
+               m2 = bench_median(p2, runs), yb = bench_median(ysb_base, runs),
+               y2 = bench_median(ysb2, runs);
+        char *s;
+
+        out = json_pack("{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
+                        "s:I, s:I, s:o, s:o}",
+                        "bench", "window_bench", "events", (json_int_t)n, "runs", runs,
+                        "baseline_events_per_s", b, "events_per_s_p1", m1, "events_per_s_p2", m2,
+                        "ratio_p1", m1 / b, "ratio_p2", m2 / b, "p2_over_p1", m2 / m1,
+                        "ysb_baseline_events_per_s", yb, "ysb_events_per_s_p2", y2, "ysb_ratio_p2",
+                        y2 / yb, "rss_kb", (json_int_t)rss_kb, "checksum_count",
+                        (json_int_t)wc.count, "checksum_sum", (json_int_t)wc.sum, "windows",
+                        (json_int_t)wc.windows, "plan", plan, "ysb_plan", ysb_plan);
+        s = json_dumps(out, JSON_COMPACT);
+        printf("%s\n", s);
+        free(s);
+        json_decref(out);
+    }
+    return 0;
+}
