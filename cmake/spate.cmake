@@ -42,7 +42,14 @@ function(spate_link_libspate)
     set_target_properties(spate PROPERTIES LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/libspate.map)
 
     add_executable(spate_cmd ${PROJECT_SOURCE_DIR}/src/cli/main.c)
-    target_link_libraries(spate_cmd PRIVATE spate)
+    if(SPATE_SANITIZE)
+        # Sanitizer runtimes are not linked into shared objects: the
+        # sanitized spate links the layers statically (for running the e2e
+        # tests against it by hand: SPATE_BUILD=build-asan).
+        target_link_libraries(spate_cmd PRIVATE -Wl,--whole-archive ${layers} -Wl,--no-whole-archive)
+    else()
+        target_link_libraries(spate_cmd PRIVATE spate)
+    endif()
     target_include_directories(spate_cmd PRIVATE ${PROJECT_SOURCE_DIR}/src)
     set_target_properties(spate_cmd PROPERTIES OUTPUT_NAME spate
         BUILD_RPATH "$ORIGIN/../lib")
@@ -129,6 +136,13 @@ function(spate_e2e_test name)
     add_test(NAME e2e/${name} COMMAND ${E_COMMAND})
     set_tests_properties(e2e/${name} PROPERTIES LABELS e2e TIMEOUT ${E_TIMEOUT}
         ENVIRONMENT "SPATE_BUILD=${CMAKE_BINARY_DIR};SPATE_SOURCE=${PROJECT_SOURCE_DIR}")
+    if(SPATE_SANITIZER_SUITES)
+        # The same test against build-asan's spate (ASan+UBSan, debug
+        # assertions such as the executing RPC endpoint's).
+        add_test(NAME asan-e2e/${name} COMMAND ${E_COMMAND})
+        set_tests_properties(asan-e2e/${name} PROPERTIES LABELS asan TIMEOUT ${E_TIMEOUT}
+            ENVIRONMENT "SPATE_BUILD=${SPATE_ASAN_DIR};SPATE_SOURCE=${PROJECT_SOURCE_DIR};ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+    endif()
 endfunction()
 
 # spate_bench(<name> SOURCES ... LIBS ...): build/bin/<name>, run by `make bench`.
@@ -137,4 +151,25 @@ function(spate_bench name)
     add_executable(${name} ${B_SOURCES})
     target_link_libraries(${name} PRIVATE ${B_LIBS})
     set_property(GLOBAL APPEND PROPERTY SPATE_BENCHES ${name})
+endfunction()
+
+# spate_protobuf_c(<var> <base_dir> <proto>...): runs protoc-c on each .proto
+# (a path relative to base_dir) into ${CMAKE_BINARY_DIR}/gen/, keeping its
+# folder, so "proto/rpc.proto" is included as "proto/rpc.pb-c.h". <var> gets
+# the generated .c files, compiled without warnings (they are not ours).
+function(spate_protobuf_c var base)
+    find_program(SPATE_PROTOC_C protoc-c REQUIRED)
+    set(out "")
+    foreach(p ${ARGN})
+        string(REGEX REPLACE "\\.proto$" "" stem ${p})
+        set(c ${CMAKE_BINARY_DIR}/gen/${stem}.pb-c.c)
+        set(h ${CMAKE_BINARY_DIR}/gen/${stem}.pb-c.h)
+        add_custom_command(OUTPUT ${c} ${h}
+            COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/gen
+            COMMAND ${SPATE_PROTOC_C} --c_out=${CMAKE_BINARY_DIR}/gen -I${base} ${base}/${p}
+            DEPENDS ${base}/${p} VERBATIM)
+        set_source_files_properties(${c} PROPERTIES COMPILE_OPTIONS "-w")
+        list(APPEND out ${c})
+    endforeach()
+    set(${var} ${out} PARENT_SCOPE)
 endfunction()

@@ -20,6 +20,10 @@ libssl-dev          SHA-256 (job libraries, blobs, handshake secrets); TLS later
 libcriterion-dev    unit tests
 libxxhash-dev       XXH3: key groups of keyed streams (DESIGN.md §5a)
 liblz4-dev          lz4 compression of network buffers
+protobuf-c-compiler protoc-c: C code for the control messages of src/proto/
+libprotobuf-c-dev   protobuf-c runtime: RPC payloads
+libmicrohttpd-dev   the REST server (its own epoll thread)
+libjansson-dev      JSON of the REST API
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_cluster.h"
 #include "cli/cli_config.h"
 #include "core/alloc.h"
 #include "core/log.h"
@@ -25,10 +26,19 @@ struct cli_command {
 };
 
 static int cli_cmd_config(struct cli_context *ctx);
+static int cli_cmd_jobmanager(struct cli_context *ctx);
+static int cli_cmd_taskmanager(struct cli_context *ctx);
+static int cli_cmd_test_job(struct cli_context *ctx);
 static int cli_cmd_help(struct cli_context *ctx);
 static int cli_cmd_version(struct cli_context *ctx);
 
 static const struct cli_command cli_commands[] = {
+    { "jobmanager", cli_cmd_jobmanager, "",
+      "run a JobManager (Dispatcher, ResourceManager, REST)" },
+    { "taskmanager", cli_cmd_taskmanager, "[--count N]",
+      "run a TaskManager (N TaskExecutors in one process for scale tests)" },
+    { "test-job", cli_cmd_test_job, "--slots N [--run-ms MS]",
+      "submit the test-only job that asks for N slots" },
     { "config", cli_cmd_config, "[KEY...]", "print the effective configuration and its origins" },
     { "version", cli_cmd_version, "", "print spate's version" },
     { "help", cli_cmd_help, "", "print this help" },
@@ -73,6 +83,24 @@ cli_cmd_version(struct cli_context *ctx)
     UNUSED(ctx);
     printf("spate %s\n", SPATE_VERSION);
     return 0;
+}
+
+static int
+cli_cmd_jobmanager(struct cli_context *ctx)
+{
+    return cli_jobmanager(ctx->conf, ctx->argc, ctx->argv);
+}
+
+static int
+cli_cmd_taskmanager(struct cli_context *ctx)
+{
+    return cli_taskmanager(ctx->conf, ctx->argc, ctx->argv);
+}
+
+static int
+cli_cmd_test_job(struct cli_context *ctx)
+{
+    return cli_test_job(ctx->conf, ctx->argc, ctx->argv);
 }
 
 /* One option's effective value and origin, as `spate config` prints it. */

@@ -1,10 +1,8 @@
-/* The eventfd notifier of notifier.h.
- * Memory orders: the notifier carries no data; the state it announces is
- * published by the notifier's callers with their own release/acquire (locks or
- * atomics). `pending` and `sleeping` are seq_cst on both sides (Dekker): a
- * notifier sets pending then reads sleeping, a waiter sets sleeping then
- * reads pending, so at least one of them sees the other's store: either the
- * waiter does not sleep or the notifier writes the eventfd. */
+/* The eventfd notifier of notifier.h. pending and sleeping are seq_cst on both
+ * sides (Dekker): a notifier sets pending then reads sleeping, a waiter sets
+ * sleeping then reads pending, so either the waiter does not sleep or the
+ * notifier writes the eventfd. The state a notify announces is published by
+ * its callers with their own locks or atomics. */
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>

@@ -1,9 +1,8 @@
-/* A task's wake-up primitive: an eventfd that other threads poke when they
- * make something available to the task (a buffer on an input channel, a
- * recycled output buffer, a mail), with wake-ups coalesced so that a burst of
- * notifies costs one write(2). Also carries the task's sticky cancel flag, so
- * that a cancel wakes any wait at once. The task thread waits; any thread
- * notifies or cancels. The fd may join a larger poll set (notifier_fd). */
+/* A task's wake-up primitive: an eventfd that other threads poke when they make
+ * something available to the task (a buffer, a recycled output buffer, a
+ * mail); notifies coalesce into one write(2), a sticky cancel flag wakes any
+ * wait at once, and a wait polls briefly before it sleeps. The task thread
+ * waits; any thread notifies or cancels. */
 #ifndef SPATE_CORE_NOTIFIER_H
 #define SPATE_CORE_NOTIFIER_H
 

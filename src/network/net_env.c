@@ -1,10 +1,8 @@
-/* The network environment and its I/O thread (net_env.h): the libuv loop
- * that accepts data connections from remote consumers and serves their
- * partition requests (server side: one reader per requested subpartition,
- * written out as credit allows), and that connects to remote producers for
- * this TaskManager's input gates (client side: one connection per producer
- * address, receiving straight into the channels' buffers). Everything here
- * but net_env_new/free/post/stats runs on the I/O thread. */
+/* The network environment and its I/O thread (net_env.h): serves remote
+ * consumers' partition requests (one reader per subpartition, written out as
+ * credit allows) and connects to remote producers for this TaskManager's
+ * gates (one connection per address, received straight into the channels'
+ * buffers). Everything but net_env_new/free/post/stats runs on the I/O thread. */
 #include <lz4.h>
 #include <netdb.h>
 #include <sched.h>

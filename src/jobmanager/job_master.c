@@ -1,0 +1,697 @@
+/* The JobMaster (job_master.h): its ResourceManager connection, its
+ * SlotPool, the TaskExecutors that registered with it, and the stand-in
+ * job's tasks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "jobmanager/job_master.h"
+#include "jobmanager/slot_pool.h"
+#include "rpc/gateways.h"
+
+#define JM_LOG "jobmaster"
+
+enum task_state { TASK_SCHEDULED, TASK_RUNNING, TASK_FINISHED, TASK_CANCELED };
+
+struct jm_task {
+    enum task_state state;
+    spate_id allocation_id;
+    spate_id resource_id;
+};
+
+/* A TaskExecutor registered with this JobMaster. */
+struct jm_worker {
+    struct hmap_node node;
+    spate_id resource_id;
+    char *address;
+    struct rpc_gateway *gw;
+};
+
+struct job_master {
+    struct rpc_endpoint ep;
+    struct job_master_options o;
+    char *name;
+    char address[300];
+    spate_id jm_id;       /* JobMasterId: the fencing token */
+    spate_id resource_id; /* its heartbeat id */
+    enum job_status status;
+    int64_t start_time, end_time, last_modification;
+    char *failure;
+    struct jm_task *tasks;
+    struct slot_pool pool;
+    struct hmap workers;
+    struct rpc_timer *finish_timer;
+
+    struct leader_retrieval *rm_retrieval;
+    char *rm_address;
+    struct rpc_gateway *rm; /* fenced once registered */
+    struct registration *rm_registration;
+    spate_id rm_resource_id;
+    bool rm_connected;
+    struct heartbeat_manager *hb_tm; /* sender */
+    struct heartbeat_manager *hb_rm; /* receiver */
+};
+
+static const char *const job_status_names[] = {
+    "INITIALIZING", "CREATED",  "RUNNING",  "FAILING",    "FAILED",
+    "CANCELLING",   "CANCELED", "FINISHED", "RESTARTING", "SUSPENDED",
+};
+
+const char *
+job_status_name(enum job_status s)
+{
+    return (unsigned)s < ARRAY_SIZE(job_status_names) ? job_status_names[s] : "UNKNOWN";
+}
+
+bool
+job_status_is_terminal(enum job_status s)
+{
+    return s == JOB_FAILED || s == JOB_CANCELED || s == JOB_FINISHED;
+}
+
+/* The endpoint's state, from its handlers: only its own context may touch it. */
+static struct job_master *
+jm_of(struct rpc_endpoint *ep)
+{
+    RPC_ASSERT_IN(ep);
+    return container_of(ep, struct job_master, ep);
+}
+
+static struct jm_worker *
+jm_find_worker(struct job_master *jm, const spate_id *id)
+{
+    struct hmap_node *n;
+
+    HMAP_FOR_EACH_WITH_HASH(n, id_hash(id), &jm->workers)
+    {
+        struct jm_worker *w = container_of(n, struct jm_worker, node);
+
+        if (id_equal(&w->resource_id, id))
+            return w;
+    }
+    return NULL;
+}
+
+static void
+jm_set_status(struct job_master *jm, enum job_status s)
+{
+    jm->status = s;
+    jm->last_modification = clock_wall_ms();
+    SPATE_LOG_INFO(JM_LOG, "job %s (%s) switched to %s", id_str(&jm->o.job_id).s, jm->name,
+                   job_status_name(s));
+}
+
+/* ---- ending the job ------------------------------------------------------------------- */
+
+static void
+jm_worker_free(struct job_master *jm, struct jm_worker *w)
+{
+    hmap_remove(&jm->workers, &w->node);
+    heartbeat_unmonitor(jm->hb_tm, &w->resource_id);
+    rpc_gateway_free(w->gw);
+    free(w->address);
+    free(w);
+}
+
+/* Frees the job's slots at their TaskExecutors, withdraws what is still
+ * requested, says goodbye to the ResourceManager. */
+static void
+jm_release_resources(struct job_master *jm, const char *cause)
+{
+    Cluster__FreeSlot fs = CLUSTER__FREE_SLOT__INIT;
+    struct list_node *n;
+    struct hmap_node *h;
+
+    fs.cause = (char *)cause;
+    list_for_each(n, &jm->pool.allocated)
+    {
+        struct pool_slot *s = container_of(n, struct pool_slot, node);
+        struct jm_worker *w = jm_find_worker(jm, &s->resource_id);
+
+        if (w != NULL) {
+            fs.allocation_id = gw_id_bytes(&s->allocation_id);
+            rpc_future_unref(te_free_slot(w->gw, &fs, 0));
+        }
+    }
+    if (jm->rm_connected) {
+        Cluster__CancelSlotRequest c = CLUSTER__CANCEL_SLOT_REQUEST__INIT;
+        Cluster__Disconnect d = CLUSTER__DISCONNECT__INIT;
+
+        list_for_each(n, &jm->pool.pending)
+        {
+            c.allocation_id =
+                gw_id_bytes(&container_of(n, struct pool_request, node)->allocation_id);
+            rm_cancel_slot_request(jm->rm, &c, NULL);
+        }
+        d.id = gw_id_bytes(&jm->o.job_id);
+        d.cause = (char *)cause;
+        rm_disconnect_job_manager(jm->rm, &d, NULL);
+    }
+    slot_pool_release(&jm->pool);
+    while ((h = hmap_first(&jm->workers)) != NULL)
+        jm_worker_free(jm, container_of(h, struct jm_worker, node));
+}
+
+static void
+jm_terminate(struct job_master *jm, enum job_status s, const char *failure)
+{
+    if (job_status_is_terminal(jm->status))
+        return;
+    rpc_timer_cancel(jm->finish_timer);
+    jm->finish_timer = NULL;
+    if (failure != NULL) {
+        free(jm->failure);
+        jm->failure = xstrdup(failure);
+        SPATE_LOG_ERROR(JM_LOG, "job %s (%s) failed: %s", id_str(&jm->o.job_id).s, jm->name,
+                        failure);
+    }
+    for (uint32_t i = 0; i < jm->o.tasks; i++)
+        if (jm->tasks[i].state != TASK_FINISHED)
+            jm->tasks[i].state = s == JOB_FINISHED ? TASK_FINISHED : TASK_CANCELED;
+    jm_release_resources(jm, s == JOB_FINISHED ? "job finished" : failure ? failure : "job ended");
+    jm->end_time = clock_wall_ms();
+    jm_set_status(jm, s);
+    if (jm->o.on_terminal != NULL)
+        jm->o.on_terminal(jm->o.arg, jm);
+}
+
+static void
+jm_on_finish(void *arg)
+{
+    struct job_master *jm = arg;
+
+    jm->finish_timer = NULL;
+    jm_terminate(jm, JOB_FINISHED, NULL);
+}
+
+/* ---- the SlotPool's listener -------------------------------------------------------- */
+
+static void
+jm_request_sent(struct rpc_future *f, void *arg)
+{
+    struct job_master *jm = arg;
+
+    if (rpc_future_code(f) != 0 && rpc_endpoint_is_running(&jm->ep))
+        SPATE_LOG_WARN(JM_LOG, "job %s: slot request not taken by the ResourceManager: %s",
+                       id_str(&jm->o.job_id).s, rpc_future_message(f));
+}
+
+static void
+jm_send_request(void *arg, const struct pool_request *r)
+{
+    struct job_master *jm = arg;
+    Cluster__SlotRequest req = CLUSTER__SLOT_REQUEST__INIT;
+    struct rpc_future *f;
+
+    if (!jm->rm_connected)
+        return; /* sent when the connection is made */
+    req.job_id = gw_id_bytes(&jm->o.job_id);
+    req.allocation_id = gw_id_bytes(&r->allocation_id);
+    req.target_address = jm->address;
+    f = rm_request_slot(jm->rm, &req, 0);
+    rpc_future_then(f, &jm->ep, jm_request_sent, jm);
+    rpc_future_unref(f);
+}
+
+static void
+jm_cancel_request(void *arg, const spate_id *allocation)
+{
+    struct job_master *jm = arg;
+    Cluster__CancelSlotRequest c = CLUSTER__CANCEL_SLOT_REQUEST__INIT;
+
+    if (!jm->rm_connected)
+        return;
+    c.allocation_id = gw_id_bytes(allocation);
+    rm_cancel_slot_request(jm->rm, &c, NULL);
+}
+
+static void
+jm_fulfilled(void *arg, const struct pool_slot *s)
+{
+    struct job_master *jm = arg;
+    struct jm_task *t = &jm->tasks[s->task];
+    uint32_t running = 0;
+
+    t->state = TASK_RUNNING;
+    t->allocation_id = s->allocation_id;
+    t->resource_id = s->resource_id;
+    for (uint32_t i = 0; i < jm->o.tasks; i++)
+        running += jm->tasks[i].state == TASK_RUNNING;
+    SPATE_LOG_INFO(JM_LOG,
+                   "job %s: task %u got slot %u of TaskManager %s (%u of %u tasks have "
+                   "slots)",
+                   id_str(&jm->o.job_id).s, s->task, s->index, id_str(&s->resource_id).s, running,
+                   jm->o.tasks);
+    if (running == jm->o.tasks && jm->o.run_ms > 0 && jm->finish_timer == NULL)
+        jm->finish_timer = rpc_endpoint_schedule(&jm->ep, jm->o.run_ms, jm_on_finish, jm);
+}
+
+static void
+jm_timed_out(void *arg, uint32_t task, uint64_t waited_ms)
+{
+    struct job_master *jm = arg;
+    char msg[400];
+
+    snprintf(msg, sizeof msg,
+             "could not allocate a slot for task %u within slot.request.timeout (%lld ms, waited "
+             "%llu ms): %zu of %u slots allocated, no free slot in the cluster",
+             task, (long long)jm->o.slot_request_timeout_ms, (unsigned long long)waited_ms,
+             slot_pool_allocated_count(&jm->pool), jm->o.tasks);
+    jm_terminate(jm, JOB_FAILED, msg);
+}
+
+/* ---- TaskExecutors ------------------------------------------------------------------- */
+
+/* A TaskExecutor is gone: its slots too; their tasks ask for slots again. */
+static void
+jm_lose_worker(struct job_master *jm, const spate_id *id, const char *cause)
+{
+    uint32_t *tasks = xcalloc(jm->o.tasks ? jm->o.tasks : 1, sizeof *tasks);
+    size_t n = slot_pool_release_task_manager(&jm->pool, id, tasks, jm->o.tasks);
+    struct jm_worker *w = jm_find_worker(jm, id);
+
+    if (w != NULL)
+        jm_worker_free(jm, w);
+    if (n > 0)
+        SPATE_LOG_WARN(JM_LOG,
+                       "job %s: TaskManager %s lost with %zu slots (%s); requesting "
+                       "them again",
+                       id_str(&jm->o.job_id).s, id_str(id).s, n, cause);
+    rpc_timer_cancel(jm->finish_timer);
+    jm->finish_timer = NULL;
+    for (size_t i = 0; i < n && !job_status_is_terminal(jm->status); i++) {
+        jm->tasks[tasks[i]].state = TASK_SCHEDULED;
+        slot_pool_request_slot(&jm->pool, tasks[i]);
+    }
+    free(tasks);
+}
+
+static void
+jm_tm_lost(void *arg, const spate_id *target, int reason, const char *message)
+{
+    UNUSED(reason);
+    jm_lose_worker(arg, target, message);
+}
+
+static void
+jmh_register_task_manager(struct rpc_endpoint *ep, const Cluster__TaskManagerRegistration *req,
+                          struct rpc_call *call)
+{
+    struct job_master *jm = jm_of(ep);
+    Cluster__RegistrationReply reply = CLUSTER__REGISTRATION_REPLY__INIT;
+    spate_error err = { 0 };
+    struct jm_worker *w;
+    spate_id id;
+
+    if (!gw_id_get(&req->resource_id, &id)) {
+        rpc_call_fail(call, SPATE_EINVAL, "TaskManager registration with a malformed id");
+        return;
+    }
+    if (job_status_is_terminal(jm->status)) {
+        reply.accepted = false;
+        reply.reason = "the job has ended";
+        rpc_call_reply(call, &reply.base);
+        return;
+    }
+    if ((w = jm_find_worker(jm, &id)) == NULL) {
+        w = xcalloc(1, sizeof *w);
+        if (rpc_gateway_new(ep->svc, req->address, NULL, &w->gw, &err) != 0) {
+            free(w);
+            rpc_call_fail(call, SPATE_EINVAL, "bad TaskExecutor address: %s", err.message);
+            return;
+        }
+        w->resource_id = id;
+        w->address = xstrdup(req->address);
+        hmap_insert(&jm->workers, &w->node, id_hash(&id));
+        if (heartbeat_monitor(jm->hb_tm, &id, w->address, &err) != 0)
+            SPATE_LOG_WARN(JM_LOG, "cannot monitor TaskManager %s: %s", id_str(&id).s, err.message);
+    }
+    reply.accepted = true;
+    reply.leader_id = gw_id_bytes(&jm->jm_id);
+    reply.leader_resource_id = gw_id_bytes(&jm->resource_id);
+    reply.registration_id = gw_id_bytes(&jm->o.job_id);
+    rpc_call_reply(call, &reply.base);
+}
+
+/* Seed 004 §2.5: offerSlots: the SlotPool takes what fulfils its requests. */
+static void
+jmh_offer_slots(struct rpc_endpoint *ep, const Cluster__SlotOffers *req, struct rpc_call *call)
+{
+    struct job_master *jm = jm_of(ep);
+    Cluster__AcceptedSlots out = CLUSTER__ACCEPTED_SLOTS__INIT;
+    ProtobufCBinaryData *ids = xcalloc(req->n_offers ? req->n_offers : 1, sizeof *ids);
+    spate_id *allocs = xcalloc(req->n_offers ? req->n_offers : 1, sizeof *allocs);
+    spate_id rid;
+
+    if (!gw_id_get(&req->resource_id, &rid) || jm_find_worker(jm, &rid) == NULL) {
+        free(ids);
+        free(allocs);
+        rpc_call_fail(call, SPATE_ESTATE, "slots offered by a TaskManager not registered here");
+        return;
+    }
+    for (size_t i = 0; i < req->n_offers; i++) {
+        if (!gw_id_get(&req->offers[i]->allocation_id, &allocs[i]))
+            continue;
+        if (!job_status_is_terminal(jm->status) &&
+            slot_pool_offer(&jm->pool, &rid, &allocs[i], req->offers[i]->index))
+            ids[out.n_allocation_ids++] = gw_id_bytes(&allocs[i]);
+    }
+    out.allocation_ids = ids;
+    rpc_call_reply(call, &out.base);
+    free(ids);
+    free(allocs);
+}
+
+static void
+jmh_disconnect_task_manager(struct rpc_endpoint *ep, const Cluster__Disconnect *req,
+                            struct rpc_call *call)
+{
+    spate_id id;
+
+    UNUSED(call);
+    if (gw_id_get(&req->id, &id))
+        jm_lose_worker(jm_of(ep), &id, req->cause);
+}
+
+static void jm_reconnect_rm(struct job_master *jm, const char *why);
+
+static void
+jmh_disconnect_resource_manager(struct rpc_endpoint *ep, const Cluster__Disconnect *req,
+                                struct rpc_call *call)
+{
+    UNUSED(call);
+    jm_reconnect_rm(jm_of(ep), req->cause);
+}
+
+static const struct jm_handlers jm_handlers = {
+    .register_task_manager = jmh_register_task_manager,
+    .offer_slots = jmh_offer_slots,
+    .disconnect_task_manager = jmh_disconnect_task_manager,
+    .disconnect_resource_manager = jmh_disconnect_resource_manager,
+};
+
+/* ---- the ResourceManager connection ------------------------------------------------ */
+
+static void
+jm_close_rm(struct job_master *jm)
+{
+    registration_cancel(jm->rm_registration);
+    jm->rm_registration = NULL;
+    if (jm->rm_connected)
+        heartbeat_unmonitor(jm->hb_rm, &jm->rm_resource_id);
+    rpc_gateway_free(jm->rm);
+    jm->rm = NULL;
+    jm->rm_connected = false;
+}
+
+static struct rpc_future *
+jm_reg_attempt(void *arg, int64_t timeout_ms)
+{
+    struct job_master *jm = arg;
+    Cluster__JobMasterRegistration r = CLUSTER__JOB_MASTER_REGISTRATION__INIT;
+
+    r.job_id = gw_id_bytes(&jm->o.job_id);
+    r.address = jm->address;
+    r.job_master_id = gw_id_bytes(&jm->jm_id);
+    r.resource_id = gw_id_bytes(&jm->resource_id);
+    return rm_register_job_master(jm->rm, &r, timeout_ms);
+}
+
+static int
+jm_reg_check(void *arg, struct rpc_future *reply, spate_error *err)
+{
+    Cluster__RegistrationReply *r = rpc_future_value(reply);
+
+    UNUSED(arg);
+    if (!r->accepted)
+        return spate_error_set(err, SPATE_EREMOTE, "%s", r->reason);
+    if (r->leader_id.len != ID_BYTES)
+        return spate_error_set(err, SPATE_EPROTO, "registration reply without a leader id");
+    return 0;
+}
+
+static void
+jm_reg_success(void *arg, struct rpc_future *reply)
+{
+    struct job_master *jm = arg;
+    Cluster__RegistrationReply *r = rpc_future_value(reply);
+    struct rpc_gateway *fenced;
+    spate_id rm_id;
+    spate_error err = { 0 };
+
+    jm->rm_registration = NULL;
+    gw_id_get(&r->leader_id, &rm_id);
+    if (!gw_id_get(&r->leader_resource_id, &jm->rm_resource_id))
+        jm->rm_resource_id = rm_id;
+    fenced = rpc_gateway_with_token(jm->rm, &rm_id);
+    rpc_gateway_free(jm->rm);
+    jm->rm = fenced;
+    jm->rm_connected = true;
+    if (heartbeat_monitor(jm->hb_rm, &jm->rm_resource_id, jm->rm->address, &err) != 0)
+        SPATE_LOG_WARN(JM_LOG, "cannot monitor the ResourceManager: %s", err.message);
+    SPATE_LOG_INFO(JM_LOG, "job %s: connected to ResourceManager %s", id_str(&jm->o.job_id).s,
+                   jm->rm_address);
+    /* Requests made before (or lost with the previous leader) go now. */
+    slot_pool_resend_pending(&jm->pool);
+}
+
+static void
+jm_reg_failure(void *arg, int code, const char *message)
+{
+    UNUSED(arg);
+    UNUSED(code);
+    UNUSED(message);
+}
+
+static const struct registration_ops jm_reg_ops = { jm_reg_attempt, jm_reg_check, jm_reg_success,
+                                                    jm_reg_failure, NULL };
+
+static void
+jm_reconnect_rm(struct job_master *jm, const char *why)
+{
+    spate_error err = { 0 };
+    char target[400];
+
+    jm_close_rm(jm);
+    if (jm->rm_address == NULL || job_status_is_terminal(jm->status) ||
+        !rpc_endpoint_is_running(&jm->ep))
+        return;
+    if (rpc_gateway_new(jm->ep.svc, jm->rm_address, NULL, &jm->rm, &err) != 0) {
+        SPATE_LOG_ERROR(JM_LOG, "bad ResourceManager address: %s", err.message);
+        return;
+    }
+    SPATE_LOG_INFO(JM_LOG, "job %s: connecting to ResourceManager %s (%s)", id_str(&jm->o.job_id).s,
+                   jm->rm_address, why);
+    snprintf(target, sizeof target, "resource manager %s", jm->rm_address);
+    jm->rm_registration = registration_start(&jm->ep, target, &jm->o.registration, &jm_reg_ops, jm);
+}
+
+static void
+jm_rm_lost(void *arg, const spate_id *target, int reason, const char *message)
+{
+    struct job_master *jm = arg;
+
+    UNUSED(target);
+    UNUSED(reason);
+    jm->rm_connected = false; /* no longer monitored */
+    SPATE_LOG_WARN(JM_LOG, "job %s: ResourceManager lost: %s", id_str(&jm->o.job_id).s, message);
+    jm_reconnect_rm(jm, "the ResourceManager was lost");
+}
+
+struct jm_news {
+    struct job_master *jm;
+    char address[];
+};
+
+static void
+jm_rm_leader(void *arg)
+{
+    struct jm_news *n = arg;
+
+    if (rpc_endpoint_is_running(&n->jm->ep)) {
+        free(n->jm->rm_address);
+        n->jm->rm_address = xstrdup(n->address);
+        jm_reconnect_rm(n->jm, "new ResourceManager leader");
+    }
+    free(n);
+}
+
+static void
+jm_notify_rm_leader(void *arg, const char *address, const spate_id *session)
+{
+    struct job_master *jm = arg;
+    struct jm_news *n;
+
+    UNUSED(session);
+    if (address == NULL)
+        return;
+    n = xmalloc(sizeof *n + strlen(address) + 1);
+    n->jm = jm;
+    strcpy(n->address, address);
+    rpc_endpoint_run_async(&jm->ep, jm_rm_leader, n);
+}
+
+static void
+jm_rm_error(void *arg, int code, const char *message)
+{
+    UNUSED(arg);
+    SPATE_LOG_ERROR(JM_LOG, "ResourceManager leader retrieval failed (%s): %s",
+                    spate_err_name(code), message);
+}
+
+static const struct leader_listener jm_rm_listener = { jm_notify_rm_leader, jm_rm_error };
+
+/* ---- life cycle ------------------------------------------------------------------------ */
+
+static void
+jm_on_start(struct rpc_endpoint *ep)
+{
+    struct job_master *jm = jm_of(ep);
+    spate_error err = { 0 };
+
+    jm->rm_retrieval = jm->o.ha->ops->resource_manager_retriever(jm->o.ha);
+    if (leader_retrieval_start(jm->rm_retrieval, &jm_rm_listener, jm, &err) != 0)
+        SPATE_LOG_ERROR(JM_LOG, "cannot retrieve the ResourceManager: %s", err.message);
+    /* The stand-in for scheduling an ExecutionGraph: one slot per task. */
+    jm_set_status(jm, JOB_RUNNING);
+    for (uint32_t i = 0; i < jm->o.tasks; i++)
+        slot_pool_request_slot(&jm->pool, i);
+}
+
+static void
+jm_on_stop(struct rpc_endpoint *ep)
+{
+    struct job_master *jm = jm_of(ep);
+
+    if (!job_status_is_terminal(jm->status))
+        jm_terminate(jm, JOB_CANCELED, "the JobMaster stopped");
+    jm_close_rm(jm);
+    if (jm->rm_retrieval != NULL) {
+        leader_retrieval_stop(jm->rm_retrieval);
+        leader_retrieval_free(jm->rm_retrieval);
+        jm->rm_retrieval = NULL;
+    }
+    heartbeat_manager_free(jm->hb_tm);
+    heartbeat_manager_free(jm->hb_rm);
+    jm->hb_tm = jm->hb_rm = NULL;
+}
+
+static void
+jm_destroy(struct rpc_endpoint *ep)
+{
+    struct job_master *jm =
+        container_of(ep, struct job_master, ep); /* no context: last reference */
+
+    hmap_release(&jm->workers);
+    free(jm->tasks);
+    free(jm->name);
+    free(jm->failure);
+    free(jm->rm_address);
+    free(jm);
+}
+
+static const struct rpc_endpoint_ops jm_ops = { jm_on_start, jm_on_stop, jm_destroy };
+
+int
+job_master_start(struct rpc_service *svc, const struct job_master_options *o,
+                 struct job_master **out, spate_error *err)
+{
+    struct job_master *jm = xcalloc(1, sizeof *jm);
+    static const struct slot_pool_listener pl = { jm_send_request, jm_cancel_request, jm_fulfilled,
+                                                  jm_timed_out };
+    static const struct heartbeat_listener tm_l = { jm_tm_lost, NULL, NULL };
+    static const struct heartbeat_listener rm_l = { jm_rm_lost, NULL, NULL };
+    struct heartbeat_options ho = o->heartbeat;
+    char name[64];
+    int rc;
+
+    jm->o = *o;
+    jm->name = xstrdup(o->name && *o->name ? o->name : "test job");
+    jm->o.name = jm->name;
+    id_random(&jm->jm_id);
+    id_random(&jm->resource_id);
+    jm->tasks = xcalloc(o->tasks ? o->tasks : 1, sizeof *jm->tasks);
+    jm->status = JOB_CREATED;
+    jm->start_time = jm->last_modification = clock_wall_ms();
+    jm->end_time = -1;
+    hmap_init(&jm->workers);
+    snprintf(name, sizeof name, "jobmaster_%s", id_str(&o->job_id).s);
+    if ((rc = rpc_endpoint_init(&jm->ep, svc, name, &jm_ops, err)) != 0) {
+        free(jm->tasks);
+        free(jm->name);
+        free(jm);
+        return rc;
+    }
+    rpc_endpoint_bind(&jm->ep, &jm_protocol, &jm_handlers);
+    rpc_endpoint_bind(&jm->ep, &heartbeat_protocol, &heartbeat_default_handlers);
+    rpc_endpoint_set_fencing_token(&jm->ep, &jm->jm_id);
+    rpc_endpoint_address(&jm->ep, jm->address, sizeof jm->address);
+    slot_pool_init(&jm->pool, &jm->ep, o->slot_request_timeout_ms, &pl, jm);
+    ho.own_id = jm->resource_id;
+    ho.sender = true;
+    ho.channel = HEARTBEAT_JM_TM;
+    jm->hb_tm = heartbeat_manager_new(&jm->ep, &ho, &tm_l, jm);
+    ho.sender = false;
+    ho.channel = HEARTBEAT_RM_JM;
+    jm->hb_rm = heartbeat_manager_new(&jm->ep, &ho, &rm_l, jm);
+    if ((rc = rpc_endpoint_start(&jm->ep, err)) != 0) {
+        heartbeat_manager_free(jm->hb_tm);
+        heartbeat_manager_free(jm->hb_rm);
+        rpc_future_unref(rpc_endpoint_stop(&jm->ep));
+        return rc;
+    }
+    *out = jm;
+    return 0;
+}
+
+void
+job_master_cancel(struct job_master *jm, const char *why)
+{
+    SPATE_LOG_INFO(JM_LOG, "cancelling job %s: %s", id_str(&jm->o.job_id).s, why);
+    jm_terminate(jm, JOB_CANCELED, NULL);
+}
+
+struct rpc_future *
+job_master_stop(struct job_master *jm)
+{
+    return rpc_endpoint_stop(&jm->ep);
+}
+
+enum job_status
+job_master_status(const struct job_master *jm)
+{
+    return jm->status;
+}
+
+void
+job_master_info(struct job_master *jm, Cluster__JobInfo *info)
+{
+    cluster__job_info__init(info);
+    info->job_id = gw_id_bytes(&jm->o.job_id);
+    info->name = jm->name;
+    info->state = (char *)job_status_name(jm->status);
+    info->start_time = jm->start_time;
+    info->end_time = jm->end_time;
+    info->last_modification = jm->last_modification;
+    info->tasks_total = jm->o.tasks;
+    for (uint32_t i = 0; i < jm->o.tasks; i++) {
+        switch (jm->tasks[i].state) {
+        case TASK_SCHEDULED:
+            info->tasks_scheduled++;
+            break;
+        case TASK_RUNNING:
+            info->tasks_running++;
+            break;
+        case TASK_FINISHED:
+            info->tasks_finished++;
+            break;
+        case TASK_CANCELED:
+            break;
+        }
+    }
+    info->failure = jm->failure ? jm->failure : "";
+}

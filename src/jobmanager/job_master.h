@@ -1,0 +1,61 @@
+/* The JobMaster (Flink's): one per job, endpoint "jobmaster_<jobid>", fenced
+ * with its JobMasterId; registers at the ResourceManager, gets slots through
+ * its SlotPool, heartbeats its TaskExecutors. Until the jobs issues bring
+ * JobGraphs the job is a test-only stand-in: N tasks that each need one slot
+ * and run for run_ms once all have theirs. Loop thread. */
+#ifndef SPATE_JOBMANAGER_JOB_MASTER_H
+#define SPATE_JOBMANAGER_JOB_MASTER_H
+
+#include <stdint.h>
+
+#include "core/id.h"
+#include "ha/ha_services.h"
+#include "proto/cluster.pb-c.h"
+#include "rpc/future.h"
+#include "rpc/heartbeat.h"
+#include "rpc/registration.h"
+#include "rpc/service.h"
+
+struct job_master;
+
+enum job_status {
+    JOB_INITIALIZING,
+    JOB_CREATED,
+    JOB_RUNNING,
+    JOB_FAILING,
+    JOB_FAILED,
+    JOB_CANCELLING,
+    JOB_CANCELED,
+    JOB_FINISHED,
+    JOB_RESTARTING,
+    JOB_SUSPENDED,
+};
+
+const char *job_status_name(enum job_status s);
+bool job_status_is_terminal(enum job_status s);
+
+struct job_master_options {
+    spate_id job_id;
+    const char *name;
+    uint32_t tasks;  /* slots the stand-in job needs */
+    uint64_t run_ms; /* 0: runs until cancelled */
+    int64_t slot_request_timeout_ms;
+    struct heartbeat_options heartbeat;
+    struct registration_options registration;
+    struct ha_services *ha;
+    /* The job reached a terminal state (called as the JobMaster). */
+    void (*on_terminal)(void *arg, struct job_master *jm);
+    void *arg;
+};
+
+int job_master_start(struct rpc_service *svc, const struct job_master_options *o,
+                     struct job_master **out, spate_error *err);
+/* Cancels the job (slots are freed); terminal callback follows. */
+void job_master_cancel(struct job_master *jm, const char *why);
+/* Stops the endpoint; the JobMaster is freed with its last reference. */
+struct rpc_future *job_master_stop(struct job_master *jm);
+/* Fills info (strings point into jm: valid until it changes). */
+void job_master_info(struct job_master *jm, Cluster__JobInfo *info);
+enum job_status job_master_status(const struct job_master *jm);
+
+#endif

@@ -1,0 +1,102 @@
+/* The cluster's protocols (Flink's ResourceManagerGateway,
+ * TaskExecutorGateway, JobMasterGateway, DispatcherGateway): one line per
+ * method, with the messages of proto/cluster.proto. Only the typed stubs
+ * live here, below both sides; the logic is in src/jobmanager/ and
+ * src/taskmanager/. Protocol ids: 3 RM, 4 TE, 5 JM, 6 Dispatcher. */
+#ifndef SPATE_RPC_GATEWAYS_H
+#define SPATE_RPC_GATEWAYS_H
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "proto/cluster.pb-c.h"
+#include "rpc/protocol.h"
+
+#define RPC_ENDPOINT_RESOURCE_MANAGER "resourcemanager"
+#define RPC_ENDPOINT_DISPATCHER       "dispatcher"
+#define RPC_ENDPOINT_TASK_EXECUTOR    "taskexecutor"
+
+#define RM_METHODS(X, P)                                                                           \
+    X(P, register_task_executor, 1, ASK, UNFENCED, Cluster__TaskExecutorRegistration,              \
+      cluster__task_executor_registration, Cluster__RegistrationReply,                             \
+      cluster__registration_reply)                                                                 \
+    X(P, send_slot_report, 2, ASK, FENCED, Cluster__SendSlotReport, cluster__send_slot_report,     \
+      Cluster__Ack, cluster__ack)                                                                  \
+    X(P, notify_slot_available, 3, TELL, FENCED, Cluster__SlotAvailable, cluster__slot_available,  \
+      void, none)                                                                                  \
+    X(P, register_job_master, 4, ASK, UNFENCED, Cluster__JobMasterRegistration,                    \
+      cluster__job_master_registration, Cluster__RegistrationReply, cluster__registration_reply)   \
+    X(P, request_slot, 5, ASK, FENCED, Cluster__SlotRequest, cluster__slot_request, Cluster__Ack,  \
+      cluster__ack)                                                                                \
+    X(P, cancel_slot_request, 6, TELL, FENCED, Cluster__CancelSlotRequest,                         \
+      cluster__cancel_slot_request, void, none)                                                    \
+    X(P, disconnect_task_manager, 7, TELL, FENCED, Cluster__Disconnect, cluster__disconnect, void, \
+      none)                                                                                        \
+    X(P, disconnect_job_manager, 8, TELL, FENCED, Cluster__Disconnect, cluster__disconnect, void,  \
+      none)                                                                                        \
+    X(P, request_overview, 9, ASK, UNFENCED, Cluster__Ack, cluster__ack,                           \
+      Cluster__ResourceOverview, cluster__resource_overview)                                       \
+    X(P, request_task_managers, 10, ASK, UNFENCED, Cluster__TaskManagerQuery,                      \
+      cluster__task_manager_query, Cluster__TaskManagerInfos, cluster__task_manager_infos)         \
+    X(P, stop_cluster, 11, ASK, UNFENCED, Cluster__StopCluster, cluster__stop_cluster,             \
+      Cluster__Ack, cluster__ack)
+RPC_PROTOCOL_DECLARE(rm, RM_METHODS)
+
+#define TE_METHODS(X, P)                                                                           \
+    X(P, request_slot, 1, ASK, UNFENCED, Cluster__TaskExecutorSlotRequest,                         \
+      cluster__task_executor_slot_request, Cluster__Ack, cluster__ack)                             \
+    X(P, free_slot, 2, ASK, UNFENCED, Cluster__FreeSlot, cluster__free_slot, Cluster__Ack,         \
+      cluster__ack)                                                                                \
+    X(P, disconnect_resource_manager, 3, TELL, UNFENCED, Cluster__Disconnect, cluster__disconnect, \
+      void, none)                                                                                  \
+    X(P, disconnect_job_manager, 4, TELL, UNFENCED, Cluster__Disconnect, cluster__disconnect,      \
+      void, none)                                                                                  \
+    X(P, stop_task_executor, 5, TELL, UNFENCED, Cluster__StopCluster, cluster__stop_cluster, void, \
+      none)
+RPC_PROTOCOL_DECLARE(te, TE_METHODS)
+
+#define JM_METHODS(X, P)                                                                           \
+    X(P, register_task_manager, 1, ASK, FENCED, Cluster__TaskManagerRegistration,                  \
+      cluster__task_manager_registration, Cluster__RegistrationReply, cluster__registration_reply) \
+    X(P, offer_slots, 2, ASK, FENCED, Cluster__SlotOffers, cluster__slot_offers,                   \
+      Cluster__AcceptedSlots, cluster__accepted_slots)                                             \
+    X(P, disconnect_task_manager, 3, TELL, FENCED, Cluster__Disconnect, cluster__disconnect, void, \
+      none)                                                                                        \
+    X(P, disconnect_resource_manager, 4, TELL, UNFENCED, Cluster__Disconnect, cluster__disconnect, \
+      void, none)
+RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
+
+#define DISPATCHER_METHODS(X, P)                                                                 \
+    X(P, submit_test_job, 1, ASK, UNFENCED, Cluster__TestJob, cluster__test_job, Cluster__JobId, \
+      cluster__job_id)                                                                           \
+    X(P, request_jobs, 2, ASK, UNFENCED, Cluster__Ack, cluster__ack, Cluster__JobsOverview,      \
+      cluster__jobs_overview)                                                                    \
+    X(P, request_job, 3, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__JobInfo,       \
+      cluster__job_info)                                                                         \
+    X(P, shutdown_cluster, 4, ASK, UNFENCED, Cluster__StopCluster, cluster__stop_cluster,        \
+      Cluster__Ack, cluster__ack)                                                                \
+    X(P, request_cluster_overview, 5, ASK, UNFENCED, Cluster__Ack, cluster__ack,                 \
+      Cluster__ClusterOverview, cluster__cluster_overview)                                       \
+    X(P, cancel_job, 6, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__Ack, cluster__ack)
+RPC_PROTOCOL_DECLARE(dispatcher, DISPATCHER_METHODS)
+
+/* Ids in messages: 16 bytes, or empty for none. */
+static inline ProtobufCBinaryData
+gw_id_bytes(const spate_id *id)
+{
+    ProtobufCBinaryData b = { id ? ID_BYTES : 0, id ? (uint8_t *)id->bytes : NULL };
+
+    return b;
+}
+
+/* Reads an id field; false when it is not 16 bytes (bad input). */
+static inline bool
+gw_id_get(const ProtobufCBinaryData *b, spate_id *out)
+{
+    if (b->len != ID_BYTES)
+        return false;
+    memcpy(out->bytes, b->data, ID_BYTES);
+    return true;
+}
+
+#endif

@@ -1,0 +1,719 @@
+/* The TaskExecutor (task_executor.h). Seed 004's flow, step by step:
+ * start-up (te_on_start), ResourceManager leader retrieval (te_rm_leader),
+ * registration (te_reg_*), the slot report (te_rm_established), requestSlot
+ * (teh_request_slot), the connection to the JobMaster through the
+ * JobLeaderService and offerSlots (te_offer_slots). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "rpc/gateways.h"
+#include "taskmanager/job_leader_service.h"
+#include "taskmanager/job_table.h"
+#include "taskmanager/task_executor.h"
+#include "taskmanager/task_slot_table.h"
+
+struct task_executor {
+    struct rpc_endpoint ep;
+    struct task_executor_options o;
+    char address[300]; /* host:port/endpoint */
+
+    struct task_slot_table slots;
+    struct job_table jobs;
+    struct job_leader_service jls;
+
+    /* the ResourceManager connection */
+    struct leader_retrieval *rm_retrieval;
+    char *rm_address;
+    struct rpc_gateway *rm; /* fenced with rm_id once established */
+    struct registration *rm_registration;
+    struct rpc_timer *rm_registration_timeout;
+    spate_id rm_id, rm_resource_id, registration_id;
+    bool rm_established;
+
+    struct heartbeat_manager *hb_rm; /* receiver: the ResourceManager asks */
+    struct heartbeat_manager *hb_jm; /* receiver: JobMasters ask */
+};
+
+#define TE_LOG "taskexecutor"
+
+/* The endpoint's state, from its handlers: only its own context may touch it. */
+static struct task_executor *
+te_of(struct rpc_endpoint *ep)
+{
+    RPC_ASSERT_IN(ep);
+    return container_of(ep, struct task_executor, ep);
+}
+
+int
+task_executor_options_from_config(const struct config *conf, struct task_executor_options *o,
+                                  spate_error *err)
+{
+    const char *rid = NULL;
+    int64_t slots;
+    int rc;
+
+    memset(o, 0, sizeof *o);
+    if ((rc = config_get_int(conf, CFG(TASKMANAGER_NUMBER_OF_TASK_SLOTS), &slots, err)) != 0 ||
+        (rc = registration_options_from_config(conf, &o->registration, err)) != 0 ||
+        (rc = config_get_duration_ms(conf, CFG(TASKMANAGER_REGISTRATION_TIMEOUT),
+                                     &o->registration_timeout_ms, err)) != 0 ||
+        (rc = heartbeat_options_from_config(conf, &o->heartbeat, err)) != 0)
+        return rc;
+    o->slots = (uint32_t)slots;
+    rc = config_get_string(conf, CFG(TASKMANAGER_RESOURCE_ID), &rid, err);
+    if (rc == 0 && rid != NULL) {
+        /* Flink's ResourceID is any string; spate's are 32 hex digits. */
+        if ((rc = id_parse(rid, &o->resource_id, err)) != 0)
+            return spate_error_wrap(err, "taskmanager.resource-id");
+    } else {
+        id_random(&o->resource_id);
+    }
+    o->endpoint_name = RPC_ENDPOINT_TASK_EXECUTOR;
+    return 0;
+}
+
+/* ---- the ResourceManager connection ------------------------------------------- */
+
+static void te_reconnect_rm(struct task_executor *te, const char *why);
+
+static void
+te_close_rm(struct task_executor *te)
+{
+    registration_cancel(te->rm_registration);
+    te->rm_registration = NULL;
+    rpc_timer_cancel(te->rm_registration_timeout);
+    te->rm_registration_timeout = NULL;
+    if (te->rm_established)
+        heartbeat_unmonitor(te->hb_rm, &te->rm_resource_id);
+    rpc_gateway_free(te->rm);
+    te->rm = NULL;
+    te->rm_established = false;
+}
+
+static void
+te_on_registration_timeout(void *arg)
+{
+    struct task_executor *te = arg;
+    char msg[600];
+
+    te->rm_registration_timeout = NULL;
+    snprintf(msg, sizeof msg,
+             "could not register at the ResourceManager %s within "
+             "taskmanager.registration.timeout (%lld ms)",
+             te->rm_address ? te->rm_address : "(no leader known)",
+             (long long)te->o.registration_timeout_ms);
+    SPATE_LOG_ERROR(TE_LOG, "%s", msg);
+    te_close_rm(te);
+    if (te->o.on_exit != NULL)
+        te->o.on_exit(te->o.arg, SPATE_ETIMEDOUT, msg);
+}
+
+static struct rpc_future *
+te_reg_attempt(void *arg, int64_t timeout_ms)
+{
+    struct task_executor *te = arg;
+    Cluster__TaskExecutorRegistration r = CLUSTER__TASK_EXECUTOR_REGISTRATION__INIT;
+    Cluster__Hardware hw = CLUSTER__HARDWARE__INIT;
+    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES);
+    long psize = sysconf(_SC_PAGESIZE);
+
+    hw.cpu_cores = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN);
+    hw.physical_memory = (uint64_t)pages * (uint64_t)psize;
+    hw.free_memory = (uint64_t)avail * (uint64_t)psize;
+    r.address = te->address;
+    r.resource_id = gw_id_bytes(&te->o.resource_id);
+    r.data_port = te->o.data_port;
+    r.slots = te->o.slots;
+    r.hardware = &hw;
+    return rm_register_task_executor(te->rm, &r, timeout_ms);
+}
+
+static int
+te_reg_check(void *arg, struct rpc_future *reply, spate_error *err)
+{
+    Cluster__RegistrationReply *r = rpc_future_value(reply);
+
+    UNUSED(arg);
+    if (!r->accepted)
+        return spate_error_set(err, SPATE_EREMOTE, "%s", r->reason);
+    if (r->leader_id.len != ID_BYTES || r->registration_id.len != ID_BYTES)
+        return spate_error_set(err, SPATE_EPROTO, "registration reply without ids");
+    return 0;
+}
+
+static void
+te_slot_report_done(struct rpc_future *f, void *arg)
+{
+    struct task_executor *te = arg;
+
+    if (rpc_future_code(f) == 0 || !rpc_endpoint_is_running(&te->ep))
+        return;
+    SPATE_LOG_WARN(TE_LOG, "the ResourceManager did not take the slot report: %s",
+                   rpc_future_message(f));
+    if (te->rm_established)
+        te_reconnect_rm(te, "slot report failed");
+}
+
+/* Seed 004 §2.3: with the connection established, send the slot report. */
+static void
+te_rm_established(struct task_executor *te)
+{
+    Cluster__SendSlotReport msg = CLUSTER__SEND_SLOT_REPORT__INIT;
+    struct task_slot_report report;
+    struct rpc_gateway *fenced = rpc_gateway_with_token(te->rm, &te->rm_id);
+    struct rpc_future *f;
+    spate_error err = { 0 };
+
+    rpc_gateway_free(te->rm);
+    te->rm = fenced;
+    te->rm_established = true;
+    if (heartbeat_monitor(te->hb_rm, &te->rm_resource_id, te->rm->address, &err) != 0)
+        SPATE_LOG_ERROR(TE_LOG, "cannot monitor the ResourceManager: %s", err.message);
+    task_slot_table_report(&te->slots, &report);
+    msg.resource_id = gw_id_bytes(&te->o.resource_id);
+    msg.registration_id = gw_id_bytes(&te->registration_id);
+    msg.report = &report.msg;
+    f = rm_send_slot_report(te->rm, &msg, 0);
+    task_slot_report_release(&report);
+    rpc_future_then(f, &te->ep, te_slot_report_done, te);
+    rpc_future_unref(f);
+}
+
+static void
+te_reg_success(void *arg, struct rpc_future *reply)
+{
+    struct task_executor *te = arg;
+    Cluster__RegistrationReply *r = rpc_future_value(reply);
+
+    te->rm_registration = NULL;
+    rpc_timer_cancel(te->rm_registration_timeout);
+    te->rm_registration_timeout = NULL;
+    gw_id_get(&r->leader_id, &te->rm_id);
+    gw_id_get(&r->registration_id, &te->registration_id);
+    if (!gw_id_get(&r->leader_resource_id, &te->rm_resource_id))
+        te->rm_resource_id = te->rm_id;
+    SPATE_LOG_INFO(TE_LOG,
+                   "TaskExecutor %s registered at the ResourceManager %s under registration id %s",
+                   id_str(&te->o.resource_id).s, te->rm_address, id_str(&te->registration_id).s);
+    te_rm_established(te);
+}
+
+static void
+te_reg_failure(void *arg, int code, const char *message)
+{
+    UNUSED(arg);
+    UNUSED(code);
+    UNUSED(message);
+}
+
+static const struct registration_ops te_reg_ops = { te_reg_attempt, te_reg_check, te_reg_success,
+                                                    te_reg_failure, NULL };
+
+/* Seed 004 §2.2: reconnectToResourceManager: close, start the registration
+ * timeout, try to connect. */
+static void
+te_reconnect_rm(struct task_executor *te, const char *why)
+{
+    spate_error err = { 0 };
+    char target[400];
+
+    te_close_rm(te);
+    if (te->rm_address == NULL || !rpc_endpoint_is_running(&te->ep))
+        return;
+    SPATE_LOG_INFO(TE_LOG, "connecting to ResourceManager %s (%s)", te->rm_address, why);
+    if (rpc_gateway_new(te->ep.svc, te->rm_address, NULL, &te->rm, &err) != 0) {
+        SPATE_LOG_ERROR(TE_LOG, "bad ResourceManager address: %s", err.message);
+        return;
+    }
+    te->rm_registration_timeout = rpc_endpoint_schedule(
+        &te->ep, (uint64_t)te->o.registration_timeout_ms, te_on_registration_timeout, te);
+    snprintf(target, sizeof target, "resource manager %s", te->rm_address);
+    te->rm_registration = registration_start(&te->ep, target, &te->o.registration, &te_reg_ops, te);
+}
+
+struct te_news {
+    struct task_executor *te;
+    char address[];
+};
+
+static void
+te_rm_leader(void *arg)
+{
+    struct te_news *n = arg;
+    struct task_executor *te = n->te;
+
+    if (rpc_endpoint_is_running(&te->ep)) {
+        free(te->rm_address);
+        te->rm_address = n->address[0] ? xstrdup(n->address) : NULL;
+        te_reconnect_rm(te, "new ResourceManager leader");
+    }
+    free(n);
+}
+
+/* May run on any thread (leader.h): hand it to the endpoint. */
+static void
+te_notify_rm_leader(void *arg, const char *address, const spate_id *session)
+{
+    struct task_executor *te = arg;
+    struct te_news *n = xmalloc(sizeof *n + (address ? strlen(address) : 0) + 1);
+
+    UNUSED(session);
+    n->te = te;
+    strcpy(n->address, address ? address : "");
+    rpc_endpoint_run_async(&te->ep, te_rm_leader, n);
+}
+
+static void
+te_rm_retrieval_error(void *arg, int code, const char *message)
+{
+    UNUSED(arg);
+    SPATE_LOG_ERROR(TE_LOG, "ResourceManager leader retrieval failed (%s): %s",
+                    spate_err_name(code), message);
+}
+
+static const struct leader_listener te_rm_listener = { te_notify_rm_leader, te_rm_retrieval_error };
+
+/* ---- heartbeats ---------------------------------------------------------------- */
+
+static void
+te_rm_lost(void *arg, const spate_id *target, int reason, const char *message)
+{
+    struct task_executor *te = arg;
+
+    UNUSED(target);
+    te->rm_established = false; /* no longer monitored */
+    SPATE_LOG_WARN(TE_LOG, "ResourceManager %s lost (%s): %s; registering again", te->rm_address,
+                   reason == SPATE_ETIMEDOUT ? "heartbeat timed out" : "connection lost", message);
+    te_reconnect_rm(te, "the ResourceManager was lost");
+}
+
+/* The slot report rides on every heartbeat to the ResourceManager. */
+static uint8_t *
+te_rm_payload(void *arg, const spate_id *target, size_t *len)
+{
+    struct task_executor *te = arg;
+    struct task_slot_report report;
+    uint8_t *buf;
+
+    UNUSED(target);
+    task_slot_table_report(&te->slots, &report);
+    *len = protobuf_c_message_get_packed_size(&report.msg.base);
+    buf = xmalloc(*len ? *len : 1);
+    protobuf_c_message_pack(&report.msg.base, buf);
+    task_slot_report_release(&report);
+    return buf;
+}
+
+static void te_free_job_slots(struct task_executor *te, struct job_entry *e, const char *cause);
+
+static void
+te_jm_lost(void *arg, const spate_id *target, int reason, const char *message)
+{
+    struct task_executor *te = arg;
+    struct hmap_node *n;
+
+    HMAP_FOR_EACH(n, &te->jobs.jobs)
+    {
+        struct job_entry *e = container_of(n, struct job_entry, node);
+
+        if (e->connected && id_equal(&e->jm_resource_id, target)) {
+            SPATE_LOG_WARN(
+                TE_LOG, "JobMaster %s of job %s lost (%s): %s", e->jm_address, id_str(&e->job_id).s,
+                reason == SPATE_ETIMEDOUT ? "heartbeat timed out" : "connection lost", message);
+            te_free_job_slots(te, e, "its JobMaster was lost");
+            return; /* the entry is gone; other jobs of the same JobMaster id: none */
+        }
+    }
+}
+
+/* ---- slots ------------------------------------------------------------------------ */
+
+static void
+te_notify_slot_available(struct task_executor *te, uint32_t index, const spate_id *allocation)
+{
+    Cluster__SlotAvailable msg = CLUSTER__SLOT_AVAILABLE__INIT;
+
+    if (!te->rm_established)
+        return; /* the next slot report tells */
+    msg.resource_id = gw_id_bytes(&te->o.resource_id);
+    msg.registration_id = gw_id_bytes(&te->registration_id);
+    msg.index = index;
+    msg.allocation_id = gw_id_bytes(allocation);
+    rm_notify_slot_available(te->rm, &msg, NULL);
+}
+
+static void
+te_remove_job(struct task_executor *te, struct job_entry *e)
+{
+    if (e->connected)
+        heartbeat_unmonitor(te->hb_jm, &e->jm_resource_id);
+    job_leader_service_disconnect(&te->jls, e);
+    job_table_remove(&te->jobs, e);
+}
+
+/* Frees every slot of the job and forgets the job. */
+static void
+te_free_job_slots(struct task_executor *te, struct job_entry *e, const char *cause)
+{
+    for (uint32_t i = 0; i < te->slots.count; i++) {
+        struct task_slot *s = &te->slots.slots[i];
+
+        if (s->state != TASK_SLOT_FREE && id_equal(&s->job_id, &e->job_id)) {
+            spate_id alloc = s->allocation_id;
+
+            SPATE_LOG_INFO(TE_LOG, "freeing slot %u (allocation %s) of job %s: %s", i,
+                           id_str(&alloc).s, id_str(&e->job_id).s, cause);
+            task_slot_table_free(&te->slots, &alloc);
+            te_notify_slot_available(te, i, &alloc);
+        }
+    }
+    te_remove_job(te, e);
+}
+
+struct te_offer {
+    struct task_executor *te;
+    spate_id job_id;
+    size_t n;
+    spate_id allocations[];
+};
+
+static void
+te_offer_done(struct rpc_future *f, void *arg)
+{
+    struct te_offer *o = arg;
+    struct task_executor *te = o->te;
+    Cluster__AcceptedSlots *acc;
+
+    if (!rpc_endpoint_is_running(&te->ep)) {
+        free(o);
+        return;
+    }
+    if (rpc_future_code(f) != 0) {
+        /* Offered again when the JobMaster connection is made again. */
+        SPATE_LOG_WARN(TE_LOG, "offering %zu slots to the JobMaster of job %s failed: %s", o->n,
+                       id_str(&o->job_id).s, rpc_future_message(f));
+        free(o);
+        return;
+    }
+    acc = rpc_future_value(f);
+    for (size_t i = 0; i < o->n; i++) {
+        struct task_slot *s = task_slot_table_find(&te->slots, &o->allocations[i]);
+        bool accepted = false;
+
+        if (s == NULL || s->state != TASK_SLOT_ALLOCATED)
+            continue;
+        for (size_t j = 0; j < acc->n_allocation_ids; j++) {
+            spate_id a;
+
+            if (gw_id_get(&acc->allocation_ids[j], &a) && id_equal(&a, &o->allocations[i]))
+                accepted = true;
+        }
+        if (accepted) {
+            s->state = TASK_SLOT_ACTIVE;
+        } else {
+            uint32_t index = s->index;
+
+            SPATE_LOG_INFO(TE_LOG, "the JobMaster rejected slot %u of job %s: freeing it", index,
+                           id_str(&o->job_id).s);
+            task_slot_table_free(&te->slots, &o->allocations[i]);
+            te_notify_slot_available(te, index, &o->allocations[i]);
+        }
+    }
+    {
+        struct job_entry *e = job_table_find(&te->jobs, &o->job_id);
+
+        if (e != NULL && !task_slot_table_has_slots_for(&te->slots, &e->job_id))
+            te_remove_job(te, e);
+    }
+    free(o);
+}
+
+/* Seed 004 §2.5: offerSlotsToJobManager: the job's allocated slots. */
+static void
+te_offer_slots(struct task_executor *te, struct job_entry *e)
+{
+    Cluster__SlotOffers msg = CLUSTER__SLOT_OFFERS__INIT;
+    Cluster__SlotOffer *offers = xcalloc(te->slots.count, sizeof *offers);
+    Cluster__SlotOffer **ptrs = xcalloc(te->slots.count, sizeof *ptrs);
+    struct te_offer *o = xmalloc(sizeof *o + te->slots.count * sizeof(spate_id));
+    struct rpc_future *f;
+
+    o->te = te;
+    o->job_id = e->job_id;
+    o->n = 0;
+    for (uint32_t i = 0; i < te->slots.count; i++) {
+        struct task_slot *s = &te->slots.slots[i];
+
+        if (s->state != TASK_SLOT_ALLOCATED || !id_equal(&s->job_id, &e->job_id))
+            continue;
+        cluster__slot_offer__init(&offers[o->n]);
+        o->allocations[o->n] = s->allocation_id;
+        offers[o->n].allocation_id = gw_id_bytes(&o->allocations[o->n]);
+        offers[o->n].index = s->index;
+        ptrs[o->n] = &offers[o->n];
+        o->n++;
+    }
+    if (o->n == 0) {
+        free(o);
+    } else {
+        msg.resource_id = gw_id_bytes(&te->o.resource_id);
+        msg.n_offers = o->n;
+        msg.offers = ptrs;
+        f = jm_offer_slots(e->jm, &msg, 0);
+        rpc_future_then(f, &te->ep, te_offer_done, o);
+        rpc_future_unref(f);
+    }
+    free(offers);
+    free(ptrs);
+}
+
+static void
+te_jm_connected(void *arg, struct job_entry *e)
+{
+    struct task_executor *te = arg;
+    spate_error err = { 0 };
+
+    if (heartbeat_monitor(te->hb_jm, &e->jm_resource_id, e->jm->address, &err) != 0)
+        SPATE_LOG_WARN(TE_LOG, "cannot monitor the JobMaster of job %s: %s", id_str(&e->job_id).s,
+                       err.message);
+    te_offer_slots(te, e);
+}
+
+/* ---- the TaskExecutor's methods -------------------------------------------------- */
+
+/* Seed 004 §2.4: requestSlot from the ResourceManager. */
+static void
+teh_request_slot(struct rpc_endpoint *ep, const Cluster__TaskExecutorSlotRequest *req,
+                 struct rpc_call *call)
+{
+    struct task_executor *te = te_of(ep);
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
+    spate_id job, alloc, rm_id, jm_id;
+    spate_error err = { 0 };
+    struct job_entry *e;
+
+    RPC_ASSERT_IN(ep);
+    if (!gw_id_get(&req->job_id, &job) || !gw_id_get(&req->allocation_id, &alloc) ||
+        !gw_id_get(&req->resource_manager_id, &rm_id) || !gw_id_get(&req->job_master_id, &jm_id)) {
+        rpc_call_fail(call, SPATE_EINVAL, "requestSlot: malformed ids");
+        return;
+    }
+    if (!te->rm_established || !id_equal(&rm_id, &te->rm_id)) {
+        rpc_call_fail(call, SPATE_EFENCED,
+                      "requestSlot from ResourceManager %s, which this TaskExecutor is not "
+                      "registered with",
+                      id_str(&rm_id).s);
+        return;
+    }
+    if (task_slot_table_allocate(&te->slots, req->index, &job, &alloc, &err) != 0) {
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
+    }
+    SPATE_LOG_INFO(TE_LOG, "allocated slot %u for job %s (allocation %s)", req->index,
+                   id_str(&job).s, id_str(&alloc).s);
+    e = job_table_get_or_create(&te->jobs, &job, &jm_id, req->target_address);
+    if (e->connected)
+        te_offer_slots(te, e);
+    else
+        job_leader_service_add_job(&te->jls, e);
+    rpc_call_reply(call, &ack.base);
+}
+
+static void
+teh_free_slot(struct rpc_endpoint *ep, const Cluster__FreeSlot *req, struct rpc_call *call)
+{
+    struct task_executor *te = te_of(ep);
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
+    struct task_slot *s;
+    spate_id alloc, job;
+    int index;
+
+    if (!gw_id_get(&req->allocation_id, &alloc)) {
+        rpc_call_fail(call, SPATE_EINVAL, "freeSlot: malformed allocation id");
+        return;
+    }
+    s = task_slot_table_find(&te->slots, &alloc);
+    if (s == NULL) {
+        rpc_call_reply(call, &ack.base); /* already free: fine */
+        return;
+    }
+    job = s->job_id;
+    index = task_slot_table_free(&te->slots, &alloc);
+    SPATE_LOG_INFO(TE_LOG, "freed slot %d of job %s: %s", index, id_str(&job).s, req->cause);
+    te_notify_slot_available(te, (uint32_t)index, &alloc);
+    if (!task_slot_table_has_slots_for(&te->slots, &job)) {
+        struct job_entry *e = job_table_find(&te->jobs, &job);
+
+        if (e != NULL)
+            te_remove_job(te, e);
+    }
+    rpc_call_reply(call, &ack.base);
+}
+
+static void
+teh_disconnect_rm(struct rpc_endpoint *ep, const Cluster__Disconnect *req, struct rpc_call *call)
+{
+    struct task_executor *te = te_of(ep);
+
+    UNUSED(call);
+    SPATE_LOG_WARN(TE_LOG, "the ResourceManager disconnected this TaskExecutor: %s", req->cause);
+    te_reconnect_rm(te, "disconnected by the ResourceManager");
+}
+
+static void
+teh_disconnect_jm(struct rpc_endpoint *ep, const Cluster__Disconnect *req, struct rpc_call *call)
+{
+    struct task_executor *te = te_of(ep);
+    struct job_entry *e;
+    spate_id job;
+
+    UNUSED(call);
+    if (gw_id_get(&req->id, &job) && (e = job_table_find(&te->jobs, &job)) != NULL)
+        te_free_job_slots(te, e, req->cause);
+}
+
+/* Seed 000's StopCluster: the cluster is shutting down. */
+static void
+teh_stop_task_executor(struct rpc_endpoint *ep, const Cluster__StopCluster *req,
+                       struct rpc_call *call)
+{
+    struct task_executor *te = te_of(ep);
+
+    UNUSED(call);
+    SPATE_LOG_INFO(TE_LOG, "stopping TaskExecutor %s: the cluster is shutting down (%s)",
+                   id_str(&te->o.resource_id).s, req->reason);
+    if (te->o.on_exit != NULL)
+        te->o.on_exit(te->o.arg, 0, req->reason);
+}
+
+static const struct te_handlers te_handlers = {
+    .request_slot = teh_request_slot,
+    .free_slot = teh_free_slot,
+    .disconnect_resource_manager = teh_disconnect_rm,
+    .disconnect_job_manager = teh_disconnect_jm,
+    .stop_task_executor = teh_stop_task_executor,
+};
+
+/* ---- life cycle ---------------------------------------------------------------------- */
+
+static void
+te_on_start(struct rpc_endpoint *ep)
+{
+    struct task_executor *te = te_of(ep);
+    spate_error err = { 0 };
+
+    /* Seed 004 §2.1: start by connecting to the ResourceManager. */
+    te->rm_retrieval = te->o.ha->ops->resource_manager_retriever(te->o.ha);
+    if (leader_retrieval_start(te->rm_retrieval, &te_rm_listener, te, &err) != 0)
+        SPATE_LOG_ERROR(TE_LOG, "cannot start ResourceManager leader retrieval: %s", err.message);
+}
+
+static void
+te_on_stop(struct rpc_endpoint *ep)
+{
+    struct task_executor *te = te_of(ep);
+    struct hmap_node *n;
+
+    while ((n = hmap_first(&te->jobs.jobs)) != NULL)
+        te_remove_job(te, container_of(n, struct job_entry, node));
+    te_close_rm(te);
+    if (te->rm_retrieval != NULL) {
+        leader_retrieval_stop(te->rm_retrieval);
+        leader_retrieval_free(te->rm_retrieval);
+        te->rm_retrieval = NULL;
+    }
+    heartbeat_manager_free(te->hb_rm);
+    heartbeat_manager_free(te->hb_jm);
+    te->hb_rm = te->hb_jm = NULL;
+}
+
+static void
+te_destroy(struct rpc_endpoint *ep)
+{
+    struct task_executor *te =
+        container_of(ep, struct task_executor, ep); /* no context: last reference */
+
+    task_slot_table_release(&te->slots);
+    job_table_release(&te->jobs);
+    free(te->rm_address);
+    free(te);
+}
+
+static const struct rpc_endpoint_ops te_ops = { te_on_start, te_on_stop, te_destroy };
+
+int
+task_executor_start(struct rpc_service *svc, const struct task_executor_options *o,
+                    struct task_executor **out, spate_error *err)
+{
+    struct task_executor *te = xcalloc(1, sizeof *te);
+    struct heartbeat_options ho = o->heartbeat;
+    static const struct heartbeat_listener rm_l = { te_rm_lost, NULL, te_rm_payload };
+    static const struct heartbeat_listener jm_l = { te_jm_lost, NULL, NULL };
+    int rc;
+
+    te->o = *o;
+    if ((rc = rpc_endpoint_init(&te->ep, svc, o->endpoint_name, &te_ops, err)) != 0) {
+        free(te);
+        return rc;
+    }
+    rpc_endpoint_bind(&te->ep, &te_protocol, &te_handlers);
+    rpc_endpoint_bind(&te->ep, &heartbeat_protocol, &heartbeat_default_handlers);
+    rpc_endpoint_address(&te->ep, te->address, sizeof te->address);
+    task_slot_table_init(&te->slots, o->slots);
+    job_table_init(&te->jobs);
+    te->jls = (struct job_leader_service){ .ep = &te->ep,
+                                           .ha = o->ha,
+                                           .jobs = &te->jobs,
+                                           .reg = o->registration,
+                                           .own_address = te->address,
+                                           .own_id = o->resource_id,
+                                           .data_port = o->data_port,
+                                           .listener = { te_jm_connected },
+                                           .arg = te };
+    ho.own_id = o->resource_id;
+    ho.sender = false;
+    ho.channel = HEARTBEAT_RM_TM;
+    te->hb_rm = heartbeat_manager_new(&te->ep, &ho, &rm_l, te);
+    ho.channel = HEARTBEAT_JM_TM;
+    te->hb_jm = heartbeat_manager_new(&te->ep, &ho, &jm_l, te);
+    if ((rc = rpc_endpoint_start(&te->ep, err)) != 0) {
+        heartbeat_manager_free(te->hb_rm);
+        heartbeat_manager_free(te->hb_jm);
+        rpc_future_unref(rpc_endpoint_stop(&te->ep)); /* never started: destroys te */
+        return rc;
+    }
+    SPATE_LOG_INFO(TE_LOG, "TaskExecutor %s started at %s with %u slots", id_str(&o->resource_id).s,
+                   te->address, o->slots);
+    *out = te;
+    return 0;
+}
+
+struct rpc_future *
+task_executor_stop(struct task_executor *te, const char *reason)
+{
+    if (te->rm_established) {
+        Cluster__Disconnect d = CLUSTER__DISCONNECT__INIT;
+
+        d.id = gw_id_bytes(&te->o.resource_id);
+        d.cause = (char *)reason;
+        rm_disconnect_task_manager(te->rm, &d, NULL);
+    }
+    return rpc_endpoint_stop(&te->ep);
+}
+
+bool
+task_executor_is_registered(const struct task_executor *te)
+{
+    return te->rm_established;
+}
+
+const spate_id *
+task_executor_resource_id(const struct task_executor *te)
+{
+    return &te->o.resource_id;
+}

@@ -1,0 +1,52 @@
+/* The TaskExecutor (Flink's), the TaskManager's endpoint: registers with the
+ * ResourceManager leader (retrying), sends its slot report and answers
+ * heartbeats with slot reports, allocates slots on requestSlot, and offers
+ * them to each job's JobMaster through the JobLeaderService. Loop thread;
+ * several may share a process (scale tests). */
+#ifndef SPATE_TASKMANAGER_TASK_EXECUTOR_H
+#define SPATE_TASKMANAGER_TASK_EXECUTOR_H
+
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/id.h"
+#include "ha/ha_services.h"
+#include "rpc/future.h"
+#include "rpc/heartbeat.h"
+#include "rpc/registration.h"
+#include "rpc/service.h"
+
+struct task_executor;
+
+struct task_executor_options {
+    const char *endpoint_name; /* "taskexecutor" */
+    spate_id resource_id;
+    uint32_t slots;
+    int data_port; /* the network environment's, once it exists (issue 5); 0 until then */
+    struct registration_options registration;
+    int64_t registration_timeout_ms; /* taskmanager.registration.timeout */
+    struct heartbeat_options heartbeat;
+    struct ha_services *ha; /* borrowed */
+    /* The process should end: registration timed out (code < 0) or the
+     * cluster told it to stop (code 0). Called as the endpoint. */
+    void (*on_exit)(void *arg, int code, const char *reason);
+    void *arg;
+};
+
+/* The options a TaskExecutor reads from the configuration (everything but
+ * endpoint name, ha and callbacks). */
+int task_executor_options_from_config(const struct config *conf, struct task_executor_options *o,
+                                      spate_error *err);
+
+/* Loop thread: creates and starts the endpoint. */
+int task_executor_start(struct rpc_service *svc, const struct task_executor_options *o,
+                        struct task_executor **out, spate_error *err);
+/* Loop thread: tells the ResourceManager it goes, stops the endpoint (freed
+ * once its last reference is gone). Returns the termination future. */
+struct rpc_future *task_executor_stop(struct task_executor *te, const char *reason);
+
+/* Loop thread; for tests and logs. */
+bool task_executor_is_registered(const struct task_executor *te);
+const spate_id *task_executor_resource_id(const struct task_executor *te);
+
+#endif

@@ -1,0 +1,162 @@
+/* The TaskManager process (taskmanager.h). The main thread blocks the
+ * termination signals before the RPC thread starts (so only it sees them)
+ * and waits on a signalfd and an eventfd the TaskExecutors write when the
+ * process should end. */
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "ha/ha_services.h"
+#include "rpc/gateways.h"
+#include "taskmanager/task_executor.h"
+#include "taskmanager/taskmanager.h"
+
+#define TM_LOG "taskmanager"
+
+struct tm_process {
+    struct rpc_service *svc;
+    struct ha_services *ha;
+    struct task_executor **tes;
+    int count;
+    struct task_executor_options o;
+    int exit_fd;     /* eventfd: exit code + 1 */
+    int start_error; /* set by tm_start_all */
+    spate_error err;
+};
+
+static void
+tm_on_exit(void *arg, int code, const char *reason)
+{
+    struct tm_process *p = arg;
+    uint64_t v = code == 0 ? 1 : 2;
+
+    UNUSED(reason);
+    if (write(p->exit_fd, &v, sizeof v) < 0) {
+        /* nothing else to tell */
+    }
+}
+
+static void
+tm_start_all(void *arg)
+{
+    struct tm_process *p = arg;
+
+    for (int i = 0; i < p->count; i++) {
+        struct task_executor_options o = p->o;
+        char name[64];
+
+        if (p->count > 1) {
+            snprintf(name, sizeof name, "%s_%d", RPC_ENDPOINT_TASK_EXECUTOR, i);
+            o.endpoint_name = name;
+            id_random(&o.resource_id);
+        }
+        if ((p->start_error = task_executor_start(p->svc, &o, &p->tes[i], &p->err)) != 0)
+            return;
+    }
+}
+
+static void
+tm_stop_all(void *arg)
+{
+    struct tm_process *p = arg;
+
+    for (int i = 0; i < p->count; i++)
+        if (p->tes[i] != NULL)
+            rpc_future_unref(task_executor_stop(p->tes[i], "TaskManager shutting down"));
+}
+
+int
+taskmanager_run(const struct config *conf, int count)
+{
+    struct tm_process p = { .count = count, .exit_fd = -1 };
+    struct rpc_service_options ro = { 0 };
+    spate_error err = { 0 };
+    sigset_t set;
+    int sfd = -1, status = 1;
+    const char *bind_host, *port, *host;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    p.exit_fd = eventfd(0, EFD_CLOEXEC);
+    p.tes = xcalloc((size_t)count, sizeof *p.tes);
+
+    if (config_get_string(conf, CFG(TASKMANAGER_BIND_HOST), &bind_host, &err) != 0 ||
+        config_get_string(conf, CFG(TASKMANAGER_RPC_PORT), &port, &err) != 0 ||
+        config_get_string(conf, CFG(TASKMANAGER_HOST), &host, &err) != 0 ||
+        rpc_service_options_from_config(conf, &ro, &err) != 0 ||
+        task_executor_options_from_config(conf, &p.o, &err) != 0 ||
+        ha_services_from_config(conf, &p.ha, &err) != 0)
+        goto fail;
+    ro.bind_host = bind_host;
+    ro.port = port;
+    ro.advertised_host = host;
+    if (rpc_service_new(&ro, &p.svc, &err) != 0 || rpc_service_start(p.svc, &err) != 0)
+        goto fail;
+    /* The network environment (the data plane, issue 5) starts here, before
+     * the TaskExecutor, so that its data port goes into the registration:
+     * p.o.data_port = <its bound port>. */
+    p.o.ha = p.ha;
+    p.o.on_exit = tm_on_exit;
+    p.o.arg = &p;
+    rpc_service_run_sync(p.svc, NULL, tm_start_all, &p);
+    if (p.start_error != 0) {
+        err = p.err;
+        goto fail;
+    }
+    SPATE_LOG_INFO(TM_LOG, "TaskManager started with %d TaskExecutor%s at %s", count,
+                   count == 1 ? "" : "s", rpc_service_address(p.svc));
+
+    for (;;) {
+        struct pollfd fds[2] = { { .fd = sfd, .events = POLLIN },
+                                 { .fd = p.exit_fd, .events = POLLIN } };
+
+        if (poll(fds, 2, -1) < 0)
+            continue;
+        if (fds[0].revents & POLLIN) {
+            struct signalfd_siginfo si;
+
+            if (read(sfd, &si, sizeof si) == sizeof si)
+                SPATE_LOG_INFO(TM_LOG, "received signal %u: shutting down", si.ssi_signo);
+            status = 0;
+            break;
+        }
+        if (fds[1].revents & POLLIN) {
+            uint64_t v = 0;
+
+            if (read(p.exit_fd, &v, sizeof v) != sizeof v)
+                continue;
+            status = v == 1 ? 0 : 1;
+            break;
+        }
+    }
+    rpc_service_run_sync(p.svc, NULL, tm_stop_all, &p);
+    rpc_service_free(p.svc);
+    ha_services_free(p.ha);
+    free(p.tes);
+    close(sfd);
+    close(p.exit_fd);
+    SPATE_LOG_INFO(TM_LOG, "TaskManager stopped");
+    return status;
+fail:
+    SPATE_LOG_ERROR(TM_LOG, "TaskManager failed: %s", err.message);
+    fprintf(stderr, "spate taskmanager: %s\n", err.message);
+    rpc_service_free(p.svc);
+    ha_services_free(p.ha);
+    free(p.tes);
+    if (sfd >= 0)
+        close(sfd);
+    if (p.exit_fd >= 0)
+        close(p.exit_fd);
+    return 1;
+}

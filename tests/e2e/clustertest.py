@@ -1,0 +1,127 @@
+"""Helpers for the cluster's end-to-end tests: start a JobManager and
+TaskManagers as real processes on 127.0.0.1 (ports chosen by the kernel and
+read back from the logs), talk to the REST API, wait for conditions."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spatetest import SPATE, SpateTestCase, wait_for  # noqa: E402,F401
+
+
+class Proc:
+    """A started spate process and its log file."""
+
+    def __init__(self, popen, log):
+        self.popen = popen
+        self.log = log
+        self.pid = popen.pid
+
+    def text(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+    def wait_log(self, pattern, timeout=30.0):
+        """Waits for a line matching pattern (a regex); returns the match."""
+        rx = re.compile(pattern)
+        return wait_for(lambda: rx.search(self.text()), timeout, f"'{pattern}' in {self.log}")
+
+    def count(self, pattern):
+        return len(re.findall(pattern, self.text()))
+
+    def alive(self):
+        return self.popen.poll() is None
+
+    def signal(self, sig):
+        if self.alive():
+            self.popen.send_signal(sig)
+
+    def kill(self):
+        if self.alive():
+            self.popen.send_signal(signal.SIGCONT)
+            self.popen.send_signal(signal.SIGKILL)
+            self.popen.wait()
+
+
+class ClusterTestCase(SpateTestCase):
+    """A test with a JobManager and TaskManagers of its own."""
+
+    # Fast enough for tests, the same mechanisms as the defaults.
+    FAST = ["-D", "cluster.registration.error-delay=200 ms",
+            "-D", "cluster.registration.refused-registration-delay=200 ms"]
+
+    def setUp(self):
+        super().setUp()
+        self.rpc_port = None
+        self.rest_port = None
+        self.nprocs = 0
+
+    def launch(self, args, name):
+        self.nprocs += 1
+        log = os.path.join(self.tmp, f"{name}-{self.nprocs}.log")
+        out = open(log, "w")
+        p = subprocess.Popen([SPATE, *args], stdout=out, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+        out.close()
+        self.procs.append(p)
+        return Proc(p, log)
+
+    def start_jobmanager(self, *extra, rpc_port=0, rest_port=0):
+        jm = self.launch(["-D", f"jobmanager.rpc.port={rpc_port}", "-D", f"rest.port={rest_port}",
+                          *self.FAST, *extra, "jobmanager"], "jobmanager")
+        m = jm.wait_log(r"JobManager started: rpc at 127\.0\.0\.1:(\d+), REST at http://[\d.]+:(\d+)")
+        self.rpc_port, self.rest_port = int(m.group(1)), int(m.group(2))
+        return jm
+
+    def start_taskmanager(self, *extra, slots=2, rpc_port=None):
+        port = rpc_port if rpc_port is not None else self.rpc_port
+        return self.launch(["-D", f"jobmanager.rpc.port={port}",
+                            "-D", f"taskmanager.numberOfTaskSlots={slots}",
+                            *self.FAST, *extra, "taskmanager"], "taskmanager")
+
+    def rest(self, path, method="GET"):
+        """(status, parsed JSON body) of a REST call."""
+        req = urllib.request.Request(f"http://127.0.0.1:{self.rest_port}{path}", method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=15) as r:
+                return r.status, json.loads(r.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def overview(self):
+        status, body = self.rest("/overview")
+        self.assertEqual(status, 200, body)
+        return body
+
+    def wait_overview(self, taskmanagers, slots=None, available=None, timeout=30.0):
+        def ok():
+            try:
+                o = self.overview()
+            except OSError:
+                return None
+            if o["taskmanagers"] != taskmanagers:
+                return None
+            if slots is not None and o["slots-total"] != slots:
+                return None
+            if available is not None and o["slots-available"] != available:
+                return None
+            return o
+        return wait_for(ok, timeout, f"{taskmanagers} taskmanagers, {slots} slots, "
+                                     f"{available} available")
+
+    def submit_job(self, slots, run_ms=0, *extra):
+        r = self.spate("-D", f"jobmanager.rpc.port={self.rpc_port}", *extra, "test-job",
+                       "--slots", str(slots), "--run-ms", str(run_ms))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.strip()
+
+    def job(self, jid):
+        status, body = self.rest(f"/jobs/{jid}")
+        self.assertEqual(status, 200, body)
+        return body
