@@ -23,11 +23,16 @@ struct notifier {
      * the eventfd (a spinning or busy waiter costs the notifier no syscall). */
     _Atomic bool sleeping;
     _Atomic bool cancelled;
-    uint64_t spin_ns; /* the waiter's: how long a wait polls before sleeping */
+    uint64_t spin_ns;          /* the waiter's: how long a wait polls before sleeping */
+    uint64_t no_spin_until_ns; /* the waiter's: spinning lost the core lately */
 };
 
 /* How long a wait polls (yielding the core) before it sleeps, by default. */
 #define NOTIFIER_SPIN_NS 200000u
+/* A yield that returns this late means the core is contended: the waiter then
+ * sleeps at once for NOTIFIER_NO_SPIN_NS before it tries spinning again. */
+#define NOTIFIER_PREEMPTED_NS 50000u
+#define NOTIFIER_NO_SPIN_NS   20000000u
 
 int notifier_init(struct notifier *n, spate_error *err);
 /* Waiter thread: poll this long before sleeping (0: sleep at once), e.g.

@@ -1336,12 +1336,14 @@ static void
 env_thread(void *arg)
 {
     struct net_env *env = arg;
+    uint64_t no_spin_until = 0;
 
     log_set_thread_name("net-io");
     while (uv_run(&env->loop, UV_RUN_ONCE) != 0) {
-        uint64_t seen = env->activity, until = clock_mono_ns() + env->cfg.busy_poll_ns;
+        uint64_t now = clock_mono_ns(), seen = env->activity, before;
+        uint64_t until = now < no_spin_until ? now : now + env->cfg.busy_poll_ns;
 
-        while (clock_mono_ns() < until) {
+        while (now < until) {
             if (uv_run(&env->loop, UV_RUN_NOWAIT) == 0)
                 return;
             if (env->activity != seen) {
@@ -1349,6 +1351,14 @@ env_thread(void *arg)
                 until = clock_mono_ns() + env->cfg.busy_poll_ns;
             } else {
                 sched_yield();
+            }
+            before = now;
+            now = clock_mono_ns();
+            if (now - before > NOTIFIER_PREEMPTED_NS) {
+                /* Lost the core to someone else: sleep in epoll for a while,
+                 * where a wake-up preempts (see notifier.c). */
+                no_spin_until = now + NOTIFIER_NO_SPIN_NS;
+                break;
             }
         }
     }
