@@ -31,8 +31,8 @@ struct notifier {
 #define NOTIFIER_SPIN_NS 200000u
 /* A yield that returns this late means the core is contended: the waiter then
  * sleeps at once for NOTIFIER_NO_SPIN_NS before it tries spinning again. */
-#define NOTIFIER_PREEMPTED_NS 50000u
-#define NOTIFIER_NO_SPIN_NS   20000000u
+#define NOTIFIER_PREEMPTED_NS 300000u
+#define NOTIFIER_NO_SPIN_NS   10000000u
 
 int notifier_init(struct notifier *n, spate_error *err);
 /* Waiter thread: poll this long before sleeping (0: sleep at once), e.g.
