@@ -1343,9 +1343,15 @@ env_thread(void *arg)
         uint64_t now = clock_mono_ns(), seen = env->activity, before;
         uint64_t until = now < no_spin_until ? now : now + env->cfg.busy_poll_ns;
 
-        while (now < until) {
+        if (now >= until || env->stopping)
+            continue;
+        /* While it polls, tasks' posts need no eventfd write to wake it. */
+        mailbox_set_polling(&env->mailbox, true);
+        while (now < until && !env->stopping) {
             if (uv_run(&env->loop, UV_RUN_NOWAIT) == 0)
                 return;
+            if (!env->stopping)
+                mailbox_poll(&env->mailbox);
             if (env->activity != seen) {
                 seen = env->activity;
                 until = clock_mono_ns() + env->cfg.busy_poll_ns;
@@ -1361,6 +1367,8 @@ env_thread(void *arg)
                 break;
             }
         }
+        if (!env->stopping)
+            mailbox_set_polling(&env->mailbox, false);
     }
 }
 
