@@ -1,6 +1,6 @@
 #!/bin/sh
 # Stops the cluster start-cluster.sh started: the TaskManagers, then the
-# JobManager, each with SIGTERM by the pid in its pid file (SIGKILL after
+# JobManagers, each with SIGTERM by the pid in its pid file (SIGKILL after
 # 10 s), and removes the pid files.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,7 +36,7 @@ stop() {
 }
 
 found=0
-for f in "$logdir"/spate-taskmanager-*.pid "$logdir"/spate-jobmanager.pid; do
+for f in "$logdir"/spate-taskmanager-*.pid "$logdir"/spate-jobmanager*.pid; do
     [ -f "$f" ] || continue
     found=1
     stop "$f"

@@ -47,6 +47,8 @@ function(spate_link_libspate)
         # sanitized spate links the layers statically (for running the e2e
         # tests against it by hand: SPATE_BUILD=build-asan).
         target_link_libraries(spate_cmd PRIVATE -Wl,--whole-archive ${layers} -Wl,--no-whole-archive)
+        # Job libraries find the API in the executable (spate_job_library).
+        set_target_properties(spate_cmd PROPERTIES ENABLE_EXPORTS ON)
     else()
         target_link_libraries(spate_cmd PRIVATE spate)
     endif()
@@ -55,12 +57,26 @@ function(spate_link_libspate)
         BUILD_RPATH "$ORIGIN/../lib")
 endfunction()
 
-# spate_unit_test(<name> SOURCES ... LIBS ... [TSAN] [TIMEOUT s])
+# spate_job_library(<name> <dir> <source>...): a job library as users build
+# theirs, <dir>/<name>.so, linked to libspate.so; in sanitizer builds its
+# spate_* symbols resolve against the sanitized spate executable instead.
+function(spate_job_library name dir)
+    add_library(${name} MODULE ${ARGN})
+    if(SPATE_SANITIZE)
+        target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/include)
+    else()
+        target_link_libraries(${name} PRIVATE spate)
+    endif()
+    set_target_properties(${name} PROPERTIES PREFIX "" LIBRARY_OUTPUT_DIRECTORY ${dir})
+endfunction()
+
+# spate_unit_test(<name> SOURCES ... LIBS ... [TSAN] [TIMEOUT s] [WRAPPER cmd...])
 # A Criterion test program, registered as unit/<name>; with the sanitizer
 # suites on, also as asan/<name> (the build-asan binary) and, with TSAN, as
-# tsan/<name> (the build-tsan binary).
+# tsan/<name> (the build-tsan binary). WRAPPER runs the program through a
+# command (tests/support/with_zookeeper.py: a ZooKeeper server beside it).
 function(spate_unit_test name)
-    cmake_parse_arguments(T "TSAN" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+    cmake_parse_arguments(T "TSAN" "TIMEOUT" "SOURCES;LIBS;WRAPPER" ${ARGN})
     if(NOT T_TIMEOUT)
         set(T_TIMEOUT 60)
     endif()
@@ -83,10 +99,10 @@ function(spate_unit_test name)
     if(SPATE_SANITIZE)
         return()
     endif()
-    add_test(NAME unit/${name} COMMAND ${name})
+    add_test(NAME unit/${name} COMMAND ${T_WRAPPER} $<TARGET_FILE:${name}>)
     set_tests_properties(unit/${name} PROPERTIES LABELS unit TIMEOUT ${T_TIMEOUT})
     if(SPATE_SANITIZER_SUITES)
-        add_test(NAME asan/${name} COMMAND ${SPATE_ASAN_DIR}/tests/unit/${name})
+        add_test(NAME asan/${name} COMMAND ${T_WRAPPER} ${SPATE_ASAN_DIR}/tests/unit/${name})
         set_tests_properties(asan/${name} PROPERTIES LABELS asan TIMEOUT ${T_TIMEOUT}
             ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
         if(T_TSAN)

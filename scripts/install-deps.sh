@@ -18,12 +18,14 @@ libuv1-dev          event loops, TCP, timers, async mailboxes
 libyaml-dev         conf/config.yaml
 libssl-dev          SHA-256 (job libraries, blobs, handshake secrets); TLS later
 libcriterion-dev    unit tests
-libxxhash-dev       XXH3: key groups of keyed streams (DESIGN.md §5a)
-liblz4-dev          lz4 compression of network buffers
 protobuf-c-compiler protoc-c: C code for the control messages of src/proto/
 libprotobuf-c-dev   protobuf-c runtime: RPC payloads
 libmicrohttpd-dev   the REST server (its own epoll thread)
-libjansson-dev      JSON of the REST API
+libjansson-dev      JSON of the REST API and of plans
+libxxhash-dev       XXH3: key groups of keyed streams (DESIGN.md §5a)
+liblz4-dev          lz4 compression of network buffers
+libzookeeper-mt-dev ZooKeeper C client of the HA plugin (libspate_zookeeper.so)
+zookeeper           ZooKeeper server (on the installed Java) the HA tests and ha_bench start
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')

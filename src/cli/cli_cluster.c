@@ -12,10 +12,13 @@
 #include <unistd.h>
 
 #include "cli/cli_cluster.h"
+#include "cli/cli_leader.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "blob/blob_server.h"
 #include "ha/ha_services.h"
 #include "jobmanager/dispatcher.h"
+#include "jobmanager/jm_leadership.h"
 #include "jobmanager/resource_manager.h"
 #include "rest/rest_server.h"
 #include "rpc/gateways.h"
@@ -28,6 +31,9 @@ struct jm_process {
     struct ha_services *ha;
     struct resource_manager *rm;
     struct dispatcher *dispatcher;
+    struct jm_leadership *leadership;
+    bool ha_enabled; /* high-availability.type other than none */
+    struct blob_server *blobs;
     struct resource_manager_options rmo;
     struct dispatcher_options dso;
     int exit_fd;
@@ -76,6 +82,36 @@ jm_stop_endpoints(void *arg)
         rpc_future_unref(resource_manager_stop(p->rm));
 }
 
+/* The HA services: standalone leaders are this process's endpoints, at the
+ * address the service really bound (port 0 picks one); with ZooKeeper this
+ * connects (or fails clearly after the configured retries). */
+static int
+jm_open_ha(const struct config *conf, struct jm_process *p, spate_error *err)
+{
+    int type = 0;
+
+    config_get_enum(conf, CFG(HIGH_AVAILABILITY_TYPE), &type, NULL);
+    p->ha_enabled = type != 0;
+    return ha_services_new(conf, rpc_service_address(p->svc), &p->ha, err);
+}
+
+/* Contends for leadership (standalone: granted at once); once granted, the
+ * ResourceManager, the Dispatcher and the REST URL lead from here. */
+static int
+jm_start_leadership(const struct config *conf, struct jm_process *p, int rest_port,
+                    spate_error *err)
+{
+    const char *host = "127.0.0.1";
+    char url[300];
+
+    config_get_string(conf, CFG(REST_ADDRESS), &host, NULL);
+    if (host == NULL || strcmp(host, "localhost") == 0)
+        host = "127.0.0.1";
+    snprintf(url, sizeof url, "http://%s:%d", host, rest_port);
+    return jm_leadership_start(p->ha->ops->election(p->ha), p->rm, p->dispatcher, url,
+                               &p->leadership, err);
+}
+
 /* Waits for the signalfd or the exit eventfd; returns which (0 signal, 1
  * exit), or -1 when timeout_ms passed. */
 static int
@@ -111,13 +147,14 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     struct jm_process p = { .exit_fd = -1 };
     struct rpc_service_options ro = { 0 };
     struct rest_server_options so = { 0 };
+    struct blob_server_options bo;
     struct rest_server *rest = NULL;
     spate_error err = { 0 };
     const char *bind_host, *adv, *rest_bind, *rest_port = NULL;
     int64_t port, rport;
-    char port_text[16], rport_text[16];
+    char port_text[16], rport_text[16], blob_host[256];
     sigset_t set;
-    int sfd, status = 1;
+    int sfd, status = 1, why;
 
     UNUSED(argc);
     UNUSED(argv);
@@ -134,11 +171,9 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
         config_get_string(conf, CFG(REST_BIND_ADDRESS), &rest_bind, &err) != 0 ||
         config_get_int(conf, CFG(REST_PORT), &rport, &err) != 0 ||
         rpc_service_options_from_config(conf, &ro, &err) != 0 ||
-        heartbeat_options_from_config(conf, &p.rmo.heartbeat, &err) != 0 ||
-        registration_options_from_config(conf, &p.dso.registration, &err) != 0 ||
-        config_get_duration_ms(conf, CFG(SLOT_REQUEST_TIMEOUT), &p.dso.slot_request_timeout_ms,
-                               &err) != 0)
+        dispatcher_options_from_config(conf, &p.dso, &err) != 0)
         goto fail;
+    p.rmo.heartbeat = p.dso.heartbeat;
     config_get_string(conf, CFG(REST_BIND_PORT), &rest_port, NULL);
     snprintf(port_text, sizeof port_text, "%lld", (long long)port);
     snprintf(rport_text, sizeof rport_text, "%lld", (long long)rport);
@@ -148,11 +183,20 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     ro.thread_name = "rpc";
     if (rpc_service_new(&ro, &p.svc, &err) != 0 || rpc_service_start(p.svc, &err) != 0)
         goto fail;
-    /* Standalone HA: the leaders are this process's endpoints, at the
-     * address the service really bound (port 0 picks one). */
-    p.ha = ha_standalone_new(rpc_service_address(p.svc));
-    p.dso.heartbeat = p.rmo.heartbeat;
+    if (jm_open_ha(conf, &p, &err) != 0)
+        goto fail;
     p.dso.ha = p.ha;
+    if (blob_server_options_from_config(conf, &bo, &err) != 0)
+        goto fail;
+    /* TaskManagers reach the BlobServer where they reach the RPC service. */
+    snprintf(blob_host, sizeof blob_host, "%s", rpc_service_address(p.svc));
+    if (strrchr(blob_host, ':') != NULL)
+        *strrchr(blob_host, ':') = '\0';
+    bo.bind_host = bind_host;
+    bo.advertised_host = blob_host;
+    if (blob_server_start(&bo, &p.blobs, &err) != 0)
+        goto fail;
+    p.dso.blobs = p.blobs;
     p.dso.on_shutdown = jm_on_shutdown;
     p.dso.arg = &p;
     rpc_service_run_sync(p.svc, NULL, jm_start_endpoints, &p);
@@ -164,18 +208,29 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     so.port = rest_port != NULL ? rest_port : rport_text;
     so.svc = p.svc;
     so.conf = conf;
+    so.blobs = p.blobs;
     if (rest_server_start(&so, &rest, &err) != 0)
         goto fail;
     SPATE_LOG_INFO(JM_LOG, "JobManager started: rpc at %s, REST at http://%s:%d",
                    rpc_service_address(p.svc), rest_bind, rest_server_port(rest));
+    if (jm_start_leadership(conf, &p, rest_server_port(rest), &err) != 0)
+        goto fail;
 
-    if (wait_for_exit(sfd, p.exit_fd, -1) == 0) {
+    why = wait_for_exit(sfd, p.exit_fd, -1);
+    if (why == 0 && p.ha_enabled) {
+        /* With high availability, SIGTERM stops this JobManager only: a
+         * standby takes the lead and the cluster stays. */
+        SPATE_LOG_INFO(JM_LOG, "stopping this JobManager; the cluster stays up (high "
+                               "availability)");
+    } else if (why == 0) {
         /* SIGTERM: as DELETE /cluster, the TaskManagers are told to stop. */
         rpc_service_run_sync(p.svc, NULL, jm_shutdown_cluster, &p);
         if (wait_for_exit(sfd, p.exit_fd, 5000) < 0)
             SPATE_LOG_WARN(JM_LOG, "the cluster did not confirm its shutdown in 5 s: exiting");
     }
     status = 0;
+    jm_leadership_stop(p.leadership);
+    p.leadership = NULL;
     rest_server_stop(rest);
     rest = NULL;
     rpc_service_run_sync(p.svc, NULL, jm_stop_endpoints, &p);
@@ -185,8 +240,10 @@ fail:
         SPATE_LOG_ERROR(JM_LOG, "JobManager failed: %s", err.message);
         fprintf(stderr, "spate jobmanager: %s\n", err.message);
     }
+    jm_leadership_stop(p.leadership);
     rest_server_stop(rest);
     rpc_service_free(p.svc);
+    blob_server_stop(p.blobs);
     ha_services_free(p.ha);
     if (sfd >= 0)
         close(sfd);
@@ -224,9 +281,7 @@ cli_test_job(const struct config *conf, int argc, char **argv)
     struct rpc_service *svc = NULL;
     struct rpc_future *f = NULL;
     spate_error err = { 0 };
-    const char *host;
-    int64_t port;
-    char addr[300];
+    char addr[512];
     int status = 1;
     spate_id id;
 
@@ -243,12 +298,11 @@ cli_test_job(const struct config *conf, int argc, char **argv)
             return 2;
         }
     }
-    if (config_get_string(conf, CFG(JOBMANAGER_RPC_ADDRESS), &host, &err) != 0 ||
-        config_get_int(conf, CFG(JOBMANAGER_RPC_PORT), &port, &err) != 0 ||
-        rpc_service_options_from_config(conf, &ro, &err) != 0)
+    /* The leading Dispatcher (standalone: the configured JobManager). */
+    if (rpc_service_options_from_config(conf, &ro, &err) != 0 ||
+        cli_find_leader(conf, CLI_LEADER_DISPATCHER, addr, sizeof addr, 30000, &err) != 0)
         goto out;
     ro.thread_name = "rpc";
-    snprintf(addr, sizeof addr, "%s:%lld/%s", host, (long long)port, RPC_ENDPOINT_DISPATCHER);
     if (rpc_service_new(&ro, &svc, &err) != 0 || rpc_service_start(svc, &err) != 0 ||
         rpc_gateway_new(svc, addr, NULL, &gw, &err) != 0)
         goto out;

@@ -32,6 +32,18 @@ xcalloc(size_t n, size_t size)
 }
 
 void *
+xaligned_calloc(size_t align, size_t n, size_t size)
+{
+    size_t bytes = n * size;
+    void *p = NULL;
+
+    if ((size && bytes / size != n) || posix_memalign(&p, align, bytes ? bytes : 1) != 0)
+        alloc_oom(bytes);
+    memset(p, 0, bytes);
+    return p;
+}
+
+void *
 xrealloc(void *p, size_t size)
 {
     void *q = realloc(p, size ? size : 1);

@@ -9,6 +9,10 @@
 
 void *xmalloc(size_t size) __attribute__((malloc, alloc_size(1), returns_nonnull));
 void *xcalloc(size_t n, size_t size) __attribute__((malloc, alloc_size(1, 2), returns_nonnull));
+/* Zeroed n * size bytes at a multiple of align (a power of two, at least
+ * sizeof(void *)): cache-line aligned tables. Freed with free(). */
+void *xaligned_calloc(size_t align, size_t n, size_t size)
+    __attribute__((malloc, alloc_size(2, 3), returns_nonnull));
 void *xrealloc(void *p, size_t size) __attribute__((alloc_size(2), returns_nonnull));
 char *xstrdup(const char *s) __attribute__((malloc, returns_nonnull));
 char *xstrndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull));

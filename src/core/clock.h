@@ -37,4 +37,14 @@ clock_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Microseconds since the epoch: times compared across threads or processes. */
+static inline int64_t
+clock_wall_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 #endif

@@ -60,6 +60,10 @@ struct config_option {
     X(TASK_CANCELLATION_TIMEOUT, "task.cancellation.timeout", DURATION, "180 s", 0,                \
       CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
       "a task that does not stop this long after cancel ends its TaskManager (0: never)")          \
+    X(IO_TMP_DIRS, "io.tmp.dirs", STRING, "/tmp", 0, 0, NULL, NULL,                                \
+      "folder for temporary files (the TaskManager's copies of job libraries)")                    \
+    X(LOCAL_NUMBER_TASKMANAGER, "local.number-taskmanager", INT, "1", 1, 1024, NULL, NULL,         \
+      "TaskManagers of the embedded mini cluster (spate run --local)")                             \
     /* RPC */                                                                                      \
     X(RPC_ASK_TIMEOUT, "rpc.ask.timeout", DURATION, "10 s", 1, CFG_NOLIMIT_HI, NULL,               \
       "pekko.ask.timeout", "default timeout of an RPC ask")                                        \
@@ -92,12 +96,30 @@ struct config_option {
     X(REST_SERVER_MAX_CONTENT_LENGTH, "rest.server.max-content-length", MEMORY, "100 mb", 1024,    \
       CFG_NOLIMIT_HI, NULL, NULL, "largest request body, uploads included")                        \
     X(WEB_SUBMIT_ENABLE, "web.submit.enable", BOOL, "true", 0, 0, NULL, NULL,                      \
-      "whether jobs may be uploaded and submitted over REST")                                      \
+      "whether job libraries may be uploaded (/jars) and run over REST")                           \
+    X(WEB_UPLOAD_DIR, "web.upload.dir", STRING, NULL, 0, 0, NULL, NULL,                            \
+      "folder of uploaded job libraries (default: a folder in io.tmp.dirs)")                       \
+    X(WEB_SUBMIT_TIMEOUT, "web.submit.timeout", DURATION, "30 s", 1, CFG_NOLIMIT_HI, NULL, NULL,   \
+      "spate: longest a job's main may take in the child process of /jars/:jarid/run or /plan")    \
+    X(JOBSTORE_MAX_CAPACITY, "jobstore.max-capacity", INT, "1000", 1, 1000000, NULL, NULL,         \
+      "finished jobs the Dispatcher keeps in its archive (the oldest go first)")                   \
+    /* BlobServer */                                                                               \
+    X(BLOB_SERVER_PORT, "blob.server.port", STRING, "0", 0, 0, NULL, NULL,                         \
+      "the BlobServer's port or range (0: ephemeral)")                                             \
+    X(BLOB_STORAGE_DIRECTORY, "blob.storage.directory", STRING, NULL, 0, 0, NULL, NULL,            \
+      "folder of the BlobServer's and BlobCaches' files (default: io.tmp.dirs)")                   \
+    X(BLOB_MAX_SIZE, "blob.max-size", MEMORY, "100 mb", 1, CFG_NOLIMIT_HI, NULL, NULL,             \
+      "spate: largest blob (job library) the BlobServer stores and a BlobCache fetches")           \
     /* jobs */                                                                                     \
     X(PARALLELISM_DEFAULT, "parallelism.default", INT, "1", 1, 32768, NULL, NULL,                  \
       "parallelism of operators that do not set one")                                              \
     X(PIPELINE_MAX_PARALLELISM, "pipeline.max-parallelism", INT, "128", 1, 32768, NULL, NULL,      \
       "number of key groups")                                                                      \
+    X(PIPELINE_AUTO_WATERMARK_INTERVAL, "pipeline.auto-watermark-interval", DURATION, "200 ms", 1, \
+      CFG_NOLIMIT_HI, NULL, NULL, "how often periodic watermarks are emitted")                     \
+    X(EXECUTION_TARGET, "execution.target", ENUM, NULL, 0, 0, "local|remote", NULL,                \
+      "where spate run runs jobs (default: remote when rest.address or jobmanager.rpc.address "    \
+      "is configured, else local)")                                                                \
     X(EXECUTION_BUFFER_TIMEOUT, "execution.buffer-timeout", DURATION, "5 ms", 0, CFG_NOLIMIT_HI,   \
       NULL, NULL, "longest a partly filled network buffer waits (0: flush every record)")          \
     X(RESTART_STRATEGY_TYPE, "restart-strategy.type", ENUM, NULL, 0, 0,                            \
@@ -119,8 +141,9 @@ struct config_option {
       "taskmanager.network.memory.floating-buffers-per-gate", INT, "8", 1, 65536, NULL, NULL,      \
       "buffers an input gate shares among its channels as their backlog asks")                     \
     X(TASKMANAGER_NETWORK_REQUEST_BACKOFF_INITIAL, "taskmanager.network.request-backoff.initial",  \
-      DURATION, "100 ms", 1, CFG_NOLIMIT_HI, NULL, NULL,                                           \
-      "first pause before a partition request is retried (producer not running yet)")              \
+      DURATION, "1 ms", 1, CFG_NOLIMIT_HI, NULL, NULL,                                             \
+      "first pause before a partition request is retried, doubling (producer not running yet; "    \
+      "Flink: 100 ms)")                                                                            \
     X(TASKMANAGER_NETWORK_REQUEST_BACKOFF_MAX, "taskmanager.network.request-backoff.max",          \
       DURATION, "10 s", 1, CFG_NOLIMIT_HI, NULL, NULL,                                             \
       "a partition request still not found after backing off this far fails")                      \
@@ -139,9 +162,29 @@ struct config_option {
     /* high availability */                                                                        \
     X(HIGH_AVAILABILITY_TYPE, "high-availability.type", ENUM, "none", 0, 0,                        \
       "none|embedded|zookeeper", "high-availability", "high-availability services")                \
+    X(HIGH_AVAILABILITY_ZOOKEEPER_QUORUM, "high-availability.zookeeper.quorum", STRING, NULL, 0,   \
+      0, NULL, NULL, "ZooKeeper servers, host:port,host:port")                                     \
+    X(HIGH_AVAILABILITY_ZOOKEEPER_PATH_ROOT, "high-availability.zookeeper.path.root", STRING,      \
+      "/flink", 0, 0, NULL, NULL, "znode under which every cluster keeps its HA data")             \
+    X(HIGH_AVAILABILITY_CLUSTER_ID, "high-availability.cluster-id", STRING, "/default", 0, 0,      \
+      NULL, NULL, "this cluster's znode under the root and folder under the storage directory")    \
+    X(HIGH_AVAILABILITY_STORAGE_DIR, "high-availability.storageDir", STRING, NULL, 0, 0, NULL,     \
+      NULL, "folder of job graphs and checkpoint pointers' data (ZooKeeper holds pointers)")       \
     X(HIGH_AVAILABILITY_ZOOKEEPER_SESSION_TIMEOUT,                                                 \
       "high-availability.zookeeper.client.session-timeout", DURATION, "6 s", 1, CFG_NOLIMIT_HI,    \
-      NULL, NULL, "ZooKeeper session timeout")                                                     \
+      NULL, NULL, "ZooKeeper session timeout (the server may grant another)")                      \
+    X(HIGH_AVAILABILITY_ZOOKEEPER_CONNECTION_TIMEOUT,                                              \
+      "high-availability.zookeeper.client.connection-timeout", DURATION, "15 s", 1,                \
+      CFG_NOLIMIT_HI, NULL, NULL, "wait for the first ZooKeeper connection, per attempt")          \
+    X(HIGH_AVAILABILITY_ZOOKEEPER_RETRY_WAIT, "high-availability.zookeeper.client.retry-wait",     \
+      DURATION, "5 s", 0, CFG_NOLIMIT_HI, NULL, NULL,                                              \
+      "pause between connection attempts (doubling) and before retrying a failed operation")       \
+    X(HIGH_AVAILABILITY_ZOOKEEPER_MAX_RETRY_ATTEMPTS,                                              \
+      "high-availability.zookeeper.client.max-retry-attempts", INT, "3", 0, 1000, NULL, NULL,      \
+      "connection attempts after the first before a process gives up")                             \
+    X(JOB_RESULT_STORE_STORAGE_PATH, "job-result-store.storage-path", STRING, NULL, 0, 0, NULL,    \
+      NULL,                                                                                        \
+      "folder of finished jobs' results (default: <storageDir>/job-result-store/<cluster-id>)")    \
     /* logging */                                                                                  \
     X(LOG_LEVEL, "log.level", ENUM, "info", 0, 0, "trace|debug|info|warn|error|off", NULL,         \
       "log threshold (SPATE_LOG_LEVEL overrides it)")                                              \

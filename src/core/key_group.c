@@ -1,4 +1,7 @@
-/* Key groups (key_group.h) over libxxhash's XXH3. */
+/* Key groups (key_group.h) over libxxhash's XXH3, inlined: keys are short,
+ * and its small-input paths are a few instructions once the call and the
+ * dispatch are gone (once per record at a hash exchange). */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "core/key_group.h"

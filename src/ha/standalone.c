@@ -1,11 +1,13 @@
 /* Standalone high availability (ha_services.h): fixed leader addresses from
- * the configuration, session ids zero. A retriever tells its listener at
+ * the configuration, session ids zero; an election that grants at once with
+ * a fresh session id; in-memory stores. A retriever tells its listener at
  * start; the listener hands it to its endpoint (rpc_endpoint_run_async). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "ha/ha_int.h"
 #include "ha/ha_services.h"
 #include "rpc/gateways.h"
 
@@ -53,9 +55,65 @@ ha_standalone_retrieval_new(const char *address)
     return &sr->base;
 }
 
+/* The election: this process is the leader as soon as it asks. */
+struct standalone_election {
+    struct leader_election base;
+    spate_id session;
+    bool started;
+};
+
+static int
+se_start(struct leader_election *le, const struct leader_contender *c, void *arg, spate_error *err)
+{
+    struct standalone_election *e = (struct standalone_election *)le;
+
+    if (e->started)
+        return spate_error_set(err, SPATE_ESTATE, "the leader election has started already");
+    e->started = true;
+    id_random(&e->session);
+    c->grant(arg, &e->session);
+    return 0;
+}
+
+static void
+se_confirm(struct leader_election *le, const char *component, const spate_id *session,
+           const char *address)
+{
+    (void)le;
+    (void)component;
+    (void)session;
+    (void)address; /* retrievers know the configured addresses */
+}
+
+static void
+se_withdraw(struct leader_election *le, const char *component)
+{
+    (void)le;
+    (void)component;
+}
+
+static bool
+se_has_leadership(struct leader_election *le, const spate_id *session)
+{
+    struct standalone_election *e = (struct standalone_election *)le;
+
+    return e->started && id_equal(&e->session, session);
+}
+
+static void
+se_stop(struct leader_election *le)
+{
+    ((struct standalone_election *)le)->started = false;
+}
+
+static const struct leader_election_ops se_ops = { se_start, se_confirm, se_withdraw,
+                                                   se_has_leadership, se_stop };
+
 struct standalone_ha {
     struct ha_services base;
     char *jobmanager_rpc;
+    char *rest_url;
+    struct standalone_election election;
 };
 
 static struct leader_retrieval *
@@ -88,48 +146,106 @@ sh_job_master(struct ha_services *ha, const spate_id *job, const char *default_a
     return ha_standalone_retrieval_new(default_address);
 }
 
+static struct leader_retrieval *
+sh_rest(struct ha_services *ha)
+{
+    struct standalone_ha *sh = (struct standalone_ha *)ha;
+
+    return ha_standalone_retrieval_new(sh->rest_url);
+}
+
+static struct leader_election *
+sh_election(struct ha_services *ha)
+{
+    return &((struct standalone_ha *)ha)->election.base;
+}
+
 static void
 sh_free(struct ha_services *ha)
 {
     struct standalone_ha *sh = (struct standalone_ha *)ha;
 
     free(sh->jobmanager_rpc);
+    free(sh->rest_url);
     free(sh);
 }
 
-static const struct ha_services_ops sh_ops = { sh_rm, sh_dispatcher, sh_job_master, sh_free };
+static const struct ha_services_ops sh_ops = {
+    .resource_manager_retriever = sh_rm,
+    .dispatcher_retriever = sh_dispatcher,
+    .job_master_retriever = sh_job_master,
+    .rest_retriever = sh_rest,
+    .election = sh_election,
+    .job_graph_store = ha_memory_services_job_graph_store,
+    .job_result_store = ha_memory_services_job_result_store,
+    .checkpoint_store = ha_memory_services_checkpoint_store,
+    .checkpoint_id_counter = ha_memory_services_checkpoint_id_counter,
+    .session_timeout_ms = ha_memory_services_no_session,
+    .free = sh_free,
+};
 
 struct ha_services *
-ha_standalone_new(const char *jobmanager_rpc)
+ha_standalone_new(const char *jobmanager_rpc, const char *rest_url)
 {
     struct standalone_ha *sh = xcalloc(1, sizeof *sh);
 
     sh->base.ops = &sh_ops;
     sh->jobmanager_rpc = xstrdup(jobmanager_rpc);
+    sh->rest_url = xstrdup(rest_url ? rest_url : "http://127.0.0.1:8081");
+    sh->election.base.ops = &se_ops;
     return &sh->base;
 }
 
+/* The REST URL clients use without HA: rest.address and rest.port. */
+static void
+sh_rest_url(const struct config *conf, char *out, size_t size)
+{
+    const char *host = "127.0.0.1";
+    int64_t port = 8081;
+
+    config_get_string(conf, CFG(REST_ADDRESS), &host, NULL);
+    config_get_int(conf, CFG(REST_PORT), &port, NULL);
+    if (host == NULL || strcmp(host, "localhost") == 0)
+        host = "127.0.0.1";
+    snprintf(out, size, "http://%s:%lld", host, (long long)port);
+}
+
 int
-ha_services_from_config(const struct config *conf, struct ha_services **out, spate_error *err)
+ha_services_new(const struct config *conf, const char *jobmanager_rpc, struct ha_services **out,
+                spate_error *err)
 {
     const char *host;
     int64_t port;
     int type, rc;
-    char rpc[300];
+    char rpc[300], rest[300];
 
     if ((rc = config_get_enum(conf, CFG(HIGH_AVAILABILITY_TYPE), &type, err)) != 0)
         return rc;
-    if (type != 0)
-        return spate_error_set(err, SPATE_ENOTSUP,
-                               "high-availability.type other than 'none' is not supported yet");
+    if (type == 1) {
+        *out = ha_embedded_new();
+        return 0;
+    }
+    if (type == 2)
+        return ha_zookeeper_new(conf, out, err);
+    sh_rest_url(conf, rest, sizeof rest);
+    if (jobmanager_rpc != NULL) {
+        *out = ha_standalone_new(jobmanager_rpc, rest);
+        return 0;
+    }
     if ((rc = config_get_string(conf, CFG(JOBMANAGER_RPC_ADDRESS), &host, err)) != 0 ||
         (rc = config_get_int(conf, CFG(JOBMANAGER_RPC_PORT), &port, err)) != 0)
         return rc;
     if (strcmp(host, "localhost") == 0)
         host = "127.0.0.1";
     snprintf(rpc, sizeof rpc, "%s:%lld", host, (long long)port);
-    *out = ha_standalone_new(rpc);
+    *out = ha_standalone_new(rpc, rest);
     return 0;
+}
+
+int
+ha_services_from_config(const struct config *conf, struct ha_services **out, spate_error *err)
+{
+    return ha_services_new(conf, NULL, out, err);
 }
 
 void

@@ -8,24 +8,48 @@
 #include "core/util.h"
 #include "jobmanager/dispatcher.h"
 #include "rpc/gateways.h"
+#include "streaming/job_graph_codec.h"
+
+/* Kinds of job graph store records. */
+#define DISP_KIND_TEST_JOB  "test-job"
+#define DISP_KIND_JOB_GRAPH "job-graph"
 
 #define DISP_LOG "dispatcher"
 
 struct disp_job {
     struct hmap_node node;
     spate_id job_id;
-    struct job_master *jm; /* NULL once archived */
-    Cluster__JobInfo info; /* the archived summary */
-    char *name, *state, *failure;
+    struct job_master *jm;         /* NULL once archived */
+    Cluster__JobDetails *archived; /* what the archive keeps (unpacked) */
+    uint64_t archived_seq;         /* archive order: the oldest goes first */
+    uint8_t library_key[SHA256_BYTES];
+    bool holds_blob; /* a reference on the library's blob, dropped with the entry */
+    bool persisted;  /* in the job graph store: cleaned up when it ends */
 };
 
 struct dispatcher {
     struct rpc_endpoint ep;
     struct dispatcher_options o;
     struct hmap jobs;
+    size_t narchived;
+    uint64_t archive_seq;
     struct rpc_gateway *rm; /* in-process */
     bool shutting_down;
+    /* high availability: leadership and the stores jobs are recovered from */
+    bool leader;
+    spate_id session;
+    struct leader_election *le;
+    struct job_graph_store *jgs;
+    struct job_result_store *jrs;
 };
+
+/* High availability, at the end of this file. */
+static void disp_job_ended(struct dispatcher *d, struct disp_job *j);
+static bool disp_check_leader(struct dispatcher *d, struct rpc_call *call);
+static void disp_publish_job_master(struct dispatcher *d, struct disp_job *j);
+static void disp_persist(struct dispatcher *d, const spate_id *job_id, const char *kind,
+                         const ProtobufCMessage *msg, struct rpc_call *call);
+static int disp_open_stores(struct dispatcher *d, spate_error *err);
 
 /* The endpoint's state, from its handlers: only its own context may touch it. */
 static struct dispatcher *
@@ -50,18 +74,55 @@ disp_find(struct dispatcher *d, const spate_id *job)
     return NULL;
 }
 
+/* Frees an entry that is out of the table: its archive and blob reference. */
+static void
+disp_job_free(struct dispatcher *d, struct disp_job *j)
+{
+    if (j->archived != NULL)
+        cluster__job_details__free_unpacked(j->archived, NULL);
+    if (j->holds_blob && d->o.blobs != NULL)
+        blob_server_unref(d->o.blobs, j->library_key);
+    free(j);
+}
+
 static void
 disp_job_info(struct disp_job *j, Cluster__JobInfo *info)
 {
     if (j->jm != NULL) {
         job_master_info(j->jm, info);
     } else {
-        *info = j->info;
+        *info = *j->archived->info;
         info->job_id = gw_id_bytes(&j->job_id);
     }
 }
 
-/* A JobMaster's job ended: keep its summary, stop the JobMaster. */
+/* Keeps the archive within jobstore.max-capacity: the oldest entries go,
+ * and with them their libraries' blobs (when no other job uses them). */
+static void
+disp_trim_archive(struct dispatcher *d)
+{
+    while (d->narchived > d->o.archive_capacity) {
+        struct disp_job *oldest = NULL;
+        struct hmap_node *n;
+
+        HMAP_FOR_EACH(n, &d->jobs)
+        {
+            struct disp_job *j = container_of(n, struct disp_job, node);
+
+            if (j->jm == NULL && (oldest == NULL || j->archived_seq < oldest->archived_seq))
+                oldest = j;
+        }
+        SPATE_ASSERT(oldest != NULL);
+        SPATE_LOG_INFO(DISP_LOG, "job %s leaves the archive (jobstore.max-capacity %zu)",
+                       id_str(&oldest->job_id).s, d->o.archive_capacity);
+        hmap_remove(&d->jobs, &oldest->node);
+        d->narchived--;
+        disp_job_free(d, oldest);
+    }
+}
+
+/* A JobMaster's job ended: archive what REST shows of it, stop the
+ * JobMaster, record the result (HA). */
 static void
 disp_on_terminal(void *arg, struct job_master *jm)
 {
@@ -71,42 +132,37 @@ disp_on_terminal(void *arg, struct job_master *jm)
     HMAP_FOR_EACH(n, &d->jobs)
     {
         struct disp_job *j = container_of(n, struct disp_job, node);
+        uint8_t *packed;
+        size_t len;
 
         if (j->jm != jm)
             continue;
-        job_master_info(jm, &j->info);
-        j->name = xstrdup(j->info.name);
-        j->state = xstrdup(j->info.state);
-        j->failure = xstrdup(j->info.failure);
-        j->info.name = j->name;
-        j->info.state = j->state;
-        j->info.failure = j->failure;
+        job_master_details_pack(jm, &packed, &len);
+        j->archived = cluster__job_details__unpack(NULL, len, packed);
+        free(packed);
+        SPATE_ASSERT(j->archived != NULL && j->archived->info != NULL);
+        j->archived_seq = ++d->archive_seq;
         j->jm = NULL;
+        d->narchived++;
         rpc_future_unref(job_master_stop(jm));
+        disp_job_ended(d, j);
+        disp_trim_archive(d);
         return;
     }
 }
 
-static void
-dh_submit_test_job(struct rpc_endpoint *ep, const Cluster__TestJob *req, struct rpc_call *call)
+/* Starts a test job's JobMaster (a new submission or a recovered one). */
+static struct disp_job *
+disp_start_test_job(struct dispatcher *d, const spate_id *job_id, const Cluster__TestJob *req,
+                    spate_error *err)
 {
-    struct dispatcher *d = disp_of(ep);
-    Cluster__JobId reply = CLUSTER__JOB_ID__INIT;
     struct job_master_options o = { 0 };
-    spate_error err = { 0 };
     struct disp_job *j;
 
-    if (d->shutting_down) {
-        rpc_call_fail(call, SPATE_ESTATE, "the cluster is shutting down");
-        return;
-    }
-    if (req->slots == 0 || req->slots > 100000) {
-        rpc_call_fail(call, SPATE_EINVAL, "a test job needs 1 to 100000 slots, not %u", req->slots);
-        return;
-    }
     j = xcalloc(1, sizeof *j);
-    id_random(&j->job_id);
+    j->job_id = *job_id;
     o.job_id = j->job_id;
+    o.job_master_id = d->session; /* the leadership's: fences off former leaders */
     o.name = req->name;
     o.tasks = req->slots;
     o.run_ms = req->run_ms;
@@ -117,14 +173,132 @@ dh_submit_test_job(struct rpc_endpoint *ep, const Cluster__TestJob *req, struct 
     o.on_terminal = disp_on_terminal;
     o.arg = d;
     hmap_insert(&d->jobs, &j->node, id_hash(&j->job_id));
-    if (job_master_start(ep->svc, &o, &j->jm, &err) != 0) {
+    if (job_master_start(d->ep.svc, &o, &j->jm, err) != 0) {
         hmap_remove(&d->jobs, &j->node);
         free(j);
-        rpc_call_fail(call, err.code, "%s", err.message);
-        return;
+        return NULL;
     }
     SPATE_LOG_INFO(DISP_LOG, "submitted job %s (%s) asking for %u slots", id_str(&j->job_id).s,
                    req->name, req->slots);
+    disp_publish_job_master(d, j);
+    return j;
+}
+
+static void
+dh_submit_test_job(struct rpc_endpoint *ep, const Cluster__TestJob *req, struct rpc_call *call)
+{
+    struct dispatcher *d = disp_of(ep);
+    Cluster__JobId reply = CLUSTER__JOB_ID__INIT;
+    spate_error err = { 0 };
+    struct disp_job *j;
+    spate_id job_id;
+
+    if (d->shutting_down) {
+        rpc_call_fail(call, SPATE_ESTATE, "the cluster is shutting down");
+        return;
+    }
+    if (!disp_check_leader(d, call))
+        return;
+    if (req->slots == 0 || req->slots > 100000) {
+        rpc_call_fail(call, SPATE_EINVAL, "a test job needs 1 to 100000 slots, not %u", req->slots);
+        return;
+    }
+    id_random(&job_id);
+    if (d->jgs != NULL) {
+        disp_persist(d, &job_id, DISP_KIND_TEST_JOB, &req->base, call); /* runs once stored */
+        return;
+    }
+    if ((j = disp_start_test_job(d, &job_id, req, &err)) == NULL) {
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
+    }
+    reply.job_id = gw_id_bytes(&j->job_id);
+    rpc_call_reply(call, &reply.base);
+}
+
+/* Starts a submitted JobGraph's JobMaster (a new submission or a recovered
+ * one); job_id is the JobGraph's. */
+static struct disp_job *
+disp_start_job(struct dispatcher *d, const spate_id *job_id, const Cluster__JobSubmission *req,
+               spate_error *err)
+{
+    struct job_master_options o = { 0 };
+    struct disp_job *j;
+
+    if (d->o.blobs == NULL) {
+        spate_error_set(err, SPATE_ESTATE, "this Dispatcher has no BlobServer");
+        return NULL;
+    }
+    if (req->library_key.len != SHA256_BYTES) {
+        spate_error_set(err, SPATE_EINVAL, "a job submission needs its library's 32-byte key");
+        return NULL;
+    }
+    j = xcalloc(1, sizeof *j);
+    memcpy(j->library_key, req->library_key.data, SHA256_BYTES);
+    if (blob_server_ref(d->o.blobs, j->library_key, err) != 0) {
+        free(j);
+        spate_error_wrap(err, "job library not uploaded");
+        return NULL;
+    }
+    j->holds_blob = true;
+    j->job_id = *job_id;
+    o.job_id = *job_id;
+    o.job_master_id = d->session; /* the leadership's: fences off former leaders */
+    o.graph = req->job_graph.data;
+    o.graph_len = req->job_graph.len;
+    o.blob_server = blob_server_address(d->o.blobs);
+    o.library_key = j->library_key;
+    o.slot_request_timeout_ms = d->o.slot_request_timeout_ms;
+    o.heartbeat = d->o.heartbeat;
+    o.registration = d->o.registration;
+    o.ha = d->o.ha;
+    o.on_terminal = disp_on_terminal;
+    o.arg = d;
+    hmap_insert(&d->jobs, &j->node, id_hash(&j->job_id));
+    if (job_master_start(d->ep.svc, &o, &j->jm, err) != 0) {
+        hmap_remove(&d->jobs, &j->node);
+        disp_job_free(d, j);
+        return NULL;
+    }
+    SPATE_LOG_INFO(DISP_LOG, "submitted job %s (%s)", id_str(&j->job_id).s, job_master_name(j->jm));
+    disp_publish_job_master(d, j);
+    return j;
+}
+
+/* A client's JobGraph: stored (with HA), then a JobMaster runs it. */
+static void
+dh_submit_job(struct rpc_endpoint *ep, const Cluster__JobSubmission *req, struct rpc_call *call)
+{
+    struct dispatcher *d = disp_of(ep);
+    Cluster__JobId reply = CLUSTER__JOB_ID__INIT;
+    spate_error err = { 0 };
+    struct disp_job *j;
+    spate_id job_id;
+
+    if (d->shutting_down) {
+        rpc_call_fail(call, SPATE_ESTATE, "the cluster is shutting down");
+        return;
+    }
+    if (!disp_check_leader(d, call))
+        return;
+    if (job_graph_peek_id(req->job_graph.data, req->job_graph.len, &job_id, &err) != 0) {
+        SPATE_LOG_WARN(DISP_LOG, "job submission refused: %s", err.message);
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
+    }
+    if (disp_find(d, &job_id) != NULL) {
+        rpc_call_fail(call, SPATE_EEXIST, "job %s was submitted already", id_str(&job_id).s);
+        return;
+    }
+    if (d->jgs != NULL) {
+        disp_persist(d, &job_id, DISP_KIND_JOB_GRAPH, &req->base, call); /* runs once stored */
+        return;
+    }
+    if ((j = disp_start_job(d, &job_id, req, &err)) == NULL) {
+        SPATE_LOG_WARN(DISP_LOG, "job submission refused: %s", err.message);
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
+    }
     reply.job_id = gw_id_bytes(&j->job_id);
     rpc_call_reply(call, &reply.base);
 }
@@ -140,6 +314,11 @@ dh_request_jobs(struct rpc_endpoint *ep, const Cluster__Ack *req, struct rpc_cal
     struct hmap_node *node;
 
     UNUSED(req);
+    if (!disp_check_leader(d, call)) {
+        free(infos);
+        free(ptrs);
+        return;
+    }
     HMAP_FOR_EACH(node, &d->jobs)
     {
         disp_job_info(container_of(node, struct disp_job, node), &infos[n]);
@@ -153,23 +332,56 @@ dh_request_jobs(struct rpc_endpoint *ep, const Cluster__Ack *req, struct rpc_cal
     free(ptrs);
 }
 
+/* The job a request names (at the leader), or NULL once the call has failed. */
+static struct disp_job *
+disp_lookup(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_call *call)
+{
+    struct disp_job *j;
+    spate_id job;
+
+    if (!disp_check_leader(disp_of(ep), call))
+        return NULL;
+    if (!gw_id_get(&req->job_id, &job)) {
+        rpc_call_fail(call, SPATE_EINVAL, "malformed job id");
+        return NULL;
+    }
+    if ((j = disp_find(disp_of(ep), &job)) == NULL)
+        rpc_call_fail(call, SPATE_ENOENT, "job %s not found", id_str(&job).s);
+    return j;
+}
+
 static void
 dh_request_job(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_call *call)
 {
     Cluster__JobInfo info;
     struct disp_job *j;
-    spate_id job;
 
-    if (!gw_id_get(&req->job_id, &job)) {
-        rpc_call_fail(call, SPATE_EINVAL, "malformed job id");
+    if ((j = disp_lookup(ep, req, call)) == NULL)
         return;
-    }
-    if ((j = disp_find(disp_of(ep), &job)) == NULL) {
-        rpc_call_fail(call, SPATE_ENOENT, "job %s not found", id_str(&job).s);
-        return;
-    }
     disp_job_info(j, &info);
     rpc_call_reply(call, &info.base);
+}
+
+static void
+dh_request_job_details(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_call *call)
+{
+    struct disp_job *j;
+
+    if ((j = disp_lookup(ep, req, call)) == NULL)
+        return;
+    if (j->jm != NULL) {
+        Cluster__JobDetails *live;
+        uint8_t *packed;
+        size_t len;
+
+        job_master_details_pack(j->jm, &packed, &len);
+        live = cluster__job_details__unpack(NULL, len, packed);
+        free(packed);
+        rpc_call_reply(call, &live->base);
+        cluster__job_details__free_unpacked(live, NULL);
+        return;
+    }
+    rpc_call_reply(call, &j->archived->base);
 }
 
 static void
@@ -177,12 +389,9 @@ dh_cancel_job(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_cal
 {
     Cluster__Ack ack = CLUSTER__ACK__INIT;
     struct disp_job *j;
-    spate_id job;
 
-    if (!gw_id_get(&req->job_id, &job) || (j = disp_find(disp_of(ep), &job)) == NULL) {
-        rpc_call_fail(call, SPATE_ENOENT, "job not found");
+    if ((j = disp_lookup(ep, req, call)) == NULL)
         return;
-    }
     if (j->jm != NULL)
         job_master_cancel(j->jm, "cancelled by the user");
     rpc_call_reply(call, &ack.base);
@@ -235,9 +444,12 @@ static void
 dh_request_cluster_overview(struct rpc_endpoint *ep, const Cluster__Ack *req, struct rpc_call *call)
 {
     struct dispatcher *d = disp_of(ep);
-    struct overview_call *oc = xmalloc(sizeof *oc);
+    struct overview_call *oc;
     struct rpc_future *f;
 
+    if (!disp_check_leader(d, call))
+        return;
+    oc = xmalloc(sizeof *oc);
     oc->d = d;
     oc->call = call;
     f = rm_request_overview(d->rm, req, 0);
@@ -309,11 +521,13 @@ dispatcher_shutdown(struct dispatcher *d, const char *reason)
 
 static const struct dispatcher_handlers disp_handlers = {
     .submit_test_job = dh_submit_test_job,
+    .submit_job = dh_submit_job,
     .request_jobs = dh_request_jobs,
     .request_job = dh_request_job,
     .shutdown_cluster = dh_shutdown_cluster,
     .request_cluster_overview = dh_request_cluster_overview,
     .cancel_job = dh_cancel_job,
+    .request_job_details = dh_request_job_details,
 };
 
 static void
@@ -328,10 +542,7 @@ disp_on_stop(struct rpc_endpoint *ep)
         hmap_remove(&d->jobs, n);
         if (j->jm != NULL)
             rpc_future_unref(job_master_stop(j->jm));
-        free(j->name);
-        free(j->state);
-        free(j->failure);
-        free(j);
+        disp_job_free(d, j);
     }
     rpc_gateway_free(d->rm);
     d->rm = NULL;
@@ -342,11 +553,36 @@ disp_destroy(struct rpc_endpoint *ep)
 {
     struct dispatcher *d = container_of(ep, struct dispatcher, ep); /* no context: last reference */
 
+    /* Here, not in on_stop: blocking work in flight may still use them. */
+    if (d->jgs != NULL)
+        d->jgs->ops->free(d->jgs);
+    if (d->jrs != NULL)
+        d->jrs->ops->free(d->jrs);
     hmap_release(&d->jobs);
     free(d);
 }
 
 static const struct rpc_endpoint_ops disp_ops = { NULL, disp_on_stop, disp_destroy };
+
+int
+dispatcher_options_from_config(const struct config *conf, struct dispatcher_options *o,
+                               spate_error *err)
+{
+    int rc;
+
+    int64_t capacity;
+
+    memset(o, 0, sizeof *o);
+    if ((rc = config_get_int(conf, CFG(JOBSTORE_MAX_CAPACITY), &capacity, err)) != 0)
+        return rc;
+    o->archive_capacity = (size_t)capacity;
+    if ((rc = heartbeat_options_from_config(conf, &o->heartbeat, err)) != 0 ||
+        (rc = registration_options_from_config(conf, &o->registration, err)) != 0 ||
+        (rc = config_get_duration_ms(conf, CFG(SLOT_REQUEST_TIMEOUT), &o->slot_request_timeout_ms,
+                                     err)) != 0)
+        return rc;
+    return 0;
+}
 
 int
 dispatcher_start(struct rpc_service *svc, const struct dispatcher_options *o,
@@ -357,11 +593,21 @@ dispatcher_start(struct rpc_service *svc, const struct dispatcher_options *o,
     int rc;
 
     d->o = *o;
+    if (d->o.archive_capacity == 0)
+        d->o.archive_capacity = 1;
     hmap_init(&d->jobs);
+    if ((rc = disp_open_stores(d, err)) != 0) {
+        free(d);
+        return rc;
+    }
     snprintf(addr, sizeof addr, "%s/%s", rpc_service_address(svc), RPC_ENDPOINT_RESOURCE_MANAGER);
     if ((rc = rpc_gateway_new(svc, addr, NULL, &d->rm, err)) != 0 ||
         (rc = rpc_endpoint_init(&d->ep, svc, RPC_ENDPOINT_DISPATCHER, &disp_ops, err)) != 0) {
         rpc_gateway_free(d->rm);
+        if (d->jgs != NULL)
+            d->jgs->ops->free(d->jgs);
+        if (d->jrs != NULL)
+            d->jrs->ops->free(d->jrs);
         free(d);
         return rc;
     }
@@ -378,4 +624,376 @@ struct rpc_future *
 dispatcher_stop(struct dispatcher *d)
 {
     return rpc_endpoint_stop(&d->ep);
+}
+
+/* ---- high availability: leadership, the job graph and job result stores ---------------- */
+
+static int
+disp_open_stores(struct dispatcher *d, spate_error *err)
+{
+    struct ha_services *ha = d->o.ha;
+    int rc;
+
+    if (ha == NULL || ha->ops->job_graph_store == NULL)
+        return 0;
+    if ((rc = ha->ops->job_graph_store(ha, &d->jgs, err)) != 0)
+        return rc;
+    if ((rc = ha->ops->job_result_store(ha, &d->jrs, err)) != 0) {
+        d->jgs->ops->free(d->jgs);
+        d->jgs = NULL;
+    }
+    return rc;
+}
+
+static bool
+disp_check_leader(struct dispatcher *d, struct rpc_call *call)
+{
+    if (d->leader)
+        return true;
+    rpc_call_fail(call, SPATE_ESTATE, "the Dispatcher at %s is not the leader",
+                  rpc_service_address(d->ep.svc));
+    return false;
+}
+
+/* The JobMaster's leader information (component: the job id), which the
+ * TaskExecutors' JobLeaderServices watch. */
+static void
+disp_publish_job_master(struct dispatcher *d, struct disp_job *j)
+{
+    char addr[300];
+
+    if (d->le == NULL)
+        return;
+    snprintf(addr, sizeof addr, "%s/jobmaster_%s", rpc_service_address(d->ep.svc),
+             id_str(&j->job_id).s);
+    leader_election_confirm(d->le, id_str(&j->job_id).s, &d->session,
+                            addr); /* session: the JobMasterId */
+}
+
+/* -- persisting a submission before its JobMaster starts -- */
+
+struct disp_persist {
+    struct dispatcher *d;
+    struct rpc_call *call;
+    struct job_graph_record rec;
+    int rc;
+    spate_error err;
+};
+
+static void
+disp_persist_work(void *arg)
+{
+    struct disp_persist *p = arg;
+
+    p->rc = p->d->jgs->ops->put(p->d->jgs, &p->rec, &p->err);
+}
+
+/* Starts a stored job of either kind; NULL with err set when it cannot. */
+static struct disp_job *
+disp_start_record(struct dispatcher *d, const struct job_graph_record *rec, spate_error *err)
+{
+    struct disp_job *j = NULL;
+
+    if (strcmp(rec->kind, DISP_KIND_TEST_JOB) == 0) {
+        Cluster__TestJob *req = cluster__test_job__unpack(NULL, rec->len, rec->data);
+
+        if (req == NULL) {
+            spate_error_set(err, SPATE_EPROTO, "undecodable test job");
+            return NULL;
+        }
+        j = disp_start_test_job(d, &rec->job_id, req, err);
+        cluster__test_job__free_unpacked(req, NULL);
+    } else if (strcmp(rec->kind, DISP_KIND_JOB_GRAPH) == 0) {
+        Cluster__JobSubmission *req = cluster__job_submission__unpack(NULL, rec->len, rec->data);
+
+        if (req == NULL) {
+            spate_error_set(err, SPATE_EPROTO, "undecodable job submission");
+            return NULL;
+        }
+        j = disp_start_job(d, &rec->job_id, req, err);
+        cluster__job_submission__free_unpacked(req, NULL);
+    } else {
+        spate_error_set(err, SPATE_ENOTSUP, "jobs of kind '%s' cannot be run", rec->kind);
+    }
+    if (j != NULL)
+        j->persisted = true;
+    return j;
+}
+
+static void
+disp_persist_done(void *arg)
+{
+    struct disp_persist *p = arg;
+    struct dispatcher *d = p->d;
+    Cluster__JobId reply = CLUSTER__JOB_ID__INIT;
+    spate_error err = { 0 };
+    struct disp_job *j;
+
+    if (p->rc != 0) {
+        SPATE_LOG_ERROR(DISP_LOG, "cannot store job %s in the job graph store: %s",
+                        id_str(&p->rec.job_id).s, p->err.message);
+        rpc_call_fail(p->call, p->rc, "cannot store the job: %s", p->err.message);
+    } else if (!d->leader || d->shutting_down) {
+        rpc_call_fail(p->call, SPATE_ESTATE, "the Dispatcher lost leadership meanwhile");
+    } else if (disp_find(d, &p->rec.job_id) != NULL) {
+        rpc_call_fail(p->call, SPATE_EEXIST, "job %s was submitted already",
+                      id_str(&p->rec.job_id).s);
+    } else if ((j = disp_start_record(d, &p->rec, &err)) == NULL) {
+        rpc_call_fail(p->call, err.code ? err.code : SPATE_EPROTO, "%s", err.message);
+    } else {
+        reply.job_id = gw_id_bytes(&j->job_id);
+        rpc_call_reply(p->call, &reply.base);
+    }
+    job_graph_record_release(&p->rec);
+    free(p);
+}
+
+/* Stores a submission in the job graph store on a worker; the job starts
+ * once it is stored (Flink persists before it runs). */
+static void
+disp_persist(struct dispatcher *d, const spate_id *job_id, const char *kind,
+             const ProtobufCMessage *msg, struct rpc_call *call)
+{
+    struct disp_persist *p = xcalloc(1, sizeof *p);
+
+    p->d = d;
+    p->call = call;
+    p->rec.job_id = *job_id;
+    p->rec.kind = xstrdup(kind);
+    p->rec.len = protobuf_c_message_get_packed_size(msg);
+    p->rec.data = xmalloc(p->rec.len ? p->rec.len : 1);
+    protobuf_c_message_pack(msg, p->rec.data);
+    if (rpc_endpoint_run_blocking(&d->ep, disp_persist_work, disp_persist_done, p) != 0) {
+        rpc_call_fail(call, SPATE_EAGAIN, "cannot store the job now");
+        job_graph_record_release(&p->rec);
+        free(p);
+    }
+}
+
+/* -- a job ended: its result, then its clean-up (Flink's order) -- */
+
+struct disp_cleanup {
+    struct job_graph_store *jgs;
+    struct job_result_store *jrs;
+    struct job_result r;
+};
+
+static void
+disp_cleanup_work(void *arg)
+{
+    struct disp_cleanup *c = arg;
+    spate_error err = { 0 };
+
+    if (c->jrs->ops->create_dirty(c->jrs, &c->r, &err) != 0 && err.code != SPATE_EEXIST) {
+        SPATE_LOG_ERROR(DISP_LOG, "cannot record the result of job %s: %s", id_str(&c->r.job_id).s,
+                        err.message);
+        return;
+    }
+    if (c->jgs->ops->remove(c->jgs, &c->r.job_id, &err) != 0 ||
+        c->jrs->ops->mark_clean(c->jrs, &c->r.job_id, &err) != 0)
+        SPATE_LOG_WARN(DISP_LOG, "clean-up of job %s failed: %s", id_str(&c->r.job_id).s,
+                       err.message);
+}
+
+static void
+disp_cleanup_done(void *arg)
+{
+    struct disp_cleanup *c = arg;
+
+    job_result_release(&c->r);
+    free(c);
+}
+
+static void
+disp_job_ended(struct dispatcher *d, struct disp_job *j)
+{
+    struct disp_cleanup *c;
+
+    if (d->le != NULL)
+        leader_election_withdraw(d->le, id_str(&j->job_id).s);
+    if (!j->persisted || d->jgs == NULL)
+        return;
+    c = xcalloc(1, sizeof *c);
+    c->jgs = d->jgs;
+    c->jrs = d->jrs;
+    c->r.job_id = j->job_id;
+    {
+        const Cluster__JobInfo *info = j->archived->info;
+
+        snprintf(c->r.state, sizeof c->r.state, "%s", info->state ? info->state : "");
+        c->r.end_time = info->end_time;
+        c->r.failure = info->failure && *info->failure ? xstrdup(info->failure) : NULL;
+    }
+    if (rpc_endpoint_run_blocking(&d->ep, disp_cleanup_work, disp_cleanup_done, c) != 0)
+        disp_cleanup_done(c);
+}
+
+/* -- RecoverAllJobs: a new leader reads the stores -- */
+
+struct disp_recovery {
+    struct dispatcher *d;
+    spate_id session;
+    struct job_graph_record *recs;
+    enum job_result_entry *results;
+    size_t n;
+    int rc;
+    spate_error err;
+};
+
+static void
+disp_recovery_work(void *arg)
+{
+    struct disp_recovery *r = arg;
+    spate_id *ids = NULL;
+    size_t n = 0;
+
+    if ((r->rc = r->d->jgs->ops->job_ids(r->d->jgs, &ids, &n, &r->err)) != 0)
+        return;
+    r->recs = xcalloc(n ? n : 1, sizeof *r->recs);
+    r->results = xcalloc(n ? n : 1, sizeof *r->results);
+    for (size_t i = 0; i < n; i++) {
+        spate_error err = { 0 };
+
+        /* RecoverJob: one entry; an unreadable one is skipped and logged. */
+        if (r->d->jgs->ops->get(r->d->jgs, &ids[i], &r->recs[r->n], &err) != 0) {
+            SPATE_LOG_ERROR(DISP_LOG, "cannot recover job %s: %s", id_str(&ids[i]).s, err.message);
+            continue;
+        }
+        if (r->d->jrs->ops->lookup(r->d->jrs, &ids[i], &r->results[r->n], &err) != 0)
+            r->results[r->n] = JOB_RESULT_NONE;
+        r->n++;
+    }
+    free(ids);
+}
+
+static void
+disp_recover_one(struct dispatcher *d, const struct job_graph_record *rec)
+{
+    spate_error err = { 0 };
+
+    disp_start_record(d, rec, &err);
+    if (err.code != 0)
+        SPATE_LOG_ERROR(DISP_LOG, "cannot recover job %s: %s", id_str(&rec->job_id).s, err.message);
+    else
+        SPATE_LOG_INFO(DISP_LOG, "recovered job %s from the job graph store",
+                       id_str(&rec->job_id).s);
+}
+
+static void
+disp_recovery_done(void *arg)
+{
+    struct disp_recovery *r = arg;
+    struct dispatcher *d = r->d;
+
+    if (r->rc != 0) {
+        SPATE_LOG_ERROR(DISP_LOG, "cannot recover the jobs: %s", r->err.message);
+    } else if (!d->leader || !id_equal(&d->session, &r->session) ||
+               (d->le != NULL && !leader_election_has_leadership(d->le, &r->session))) {
+        SPATE_LOG_WARN(DISP_LOG, "lost leadership during recovery: not recovering %zu jobs", r->n);
+    } else {
+        SPATE_LOG_INFO(DISP_LOG, "recovering %zu jobs from the job graph store", r->n);
+        for (size_t i = 0; i < r->n; i++) {
+            const struct job_graph_record *rec = &r->recs[i];
+
+            if (disp_find(d, &rec->job_id) != NULL)
+                SPATE_LOG_INFO(DISP_LOG, "ignoring the recovery of job %s: it runs already",
+                               id_str(&rec->job_id).s);
+            else if (r->results[i] != JOB_RESULT_NONE)
+                SPATE_LOG_INFO(DISP_LOG,
+                               "not running job %s again: the job result store has its "
+                               "result",
+                               id_str(&rec->job_id).s);
+            else
+                disp_recover_one(d, rec);
+        }
+    }
+    for (size_t i = 0; i < r->n; i++)
+        job_graph_record_release(&r->recs[i]);
+    free(r->recs);
+    free(r->results);
+    free(r);
+}
+
+struct disp_leadership {
+    struct dispatcher *d;
+    bool grant;
+    spate_id session;
+    struct leader_election *le;
+};
+
+static void
+disp_apply_leadership(void *arg)
+{
+    struct disp_leadership *l = arg;
+    struct dispatcher *d = l->d;
+    struct hmap_node *n, *next;
+    char addr[300];
+
+    if (!rpc_endpoint_is_running(&d->ep))
+        goto out;
+    if (l->grant) {
+        struct disp_recovery *r;
+
+        d->leader = true;
+        d->session = l->session;
+        d->le = l->le;
+        SPATE_LOG_INFO(DISP_LOG, "Dispatcher granted leadership (session %s)",
+                       id_str(&l->session).s);
+        if (d->le != NULL)
+            leader_election_confirm(d->le, HA_COMPONENT_DISPATCHER, &l->session,
+                                    rpc_endpoint_address(&d->ep, addr, sizeof addr));
+        if (d->jgs == NULL)
+            goto out;
+        r = xcalloc(1, sizeof *r);
+        r->d = d;
+        r->session = l->session;
+        if (rpc_endpoint_run_blocking(&d->ep, disp_recovery_work, disp_recovery_done, r) != 0) {
+            SPATE_LOG_ERROR(DISP_LOG, "cannot start recovering the jobs");
+            free(r);
+        }
+        goto out;
+    }
+    if (!d->leader)
+        goto out;
+    d->leader = false;
+    memset(&d->session, 0, sizeof d->session);
+    /* Suspend the running jobs: out of the table first, so that stopping
+     * their JobMasters records no result; the next leader recovers them. */
+    for (n = hmap_first(&d->jobs); n != NULL; n = next) {
+        struct disp_job *j = container_of(n, struct disp_job, node);
+
+        next = hmap_next(&d->jobs, n);
+        if (j->jm == NULL)
+            continue;
+        SPATE_LOG_WARN(DISP_LOG, "job %s suspended: the Dispatcher lost leadership",
+                       id_str(&j->job_id).s);
+        hmap_remove(&d->jobs, n);
+        rpc_future_unref(job_master_stop(j->jm));
+        free(j);
+    }
+    SPATE_LOG_WARN(DISP_LOG, "Dispatcher lost leadership");
+out:
+    free(l);
+}
+
+void
+dispatcher_grant_leadership(struct dispatcher *d, const spate_id *session,
+                            struct leader_election *le)
+{
+    struct disp_leadership *l = xcalloc(1, sizeof *l);
+
+    l->d = d;
+    l->grant = true;
+    l->session = *session;
+    l->le = le;
+    rpc_endpoint_run_async(&d->ep, disp_apply_leadership, l);
+}
+
+void
+dispatcher_revoke_leadership(struct dispatcher *d)
+{
+    struct disp_leadership *l = xcalloc(1, sizeof *l);
+
+    l->d = d;
+    rpc_endpoint_run_async(&d->ep, disp_apply_leadership, l);
 }

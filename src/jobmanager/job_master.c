@@ -8,7 +8,9 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/sha256.h"
 #include "core/util.h"
+#include "jobmanager/execution_graph.h"
 #include "jobmanager/job_master.h"
 #include "jobmanager/slot_pool.h"
 #include "rpc/gateways.h"
@@ -28,6 +30,8 @@ struct jm_worker {
     struct hmap_node node;
     spate_id resource_id;
     char *address;
+    char host[128]; /* its data address */
+    int data_port;
     struct rpc_gateway *gw;
 };
 
@@ -40,8 +44,19 @@ struct job_master {
     spate_id resource_id; /* its heartbeat id */
     enum job_status status;
     int64_t start_time, end_time, last_modification;
+    int64_t status_times[JOB_SUSPENDED + 1]; /* wall ms each status was entered */
     char *failure;
+    char *plan_json;                    /* the JobGraph's plan, for REST */
+    Cluster__ExceptionInfo *exceptions; /* failures, oldest first */
+    size_t nexceptions;
+    bool exceptions_truncated;
     struct jm_task *tasks;
+    struct execution_graph *eg; /* a real job; NULL for the stand-in */
+    int slots_needed, slots_assigned;
+    bool deployed;
+    struct accumulators accumulators; /* summed over finished tasks */
+    Cluster__Accumulator *acc_msgs;   /* job_master_info's view of them */
+    Cluster__Accumulator **acc_ptrs;
     struct slot_pool pool;
     struct hmap workers;
     struct rpc_timer *finish_timer;
@@ -101,6 +116,7 @@ jm_set_status(struct job_master *jm, enum job_status s)
 {
     jm->status = s;
     jm->last_modification = clock_wall_ms();
+    jm->status_times[s] = jm->last_modification;
     SPATE_LOG_INFO(JM_LOG, "job %s (%s) switched to %s", id_str(&jm->o.job_id).s, jm->name,
                    job_status_name(s));
 }
@@ -188,6 +204,202 @@ jm_on_finish(void *arg)
     jm_terminate(jm, JOB_FINISHED, NULL);
 }
 
+/* ---- a real job: its ExecutionGraph ---------------------------------------------------- */
+
+static void jm_check_end(struct job_master *jm);
+
+/* The job ended when every execution has: FINISHED when all finished. */
+static void
+jm_check_end(struct job_master *jm)
+{
+    struct execution_graph *eg = jm->eg;
+
+    if (eg == NULL || job_status_is_terminal(jm->status) || eg->terminal < eg->total)
+        return;
+    if (jm->status == JOB_FAILING)
+        jm_terminate(jm, JOB_FAILED, NULL);
+    else if (jm->status == JOB_CANCELLING)
+        jm_terminate(jm, JOB_CANCELED, NULL);
+    else if (eg->finished == eg->total)
+        jm_terminate(jm, JOB_FINISHED, NULL);
+    else
+        jm_terminate(jm, JOB_FAILED, NULL);
+}
+
+static void
+jm_cancel_sent(struct rpc_future *f, void *arg)
+{
+    struct job_master *jm = arg;
+
+    if (rpc_future_code(f) != 0 && rpc_endpoint_is_running(&jm->ep))
+        SPATE_LOG_WARN(JM_LOG, "job %s: a cancel did not reach its task: %s",
+                       id_str(&jm->o.job_id).s, rpc_future_message(f));
+}
+
+/* Cancels every execution still alive: those not deployed end at once, the
+ * others when their TaskExecutor reports them CANCELED (or is lost). */
+static void
+jm_cancel_executions(struct job_master *jm)
+{
+    struct execution_graph *eg = jm->eg;
+
+    for (int v = 0; v < eg->graph->nvertices; v++) {
+        for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
+            struct execution *e = &eg->executions[v][i];
+            struct jm_worker *w;
+
+            if (execution_state_is_terminal(e->state))
+                continue;
+            w = e->assigned ? jm_find_worker(jm, &e->slot.resource_id) : NULL;
+            if (e->state < EXEC_DEPLOYING || w == NULL) {
+                execution_set_state(eg, e, EXEC_CANCELED, NULL);
+            } else if (e->state != EXEC_CANCELING) {
+                Cluster__TaskId t = CLUSTER__TASK_ID__INIT;
+                struct rpc_future *f;
+
+                execution_set_state(eg, e, EXEC_CANCELING, NULL);
+                t.job_id = gw_id_bytes(&jm->o.job_id);
+                t.attempt_id = gw_id_bytes(&e->attempt_id);
+                f = te_cancel_task(w->gw, &t, 0);
+                rpc_future_then(f, &jm->ep, jm_cancel_sent, jm);
+                rpc_future_unref(f);
+            }
+        }
+    }
+}
+
+/* A task failed (or could not run): the job fails, the other tasks are
+ * cancelled (restart strategies come with checkpoints). */
+#define JM_MAX_EXCEPTIONS 16
+
+/* Keeps a failure for GET /jobs/:jobid/exceptions (task NULL: the job's). */
+static void
+jm_record_exception(struct job_master *jm, const char *failure, const struct execution *e)
+{
+    Cluster__ExceptionInfo *x;
+
+    if (jm->nexceptions == JM_MAX_EXCEPTIONS) {
+        jm->exceptions_truncated = true;
+        return;
+    }
+    jm->exceptions = xrealloc(jm->exceptions, (jm->nexceptions + 1) * sizeof *jm->exceptions);
+    x = &jm->exceptions[jm->nexceptions++];
+    cluster__exception_info__init(x);
+    x->exception = xstrdup(failure);
+    x->timestamp = clock_wall_ms();
+    if (e != NULL) {
+        const struct jg_vertex *v = &jm->eg->graph->vertices[e->vertex];
+
+        x->task = xasprintf("%s (%d/%d)", v->name, e->subtask + 1, v->parallelism);
+        x->location = xasprintf("%s:%d", e->slot.host, e->slot.data_port);
+        x->task_manager_id = xstrdup(id_str(&e->slot.resource_id).s);
+    } else {
+        x->task = xstrdup("");
+        x->location = xstrdup("");
+        x->task_manager_id = xstrdup("");
+    }
+}
+
+static void
+jm_fail(struct job_master *jm, const char *failure)
+{
+    if (job_status_is_terminal(jm->status) || jm->status == JOB_FAILING)
+        return;
+    free(jm->failure);
+    jm->failure = xstrdup(failure);
+    if (jm->nexceptions == 0)
+        jm_record_exception(jm, failure, NULL);
+    SPATE_LOG_ERROR(JM_LOG, "job %s (%s) is failing: %s", id_str(&jm->o.job_id).s, jm->name,
+                    failure);
+    jm_set_status(jm, JOB_FAILING);
+    jm_cancel_executions(jm);
+    jm_check_end(jm);
+}
+
+static void
+jm_deployed(struct rpc_future *f, void *arg)
+{
+    struct job_master *jm = arg;
+    char msg[600];
+
+    if (rpc_future_code(f) == 0 || !rpc_endpoint_is_running(&jm->ep))
+        return;
+    snprintf(msg, sizeof msg, "could not deploy a task: %s", rpc_future_message(f));
+    jm_fail(jm, msg);
+}
+
+/* Every slot is there: deploy every subtask (Flink's eager scheduling). */
+static void
+jm_deploy(struct job_master *jm)
+{
+    struct execution_graph *eg = jm->eg;
+    spate_error err = { 0 };
+
+    jm->deployed = true;
+    SPATE_LOG_INFO(JM_LOG, "job %s: all %d slots allocated, deploying %d tasks",
+                   id_str(&jm->o.job_id).s, jm->slots_needed, eg->total);
+    for (int v = 0; v < eg->graph->nvertices && jm->status == JOB_RUNNING; v++) {
+        for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
+            struct execution *e = &eg->executions[v][i];
+            struct jm_worker *w = jm_find_worker(jm, &e->slot.resource_id);
+            Jobgraph__TaskDeployment *tdd;
+            struct rpc_future *f;
+
+            if (w == NULL ||
+                execution_graph_deployment(eg, e, jm->address, &jm->jm_id, &tdd, &err) != 0) {
+                jm_fail(jm, w == NULL ? "the TaskManager of a slot is gone" : err.message);
+                return;
+            }
+            execution_set_state(eg, e, EXEC_DEPLOYING, NULL);
+            f = te_submit_task(w->gw, tdd, 0);
+            execution_graph_deployment_free(tdd);
+            rpc_future_then(f, &jm->ep, jm_deployed, jm);
+            rpc_future_unref(f);
+        }
+    }
+}
+
+/* Shared slot k is (group, index): group g's slots come after those of the
+ * groups before it. */
+static void
+jm_slot_group(const struct execution_graph *eg, uint32_t k, int *group, int *index)
+{
+    int g = 0;
+
+    while (g + 1 < eg->ngroups && (int)k >= eg->group_slots[g]) {
+        k -= (uint32_t)eg->group_slots[g];
+        g++;
+    }
+    *group = g;
+    *index = (int)k;
+}
+
+static void
+jm_assign_slot(struct job_master *jm, const struct pool_slot *s)
+{
+    struct execution_graph *eg = jm->eg;
+    struct jm_worker *w = jm_find_worker(jm, &s->resource_id);
+    int group, index;
+
+    jm_slot_group(eg, s->task, &group, &index);
+    for (int v = 0; v < eg->graph->nvertices; v++) {
+        struct execution *e;
+
+        if (eg->vertex_group[v] != group || index >= eg->graph->vertices[v].parallelism)
+            continue;
+        e = &eg->executions[v][index];
+        e->assigned = true;
+        e->slot.allocation_id = s->allocation_id;
+        e->slot.resource_id = s->resource_id;
+        snprintf(e->slot.host, sizeof e->slot.host, "%.63s", w ? w->host : "127.0.0.1");
+        e->slot.data_port = w ? w->data_port : 0;
+        snprintf(e->slot.address, sizeof e->slot.address, "%s", w ? w->address : "");
+        execution_set_state(eg, e, EXEC_SCHEDULED, NULL);
+    }
+    if (++jm->slots_assigned == jm->slots_needed && !jm->deployed)
+        jm_deploy(jm);
+}
+
 /* ---- the SlotPool's listener -------------------------------------------------------- */
 
 static void
@@ -233,9 +445,14 @@ static void
 jm_fulfilled(void *arg, const struct pool_slot *s)
 {
     struct job_master *jm = arg;
-    struct jm_task *t = &jm->tasks[s->task];
+    struct jm_task *t;
     uint32_t running = 0;
 
+    if (jm->eg != NULL) {
+        jm_assign_slot(jm, s);
+        return;
+    }
+    t = &jm->tasks[s->task];
     t->state = TASK_RUNNING;
     t->allocation_id = s->allocation_id;
     t->resource_id = s->resource_id;
@@ -260,8 +477,12 @@ jm_timed_out(void *arg, uint32_t task, uint64_t waited_ms)
              "could not allocate a slot for task %u within slot.request.timeout (%lld ms, waited "
              "%llu ms): %zu of %u slots allocated, no free slot in the cluster",
              task, (long long)jm->o.slot_request_timeout_ms, (unsigned long long)waited_ms,
-             slot_pool_allocated_count(&jm->pool), jm->o.tasks);
-    jm_terminate(jm, JOB_FAILED, msg);
+             slot_pool_allocated_count(&jm->pool),
+             jm->eg ? (uint32_t)jm->slots_needed : jm->o.tasks);
+    if (jm->eg != NULL)
+        jm_fail(jm, msg);
+    else
+        jm_terminate(jm, JOB_FAILED, msg);
 }
 
 /* ---- TaskExecutors ------------------------------------------------------------------- */
@@ -270,7 +491,33 @@ jm_timed_out(void *arg, uint32_t task, uint64_t waited_ms)
 static void
 jm_lose_worker(struct job_master *jm, const spate_id *id, const char *cause)
 {
-    uint32_t *tasks = xcalloc(jm->o.tasks ? jm->o.tasks : 1, sizeof *tasks);
+    uint32_t *tasks;
+
+    if (jm->eg != NULL) {
+        struct execution_graph *eg = jm->eg;
+        char msg[600];
+        bool used = false;
+        struct jm_worker *w = jm_find_worker(jm, id);
+
+        snprintf(msg, sizeof msg, "TaskManager %s was lost: %s", id_str(id).s, cause);
+        for (int v = 0; v < eg->graph->nvertices; v++)
+            for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
+                struct execution *e = &eg->executions[v][i];
+
+                if (e->assigned && id_equal(&e->slot.resource_id, id) &&
+                    !execution_state_is_terminal(e->state)) {
+                    execution_set_state(eg, e, EXEC_FAILED, msg);
+                    used = true;
+                }
+            }
+        if (w != NULL)
+            jm_worker_free(jm, w);
+        if (used)
+            jm_fail(jm, msg);
+        jm_check_end(jm);
+        return;
+    }
+    tasks = xcalloc(jm->o.tasks ? jm->o.tasks : 1, sizeof *tasks);
     size_t n = slot_pool_release_task_manager(&jm->pool, id, tasks, jm->o.tasks);
     struct jm_worker *w = jm_find_worker(jm, id);
 
@@ -326,6 +573,10 @@ jmh_register_task_manager(struct rpc_endpoint *ep, const Cluster__TaskManagerReg
         }
         w->resource_id = id;
         w->address = xstrdup(req->address);
+        w->data_port = req->data_port;
+        snprintf(w->host, sizeof w->host, "%s", w->gw->peer);
+        if (strchr(w->host, ':') != NULL)
+            *strrchr(w->host, ':') = '\0';
         hmap_insert(&jm->workers, &w->node, id_hash(&id));
         if (heartbeat_monitor(jm->hb_tm, &id, w->address, &err) != 0)
             SPATE_LOG_WARN(JM_LOG, "cannot monitor TaskManager %s: %s", id_str(&id).s, err.message);
@@ -387,7 +638,90 @@ jmh_disconnect_resource_manager(struct rpc_endpoint *ep, const Cluster__Disconne
     jm_reconnect_rm(jm_of(ep), req->cause);
 }
 
+/* The seeds' UpdateTaskExecutionState. */
+static void
+jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExecutionState *req,
+                                struct rpc_call *call)
+{
+    struct job_master *jm = jm_of(ep);
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
+    struct execution *e;
+    spate_id attempt;
+    int state;
+
+    if (jm->eg == NULL || !gw_id_get(&req->attempt_id, &attempt) || req->state == NULL ||
+        (state = execution_state_parse(req->state)) < 0) {
+        rpc_call_fail(call, SPATE_EINVAL, "malformed task execution state");
+        return;
+    }
+    /* req lives until the reply: answer once it has been read. */
+    e = execution_graph_find(jm->eg, &attempt);
+    if (e == NULL || execution_state_is_terminal(e->state)) {
+        rpc_call_reply(call, &ack.base); /* an older attempt's news */
+        return;
+    }
+    SPATE_LOG_DEBUG(JM_LOG, "job %s: %s (%d/%d) %s -> %s", id_str(&jm->o.job_id).s,
+                    jm->eg->graph->vertices[e->vertex].name, e->subtask + 1,
+                    jm->eg->graph->vertices[e->vertex].parallelism, execution_state_name(e->state),
+                    req->state);
+    if (state == EXEC_FINISHED) {
+        for (size_t i = 0; i < req->n_accumulators; i++) {
+            const char *name = req->accumulators[i]->name;
+
+            if (name != NULL && *name)
+                accumulators_counter(&jm->accumulators, name)->value += req->accumulators[i]->value;
+        }
+    }
+    execution_set_state(jm->eg, e, (enum execution_state)state,
+                        req->failure && *req->failure ? req->failure : NULL);
+    if (state == EXEC_FAILED) {
+        char msg[1200];
+
+        snprintf(msg, sizeof msg, "%s (%d/%d) failed: %s", jm->eg->graph->vertices[e->vertex].name,
+                 e->subtask + 1, jm->eg->graph->vertices[e->vertex].parallelism,
+                 req->failure && *req->failure ? req->failure : "no reason given");
+        jm_record_exception(jm, req->failure && *req->failure ? req->failure : "no reason given",
+                            e);
+        rpc_call_reply(call, &ack.base);
+        jm_fail(jm, msg);
+        return;
+    }
+    rpc_call_reply(call, &ack.base);
+    jm_check_end(jm);
+}
+
+/* The seeds' RequestNextInputSplit. */
+static void
+jmh_request_next_input_split(struct rpc_endpoint *ep, const Cluster__SplitRequest *req,
+                             struct rpc_call *call)
+{
+    struct job_master *jm = jm_of(ep);
+    Cluster__InputSplit out = CLUSTER__INPUT_SPLIT__INIT;
+    const struct file_split *split = NULL;
+    spate_error err = { 0 };
+    int rc;
+
+    if (jm->eg == NULL) {
+        rpc_call_fail(call, SPATE_ESTATE, "this job has no input splits");
+        return;
+    }
+    rc = execution_graph_next_split(jm->eg, req->vertex, req->operator_, &split, &err);
+    if (rc < 0) {
+        rpc_call_fail(call, rc, "%s", err.message);
+        return;
+    }
+    if (rc == 0) {
+        out.present = true;
+        out.path = split->path;
+        out.start = split->start;
+        out.length = split->length;
+    }
+    rpc_call_reply(call, &out.base);
+}
+
 static const struct jm_handlers jm_handlers = {
+    .update_task_execution_state = jmh_update_task_execution_state,
+    .request_next_input_split = jmh_request_next_input_split,
     .register_task_manager = jmh_register_task_manager,
     .offer_slots = jmh_offer_slots,
     .disconnect_task_manager = jmh_disconnect_task_manager,
@@ -556,8 +890,14 @@ jm_on_start(struct rpc_endpoint *ep)
     jm->rm_retrieval = jm->o.ha->ops->resource_manager_retriever(jm->o.ha);
     if (leader_retrieval_start(jm->rm_retrieval, &jm_rm_listener, jm, &err) != 0)
         SPATE_LOG_ERROR(JM_LOG, "cannot retrieve the ResourceManager: %s", err.message);
-    /* The stand-in for scheduling an ExecutionGraph: one slot per task. */
     jm_set_status(jm, JOB_RUNNING);
+    if (jm->eg != NULL) {
+        /* One slot per subtask index of each slot sharing group. */
+        for (int k = 0; k < jm->slots_needed; k++)
+            slot_pool_request_slot(&jm->pool, (uint32_t)k);
+        return;
+    }
+    /* The stand-in job: one slot per task. */
     for (uint32_t i = 0; i < jm->o.tasks; i++)
         slot_pool_request_slot(&jm->pool, i);
 }
@@ -587,9 +927,21 @@ jm_destroy(struct rpc_endpoint *ep)
         container_of(ep, struct job_master, ep); /* no context: last reference */
 
     hmap_release(&jm->workers);
+    execution_graph_free(jm->eg);
+    accumulators_release(&jm->accumulators);
+    free(jm->acc_msgs);
+    free(jm->acc_ptrs);
     free(jm->tasks);
     free(jm->name);
     free(jm->failure);
+    free(jm->plan_json);
+    for (size_t i = 0; i < jm->nexceptions; i++) {
+        free(jm->exceptions[i].exception);
+        free(jm->exceptions[i].task);
+        free(jm->exceptions[i].location);
+        free(jm->exceptions[i].task_manager_id);
+    }
+    free(jm->exceptions);
     free(jm->rm_address);
     free(jm);
 }
@@ -609,18 +961,54 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
     char name[64];
     int rc;
 
+    if (o->graph != NULL &&
+        (rc = execution_graph_new(o->graph, o->graph_len, o->blob_server, &jm->eg, err)) != 0) {
+        free(jm);
+        return rc;
+    }
+    if (jm->eg != NULL && o->library_key != NULL &&
+        !sha256_equal(o->library_key, jm->eg->graph->library_sha256)) {
+        char a[SHA256_HEX_LEN + 1], b[SHA256_HEX_LEN + 1];
+
+        rc = spate_error_set(err, SPATE_EINVAL,
+                             "the JobGraph was built from job library %s, but the library "
+                             "submitted with it is %s",
+                             sha256_hex(jm->eg->graph->library_sha256, a),
+                             sha256_hex(o->library_key, b));
+        execution_graph_free(jm->eg);
+        free(jm);
+        return rc;
+    }
+    accumulators_init(&jm->accumulators);
     jm->o = *o;
-    jm->name = xstrdup(o->name && *o->name ? o->name : "test job");
+    if (jm->eg != NULL) {
+        jm->slots_needed = execution_graph_slots_needed(jm->eg);
+        jm->o.job_id = jm->eg->graph->job_id;
+    }
+    jm->o.graph = NULL; /* the ExecutionGraph keeps its own copy */
+    jm->name = xstrdup(o->name && *o->name ? o->name
+                       : jm->eg != NULL    ? jm->eg->graph->name
+                                           : "test job");
     jm->o.name = jm->name;
-    id_random(&jm->jm_id);
+    jm->jm_id = o->job_master_id;
+    if (id_is_zero(&jm->jm_id))
+        id_random(&jm->jm_id);
     id_random(&jm->resource_id);
     jm->tasks = xcalloc(o->tasks ? o->tasks : 1, sizeof *jm->tasks);
     jm->status = JOB_CREATED;
     jm->start_time = jm->last_modification = clock_wall_ms();
+    jm->status_times[JOB_INITIALIZING] = jm->status_times[JOB_CREATED] = jm->start_time;
+    if (jm->eg != NULL) {
+        json_t *plan = job_graph_plan_json(jm->eg->graph);
+
+        jm->plan_json = json_dumps(plan, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(plan);
+    }
     jm->end_time = -1;
     hmap_init(&jm->workers);
-    snprintf(name, sizeof name, "jobmaster_%s", id_str(&o->job_id).s);
+    snprintf(name, sizeof name, "jobmaster_%s", id_str(&jm->o.job_id).s);
     if ((rc = rpc_endpoint_init(&jm->ep, svc, name, &jm_ops, err)) != 0) {
+        execution_graph_free(jm->eg);
         free(jm->tasks);
         free(jm->name);
         free(jm);
@@ -652,7 +1040,15 @@ void
 job_master_cancel(struct job_master *jm, const char *why)
 {
     SPATE_LOG_INFO(JM_LOG, "cancelling job %s: %s", id_str(&jm->o.job_id).s, why);
-    jm_terminate(jm, JOB_CANCELED, NULL);
+    if (jm->eg == NULL) {
+        jm_terminate(jm, JOB_CANCELED, NULL);
+        return;
+    }
+    if (job_status_is_terminal(jm->status) || jm->status == JOB_CANCELLING)
+        return;
+    jm_set_status(jm, JOB_CANCELLING);
+    jm_cancel_executions(jm);
+    jm_check_end(jm);
 }
 
 struct rpc_future *
@@ -667,6 +1063,18 @@ job_master_status(const struct job_master *jm)
     return jm->status;
 }
 
+spate_id
+job_master_job_id(const struct job_master *jm)
+{
+    return jm->o.job_id;
+}
+
+const char *
+job_master_name(const struct job_master *jm)
+{
+    return jm->name;
+}
+
 void
 job_master_info(struct job_master *jm, Cluster__JobInfo *info)
 {
@@ -677,6 +1085,58 @@ job_master_info(struct job_master *jm, Cluster__JobInfo *info)
     info->start_time = jm->start_time;
     info->end_time = jm->end_time;
     info->last_modification = jm->last_modification;
+    info->failure = jm->failure ? jm->failure : "";
+    if (jm->eg != NULL) {
+        struct execution_graph *eg = jm->eg;
+        size_t n = jm->accumulators.count;
+
+        jm->acc_msgs = xrealloc(jm->acc_msgs, (n + 1) * sizeof *jm->acc_msgs);
+        jm->acc_ptrs = xrealloc(jm->acc_ptrs, (n + 1) * sizeof *jm->acc_ptrs);
+        for (size_t i = 0; i < n; i++) {
+            cluster__accumulator__init(&jm->acc_msgs[i]);
+            jm->acc_msgs[i].name = jm->accumulators.counters[i]->name;
+            jm->acc_msgs[i].value = jm->accumulators.counters[i]->value;
+            jm->acc_ptrs[i] = &jm->acc_msgs[i];
+        }
+        info->n_accumulators = n;
+        info->accumulators = jm->acc_ptrs;
+        info->tasks_total = (uint32_t)eg->total;
+        for (int v = 0; v < eg->graph->nvertices; v++) {
+            for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
+                switch (eg->executions[v][i].state) {
+                case EXEC_CREATED:
+                    info->tasks_created++;
+                    break;
+                case EXEC_SCHEDULED:
+                    info->tasks_scheduled++;
+                    break;
+                case EXEC_DEPLOYING:
+                    info->tasks_deploying++;
+                    break;
+                case EXEC_INITIALIZING:
+                    info->tasks_initializing++;
+                    break;
+                case EXEC_RUNNING:
+                    info->tasks_running++;
+                    break;
+                case EXEC_FINISHED:
+                    info->tasks_finished++;
+                    break;
+                case EXEC_CANCELING:
+                    info->tasks_canceling++;
+                    break;
+                case EXEC_CANCELED:
+                    info->tasks_canceled++;
+                    break;
+                case EXEC_FAILED:
+                case EXEC_STATE_COUNT:
+                    info->tasks_failed++;
+                    break;
+                }
+            }
+        }
+        return;
+    }
     info->tasks_total = jm->o.tasks;
     for (uint32_t i = 0; i < jm->o.tasks; i++) {
         switch (jm->tasks[i].state) {
@@ -694,4 +1154,104 @@ job_master_info(struct job_master *jm, Cluster__JobInfo *info)
         }
     }
     info->failure = jm->failure ? jm->failure : "";
+}
+
+/* Flink's ExecutionJobVertex#getAggregateJobVertexState. */
+static enum execution_state
+jm_vertex_state(const uint32_t *counts, int parallelism)
+{
+    if (counts[EXEC_FAILED] > 0)
+        return EXEC_FAILED;
+    if (counts[EXEC_CANCELING] > 0)
+        return EXEC_CANCELING;
+    if (counts[EXEC_CANCELED] > 0)
+        return EXEC_CANCELED;
+    if (counts[EXEC_INITIALIZING] > 0)
+        return EXEC_INITIALIZING;
+    if (counts[EXEC_RUNNING] > 0)
+        return EXEC_RUNNING;
+    if (counts[EXEC_FINISHED] > 0)
+        return counts[EXEC_FINISHED] == (uint32_t)parallelism ? EXEC_FINISHED : EXEC_RUNNING;
+    if (counts[EXEC_DEPLOYING] > 0)
+        return EXEC_DEPLOYING;
+    if (counts[EXEC_SCHEDULED] > 0)
+        return EXEC_SCHEDULED;
+    return EXEC_CREATED;
+}
+
+int
+job_master_details_pack(struct job_master *jm, uint8_t **out, size_t *len)
+{
+    Cluster__JobDetails d = CLUSTER__JOB_DETAILS__INIT;
+    Cluster__JobInfo info;
+    Cluster__VertexInfo *vs = NULL, **vps = NULL;
+    Cluster__ExceptionInfo **xps = NULL;
+    uint32_t *counts = NULL;
+    int64_t times[JOB_SUSPENDED + 1];
+    int nv = jm->eg != NULL ? jm->eg->graph->nvertices : 0;
+
+    job_master_info(jm, &info);
+    d.info = &info;
+    d.plan = jm->plan_json != NULL ? jm->plan_json : "";
+    memcpy(times, jm->status_times, sizeof times);
+    d.n_status_timestamps = ARRAY_SIZE(times);
+    d.status_timestamps = times;
+    if (nv > 0) {
+        vs = xcalloc((size_t)nv, sizeof *vs);
+        vps = xcalloc((size_t)nv, sizeof *vps);
+        counts = xcalloc((size_t)nv * EXEC_STATE_COUNT, sizeof *counts);
+    }
+    for (int v = 0; v < nv; v++) {
+        const struct jg_vertex *jv = &jm->eg->graph->vertices[v];
+        uint32_t *c = counts + (size_t)v * EXEC_STATE_COUNT;
+        int64_t start = -1, end = -1;
+        bool all_ended = true;
+
+        cluster__vertex_info__init(&vs[v]);
+        for (int i = 0; i < jv->parallelism; i++) {
+            const struct execution *e = &jm->eg->executions[v][i];
+            int64_t dep = e->timestamps[EXEC_DEPLOYING];
+
+            c[e->state]++;
+            if (dep > 0 && (start < 0 || dep < start))
+                start = dep;
+            if (execution_state_is_terminal(e->state)) {
+                if (e->timestamps[e->state] > end)
+                    end = e->timestamps[e->state];
+            } else {
+                all_ended = false;
+            }
+        }
+        vs[v].id.data = (uint8_t *)jv->id.bytes;
+        vs[v].id.len = ID_BYTES;
+        vs[v].name = jv->name;
+        vs[v].parallelism = jv->parallelism;
+        vs[v].max_parallelism = jv->max_parallelism;
+        vs[v].state = (char *)execution_state_name(jm_vertex_state(c, jv->parallelism));
+        vs[v].start_time = start;
+        vs[v].end_time = all_ended ? end : -1;
+        vs[v].n_task_counts = EXEC_STATE_COUNT;
+        vs[v].task_counts = c;
+        vps[v] = &vs[v];
+        d.parallelism = MAX(d.parallelism, jv->parallelism);
+        d.max_parallelism = MAX(d.max_parallelism, jv->max_parallelism);
+    }
+    d.n_vertices = (size_t)nv;
+    d.vertices = vps;
+    if (jm->nexceptions > 0) {
+        xps = xcalloc(jm->nexceptions, sizeof *xps);
+        for (size_t i = 0; i < jm->nexceptions; i++)
+            xps[i] = &jm->exceptions[i];
+    }
+    d.n_exceptions = jm->nexceptions;
+    d.exceptions = xps;
+    d.exceptions_truncated = jm->exceptions_truncated;
+    *len = cluster__job_details__get_packed_size(&d);
+    *out = xmalloc(*len ? *len : 1);
+    cluster__job_details__pack(&d, *out);
+    free(vs);
+    free(vps);
+    free(counts);
+    free(xps);
+    return 0;
 }

@@ -36,9 +36,19 @@ bool job_status_is_terminal(enum job_status s);
 
 struct job_master_options {
     spate_id job_id;
+    /* The JobMasterId (fencing token): the leader session id, as Flink's;
+     * zero: a random one. */
+    spate_id job_master_id;
     const char *name;
-    uint32_t tasks;  /* slots the stand-in job needs */
-    uint64_t run_ms; /* 0: runs until cancelled */
+    /* A real job: its encoded JobGraph, the BlobServer ("host:port") that
+     * holds its library and the library's key, which must be the one the
+     * graph was built from (else the stand-in). */
+    const uint8_t *graph;
+    size_t graph_len;
+    const char *blob_server;
+    const uint8_t *library_key; /* SHA256_BYTES */
+    uint32_t tasks;             /* slots the stand-in job needs */
+    uint64_t run_ms;            /* 0: runs until cancelled */
     int64_t slot_request_timeout_ms;
     struct heartbeat_options heartbeat;
     struct registration_options registration;
@@ -48,6 +58,8 @@ struct job_master_options {
     void *arg;
 };
 
+/* Errors: a JobGraph that does not decode, a file source path that cannot
+ * be read. */
 int job_master_start(struct rpc_service *svc, const struct job_master_options *o,
                      struct job_master **out, spate_error *err);
 /* Cancels the job (slots are freed); terminal callback follows. */
@@ -56,6 +68,11 @@ void job_master_cancel(struct job_master *jm, const char *why);
 struct rpc_future *job_master_stop(struct job_master *jm);
 /* Fills info (strings point into jm: valid until it changes). */
 void job_master_info(struct job_master *jm, Cluster__JobInfo *info);
+/* Everything REST shows of the job (vertices, plan, exceptions, status
+ * times) as a packed Cluster__JobDetails (malloc'd). */
+int job_master_details_pack(struct job_master *jm, uint8_t **out, size_t *len);
 enum job_status job_master_status(const struct job_master *jm);
+spate_id job_master_job_id(const struct job_master *jm);
+const char *job_master_name(const struct job_master *jm);
 
 #endif

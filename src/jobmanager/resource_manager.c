@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "ha/ha_services.h"
 #include "jobmanager/resource_manager.h"
 #include "rpc/arena.h"
 #include "jobmanager/slot_manager.h"
@@ -46,6 +47,7 @@ struct resource_manager {
     struct hmap job_masters;
     struct heartbeat_manager *hb_tm;
     struct heartbeat_manager *hb_jm;
+    bool leader; /* granted leadership (HA); rm_id is its session id */
 };
 
 /* The endpoint's state, from its handlers: only its own context may touch it. */
@@ -86,6 +88,18 @@ rm_find_jm(struct resource_manager *rm, const spate_id *job)
     return NULL;
 }
 
+/* Registrations go to the leader only: elsewhere they fail (and are
+ * retried), they are not refused. */
+static bool
+rm_check_leader(struct resource_manager *rm, struct rpc_call *call)
+{
+    if (rm->leader)
+        return true;
+    rpc_call_fail(call, SPATE_EFENCED, "ResourceManager at %s is not the leader",
+                  rm->ep.svc ? rpc_service_address(rm->ep.svc) : "?");
+    return false;
+}
+
 /* ---- TaskExecutors -------------------------------------------------------------- */
 
 static void
@@ -109,6 +123,7 @@ rm_close_worker(struct resource_manager *rm, struct rm_worker *w, const char *ca
     heartbeat_unmonitor(rm->hb_tm, &w->resource_id);
     d.id = gw_id_bytes(&w->resource_id);
     d.cause = (char *)cause;
+    d.leader_id = gw_id_bytes(&rm->rm_id);
     for (size_t i = 0; i < n; i++) {
         struct rm_job_master *j = rm_find_jm(rm, &jobs[i]);
 
@@ -178,6 +193,8 @@ rmh_register_task_executor(struct rpc_endpoint *ep, const Cluster__TaskExecutorR
     char reason[400];
 
     RPC_ASSERT_IN(ep);
+    if (!rm_check_leader(rm, call))
+        return;
     if (!gw_id_get(&req->resource_id, &id) || req->slots == 0 || req->slots > 65536) {
         rpc_call_fail(call, SPATE_EINVAL, "registration with a malformed resource id or slots");
         return;
@@ -390,6 +407,8 @@ rmh_register_job_master(struct rpc_endpoint *ep, const Cluster__JobMasterRegistr
     spate_id job, jm_id, rid;
     spate_error err = { 0 };
 
+    if (!rm_check_leader(rm, call))
+        return;
     if (!gw_id_get(&req->job_id, &job) || !gw_id_get(&req->job_master_id, &jm_id) ||
         !gw_id_get(&req->resource_id, &rid)) {
         rpc_call_fail(call, SPATE_EINVAL, "JobMaster registration with malformed ids");
@@ -627,7 +646,7 @@ resource_manager_start(struct rpc_service *svc, const struct resource_manager_op
     int rc;
 
     rm->o = *o;
-    id_random(&rm->rm_id);
+    id_random(&rm->rm_id); /* nobody's token until leadership is granted */
     id_random(&rm->resource_id);
     hmap_init(&rm->workers);
     hmap_init(&rm->job_masters);
@@ -650,7 +669,7 @@ resource_manager_start(struct rpc_service *svc, const struct resource_manager_op
         rpc_future_unref(rpc_endpoint_stop(&rm->ep));
         return rc;
     }
-    SPATE_LOG_INFO(RM_LOG, "ResourceManager %s started", id_str(&rm->rm_id).s);
+    SPATE_LOG_INFO(RM_LOG, "ResourceManager started, waiting for leadership");
     *out = rm;
     return 0;
 }
@@ -659,4 +678,73 @@ struct rpc_future *
 resource_manager_stop(struct resource_manager *rm)
 {
     return rpc_endpoint_stop(&rm->ep);
+}
+
+/* ---- leadership (HA) ---------------------------------------------------------------- */
+
+struct rm_leadership {
+    struct resource_manager *rm;
+    bool grant;
+    spate_id session;
+    struct leader_election *le;
+};
+
+static void
+rm_apply_leadership(void *arg)
+{
+    struct rm_leadership *l = arg;
+    struct resource_manager *rm = l->rm;
+    struct hmap_node *n;
+    char addr[300];
+
+    if (!rpc_endpoint_is_running(&rm->ep))
+        goto out;
+    if (l->grant) {
+        rm->rm_id = l->session;
+        rpc_endpoint_set_fencing_token(&rm->ep, &rm->rm_id);
+        rm->leader = true;
+        SPATE_LOG_INFO(RM_LOG, "ResourceManager %s granted leadership", id_str(&rm->rm_id).s);
+        if (l->le != NULL)
+            leader_election_confirm(l->le, HA_COMPONENT_RESOURCE_MANAGER, &l->session,
+                                    rpc_endpoint_address(&rm->ep, addr, sizeof addr));
+        goto out;
+    }
+    if (!rm->leader)
+        goto out;
+    SPATE_LOG_WARN(RM_LOG,
+                   "ResourceManager %s lost leadership: dropping %zu TaskManagers and %zu "
+                   "JobMasters",
+                   id_str(&rm->rm_id).s, hmap_count(&rm->workers), hmap_count(&rm->job_masters));
+    rm->leader = false;
+    while ((n = hmap_first(&rm->workers)) != NULL)
+        rm_close_worker(rm, container_of(n, struct rm_worker, node),
+                        "the ResourceManager is no longer the leader", true);
+    while ((n = hmap_first(&rm->job_masters)) != NULL)
+        rm_close_jm(rm, container_of(n, struct rm_job_master, node));
+    id_random(&rm->rm_id);
+    rpc_endpoint_set_fencing_token(&rm->ep, &rm->rm_id);
+out:
+    free(l);
+}
+
+void
+resource_manager_grant_leadership(struct resource_manager *rm, const spate_id *session,
+                                  struct leader_election *le)
+{
+    struct rm_leadership *l = xcalloc(1, sizeof *l);
+
+    l->rm = rm;
+    l->grant = true;
+    l->session = *session;
+    l->le = le;
+    rpc_endpoint_run_async(&rm->ep, rm_apply_leadership, l);
+}
+
+void
+resource_manager_revoke_leadership(struct resource_manager *rm)
+{
+    struct rm_leadership *l = xcalloc(1, sizeof *l);
+
+    l->rm = rm;
+    rpc_endpoint_run_async(&rm->ep, rm_apply_leadership, l);
 }

@@ -140,7 +140,11 @@ result_partition_fail(struct result_partition *rp, int code, const char *fmt, ..
     pthread_mutex_unlock(&rp->lock);
     if (!first)
         return;
-    SPATE_LOG_WARN(NET_LOG, "%s", rp->error); /* the message names the partition */
+    /* The message names the partition; a cancelled job's are expected. */
+    if (code == SPATE_ECANCELED)
+        SPATE_LOG_DEBUG(NET_LOG, "%s", rp->error);
+    else
+        SPATE_LOG_WARN(NET_LOG, "%s", rp->error);
     for (uint32_t i = 0; i < rp->num_subpartitions; i++) {
         struct result_subpartition *sp = &rp->subs[i];
 

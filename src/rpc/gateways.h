@@ -9,7 +9,9 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "proto/checkpoint.pb-c.h"
 #include "proto/cluster.pb-c.h"
+#include "proto/jobgraph.pb-c.h"
 #include "rpc/protocol.h"
 
 #define RPC_ENDPOINT_RESOURCE_MANAGER "resourcemanager"
@@ -52,7 +54,17 @@ RPC_PROTOCOL_DECLARE(rm, RM_METHODS)
     X(P, disconnect_job_manager, 4, TELL, UNFENCED, Cluster__Disconnect, cluster__disconnect,      \
       void, none)                                                                                  \
     X(P, stop_task_executor, 5, TELL, UNFENCED, Cluster__StopCluster, cluster__stop_cluster, void, \
-      none)
+      none)                                                                                        \
+    X(P, submit_task, 6, ASK, UNFENCED, Jobgraph__TaskDeployment, jobgraph__task_deployment,       \
+      Cluster__Ack, cluster__ack)                                                                  \
+    X(P, cancel_task, 7, ASK, UNFENCED, Cluster__TaskId, cluster__task_id, Cluster__Ack,           \
+      cluster__ack)                                                                                \
+    X(P, trigger_checkpoint, 8, TELL, UNFENCED, Checkpoint__TriggerCheckpoint,                     \
+      checkpoint__trigger_checkpoint, void, none)                                                  \
+    X(P, notify_checkpoint_complete, 9, TELL, UNFENCED, Checkpoint__CheckpointNotification,        \
+      checkpoint__checkpoint_notification, void, none)                                             \
+    X(P, notify_checkpoint_aborted, 10, TELL, UNFENCED, Checkpoint__CheckpointNotification,        \
+      checkpoint__checkpoint_notification, void, none)
 RPC_PROTOCOL_DECLARE(te, TE_METHODS)
 
 #define JM_METHODS(X, P)                                                                           \
@@ -63,7 +75,15 @@ RPC_PROTOCOL_DECLARE(te, TE_METHODS)
     X(P, disconnect_task_manager, 3, TELL, FENCED, Cluster__Disconnect, cluster__disconnect, void, \
       none)                                                                                        \
     X(P, disconnect_resource_manager, 4, TELL, UNFENCED, Cluster__Disconnect, cluster__disconnect, \
-      void, none)
+      void, none)                                                                                  \
+    X(P, update_task_execution_state, 5, ASK, FENCED, Cluster__TaskExecutionState,                 \
+      cluster__task_execution_state, Cluster__Ack, cluster__ack)                                   \
+    X(P, request_next_input_split, 6, ASK, FENCED, Cluster__SplitRequest, cluster__split_request,  \
+      Cluster__InputSplit, cluster__input_split)                                                   \
+    X(P, acknowledge_checkpoint, 7, TELL, FENCED, Checkpoint__AcknowledgeCheckpoint,               \
+      checkpoint__acknowledge_checkpoint, void, none)                                              \
+    X(P, decline_checkpoint, 8, TELL, FENCED, Checkpoint__DeclineCheckpoint,                       \
+      checkpoint__decline_checkpoint, void, none)
 RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
 
 #define DISPATCHER_METHODS(X, P)                                                                 \
@@ -77,7 +97,12 @@ RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
       Cluster__Ack, cluster__ack)                                                                \
     X(P, request_cluster_overview, 5, ASK, UNFENCED, Cluster__Ack, cluster__ack,                 \
       Cluster__ClusterOverview, cluster__cluster_overview)                                       \
-    X(P, cancel_job, 6, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__Ack, cluster__ack)
+    X(P, cancel_job, 6, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__Ack,            \
+      cluster__ack)                                                                              \
+    X(P, submit_job, 7, ASK, UNFENCED, Cluster__JobSubmission, cluster__job_submission,          \
+      Cluster__JobId, cluster__job_id)                                                           \
+    X(P, request_job_details, 8, ASK, UNFENCED, Cluster__JobId, cluster__job_id,                 \
+      Cluster__JobDetails, cluster__job_details)
 RPC_PROTOCOL_DECLARE(dispatcher, DISPATCHER_METHODS)
 
 /* Ids in messages: 16 bytes, or empty for none. */

@@ -38,8 +38,9 @@ rpc_service_options_from_config(const struct config *conf, struct rpc_service_op
         return rc;
     if ((rc = config_get_duration_ms(conf, CFG(RPC_ASK_TIMEOUT), &timeout, err)) != 0)
         return rc;
-    if ((rc = config_get_string(conf, CFG(SECURITY_RPC_SECRET), &secret, err)) != 0 &&
-        rc != SPATE_ENOENT)
+    /* Optional: unset is no secret (and no error left behind in err). */
+    if (config_is_set(conf, CFG(SECURITY_RPC_SECRET)) &&
+        (rc = config_get_string(conf, CFG(SECURITY_RPC_SECRET), &secret, err)) != 0)
         return rc;
     o->max_frame_bytes = (size_t)frame;
     o->ask_timeout_ms = timeout;

@@ -89,35 +89,80 @@ static const struct registration_ops jls_ops = { jls_attempt, jls_check, jls_suc
 struct jls_news {
     struct job_leader_service *s;
     spate_id job_id;
+    spate_id session; /* the JobMasterId (zero: standalone, keep the slot request's) */
     char address[];
 };
+
+/* With high availability the job's leader information is the authority:
+ * when it names another JobMaster (address, or JobMasterId: the leader
+ * session) than the one this entry registers or is connected with (a
+ * failover), that attempt or connection is dropped. True when it was. */
+static bool
+jls_follow(struct job_entry *e, const char *address, const spate_id *jm_id)
+{
+    bool moved = strcmp(e->jm_address, address) != 0 ||
+                 (jm_id != NULL && !id_is_zero(jm_id) && !id_equal(jm_id, &e->jm_id));
+
+    if (!moved)
+        return false;
+    if (e->registration != NULL || e->connected)
+        SPATE_LOG_INFO("taskexecutor", "job %s: its JobMaster is now %s (was %s)",
+                       id_str(&e->job_id).s, address, e->jm_address);
+    registration_cancel(e->registration);
+    e->registration = NULL;
+    rpc_gateway_free(e->jm);
+    e->jm = NULL;
+    e->connected = false;
+    free(e->jm_address);
+    e->jm_address = xstrdup(address);
+    if (jm_id != NULL && !id_is_zero(jm_id))
+        e->jm_id = *jm_id;
+    return true;
+}
+
+static void jls_register(struct job_leader_service *s, struct job_entry *e);
+
+void
+job_leader_service_update(struct job_leader_service *s, struct job_entry *e, const spate_id *jm_id,
+                          const char *address)
+{
+    if (jls_follow(e, address, jm_id) && e->retrieval != NULL)
+        jls_register(s, e);
+}
+
+/* Registers at e's JobMaster (e->jm_address, fenced with e->jm_id). */
+static void
+jls_register(struct job_leader_service *s, struct job_entry *e)
+{
+    struct jls_attempt *a;
+    char target[600];
+    spate_error err = { 0 };
+
+    if (e->connected || e->registration != NULL)
+        return;
+    a = xcalloc(1, sizeof *a);
+    a->s = s;
+    a->job_id = e->job_id;
+    if (rpc_gateway_new(s->ep->svc, e->jm_address, &e->jm_id, &a->gw, &err) != 0) {
+        SPATE_LOG_ERROR("taskexecutor", "job %s: bad JobMaster address: %s", id_str(&e->job_id).s,
+                        err.message);
+        free(a);
+        return;
+    }
+    snprintf(target, sizeof target, "JobMaster %s of job %s", e->jm_address, id_str(&e->job_id).s);
+    e->registration = registration_start(s->ep, target, &s->reg, &jls_ops, a);
+}
 
 static void
 jls_on_leader(void *arg)
 {
     struct jls_news *n = arg;
-    struct job_leader_service *s = n->s;
-    struct job_entry *e = job_table_find(s->jobs, &n->job_id);
-    struct jls_attempt *a;
-    char target[600];
-    spate_error err = { 0 };
+    struct job_entry *e = job_table_find(n->s->jobs, &n->job_id);
 
-    if (e == NULL || e->connected || e->registration != NULL) {
-        free(n);
-        return;
+    if (e != NULL) {
+        jls_follow(e, n->address, &n->session);
+        jls_register(n->s, e);
     }
-    a = xcalloc(1, sizeof *a);
-    a->s = s;
-    a->job_id = n->job_id;
-    if (rpc_gateway_new(s->ep->svc, n->address, &e->jm_id, &a->gw, &err) != 0) {
-        SPATE_LOG_ERROR("taskexecutor", "job %s: bad JobMaster address: %s", id_str(&e->job_id).s,
-                        err.message);
-        free(a);
-        free(n);
-        return;
-    }
-    snprintf(target, sizeof target, "JobMaster %s of job %s", n->address, id_str(&e->job_id).s);
-    e->registration = registration_start(s->ep, target, &s->reg, &jls_ops, a);
     free(n);
 }
 
@@ -134,12 +179,15 @@ jls_notify(void *arg, const char *address, const spate_id *session)
     struct jls_ctx *ctx = arg;
     struct jls_news *n;
 
-    UNUSED(session);
     if (address == NULL)
         return;
     n = xmalloc(sizeof *n + strlen(address) + 1);
     n->s = ctx->s;
     n->job_id = ctx->job_id;
+    if (session != NULL)
+        n->session = *session;
+    else
+        memset(&n->session, 0, sizeof n->session);
     strcpy(n->address, address);
     rpc_endpoint_run_async(ctx->s->ep, jls_on_leader, n);
 }

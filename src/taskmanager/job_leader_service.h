@@ -30,6 +30,11 @@ struct job_leader_service {
 
 /* Starts finding and registering at e's JobMaster (if not already). */
 void job_leader_service_add_job(struct job_leader_service *s, struct job_entry *e);
+/* A slot request named e's JobMaster (jm_id, address): when that is another
+ * than the one e registers or is connected with (a new leader), the
+ * JobLeaderService drops that and registers at the new one. */
+void job_leader_service_update(struct job_leader_service *s, struct job_entry *e,
+                               const spate_id *jm_id, const char *address);
 /* Stops that and forgets the connection (the entry stays). */
 void job_leader_service_disconnect(struct job_leader_service *s, struct job_entry *e);
 

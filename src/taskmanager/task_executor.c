@@ -3,6 +3,7 @@
  * registration (te_reg_*), the slot report (te_rm_established), requestSlot
  * (teh_request_slot), the connection to the JobMaster through the
  * JobLeaderService and offerSlots (te_offer_slots). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "rpc/gateways.h"
 #include "taskmanager/job_leader_service.h"
 #include "taskmanager/job_table.h"
+#include "taskmanager/task.h"
 #include "taskmanager/task_executor.h"
 #include "taskmanager/task_slot_table.h"
 
@@ -37,6 +39,21 @@ struct task_executor {
 
     struct heartbeat_manager *hb_rm; /* receiver: the ResourceManager asks */
     struct heartbeat_manager *hb_jm; /* receiver: JobMasters ask */
+
+    struct te_task *tasks; /* running (and ending) tasks */
+    /* Tasks whose threads have not ended, for task_executor_wait_tasks
+     * (read by the process's main thread: a mutex and a condition). */
+    pthread_mutex_t live_lock;
+    pthread_cond_t live_changed;
+    int live;
+};
+
+/* A task of this TaskExecutor, with its cancellation watchdog. */
+struct te_task {
+    struct te_task *next;
+    struct task *task;
+    struct task_executor *te;
+    struct rpc_timer *watchdog;
 };
 
 #define TE_LOG "taskexecutor"
@@ -62,11 +79,12 @@ task_executor_options_from_config(const struct config *conf, struct task_executo
         (rc = registration_options_from_config(conf, &o->registration, err)) != 0 ||
         (rc = config_get_duration_ms(conf, CFG(TASKMANAGER_REGISTRATION_TIMEOUT),
                                      &o->registration_timeout_ms, err)) != 0 ||
-        (rc = heartbeat_options_from_config(conf, &o->heartbeat, err)) != 0)
+        (rc = heartbeat_options_from_config(conf, &o->heartbeat, err)) != 0 ||
+        (rc = config_get_duration_ms(conf, CFG(TASK_CANCELLATION_TIMEOUT),
+                                     &o->cancellation_timeout_ms, err)) != 0)
         return rc;
     o->slots = (uint32_t)slots;
-    rc = config_get_string(conf, CFG(TASKMANAGER_RESOURCE_ID), &rid, err);
-    if (rc == 0 && rid != NULL) {
+    if (config_get_string(conf, CFG(TASKMANAGER_RESOURCE_ID), &rid, NULL) == 0 && rid != NULL) {
         /* Flink's ResourceID is any string; spate's are 32 hex digits. */
         if ((rc = id_parse(rid, &o->resource_id, err)) != 0)
             return spate_error_wrap(err, "taskmanager.resource-id");
@@ -486,6 +504,204 @@ te_jm_connected(void *arg, struct job_entry *e)
 
 /* ---- the TaskExecutor's methods -------------------------------------------------- */
 
+/* ---- tasks -------------------------------------------------------------------------- */
+
+static void
+te_forget_task(struct task_executor *te, struct te_task *tt)
+{
+    struct te_task **p;
+
+    for (p = &te->tasks; *p != NULL; p = &(*p)->next) {
+        if (*p == tt) {
+            *p = tt->next;
+            break;
+        }
+    }
+    rpc_timer_cancel(tt->watchdog);
+    task_free(tt->task); /* its thread has returned or is returning */
+    free(tt);
+}
+
+static void
+te_task_done_async(void *arg)
+{
+    struct te_task *tt = arg;
+    struct task_executor *te = tt->te;
+
+    te_forget_task(te, tt);
+    pthread_mutex_lock(&te->live_lock);
+    te->live--;
+    pthread_cond_broadcast(&te->live_changed);
+    pthread_mutex_unlock(&te->live_lock);
+    rpc_endpoint_unref(&te->ep);
+}
+
+/* Task thread: the task ended and reported; the endpoint frees it. */
+static void
+te_task_done(void *arg, struct task *t)
+{
+    struct te_task *tt = arg;
+
+    UNUSED(t);
+    rpc_endpoint_run_async(&tt->te->ep, te_task_done_async, tt);
+}
+
+int
+task_executor_wait_tasks(struct task_executor *te, int64_t timeout_ms)
+{
+    struct timespec until;
+    int rc = 0;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (timeout_ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&te->live_lock);
+    while (te->live > 0 && rc == 0)
+        rc = pthread_cond_timedwait(&te->live_changed, &te->live_lock, &until);
+    rc = te->live > 0 ? SPATE_ETIMEDOUT : 0;
+    pthread_mutex_unlock(&te->live_lock);
+    return rc;
+}
+
+static void
+te_cancel_all_sync(void *arg)
+{
+    struct task_executor *te = arg;
+    struct te_task *tt;
+
+    for (tt = te->tasks; tt != NULL; tt = tt->next)
+        task_cancel(tt->task);
+}
+
+void
+task_executor_cancel_tasks(struct task_executor *te)
+{
+    rpc_service_run_sync(te->ep.svc, &te->ep, te_cancel_all_sync, te);
+}
+
+/* Flink's task cancellation watchdog: a task that ignores its cancel for
+ * task.cancellation.timeout takes its TaskManager down. */
+static void
+te_watchdog(void *arg)
+{
+    struct te_task *tt = arg;
+    struct task_executor *te = tt->te;
+    char msg[300];
+
+    tt->watchdog = NULL;
+    if (task_is_done(tt->task))
+        return;
+    snprintf(msg, sizeof msg,
+             "task %s did not stop within task.cancellation.timeout (%lld ms) of its cancel: "
+             "the TaskManager exits",
+             id_str(task_attempt_id(tt->task)).s, (long long)te->o.cancellation_timeout_ms);
+    SPATE_LOG_ERROR(TE_LOG, "%s", msg);
+    if (te->o.on_exit != NULL)
+        te->o.on_exit(te->o.arg, SPATE_ETIMEDOUT, msg);
+}
+
+static struct te_task *
+te_find_task(struct task_executor *te, const spate_id *attempt)
+{
+    for (struct te_task *tt = te->tasks; tt != NULL; tt = tt->next)
+        if (id_equal(task_attempt_id(tt->task), attempt))
+            return tt;
+    return NULL;
+}
+
+/* The JobMaster deploys a subtask into one of its slots (Flink's submitTask). */
+static void
+teh_submit_task(struct rpc_endpoint *ep, const Jobgraph__TaskDeployment *req, struct rpc_call *call)
+{
+    struct task_executor *te = te_of(ep);
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
+    struct task_host host;
+    struct task_slot *slot;
+    spate_error err = { 0 };
+    struct te_task *tt;
+    spate_id job, alloc;
+
+    if (te->o.net == NULL || te->o.libraries == NULL) {
+        rpc_call_fail(call, SPATE_ENOTSUP, "this TaskExecutor runs no tasks");
+        return;
+    }
+    if (!gw_id_get(&req->job_id, &job) || !gw_id_get(&req->allocation_id, &alloc)) {
+        rpc_call_fail(call, SPATE_EINVAL, "submitTask: malformed ids");
+        return;
+    }
+    slot = task_slot_table_find(&te->slots, &alloc);
+    if (slot == NULL || !id_equal(&slot->job_id, &job)) {
+        rpc_call_fail(call, SPATE_ESTATE,
+                      "submitTask: no slot of allocation %s for job %s on this TaskExecutor",
+                      id_str(&alloc).s, id_str(&job).s);
+        return;
+    }
+    host = (struct task_host){
+        ep->svc, te->o.net, te->o.libraries, te->o.resource_id, te->o.print_out, te_task_done, NULL
+    };
+    tt = xcalloc(1, sizeof *tt);
+    tt->te = te;
+    host.arg = tt;
+    if (task_start(&host, req, &tt->task, &err) != 0) {
+        free(tt);
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
+    }
+    tt->next = te->tasks;
+    te->tasks = tt;
+    /* The endpoint stays until the task's end is processed. */
+    rpc_endpoint_ref(ep);
+    pthread_mutex_lock(&te->live_lock);
+    te->live++;
+    pthread_mutex_unlock(&te->live_lock);
+    rpc_call_reply(call, &ack.base);
+}
+
+static void
+teh_cancel_task(struct rpc_endpoint *ep, const Cluster__TaskId *req, struct rpc_call *call)
+{
+    struct task_executor *te = te_of(ep);
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
+    struct te_task *tt;
+    spate_id attempt;
+
+    if (!gw_id_get(&req->attempt_id, &attempt)) {
+        rpc_call_fail(call, SPATE_EINVAL, "cancelTask: malformed attempt id");
+        return;
+    }
+    if ((tt = te_find_task(te, &attempt)) != NULL && !task_is_done(tt->task)) {
+        task_cancel(tt->task);
+        if (te->o.cancellation_timeout_ms > 0 && tt->watchdog == NULL)
+            tt->watchdog =
+                rpc_endpoint_schedule(ep, (uint64_t)te->o.cancellation_timeout_ms, te_watchdog, tt);
+    }
+    rpc_call_reply(call, &ack.base); /* unknown: already gone, which is fine */
+}
+
+/* Cancels the tasks of job (all jobs: NULL) and waits for none: each ends
+ * on its own thread and is freed when it says so. */
+static void
+te_cancel_tasks(struct task_executor *te, const spate_id *job)
+{
+    for (struct te_task *tt = te->tasks; tt != NULL; tt = tt->next)
+        if (job == NULL || id_equal(task_job_id(tt->task), job))
+            task_cancel(tt->task);
+}
+
+size_t
+task_executor_task_count(const struct task_executor *te)
+{
+    size_t n = 0;
+
+    for (struct te_task *tt = te->tasks; tt != NULL; tt = tt->next)
+        n++;
+    return n;
+}
+
 /* Seed 004 §2.4: requestSlot from the ResourceManager. */
 static void
 teh_request_slot(struct rpc_endpoint *ep, const Cluster__TaskExecutorSlotRequest *req,
@@ -517,6 +733,7 @@ teh_request_slot(struct rpc_endpoint *ep, const Cluster__TaskExecutorSlotRequest
     SPATE_LOG_INFO(TE_LOG, "allocated slot %u for job %s (allocation %s)", req->index,
                    id_str(&job).s, id_str(&alloc).s);
     e = job_table_get_or_create(&te->jobs, &job, &jm_id, req->target_address);
+    job_leader_service_update(&te->jls, e, &jm_id, req->target_address);
     if (e->connected)
         te_offer_slots(te, e);
     else
@@ -544,6 +761,9 @@ teh_free_slot(struct rpc_endpoint *ep, const Cluster__FreeSlot *req, struct rpc_
     }
     job = s->job_id;
     index = task_slot_table_free(&te->slots, &alloc);
+    /* A task without its slot has nowhere to run (Flink fails it). */
+    if (!task_slot_table_has_slots_for(&te->slots, &job))
+        te_cancel_tasks(te, &job);
     SPATE_LOG_INFO(TE_LOG, "freed slot %d of job %s: %s", index, id_str(&job).s, req->cause);
     te_notify_slot_available(te, (uint32_t)index, &alloc);
     if (!task_slot_table_has_slots_for(&te->slots, &job)) {
@@ -555,12 +775,30 @@ teh_free_slot(struct rpc_endpoint *ep, const Cluster__FreeSlot *req, struct rpc_
     rpc_call_reply(call, &ack.base);
 }
 
+/* A former leader's ResourceManager (its id is not the one this
+ * TaskExecutor registered with) has no say: its message is rejected. */
+static bool
+te_disconnect_is_stale(struct task_executor *te, const Cluster__Disconnect *req)
+{
+    spate_id from;
+
+    if (!te->rm_established || !gw_id_get(&req->leader_id, &from) || id_equal(&from, &te->rm_id))
+        return false;
+    SPATE_LOG_WARN(TE_LOG,
+                   "rejected a disconnect from ResourceManager %s: this TaskExecutor is "
+                   "registered with ResourceManager %s (%s)",
+                   id_str(&from).s, id_str(&te->rm_id).s, req->cause);
+    return true;
+}
+
 static void
 teh_disconnect_rm(struct rpc_endpoint *ep, const Cluster__Disconnect *req, struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
 
     UNUSED(call);
+    if (te_disconnect_is_stale(te, req))
+        return;
     SPATE_LOG_WARN(TE_LOG, "the ResourceManager disconnected this TaskExecutor: %s", req->cause);
     te_reconnect_rm(te, "disconnected by the ResourceManager");
 }
@@ -597,6 +835,8 @@ static const struct te_handlers te_handlers = {
     .disconnect_resource_manager = teh_disconnect_rm,
     .disconnect_job_manager = teh_disconnect_jm,
     .stop_task_executor = teh_stop_task_executor,
+    .submit_task = teh_submit_task,
+    .cancel_task = teh_cancel_task,
 };
 
 /* ---- life cycle ---------------------------------------------------------------------- */
@@ -619,6 +859,11 @@ te_on_stop(struct rpc_endpoint *ep)
     struct task_executor *te = te_of(ep);
     struct hmap_node *n;
 
+    /* Tasks still running are cancelled; each is freed when it says it is
+     * done (never joined here: its last report may need this loop). The
+     * process waits for them (task_executor_wait_tasks) before it frees
+     * what they use. */
+    te_cancel_tasks(te, NULL);
     while ((n = hmap_first(&te->jobs.jobs)) != NULL)
         te_remove_job(te, container_of(n, struct job_entry, node));
     te_close_rm(te);
@@ -640,6 +885,8 @@ te_destroy(struct rpc_endpoint *ep)
 
     task_slot_table_release(&te->slots);
     job_table_release(&te->jobs);
+    pthread_mutex_destroy(&te->live_lock);
+    pthread_cond_destroy(&te->live_changed);
     free(te->rm_address);
     free(te);
 }
@@ -657,7 +904,11 @@ task_executor_start(struct rpc_service *svc, const struct task_executor_options 
     int rc;
 
     te->o = *o;
+    pthread_mutex_init(&te->live_lock, NULL);
+    pthread_cond_init(&te->live_changed, NULL);
     if ((rc = rpc_endpoint_init(&te->ep, svc, o->endpoint_name, &te_ops, err)) != 0) {
+        pthread_mutex_destroy(&te->live_lock);
+        pthread_cond_destroy(&te->live_changed);
         free(te);
         return rc;
     }

@@ -1,12 +1,15 @@
 /* The TaskExecutor (Flink's), the TaskManager's endpoint: registers with the
  * ResourceManager leader (retrying), sends its slot report and answers
- * heartbeats with slot reports, allocates slots on requestSlot, and offers
- * them to each job's JobMaster through the JobLeaderService. Loop thread;
- * several may share a process (scale tests). */
+ * heartbeats with slot reports, allocates slots on requestSlot, offers them
+ * to each job's JobMaster through the JobLeaderService, and runs the tasks
+ * JobMasters deploy into them (task.h). Loop thread; several may share a
+ * process (scale tests, the mini cluster). */
 #ifndef SPATE_TASKMANAGER_TASK_EXECUTOR_H
 #define SPATE_TASKMANAGER_TASK_EXECUTOR_H
 
 #include <stdint.h>
+
+#include <stdio.h>
 
 #include "core/config.h"
 #include "core/id.h"
@@ -15,6 +18,9 @@
 #include "rpc/heartbeat.h"
 #include "rpc/registration.h"
 #include "rpc/service.h"
+#include "taskmanager/library_cache.h"
+
+struct net_env;
 
 struct task_executor;
 
@@ -22,7 +28,12 @@ struct task_executor_options {
     const char *endpoint_name; /* "taskexecutor" */
     spate_id resource_id;
     uint32_t slots;
-    int data_port; /* the network environment's, once it exists (issue 5); 0 until then */
+    int data_port; /* the network environment's */
+    /* Running tasks (NULL: this TaskExecutor takes none, as in scale tests). */
+    struct net_env *net;
+    struct library_cache *libraries;
+    FILE *print_out;                 /* print sinks' stream: stdout */
+    int64_t cancellation_timeout_ms; /* task.cancellation.timeout; 0: never */
     struct registration_options registration;
     int64_t registration_timeout_ms; /* taskmanager.registration.timeout */
     struct heartbeat_options heartbeat;
@@ -44,6 +55,15 @@ int task_executor_start(struct rpc_service *svc, const struct task_executor_opti
 /* Loop thread: tells the ResourceManager it goes, stops the endpoint (freed
  * once its last reference is gone). Returns the termination future. */
 struct rpc_future *task_executor_stop(struct task_executor *te, const char *reason);
+
+/* Loop thread: how many tasks run (tests and logs). */
+size_t task_executor_task_count(const struct task_executor *te);
+/* Any thread but the loop's: cancels every task. */
+void task_executor_cancel_tasks(struct task_executor *te);
+/* Any thread but the loop's: waits until every task's thread has ended
+ * (SPATE_ETIMEDOUT after timeout_ms). Call before freeing the network
+ * environment and library cache the tasks use. */
+int task_executor_wait_tasks(struct task_executor *te, int64_t timeout_ms);
 
 /* Loop thread; for tests and logs. */
 bool task_executor_is_registered(const struct task_executor *te);

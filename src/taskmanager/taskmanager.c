@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "ha/ha_services.h"
+#include "network/net_env.h"
 #include "rpc/gateways.h"
 #include "taskmanager/task_executor.h"
 #include "taskmanager/taskmanager.h"
@@ -27,8 +28,10 @@ struct tm_process {
     struct task_executor **tes;
     int count;
     struct task_executor_options o;
-    int exit_fd;     /* eventfd: exit code + 1 */
-    int start_error; /* set by tm_start_all */
+    struct net_env *net;             /* count == 1 only: the others run no tasks */
+    struct library_cache *libraries; /* likewise */
+    int exit_fd;                     /* eventfd: exit code + 1 */
+    int start_error;                 /* set by tm_start_all */
     spate_error err;
 };
 
@@ -73,6 +76,55 @@ tm_stop_all(void *arg)
             rpc_future_unref(task_executor_stop(p->tes[i], "TaskManager shutting down"));
 }
 
+/* The data plane and the job libraries of a TaskManager that runs tasks. */
+static int
+tm_start_runtime(struct tm_process *p, const struct config *conf, spate_error *err)
+{
+    struct net_env_config nc;
+    int rc;
+
+    if ((rc = net_env_config_load(conf, &nc, err)) != 0)
+        return rc;
+    nc.name = id_str(&p->o.resource_id).s;
+    if ((rc = net_env_new(&nc, &p->net, err)) != 0)
+        return rc;
+    if ((rc = library_cache_from_config(conf, id_str(&p->o.resource_id).s, &p->libraries, err)) !=
+        0)
+        return rc;
+    p->o.net = p->net;
+    p->o.libraries = p->libraries;
+    p->o.data_port = net_env_data_port(p->net);
+    p->o.print_out = stdout;
+    return 0;
+}
+
+/* Before the TaskExecutor stops (so that tasks still report to their
+ * JobMasters): running tasks are cancelled and waited for, bounded by the
+ * cancellation timeout. False if one will not end: then what it uses stays. */
+static bool
+tm_end_tasks(struct tm_process *p)
+{
+    int64_t wait_ms = p->o.cancellation_timeout_ms > 0 ? p->o.cancellation_timeout_ms : 30000;
+
+    if (p->net == NULL || p->tes[0] == NULL)
+        return true;
+    task_executor_cancel_tasks(p->tes[0]);
+    if (task_executor_wait_tasks(p->tes[0], wait_ms) == 0)
+        return true;
+    SPATE_LOG_ERROR(TM_LOG,
+                    "tasks still running %lld ms after cancel: exiting without freeing "
+                    "what they use",
+                    (long long)wait_ms);
+    return false;
+}
+
+static void
+tm_free_runtime(struct tm_process *p)
+{
+    net_env_free(p->net);
+    library_cache_free(p->libraries);
+}
+
 int
 taskmanager_run(const struct config *conf, int count)
 {
@@ -81,6 +133,7 @@ taskmanager_run(const struct config *conf, int count)
     spate_error err = { 0 };
     sigset_t set;
     int sfd = -1, status = 1;
+    bool ended;
     const char *bind_host, *port, *host;
 
     sigemptyset(&set);
@@ -103,9 +156,10 @@ taskmanager_run(const struct config *conf, int count)
     ro.advertised_host = host;
     if (rpc_service_new(&ro, &p.svc, &err) != 0 || rpc_service_start(p.svc, &err) != 0)
         goto fail;
-    /* The network environment (the data plane, issue 5) starts here, before
-     * the TaskExecutor, so that its data port goes into the registration:
-     * p.o.data_port = <its bound port>. */
+    /* Before the TaskExecutor, so that the data port goes into its
+     * registration. */
+    if (count == 1 && tm_start_runtime(&p, conf, &err) != 0)
+        goto fail;
     p.o.ha = p.ha;
     p.o.on_exit = tm_on_exit;
     p.o.arg = &p;
@@ -140,7 +194,10 @@ taskmanager_run(const struct config *conf, int count)
             break;
         }
     }
+    ended = tm_end_tasks(&p);
     rpc_service_run_sync(p.svc, NULL, tm_stop_all, &p);
+    if (ended)
+        tm_free_runtime(&p);
     rpc_service_free(p.svc);
     ha_services_free(p.ha);
     free(p.tes);
@@ -151,6 +208,7 @@ taskmanager_run(const struct config *conf, int count)
 fail:
     SPATE_LOG_ERROR(TM_LOG, "TaskManager failed: %s", err.message);
     fprintf(stderr, "spate taskmanager: %s\n", err.message);
+    tm_free_runtime(&p);
     rpc_service_free(p.svc);
     ha_services_free(p.ha);
     free(p.tes);

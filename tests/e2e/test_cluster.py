@@ -151,7 +151,7 @@ class ScriptsTest(ClusterTestCase):
             if name.endswith(".pid"):
                 with open(os.path.join(logs, name)) as f:
                     pids[name] = int(f.read())
-        self.assertEqual(sorted(pids), ["spate-jobmanager.pid", "spate-taskmanager-0.pid",
+        self.assertEqual(sorted(pids), ["spate-jobmanager-0.pid", "spate-taskmanager-0.pid",
                                         "spate-taskmanager-1.pid"])
         try:
             self.rest_port = int(re.search(r"http://[\d.]+:(\d+)", r.stdout).group(1))

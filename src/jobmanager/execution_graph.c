@@ -1,0 +1,334 @@
+/* The ExecutionGraph (execution_graph.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/util.h"
+#include "jobmanager/execution_graph.h"
+#include "streaming/job_graph_codec.h"
+
+static const char *const state_names[EXEC_STATE_COUNT] = {
+    "CREATED",  "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING",
+    "FINISHED", "CANCELING", "CANCELED",  "FAILED",
+};
+
+const char *
+execution_state_name(enum execution_state s)
+{
+    return (unsigned)s < EXEC_STATE_COUNT ? state_names[s] : "?";
+}
+
+int
+execution_state_parse(const char *name)
+{
+    for (int i = 0; i < EXEC_STATE_COUNT; i++)
+        if (strcmp(state_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+bool
+execution_state_is_terminal(enum execution_state s)
+{
+    return s == EXEC_FINISHED || s == EXEC_CANCELED || s == EXEC_FAILED;
+}
+
+static int
+group_index(struct execution_graph *eg, const char *name)
+{
+    for (int g = 0; g < eg->ngroups; g++)
+        if (strcmp(eg->groups[g], name) == 0)
+            return g;
+    eg->groups = xrealloc(eg->groups, (size_t)(eg->ngroups + 1) * sizeof *eg->groups);
+    eg->group_slots = xrealloc(eg->group_slots, (size_t)(eg->ngroups + 1) * sizeof(int));
+    eg->groups[eg->ngroups] = xstrdup(name);
+    eg->group_slots[eg->ngroups] = 0;
+    return eg->ngroups++;
+}
+
+int
+execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
+                    struct execution_graph **out, spate_error *err)
+{
+    struct execution_graph *eg = xcalloc(1, sizeof *eg);
+    struct job_graph *jg;
+    int rc;
+
+    if ((rc = job_graph_decode(bytes, len, NULL, &eg->graph, err)) != 0) {
+        free(eg);
+        return rc;
+    }
+    jg = eg->graph;
+    eg->graph_bytes = xmalloc(len ? len : 1);
+    memcpy(eg->graph_bytes, bytes, len);
+    eg->graph_len = len;
+    eg->blob_server = xstrdup(blob_server ? blob_server : "");
+    eg->executions = xcalloc((size_t)jg->nvertices, sizeof *eg->executions);
+    eg->vertex_group = xcalloc((size_t)jg->nvertices, sizeof *eg->vertex_group);
+    for (int v = 0; v < jg->nvertices; v++) {
+        const struct jg_vertex *vx = &jg->vertices[v];
+        int g = group_index(eg, vx->slot_sharing_group);
+
+        eg->vertex_group[v] = g;
+        eg->group_slots[g] = MAX(eg->group_slots[g], vx->parallelism);
+        eg->max_ops = MAX(eg->max_ops, vx->nops);
+        eg->executions[v] = xcalloc((size_t)vx->parallelism, sizeof **eg->executions);
+        for (int s = 0; s < vx->parallelism; s++) {
+            struct execution *e = &eg->executions[v][s];
+
+            e->vertex = v;
+            e->subtask = s;
+            id_random(&e->attempt_id);
+            accumulators_init(&e->accumulators);
+            e->timestamps[EXEC_CREATED] = clock_wall_ms();
+            eg->total++;
+        }
+    }
+    eg->assigners = xcalloc((size_t)(jg->nvertices * eg->max_ops), sizeof *eg->assigners);
+    for (int v = 0; v < jg->nvertices; v++) {
+        for (int o = 0; o < jg->vertices[v].nops; o++) {
+            const struct spate_stream *n = jg->vertices[v].ops[o].node;
+            struct split_assigner *a;
+
+            if (n->kind != OP_SOURCE_FILE)
+                continue;
+            a = xcalloc(1, sizeof *a);
+            eg->assigners[v * eg->max_ops + o] = a;
+            if ((rc = split_assigner_init(a, n->path, 0, err)) != 0) {
+                execution_graph_free(eg);
+                return rc;
+            }
+        }
+    }
+    *out = eg;
+    return 0;
+}
+
+void
+execution_graph_free(struct execution_graph *eg)
+{
+    if (eg == NULL)
+        return;
+    for (int v = 0; eg->graph && v < eg->graph->nvertices; v++) {
+        for (int s = 0; eg->executions[v] && s < eg->graph->vertices[v].parallelism; s++) {
+            free(eg->executions[v][s].failure);
+            accumulators_release(&eg->executions[v][s].accumulators);
+        }
+        free(eg->executions[v]);
+    }
+    for (int i = 0; eg->assigners && eg->graph && i < eg->graph->nvertices * eg->max_ops; i++) {
+        if (eg->assigners[i] != NULL)
+            split_assigner_release(eg->assigners[i]);
+        free(eg->assigners[i]);
+    }
+    for (int g = 0; g < eg->ngroups; g++)
+        free(eg->groups[g]);
+    free(eg->groups);
+    free(eg->group_slots);
+    free(eg->vertex_group);
+    free(eg->assigners);
+    free(eg->executions);
+    free(eg->graph_bytes);
+    free(eg->blob_server);
+    job_graph_free(eg->graph);
+    free(eg);
+}
+
+int
+execution_graph_slots_needed(const struct execution_graph *eg)
+{
+    int n = 0;
+
+    for (int g = 0; g < eg->ngroups; g++)
+        n += eg->group_slots[g];
+    return n;
+}
+
+void
+execution_graph_slot_of(const struct execution_graph *eg, const struct execution *e, int *group,
+                        int *index)
+{
+    *group = eg->vertex_group[e->vertex];
+    *index = e->subtask;
+}
+
+struct execution *
+execution_graph_find(struct execution_graph *eg, const spate_id *attempt)
+{
+    for (int v = 0; v < eg->graph->nvertices; v++)
+        for (int s = 0; s < eg->graph->vertices[v].parallelism; s++)
+            if (id_equal(&eg->executions[v][s].attempt_id, attempt))
+                return &eg->executions[v][s];
+    return NULL;
+}
+
+void
+execution_set_state(struct execution_graph *eg, struct execution *e, enum execution_state state,
+                    const char *failure)
+{
+    bool was_terminal = execution_state_is_terminal(e->state);
+
+    if (e->state == state)
+        return;
+    e->state = state;
+    e->timestamps[state] = clock_wall_ms();
+    if (failure != NULL && e->failure == NULL)
+        e->failure = xstrdup(failure);
+    if (!was_terminal && execution_state_is_terminal(state)) {
+        eg->terminal++;
+        eg->finished += state == EXEC_FINISHED;
+        eg->failed += state == EXEC_FAILED;
+    }
+}
+
+void
+execution_graph_reset(struct execution_graph *eg)
+{
+    for (int v = 0; v < eg->graph->nvertices; v++) {
+        for (int s = 0; s < eg->graph->vertices[v].parallelism; s++) {
+            struct execution *e = &eg->executions[v][s];
+
+            id_random(&e->attempt_id);
+            e->attempt_number++;
+            e->state = EXEC_CREATED;
+            memset(e->timestamps, 0, sizeof e->timestamps);
+            e->timestamps[EXEC_CREATED] = clock_wall_ms();
+            e->assigned = false;
+            free(e->failure);
+            e->failure = NULL;
+            accumulators_release(&e->accumulators);
+            accumulators_init(&e->accumulators);
+        }
+    }
+    eg->terminal = eg->finished = eg->failed = 0;
+}
+
+void
+execution_graph_partition_id(const struct execution_graph *eg, int edge,
+                             const struct execution *producer, spate_id *partition)
+{
+    /* Flink's IntermediateResultPartitionID: the data set id and the
+     * producer's subtask index. */
+    *partition = eg->graph->edges[edge].dataset_id;
+    partition->bytes[12] ^= (uint8_t)(producer->subtask >> 24);
+    partition->bytes[13] ^= (uint8_t)(producer->subtask >> 16);
+    partition->bytes[14] ^= (uint8_t)(producer->subtask >> 8);
+    partition->bytes[15] ^= (uint8_t)producer->subtask;
+}
+
+/* ---- deployment descriptors ---- */
+
+static ProtobufCBinaryData
+bin_copy(const void *data, size_t len)
+{
+    ProtobufCBinaryData b = { len, xmalloc(len ? len : 1) };
+
+    if (len)
+        memcpy(b.data, data, len);
+    return b;
+}
+
+int
+execution_graph_deployment(const struct execution_graph *eg, const struct execution *e,
+                           const char *job_master_address, const spate_id *job_master_id,
+                           Jobgraph__TaskDeployment **out, spate_error *err)
+{
+    const struct job_graph *jg = eg->graph;
+    const struct jg_vertex *v = &jg->vertices[e->vertex];
+    Jobgraph__TaskDeployment *t = xcalloc(1, sizeof *t);
+
+    jobgraph__task_deployment__init(t);
+    t->job_id = bin_copy(jg->job_id.bytes, ID_BYTES);
+    t->attempt_id = bin_copy(e->attempt_id.bytes, ID_BYTES);
+    t->attempt_number = e->attempt_number;
+    t->allocation_id = bin_copy(e->slot.allocation_id.bytes, ID_BYTES);
+    t->vertex = e->vertex;
+    t->subtask = e->subtask;
+    t->job_graph = bin_copy(eg->graph_bytes, eg->graph_len);
+    t->blob_server = xstrdup(eg->blob_server);
+    t->library_sha256 = bin_copy(jg->library_sha256, sizeof jg->library_sha256);
+    t->job_master_address = xstrdup(job_master_address ? job_master_address : "");
+    t->job_master_id = job_master_id ? bin_copy(job_master_id->bytes, ID_BYTES) : bin_copy(NULL, 0);
+
+    t->n_partitions = (size_t)v->noutputs;
+    t->partitions = xcalloc((size_t)v->noutputs + 1, sizeof *t->partitions);
+    for (int o = 0; o < v->noutputs; o++) {
+        Jobgraph__PartitionDesc *p = xcalloc(1, sizeof *p);
+        spate_id pid;
+
+        jobgraph__partition_desc__init(p);
+        p->edge = v->outputs[o];
+        execution_graph_partition_id(eg, v->outputs[o], e, &pid);
+        p->partition_id = bin_copy(pid.bytes, ID_BYTES);
+        p->subpartitions = jg_num_subpartitions(jg, &jg->edges[v->outputs[o]], e->subtask);
+        t->partitions[o] = p;
+    }
+
+    t->n_gates = (size_t)v->ninputs;
+    t->gates = xcalloc((size_t)v->ninputs + 1, sizeof *t->gates);
+    for (int g = 0; g < v->ninputs; g++) {
+        const struct jg_edge *edge = &jg->edges[v->inputs[g]];
+        Jobgraph__GateDesc *gd = xcalloc(1, sizeof *gd);
+        int *producers;
+        uint32_t *subs;
+        uint32_t n = jg_input_channels(jg, edge, e->subtask, &producers, &subs);
+
+        jobgraph__gate_desc__init(gd);
+        t->gates[g] = gd;
+        gd->edge = v->inputs[g];
+        gd->n_channels = n;
+        gd->channels = xcalloc(n + 1, sizeof *gd->channels);
+        for (uint32_t c = 0; c < n; c++) {
+            const struct execution *pe = &eg->executions[edge->source][producers[c]];
+            Jobgraph__ChannelDesc *cd = xcalloc(1, sizeof *cd);
+            spate_id pid;
+
+            jobgraph__channel_desc__init(cd);
+            gd->channels[c] = cd;
+            if (!pe->assigned) {
+                int rc = spate_error_set(err, SPATE_ESTATE, "producer %d of '%s' has no slot yet",
+                                         producers[c], jg->vertices[edge->source].name);
+
+                free(producers);
+                free(subs);
+                execution_graph_deployment_free(t);
+                return rc;
+            }
+            execution_graph_partition_id(eg, v->inputs[g], pe, &pid);
+            cd->partition_id = bin_copy(pid.bytes, ID_BYTES);
+            cd->producer_attempt = bin_copy(pe->attempt_id.bytes, ID_BYTES);
+            cd->subpartition = subs[c];
+            cd->producer_resource_id = bin_copy(pe->slot.resource_id.bytes, ID_BYTES);
+            cd->host = xstrdup(pe->slot.host);
+            cd->port = pe->slot.data_port;
+        }
+        free(producers);
+        free(subs);
+    }
+    *out = t;
+    return 0;
+}
+
+void
+execution_graph_deployment_free(Jobgraph__TaskDeployment *tdd)
+{
+    if (tdd == NULL)
+        return;
+    /* Everything was allocated with the default allocator. */
+    jobgraph__task_deployment__free_unpacked(tdd, NULL);
+}
+
+int
+execution_graph_next_split(struct execution_graph *eg, int vertex, int op,
+                           const struct file_split **split, spate_error *err)
+{
+    struct split_assigner *a;
+
+    if (vertex < 0 || vertex >= eg->graph->nvertices || op < 0 || op >= eg->max_ops ||
+        (a = eg->assigners[vertex * eg->max_ops + op]) == NULL)
+        return spate_error_set(err, SPATE_EINVAL, "operator %d of vertex %d is not a file source",
+                               op, vertex);
+    *split = split_assigner_next(a);
+    return *split == NULL ? 1 : 0;
+}

@@ -1,0 +1,113 @@
+/* The ExecutionGraph (Flink's): one Execution per parallel subtask of each
+ * JobGraph vertex, with its attempt id, ExecutionState, slot and failure;
+ * the slots the job needs (one per subtask index of each slot sharing group);
+ * the task deployment descriptors that wire each subtask's partitions and
+ * input channels to its producers' TaskManagers; the file sources' split
+ * assigners; the accumulators of finished tasks. Owned by the JobMaster's
+ * endpoint (loop thread). */
+#ifndef SPATE_JOBMANAGER_EXECUTION_GRAPH_H
+#define SPATE_JOBMANAGER_EXECUTION_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/id.h"
+#include "proto/jobgraph.pb-c.h"
+#include "streaming/accumulators.h"
+#include "streaming/file_splits.h"
+#include "streaming/job_graph.h"
+
+enum execution_state {
+    EXEC_CREATED,
+    EXEC_SCHEDULED,
+    EXEC_DEPLOYING,
+    EXEC_INITIALIZING,
+    EXEC_RUNNING,
+    EXEC_FINISHED,
+    EXEC_CANCELING,
+    EXEC_CANCELED,
+    EXEC_FAILED,
+    EXEC_STATE_COUNT,
+};
+
+const char *execution_state_name(enum execution_state s);
+/* "RUNNING" -> EXEC_RUNNING; -1 for an unknown name. */
+int execution_state_parse(const char *name);
+bool execution_state_is_terminal(enum execution_state s);
+
+/* Where an execution runs. */
+struct slot_location {
+    spate_id allocation_id;
+    spate_id resource_id; /* the TaskManager's */
+    char host[64];        /* its data address */
+    int data_port;
+    char address[256]; /* its RPC address (host:port/endpoint) */
+};
+
+struct execution {
+    int vertex;
+    int subtask;
+    spate_id attempt_id;
+    int attempt_number;
+    enum execution_state state;
+    int64_t timestamps[EXEC_STATE_COUNT]; /* wall ms when each state was entered */
+    bool assigned;
+    struct slot_location slot;
+    char *failure;
+    struct accumulators accumulators; /* reported when the task ended */
+};
+
+struct execution_graph {
+    struct job_graph *graph; /* decoded, no user code; owned */
+    uint8_t *graph_bytes;    /* as submitted, for the deployment descriptors */
+    size_t graph_len;
+    char *blob_server;             /* host:port of the BlobServer with the job library */
+    struct execution **executions; /* [vertex][subtask] */
+    int total, terminal, finished, failed;
+    /* Slot sharing groups: the job needs slots[g] slots for group g, and
+     * subtask i of every vertex of the group runs in the group's i-th. */
+    char **groups;
+    int *group_slots;
+    int ngroups;
+    int *vertex_group; /* per vertex */
+    /* File sources: a split assigner per (vertex, operator); NULL elsewhere. */
+    struct split_assigner **assigners; /* [vertex * max ops + operator] */
+    int max_ops;
+};
+
+/* Builds the graph of a submitted JobGraph (bytes are copied). Errors: a
+ * graph that does not decode, a file source whose path cannot be read. */
+int execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
+                        struct execution_graph **out, spate_error *err);
+void execution_graph_free(struct execution_graph *eg);
+
+/* Slots: how many the job needs in all, and which shared slot (group,
+ * index) an execution runs in. */
+int execution_graph_slots_needed(const struct execution_graph *eg);
+void execution_graph_slot_of(const struct execution_graph *eg, const struct execution *e,
+                             int *group, int *index);
+
+struct execution *execution_graph_find(struct execution_graph *eg, const spate_id *attempt);
+
+/* Moves e to state at the wall clock (no checks: the JobMaster decides). */
+void execution_set_state(struct execution_graph *eg, struct execution *e,
+                         enum execution_state state, const char *failure);
+/* A fresh attempt of every execution (a restart): new attempt ids, CREATED. */
+void execution_graph_reset(struct execution_graph *eg);
+
+/* The deployment descriptor of e, every producer of its inputs assigned.
+ * Free with execution_graph_deployment_free. */
+int execution_graph_deployment(const struct execution_graph *eg, const struct execution *e,
+                               const char *job_master_address, const spate_id *job_master_id,
+                               Jobgraph__TaskDeployment **out, spate_error *err);
+void execution_graph_deployment_free(Jobgraph__TaskDeployment *tdd);
+
+/* The next split of a file source operator (0; 1 when none is left). */
+int execution_graph_next_split(struct execution_graph *eg, int vertex, int op,
+                               const struct file_split **split, spate_error *err);
+
+/* The result partition id a producer execution writes for an edge. */
+void execution_graph_partition_id(const struct execution_graph *eg, int edge,
+                                  const struct execution *producer, spate_id *partition);
+
+#endif

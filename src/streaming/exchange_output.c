@@ -1,0 +1,158 @@
+/* Exchange outputs (exchange_output.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/util.h"
+#include "streaming/exchange_output.h"
+#include "core/key_group.h"
+#include "streaming/keys.h"
+#include "streaming/stream_element.h"
+#include "streaming/types.h"
+
+/* Writes one element to one channel: its size first (a walk over the
+ * record), then header and record straight into the reserved room. */
+static void
+write_element(struct exchange_output *x, uint32_t channel, const void *rec,
+              const struct record_meta *meta)
+{
+    size_t hdr = element_record_header_size(meta);
+    size_t n = types_serialized_size(x->type, rec);
+    uint8_t *at;
+
+    if (x->error.code != 0)
+        return;
+    at = x->ops->reserve(x->sink, channel, (uint32_t)(hdr + n), &x->error);
+    if (at == NULL)
+        return;
+    element_write_record_header(meta, at);
+    types_serialize(x->type, rec, at + hdr, n);
+    x->ops->commit(x->sink, (uint32_t)(hdr + n), &x->error);
+}
+
+static void
+exchange_collect(struct output *self, const void *rec, const struct record_meta *meta)
+{
+    struct exchange_output *x = (struct exchange_output *)self;
+    struct record_meta m = *meta;
+    int channel;
+
+    switch (x->partitioner) {
+    case SHIP_HASH: {
+        spate_bytes key =
+            keys_extract(&x->key, x->type, x->ctx, rec, x->key_scratch, sizeof x->key_scratch);
+
+        m.key_hash = key_group_hash(key.data, key.len);
+        m.has_key_hash = true;
+        channel =
+            (int)key_group_operator_index(key_group_of_hash(m.key_hash, x->max_parallelism),
+                                          (uint32_t)x->max_parallelism, (uint32_t)x->nchannels);
+        break;
+    }
+    case SHIP_BROADCAST:
+        m.has_key_hash = false;
+        for (int c = 0; c < x->nchannels; c++)
+            write_element(x, (uint32_t)c, rec, &m);
+        return;
+    case SHIP_REBALANCE:
+    case SHIP_RESCALE:
+        /* Round robin over the channels: all consumers, or the pointwise
+         * share (rescale). */
+        channel = x->next_channel;
+        if (++x->next_channel == x->nchannels)
+            x->next_channel = 0;
+        m.has_key_hash = false;
+        break;
+    case SHIP_SHUFFLE:
+        x->random ^= x->random << 13;
+        x->random ^= x->random >> 7;
+        x->random ^= x->random << 17;
+        channel = (int)(x->random % (uint64_t)x->nchannels);
+        m.has_key_hash = false;
+        break;
+    case SHIP_FORWARD: /* the one pointwise consumer */
+    case SHIP_GLOBAL:  /* consumer subtask 0 */
+    default:
+        channel = 0;
+        m.has_key_hash = false;
+        break;
+    }
+    write_element(x, (uint32_t)channel, rec, &m);
+}
+
+/* Writes a small element (watermark, idleness) to every channel. */
+static void
+broadcast_element(struct exchange_output *x, const uint8_t *bytes, uint32_t len)
+{
+    for (int c = 0; c < x->nchannels && x->error.code == 0; c++) {
+        uint8_t *at = x->ops->reserve(x->sink, (uint32_t)c, len, &x->error);
+
+        if (at == NULL)
+            return;
+        memcpy(at, bytes, len);
+        x->ops->commit(x->sink, len, &x->error);
+    }
+}
+
+static void
+exchange_watermark(struct output *self, int64_t watermark)
+{
+    struct exchange_output *x = (struct exchange_output *)self;
+    uint8_t el[9];
+
+    /* Only advances travel: consumers keep the last one per channel. */
+    if (watermark <= x->last_watermark)
+        return;
+    x->last_watermark = watermark;
+    broadcast_element(x, el, (uint32_t)element_write_watermark(watermark, el));
+}
+
+static void
+exchange_idle(struct output *self, bool idle)
+{
+    struct exchange_output *x = (struct exchange_output *)self;
+    uint8_t el[2] = { ELEMENT_WATERMARK_STATUS, idle };
+
+    if (idle == x->idle)
+        return;
+    x->idle = idle;
+    broadcast_element(x, el, sizeof el);
+}
+
+void
+exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
+                     const struct spate_type *type, int nchannels, int consumer_max_parallelism,
+                     int subtask, const struct exchange_sink_ops *ops, void *sink,
+                     struct spate_ctx *ctx)
+{
+    memset(x, 0, sizeof *x);
+    x->base.collect = exchange_collect;
+    x->base.emit_watermark = exchange_watermark;
+    x->base.emit_idle = exchange_idle;
+    x->last_watermark = INT64_MIN;
+    x->ops = ops;
+    x->sink = sink;
+    x->partitioner = edge->partitioner;
+    x->key = edge->key;
+    x->type = type;
+    x->nchannels = nchannels;
+    x->max_parallelism = consumer_max_parallelism;
+    x->ctx = ctx;
+    x->kg_shift = -1;
+    if (consumer_max_parallelism > 0 &&
+        (consumer_max_parallelism & (consumer_max_parallelism - 1)) == 0) {
+        x->kg_mask = (uint64_t)consumer_max_parallelism - 1;
+        x->kg_shift = __builtin_ctz((unsigned)consumer_max_parallelism);
+    }
+    x->random = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(subtask + 1);
+    /* Round robin starts at a different channel per producer, so that
+     * producers spread their first records, as Flink's random start. */
+    if (nchannels > 0)
+        x->next_channel = (int)((uint64_t)subtask * 7919 % (uint64_t)nchannels);
+}
+
+void
+exchange_output_release(struct exchange_output *x)
+{
+    (void)x;
+}

@@ -1,0 +1,56 @@
+/* The output of a chain into an exchange (Flink's RecordWriterOutput with its
+ * ChannelSelector): picks the target subtask by the edge's partitioner,
+ * and writes the stream element (header + serialized record) straight into
+ * the channel's buffer.
+ * For keyed exchanges the key hash is computed here, once, and travels with
+ * the record. Task thread only. */
+#ifndef SPATE_STREAMING_EXCHANGE_OUTPUT_H
+#define SPATE_STREAMING_EXCHANGE_OUTPUT_H
+
+#include "streaming/job_graph.h"
+#include "streaming/operator.h"
+
+/* The byte-level writer under an exchange: the network's record writer, or a
+ * test's. */
+struct exchange_sink_ops {
+    /* Room for one record of len bytes for channel (in its buffer when it
+     * fits, else in scratch that commit spans over buffers). May wait for a
+     * buffer (backpressure); NULL when the wait fails (cancel, failed
+     * partition), with err set. */
+    uint8_t *(*reserve)(void *sink, uint32_t channel, uint32_t len, spate_error *err);
+    /* The reserved record is written. */
+    int (*commit)(void *sink, uint32_t len, spate_error *err);
+};
+
+struct exchange_output {
+    struct output base;
+    const struct exchange_sink_ops *ops;
+    void *sink;
+    enum ship_strategy partitioner;
+    struct key_selector key;
+    const struct spate_type *type;
+    int nchannels; /* the partition's subpartitions: its consumers */
+    int max_parallelism;
+    /* Key groups when max_parallelism is a power of two (the default 128):
+     * masks and shifts instead of two divisions per record. */
+    uint64_t kg_mask;
+    int kg_shift;          /* -1: not a power of two */
+    int next_channel;      /* rebalance and rescale round robin */
+    uint64_t random;       /* shuffle's xorshift state */
+    struct spate_ctx *ctx; /* the producing operator's, for user key selectors */
+    uint8_t key_scratch[256];
+    spate_error error; /* the first write failure (code 0: none), seen by the task */
+    int64_t last_watermark;
+    bool idle;
+};
+
+/* Channels are the producer's subpartitions, one per consumer it feeds:
+ * every consumer subtask for all-to-all edges, its pointwise share for
+ * forward and rescale (jg_pointwise_targets). */
+void exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
+                          const struct spate_type *type, int nchannels,
+                          int consumer_max_parallelism, int subtask,
+                          const struct exchange_sink_ops *ops, void *sink, struct spate_ctx *ctx);
+void exchange_output_release(struct exchange_output *x);
+
+#endif

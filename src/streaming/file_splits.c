@@ -1,0 +1,103 @@
+/* File splits and their assigner (file_splits.h). */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/alloc.h"
+#include "streaming/file_splits.h"
+
+static void
+add_file(struct split_assigner *a, size_t *cap, const char *path, uint64_t size,
+         uint64_t split_size)
+{
+    for (uint64_t at = 0; at < size; at += split_size) {
+        struct file_split *s;
+
+        xgrow((void **)&a->splits, cap, a->count + 1, sizeof *a->splits);
+        s = &a->splits[a->count++];
+        s->path = xstrdup(path);
+        s->start = at;
+        s->length = size - at < split_size ? size - at : split_size;
+    }
+}
+
+static int
+cmp_names(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+int
+split_assigner_init(struct split_assigner *a, const char *path, uint64_t split_size,
+                    spate_error *err)
+{
+    struct stat st;
+    size_t cap = 0;
+
+    memset(a, 0, sizeof *a);
+    if (split_size == 0)
+        split_size = FILE_SPLIT_DEFAULT_SIZE;
+    if (stat(path, &st) != 0)
+        return spate_error_set(err, -errno, "cannot read input path '%s': %s", path,
+                               spate_strerror(-errno));
+    if (S_ISREG(st.st_mode)) {
+        add_file(a, &cap, path, (uint64_t)st.st_size, split_size);
+    } else if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        char **names = NULL;
+        size_t n = 0, ncap = 0;
+
+        if (d == NULL)
+            return spate_error_set(err, -errno, "cannot list input folder '%s': %s", path,
+                                   spate_strerror(-errno));
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.' || e->d_name[0] == '_')
+                continue; /* hidden and in-progress files, as Flink skips them */
+            xgrow((void **)&names, &ncap, n + 1, sizeof *names);
+            names[n++] = xasprintf("%s/%s", path, e->d_name);
+        }
+        closedir(d);
+        qsort(names, n, sizeof *names, cmp_names);
+        for (size_t i = 0; i < n; i++) {
+            if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode))
+                add_file(a, &cap, names[i], (uint64_t)st.st_size, split_size);
+            free(names[i]);
+        }
+        free(names);
+    } else {
+        return spate_error_set(err, SPATE_EINVAL, "input path '%s' is neither a file nor a folder",
+                               path);
+    }
+    return 0;
+}
+
+void
+split_assigner_release(struct split_assigner *a)
+{
+    for (size_t i = 0; i < a->count; i++)
+        free(a->splits[i].path);
+    free(a->splits);
+    free(a->returned);
+    memset(a, 0, sizeof *a);
+}
+
+const struct file_split *
+split_assigner_next(struct split_assigner *a)
+{
+    if (a->nreturned > 0)
+        return &a->splits[a->returned[--a->nreturned]];
+    return a->next < a->count ? &a->splits[a->next++] : NULL;
+}
+
+void
+split_assigner_return(struct split_assigner *a, const struct file_split *split)
+{
+    size_t i = (size_t)(split - a->splits);
+
+    if (i >= a->count)
+        return;
+    xgrow((void **)&a->returned, &a->returned_cap, a->nreturned + 1, sizeof *a->returned);
+    a->returned[a->nreturned++] = i;
+}

@@ -1,0 +1,103 @@
+/* The keyed state backend of one operator instance (Flink's
+ * HeapKeyedStateBackend + InternalTimerService): its declared states, each a
+ * state map per key group of the subtask, scoped by the current key and
+ * namespace (a window, or none); and its timers, deduplicated per key group
+ * and fired in timestamp order. Entries are stored serialized, so snapshots
+ * and rescaling move bytes by key group. Task thread only. */
+#ifndef SPATE_STREAMING_KEYED_BACKEND_H
+#define SPATE_STREAMING_KEYED_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "streaming/keys.h"
+#include "streaming/operator.h"
+
+/* A declared state (spate.h's spate_state). */
+struct spate_state {
+    const struct state_decl *decl;
+    struct keyed_backend *backend;
+    struct keyed_state maps; /* per key group */
+    int64_t ttl_ms;          /* 0: no TTL (processing time) */
+    void *tmp;               /* a value of decl->type, for reduce and aggregate */
+    void *tmp2;
+    uint8_t *wbuf; /* a value being written, serialized */
+    size_t wbuf_cap;
+};
+
+struct timer {
+    int64_t timestamp;
+    uint64_t key_hash;
+    uint32_t key_len, ns_len;
+    bool event_time;
+    uint8_t data[]; /* key bytes, then namespace bytes */
+};
+
+struct timer_heap {
+    struct timer **items;
+    size_t count, cap;
+};
+
+struct keyed_backend {
+    struct stream_operator *op;
+    struct spate_state *states;
+    int nstates;
+    struct keyed_state timer_sets; /* per key group: the live timers' identities */
+    struct timer_heap event, processing;
+    uint8_t *buf; /* scratch for composite keys and values */
+    size_t buf_cap;
+    /* The broadcast side is being processed: broadcast state is writable. */
+    bool broadcast_writable;
+    /* Processing time for TTL (the wall clock; tests put in their own). */
+    int64_t (*now_ms)(void);
+    /* TTL clean-up walks entries a few at a time, as state is used. */
+    uint32_t cleanup_state, cleanup_group;
+    size_t cleanup_slot;
+};
+
+/* The operator's declared states plus `extra` internal ones (window contents). */
+int keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
+                       const struct state_decl *extra, int nextra, spate_error *err);
+void keyed_backend_release(struct keyed_backend *b);
+
+/* Makes key (bytes and hash) and namespace current for state and timers. */
+static inline void
+keyed_backend_set_key(struct stream_operator *op, spate_bytes key, uint64_t hash, const void *ns,
+                      size_t ns_len)
+{
+    op->ctx.key = key;
+    op->ctx.key_hash = hash;
+    op->ctx.ns = ns;
+    op->ctx.ns_len = ns_len;
+}
+
+/* Timers of the current key and namespace. */
+void keyed_backend_register_timer(struct keyed_backend *b, bool event_time, int64_t timestamp);
+void keyed_backend_delete_timer(struct keyed_backend *b, bool event_time, int64_t timestamp);
+/* Fires, in timestamp order, the timers due at `time` (event time: the
+ * watermark; processing time: the wall clock in ms), setting each one's key
+ * and namespace current before calling fire. */
+void keyed_backend_advance(struct keyed_backend *b, bool event_time, int64_t time,
+                           void (*fire)(struct stream_operator *op, const struct timer *t));
+/* The earliest processing-time timer (INT64_MAX: none). */
+int64_t keyed_backend_next_processing_time(const struct keyed_backend *b);
+/* The operator's processing-time callback: fires what is due by the wall
+ * clock and sets op->next_processing_ns for the next one (now: monotonic). */
+void keyed_backend_on_processing_time(struct keyed_backend *b, uint64_t now,
+                                      void (*fire)(struct stream_operator *op,
+                                                   const struct timer *t));
+
+/* The state named name (NULL when not declared). */
+struct spate_state *keyed_backend_state(struct keyed_backend *b, const char *name);
+
+/* Window buffers: list states whose elements keep their timestamps. */
+void keyed_list_add_timestamped(struct spate_state *st, int64_t timestamp, const void *rec);
+/* The next element and its timestamp (timestamped lists). */
+bool keyed_list_next_timestamped(spate_iter *it, void *out, int64_t *timestamp);
+/* Replaces the current key's list with the elements of the old one whose
+ * keep[i] is set (timestamped lists: evictors). */
+void keyed_list_retain(struct spate_state *st, const bool *keep, size_t count);
+/* Whether the current key (and namespace) has a value in st. */
+bool keyed_state_exists(struct spate_state *st);
+
+#endif

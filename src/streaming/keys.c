@@ -1,0 +1,60 @@
+/* Keys on the task side (keys.h). */
+#include <stdlib.h>
+
+#include "core/alloc.h"
+#include "core/util.h"
+#include "streaming/keys.h"
+#include "streaming/operator.h"
+#include "streaming/types.h"
+
+spate_bytes
+keys_extract(const struct key_selector *key, const struct spate_type *type, spate_ctx *ctx,
+             const void *rec, void *scratch, size_t cap)
+{
+    spate_bytes b;
+
+    switch (key->kind) {
+    case KEY_FN:
+        return key->fn(ctx, rec, scratch, cap);
+    case KEY_FIELD:
+        rec = (const uint8_t *)rec + type->offsets[key->field];
+        type = type->fields[key->field];
+        break;
+    default:
+        break;
+    }
+    b = types_key_bytes(type, rec, scratch, cap);
+    if (b.data == NULL) {
+        /* A key larger than the scratch: serialize it into call scratch. */
+        void *big = spate_ctx_alloc(ctx, b.len);
+
+        b = types_key_bytes(type, rec, big, b.len);
+    }
+    return b;
+}
+
+int
+keyed_state_init(struct keyed_state *ks, const struct task_info *task, int max_parallelism,
+                 spate_error *err)
+{
+    int rc = key_group_check((uint32_t)max_parallelism, (uint32_t)task->parallelism, err);
+
+    if (rc != 0)
+        return rc;
+    ks->max_parallelism = (uint32_t)max_parallelism;
+    ks->range = key_group_range_for_operator(ks->max_parallelism, (uint32_t)task->parallelism,
+                                             (uint32_t)task->subtask);
+    ks->maps = xcalloc(ks->range.end - ks->range.start + 1, sizeof *ks->maps);
+    return 0;
+}
+
+void
+keyed_state_release(struct keyed_state *ks)
+{
+    if (ks->maps == NULL)
+        return;
+    for (uint32_t i = 0; i <= ks->range.end - ks->range.start; i++)
+        state_map_release(&ks->maps[i]);
+    free(ks->maps);
+    ks->maps = NULL;
+}

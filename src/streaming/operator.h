@@ -1,0 +1,189 @@
+/* Running operators (Flink's StreamOperator) and the outputs between them.
+ * Chained operators call each other directly, passing records by pointer:
+ * no copy, no serialization inside a chain. Everything here runs on one task
+ * thread, which owns the operators: no locks. */
+#ifndef SPATE_STREAMING_OPERATOR_H
+#define SPATE_STREAMING_OPERATOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <spate/spate.h>
+
+#include "streaming/stream_graph.h"
+
+#define RECORD_NO_TIMESTAMP INT64_MIN
+
+/* What travels with a record besides its value. */
+struct record_meta {
+    int64_t timestamp; /* RECORD_NO_TIMESTAMP when none */
+    uint64_t key_hash; /* valid when has_key_hash */
+    bool has_key_hash;
+};
+
+/* Where an operator's records go: the next chained operator(s), or an
+ * exchange. */
+struct output {
+    void (*collect)(struct output *self, const void *rec, const struct record_meta *meta);
+    /* Event time advanced (RECORD_MAX_WATERMARK at the end of bounded input). */
+    void (*emit_watermark)(struct output *self, int64_t watermark);
+    /* The stream went idle (no watermarks for a while) or active again. */
+    void (*emit_idle)(struct output *self, bool idle);
+};
+
+#define RECORD_MAX_WATERMARK INT64_MAX
+
+/* A bump allocator for the memory user functions ask for during a call
+ * (spate_ctx_alloc), reset between calls. */
+struct scratch {
+    uint8_t *chunk;
+    size_t used, cap;
+    uint8_t **old; /* chunks outgrown during a call, freed at reset */
+    size_t nold;
+};
+
+struct accumulators;
+struct keyed_backend;
+struct stream_operator;
+
+/* The context user functions get (spate.h's spate_ctx): the operator's
+ * settings and the current record's. */
+struct spate_ctx {
+    struct stream_operator *op;
+    const void *params;
+    size_t params_len;
+    int subtask;
+    int parallelism;
+    int max_parallelism;
+    const char *task_name;
+    void *user;
+    struct record_meta meta; /* of the record being processed */
+    spate_bytes key;         /* keyed operators: the current key */
+    uint64_t key_hash;
+    const void *ns; /* the current namespace (a window), or NULL */
+    size_t ns_len;
+    spate_time_window window; /* window functions and triggers: the window */
+    struct scratch scratch;
+    struct accumulators *accumulators;
+    char *failure; /* set by spate_ctx_fail */
+};
+
+/* Where the task comes from, for operators that need more than their own
+ * settings (input splits, the print sink's stream). */
+struct task_info {
+    int subtask;
+    int parallelism;
+    int max_parallelism;
+    int attempt;
+    const char *task_name;
+    struct accumulators *accumulators;
+    FILE *print_out; /* where print sinks write: stdout */
+    /* The next split of a file source (the seeds' RequestNextInputSplit):
+     * 0 with *path, *start, *length set; 1 when there are no more; < 0 on
+     * failure. */
+    int (*next_split)(void *data, int operator_index, char **path, uint64_t *start,
+                      uint64_t *length, spate_error *err);
+    void *split_data;
+};
+
+enum source_status {
+    SOURCE_MORE,    /* call poll again */
+    SOURCE_WAITING, /* nothing now: wait for wait_fd or wait_until_ns */
+    SOURCE_END,     /* bounded input done */
+};
+
+struct operator_vtable {
+    int (*open)(struct stream_operator *op, spate_error *err);
+    void (*process)(struct stream_operator *op, const void *rec, const struct record_meta *meta);
+    /* Two-input operators: a record of the second input. */
+    void (*process2)(struct stream_operator *op, const void *rec, const struct record_meta *meta);
+    /* The input ended (bounded sources): emit final results. */
+    void (*end_input)(struct stream_operator *op);
+    void (*close)(struct stream_operator *op);
+    /* Sources: emit up to budget records. On failure err is set and the
+     * status is SOURCE_END. */
+    enum source_status (*poll)(struct stream_operator *op, int budget, spate_error *err);
+    /* Event time reached watermark: fire what is due, then pass it on. NULL:
+     * pass it on. */
+    void (*process_watermark)(struct stream_operator *op, int64_t watermark);
+    /* op->next_processing_ns passed (timers, periodic watermarks). */
+    void (*on_processing_time)(struct stream_operator *op, uint64_t now_ns);
+};
+
+/* Where an operator's side output `tag` goes. */
+struct side_output {
+    const char *tag;
+    struct output *out;
+};
+
+struct stream_operator {
+    const struct operator_vtable *vt;
+    const struct spate_stream *config; /* kind, functions, types, settings */
+    int index;                         /* in its chain */
+    struct spate_ctx ctx;
+    struct output *out;
+    struct side_output *sides; /* consumed side outputs */
+    int nsides;
+    struct keyed_backend *backend; /* keyed operators with state or timers */
+    bool owns_backend;             /* made by operator_new for operator state */
+    const struct task_info *task;
+    void *impl; /* the kind's own state */
+    /* Sources waiting: a descriptor to watch or a time to wake up. */
+    int wait_fd;
+    uint64_t wait_until_ns;
+    /* Sources stopped by cancellation or stop-with-savepoint. */
+    bool stopping;
+    /* The kind's open succeeded: the user's close runs at the end. */
+    bool opened;
+    /* Event time as this operator has seen it. */
+    int64_t current_watermark;
+    /* When on_processing_time wants to run (CLOCK_MONOTONIC ns; 0: never). */
+    uint64_t next_processing_ns;
+    /* Records in and out on the main output (Flink's numRecordsIn and
+     * numRecordsOut of an operator), reported with the job's result. */
+    uint64_t records_in, records_out;
+};
+
+/* Makes the running operator for config; out is where its records go. */
+int operator_new(const struct spate_stream *config, int index, const struct task_info *task,
+                 struct output *out, struct stream_operator **opp, spate_error *err);
+void operator_free(struct stream_operator *op);
+
+/* A user function's failure (spate_ctx_fail), or NULL. */
+static inline const char *
+operator_failure(const struct stream_operator *op)
+{
+    return op->ctx.failure;
+}
+
+/* Hands op a record of its first (process) or second (process2) input. */
+static inline void
+operator_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    op->records_in++;
+    op->vt->process(op, rec, meta);
+}
+
+static inline void
+operator_process2(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    op->records_in++;
+    op->vt->process2(op, rec, meta);
+}
+
+/* Emits a record on op's main output. */
+static inline void
+operator_emit(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    op->records_out++;
+    op->out->collect(op->out, rec, meta);
+}
+
+/* Advances op's event time: its process_watermark, or passes it on. */
+void operator_process_watermark(struct stream_operator *op, int64_t watermark);
+
+void scratch_reset(struct scratch *s);
+void scratch_release(struct scratch *s);
+
+#endif

@@ -1,0 +1,1114 @@
+/* The built-in operators (operator.h): map, filter, flat_map, process, the
+ * keyed reduce and sum, the sinks and the sources. The per-record paths
+ * (process, poll) allocate nothing: outputs go to storage made at open. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "state/state_map.h"
+#include "streaming/keyed_backend.h"
+#include "streaming/keys.h"
+#include "streaming/operator.h"
+#include "streaming/types.h"
+#include "streaming/window_operator.h"
+
+static const struct record_meta no_meta = { RECORD_NO_TIMESTAMP, 0, false };
+
+/* Calls a user function's prologue: the scratch memory of the previous call
+ * is free again. */
+static inline void
+before_call(struct stream_operator *op)
+{
+    if (op->ctx.scratch.used != 0)
+        scratch_reset(&op->ctx.scratch);
+}
+
+static void *
+out_storage(const struct spate_type *t)
+{
+    /* Aligned for any field; zeroed so that unset padding is stable. */
+    return xcalloc(1, t->size ? (t->size + 15) & ~(size_t)15 : 16);
+}
+
+/* ---- map, filter, flat_map, process ---- */
+
+struct map_impl {
+    void *out;
+};
+
+static int
+map_open(struct stream_operator *op, spate_error *err)
+{
+    struct map_impl *m = xcalloc(1, sizeof *m);
+
+    UNUSED(err);
+    m->out = out_storage(op->config->out_type);
+    op->impl = m;
+    return 0;
+}
+
+static void
+map_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct map_impl *m = op->impl;
+
+    before_call(op);
+    op->ctx.meta = *meta;
+    ((spate_map_fn)op->config->fn)(&op->ctx, rec, m->out);
+    operator_emit(op, m->out, meta);
+}
+
+static void
+map_close(struct stream_operator *op)
+{
+    struct map_impl *m = op->impl;
+
+    if (m != NULL)
+        free(m->out);
+    free(m);
+    op->impl = NULL;
+}
+
+static void
+filter_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    before_call(op);
+    op->ctx.meta = *meta;
+    if (((spate_filter_fn)op->config->fn)(&op->ctx, rec))
+        operator_emit(op, rec, meta);
+}
+
+static void
+flat_map_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    before_call(op);
+    op->ctx.meta = *meta;
+    /* Keyed: the emitted records leave without the input's key hash. */
+    op->ctx.meta.has_key_hash = false;
+    ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
+}
+
+/* ---- keyed process functions ---- */
+
+static int
+process_open(struct stream_operator *op, spate_error *err)
+{
+    if (op->config->key.kind == KEY_NONE && op->config->nstates == 0)
+        return 0;
+    op->backend = xcalloc(1, sizeof *op->backend);
+    return keyed_backend_init(op->backend, op, NULL, 0, err);
+}
+
+static void
+process_close(struct stream_operator *op)
+{
+    if (op->backend != NULL)
+        keyed_backend_release(op->backend);
+    free(op->backend);
+    op->backend = NULL;
+    free(op->impl);
+    op->impl = NULL;
+}
+
+static void
+keyed_process_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    uint8_t scratch[256];
+    spate_bytes key;
+
+    before_call(op);
+    op->ctx.meta = *meta;
+    if (op->backend != NULL) {
+        key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec, scratch,
+                           sizeof scratch);
+        keyed_backend_set_key(
+            op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL,
+            0);
+    }
+    op->ctx.meta.has_key_hash = false;
+    ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
+}
+
+static void
+process_fire(struct stream_operator *op, const struct timer *t)
+{
+    /* KeyedProcessFunction.onTimer; a two-input one keeps it third. */
+    void *on_timer = op->config->kind == OP_PROCESS ? op->config->fn2 : op->config->fn3;
+
+    before_call(op);
+    /* Records emitted by a timer carry its timestamp (event time). */
+    op->ctx.meta.timestamp = t->event_time ? t->timestamp : RECORD_NO_TIMESTAMP;
+    op->ctx.meta.has_key_hash = false;
+    if (on_timer != NULL)
+        ((spate_on_timer_fn)on_timer)(&op->ctx, t->timestamp, t->event_time);
+}
+
+/* ---- two-input operators ---- */
+
+/* Sets the key of a record of input `which` current (keyed operators). */
+static void
+co_set_key(struct stream_operator *op, int which, const void *rec, const struct record_meta *meta)
+{
+    const struct key_selector *k = which == 0 ? &op->config->key : &op->config->key2;
+    const struct spate_type *t = which == 0 ? op->config->in_type : op->config->in_type2;
+    uint8_t scratch[256];
+    spate_bytes key;
+
+    if (op->backend == NULL || k->kind == KEY_NONE)
+        return;
+    key = keys_extract(k, t, &op->ctx, rec, scratch, sizeof scratch);
+    /* The key must outlive the scratch: keep it in call scratch. */
+    if (key.data == scratch) {
+        void *copy = spate_ctx_alloc(&op->ctx, key.len);
+
+        memcpy(copy, scratch, key.len);
+        key.data = copy;
+    }
+    keyed_backend_set_key(
+        op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
+}
+
+static void
+co_map_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct map_impl *m = op->impl;
+
+    before_call(op);
+    op->ctx.meta = *meta;
+    op->ctx.meta.has_key_hash = false;
+    ((spate_map_fn)op->config->fn)(&op->ctx, rec, m->out);
+    operator_emit(op, m->out, &op->ctx.meta);
+}
+
+static void
+co_map_process2(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct map_impl *m = op->impl;
+
+    before_call(op);
+    op->ctx.meta = *meta;
+    op->ctx.meta.has_key_hash = false;
+    ((spate_map_fn)op->config->fn2)(&op->ctx, rec, m->out);
+    operator_emit(op, m->out, &op->ctx.meta);
+}
+
+static void
+co_process_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    before_call(op);
+    op->ctx.meta = *meta;
+    co_set_key(op, 0, rec, meta);
+    op->ctx.meta.has_key_hash = false;
+    ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
+}
+
+static void
+co_process_process2(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    before_call(op);
+    op->ctx.meta = *meta;
+    co_set_key(op, 1, rec, meta);
+    op->ctx.meta.has_key_hash = false;
+    if (op->backend != NULL)
+        op->backend->broadcast_writable = op->config->kind == OP_BROADCAST_PROCESS;
+    ((spate_flat_map_fn)op->config->fn2)(&op->ctx, rec);
+    if (op->backend != NULL)
+        op->backend->broadcast_writable = false;
+}
+
+static void
+process_watermark(struct stream_operator *op, int64_t watermark)
+{
+    /* Timers see the new event time, as Flink's InternalTimerService. */
+    op->current_watermark = watermark;
+    if (op->backend != NULL)
+        keyed_backend_advance(op->backend, true, watermark, process_fire);
+    op->out->emit_watermark(op->out, watermark);
+}
+
+static void
+process_on_processing_time(struct stream_operator *op, uint64_t now)
+{
+    op->next_processing_ns = 0;
+    if (op->backend != NULL)
+        keyed_backend_on_processing_time(op->backend, now, process_fire);
+}
+
+/* ---- keyed reduce and sum ---- */
+
+struct keyed_impl {
+    struct keyed_state keyed;
+    void *acc;    /* the stored value, deserialized */
+    void *out;    /* the reduce function's result */
+    uint8_t *ser; /* its serialized form */
+    size_t ser_cap;
+    uint8_t key_scratch[256];
+    int sum_offset_field; /* field whose serialized offset sum updates */
+};
+
+static int
+keyed_open(struct stream_operator *op, spate_error *err)
+{
+    struct keyed_impl *k = xcalloc(1, sizeof *k);
+    int rc;
+
+    op->impl = k;
+    if ((rc = keyed_state_init(&k->keyed, op->task, op->ctx.max_parallelism, err)) != 0)
+        return rc;
+    k->acc = out_storage(op->config->out_type);
+    k->out = out_storage(op->config->out_type);
+    k->ser_cap = 256;
+    k->ser = xmalloc(k->ser_cap);
+    return 0;
+}
+
+static void
+keyed_close(struct stream_operator *op)
+{
+    struct keyed_impl *k = op->impl;
+
+    if (k == NULL)
+        return;
+    keyed_state_release(&k->keyed);
+    free(k->acc);
+    free(k->out);
+    free(k->ser);
+    free(k);
+    op->impl = NULL;
+}
+
+/* Serializes rec into k->ser, growing it; returns the length. */
+static size_t
+keyed_serialize(struct keyed_impl *k, const struct spate_type *t, const void *rec)
+{
+    size_t n = types_serialize(t, rec, k->ser, k->ser_cap);
+
+    if (n > k->ser_cap) {
+        k->ser_cap = n * 2;
+        k->ser = xrealloc(k->ser, k->ser_cap);
+        n = types_serialize(t, rec, k->ser, k->ser_cap);
+    }
+    return n;
+}
+
+/* The record's key bytes and hash (taken from the exchange when it came with
+ * the record), and the state map of its key group. */
+static struct state_map *
+keyed_lookup(struct stream_operator *op, struct keyed_impl *k, const void *rec,
+             const struct record_meta *meta, uint64_t *hash)
+{
+    op->ctx.key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec, k->key_scratch,
+                               sizeof k->key_scratch);
+    *hash = meta->has_key_hash ? meta->key_hash : key_group_hash(op->ctx.key.data, op->ctx.key.len);
+    return keyed_state_map(&k->keyed, *hash);
+}
+
+static void
+reduce_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct keyed_impl *k = op->impl;
+    const struct spate_type *t = op->config->out_type;
+    struct state_entry *e;
+    struct state_map *map;
+    uint64_t hash;
+    size_t n;
+
+    before_call(op);
+    op->ctx.meta = *meta;
+    map = keyed_lookup(op, k, rec, meta, &hash);
+    e = state_map_get(map, hash, op->ctx.key.data, op->ctx.key.len);
+    if (e == NULL) {
+        n = keyed_serialize(k, t, rec);
+        state_map_put(map, hash, op->ctx.key.data, op->ctx.key.len, k->ser, n);
+        operator_emit(op, rec, meta);
+        return;
+    }
+    if (types_deserialize(t, state_entry_value(e), e->value_len, k->acc) != 0) {
+        spate_ctx_fail(&op->ctx, "corrupt reduce state for a key of '%s'", op->ctx.task_name);
+        return;
+    }
+    ((spate_reduce_fn)op->config->fn)(&op->ctx, k->acc, rec, k->out);
+    /* The result may point into the stored value: serialize it first. */
+    n = keyed_serialize(k, t, k->out);
+    e = state_map_put(map, hash, op->ctx.key.data, op->ctx.key.len, k->ser, n);
+    operator_emit(op, k->out, meta);
+}
+
+static void
+sum_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct keyed_impl *k = op->impl;
+    const struct spate_type *t = op->config->out_type;
+    int field = op->config->sum_field;
+    const struct spate_type *ft = field >= 0 ? t->fields[field] : t;
+    const uint8_t *in_field = field >= 0 ? (const uint8_t *)rec + t->offsets[field] : rec;
+    struct state_entry *e;
+    struct state_map *map;
+    uint64_t hash;
+    uint8_t *v;
+
+    op->ctx.meta = *meta;
+    map = keyed_lookup(op, k, rec, meta, &hash);
+    e = state_map_get(map, hash, op->ctx.key.data, op->ctx.key.len);
+    if (e == NULL) {
+        /* The stored value: the offset of the sum in the serialized record,
+         * then the record. Only those 8 bytes change from now on. */
+        size_t n = keyed_serialize(k, t, rec);
+        uint32_t off =
+            (uint32_t)(field >= 0 ? types_serialized_offset(t, rec, t->offsets[field]) : 0);
+
+        e = state_map_put(map, hash, op->ctx.key.data, op->ctx.key.len, NULL, 4 + n);
+        v = state_entry_value(e);
+        memcpy(v, &off, 4);
+        memcpy(v + 4, k->ser, n);
+    } else {
+        uint32_t off;
+
+        v = state_entry_value(e);
+        memcpy(&off, v, 4);
+        if (ft->kind == TYPE_INT64) {
+            int64_t a, b;
+
+            memcpy(&a, v + 4 + off, 8);
+            memcpy(&b, in_field, 8);
+            a = (int64_t)((uint64_t)a + (uint64_t)b); /* wraps like Java's long */
+            memcpy(v + 4 + off, &a, 8);
+        } else {
+            double a, b;
+
+            memcpy(&a, v + 4 + off, 8);
+            memcpy(&b, in_field, 8);
+            a += b;
+            memcpy(v + 4 + off, &a, 8);
+        }
+    }
+    if (types_deserialize(t, v + 4, e->value_len - 4, k->out) != 0) {
+        spate_ctx_fail(&op->ctx, "corrupt sum state");
+        return;
+    }
+    operator_emit(op, k->out, meta);
+}
+
+/* ---- sinks ---- */
+
+struct print_impl {
+    FILE *f;
+    bool owned;
+    char prefix[16];
+    char *line;
+    size_t cap;
+};
+
+static int
+print_open_file(struct stream_operator *op, FILE *f, bool owned)
+{
+    struct print_impl *p = xcalloc(1, sizeof *p);
+
+    p->f = f;
+    p->owned = owned;
+    if (op->config->kind == OP_SINK_PRINT && op->ctx.parallelism > 1)
+        snprintf(p->prefix, sizeof p->prefix, "%d> ", op->ctx.subtask + 1);
+    p->cap = 4096;
+    p->line = xmalloc(p->cap);
+    op->impl = p;
+    return 0;
+}
+
+static int
+print_open(struct stream_operator *op, spate_error *err)
+{
+    UNUSED(err);
+    return print_open_file(op, op->task->print_out ? op->task->print_out : stdout, false);
+}
+
+static int
+file_sink_open(struct stream_operator *op, spate_error *err)
+{
+    const char *path = op->config->path;
+    char *target;
+    FILE *f;
+
+    if (op->ctx.parallelism > 1) {
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return spate_error_set(err, -errno, "cannot make output folder '%s': %s", path,
+                                   spate_strerror(-errno));
+        target = xasprintf("%s/part-%d", path, op->ctx.subtask);
+    } else {
+        target = xstrdup(path);
+    }
+    f = fopen(target, "w");
+    if (f == NULL) {
+        int code = -errno;
+
+        spate_error_set(err, code, "cannot open output file '%s': %s", target,
+                        spate_strerror(code));
+        free(target);
+        return code;
+    }
+    free(target);
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
+    return print_open_file(op, f, true);
+}
+
+static void
+print_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct print_impl *p = op->impl;
+    int n;
+
+    UNUSED(meta);
+    n = types_format(op->config->in_type, rec, p->line, p->cap);
+    if ((size_t)n >= p->cap) {
+        p->cap = (size_t)n + 1;
+        p->line = xrealloc(p->line, p->cap);
+        n = types_format(op->config->in_type, rec, p->line, p->cap);
+    }
+    if (p->prefix[0])
+        fputs(p->prefix, p->f);
+    fwrite(p->line, 1, (size_t)n, p->f);
+    fputc('\n', p->f);
+}
+
+static void
+print_close(struct stream_operator *op)
+{
+    struct print_impl *p = op->impl;
+
+    if (p == NULL)
+        return;
+    if (p->owned)
+        fclose(p->f);
+    else
+        fflush(p->f);
+    free(p->line);
+    free(p);
+    op->impl = NULL;
+}
+
+static void
+sink_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    before_call(op);
+    op->ctx.meta = *meta;
+    ((spate_sink_fn)op->config->fn)(&op->ctx, rec);
+}
+
+/* ---- sources ---- */
+
+struct collection_impl {
+    const uint8_t *at, *end;
+    uint64_t index;
+    void *rec;
+};
+
+static int
+collection_open(struct stream_operator *op, spate_error *err)
+{
+    struct collection_impl *c = xcalloc(1, sizeof *c);
+
+    UNUSED(err);
+    c->at = op->config->records;
+    c->end = op->config->records + op->config->records_len;
+    c->rec = out_storage(op->config->out_type);
+    op->impl = c;
+    return 0;
+}
+
+static enum source_status
+collection_poll(struct stream_operator *op, int budget, spate_error *err)
+{
+    struct collection_impl *c = op->impl;
+
+    while (budget-- > 0 && c->at < c->end) {
+        uint32_t len;
+
+        memcpy(&len, c->at, 4);
+        if (len > (size_t)(c->end - c->at - 4)) {
+            spate_error_set(err, SPATE_EPROTO, "corrupt collection source data");
+            return SOURCE_END;
+        }
+        /* Subtask i of n takes every n-th record. */
+        if (c->index++ % (uint64_t)op->ctx.parallelism == (uint64_t)op->ctx.subtask) {
+            if (types_deserialize(op->config->out_type, c->at + 4, len, c->rec) != 0) {
+                spate_error_set(err, SPATE_EPROTO, "corrupt collection source record");
+                return SOURCE_END;
+            }
+            operator_emit(op, c->rec, &no_meta);
+        }
+        c->at += 4 + len;
+    }
+    return c->at < c->end ? SOURCE_MORE : SOURCE_END;
+}
+
+static void
+generic_free_close(struct stream_operator *op)
+{
+    struct collection_impl *c = op->impl;
+
+    if (c != NULL)
+        free(c->rec);
+    free(op->impl);
+    op->impl = NULL;
+}
+
+struct generator_impl {
+    uint64_t next;    /* next index of this subtask */
+    uint64_t emitted; /* by this subtask */
+    uint64_t start_ns;
+    double rate; /* per second, this subtask's share; 0: unlimited */
+    void *rec;
+};
+
+static int
+generator_open(struct stream_operator *op, spate_error *err)
+{
+    struct generator_impl *g = xcalloc(1, sizeof *g);
+
+    UNUSED(err);
+    g->next = (uint64_t)op->ctx.subtask;
+    g->rate = op->config->rate / op->ctx.parallelism;
+    g->start_ns = clock_mono_ns();
+    g->rec = out_storage(op->config->out_type);
+    op->impl = g;
+    return 0;
+}
+
+static enum source_status
+generator_poll(struct stream_operator *op, int budget, spate_error *err)
+{
+    struct generator_impl *g = op->impl;
+    uint64_t count = op->config->count;
+    spate_generator_fn gen = (spate_generator_fn)op->config->fn;
+
+    UNUSED(err);
+    if (g->rate > 0) {
+        /* Emit no more than the rate allows by now. */
+        double allowed = (double)(clock_mono_ns() - g->start_ns) / 1e9 * g->rate + 1;
+
+        if ((double)g->emitted >= allowed) {
+            op->wait_until_ns = g->start_ns + (uint64_t)((double)(g->emitted) / g->rate * 1e9);
+            return SOURCE_WAITING;
+        }
+        if ((double)budget > allowed - (double)g->emitted)
+            budget = (int)(allowed - (double)g->emitted) + 1;
+    }
+    while (budget-- > 0 && (count == 0 || g->next < count)) {
+        before_call(op);
+        gen(&op->ctx, g->next, g->rec);
+        operator_emit(op, g->rec, &no_meta);
+        g->next += (uint64_t)op->ctx.parallelism;
+        g->emitted++;
+    }
+    return (count != 0 && g->next >= count) ? SOURCE_END : SOURCE_MORE;
+}
+
+static void
+generator_close(struct stream_operator *op)
+{
+    struct generator_impl *g = op->impl;
+
+    if (g != NULL)
+        free(g->rec);
+    free(g);
+    op->impl = NULL;
+}
+
+/* Line sources (socket, file) share a line splitter over a read buffer. */
+struct lines_impl {
+    int fd;
+    uint8_t *buf;
+    size_t len, cap;
+    bool eof;
+    /* file splits */
+    uint64_t split_end; /* absolute offset where this split's last line may start */
+    uint64_t pos;       /* absolute offset of buf[0] */
+    bool in_split;
+    bool skip_first;
+};
+
+/* Emits complete lines in buf (up to budget); returns how many it emitted. */
+static int
+lines_emit(struct stream_operator *op, struct lines_impl *l, int budget, bool flush_tail)
+{
+    size_t start = 0;
+    int emitted = 0;
+
+    while (emitted < budget) {
+        uint8_t *nl = memchr(l->buf + start, '\n', l->len - start);
+        size_t end;
+        spate_str line;
+
+        if (nl == NULL) {
+            if (!flush_tail || start == l->len)
+                break;
+            end = l->len;
+        } else {
+            end = (size_t)(nl - l->buf);
+        }
+        if (l->in_split && l->pos + start > l->split_end) {
+            /* Lines starting after the split's end belong to the next one. */
+            l->len = start;
+            l->in_split = false;
+            break;
+        }
+        line.data = (const char *)l->buf + start;
+        line.len = end - start;
+        if (line.len > 0 && line.data[line.len - 1] == '\r')
+            line.len--;
+        if (l->skip_first) {
+            l->skip_first = false;
+        } else {
+            operator_emit(op, &line, &no_meta);
+            emitted++;
+        }
+        start = nl ? end + 1 : end;
+    }
+    memmove(l->buf, l->buf + start, l->len - start);
+    l->len -= start;
+    l->pos += start;
+    return emitted;
+}
+
+static int
+lines_fill(struct lines_impl *l, spate_error *err, const char *what)
+{
+    ssize_t n;
+
+    if (l->len == l->cap) {
+        l->cap *= 2;
+        l->buf = xrealloc(l->buf, l->cap);
+    }
+    n = read(l->fd, l->buf + l->len, l->cap - l->len);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+            return 0;
+        return spate_error_set(err, -errno, "cannot read %s: %s", what, spate_strerror(-errno));
+    }
+    if (n == 0)
+        l->eof = true;
+    l->len += (size_t)n;
+    return (int)n;
+}
+
+static struct lines_impl *
+lines_new(void)
+{
+    struct lines_impl *l = xcalloc(1, sizeof *l);
+
+    l->fd = -1;
+    l->cap = 1 << 20;
+    l->buf = xmalloc(l->cap);
+    return l;
+}
+
+static void
+lines_close(struct stream_operator *op)
+{
+    struct lines_impl *l = op->impl;
+
+    if (l == NULL)
+        return;
+    if (l->fd >= 0)
+        close(l->fd);
+    free(l->buf);
+    free(l);
+    op->impl = NULL;
+}
+
+static int
+socket_open(struct stream_operator *op, spate_error *err)
+{
+    struct lines_impl *l = lines_new();
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res = NULL, *ai;
+    char port[16];
+    int rc;
+
+    op->impl = l;
+    snprintf(port, sizeof port, "%d", op->config->port);
+    if ((rc = getaddrinfo(op->config->host, port, &hints, &res)) != 0)
+        return spate_error_set(err, SPATE_EINVAL, "cannot resolve '%s': %s", op->config->host,
+                               gai_strerror(rc));
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        l->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+        if (l->fd >= 0 && connect(l->fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        rc = -errno;
+        if (l->fd >= 0)
+            close(l->fd);
+        l->fd = -1;
+    }
+    freeaddrinfo(res);
+    if (l->fd < 0)
+        return spate_error_set(err, rc ? rc : SPATE_ECONNREFUSED,
+                               "cannot connect to socket source %s:%d: %s", op->config->host,
+                               op->config->port, spate_strerror(rc));
+    fcntl(l->fd, F_SETFL, fcntl(l->fd, F_GETFL) | O_NONBLOCK);
+    op->wait_fd = l->fd;
+    return 0;
+}
+
+static enum source_status
+socket_poll(struct stream_operator *op, int budget, spate_error *err)
+{
+    struct lines_impl *l = op->impl;
+    int n;
+
+    if (lines_emit(op, l, budget, false) > 0)
+        return SOURCE_MORE;
+    n = lines_fill(l, err, "the socket source");
+    if (n < 0)
+        return SOURCE_END;
+    if (l->eof) {
+        lines_emit(op, l, budget, true);
+        return l->len ? SOURCE_MORE : SOURCE_END;
+    }
+    return n > 0 ? SOURCE_MORE : SOURCE_WAITING;
+}
+
+static int
+file_open(struct stream_operator *op, spate_error *err)
+{
+    UNUSED(err);
+    op->impl = lines_new();
+    return 0;
+}
+
+/* Starts the next split with lines in it; 1 when there are no more. A split
+ * owns the lines that start in [start, start + length): reading begins one
+ * byte early and drops everything up to the first newline, which belongs to
+ * the split before (Hadoop's line splits). */
+static int
+file_next_split(struct stream_operator *op, struct lines_impl *l, spate_error *err)
+{
+    char *path = NULL;
+    uint64_t start = 0, length = 0;
+    int rc;
+
+    if (op->task->next_split == NULL)
+        return spate_error_set(err, SPATE_ESTATE, "no input split provider for '%s'",
+                               op->ctx.task_name);
+    do {
+        rc = op->task->next_split(op->task->split_data, op->index, &path, &start, &length, err);
+        if (rc != 0)
+            return rc;
+        if (length == 0)
+            free(path);
+    } while (length == 0);
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (l->fd < 0) {
+        rc = spate_error_set(err, -errno, "cannot open input file '%s': %s", path,
+                             spate_strerror(-errno));
+        free(path);
+        return rc;
+    }
+    l->skip_first = start > 0;
+    l->pos = start > 0 ? start - 1 : 0;
+    if (lseek(l->fd, (off_t)l->pos, SEEK_SET) < 0) {
+        rc = spate_error_set(err, -errno, "cannot seek in input file '%s': %s", path,
+                             spate_strerror(-errno));
+        free(path);
+        return rc;
+    }
+    free(path);
+    l->split_end = start + length - 1;
+    l->len = 0;
+    l->eof = false;
+    l->in_split = true;
+    return 0;
+}
+
+static enum source_status
+file_poll(struct stream_operator *op, int budget, spate_error *err)
+{
+    struct lines_impl *l = op->impl;
+
+    if (!l->in_split && file_next_split(op, l, err) != 0)
+        return SOURCE_END; /* no more splits, or err says why */
+    if (lines_emit(op, l, budget, l->eof) > 0 || !l->in_split)
+        return SOURCE_MORE;
+    if (l->eof) {
+        l->in_split = false;
+        return SOURCE_MORE;
+    }
+    if (lines_fill(l, err, "an input file") < 0)
+        return SOURCE_END;
+    return SOURCE_MORE;
+}
+
+/* ---- timestamps and watermarks ---- */
+
+struct assign_impl {
+    int64_t max_timestamp;
+    int64_t emitted; /* the last watermark sent */
+    uint64_t interval_ns;
+    uint64_t idleness_ns;
+    uint64_t last_record_ns; /* as of the last clock read */
+    uint32_t since_clock;    /* records since the last clock read */
+    bool idle;
+};
+
+#define ASSIGN_CLOCK_EVERY 256
+
+static void
+assign_emit_periodic(struct stream_operator *op, struct assign_impl *a)
+{
+    int64_t wm;
+
+    if (op->config->fn2 != NULL || a->max_timestamp == INT64_MIN)
+        return;
+    /* Flink's BoundedOutOfOrdernessWatermarks: max - bound - 1. */
+    wm = a->max_timestamp - op->config->bound_ms - 1;
+    if (wm > a->emitted) {
+        a->emitted = wm;
+        op->current_watermark = wm;
+        op->out->emit_watermark(op->out, wm);
+    }
+}
+
+static int
+assign_open(struct stream_operator *op, spate_error *err)
+{
+    struct assign_impl *a = xcalloc(1, sizeof *a);
+    uint64_t now = clock_mono_ns();
+
+    UNUSED(err);
+    a->max_timestamp = INT64_MIN;
+    a->emitted = INT64_MIN;
+    a->interval_ns = (uint64_t)op->config->interval_ms * 1000000u;
+    a->idleness_ns = (uint64_t)op->config->idleness_ms * 1000000u;
+    a->last_record_ns = now;
+    op->impl = a;
+    op->next_processing_ns = now + a->interval_ns;
+    return 0;
+}
+
+static void
+assign_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct assign_impl *a = op->impl;
+    struct record_meta m = *meta;
+
+    before_call(op);
+    op->ctx.meta = *meta;
+    if (op->config->fn != NULL)
+        m.timestamp = ((spate_timestamp_fn)op->config->fn)(&op->ctx, rec);
+    if (m.timestamp > a->max_timestamp && m.timestamp != RECORD_NO_TIMESTAMP)
+        a->max_timestamp = m.timestamp;
+    if (a->idle) {
+        a->idle = false;
+        op->out->emit_idle(op->out, false);
+    }
+    operator_emit(op, rec, &m);
+    if (op->config->fn2 != NULL) {
+        int64_t wm = ((spate_watermark_fn)op->config->fn2)(&op->ctx, rec, m.timestamp);
+
+        if (wm > a->emitted) {
+            a->emitted = wm;
+            op->current_watermark = wm;
+            op->out->emit_watermark(op->out, wm);
+        }
+    } else if (++a->since_clock == ASSIGN_CLOCK_EVERY) {
+        /* Read the clock per batch, not per record. */
+        uint64_t now = clock_mono_ns();
+
+        a->since_clock = 0;
+        a->last_record_ns = now;
+        if (now >= op->next_processing_ns) {
+            assign_emit_periodic(op, a);
+            op->next_processing_ns = now + a->interval_ns;
+        }
+    }
+}
+
+static void
+assign_on_processing_time(struct stream_operator *op, uint64_t now)
+{
+    struct assign_impl *a = op->impl;
+
+    if (a->since_clock != 0) {
+        a->since_clock = 0;
+        a->last_record_ns = now;
+    }
+    assign_emit_periodic(op, a);
+    if (a->idleness_ns != 0 && !a->idle && now - a->last_record_ns >= a->idleness_ns) {
+        a->idle = true;
+        op->out->emit_idle(op->out, true);
+    }
+    op->next_processing_ns = now + a->interval_ns;
+}
+
+static void
+assign_watermark(struct stream_operator *op, int64_t watermark)
+{
+    /* Upstream watermarks are replaced by this operator's, but the end of
+     * input (the max watermark) goes through. */
+    if (watermark == RECORD_MAX_WATERMARK) {
+        op->current_watermark = watermark;
+        op->out->emit_watermark(op->out, watermark);
+    }
+}
+
+/* ---- the table ---- */
+
+static void
+nothing_close(struct stream_operator *op)
+{
+    UNUSED(op);
+}
+
+static void
+generic_close(struct stream_operator *op)
+{
+    free(op->impl);
+    op->impl = NULL;
+}
+
+static int
+nothing_open(struct stream_operator *op, spate_error *err)
+{
+    UNUSED(op);
+    UNUSED(err);
+    return 0;
+}
+
+static const struct operator_vtable vtables[] = {
+    [OP_SOURCE_COLLECTION] = { .open = collection_open,
+                               .close = generic_free_close,
+                               .poll = collection_poll },
+    [OP_SOURCE_GENERATOR] = { .open = generator_open,
+                              .close = generator_close,
+                              .poll = generator_poll },
+    [OP_SOURCE_SOCKET] = { .open = socket_open, .close = lines_close, .poll = socket_poll },
+    [OP_SOURCE_FILE] = { .open = file_open, .close = lines_close, .poll = file_poll },
+    [OP_MAP] = { .open = map_open, .process = map_process, .close = map_close },
+    [OP_FILTER] = { .open = nothing_open, .process = filter_process, .close = nothing_close },
+    [OP_FLAT_MAP] = { .open = nothing_open, .process = flat_map_process, .close = nothing_close },
+    [OP_PROCESS] = { .open = process_open,
+                     .process = keyed_process_process,
+                     .close = process_close,
+                     .process_watermark = process_watermark,
+                     .on_processing_time = process_on_processing_time },
+    [OP_REDUCE] = { .open = keyed_open, .process = reduce_process, .close = keyed_close },
+    [OP_SUM] = { .open = keyed_open, .process = sum_process, .close = keyed_close },
+    [OP_SINK_PRINT] = { .open = print_open, .process = print_process, .close = print_close },
+    [OP_SINK_FILE] = { .open = file_sink_open, .process = print_process, .close = print_close },
+    [OP_SINK] = { .open = nothing_open, .process = sink_process, .close = nothing_close },
+    [OP_CO_MAP] = { .open = map_open,
+                    .process = co_map_process,
+                    .process2 = co_map_process2,
+                    .close = map_close },
+    [OP_CO_PROCESS] = { .open = process_open,
+                        .process = co_process_process,
+                        .process2 = co_process_process2,
+                        .close = process_close,
+                        .process_watermark = process_watermark,
+                        .on_processing_time = process_on_processing_time },
+    [OP_BROADCAST_PROCESS] = { .open = process_open,
+                               .process = co_process_process,
+                               .process2 = co_process_process2,
+                               .close = process_close,
+                               .process_watermark = process_watermark,
+                               .on_processing_time = process_on_processing_time },
+    [OP_ASSIGN_TIMESTAMPS] = { .open = assign_open,
+                               .process = assign_process,
+                               .close = generic_close,
+                               .process_watermark = assign_watermark,
+                               .on_processing_time = assign_on_processing_time },
+};
+
+void
+operator_process_watermark(struct stream_operator *op, int64_t watermark)
+{
+    if (watermark <= op->current_watermark)
+        return;
+    if (op->vt->process_watermark != NULL) {
+        op->vt->process_watermark(op, watermark);
+    } else {
+        op->current_watermark = watermark;
+        op->out->emit_watermark(op->out, watermark);
+    }
+}
+
+int
+operator_new(const struct spate_stream *config, int index, const struct task_info *task,
+             struct output *out, struct stream_operator **opp, spate_error *err)
+{
+    struct stream_operator *op;
+    int rc;
+
+    if (stream_node_is_virtual(config) ||
+        (config->kind >= ARRAY_SIZE(vtables) && config->kind != OP_WINDOW))
+        return spate_error_set(err, SPATE_EINVAL, "operator kind %d cannot run", config->kind);
+    op = xcalloc(1, sizeof *op);
+    op->vt = config->kind == OP_WINDOW ? &window_operator_vtable : &vtables[config->kind];
+    op->config = config;
+    op->index = index;
+    op->task = task;
+    op->out = out;
+    op->wait_fd = -1;
+    op->current_watermark = INT64_MIN;
+    op->ctx.op = op;
+    op->ctx.params = config->params;
+    op->ctx.params_len = config->params_len;
+    op->ctx.subtask = task->subtask;
+    op->ctx.parallelism = task->parallelism;
+    op->ctx.max_parallelism = task->max_parallelism;
+    op->ctx.task_name = task->task_name;
+    op->ctx.meta = no_meta;
+    op->ctx.accumulators = task->accumulators;
+    if ((rc = op->vt->open(op, err)) != 0)
+        goto fail;
+    if (config->nstates > 0 && op->backend == NULL) {
+        /* Operator state on an operator of another kind (a source, a map). */
+        op->backend = xcalloc(1, sizeof *op->backend);
+        op->owns_backend = true;
+        if ((rc = keyed_backend_init(op->backend, op, NULL, 0, err)) != 0)
+            goto fail;
+    }
+    op->opened = true;
+    if (config->open != NULL) {
+        config->open(&op->ctx);
+        if (op->ctx.failure != NULL) {
+            rc = spate_error_set(err, SPATE_EUSER, "open of '%s' failed: %s",
+                                 config->name ? config->name : operator_kind_name(config->kind),
+                                 op->ctx.failure);
+            goto fail;
+        }
+    }
+    *opp = op;
+    return 0;
+fail:
+    operator_free(op);
+    return rc;
+}
+
+void
+operator_free(struct stream_operator *op)
+{
+    if (op == NULL)
+        return;
+    if (op->opened && op->config->close != NULL)
+        op->config->close(&op->ctx);
+    op->vt->close(op);
+    if (op->owns_backend) {
+        keyed_backend_release(op->backend);
+        free(op->backend);
+        op->backend = NULL;
+    }
+    free(op->sides);
+    scratch_release(&op->ctx.scratch);
+    free(op->ctx.failure);
+    free(op);
+}

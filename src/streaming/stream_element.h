@@ -1,0 +1,53 @@
+/* Stream elements on the wire (Flink's StreamElement serialization): each
+ * network record is one element, a tag byte and its body.
+ *
+ *   record:     tag RECORD [| HAS_TIMESTAMP] [| HAS_KEY_HASH],
+ *               [i64 timestamp], [u64 key hash], the record's serialized bytes
+ *   watermark:  tag WATERMARK, i64 timestamp
+ *   status:     tag WATERMARK_STATUS, u8 idle
+ *
+ * Little-endian, unaligned. The key hash travels with a keyed record so the
+ * consumer never hashes the key again (DESIGN.md §5a). Stateless. */
+#ifndef SPATE_STREAMING_STREAM_ELEMENT_H
+#define SPATE_STREAMING_STREAM_ELEMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "streaming/operator.h"
+
+enum element_kind {
+    ELEMENT_RECORD = 0,
+    ELEMENT_WATERMARK = 1,
+    ELEMENT_WATERMARK_STATUS = 2,
+};
+
+#define ELEMENT_KIND_MASK     0x07
+#define ELEMENT_HAS_TIMESTAMP 0x08
+#define ELEMENT_HAS_KEY_HASH  0x10
+
+/* Bytes of a record element's header for meta. */
+static inline size_t
+element_record_header_size(const struct record_meta *meta)
+{
+    return 1 + (meta->timestamp != RECORD_NO_TIMESTAMP ? 8 : 0) + (meta->has_key_hash ? 8 : 0);
+}
+
+/* Writes a record element's header into out (element_record_header_size
+ * bytes); the serialized record follows it. */
+size_t element_write_record_header(const struct record_meta *meta, uint8_t *out);
+size_t element_write_watermark(int64_t timestamp, uint8_t out[9]);
+
+struct element {
+    enum element_kind kind;
+    struct record_meta meta;
+    const uint8_t *body; /* records: the serialized record */
+    size_t body_len;
+    int64_t watermark;
+    int idle;
+};
+
+/* Parses one element; -1 when malformed. */
+int element_read(const uint8_t *bytes, size_t len, struct element *e);
+
+#endif

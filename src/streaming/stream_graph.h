@@ -1,0 +1,277 @@
+/* The StreamGraph: what the DataStream API builds (spate_env, spate_stream).
+ * Nodes are operators and virtual partitioning nodes (key_by, rebalance, …)
+ * that only decide the partitioner of the edge behind them, as Flink's
+ * PartitionTransformation. Built and read on the thread that runs
+ * spate_job_main. */
+#ifndef SPATE_STREAMING_STREAM_GRAPH_H
+#define SPATE_STREAMING_STREAM_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <spate/spate.h>
+
+#include "core/config.h"
+
+enum ship_strategy {
+    SHIP_FORWARD,
+    SHIP_REBALANCE,
+    SHIP_RESCALE,
+    SHIP_SHUFFLE,
+    SHIP_BROADCAST,
+    SHIP_GLOBAL,
+    SHIP_HASH,
+    /* Not chosen by the user: forward between equal parallelism, else rebalance. */
+    SHIP_DEFAULT,
+};
+
+enum chaining_strategy {
+    CHAINING_ALWAYS,
+    CHAINING_HEAD,  /* start_new_chain: may chain to what follows, not to what precedes */
+    CHAINING_NEVER, /* disable_chaining */
+};
+
+enum operator_kind {
+    OP_SOURCE_COLLECTION,
+    OP_SOURCE_GENERATOR,
+    OP_SOURCE_SOCKET,
+    OP_SOURCE_FILE,
+    OP_MAP,
+    OP_FILTER,
+    OP_FLAT_MAP,
+    OP_PROCESS,
+    OP_REDUCE,
+    OP_SUM,
+    OP_SINK_PRINT,
+    OP_SINK_FILE,
+    OP_SINK,
+    OP_ASSIGN_TIMESTAMPS,
+    OP_WINDOW,
+    OP_CO_MAP,
+    OP_CO_PROCESS,
+    OP_BROADCAST_PROCESS,
+    OP_PARTITION,   /* virtual */
+    OP_SIDE_OUTPUT, /* virtual: the side output `tag` of its input */
+    OP_UNION,       /* virtual: its inputs as one stream */
+    OP_CONNECTED,   /* virtual: two streams awaiting a co-operator */
+};
+
+/* How a keyed operator (and a hash edge) finds a record's key. */
+enum key_kind {
+    KEY_NONE,
+    KEY_FN,    /* a user key selector */
+    KEY_VALUE, /* the whole record */
+    KEY_FIELD, /* one field of a tuple */
+};
+
+struct key_selector {
+    enum key_kind kind;
+    spate_key_fn fn;
+    int field;
+};
+
+enum state_kind {
+    STATE_VALUE,
+    STATE_LIST,
+    STATE_MAP,
+    STATE_REDUCING,
+    STATE_AGGREGATING,
+};
+
+enum trigger_kind {
+    TRIGGER_DEFAULT, /* the assigner's: event time, processing time, never */
+    TRIGGER_EVENT_TIME,
+    TRIGGER_PROCESSING_TIME,
+    TRIGGER_COUNT,
+    TRIGGER_NEVER,
+    TRIGGER_CUSTOM,
+};
+
+enum evictor_kind {
+    EVICTOR_NONE,
+    EVICTOR_COUNT,
+    EVICTOR_TIME,
+    EVICTOR_CUSTOM,
+};
+
+enum window_function_kind {
+    WINDOW_FN_NONE, /* not given yet */
+    WINDOW_FN_REDUCE,
+    WINDOW_FN_AGGREGATE,
+    WINDOW_FN_PROCESS,
+};
+
+/* A window operator's settings (Flink's WindowOperator). */
+struct window_config {
+    spate_window_assigner assigner;
+    enum trigger_kind trigger;
+    int64_t trigger_count;
+    bool purging; /* count windows: fire and purge */
+    spate_trigger custom;
+    enum evictor_kind evictor;
+    int64_t evictor_value;
+    spate_evictor_fn evictor_fn;
+    int64_t lateness_ms;
+    char *late_tag;
+    enum window_function_kind function;
+    spate_reduce_fn reduce;
+    spate_aggregate agg;
+    spate_process_window_fn process;
+};
+
+enum state_scope {
+    SCOPE_KEYED,
+    SCOPE_OPERATOR, /* list state per instance, split on rescale */
+    SCOPE_UNION,    /* list state per instance, unioned on rescale */
+    SCOPE_BROADCAST,
+};
+
+/* State declared on an operator (Flink's StateDescriptor). */
+struct state_decl {
+    char *name;
+    enum state_kind kind;
+    const spate_type *type;     /* value, list element, map value, reducing */
+    const spate_type *key_type; /* map */
+    spate_reduce_fn reduce;
+    spate_aggregate agg;
+    int64_t ttl_ms;
+    bool timestamped; /* list: each element keeps its timestamp (window buffers) */
+    enum state_scope scope;
+};
+
+struct spate_stream {
+    struct spate_env *env;
+    int id; /* position in env->nodes */
+    enum operator_kind kind;
+    char *name;
+    char *uid;
+    char *slot_sharing_group;
+    int parallelism;     /* 0: the environment's */
+    int max_parallelism; /* 0: the environment's */
+    enum chaining_strategy chaining;
+    const spate_type *in_type;
+    const spate_type *out_type;
+
+    /* The user's functions, by operator kind: map, filter, flat_map/process,
+     * reduce, sink, generator. */
+    void *fn;
+    void *fn2; /* a second function: watermarks, the second input, timers */
+    void *fn3; /* a third: a two-input process function's timers */
+    spate_open_fn open;
+    spate_close_fn close;
+    uint8_t *params;
+    size_t params_len;
+
+    /* Keyed operators: the key selector of their keyed input, and their
+     * declared states. */
+    struct key_selector key;
+    int sum_field;
+    struct state_decl *states;
+    int nstates;
+    /* OP_SIDE_OUTPUT: the tag it selects. */
+    char *tag;
+    /* OP_WINDOW */
+    struct window_config window;
+
+    /* Event time: bounds and intervals in milliseconds. */
+    int64_t bound_ms;
+    int64_t idleness_ms;
+    int64_t interval_ms;
+
+    /* Sources: configuration; the collection's records serialized. */
+    char *host;
+    int port;
+    char *path;
+    uint64_t count;
+    double rate;
+    uint8_t *records; /* each a u32 length and the serialized bytes */
+    size_t records_len;
+    uint64_t nrecords;
+
+    /* The input (NULL for sources), and for a virtual node the partitioner
+     * it sets (with its key selector for SHIP_HASH). Two-input operators
+     * read input2 too; a union reads its inputs. */
+    struct spate_stream *input;
+    struct spate_stream *input2;
+    const spate_type *in_type2;
+    struct key_selector key2; /* a keyed second input */
+    struct spate_stream **union_inputs;
+    int nunion;
+    enum ship_strategy partitioner;
+};
+
+/* How spate_execute runs a job: installed by whoever made the environment
+ * (the mini cluster, the REST client, plan-only). */
+struct job_graph;
+struct job_library;
+struct executor {
+    const char *name;
+    int (*execute)(void *data, struct spate_env *env, struct job_graph *graph, spate_error *err);
+    void *data;
+};
+
+struct spate_env {
+    spate_error error; /* the first misuse or failure */
+    int parallelism;
+    int max_parallelism;
+    bool chaining_disabled;
+    int64_t buffer_timeout_ms;
+    int executions; /* spate_execute calls that reached the executor */
+    struct spate_stream **nodes;
+    size_t nnodes, cap;
+    struct spate_type **types; /* owned tuples and user types */
+    size_t ntypes, types_cap;
+    struct executor executor;
+    const struct config *conf;
+    /* The job library the user functions come from (set by whoever loaded
+     * it and ran spate_job_main; NULL in tests that build graphs directly). */
+    const struct job_library *library;
+};
+
+/* A new environment with defaults from conf (parallelism.default,
+ * pipeline.max-parallelism); conf is borrowed for the environment's life. */
+struct spate_env *env_new(const struct config *conf, const struct executor *executor);
+void env_free(struct spate_env *env);
+/* Records the first misuse; later ones are dropped. Returns SPATE_EINVAL. */
+int env_fail(struct spate_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool env_failed(const struct spate_env *env);
+
+/* The real (non-virtual) node behind a stream, and the partitioner and key
+ * selector that the virtual nodes in between set. */
+struct spate_stream *stream_graph_resolve(struct spate_stream *s, enum ship_strategy *part,
+                                          struct key_selector *key);
+/* The side output tag a stream selects (NULL: the main output). */
+const char *stream_graph_tag(const struct spate_stream *s);
+
+/* One real upstream operator of a node, through the virtual nodes between:
+ * the partitioner and key selector the nearest partitioning node sets, the
+ * side output the nearest side output node selects, and which input of the
+ * node (0, or 1 for a two-input operator's second) it feeds. */
+struct stream_link {
+    struct spate_stream *up;
+    enum ship_strategy partitioner;
+    struct key_selector key;
+    const char *tag;
+    int input_index;
+};
+
+/* The links of node n (malloc'd; *count of them). */
+struct stream_link *stream_graph_links(const struct spate_stream *n, int *count);
+/* Frees what a node owns (for decoded graphs, which own their nodes). */
+void stream_node_free_contents(struct spate_stream *n);
+int stream_node_parallelism(const struct spate_stream *n);
+int stream_node_max_parallelism(const struct spate_stream *n);
+bool stream_node_is_source(const struct spate_stream *n);
+/* Partitioning and side-output nodes: they shape edges, they do not run. */
+static inline bool
+stream_node_is_virtual(const struct spate_stream *n)
+{
+    return n->kind == OP_PARTITION || n->kind == OP_SIDE_OUTPUT || n->kind == OP_UNION ||
+           n->kind == OP_CONNECTED;
+}
+bool stream_node_is_keyed(const struct spate_stream *n);
+const char *operator_kind_name(enum operator_kind kind);
+const char *ship_strategy_name(enum ship_strategy kind);
+
+#endif

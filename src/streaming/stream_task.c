@@ -1,0 +1,512 @@
+/* The StreamTask's mailbox loop (stream_task.h). */
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "network/input_gate.h"
+#include "network/record_reader.h"
+#include "network/record_writer.h"
+#include "network/result_partition.h"
+#include "streaming/accumulators.h"
+#include "streaming/exchange_output.h"
+#include "streaming/operator_chain.h"
+#include "streaming/stream_element.h"
+#include "streaming/stream_task.h"
+#include "streaming/types.h"
+
+/* Records (or source polls) between looks at the clock, the mailbox and the
+ * flush deadlines. */
+#define TASK_BATCH 256
+
+/* Flink's StatusWatermarkValve for one input gate: the gate's watermark is
+ * the minimum over its channels that are not idle. */
+struct valve {
+    int64_t *channel_watermark;
+    bool *channel_idle;
+    uint32_t nchannels;
+    int64_t watermark; /* the gate's, last computed */
+    bool idle;         /* every channel idle */
+};
+
+struct stream_task {
+    const struct stream_task_params *p;
+    const struct jg_vertex *v;
+    struct result_partition **partitions;
+    struct record_writer **writers;
+    struct exchange_output *xouts;
+    struct output **outs;
+    struct input_gate **gates;
+    struct record_reader **readers;
+    bool *gate_ended;
+    int gates_ended;
+    struct valve *valves;
+    int64_t watermark; /* handed to the head: the minimum over active gates */
+    bool idle;
+    struct operator_chain *chain;
+    void *in_rec;  /* the head's input record, deserialized */
+    void *in_rec2; /* a two-input head's second input record */
+};
+
+/* ---- the record writer under an exchange ---- */
+
+static uint8_t *
+writer_reserve(void *sink, uint32_t channel, uint32_t len, spate_error *err)
+{
+    uint8_t *out;
+
+    return record_writer_reserve(sink, channel, len, &out, err) == 0 ? out : NULL;
+}
+
+static int
+writer_commit(void *sink, uint32_t len, spate_error *err)
+{
+    return record_writer_commit(sink, len, err);
+}
+
+static const struct exchange_sink_ops writer_ops = { writer_reserve, writer_commit };
+
+/* ---- set-up and tear-down ---- */
+
+static int
+task_open_outputs(struct stream_task *t, spate_error *err)
+{
+    const struct stream_task_params *p = t->p;
+    const struct jg_vertex *v = t->v;
+    int rc;
+
+    if (p->npartitions != v->noutputs)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "task '%s' has %d result partitions for %d outputs", v->name,
+                               p->npartitions, v->noutputs);
+    t->partitions = xcalloc((size_t)v->noutputs + 1, sizeof *t->partitions);
+    t->writers = xcalloc((size_t)v->noutputs + 1, sizeof *t->writers);
+    t->xouts = xcalloc((size_t)v->noutputs + 1, sizeof *t->xouts);
+    t->outs = xcalloc((size_t)v->noutputs + 1, sizeof *t->outs);
+    for (int o = 0; o < v->noutputs; o++) {
+        const struct result_partition_desc *d = &p->partitions[o];
+        const struct jg_edge *e = &p->graph->edges[v->outputs[o]];
+        const struct jg_vertex *target = &p->graph->vertices[e->target];
+        const struct jg_operator *src = &v->ops[e->source_operator];
+
+        if ((rc = result_partition_new(p->net, &d->partition, d->nsubpartitions, p->notifier,
+                                       p->metrics, &t->partitions[o], err)) != 0)
+            return rc;
+        if ((rc = record_writer_new(t->partitions[o], p->buffer_timeout_ms, p->metrics,
+                                    &t->writers[o], err)) != 0)
+            return rc;
+        exchange_output_init(&t->xouts[o], e, src->node->out_type, (int)d->nsubpartitions,
+                             target->max_parallelism, p->info.subtask, &writer_ops, t->writers[o],
+                             NULL);
+        t->outs[o] = &t->xouts[o].base;
+    }
+    return 0;
+}
+
+static int
+task_open_inputs(struct stream_task *t, spate_error *err)
+{
+    const struct stream_task_params *p = t->p;
+    int rc;
+
+    if (p->ngates != t->v->ninputs)
+        return spate_error_set(err, SPATE_EINVAL, "task '%s' has %d input gates for %d inputs",
+                               t->v->name, p->ngates, t->v->ninputs);
+    t->gates = xcalloc((size_t)p->ngates + 1, sizeof *t->gates);
+    t->readers = xcalloc((size_t)p->ngates + 1, sizeof *t->readers);
+    t->gate_ended = xcalloc((size_t)p->ngates + 1, sizeof *t->gate_ended);
+    t->valves = xcalloc((size_t)p->ngates + 1, sizeof *t->valves);
+    t->watermark = INT64_MIN;
+    for (int g = 0; g < p->ngates; g++) {
+        const struct input_gate_desc *d = &p->gates[g];
+
+        if ((rc = input_gate_new(p->net, d->nchannels, p->notifier, p->metrics, &t->gates[g],
+                                 err)) != 0)
+            return rc;
+        for (uint32_t c = 0; c < d->nchannels; c++) {
+            const struct input_channel_desc *ch = &d->channels[c];
+
+            rc = ch->local
+                     ? input_gate_set_local_channel(t->gates[g], c, &ch->partition,
+                                                    ch->subpartition, err)
+                     : input_gate_set_remote_channel(t->gates[g], c, &ch->partition,
+                                                     ch->subpartition, ch->host, ch->port, err);
+            if (rc != 0)
+                return rc;
+        }
+        t->valves[g].nchannels = d->nchannels;
+        t->valves[g].channel_watermark = xcalloc(d->nchannels, sizeof(int64_t));
+        t->valves[g].channel_idle = xcalloc(d->nchannels, sizeof(bool));
+        t->valves[g].watermark = INT64_MIN;
+        for (uint32_t c = 0; c < d->nchannels; c++)
+            t->valves[g].channel_watermark[c] = INT64_MIN;
+        t->readers[g] = record_reader_new(t->gates[g], p->metrics);
+        if ((rc = input_gate_start(t->gates[g], err)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void
+task_close(struct stream_task *t, const spate_error *cause)
+{
+    const struct stream_task_params *p = t->p;
+
+    operator_chain_free(t->chain);
+    t->chain = NULL;
+    for (int g = 0; t->gates != NULL && g < p->ngates; g++) {
+        if (t->readers[g] != NULL)
+            record_reader_free(t->readers[g]);
+        if (t->gates[g] != NULL)
+            input_gate_free(t->gates[g]);
+    }
+    for (int o = 0; t->partitions != NULL && o < t->v->noutputs; o++) {
+        if (t->writers[o] != NULL)
+            record_writer_free(t->writers[o]);
+        exchange_output_release(&t->xouts[o]);
+        if (t->partitions[o] != NULL)
+            result_partition_release(t->partitions[o], cause);
+    }
+    for (int g = 0; t->valves != NULL && g < p->ngates; g++) {
+        free(t->valves[g].channel_watermark);
+        free(t->valves[g].channel_idle);
+    }
+    free(t->valves);
+    free(t->gates);
+    free(t->readers);
+    free(t->gate_ended);
+    free(t->partitions);
+    free(t->writers);
+    free(t->xouts);
+    free(t->outs);
+    free(t->in_rec);
+    free(t->in_rec2);
+}
+
+/* ---- the loop ---- */
+
+/* A user function's failure or a broken exchange, as the task's error. */
+static int
+task_check(struct stream_task *t, spate_error *err)
+{
+    const char *failure = operator_chain_failure(t->chain);
+
+    if (failure != NULL)
+        return spate_error_set(err, SPATE_EUSER, "%s", failure);
+    for (int o = 0; o < t->v->noutputs; o++)
+        if (t->xouts[o].error.code != 0) {
+            *err = t->xouts[o].error;
+            return err->code;
+        }
+    return 0;
+}
+
+static uint64_t
+task_deadline(struct stream_task *t)
+{
+    uint64_t deadline = NOTIFIER_FOREVER;
+
+    for (int o = 0; o < t->v->noutputs; o++)
+        deadline = MIN(deadline, record_writer_next_deadline(t->writers[o]));
+    for (int g = 0; g < t->p->ngates; g++)
+        if (!t->gate_ended[g])
+            deadline = MIN(deadline, input_gate_next_deadline(t->gates[g]));
+    for (int i = 0; i < t->chain->nops; i++)
+        if (t->chain->ops[i]->next_processing_ns != 0)
+            deadline = MIN(deadline, t->chain->ops[i]->next_processing_ns);
+    return deadline;
+}
+
+/* Runs the operators' processing-time work that is due (timers, periodic
+ * watermarks): Flink's processing-time mails. */
+static void
+task_processing_time(struct stream_task *t, uint64_t now)
+{
+    for (int i = 0; i < t->chain->nops; i++) {
+        struct stream_operator *op = t->chain->ops[i];
+
+        if (op->next_processing_ns != 0 && op->next_processing_ns <= now &&
+            op->vt->on_processing_time != NULL)
+            op->vt->on_processing_time(op, now);
+    }
+}
+
+static int
+task_flush_due(struct stream_task *t, uint64_t now, spate_error *err)
+{
+    int rc;
+
+    task_processing_time(t, now);
+    for (int o = 0; o < t->v->noutputs; o++)
+        if ((rc = record_writer_flush_due(t->writers[o], now, err)) != 0)
+            return rc;
+    return 0;
+}
+
+/* Waits for the notifier (and fd, when >= 0) until deadline; the idle time
+ * is measured. SPATE_ECANCELED once cancelled. */
+static int
+task_wait(struct stream_task *t, uint64_t deadline, int fd)
+{
+    struct task_io_metrics *m = t->p->metrics;
+    uint64_t now = clock_mono_ns();
+    int rc;
+
+    if (m != NULL)
+        metric_timer_start(&m->idle, now);
+    if (fd < 0) {
+        rc = notifier_wait_until(t->p->notifier, deadline);
+    } else {
+        struct pollfd fds[2] = { { notifier_fd(t->p->notifier), POLLIN, 0 }, { fd, POLLIN, 0 } };
+        int timeout = -1;
+
+        if (deadline != NOTIFIER_FOREVER)
+            timeout = deadline <= now ? 0 : (int)((deadline - now + 999999) / 1000000);
+        poll(fds, 2, timeout);
+        /* Consume a pending notify without blocking; reports a cancel. */
+        rc = notifier_wait_until(t->p->notifier, 0);
+    }
+    if (m != NULL)
+        metric_timer_stop(&m->idle, clock_mono_ns());
+    return rc == SPATE_ECANCELED ? rc : 0;
+}
+
+static int
+task_run_source(struct stream_task *t, spate_error *err)
+{
+    struct stream_operator *head = operator_chain_head(t->chain);
+    int rc;
+
+    for (;;) {
+        enum source_status st;
+
+        if (notifier_is_cancelled(t->p->notifier))
+            return SPATE_ECANCELED;
+        st = head->vt->poll(head, TASK_BATCH, err);
+        if (err->code != 0)
+            return err->code;
+        if ((rc = task_check(t, err)) != 0)
+            return rc;
+        if ((rc = task_flush_due(t, clock_mono_ns(), err)) != 0)
+            return rc;
+        if (st == SOURCE_END) {
+            /* A bounded source ends event time: every timer and window fires. */
+            operator_process_watermark(head, RECORD_MAX_WATERMARK);
+            return 0;
+        }
+        if (st == SOURCE_WAITING) {
+            uint64_t deadline = task_deadline(t);
+
+            if (head->wait_until_ns != 0)
+                deadline = MIN(deadline, head->wait_until_ns);
+            head->wait_until_ns = 0;
+            if ((rc = task_wait(t, deadline, head->wait_fd)) != 0)
+                return rc;
+        }
+    }
+}
+
+/* Recomputes gate g's watermark and idleness, then the task's; advances
+ * the head's event time when it moved. */
+static void
+task_update_watermark(struct stream_task *t, int g)
+{
+    struct valve *v = &t->valves[g];
+    struct stream_operator *head = operator_chain_head(t->chain);
+    int64_t min = INT64_MAX;
+    bool all_idle = true;
+    int64_t task_min = INT64_MAX;
+    bool task_idle = true;
+
+    for (uint32_t c = 0; c < v->nchannels; c++) {
+        if (v->channel_idle[c])
+            continue;
+        all_idle = false;
+        min = MIN(min, v->channel_watermark[c]);
+    }
+    v->idle = all_idle;
+    if (!all_idle && min > v->watermark)
+        v->watermark = min;
+    for (int i = 0; i < t->p->ngates; i++) {
+        if (t->valves[i].idle)
+            continue;
+        task_idle = false;
+        task_min = MIN(task_min, t->valves[i].watermark);
+    }
+    if (task_idle != t->idle) {
+        t->idle = task_idle;
+        head->out->emit_idle(head->out, task_idle);
+    }
+    if (!task_idle && task_min > t->watermark) {
+        t->watermark = task_min;
+        operator_process_watermark(head, task_min);
+    }
+}
+
+/* Hands one element of gate g to the head operator. */
+static int
+task_process_element(struct stream_task *t, int g, const struct record_view *view, spate_error *err)
+{
+    struct stream_operator *head = operator_chain_head(t->chain);
+    struct valve *v = &t->valves[g];
+    struct element el;
+
+    if (element_read(view->data, view->len, &el) != 0 || view->channel >= v->nchannels)
+        return spate_error_set(err, SPATE_EPROTO,
+                               "corrupt stream element of %u bytes on input channel %u of '%s'",
+                               view->len, view->channel, t->v->name);
+    if (el.kind == ELEMENT_WATERMARK) {
+        if (el.watermark > v->channel_watermark[view->channel] || v->channel_idle[view->channel]) {
+            v->channel_watermark[view->channel] =
+                MAX(el.watermark, v->channel_watermark[view->channel]);
+            v->channel_idle[view->channel] = false;
+            task_update_watermark(t, g);
+        }
+        return 0;
+    }
+    if (el.kind == ELEMENT_WATERMARK_STATUS) {
+        v->channel_idle[view->channel] = el.idle;
+        task_update_watermark(t, g);
+        return 0;
+    }
+    if (t->p->graph->edges[t->p->gates[g].edge].input_index == 1) {
+        if (types_deserialize(head->config->in_type2, el.body, el.body_len, t->in_rec2) != 0)
+            goto corrupt;
+        operator_process2(head, t->in_rec2, &el.meta);
+        return 0;
+    }
+    if (types_deserialize(head->config->in_type, el.body, el.body_len, t->in_rec) != 0)
+        goto corrupt;
+    operator_process(head, t->in_rec, &el.meta);
+    return 0;
+corrupt:
+    return spate_error_set(err, SPATE_EPROTO,
+                           "corrupt record of %zu bytes on input channel %u of '%s'", el.body_len,
+                           view->channel, t->v->name);
+}
+
+static int
+task_run_input(struct stream_task *t, spate_error *err)
+{
+    const struct stream_task_params *p = t->p;
+    int rc;
+
+    t->in_rec = xcalloc(1, operator_chain_head(t->chain)->config->in_type->size + 16);
+    if (operator_chain_head(t->chain)->config->in_type2 != NULL)
+        t->in_rec2 = xcalloc(1, operator_chain_head(t->chain)->config->in_type2->size + 16);
+    for (;;) {
+        int processed = 0;
+
+        if (notifier_is_cancelled(p->notifier))
+            return SPATE_ECANCELED;
+        for (int g = 0; g < p->ngates; g++) {
+            if (t->gate_ended[g])
+                continue;
+            while (processed < TASK_BATCH) {
+                struct record_view view;
+
+                rc = record_reader_next(t->readers[g], &view, err);
+                if (rc == RECORD_READER_RECORD) {
+                    if ((rc = task_process_element(t, g, &view, err)) != 0)
+                        return rc;
+                    processed++;
+                } else if (rc == RECORD_READER_EVENT) {
+                    processed++; /* checkpoint barriers arrive with checkpoints */
+                } else if (rc == RECORD_READER_END) {
+                    t->gate_ended[g] = true;
+                    t->gates_ended++;
+                    break;
+                } else if (rc == RECORD_READER_NONE) {
+                    break;
+                } else {
+                    return rc;
+                }
+            }
+        }
+        if ((rc = task_check(t, err)) != 0)
+            return rc;
+        if (t->gates_ended == p->ngates)
+            return 0;
+        if ((rc = task_flush_due(t, clock_mono_ns(), err)) != 0)
+            return rc;
+        if (processed == 0 && (rc = task_wait(t, task_deadline(t), -1)) != 0)
+            return rc;
+    }
+}
+
+/* Operator names that occur once in the graph name their counters; a
+ * repeated name gets the operator's id as well. */
+static bool
+name_is_unique(const struct job_graph *jg, const char *name)
+{
+    int seen = 0;
+
+    for (int v = 0; v < jg->nvertices; v++)
+        for (int i = 0; i < jg->vertices[v].nops; i++)
+            seen += strcmp(jg->vertices[v].ops[i].name, name) == 0;
+    return seen <= 1;
+}
+
+/* Adds each operator's record counts to the task's accumulators, which the
+ * JobMaster sums over subtasks: "<operator>.numRecordsIn" and "...Out". */
+static void
+task_count_records(struct stream_task *t)
+{
+    const struct job_graph *jg = t->p->graph;
+    struct accumulators *acc = t->p->info.accumulators;
+
+    if (acc == NULL)
+        return;
+    for (int i = 0; i < t->chain->nops; i++) {
+        const struct jg_operator *jop = &t->v->ops[i];
+        const struct stream_operator *op = t->chain->ops[i];
+        char base[256], name[300];
+
+        if (name_is_unique(jg, jop->name))
+            snprintf(base, sizeof base, "%s", jop->name);
+        else
+            snprintf(base, sizeof base, "%s (%s)", jop->name, id_str(&jop->operator_id).s);
+        snprintf(name, sizeof name, "%s.numRecordsIn", base);
+        accumulators_counter(acc, name)->value += (int64_t)op->records_in;
+        snprintf(name, sizeof name, "%s.numRecordsOut", base);
+        accumulators_counter(acc, name)->value += (int64_t)op->records_out;
+    }
+}
+
+int
+stream_task_run(const struct stream_task_params *p, spate_error *err)
+{
+    struct stream_task t = { .p = p, .v = &p->graph->vertices[p->vertex] };
+    int rc;
+
+    if ((rc = task_open_outputs(&t, err)) != 0)
+        goto out;
+    if ((rc = operator_chain_new(p->graph, p->vertex, &p->info, t.outs, &t.chain, err)) != 0)
+        goto out;
+    for (int o = 0; o < t.v->noutputs; o++)
+        t.xouts[o].ctx = &t.chain->ops[p->graph->edges[t.v->outputs[o]].source_operator]->ctx;
+    if ((rc = task_open_inputs(&t, err)) != 0)
+        goto out;
+    if (p->on_running != NULL)
+        p->on_running(p->data);
+
+    rc = t.v->ninputs == 0 ? task_run_source(&t, err) : task_run_input(&t, err);
+    if (rc == 0) {
+        /* The input ended: final results, then end every partition. */
+        operator_chain_end_input(t.chain);
+        rc = task_check(&t, err);
+        for (int o = 0; rc == 0 && o < t.v->noutputs; o++)
+            rc = record_writer_finish(t.writers[o], err);
+        if (rc == 0)
+            task_count_records(&t);
+    }
+out:
+    if (rc == SPATE_ECANCELED)
+        spate_error_set(err, rc, "task '%s' (%d/%d) was cancelled", t.v->name, p->info.subtask + 1,
+                        p->info.parallelism);
+    task_close(&t, rc == 0 ? NULL : err);
+    return rc;
+}

@@ -1,0 +1,512 @@
+/* Record types (types.h). Serialized form: int64 and double as their 8
+ * little-endian bytes; a string as its bytes, preceded by a LEB128 length
+ * unless it is the last field of the record (the record's frame gives its
+ * end); a tuple as its fields in order; a plain user type as its bytes; other
+ * user types through their callbacks, with a length unless last. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "core/alloc.h"
+#include "core/util.h"
+#include "streaming/types.h"
+
+static struct type_leaf leaf_int64 = { TYPE_INT64, 0, true, NULL };
+static struct type_leaf leaf_double = { TYPE_DOUBLE, 0, true, NULL };
+static struct type_leaf leaf_string = { TYPE_STRING, 0, true, NULL };
+
+static const struct spate_type type_int64 = { .kind = TYPE_INT64,
+                                              .name = "int64",
+                                              .version = 1,
+                                              .size = 8,
+                                              .align = 8,
+                                              .plain = true,
+                                              .leaves = &leaf_int64,
+                                              .nleaves = 1 };
+static const struct spate_type type_double = { .kind = TYPE_DOUBLE,
+                                               .name = "double",
+                                               .version = 1,
+                                               .size = 8,
+                                               .align = 8,
+                                               .plain = true,
+                                               .leaves = &leaf_double,
+                                               .nleaves = 1 };
+static const struct spate_type type_string = { .kind = TYPE_STRING,
+                                               .name = "string",
+                                               .version = 1,
+                                               .size = sizeof(spate_str),
+                                               .align = _Alignof(spate_str),
+                                               .plain = false,
+                                               .leaves = &leaf_string,
+                                               .nleaves = 1 };
+
+const spate_type *
+spate_type_int64(void)
+{
+    return &type_int64;
+}
+
+const spate_type *
+spate_type_double(void)
+{
+    return &type_double;
+}
+
+const spate_type *
+spate_type_string(void)
+{
+    return &type_string;
+}
+
+size_t
+spate_type_size(const spate_type *type)
+{
+    return type->size;
+}
+
+size_t
+spate_type_field_offset(const spate_type *tuple, int i)
+{
+    SPATE_ASSERT(tuple->kind == TYPE_TUPLE && i >= 0 && i < tuple->nfields);
+    return tuple->offsets[i];
+}
+
+/* Appends t's leaves, at base offset, to out. */
+static void
+flatten(const struct spate_type *t, uint32_t base, struct type_leaf **out, int *n)
+{
+    if (t->kind == TYPE_TUPLE) {
+        for (int i = 0; i < t->nfields; i++)
+            flatten(t->fields[i], base + (uint32_t)t->offsets[i], out, n);
+        return;
+    }
+    *out = xrealloc(*out, (size_t)(*n + 1) * sizeof **out);
+    (*out)[*n] = (struct type_leaf){ t->kind, base, false, t->kind == TYPE_CUSTOM ? t : NULL };
+    (*n)++;
+}
+
+struct spate_type *
+types_new_tuple(int n, const struct spate_type *const *fields)
+{
+    struct spate_type *t = xcalloc(1, sizeof *t);
+    size_t off = 0, align = 1;
+
+    t->kind = TYPE_TUPLE;
+    t->name = "tuple";
+    t->version = 1;
+    t->nfields = n;
+    t->fields = xcalloc((size_t)n, sizeof *t->fields);
+    t->offsets = xcalloc((size_t)n, sizeof *t->offsets);
+    t->plain = true;
+    for (int i = 0; i < n; i++) {
+        const struct spate_type *f = fields[i];
+
+        off = (off + f->align - 1) / f->align * f->align;
+        t->fields[i] = f;
+        t->offsets[i] = off;
+        off += f->size;
+        align = MAX(align, f->align);
+        /* Padding would make the in-memory bytes differ from the wire. */
+        t->plain = false;
+    }
+    t->align = align;
+    t->size = (off + align - 1) / align * align;
+    flatten(t, 0, &t->leaves, &t->nleaves);
+    t->leaves[t->nleaves - 1].last = true;
+    return t;
+}
+
+struct spate_type *
+types_new_custom(const spate_type_def *def)
+{
+    struct spate_type *t = xcalloc(1, sizeof *t);
+
+    t->kind = TYPE_CUSTOM;
+    t->name = xstrdup(def->name ? def->name : "custom");
+    t->version = def->version;
+    t->size = def->size;
+    t->align = def->size >= 8 ? 8 : def->size >= 4 ? 4 : def->size >= 2 ? 2 : 1;
+    t->plain = def->serialize == NULL;
+    t->serialize = def->serialize;
+    t->deserialize = def->deserialize;
+    t->format = def->format;
+    t->leaves = xcalloc(1, sizeof *t->leaves);
+    t->leaves[0] = (struct type_leaf){ TYPE_CUSTOM, 0, true, t };
+    t->nleaves = 1;
+    return t;
+}
+
+void
+types_free(struct spate_type *t)
+{
+    if (t == NULL || t == &type_int64 || t == &type_double || t == &type_string)
+        return;
+    if (t->kind == TYPE_CUSTOM)
+        free((char *)t->name);
+    free(t->fields);
+    free(t->offsets);
+    free(t->leaves);
+    free(t);
+}
+
+/* ---- serialization ---- */
+
+static size_t
+leb128_size(uint64_t v)
+{
+    size_t n = 1;
+
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static size_t
+leb128_put(uint8_t *out, uint64_t v)
+{
+    size_t n = 0;
+
+    while (v >= 0x80) {
+        out[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    out[n++] = (uint8_t)v;
+    return n;
+}
+
+/* Reads a LEB128 value of at most 10 bytes; 0 when malformed or cut short. */
+static size_t
+leb128_get(const uint8_t *in, size_t len, uint64_t *v)
+{
+    uint64_t x = 0;
+
+    for (size_t i = 0; i < len && i < 10; i++) {
+        x |= (uint64_t)(in[i] & 0x7f) << (7 * i);
+        if (!(in[i] & 0x80)) {
+            *v = x;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+/* Serialized size and bytes of one leaf value; a last value has no length
+ * prefix. */
+static inline size_t
+ser_leaf(const struct type_leaf *l, const uint8_t *rec, uint8_t *out, size_t cap)
+{
+    const void *v = rec + l->offset;
+
+    switch (l->kind) {
+    case TYPE_INT64:
+    case TYPE_DOUBLE:
+        if (cap >= 8)
+            memcpy(out, v, 8);
+        return 8;
+    case TYPE_STRING: {
+        const spate_str *s = v;
+        size_t hdr = l->last ? 0 : leb128_size(s->len);
+
+        if (hdr + s->len <= cap) {
+            if (!l->last)
+                leb128_put(out, s->len);
+            if (s->len)
+                memcpy(out + hdr, s->data, s->len);
+        }
+        return hdr + s->len;
+    }
+    case TYPE_CUSTOM: {
+        const struct spate_type *t = l->custom;
+        size_t n, hdr;
+
+        if (t->plain) {
+            if (t->size <= cap)
+                memcpy(out, v, t->size);
+            return t->size;
+        }
+        if (l->last)
+            return t->serialize(v, out, cap);
+        /* The length goes first: ask for it, then write behind it. */
+        n = t->serialize(v, NULL, 0);
+        hdr = leb128_size(n);
+        if (hdr + n <= cap) {
+            leb128_put(out, n);
+            t->serialize(v, out + hdr, n);
+        }
+        return hdr + n;
+    }
+    case TYPE_TUPLE:
+        break;
+    }
+    return 0;
+}
+
+size_t
+types_serialize(const struct spate_type *t, const void *rec, uint8_t *out, size_t cap)
+{
+    size_t used = 0;
+
+    for (int i = 0; i < t->nleaves; i++) {
+        size_t room = used < cap ? cap - used : 0;
+
+        used += ser_leaf(&t->leaves[i], rec, room ? out + used : NULL, room);
+    }
+    return used;
+}
+
+/* The serialized size of one leaf value. */
+static size_t
+leaf_size(const struct type_leaf *l, const uint8_t *rec)
+{
+    const void *v = rec + l->offset;
+    size_t n;
+
+    switch (l->kind) {
+    case TYPE_INT64:
+    case TYPE_DOUBLE:
+        return 8;
+    case TYPE_STRING:
+        n = ((const spate_str *)v)->len;
+        return (l->last ? 0 : leb128_size(n)) + n;
+    case TYPE_CUSTOM:
+        if (l->custom->plain)
+            return l->custom->size;
+        n = l->custom->serialize(v, NULL, 0);
+        return (l->last ? 0 : leb128_size(n)) + n;
+    case TYPE_TUPLE:
+        break;
+    }
+    return 0;
+}
+
+size_t
+types_serialized_size(const struct spate_type *t, const void *rec)
+{
+    size_t used = 0;
+
+    if (t->plain)
+        return t->size;
+    for (int i = 0; i < t->nleaves; i++)
+        used += leaf_size(&t->leaves[i], rec);
+    return used;
+}
+
+size_t
+types_serialized_offset(const struct spate_type *t, const void *rec, size_t field_offset)
+{
+    size_t used = 0;
+
+    for (int i = 0; i < t->nleaves && t->leaves[i].offset != field_offset; i++)
+        used += leaf_size(&t->leaves[i], rec);
+    return used;
+}
+
+/* Reads one leaf value; returns the bytes it used, or -1 when malformed. */
+static inline ssize_t
+de_leaf(const struct type_leaf *l, const uint8_t *in, size_t len, uint8_t *rec)
+{
+    void *v = rec + l->offset;
+    uint64_t n = len;
+    size_t hdr = 0;
+
+    switch (l->kind) {
+    case TYPE_INT64:
+    case TYPE_DOUBLE:
+        if (len < 8 || (l->last && len != 8))
+            return -1;
+        memcpy(v, in, 8);
+        return 8;
+    case TYPE_STRING:
+        if (!l->last) {
+            hdr = leb128_get(in, len, &n);
+            if (hdr == 0 || n > len - hdr)
+                return -1;
+        }
+        ((spate_str *)v)->data = (const char *)in + hdr;
+        ((spate_str *)v)->len = (size_t)n;
+        return (ssize_t)(hdr + n);
+    case TYPE_CUSTOM:
+        if (l->custom->plain) {
+            if (len < l->custom->size || (l->last && len != l->custom->size))
+                return -1;
+            memcpy(v, in, l->custom->size);
+            return (ssize_t)l->custom->size;
+        }
+        if (!l->last) {
+            hdr = leb128_get(in, len, &n);
+            if (hdr == 0 || n > len - hdr)
+                return -1;
+        }
+        if (l->custom->deserialize(in + hdr, (size_t)n, v) != 0)
+            return -1;
+        return (ssize_t)(hdr + n);
+    case TYPE_TUPLE:
+        break;
+    }
+    return -1;
+}
+
+int
+types_deserialize(const struct spate_type *t, const uint8_t *bytes, size_t len, void *rec)
+{
+    static const uint8_t empty[1];
+    size_t used = 0;
+
+    if (bytes == NULL) {
+        if (len != 0)
+            return -1;
+        bytes = empty;
+    }
+    for (int i = 0; i < t->nleaves; i++) {
+        ssize_t got = de_leaf(&t->leaves[i], bytes + used, len - used, rec);
+
+        if (got < 0)
+            return -1;
+        used += (size_t)got;
+    }
+    return used == len ? 0 : -1;
+}
+
+/* ---- readable form ---- */
+
+static int
+fmt_double(double d, char *buf, size_t cap)
+{
+    char tmp[64];
+
+    /* Shortest form that reads back as the same double. */
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+        if (strtod(tmp, NULL) == d || isnan(d))
+            break;
+    }
+    return snprintf(buf, cap, "%s", tmp);
+}
+
+int
+types_format(const struct spate_type *t, const void *rec, char *buf, size_t cap)
+{
+    switch (t->kind) {
+    case TYPE_INT64:
+        return snprintf(buf, cap, "%" PRId64, *(const int64_t *)rec);
+    case TYPE_DOUBLE:
+        return fmt_double(*(const double *)rec, buf, cap);
+    case TYPE_STRING: {
+        const spate_str *s = rec;
+
+        if (s->len < cap) {
+            memcpy(buf, s->data, s->len);
+            buf[s->len] = '\0';
+        } else if (cap > 0) {
+            memcpy(buf, s->data, cap - 1);
+            buf[cap - 1] = '\0';
+        }
+        return (int)s->len;
+    }
+    case TYPE_TUPLE: {
+        size_t used = 0;
+
+        for (int i = 0; i <= t->nfields; i++) {
+            size_t room = used < cap ? cap - used : 0;
+            char *at = used < cap ? buf + used : NULL;
+            int n;
+
+            if (i == t->nfields) {
+                n = snprintf(at, room, ")");
+            } else {
+                n = snprintf(at, room, i == 0 ? "(" : ",");
+                used += (size_t)n;
+                room = used < cap ? cap - used : 0;
+                at = used < cap ? buf + used : NULL;
+                n = types_format(t->fields[i], (const uint8_t *)rec + t->offsets[i], at, room);
+            }
+            used += (size_t)(n > 0 ? n : 0);
+        }
+        return (int)used;
+    }
+    case TYPE_CUSTOM:
+        if (t->format)
+            return t->format(rec, buf, cap);
+        return snprintf(buf, cap, "%s@%p", t->name, rec);
+    }
+    return 0;
+}
+
+spate_bytes
+types_key_bytes(const struct spate_type *t, const void *rec, void *scratch, size_t cap)
+{
+    spate_bytes b;
+
+    switch (t->kind) {
+    case TYPE_INT64:
+    case TYPE_DOUBLE:
+        b.data = rec;
+        b.len = 8;
+        return b;
+    case TYPE_STRING:
+        b.data = ((const spate_str *)rec)->data;
+        b.len = ((const spate_str *)rec)->len;
+        return b;
+    default:
+        if (t->plain) {
+            b.data = rec;
+            b.len = t->size;
+            return b;
+        }
+        /* Never cut a key: distinct keys with a common prefix would merge. */
+        b.len = types_serialize(t, rec, scratch, cap);
+        b.data = b.len <= cap ? scratch : NULL;
+        return b;
+    }
+}
+
+bool
+types_keyable(const struct spate_type *t)
+{
+    return t->kind != TYPE_CUSTOM || t->plain || t->serialize != NULL;
+}
+
+int
+types_describe(const struct spate_type *t, char *buf, size_t cap)
+{
+    size_t used;
+
+    if (t->kind != TYPE_TUPLE)
+        return snprintf(buf, cap, "%s", t->name);
+    used = (size_t)snprintf(buf, cap, "(");
+    for (int i = 0; i < t->nfields; i++) {
+        if (i > 0 && used < cap)
+            used += (size_t)snprintf(buf + used, cap - used, ",");
+        if (used < cap)
+            used += (size_t)types_describe(t->fields[i], buf + used, cap - used);
+    }
+    if (used < cap)
+        used += (size_t)snprintf(buf + used, cap - used, ")");
+    return (int)used;
+}
+
+bool
+types_same(const struct spate_type *a, const struct spate_type *b)
+{
+    if (a == b)
+        return true;
+    if (a->kind != b->kind || a->size != b->size)
+        return false;
+    if (a->kind == TYPE_TUPLE) {
+        if (a->nfields != b->nfields)
+            return false;
+        for (int i = 0; i < a->nfields; i++)
+            if (!types_same(a->fields[i], b->fields[i]))
+                return false;
+        return true;
+    }
+    if (a->kind == TYPE_CUSTOM)
+        return strcmp(a->name, b->name) == 0 && a->version == b->version &&
+               a->serialize == b->serialize && a->deserialize == b->deserialize;
+    return true;
+}

@@ -1,0 +1,83 @@
+/* Record types (spate_type): the built-in int64, double and string, tuples of
+ * types, and user types; their in-memory layout, serialized form, readable
+ * form and key bytes. Types are immutable once built: any thread may use
+ * them. Built-ins are static; tuples and user types belong to their
+ * environment (job graph building) or to the task that decoded them. */
+#ifndef SPATE_STREAMING_TYPES_H
+#define SPATE_STREAMING_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <spate/spate.h>
+
+enum type_kind {
+    TYPE_INT64,
+    TYPE_DOUBLE,
+    TYPE_STRING,
+    TYPE_TUPLE,
+    TYPE_CUSTOM,
+};
+
+struct spate_type {
+    enum type_kind kind;
+    const char *name; /* stable: recorded with state and checkpoints */
+    int version;
+    size_t size;  /* in memory */
+    size_t align; /* in memory */
+    /* The serialized form is the in-memory bytes: no pointers inside. */
+    bool plain;
+    /* TYPE_TUPLE */
+    int nfields;
+    const struct spate_type **fields;
+    size_t *offsets;
+    /* TYPE_CUSTOM */
+    spate_serialize_fn serialize;
+    spate_deserialize_fn deserialize;
+    spate_format_fn format;
+    /* The serialized form as a flat list of leaf values (a tuple's nested
+     * fields in order), so that records are written and read by one loop
+     * rather than a recursion per field. */
+    struct type_leaf *leaves;
+    int nleaves;
+};
+
+struct type_leaf {
+    enum type_kind kind; /* never TYPE_TUPLE */
+    uint32_t offset;     /* in the record */
+    bool last;           /* the record's last value: no length prefix */
+    const struct spate_type *custom;
+};
+
+/* Serializes rec into out (cap bytes); returns the length, or the length it
+ * needs when that exceeds cap. */
+size_t types_serialize(const struct spate_type *t, const void *rec, uint8_t *out, size_t cap);
+/* The length types_serialize will give, without writing. */
+size_t types_serialized_size(const struct spate_type *t, const void *rec);
+/* Where the value at field_offset (a leaf: number, string or user type)
+ * starts in rec's serialized form. */
+size_t types_serialized_offset(const struct spate_type *t, const void *rec, size_t field_offset);
+/* Reads len bytes into rec (t->size bytes of storage); strings point into
+ * bytes. 0, or -1 when the bytes are malformed. */
+int types_deserialize(const struct spate_type *t, const uint8_t *bytes, size_t len, void *rec);
+/* Writes the readable form (Flink's: tuples as "(a,b)"), like snprintf. */
+int types_format(const struct spate_type *t, const void *rec, char *buf, size_t cap);
+/* The key bytes of a whole record: a view into rec when it can be (strings,
+ * numbers), else its serialized form in scratch; when that needs more than
+ * cap bytes, data is NULL and len is what it needs. */
+spate_bytes types_key_bytes(const struct spate_type *t, const void *rec, void *scratch, size_t cap);
+/* Whether records of t can be keys by value (no user type without plain bytes). */
+bool types_keyable(const struct spate_type *t);
+
+/* A tuple type of the given fields (allocated; free with types_free). */
+struct spate_type *types_new_tuple(int n, const struct spate_type *const *fields);
+struct spate_type *types_new_custom(const spate_type_def *def);
+/* Frees a type made by types_new_*; built-ins are ignored. */
+void types_free(struct spate_type *t);
+/* Whether a and b describe the same records. */
+bool types_same(const struct spate_type *a, const struct spate_type *b);
+/* One line that names the type, e.g. "(string,int64)". */
+int types_describe(const struct spate_type *t, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,703 @@
+/* The window operator (Flink's WindowOperator and EvictingWindowOperator):
+ * assigns each record of a keyed stream to its windows, keeps each window's
+ * contents in keyed state under the window's namespace (an aggregate, a
+ * reduced value, or the elements when a process function or an evictor needs
+ * them all), asks the trigger when to fire, and clears a window's state when
+ * the watermark passes its end plus the allowed lateness. Session windows
+ * merge: a key's windows are kept in a list state and overlapping ones are
+ * folded together with their contents. Task thread only. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/key_group.h"
+#include "core/util.h"
+#include "streaming/keyed_backend.h"
+#include "streaming/types.h"
+#include "streaming/window_operator.h"
+
+/* Internal states, after the operator's declared ones. */
+enum { WS_CONTENTS, WS_COUNT, WS_SESSIONS, WS_COUNT_OF };
+
+struct window_op {
+    struct keyed_backend backend;
+    struct state_decl decls[WS_COUNT_OF];
+    struct spate_type *session_type; /* (start, end) */
+    spate_state *contents, *count, *sessions;
+    void *rec;    /* a copy target for elements and results */
+    void *result; /* the aggregate's result */
+    uint8_t key_scratch[256];
+};
+
+static const struct window_config *
+wcfg(const struct stream_operator *op)
+{
+    return &op->config->window;
+}
+
+static inline int64_t
+window_max_timestamp(spate_time_window w)
+{
+    return w.end == INT64_MAX ? INT64_MAX : w.end - 1;
+}
+
+static bool
+is_event_time(const struct stream_operator *op)
+{
+    return wcfg(op)->assigner.event_time && wcfg(op)->assigner.kind != SPATE_WINDOW_GLOBAL;
+}
+
+/* When a window's state is cleared: its end plus the allowed lateness in
+ * event time, its end in processing time, never for the global window. */
+static int64_t
+cleanup_time(const struct stream_operator *op, spate_time_window w)
+{
+    int64_t max = window_max_timestamp(w);
+
+    if (max == INT64_MAX)
+        return INT64_MAX;
+    if (!is_event_time(op))
+        return max;
+    return max > INT64_MAX - wcfg(op)->lateness_ms ? INT64_MAX : max + wcfg(op)->lateness_ms;
+}
+
+static bool
+is_late(const struct stream_operator *op, spate_time_window w)
+{
+    return is_event_time(op) && cleanup_time(op, w) <= op->current_watermark;
+}
+
+static void
+set_window(struct stream_operator *op, spate_time_window *w)
+{
+    op->ctx.window = *w;
+    op->ctx.ns = w;
+    op->ctx.ns_len = sizeof *w;
+}
+
+/* Flink's TimeWindow.getWindowStartWithOffset. */
+static int64_t
+window_start(int64_t ts, int64_t offset, int64_t size)
+{
+    int64_t r = (ts - offset + size) % size;
+
+    if (r < 0)
+        r += size;
+    return ts - r;
+}
+
+/* ---- triggers ---- */
+
+static enum trigger_kind
+trigger_of(const struct stream_operator *op)
+{
+    const struct window_config *c = wcfg(op);
+
+    if (c->trigger != TRIGGER_DEFAULT)
+        return c->trigger;
+    if (c->assigner.kind == SPATE_WINDOW_GLOBAL)
+        return TRIGGER_NEVER;
+    return c->assigner.event_time ? TRIGGER_EVENT_TIME : TRIGGER_PROCESSING_TIME;
+}
+
+static spate_trigger_result
+trigger_on_element(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts,
+                   spate_time_window win, bool new_window)
+{
+    const struct window_config *c = wcfg(op);
+
+    switch (trigger_of(op)) {
+    case TRIGGER_EVENT_TIME:
+        if (window_max_timestamp(win) <= op->current_watermark)
+            return SPATE_TRIGGER_FIRE; /* a late record within the lateness refires */
+        /* Registered with the window's first element; deduplicated anyway. */
+        if (new_window)
+            keyed_backend_register_timer(&w->backend, true, window_max_timestamp(win));
+        return SPATE_TRIGGER_CONTINUE;
+    case TRIGGER_PROCESSING_TIME:
+        if (new_window)
+            keyed_backend_register_timer(&w->backend, false, window_max_timestamp(win));
+        return SPATE_TRIGGER_CONTINUE;
+    case TRIGGER_COUNT: {
+        int64_t n = 0;
+
+        spate_value_get(w->count, &n);
+        if (++n >= c->trigger_count) {
+            spate_state_clear(w->count);
+            return c->purging ? SPATE_TRIGGER_FIRE_AND_PURGE : SPATE_TRIGGER_FIRE;
+        }
+        spate_value_update(w->count, &n);
+        return SPATE_TRIGGER_CONTINUE;
+    }
+    case TRIGGER_CUSTOM:
+        return c->custom.on_element(&op->ctx, rec, ts, win);
+    case TRIGGER_NEVER:
+    case TRIGGER_DEFAULT:
+        break;
+    }
+    return SPATE_TRIGGER_CONTINUE;
+}
+
+static spate_trigger_result
+trigger_on_time(struct stream_operator *op, bool event_time, int64_t time, spate_time_window win)
+{
+    const struct window_config *c = wcfg(op);
+
+    switch (trigger_of(op)) {
+    case TRIGGER_EVENT_TIME:
+        return event_time && time == window_max_timestamp(win) ? SPATE_TRIGGER_FIRE
+                                                               : SPATE_TRIGGER_CONTINUE;
+    case TRIGGER_PROCESSING_TIME:
+        return event_time ? SPATE_TRIGGER_CONTINUE : SPATE_TRIGGER_FIRE;
+    case TRIGGER_CUSTOM:
+        if (event_time && c->custom.on_event_time)
+            return c->custom.on_event_time(&op->ctx, time, win);
+        if (!event_time && c->custom.on_processing_time)
+            return c->custom.on_processing_time(&op->ctx, time, win);
+        return SPATE_TRIGGER_CONTINUE;
+    default:
+        return SPATE_TRIGGER_CONTINUE;
+    }
+}
+
+/* ---- contents ---- */
+
+static bool
+buffers_elements(const struct stream_operator *op)
+{
+    return wcfg(op)->function == WINDOW_FN_PROCESS || wcfg(op)->evictor != EVICTOR_NONE;
+}
+
+static void
+contents_add(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts)
+{
+    if (buffers_elements(op))
+        keyed_list_add_timestamped(w->contents, ts, rec);
+    else if (wcfg(op)->function == WINDOW_FN_REDUCE)
+        spate_reducing_add(w->contents, rec);
+    else
+        spate_aggregating_add(w->contents, rec);
+}
+
+/* Runs the evictor over the buffered elements of the current window. */
+static void
+evict(struct stream_operator *op, struct window_op *w, spate_time_window win, bool before)
+{
+    const struct window_config *c = wcfg(op);
+    int64_t *ts = NULL, max = INT64_MIN;
+    bool *keep = NULL;
+    size_t n = 0, cap = 0;
+    spate_iter it;
+
+    if (c->evictor == EVICTOR_NONE || (before == false && c->evictor != EVICTOR_CUSTOM))
+        return; /* the built-in evictors evict before, as Flink's by default */
+    spate_list_iter(w->contents, &it);
+    for (;;) {
+        int64_t t;
+
+        if (!keyed_list_next_timestamped(&it, NULL, &t))
+            break;
+        xgrow((void **)&ts, &cap, n + 1, sizeof *ts);
+        ts[n++] = t;
+        max = MAX(max, t);
+    }
+    if (n == 0)
+        goto out;
+    keep = xcalloc(n, sizeof *keep);
+    for (size_t i = 0; i < n; i++)
+        keep[i] = true;
+    switch (c->evictor) {
+    case EVICTOR_COUNT:
+        for (size_t i = 0; n > (size_t)c->evictor_value && i < n - (size_t)c->evictor_value; i++)
+            keep[i] = false;
+        break;
+    case EVICTOR_TIME:
+        for (size_t i = 0; i < n; i++)
+            keep[i] = ts[i] >= max - c->evictor_value;
+        break;
+    case EVICTOR_CUSTOM:
+        c->evictor_fn(&op->ctx, win, n, ts, keep, before);
+        break;
+    case EVICTOR_NONE:
+        break;
+    }
+    keyed_list_retain(w->contents, keep, n);
+out:
+    free(ts);
+    free(keep);
+}
+
+/* Emits the current window's result. */
+static void
+emit_window(struct stream_operator *op, struct window_op *w, spate_time_window win)
+{
+    const struct window_config *c = wcfg(op);
+    spate_iter it;
+
+    op->ctx.meta.timestamp = window_max_timestamp(win);
+    op->ctx.meta.has_key_hash = false;
+    if (op->ctx.scratch.used != 0)
+        scratch_reset(&op->ctx.scratch);
+    if (buffers_elements(op)) {
+        evict(op, w, win, true);
+        spate_list_iter(w->contents, &it);
+        if (c->function == WINDOW_FN_PROCESS) {
+            c->process(&op->ctx, win, &it);
+        } else {
+            /* An evictor ahead of reduce or aggregate: fold the kept ones. */
+            const struct spate_type *in = op->config->in_type;
+            void *acc = xcalloc(1, MAX(in->size, c->agg.acc_type ? c->agg.acc_type->size : 0) + 16);
+            void *tmp = xcalloc(1, in->size + 16);
+            bool any = false;
+
+            if (c->function == WINDOW_FN_AGGREGATE)
+                c->agg.create(&op->ctx, acc);
+            while (spate_list_next(&it, w->rec)) {
+                if (c->function == WINDOW_FN_AGGREGATE) {
+                    c->agg.add(&op->ctx, w->rec, acc);
+                } else if (!any) {
+                    memcpy(acc, w->rec, in->size);
+                } else {
+                    c->reduce(&op->ctx, acc, w->rec, tmp);
+                    memcpy(acc, tmp, in->size);
+                }
+                any = true;
+            }
+            if (any) {
+                const void *out = acc;
+
+                if (c->function == WINDOW_FN_AGGREGATE) {
+                    c->agg.result(&op->ctx, acc, w->result);
+                    out = w->result;
+                }
+                if (c->process != NULL) {
+                    spate_iter one = { NULL, out,
+                                       (const uint8_t *)out + (c->function == WINDOW_FN_AGGREGATE
+                                                                   ? c->agg.out_type->size
+                                                                   : in->size),
+                                       0, 0 };
+
+                    c->process(&op->ctx, win, &one);
+                } else {
+                    operator_emit(op, out, &op->ctx.meta);
+                }
+            }
+            free(acc);
+            free(tmp);
+        }
+        evict(op, w, win, false);
+        return;
+    }
+    if (!spate_value_get(w->contents, w->result))
+        return;
+    if (c->process != NULL) {
+        const struct spate_type *t =
+            c->function == WINDOW_FN_AGGREGATE ? c->agg.out_type : op->config->in_type;
+        spate_iter one = { NULL, w->result, (const uint8_t *)w->result + t->size, 0, 0 };
+
+        c->process(&op->ctx, win, &one);
+    } else {
+        operator_emit(op, w->result, &op->ctx.meta);
+    }
+}
+
+static void
+clear_window(struct stream_operator *op, struct window_op *w)
+{
+    UNUSED(op);
+    spate_state_clear(w->contents);
+    spate_state_clear(w->count);
+}
+
+static void
+act(struct stream_operator *op, struct window_op *w, spate_trigger_result r, spate_time_window win)
+{
+    if (r == SPATE_TRIGGER_FIRE || r == SPATE_TRIGGER_FIRE_AND_PURGE)
+        emit_window(op, w, win);
+    if (r == SPATE_TRIGGER_PURGE || r == SPATE_TRIGGER_FIRE_AND_PURGE)
+        spate_state_clear(w->contents);
+}
+
+/* ---- session merging ---- */
+
+/* Moves the contents of window `from` into `into` (the current key). */
+static void
+merge_contents(struct stream_operator *op, struct window_op *w, spate_time_window from,
+               spate_time_window into)
+{
+    const struct window_config *c = wcfg(op);
+    spate_iter it;
+
+    set_window(op, &from);
+    if (buffers_elements(op)) {
+        uint8_t *copy;
+        size_t n = 0;
+        int64_t *ts = NULL;
+        void **recs = NULL;
+
+        /* Read all first: writing the other window may move the entry. */
+        spate_list_iter(w->contents, &it);
+        copy = it.at ? xmalloc((size_t)(it.end - it.at) + 1) : NULL;
+        if (copy != NULL) {
+            memcpy(copy, it.at, (size_t)(it.end - it.at));
+            it.end = copy + (it.end - it.at);
+            it.at = copy;
+        }
+        for (;;) {
+            void *r = xcalloc(1, op->config->in_type->size + 16);
+            int64_t t;
+
+            if (!keyed_list_next_timestamped(&it, r, &t)) {
+                free(r);
+                break;
+            }
+            ts = xrealloc(ts, (n + 1) * sizeof *ts);
+            recs = xrealloc(recs, (n + 1) * sizeof *recs);
+            ts[n] = t;
+            recs[n++] = r;
+        }
+        set_window(op, &into);
+        for (size_t i = 0; i < n; i++) {
+            keyed_list_add_timestamped(w->contents, ts[i], recs[i]);
+            free(recs[i]);
+        }
+        free(recs);
+        free(ts);
+        free(copy);
+    } else if (c->function == WINDOW_FN_REDUCE) {
+        if (spate_value_get(w->contents, w->rec)) {
+            void *v = xmalloc(op->config->in_type->size + 16);
+            size_t len = types_serialized_size(op->config->in_type, w->rec);
+            uint8_t *bytes = xmalloc(len + 1);
+
+            /* The value points into state that is about to change. */
+            types_serialize(op->config->in_type, w->rec, bytes, len);
+            types_deserialize(op->config->in_type, bytes, len, v);
+            set_window(op, &into);
+            spate_reducing_add(w->contents, v);
+            free(v);
+            free(bytes);
+        }
+    } else {
+        /* Aggregates merge accumulator into accumulator. */
+        const struct spate_type *at = c->agg.acc_type;
+        spate_state *st = w->contents;
+        size_t len;
+        uint8_t *bytes;
+        void *from_acc = xcalloc(1, at->size + 16);
+        void *into_acc = xcalloc(1, at->size + 16);
+        bool had_from, had_into;
+        struct state_decl plain = *st->decl;
+        const struct state_decl *real = st->decl;
+
+        /* Read the raw accumulators through a value view of the state. */
+        plain.kind = STATE_VALUE;
+        st->decl = &plain;
+        had_from = spate_value_get(st, from_acc);
+        if (had_from) {
+            len = types_serialized_size(at, from_acc);
+            bytes = xmalloc(len + 1);
+            types_serialize(at, from_acc, bytes, len);
+            types_deserialize(at, bytes, len, from_acc);
+            set_window(op, &into);
+            had_into = spate_value_get(st, into_acc);
+            if (had_into)
+                c->agg.merge(&op->ctx, from_acc, into_acc);
+            spate_value_update(st, had_into ? into_acc : from_acc);
+            free(bytes);
+        }
+        st->decl = real;
+        free(from_acc);
+        free(into_acc);
+    }
+    set_window(op, &from);
+    clear_window(op, w);
+    keyed_backend_delete_timer(&w->backend, is_event_time(op), window_max_timestamp(from));
+    keyed_backend_delete_timer(&w->backend, is_event_time(op), cleanup_time(op, from));
+}
+
+/* Adds [ts, ts + gap) to the key's sessions, merging what overlaps; returns
+ * the session the record belongs to. */
+static spate_time_window
+merge_session(struct stream_operator *op, struct window_op *w, spate_time_window win,
+              bool *merged_new)
+{
+    spate_time_window *all = NULL, cur = win, s;
+    size_t n = 0, cap = 0;
+    bool *absorbed;
+    spate_iter it;
+
+    op->ctx.ns = NULL;
+    op->ctx.ns_len = 0;
+    spate_list_iter(w->sessions, &it);
+    while (spate_list_next(&it, &s)) {
+        xgrow((void **)&all, &cap, n + 1, sizeof *all);
+        all[n++] = s;
+    }
+    absorbed = xcalloc(n + 1, sizeof *absorbed);
+    /* Flink's TimeWindow.intersects: touching windows merge too. */
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t i = 0; i < n; i++) {
+            if (absorbed[i] || all[i].start > cur.end || all[i].end < cur.start)
+                continue;
+            absorbed[i] = true;
+            cur.start = MIN(cur.start, all[i].start);
+            cur.end = MAX(cur.end, all[i].end);
+            grew = true;
+        }
+    }
+    *merged_new = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!absorbed[i])
+            continue;
+        if (all[i].start == cur.start && all[i].end == cur.end) {
+            *merged_new = false; /* the record fell inside an existing session */
+            continue;
+        }
+        merge_contents(op, w, all[i], cur);
+    }
+    /* Rewrite the key's session list. */
+    op->ctx.ns = NULL;
+    op->ctx.ns_len = 0;
+    spate_state_clear(w->sessions);
+    for (size_t i = 0; i < n; i++)
+        if (!absorbed[i])
+            spate_list_add(w->sessions, &all[i]);
+    spate_list_add(w->sessions, &cur);
+    free(all);
+    free(absorbed);
+    return cur;
+}
+
+static void
+forget_session(struct stream_operator *op, struct window_op *w, spate_time_window win)
+{
+    spate_time_window *keep = NULL, s;
+    size_t n = 0, cap = 0;
+    spate_iter it;
+
+    op->ctx.ns = NULL;
+    op->ctx.ns_len = 0;
+    spate_list_iter(w->sessions, &it);
+    while (spate_list_next(&it, &s)) {
+        if (s.start == win.start && s.end == win.end)
+            continue;
+        xgrow((void **)&keep, &cap, n + 1, sizeof *keep);
+        keep[n++] = s;
+    }
+    spate_state_clear(w->sessions);
+    for (size_t i = 0; i < n; i++)
+        spate_list_add(w->sessions, &keep[i]);
+    free(keep);
+}
+
+/* ---- the operator ---- */
+
+static int
+window_open(struct stream_operator *op, spate_error *err)
+{
+    const struct window_config *c = wcfg(op);
+    struct window_op *w = xcalloc(1, sizeof *w);
+    const struct spate_type *fields[] = { spate_type_int64(), spate_type_int64() };
+    int rc;
+
+    op->impl = w;
+    w->session_type = types_new_tuple(2, fields);
+    w->decls[WS_CONTENTS] = (struct state_decl){
+        "__window_contents", STATE_VALUE, op->config->in_type, NULL, NULL, { 0 }, 0, false,
+        SCOPE_KEYED
+    };
+    if (buffers_elements(op)) {
+        w->decls[WS_CONTENTS].kind = STATE_LIST;
+        w->decls[WS_CONTENTS].timestamped = true;
+    } else if (c->function == WINDOW_FN_REDUCE) {
+        w->decls[WS_CONTENTS].kind = STATE_REDUCING;
+        w->decls[WS_CONTENTS].reduce = c->reduce;
+    } else {
+        w->decls[WS_CONTENTS].kind = STATE_AGGREGATING;
+        w->decls[WS_CONTENTS].type = c->agg.acc_type;
+        w->decls[WS_CONTENTS].agg = c->agg;
+    }
+    w->decls[WS_COUNT] = (struct state_decl){
+        "__window_count", STATE_VALUE, spate_type_int64(), NULL, NULL, { 0 }, 0, false, SCOPE_KEYED
+    };
+    w->decls[WS_SESSIONS] = (struct state_decl){
+        "__window_sessions", STATE_LIST, w->session_type, NULL, NULL, { 0 }, 0, false, SCOPE_KEYED
+    };
+    op->backend = &w->backend;
+    if ((rc = keyed_backend_init(&w->backend, op, w->decls, WS_COUNT_OF, err)) != 0)
+        return rc;
+    w->contents = &w->backend.states[op->config->nstates + WS_CONTENTS];
+    w->count = &w->backend.states[op->config->nstates + WS_COUNT];
+    w->sessions = &w->backend.states[op->config->nstates + WS_SESSIONS];
+    w->rec = xcalloc(1, op->config->in_type->size + 16);
+    w->result = xcalloc(1, MAX(op->config->in_type->size, op->config->out_type->size) +
+                               (c->agg.out_type ? c->agg.out_type->size : 0) + 16);
+    return 0;
+}
+
+static void
+window_close(struct stream_operator *op)
+{
+    struct window_op *w = op->impl;
+
+    if (w == NULL)
+        return;
+    keyed_backend_release(&w->backend);
+    types_free(w->session_type);
+    free(w->rec);
+    free(w->result);
+    free(w);
+    op->impl = NULL;
+    op->backend = NULL;
+}
+
+/* Processing time as record time: the wall clock in ms. */
+static int64_t
+record_time(struct stream_operator *op, const struct record_meta *meta)
+{
+    return wcfg(op)->assigner.event_time ? meta->timestamp : clock_wall_ms();
+}
+
+/* Adds rec to the current window, asks the trigger, and registers the
+ * clean-up timer with the window's first element (fresh). */
+static void
+add_to_window(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts,
+              spate_time_window win, bool fresh)
+{
+    int64_t cleanup = cleanup_time(op, win);
+
+    contents_add(op, w, rec, ts);
+    act(op, w, trigger_on_element(op, w, rec, ts, win, fresh), win);
+    if (fresh && cleanup != window_max_timestamp(win) && cleanup != INT64_MAX)
+        keyed_backend_register_timer(&w->backend, is_event_time(op), cleanup);
+}
+
+static void
+window_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct window_op *w = op->impl;
+    const struct window_config *c = wcfg(op);
+    const spate_window_assigner *a = &c->assigner;
+    int64_t ts = record_time(op, meta);
+    spate_bytes key;
+    bool handled = false;
+
+    if (op->ctx.scratch.used != 0)
+        scratch_reset(&op->ctx.scratch);
+    op->ctx.meta = *meta;
+    if (is_event_time(op) && ts == RECORD_NO_TIMESTAMP) {
+        spate_ctx_fail(&op->ctx,
+                       "an event-time window got a record without a timestamp: assign them "
+                       "with spate_assign_timestamps_and_watermarks");
+        return;
+    }
+    key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec, w->key_scratch,
+                       sizeof w->key_scratch);
+    keyed_backend_set_key(
+        op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
+
+    if (a->kind == SPATE_WINDOW_SLIDING) {
+        int64_t last = window_start(ts, a->offset_ms, a->slide_ms);
+
+        for (int64_t start = last; start > ts - a->size_ms; start -= a->slide_ms) {
+            spate_time_window win = { start, start + a->size_ms };
+
+            if (is_late(op, win))
+                continue;
+            handled = true;
+            set_window(op, &win);
+            add_to_window(op, w, rec, ts, win, !keyed_state_exists(w->contents));
+        }
+    } else {
+        spate_time_window win;
+        bool fresh;
+
+        if (a->kind == SPATE_WINDOW_TUMBLING) {
+            win.start = window_start(ts, a->offset_ms, a->size_ms);
+            win.end = win.start + a->size_ms;
+        } else if (a->kind == SPATE_WINDOW_SESSION) {
+            win.start = ts;
+            win.end = ts + a->gap_ms;
+        } else {
+            win.start = INT64_MIN;
+            win.end = INT64_MAX;
+        }
+        if (a->kind == SPATE_WINDOW_SESSION) {
+            /* Flink merges first and drops the record if the merged
+             * session is already late. */
+            win = merge_session(op, w, win, &fresh);
+            set_window(op, &win);
+            if (is_late(op, win)) {
+                clear_window(op, w);
+                forget_session(op, w, win);
+            } else {
+                handled = true;
+                add_to_window(op, w, rec, ts, win, fresh);
+            }
+        } else if (!is_late(op, win)) {
+            handled = true;
+            set_window(op, &win);
+            add_to_window(op, w, rec, ts, win, !keyed_state_exists(w->contents));
+        }
+    }
+    if (!handled) {
+        op->ctx.ns = NULL;
+        op->ctx.ns_len = 0;
+        if (c->late_tag != NULL)
+            spate_emit_side(&op->ctx, c->late_tag, rec);
+        else if (op->task->accumulators != NULL)
+            spate_counter_add(spate_ctx_counter(&op->ctx, "numLateRecordsDropped"), 1);
+    }
+}
+
+static void
+window_fire(struct stream_operator *op, const struct timer *t)
+{
+    struct window_op *w = op->impl;
+    spate_time_window win;
+
+    if (t->ns_len != sizeof win)
+        return;
+    memcpy(&win, t->data + t->key_len, sizeof win);
+    set_window(op, &win);
+    act(op, w, trigger_on_time(op, t->event_time, t->timestamp, win), win);
+    if (t->event_time == is_event_time(op) && t->timestamp == cleanup_time(op, win)) {
+        clear_window(op, w);
+        if (wcfg(op)->assigner.kind == SPATE_WINDOW_SESSION)
+            forget_session(op, w, win);
+    }
+}
+
+static void
+window_watermark(struct stream_operator *op, int64_t watermark)
+{
+    struct window_op *w = op->impl;
+
+    /* Fire first, then let event time move on: Flink's order. */
+    op->current_watermark = watermark;
+    keyed_backend_advance(&w->backend, true, watermark, window_fire);
+    op->out->emit_watermark(op->out, watermark);
+}
+
+static void
+window_on_processing_time(struct stream_operator *op, uint64_t now)
+{
+    keyed_backend_on_processing_time(&((struct window_op *)op->impl)->backend, now, window_fire);
+}
+
+const struct operator_vtable window_operator_vtable = {
+    .open = window_open,
+    .process = window_process,
+    .close = window_close,
+    .process_watermark = window_watermark,
+    .on_processing_time = window_on_processing_time,
+};
+
+spate_time_window
+spate_ctx_window(const spate_ctx *ctx)
+{
+    return ctx->window;
+}

@@ -1,0 +1,313 @@
+/* Tasks (task.h). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/log.h"
+#include "core/notifier.h"
+#include "rpc/gateways.h"
+#include "streaming/accumulators.h"
+#include "streaming/job_graph_codec.h"
+#include "streaming/stream_task.h"
+#include "taskmanager/task.h"
+
+#define TASK_LOG "task"
+/* State reports are retried this often before the task gives up on them
+ * (the JobMaster then learns of the end through its heartbeats). */
+#define TASK_REPORT_TRIES 3
+
+struct task {
+    struct task_host host;
+    Jobgraph__TaskDeployment *tdd; /* our own copy */
+    spate_id job_id, attempt_id;
+    struct rpc_gateway *jm; /* fenced with the JobMasterId */
+    struct notifier notifier;
+    pthread_t thread;
+    _Atomic bool done;
+    char name[160]; /* "<vertex> (i/n)" for logs */
+    struct accumulators accumulators;
+};
+
+/* ---- reports to the JobMaster ---- */
+
+static void
+task_report(struct task *t, const char *state, const char *failure)
+{
+    Cluster__TaskExecutionState msg = CLUSTER__TASK_EXECUTION_STATE__INIT;
+    Cluster__Accumulator *accs = NULL, **ptrs = NULL;
+    spate_error err = { 0 };
+
+    msg.job_id = gw_id_bytes(&t->job_id);
+    msg.attempt_id = gw_id_bytes(&t->attempt_id);
+    msg.state = (char *)state;
+    msg.failure = (char *)(failure ? failure : "");
+    if (strcmp(state, "FINISHED") == 0 && t->accumulators.count > 0) {
+        accs = xcalloc(t->accumulators.count, sizeof *accs);
+        ptrs = xcalloc(t->accumulators.count, sizeof *ptrs);
+        for (size_t i = 0; i < t->accumulators.count; i++) {
+            cluster__accumulator__init(&accs[i]);
+            accs[i].name = t->accumulators.counters[i]->name;
+            accs[i].value = t->accumulators.counters[i]->value;
+            ptrs[i] = &accs[i];
+        }
+        msg.n_accumulators = t->accumulators.count;
+        msg.accumulators = ptrs;
+    }
+    for (int i = 0; i < TASK_REPORT_TRIES; i++) {
+        struct rpc_future *f = jm_update_task_execution_state(t->jm, &msg, 0);
+        /* Bounded: a loop that stopped completes nothing. */
+        int rc = rpc_future_wait(f, rpc_service_ask_timeout_ms(t->host.svc) + 1000, &err);
+
+        rpc_future_unref(f);
+        if (rc == 0)
+            break;
+        SPATE_LOG_WARN(TASK_LOG, "task %s: cannot report %s to the JobMaster: %s", t->name, state,
+                       err.message);
+    }
+    free(accs);
+    free(ptrs);
+}
+
+/* ---- input splits (the seeds' RequestNextInputSplit) ---- */
+
+static int
+task_next_split(void *data, int op, char **path, uint64_t *start, uint64_t *length,
+                spate_error *err)
+{
+    struct task *t = data;
+    Cluster__SplitRequest req = CLUSTER__SPLIT_REQUEST__INIT;
+    struct rpc_future *f;
+    Cluster__InputSplit *s;
+    int rc;
+
+    req.job_id = gw_id_bytes(&t->job_id);
+    req.attempt_id = gw_id_bytes(&t->attempt_id);
+    req.vertex = t->tdd->vertex;
+    req.operator_ = op;
+    f = jm_request_next_input_split(t->jm, &req, 0);
+    if ((rc = rpc_future_wait(f, rpc_service_ask_timeout_ms(t->host.svc) + 1000, err)) != 0) {
+        rpc_future_unref(f);
+        return spate_error_wrap(err, "cannot get an input split from the JobMaster");
+    }
+    s = rpc_future_value(f);
+    if (!s->present) {
+        rpc_future_unref(f);
+        return 1;
+    }
+    *path = xstrdup(s->path ? s->path : "");
+    *start = s->start;
+    *length = s->length;
+    rpc_future_unref(f);
+    return 0;
+}
+
+/* ---- the thread ---- */
+
+static void
+task_on_running(void *data)
+{
+    task_report(data, "RUNNING", NULL);
+}
+
+/* The deployment descriptor's wiring as the StreamTask's. */
+static int
+task_params(struct task *t, const struct job_graph *jg, struct stream_task_params *p,
+            spate_error *err)
+{
+    const Jobgraph__TaskDeployment *d = t->tdd;
+    const struct jg_vertex *v = &jg->vertices[d->vertex];
+
+    p->partitions = xcalloc(d->n_partitions + 1, sizeof *p->partitions);
+    p->npartitions = (int)d->n_partitions;
+    for (size_t i = 0; i < d->n_partitions; i++) {
+        const Jobgraph__PartitionDesc *pd = d->partitions[i];
+
+        if (!gw_id_get(&pd->partition_id, &p->partitions[i].partition.partition))
+            return spate_error_set(err, SPATE_EINVAL, "malformed partition id in deployment");
+        p->partitions[i].partition.producer = t->attempt_id;
+        p->partitions[i].edge = pd->edge;
+        p->partitions[i].nsubpartitions = pd->subpartitions;
+    }
+    p->gates = xcalloc(d->n_gates + 1, sizeof *p->gates);
+    p->ngates = (int)d->n_gates;
+    for (size_t g = 0; g < d->n_gates; g++) {
+        const Jobgraph__GateDesc *gd = d->gates[g];
+
+        p->gates[g].edge = gd->edge;
+        p->gates[g].nchannels = (uint32_t)gd->n_channels;
+        p->gates[g].channels = xcalloc(gd->n_channels + 1, sizeof *p->gates[g].channels);
+        for (size_t c = 0; c < gd->n_channels; c++) {
+            const Jobgraph__ChannelDesc *cd = gd->channels[c];
+            struct input_channel_desc *ch = &p->gates[g].channels[c];
+            spate_id producer_tm;
+
+            if (!gw_id_get(&cd->partition_id, &ch->partition.partition) ||
+                !gw_id_get(&cd->producer_attempt, &ch->partition.producer) ||
+                !gw_id_get(&cd->producer_resource_id, &producer_tm))
+                return spate_error_set(err, SPATE_EINVAL, "malformed channel in deployment");
+            ch->subpartition = cd->subpartition;
+            ch->local = id_equal(&producer_tm, &t->host.resource_id);
+            snprintf(ch->host, sizeof ch->host, "%s", cd->host ? cd->host : "");
+            ch->port = cd->port;
+        }
+    }
+    p->graph = jg;
+    p->vertex = d->vertex;
+    p->info = (struct task_info){ d->subtask,        v->parallelism,  v->max_parallelism,
+                                  d->attempt_number, t->name,         &t->accumulators,
+                                  t->host.print_out, task_next_split, t };
+    p->net = t->host.net;
+    p->notifier = &t->notifier;
+    p->buffer_timeout_ms = jg->buffer_timeout_ms;
+    p->on_running = task_on_running;
+    p->data = t;
+    return 0;
+}
+
+static void
+task_params_release(struct stream_task_params *p)
+{
+    for (int g = 0; g < p->ngates; g++)
+        free(p->gates[g].channels);
+    free(p->gates);
+    free(p->partitions);
+}
+
+static void *
+task_main(void *arg)
+{
+    struct task *t = arg;
+    const struct job_library *lib = NULL;
+    struct stream_task_params p = { 0 };
+    struct job_graph *jg = NULL;
+    spate_error err = { 0 };
+    char thread_name[16];
+    bool have_lib = false;
+    int rc;
+
+    snprintf(thread_name, sizeof thread_name, "task-%d", t->tdd->subtask);
+    log_set_thread_name(thread_name);
+    task_report(t, "INITIALIZING", NULL);
+    rc = library_cache_acquire(
+        t->host.libraries, &t->job_id, t->tdd->blob_server,
+        t->tdd->library_sha256.len == 32 ? t->tdd->library_sha256.data : NULL, &lib, &err);
+    have_lib = rc == 0;
+    if (rc == 0)
+        rc = job_graph_decode(t->tdd->job_graph.data, t->tdd->job_graph.len, lib, &jg, &err);
+    if (rc == 0 && (t->tdd->vertex < 0 || t->tdd->vertex >= jg->nvertices))
+        rc = spate_error_set(&err, SPATE_EINVAL, "deployment of vertex %d of %d", t->tdd->vertex,
+                             jg->nvertices);
+    if (rc == 0) {
+        const struct jg_vertex *v = &jg->vertices[t->tdd->vertex];
+
+        snprintf(t->name, sizeof t->name, "%.120s (%d/%d)", v->name, t->tdd->subtask + 1,
+                 v->parallelism);
+        rc = task_params(t, jg, &p, &err);
+    }
+    if (rc == 0) {
+        SPATE_LOG_INFO(TASK_LOG, "task %s of job %s starts", t->name, id_str(&t->job_id).s);
+        rc = stream_task_run(&p, &err);
+    }
+    if (rc == 0) {
+        SPATE_LOG_INFO(TASK_LOG, "task %s finished", t->name);
+        task_report(t, "FINISHED", NULL);
+    } else if (rc == SPATE_ECANCELED || notifier_is_cancelled(&t->notifier)) {
+        SPATE_LOG_INFO(TASK_LOG, "task %s was cancelled", t->name);
+        task_report(t, "CANCELED", NULL);
+    } else {
+        SPATE_LOG_WARN(TASK_LOG, "task %s failed: %s", t->name, err.message);
+        task_report(t, "FAILED", err.message);
+    }
+    task_params_release(&p);
+    job_graph_free(jg);
+    if (have_lib)
+        library_cache_release(t->host.libraries, &t->job_id);
+    atomic_store(&t->done, true);
+    if (t->host.on_done != NULL)
+        t->host.on_done(t->host.arg, t);
+    return NULL;
+}
+
+/* ---- life cycle ---- */
+
+int
+task_start(const struct task_host *host, const Jobgraph__TaskDeployment *tdd, struct task **out,
+           spate_error *err)
+{
+    struct task *t = xcalloc(1, sizeof *t);
+    size_t len = jobgraph__task_deployment__get_packed_size(tdd);
+    uint8_t *bytes = xmalloc(len ? len : 1);
+    spate_id jm_id;
+    int rc;
+
+    t->host = *host;
+    /* The request lives in the frame's arena: keep a copy of our own. */
+    jobgraph__task_deployment__pack(tdd, bytes);
+    t->tdd = jobgraph__task_deployment__unpack(NULL, len, bytes);
+    free(bytes);
+    if (t->tdd == NULL || !gw_id_get(&t->tdd->job_id, &t->job_id) ||
+        !gw_id_get(&t->tdd->attempt_id, &t->attempt_id) ||
+        !gw_id_get(&t->tdd->job_master_id, &jm_id)) {
+        rc = spate_error_set(err, SPATE_EINVAL, "malformed task deployment");
+        goto fail;
+    }
+    snprintf(t->name, sizeof t->name, "vertex %d (%d)", t->tdd->vertex, t->tdd->subtask + 1);
+    if ((rc = rpc_gateway_new(host->svc, t->tdd->job_master_address, &jm_id, &t->jm, err)) != 0)
+        goto fail;
+    if ((rc = notifier_init(&t->notifier, err)) != 0)
+        goto fail;
+    accumulators_init(&t->accumulators);
+    if ((rc = pthread_create(&t->thread, NULL, task_main, t)) != 0) {
+        notifier_release(&t->notifier);
+        rc = spate_error_set(err, -rc, "cannot start a task thread: %s", spate_strerror(-rc));
+        goto fail;
+    }
+    *out = t;
+    return 0;
+fail:
+    rpc_gateway_free(t->jm);
+    if (t->tdd != NULL)
+        jobgraph__task_deployment__free_unpacked(t->tdd, NULL);
+    free(t);
+    return rc;
+}
+
+void
+task_cancel(struct task *t)
+{
+    notifier_cancel(&t->notifier);
+}
+
+void
+task_free(struct task *t)
+{
+    if (t == NULL)
+        return;
+    pthread_join(t->thread, NULL);
+    notifier_release(&t->notifier);
+    accumulators_release(&t->accumulators);
+    rpc_gateway_free(t->jm);
+    jobgraph__task_deployment__free_unpacked(t->tdd, NULL);
+    free(t);
+}
+
+const spate_id *
+task_attempt_id(const struct task *t)
+{
+    return &t->attempt_id;
+}
+
+const spate_id *
+task_job_id(const struct task *t)
+{
+    return &t->job_id;
+}
+
+bool
+task_is_done(const struct task *t)
+{
+    return atomic_load(&t->done);
+}

@@ -1,0 +1,49 @@
+/* A Task (Flink's org.apache.flink.runtime.taskmanager.Task): one deployed
+ * subtask on its own thread. It loads the job's library through the
+ * TaskManager's cache, decodes the JobGraph with it, runs the StreamTask, and
+ * reports each ExecutionState (INITIALIZING, RUNNING, then FINISHED with the
+ * accumulators, FAILED with the reason, or CANCELED) to its JobMaster, which
+ * also hands it input splits. The TaskExecutor creates and cancels tasks from
+ * its endpoint; the task thread owns everything else and says when it is
+ * done through on_done (from the task thread). */
+#ifndef SPATE_TASKMANAGER_TASK_H
+#define SPATE_TASKMANAGER_TASK_H
+
+#include <stdbool.h>
+
+#include "core/id.h"
+#include "metrics/task_metrics.h"
+#include "network/net_env.h"
+#include "proto/jobgraph.pb-c.h"
+#include "rpc/service.h"
+#include "taskmanager/library_cache.h"
+
+struct task;
+
+/* What a task needs from its TaskManager. */
+struct task_host {
+    struct rpc_service *svc; /* for the JobMaster gateway */
+    struct net_env *net;
+    struct library_cache *libraries;
+    spate_id resource_id; /* this TaskManager's: producers here are local */
+    FILE *print_out;      /* where print sinks write */
+    /* Task thread: the task has ended and reported; free it from elsewhere. */
+    void (*on_done)(void *arg, struct task *t);
+    void *arg;
+};
+
+/* Copies the deployment descriptor and starts the task's thread. Errors: a
+ * descriptor with malformed ids. */
+int task_start(const struct task_host *host, const Jobgraph__TaskDeployment *tdd, struct task **out,
+               spate_error *err);
+/* Any thread: the task stops as soon as it next looks (at once when it
+ * waits), and reports CANCELED. */
+void task_cancel(struct task *t);
+/* Joins the thread (after on_done) and frees the task. */
+void task_free(struct task *t);
+
+const spate_id *task_attempt_id(const struct task *t);
+const spate_id *task_job_id(const struct task *t);
+bool task_is_done(const struct task *t);
+
+#endif

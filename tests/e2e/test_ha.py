@@ -1,0 +1,326 @@
+"""High availability with ZooKeeper (issue 11): two JobManagers, TaskManagers
+and a ZooKeeper server of this file's own (127.0.0.1, ephemeral port,
+temporary folder, tickTime=200, stopped by pid). Failover by kill -9 of the
+leader, ZooKeeper restarted, a leader paused past its session timeout, an
+unreachable quorum at start, garbage in a leader node. Jobs are the
+test-only job of `spate test-job` until the jobs issues bring JobGraphs."""
+
+import os
+import signal
+import subprocess
+import sys
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.dirname(__file__))
+from clustertest import ClusterTestCase, Proc, wait_for  # noqa: E402
+from spatetest import BUILD, free_port  # noqa: E402
+from zkserver import ZooKeeperServer  # noqa: E402
+
+ZK_PUT = os.path.join(BUILD, "tests", "bin", "zk_put")
+ZK = None  # one server for the whole file
+
+
+def setUpModule():
+    global ZK
+    ZK = ZooKeeperServer().start()
+
+
+def tearDownModule():
+    if ZK is not None:
+        ZK.close()
+
+
+class HaTestCase(ClusterTestCase):
+    # Short sessions (the server grants 400 ms to 4 s with tickTime=200);
+    # 2 s rather than 1 s, so that a loaded machine (sanitizer builds, 2
+    # cores) does not expire them by itself. ha_bench measures with 1 s.
+    SESSION = "2 s"
+
+    def setUp(self):
+        super().setUp()
+        if not ZK.proc:
+            ZK.start()
+        self.cluster_id = "/test-" + uuid.uuid4().hex[:12]
+        self.storage = os.path.join(self.tmp, "ha-storage")
+        self.jms = []
+
+    def ha_args(self, quorum=None):
+        return ["-D", "high-availability.type=zookeeper",
+                "-D", f"high-availability.zookeeper.quorum={quorum or ZK.quorum}",
+                "-D", f"high-availability.cluster-id={self.cluster_id}",
+                "-D", f"high-availability.storageDir={self.storage}",
+                "-D", f"high-availability.zookeeper.client.session-timeout={self.SESSION}",
+                "-D", "high-availability.zookeeper.client.connection-timeout=5 s",
+                "-D", "high-availability.zookeeper.client.retry-wait=200 ms",
+                *self.FAST]
+
+    def start_ha_jobmanager(self, *extra):
+        jm = self.launch([*self.ha_args(), "-D", "jobmanager.rpc.port=0", "-D", "rest.port=0",
+                          *extra, "jobmanager"], "jobmanager")
+        m = jm.wait_log(r"JobManager started: rpc at 127\.0\.0\.1:(\d+), REST at http://[\d.]+:(\d+)")
+        jm.rpc_port, jm.rest_port = int(m.group(1)), int(m.group(2))
+        self.jms.append(jm)
+        return jm
+
+    def start_ha_taskmanager(self, slots=2):
+        return self.launch([*self.ha_args(), "-D", f"taskmanager.numberOfTaskSlots={slots}",
+                            "taskmanager"], "taskmanager")
+
+    def overview(self):
+        """/overview, or no TaskManagers while a JobManager is not (yet) the
+        leader and answers 503."""
+        status, body = self.rest("/overview")
+        if status == 503:
+            return {"taskmanagers": -1, "slots-total": -1, "slots-available": -1}
+        self.assertEqual(status, 200, body)
+        return body
+
+    def leads(self, jm):
+        return "this JobManager was granted leadership" in jm.text()
+
+    def use_rest_of(self, jm):
+        self.rest_port = jm.rest_port
+
+    def submit(self, slots, *extra):
+        """Submits through the leading Dispatcher, again while a leadership
+        change makes it refuse."""
+        last = []
+
+        def once():
+            r = self.spate(*self.ha_args(), "test-job", "--slots", str(slots), *extra)
+            last[:] = [r]
+            return r.stdout.strip() if r.returncode == 0 else None
+        try:
+            return wait_for(once, 30, "a submission accepted", interval=0.2)
+        except AssertionError:
+            self.fail(last[0].stderr if last else "no submission")
+
+    def running_tasks(self, jm, jid):
+        self.use_rest_of(jm)
+        status, body = self.rest(f"/jobs/{jid}")
+        if status != 200:
+            return None
+        return body["tasks"]["running"] if body["state"] == "RUNNING" else None
+
+
+class HaFailoverTest(HaTestCase):
+    def test_kill9_of_leader_standby_takes_over_taskmanagers_and_cli_follow(self):
+        jm1 = self.start_ha_jobmanager()
+        jm1.wait_log(r"this JobManager was granted leadership")
+        jm2 = self.start_ha_jobmanager()
+        jm2.wait_log(r"standing by: latch node")
+        tms = [self.start_ha_taskmanager(slots=2) for _ in range(2)]
+        self.use_rest_of(jm1)
+        self.wait_overview(2, slots=4)
+        # The standby answers REST, but sends clients to the leader: 503.
+        self.use_rest_of(jm2)
+        status, body = self.rest("/overview")
+        self.assertEqual(status, 503, body)
+        self.assertIn("not the leader", body["errors"][0])
+        # The CLI finds the leading Dispatcher through ZooKeeper.
+        jid = self.submit(3)
+        wait_for(lambda: self.running_tasks(jm1, jid) == 3, 20, "3 tasks with slots on jm1")
+
+        jm1.popen.send_signal(signal.SIGKILL)
+        jm1.popen.wait()
+        jm2.wait_log(r"this JobManager was granted leadership", timeout=30)
+        # RecoverAllJobs: the standby runs the job again, under its id.
+        jm2.wait_log(r"recovered job " + jid + " from the job graph store")
+        self.use_rest_of(jm2)
+        self.wait_overview(2, slots=4)
+        wait_for(lambda: self.running_tasks(jm2, jid) == 3, 30, "3 tasks with slots on jm2")
+        for t in tms:
+            t.wait_log(r"registered at the ResourceManager 127\.0\.0\.1:%d/resourcemanager"
+                       % jm2.rpc_port)
+        # New leadership, new fencing tokens: the ResourceManagerIds differ.
+        ids = [l for l in jm2.text().splitlines() if "granted leadership" in l
+               and "ResourceManager" in l]
+        self.assertEqual(len(ids), 1)
+        self.assertNotIn(ids[0].split()[-3], jm1.text())
+        # And the CLI follows the new leader.
+        jid2 = self.submit(1)
+        wait_for(lambda: self.running_tasks(jm2, jid2) == 1, 20, "the second job on jm2")
+
+    def test_finished_job_is_not_run_again_after_failover(self):
+        jm1 = self.start_ha_jobmanager()
+        jm1.wait_log(r"this JobManager was granted leadership")
+        self.start_ha_taskmanager(slots=1)
+        self.use_rest_of(jm1)
+        self.wait_overview(1)
+        jid = self.submit(1, "--run-ms", "200")
+        wait_for(lambda: self.job(jid)["state"] == "FINISHED", 20, "the job to finish")
+        # Its result is in the job result store and its graph is gone.
+        results = os.path.join(self.storage, "job-result-store", self.cluster_id.strip("/"))
+        wait_for(lambda: os.path.exists(os.path.join(results, f"{jid}.pb")), 10,
+                 "a clean job result")
+        jm2 = self.start_ha_jobmanager()
+        jm1.kill()
+        jm2.wait_log(r"this JobManager was granted leadership", timeout=30)
+        jm2.wait_log(r"recovering 0 jobs from the job graph store")
+        self.assertNotIn(jid, jm2.text())
+
+
+class HaStartClusterTest(HaTestCase):
+    def test_start_cluster_starts_every_master_one_leads(self):
+        from spatetest import SOURCE, SPATE
+        conf = os.path.join(self.tmp, "conf")
+        logs = os.path.join(self.tmp, "log")
+        os.makedirs(conf)
+        with open(os.path.join(conf, "config.yaml"), "w") as f:
+            f.write("high-availability:\n  type: zookeeper\n"
+                    f"  zookeeper:\n    quorum: {ZK.quorum}\n"
+                    f"  storageDir: {self.storage}\n  cluster-id: {self.cluster_id}\n"
+                    f"env.log.dir: {logs}\ntaskmanager.numberOfTaskSlots: 2\n")
+        with open(os.path.join(conf, "masters"), "w") as f:
+            f.write("# two JobManagers here\nlocalhost:0\n127.0.0.1:0\n")
+        with open(os.path.join(conf, "workers"), "w") as f:
+            f.write("localhost\n")
+        env = dict(os.environ, SPATE_CONF_DIR=conf, SPATE_BIN=SPATE)
+        r = subprocess.run([os.path.join(SOURCE, "bin", "start-cluster.sh")], env=env,
+                           capture_output=True, text=True, timeout=60)
+        pids = []
+        try:
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for name in os.listdir(logs):
+                if name.endswith(".pid"):
+                    with open(os.path.join(logs, name)) as f:
+                        pids.append(int(f.read()))
+            self.assertEqual(len(pids), 3)
+            jms = [Proc(subprocess.Popen(["true"]), os.path.join(logs, n))
+                   for n in sorted(os.listdir(logs)) if n.startswith("spate-jobmanager-")
+                   and n.endswith(".log")]
+            self.assertEqual(len(jms), 2)
+            wait_for(lambda: sum(self.leads(j) for j in jms) == 1 and
+                     sum("standing by" in j.text() for j in jms) == 1, 30,
+                     "one leader and one standby")
+            leader = next(j for j in jms if self.leads(j))
+            self.rest_port = int(leader.wait_log(r"REST at http://[\d.]+:(\d+)").group(1))
+            self.wait_overview(1, slots=2)
+            r = subprocess.run([os.path.join(SOURCE, "bin", "stop-cluster.sh")], env=env,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual([n for n in os.listdir(logs) if n.endswith(".pid")], [])
+        finally:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+class HaZooKeeperFaultTest(HaTestCase):
+    def test_zookeeper_restart_components_reconnect_no_job_lost_or_twice(self):
+        jm1 = self.start_ha_jobmanager()
+        jm1.wait_log(r"this JobManager was granted leadership")
+        jm2 = self.start_ha_jobmanager()
+        jm2.wait_log(r"standing by")
+        tm = self.start_ha_taskmanager(slots=2)
+        self.use_rest_of(jm1)
+        self.wait_overview(1, slots=2)
+        jid = self.submit(2)
+        wait_for(lambda: self.running_tasks(jm1, jid) == 2, 20, "the job running")
+
+        ZK.stop()
+        for p in (jm1, jm2, tm):
+            p.wait_log(r"connection to ZooKeeper 127\.0\.0\.1:\d+ suspended")
+        jm1.wait_log(r"leadership of this JobManager revoked: the connection to ZooKeeper was "
+                     r"suspended")
+        jm1.wait_log(r"job " + jid + " suspended: the Dispatcher lost leadership")
+        ZK.start()
+
+        def one_leader_running_it():
+            running = [jm for jm in (jm1, jm2) if self.running_tasks(jm, jid) == 2]
+            return running if len(running) == 1 else None
+        leader = wait_for(one_leader_running_it, 40, "exactly one JobManager running the job")[0]
+        self.use_rest_of(leader)
+        self.wait_overview(1, slots=2, available=0)
+        status, body = self.rest("/jobs/overview")
+        self.assertEqual(status, 200, body)
+        self.assertEqual([j["jid"] for j in body["jobs"]], [jid])
+        other = jm2 if leader is jm1 else jm1
+        self.use_rest_of(other)
+        self.assertEqual(self.rest("/overview")[0], 503)
+
+    def test_sigstop_leader_past_session_timeout_is_fenced_off(self):
+        jm1 = self.start_ha_jobmanager()
+        jm1.wait_log(r"this JobManager was granted leadership")
+        jm2 = self.start_ha_jobmanager()
+        jm2.wait_log(r"standing by")
+        tm = self.start_ha_taskmanager(slots=2)
+        self.use_rest_of(jm1)
+        self.wait_overview(1, slots=2)
+        jid = self.submit(1)
+        wait_for(lambda: self.running_tasks(jm1, jid) == 1, 20, "the job running on jm1")
+
+        jm1.signal(signal.SIGSTOP)
+        jm2.wait_log(r"this JobManager was granted leadership", timeout=30)
+        self.use_rest_of(jm2)
+        self.wait_overview(1, slots=2)
+        wait_for(lambda: self.running_tasks(jm2, jid) == 1, 30, "the job running on jm2")
+        jm1.signal(signal.SIGCONT)
+        # The former leader stops leading as soon as its connection is
+        # suspended (before it even learns that its session expired) ...
+        jm1.wait_log(r"leadership of this JobManager revoked: the connection to ZooKeeper was "
+                     r"suspended")
+        jm1.wait_log(r"ZooKeeper session expired: starting a new one")
+        jm1.wait_log(r"ResourceManager [0-9a-f]{32} lost leadership")
+        jm1.wait_log(r"job " + jid + " suspended")
+        # ... and the TaskManager rejects what it still says.
+        tm.wait_log(r"rejected a disconnect from ResourceManager [0-9a-f]{32}: this TaskExecutor "
+                    r"is registered with ResourceManager [0-9a-f]{32}")
+        self.use_rest_of(jm1)
+        status, body = self.rest("/overview")
+        self.assertEqual(status, 503, body)
+        self.use_rest_of(jm2)
+        self.wait_overview(1, slots=2, available=1)
+        self.assertEqual(self.running_tasks(jm2, jid), 1)
+        # The former leader stands by again.
+        jm1.wait_log(r"standing by: latch node")
+
+    def test_unreachable_quorum_at_start_is_a_clear_error_retried(self):
+        port = free_port()  # nothing listens there
+        r = self.spate(*self.ha_args(quorum=f"127.0.0.1:{port}"),
+                       "-D", "high-availability.zookeeper.client.connection-timeout=300 ms",
+                       "-D", "high-availability.zookeeper.client.retry-wait=100 ms",
+                       "-D", "high-availability.zookeeper.client.max-retry-attempts=2",
+                       "-D", "jobmanager.rpc.port=0", "-D", "rest.port=0", "jobmanager",
+                       timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"cannot connect to the ZooKeeper quorum '127.0.0.1:{port}'", r.stderr)
+        self.assertIn("no answer in 3 attempts", r.stderr)
+        self.assertIn("attempt 1 of 3: retrying in 100 ms", r.stdout + r.stderr)
+        self.assertIn("attempt 2 of 3: retrying in 200 ms", r.stdout + r.stderr)
+
+        # Retried: a quorum that comes up while the JobManager waits is used.
+        late = ZooKeeperServer(os.path.join(self.tmp, "late-zk"), port=free_port())
+        try:
+            jm = self.launch([*self.ha_args(quorum=late.quorum),
+                              "-D", "high-availability.zookeeper.client.connection-timeout=300 ms",
+                              "-D", "high-availability.zookeeper.client.retry-wait=100 ms",
+                              "-D", "high-availability.zookeeper.client.max-retry-attempts=100",
+                              "-D", "jobmanager.rpc.port=0", "-D", "rest.port=0", "jobmanager"],
+                             "jobmanager")
+            jm.wait_log(r"attempt 1 of 101: retrying")
+            late.start()
+            jm.wait_log(r"this JobManager was granted leadership", timeout=60)
+        finally:
+            late.close()
+
+    def test_garbage_in_leader_node_is_ignored_with_a_log_line(self):
+        path = f"/flink{self.cluster_id}/leader/resource_manager/connection_info"
+        r = subprocess.run([ZK_PUT, ZK.quorum, path, "garbage \x01 not a leader"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        tm = self.start_ha_taskmanager(slots=1)
+        tm.wait_log(r"ignoring the leader information in znode '" + path + "': ")
+        self.assertNotIn("connecting to ResourceManager", tm.text())
+        jm = self.start_ha_jobmanager()
+        jm.wait_log(r"this JobManager was granted leadership")
+        self.use_rest_of(jm)
+        self.wait_overview(1, slots=1)
+        self.assertTrue(tm.alive())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,99 @@
+"""A ZooKeeper server of its own for a test or benchmark: Debian's
+`zookeeper` package on the installed Java, on 127.0.0.1 with an ephemeral
+port, a temporary data folder and tickTime=200 (so sessions may be as short
+as 400 ms), started and stopped by pid. Never a system service."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def four_letter(port, word, timeout=1.0):
+    """The server's answer to a four-letter word, or None."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(word.encode())
+            chunks = []
+            while True:
+                b = s.recv(4096)
+                if not b:
+                    break
+                chunks.append(b)
+            return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return None
+
+
+class ZooKeeperServer:
+    """start(), stop() (by pid), restart() on the same port and data."""
+
+    def __init__(self, workdir=None, port=None, tick_ms=200):
+        self.own_dir = workdir is None
+        self.dir = workdir or tempfile.mkdtemp(prefix="spate-zk-")
+        self.port = port or free_port()
+        self.tick_ms = tick_ms
+        self.proc = None
+        os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        self.cfg = os.path.join(self.dir, "zoo.cfg")
+        with open(self.cfg, "w") as f:
+            f.write(f"tickTime={tick_ms}\n"
+                    f"dataDir={os.path.join(self.dir, 'data')}\n"
+                    f"clientPort={self.port}\n"
+                    "clientPortAddress=127.0.0.1\n"
+                    "admin.enableServer=false\n"
+                    "4lw.commands.whitelist=ruok,srvr,stat,cons\n"
+                    "maxClientCnxns=0\n")
+
+    @property
+    def quorum(self):
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout=60.0):
+        java = shutil.which("java")
+        if java is None or not os.path.exists(ZOOKEEPER_JAR):
+            raise RuntimeError("ZooKeeper needs Debian's zookeeper package and Java "
+                               "(scripts/install-deps.sh installs both)")
+        log = open(os.path.join(self.dir, "zookeeper.log"), "a")
+        self.proc = subprocess.Popen(
+            [java, "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+             "-Dzookeeper.admin.enableServer=false",
+             "-cp", ZOOKEEPER_JAR, "org.apache.zookeeper.server.ZooKeeperServerMain", self.cfg],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while four_letter(self.port, "ruok", 0.5) != "imok":
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ZooKeeper exited with {self.proc.returncode}; see "
+                                   f"{self.dir}/zookeeper.log")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"ZooKeeper did not answer on port {self.port} in {timeout} s")
+            time.sleep(0.05)
+        return self
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+        self.proc = None
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def close(self):
+        self.stop()
+        if self.own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)

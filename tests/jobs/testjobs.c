@@ -1,0 +1,261 @@
+/* Job library of the end-to-end job tests (tests/e2e/test_jobs.py), built
+ * as users build theirs. The first argument picks the job:
+ *
+ *   params    --factor K --count N --output PATH   values i*K, K parsed here
+ *             and handed to the map as its parameter (no globals)
+ *   partition --how H --count N --output PATH [--chain C] [--group]
+ *             generator (parallelism 2) -> H -> Route (parallelism -p) ->
+ *             file; Route writes "source_subtask route_subtask value", so the
+ *             test sees where every record went. H: forward, rebalance,
+ *             rescale, shuffle, broadcast, global, none. C: default,
+ *             disable (Route's chaining off), new-chain (Route starts a new
+ *             chain), env (chaining off for the whole job). --group: Route in
+ *             slot sharing group "other".
+ *   unbounded                                      runs until cancelled
+ *   fail      --at K                               Map fails at value K
+ *   outside                                        a map function that is not
+ *             in this library (libc's abort)
+ *   stuck                                          a map that never returns,
+ *             cancelled or not (task.cancellation.timeout must end it) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <spate/spate.h>
+
+struct routed {
+    int64_t value;
+    int64_t from; /* the generating subtask */
+};
+
+static int64_t
+arg_int(int argc, char **argv, const char *name, int64_t dflt)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return strtoll(argv[i + 1], NULL, 10);
+    return dflt;
+}
+
+static const char *
+arg_str(int argc, char **argv, const char *name, const char *dflt)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return argv[i + 1];
+    return dflt;
+}
+
+static bool
+arg_flag(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return true;
+    return false;
+}
+
+static void
+gen_index(spate_ctx *ctx, uint64_t index, void *out)
+{
+    (void)ctx;
+    *(int64_t *)out = (int64_t)index;
+}
+
+static void
+gen_routed(spate_ctx *ctx, uint64_t index, void *out)
+{
+    struct routed *r = out;
+
+    r->value = (int64_t)index;
+    r->from = spate_ctx_subtask_index(ctx);
+}
+
+/* ---- params ---- */
+
+struct scale_params {
+    int64_t factor;
+};
+
+static void
+scale(spate_ctx *ctx, const void *in, void *out)
+{
+    size_t len;
+    const struct scale_params *p = spate_ctx_params(ctx, &len);
+
+    *(int64_t *)out = *(const int64_t *)in * p->factor;
+}
+
+static int
+job_params(spate_env *env, int argc, char **argv)
+{
+    struct scale_params p = { arg_int(argc, argv, "--factor", 1) };
+    spate_stream *s = spate_source_generator(env, gen_index, spate_type_int64(),
+                                             (uint64_t)arg_int(argc, argv, "--count", 1000), 0);
+
+    /* Rebalanced, so that with two TaskExecutors records cross them. */
+    s = spate_params(spate_name(spate_map(spate_rebalance(s), scale, spate_type_int64()), "Scale"),
+                     &p, sizeof p);
+    spate_sink_text_file(s, arg_str(argc, argv, "--output", "params.out"));
+    return spate_execute(env, "Params");
+}
+
+/* ---- partition ---- */
+
+/* (value, from) -> "from route value" */
+static void
+route(spate_ctx *ctx, const void *in, void *out)
+{
+    const struct routed *r = in;
+    spate_str *s = out;
+    char *buf = spate_ctx_alloc(ctx, 64);
+
+    s->len = (size_t)snprintf(buf, 64, "%lld %d %lld", (long long)r->from,
+                              spate_ctx_subtask_index(ctx), (long long)r->value);
+    s->data = buf;
+}
+
+static int
+job_partition(spate_env *env, int argc, char **argv)
+{
+    const char *how = arg_str(argc, argv, "--how", "none");
+    const char *chain = arg_str(argc, argv, "--chain", "default");
+    const spate_type *fields[] = { spate_type_int64(), spate_type_int64() };
+    /* Forward needs equal parallelism on both sides; so does chaining. */
+    bool pairs = strcmp(how, "forward") == 0 || strcmp(how, "none") == 0;
+    int p = pairs ? 2 : spate_env_parallelism(env);
+    spate_stream *s, *r, *sink;
+
+    if (strcmp(chain, "env") == 0)
+        spate_env_disable_chaining(env);
+    s = spate_source_generator(env, gen_routed, spate_type_tuple(env, 2, fields),
+                               (uint64_t)arg_int(argc, argv, "--count", 1000), 0);
+    s = spate_uid(spate_name(spate_set_parallelism(s, 2), "Numbers"), "numbers");
+    if (strcmp(how, "forward") == 0)
+        s = spate_forward(s);
+    else if (strcmp(how, "rebalance") == 0)
+        s = spate_rebalance(s);
+    else if (strcmp(how, "rescale") == 0)
+        s = spate_rescale(s);
+    else if (strcmp(how, "shuffle") == 0)
+        s = spate_shuffle(s);
+    else if (strcmp(how, "broadcast") == 0)
+        s = spate_broadcast(s);
+    else if (strcmp(how, "global") == 0)
+        s = spate_global(s);
+    else if (strcmp(how, "none") != 0) {
+        fprintf(stderr, "testjobs: unknown partitioning '%s'\n", how);
+        return SPATE_EINVAL;
+    }
+    r = spate_uid(spate_name(spate_map(s, route, spate_type_string()), "Route"), "route");
+    spate_set_parallelism(r, p);
+    if (strcmp(chain, "disable") == 0)
+        spate_disable_chaining(r);
+    else if (strcmp(chain, "new-chain") == 0)
+        spate_start_new_chain(r);
+    if (arg_flag(argc, argv, "--group"))
+        spate_slot_sharing_group(r, "other");
+    sink = spate_sink_text_file(r, arg_str(argc, argv, "--output", "partition.out"));
+    spate_set_parallelism(sink, p);
+    return spate_execute(env, "Partitioning");
+}
+
+/* ---- unbounded, fail, outside ---- */
+
+static void
+discard(spate_ctx *ctx, const void *in)
+{
+    (void)ctx;
+    (void)in;
+}
+
+static int
+job_unbounded(spate_env *env)
+{
+    struct scale_params p = { 1 };
+    spate_stream *s = spate_source_generator(env, gen_index, spate_type_int64(), 0, 100000);
+
+    s = spate_params(spate_map(spate_rebalance(s), scale, spate_type_int64()), &p, sizeof p);
+    spate_sink(s, discard);
+    return spate_execute(env, "Unbounded");
+}
+
+static void
+poison(spate_ctx *ctx, const void *in, void *out)
+{
+    size_t len;
+    const int64_t *at = spate_ctx_params(ctx, &len);
+    int64_t v = *(const int64_t *)in;
+
+    if (v == *at)
+        spate_ctx_fail(ctx, "record %lld is poison", (long long)v);
+    *(int64_t *)out = v;
+}
+
+static int
+job_fail(spate_env *env, int argc, char **argv)
+{
+    int64_t at = arg_int(argc, argv, "--at", 42);
+    spate_stream *s = spate_source_generator(env, gen_index, spate_type_int64(), 1000, 0);
+
+    s = spate_params(spate_name(spate_map(s, poison, spate_type_int64()), "Poison"), &at,
+                     sizeof at);
+    spate_sink(s, discard);
+    return spate_execute(env, "Failing");
+}
+
+static int
+job_outside(spate_env *env)
+{
+    spate_stream *s = spate_source_generator(env, gen_index, spate_type_int64(), 10, 0);
+
+    /* A function of libc, not of this library: it cannot be sent anywhere. */
+    spate_sink(spate_map(s, (spate_map_fn)(void (*)(void))abort, spate_type_int64()), discard);
+    return spate_execute(env, "Outside");
+}
+
+static void
+hang(spate_ctx *ctx, const void *in, void *out)
+{
+    static const char entered[] = "Hang: entered\n";
+
+    (void)ctx;
+    (void)in;
+    (void)out;
+    /* Tells the test the task is in here (its output is the test's). */
+    if (write(1, entered, sizeof entered - 1) < 0)
+        abort();
+    for (;;)
+        pause();
+}
+
+static int
+job_stuck(spate_env *env)
+{
+    spate_stream *s = spate_source_generator(env, gen_index, spate_type_int64(), 10, 0);
+
+    spate_sink(spate_name(spate_map(s, hang, spate_type_int64()), "Hang"), discard);
+    return spate_execute(env, "Stuck");
+}
+
+int
+spate_job_main(spate_env *env, int argc, char **argv)
+{
+    const char *job = argc > 1 ? argv[1] : "";
+
+    if (strcmp(job, "params") == 0)
+        return job_params(env, argc, argv);
+    if (strcmp(job, "partition") == 0)
+        return job_partition(env, argc, argv);
+    if (strcmp(job, "unbounded") == 0)
+        return job_unbounded(env);
+    if (strcmp(job, "fail") == 0)
+        return job_fail(env, argc, argv);
+    if (strcmp(job, "outside") == 0)
+        return job_outside(env);
+    if (strcmp(job, "stuck") == 0)
+        return job_stuck(env);
+    fprintf(stderr, "testjobs: which job? params, partition, unbounded, fail, outside or stuck\n");
+    return SPATE_EINVAL;
+}

@@ -1,0 +1,137 @@
+/* Unit tests of src/jobmanager/execution_graph.c: slots per slot sharing
+ * group, deployment descriptors that wire each consumer channel to the
+ * partition its producer writes, state bookkeeping, restarts. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "jobmanager/execution_graph.h"
+#include "streaming/job_graph_codec.h"
+#include "streaming/types.h"
+
+static struct execution_graph *
+make_graph(void)
+{
+    spate_env *env = env_new(NULL, NULL);
+    struct execution_graph *eg;
+    struct job_graph *jg;
+    spate_error err = { 0 };
+    uint8_t *bytes;
+    size_t len;
+    spate_stream *s;
+
+    int64_t values[] = { 1, 2, 3 };
+
+    /* Built-in operators only: no job library needed to encode. */
+    s = spate_set_parallelism(spate_source_collection(env, spate_type_int64(), values, 3), 2);
+    s = spate_set_parallelism(spate_sum(spate_key_by_value(s), -1), 3);
+    spate_slot_sharing_group(spate_set_parallelism(spate_sink_print(spate_rebalance(s)), 4),
+                             "other");
+    cr_assert_eq(job_graph_build(env, "t", &jg, &err), 0, "%s", err.message);
+    cr_assert_eq(job_graph_encode(jg, NULL, &bytes, &len, &err), 0, "%s", err.message);
+    cr_assert_eq(execution_graph_new(bytes, len, "/tmp/lib.so", &eg, &err), 0, "%s", err.message);
+    free(bytes);
+    job_graph_free(jg);
+    env_free(env);
+    return eg;
+}
+
+Test(execution_graph, slots_per_slot_sharing_group)
+{
+    struct execution_graph *eg = make_graph();
+    int group, index;
+
+    /* default: max(2, 3) = 3; other: 4 */
+    cr_assert_eq(eg->ngroups, 2);
+    cr_assert_eq(execution_graph_slots_needed(eg), 3 + 4);
+    cr_assert_eq(eg->total, 2 + 3 + 4);
+    execution_graph_slot_of(eg, &eg->executions[1][2], &group, &index);
+    cr_assert_eq(group, 0);
+    cr_assert_eq(index, 2);
+    execution_graph_slot_of(eg, &eg->executions[2][3], &group, &index);
+    cr_assert_str_eq(eg->groups[group], "other");
+    execution_graph_free(eg);
+}
+
+Test(execution_graph, deployments_wire_consumers_to_their_producers)
+{
+    struct execution_graph *eg = make_graph();
+    Jobgraph__TaskDeployment *prod, *cons;
+    spate_error err = { 0 };
+    spate_id tm[2];
+
+    id_random(&tm[0]);
+    id_random(&tm[1]);
+    /* Subtasks of even index on TaskManager 0, odd on 1. */
+    for (int v = 0; v < eg->graph->nvertices; v++) {
+        for (int s = 0; s < eg->graph->vertices[v].parallelism; s++) {
+            struct execution *e = &eg->executions[v][s];
+
+            e->assigned = true;
+            id_random(&e->slot.allocation_id);
+            e->slot.resource_id = tm[s % 2];
+            snprintf(e->slot.host, sizeof e->slot.host, "127.0.0.1");
+            e->slot.data_port = 7000 + s % 2;
+        }
+    }
+    /* The keyed sum (vertex 1), subtask 1, reads both source subtasks. */
+    cr_assert_eq(execution_graph_deployment(eg, &eg->executions[1][1], "jm", NULL, &cons, &err), 0,
+                 "%s", err.message);
+    cr_assert_eq(cons->n_gates, 1);
+    cr_assert_eq(cons->gates[0]->n_channels, 2);
+    for (int c = 0; c < 2; c++) {
+        Jobgraph__ChannelDesc *ch = cons->gates[0]->channels[c];
+
+        cr_assert_eq(ch->subpartition, 1);
+        cr_assert_eq(ch->port, 7000 + c % 2);
+        cr_assert_eq(execution_graph_deployment(eg, &eg->executions[0][c], "jm", NULL, &prod, &err),
+                     0);
+        cr_assert_eq(prod->n_partitions, 1);
+        cr_assert_eq(prod->partitions[0]->subpartitions, 3);
+        cr_assert_eq(memcmp(prod->partitions[0]->partition_id.data, ch->partition_id.data, 16), 0,
+                     "channel %d reads what producer %d writes", c, c);
+        cr_assert_eq(memcmp(ch->producer_attempt.data, eg->executions[0][c].attempt_id.bytes, 16),
+                     0);
+        execution_graph_deployment_free(prod);
+    }
+    execution_graph_deployment_free(cons);
+    /* Unassigned producers cannot be wired. */
+    eg->executions[0][0].assigned = false;
+    cr_assert_eq(execution_graph_deployment(eg, &eg->executions[1][0], "jm", NULL, &cons, &err),
+                 SPATE_ESTATE);
+    execution_graph_free(eg);
+}
+
+Test(execution_graph, states_and_restart)
+{
+    struct execution_graph *eg = make_graph();
+    struct execution *e = &eg->executions[0][0];
+    spate_id old = e->attempt_id;
+
+    cr_assert_eq(execution_graph_find(eg, &old), e);
+    execution_set_state(eg, e, EXEC_RUNNING, NULL);
+    execution_set_state(eg, e, EXEC_FAILED, "boom");
+    execution_set_state(eg, e, EXEC_FAILED, "again");
+    cr_assert_eq(eg->terminal, 1);
+    cr_assert_eq(eg->failed, 1);
+    cr_assert_str_eq(e->failure, "boom");
+    cr_assert_str_eq(execution_state_name(EXEC_INITIALIZING), "INITIALIZING");
+    cr_assert_eq(execution_state_parse("CANCELING"), EXEC_CANCELING);
+    execution_graph_reset(eg);
+    cr_assert(!id_equal(&old, &e->attempt_id));
+    cr_assert_eq(e->attempt_number, 1);
+    cr_assert_eq(e->state, EXEC_CREATED);
+    cr_assert_eq(eg->terminal, 0);
+    cr_assert_null(execution_graph_find(eg, &old));
+    execution_graph_free(eg);
+}
+
+Test(execution_graph, bad_graph_bytes_are_an_error)
+{
+    struct execution_graph *eg;
+    spate_error err = { 0 };
+    uint8_t junk[] = { 1, 2, 3, 4, 5 };
+
+    cr_assert_neq(execution_graph_new(junk, sizeof junk, NULL, &eg, &err), 0);
+    cr_assert(strstr(err.message, "malformed job graph") != NULL, "%s", err.message);
+}

@@ -1,0 +1,109 @@
+/* Unit tests of src/state/state_map.c, against a naive model. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "state/state_map.h"
+
+Test(state_map, put_get_replace_remove)
+{
+    struct state_map m;
+    struct state_entry *e;
+
+    state_map_init(&m);
+    cr_assert_null(state_map_get(&m, 1, "a", 1));
+    state_map_put(&m, 1, "a", 1, "one", 3);
+    state_map_put(&m, 2, "b", 1, "two", 3);
+    e = state_map_get(&m, 1, "a", 1);
+    cr_assert_not_null(e);
+    cr_assert_eq(e->value_len, 3);
+    cr_assert_eq(memcmp(state_entry_value(e), "one", 3), 0);
+    state_map_put(&m, 1, "a", 1, "uno!", 4);
+    e = state_map_get(&m, 1, "a", 1);
+    cr_assert_eq(memcmp(state_entry_value(e), "uno!", 4), 0);
+    cr_assert_eq(m.count, 2);
+    /* Same hash, other key: both live. */
+    state_map_put(&m, 1, "c", 1, "", 0);
+    cr_assert_not_null(state_map_get(&m, 1, "c", 1));
+    cr_assert_eq(state_map_remove(&m, 1, "a", 1), 1);
+    cr_assert_eq(state_map_remove(&m, 1, "a", 1), 0);
+    cr_assert_null(state_map_get(&m, 1, "a", 1));
+    cr_assert_not_null(state_map_get(&m, 1, "c", 1));
+    state_map_release(&m);
+}
+
+static int
+count_entries(struct state_entry *e, void *data)
+{
+    (void)e;
+    (*(int *)data)++;
+    return 0;
+}
+
+Test(state_map, many_keys_of_one_key_group_with_removals)
+{
+    struct state_map m;
+    char key[32];
+    int n = 0;
+
+    state_map_init(&m);
+    /* All hashes share their low 7 bits, as keys of one key group do. */
+    for (int i = 0; i < 20000; i++) {
+        uint64_t h = ((uint64_t)i * 0x9E3779B97F4A7C15ULL) << 7 | 5;
+
+        snprintf(key, sizeof key, "k%d", i);
+        state_map_put(&m, h, key, strlen(key), &i, sizeof i);
+    }
+    for (int i = 0; i < 20000; i += 2) {
+        uint64_t h = ((uint64_t)i * 0x9E3779B97F4A7C15ULL) << 7 | 5;
+
+        snprintf(key, sizeof key, "k%d", i);
+        cr_assert_eq(state_map_remove(&m, h, key, strlen(key)), 1);
+    }
+    for (int i = 0; i < 20000; i++) {
+        uint64_t h = ((uint64_t)i * 0x9E3779B97F4A7C15ULL) << 7 | 5;
+        struct state_entry *e;
+
+        snprintf(key, sizeof key, "k%d", i);
+        e = state_map_get(&m, h, key, strlen(key));
+        if (i % 2 == 0) {
+            cr_assert_null(e, "k%d survived its removal", i);
+        } else {
+            int v;
+
+            cr_assert_not_null(e, "k%d lost", i);
+            memcpy(&v, state_entry_value(e), sizeof v); /* values are unaligned */
+            cr_assert_eq(v, i);
+        }
+    }
+    state_map_foreach(&m, count_entries, &n);
+    cr_assert_eq(n, 10000);
+    cr_assert_eq(m.count, 10000);
+    state_map_release(&m);
+}
+
+/* Values grow in place (list state appends): the bytes already there stay,
+ * whether the entry moves from its slot to the heap or back. */
+Test(state_map, values_keep_their_bytes_across_the_inline_limit)
+{
+    struct state_map m;
+    struct state_entry *e;
+    uint8_t big[200];
+
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 7 + 1);
+    state_map_init(&m);
+    for (size_t len = 1; len <= sizeof big; len++) {
+        e = state_map_put(&m, 42, "key", 3, NULL, len);
+        state_entry_value(e)[len - 1] = big[len - 1]; /* append one byte */
+        cr_assert_eq(memcmp(state_entry_value(e), big, len), 0, "at %zu bytes", len);
+        cr_assert_eq(memcmp(state_entry_key(e), "key", 3), 0);
+    }
+    for (size_t len = sizeof big; len >= 1; len--) {
+        e = state_map_put(&m, 42, "key", 3, NULL, len);
+        cr_assert_eq(memcmp(state_entry_value(e), big, len), 0, "shrunk to %zu bytes", len);
+    }
+    cr_assert_eq(state_map_remove(&m, 42, "key", 3), 1);
+    cr_assert_eq(m.count, 0);
+    state_map_release(&m);
+}

@@ -1,0 +1,170 @@
+/* The synchronous test runner (sync_runner.h). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "streaming/exchange_output.h"
+#include "streaming/operator_chain.h"
+#include "streaming/stream_element.h"
+#include "streaming/types.h"
+#include "sync_runner.h"
+
+/* ---- an in-memory exchange ---- */
+
+struct mem_exchange {
+    uint8_t *buf;
+    size_t len, cap;
+    size_t nrecords;
+    size_t reserved_at;
+};
+
+static uint8_t *
+mem_reserve(void *sink, uint32_t channel, uint32_t len, spate_error *err)
+{
+    struct mem_exchange *m = sink;
+
+    (void)err;
+    cr_assert_eq(channel, 0);
+    xgrow((void **)&m->buf, &m->cap, m->len + 4 + len, 1);
+    memcpy(m->buf + m->len, &len, 4);
+    m->reserved_at = m->len + 4;
+    return m->buf + m->reserved_at;
+}
+
+static int
+mem_commit(void *sink, uint32_t len, spate_error *err)
+{
+    struct mem_exchange *m = sink;
+
+    (void)err;
+    m->len = m->reserved_at + len;
+    m->nrecords++;
+    return 0;
+}
+
+static const struct exchange_sink_ops mem_ops = { mem_reserve, mem_commit };
+
+static int (*split_fn)(void *, int, char **, uint64_t *, uint64_t *, spate_error *);
+static void *split_data;
+
+void
+sync_run_env_splits(spate_env *env, struct accumulators *acc, char **failure,
+                    int (*next_split)(void *, int, char **, uint64_t *, uint64_t *, spate_error *),
+                    void *data)
+{
+    split_fn = next_split;
+    split_data = data;
+    sync_run_env(env, acc, failure);
+    split_fn = NULL;
+    split_data = NULL;
+}
+
+void
+sync_run_env(spate_env *env, struct accumulators *acc, char **failure)
+{
+    struct job_graph *jg;
+    spate_error err = { 0 };
+
+    cr_assert_null(spate_env_error(env), "%s", env->error.message);
+    cr_assert_eq(job_graph_build(env, "t", &jg, &err), 0, "%s", err.message);
+    sync_run(jg, acc, failure);
+    job_graph_free(jg);
+}
+
+void
+sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
+{
+    if (getenv("SYNC_PLAN")) {
+        json_t *plan = job_graph_plan_json(jg);
+        char *text = json_dumps(plan, JSON_INDENT(1));
+
+        fprintf(stderr, "%s\n", text);
+        free(text);
+        json_decref(plan);
+    }
+    spate_error err = { 0 };
+    struct mem_exchange *ex = calloc((size_t)jg->nedges + 1, sizeof *ex);
+
+    *failure = NULL;
+    for (int v = 0; v < jg->nvertices && *failure == NULL; v++) {
+        struct jg_vertex *vx = &jg->vertices[v];
+        struct task_info task = { 0,      1,        vx->max_parallelism, 0, vx->name, acc,
+                                  stdout, split_fn, split_data };
+        struct exchange_output *xo = calloc((size_t)vx->noutputs + 1, sizeof *xo);
+        struct output **outs = calloc((size_t)vx->noutputs + 1, sizeof *outs);
+        struct operator_chain *chain;
+        struct stream_operator *head;
+
+        for (int o = 0; o < vx->noutputs; o++) {
+            const struct jg_edge *e = &jg->edges[vx->outputs[o]];
+            const struct jg_operator *src = &vx->ops[e->source_operator];
+
+            exchange_output_init(&xo[o], e, src->node->out_type, 1,
+                                 jg->vertices[e->target].max_parallelism, 0, &mem_ops,
+                                 &ex[vx->outputs[o]], NULL);
+            outs[o] = &xo[o].base;
+        }
+        cr_assert_eq(operator_chain_new(jg, v, &task, outs, &chain, &err), 0, "%s", err.message);
+        head = operator_chain_head(chain);
+        for (int o = 0; o < vx->noutputs; o++)
+            xo[o].ctx = &head->ctx;
+        if (vx->ninputs == 0) {
+            enum source_status st;
+
+            do {
+                st = head->vt->poll(head, 100, &err);
+            } while (st != SOURCE_END && operator_chain_failure(chain) == NULL);
+            operator_process_watermark(head, RECORD_MAX_WATERMARK);
+            cr_assert_eq(err.code, 0, "%s", err.message);
+        } else {
+            /* Second inputs first: they are the control streams of the tests
+             * (thresholds, broadcast rules). */
+            for (int pass = 1; pass >= 0; pass--)
+                for (int g = 0; g < vx->ninputs; g++) {
+                    struct mem_exchange *in = &ex[vx->inputs[g]];
+                    int second = jg->edges[vx->inputs[g]].input_index == 1;
+
+                    if (second != pass)
+                        continue;
+                    const struct spate_type *t =
+                        second ? head->config->in_type2 : head->config->in_type;
+                    void *rec = calloc(1, t->size + 16);
+
+                    for (size_t at = 0; at < in->len && operator_chain_failure(chain) == NULL;) {
+                        uint32_t len;
+                        struct element el;
+
+                        memcpy(&len, in->buf + at, 4);
+                        cr_assert_eq(element_read(in->buf + at + 4, len, &el), 0);
+                        if (el.kind == ELEMENT_WATERMARK && vx->ninputs == 1) {
+                            operator_process_watermark(head, el.watermark);
+                        } else if (el.kind == ELEMENT_RECORD) {
+                            cr_assert_eq(types_deserialize(t, el.body, el.body_len, rec), 0);
+                            if (second)
+                                operator_process2(head, rec, &el.meta);
+                            else
+                                operator_process(head, rec, &el.meta);
+                        }
+                        at += 4 + len;
+                    }
+                    free(rec);
+                }
+            /* Several inputs: event time ends once all have been read. */
+            if (vx->ninputs > 1)
+                operator_process_watermark(head, RECORD_MAX_WATERMARK);
+        }
+        operator_chain_end_input(chain);
+        if (operator_chain_failure(chain))
+            *failure = xstrdup(operator_chain_failure(chain));
+        operator_chain_free(chain);
+        for (int o = 0; o < vx->noutputs; o++)
+            exchange_output_release(&xo[o]);
+        free(xo);
+        free(outs);
+    }
+    for (int e = 0; e < jg->nedges; e++)
+        free(ex[e].buf);
+    free(ex);
+}

@@ -1,0 +1,22 @@
+/* A synchronous runner for unit tests: runs each vertex of a JobGraph (all
+ * at parallelism 1) to its end, collecting its exchanges' serialized elements
+ * in memory and feeding them to the next vertex — the path records take
+ * between tasks, minus the network. A two-input vertex reads its second
+ * input before its first. */
+#ifndef SPATE_TEST_SYNC_RUNNER_H
+#define SPATE_TEST_SYNC_RUNNER_H
+
+#include "streaming/accumulators.h"
+#include "streaming/job_graph.h"
+
+/* Builds env's JobGraph and runs it; *failure is a user function's failure
+ * (malloc'd) or NULL. */
+void sync_run_env(spate_env *env, struct accumulators *acc, char **failure);
+void sync_run(struct job_graph *jg, struct accumulators *acc, char **failure);
+/* The same, with file sources getting their splits from next_split. */
+void sync_run_env_splits(spate_env *env, struct accumulators *acc, char **failure,
+                         int (*next_split)(void *, int, char **, uint64_t *, uint64_t *,
+                                           spate_error *),
+                         void *data);
+
+#endif

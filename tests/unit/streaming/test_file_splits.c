@@ -1,0 +1,132 @@
+/* Unit tests of src/streaming/file_splits.c and the file source's line
+ * splitting: every line read exactly once whatever the split size. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "streaming/file_splits.h"
+#include "sync_runner.h"
+#include "streaming/types.h"
+
+static char dir[] = "/tmp/spate-test-splits-XXXXXX";
+
+static void
+write_file(const char *name, const char *text)
+{
+    char path[256];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(file_splits, folders_are_listed_sorted_and_cut)
+{
+    struct split_assigner a;
+    spate_error err;
+    const struct file_split *s;
+    int n = 0;
+
+    cr_assert_not_null(mkdtemp(dir));
+    write_file("b.txt", "0123456789");
+    write_file("a.txt", "abc");
+    write_file(".hidden", "x");
+    write_file("empty.txt", "");
+    cr_assert_eq(split_assigner_init(&a, dir, 4, &err), 0, "%s", err.message);
+    cr_assert_eq(a.count, 1 + 3);
+    s = split_assigner_next(&a);
+    cr_assert(strstr(s->path, "/a.txt") != NULL);
+    while (split_assigner_next(&a) != NULL)
+        n++;
+    cr_assert_eq(n, 3);
+    split_assigner_return(&a, &a.splits[2]);
+    cr_assert_eq(split_assigner_next(&a), &a.splits[2]);
+    cr_assert_null(split_assigner_next(&a));
+    split_assigner_release(&a);
+    cr_assert_eq(split_assigner_init(&a, "/nonexistent/in", 4, &err), SPATE_ENOENT);
+    cr_assert(strstr(err.message, "cannot read input path '/nonexistent/in'") != NULL);
+}
+
+/* ---- every line once ---- */
+
+struct seen {
+    int count[1000];
+    int total;
+};
+
+static void
+note(spate_ctx *ctx, const void *in)
+{
+    struct seen *s = *(struct seen *const *)spate_ctx_params(ctx, NULL);
+    const spate_str *line = in;
+    int v = atoi(line->data + 4); /* "line123" */
+
+    cr_assert(line->len >= 5 && v >= 0 && v < 1000, "bad line '%.*s'", (int)line->len, line->data);
+    s->count[v]++;
+    s->total++;
+}
+
+struct splits_ctx {
+    struct split_assigner a;
+};
+
+static int
+next_split(void *data, int op, char **path, uint64_t *start, uint64_t *length, spate_error *err)
+{
+    const struct file_split *s = split_assigner_next(data);
+
+    (void)op;
+    (void)err;
+    if (s == NULL)
+        return 1;
+    *path = strdup(s->path);
+    *start = s->start;
+    *length = s->length;
+    return 0;
+}
+
+Test(file_splits, each_line_is_read_once_for_any_split_size)
+{
+    char text[16384] = "";
+    static const uint64_t sizes[] = { 1, 2, 3, 7, 10, 64, 1000, 100000 };
+
+    cr_assert_not_null(mkdtemp(dir));
+    for (int i = 0; i < 1000; i++) {
+        char line[32];
+
+        /* Lines of varying length, some with \r\n. */
+        snprintf(line, sizeof line, i % 7 ? "line%d\n" : "line%d\r\n", i);
+        strcat(text, line);
+    }
+    write_file("in.txt", text);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        struct split_assigner a;
+        struct seen seen = { { 0 }, 0 }, *sp = &seen;
+        spate_env *env = env_new(NULL, NULL);
+        struct accumulators acc;
+        spate_error err;
+        char *failure;
+        char path[256];
+
+        snprintf(path, sizeof path, "%s/in.txt", dir);
+        cr_assert_eq(split_assigner_init(&a, path, sizes[k], &err), 0);
+        spate_params(spate_sink(spate_source_text_file(env, path), note), &sp, sizeof sp);
+        accumulators_init(&acc);
+        sync_run_env_splits(env, &acc, &failure, next_split, &a);
+        cr_assert_null(failure);
+        cr_assert_eq(seen.total, 1000, "split size %llu: %d lines", (unsigned long long)sizes[k],
+                     seen.total);
+        for (int i = 0; i < 1000; i++)
+            cr_assert_eq(seen.count[i], 1, "split size %llu: line %d read %d times",
+                         (unsigned long long)sizes[k], i, seen.count[i]);
+        accumulators_release(&acc);
+        split_assigner_release(&a);
+        env_free(env);
+    }
+}

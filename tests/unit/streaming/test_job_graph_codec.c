@@ -1,0 +1,189 @@
+/* Unit tests of src/streaming/job_graph_codec.c and user_code.c: a job
+ * library's graph encoded, decoded in a private copy of the library, and run;
+ * references outside the library; malformed bytes; bad libraries. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "streaming/job_graph_codec.h"
+#include "streaming/types.h"
+#include "sync_runner.h"
+
+struct capture {
+    uint8_t *bytes;
+    size_t len;
+    const struct job_library *lib;
+};
+
+static int
+capture_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_error *err)
+{
+    struct capture *c = data;
+
+    (void)env;
+    return job_graph_encode(jg, c->lib, &c->bytes, &c->len, err);
+}
+
+static char *
+copy_dir(void)
+{
+    static char dir[] = "/tmp/spate-test-lib-XXXXXX";
+
+    if (dir[strlen(dir) - 1] == 'X')
+        cr_assert_not_null(mkdtemp(dir));
+    return dir;
+}
+
+Test(codec, encoded_graph_runs_from_a_private_copy_of_the_library)
+{
+    struct job_library *lib, *copy;
+    struct capture cap = { 0 };
+    struct executor ex = { "capture", capture_execute, &cap };
+    spate_error err = { 0 };
+    spate_env *env = env_new(NULL, &ex);
+    int64_t results[2] = { 0, 0 };
+    char arg[32];
+    char *argv[] = { "testjob", arg, NULL };
+    struct job_graph *jg;
+    struct accumulators acc;
+    char *failure;
+    int64_t (*calls)(void);
+
+    cr_assert_eq(job_library_open(TESTJOB_SO, NULL, NULL, &lib, &err), 0, "%s", err.message);
+    cr_assert_eq(job_library_require_main(lib, &err), 0);
+    cap.lib = lib;
+    env->library = lib;
+    snprintf(arg, sizeof arg, "%p", (void *)results);
+    cr_assert_eq(lib->main(env, 2, argv), 0, "%s", env->error.message);
+    cr_assert_gt(cap.len, 0);
+
+    cr_assert_eq(job_library_open(TESTJOB_SO, copy_dir(), lib->sha256, &copy, &err), 0, "%s",
+                 err.message);
+    cr_assert_neq(copy->base, lib->base);
+    cr_assert_eq(job_graph_decode(cap.bytes, cap.len, copy, &jg, &err), 0, "%s", err.message);
+    cr_assert_eq(jg->nvertices, 2);
+    cr_assert_str_eq(jg->name, "testjob");
+    /* The map's function lies in the copy, at the offset it had in the
+     * first load. */
+    cr_assert_eq((uintptr_t)jg->vertices[0].ops[1].node->fn - copy->base,
+                 (uintptr_t)env->nodes[1]->fn - lib->base);
+    accumulators_init(&acc);
+    sync_run(jg, &acc, &failure);
+    cr_assert_null(failure);
+    /* 100 running sums of i*i+1 keyed by parity; the largest is the odd
+     * i's total: 166650 + 50. */
+    cr_assert_eq(results[0], 100);
+    cr_assert_eq(results[1], 166700);
+    *(void **)&calls = dlsym(copy->handle, "testjob_calls");
+    cr_assert_not_null(calls);
+    cr_assert_eq(calls(), 100, "the copy's own global counted the calls");
+    *(void **)&calls = dlsym(lib->handle, "testjob_calls");
+    cr_assert_eq(calls(), 0, "the first load's global is untouched");
+    accumulators_release(&acc);
+    job_graph_free(jg);
+    job_library_close(copy);
+    job_library_close(lib);
+    free(cap.bytes);
+    env_free(env);
+}
+
+static void
+local_map(spate_ctx *ctx, const void *in, void *out)
+{
+    (void)ctx;
+    *(int64_t *)out = *(const int64_t *)in;
+}
+
+Test(codec, a_function_outside_the_job_library_is_a_clear_error)
+{
+    struct job_library *lib;
+    spate_error err = { 0 };
+    spate_env *env = env_new(NULL, NULL);
+    struct job_graph *jg;
+    uint8_t *bytes = NULL;
+    size_t len;
+    int64_t one = 1;
+
+    cr_assert_eq(job_library_open(TESTJOB_SO, NULL, NULL, &lib, &err), 0, "%s", err.message);
+    spate_sink_print(spate_map(spate_source_collection(env, spate_type_int64(), &one, 1), local_map,
+                               spate_type_int64()));
+    cr_assert_eq(job_graph_build(env, "x", &jg, &err), 0);
+    cr_assert_eq(job_graph_encode(jg, lib, &bytes, &len, &err), SPATE_EINVAL);
+    cr_assert(strstr(err.message, "the function of 'Map'") != NULL, "%s", err.message);
+    cr_assert(strstr(err.message, "is outside the job library") != NULL, "%s", err.message);
+    job_graph_free(jg);
+    job_library_close(lib);
+    env_free(env);
+}
+
+Test(codec, malformed_bytes_are_errors_not_crashes)
+{
+    struct job_graph *jg;
+    spate_error err = { 0 };
+    uint8_t junk[64];
+
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (uint8_t)(i * 37 + 11);
+    cr_assert_eq(job_graph_decode(junk, sizeof junk, NULL, &jg, &err), SPATE_EINVAL);
+    cr_assert(strstr(err.message, "malformed job graph") != NULL, "%s", err.message);
+    cr_assert_eq(job_graph_decode(junk, 0, NULL, &jg, &err), SPATE_EINVAL);
+}
+
+Test(codec, truncations_of_a_real_graph_never_crash)
+{
+    spate_env *env = env_new(NULL, NULL);
+    struct job_graph *jg, *back;
+    spate_error err = { 0 };
+    uint8_t *bytes = NULL;
+    size_t len;
+    int64_t v[3] = { 1, 2, 3 };
+
+    spate_sink_print(
+        spate_sum(spate_key_by_value(spate_source_collection(env, spate_type_int64(), v, 3)), -1));
+    cr_assert_eq(job_graph_build(env, "x", &jg, &err), 0);
+    cr_assert_eq(job_graph_encode(jg, NULL, &bytes, &len, &err), 0, "%s", err.message);
+    cr_assert_eq(job_graph_decode(bytes, len, NULL, &back, &err), 0, "%s", err.message);
+    cr_assert_eq(back->nvertices, 2);
+    cr_assert_eq(back->edges[0].partitioner, SHIP_HASH);
+    job_graph_free(back);
+    for (size_t cut = 0; cut < len; cut++) {
+        if (job_graph_decode(bytes, cut, NULL, &back, &err) == 0)
+            job_graph_free(back);
+    }
+    for (size_t i = 0; i < len; i++) {
+        uint8_t saved = bytes[i];
+
+        bytes[i] ^= 0x5a;
+        if (job_graph_decode(bytes, len, NULL, &back, &err) == 0)
+            job_graph_free(back);
+        bytes[i] = saved;
+    }
+    free(bytes);
+    job_graph_free(jg);
+    env_free(env);
+}
+
+Test(codec, bad_job_libraries)
+{
+    struct job_library *lib;
+    spate_error err = { 0 };
+    char path[] = "/tmp/spate-test-notelf-XXXXXX";
+    int fd = mkstemp(path);
+
+    cr_assert_eq(write(fd, "#!/bin/sh\necho hi\n", 18), 18);
+    close(fd);
+    cr_assert_eq(job_library_open(path, NULL, NULL, &lib, &err), SPATE_EINVAL);
+    cr_assert(strstr(err.message, "not an ELF shared object") != NULL, "%s", err.message);
+    unlink(path);
+    cr_assert_eq(job_library_open("/nonexistent/job.so", NULL, NULL, &lib, &err), SPATE_ENOENT);
+    cr_assert(strstr(err.message, "cannot open job library") != NULL);
+    /* A shared object without spate_job_main. */
+    cr_assert_eq(job_library_open(NOMAIN_SO, NULL, NULL, &lib, &err), 0, "%s", err.message);
+    cr_assert_eq(job_library_require_main(lib, &err), SPATE_EINVAL);
+    cr_assert(strstr(err.message, "has no spate_job_main") != NULL);
+    job_library_close(lib);
+}

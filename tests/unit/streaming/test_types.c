@@ -1,0 +1,173 @@
+/* Unit tests of src/streaming/types.c: layouts, round trips, malformed
+ * bytes, readable forms and key bytes. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "streaming/types.h"
+
+struct word_count {
+    spate_str word;
+    int64_t count;
+};
+
+static const struct spate_type *
+word_count_type(void)
+{
+    static struct spate_type *t;
+    const struct spate_type *fields[] = { spate_type_string(), spate_type_int64() };
+
+    if (t == NULL)
+        t = types_new_tuple(2, fields);
+    return t;
+}
+
+Test(types, tuple_layout_is_the_c_struct)
+{
+    const struct spate_type *t = word_count_type();
+
+    cr_assert_eq(t->size, sizeof(struct word_count));
+    cr_assert_eq(spate_type_field_offset(t, 0), offsetof(struct word_count, word));
+    cr_assert_eq(spate_type_field_offset(t, 1), offsetof(struct word_count, count));
+}
+
+Test(types, round_trips)
+{
+    const struct spate_type *t = word_count_type();
+    struct word_count in = { { "hello", 5 }, 42 }, out;
+    uint8_t buf[64];
+    size_t n = types_serialize(t, &in, buf, sizeof buf);
+    int64_t i = -7, j;
+    double d = 2.5, e;
+    spate_str s = { "abc", 3 }, s2;
+
+    cr_assert_eq(n, 1 + 5 + 8);
+    cr_assert_eq(types_deserialize(t, buf, n, &out), 0);
+    cr_assert_eq(out.word.len, 5);
+    cr_assert_eq(memcmp(out.word.data, "hello", 5), 0);
+    cr_assert_eq(out.count, 42);
+
+    n = types_serialize(spate_type_int64(), &i, buf, sizeof buf);
+    cr_assert_eq(types_deserialize(spate_type_int64(), buf, n, &j), 0);
+    cr_assert_eq(j, -7);
+    n = types_serialize(spate_type_double(), &d, buf, sizeof buf);
+    cr_assert_eq(types_deserialize(spate_type_double(), buf, n, &e), 0);
+    cr_assert_eq(e, 2.5);
+    /* A top-level string is its bytes: no length. */
+    n = types_serialize(spate_type_string(), &s, buf, sizeof buf);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(types_deserialize(spate_type_string(), buf, n, &s2), 0);
+    cr_assert_eq(s2.len, 3);
+}
+
+Test(types, short_buffer_reports_the_size_it_needs)
+{
+    const struct spate_type *t = word_count_type();
+    char word[300];
+    struct word_count in = { { word, sizeof word }, 1 };
+    uint8_t small[16];
+    uint8_t big[400];
+
+    memset(word, 'w', sizeof word);
+    cr_assert_eq(types_serialize(t, &in, small, sizeof small), 2 + 300 + 8);
+    cr_assert_eq(types_serialize(t, &in, big, sizeof big), 2 + 300 + 8);
+}
+
+Test(types, malformed_bytes_are_refused)
+{
+    const struct spate_type *t = word_count_type();
+    struct word_count out;
+    uint8_t bad_len[] = { 0x7f, 'a', 'b' };              /* says 127 bytes follow */
+    uint8_t unterminated[] = { 0xff, 0xff, 0xff, 0xff }; /* LEB128 without end */
+    uint8_t extra[] = { 1, 'a', 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+    int64_t i;
+
+    cr_assert_eq(types_deserialize(t, bad_len, sizeof bad_len, &out), -1);
+    cr_assert_eq(types_deserialize(t, unterminated, sizeof unterminated, &out), -1);
+    cr_assert_eq(types_deserialize(t, extra, sizeof extra, &out), -1);
+    cr_assert_eq(types_deserialize(spate_type_int64(), extra, 3, &i), -1);
+    cr_assert_eq(types_deserialize(t, NULL, 0, &out), -1);
+}
+
+Test(types, readable_forms)
+{
+    const struct spate_type *t = word_count_type();
+    struct word_count wc = { { "hi", 2 }, 3 };
+    char buf[64];
+    double d = 0.1;
+    int64_t i = -12;
+
+    types_format(t, &wc, buf, sizeof buf);
+    cr_assert_str_eq(buf, "(hi,3)");
+    types_format(spate_type_double(), &d, buf, sizeof buf);
+    cr_assert_str_eq(buf, "0.1");
+    types_format(spate_type_int64(), &i, buf, sizeof buf);
+    cr_assert_str_eq(buf, "-12");
+    cr_assert_eq(types_format(t, &wc, buf, 3), 6); /* like snprintf: the full length */
+    types_describe(t, buf, sizeof buf);
+    cr_assert_str_eq(buf, "(string,int64)");
+}
+
+Test(types, key_bytes_are_views_when_possible)
+{
+    spate_str s = { "key", 3 };
+    int64_t i = 5;
+    uint8_t scratch[8];
+    spate_bytes b = types_key_bytes(spate_type_string(), &s, scratch, sizeof scratch);
+    const struct spate_type *t = word_count_type();
+    struct word_count wc = { { "longer than eight", 17 }, 1 };
+
+    cr_assert_eq(b.data, s.data);
+    cr_assert_eq(b.len, 3);
+    b = types_key_bytes(spate_type_int64(), &i, scratch, sizeof scratch);
+    cr_assert_eq(b.data, &i);
+    /* A tuple key that does not fit is never cut: the caller gets its size. */
+    b = types_key_bytes(t, &wc, scratch, sizeof scratch);
+    cr_assert_null(b.data);
+    cr_assert_eq(b.len, 1 + 17 + 8);
+}
+
+static size_t
+point_ser(const void *rec, uint8_t *out, size_t cap)
+{
+    const int32_t *p = rec;
+
+    if (cap >= 2) {
+        out[0] = (uint8_t)p[0];
+        out[1] = (uint8_t)p[1];
+    }
+    return 2;
+}
+
+static int
+point_de(const uint8_t *b, size_t len, void *rec)
+{
+    int32_t *p = rec;
+
+    if (len != 2)
+        return -1;
+    p[0] = b[0];
+    p[1] = b[1];
+    return 0;
+}
+
+Test(types, custom_types_inside_tuples)
+{
+    spate_type_def def = { "point", 1, 8, point_ser, point_de, NULL };
+    struct spate_type *pt = types_new_custom(&def);
+    const struct spate_type *fields[] = { pt, spate_type_string() };
+    struct spate_type *t = types_new_tuple(2, fields);
+    struct {
+        int32_t p[2];
+        spate_str s;
+    } in = { { 3, 4 }, { "z", 1 } }, out;
+    uint8_t buf[64];
+    size_t n = types_serialize(t, &in, buf, sizeof buf);
+
+    cr_assert_eq(n, 1 + 2 + 1);
+    cr_assert_eq(types_deserialize(t, buf, n, &out), 0);
+    cr_assert_eq(out.p[0], 3);
+    cr_assert_eq(out.p[1], 4);
+    cr_assert_eq(out.s.len, 1);
+    types_free(t);
+    types_free(pt);
+}

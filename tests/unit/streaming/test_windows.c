@@ -1,0 +1,619 @@
+/* Unit tests of the window operator against a naive reference computed here:
+ * tumbling, sliding and session windows in event time over out-of-order
+ * events, with allowed lateness and late data in a side output; count
+ * windows; a custom trigger and an evictor. Watermarks are punctuated (the
+ * record's time minus the bound) so that the reference sees them exactly
+ * where the job does. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "streaming/types.h"
+#include "sync_runner.h"
+
+#define N     600
+#define KEYS  4
+#define BOUND 100
+
+struct evt {
+    int64_t key;
+    int64_t ts;
+    int64_t value;
+};
+
+static struct evt events[N];
+
+static uint64_t
+mix(uint64_t z)
+{
+    z ^= z >> 30;
+    z *= 0xBF58476D1CE4E5B9ULL;
+    z ^= z >> 27;
+    z *= 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* Out of order by up to 300 ms, now and then far behind (late). */
+static void
+make_events(void)
+{
+    for (int i = 0; i < N; i++) {
+        uint64_t x = mix((uint64_t)i + 17);
+
+        events[i].key = (int64_t)(x % KEYS);
+        events[i].ts = (int64_t)i * 10 + (int64_t)((x >> 8) % 300) - 250;
+        if ((x >> 20) % 23 == 0)
+            events[i].ts -= 900;
+        if (events[i].ts < 0)
+            events[i].ts = 0;
+        events[i].value = i;
+    }
+}
+
+/* ---- collecting output as sorted lines ---- */
+
+struct lines {
+    char **v;
+    size_t n, cap;
+};
+
+static void
+lines_add(struct lines *l, const char *s)
+{
+    xgrow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v);
+    l->v[l->n++] = xstrdup(s);
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+lines_assert_equal(struct lines *got, struct lines *want, const char *what)
+{
+    qsort(got->v, got->n, sizeof *got->v, cmp_str);
+    qsort(want->v, want->n, sizeof *want->v, cmp_str);
+    if (getenv("WINDOWS_DEBUG")) {
+        for (size_t i = 0; i < got->n || i < want->n; i++)
+            fprintf(stderr, "%s %zu: %-40s %s\n", what, i, i < got->n ? got->v[i] : "-",
+                    i < want->n ? want->v[i] : "-");
+    }
+    for (size_t i = 0; i < got->n && i < want->n; i++)
+        cr_assert_str_eq(got->v[i], want->v[i], "%s: line %zu differs: got '%s', want '%s'", what,
+                         i, got->v[i], want->v[i]);
+    cr_assert_eq(got->n, want->n, "%s: %zu lines, want %zu", what, got->n, want->n);
+    cr_assert_gt(want->n, 0, "%s: the test checks nothing", what);
+}
+
+static void
+lines_free(struct lines *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+}
+
+/* ---- job pieces ---- */
+
+static int64_t
+evt_ts(spate_ctx *ctx, const void *rec)
+{
+    (void)ctx;
+    return ((const struct evt *)rec)->ts;
+}
+
+static int64_t
+evt_wm(spate_ctx *ctx, const void *rec, int64_t ts)
+{
+    (void)ctx;
+    (void)rec;
+    return ts - BOUND - 1;
+}
+
+static const spate_type *
+evt_type(spate_env *env)
+{
+    const spate_type *f[] = { spate_type_int64(), spate_type_int64(), spate_type_int64() };
+
+    return spate_type_tuple(env, 3, f);
+}
+
+static spate_stream *
+event_source(spate_env *env)
+{
+    spate_watermark_strategy ws = { evt_ts, 0, evt_wm, 0 };
+    spate_stream *s = spate_source_collection(env, evt_type(env), events, N);
+
+    return spate_key_by_field(spate_assign_timestamps_and_watermarks(s, &ws), 0);
+}
+
+struct sinks {
+    struct lines *out;
+    struct lines *late;
+};
+
+/* (key, a, b, c) four int64 results */
+struct quad {
+    int64_t k, a, b, c;
+};
+
+static void
+quad_sink(spate_ctx *ctx, const void *in)
+{
+    const struct quad *q = in;
+    struct lines *l = *(struct lines *const *)spate_ctx_params(ctx, NULL);
+    char buf[96];
+
+    snprintf(buf, sizeof buf, "%lld %lld %lld %lld ts=%lld", (long long)q->k, (long long)q->a,
+             (long long)q->b, (long long)q->c, (long long)spate_ctx_timestamp(ctx));
+    lines_add(l, buf);
+}
+
+static void
+late_sink(spate_ctx *ctx, const void *in)
+{
+    const struct evt *e = in;
+    struct lines *l = *(struct lines *const *)spate_ctx_params(ctx, NULL);
+    char buf[64];
+
+    snprintf(buf, sizeof buf, "%lld@%lld", (long long)e->key, (long long)e->ts);
+    lines_add(l, buf);
+}
+
+static const spate_type *
+quad_type(spate_env *env)
+{
+    const spate_type *f[] = { spate_type_int64(), spate_type_int64(), spate_type_int64(),
+                              spate_type_int64() };
+
+    return spate_type_tuple(env, 4, f);
+}
+
+static void
+run(spate_env *env)
+{
+    struct accumulators acc;
+    char *failure;
+
+    accumulators_init(&acc);
+    sync_run_env(env, &acc, &failure);
+    cr_assert_null(failure, "%s", failure);
+    accumulators_release(&acc);
+    env_free(env);
+}
+
+/* ---- the reference's windows ---- */
+
+struct rwin {
+    int64_t key, start, end;
+    int64_t count, sum, minv;
+    bool exists, fired_once;
+};
+
+struct ref {
+    struct rwin *w;
+    size_t n, cap;
+};
+
+static struct rwin *
+ref_find(struct ref *r, int64_t key, int64_t start, int64_t end, bool create)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->w[i].exists && r->w[i].key == key && r->w[i].start == start && r->w[i].end == end)
+            return &r->w[i];
+    if (!create)
+        return NULL;
+    xgrow((void **)&r->w, &r->cap, r->n + 1, sizeof *r->w);
+    memset(&r->w[r->n], 0, sizeof *r->w);
+    r->w[r->n] = (struct rwin){ key, start, end, 0, 0, INT64_MAX, true, false };
+    return &r->w[r->n++];
+}
+
+/* ---- tumbling: aggregate (count, sum), lateness, late side output ---- */
+
+#define TSIZE 200
+#define TLATE 150
+
+struct cs {
+    int64_t count, sum;
+};
+
+static void
+cs_create(spate_ctx *ctx, void *acc)
+{
+    (void)ctx;
+    memset(acc, 0, sizeof(struct cs));
+}
+
+static void
+cs_add(spate_ctx *ctx, const void *in, void *acc)
+{
+    (void)ctx;
+    ((struct cs *)acc)->count++;
+    ((struct cs *)acc)->sum += ((const struct evt *)in)->value;
+}
+
+static void
+cs_result(spate_ctx *ctx, const void *acc, void *out)
+{
+    (void)ctx;
+    *(struct cs *)out = *(const struct cs *)acc;
+}
+
+static void
+cs_merge(spate_ctx *ctx, const void *from, void *acc)
+{
+    (void)ctx;
+    ((struct cs *)acc)->count += ((const struct cs *)from)->count;
+    ((struct cs *)acc)->sum += ((const struct cs *)from)->sum;
+}
+
+static void
+cs_window(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
+{
+    struct cs r;
+    struct quad q;
+
+    cr_assert(spate_list_next(elements, &r));
+    cr_assert(!spate_list_next(elements, &r), "one pre-aggregated result");
+    memcpy(&q.k, spate_ctx_current_key(ctx).data, 8);
+    q.a = w.start;
+    q.b = r.count;
+    q.c = r.sum;
+    spate_emit(ctx, &q);
+}
+
+static void
+ref_emit(struct lines *l, int64_t k, int64_t a, int64_t b, int64_t c, int64_t ts)
+{
+    char buf[96];
+
+    snprintf(buf, sizeof buf, "%lld %lld %lld %lld ts=%lld", (long long)k, (long long)a,
+             (long long)b, (long long)c, (long long)ts);
+    lines_add(l, buf);
+}
+
+/* Fires and cleans up what the watermark passed, as timers would. */
+static void
+ref_advance_fixed(struct ref *r, int64_t wm, int64_t lateness, struct lines *out, bool start_only)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        struct rwin *w = &r->w[i];
+
+        if (!w->exists)
+            continue;
+        if (!w->fired_once && w->end - 1 <= wm) {
+            w->fired_once = true;
+            if (start_only)
+                ref_emit(out, w->key, w->start, w->count, w->sum, w->end - 1);
+            else
+                ref_emit(out, w->key, w->start, w->end, w->sum, w->end - 1);
+        }
+        if (w->end - 1 + lateness <= wm)
+            w->exists = false;
+    }
+}
+
+Test(windows, tumbling_event_time_with_lateness_and_late_data)
+{
+    spate_env *env;
+    const spate_type *cst;
+    spate_aggregate agg;
+    struct lines got = { 0 }, got_late = { 0 }, want = { 0 }, want_late = { 0 };
+    struct lines *gp = &got, *lp = &got_late;
+    struct ref ref = { 0 };
+    int64_t wm = INT64_MIN;
+    spate_stream *w;
+
+    make_events();
+    env = env_new(NULL, NULL);
+    cst =
+        spate_type_tuple(env, 2, (const spate_type *[]){ spate_type_int64(), spate_type_int64() });
+    agg = (spate_aggregate){ cst, cst, cs_create, cs_add, cs_result, cs_merge };
+    w = spate_window(event_source(env), spate_tumbling_event_time(TSIZE));
+    spate_allowed_lateness(w, TLATE);
+    spate_late_data_side_output(w, "late");
+    w = spate_window_aggregate(w, &agg, cs_window, quad_type(env));
+    spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
+    spate_params(spate_sink(spate_side_output(w, "late", evt_type(env)), late_sink), &lp,
+                 sizeof lp);
+    run(env);
+
+    for (int i = 0; i < N; i++) {
+        const struct evt *e = &events[i];
+        int64_t start = e->ts - e->ts % TSIZE;
+        struct rwin *rw;
+
+        if (start + TSIZE - 1 + TLATE <= wm) {
+            char buf[64];
+
+            snprintf(buf, sizeof buf, "%lld@%lld", (long long)e->key, (long long)e->ts);
+            lines_add(&want_late, buf);
+        } else {
+            rw = ref_find(&ref, e->key, start, start + TSIZE, true);
+            rw->count++;
+            rw->sum += e->value;
+            if (start + TSIZE - 1 <= wm) /* a late firing within the lateness */
+                ref_emit(&want, e->key, start, rw->count, rw->sum, start + TSIZE - 1);
+        }
+        if (e->ts - BOUND - 1 > wm) {
+            wm = e->ts - BOUND - 1;
+            ref_advance_fixed(&ref, wm, TLATE, &want, true);
+        }
+    }
+    ref_advance_fixed(&ref, INT64_MAX, TLATE, &want, true);
+    lines_assert_equal(&got, &want, "tumbling windows");
+    lines_assert_equal(&got_late, &want_late, "late records");
+    lines_free(&got);
+    lines_free(&got_late);
+    lines_free(&want);
+    lines_free(&want_late);
+    free(ref.w);
+}
+
+/* ---- sliding: reduce + window function, lateness, late ones dropped ---- */
+
+#define SSIZE  300
+#define SSLIDE 100
+#define SLATE  100
+
+static void
+sum_evt(spate_ctx *ctx, const void *a, const void *b, void *out)
+{
+    (void)ctx;
+    *(struct evt *)out = *(const struct evt *)a;
+    ((struct evt *)out)->value += ((const struct evt *)b)->value;
+}
+
+static void
+sliding_window(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
+{
+    struct evt r;
+    struct quad q;
+
+    cr_assert(spate_list_next(elements, &r));
+    q.k = r.key;
+    q.a = w.start;
+    q.b = w.end;
+    q.c = r.value;
+    spate_emit(ctx, &q);
+}
+
+Test(windows, sliding_event_time_with_lateness)
+{
+    spate_env *env;
+    struct lines got = { 0 }, want = { 0 }, *gp = &got;
+    struct ref ref = { 0 };
+    int64_t wm = INT64_MIN;
+    spate_stream *w;
+
+    make_events();
+    env = env_new(NULL, NULL);
+    w = spate_window(event_source(env), spate_sliding_event_time(SSIZE, SSLIDE));
+    spate_allowed_lateness(w, SLATE);
+    w = spate_window_reduce(w, sum_evt, sliding_window, quad_type(env));
+    spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
+    run(env);
+
+    for (int i = 0; i < N; i++) {
+        const struct evt *e = &events[i];
+        int64_t last = e->ts - e->ts % SSLIDE;
+
+        for (int64_t start = last; start > e->ts - SSIZE; start -= SSLIDE) {
+            struct rwin *rw;
+
+            if (start + SSIZE - 1 + SLATE <= wm)
+                continue;
+            rw = ref_find(&ref, e->key, start, start + SSIZE, true);
+            rw->sum += e->value;
+            if (start + SSIZE - 1 <= wm)
+                ref_emit(&want, e->key, start, start + SSIZE, rw->sum, start + SSIZE - 1);
+        }
+        if (e->ts - BOUND - 1 > wm) {
+            wm = e->ts - BOUND - 1;
+            ref_advance_fixed(&ref, wm, SLATE, &want, false);
+        }
+    }
+    ref_advance_fixed(&ref, INT64_MAX, SLATE, &want, false);
+    lines_assert_equal(&got, &want, "sliding windows");
+    lines_free(&got);
+    lines_free(&want);
+    free(ref.w);
+}
+
+/* ---- sessions: process window function over all elements ---- */
+
+#define GAP 40
+
+static void
+session_window(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
+{
+    struct evt r;
+    struct quad q = { 0, w.start, w.end, 0 };
+
+    while (spate_list_next(elements, &r)) {
+        q.k = r.key;
+        q.c++;
+    }
+    spate_emit(ctx, &q);
+}
+
+Test(windows, session_event_time_merges_and_sends_late_data_aside)
+{
+    spate_env *env;
+    struct lines got = { 0 }, got_late = { 0 }, want = { 0 }, want_late = { 0 };
+    struct lines *gp = &got, *lp = &got_late;
+    struct ref ref = { 0 };
+    int64_t wm = INT64_MIN;
+    spate_stream *w;
+
+    make_events();
+    env = env_new(NULL, NULL);
+    w = spate_window(event_source(env), spate_session_event_time(GAP));
+    spate_late_data_side_output(w, "late");
+    w = spate_window_process(w, session_window, quad_type(env));
+    spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
+    spate_params(spate_sink(spate_side_output(w, "late", evt_type(env)), late_sink), &lp,
+                 sizeof lp);
+    run(env);
+
+    for (int i = 0; i < N; i++) {
+        const struct evt *e = &events[i];
+        int64_t start = e->ts, end = e->ts + GAP;
+        int64_t count = 1;
+        bool grew = true;
+
+        /* Merge with every intersecting session of the key (Flink's
+         * TimeWindow.intersects), then drop the result if it is late. */
+        while (grew) {
+            grew = false;
+            for (size_t k = 0; k < ref.n; k++) {
+                struct rwin *s = &ref.w[k];
+
+                if (!s->exists || s->key != e->key || s->start > end || s->end < start)
+                    continue;
+                start = start < s->start ? start : s->start;
+                end = end > s->end ? end : s->end;
+                count += s->count;
+                s->exists = false;
+                grew = true;
+            }
+        }
+        if (end - 1 <= wm) {
+            char buf[64];
+
+            snprintf(buf, sizeof buf, "%lld@%lld", (long long)e->key, (long long)e->ts);
+            lines_add(&want_late, buf);
+        } else {
+            struct rwin *s = ref_find(&ref, e->key, start, end, true);
+
+            s->count = count;
+        }
+        if (e->ts - BOUND - 1 > wm) {
+            wm = e->ts - BOUND - 1;
+            for (size_t k = 0; k < ref.n; k++) {
+                struct rwin *s = &ref.w[k];
+
+                if (s->exists && s->end - 1 <= wm) {
+                    ref_emit(&want, s->key, s->start, s->end, s->count, s->end - 1);
+                    s->exists = false;
+                }
+            }
+        }
+    }
+    for (size_t k = 0; k < ref.n; k++)
+        if (ref.w[k].exists)
+            ref_emit(&want, ref.w[k].key, ref.w[k].start, ref.w[k].end, ref.w[k].count,
+                     ref.w[k].end - 1);
+    lines_assert_equal(&got, &want, "session windows");
+    lines_assert_equal(&got_late, &want_late, "late records");
+    lines_free(&got);
+    lines_free(&got_late);
+    lines_free(&want);
+    lines_free(&want_late);
+    free(ref.w);
+}
+
+/* ---- count windows, a custom trigger, an evictor ---- */
+
+static void
+count_window_fn(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
+{
+    struct evt r;
+    struct quad q = { 0, 0, 0, 0 };
+
+    (void)w;
+    while (spate_list_next(elements, &r)) {
+        q.k = r.key;
+        q.a++;
+        q.b += r.value;
+    }
+    spate_emit(ctx, &q);
+}
+
+Test(windows, count_windows_tumbling_and_sliding)
+{
+    static const struct evt in[] = { { 1, 0, 1 }, { 1, 0, 2 },  { 2, 0, 10 }, { 1, 0, 3 },
+                                     { 1, 0, 4 }, { 2, 0, 20 }, { 1, 0, 5 },  { 2, 0, 30 } };
+    static const char *tumbling[] = { "1 3 6 0", "2 3 60 0" };
+    static const char *sliding[] = { "1 2 3 0", "1 3 9 0", "2 2 30 0" };
+    for (int k = 0; k < 2; k++) {
+        spate_env *env = env_new(NULL, NULL);
+        struct lines got = { 0 }, want = { 0 }, *gp = &got;
+        spate_stream *s = spate_key_by_field(spate_source_collection(env, evt_type(env), in, 8), 0);
+        spate_stream *w = k == 0 ? spate_count_window(s, 3) : spate_count_window_sliding(s, 3, 2);
+
+        w = spate_window_process(w, count_window_fn, quad_type(env));
+        spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
+        run(env);
+        for (size_t i = 0; i < (k == 0 ? 2u : 3u); i++) {
+            char buf[64];
+
+            snprintf(buf, sizeof buf, "%s ts=%lld", k == 0 ? tumbling[i] : sliding[i],
+                     (long long)INT64_MAX);
+            lines_add(&want, buf);
+        }
+        lines_assert_equal(&got, &want, k == 0 ? "count windows" : "sliding count windows");
+        lines_free(&got);
+        lines_free(&want);
+    }
+}
+
+static spate_trigger_result
+every_two(spate_ctx *ctx, const void *rec, int64_t ts, spate_time_window w)
+{
+    spate_state *n = spate_ctx_state(ctx, "n");
+    int64_t c = 0;
+
+    (void)rec;
+    (void)ts;
+    (void)w;
+    spate_value_get(n, &c);
+    if (++c == 2) {
+        spate_state_clear(n);
+        return SPATE_TRIGGER_FIRE_AND_PURGE;
+    }
+    spate_value_update(n, &c);
+    return SPATE_TRIGGER_CONTINUE;
+}
+
+static void
+keep_odd_values(spate_ctx *ctx, spate_time_window w, size_t count, const int64_t *ts, bool *keep,
+                bool before)
+{
+    (void)ctx;
+    (void)w;
+    (void)ts;
+    for (size_t i = 0; before && i < count; i++)
+        keep[i] = i % 2 == 1; /* the second of every two */
+}
+
+Test(windows, custom_trigger_state_per_window_and_a_custom_evictor)
+{
+    static const struct evt in[] = { { 1, 5, 1 }, { 1, 6, 2 }, { 1, 7, 3 }, { 1, 8, 4 } };
+    spate_env *env = env_new(NULL, NULL);
+    struct lines got = { 0 }, want = { 0 }, *gp = &got;
+    spate_trigger trig = { every_two, NULL, NULL };
+    spate_watermark_strategy ws = spate_watermarks_monotonous(evt_ts);
+    spate_stream *s = spate_source_collection(env, evt_type(env), in, 4);
+    spate_stream *w;
+
+    s = spate_key_by_field(spate_assign_timestamps_and_watermarks(s, &ws), 0);
+    w = spate_window(s, spate_tumbling_event_time(1000));
+    spate_value_state(w, "n", spate_type_int64(), 0);
+    spate_window_trigger(w, &trig);
+    spate_window_evictor(w, keep_odd_values);
+    w = spate_window_process(w, count_window_fn, quad_type(env));
+    spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
+    run(env);
+    /* Fired after records 2 and 4, each time keeping only the second. */
+    lines_add(&want, "1 1 2 0 ts=999");
+    lines_add(&want, "1 1 4 0 ts=999");
+    lines_assert_equal(&got, &want, "custom trigger");
+    lines_free(&got);
+    lines_free(&want);
+}
