@@ -1,10 +1,8 @@
-/* network_bench: the data plane between two processes on loopback, each with
- * a TaskManager's network environment (build/bin/net_harness plays the
- * tasks), beside the limits of the machine measured in the same run with the
- * same write sizes: a plain TCP stream of 32 KiB writes (the buffer size) and
- * a bare TCP ping-pong of one frame's bytes. Runs are interleaved; the figures
- * are medians. Compression off; random payloads. Last line: a JSON object.
- * NETWORK_BENCH_RUNS (default 5) sets the number of rounds. */
+/* network_bench: the data plane between two net_harness processes on loopback
+ * (throughput 1→1 and 2×2, 16 B and 1 KiB records, a local channel, ping-pong
+ * latency) beside a plain TCP stream of 32 KiB writes and a bare TCP ping-pong
+ * measured in the same run. Interleaved runs, medians; NETWORK_BENCH_RUNS
+ * (default 5). Last line: a JSON object. */
 #include <arpa/inet.h>
 #include <libgen.h>
 #include <limits.h>

@@ -1,10 +1,8 @@
-/* The eventfd notifier of notifier.h.
- * Memory orders: the notifier carries no data; the state it announces is
- * published by the notifier's callers with their own release/acquire (locks or
- * atomics). `pending` and `sleeping` are seq_cst on both sides (Dekker): a
- * notifier sets pending then reads sleeping, a waiter sets sleeping then
- * reads pending, so at least one of them sees the other's store: either the
- * waiter does not sleep or the notifier writes the eventfd. */
+/* The eventfd notifier of notifier.h. pending and sleeping are seq_cst on both
+ * sides (Dekker): a notifier sets pending then reads sleeping, a waiter sets
+ * sleeping then reads pending, so either the waiter does not sleep or the
+ * notifier writes the eventfd. The state a notify announces is published by
+ * its callers with their own locks or atomics. */
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
@@ -25,6 +23,7 @@ notifier_init(struct notifier *n, spate_error *err)
     atomic_init(&n->sleeping, false);
     atomic_init(&n->cancelled, false);
     n->spin_ns = NOTIFIER_SPIN_NS;
+    n->no_spin_until_ns = 0;
     return 0;
 }
 
@@ -118,10 +117,12 @@ int
 notifier_wait_until(struct notifier *n, uint64_t deadline_ns)
 {
     struct pollfd pfd = { .fd = n->fd, .events = POLLIN };
-    uint64_t now = clock_mono_ns(), spin_until = now + n->spin_ns;
+    uint64_t now = clock_mono_ns(), spin_until = now + n->spin_ns, before;
 
     if (deadline_ns != NOTIFIER_FOREVER)
         spin_until = MIN(spin_until, deadline_ns);
+    if (now < n->no_spin_until_ns)
+        spin_until = now; /* the core was busy lately: sleep at once */
     for (;;) {
         if (notifier_is_cancelled(n))
             return SPATE_ECANCELED;
@@ -131,8 +132,17 @@ notifier_wait_until(struct notifier *n, uint64_t deadline_ns)
         }
         if (now >= spin_until)
             break;
+        before = now;
         sched_yield();
         now = clock_mono_ns();
+        if (now - before > NOTIFIER_PREEMPTED_NS) {
+            /* The yield gave the core away to someone else for a while: on
+             * a busy machine a spinning thread waits for whole time slices,
+             * a sleeping one is woken (and preempts) as soon as it is
+             * notified. Stop spinning for a while. */
+            n->no_spin_until_ns = now + NOTIFIER_NO_SPIN_NS;
+            break;
+        }
     }
     for (;;) {
         struct timespec ts, *tsp = NULL;

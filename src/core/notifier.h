@@ -1,9 +1,8 @@
-/* A task's wake-up primitive: an eventfd that other threads poke when they
- * make something available to the task (a buffer on an input channel, a
- * recycled output buffer, a mail), with wake-ups coalesced so that a burst of
- * notifies costs one write(2). Also carries the task's sticky cancel flag, so
- * that a cancel wakes any wait at once. The task thread waits; any thread
- * notifies or cancels. The fd may join a larger poll set (notifier_fd). */
+/* A task's wake-up primitive: an eventfd that other threads poke when they make
+ * something available to the task (a buffer, a recycled output buffer, a
+ * mail); notifies coalesce into one write(2), a sticky cancel flag wakes any
+ * wait at once, and a wait polls briefly before it sleeps. The task thread
+ * waits; any thread notifies or cancels. */
 #ifndef SPATE_CORE_NOTIFIER_H
 #define SPATE_CORE_NOTIFIER_H
 
@@ -24,11 +23,16 @@ struct notifier {
      * the eventfd (a spinning or busy waiter costs the notifier no syscall). */
     _Atomic bool sleeping;
     _Atomic bool cancelled;
-    uint64_t spin_ns; /* the waiter's: how long a wait polls before sleeping */
+    uint64_t spin_ns;          /* the waiter's: how long a wait polls before sleeping */
+    uint64_t no_spin_until_ns; /* the waiter's: spinning lost the core lately */
 };
 
 /* How long a wait polls (yielding the core) before it sleeps, by default. */
 #define NOTIFIER_SPIN_NS 200000u
+/* A yield that returns this late means the core is contended: the waiter then
+ * sleeps at once for NOTIFIER_NO_SPIN_NS before it tries spinning again. */
+#define NOTIFIER_PREEMPTED_NS 300000u
+#define NOTIFIER_NO_SPIN_NS   10000000u
 
 int notifier_init(struct notifier *n, spate_error *err);
 /* Waiter thread: poll this long before sleeping (0: sleep at once), e.g.

@@ -1,10 +1,8 @@
-/* The metric registry: counters, gauges, per-second rates and time ratios in
- * named groups (a task's group carries Flink's names: numRecordsIn,
- * busyTimeMsPerSecond, ...), read by another thread (the REST layer) while
- * the owners update them. Sources are single-writer atomics that the owning
- * thread updates with plain relaxed loads and stores (no locked instruction
- * per record); the registry's mutex guards only its list of groups and the
- * rates it derives. A group's sources must outlive the group. */
+/* The metric registry: counters, pool-usage ratios, per-second rates and time
+ * ratios in named groups (Flink's names), read by another thread (REST) while
+ * their owners update them. Sources are single-writer relaxed atomics (no
+ * locked instruction per record); the registry's mutex guards only its group
+ * list and derived rates. A group's sources must outlive the group. */
 #ifndef SPATE_METRICS_METRICS_H
 #define SPATE_METRICS_METRICS_H
 

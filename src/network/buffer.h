@@ -1,11 +1,8 @@
-/* Network buffers: a memory segment plus what the data plane needs to move it
- * (fill level, type, a queue link, who takes it back). The per-TaskManager
- * network buffer pool (Flink's NetworkBufferPool) hands segments out; local
- * pools (LocalBufferPool) bound what one result partition takes, between a
- * minimum taken at creation and a maximum. Running out is backpressure: a
- * request returns NULL and the requester waits on its notifier, which the
- * pool pokes when a buffer comes back. Pools are thread-safe (a mutex each);
- * a buffer belongs to one thread at a time, handed over through queues. */
+/* Network buffers (a segment plus fill level, type, queue link, recycler), the
+ * TaskManager's network buffer pool and local pools bounded by a minimum taken
+ * at creation and a maximum. Running out is backpressure: a request returns
+ * NULL and the requester waits on its notifier, which recycling pokes. Pools
+ * are thread-safe (a mutex each); a buffer belongs to one thread at a time. */
 #ifndef SPATE_NETWORK_BUFFER_H
 #define SPATE_NETWORK_BUFFER_H
 

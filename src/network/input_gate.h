@@ -1,13 +1,8 @@
-/* Input gates (Flink's SingleInputGate): a consuming task's view of one
- * intermediate result, one input channel per producer subpartition it reads.
- * Local channels take the buffers of a producer in this TaskManager without
- * copying; remote channels receive over the connection to the producer's
- * TaskManager with credit-based flow control (exclusive buffers per channel,
- * floating buffers per gate). input_gate_poll is Flink's pollNext: it never
- * blocks, is fair across channels (round-robin per buffer), and the gate pokes
- * the task's notifier when a channel gets data. The task thread owns the
- * gate; the network I/O thread and local producers hand buffers in under
- * the gate's mutex. */
+/* Input gates (Flink's SingleInputGate): a consuming task's channels, one per
+ * producer subpartition it reads; local channels take buffers in place, remote
+ * ones receive with credit-based flow control. input_gate_poll (Flink's
+ * pollNext) never blocks and is fair per buffer. The task thread owns the
+ * gate; the I/O thread and local producers hand buffers in under its mutex. */
 #ifndef SPATE_NETWORK_INPUT_GATE_H
 #define SPATE_NETWORK_INPUT_GATE_H
 

@@ -1,10 +1,8 @@
-/* The network environment and its I/O thread (net_env.h): the libuv loop
- * that accepts data connections from remote consumers and serves their
- * partition requests (server side: one reader per requested subpartition,
- * written out as credit allows), and that connects to remote producers for
- * this TaskManager's input gates (client side: one connection per producer
- * address, receiving straight into the channels' buffers). Everything here
- * but net_env_new/free/post/stats runs on the I/O thread. */
+/* The network environment and its I/O thread (net_env.h): serves remote
+ * consumers' partition requests (one reader per subpartition, written out as
+ * credit allows) and connects to remote producers for this TaskManager's
+ * gates (one connection per address, received straight into the channels'
+ * buffers). Everything but net_env_new/free/post/stats runs on the I/O thread. */
 #include <lz4.h>
 #include <netdb.h>
 #include <sched.h>
@@ -1338,21 +1336,39 @@ static void
 env_thread(void *arg)
 {
     struct net_env *env = arg;
+    uint64_t no_spin_until = 0;
 
     log_set_thread_name("net-io");
     while (uv_run(&env->loop, UV_RUN_ONCE) != 0) {
-        uint64_t seen = env->activity, until = clock_mono_ns() + env->cfg.busy_poll_ns;
+        uint64_t now = clock_mono_ns(), seen = env->activity, before;
+        uint64_t until = now < no_spin_until ? now : now + env->cfg.busy_poll_ns;
 
-        while (clock_mono_ns() < until) {
+        if (now >= until || env->stopping)
+            continue;
+        /* While it polls, tasks' posts need no eventfd write to wake it. */
+        mailbox_set_polling(&env->mailbox, true);
+        while (now < until && !env->stopping) {
             if (uv_run(&env->loop, UV_RUN_NOWAIT) == 0)
                 return;
+            if (!env->stopping)
+                mailbox_poll(&env->mailbox);
             if (env->activity != seen) {
                 seen = env->activity;
                 until = clock_mono_ns() + env->cfg.busy_poll_ns;
             } else {
                 sched_yield();
             }
+            before = now;
+            now = clock_mono_ns();
+            if (now - before > NOTIFIER_PREEMPTED_NS) {
+                /* Lost the core to someone else: sleep in epoll for a while,
+                 * where a wake-up preempts (see notifier.c). */
+                no_spin_until = now + NOTIFIER_NO_SPIN_NS;
+                break;
+            }
         }
+        if (!env->stopping)
+            mailbox_set_polling(&env->mailbox, false);
     }
 }
 

@@ -1,10 +1,8 @@
 /* The network environment of a TaskManager (Flink's NettyShuffleEnvironment):
- * the network buffer pool, the partition manager (partition id → result
- * partition, so that a consumer's request finds its producer), the
- * connection manager with one multiplexed TCP connection per remote
- * TaskManager, the data port, and the network I/O thread that runs them on a
- * libuv loop. Created and freed by the TaskManager's control thread; tasks
- * create result partitions and input gates on it from their own threads. */
+ * buffer pool, partition manager, connection manager with one multiplexed
+ * TCP connection per remote TaskManager, the data port and the network I/O
+ * thread (a libuv loop). Created and freed by the TaskManager's control
+ * thread; tasks create partitions and gates on it from their own threads. */
 #ifndef SPATE_NETWORK_NET_ENV_H
 #define SPATE_NETWORK_NET_ENV_H
 

@@ -1,16 +1,8 @@
-/* The data connection's frames (Flink's NettyMessage), after the handshake
- * (rpc/handshake.h, HANDSHAKE_MAGIC_DATA). Every frame is a 24-byte header,
- * little-endian, then `length` body bytes:
- *
- *   0  u32 length    4 u8 type   5 u8 flags   6 u16 zero   8 u32 receiver
- *   12 u32 a         16 i32 b    20 u32 c
- *
- * consumer → producer: PARTITION_REQUEST (body: partition id, a: subpartition,
- * b: initial credit), ADD_CREDIT (a: credit), CANCEL_REQUEST.
- * producer → consumer: BUFFER (a: sequence number, b: backlog, c: size before
- * compression; body: the buffer), ERROR (a: error code, body: message;
- * receiver NET_RECEIVER_NONE for the whole connection), PARTITION_NOT_FOUND.
- * Pure functions; any thread. Decoding checks everything: it is external input. */
+/* The data connection's frames (Flink's NettyMessage) after the handshake
+ * (rpc/handshake.h, HANDSHAKE_MAGIC_DATA): a 24-byte little-endian header and
+ * `length` body bytes; the layout and each message's fields are below. Pure
+ * functions, any thread. Decoding checks everything: the bytes are external
+ * input. */
 #ifndef SPATE_NETWORK_PROTOCOL_H
 #define SPATE_NETWORK_PROTOCOL_H
 
@@ -27,6 +19,11 @@
 #define NET_FLAG_EVENT      0x01u
 #define NET_FLAG_COMPRESSED 0x02u
 
+/* consumer → producer: PARTITION_REQUEST (body: the partition id; a:
+ * subpartition, b: initial credit), ADD_CREDIT (a: credit), CANCEL_REQUEST.
+ * producer → consumer: BUFFER (a: sequence number, b: backlog, c: size before
+ * compression; body: the buffer), ERROR (a: error code, body: message; receiver
+ * NET_RECEIVER_NONE for the whole connection), PARTITION_NOT_FOUND. */
 enum net_msg_type {
     NET_MSG_PARTITION_REQUEST = 1,
     NET_MSG_ADD_CREDIT = 2,
@@ -36,6 +33,9 @@ enum net_msg_type {
     NET_MSG_PARTITION_NOT_FOUND = 12,
 };
 
+/* The header on the wire:
+ *   0  u32 length    4 u8 type   5 u8 flags   6 u16 zero   8 u32 receiver
+ *   12 u32 a         16 i32 b    20 u32 c */
 struct net_frame {
     uint32_t length;
     uint8_t type;

@@ -1,10 +1,8 @@
-/* Reading records back: a per-channel record deserializer (Flink's
- * SpillingAdaptiveSpanningRecordDeserializer) that returns records in place in
- * the buffer and reassembles those that span buffers in a spill area, and a
- * record reader over an input gate that polls buffers fairly and feeds each to
- * its channel's deserializer. A record's bytes stay valid until the next
- * call. Owned by the consuming task's thread. The bytes come from the network:
- * a corrupt stream is an error, never a crash. */
+/* Reading records back: a per-channel deserializer (Flink's
+ * SpillingAdaptiveSpanningRecordDeserializer) that returns records in place and
+ * reassembles those spanning buffers, and a record reader over an input gate.
+ * A record stays valid until the next call. The consuming task's thread owns
+ * both. A corrupt stream is an error, never a crash. */
 #ifndef SPATE_NETWORK_RECORD_READER_H
 #define SPATE_NETWORK_RECORD_READER_H
 

@@ -1,13 +1,8 @@
 /* The record writer (Flink's RecordWriter + BufferBuilder): serializes opaque
- * records into the current buffer of each subpartition of a result partition,
- * each record a u32 little-endian length then its bytes, spanning buffers
- * when larger than what is left. A buffer goes out when full, when the flush
- * deadline (execution.buffer-timeout) passes (the task's own wait serves the
- * deadline: record_writer_next_deadline, record_writer_flush_due), after
- * every record when the timeout is 0, and before any event. When no buffer is
- * free the writer waits on the task's notifier (back-pressured time) until
- * one comes back; a cancel or a failed partition ends the wait with an error.
- * Owned by the producing task's thread. */
+ * records (u32 length, bytes; spanning buffers) into each subpartition's
+ * current buffer and sends it when full, at the flush deadline the task's own
+ * wait serves, after every record (timeout 0) or before an event; waits for a
+ * free buffer under backpressure. The producing task's thread owns it. */
 #ifndef SPATE_NETWORK_RECORD_WRITER_H
 #define SPATE_NETWORK_RECORD_WRITER_H
 

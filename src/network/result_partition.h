@@ -1,11 +1,8 @@
 /* Result partitions (Flink's PipelinedResultPartition): one subpartition per
- * consumer, each a queue of finished buffers that its one reader (a local
- * input channel in this TaskManager, or the network I/O thread for a remote
- * consumer) takes from. The producing task's record writer fills and
- * enqueues; a per-subpartition mutex guards each queue. A partition lives in
- * the network environment's partition manager from creation until every
- * subpartition was consumed or it failed, and outlives its producer task
- * until its consumers are done (reference counted). */
+ * consumer, each a queue of finished buffers for its one reader (a local
+ * channel, or the I/O thread for a remote consumer), a mutex each. Registered
+ * in the partition manager until consumed or failed; reference counted, so it
+ * outlives its producer task until its consumers are done. */
 #ifndef SPATE_NETWORK_RESULT_PARTITION_H
 #define SPATE_NETWORK_RESULT_PARTITION_H
 

@@ -1,20 +1,8 @@
-/* net_harness: plays producer and consumer tasks of a TaskManager in a
- * process of its own, each process with a network environment, connected by
- * result partition id and data address given on the command line; the
- * end-to-end tests and network_bench drive it. The streaming layer's real
- * tasks replace it later. Prints "data_port=N" once listening, then one JSON
- * line with its results; exits 0 when every task succeeded.
- *
- *   net_harness produce --partition ID [--partition ID...] [--subpartitions N]
- *               [--records N] [--size B] [--partitioner forward|rebalance|hash]
- *               [--timeout-ms T] [--events N]
- *   net_harness consume --gate CH[,CH...] [--gate ...] [--delay-every N --delay-us U]
- *               (CH = PARTITION_ID:SUBPARTITION@HOST:PORT)
- *   net_harness local --records N [--size B]      producer and consumer in one process
- *   net_harness ping --partition ID --peer-partition ID [--rounds N]   (reads the
- *   net_harness pong --partition ID --peer-partition ID --peer-port P   peer's port on stdin)
- * Common: --network-memory-mb M, --segment-kb K, --lz4, --port P, --busy-poll-us U
- * (the I/O loop's and the tasks' polling before they sleep). */
+/* net_harness: producer and consumer tasks of a TaskManager in a process of
+ * their own, with a network environment, connected by partition id and data
+ * address on the command line (modes and options: usage() below); prints
+ * "data_port=N", then one JSON result line; exit 0 when every task succeeded.
+ * The end-to-end tests and network_bench drive it. */
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -71,6 +59,17 @@ die(const char *fmt, ...)
     exit(2);
 }
 
+/* Usage:
+ *   net_harness produce --partition ID [--partition ID...] [--subpartitions N]
+ *               [--records N] [--size B] [--partitioner forward|rebalance|hash]
+ *               [--timeout-ms T] [--events N]
+ *   net_harness consume --gate CH[,CH...] [--gate ...] [--delay-every N --delay-us U]
+ *               (CH = PARTITION_ID:SUBPARTITION@HOST:PORT)
+ *   net_harness local --records N [--size B]   (producer and consumer in one process)
+ *   net_harness ping --partition ID --peer-partition ID [--rounds N]  (peer port on stdin)
+ *   net_harness pong --partition ID --peer-partition ID --peer-port P
+ * Common: --network-memory-mb M, --segment-kb K, --lz4, --port P, --busy-poll-us U
+ * (how long the I/O loop and the tasks poll before they sleep). */
 static void
 parse(int argc, char **argv, struct opts *o)
 {

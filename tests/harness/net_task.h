@@ -1,10 +1,8 @@
-/* Producer and consumer "tasks" over the network layer, for the unit tests,
- * the net_harness program and network_bench until the streaming layer's real
- * tasks exist: a thread with a notifier that emits numbered records into a
- * result partition, or reads them back through an input gate and checks
- * their order. Each record starts with a u64 sequence number (per
- * subpartition); the rest is random bytes (incompressible), except that a
- * latency record carries its emit time at NET_TASK_HEADER. */
+/* Producer and consumer "tasks" over the network layer for the unit tests,
+ * net_harness and network_bench until the streaming layer's tasks exist: a
+ * thread with a notifier that emits numbered records (u64 sequence number per
+ * subpartition, then random bytes; a latency record's emit time at
+ * NET_TASK_HEADER), or reads them back and checks their order. */
 #ifndef SPATE_TESTS_NET_TASK_H
 #define SPATE_TESTS_NET_TASK_H
 

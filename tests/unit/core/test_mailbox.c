@@ -196,3 +196,65 @@ Test(mailbox, no_post_is_lost_to_a_draining_loop, .timeout = 60)
     uv_run(&loop, UV_RUN_DEFAULT);
     cr_assert_eq(uv_loop_close(&loop), 0);
 }
+
+/* A busy-polling loop (the network I/O loop): posts made while it polls skip
+ * the wake-up, and switching polling off delivers them before the loop
+ * blocks. The loop alternates polling and blocking; a post lost in a switch
+ * would leave it blocked forever (the test's timeout). */
+#define POLL_POSTS 50000
+
+struct polled {
+    struct mailbox mb;
+    struct mpsc_node *nodes;
+    _Atomic long delivered;
+};
+
+static void
+polled_deliver(struct mailbox *mb, struct mpsc_node *node)
+{
+    struct polled *p = mb->data;
+
+    UNUSED(node);
+    atomic_fetch_add(&p->delivered, 1);
+}
+
+/* One post at a time, each waited for: a post that the switch drops is never
+ * followed by another that would wake the loop. */
+static void *
+polled_poster(void *arg)
+{
+    struct polled *p = arg;
+
+    for (long i = 0; i < POLL_POSTS; i++) {
+        mailbox_post(&p->mb, &p->nodes[i]);
+        while (atomic_load(&p->delivered) <= i)
+            ;
+    }
+    return NULL;
+}
+
+Test(mailbox, a_polling_loop_gets_every_post, .timeout = 60)
+{
+    uv_loop_t loop;
+    struct polled p = { .nodes = calloc(POLL_POSTS, sizeof(struct mpsc_node)) };
+    pthread_t t;
+
+    uv_loop_init(&loop);
+    cr_assert_eq(mailbox_init(&loop, &p.mb, polled_deliver), 0);
+    p.mb.data = &p;
+    pthread_create(&t, NULL, polled_poster, &p);
+    for (int round = 0; atomic_load(&p.delivered) < POLL_POSTS; round++) {
+        mailbox_set_polling(&p.mb, true);
+        for (int i = 0; i < round % 7; i++)
+            mailbox_poll(&p.mb);
+        mailbox_set_polling(&p.mb, false);
+        if (atomic_load(&p.delivered) < POLL_POSTS)
+            uv_run(&loop, UV_RUN_ONCE); /* blocks until a post wakes it */
+    }
+    pthread_join(t, NULL);
+    cr_assert_eq(atomic_load(&p.delivered), POLL_POSTS);
+    mailbox_close(&p.mb, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    cr_assert_eq(uv_loop_close(&loop), 0);
+    free(p.nodes);
+}
