@@ -135,7 +135,9 @@ SPATE_API spate_stream *spate_source_collection(spate_env *env, const spate_type
 SPATE_API spate_stream *spate_source_strings(spate_env *env, const char *const *strings, size_t n);
 /* Records gen(0) .. gen(count-1) (count 0: unbounded), at most
  * rate_per_second of them per second over all subtasks (0: as fast as
- * possible). Subtask i of n generates the indexes i, i+n, i+2n, ... */
+ * possible). The indexes are cut into max-parallelism splits (s, s+G,
+ * s+2G, ...) spread over the subtasks; each subtask emits its own in
+ * increasing order. */
 SPATE_API spate_stream *spate_source_generator(spate_env *env, spate_generator_fn gen,
                                                const spate_type *type, uint64_t count,
                                                double rate_per_second);

@@ -137,17 +137,22 @@ fs_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *
         }
     }
     /* u32 next part, u32 pending, then per pending file i64 id, u32 part. */
-    n = (uint32_t)s->npending;
-    out->len = 0;
-    out->data = xrealloc(out->data, 8 + (size_t)n * 12);
-    out->cap = 8 + (size_t)n * 12;
-    memcpy(out->data, &s->part, 4);
-    memcpy(out->data + 4, &n, 4);
-    for (uint32_t i = 0; i < n; i++) {
-        memcpy(out->data + 8 + i * 12, &s->pending[i].checkpoint_id, 8);
-        memcpy(out->data + 16 + i * 12, &s->pending[i].part, 4);
+    {
+        size_t len;
+        uint8_t *e;
+
+        n = (uint32_t)s->npending;
+        len = 8 + (size_t)n * 12;
+        e = xmalloc(len);
+        memcpy(e, &s->part, 4);
+        memcpy(e + 4, &n, 4);
+        for (uint32_t i = 0; i < n; i++) {
+            memcpy(e + 8 + i * 12, &s->pending[i].checkpoint_id, 8);
+            memcpy(e + 16 + i * 12, &s->pending[i].part, 4);
+        }
+        op_state_add(out, e, len);
+        free(e);
     }
-    out->len = 8 + (size_t)n * 12;
 }
 
 static void

@@ -979,8 +979,21 @@ void
 keyed_backend_restore_entry(struct keyed_backend *b, int i, uint64_t hash, const void *key,
                             size_t key_len, const void *value, size_t value_len)
 {
+    struct spate_state *st = &b->states[i];
     /* The hash's low bits are the key's key group (composite_hash keeps them). */
-    state_map_put(keyed_state_map(&b->states[i].maps, hash), hash, key, key_len, value, value_len);
+    struct state_map *map = keyed_state_map(&st->maps, hash);
+    struct state_entry *e;
+    size_t hdr = st->ttl_ms ? TTL_HEADER : 0, old;
+
+    if (st->decl->kind != STATE_LIST || st->decl->scope == SCOPE_KEYED ||
+        (e = state_map_get(map, hash, key, key_len)) == NULL || value_len < hdr) {
+        state_map_put(map, hash, key, key_len, value, value_len);
+        return;
+    }
+    /* Operator list state from several subtasks (rescaling): one list. */
+    old = e->value_len;
+    e = state_map_put(map, hash, key, key_len, NULL, old + value_len - hdr);
+    memcpy(state_entry_value(e) + old, (const uint8_t *)value + hdr, value_len - hdr);
 }
 
 int

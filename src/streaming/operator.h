@@ -113,8 +113,9 @@ struct operator_vtable {
     /* op->next_processing_ns passed (timers, periodic watermarks). */
     void (*on_processing_time)(struct stream_operator *op, uint64_t now_ns);
     /* Checkpoints: the state the operator keeps itself (a source's
-     * position, a sink's pending transactions), appended to out as one
-     * opaque element; restore_state gets it back (NULL: keeps none). */
+     * positions, a sink's pending transactions), as opaque elements added
+     * to out with op_state_add; restore_state gets them back one by one
+     * (on rescaling, spread over the new subtasks). NULL: keeps none. */
     void (*snapshot_state)(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *out);
     int (*restore_state)(struct stream_operator *op, const uint8_t *bytes, size_t len,
                          spate_error *err);
@@ -190,6 +191,9 @@ operator_emit(struct stream_operator *op, const void *rec, const struct record_m
     op->records_out++;
     op->out->collect(op->out, rec, meta);
 }
+
+/* Adds one element of an operator's own state (snapshot_state). */
+void op_state_add(struct byte_buf *out, const void *bytes, size_t len);
 
 /* The text file sink of a job that takes checkpoints (file_sink.c). */
 extern const struct operator_vtable file_sink_exactly_once_vtable;

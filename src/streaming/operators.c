@@ -557,12 +557,12 @@ collection_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct by
     struct collection_impl *c = op->impl;
     uint64_t off = (uint64_t)(c->at - op->config->records);
 
+    uint8_t e[16];
+
     UNUSED(checkpoint_id);
-    out->data = xrealloc(out->data, 16);
-    out->cap = 16;
-    memcpy(out->data, &c->index, 8);
-    memcpy(out->data + 8, &off, 8);
-    out->len = 16;
+    memcpy(e, &c->index, 8);
+    memcpy(e + 8, &off, 8);
+    op_state_add(out, e, sizeof e);
 }
 
 static int
@@ -592,26 +592,78 @@ generic_free_close(struct stream_operator *op)
     op->impl = NULL;
 }
 
+/* The generator's index space is cut into max-parallelism splits by residue
+ * (split s has the indexes s, s + G, s + 2G, ...), so that its position can
+ * move between subtasks on rescaling, as key groups do. A subtask emits its
+ * splits' indexes in increasing order, round by round (round r holds the
+ * indexes rG .. rG + G - 1): event time that follows the index stays
+ * monotonous per subtask. */
+struct gen_split {
+    uint32_t split;
+    uint64_t next; /* its next index */
+};
+
 struct generator_impl {
-    uint64_t next;    /* next index of this subtask */
-    uint64_t emitted; /* by this subtask */
+    struct gen_split *splits; /* owned, by split id */
+    uint32_t nsplits, at;     /* at: the split whose turn it is */
+    uint64_t round;           /* current round: indexes round * G + split */
+    uint64_t g;               /* G: the number of splits */
+    uint64_t emitted;         /* by this subtask */
     uint64_t start_ns;
     double rate; /* per second, this subtask's share; 0: unlimited */
     void *rec;
+    bool restored; /* splits came from a checkpoint: start over from them */
 };
 
 static int
 generator_open(struct stream_operator *op, spate_error *err)
 {
     struct generator_impl *g = xcalloc(1, sizeof *g);
+    uint32_t lo, hi;
 
     UNUSED(err);
-    g->next = (uint64_t)op->ctx.subtask;
-    g->rate = op->config->rate / op->ctx.parallelism;
+    g->g = (uint64_t)op->ctx.max_parallelism;
+    /* The splits of a fresh start: a contiguous range, as key groups. */
+    lo = (uint32_t)(((uint64_t)op->ctx.subtask * g->g + (uint64_t)op->ctx.parallelism - 1) /
+                    (uint64_t)op->ctx.parallelism);
+    hi = (uint32_t)((((uint64_t)op->ctx.subtask + 1) * g->g - 1) / (uint64_t)op->ctx.parallelism);
+    g->splits = xcalloc(hi >= lo ? hi - lo + 1 : 1, sizeof *g->splits);
+    for (uint32_t s = lo; s <= hi && lo <= hi; s++)
+        g->splits[g->nsplits++] = (struct gen_split){ s, s };
+    g->rate = op->config->rate * (double)g->nsplits / (double)g->g;
     g->start_ns = clock_mono_ns();
     g->rec = out_storage(op->config->out_type);
     op->impl = g;
     return 0;
+}
+
+/* The next index to emit (advancing the round as needed); false when every
+ * split is past count. */
+static bool
+generator_next(struct generator_impl *g, uint64_t count, struct gen_split **out)
+{
+    for (;;) {
+        uint64_t lowest = UINT64_MAX;
+
+        for (; g->at < g->nsplits; g->at++) {
+            struct gen_split *s = &g->splits[g->at];
+
+            if (count != 0 && s->next >= count)
+                continue;
+            if (s->next == g->round * g->g + s->split) {
+                *out = s;
+                return true;
+            }
+        }
+        /* The round is done: on to the lowest round a split still has. */
+        for (uint32_t i = 0; i < g->nsplits; i++)
+            if (count == 0 || g->splits[i].next < count)
+                lowest = MIN(lowest, g->splits[i].next / g->g);
+        if (lowest == UINT64_MAX)
+            return false;
+        g->round = lowest > g->round ? lowest : g->round + 1;
+        g->at = 0;
+    }
 }
 
 static enum source_status
@@ -620,8 +672,15 @@ generator_poll(struct stream_operator *op, int budget, spate_error *err)
     struct generator_impl *g = op->impl;
     uint64_t count = op->config->count;
     spate_generator_fn gen = (spate_generator_fn)op->config->fn;
+    struct gen_split *s;
 
     UNUSED(err);
+    if (g->nsplits == 0) {
+        if (count != 0)
+            return SOURCE_END;
+        op->wait_until_ns = clock_mono_ns() + 1000000000u; /* owns nothing: idle */
+        return SOURCE_WAITING;
+    }
     if (g->rate > 0) {
         /* Emit no more than the rate allows by now. */
         double allowed = (double)(clock_mono_ns() - g->start_ns) / 1e9 * g->rate + 1;
@@ -633,43 +692,63 @@ generator_poll(struct stream_operator *op, int budget, spate_error *err)
         if ((double)budget > allowed - (double)g->emitted)
             budget = (int)(allowed - (double)g->emitted) + 1;
     }
-    while (budget-- > 0 && (count == 0 || g->next < count)) {
+    while (budget-- > 0) {
+        if (!generator_next(g, count, &s))
+            return SOURCE_END;
         before_call(op);
-        gen(&op->ctx, g->next, g->rec);
+        gen(&op->ctx, s->next, g->rec);
         operator_emit(op, g->rec, &no_meta);
-        g->next += (uint64_t)op->ctx.parallelism;
+        s->next += g->g;
+        g->at++;
         g->emitted++;
     }
-    return (count != 0 && g->next >= count) ? SOURCE_END : SOURCE_MORE;
+    return SOURCE_MORE;
 }
 
-/* Checkpoints: u64 next index, u64 emitted. */
+/* Checkpoints: one element per owned split, u32 split and u64 next index,
+ * so that the splits spread over another parallelism on restore. */
 static void
 generator_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *out)
 {
     struct generator_impl *g = op->impl;
 
     UNUSED(checkpoint_id);
-    out->data = xrealloc(out->data, 16);
-    out->cap = 16;
-    memcpy(out->data, &g->next, 8);
-    memcpy(out->data + 8, &g->emitted, 8);
-    out->len = 16;
+    for (uint32_t i = 0; i < g->nsplits; i++) {
+        uint8_t e[12];
+
+        memcpy(e, &g->splits[i].split, 4);
+        memcpy(e + 4, &g->splits[i].next, 8);
+        op_state_add(out, e, sizeof e);
+    }
 }
 
 static int
 generator_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, spate_error *err)
 {
     struct generator_impl *g = op->impl;
+    struct gen_split s;
 
-    if (len != 16)
+    if (len != 12)
         return spate_error_set(err, SPATE_EPROTO, "malformed generator source state");
-    memcpy(&g->next, bytes, 8);
-    memcpy(&g->emitted, bytes + 8, 8);
-    if ((g->next - (uint64_t)op->ctx.subtask) % (uint64_t)op->ctx.parallelism != 0)
+    memcpy(&s.split, bytes, 4);
+    memcpy(&s.next, bytes + 4, 8);
+    if (s.split >= g->g || s.next % g->g != s.split)
         return spate_error_set(err, SPATE_EINVAL,
-                               "generator source state of another parallelism (rescaling "
-                               "a generator is not supported yet)");
+                               "generator source state of split %u at %llu does not fit %llu "
+                               "splits (was the max parallelism changed?)",
+                               s.split, (unsigned long long)s.next, (unsigned long long)g->g);
+    if (!g->restored) {
+        /* The checkpoint's splits replace the fresh start's. */
+        g->restored = true;
+        g->nsplits = 0;
+        g->emitted = 0;
+    }
+    g->splits = xrealloc(g->splits, (g->nsplits + 1) * sizeof *g->splits);
+    g->splits[g->nsplits++] = s;
+    g->emitted += (s.next - s.split) / g->g;
+    g->round = 0;
+    g->at = 0;
+    g->rate = op->config->rate * (double)g->nsplits / (double)g->g;
     /* The rate continues from here, as if the emitted records took their time. */
     if (g->rate > 0)
         g->start_ns = clock_mono_ns() - (uint64_t)((double)g->emitted / g->rate * 1e9);
@@ -681,8 +760,10 @@ generator_close(struct stream_operator *op)
 {
     struct generator_impl *g = op->impl;
 
-    if (g != NULL)
+    if (g != NULL) {
         free(g->rec);
+        free(g->splits);
+    }
     free(g);
     op->impl = NULL;
 }
@@ -907,18 +988,19 @@ file_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf
     uint32_t plen = l->in_split && l->path ? (uint32_t)strlen(l->path) : 0;
     size_t n = l->in_split ? 1 + 8 + 8 + 1 + 4 + plen : 1;
 
+    uint8_t *e = xmalloc(n);
+
     UNUSED(checkpoint_id);
-    out->data = xrealloc(out->data, n);
-    out->cap = n;
-    out->data[0] = l->in_split;
+    e[0] = l->in_split;
     if (l->in_split) {
-        memcpy(out->data + 1, &l->pos, 8);
-        memcpy(out->data + 9, &l->split_end, 8);
-        out->data[17] = l->skip_first;
-        memcpy(out->data + 18, &plen, 4);
-        memcpy(out->data + 22, l->path, plen);
+        memcpy(e + 1, &l->pos, 8);
+        memcpy(e + 9, &l->split_end, 8);
+        e[17] = l->skip_first;
+        memcpy(e + 18, &plen, 4);
+        memcpy(e + 22, l->path, plen);
     }
-    out->len = n;
+    op_state_add(out, e, n);
+    free(e);
 }
 
 static int

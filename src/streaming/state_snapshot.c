@@ -27,6 +27,20 @@ struct op_snapshot {
     struct byte_buf own;
 };
 
+void
+op_state_add(struct byte_buf *out, const void *bytes, size_t len)
+{
+    uint32_t n = (uint32_t)len;
+
+    if (out->len + 4 + len > out->cap) {
+        out->cap = (out->len + 4 + len) * 2;
+        out->data = xrealloc(out->data, out->cap);
+    }
+    memcpy(out->data + out->len, &n, 4);
+    memcpy(out->data + out->len + 4, bytes, len);
+    out->len += 4 + len;
+}
+
 /* ---- the synchronous part ---- */
 
 struct task_snapshot *
@@ -213,9 +227,15 @@ write_operator(struct sfile *sf, const char *path, const struct op_snapshot *os)
         Checkpoint__OperatorStateEntry *e =
             entry_new(OWN_STATE, CHECKPOINT__DISTRIBUTION_MODE__SPLIT_DISTRIBUTE);
 
-        entry_add_offset(e, sf->off);
-        sf_u32(sf, (uint32_t)os->own.len);
-        sf_put(sf, os->own.data, os->own.len);
+        /* op_state_add's frames are the elements, as they are on disk. */
+        for (size_t at = 0; at + 4 <= os->own.len;) {
+            uint32_t n;
+
+            memcpy(&n, os->own.data + at, 4);
+            entry_add_offset(e, sf->off);
+            sf_put(sf, os->own.data + at, 4 + (size_t)n);
+            at += 4 + (size_t)n;
+        }
         h->states[h->n_states++] = e;
     }
     for (int i = 0; os->has_keyed && i < os->kb.nstates; i++) {
