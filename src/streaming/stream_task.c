@@ -280,6 +280,16 @@ task_run_source(struct stream_task *t, spate_error *err)
             return SPATE_ECANCELED;
         if (task_has_mail(t) && (rc = task_run_mails(t, err)) != 0)
             return rc;
+        if (t->source_stopping) {
+            /* Stopped for a savepoint: nothing more until it completes. */
+            if (t->terminal_done)
+                return 0;
+            if (!task_has_mail(t) && (rc = task_wait(t, task_deadline(t), -1)) != 0)
+                return rc;
+            if ((rc = task_flush_due(t, clock_mono_ns(), err)) != 0)
+                return rc;
+            continue;
+        }
         st = head->vt->poll(head, TASK_BATCH, err);
         if (err->code != 0)
             return err->code;
@@ -418,6 +428,9 @@ task_run_input(struct stream_task *t, spate_error *err)
                     if (view.event_type == NET_EVENT_CHECKPOINT_BARRIER &&
                         (rc = task_on_barrier(t, g, view.channel, view.data, view.len, err)) != 0)
                         return rc;
+                    if (view.event_type == NET_EVENT_END_OF_DATA && view.len == 1 &&
+                        view.data[0] == 0)
+                        t->stop_no_drain = true; /* stopped without drain upstream */
                     processed++;
                 } else if (rc == RECORD_READER_END) {
                     t->gate_ended[g] = true;
@@ -504,9 +517,18 @@ stream_task_run(const struct stream_task_params *p, spate_error *err)
 
     rc = t.v->ninputs == 0 ? task_run_source(&t, err) : task_run_input(&t, err);
     if (rc == 0) {
-        /* The input ended: final results, then end every partition. */
-        operator_chain_end_input(t.chain);
+        static const uint8_t no_drain = 0;
+
+        /* The input ended: final results (not when stopped without drain:
+         * the state is in the savepoint), then end every partition. */
+        if (!t.stop_no_drain)
+            operator_chain_end_input(t.chain);
         rc = task_check(&t, err);
+        if (rc == 0)
+            rc = task_await_terminal(&t, err);
+        for (int o = 0; rc == 0 && t.stop_no_drain && o < t.v->noutputs; o++)
+            rc = record_writer_broadcast_event(t.writers[o], NET_EVENT_END_OF_DATA, &no_drain, 1,
+                                               err);
         for (int o = 0; rc == 0 && o < t.v->noutputs; o++)
             rc = record_writer_finish(t.writers[o], err);
         if (rc == 0)

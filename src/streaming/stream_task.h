@@ -37,6 +37,7 @@ struct task_mail {
     int64_t checkpoint_id;
     int64_t timestamp;
     int type;       /* checkpoint.proto's CheckpointType */
+    bool drain;     /* a stop: MAX_WATERMARK first, every window and timer fires */
     char *location; /* trigger: the checkpoint's folder */
 };
 
@@ -52,7 +53,7 @@ void task_mailbox_init(struct task_mailbox *mb, struct notifier *notifier);
 void task_mailbox_release(struct task_mailbox *mb);
 /* Any thread: queues a mail (location copied) and wakes the task. */
 void task_mailbox_post(struct task_mailbox *mb, enum task_mail_kind kind, int64_t checkpoint_id,
-                       int64_t timestamp, int type, const char *location);
+                       int64_t timestamp, int type, bool drain, const char *location);
 
 /* Where one input channel reads from: a producer subpartition, in this
  * TaskManager (local) or at a data address. */

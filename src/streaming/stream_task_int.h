@@ -39,6 +39,14 @@ struct stream_task {
     void *in_rec;                /* the head's input record, deserialized */
     void *in_rec2;               /* a two-input head's second input record */
     struct task_checkpoints *cp; /* NULL: the job takes no checkpoints */
+    /* Stop with a savepoint (Flink's stop-with-savepoint): the terminal
+     * savepoint this task took (0: none), whether it completed, whether a
+     * source stopped for it (and drained), whether the stop ends without
+     * draining (operators are not told their input ended). */
+    int64_t terminal_id;
+    bool terminal_done;
+    bool source_stopping;
+    bool stop_no_drain;
 };
 
 /* ---- checkpoints (task_checkpoints.c) ---- */
@@ -55,6 +63,13 @@ int task_on_barrier(struct stream_task *t, int g, uint32_t channel, const uint8_
                     uint32_t len, spate_error *err);
 /* After a gate ended: its channels no longer owe a barrier. */
 int task_check_alignment(struct stream_task *t, spate_error *err);
+/* A task that took a terminal savepoint waits for its completion before it
+ * finishes (sinks commit on it); SPATE_ECANCELED when cancelled, and a
+ * failed stop (aborted) fails the task, which the job restarts from it. */
+int task_await_terminal(struct stream_task *t, spate_error *err);
+
+/* Stop without drain: a network event after a stopped source's last record. */
+#define NET_EVENT_END_OF_DATA 17u
 
 static inline bool
 task_has_mail(const struct stream_task *t)

@@ -49,7 +49,7 @@ task_mailbox_release(struct task_mailbox *mb)
 
 void
 task_mailbox_post(struct task_mailbox *mb, enum task_mail_kind kind, int64_t checkpoint_id,
-                  int64_t timestamp, int type, const char *location)
+                  int64_t timestamp, int type, bool drain, const char *location)
 {
     struct task_mail *m = xcalloc(1, sizeof *m);
 
@@ -57,6 +57,7 @@ task_mailbox_post(struct task_mailbox *mb, enum task_mail_kind kind, int64_t che
     m->checkpoint_id = checkpoint_id;
     m->timestamp = timestamp;
     m->type = type;
+    m->drain = drain;
     m->location = location ? xstrdup(location) : NULL;
     pthread_mutex_lock(&mb->lock);
     if (mb->tail != NULL)
@@ -207,6 +208,11 @@ perform_checkpoint(struct stream_task *t, int64_t id, int64_t ts, int type, cons
     s = task_snapshot_take(t->chain, t->v, id, ts, path);
     s->alignment_ns = alignment_ns;
     t->cp->latest_id = MAX(t->cp->latest_id, id);
+    if (type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE ||
+        type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_SUSPEND) {
+        t->terminal_id = id;
+        t->terminal_done = false;
+    }
     return queue_snapshot(t->cp, s, err);
 }
 
@@ -312,11 +318,24 @@ task_run_mails(struct stream_task *t, spate_error *err)
         if (rc == 0 && t->cp != NULL) {
             switch (m->kind) {
             case TASK_MAIL_TRIGGER:
-                if (t->p->ngates > 0)
+                if (t->p->ngates > 0) {
                     decline(t, m->checkpoint_id, "only sources are triggered");
-                else if (m->checkpoint_id > t->cp->latest_id)
+                } else if (m->checkpoint_id > t->cp->latest_id && !t->source_stopping) {
+                    bool stop = m->type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE ||
+                                m->type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_SUSPEND;
+
+                    /* Stop with drain: event time ends first, so every
+                     * window and timer fires before the savepoint. */
+                    if (stop && m->drain)
+                        operator_process_watermark(operator_chain_head(t->chain),
+                                                   RECORD_MAX_WATERMARK);
                     rc = perform_checkpoint(t, m->checkpoint_id, m->timestamp, m->type,
                                             m->location ? m->location : ".", 0, err);
+                    if (stop) {
+                        t->source_stopping = true;
+                        t->stop_no_drain = !m->drain;
+                    }
+                }
                 break;
             case TASK_MAIL_COMPLETE:
                 for (int i = 0; i < t->chain->nops; i++) {
@@ -325,11 +344,19 @@ task_run_mails(struct stream_task *t, spate_error *err)
                     if (op->vt->checkpoint_complete != NULL)
                         op->vt->checkpoint_complete(op, m->checkpoint_id);
                 }
+                if (m->checkpoint_id == t->terminal_id)
+                    t->terminal_done = true;
                 break;
             case TASK_MAIL_ABORTED:
                 if (t->cp->pending_id == m->checkpoint_id) {
                     t->cp->latest_id = MAX(t->cp->latest_id, m->checkpoint_id);
                     end_alignment(t);
+                }
+                if (m->checkpoint_id == t->terminal_id && t->terminal_id != 0) {
+                    /* The stop failed: sources go on, the job keeps running. */
+                    t->terminal_id = 0;
+                    t->source_stopping = false;
+                    t->stop_no_drain = false;
                 }
                 break;
             }
@@ -338,6 +365,29 @@ task_run_mails(struct stream_task *t, spate_error *err)
         m = next;
     }
     return rc;
+}
+
+int
+task_await_terminal(struct stream_task *t, spate_error *err)
+{
+    int rc;
+
+    while (t->terminal_id != 0 && !t->terminal_done) {
+        if (notifier_is_cancelled(t->p->notifier))
+            return SPATE_ECANCELED;
+        if (task_has_mail(t)) {
+            if ((rc = task_run_mails(t, err)) != 0)
+                return rc;
+            continue;
+        }
+        if (notifier_wait_until(t->p->notifier, NOTIFIER_FOREVER) == SPATE_ECANCELED)
+            return SPATE_ECANCELED;
+    }
+    if (t->terminal_id == 0 && t->stop_no_drain)
+        return spate_error_set(err, SPATE_ESTATE,
+                               "the savepoint of a stop was aborted after task '%s' stopped",
+                               t->v->name);
+    return 0;
 }
 
 /* ---- set-up and tear-down ---- */

@@ -170,14 +170,14 @@ void
 task_trigger_checkpoint(struct task *t, const Checkpoint__TriggerCheckpoint *req)
 {
     task_mailbox_post(&t->mailbox, TASK_MAIL_TRIGGER, req->checkpoint_id, req->timestamp, req->type,
-                      req->target_location);
+                      req->drain, req->target_location);
 }
 
 void
 task_notify_checkpoint(struct task *t, int64_t checkpoint_id, bool complete)
 {
     task_mailbox_post(&t->mailbox, complete ? TASK_MAIL_COMPLETE : TASK_MAIL_ABORTED, checkpoint_id,
-                      0, 0, NULL);
+                      0, 0, false, NULL);
 }
 
 /* ---- the thread ---- */

@@ -189,7 +189,6 @@ local_join(struct local_job *lj, spate_error *err)
             free(t->p.partitions);
             task_mailbox_release(&t->mailbox);
             notifier_release(&t->notifier);
-            accumulators_release(&t->acc);
         }
     }
     net_env_free(lj->net);
@@ -205,6 +204,7 @@ local_free(struct local_job *lj)
             struct task_thread *t = &lj->tasks[v][s];
 
             free(t->ack);
+            accumulators_release(&t->acc);
             if (t->restore != NULL)
                 checkpoint__task_restore__free_unpacked(t->restore, NULL);
             pthread_mutex_destroy(&t->lock);
@@ -223,6 +223,12 @@ local_free(struct local_job *lj)
 bool
 local_checkpoint(struct local_job *lj, int64_t id, const char *dir)
 {
+    return local_savepoint(lj, id, dir, 0, false);
+}
+
+bool
+local_savepoint(struct local_job *lj, int64_t id, const char *dir, int type, bool drain)
+{
     char location[512];
     struct timespec pause = { 0, 1000000 };
 
@@ -230,7 +236,8 @@ local_checkpoint(struct local_job *lj, int64_t id, const char *dir)
     for (int v = 0; v < lj->jg->nvertices; v++)
         if (lj->jg->vertices[v].ninputs == 0)
             for (int s = 0; s < lj->jg->vertices[v].parallelism; s++)
-                task_mailbox_post(&lj->tasks[v][s].mailbox, TASK_MAIL_TRIGGER, id, 0, 0, location);
+                task_mailbox_post(&lj->tasks[v][s].mailbox, TASK_MAIL_TRIGGER, id, 0, type, drain,
+                                  location);
     for (int waited = 0; waited < 30000; waited++) {
         int acked = 0, declined = 0;
 
@@ -258,7 +265,7 @@ local_notify_complete(struct local_job *lj, int64_t id)
 {
     for (int v = 0; v < lj->jg->nvertices; v++)
         for (int s = 0; s < lj->jg->vertices[v].parallelism; s++)
-            task_mailbox_post(&lj->tasks[v][s].mailbox, TASK_MAIL_COMPLETE, id, 0, 0, NULL);
+            task_mailbox_post(&lj->tasks[v][s].mailbox, TASK_MAIL_COMPLETE, id, 0, 0, false, NULL);
 }
 
 void
