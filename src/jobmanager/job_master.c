@@ -658,13 +658,23 @@ jmh_request_next_input_split(struct rpc_endpoint *ep, const Cluster__SplitReques
     Cluster__InputSplit out = CLUSTER__INPUT_SPLIT__INIT;
     const struct file_split *split = NULL;
     spate_error err = { 0 };
-    int rc;
+    struct execution *e;
+    spate_id attempt;
+    int rc, subtask;
 
     if (jm->eg == NULL) {
         rpc_call_fail(call, SPATE_ESTATE, "this job has no input splits");
         return;
     }
-    rc = execution_graph_next_split(jm->eg, req->vertex, req->operator_, &split, &err);
+    /* A split handed to an attempt that is being replaced would be lost. */
+    if (!gw_id_get(&req->attempt_id, &attempt) ||
+        (e = execution_graph_find(jm->eg, &attempt)) == NULL || e->vertex != req->vertex ||
+        execution_state_is_terminal(e->state) || e->state == EXEC_CANCELING) {
+        rpc_call_fail(call, SPATE_ESTATE, "no input splits for an attempt that is not running");
+        return;
+    }
+    subtask = e->subtask;
+    rc = execution_graph_next_split(jm->eg, req->vertex, req->operator_, subtask, &split, &err);
     if (rc < 0) {
         rpc_call_fail(call, rc, "%s", err.message);
         return;
