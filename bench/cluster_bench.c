@@ -18,19 +18,12 @@
 
 #include <jansson.h>
 
+#include "bench_http.h"
 #include "core/clock.h"
 
 static char spate[600];
 static char tmpdir[64];
 static int rpc_port, rest_port;
-
-static void
-sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-    nanosleep(&ts, NULL);
-}
 
 static pid_t
 spawn(const char *log, char *const extra[])
@@ -69,31 +62,7 @@ stop(pid_t pid, int sig)
 static json_t *
 http_get(const char *path)
 {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)rest_port) };
-    char req[256], buf[1 << 16];
-    size_t got = 0;
-    ssize_t n;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    char *body;
-    json_t *j = NULL;
-
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        close(fd);
-        return NULL;
-    }
-    snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    if (write(fd, req, strlen(req)) < 0) {
-        close(fd);
-        return NULL;
-    }
-    while (got < sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - got)) > 0)
-        got += (size_t)n;
-    close(fd);
-    buf[got] = '\0';
-    if ((body = strstr(buf, "\r\n\r\n")) != NULL)
-        j = json_loads(body + 4, 0, NULL);
-    return j;
+    return bench_http(rest_port, "GET", path);
 }
 
 /* /overview's taskmanagers and slots-total (-1 when it does not answer). */

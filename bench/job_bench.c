@@ -6,12 +6,18 @@
  * checksum (the sum of every emitted count) must equal the loop's. Rounds
  * interleave loop, p1 and p2; the figures are medians. Also the time from
  * handing the JobGraph to the Dispatcher to the first record reaching the
- * sink (p1 runs). Last line: a JSON object.
+ * sink (p1 runs). And, on a real cluster (a JobManager and 2 TaskManagers
+ * of 2 slots as processes), the time from starting `spate run -d -p 4` to
+ * every task RUNNING (cluster_submit). Last line: a JSON object.
  *
- * JOB_BENCH_LINES (default 1000000, about 85 MB) and JOB_BENCH_RUNS
- * (default 3) scale it. */
+ * JOB_BENCH_LINES (default 1000000, about 85 MB), JOB_BENCH_RUNS (default
+ * 3) and JOB_BENCH_CLUSTER_RUNS (default 7) scale it. */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -19,16 +25,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_data.h"
+#include "bench_http.h"
 #include "core/clock.h"
 
 extern char **environ;
 
 static char spate[PATH_MAX + 16], job[PATH_MAX + 64], tmpdir[64], text[128];
+static char endless[PATH_MAX + 64];
 
 static void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...)
 {
@@ -229,6 +239,216 @@ run_engine(int p, size_t bytes, struct engine_run *out)
     json_decref(r);
 }
 
+static double median(double *v, int n);
+
+static int
+remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* The bench's folder and what the cluster's processes left in it. */
+static void
+remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- cluster_submit: a real cluster ---------------------------------------------------- */
+
+static int rest_port;
+
+static pid_t
+spawn_logged(char *const argv[], const char *out, const char *err)
+{
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (posix_spawn(&pid, spate, &fa, NULL, argv, environ) != 0)
+        fail("cannot start %s", spate);
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+}
+
+static json_t *
+http(const char *method, const char *path)
+{
+    return bench_http(rest_port, method, path);
+}
+
+/* Polls /overview (1 ms) until it shows tms TaskManagers with free slots. */
+static void
+wait_free_slots(int tms, int free_slots)
+{
+    for (int i = 0; i < 30000; i++) {
+        json_t *o = http("GET", "/overview");
+        bool ok = o != NULL && json_integer_value(json_object_get(o, "taskmanagers")) == tms &&
+                  json_integer_value(json_object_get(o, "slots-available")) == free_slots;
+
+        json_decref(o);
+        if (ok)
+            return;
+        sleep_ms(1);
+    }
+    fail("the cluster did not show %d TaskManagers with %d free slots", tms, free_slots);
+}
+
+static void
+read_file(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f != NULL ? fread(buf, 1, cap - 1, f) : 0;
+
+    buf[n] = '\0';
+    if (f != NULL)
+        fclose(f);
+}
+
+struct submit_run {
+    double to_running_ms;     /* CLI start to every task RUNNING */
+    double to_job_running_ms; /* CLI start to the job's RUNNING timestamp */
+    double process_ms;        /* baseline: `spate --version`, start to exit */
+    double roundtrip_ms;      /* baseline: one GET /overview */
+};
+
+/* One submission: `spate run -d -m ... -p 4` of the endless job, polled
+ * (GET /jobs/:jobid every 0.2 ms) until all its tasks run; then cancelled. */
+static void
+submit_once(const char *target, struct submit_run *out)
+{
+    char *argv[] = { spate, "run", "-d", "-m", (char *)target, "-p", "4", endless, NULL };
+    char *version[] = { spate, "--version", NULL };
+    char outp[160], errp[160], text_out[4096], path[128], *at;
+    json_t *jd = NULL;
+    uint64_t t0_wall_us, t0, done = 0;
+    int status;
+    pid_t pid;
+
+    snprintf(outp, sizeof outp, "%s/run.out", tmpdir);
+    snprintf(errp, sizeof errp, "%s/run.err", tmpdir);
+    t0 = clock_mono_ns();
+    pid = spawn_logged(version, outp, errp);
+    waitpid(pid, &status, 0);
+    out->process_ms = (double)(clock_mono_ns() - t0) / 1e6;
+    t0 = clock_mono_ns();
+    json_decref(http("GET", "/overview"));
+    out->roundtrip_ms = (double)(clock_mono_ns() - t0) / 1e6;
+
+    t0_wall_us = (uint64_t)clock_wall_us();
+    t0 = clock_mono_ns();
+    pid = spawn_logged(argv, outp, errp);
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail("spate run -d failed: see %s", errp);
+    read_file(outp, text_out, sizeof text_out);
+    if ((at = strstr(text_out, "JobID ")) == NULL)
+        fail("spate run -d printed no job id: see %s", outp);
+    snprintf(path, sizeof path, "/jobs/%.32s", at + 6);
+    for (int i = 0; i < 100000 && done == 0; i++) {
+        json_t *tasks;
+
+        json_decref(jd);
+        jd = http("GET", path);
+        tasks = json_object_get(jd, "tasks");
+        if (tasks != NULL && json_integer_value(json_object_get(tasks, "total")) > 0 &&
+            json_integer_value(json_object_get(tasks, "running")) ==
+                json_integer_value(json_object_get(tasks, "total")))
+            done = clock_mono_ns();
+        else
+            usleep(200);
+    }
+    if (done == 0)
+        fail("job %.32s did not get all its tasks running", at + 6);
+    out->to_running_ms = (double)(done - t0) / 1e6;
+    out->to_job_running_ms =
+        (double)json_integer_value(json_object_get(json_object_get(jd, "timestamps"), "RUNNING")) -
+        (double)t0_wall_us / 1000.0;
+    json_decref(jd);
+    snprintf(path, sizeof path, "/jobs/%.32s?mode=cancel", at + 6);
+    json_decref(http("PATCH", path));
+    wait_free_slots(2, 4);
+}
+
+struct cluster_figures {
+    double to_running[3]; /* median, min, max */
+    double to_job_running, process, roundtrip;
+};
+
+static void
+cluster_submit_bench(int runs, struct cluster_figures *fig)
+{
+    char tmpconf[128], rest[32], rpc[32], log[160], jmout[160], line[4096], target[64];
+    char *jm_argv[] = { spate,   "-D",          "jobmanager.rpc.port=0",
+                        "-D",    "rest.port=0", "-D",
+                        tmpconf, "jobmanager",  NULL };
+    char *tm_argv[] = { spate, "-D",    rpc,           "-D", "taskmanager.numberOfTaskSlots=2",
+                        "-D",  tmpconf, "taskmanager", NULL };
+    double to_running[32], job_running[32], process[32], roundtrip[32];
+    pid_t jm, tms[2];
+    int rpc_port = 0;
+
+    snprintf(tmpconf, sizeof tmpconf, "io.tmp.dirs=%s", tmpdir);
+    snprintf(jmout, sizeof jmout, "%s/jobmanager.log", tmpdir);
+    jm = spawn_logged(jm_argv, jmout, jmout);
+    for (int i = 0; i < 5000 && rest_port == 0; i++) {
+        FILE *f = fopen(jmout, "r");
+
+        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+            char *p = strstr(line, "JobManager started: rpc at ");
+
+            if (p != NULL)
+                sscanf(p, "JobManager started: rpc at 127.0.0.1:%d, REST at http://127.0.0.1:%d",
+                       &rpc_port, &rest_port);
+        }
+        if (f != NULL)
+            fclose(f);
+        if (rest_port == 0)
+            sleep_ms(2);
+    }
+    if (rest_port == 0)
+        fail("the JobManager did not start: see %s", jmout);
+    snprintf(rpc, sizeof rpc, "jobmanager.rpc.port=%d", rpc_port);
+    for (int i = 0; i < 2; i++) {
+        snprintf(log, sizeof log, "%s/taskmanager-%d.log", tmpdir, i);
+        tms[i] = spawn_logged(tm_argv, log, log);
+    }
+    wait_free_slots(2, 4);
+    snprintf(target, sizeof target, "127.0.0.1:%d", rest_port);
+    snprintf(rest, sizeof rest, "%d", rest_port);
+    submit_once(target, &(struct submit_run){ 0 }); /* warm-up: caches, first blob fetch */
+    for (int i = 0; i < runs; i++) {
+        struct submit_run r;
+
+        submit_once(target, &r);
+        to_running[i] = r.to_running_ms;
+        job_running[i] = r.to_job_running_ms;
+        process[i] = r.process_ms;
+        roundtrip[i] = r.roundtrip_ms;
+        fprintf(stderr,
+                "job_bench: cluster round %d: submit to all tasks RUNNING %.1f ms (job RUNNING "
+                "%.1f ms); spate --version %.1f ms, REST round trip %.2f ms\n",
+                i + 1, r.to_running_ms, r.to_job_running_ms, r.process_ms, r.roundtrip_ms);
+    }
+    for (int i = 0; i < 2; i++) {
+        kill(tms[i], SIGTERM);
+        waitpid(tms[i], NULL, 0);
+    }
+    kill(jm, SIGTERM);
+    waitpid(jm, NULL, 0);
+    fig->to_running[0] = median(to_running, runs);
+    fig->to_running[1] = to_running[0];
+    fig->to_running[2] = to_running[runs - 1]; /* median sorted them */
+    fig->to_job_running = median(job_running, runs);
+    fig->process = median(process, runs);
+    fig->roundtrip = median(roundtrip, runs);
+}
+
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -250,6 +470,8 @@ main(void)
     const char *e;
     uint64_t lines = (e = getenv("JOB_BENCH_LINES")) ? strtoull(e, NULL, 10) : 1000000;
     int runs = (e = getenv("JOB_BENCH_RUNS")) ? atoi(e) : 3;
+    int cruns = (e = getenv("JOB_BENCH_CLUSTER_RUNS")) ? atoi(e) : 7;
+    struct cluster_figures cf;
     char exe[PATH_MAX], *slash;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     double base[16], p1[16], p2[16], first[16], start[16];
@@ -260,13 +482,18 @@ main(void)
 
     if (runs < 1 || runs > 16)
         runs = 3;
+    if (cruns < 1 || cruns > 32)
+        cruns = 7;
     exe[n > 0 ? n : 0] = '\0';
     if ((slash = strrchr(exe, '/')) != NULL)
         *slash = '\0';
     snprintf(spate, sizeof spate, "%s/spate", exe);
     snprintf(job, sizeof job, "%s/../bench/wordcount_bench.so", exe);
-    if (access(spate, X_OK) != 0 || access(job, R_OK) != 0)
-        fail("cannot find spate and bench/wordcount_bench.so beside %s", exe);
+    snprintf(endless, sizeof endless, "%s/../tests/e2e/jobs/job_endless.so", exe);
+    if (access(spate, X_OK) != 0 || access(job, R_OK) != 0 || access(endless, R_OK) != 0)
+        fail("cannot find spate, bench/wordcount_bench.so and tests/e2e/jobs/job_endless.so "
+             "beside %s",
+             exe);
     strcpy(tmpdir, "/tmp/spate-job-bench-XXXXXX");
     if (mkdtemp(tmpdir) == NULL)
         fail("cannot make %s", tmpdir);
@@ -307,24 +534,25 @@ main(void)
                 i + 1, base[i], p1[i], p2[i], first[i]);
     }
     unlink(text);
-    snprintf(text, sizeof text, "%s/result.json", tmpdir);
-    unlink(text);
-    snprintf(text, sizeof text, "%s/spate.log", tmpdir);
-    unlink(text);
-    rmdir(tmpdir);
+    cluster_submit_bench(cruns, &cf);
+    remove_tree(tmpdir);
 
     {
         double b = median(base, runs), m1 = median(p1, runs), m2 = median(p2, runs);
 
-        out = json_pack("{s:s, s:I, s:I, s:I, s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
-                        "s:o, s:o}",
-                        "bench", "job_bench", "lines", (json_int_t)lines, "bytes",
-                        (json_int_t)bytes, "words", (json_int_t)words, "runs", runs, "checksum",
-                        (json_int_t)expect, "baseline_wordcount_mb_per_s", b,
-                        "wordcount_mb_per_s_p1", m1, "wordcount_mb_per_s_p2", m2, "ratio_p1",
-                        m1 / b, "ratio_p2", m2 / b, "minicluster_submit_to_first_record_ms",
-                        median(first, runs), "minicluster_start_ms", median(start, runs), "plan_p1",
-                        plan1, "plan_p2", plan2);
+        out = json_pack(
+            "{s:s, s:I, s:I, s:I, s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
+            "s:o, s:o, s:i, s:f, s:f, s:f, s:f, s:f, s:f}",
+            "bench", "job_bench", "lines", (json_int_t)lines, "bytes", (json_int_t)bytes, "words",
+            (json_int_t)words, "runs", runs, "checksum", (json_int_t)expect,
+            "baseline_wordcount_mb_per_s", b, "wordcount_mb_per_s_p1", m1, "wordcount_mb_per_s_p2",
+            m2, "ratio_p1", m1 / b, "ratio_p2", m2 / b, "minicluster_submit_to_first_record_ms",
+            median(first, runs), "minicluster_start_ms", median(start, runs), "plan_p1", plan1,
+            "plan_p2", plan2, "cluster_runs", cruns, "cluster_submit_to_running_ms",
+            cf.to_running[0], "cluster_submit_to_running_ms_min", cf.to_running[1],
+            "cluster_submit_to_running_ms_max", cf.to_running[2],
+            "cluster_submit_to_job_running_ms", cf.to_job_running, "baseline_spate_process_ms",
+            cf.process, "baseline_rest_roundtrip_ms", cf.roundtrip);
     }
     {
         char *s = json_dumps(out, JSON_COMPACT);

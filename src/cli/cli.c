@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/cli_cluster.h"
 #include "cli/cli_config.h"
+#include "cli/cli_jobs.h"
 #include "cli/cli_run.h"
 #include "core/alloc.h"
 #include "core/log.h"
@@ -30,6 +31,9 @@ struct cli_command {
 static int cli_cmd_config(struct cli_context *ctx);
 static int cli_cmd_info(struct cli_context *ctx);
 static int cli_cmd_run(struct cli_context *ctx);
+static int cli_cmd_job_graph(struct cli_context *ctx);
+static int cli_cmd_list(struct cli_context *ctx);
+static int cli_cmd_cancel(struct cli_context *ctx);
 static int cli_cmd_jobmanager(struct cli_context *ctx);
 static int cli_cmd_taskmanager(struct cli_context *ctx);
 static int cli_cmd_test_job(struct cli_context *ctx);
@@ -44,10 +48,15 @@ static const struct cli_command cli_commands[] = {
     { "test-job", cli_cmd_test_job, "--slots N [--run-ms MS]",
       "submit the test-only job that asks for N slots" },
     { "config", cli_cmd_config, "[KEY...]", "print the effective configuration and its origins" },
-    { "run", cli_cmd_run, "[--local] [-p N] [--json FILE] JOB.so [ARGS]",
-      "run a job (--local: on the embedded mini cluster)" },
+    { "run", cli_cmd_run, "[--local | -m HOST:PORT] [-d] [-p N] [--json FILE] JOB.so [ARGS]",
+      "run a job on a cluster over REST (--local: on the embedded mini cluster; -d: submit and "
+      "return)" },
+    { "list", cli_cmd_list, "[-a] [-m HOST:PORT]", "list a cluster's running jobs (-a: all)" },
+    { "cancel", cli_cmd_cancel, "[-m HOST:PORT] JOBID", "cancel a job on a cluster" },
     { "info", cli_cmd_info, "[-p N] JOB.so [ARGS]",
       "print the job's plan (JSON) without running it" },
+    { "job-graph", cli_cmd_job_graph, "--result-fd FD [-p N] JOB.so [ARGS]",
+      "(internal) run a job's main plan-only and write its JobGraph to FD" },
     { "version", cli_cmd_version, "", "print spate's version" },
     { "help", cli_cmd_help, "", "print this help" },
 };
@@ -198,6 +207,18 @@ cli_cmd_run(struct cli_context *ctx)
 }
 
 static int
+cli_cmd_list(struct cli_context *ctx)
+{
+    return cli_list(ctx->conf, ctx->argc, ctx->argv);
+}
+
+static int
+cli_cmd_cancel(struct cli_context *ctx)
+{
+    return cli_cancel(ctx->conf, ctx->argc, ctx->argv);
+}
+
+static int
 cli_cmd_info(struct cli_context *ctx)
 {
     struct plan_result plan;
@@ -213,6 +234,58 @@ cli_cmd_info(struct cli_context *ctx)
     }
     printf("%s\n", plan.plan_json);
     plan_result_release(&plan);
+    return 0;
+}
+
+/* The JobManager's child for /jars/:jarid/run and /plan: the job's main
+ * runs here, never in the JobManager. Writes, to the result fd, the
+ * encoded JobGraph and the plan, each after its 8-byte big-endian length. */
+static int
+cli_cmd_job_graph(struct cli_context *ctx)
+{
+    struct plan_result plan;
+    spate_error err = { 0 };
+    int parallelism, job, rc, fd;
+    char *end;
+    FILE *out;
+
+    if (ctx->argc < 3 || strcmp(ctx->argv[1], "--result-fd") != 0 ||
+        (fd = (int)strtol(ctx->argv[2], &end, 10)) < 0 || *end != '\0') {
+        fprintf(stderr, "spate job-graph: usage: spate job-graph --result-fd FD [-p N] JOB.so "
+                        "[ARGS]\n");
+        return 2;
+    }
+    ctx->argc -= 2;
+    ctx->argv += 2;
+    if ((rc = cli_job_args(ctx, &parallelism, &job)) != 0)
+        return rc;
+    if ((out = fdopen(fd, "w")) == NULL) {
+        fprintf(stderr, "spate job-graph: cannot write to fd %d\n", fd);
+        return 1;
+    }
+    if (plan_from_library(ctx->argv[job], ctx->conf, parallelism, ctx->argc - job, ctx->argv + job,
+                          &plan, &err) != 0) {
+        fprintf(stderr, "spate job-graph: %s\n", err.message);
+        fclose(out);
+        return 1;
+    }
+    {
+        size_t plen = strlen(plan.plan_json);
+        uint8_t a[8], b[8];
+
+        for (int i = 0; i < 8; i++) {
+            a[i] = (uint8_t)((uint64_t)plan.graph_len >> (56 - 8 * i));
+            b[i] = (uint8_t)((uint64_t)plen >> (56 - 8 * i));
+        }
+        rc = fwrite(a, 1, 8, out) != 8 ||
+             fwrite(plan.graph, 1, plan.graph_len, out) != plan.graph_len ||
+             fwrite(b, 1, 8, out) != 8 || fwrite(plan.plan_json, 1, plen, out) != plen;
+    }
+    plan_result_release(&plan);
+    if (fclose(out) != 0 || rc != 0) {
+        fprintf(stderr, "spate job-graph: cannot write the JobGraph to fd %d\n", fd);
+        return 1;
+    }
     return 0;
 }
 

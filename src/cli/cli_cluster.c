@@ -15,6 +15,7 @@
 #include "cli/cli_leader.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "blob/blob_server.h"
 #include "ha/ha_services.h"
 #include "jobmanager/dispatcher.h"
 #include "jobmanager/jm_leadership.h"
@@ -32,6 +33,7 @@ struct jm_process {
     struct dispatcher *dispatcher;
     struct jm_leadership *leadership;
     bool ha_enabled; /* high-availability.type other than none */
+    struct blob_server *blobs;
     struct resource_manager_options rmo;
     struct dispatcher_options dso;
     int exit_fd;
@@ -145,11 +147,12 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     struct jm_process p = { .exit_fd = -1 };
     struct rpc_service_options ro = { 0 };
     struct rest_server_options so = { 0 };
+    struct blob_server_options bo;
     struct rest_server *rest = NULL;
     spate_error err = { 0 };
     const char *bind_host, *adv, *rest_bind, *rest_port = NULL;
     int64_t port, rport;
-    char port_text[16], rport_text[16];
+    char port_text[16], rport_text[16], blob_host[256];
     sigset_t set;
     int sfd, status = 1, why;
 
@@ -183,6 +186,17 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     if (jm_open_ha(conf, &p, &err) != 0)
         goto fail;
     p.dso.ha = p.ha;
+    if (blob_server_options_from_config(conf, &bo, &err) != 0)
+        goto fail;
+    /* TaskManagers reach the BlobServer where they reach the RPC service. */
+    snprintf(blob_host, sizeof blob_host, "%s", rpc_service_address(p.svc));
+    if (strrchr(blob_host, ':') != NULL)
+        *strrchr(blob_host, ':') = '\0';
+    bo.bind_host = bind_host;
+    bo.advertised_host = blob_host;
+    if (blob_server_start(&bo, &p.blobs, &err) != 0)
+        goto fail;
+    p.dso.blobs = p.blobs;
     p.dso.on_shutdown = jm_on_shutdown;
     p.dso.arg = &p;
     rpc_service_run_sync(p.svc, NULL, jm_start_endpoints, &p);
@@ -194,6 +208,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     so.port = rest_port != NULL ? rest_port : rport_text;
     so.svc = p.svc;
     so.conf = conf;
+    so.blobs = p.blobs;
     if (rest_server_start(&so, &rest, &err) != 0)
         goto fail;
     SPATE_LOG_INFO(JM_LOG, "JobManager started: rpc at %s, REST at http://%s:%d",
@@ -228,6 +243,7 @@ fail:
     jm_leadership_stop(p.leadership);
     rest_server_stop(rest);
     rpc_service_free(p.svc);
+    blob_server_stop(p.blobs);
     ha_services_free(p.ha);
     if (sfd >= 0)
         close(sfd);

@@ -1,8 +1,9 @@
 /* `spate run` (cli_run.h): the client side of running a job. The job
- * library's main runs here; its spate_execute reaches the executor below,
- * which starts the mini cluster, submits the JobGraph to its Dispatcher,
- * follows the job (a live status line), prints the result and stops the
- * cluster. SIGINT/SIGTERM cancel the job. */
+ * library's main runs here; its spate_execute reaches one of two executors:
+ * the mini cluster's (starts it, submits over in-process RPC) or a
+ * cluster's (submits over REST, as Flink's CLI). Both follow the job with
+ * the same live status line and print the same result; SIGINT/SIGTERM
+ * cancel the job. */
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 
 #include "cli/cli_run.h"
 #include "cli/mini_cluster.h"
+#include "cli/rest_client.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -28,12 +30,20 @@
 
 struct run_options {
     bool local;
+    bool detached;   /* -d: submit and return */
     int parallelism; /* -p; 0: parallelism.default */
     const char *json_path;
-    int job; /* index of JOB.so in argv */
+    const char *target; /* -m host:port */
+    int job;            /* index of JOB.so in argv */
 };
 
-/* One local run: what the executor needs and what it found out. */
+/* What the live status line shows, from either executor. */
+struct job_progress {
+    const char *state;
+    uint32_t running, finished, total;
+};
+
+/* One run: what the executor needs and what it found out. */
 struct local_run {
     const struct config *conf;
     const struct run_options *ro;
@@ -48,6 +58,7 @@ struct local_run {
     int64_t cluster_start_us; /* how long the mini cluster took to start */
     json_t *accumulators;     /* name → value */
     json_t *plan;
+    bool have_slots;      /* the mini cluster's slots, as the run ended */
     json_t *taskmanagers; /* their data planes' connections */
     uint32_t slots_total, slots_free;
 };
@@ -90,14 +101,13 @@ slots_needed(const struct job_graph *jg)
 }
 
 static void
-status_line(struct local_run *r, const Cluster__JobInfo *info, const char **last, uint64_t t0_ms)
+status_line(struct local_run *r, const struct job_progress *p, const char **last, uint64_t t0_ms)
 {
-    const char *state = job_state_or(info->state);
+    const char *state = job_state_or(p->state);
 
     if (r->tty) {
-        fprintf(stderr, "\r\033[K%-12s %u/%u tasks running, %u finished  %.1f s", state,
-                info->tasks_running, info->tasks_total, info->tasks_finished,
-                (double)(clock_mono_ms() - t0_ms) / 1000.0);
+        fprintf(stderr, "\r\033[K%-12s %u/%u tasks running, %u finished  %.1f s", state, p->running,
+                p->total, p->finished, (double)(clock_mono_ms() - t0_ms) / 1000.0);
         if (job_state_terminal(state))
             fputc('\n', stderr);
         fflush(stderr);
@@ -106,6 +116,23 @@ status_line(struct local_run *r, const Cluster__JobInfo *info, const char **last
     }
     free((char *)*last);
     *last = xstrdup(state);
+}
+
+/* A SIGINT or SIGTERM within wait_ms: true once, when the job should be
+ * cancelled. */
+static bool
+cancel_signal(struct local_run *r, int wait_ms, bool *cancelled)
+{
+    struct pollfd pfd = { .fd = r->sfd, .events = POLLIN };
+    struct signalfd_siginfo si;
+
+    if (poll(&pfd, 1, wait_ms) <= 0 || !(pfd.revents & POLLIN) ||
+        read(r->sfd, &si, sizeof si) != sizeof si || *cancelled)
+        return false;
+    fprintf(stderr, "%sCancelling job %s (signal %u)\n", r->tty ? "\n" : "", id_str(&r->job_id).s,
+            si.ssi_signo);
+    *cancelled = true;
+    return true;
 }
 
 static void
@@ -140,6 +167,7 @@ wait_slots_free(struct local_run *r, struct rpc_gateway *gw)
             r->slots_free = o->slots_free;
         }
         rpc_future_unref(f);
+        r->have_slots = r->have_slots || err.code == 0;
         if (err.code != 0 || r->slots_free == r->slots_total || clock_mono_ms() >= until)
             return;
         usleep(1000);
@@ -159,20 +187,12 @@ follow_job(struct local_run *r, struct rpc_gateway *gw, spate_error *err)
 
     req.job_id = gw_id_bytes(&r->job_id);
     for (;;) {
-        struct pollfd pfd = { .fd = r->sfd, .events = POLLIN };
+        struct job_progress p;
         struct rpc_future *f;
         const Cluster__JobInfo *info;
 
-        if (poll(&pfd, 1, interval) > 0 && (pfd.revents & POLLIN)) {
-            struct signalfd_siginfo si;
-
-            if (read(r->sfd, &si, sizeof si) == sizeof si && !cancelled) {
-                fprintf(stderr, "%sCancelling job %s (signal %u)\n", r->tty ? "\n" : "",
-                        id_str(&r->job_id).s, si.ssi_signo);
-                rpc_future_unref(dispatcher_cancel_job(gw, &req, 0));
-                cancelled = true;
-            }
-        }
+        if (cancel_signal(r, interval, &cancelled))
+            rpc_future_unref(dispatcher_cancel_job(gw, &req, 0));
         f = dispatcher_request_job(gw, &req, 0);
         if (rpc_future_wait(f, -1, err) != 0) {
             rpc_future_unref(f);
@@ -180,7 +200,11 @@ follow_job(struct local_run *r, struct rpc_gateway *gw, spate_error *err)
             return spate_error_wrap(err, "following the job");
         }
         info = rpc_future_value(f);
-        status_line(r, info, &last, t0);
+        p.state = info->state;
+        p.running = info->tasks_running;
+        p.finished = info->tasks_finished;
+        p.total = info->tasks_total;
+        status_line(r, &p, &last, t0);
         if (job_state_terminal(job_state_or(info->state))) {
             keep_result(r, info);
             rpc_future_unref(f);
@@ -212,8 +236,22 @@ print_result(const struct local_run *r)
             printf("- %s: %lld\n", name, (long long)json_integer_value(v));
         }
     }
-    printf("Slots free: %u of %u\n", r->slots_free, r->slots_total);
+    if (r->have_slots)
+        printf("Slots free: %u of %u\n", r->slots_free, r->slots_total);
     fflush(stdout);
+}
+
+/* Prints the result; 0 only for a finished job. */
+static int
+job_outcome(struct local_run *r, spate_error *err)
+{
+    print_result(r);
+    if (strcmp(r->status, "FINISHED") == 0)
+        return 0;
+    if (strcmp(r->status, "CANCELED") == 0)
+        return spate_error_set(err, SPATE_ECANCELED, "job %s was cancelled", id_str(&r->job_id).s);
+    return spate_error_set(err, SPATE_EUSER, "job %s failed: %s", id_str(&r->job_id).s,
+                           r->failure != NULL ? r->failure : "(no reason given)");
 }
 
 static int
@@ -225,8 +263,9 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
     struct mini_cluster *mc = NULL;
     struct rpc_gateway *gw = NULL;
     struct rpc_future *f = NULL;
-    uint8_t *graph = NULL;
+    uint8_t *graph = NULL, key[SHA256_BYTES];
     size_t graph_len = 0;
+    bool have_key = false;
     int64_t tms;
     int slots, rc;
 
@@ -251,9 +290,14 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
     if (rc != 0 || (rc = rpc_gateway_new(mini_cluster_service(mc),
                                          mini_cluster_dispatcher_address(mc), NULL, &gw, err)) != 0)
         goto out;
+    if ((rc = blob_server_put_file(mini_cluster_blob_server(mc), r->library_path, false, key,
+                                   err)) != 0)
+        goto out;
+    have_key = true; /* the client's reference, until the job holds its own */
     sub.job_graph.data = graph;
     sub.job_graph.len = graph_len;
-    sub.library_path = r->library_path;
+    sub.library_key.data = key;
+    sub.library_key.len = sizeof key;
     r->submitted_at_us = clock_wall_us();
     f = dispatcher_submit_job(gw, &sub, 0);
     if ((rc = rpc_future_wait(f, -1, err)) != 0) {
@@ -276,20 +320,176 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
                                         "data_connections_out", (json_int_t)st.client_connections,
                                         "data_connections_in", (json_int_t)st.server_connections));
     }
-    print_result(r);
-    if (strcmp(r->status, "FINISHED") == 0)
-        rc = 0;
-    else if (strcmp(r->status, "CANCELED") == 0)
-        rc = spate_error_set(err, SPATE_ECANCELED, "job %s was cancelled", id_str(&r->job_id).s);
-    else
-        rc = spate_error_set(err, SPATE_EUSER, "job %s failed: %s", id_str(&r->job_id).s,
-                             r->failure != NULL ? r->failure : "(no reason given)");
+    rc = job_outcome(r, err);
 out:
     rpc_future_unref(f);
     rpc_gateway_free(gw);
+    if (have_key)
+        blob_server_unref(mini_cluster_blob_server(mc), key);
     mini_cluster_stop(mc);
     free(graph);
     return rc;
+}
+
+/* ---- a cluster, over REST ------------------------------------------------------------ */
+
+/* A REST call that must answer 2xx; the body (or NULL) in *out. */
+static int
+remote_call(struct rest_client *rc, const char *method, const char *path, json_t **out,
+            spate_error *err)
+{
+    char buf[64];
+    int status = 0, code;
+
+    if ((code = rest_client_call(rc, method, path, NULL, &status, out, err)) != 0)
+        return code;
+    if (status / 100 == 2)
+        return 0;
+    code = spate_error_set(err, status == 404 ? SPATE_ENOENT : SPATE_EREMOTE, "%s %s: %s", method,
+                           path, rest_client_error_text(*out, status, buf, sizeof buf));
+    json_decref(*out);
+    *out = NULL;
+    return code;
+}
+
+/* The job's result from GET /jobs/:jobid/execution-result. */
+static void
+remote_result(struct local_run *r, struct rest_client *rc, const char *state)
+{
+    char path[128];
+    json_t *body = NULL, *res, *accs, *v;
+    spate_error err = { 0 };
+    const char *name, *failure;
+
+    r->status = xstrdup(state);
+    r->accumulators = json_object();
+    snprintf(path, sizeof path, "/jobs/%s/execution-result", id_str(&r->job_id).s);
+    if (remote_call(rc, "GET", path, &body, &err) != 0) {
+        fprintf(stderr, "spate run: cannot read the job's result: %s\n", err.message);
+        return;
+    }
+    res = json_object_get(body, "job-execution-result");
+    r->start_time = json_integer_value(json_object_get(res, "start-time"));
+    r->end_time = json_integer_value(json_object_get(res, "end-time"));
+    accs = json_object_get(res, "accumulator-results");
+    json_object_foreach(accs, name, v)
+    {
+        json_object_set_new(r->accumulators, name, json_integer(json_integer_value(v)));
+    }
+    failure =
+        json_string_value(json_object_get(json_object_get(res, "failure-cause"), "stack-trace"));
+    if (failure != NULL && *failure)
+        r->failure = xstrdup(failure);
+    json_decref(body);
+}
+
+/* Follows the job over GET /jobs/:jobid (1 ms, doubling up to 200 ms);
+ * SIGINT/SIGTERM cancel it (PATCH). */
+static int
+remote_follow(struct local_run *r, struct rest_client *rc, spate_error *err)
+{
+    const char *last = NULL;
+    uint64_t t0 = clock_mono_ms();
+    int interval = 1, rcode;
+    bool cancelled = false;
+    char path[128];
+
+    snprintf(path, sizeof path, "/jobs/%s", id_str(&r->job_id).s);
+    for (;;) {
+        struct job_progress p;
+        json_t *job = NULL, *tasks;
+
+        if (cancel_signal(r, interval, &cancelled)) {
+            char cancel[160];
+            json_t *ignored = NULL;
+            spate_error cerr = { 0 };
+
+            snprintf(cancel, sizeof cancel, "%s?mode=cancel", path);
+            if (remote_call(rc, "PATCH", cancel, &ignored, &cerr) != 0)
+                fprintf(stderr, "spate run: cancelling failed: %s\n", cerr.message);
+            json_decref(ignored);
+        }
+        if ((rcode = remote_call(rc, "GET", path, &job, err)) != 0) {
+            free((char *)last);
+            return spate_error_wrap(err, "following job %s", id_str(&r->job_id).s);
+        }
+        tasks = json_object_get(job, "tasks");
+        p.state = json_string_value(json_object_get(job, "state"));
+        p.running = (uint32_t)json_integer_value(json_object_get(tasks, "running"));
+        p.finished = (uint32_t)json_integer_value(json_object_get(tasks, "finished"));
+        p.total = (uint32_t)json_integer_value(json_object_get(tasks, "total"));
+        status_line(r, &p, &last, t0);
+        if (job_state_terminal(job_state_or(p.state))) {
+            char *state = xstrdup(job_state_or(p.state));
+
+            json_decref(job);
+            free((char *)last);
+            remote_result(r, rc, state);
+            free(state);
+            return 0;
+        }
+        json_decref(job);
+        if (interval < 200)
+            interval *= 2;
+    }
+}
+
+/* Submits the JobGraph and the library as Flink's CLI does (POST /jobs,
+ * multipart), then follows the job unless detached. */
+static int
+remote_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_error *err)
+{
+    struct local_run *r = data;
+    struct rest_client rc;
+    struct rest_client_part parts[3];
+    const char *lib_name =
+        strrchr(r->library_path, '/') ? strrchr(r->library_path, '/') + 1 : r->library_path;
+    const char *url;
+    json_t *request, *body = NULL;
+    uint8_t *graph = NULL;
+    size_t graph_len = 0;
+    char *request_text, buf[64];
+    int status = 0, rcode;
+
+    if (r->status != NULL)
+        return spate_error_set(err, SPATE_ESTATE,
+                               "spate_execute was called twice: a job runs one dataflow");
+    if ((rcode = rest_client_init(&rc, r->conf, r->ro->target, err)) != 0 ||
+        (rcode = job_graph_encode(jg, env->library, &graph, &graph_len, err)) != 0)
+        return rcode;
+    r->plan = job_graph_plan_json(jg);
+    request = json_pack("{s:s, s:[s], s:[]}", "jobGraphFileName", "job.graph", "jobJarFileNames",
+                        lib_name, "jobArtifactFileNames");
+    request_text = json_dumps(request, JSON_COMPACT);
+    json_decref(request);
+    parts[0] =
+        (struct rest_client_part){ "request", NULL, NULL, request_text, strlen(request_text) };
+    parts[1] = (struct rest_client_part){ "file_0", "job.graph", NULL, graph, graph_len };
+    parts[2] = (struct rest_client_part){ "file_1", lib_name, r->library_path, NULL, 0 };
+    r->submitted_at_us = clock_wall_us();
+    rcode = rest_client_upload(&rc, "/jobs", parts, 3, &status, &body, err);
+    free(request_text);
+    free(graph);
+    if (rcode != 0)
+        return spate_error_wrap(err, "submitting the job");
+    url = json_string_value(json_object_get(body, "jobUrl"));
+    if (status != 202 || url == NULL || strncmp(url, "/jobs/", 6) != 0 ||
+        id_parse(url + 6, &r->job_id, NULL) != 0) {
+        rcode = spate_error_set(err, SPATE_EREMOTE, "the JobManager at %s refused the job: %s",
+                                rc.url, rest_client_error_text(body, status, buf, sizeof buf));
+        json_decref(body);
+        return rcode;
+    }
+    json_decref(body);
+    printf("Job has been submitted with JobID %s\n", id_str(&r->job_id).s);
+    fflush(stdout);
+    if (r->ro->detached) {
+        r->status = xstrdup("SUBMITTED");
+        return 0;
+    }
+    if ((rcode = remote_follow(r, &rc, err)) != 0)
+        return rcode;
+    return job_outcome(r, err);
 }
 
 static int
@@ -303,6 +503,10 @@ parse_run_args(int argc, char **argv, struct run_options *ro)
 
         if (strcmp(a, "--local") == 0) {
             ro->local = true;
+        } else if (strcmp(a, "-d") == 0 || strcmp(a, "--detached") == 0) {
+            ro->detached = true;
+        } else if ((strcmp(a, "-m") == 0 || strcmp(a, "--jobmanager") == 0) && i + 1 < argc) {
+            ro->target = argv[++i];
         } else if ((strcmp(a, "-p") == 0 || strcmp(a, "--parallelism") == 0) && i + 1 < argc) {
             char *end;
             long p = strtol(argv[++i], &end, 10);
@@ -321,8 +525,8 @@ parse_run_args(int argc, char **argv, struct run_options *ro)
         }
     }
     if (i >= argc) {
-        fprintf(stderr, "spate run: which job? usage: spate run [--local] [-p N] [--json FILE] "
-                        "JOB.so [ARGS]\n");
+        fprintf(stderr, "spate run: which job? usage: spate run [--local | -m HOST:PORT] [-d] "
+                        "[-p N] [--json FILE] JOB.so [ARGS]\n");
         return 2;
     }
     ro->job = i;
@@ -334,12 +538,16 @@ parse_run_args(int argc, char **argv, struct run_options *ro)
 static bool
 runs_locally(const struct config *conf, const struct run_options *ro)
 {
-    const char *target = NULL;
+    int target;
 
     if (ro->local)
         return true;
-    if (config_get_string(conf, CFG(EXECUTION_TARGET), &target, NULL) == 0 && target != NULL)
-        return strcmp(target, "local") == 0;
+    if (ro->target != NULL)
+        return false;
+    /* execution.target is an enum: "local|remote" (0 is local). */
+    if (config_is_set(conf, CFG(EXECUTION_TARGET)) &&
+        config_get_enum(conf, CFG(EXECUTION_TARGET), &target, NULL) == 0)
+        return target == 0;
     return !config_is_set(conf, CFG(REST_ADDRESS)) &&
            !config_is_set(conf, CFG(JOBMANAGER_RPC_ADDRESS));
 }
@@ -378,6 +586,7 @@ cli_run(const struct config *conf, int argc, char **argv)
     struct run_options ro;
     struct local_run r = { 0 };
     struct executor ex = { "mini cluster", local_execute, &r };
+    struct executor remote = { "cluster over REST", remote_execute, &r };
     spate_error err = { 0 };
     char resolved[PATH_MAX];
     sigset_t set;
@@ -385,10 +594,10 @@ cli_run(const struct config *conf, int argc, char **argv)
 
     if ((rc = parse_run_args(argc, argv, &ro)) != 0)
         return rc;
-    if (!runs_locally(conf, &ro)) {
-        fprintf(stderr, "spate run: submitting to a cluster over REST is not built yet; "
-                        "run it on the embedded mini cluster with 'spate run --local'\n");
-        return 1;
+    if (ro.local && (ro.detached || ro.target != NULL)) {
+        fprintf(stderr, "spate run: --local runs the job in this process: it takes neither -d "
+                        "nor -m\n");
+        return 2;
     }
     /* A client's log is for trouble: the job's own output and status come
      * first, unless a level was asked for. */
@@ -404,8 +613,8 @@ cli_run(const struct config *conf, int argc, char **argv)
     r.ro = &ro;
     r.tty = isatty(STDERR_FILENO);
     r.library_path = xstrdup(realpath(argv[ro.job], resolved) ? resolved : argv[ro.job]);
-    rc = packaged_program_run(argv[ro.job], conf, ro.parallelism, argc - ro.job, argv + ro.job, &ex,
-                              &err);
+    rc = packaged_program_run(argv[ro.job], conf, ro.parallelism, argc - ro.job, argv + ro.job,
+                              runs_locally(conf, &ro) ? &ex : &remote, &err);
     if (rc != 0)
         fprintf(stderr, "spate run: %s\n", err.message);
     if (ro.json_path != NULL)

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "blob/blob_server.h"
 #include "ha/ha_services.h"
 #include "jobmanager/dispatcher.h"
 #include "jobmanager/jm_leadership.h"
@@ -35,6 +36,7 @@ struct mini_cluster {
     struct jm_leadership *leadership; /* embedded: granted at once */
     struct resource_manager_options rmo;
     struct dispatcher_options dso;
+    struct blob_server *blobs;
     struct mc_taskmanager *tms;
     int ntms;
     int64_t cancellation_timeout_ms;
@@ -90,11 +92,10 @@ mc_stop_endpoints(void *arg)
 
 static int
 mc_add_taskmanager(struct mini_cluster *mc, const struct config *conf,
-                   const struct mini_cluster_options *mo, const char *tmp, int i, spate_error *err)
+                   const struct mini_cluster_options *mo, int i, spate_error *err)
 {
     struct mc_taskmanager *tm = &mc->tms[i];
     struct net_env_config nc;
-    char *dir;
     int rc;
 
     if ((rc = task_executor_options_from_config(conf, &tm->o, err)) != 0 ||
@@ -106,9 +107,9 @@ mc_add_taskmanager(struct mini_cluster *mc, const struct config *conf,
     nc.port = 0; /* several data ports on one host */
     if ((rc = net_env_new(&nc, &tm->net, err)) != 0)
         return rc;
-    dir = xasprintf("%s/spate-libraries-%s", tmp, id_str(&tm->o.resource_id).s);
-    tm->libraries = library_cache_new(dir);
-    free(dir);
+    if ((rc = library_cache_from_config(conf, id_str(&tm->o.resource_id).s, &tm->libraries, err)) !=
+        0)
+        return rc;
     tm->o.endpoint_name = tm->name;
     tm->o.slots = (uint32_t)mo->slots_per_tm;
     tm->o.net = tm->net;
@@ -128,7 +129,7 @@ mini_cluster_start(const struct config *conf, const struct mini_cluster_options 
 {
     struct mini_cluster *mc = xcalloc(1, sizeof *mc);
     struct rpc_service_options ro = { 0 };
-    const char *tmp;
+    struct blob_server_options bo;
     int rc;
 
     if (mo->taskmanagers < 1 || mo->slots_per_tm < 1) {
@@ -140,7 +141,11 @@ mini_cluster_start(const struct config *conf, const struct mini_cluster_options 
     mc->tms = xcalloc((size_t)mc->ntms, sizeof *mc->tms);
     if ((rc = rpc_service_options_from_config(conf, &ro, err)) != 0 ||
         (rc = dispatcher_options_from_config(conf, &mc->dso, err)) != 0 ||
-        (rc = config_get_string(conf, CFG(IO_TMP_DIRS), &tmp, err)) != 0)
+        (rc = blob_server_options_from_config(conf, &bo, err)) != 0)
+        goto fail;
+    /* The same BlobServer and BlobCaches as a cluster, over loopback. */
+    bo.port = "0";
+    if ((rc = blob_server_start(&bo, &mc->blobs, err)) != 0)
         goto fail;
     /* Nothing outside connects; the listener only gives the endpoints an
      * address, which the in-process transport recognises as its own. */
@@ -153,8 +158,9 @@ mini_cluster_start(const struct config *conf, const struct mini_cluster_options 
     mc->ha = ha_embedded_new();
     mc->rmo.heartbeat = mc->dso.heartbeat;
     mc->dso.ha = mc->ha;
+    mc->dso.blobs = mc->blobs;
     for (int i = 0; i < mc->ntms; i++)
-        if ((rc = mc_add_taskmanager(mc, conf, mo, tmp, i, err)) != 0)
+        if ((rc = mc_add_taskmanager(mc, conf, mo, i, err)) != 0)
             goto fail;
     rpc_service_run_sync(mc->svc, NULL, mc_start_endpoints, mc);
     if ((rc = mc->start_error) != 0) {
@@ -224,6 +230,13 @@ mini_cluster_stop(struct mini_cluster *mc)
         library_cache_free(mc->tms[i].libraries);
     }
     ha_services_free(mc->ha);
+    blob_server_stop(mc->blobs);
     free(mc->tms);
     free(mc);
+}
+
+struct blob_server *
+mini_cluster_blob_server(struct mini_cluster *mc)
+{
+    return mc->blobs;
 }

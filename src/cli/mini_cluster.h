@@ -2,12 +2,14 @@
  * and TaskExecutors in the client's process, on one RPC service (the
  * in-process transport: same messages, no socket) with standalone leaders.
  * Each TaskExecutor has a network environment of its own, so data between
- * two of them crosses loopback TCP as on a cluster. */
+ * two of them crosses loopback TCP as on a cluster, and job libraries go
+ * through a BlobServer to the TaskExecutors' BlobCaches. */
 #ifndef SPATE_CLI_MINI_CLUSTER_H
 #define SPATE_CLI_MINI_CLUSTER_H
 
 #include <stdio.h>
 
+#include "blob/blob_server.h"
 #include "core/config.h"
 #include "rpc/service.h"
 
@@ -24,6 +26,8 @@ struct mini_cluster_options {
 int mini_cluster_start(const struct config *conf, const struct mini_cluster_options *o,
                        struct mini_cluster **out, spate_error *err);
 struct rpc_service *mini_cluster_service(struct mini_cluster *mc);
+/* Where a job's library is stored before its submission. */
+struct blob_server *mini_cluster_blob_server(struct mini_cluster *mc);
 /* "host:port/dispatcher". */
 const char *mini_cluster_dispatcher_address(const struct mini_cluster *mc);
 /* TaskManager i's data plane (0 <= i < taskmanagers): connections made

@@ -96,7 +96,24 @@ struct config_option {
     X(REST_SERVER_MAX_CONTENT_LENGTH, "rest.server.max-content-length", MEMORY, "100 mb", 1024,    \
       CFG_NOLIMIT_HI, NULL, NULL, "largest request body, uploads included")                        \
     X(WEB_SUBMIT_ENABLE, "web.submit.enable", BOOL, "true", 0, 0, NULL, NULL,                      \
-      "whether jobs may be uploaded and submitted over REST")                                      \
+      "whether job libraries may be uploaded (/jars) and run over REST")                           \
+    X(WEB_UPLOAD_DIR, "web.upload.dir", STRING, NULL, 0, 0, NULL, NULL,                            \
+      "folder of uploaded job libraries (default: a folder in io.tmp.dirs)")                       \
+    X(WEB_SUBMIT_TIMEOUT, "web.submit.timeout", DURATION, "30 s", 1, CFG_NOLIMIT_HI, NULL, NULL,   \
+      "spate: longest a job's main may take in the child process of /jars/:jarid/run or /plan")    \
+    X(JOBSTORE_MAX_CAPACITY, "jobstore.max-capacity", INT, "1000", 1, 1000000, NULL, NULL,         \
+      "finished jobs the Dispatcher keeps in its archive (the oldest go first)")                   \
+    /* BlobServer */                                                                               \
+    X(BLOB_SERVER_PORT, "blob.server.port", STRING, "0", 0, 0, NULL, NULL,                         \
+      "the BlobServer's port or range (0: ephemeral)")                                             \
+    X(BLOB_STORAGE_DIRECTORY, "blob.storage.directory", STRING, NULL, 0, 0, NULL, NULL,            \
+      "folder of the BlobServer's and BlobCaches' files (default: io.tmp.dirs)")                   \
+    X(BLOB_MAX_SIZE, "blob.max-size", MEMORY, "100 mb", 1, CFG_NOLIMIT_HI, NULL, NULL,             \
+      "spate: largest blob (job library) the BlobServer stores and a BlobCache fetches")           \
+    X(METRICS_FETCHER_UPDATE_INTERVAL, "metrics.fetcher.update-interval", DURATION, "1 s", 1,      \
+      CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
+      "how old the REST server's copy of the TaskManagers' metrics may get before it asks again "  \
+      "(Flink: 10 s)")                                                                             \
     /* jobs */                                                                                     \
     X(PARALLELISM_DEFAULT, "parallelism.default", INT, "1", 1, 32768, NULL, NULL,                  \
       "parallelism of operators that do not set one")                                              \

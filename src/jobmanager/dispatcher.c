@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "jobmanager/dispatcher.h"
+#include "jobmanager/job_vertices.h"
 #include "rpc/gateways.h"
 #include "streaming/job_graph_codec.h"
 
@@ -19,11 +20,13 @@
 struct disp_job {
     struct hmap_node node;
     spate_id job_id;
-    struct job_master *jm; /* NULL once archived */
-    Cluster__JobInfo info; /* the archived summary */
-    char *name, *state, *failure;
-    Cluster__Accumulator *accs; /* the archive's own copies */
-    Cluster__Accumulator **acc_ptrs;
+    struct job_master *jm;         /* NULL once archived */
+    Cluster__JobDetails *archived; /* what the archive keeps (unpacked) */
+    uint64_t archived_seq;         /* archive order: the oldest goes first */
+    uint8_t library_key[SHA256_BYTES];
+    bool holds_blob;   /* a reference on the library's blob, dropped with the entry */
+    uint8_t *vertices; /* the archived Cluster__JobVertices, packed */
+    size_t vertices_len;
     bool persisted; /* in the job graph store: cleaned up when it ends */
 };
 
@@ -31,6 +34,8 @@ struct dispatcher {
     struct rpc_endpoint ep;
     struct dispatcher_options o;
     struct hmap jobs;
+    size_t narchived;
+    uint64_t archive_seq;
     struct rpc_gateway *rm; /* in-process */
     bool shutting_down;
     /* high availability: leadership and the stores jobs are recovered from */
@@ -72,16 +77,16 @@ disp_find(struct dispatcher *d, const spate_id *job)
     return NULL;
 }
 
+/* Frees an entry that is out of the table: its archive and blob reference. */
 static void
-disp_job_free_archive(struct disp_job *j)
+disp_job_free(struct dispatcher *d, struct disp_job *j)
 {
-    for (size_t i = 0; j->accs != NULL && i < j->info.n_accumulators; i++)
-        free(j->accs[i].name);
-    free(j->accs);
-    free(j->acc_ptrs);
-    free(j->name);
-    free(j->state);
-    free(j->failure);
+    if (j->archived != NULL)
+        cluster__job_details__free_unpacked(j->archived, NULL);
+    if (j->holds_blob && d->o.blobs != NULL)
+        blob_server_unref(d->o.blobs, j->library_key);
+    free(j->vertices);
+    free(j);
 }
 
 static void
@@ -90,12 +95,53 @@ disp_job_info(struct disp_job *j, Cluster__JobInfo *info)
     if (j->jm != NULL) {
         job_master_info(j->jm, info);
     } else {
-        *info = j->info;
+        *info = *j->archived->info;
         info->job_id = gw_id_bytes(&j->job_id);
     }
 }
 
-/* A JobMaster's job ended: keep its summary, stop the JobMaster. */
+/* The vertices of a job whose JobMaster goes, packed. */
+static void
+disp_archive_vertices(struct disp_job *j, struct job_master *jm)
+{
+    const struct execution_graph *eg = job_master_execution_graph(jm);
+    Cluster__JobVertices v;
+
+    if (eg == NULL || job_vertices_build(eg, NULL, &v) != 0)
+        return;
+    j->vertices_len = cluster__job_vertices__get_packed_size(&v);
+    j->vertices = xmalloc(j->vertices_len + 1);
+    cluster__job_vertices__pack(&v, j->vertices);
+    job_vertices_release(&v);
+}
+
+/* Keeps the archive within jobstore.max-capacity: the oldest entries go,
+ * and with them their libraries' blobs (when no other job uses them). */
+static void
+disp_trim_archive(struct dispatcher *d)
+{
+    while (d->narchived > d->o.archive_capacity) {
+        struct disp_job *oldest = NULL;
+        struct hmap_node *n;
+
+        HMAP_FOR_EACH(n, &d->jobs)
+        {
+            struct disp_job *j = container_of(n, struct disp_job, node);
+
+            if (j->jm == NULL && (oldest == NULL || j->archived_seq < oldest->archived_seq))
+                oldest = j;
+        }
+        SPATE_ASSERT(oldest != NULL);
+        SPATE_LOG_INFO(DISP_LOG, "job %s leaves the archive (jobstore.max-capacity %zu)",
+                       id_str(&oldest->job_id).s, d->o.archive_capacity);
+        hmap_remove(&d->jobs, &oldest->node);
+        d->narchived--;
+        disp_job_free(d, oldest);
+    }
+}
+
+/* A JobMaster's job ended: archive what REST shows of it, stop the
+ * JobMaster, record the result (HA). */
 static void
 disp_on_terminal(void *arg, struct job_master *jm)
 {
@@ -105,29 +151,22 @@ disp_on_terminal(void *arg, struct job_master *jm)
     HMAP_FOR_EACH(n, &d->jobs)
     {
         struct disp_job *j = container_of(n, struct disp_job, node);
+        uint8_t *packed;
+        size_t len;
 
         if (j->jm != jm)
             continue;
-        job_master_info(jm, &j->info);
-        j->name = xstrdup(j->info.name);
-        j->state = xstrdup(j->info.state);
-        j->failure = xstrdup(j->info.failure);
-        j->info.name = j->name;
-        j->info.state = j->state;
-        j->info.failure = j->failure;
-        /* The JobMaster and its accumulators go: keep copies. */
-        j->accs = xcalloc(j->info.n_accumulators + 1, sizeof *j->accs);
-        j->acc_ptrs = xcalloc(j->info.n_accumulators + 1, sizeof *j->acc_ptrs);
-        for (size_t i = 0; i < j->info.n_accumulators; i++) {
-            cluster__accumulator__init(&j->accs[i]);
-            j->accs[i].name = xstrdup(j->info.accumulators[i]->name);
-            j->accs[i].value = j->info.accumulators[i]->value;
-            j->acc_ptrs[i] = &j->accs[i];
-        }
-        j->info.accumulators = j->acc_ptrs;
+        job_master_details_pack(jm, &packed, &len);
+        j->archived = cluster__job_details__unpack(NULL, len, packed);
+        free(packed);
+        SPATE_ASSERT(j->archived != NULL && j->archived->info != NULL);
+        j->archived_seq = ++d->archive_seq;
+        disp_archive_vertices(j, jm);
         j->jm = NULL;
+        d->narchived++;
         rpc_future_unref(job_master_stop(jm));
         disp_job_ended(d, j);
+        disp_trim_archive(d);
         return;
     }
 }
@@ -204,14 +243,31 @@ disp_start_job(struct dispatcher *d, const spate_id *job_id, const Cluster__JobS
                spate_error *err)
 {
     struct job_master_options o = { 0 };
-    struct disp_job *j = xcalloc(1, sizeof *j);
+    struct disp_job *j;
 
+    if (d->o.blobs == NULL) {
+        spate_error_set(err, SPATE_ESTATE, "this Dispatcher has no BlobServer");
+        return NULL;
+    }
+    if (req->library_key.len != SHA256_BYTES) {
+        spate_error_set(err, SPATE_EINVAL, "a job submission needs its library's 32-byte key");
+        return NULL;
+    }
+    j = xcalloc(1, sizeof *j);
+    memcpy(j->library_key, req->library_key.data, SHA256_BYTES);
+    if (blob_server_ref(d->o.blobs, j->library_key, err) != 0) {
+        free(j);
+        spate_error_wrap(err, "job library not uploaded");
+        return NULL;
+    }
+    j->holds_blob = true;
     j->job_id = *job_id;
     o.job_id = *job_id;
     o.job_master_id = d->session; /* the leadership's: fences off former leaders */
     o.graph = req->job_graph.data;
     o.graph_len = req->job_graph.len;
-    o.library_path = req->library_path;
+    o.blob_server = blob_server_address(d->o.blobs);
+    o.library_key = j->library_key;
     o.slot_request_timeout_ms = d->o.slot_request_timeout_ms;
     o.heartbeat = d->o.heartbeat;
     o.registration = d->o.registration;
@@ -221,7 +277,7 @@ disp_start_job(struct dispatcher *d, const spate_id *job_id, const Cluster__JobS
     hmap_insert(&d->jobs, &j->node, id_hash(&j->job_id));
     if (job_master_start(d->ep.svc, &o, &j->jm, err) != 0) {
         hmap_remove(&d->jobs, &j->node);
-        free(j);
+        disp_job_free(d, j);
         return NULL;
     }
     SPATE_LOG_INFO(DISP_LOG, "submitted job %s (%s)", id_str(&j->job_id).s, job_master_name(j->jm));
@@ -296,25 +352,114 @@ dh_request_jobs(struct rpc_endpoint *ep, const Cluster__Ack *req, struct rpc_cal
     free(ptrs);
 }
 
+/* The job a request names (at the leader), or NULL once the call has failed. */
+static struct disp_job *
+disp_lookup(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_call *call)
+{
+    struct disp_job *j;
+    spate_id job;
+
+    if (!disp_check_leader(disp_of(ep), call))
+        return NULL;
+    if (!gw_id_get(&req->job_id, &job)) {
+        rpc_call_fail(call, SPATE_EINVAL, "malformed job id");
+        return NULL;
+    }
+    if ((j = disp_find(disp_of(ep), &job)) == NULL)
+        rpc_call_fail(call, SPATE_ENOENT, "job %s not found", id_str(&job).s);
+    return j;
+}
+
 static void
 dh_request_job(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_call *call)
 {
     Cluster__JobInfo info;
     struct disp_job *j;
-    spate_id job;
+
+    if ((j = disp_lookup(ep, req, call)) == NULL)
+        return;
+    disp_job_info(j, &info);
+    rpc_call_reply(call, &info.base);
+}
+
+/* The vertices the REST API shows: from the ExecutionGraph of a running
+ * job, from the archive of a finished one. */
+static void
+dh_request_job_vertices(struct rpc_endpoint *ep, const Cluster__JobVertexQuery *req,
+                        struct rpc_call *call)
+{
+    Cluster__JobVertices out = CLUSTER__JOB_VERTICES__INIT, *archived;
+    const struct execution_graph *eg;
+    spate_id job, vertex;
+    bool one = req->vertex_id.len > 0;
+    struct disp_job *j;
 
     if (!disp_check_leader(disp_of(ep), call))
         return;
-    if (!gw_id_get(&req->job_id, &job)) {
-        rpc_call_fail(call, SPATE_EINVAL, "malformed job id");
+    if (!gw_id_get(&req->job_id, &job) || (one && !gw_id_get(&req->vertex_id, &vertex))) {
+        rpc_call_fail(call, SPATE_EINVAL, "malformed job or vertex id");
         return;
     }
     if ((j = disp_find(disp_of(ep), &job)) == NULL) {
         rpc_call_fail(call, SPATE_ENOENT, "job %s not found", id_str(&job).s);
         return;
     }
-    disp_job_info(j, &info);
-    rpc_call_reply(call, &info.base);
+    if (j->jm != NULL) {
+        eg = job_master_execution_graph(j->jm);
+        if (eg == NULL ? one : job_vertices_build(eg, one ? &vertex : NULL, &out) != 0) {
+            rpc_call_fail(call, SPATE_ENOENT, "vertex %s of job %s not found", id_str(&vertex).s,
+                          id_str(&job).s);
+            return;
+        }
+        rpc_call_reply(call, &out.base);
+        job_vertices_release(&out);
+        return;
+    }
+    archived = j->vertices != NULL
+                   ? cluster__job_vertices__unpack(NULL, j->vertices_len, j->vertices)
+                   : NULL;
+    if (archived != NULL && !one) {
+        out.vertices = archived->vertices;
+        out.n_vertices = archived->n_vertices;
+    }
+    for (size_t v = 0; archived != NULL && one && v < archived->n_vertices; v++) {
+        spate_id id;
+
+        if (gw_id_get(&archived->vertices[v]->vertex_id, &id) && id_equal(&id, &vertex)) {
+            out.vertices = &archived->vertices[v];
+            out.n_vertices = 1;
+            break;
+        }
+    }
+    if (one && out.n_vertices == 0)
+        rpc_call_fail(call, SPATE_ENOENT, "vertex %s of job %s not found", id_str(&vertex).s,
+                      id_str(&job).s);
+    else
+        rpc_call_reply(call, &out.base);
+    if (archived != NULL)
+        cluster__job_vertices__free_unpacked(archived, NULL);
+}
+
+static void
+dh_request_job_details(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_call *call)
+{
+    struct disp_job *j;
+
+    if ((j = disp_lookup(ep, req, call)) == NULL)
+        return;
+    if (j->jm != NULL) {
+        Cluster__JobDetails *live;
+        uint8_t *packed;
+        size_t len;
+
+        job_master_details_pack(j->jm, &packed, &len);
+        live = cluster__job_details__unpack(NULL, len, packed);
+        free(packed);
+        rpc_call_reply(call, &live->base);
+        cluster__job_details__free_unpacked(live, NULL);
+        return;
+    }
+    rpc_call_reply(call, &j->archived->base);
 }
 
 static void
@@ -322,14 +467,9 @@ dh_cancel_job(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_cal
 {
     Cluster__Ack ack = CLUSTER__ACK__INIT;
     struct disp_job *j;
-    spate_id job;
 
-    if (!disp_check_leader(disp_of(ep), call))
+    if ((j = disp_lookup(ep, req, call)) == NULL)
         return;
-    if (!gw_id_get(&req->job_id, &job) || (j = disp_find(disp_of(ep), &job)) == NULL) {
-        rpc_call_fail(call, SPATE_ENOENT, "job not found");
-        return;
-    }
     if (j->jm != NULL)
         job_master_cancel(j->jm, "cancelled by the user");
     rpc_call_reply(call, &ack.base);
@@ -465,6 +605,8 @@ static const struct dispatcher_handlers disp_handlers = {
     .shutdown_cluster = dh_shutdown_cluster,
     .request_cluster_overview = dh_request_cluster_overview,
     .cancel_job = dh_cancel_job,
+    .request_job_details = dh_request_job_details,
+    .request_job_vertices = dh_request_job_vertices,
 };
 
 static void
@@ -479,8 +621,7 @@ disp_on_stop(struct rpc_endpoint *ep)
         hmap_remove(&d->jobs, n);
         if (j->jm != NULL)
             rpc_future_unref(job_master_stop(j->jm));
-        disp_job_free_archive(j);
-        free(j);
+        disp_job_free(d, j);
     }
     rpc_gateway_free(d->rm);
     d->rm = NULL;
@@ -508,7 +649,12 @@ dispatcher_options_from_config(const struct config *conf, struct dispatcher_opti
 {
     int rc;
 
+    int64_t capacity;
+
     memset(o, 0, sizeof *o);
+    if ((rc = config_get_int(conf, CFG(JOBSTORE_MAX_CAPACITY), &capacity, err)) != 0)
+        return rc;
+    o->archive_capacity = (size_t)capacity;
     if ((rc = heartbeat_options_from_config(conf, &o->heartbeat, err)) != 0 ||
         (rc = registration_options_from_config(conf, &o->registration, err)) != 0 ||
         (rc = config_get_duration_ms(conf, CFG(SLOT_REQUEST_TIMEOUT), &o->slot_request_timeout_ms,
@@ -526,6 +672,8 @@ dispatcher_start(struct rpc_service *svc, const struct dispatcher_options *o,
     int rc;
 
     d->o = *o;
+    if (d->o.archive_capacity == 0)
+        d->o.archive_capacity = 1;
     hmap_init(&d->jobs);
     if ((rc = disp_open_stores(d, err)) != 0) {
         free(d);
@@ -643,8 +791,6 @@ disp_start_record(struct dispatcher *d, const struct job_graph_record *rec, spat
         }
         j = disp_start_job(d, &rec->job_id, req, err);
         cluster__job_submission__free_unpacked(req, NULL);
-    } else if (d->o.recover_job != NULL) {
-        d->o.recover_job(d, rec, err);
     } else {
         spate_error_set(err, SPATE_ENOTSUP, "jobs of kind '%s' cannot be run", rec->kind);
     }
@@ -750,9 +896,13 @@ disp_job_ended(struct dispatcher *d, struct disp_job *j)
     c->jgs = d->jgs;
     c->jrs = d->jrs;
     c->r.job_id = j->job_id;
-    snprintf(c->r.state, sizeof c->r.state, "%s", j->state ? j->state : "");
-    c->r.end_time = j->info.end_time;
-    c->r.failure = j->failure && *j->failure ? xstrdup(j->failure) : NULL;
+    {
+        const Cluster__JobInfo *info = j->archived->info;
+
+        snprintf(c->r.state, sizeof c->r.state, "%s", info->state ? info->state : "");
+        c->r.end_time = info->end_time;
+        c->r.failure = info->failure && *info->failure ? xstrdup(info->failure) : NULL;
+    }
     if (rpc_endpoint_run_blocking(&d->ep, disp_cleanup_work, disp_cleanup_done, c) != 0)
         disp_cleanup_done(c);
 }

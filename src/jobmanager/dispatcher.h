@@ -1,11 +1,13 @@
 /* The Dispatcher (Flink's), endpoint "dispatcher": runs a JobMaster per job,
- * keeps finished jobs' summaries, answers the overviews the REST API shows,
+ * keeps an archive of finished jobs (status, plan, exceptions, accumulators;
+ * jobstore.max-capacity entries, the oldest go first), answers the overviews the REST API shows,
  * and shuts the cluster down (seed 000's StopCluster: the ResourceManager
  * tells every TaskManager to stop). Jobs are JobGraphs submitted by clients
  * (submit_job), or the test-only stand-in of job_master.h. Loop thread. */
 #ifndef SPATE_JOBMANAGER_DISPATCHER_H
 #define SPATE_JOBMANAGER_DISPATCHER_H
 
+#include "blob/blob_server.h"
 #include "ha/ha_services.h"
 #include "jobmanager/job_master.h"
 #include "rpc/service.h"
@@ -17,18 +19,16 @@ struct dispatcher_options {
     struct heartbeat_options heartbeat;
     struct registration_options registration;
     struct ha_services *ha;
-    /* RecoverSubmittedJob for jobs whose kind the Dispatcher does not run
-     * itself (the JobGraphs of issue 6): record is borrowed; returns 0 when
-     * the job runs again. NULL: such jobs are logged and left in the store. */
-    int (*recover_job)(struct dispatcher *d, const struct job_graph_record *record,
-                       spate_error *err);
+    struct blob_server *blobs; /* job libraries; submitted jobs hold references */
+    size_t archive_capacity;   /* jobstore.max-capacity */
     /* The cluster was told to stop; the process should end (as the endpoint). */
     void (*on_shutdown)(void *arg, const char *reason);
     void *arg;
 };
 
-/* The options a Dispatcher reads from the configuration (all but ha and the
- * callback): heartbeats, registration and slot request timeouts. */
+/* The options a Dispatcher reads from the configuration (all but ha, blobs
+ * and the callback): heartbeats, registration and slot request timeouts,
+ * the archive's capacity. */
 int dispatcher_options_from_config(const struct config *conf, struct dispatcher_options *o,
                                    spate_error *err);
 int dispatcher_start(struct rpc_service *svc, const struct dispatcher_options *o,

@@ -116,7 +116,7 @@ holders_reset(struct execution_graph *eg, int i)
 }
 
 int
-execution_graph_new(const uint8_t *bytes, size_t len, const char *library_path,
+execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
                     struct execution_graph **out, spate_error *err)
 {
     struct execution_graph *eg = xcalloc(1, sizeof *eg);
@@ -131,7 +131,7 @@ execution_graph_new(const uint8_t *bytes, size_t len, const char *library_path,
     eg->graph_bytes = xmalloc(len ? len : 1);
     memcpy(eg->graph_bytes, bytes, len);
     eg->graph_len = len;
-    eg->library_path = xstrdup(library_path ? library_path : "");
+    eg->blob_server = xstrdup(blob_server ? blob_server : "");
     eg->executions = xcalloc((size_t)jg->nvertices, sizeof *eg->executions);
     eg->vertex_group = xcalloc((size_t)jg->nvertices, sizeof *eg->vertex_group);
     for (int v = 0; v < jg->nvertices; v++) {
@@ -206,7 +206,7 @@ execution_graph_free(struct execution_graph *eg)
     free(eg->assigners);
     free(eg->executions);
     free(eg->graph_bytes);
-    free(eg->library_path);
+    free(eg->blob_server);
     job_graph_free(eg->graph);
     free(eg);
 }
@@ -271,6 +271,7 @@ execution_graph_reset(struct execution_graph *eg)
             memset(e->timestamps, 0, sizeof e->timestamps);
             e->timestamps[EXEC_CREATED] = clock_wall_ms();
             e->assigned = false;
+            memset(&e->io, 0, sizeof e->io);
             free(e->failure);
             e->failure = NULL;
             accumulators_release(&e->accumulators);
@@ -342,7 +343,7 @@ execution_graph_deployment(const struct execution_graph *eg, const struct execut
     t->vertex = e->vertex;
     t->subtask = e->subtask;
     t->job_graph = bin_copy(eg->graph_bytes, eg->graph_len);
-    t->library_path = xstrdup(eg->library_path);
+    t->blob_server = xstrdup(eg->blob_server);
     t->library_sha256 = bin_copy(jg->library_sha256, sizeof jg->library_sha256);
     t->job_master_address = xstrdup(job_master_address ? job_master_address : "");
     t->job_master_id = job_master_id ? bin_copy(job_master_id->bytes, ID_BYTES) : bin_copy(NULL, 0);

@@ -45,6 +45,13 @@ struct slot_location {
     char address[256]; /* its RPC address (host:port/endpoint) */
 };
 
+/* What a task measured in all, reported when it ended (Flink's IOMetrics). */
+struct execution_io {
+    bool present;
+    uint64_t records_in, records_out, bytes_in, bytes_out;
+    uint64_t idle_ms, back_pressured_ms, busy_ms;
+};
+
 struct execution {
     int vertex;
     int subtask;
@@ -56,13 +63,14 @@ struct execution {
     struct slot_location slot;
     char *failure;
     struct accumulators accumulators; /* reported when the task ended */
+    struct execution_io io;           /* likewise */
 };
 
 struct execution_graph {
     struct job_graph *graph; /* decoded, no user code; owned */
     uint8_t *graph_bytes;    /* as submitted, for the deployment descriptors */
     size_t graph_len;
-    char *library_path;
+    char *blob_server;             /* host:port of the BlobServer with the job library */
     struct execution **executions; /* [vertex][subtask] */
     int total, terminal, finished, failed;
     /* Slot sharing groups: the job needs slots[g] slots for group g, and
@@ -86,7 +94,7 @@ struct execution_graph {
 
 /* Builds the graph of a submitted JobGraph (bytes are copied). Errors: a
  * graph that does not decode, a file source whose path cannot be read. */
-int execution_graph_new(const uint8_t *bytes, size_t len, const char *library_path,
+int execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
                         struct execution_graph **out, spate_error *err);
 void execution_graph_free(struct execution_graph *eg);
 

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/sha256.h"
 #include "core/util.h"
 #include "jobmanager/execution_graph.h"
 #include "jobmanager/job_master.h"
@@ -43,7 +44,12 @@ struct job_master {
     spate_id resource_id; /* its heartbeat id */
     enum job_status status;
     int64_t start_time, end_time, last_modification;
+    int64_t status_times[JOB_SUSPENDED + 1]; /* wall ms each status was entered */
     char *failure;
+    char *plan_json;                    /* the JobGraph's plan, for REST */
+    Cluster__ExceptionInfo *exceptions; /* failures, oldest first */
+    size_t nexceptions;
+    bool exceptions_truncated;
     struct jm_task *tasks;
     struct execution_graph *eg; /* a real job; NULL for the stand-in */
     int slots_needed, slots_assigned;
@@ -110,6 +116,7 @@ jm_set_status(struct job_master *jm, enum job_status s)
 {
     jm->status = s;
     jm->last_modification = clock_wall_ms();
+    jm->status_times[s] = jm->last_modification;
     SPATE_LOG_INFO(JM_LOG, "job %s (%s) switched to %s", id_str(&jm->o.job_id).s, jm->name,
                    job_status_name(s));
 }
@@ -263,6 +270,36 @@ jm_cancel_executions(struct job_master *jm)
 
 /* A task failed (or could not run): the job fails, the other tasks are
  * cancelled (restart strategies come with checkpoints). */
+#define JM_MAX_EXCEPTIONS 16
+
+/* Keeps a failure for GET /jobs/:jobid/exceptions (task NULL: the job's). */
+static void
+jm_record_exception(struct job_master *jm, const char *failure, const struct execution *e)
+{
+    Cluster__ExceptionInfo *x;
+
+    if (jm->nexceptions == JM_MAX_EXCEPTIONS) {
+        jm->exceptions_truncated = true;
+        return;
+    }
+    jm->exceptions = xrealloc(jm->exceptions, (jm->nexceptions + 1) * sizeof *jm->exceptions);
+    x = &jm->exceptions[jm->nexceptions++];
+    cluster__exception_info__init(x);
+    x->exception = xstrdup(failure);
+    x->timestamp = clock_wall_ms();
+    if (e != NULL) {
+        const struct jg_vertex *v = &jm->eg->graph->vertices[e->vertex];
+
+        x->task = xasprintf("%s (%d/%d)", v->name, e->subtask + 1, v->parallelism);
+        x->location = xasprintf("%s:%d", e->slot.host, e->slot.data_port);
+        x->task_manager_id = xstrdup(id_str(&e->slot.resource_id).s);
+    } else {
+        x->task = xstrdup("");
+        x->location = xstrdup("");
+        x->task_manager_id = xstrdup("");
+    }
+}
+
 static void
 jm_fail(struct job_master *jm, const char *failure)
 {
@@ -270,6 +307,8 @@ jm_fail(struct job_master *jm, const char *failure)
         return;
     free(jm->failure);
     jm->failure = xstrdup(failure);
+    if (jm->nexceptions == 0)
+        jm_record_exception(jm, failure, NULL);
     SPATE_LOG_ERROR(JM_LOG, "job %s (%s) is failing: %s", id_str(&jm->o.job_id).s, jm->name,
                     failure);
     jm_set_status(jm, JOB_FAILING);
@@ -625,6 +664,16 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
                     jm->eg->graph->vertices[e->vertex].name, e->subtask + 1,
                     jm->eg->graph->vertices[e->vertex].parallelism, execution_state_name(e->state),
                     req->state);
+    if (execution_state_is_terminal((enum execution_state)state) && req->io != NULL) {
+        e->io = (struct execution_io){ true,
+                                       req->io->records_in,
+                                       req->io->records_out,
+                                       req->io->bytes_in,
+                                       req->io->bytes_out,
+                                       req->io->idle_ms,
+                                       req->io->back_pressured_ms,
+                                       req->io->busy_ms };
+    }
     if (state == EXEC_FINISHED) {
         for (size_t i = 0; i < req->n_accumulators; i++) {
             const char *name = req->accumulators[i]->name;
@@ -641,6 +690,8 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
         snprintf(msg, sizeof msg, "%s (%d/%d) failed: %s", jm->eg->graph->vertices[e->vertex].name,
                  e->subtask + 1, jm->eg->graph->vertices[e->vertex].parallelism,
                  req->failure && *req->failure ? req->failure : "no reason given");
+        jm_record_exception(jm, req->failure && *req->failure ? req->failure : "no reason given",
+                            e);
         rpc_call_reply(call, &ack.base);
         jm_fail(jm, msg);
         return;
@@ -903,6 +954,14 @@ jm_destroy(struct rpc_endpoint *ep)
     free(jm->tasks);
     free(jm->name);
     free(jm->failure);
+    free(jm->plan_json);
+    for (size_t i = 0; i < jm->nexceptions; i++) {
+        free(jm->exceptions[i].exception);
+        free(jm->exceptions[i].task);
+        free(jm->exceptions[i].location);
+        free(jm->exceptions[i].task_manager_id);
+    }
+    free(jm->exceptions);
     free(jm->rm_address);
     free(jm);
 }
@@ -923,7 +982,20 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
     int rc;
 
     if (o->graph != NULL &&
-        (rc = execution_graph_new(o->graph, o->graph_len, o->library_path, &jm->eg, err)) != 0) {
+        (rc = execution_graph_new(o->graph, o->graph_len, o->blob_server, &jm->eg, err)) != 0) {
+        free(jm);
+        return rc;
+    }
+    if (jm->eg != NULL && o->library_key != NULL &&
+        !sha256_equal(o->library_key, jm->eg->graph->library_sha256)) {
+        char a[SHA256_HEX_LEN + 1], b[SHA256_HEX_LEN + 1];
+
+        rc = spate_error_set(err, SPATE_EINVAL,
+                             "the JobGraph was built from job library %s, but the library "
+                             "submitted with it is %s",
+                             sha256_hex(jm->eg->graph->library_sha256, a),
+                             sha256_hex(o->library_key, b));
+        execution_graph_free(jm->eg);
         free(jm);
         return rc;
     }
@@ -945,6 +1017,13 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
     jm->tasks = xcalloc(o->tasks ? o->tasks : 1, sizeof *jm->tasks);
     jm->status = JOB_CREATED;
     jm->start_time = jm->last_modification = clock_wall_ms();
+    jm->status_times[JOB_INITIALIZING] = jm->status_times[JOB_CREATED] = jm->start_time;
+    if (jm->eg != NULL) {
+        json_t *plan = job_graph_plan_json(jm->eg->graph);
+
+        jm->plan_json = json_dumps(plan, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(plan);
+    }
     jm->end_time = -1;
     hmap_init(&jm->workers);
     snprintf(name, sizeof name, "jobmaster_%s", id_str(&jm->o.job_id).s);
@@ -996,6 +1075,12 @@ struct rpc_future *
 job_master_stop(struct job_master *jm)
 {
     return rpc_endpoint_stop(&jm->ep);
+}
+
+const struct execution_graph *
+job_master_execution_graph(const struct job_master *jm)
+{
+    return jm->eg;
 }
 
 enum job_status
@@ -1095,4 +1180,104 @@ job_master_info(struct job_master *jm, Cluster__JobInfo *info)
         }
     }
     info->failure = jm->failure ? jm->failure : "";
+}
+
+/* Flink's ExecutionJobVertex#getAggregateJobVertexState. */
+static enum execution_state
+jm_vertex_state(const uint32_t *counts, int parallelism)
+{
+    if (counts[EXEC_FAILED] > 0)
+        return EXEC_FAILED;
+    if (counts[EXEC_CANCELING] > 0)
+        return EXEC_CANCELING;
+    if (counts[EXEC_CANCELED] > 0)
+        return EXEC_CANCELED;
+    if (counts[EXEC_INITIALIZING] > 0)
+        return EXEC_INITIALIZING;
+    if (counts[EXEC_RUNNING] > 0)
+        return EXEC_RUNNING;
+    if (counts[EXEC_FINISHED] > 0)
+        return counts[EXEC_FINISHED] == (uint32_t)parallelism ? EXEC_FINISHED : EXEC_RUNNING;
+    if (counts[EXEC_DEPLOYING] > 0)
+        return EXEC_DEPLOYING;
+    if (counts[EXEC_SCHEDULED] > 0)
+        return EXEC_SCHEDULED;
+    return EXEC_CREATED;
+}
+
+int
+job_master_details_pack(struct job_master *jm, uint8_t **out, size_t *len)
+{
+    Cluster__JobDetails d = CLUSTER__JOB_DETAILS__INIT;
+    Cluster__JobInfo info;
+    Cluster__VertexInfo *vs = NULL, **vps = NULL;
+    Cluster__ExceptionInfo **xps = NULL;
+    uint32_t *counts = NULL;
+    int64_t times[JOB_SUSPENDED + 1];
+    int nv = jm->eg != NULL ? jm->eg->graph->nvertices : 0;
+
+    job_master_info(jm, &info);
+    d.info = &info;
+    d.plan = jm->plan_json != NULL ? jm->plan_json : "";
+    memcpy(times, jm->status_times, sizeof times);
+    d.n_status_timestamps = ARRAY_SIZE(times);
+    d.status_timestamps = times;
+    if (nv > 0) {
+        vs = xcalloc((size_t)nv, sizeof *vs);
+        vps = xcalloc((size_t)nv, sizeof *vps);
+        counts = xcalloc((size_t)nv * EXEC_STATE_COUNT, sizeof *counts);
+    }
+    for (int v = 0; v < nv; v++) {
+        const struct jg_vertex *jv = &jm->eg->graph->vertices[v];
+        uint32_t *c = counts + (size_t)v * EXEC_STATE_COUNT;
+        int64_t start = -1, end = -1;
+        bool all_ended = true;
+
+        cluster__vertex_info__init(&vs[v]);
+        for (int i = 0; i < jv->parallelism; i++) {
+            const struct execution *e = &jm->eg->executions[v][i];
+            int64_t dep = e->timestamps[EXEC_DEPLOYING];
+
+            c[e->state]++;
+            if (dep > 0 && (start < 0 || dep < start))
+                start = dep;
+            if (execution_state_is_terminal(e->state)) {
+                if (e->timestamps[e->state] > end)
+                    end = e->timestamps[e->state];
+            } else {
+                all_ended = false;
+            }
+        }
+        vs[v].id.data = (uint8_t *)jv->id.bytes;
+        vs[v].id.len = ID_BYTES;
+        vs[v].name = jv->name;
+        vs[v].parallelism = jv->parallelism;
+        vs[v].max_parallelism = jv->max_parallelism;
+        vs[v].state = (char *)execution_state_name(jm_vertex_state(c, jv->parallelism));
+        vs[v].start_time = start;
+        vs[v].end_time = all_ended ? end : -1;
+        vs[v].n_task_counts = EXEC_STATE_COUNT;
+        vs[v].task_counts = c;
+        vps[v] = &vs[v];
+        d.parallelism = MAX(d.parallelism, jv->parallelism);
+        d.max_parallelism = MAX(d.max_parallelism, jv->max_parallelism);
+    }
+    d.n_vertices = (size_t)nv;
+    d.vertices = vps;
+    if (jm->nexceptions > 0) {
+        xps = xcalloc(jm->nexceptions, sizeof *xps);
+        for (size_t i = 0; i < jm->nexceptions; i++)
+            xps[i] = &jm->exceptions[i];
+    }
+    d.n_exceptions = jm->nexceptions;
+    d.exceptions = xps;
+    d.exceptions_truncated = jm->exceptions_truncated;
+    *len = cluster__job_details__get_packed_size(&d);
+    *out = xmalloc(*len ? *len : 1);
+    cluster__job_details__pack(&d, *out);
+    free(vs);
+    free(vps);
+    free(counts);
+    free(xps);
+    return 0;
 }

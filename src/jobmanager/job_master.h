@@ -17,6 +17,7 @@
 #include "rpc/service.h"
 
 struct job_master;
+struct execution_graph;
 
 enum job_status {
     JOB_INITIALIZING,
@@ -40,12 +41,15 @@ struct job_master_options {
      * zero: a random one. */
     spate_id job_master_id;
     const char *name;
-    /* A real job: its encoded JobGraph and job library (else the stand-in). */
+    /* A real job: its encoded JobGraph, the BlobServer ("host:port") that
+     * holds its library and the library's key, which must be the one the
+     * graph was built from (else the stand-in). */
     const uint8_t *graph;
     size_t graph_len;
-    const char *library_path;
-    uint32_t tasks;  /* slots the stand-in job needs */
-    uint64_t run_ms; /* 0: runs until cancelled */
+    const char *blob_server;
+    const uint8_t *library_key; /* SHA256_BYTES */
+    uint32_t tasks;             /* slots the stand-in job needs */
+    uint64_t run_ms;            /* 0: runs until cancelled */
     int64_t slot_request_timeout_ms;
     struct heartbeat_options heartbeat;
     struct registration_options registration;
@@ -65,7 +69,13 @@ void job_master_cancel(struct job_master *jm, const char *why);
 struct rpc_future *job_master_stop(struct job_master *jm);
 /* Fills info (strings point into jm: valid until it changes). */
 void job_master_info(struct job_master *jm, Cluster__JobInfo *info);
+/* Everything REST shows of the job (vertices, plan, exceptions, status
+ * times) as a packed Cluster__JobDetails (malloc'd). */
+int job_master_details_pack(struct job_master *jm, uint8_t **out, size_t *len);
 enum job_status job_master_status(const struct job_master *jm);
+/* The job's ExecutionGraph (NULL for the stand-in job); valid while the
+ * JobMaster runs, on its loop. */
+const struct execution_graph *job_master_execution_graph(const struct job_master *jm);
 spate_id job_master_job_id(const struct job_master *jm);
 const char *job_master_name(const struct job_master *jm);
 

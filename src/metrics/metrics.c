@@ -2,9 +2,11 @@
  * and each metric's derived-rate state; sources are read with relaxed atomic
  * loads under it, so a group freed (under the mutex) is never read again. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/util.h"
 #include "metrics/metrics.h"
 
@@ -14,12 +16,16 @@ enum metric_kind {
     METRIC_METER,
     METRIC_TIME_RATE,
     METRIC_TIME_REST,
+    METRIC_GAUGE,
+    METRIC_TIME_TOTAL,
+    METRIC_TIME_TOTAL_REST,
 };
 
 struct metric {
     char *name;
     enum metric_kind kind;
     void *a, *b;
+    uint64_t since_ns; /* METRIC_TIME_TOTAL_REST: when the time began */
     /* derived rates: the previous sample and the last computed value */
     uint64_t prev_a, prev_b;
     uint64_t prev_ns;
@@ -159,7 +165,8 @@ metric_group_free(struct metric_group *g)
 }
 
 static void
-group_add(struct metric_group *g, const char *name, enum metric_kind kind, void *a, void *b)
+group_add(struct metric_group *g, const char *name, enum metric_kind kind, void *a, void *b,
+          uint64_t since_ns)
 {
     struct metric *m;
 
@@ -171,39 +178,59 @@ group_add(struct metric_group *g, const char *name, enum metric_kind kind, void 
     m->kind = kind;
     m->a = a;
     m->b = b;
+    m->since_ns = since_ns;
     pthread_mutex_unlock(&g->registry->lock);
 }
 
 void
 metric_group_counter(struct metric_group *g, const char *name, struct metric_counter *c)
 {
-    group_add(g, name, METRIC_COUNTER, c, NULL);
+    group_add(g, name, METRIC_COUNTER, c, NULL, 0);
 }
 
 void
 metric_group_ratio(struct metric_group *g, const char *name, struct metric_level *used,
                    struct metric_level *capacity)
 {
-    group_add(g, name, METRIC_RATIO, used, capacity);
+    group_add(g, name, METRIC_RATIO, used, capacity, 0);
 }
 
 void
 metric_group_meter(struct metric_group *g, const char *name, struct metric_counter *c)
 {
-    group_add(g, name, METRIC_METER, c, NULL);
+    group_add(g, name, METRIC_METER, c, NULL, 0);
 }
 
 void
 metric_group_time_rate(struct metric_group *g, const char *name, struct metric_timer *t)
 {
-    group_add(g, name, METRIC_TIME_RATE, t, NULL);
+    group_add(g, name, METRIC_TIME_RATE, t, NULL, 0);
 }
 
 void
 metric_group_time_rest(struct metric_group *g, const char *name, struct metric_timer *a,
                        struct metric_timer *b)
 {
-    group_add(g, name, METRIC_TIME_REST, a, b);
+    group_add(g, name, METRIC_TIME_REST, a, b, 0);
+}
+
+void
+metric_group_gauge(struct metric_group *g, const char *name, struct metric_gauge *v)
+{
+    group_add(g, name, METRIC_GAUGE, v, NULL, 0);
+}
+
+void
+metric_group_time_total(struct metric_group *g, const char *name, struct metric_timer *t)
+{
+    group_add(g, name, METRIC_TIME_TOTAL, t, NULL, 0);
+}
+
+void
+metric_group_time_total_rest(struct metric_group *g, const char *name, struct metric_timer *a,
+                             struct metric_timer *b, uint64_t since_ns)
+{
+    group_add(g, name, METRIC_TIME_TOTAL_REST, a, b, since_ns);
 }
 
 static void
@@ -258,25 +285,50 @@ metric_registry_update(struct metric_registry *r, uint64_t now_ns)
     pthread_mutex_unlock(&r->lock);
 }
 
-static double
-metric_value(struct metric *m)
+/* Reads m as of now_ns into out's value fields. Under the registry lock. */
+static void
+metric_read(struct metric *m, uint64_t now_ns, struct metric_sample *out)
 {
+    int64_t i = 0;
+
+    out->integral = true;
     switch (m->kind) {
     case METRIC_COUNTER:
-        return (double)metric_counter_get(m->a);
+        i = (int64_t)metric_counter_get(m->a);
+        break;
+    case METRIC_GAUGE:
+        i = metric_gauge_get(m->a);
+        break;
+    case METRIC_TIME_TOTAL:
+        i = (int64_t)(metric_timer_read(m->a, now_ns) / 1000000u);
+        break;
+    case METRIC_TIME_TOTAL_REST: {
+        uint64_t spent = metric_timer_read(m->a, now_ns) + metric_timer_read(m->b, now_ns);
+        uint64_t all = now_ns > m->since_ns ? now_ns - m->since_ns : 0;
+
+        i = all > spent ? (int64_t)((all - spent) / 1000000u) : 0;
+        break;
+    }
     case METRIC_RATIO: {
         int64_t cap = metric_level_get(m->b);
 
-        return cap > 0 ? (double)metric_level_get(m->a) / (double)cap : 0.0;
+        out->integral = false;
+        out->value = cap > 0 ? (double)metric_level_get(m->a) / (double)cap : 0.0;
+        return;
     }
     default:
-        return m->rate;
+        out->integral = false;
+        out->value = m->rate;
+        return;
     }
+    out->int_value = i;
+    out->value = (double)i;
 }
 
 int
 metric_registry_get(struct metric_registry *r, const char *scope, const char *name, double *value)
 {
+    uint64_t now = clock_mono_ns();
     int rc = SPATE_ENOENT;
 
     pthread_mutex_lock(&r->lock);
@@ -285,7 +337,10 @@ metric_registry_get(struct metric_registry *r, const char *scope, const char *na
             continue;
         for (size_t i = 0; i < g->count; i++) {
             if (strcmp(g->metrics[i].name, name) == 0) {
-                *value = metric_value(&g->metrics[i]);
+                struct metric_sample sample;
+
+                metric_read(&g->metrics[i], now, &sample);
+                *value = sample.value;
                 rc = 0;
                 break;
             }
@@ -299,6 +354,7 @@ size_t
 metric_registry_snapshot(struct metric_registry *r, struct metric_sample **out)
 {
     struct metric_sample *s = NULL;
+    uint64_t now = clock_mono_ns();
     size_t n = 0, cap = 0;
 
     pthread_mutex_lock(&r->lock);
@@ -307,7 +363,7 @@ metric_registry_snapshot(struct metric_registry *r, struct metric_sample **out)
             xgrow((void **)&s, &cap, n + 1, sizeof *s);
             s[n].scope = xstrdup(g->scope);
             s[n].name = xstrdup(g->metrics[i].name);
-            s[n].value = metric_value(&g->metrics[i]);
+            metric_read(&g->metrics[i], now, &s[n]);
             n++;
         }
     }
@@ -324,4 +380,13 @@ metric_samples_free(struct metric_sample *s, size_t n)
         free(s[i].name);
     }
     free(s);
+}
+
+void
+metric_sample_format(const struct metric_sample *s, char *buf, size_t cap)
+{
+    if (s->integral)
+        snprintf(buf, cap, "%lld", (long long)s->int_value);
+    else
+        snprintf(buf, cap, "%.15g", s->value);
 }

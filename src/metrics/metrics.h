@@ -9,6 +9,7 @@
 #define SPATE_METRICS_METRICS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -52,6 +53,23 @@ metric_level_get(struct metric_level *l)
     return atomic_load_explicit(&l->value, memory_order_relaxed);
 }
 
+/* A value its one writer thread sets (a watermark); relaxed, as a counter. */
+struct metric_gauge {
+    _Atomic int64_t value;
+};
+
+static inline void
+metric_gauge_set(struct metric_gauge *g, int64_t v)
+{
+    atomic_store_explicit(&g->value, v, memory_order_relaxed);
+}
+
+static inline int64_t
+metric_gauge_get(struct metric_gauge *g)
+{
+    return atomic_load_explicit(&g->value, memory_order_relaxed);
+}
+
 /* Time spent in one state (idle, back-pressured): Flink's TimerGauge. One
  * writer starts and stops it; a reader gets the total including a running
  * measurement. A sequence lock keeps total and start consistent for readers. */
@@ -91,6 +109,15 @@ void metric_group_time_rate(struct metric_group *g, const char *name, struct met
 void metric_group_time_rest(struct metric_group *g, const char *name, struct metric_timer *a,
                             struct metric_timer *b);
 
+/* An integer a thread sets (currentInputWatermark). */
+void metric_group_gauge(struct metric_group *g, const char *name, struct metric_gauge *v);
+/* Whole milliseconds a timer has run in all (accumulatedIdleTimeMs). */
+void metric_group_time_total(struct metric_group *g, const char *name, struct metric_timer *t);
+/* Whole milliseconds since since_ns (CLOCK_MONOTONIC) that neither a nor b
+ * ran: accumulatedBusyTimeMs. */
+void metric_group_time_total_rest(struct metric_group *g, const char *name, struct metric_timer *a,
+                                  struct metric_timer *b, uint64_t since_ns);
+
 /* Recomputes the rates over the time since the previous update; the reader
  * (REST, a reporter) calls it every few seconds, as Flink's view updater. */
 void metric_registry_update(struct metric_registry *r, uint64_t now_ns);
@@ -104,10 +131,17 @@ struct metric_sample {
     char *scope;
     char *name;
     double value;
+    /* Counts, gauges and accumulated times are integers: value is exact
+     * only within 2^53, int_value always. */
+    bool integral;
+    int64_t int_value;
 };
-/* Every metric's value, in registration order; free with
- * metric_samples_free. */
+/* Every metric's value (totals up to now, rates as of the last update), in
+ * registration order; free with metric_samples_free. */
 size_t metric_registry_snapshot(struct metric_registry *r, struct metric_sample **out);
 void metric_samples_free(struct metric_sample *s, size_t n);
+/* The value as text, as Flink's metric dumps carry it: integers in decimal,
+ * rates with up to 15 significant digits ("998.5", "0"). */
+void metric_sample_format(const struct metric_sample *s, char *buf, size_t cap);
 
 #endif

@@ -220,12 +220,13 @@ local_buffer_pool_request(struct local_buffer_pool *pool)
         buf->type = NET_BUFFER_DATA;
         buf->recycler = local_recycle;
         buf->owner = pool;
+        /* Under the lock: local_buffer_pool_detach_metrics may free them. */
+        if (pool->used != NULL)
+            metric_level_add(pool->used, 1);
     } else {
         pool->waiting = true;
     }
     pthread_mutex_unlock(&pool->lock);
-    if (buf != NULL && pool->used != NULL)
-        metric_level_add(pool->used, 1);
     return buf;
 }
 
@@ -235,9 +236,9 @@ local_recycle(struct net_buffer *buf)
     struct local_buffer_pool *pool = buf->owner;
     bool destroyed, gone = false;
 
+    pthread_mutex_lock(&pool->lock);
     if (pool->used != NULL)
         metric_level_add(pool->used, -1);
-    pthread_mutex_lock(&pool->lock);
     pool->out--;
     destroyed = pool->destroyed;
     if (destroyed) {
@@ -267,6 +268,18 @@ local_buffer_pool_set_waiter(struct local_buffer_pool *pool, struct notifier *wa
 {
     pthread_mutex_lock(&pool->lock);
     pool->waiter = waiter;
+    pthread_mutex_unlock(&pool->lock);
+}
+
+void
+local_buffer_pool_detach_metrics(struct local_buffer_pool *pool)
+{
+    pthread_mutex_lock(&pool->lock);
+    if (pool->used != NULL)
+        metric_level_add(pool->used, -(int64_t)pool->out);
+    if (pool->capacity != NULL)
+        metric_level_add(pool->capacity, -(int64_t)pool->max);
+    pool->used = pool->capacity = NULL;
     pthread_mutex_unlock(&pool->lock);
 }
 

@@ -92,6 +92,10 @@ struct net_buffer *local_buffer_pool_request(struct local_buffer_pool *pool);
 /* Replaces the notifier poked on recycling (NULL: none); once it returns the
  * old one is not touched again. */
 void local_buffer_pool_set_waiter(struct local_buffer_pool *pool, struct notifier *waiter);
+/* The owner of used/capacity is going (a producer task releasing its
+ * partition while consumers still hold buffers): the pool takes back what
+ * it added to them and, once this returns, never touches them again. */
+void local_buffer_pool_detach_metrics(struct local_buffer_pool *pool);
 /* Returns free buffers to the global pool; buffers still out go there when
  * recycled, and the pool's memory goes with the last of them. */
 void local_buffer_pool_destroy(struct local_buffer_pool *pool);

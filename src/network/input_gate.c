@@ -455,8 +455,8 @@ input_gate_poll(struct input_gate *g, struct net_buffer **out, uint32_t *channel
         pthread_mutex_unlock(&g->lock);
         if (ch == NULL)
             return INPUT_GATE_NONE;
-        if (ch->ended)
-            continue;
+        if (ch->ended || ch->blocked)
+            continue; /* a blocked channel is queued again when resumed */
         rc = channel_next(ch, &buf, &more, err);
         if (rc == 0) {
             /* A failure is reported once every buffer before it was read. */
@@ -497,6 +497,29 @@ input_gate_poll(struct input_gate *g, struct net_buffer **out, uint32_t *channel
         *out = buf;
         *channel = ch->index;
         return INPUT_GATE_BUFFER;
+    }
+}
+
+void
+input_gate_block_channel(struct input_gate *g, uint32_t channel)
+{
+    if (channel < g->num_channels)
+        g->channels[channel].blocked = true;
+}
+
+void
+input_gate_resume_consumption(struct input_gate *g)
+{
+    for (uint32_t i = 0; i < g->num_channels; i++) {
+        struct input_channel *ch = &g->channels[i];
+
+        if (!ch->blocked)
+            continue;
+        ch->blocked = false;
+        /* It may hold buffers that arrived while it was blocked: look again
+         * (a channel with nothing simply yields nothing). */
+        if (!ch->ended)
+            gate_enqueue(g, ch);
     }
 }
 

@@ -56,6 +56,13 @@ enum {
  * found) is a negative code with a message naming partition and peer. */
 int input_gate_poll(struct input_gate *g, struct net_buffer **out, uint32_t *channel,
                     spate_error *err);
+/* Aligned checkpoints (Flink's blockConsumption/resumeConsumption): a
+ * blocked channel is skipped by input_gate_poll, its buffers stay queued
+ * (its producer is held back by credit) until the gate resumes every
+ * channel. Task thread. */
+void input_gate_block_channel(struct input_gate *g, uint32_t channel);
+void input_gate_resume_consumption(struct input_gate *g);
+
 /* When the gate wants input_gate_poll called again even without a notify
  * (local partition request retries); NOTIFIER_FOREVER for never. */
 uint64_t input_gate_next_deadline(struct input_gate *g);

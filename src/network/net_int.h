@@ -143,6 +143,7 @@ struct input_channel {
 
     /* task thread */
     bool ended;
+    bool blocked; /* checkpoint alignment: not polled until resumed */
 
     /* local: the task thread's */
     struct subpartition_reader reader;

@@ -150,7 +150,7 @@ record_reader_next(struct record_reader *r, struct record_view *out, spate_error
             if (rc == 1) {
                 out->channel = r->current;
                 out->event_type = 0;
-                if (r->metrics != NULL)
+                if (r->metrics != NULL && !r->metrics->task_counts_records)
                     metric_counter_add(&r->metrics->num_records_in, 1);
                 return RECORD_READER_RECORD;
             }

@@ -42,7 +42,7 @@ record_writer_free(struct record_writer *w)
 static void
 rw_publish(struct record_writer *w)
 {
-    if (w->metrics != NULL)
+    if (w->metrics != NULL && !w->metrics->task_counts_records)
         metric_counter_add(&w->metrics->num_records_out, w->records);
     w->records = 0;
 }

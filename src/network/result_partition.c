@@ -177,8 +177,11 @@ result_partition_release(struct result_partition *rp, const spate_error *cause)
     finished = rp->finished;
     rp->producer = NULL;
     pthread_mutex_unlock(&rp->lock);
-    /* From here on recycling pokes no notifier of the producer, which may go. */
+    /* From here on recycling pokes no notifier of the producer and counts
+     * into none of its metrics: both may go before the consumers' buffers
+     * come back. */
     local_buffer_pool_set_waiter(rp->pool, NULL);
+    local_buffer_pool_detach_metrics(rp->pool);
     if (cause != NULL)
         result_partition_fail(rp, cause->code, "producer of partition %s failed: %s",
                               result_partition_id_str(&rp->id).s, cause->message);

@@ -1,40 +1,32 @@
-/* The REST server (rest_server.h): routing, Flink's JSON, error bodies. */
+/* The REST server (rest_server.h): the route table, request bodies (JSON
+ * in memory, multipart parts streamed to disk, rest.server.max-content-length
+ * enforced), Flink's error body, and the cluster-wide handlers. */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include <jansson.h>
-#include <microhttpd.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "rest/rest_int.h"
 #include "rest/rest_server.h"
-#include "rpc/gateways.h"
 
-#define REST_LOG    "rest"
-#define REST_ASK_MS 10000
-
-struct rest_server {
-    struct MHD_Daemon *daemon;
-    int port;
-    struct rpc_service *svc;
-    const struct config *conf;
-    struct rpc_gateway *dispatcher;
-    struct rpc_gateway *rm;
-    /* Requests between their first call and their completion; stop waits
-     * for them, so that DELETE /cluster's answer leaves before the process. */
-    _Atomic int inflight;
-};
+#define REST_MAX_PARTS       16
+#define REST_MAX_FIELD_BYTES (1 << 20)
+/* The longest a metric fetch waits for the TaskManagers' answers. */
+#define REST_METRICS_FETCH_MS 2000
 
 /* ---- responses -------------------------------------------------------------------- */
 
-static enum MHD_Result
+enum MHD_Result
 rest_send(struct MHD_Connection *c, unsigned status, json_t *body)
 {
     char *text = json_dumps(body, JSON_COMPACT);
@@ -51,11 +43,7 @@ rest_send(struct MHD_Connection *c, unsigned status, json_t *body)
     return ret;
 }
 
-/* Flink's error body: {"errors": ["..."]}. */
-static enum MHD_Result rest_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static enum MHD_Result
+enum MHD_Result
 rest_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 {
     char msg[600];
@@ -67,9 +55,7 @@ rest_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
     return rest_send(c, status, json_pack("{s:[s]}", "errors", msg));
 }
 
-/* Asks and waits (on this, libmicrohttpd's, thread). NULL after sending an
- * error response into *ret. */
-static struct rpc_future *
+struct rpc_future *
 rest_ask(struct MHD_Connection *c, struct rpc_future *f, enum MHD_Result *ret)
 {
     spate_error err = { 0 };
@@ -77,6 +63,8 @@ rest_ask(struct MHD_Connection *c, struct rpc_future *f, enum MHD_Result *ret)
     if (rpc_future_wait(f, REST_ASK_MS + 1000, &err) != 0) {
         if (err.code == SPATE_ENOENT)
             *ret = rest_error(c, MHD_HTTP_NOT_FOUND, "%s", err.message);
+        else if (err.code == SPATE_EINVAL || err.code == SPATE_EEXIST)
+            *ret = rest_error(c, MHD_HTTP_BAD_REQUEST, "%s", err.message);
         else
             *ret = rest_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", err.message);
         rpc_future_unref(f);
@@ -85,11 +73,39 @@ rest_ask(struct MHD_Connection *c, struct rpc_future *f, enum MHD_Result *ret)
     return f;
 }
 
+bool
+rest_job_id(struct rest_request *req, spate_id *id, enum MHD_Result *ret)
+{
+    spate_error err = { 0 };
+
+    if (id_parse(req->params[0], id, &err) == 0)
+        return true;
+    *ret = rest_error(req->c, MHD_HTTP_BAD_REQUEST, "Bad request: %s", err.message);
+    return false;
+}
+
+const struct rest_part *
+rest_part_find(const struct rest_request *req, const char *name, bool file)
+{
+    for (size_t i = 0; i < req->nparts; i++)
+        if (strcmp(req->parts[i].name, name) == 0 && (!file || req->parts[i].path != NULL))
+            return &req->parts[i];
+    return NULL;
+}
+
+const char *
+rest_query(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
 /* ---- handlers -------------------------------------------------------------------------- */
 
 static enum MHD_Result
-rest_overview(struct rest_server *rs, struct MHD_Connection *c)
+rest_overview(struct rest_request *rq)
 {
+    struct rest_server *rs = rq->rs;
+    struct MHD_Connection *c = rq->c;
     Cluster__Ack req = CLUSTER__ACK__INIT;
     Cluster__ClusterOverview *o;
     enum MHD_Result ret;
@@ -111,12 +127,11 @@ rest_overview(struct rest_server *rs, struct MHD_Connection *c)
 }
 
 static enum MHD_Result
-rest_config(struct rest_server *rs, struct MHD_Connection *c)
+rest_config(struct rest_request *rq)
 {
-    bool submit = true;
+    bool submit = rq->rs->submit_enabled;
 
-    config_get_bool(rs->conf, CFG(WEB_SUBMIT_ENABLE), &submit, NULL);
-    return rest_send(c, MHD_HTTP_OK,
+    return rest_send(rq->c, MHD_HTTP_OK,
                      json_pack("{s:i, s:s, s:i, s:s, s:s, s:{s:b, s:b, s:b, s:b}}",
                                "refresh-interval", 3000, "timezone-name",
                                "Coordinated Universal Time", "timezone-offset", 0, "flink-version",
@@ -172,7 +187,7 @@ rest_tm_json(const Cluster__TaskManagerInfo *t, bool details)
 }
 
 static enum MHD_Result
-rest_taskmanagers(struct rest_server *rs, struct MHD_Connection *c, const char *idtext)
+rest_taskmanagers_of(struct rest_server *rs, struct MHD_Connection *c, const char *idtext)
 {
     Cluster__TaskManagerQuery q = CLUSTER__TASK_MANAGER_QUERY__INIT;
     Cluster__TaskManagerInfos *infos;
@@ -206,81 +221,23 @@ rest_taskmanagers(struct rest_server *rs, struct MHD_Connection *c, const char *
     return rest_send(c, MHD_HTTP_OK, json_pack("{s:o}", "taskmanagers", arr));
 }
 
-static json_t *
-rest_job_json(const Cluster__JobInfo *info)
+static enum MHD_Result
+rest_taskmanagers(struct rest_request *rq)
 {
-    spate_id id;
-    int64_t now = clock_wall_ms();
-    int64_t end = info->end_time;
-    uint32_t canceled =
-        info->tasks_total - info->tasks_scheduled - info->tasks_running - info->tasks_finished;
-
-    gw_id_get(&info->job_id, &id);
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:s, s:I, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, "
-                     "s:i, s:i, s:i, s:i}}",
-                     "jid", id_str(&id).s, "name", info->name, "start-time",
-                     (json_int_t)info->start_time, "end-time", (json_int_t)end, "duration",
-                     (json_int_t)((end >= 0 ? end : now) - info->start_time), "state", info->state,
-                     "last-modification", (json_int_t)info->last_modification, "tasks", "total",
-                     (int)info->tasks_total, "created", 0, "scheduled", (int)info->tasks_scheduled,
-                     "deploying", 0, "running", (int)info->tasks_running, "finished",
-                     (int)info->tasks_finished, "canceling", 0, "canceled", (int)canceled, "failed",
-                     0, "reconciling", 0, "initializing", 0);
+    return rest_taskmanagers_of(rq->rs, rq->c, NULL);
 }
 
 static enum MHD_Result
-rest_jobs_overview(struct rest_server *rs, struct MHD_Connection *c)
+rest_taskmanager(struct rest_request *rq)
 {
-    Cluster__Ack req = CLUSTER__ACK__INIT;
-    Cluster__JobsOverview *o;
-    enum MHD_Result ret;
-    struct rpc_future *f;
-    json_t *arr;
-
-    f = rest_ask(c, dispatcher_request_jobs(rs->dispatcher, &req, REST_ASK_MS), &ret);
-    if (f == NULL)
-        return ret;
-    o = rpc_future_value(f);
-    arr = json_array();
-    for (size_t i = 0; i < o->n_jobs; i++)
-        json_array_append_new(arr, rest_job_json(o->jobs[i]));
-    rpc_future_unref(f);
-    return rest_send(c, MHD_HTTP_OK, json_pack("{s:o}", "jobs", arr));
+    return rest_taskmanagers_of(rq->rs, rq->c, rq->params[0]);
 }
 
 static enum MHD_Result
-rest_job(struct rest_server *rs, struct MHD_Connection *c, const char *idtext)
+rest_shutdown(struct rest_request *rq)
 {
-    Cluster__JobId req = CLUSTER__JOB_ID__INIT;
-    Cluster__JobInfo *info;
-    spate_error err = { 0 };
-    enum MHD_Result ret;
-    struct rpc_future *f;
-    spate_id id;
-    json_t *j;
-
-    if (id_parse(idtext, &id, &err) != 0)
-        return rest_error(c, MHD_HTTP_BAD_REQUEST, "Bad request: %s", err.message);
-    req.job_id = gw_id_bytes(&id);
-    f = rest_ask(c, dispatcher_request_job(rs->dispatcher, &req, REST_ASK_MS), &ret);
-    if (f == NULL)
-        return ret;
-    info = rpc_future_value(f);
-    j = rest_job_json(info);
-    json_object_set_new(j, "isStoppable", json_false());
-    json_object_set_new(j, "maxParallelism", json_integer(-1));
-    json_object_set_new(j, "now", json_integer(clock_wall_ms()));
-    json_object_set_new(j, "vertices", json_array());
-    json_object_set_new(j, "status-counts", json_deep_copy(json_object_get(j, "tasks")));
-    if (info->failure != NULL && info->failure[0] != '\0')
-        json_object_set_new(j, "failure", json_string(info->failure));
-    rpc_future_unref(f);
-    return rest_send(c, MHD_HTTP_OK, j);
-}
-
-static enum MHD_Result
-rest_shutdown(struct rest_server *rs, struct MHD_Connection *c)
-{
+    struct rest_server *rs = rq->rs;
+    struct MHD_Connection *c = rq->c;
     Cluster__StopCluster req = CLUSTER__STOP_CLUSTER__INIT;
     enum MHD_Result ret;
     struct rpc_future *f;
@@ -295,52 +252,288 @@ rest_shutdown(struct rest_server *rs, struct MHD_Connection *c)
 
 /* ---- routing ------------------------------------------------------------------------- */
 
+static const struct rest_route rest_server_routes[] = {
+    { "GET", "/overview", rest_overview, REST_BODY_NONE, 0 },
+    { "GET", "/config", rest_config, REST_BODY_NONE, 0 },
+    { "GET", "/taskmanagers", rest_taskmanagers, REST_BODY_NONE, 0 },
+    { "GET", "/taskmanagers/:taskmanagerid", rest_taskmanager, REST_BODY_NONE, 0 },
+    { "DELETE", "/cluster", rest_shutdown, REST_BODY_NONE, 0 },
+    { NULL, NULL, NULL, REST_BODY_NONE, 0 },
+};
+
+/* Every module's table; literal paths win over parameters. */
+static const struct rest_route *const rest_tables[] = { rest_server_routes, rest_jobs_routes,
+                                                        rest_jars_routes };
+
+/* Whether path matches pattern; fills params (at most 2, each < 128). */
+static bool
+rest_path_matches(const char *pattern, const char *path, char params[2][128], int *nparams)
+{
+    int np = 0;
+
+    while (*pattern == '/' && *path == '/') {
+        const char *pe = strchrnul(pattern + 1, '/'), *se = strchrnul(path + 1, '/');
+        size_t plen = (size_t)(pe - pattern - 1), slen = (size_t)(se - path - 1);
+
+        if (pattern[1] == ':') {
+            if (slen == 0 || slen >= 128 || np == 2)
+                return false;
+            memcpy(params[np], path + 1, slen);
+            params[np++][slen] = '\0';
+        } else if (plen != slen || strncmp(pattern + 1, path + 1, plen) != 0) {
+            return false;
+        }
+        pattern = pe;
+        path = se;
+    }
+    *nparams = np;
+    return *pattern == '\0' && *path == '\0';
+}
+
+/* The route for method and path; NULL with *known set when only the
+ * method is wrong. */
+static const struct rest_route *
+rest_match(const char *method, const char *path, char params[2][128], bool *known)
+{
+    *known = false;
+    for (int want = 0; want <= 2; want++) {
+        for (size_t t = 0; t < ARRAY_SIZE(rest_tables); t++) {
+            for (const struct rest_route *r = rest_tables[t]; r->pattern != NULL; r++) {
+                int np;
+
+                if (!rest_path_matches(r->pattern, path, params, &np) || np != want)
+                    continue;
+                if (strcmp(r->method, method) == 0)
+                    return r;
+                *known = true;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Multipart parts as libmicrohttpd's post processor hands them over: a
+ * part starts at offset 0; files go to disk, fields to memory. */
 static enum MHD_Result
-rest_route(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-           const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
+rest_post_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
+               const char *content_type, const char *transfer_encoding, const char *data,
+               uint64_t off, size_t size)
+{
+    struct rest_request *rq = cls;
+    struct rest_part *p;
+
+    UNUSED(kind);
+    UNUSED(content_type);
+    UNUSED(transfer_encoding);
+    if (rq->error != NULL)
+        return MHD_NO;
+    if (off == 0 || rq->nparts == 0 || strcmp(rq->parts[rq->nparts - 1].name, key) != 0) {
+        if (rq->nparts == REST_MAX_PARTS) {
+            rq->error = xasprintf("more than %d parts in a multipart body", REST_MAX_PARTS);
+            return MHD_NO;
+        }
+        rq->parts = xrealloc(rq->parts, (rq->nparts + 1) * sizeof *rq->parts);
+        p = &rq->parts[rq->nparts++];
+        memset(p, 0, sizeof *p);
+        p->fd = -1;
+        p->name = xstrdup(key != NULL ? key : "");
+        if (filename != NULL) {
+            spate_id unique;
+
+            p->filename = xstrdup(filename);
+            id_random(&unique);
+            p->path = xasprintf("%s/part-%s", rq->rs->incoming_dir, id_str(&unique).s);
+            p->fd = open(p->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (p->fd < 0) {
+                rq->error =
+                    xasprintf("cannot store the upload '%s': %s", filename, strerror(errno));
+                SPATE_LOG_ERROR(REST_LOG, "%s", rq->error);
+                free(p->path);
+                p->path = NULL;
+                return MHD_NO;
+            }
+        } else {
+            p->value = xstrdup("");
+        }
+    }
+    p = &rq->parts[rq->nparts - 1];
+    if (size == 0)
+        return MHD_YES;
+    if (p->fd >= 0) {
+        for (size_t done = 0; done < size;) {
+            ssize_t n = write(p->fd, data + done, size - done);
+
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                rq->error =
+                    xasprintf("cannot store the upload '%s': %s", p->filename, strerror(errno));
+                return MHD_NO;
+            }
+            done += (size_t)n;
+        }
+        p->len += size;
+        return MHD_YES;
+    }
+    if (p->value == NULL || p->len + size > REST_MAX_FIELD_BYTES) {
+        rq->error =
+            xasprintf("form field '%s' is larger than %d bytes", p->name, REST_MAX_FIELD_BYTES);
+        return MHD_NO;
+    }
+    p->value = xrealloc(p->value, p->len + size + 1);
+    memcpy(p->value + p->len, data, size);
+    p->len += size;
+    p->value[p->len] = '\0';
+    return MHD_YES;
+}
+
+/* The first call of a request: its route and how its body is taken. */
+static enum MHD_Result
+rest_begin(struct rest_request *rq, const char *url, const char *method)
+{
+    struct MHD_Connection *c = rq->c;
+    const char *path = strncmp(url, "/v1/", 4) == 0 ? url + 3 : url;
+    const char *length;
+    bool known;
+
+    rq->route = rest_match(method, path, rq->params, &known);
+    if (rq->route == NULL) {
+        enum MHD_Result ret;
+
+        /* The metric and vertex paths route themselves (rest_metrics.c). */
+        if (rest_metrics_route(rq->rs, c, path, method, &ret))
+            return ret;
+    }
+    if (rq->route == NULL && known)
+        return rest_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "Method %s is not allowed for %s.",
+                          method, url);
+    if (rq->route == NULL)
+        return rest_error(c, MHD_HTTP_NOT_FOUND, "Not found: %s", url);
+    if ((rq->route->flags & REST_SUBMIT) && !rq->rs->submit_enabled) {
+        rq->route = NULL;
+        return rest_error(c, MHD_HTTP_NOT_FOUND,
+                          "Not found: %s (job submission over REST is off: web.submit.enable "
+                          "is false)",
+                          url);
+    }
+    length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length != NULL && strtoll(length, NULL, 10) > rq->rs->max_body) {
+        rq->route = NULL;
+        SPATE_LOG_WARN(REST_LOG, "refused %s %s: %s bytes is more than %lld", method, url, length,
+                       (long long)rq->rs->max_body);
+        return rest_error(c, MHD_HTTP_CONTENT_TOO_LARGE,
+                          "the request body has %s bytes, more than rest.server.max-content-length "
+                          "allows (%lld bytes)",
+                          length, (long long)rq->rs->max_body);
+    }
+    rq->kind = rq->route->body;
+    if (rq->kind == REST_BODY_MULTIPART) {
+        rq->pp = MHD_create_post_processor(c, 64 * 1024, rest_post_part, rq);
+        if (rq->pp == NULL) {
+            rq->route = NULL;
+            return rest_error(c, MHD_HTTP_BAD_REQUEST,
+                              "%s %s expects a multipart/form-data body (for example curl -F "
+                              "\"jarfile=@job.so\")",
+                              method, url);
+        }
+    }
+    return MHD_YES;
+}
+
+/* A piece of the body. Past the size cap the rest is read and dropped, so
+ * that the client gets its 413; far past it the connection is closed. */
+static enum MHD_Result
+rest_body(struct rest_request *rq, const char *data, size_t size)
+{
+    rq->received += (int64_t)size;
+    if (rq->received > rq->rs->max_body) {
+        if (!rq->too_large)
+            SPATE_LOG_WARN(REST_LOG, "a request body passed %lld bytes: dropping it",
+                           (long long)rq->rs->max_body);
+        rq->too_large = true;
+        return rq->received > 4 * rq->rs->max_body ? MHD_NO : MHD_YES;
+    }
+    if (rq->error != NULL)
+        return MHD_YES;
+    if (rq->kind == REST_BODY_MULTIPART) {
+        if (MHD_post_process(rq->pp, data, size) != MHD_YES && rq->error == NULL)
+            rq->error = xstrdup("the multipart/form-data body is malformed");
+    } else if (rq->kind == REST_BODY_JSON) {
+        rq->json = xrealloc(rq->json, rq->json_len + size + 1);
+        memcpy(rq->json + rq->json_len, data, size);
+        rq->json_len += size;
+        rq->json[rq->json_len] = '\0';
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result
+rest_dispatch(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+              const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
     struct rest_server *rs = cls;
-    const char *path = url;
-    bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0;
-    bool del = strcmp(method, MHD_HTTP_METHOD_DELETE) == 0;
-    char seg[128];
+    struct rest_request *rq = *con_cls;
+    enum MHD_Result ret;
 
     UNUSED(version);
-    UNUSED(upload_data);
-    if (*con_cls == NULL) {
+    if (rq == NULL) {
         /* First call: headers only; answer once the body (if any) is read. */
-        *con_cls = rs;
+        rq = xcalloc(1, sizeof *rq);
+        rq->rs = rs;
+        rq->c = c;
+        *con_cls = rq;
         atomic_fetch_add(&rs->inflight, 1);
+        return rest_begin(rq, url, method);
+    }
+    if (rq->route == NULL) {
+        *upload_size = 0; /* answered already */
         return MHD_YES;
     }
     if (*upload_size > 0) {
-        *upload_size = 0; /* no handler takes a body yet */
-        return MHD_YES;
+        ret = rest_body(rq, upload_data, *upload_size);
+        *upload_size = 0;
+        return ret;
     }
-    if (strncmp(path, "/v1/", 4) == 0)
-        path += 3;
-    if (strcmp(path, "/overview") == 0 && get)
-        return rest_overview(rs, c);
-    if (strcmp(path, "/config") == 0 && get)
-        return rest_config(rs, c);
-    if (strcmp(path, "/taskmanagers") == 0 && get)
-        return rest_taskmanagers(rs, c, NULL);
-    if (strcmp(path, "/jobs/overview") == 0 && get)
-        return rest_jobs_overview(rs, c);
-    if (strcmp(path, "/cluster") == 0 && del)
-        return rest_shutdown(rs, c);
-    if (sscanf(path, "/taskmanagers/%127[^/]", seg) == 1 &&
-        strlen(path) == strlen("/taskmanagers/") + strlen(seg) && get)
-        return rest_taskmanagers(rs, c, seg);
-    if (sscanf(path, "/jobs/%127[^/]", seg) == 1 &&
-        strlen(path) == strlen("/jobs/") + strlen(seg) && get)
-        return rest_job(rs, c, seg);
-    if (strcmp(path, "/overview") == 0 || strcmp(path, "/config") == 0 ||
-        strcmp(path, "/taskmanagers") == 0 || strcmp(path, "/jobs/overview") == 0 ||
-        strcmp(path, "/cluster") == 0)
-        return rest_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "Method %s is not allowed for %s.",
-                          method, url);
-    return rest_error(c, MHD_HTTP_NOT_FOUND, "Not found: %s", url);
+    if (rq->too_large)
+        return rest_error(c, MHD_HTTP_CONTENT_TOO_LARGE,
+                          "the request body is larger than rest.server.max-content-length "
+                          "allows (%lld bytes)",
+                          (long long)rs->max_body);
+    if (rq->pp != NULL && rq->error == NULL)
+        MHD_destroy_post_processor(rq->pp); /* flushes the last part */
+    rq->pp = NULL;
+    for (size_t i = 0; i < rq->nparts; i++) {
+        if (rq->parts[i].fd >= 0 && close(rq->parts[i].fd) != 0 && rq->error == NULL)
+            rq->error = xasprintf("cannot store the upload '%s': %s", rq->parts[i].filename,
+                                  strerror(errno));
+        rq->parts[i].fd = -1;
+    }
+    if (rq->error != NULL)
+        return rest_error(c, MHD_HTTP_BAD_REQUEST, "%s", rq->error);
+    return rq->route->fn(rq);
+}
+
+static void
+rest_request_free(struct rest_request *rq)
+{
+    if (rq->pp != NULL)
+        MHD_destroy_post_processor(rq->pp);
+    for (size_t i = 0; i < rq->nparts; i++) {
+        struct rest_part *p = &rq->parts[i];
+
+        if (p->fd >= 0)
+            close(p->fd);
+        if (p->path != NULL)
+            unlink(p->path); /* what a handler kept, it moved away */
+        free(p->path);
+        free(p->name);
+        free(p->filename);
+        free(p->value);
+    }
+    free(rq->parts);
+    free(rq->json);
+    free(rq->error);
+    free(rq);
 }
 
 static void
@@ -352,6 +545,7 @@ rest_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     UNUSED(c);
     UNUSED(toe);
     if (*con_cls != NULL) {
+        rest_request_free(*con_cls);
         atomic_fetch_sub(&rs->inflight, 1);
         *con_cls = NULL;
     }
@@ -376,7 +570,9 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     struct rest_server *rs = xcalloc(1, sizeof *rs);
     struct sockaddr_in sa = { .sin_family = AF_INET };
     const union MHD_DaemonInfo *info;
+    int64_t interval = 1000;
     char addr[300];
+    uint64_t max;
     int lo, hi, rc;
 
     if ((rc = config_parse_port_range(o->port, &lo, &hi, err)) != 0)
@@ -390,18 +586,38 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     }
     rs->svc = o->svc;
     rs->conf = o->conf;
+    rs->blobs = o->blobs;
+    rs->submit_enabled = true;
+    if ((rc = config_get_bool(o->conf, CFG(WEB_SUBMIT_ENABLE), &rs->submit_enabled, err)) != 0 ||
+        (rc = config_get_memory_bytes(o->conf, CFG(REST_SERVER_MAX_CONTENT_LENGTH), &max, err)) !=
+            0 ||
+        (rc = config_get_duration_ms(o->conf, CFG(WEB_SUBMIT_TIMEOUT), &rs->plan_timeout_ms,
+                                     err)) != 0)
+        goto fail;
+    rs->max_body = (int64_t)max;
+    if ((rc = rest_jars_start(rs, err)) != 0)
+        goto fail;
     snprintf(addr, sizeof addr, "%s/%s", rpc_service_address(o->svc), RPC_ENDPOINT_DISPATCHER);
     rpc_gateway_new(o->svc, addr, NULL, &rs->dispatcher, NULL);
     snprintf(addr, sizeof addr, "%s/%s", rpc_service_address(o->svc),
              RPC_ENDPOINT_RESOURCE_MANAGER);
     rpc_gateway_new(o->svc, addr, NULL, &rs->rm, NULL);
+    if ((rc = config_get_duration_ms(o->conf, CFG(METRICS_FETCHER_UPDATE_INTERVAL), &interval,
+                                     err)) != 0)
+        goto fail;
+    rs->metrics = metric_fetcher_new(o->svc, rs->rm, interval, REST_METRICS_FETCH_MS);
     for (int port = lo; port <= hi && rs->daemon == NULL; port++) {
         sa.sin_port = htons((uint16_t)port);
+        /* A thread per connection: a handler may wait for a job's main
+         * in its child process (web.submit.timeout) without holding up
+         * the other requests. */
         rs->daemon = MHD_start_daemon(
-            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, (uint16_t)port,
-            NULL, NULL, rest_route, rs, MHD_OPTION_EXTERNAL_LOGGER, rest_log, NULL,
-            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
-            rest_completed, rs, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+                MHD_USE_ERROR_LOG,
+            (uint16_t)port, NULL, NULL, rest_dispatch, rs, MHD_OPTION_EXTERNAL_LOGGER, rest_log,
+            NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
+            rest_completed, rs, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+            MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
     }
     if (rs->daemon == NULL) {
         rc = spate_error_set(err, SPATE_EADDRINUSE, "cannot start the REST server on %s:%s",
@@ -413,6 +629,8 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     *out = rs;
     return 0;
 fail:
+    rest_jars_stop(rs);
+    metric_fetcher_free(rs->metrics);
     rpc_gateway_free(rs->dispatcher);
     rpc_gateway_free(rs->rm);
     free(rs);
@@ -436,6 +654,8 @@ rest_server_stop(struct rest_server *rs)
     for (int i = 0; i < 400 && atomic_load(&rs->inflight) > 0; i++)
         nanosleep(&ts, NULL);
     MHD_stop_daemon(rs->daemon);
+    rest_jars_stop(rs);
+    metric_fetcher_free(rs->metrics);
     rpc_gateway_free(rs->dispatcher);
     rpc_gateway_free(rs->rm);
     free(rs);

@@ -6,6 +6,7 @@
 #ifndef SPATE_REST_REST_SERVER_H
 #define SPATE_REST_REST_SERVER_H
 
+#include "blob/blob_server.h"
 #include "core/config.h"
 #include "rpc/service.h"
 
@@ -16,6 +17,7 @@ struct rest_server_options {
     const char *port;         /* rest.bind-port (a port or range), else rest.port */
     struct rpc_service *svc;  /* the JobManager's */
     const struct config *conf;
+    struct blob_server *blobs; /* where submitted job libraries go */
 };
 
 int rest_server_start(const struct rest_server_options *o, struct rest_server **out,

@@ -64,7 +64,9 @@ RPC_PROTOCOL_DECLARE(rm, RM_METHODS)
     X(P, notify_checkpoint_complete, 9, TELL, UNFENCED, Checkpoint__CheckpointNotification,        \
       checkpoint__checkpoint_notification, void, none)                                             \
     X(P, notify_checkpoint_aborted, 10, TELL, UNFENCED, Checkpoint__CheckpointNotification,        \
-      checkpoint__checkpoint_notification, void, none)
+      checkpoint__checkpoint_notification, void, none)                                             \
+    X(P, request_metric_dump, 11, ASK, UNFENCED, Cluster__Ack, cluster__ack, Cluster__MetricDump,  \
+      cluster__metric_dump)
 RPC_PROTOCOL_DECLARE(te, TE_METHODS)
 
 #define JM_METHODS(X, P)                                                                           \
@@ -100,7 +102,11 @@ RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
     X(P, cancel_job, 6, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__Ack,            \
       cluster__ack)                                                                              \
     X(P, submit_job, 7, ASK, UNFENCED, Cluster__JobSubmission, cluster__job_submission,          \
-      Cluster__JobId, cluster__job_id)
+      Cluster__JobId, cluster__job_id)                                                           \
+    X(P, request_job_details, 8, ASK, UNFENCED, Cluster__JobId, cluster__job_id,                 \
+      Cluster__JobDetails, cluster__job_details)                                                 \
+    X(P, request_job_vertices, 9, ASK, UNFENCED, Cluster__JobVertexQuery,                        \
+      cluster__job_vertex_query, Cluster__JobVertices, cluster__job_vertices)
 RPC_PROTOCOL_DECLARE(dispatcher, DISPATCHER_METHODS)
 
 /* Ids in messages: 16 bytes, or empty for none. */

@@ -1,10 +1,45 @@
 /* The per-key-group state map (state_map.h). Removal uses backward-shift
  * deletion, so there are no tombstones and lookups stay short. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "state/state_map.h"
+
+/* The line before a table's slots: how many hold it (the map, views). */
+struct table_header {
+    _Atomic unsigned refs;
+    char pad[64 - sizeof(unsigned)];
+};
+
+static inline struct table_header *
+table_header(struct state_entry *slots)
+{
+    return (struct table_header *)slots - 1;
+}
+
+static struct state_entry *
+table_new(size_t cap)
+{
+    struct table_header *h = xaligned_calloc(64, cap + 1, sizeof(struct state_entry));
+
+    atomic_init(&h->refs, 1);
+    return (struct state_entry *)(h + 1);
+}
+
+/* Drops one reference; the last frees the table and its heap blocks. */
+static void
+table_unref(struct state_entry *slots, size_t mask)
+{
+    if (slots == NULL ||
+        atomic_fetch_sub_explicit(&table_header(slots)->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (size_t i = 0; i <= mask; i++)
+        if (slots[i].used && !slots[i].inline_)
+            free(slots[i].u.heap);
+    free(table_header(slots));
+}
 
 void
 state_map_init(struct state_map *m)
@@ -12,18 +47,66 @@ state_map_init(struct state_map *m)
     m->slots = NULL;
     m->mask = 0;
     m->count = 0;
+    m->shared = false;
 }
 
 void
 state_map_release(struct state_map *m)
 {
-    if (m->slots != NULL) {
-        for (size_t i = 0; i <= m->mask; i++)
-            if (m->slots[i].used && !m->slots[i].inline_)
-                free(m->slots[i].u.heap);
-        free(m->slots);
-    }
+    table_unref(m->slots, m->mask);
     state_map_init(m);
+}
+
+void
+state_map_freeze(struct state_map *m, struct state_map_view *v)
+{
+    v->slots = m->slots;
+    v->mask = m->mask;
+    v->count = m->count;
+    if (m->slots != NULL) {
+        atomic_fetch_add_explicit(&table_header(m->slots)->refs, 1, memory_order_relaxed);
+        m->shared = true;
+    }
+}
+
+void
+state_map_view_release(struct state_map_view *v)
+{
+    table_unref(v->slots, v->mask);
+    v->slots = NULL;
+}
+
+/* Before any change: a table a view still reads is copied (its heap blocks
+ * too); one the views have let go of is the map's alone again. */
+static void
+state_map_unshare(struct state_map *m)
+{
+    struct state_entry *copy;
+
+    m->shared = false;
+    if (atomic_load_explicit(&table_header(m->slots)->refs, memory_order_acquire) == 1)
+        return;
+    copy = table_new(m->mask + 1);
+    memcpy(copy, m->slots, (m->mask + 1) * sizeof *copy);
+    for (size_t i = 0; i <= m->mask; i++) {
+        struct state_entry *e = &copy[i];
+
+        if (e->used && !e->inline_) {
+            uint8_t *heap = xmalloc(e->key_len + e->value_len);
+
+            memcpy(heap, e->u.heap, e->key_len + e->value_len);
+            e->u.heap = heap;
+        }
+    }
+    table_unref(m->slots, m->mask);
+    m->slots = copy;
+}
+
+static inline void
+state_map_own(struct state_map *m)
+{
+    if (m->shared)
+        state_map_unshare(m);
 }
 
 /* The home slot. Key groups are hash % max parallelism, so all keys of one
@@ -58,6 +141,13 @@ state_map_get(struct state_map *m, uint64_t hash, const void *key, size_t key_le
     }
 }
 
+struct state_entry *
+state_map_get_mut(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
+{
+    state_map_own(m);
+    return state_map_get(m, hash, key, key_len);
+}
+
 static void
 state_map_grow(struct state_map *m)
 {
@@ -65,7 +155,7 @@ state_map_grow(struct state_map *m)
     size_t cap = old_cap ? old_cap * 2 : 8;
     struct state_entry *old = m->slots;
 
-    m->slots = xaligned_calloc(64, cap, sizeof *m->slots);
+    m->slots = table_new(cap);
     m->mask = cap - 1;
     for (size_t j = 0; j < old_cap; j++) {
         size_t i;
@@ -76,7 +166,8 @@ state_map_grow(struct state_map *m)
             ;
         m->slots[i] = old[j];
     }
-    free(old);
+    if (old != NULL)
+        free(table_header(old)); /* the entries moved: not table_unref */
 }
 
 /* Makes room for key_len + value_len bytes in e, keeping the key and as
@@ -113,6 +204,7 @@ state_map_put(struct state_map *m, uint64_t hash, const void *key, size_t key_le
     struct state_entry *e;
     size_t i;
 
+    state_map_own(m);
     /* Load at most 3/4. */
     if (m->slots == NULL || (m->count + 1) * 4 > (m->mask + 1) * 3)
         state_map_grow(m);
@@ -145,10 +237,11 @@ state_map_put(struct state_map *m, uint64_t hash, const void *key, size_t key_le
 int
 state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
 {
-    struct state_entry *e = state_map_get(m, hash, key, key_len);
+    struct state_entry *e;
     size_t i, j;
 
-    if (e == NULL)
+    state_map_own(m);
+    if ((e = state_map_get(m, hash, key, key_len)) == NULL)
         return 0;
     if (!e->inline_)
         free(e->u.heap);

@@ -2,10 +2,17 @@
  * Flink's heap backend keeps a map per key group so that state moves between
  * subtasks by whole key groups. Open addressing with linear probing over the
  * keys' 64-bit hashes, which the caller computes once per record. Owned by
- * one task thread. */
+ * one task thread.
+ *
+ * Snapshots are copy-on-write (Flink's CopyOnWriteStateMap, per map): a
+ * freeze hands out a view of the current table, which from then on is
+ * shared; the first change after it copies the table (only this key group's),
+ * so the synchronous part of a checkpoint costs O(maps), not O(state). The
+ * view is read and released on any thread (the snapshot writer). */
 #ifndef SPATE_STATE_STATE_MAP_H
 #define SPATE_STATE_STATE_MAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,9 +36,16 @@ struct state_entry {
 _Static_assert(sizeof(struct state_entry) == 64, "a state entry is one cache line");
 
 struct state_map {
-    struct state_entry *slots;
-    size_t mask; /* capacity - 1; capacity a power of two, or 0 */
+    struct state_entry *slots; /* after a one-line header with the table's references */
+    size_t mask;               /* capacity - 1; capacity a power of two, or 0 */
     size_t count;
+    bool shared; /* a view may still read slots: copy before any change */
+};
+
+/* A frozen table: what a snapshot writes. */
+struct state_map_view {
+    struct state_entry *slots; /* NULL: empty */
+    size_t mask, count;
 };
 
 /* The key's bytes, then the value's. */
@@ -51,15 +65,24 @@ state_entry_value(const struct state_entry *e)
 void state_map_init(struct state_map *m);
 void state_map_release(struct state_map *m);
 
-/* The entry for key, or NULL. */
+/* The entry for key, or NULL: for reading only. */
 struct state_entry *state_map_get(struct state_map *m, uint64_t hash, const void *key,
                                   size_t key_len);
+/* The same, for changing its value bytes in place (copies a shared table). */
+struct state_entry *state_map_get_mut(struct state_map *m, uint64_t hash, const void *key,
+                                      size_t key_len);
 /* Sets key's value (copying both; a NULL value leaves value_len bytes for the
  * caller to fill); returns the entry, valid until the next put or remove. */
 struct state_entry *state_map_put(struct state_map *m, uint64_t hash, const void *key,
                                   size_t key_len, const void *value, size_t value_len);
 /* Removes key; 1 if it was there. */
 int state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key_len);
+
+/* Freezes the current table into v (task thread); the map copies it on its
+ * next change. Release every view. */
+void state_map_freeze(struct state_map *m, struct state_map_view *v);
+/* Any thread. */
+void state_map_view_release(struct state_map_view *v);
 
 /* Visits every entry (order unspecified); stop when fn returns non-zero. */
 int state_map_foreach(struct state_map *m, int (*fn)(struct state_entry *e, void *data),

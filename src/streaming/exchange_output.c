@@ -37,6 +37,8 @@ exchange_collect(struct output *self, const void *rec, const struct record_meta 
     struct record_meta m = *meta;
     int channel;
 
+    if (x->records_out != NULL)
+        metric_counter_add(x->records_out, 1);
     switch (x->partitioner) {
     case SHIP_HASH: {
         spate_bytes key =

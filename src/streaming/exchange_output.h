@@ -7,6 +7,7 @@
 #ifndef SPATE_STREAMING_EXCHANGE_OUTPUT_H
 #define SPATE_STREAMING_EXCHANGE_OUTPUT_H
 
+#include "metrics/metrics.h"
 #include "streaming/job_graph.h"
 #include "streaming/operator.h"
 
@@ -42,6 +43,9 @@ struct exchange_output {
     spate_error error; /* the first write failure (code 0: none), seen by the task */
     int64_t last_watermark;
     bool idle;
+    /* The task's numRecordsOut (NULL: none): one per record collected,
+     * whatever the number of channels it goes to. */
+    struct metric_counter *records_out;
 };
 
 /* Channels are the producer's subpartitions, one per consumer it feeds:

@@ -180,14 +180,14 @@ ttl_cleanup_step(struct keyed_backend *b)
 
 /* Stores payload (len bytes) as the current key's value of st; e is the
  * key's entry when the caller found one (written in place when the size
- * stays: one lookup per update). */
+ * stays: one lookup per update; not while a snapshot shares the map). */
 static struct state_entry *
 state_store(struct spate_state *st, struct state_map *map, struct state_entry *e, uint64_t hash,
             const uint8_t *key, size_t key_len, const uint8_t *payload, size_t len)
 {
     size_t hdr = st->ttl_ms ? TTL_HEADER : 0;
 
-    if (e == NULL || e->value_len != hdr + len)
+    if (e == NULL || e->value_len != hdr + len || map->shared)
         e = state_map_put(map, hash, key, key_len, NULL, hdr + len);
 
     if (hdr) {
@@ -867,4 +867,129 @@ spate_timer_delete_processing_time(spate_ctx *ctx, int64_t timestamp)
 {
     if (ctx->op->backend != NULL)
         keyed_backend_delete_timer(ctx->op->backend, false, timestamp);
+}
+
+/* ---- checkpoints ---- */
+
+static void
+bb_put(struct byte_buf *b, const void *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        b->cap = (b->len + n) * 2 + 64;
+        b->data = xrealloc(b->data, b->cap);
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+/* One live timer: u8 event time, i64 timestamp, u64 key hash, u32 key
+ * length, u32 namespace length, key and namespace bytes. */
+static void
+snapshot_timers(struct keyed_backend *b, const struct timer_heap *h,
+                struct keyed_backend_snapshot *s)
+{
+    for (size_t i = 0; i < h->count; i++) {
+        const struct timer *t = h->items[i];
+        struct state_map *set = keyed_state_map(&b->timer_sets, t->key_hash);
+        uint32_t kg = (uint32_t)(set - b->timer_sets.maps) + s->kg_start;
+        struct byte_buf *out = &s->timers[kg - s->kg_start];
+        uint64_t hash;
+        size_t n = timer_identity(b, t->event_time, t->timestamp, t->data, t->key_len,
+                                  t->data + t->key_len, t->ns_len, &hash, t->key_hash);
+        uint8_t et = t->event_time;
+        uint32_t count;
+
+        if (state_map_get(set, hash, b->buf, n) == NULL)
+            continue; /* deleted: only its heap entry is left */
+        bb_put(out, &et, 1);
+        bb_put(out, &t->timestamp, 8);
+        bb_put(out, &t->key_hash, 8);
+        bb_put(out, &t->key_len, 4);
+        bb_put(out, &t->ns_len, 4);
+        bb_put(out, t->data, t->key_len + t->ns_len);
+        memcpy(&count, out->data, 4);
+        count++;
+        memcpy(out->data, &count, 4);
+    }
+}
+
+void
+keyed_backend_snapshot(struct keyed_backend *b, struct keyed_backend_snapshot *s)
+{
+    uint32_t nkg = b->timer_sets.range.end - b->timer_sets.range.start + 1;
+    uint32_t zero = 0;
+
+    s->kg_start = b->timer_sets.range.start;
+    s->kg_end = b->timer_sets.range.end;
+    s->nstates = b->nstates;
+    s->decls = xcalloc((size_t)b->nstates + 1, sizeof *s->decls);
+    s->views = xcalloc((size_t)b->nstates * nkg + 1, sizeof *s->views);
+    s->timers = xcalloc(nkg, sizeof *s->timers);
+    for (int i = 0; i < b->nstates; i++) {
+        s->decls[i] = b->states[i].decl;
+        for (uint32_t k = 0; k < nkg; k++)
+            state_map_freeze(&b->states[i].maps.maps[k], &s->views[(size_t)i * nkg + k]);
+    }
+    for (uint32_t k = 0; k < nkg; k++)
+        bb_put(&s->timers[k], &zero, 4);
+    snapshot_timers(b, &b->event, s);
+    snapshot_timers(b, &b->processing, s);
+}
+
+void
+keyed_backend_snapshot_release(struct keyed_backend_snapshot *s)
+{
+    uint32_t nkg = s->kg_end - s->kg_start + 1;
+
+    for (size_t i = 0; s->views != NULL && i < (size_t)s->nstates * nkg; i++)
+        state_map_view_release(&s->views[i]);
+    for (uint32_t k = 0; s->timers != NULL && k < nkg; k++)
+        free(s->timers[k].data);
+    free(s->views);
+    free(s->timers);
+    free(s->decls);
+    memset(s, 0, sizeof *s);
+}
+
+void
+keyed_backend_restore_entry(struct keyed_backend *b, int i, uint64_t hash, const void *key,
+                            size_t key_len, const void *value, size_t value_len)
+{
+    /* The hash's low bits are the key's key group (composite_hash keeps them). */
+    state_map_put(keyed_state_map(&b->states[i].maps, hash), hash, key, key_len, value, value_len);
+}
+
+int
+keyed_backend_restore_timers(struct keyed_backend *b, const uint8_t *p, size_t len)
+{
+    const uint8_t *end = p + len;
+    uint32_t count;
+
+    if (len < 4)
+        return -1;
+    memcpy(&count, p, 4);
+    p += 4;
+    for (uint32_t i = 0; i < count; i++) {
+        uint8_t et;
+        int64_t ts;
+        uint64_t key_hash;
+        uint32_t klen, nslen;
+
+        if (end - p < 25)
+            return -1;
+        et = p[0];
+        memcpy(&ts, p + 1, 8);
+        memcpy(&key_hash, p + 9, 8);
+        memcpy(&klen, p + 17, 4);
+        memcpy(&nslen, p + 21, 4);
+        p += 25;
+        if ((size_t)(end - p) < (size_t)klen + nslen || et > 1)
+            return -1;
+        keyed_backend_set_key(b->op, (spate_bytes){ p, klen }, key_hash, nslen ? p + klen : NULL,
+                              nslen);
+        keyed_backend_register_timer(b, et == 1, ts);
+        p += klen + nslen;
+    }
+    keyed_backend_set_key(b->op, (spate_bytes){ "", 0 }, 0, NULL, 0);
+    return p == end ? 0 : -1;
 }

@@ -87,6 +87,35 @@ void keyed_backend_on_processing_time(struct keyed_backend *b, uint64_t now,
                                       void (*fire)(struct stream_operator *op,
                                                    const struct timer *t));
 
+/* ---- checkpoints (state_snapshot.c writes and reads the files) ---- */
+
+/* Serialized bytes, growing. */
+struct byte_buf {
+    uint8_t *data;
+    size_t len, cap;
+};
+
+/* The synchronous part of a snapshot of the backend: every state map frozen
+ * (copy-on-write), the live timers serialized per key group. Readable on
+ * any thread until released. */
+struct keyed_backend_snapshot {
+    uint32_t kg_start, kg_end;
+    int nstates;
+    const struct state_decl **decls;
+    struct state_map_view *views; /* [state * nkg + (kg - kg_start)] */
+    struct byte_buf *timers;      /* [kg - kg_start]: u32 count, then the timers */
+};
+
+void keyed_backend_snapshot(struct keyed_backend *b, struct keyed_backend_snapshot *s);
+void keyed_backend_snapshot_release(struct keyed_backend_snapshot *s);
+
+/* Restore: one stored entry of state i, as it was written (hash and bytes). */
+void keyed_backend_restore_entry(struct keyed_backend *b, int i, uint64_t hash, const void *key,
+                                 size_t key_len, const void *value, size_t value_len);
+/* Restore: the serialized timers of one key group (keyed_backend_snapshot's
+ * form); -1 when they are malformed. */
+int keyed_backend_restore_timers(struct keyed_backend *b, const uint8_t *bytes, size_t len);
+
 /* The state named name (NULL when not declared). */
 struct spate_state *keyed_backend_state(struct keyed_backend *b, const char *name);
 

@@ -44,6 +44,7 @@ struct scratch {
 };
 
 struct accumulators;
+struct byte_buf;
 struct keyed_backend;
 struct stream_operator;
 
@@ -85,6 +86,8 @@ struct task_info {
     int (*next_split)(void *data, int operator_index, char **path, uint64_t *start,
                       uint64_t *length, spate_error *err);
     void *split_data;
+    /* The job takes checkpoints: sinks commit by two-phase commit. */
+    bool checkpointing;
 };
 
 enum source_status {
@@ -109,6 +112,14 @@ struct operator_vtable {
     void (*process_watermark)(struct stream_operator *op, int64_t watermark);
     /* op->next_processing_ns passed (timers, periodic watermarks). */
     void (*on_processing_time)(struct stream_operator *op, uint64_t now_ns);
+    /* Checkpoints: the state the operator keeps itself (a source's
+     * position, a sink's pending transactions), appended to out as one
+     * opaque element; restore_state gets it back (NULL: keeps none). */
+    void (*snapshot_state)(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *out);
+    int (*restore_state)(struct stream_operator *op, const uint8_t *bytes, size_t len,
+                         spate_error *err);
+    /* Checkpoint checkpoint_id is complete (two-phase commit sinks commit). */
+    void (*checkpoint_complete)(struct stream_operator *op, int64_t checkpoint_id);
 };
 
 /* Where an operator's side output `tag` goes. */
@@ -179,6 +190,9 @@ operator_emit(struct stream_operator *op, const void *rec, const struct record_m
     op->records_out++;
     op->out->collect(op->out, rec, meta);
 }
+
+/* The text file sink of a job that takes checkpoints (file_sink.c). */
+extern const struct operator_vtable file_sink_exactly_once_vtable;
 
 /* Advances op's event time: its process_watermark, or passes it on. */
 void operator_process_watermark(struct stream_operator *op, int64_t watermark);

@@ -358,7 +358,8 @@ sum_process(struct stream_operator *op, const void *rec, const struct record_met
 
     op->ctx.meta = *meta;
     map = keyed_lookup(op, k, rec, meta, &hash);
-    e = state_map_get(map, hash, op->ctx.key.data, op->ctx.key.len);
+    /* Changed in place below: a map a snapshot still reads is copied first. */
+    e = state_map_get_mut(map, hash, op->ctx.key.data, op->ctx.key.len);
     if (e == NULL) {
         /* The stored value: the offset of the sum in the serialized record,
          * then the record. Only those 8 bytes change from now on. */
@@ -549,6 +550,37 @@ collection_poll(struct stream_operator *op, int budget, spate_error *err)
     return c->at < c->end ? SOURCE_MORE : SOURCE_END;
 }
 
+/* Checkpoints: u64 records seen, u64 byte offset. */
+static void
+collection_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *out)
+{
+    struct collection_impl *c = op->impl;
+    uint64_t off = (uint64_t)(c->at - op->config->records);
+
+    UNUSED(checkpoint_id);
+    out->data = xrealloc(out->data, 16);
+    out->cap = 16;
+    memcpy(out->data, &c->index, 8);
+    memcpy(out->data + 8, &off, 8);
+    out->len = 16;
+}
+
+static int
+collection_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, spate_error *err)
+{
+    struct collection_impl *c = op->impl;
+    uint64_t off;
+
+    if (len != 16)
+        return spate_error_set(err, SPATE_EPROTO, "malformed collection source state");
+    memcpy(&c->index, bytes, 8);
+    memcpy(&off, bytes + 8, 8);
+    if (off > op->config->records_len)
+        return spate_error_set(err, SPATE_EPROTO, "collection source state past its end");
+    c->at = op->config->records + off;
+    return 0;
+}
+
 static void
 generic_free_close(struct stream_operator *op)
 {
@@ -611,6 +643,39 @@ generator_poll(struct stream_operator *op, int budget, spate_error *err)
     return (count != 0 && g->next >= count) ? SOURCE_END : SOURCE_MORE;
 }
 
+/* Checkpoints: u64 next index, u64 emitted. */
+static void
+generator_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *out)
+{
+    struct generator_impl *g = op->impl;
+
+    UNUSED(checkpoint_id);
+    out->data = xrealloc(out->data, 16);
+    out->cap = 16;
+    memcpy(out->data, &g->next, 8);
+    memcpy(out->data + 8, &g->emitted, 8);
+    out->len = 16;
+}
+
+static int
+generator_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, spate_error *err)
+{
+    struct generator_impl *g = op->impl;
+
+    if (len != 16)
+        return spate_error_set(err, SPATE_EPROTO, "malformed generator source state");
+    memcpy(&g->next, bytes, 8);
+    memcpy(&g->emitted, bytes + 8, 8);
+    if ((g->next - (uint64_t)op->ctx.subtask) % (uint64_t)op->ctx.parallelism != 0)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "generator source state of another parallelism (rescaling "
+                               "a generator is not supported yet)");
+    /* The rate continues from here, as if the emitted records took their time. */
+    if (g->rate > 0)
+        g->start_ns = clock_mono_ns() - (uint64_t)((double)g->emitted / g->rate * 1e9);
+    return 0;
+}
+
 static void
 generator_close(struct stream_operator *op)
 {
@@ -633,6 +698,7 @@ struct lines_impl {
     uint64_t pos;       /* absolute offset of buf[0] */
     bool in_split;
     bool skip_first;
+    char *path; /* the split's file */
 };
 
 /* Emits complete lines in buf (up to budget); returns how many it emitted. */
@@ -720,6 +786,7 @@ lines_close(struct stream_operator *op)
     if (l->fd >= 0)
         close(l->fd);
     free(l->buf);
+    free(l->path);
     free(l);
     op->impl = NULL;
 }
@@ -821,8 +888,61 @@ file_next_split(struct stream_operator *op, struct lines_impl *l, spate_error *e
         free(path);
         return rc;
     }
-    free(path);
+    free(l->path);
+    l->path = path;
     l->split_end = start + length - 1;
+    l->len = 0;
+    l->eof = false;
+    l->in_split = true;
+    return 0;
+}
+
+/* Checkpoints: the split in progress and where its next line starts (the
+ * bytes read but not yet emitted are read again). u8 in split; then u64
+ * position, u64 split end, u8 skip first, u32 path length, path. */
+static void
+file_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *out)
+{
+    struct lines_impl *l = op->impl;
+    uint32_t plen = l->in_split && l->path ? (uint32_t)strlen(l->path) : 0;
+    size_t n = l->in_split ? 1 + 8 + 8 + 1 + 4 + plen : 1;
+
+    UNUSED(checkpoint_id);
+    out->data = xrealloc(out->data, n);
+    out->cap = n;
+    out->data[0] = l->in_split;
+    if (l->in_split) {
+        memcpy(out->data + 1, &l->pos, 8);
+        memcpy(out->data + 9, &l->split_end, 8);
+        out->data[17] = l->skip_first;
+        memcpy(out->data + 18, &plen, 4);
+        memcpy(out->data + 22, l->path, plen);
+    }
+    out->len = n;
+}
+
+static int
+file_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, spate_error *err)
+{
+    struct lines_impl *l = op->impl;
+    uint32_t plen;
+    int rc;
+
+    if (len == 1 && bytes[0] == 0)
+        return 0; /* between splits: the JobMaster's assigner has the rest */
+    if (len < 22 || bytes[0] != 1 || (memcpy(&plen, bytes + 18, 4), len != 22 + (size_t)plen))
+        return spate_error_set(err, SPATE_EPROTO, "malformed file source state");
+    memcpy(&l->pos, bytes + 1, 8);
+    memcpy(&l->split_end, bytes + 9, 8);
+    l->skip_first = bytes[17] != 0;
+    free(l->path);
+    l->path = xstrndup((const char *)bytes + 22, plen);
+    if ((l->fd = open(l->path, O_RDONLY | O_CLOEXEC)) < 0 ||
+        lseek(l->fd, (off_t)l->pos, SEEK_SET) < 0) {
+        rc = spate_error_set(err, -errno, "cannot reopen input file '%s' at %llu: %s", l->path,
+                             (unsigned long long)l->pos, spate_strerror(-errno));
+        return rc;
+    }
     l->len = 0;
     l->eof = false;
     l->in_split = true;
@@ -986,12 +1106,20 @@ nothing_open(struct stream_operator *op, spate_error *err)
 static const struct operator_vtable vtables[] = {
     [OP_SOURCE_COLLECTION] = { .open = collection_open,
                                .close = generic_free_close,
-                               .poll = collection_poll },
+                               .poll = collection_poll,
+                               .snapshot_state = collection_snapshot,
+                               .restore_state = collection_restore },
     [OP_SOURCE_GENERATOR] = { .open = generator_open,
                               .close = generator_close,
-                              .poll = generator_poll },
+                              .poll = generator_poll,
+                              .snapshot_state = generator_snapshot,
+                              .restore_state = generator_restore },
     [OP_SOURCE_SOCKET] = { .open = socket_open, .close = lines_close, .poll = socket_poll },
-    [OP_SOURCE_FILE] = { .open = file_open, .close = lines_close, .poll = file_poll },
+    [OP_SOURCE_FILE] = { .open = file_open,
+                         .close = lines_close,
+                         .poll = file_poll,
+                         .snapshot_state = file_snapshot,
+                         .restore_state = file_restore },
     [OP_MAP] = { .open = map_open, .process = map_process, .close = map_close },
     [OP_FILTER] = { .open = nothing_open, .process = filter_process, .close = nothing_close },
     [OP_FLAT_MAP] = { .open = nothing_open, .process = flat_map_process, .close = nothing_close },
@@ -1053,6 +1181,8 @@ operator_new(const struct spate_stream *config, int index, const struct task_inf
         return spate_error_set(err, SPATE_EINVAL, "operator kind %d cannot run", config->kind);
     op = xcalloc(1, sizeof *op);
     op->vt = config->kind == OP_WINDOW ? &window_operator_vtable : &vtables[config->kind];
+    if (config->kind == OP_SINK_FILE && task->checkpointing)
+        op->vt = &file_sink_exactly_once_vtable;
     op->config = config;
     op->index = index;
     op->task = task;

@@ -76,3 +76,33 @@ element_read(const uint8_t *bytes, size_t len, struct element *e)
     }
     return -1;
 }
+
+size_t
+barrier_encode(const struct barrier *b, uint8_t *out, size_t cap)
+{
+    size_t n = 24 + b->location_len;
+
+    if (cap < n)
+        return n;
+    memcpy(out, &b->checkpoint_id, 8);
+    memcpy(out + 8, &b->timestamp, 8);
+    memcpy(out + 16, &b->type, 4);
+    memcpy(out + 20, &b->location_len, 4);
+    memcpy(out + 24, b->location, b->location_len);
+    return n;
+}
+
+int
+barrier_decode(const uint8_t *bytes, size_t len, struct barrier *b)
+{
+    if (len < 24)
+        return -1;
+    memcpy(&b->checkpoint_id, bytes, 8);
+    memcpy(&b->timestamp, bytes + 8, 8);
+    memcpy(&b->type, bytes + 16, 4);
+    memcpy(&b->location_len, bytes + 20, 4);
+    if (len - 24 != b->location_len || b->checkpoint_id <= 0)
+        return -1;
+    b->location = (const char *)bytes + 24;
+    return 0;
+}

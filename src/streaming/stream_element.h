@@ -50,4 +50,23 @@ struct element {
 /* Parses one element; -1 when malformed. */
 int element_read(const uint8_t *bytes, size_t len, struct element *e);
 
+/* A checkpoint barrier (Flink's CheckpointBarrier): a network event of its
+ * own (in order with the records of its channel), payload i64 checkpoint
+ * id, i64 timestamp, i32 type (checkpoint.proto's CheckpointType), u32
+ * length and bytes of the folder the state goes to. */
+#define NET_EVENT_CHECKPOINT_BARRIER 16u
+
+struct barrier {
+    int64_t checkpoint_id;
+    int64_t timestamp;
+    int32_t type;
+    const char *location; /* not NUL-terminated */
+    uint32_t location_len;
+};
+
+/* The payload's size, written into out when it has room. */
+size_t barrier_encode(const struct barrier *b, uint8_t *out, size_t cap);
+/* -1 when malformed; b->location points into bytes. */
+int barrier_decode(const uint8_t *bytes, size_t len, struct barrier *b);
+
 #endif

@@ -16,40 +16,12 @@
 #include "streaming/operator_chain.h"
 #include "streaming/stream_element.h"
 #include "streaming/stream_task.h"
+#include "streaming/stream_task_int.h"
 #include "streaming/types.h"
 
 /* Records (or source polls) between looks at the clock, the mailbox and the
  * flush deadlines. */
 #define TASK_BATCH 256
-
-/* Flink's StatusWatermarkValve for one input gate: the gate's watermark is
- * the minimum over its channels that are not idle. */
-struct valve {
-    int64_t *channel_watermark;
-    bool *channel_idle;
-    uint32_t nchannels;
-    int64_t watermark; /* the gate's, last computed */
-    bool idle;         /* every channel idle */
-};
-
-struct stream_task {
-    const struct stream_task_params *p;
-    const struct jg_vertex *v;
-    struct result_partition **partitions;
-    struct record_writer **writers;
-    struct exchange_output *xouts;
-    struct output **outs;
-    struct input_gate **gates;
-    struct record_reader **readers;
-    bool *gate_ended;
-    int gates_ended;
-    struct valve *valves;
-    int64_t watermark; /* handed to the head: the minimum over active gates */
-    bool idle;
-    struct operator_chain *chain;
-    void *in_rec;  /* the head's input record, deserialized */
-    void *in_rec2; /* a two-input head's second input record */
-};
 
 /* ---- the record writer under an exchange ---- */
 
@@ -101,6 +73,8 @@ task_open_outputs(struct stream_task *t, spate_error *err)
         exchange_output_init(&t->xouts[o], e, src->node->out_type, (int)d->nsubpartitions,
                              target->max_parallelism, p->info.subtask, &writer_ops, t->writers[o],
                              NULL);
+        if (p->metrics != NULL)
+            t->xouts[o].records_out = &p->metrics->num_records_out;
         t->outs[o] = &t->xouts[o].base;
     }
     return 0;
@@ -155,6 +129,8 @@ task_close(struct stream_task *t, const spate_error *cause)
 {
     const struct stream_task_params *p = t->p;
 
+    /* Snapshots being written still read the chain's frozen state. */
+    task_checkpoints_close(t);
     operator_chain_free(t->chain);
     t->chain = NULL;
     for (int g = 0; t->gates != NULL && g < p->ngates; g++) {
@@ -234,12 +210,29 @@ task_processing_time(struct stream_task *t, uint64_t now)
     }
 }
 
+/* currentOutputWatermark: the least watermark the outputs have sent. */
+static void
+task_publish_output_watermark(struct stream_task *t)
+{
+    int64_t min = INT64_MAX;
+
+    if (t->p->metrics == NULL || t->v->noutputs == 0)
+        return;
+    for (int o = 0; o < t->v->noutputs; o++)
+        min = MIN(min, t->xouts[o].last_watermark);
+    if (min != t->output_watermark) {
+        t->output_watermark = min;
+        metric_gauge_set(&t->p->metrics->output_watermark, min);
+    }
+}
+
 static int
 task_flush_due(struct stream_task *t, uint64_t now, spate_error *err)
 {
     int rc;
 
     task_processing_time(t, now);
+    task_publish_output_watermark(t);
     for (int o = 0; o < t->v->noutputs; o++)
         if ((rc = record_writer_flush_due(t->writers[o], now, err)) != 0)
             return rc;
@@ -285,6 +278,8 @@ task_run_source(struct stream_task *t, spate_error *err)
 
         if (notifier_is_cancelled(t->p->notifier))
             return SPATE_ECANCELED;
+        if (task_has_mail(t) && (rc = task_run_mails(t, err)) != 0)
+            return rc;
         st = head->vt->poll(head, TASK_BATCH, err);
         if (err->code != 0)
             return err->code;
@@ -342,6 +337,8 @@ task_update_watermark(struct stream_task *t, int g)
     }
     if (!task_idle && task_min > t->watermark) {
         t->watermark = task_min;
+        if (t->p->metrics != NULL)
+            metric_gauge_set(&t->p->metrics->input_watermark, task_min);
         operator_process_watermark(head, task_min);
     }
 }
@@ -372,6 +369,8 @@ task_process_element(struct stream_task *t, int g, const struct record_view *vie
         task_update_watermark(t, g);
         return 0;
     }
+    if (t->p->metrics != NULL)
+        metric_counter_add(&t->p->metrics->num_records_in, 1);
     if (t->p->graph->edges[t->p->gates[g].edge].input_index == 1) {
         if (types_deserialize(head->config->in_type2, el.body, el.body_len, t->in_rec2) != 0)
             goto corrupt;
@@ -402,6 +401,8 @@ task_run_input(struct stream_task *t, spate_error *err)
 
         if (notifier_is_cancelled(p->notifier))
             return SPATE_ECANCELED;
+        if (task_has_mail(t) && (rc = task_run_mails(t, err)) != 0)
+            return rc;
         for (int g = 0; g < p->ngates; g++) {
             if (t->gate_ended[g])
                 continue;
@@ -414,10 +415,15 @@ task_run_input(struct stream_task *t, spate_error *err)
                         return rc;
                     processed++;
                 } else if (rc == RECORD_READER_EVENT) {
-                    processed++; /* checkpoint barriers arrive with checkpoints */
+                    if (view.event_type == NET_EVENT_CHECKPOINT_BARRIER &&
+                        (rc = task_on_barrier(t, g, view.channel, view.data, view.len, err)) != 0)
+                        return rc;
+                    processed++;
                 } else if (rc == RECORD_READER_END) {
                     t->gate_ended[g] = true;
                     t->gates_ended++;
+                    if ((rc = task_check_alignment(t, err)) != 0)
+                        return rc;
                     break;
                 } else if (rc == RECORD_READER_NONE) {
                     break;
@@ -482,13 +488,16 @@ stream_task_run(const struct stream_task_params *p, spate_error *err)
     struct stream_task t = { .p = p, .v = &p->graph->vertices[p->vertex] };
     int rc;
 
+    t.output_watermark = INT64_MIN;
+    if (p->metrics != NULL)
+        p->metrics->task_counts_records = true; /* elements other than records pass too */
     if ((rc = task_open_outputs(&t, err)) != 0)
         goto out;
     if ((rc = operator_chain_new(p->graph, p->vertex, &p->info, t.outs, &t.chain, err)) != 0)
         goto out;
     for (int o = 0; o < t.v->noutputs; o++)
         t.xouts[o].ctx = &t.chain->ops[p->graph->edges[t.v->outputs[o]].source_operator]->ctx;
-    if ((rc = task_open_inputs(&t, err)) != 0)
+    if ((rc = task_open_inputs(&t, err)) != 0 || (rc = task_checkpoints_open(&t, err)) != 0)
         goto out;
     if (p->on_running != NULL)
         p->on_running(p->data);

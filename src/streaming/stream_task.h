@@ -3,21 +3,56 @@
  * partitions and input gates, then runs the mailbox loop: the default action
  * processes input (or polls the source); the only blocking point is the wait
  * on the task's notifier, bounded by the next flush or source deadline, so a
- * cancel wakes it at once. Mails (checkpoint triggers, timers) arrive with the
- * checkpoint and streaming issues. The caller (the TaskManager's Task) owns
- * the thread, the notifier and the network environment. */
+ * cancel wakes it at once. Mails from other threads (checkpoint triggers and
+ * notifications) are run between batches of records. The caller (the
+ * TaskManager's Task) owns the thread, the notifier, the mailbox and the
+ * network environment. */
 #ifndef SPATE_STREAMING_STREAM_TASK_H
 #define SPATE_STREAMING_STREAM_TASK_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "core/notifier.h"
+#include "proto/checkpoint.pb-c.h"
 #include "metrics/task_metrics.h"
 #include "network/net_env.h"
 #include "network/partition_id.h"
 #include "streaming/job_graph.h"
 #include "streaming/operator.h"
+
+/* Mails to a running task (Flink's mailbox), from any thread: a checkpoint
+ * trigger (sources), a checkpoint's completion or abort. */
+enum task_mail_kind {
+    TASK_MAIL_TRIGGER,
+    TASK_MAIL_COMPLETE,
+    TASK_MAIL_ABORTED,
+};
+
+struct task_mail {
+    struct task_mail *next;
+    enum task_mail_kind kind;
+    int64_t checkpoint_id;
+    int64_t timestamp;
+    int type;       /* checkpoint.proto's CheckpointType */
+    char *location; /* trigger: the checkpoint's folder */
+};
+
+struct task_mailbox {
+    pthread_mutex_t lock;
+    struct task_mail *head, *tail;
+    _Atomic bool pending; /* read per batch of records, without the lock */
+    struct notifier *notifier;
+};
+
+void task_mailbox_init(struct task_mailbox *mb, struct notifier *notifier);
+/* Frees the mails never run. */
+void task_mailbox_release(struct task_mailbox *mb);
+/* Any thread: queues a mail (location copied) and wakes the task. */
+void task_mailbox_post(struct task_mailbox *mb, enum task_mail_kind kind, int64_t checkpoint_id,
+                       int64_t timestamp, int type, const char *location);
 
 /* Where one input channel reads from: a producer subpartition, in this
  * TaskManager (local) or at a data address. */
@@ -55,6 +90,14 @@ struct stream_task_params {
     int ngates;
     int64_t buffer_timeout_ms;       /* execution.buffer-timeout */
     struct task_io_metrics *metrics; /* may be NULL */
+    /* Checkpoints (all may be NULL/false when the job takes none). */
+    struct task_mailbox *mailbox;
+    bool exactly_once;                      /* align barriers (else at least once: count them) */
+    const Checkpoint__TaskRestore *restore; /* the state to start from */
+    /* A snapshot is durable (the snapshot thread; ack is freed after the
+     * call) or cannot be taken (any of the task's threads). */
+    void (*checkpoint_ack)(void *data, Checkpoint__AcknowledgeCheckpoint *ack);
+    void (*checkpoint_decline)(void *data, int64_t checkpoint_id, const char *reason);
     /* Called once, on the task thread, when the task starts processing
      * (INITIALIZING -> RUNNING), may be NULL. */
     void (*on_running)(void *data);

@@ -16,6 +16,8 @@ struct lib_entry {
     int rc;       /* the load's outcome */
     spate_error err;
     struct job_library *lib;
+    uint8_t key[SHA256_BYTES];
+    bool have_blob; /* the BlobCache's copy is held until the library closes */
 };
 
 struct library_cache {
@@ -23,18 +25,53 @@ struct library_cache {
     pthread_cond_t loaded;
     struct lib_entry *entries;
     char *copy_dir;
+    struct blob_cache *blobs;
 };
 
 struct library_cache *
-library_cache_new(const char *copy_dir)
+library_cache_new(const char *copy_dir, const char *secret, int64_t max_blob_bytes)
 {
     struct library_cache *c = xcalloc(1, sizeof *c);
+    char *blobs;
 
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->loaded, NULL);
     c->copy_dir = xstrdup(copy_dir);
     mkdir(copy_dir, 0700);
+    blobs = xasprintf("%s/blobs", copy_dir);
+    c->blobs = blob_cache_new(blobs, secret, max_blob_bytes);
+    free(blobs);
     return c;
+}
+
+int
+library_cache_from_config(const struct config *conf, const char *name, struct library_cache **out,
+                          spate_error *err)
+{
+    const char *dir = NULL, *secret = NULL;
+    uint64_t max;
+    char *path;
+    int rc;
+
+    if (config_get_string(conf, CFG(BLOB_STORAGE_DIRECTORY), &dir, NULL) != 0 || dir == NULL)
+        if ((rc = config_get_string(conf, CFG(IO_TMP_DIRS), &dir, err)) != 0)
+            return rc;
+    if ((rc = config_get_memory_bytes(conf, CFG(BLOB_MAX_SIZE), &max, err)) != 0)
+        return rc;
+    config_get_string(conf, CFG(SECURITY_RPC_SECRET), &secret, NULL);
+    path = xasprintf("%s/spate-libraries-%s", dir, name);
+    *out = library_cache_new(path, secret, (int64_t)max);
+    free(path);
+    return 0;
+}
+
+static void
+lib_entry_close(struct library_cache *c, struct lib_entry *e)
+{
+    job_library_close(e->lib);
+    if (e->have_blob)
+        blob_cache_release(c->blobs, e->key);
+    free(e);
 }
 
 void
@@ -46,9 +83,9 @@ library_cache_free(struct library_cache *c)
         struct lib_entry *e = c->entries;
 
         c->entries = e->next;
-        job_library_close(e->lib);
-        free(e);
+        lib_entry_close(c, e);
     }
+    blob_cache_free(c->blobs);
     pthread_cond_destroy(&c->loaded);
     pthread_mutex_destroy(&c->lock);
     rmdir(c->copy_dir); /* empty once every copy is closed */
@@ -66,9 +103,10 @@ find(struct library_cache *c, const spate_id *job)
 }
 
 int
-library_cache_acquire(struct library_cache *c, const spate_id *job, const char *path,
+library_cache_acquire(struct library_cache *c, const spate_id *job, const char *blob_server,
                       const uint8_t sha256[32], const struct job_library **out, spate_error *err)
 {
+    const char *path = NULL;
     struct job_library *lib = NULL;
     struct lib_entry *e;
     spate_error load_err = { 0 };
@@ -97,8 +135,20 @@ library_cache_acquire(struct library_cache *c, const spate_id *job, const char *
     c->entries = e;
     pthread_mutex_unlock(&c->lock);
 
-    /* Load outside the lock: copying and dlopen take a while. */
-    rc = job_library_open(path, c->copy_dir, sha256, &lib, &load_err);
+    /* Fetch and load outside the lock: they take a while. */
+    if (sha256 == NULL) {
+        rc = spate_error_set(&load_err, SPATE_EINVAL, "the task names no job library blob");
+    } else {
+        memcpy(e->key, sha256, SHA256_BYTES);
+        rc = blob_cache_get(c->blobs, blob_server, sha256, &path, &load_err);
+        e->have_blob = rc == 0;
+        if (rc == 0)
+            rc = job_library_open(path, c->copy_dir, sha256, &lib, &load_err);
+        if (rc != 0 && e->have_blob) {
+            blob_cache_release(c->blobs, e->key);
+            e->have_blob = false;
+        }
+    }
 
     pthread_mutex_lock(&c->lock);
     e->loading = false;
@@ -131,8 +181,6 @@ library_cache_release(struct library_cache *c, const spate_id *job)
         break;
     }
     pthread_mutex_unlock(&c->lock);
-    if (gone != NULL) {
-        job_library_close(gone->lib);
-        free(gone);
-    }
+    if (gone != NULL)
+        lib_entry_close(c, gone);
 }

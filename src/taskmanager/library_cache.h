@@ -1,25 +1,35 @@
-/* The TaskManager's job libraries (Flink's LibraryCacheManager): one private
- * copy per job, loaded RTLD_LOCAL by the first of the job's tasks to need it
- * and closed when the job's last task here has ended. Task threads acquire
- * and release; a mutex guards the table (never held while loading: a job's
- * first task loads, the others wait on the entry's condition). */
+/* The TaskManager's job libraries (Flink's LibraryCacheManager): the first
+ * of a job's tasks fetches the library from the BlobServer through the
+ * BlobCache (verified by SHA-256) and loads a private copy RTLD_LOCAL; the
+ * job's last task here closes it. Task threads acquire and release; a mutex
+ * guards the table (never held while loading: the others wait). */
 #ifndef SPATE_TASKMANAGER_LIBRARY_CACHE_H
 #define SPATE_TASKMANAGER_LIBRARY_CACHE_H
 
 #include <stdint.h>
 
+#include "blob/blob_cache.h"
+#include "core/config.h"
 #include "core/id.h"
 #include "streaming/user_code.h"
 
 struct library_cache;
 
-/* copy_dir: where per-job copies go (created if missing). */
-struct library_cache *library_cache_new(const char *copy_dir);
+/* copy_dir: where fetched blobs and per-job copies go (created if
+ * missing); secret and max_blob_bytes as for the BlobCache. */
+struct library_cache *library_cache_new(const char *copy_dir, const char *secret,
+                                        int64_t max_blob_bytes);
+/* One from the configuration: a folder "spate-libraries-<name>" in
+ * blob.storage.directory (else io.tmp.dirs), security.rpc.secret,
+ * blob.max-size. */
+int library_cache_from_config(const struct config *conf, const char *name,
+                              struct library_cache **out, spate_error *err);
 /* Every library must have been released. */
 void library_cache_free(struct library_cache *c);
 
-/* The job's library, loading path (checked against sha256) on first use. */
-int library_cache_acquire(struct library_cache *c, const spate_id *job, const char *path,
+/* The job's library: on first use, blob sha256 fetched from blob_server
+ * ("host:port") and loaded. */
+int library_cache_acquire(struct library_cache *c, const spate_id *job, const char *blob_server,
                           const uint8_t sha256[32], const struct job_library **out,
                           spate_error *err);
 void library_cache_release(struct library_cache *c, const spate_id *job);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/notifier.h"
 #include "rpc/gateways.h"
@@ -25,10 +26,14 @@ struct task {
     spate_id job_id, attempt_id;
     struct rpc_gateway *jm; /* fenced with the JobMasterId */
     struct notifier notifier;
+    struct task_mailbox mailbox; /* checkpoint triggers and notifications */
     pthread_t thread;
     _Atomic bool done;
     char name[160]; /* "<vertex> (i/n)" for logs */
     struct accumulators accumulators;
+    struct task_io_metrics io; /* registered while the StreamTask runs */
+    struct task_io_totals io_totals;
+    bool has_io_totals;
 };
 
 /* ---- reports to the JobMaster ---- */
@@ -38,6 +43,7 @@ task_report(struct task *t, const char *state, const char *failure)
 {
     Cluster__TaskExecutionState msg = CLUSTER__TASK_EXECUTION_STATE__INIT;
     Cluster__Accumulator *accs = NULL, **ptrs = NULL;
+    Cluster__IOMetrics io = CLUSTER__IOMETRICS__INIT;
     spate_error err = { 0 };
 
     msg.job_id = gw_id_bytes(&t->job_id);
@@ -55,6 +61,16 @@ task_report(struct task *t, const char *state, const char *failure)
         }
         msg.n_accumulators = t->accumulators.count;
         msg.accumulators = ptrs;
+    }
+    if (t->has_io_totals) {
+        io.records_in = t->io_totals.records_in;
+        io.records_out = t->io_totals.records_out;
+        io.bytes_in = t->io_totals.bytes_in;
+        io.bytes_out = t->io_totals.bytes_out;
+        io.idle_ms = t->io_totals.idle_ms;
+        io.back_pressured_ms = t->io_totals.back_pressured_ms;
+        io.busy_ms = t->io_totals.busy_ms;
+        msg.io = &io;
     }
     for (int i = 0; i < TASK_REPORT_TRIES; i++) {
         struct rpc_future *f = jm_update_task_execution_state(t->jm, &msg, 0);
@@ -102,6 +118,66 @@ task_next_split(void *data, int op, char **path, uint64_t *start, uint64_t *leng
     *length = s->length;
     rpc_future_unref(f);
     return 0;
+}
+
+/* ---- checkpoints ---- */
+
+/* The snapshot thread's: the subtask's state is durable. */
+static void
+task_checkpoint_ack(void *data, Checkpoint__AcknowledgeCheckpoint *ack)
+{
+    struct task *t = data;
+    spate_error err = { 0 };
+
+    ack->job_id = gw_id_bytes(&t->job_id);
+    ack->attempt_id = gw_id_bytes(&t->attempt_id);
+
+    if (jm_acknowledge_checkpoint(t->jm, ack, &err) != 0)
+        SPATE_LOG_WARN(TASK_LOG, "task %s: cannot acknowledge checkpoint %lld: %s", t->name,
+                       (long long)ack->checkpoint_id, err.message);
+}
+
+static void
+task_checkpoint_decline(void *data, int64_t checkpoint_id, const char *reason)
+{
+    struct task *t = data;
+    Checkpoint__DeclineCheckpoint msg = CHECKPOINT__DECLINE_CHECKPOINT__INIT;
+    spate_error err = { 0 };
+
+    msg.job_id = gw_id_bytes(&t->job_id);
+    msg.attempt_id = gw_id_bytes(&t->attempt_id);
+    msg.checkpoint_id = checkpoint_id;
+    msg.reason = (char *)reason;
+    if (jm_decline_checkpoint(t->jm, &msg, &err) != 0)
+        SPATE_LOG_WARN(TASK_LOG, "task %s: cannot decline checkpoint %lld: %s", t->name,
+                       (long long)checkpoint_id, err.message);
+}
+
+/* The job's checkpoint settings, from the JobGraph's protobuf. */
+static void
+task_checkpointing(const Jobgraph__TaskDeployment *d, bool *enabled, bool *exactly_once)
+{
+    Jobgraph__JobGraph *g = jobgraph__job_graph__unpack(NULL, d->job_graph.len, d->job_graph.data);
+
+    *enabled = g != NULL && g->checkpointing != NULL && g->checkpointing->interval_ms > 0;
+    *exactly_once = g == NULL || g->checkpointing == NULL ||
+                    g->checkpointing->mode == CHECKPOINT__CHECKPOINTING_MODE__EXACTLY_ONCE;
+    if (g != NULL)
+        jobgraph__job_graph__free_unpacked(g, NULL);
+}
+
+void
+task_trigger_checkpoint(struct task *t, const Checkpoint__TriggerCheckpoint *req)
+{
+    task_mailbox_post(&t->mailbox, TASK_MAIL_TRIGGER, req->checkpoint_id, req->timestamp, req->type,
+                      req->target_location);
+}
+
+void
+task_notify_checkpoint(struct task *t, int64_t checkpoint_id, bool complete)
+{
+    task_mailbox_post(&t->mailbox, complete ? TASK_MAIL_COMPLETE : TASK_MAIL_ABORTED, checkpoint_id,
+                      0, 0, NULL);
 }
 
 /* ---- the thread ---- */
@@ -156,12 +232,25 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
     }
     p->graph = jg;
     p->vertex = d->vertex;
-    p->info = (struct task_info){ d->subtask,        v->parallelism,  v->max_parallelism,
-                                  d->attempt_number, t->name,         &t->accumulators,
-                                  t->host.print_out, task_next_split, t };
+    p->info = (struct task_info){ d->subtask,
+                                  v->parallelism,
+                                  v->max_parallelism,
+                                  d->attempt_number,
+                                  t->name,
+                                  &t->accumulators,
+                                  t->host.print_out,
+                                  task_next_split,
+                                  t,
+                                  false };
+    task_checkpointing(d, &p->info.checkpointing, &p->exactly_once);
+    p->mailbox = &t->mailbox;
+    p->restore = d->restore;
+    p->checkpoint_ack = task_checkpoint_ack;
+    p->checkpoint_decline = task_checkpoint_decline;
     p->net = t->host.net;
     p->notifier = &t->notifier;
     p->buffer_timeout_ms = jg->buffer_timeout_ms;
+    p->metrics = &t->io;
     p->on_running = task_on_running;
     p->data = t;
     return 0;
@@ -174,6 +263,24 @@ task_params_release(struct stream_task_params *p)
         free(p->gates[g].channels);
     free(p->gates);
     free(p->partitions);
+}
+
+/* The task's I/O metrics, under the scope a metric dump names it by. */
+static void
+task_register_metrics(struct task *t, const struct jg_vertex *v)
+{
+    char scope[TASK_IO_SCOPE_MAX];
+    unsigned flags = 0;
+
+    if (t->host.metrics == NULL)
+        return;
+    if (v->ninputs > 0)
+        flags |= TASK_IO_INPUT_WATERMARK;
+    if (v->noutputs > 0)
+        flags |= TASK_IO_OUTPUT_WATERMARK;
+    task_io_scope_format(scope, sizeof scope, &t->job_id, &v->id, t->tdd->subtask,
+                         t->tdd->attempt_number);
+    task_io_metrics_register(&t->io, t->host.metrics, scope, flags);
 }
 
 static void *
@@ -192,7 +299,7 @@ task_main(void *arg)
     log_set_thread_name(thread_name);
     task_report(t, "INITIALIZING", NULL);
     rc = library_cache_acquire(
-        t->host.libraries, &t->job_id, t->tdd->library_path,
+        t->host.libraries, &t->job_id, t->tdd->blob_server,
         t->tdd->library_sha256.len == 32 ? t->tdd->library_sha256.data : NULL, &lib, &err);
     have_lib = rc == 0;
     if (rc == 0)
@@ -209,7 +316,11 @@ task_main(void *arg)
     }
     if (rc == 0) {
         SPATE_LOG_INFO(TASK_LOG, "task %s of job %s starts", t->name, id_str(&t->job_id).s);
+        task_register_metrics(t, &jg->vertices[t->tdd->vertex]);
         rc = stream_task_run(&p, &err);
+        task_io_metrics_totals(&t->io, clock_mono_ns(), &t->io_totals);
+        t->has_io_totals = true;
+        task_io_metrics_release(&t->io);
     }
     if (rc == 0) {
         SPATE_LOG_INFO(TASK_LOG, "task %s finished", t->name);
@@ -259,8 +370,11 @@ task_start(const struct task_host *host, const Jobgraph__TaskDeployment *tdd, st
         goto fail;
     if ((rc = notifier_init(&t->notifier, err)) != 0)
         goto fail;
+    task_mailbox_init(&t->mailbox, &t->notifier);
     accumulators_init(&t->accumulators);
+    task_io_metrics_init(&t->io);
     if ((rc = pthread_create(&t->thread, NULL, task_main, t)) != 0) {
+        task_mailbox_release(&t->mailbox);
         notifier_release(&t->notifier);
         rc = spate_error_set(err, -rc, "cannot start a task thread: %s", spate_strerror(-rc));
         goto fail;
@@ -287,6 +401,7 @@ task_free(struct task *t)
     if (t == NULL)
         return;
     pthread_join(t->thread, NULL);
+    task_mailbox_release(&t->mailbox);
     notifier_release(&t->notifier);
     accumulators_release(&t->accumulators);
     rpc_gateway_free(t->jm);

@@ -30,6 +30,8 @@ struct task_host {
     /* Task thread: the task has ended and reported; free it from elsewhere. */
     void (*on_done)(void *arg, struct task *t);
     void *arg;
+    /* Where the task's I/O metrics are registered (NULL: nowhere). */
+    struct metric_registry *metrics;
 };
 
 /* Copies the deployment descriptor and starts the task's thread. Errors: a
@@ -39,6 +41,10 @@ int task_start(const struct task_host *host, const Jobgraph__TaskDeployment *tdd
 /* Any thread: the task stops as soon as it next looks (at once when it
  * waits), and reports CANCELED. */
 void task_cancel(struct task *t);
+/* Any thread: a checkpoint to take (a source task), or one that completed
+ * or was aborted; the task runs them between records. */
+void task_trigger_checkpoint(struct task *t, const Checkpoint__TriggerCheckpoint *req);
+void task_notify_checkpoint(struct task *t, int64_t checkpoint_id, bool complete);
 /* Joins the thread (after on_done) and frees the task. */
 void task_free(struct task *t);
 

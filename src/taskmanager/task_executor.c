@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "rpc/gateways.h"
 #include "taskmanager/job_leader_service.h"
 #include "taskmanager/job_table.h"
+#include "taskmanager/metric_query.h"
 #include "taskmanager/task.h"
 #include "taskmanager/task_executor.h"
 #include "taskmanager/task_slot_table.h"
@@ -41,6 +43,10 @@ struct task_executor {
     struct heartbeat_manager *hb_jm; /* receiver: JobMasters ask */
 
     struct te_task *tasks; /* running (and ending) tasks */
+    /* The tasks' metrics (NULL when this TaskExecutor runs none) and the
+     * timer that recomputes their rates (Flink's ViewUpdater). */
+    struct metric_registry *metrics;
+    struct rpc_timer *metrics_timer;
     /* Tasks whose threads have not ended, for task_executor_wait_tasks
      * (read by the process's main thread: a mutex and a condition). */
     pthread_mutex_t live_lock;
@@ -57,6 +63,9 @@ struct te_task {
 };
 
 #define TE_LOG "taskexecutor"
+/* How often per-second rates are recomputed: they are rates over this long
+ * (Flink's view updater: 5 s). */
+#define TE_METRICS_UPDATE_MS 1000
 
 /* The endpoint's state, from its handlers: only its own context may touch it. */
 static struct task_executor *
@@ -641,7 +650,8 @@ teh_submit_task(struct rpc_endpoint *ep, const Jobgraph__TaskDeployment *req, st
         return;
     }
     host = (struct task_host){
-        ep->svc, te->o.net, te->o.libraries, te->o.resource_id, te->o.print_out, te_task_done, NULL
+        ep->svc,      te->o.net, te->o.libraries, te->o.resource_id, te->o.print_out,
+        te_task_done, NULL,      te->metrics
     };
     tt = xcalloc(1, sizeof *tt);
     tt->te = te;
@@ -680,6 +690,54 @@ teh_cancel_task(struct rpc_endpoint *ep, const Cluster__TaskId *req, struct rpc_
                 rpc_endpoint_schedule(ep, (uint64_t)te->o.cancellation_timeout_ms, te_watchdog, tt);
     }
     rpc_call_reply(call, &ack.base); /* unknown: already gone, which is fine */
+}
+
+/* Checkpoints: the JobMaster's trigger (for a source task) and its
+ * notifications go to the task's mailbox; a task that is gone ignores them
+ * (the JobMaster learns of its end otherwise). */
+static struct te_task *
+te_live_task(struct task_executor *te, const ProtobufCBinaryData *attempt_bytes)
+{
+    struct te_task *tt;
+    spate_id attempt;
+
+    if (!gw_id_get(attempt_bytes, &attempt) || (tt = te_find_task(te, &attempt)) == NULL ||
+        task_is_done(tt->task))
+        return NULL;
+    return tt;
+}
+
+static void
+teh_trigger_checkpoint(struct rpc_endpoint *ep, const Checkpoint__TriggerCheckpoint *req,
+                       struct rpc_call *call)
+{
+    struct te_task *tt = te_live_task(te_of(ep), &req->attempt_id);
+
+    UNUSED(call);
+    if (tt != NULL)
+        task_trigger_checkpoint(tt->task, req);
+}
+
+static void
+teh_notify_checkpoint_complete(struct rpc_endpoint *ep,
+                               const Checkpoint__CheckpointNotification *req, struct rpc_call *call)
+{
+    struct te_task *tt = te_live_task(te_of(ep), &req->attempt_id);
+
+    UNUSED(call);
+    if (tt != NULL)
+        task_notify_checkpoint(tt->task, req->checkpoint_id, true);
+}
+
+static void
+teh_notify_checkpoint_aborted(struct rpc_endpoint *ep,
+                              const Checkpoint__CheckpointNotification *req, struct rpc_call *call)
+{
+    struct te_task *tt = te_live_task(te_of(ep), &req->attempt_id);
+
+    UNUSED(call);
+    if (tt != NULL)
+        task_notify_checkpoint(tt->task, req->checkpoint_id, false);
 }
 
 /* Cancels the tasks of job (all jobs: NULL) and waits for none: each ends
@@ -829,6 +887,31 @@ teh_stop_task_executor(struct rpc_endpoint *ep, const Cluster__StopCluster *req,
         te->o.on_exit(te->o.arg, 0, req->reason);
 }
 
+/* Flink's MetricQueryService: every metric of this TaskManager and its tasks. */
+static void
+teh_request_metric_dump(struct rpc_endpoint *ep, const Cluster__Ack *req, struct rpc_call *call)
+{
+    struct task_executor *te = te_of(ep);
+    Cluster__MetricDump dump;
+
+    UNUSED(req);
+    metric_query_dump(te->metrics, te->o.net, &te->o.resource_id, &dump);
+    rpc_call_reply(call, &dump.base);
+    metric_query_dump_release(&dump);
+}
+
+static void
+te_update_metrics(void *arg)
+{
+    struct task_executor *te = arg;
+
+    te->metrics_timer = NULL;
+    if (!rpc_endpoint_is_running(&te->ep))
+        return;
+    metric_registry_update(te->metrics, clock_mono_ns());
+    te->metrics_timer = rpc_endpoint_schedule(&te->ep, TE_METRICS_UPDATE_MS, te_update_metrics, te);
+}
+
 static const struct te_handlers te_handlers = {
     .request_slot = teh_request_slot,
     .free_slot = teh_free_slot,
@@ -837,6 +920,10 @@ static const struct te_handlers te_handlers = {
     .stop_task_executor = teh_stop_task_executor,
     .submit_task = teh_submit_task,
     .cancel_task = teh_cancel_task,
+    .trigger_checkpoint = teh_trigger_checkpoint,
+    .notify_checkpoint_complete = teh_notify_checkpoint_complete,
+    .notify_checkpoint_aborted = teh_notify_checkpoint_aborted,
+    .request_metric_dump = teh_request_metric_dump,
 };
 
 /* ---- life cycle ---------------------------------------------------------------------- */
@@ -851,6 +938,8 @@ te_on_start(struct rpc_endpoint *ep)
     te->rm_retrieval = te->o.ha->ops->resource_manager_retriever(te->o.ha);
     if (leader_retrieval_start(te->rm_retrieval, &te_rm_listener, te, &err) != 0)
         SPATE_LOG_ERROR(TE_LOG, "cannot start ResourceManager leader retrieval: %s", err.message);
+    if (te->metrics != NULL)
+        te_update_metrics(te);
 }
 
 static void
@@ -864,6 +953,8 @@ te_on_stop(struct rpc_endpoint *ep)
      * process waits for them (task_executor_wait_tasks) before it frees
      * what they use. */
     te_cancel_tasks(te, NULL);
+    rpc_timer_cancel(te->metrics_timer);
+    te->metrics_timer = NULL;
     while ((n = hmap_first(&te->jobs.jobs)) != NULL)
         te_remove_job(te, container_of(n, struct job_entry, node));
     te_close_rm(te);
@@ -885,6 +976,7 @@ te_destroy(struct rpc_endpoint *ep)
 
     task_slot_table_release(&te->slots);
     job_table_release(&te->jobs);
+    metric_registry_free(te->metrics);
     pthread_mutex_destroy(&te->live_lock);
     pthread_cond_destroy(&te->live_changed);
     free(te->rm_address);
@@ -904,11 +996,14 @@ task_executor_start(struct rpc_service *svc, const struct task_executor_options 
     int rc;
 
     te->o = *o;
+    if (o->net != NULL)
+        te->metrics = metric_registry_new();
     pthread_mutex_init(&te->live_lock, NULL);
     pthread_cond_init(&te->live_changed, NULL);
     if ((rc = rpc_endpoint_init(&te->ep, svc, o->endpoint_name, &te_ops, err)) != 0) {
         pthread_mutex_destroy(&te->live_lock);
         pthread_cond_destroy(&te->live_changed);
+        metric_registry_free(te->metrics);
         free(te);
         return rc;
     }

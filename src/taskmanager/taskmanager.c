@@ -81,19 +81,16 @@ static int
 tm_start_runtime(struct tm_process *p, const struct config *conf, spate_error *err)
 {
     struct net_env_config nc;
-    const char *tmp;
-    char *dir;
     int rc;
 
-    if ((rc = net_env_config_load(conf, &nc, err)) != 0 ||
-        (rc = config_get_string(conf, CFG(IO_TMP_DIRS), &tmp, err)) != 0)
+    if ((rc = net_env_config_load(conf, &nc, err)) != 0)
         return rc;
     nc.name = id_str(&p->o.resource_id).s;
     if ((rc = net_env_new(&nc, &p->net, err)) != 0)
         return rc;
-    dir = xasprintf("%s/spate-libraries-%s", tmp, id_str(&p->o.resource_id).s);
-    p->libraries = library_cache_new(dir);
-    free(dir);
+    if ((rc = library_cache_from_config(conf, id_str(&p->o.resource_id).s, &p->libraries, err)) !=
+        0)
+        return rc;
     p->o.net = p->net;
     p->o.libraries = p->libraries;
     p->o.data_port = net_env_data_port(p->net);

@@ -311,7 +311,7 @@ class JobsTest(SpateTestCase):
         def text():
             out.seek(0)
             return out.read()
-        wait_for(lambda: "is RUNNING" in text(), what="the job to run")
+        wait_for(lambda: "Hang: entered" in text(), what="the task to hang")
         p.send_signal(signal.SIGINT)
         self.assertEqual(p.wait(timeout=60), 2, text())
         self.assertIn("did not stop within task.cancellation.timeout (300 ms)", text())

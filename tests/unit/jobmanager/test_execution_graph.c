@@ -5,28 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "eg_test.h"
 #include "jobmanager/execution_graph.h"
-#include "streaming/job_graph_codec.h"
 #include "streaming/types.h"
-
-/* The execution graph of env's job (env is freed). */
-static struct execution_graph *
-graph_of(spate_env *env)
-{
-    struct execution_graph *eg;
-    struct job_graph *jg;
-    spate_error err = { 0 };
-    uint8_t *bytes;
-    size_t len;
-
-    cr_assert_eq(job_graph_build(env, "t", &jg, &err), 0, "%s", err.message);
-    cr_assert_eq(job_graph_encode(jg, NULL, &bytes, &len, &err), 0, "%s", err.message);
-    cr_assert_eq(execution_graph_new(bytes, len, "/tmp/lib.so", &eg, &err), 0, "%s", err.message);
-    free(bytes);
-    job_graph_free(jg);
-    env_free(env);
-    return eg;
-}
 
 static struct execution_graph *
 make_graph(void)
@@ -40,7 +21,7 @@ make_graph(void)
     s = spate_set_parallelism(spate_sum(spate_key_by_value(s), -1), 3);
     spate_slot_sharing_group(spate_set_parallelism(spate_sink_print(spate_rebalance(s)), 4),
                              "other");
-    return graph_of(env);
+    return eg_test_build(env);
 }
 
 Test(execution_graph, slots_per_slot_sharing_group)
@@ -182,7 +163,7 @@ Test(execution_graph, pipelined_regions)
     spate_sink_print(spate_sum(spate_key_by_value(s), -1));
     s = spate_source_collection(env, spate_type_int64(), values, 3);
     spate_disable_chaining(spate_sink_print(s));
-    eg = graph_of(env);
+    eg = eg_test_build(env);
     cr_assert_eq(eg->graph->nvertices, 4, "%d", eg->graph->nvertices);
     cr_assert_eq(eg->nregions, 3);
     cr_assert_eq(eg->region[0][0], eg->region[0][1]);
@@ -223,7 +204,7 @@ Test(execution_graph, file_splits_in_checkpoints_and_restarts)
         write_lines(path, 10);
     }
     spate_sink_print(spate_set_parallelism(spate_source_text_file(env, dir), 2));
-    eg = graph_of(env);
+    eg = eg_test_build(env);
     cr_assert_eq(eg->assigners[0]->count, 4);
     /* Subtask 0 takes part-0, subtask 1 part-1; then the checkpoint. */
     cr_assert_eq(execution_graph_next_split(eg, 0, 0, 0, &split, &err), 0);

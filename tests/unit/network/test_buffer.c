@@ -64,6 +64,37 @@ Test(buffer, recycling_pokes_the_waiter_and_outlives_the_pool)
     notifier_release(&n);
 }
 
+Test(buffer, a_pool_detached_from_its_metrics_never_touches_them_again)
+{
+    struct network_buffer_pool *g;
+    struct local_buffer_pool *a;
+    struct net_buffer *b1, *b2;
+    struct metric_level used = { 0 }, cap = { 0 };
+    spate_error err;
+
+    cr_assert_eq(network_buffer_pool_new(4096, 4, &g, &err), 0);
+    cr_assert_eq(local_buffer_pool_new(g, 1, 3, NULL, &used, &cap, &a, &err), 0);
+    b1 = local_buffer_pool_request(a);
+    b2 = local_buffer_pool_request(a);
+    cr_assert_eq(metric_level_get(&used), 2);
+    /* The producer goes while a consumer holds its buffers: its metrics
+     * (freed with it) get back what the pool added and nothing more. */
+    local_buffer_pool_detach_metrics(a);
+    cr_assert_eq(metric_level_get(&used), 0);
+    cr_assert_eq(metric_level_get(&cap), 0);
+    net_buffer_recycle(b1);
+    b1 = local_buffer_pool_request(a);
+    cr_assert_not_null(b1, "the pool still serves");
+    cr_assert_eq(metric_level_get(&used), 0, "requests after the detach count nowhere");
+    net_buffer_recycle(b1);
+    local_buffer_pool_destroy(a);
+    net_buffer_recycle(b2);
+    cr_assert_eq(metric_level_get(&used), 0, "recycling after the detach counts nowhere");
+    cr_assert_eq(metric_level_get(&cap), 0, "the pool's memory goes without touching them");
+    cr_assert_eq(network_buffer_pool_available(g), 4);
+    network_buffer_pool_free(g);
+}
+
 Test(buffer, event_buffers_come_from_the_heap)
 {
     uint32_t payload = 77;

@@ -107,3 +107,60 @@ Test(state_map, values_keep_their_bytes_across_the_inline_limit)
     cr_assert_eq(m.count, 0);
     state_map_release(&m);
 }
+
+static int
+sum_values(struct state_entry *e, void *data)
+{
+    int v;
+
+    memcpy(&v, state_entry_value(e), sizeof v);
+    *(long *)data += v;
+    return 0;
+}
+
+/* A frozen view keeps what the map held at the freeze, whatever the map
+ * does afterwards (puts, in-place changes, removals, growth); the map's own
+ * contents are unaffected by the view's release. */
+Test(state_map, frozen_views_are_copy_on_write)
+{
+    struct state_map m, tmp;
+    struct state_map_view v1, v2;
+    char key[16];
+    long sum = 0;
+
+    state_map_init(&m);
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        state_map_put(&m, (uint64_t)i * 0x9E3779B97F4A7C15ULL, key, strlen(key), &i, sizeof i);
+    }
+    state_map_freeze(&m, &v1);
+    cr_assert(m.shared);
+    for (int i = 0; i < 100; i++) {
+        struct state_entry *e;
+        int big = 1000 + i;
+
+        snprintf(key, sizeof key, "k%d", i);
+        e = state_map_get_mut(&m, (uint64_t)i * 0x9E3779B97F4A7C15ULL, key, strlen(key));
+        cr_assert_not_null(e);
+        memcpy(state_entry_value(e), &big, sizeof big);
+    }
+    for (int i = 100; i < 1000; i++) { /* grows the live table */
+        snprintf(key, sizeof key, "k%d", i);
+        state_map_put(&m, (uint64_t)i * 0x9E3779B97F4A7C15ULL, key, strlen(key), &i, sizeof i);
+    }
+    state_map_freeze(&m, &v2);
+    state_map_remove(&m, 0, "k0", 2);
+    cr_assert_eq(v1.count, 100);
+    /* The first view still sums 0..99. */
+    tmp = (struct state_map){ v1.slots, v1.mask, v1.count, false };
+    state_map_foreach(&tmp, sum_values, &sum);
+    cr_assert_eq(sum, 99 * 100 / 2);
+    sum = 0;
+    tmp = (struct state_map){ v2.slots, v2.mask, v2.count, false };
+    state_map_foreach(&tmp, sum_values, &sum);
+    cr_assert_eq(sum, (1000 + 1099) * 100 / 2 + (100 + 999) * 900 / 2);
+    state_map_view_release(&v1);
+    state_map_view_release(&v2);
+    cr_assert_eq(m.count, 999);
+    state_map_release(&m);
+}

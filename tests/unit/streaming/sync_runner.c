@@ -90,8 +90,8 @@ sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
     *failure = NULL;
     for (int v = 0; v < jg->nvertices && *failure == NULL; v++) {
         struct jg_vertex *vx = &jg->vertices[v];
-        struct task_info task = { 0,      1,        vx->max_parallelism, 0, vx->name, acc,
-                                  stdout, split_fn, split_data };
+        struct task_info task = { 0,      1,        vx->max_parallelism, 0,    vx->name, acc,
+                                  stdout, split_fn, split_data,          false };
         struct exchange_output *xo = calloc((size_t)vx->noutputs + 1, sizeof *xo);
         struct output **outs = calloc((size_t)vx->noutputs + 1, sizeof *outs);
         struct operator_chain *chain;

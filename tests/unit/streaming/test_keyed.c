@@ -246,7 +246,7 @@ Test(keyed, ttl_expires_values_and_cleans_up)
     struct state_decl decl = { "v", STATE_VALUE, NULL, NULL, NULL, { 0 }, 50, false, SCOPE_KEYED };
     struct spate_stream cfg = { 0 };
     struct stream_operator op = { 0 };
-    struct task_info task = { 0, 1, 128, 0, "t", NULL, NULL, NULL, NULL };
+    struct task_info task = { 0, 1, 128, 0, "t", NULL, NULL, NULL, NULL, false };
     struct keyed_backend b;
     spate_error err;
     spate_state *st;
@@ -343,7 +343,7 @@ Test(keyed, a_million_keys_of_value_state_cost_at_most_200_bytes_each, .timeout 
     };
     struct spate_stream cfg = { 0 };
     struct stream_operator op = { 0 };
-    struct task_info task = { 0, 1, 128, 0, "t", NULL, NULL, NULL, NULL };
+    struct task_info task = { 0, 1, 128, 0, "t", NULL, NULL, NULL, NULL, false };
     struct keyed_backend b;
     spate_error err;
     spate_state *st;

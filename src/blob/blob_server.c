@@ -1,0 +1,531 @@
+/* The BlobServer (blob_server.h): the store's table and files, and the
+ * accept thread that serves each TaskManager's fetch on a thread of its own. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blob/blob_int.h"
+#include "blob/blob_server.h"
+#include "core/alloc.h"
+#include "core/id.h"
+#include "core/log.h"
+#include "core/util.h"
+
+#define BLOB_LOG       "blobserver"
+#define BLOB_MAX_CONNS 64
+
+struct blob_entry {
+    struct blob_entry *next;
+    uint8_t key[SHA256_BYTES];
+    int refs;
+};
+
+struct blob_server {
+    pthread_mutex_t lock; /* guards entries, nconns, stopping */
+    pthread_cond_t idle;  /* nconns reached 0 */
+    struct blob_entry *entries;
+    int nconns;
+    bool stopping;
+    char *dir;
+    char address[300];
+    int64_t max_size;
+    char *secret;
+    int listen_fd;
+    int wake[2]; /* stop wakes the accept thread */
+    pthread_t acceptor;
+};
+
+int
+blob_server_options_from_config(const struct config *conf, struct blob_server_options *o,
+                                spate_error *err)
+{
+    uint64_t max;
+    int rc;
+
+    memset(o, 0, sizeof *o);
+    if (config_get_string(conf, CFG(BLOB_STORAGE_DIRECTORY), &o->storage_dir, NULL) != 0 ||
+        o->storage_dir == NULL) {
+        if ((rc = config_get_string(conf, CFG(IO_TMP_DIRS), &o->storage_dir, err)) != 0)
+            return rc;
+    }
+    if ((rc = config_get_string(conf, CFG(BLOB_SERVER_PORT), &o->port, err)) != 0 ||
+        (rc = config_get_memory_bytes(conf, CFG(BLOB_MAX_SIZE), &max, err)) != 0)
+        return rc;
+    o->max_size_bytes = (int64_t)max;
+    config_get_string(conf, CFG(SECURITY_RPC_SECRET), &o->secret, NULL);
+    o->bind_host = "127.0.0.1";
+    o->advertised_host = "127.0.0.1";
+    return 0;
+}
+
+static void
+blob_path(const struct blob_server *bs, const uint8_t key[SHA256_BYTES], char *out, size_t cap)
+{
+    char hex[SHA256_HEX_LEN + 1];
+
+    snprintf(out, cap, "%s/blob_%s", bs->dir, sha256_hex(key, hex));
+}
+
+static struct blob_entry *
+blob_find(struct blob_server *bs, const uint8_t key[SHA256_BYTES])
+{
+    for (struct blob_entry *e = bs->entries; e != NULL; e = e->next)
+        if (memcmp(e->key, key, SHA256_BYTES) == 0)
+            return e;
+    return NULL;
+}
+
+/* ---- serving one fetch -------------------------------------------------------------- */
+
+static void
+blob_send_error(int fd, uint8_t status, const char *msg)
+{
+    size_t len = strlen(msg) > 1000 ? 1000 : strlen(msg);
+    uint8_t head[3] = { status, (uint8_t)(len >> 8), (uint8_t)len };
+
+    if (blob_write_all(fd, head, sizeof head, true) == 0)
+        blob_write_all(fd, msg, len, true);
+}
+
+/* In time independent of where the texts differ. */
+static bool
+blob_secret_equal(const char *given, size_t len, const char *secret)
+{
+    unsigned diff = len != strlen(secret);
+
+    for (size_t i = 0; i < len; i++)
+        diff |= (unsigned char)given[i] ^ (unsigned char)secret[i % (strlen(secret) + 1)];
+    return diff == 0;
+}
+
+static void
+blob_serve(struct blob_server *bs, int fd)
+{
+    uint8_t head[4 + 1 + 1 + SHA256_BYTES + 2];
+    uint8_t *key = head + 6;
+    char secret[BLOB_SECRET_MAX + 1], path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+    size_t slen;
+    bool known;
+    struct stat st;
+    int file;
+
+    if (blob_read_all(fd, head, sizeof head) != 0)
+        return;
+    if (memcmp(head, BLOB_MAGIC, 4) != 0 || head[4] != BLOB_VERSION || head[5] != BLOB_OP_GET) {
+        SPATE_LOG_WARN(BLOB_LOG, "closing a connection that is not a blob fetch");
+        return;
+    }
+    slen = (size_t)head[4 + 1 + 1 + SHA256_BYTES] << 8 | head[4 + 1 + 1 + SHA256_BYTES + 1];
+    if (slen > BLOB_SECRET_MAX || blob_read_all(fd, secret, slen) != 0)
+        return;
+    secret[slen] = '\0';
+    if (bs->secret != NULL && !blob_secret_equal(secret, slen, bs->secret)) {
+        SPATE_LOG_WARN(BLOB_LOG, "refused a blob fetch: wrong secret");
+        blob_send_error(fd, BLOB_REFUSED, "wrong secret (security.rpc.secret)");
+        return;
+    }
+    sha256_hex(key, hex);
+    pthread_mutex_lock(&bs->lock);
+    known = blob_find(bs, key) != NULL;
+    /* Open under the lock: a concurrent last unref unlinks only after. */
+    blob_path(bs, key, path, sizeof path);
+    file = known ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    pthread_mutex_unlock(&bs->lock);
+    if (file < 0) {
+        char msg[200];
+
+        snprintf(msg, sizeof msg, "blob %s is not stored", hex);
+        blob_send_error(fd, BLOB_NOT_FOUND, msg);
+        return;
+    }
+    if (fstat(file, &st) == 0) {
+        uint8_t ok[9] = { BLOB_OK };
+        uint64_t size = (uint64_t)st.st_size;
+        off_t off = 0;
+
+        for (int i = 0; i < 8; i++)
+            ok[1 + i] = (uint8_t)(size >> (56 - 8 * i));
+        if (blob_write_all(fd, ok, sizeof ok, true) == 0) {
+            while ((uint64_t)off < size) {
+                ssize_t n = sendfile(fd, file, &off, (size_t)(size - (uint64_t)off));
+
+                if (n < 0 && errno == EINTR)
+                    continue;
+                if (n <= 0) {
+                    SPATE_LOG_WARN(BLOB_LOG, "sending blob %s failed: %s", hex,
+                                   n < 0 ? strerror(errno) : "short file");
+                    break;
+                }
+            }
+        }
+    }
+    close(file);
+}
+
+struct blob_conn {
+    struct blob_server *bs;
+    int fd;
+};
+
+static void *
+blob_conn_main(void *arg)
+{
+    struct blob_conn *c = arg;
+    struct blob_server *bs = c->bs;
+    struct timeval tv = { BLOB_IO_TIMEOUT_S, 0 };
+
+    log_set_thread_name("blob-conn");
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    blob_serve(bs, c->fd);
+    close(c->fd);
+    free(c);
+    pthread_mutex_lock(&bs->lock);
+    if (--bs->nconns == 0)
+        pthread_cond_broadcast(&bs->idle);
+    pthread_mutex_unlock(&bs->lock);
+    return NULL;
+}
+
+static void *
+blob_accept_main(void *arg)
+{
+    struct blob_server *bs = arg;
+
+    log_set_thread_name("blob-accept");
+    for (;;) {
+        struct pollfd p[2] = { { .fd = bs->listen_fd, .events = POLLIN },
+                               { .fd = bs->wake[0], .events = POLLIN } };
+        struct blob_conn *c;
+        pthread_attr_t attr;
+        pthread_t t;
+        int fd;
+
+        if (poll(p, 2, -1) < 0)
+            continue;
+        if (p[1].revents != 0)
+            return NULL;
+        fd = accept4(bs->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            continue;
+        pthread_mutex_lock(&bs->lock);
+        if (bs->nconns >= BLOB_MAX_CONNS) {
+            pthread_mutex_unlock(&bs->lock);
+            SPATE_LOG_WARN(BLOB_LOG, "%d fetches in flight: refusing another", BLOB_MAX_CONNS);
+            blob_send_error(fd, BLOB_REFUSED, "too many concurrent fetches");
+            close(fd);
+            continue;
+        }
+        bs->nconns++;
+        pthread_mutex_unlock(&bs->lock);
+        c = xmalloc(sizeof *c);
+        c->bs = bs;
+        c->fd = fd;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, blob_conn_main, c) != 0) {
+            close(fd);
+            free(c);
+            pthread_mutex_lock(&bs->lock);
+            bs->nconns--;
+            pthread_mutex_unlock(&bs->lock);
+        }
+        pthread_attr_destroy(&attr);
+    }
+}
+
+/* ---- life cycle ------------------------------------------------------------------------ */
+
+static int
+blob_listen(struct blob_server *bs, const struct blob_server_options *o, spate_error *err)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    socklen_t len = sizeof sa;
+    int lo, hi, rc, one = 1;
+
+    if ((rc = config_parse_port_range(o->port, &lo, &hi, err)) != 0)
+        return spate_error_wrap(err, "blob.server.port");
+    if (inet_pton(AF_INET, o->bind_host, &sa.sin_addr) != 1)
+        return spate_error_set(err, SPATE_ECONFIG, "BlobServer bind address '%s' is not IPv4",
+                               o->bind_host);
+    bs->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (bs->listen_fd < 0)
+        return spate_error_set(err, -errno, "cannot open the BlobServer's socket: %s",
+                               strerror(errno));
+    setsockopt(bs->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    for (int port = lo; port <= hi; port++) {
+        sa.sin_port = htons((uint16_t)port);
+        if (bind(bs->listen_fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+            listen(bs->listen_fd, 128) == 0 &&
+            getsockname(bs->listen_fd, (struct sockaddr *)&sa, &len) == 0) {
+            snprintf(bs->address, sizeof bs->address, "%s:%d", o->advertised_host,
+                     ntohs(sa.sin_port));
+            return 0;
+        }
+    }
+    return spate_error_set(err, SPATE_EADDRINUSE, "cannot bind the BlobServer to %s:%s: %s",
+                           o->bind_host, o->port, strerror(errno));
+}
+
+int
+blob_server_start(const struct blob_server_options *o, struct blob_server **out, spate_error *err)
+{
+    struct blob_server *bs = xcalloc(1, sizeof *bs);
+    spate_id unique;
+    int rc;
+
+    pthread_mutex_init(&bs->lock, NULL);
+    pthread_cond_init(&bs->idle, NULL);
+    bs->listen_fd = bs->wake[0] = bs->wake[1] = -1;
+    bs->max_size = o->max_size_bytes;
+    bs->secret = o->secret != NULL && *o->secret ? xstrdup(o->secret) : NULL;
+    id_random(&unique);
+    bs->dir = xasprintf("%s/spate-blobs-%s", o->storage_dir, id_str(&unique).s);
+    if (mkdir(bs->dir, 0700) != 0) {
+        rc = spate_error_set(err, -errno, "cannot make the BlobServer's folder '%s': %s", bs->dir,
+                             strerror(errno));
+        free(bs->dir);
+        bs->dir = NULL;
+        goto fail;
+    }
+    if ((rc = blob_listen(bs, o, err)) != 0)
+        goto fail;
+    if (pipe2(bs->wake, O_CLOEXEC) != 0 ||
+        pthread_create(&bs->acceptor, NULL, blob_accept_main, bs) != 0) {
+        rc = spate_error_set(err, SPATE_EIO, "cannot start the BlobServer's thread");
+        goto fail;
+    }
+    SPATE_LOG_INFO(BLOB_LOG, "BlobServer at %s stores in %s", bs->address, bs->dir);
+    *out = bs;
+    return 0;
+fail:
+    if (bs->wake[0] >= 0) {
+        close(bs->wake[0]);
+        close(bs->wake[1]);
+    }
+    if (bs->listen_fd >= 0)
+        close(bs->listen_fd);
+    if (bs->dir != NULL)
+        rmdir(bs->dir);
+    free(bs->dir);
+    free(bs->secret);
+    pthread_cond_destroy(&bs->idle);
+    pthread_mutex_destroy(&bs->lock);
+    free(bs);
+    return rc;
+}
+
+const char *
+blob_server_address(const struct blob_server *bs)
+{
+    return bs->address;
+}
+
+const char *
+blob_server_dir(const struct blob_server *bs)
+{
+    return bs->dir;
+}
+
+/* Copies from into the open file to, hashing on the way, at most max bytes. */
+static int
+blob_copy_hashing(const char *from, int to, int64_t max, uint8_t key[SHA256_BYTES],
+                  spate_error *err)
+{
+    struct sha256_ctx ctx;
+    char buf[1 << 16];
+    int64_t total = 0;
+    ssize_t n;
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+
+    if (in < 0)
+        return spate_error_set(err, -errno, "cannot open '%s': %s", from, strerror(errno));
+    sha256_init(&ctx);
+    while ((n = read(in, buf, sizeof buf)) > 0) {
+        total += n;
+        if (total > max) {
+            close(in);
+            sha256_final(&ctx, key);
+            return spate_error_set(err, SPATE_EMSGSIZE,
+                                   "'%s' is larger than the blob size limit of %lld bytes "
+                                   "(blob.max-size)",
+                                   from, (long long)max);
+        }
+        sha256_update(&ctx, buf, (size_t)n);
+        if (blob_write_all(to, buf, (size_t)n, false) != 0) {
+            close(in);
+            sha256_final(&ctx, key);
+            return spate_error_set(err, -errno, "cannot write a blob: %s", strerror(errno));
+        }
+    }
+    close(in);
+    sha256_final(&ctx, key);
+    if (n < 0)
+        return spate_error_set(err, -errno, "cannot read '%s': %s", from, strerror(errno));
+    return 0;
+}
+
+int
+blob_server_put_file(struct blob_server *bs, const char *path, bool move, uint8_t key[SHA256_BYTES],
+                     spate_error *err)
+{
+    char final[PATH_MAX], tmp[PATH_MAX];
+    struct blob_entry *e;
+    struct stat st;
+    spate_id unique;
+    int rc, fd;
+
+    if (stat(path, &st) != 0)
+        return spate_error_set(err, -errno, "cannot store '%s' as a blob: %s", path,
+                               strerror(errno));
+    if (st.st_size > bs->max_size)
+        return spate_error_set(err, SPATE_EMSGSIZE,
+                               "'%s' has %lld bytes, more than the blob size limit of %lld bytes "
+                               "(blob.max-size)",
+                               path, (long long)st.st_size, (long long)bs->max_size);
+    id_random(&unique);
+    snprintf(tmp, sizeof tmp, "%s/incoming-%s", bs->dir, id_str(&unique).s);
+    if (move && rename(path, tmp) == 0) {
+        if ((rc = sha256_file(tmp, key, err)) != 0) {
+            unlink(tmp);
+            return rc;
+        }
+    } else {
+        /* A copy, hashed as it is written: the bytes stored are the bytes
+         * hashed, whatever happens to the original meanwhile. */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return spate_error_set(err, -errno, "cannot make a blob in '%s': %s", bs->dir,
+                                   strerror(errno));
+        rc = blob_copy_hashing(path, fd, bs->max_size, key, err);
+        if (close(fd) != 0 && rc == 0)
+            rc = spate_error_set(err, SPATE_EIO, "cannot write a blob: %s", strerror(errno));
+        if (rc != 0) {
+            unlink(tmp);
+            return rc;
+        }
+        if (move)
+            unlink(path);
+    }
+    blob_path(bs, key, final, sizeof final);
+    pthread_mutex_lock(&bs->lock);
+    if ((e = blob_find(bs, key)) != NULL) {
+        e->refs++;
+        unlink(tmp); /* the same bytes are stored already */
+    } else if (rename(tmp, final) != 0) {
+        pthread_mutex_unlock(&bs->lock);
+        rc = spate_error_set(err, -errno, "cannot store blob '%s': %s", final, strerror(errno));
+        unlink(tmp);
+        return rc;
+    } else {
+        e = xcalloc(1, sizeof *e);
+        memcpy(e->key, key, SHA256_BYTES);
+        e->refs = 1;
+        e->next = bs->entries;
+        bs->entries = e;
+    }
+    pthread_mutex_unlock(&bs->lock);
+    return 0;
+}
+
+int
+blob_server_ref(struct blob_server *bs, const uint8_t key[SHA256_BYTES], spate_error *err)
+{
+    struct blob_entry *e;
+    char hex[SHA256_HEX_LEN + 1];
+
+    pthread_mutex_lock(&bs->lock);
+    if ((e = blob_find(bs, key)) != NULL)
+        e->refs++;
+    pthread_mutex_unlock(&bs->lock);
+    if (e == NULL)
+        return spate_error_set(err, SPATE_ENOENT, "the BlobServer has no blob %s",
+                               sha256_hex(key, hex));
+    return 0;
+}
+
+void
+blob_server_unref(struct blob_server *bs, const uint8_t key[SHA256_BYTES])
+{
+    struct blob_entry **p, *gone = NULL;
+    char path[PATH_MAX];
+
+    pthread_mutex_lock(&bs->lock);
+    for (p = &bs->entries; *p != NULL; p = &(*p)->next) {
+        if (memcmp((*p)->key, key, SHA256_BYTES) != 0)
+            continue;
+        if (--(*p)->refs == 0) {
+            gone = *p;
+            *p = gone->next;
+            blob_path(bs, key, path, sizeof path);
+            unlink(path);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&bs->lock);
+    if (gone != NULL) {
+        char hex[SHA256_HEX_LEN + 1];
+
+        SPATE_LOG_INFO(BLOB_LOG, "removed blob %s: no job uses it", sha256_hex(key, hex));
+        free(gone);
+    }
+}
+
+int
+blob_server_count(struct blob_server *bs)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&bs->lock);
+    for (struct blob_entry *e = bs->entries; e != NULL; e = e->next)
+        n++;
+    pthread_mutex_unlock(&bs->lock);
+    return n;
+}
+
+void
+blob_server_stop(struct blob_server *bs)
+{
+    char path[PATH_MAX];
+
+    if (bs == NULL)
+        return;
+    if (write(bs->wake[1], "x", 1) < 0) {
+        /* the thread still ends: poll sees the closed pipe below */
+    }
+    pthread_join(bs->acceptor, NULL);
+    close(bs->listen_fd);
+    pthread_mutex_lock(&bs->lock);
+    bs->stopping = true;
+    /* Transfers end by themselves (each has an I/O timeout). */
+    while (bs->nconns > 0)
+        pthread_cond_wait(&bs->idle, &bs->lock);
+    pthread_mutex_unlock(&bs->lock);
+    while (bs->entries != NULL) {
+        struct blob_entry *e = bs->entries;
+
+        bs->entries = e->next;
+        blob_path(bs, e->key, path, sizeof path);
+        unlink(path);
+        free(e);
+    }
+    rmdir(bs->dir);
+    close(bs->wake[0]);
+    close(bs->wake[1]);
+    free(bs->dir);
+    free(bs->secret);
+    pthread_cond_destroy(&bs->idle);
+    pthread_mutex_destroy(&bs->lock);
+    free(bs);
+}

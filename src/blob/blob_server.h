@@ -1,0 +1,55 @@
+/* The BlobServer (Flink's): the JobManager's store of job libraries, keyed
+ * by SHA-256, with a size limit per blob and a reference count per key (a
+ * submitted job holds one until it and its archive entry are gone; the last
+ * reference removes the file). TaskManagers fetch blobs over its TCP port
+ * (blob_int.h), a thread per connection. Any thread may put, ref and unref:
+ * a mutex guards the table. */
+#ifndef SPATE_BLOB_BLOB_SERVER_H
+#define SPATE_BLOB_BLOB_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <spate/error.h>
+
+#include "core/config.h"
+#include "core/sha256.h"
+
+struct blob_server;
+
+struct blob_server_options {
+    const char *storage_dir; /* a folder of its own is made inside */
+    const char *bind_host;
+    const char *port;            /* a port or range; "0": ephemeral */
+    const char *advertised_host; /* what TaskManagers connect to */
+    int64_t max_size_bytes;
+    const char *secret; /* security.rpc.secret, or NULL */
+};
+
+/* Reads blob.storage.directory (else io.tmp.dirs), blob.server.port,
+ * blob.max-size and security.rpc.secret. */
+int blob_server_options_from_config(const struct config *conf, struct blob_server_options *o,
+                                    spate_error *err);
+int blob_server_start(const struct blob_server_options *o, struct blob_server **out,
+                      spate_error *err);
+/* "host:port" for TaskManagers; valid until stop. */
+const char *blob_server_address(const struct blob_server *bs);
+/* The store's folder; uploads placed beside it can be moved in. */
+const char *blob_server_dir(const struct blob_server *bs);
+
+/* Stores the file at path under its SHA-256 (moving it when move is set,
+ * else copying) and takes a reference for the caller. Errors: a file above
+ * the size limit, I/O. */
+int blob_server_put_file(struct blob_server *bs, const char *path, bool move,
+                         uint8_t key[SHA256_BYTES], spate_error *err);
+/* Another reference on a stored key; SPATE_ENOENT when it is not stored. */
+int blob_server_ref(struct blob_server *bs, const uint8_t key[SHA256_BYTES], spate_error *err);
+/* Drops a reference; the last one removes the blob. */
+void blob_server_unref(struct blob_server *bs, const uint8_t key[SHA256_BYTES]);
+/* Blobs stored (tests and the REST overview). */
+int blob_server_count(struct blob_server *bs);
+
+/* Closes the port, waits for the transfers, removes the store; NULL is fine. */
+void blob_server_stop(struct blob_server *bs);
+
+#endif

@@ -1,0 +1,18 @@
+/* The process's own figures for a TaskManager's and the JobManager's
+ * metrics (where Flink reports its JVM's): CPU time, resident memory and
+ * threads, read from /proc/self. Any thread. */
+#ifndef SPATE_METRICS_PROCESS_METRICS_H
+#define SPATE_METRICS_PROCESS_METRICS_H
+
+#include <stdint.h>
+
+struct process_metrics {
+    int64_t cpu_time_ms; /* user + system */
+    int64_t rss_bytes;
+    int64_t threads;
+};
+
+/* 0, or SPATE_EIO when /proc/self/stat cannot be read (then pm is zeroed). */
+int process_metrics_read(struct process_metrics *pm);
+
+#endif

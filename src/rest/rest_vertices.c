@@ -1,0 +1,440 @@
+/* A job's vertices in the REST API: GET /jobs/:jobid/vertices/:vertexid
+ * (Flink's JobVertexDetailsHandler) and the "vertices" of GET /jobs/:jobid
+ * (JobDetailsVertexInfo), from the Dispatcher's request_job_vertices; the
+ * I/O of running subtasks from the metric fetcher, of ended ones from what
+ * they reported (Flink's MutableIOMetrics). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "rest/rest_int.h"
+#include "rpc/gateways.h"
+
+/* spate's ExecutionStates in the order an execution goes through them. */
+static const char *const exec_states[] = {
+    "CREATED",  "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING",
+    "FINISHED", "CANCELING", "CANCELED",  "FAILED",
+};
+#define NSTATES ((int)(sizeof exec_states / sizeof exec_states[0]))
+
+/* Flink's ExecutionState names, for the "tasks" counts (RECONCILING is
+ * never spate's). */
+static const char *const flink_states[] = {
+    "CREATED",   "SCHEDULED", "DEPLOYING", "RUNNING",     "FINISHED",
+    "CANCELING", "CANCELED",  "FAILED",    "RECONCILING", "INITIALIZING",
+};
+
+/* What status-duration reports, in Flink's order. */
+static const char *const duration_states[] = { "CREATED", "SCHEDULED", "INITIALIZING", "DEPLOYING",
+                                               "RUNNING" };
+#define NDURATIONS 5
+
+static int
+state_index(const char *name)
+{
+    for (int i = 0; i < NSTATES; i++)
+        if (name != NULL && strcmp(name, exec_states[i]) == 0)
+            return i;
+    return -1;
+}
+
+static bool
+state_is_terminal(const char *name)
+{
+    return strcmp(name, "FINISHED") == 0 || strcmp(name, "CANCELED") == 0 ||
+           strcmp(name, "FAILED") == 0;
+}
+
+/* A subtask's state timestamps by exec_states index (0: never entered). */
+static void
+subtask_timestamps(const Cluster__SubtaskInfo *s, int64_t ts[NSTATES])
+{
+    memset(ts, 0, NSTATES * sizeof *ts);
+    for (size_t i = 0; i < s->n_timestamps; i++) {
+        int k = state_index(s->timestamps[i]->state);
+
+        if (k >= 0)
+            ts[k] = s->timestamps[i]->time;
+    }
+}
+
+/* Flink's IOMetricsInfo, with its "-complete" flags. */
+struct io_info {
+    int64_t read_bytes, write_bytes, read_records, write_records;
+    bool read_bytes_complete, write_bytes_complete, read_records_complete, write_records_complete;
+    int64_t backpressured_ms, idle_ms;
+    double busy_ms;
+};
+
+static void
+io_init(struct io_info *io)
+{
+    memset(io, 0, sizeof *io);
+    io->read_bytes_complete = io->write_bytes_complete = true;
+    io->read_records_complete = io->write_records_complete = true;
+}
+
+/* Adds a metric of a running subtask; false when it is missing. */
+static bool
+io_add_metric(const struct metric_component *c, const char *name, int64_t *sum)
+{
+    const char *v = metric_component_get(c, name);
+
+    if (v == NULL)
+        return false;
+    *sum += strtoll(v, NULL, 10);
+    return true;
+}
+
+/* MutableIOMetrics.addIOMetrics: an ended subtask's reported totals, a
+ * running one's current metrics. */
+static void
+io_add_subtask(struct io_info *io, const Cluster__SubtaskInfo *s, const struct metric_store *store,
+               const spate_id *job, const spate_id *vertex)
+{
+    const struct metric_component *c;
+    int64_t busy = 0;
+
+    if (state_is_terminal(s->state)) {
+        if (s->io != NULL) {
+            io->read_bytes += (int64_t)s->io->bytes_in;
+            io->write_bytes += (int64_t)s->io->bytes_out;
+            io->read_records += (int64_t)s->io->records_in;
+            io->write_records += (int64_t)s->io->records_out;
+            io->backpressured_ms += (int64_t)s->io->back_pressured_ms;
+            io->idle_ms += (int64_t)s->io->idle_ms;
+            io->busy_ms += (double)s->io->busy_ms;
+        }
+        return;
+    }
+    c = store != NULL ? metric_store_subtask(store, job, vertex, s->subtask) : NULL;
+    io->read_bytes_complete &= io_add_metric(c, "numBytesIn", &io->read_bytes);
+    io->write_bytes_complete &= io_add_metric(c, "numBytesOut", &io->write_bytes);
+    io->read_records_complete &= io_add_metric(c, "numRecordsIn", &io->read_records);
+    io->write_records_complete &= io_add_metric(c, "numRecordsOut", &io->write_records);
+    io_add_metric(c, "accumulatedBackPressuredTimeMs", &io->backpressured_ms);
+    io_add_metric(c, "accumulatedIdleTimeMs", &io->idle_ms);
+    io_add_metric(c, "accumulatedBusyTimeMs", &busy);
+    io->busy_ms += (double)busy;
+}
+
+static json_t *
+io_json(const struct io_info *io)
+{
+    return json_pack("{s:I, s:b, s:I, s:b, s:I, s:b, s:I, s:b, s:I, s:I, s:f}", "read-bytes",
+                     (json_int_t)io->read_bytes, "read-bytes-complete", io->read_bytes_complete,
+                     "write-bytes", (json_int_t)io->write_bytes, "write-bytes-complete",
+                     io->write_bytes_complete, "read-records", (json_int_t)io->read_records,
+                     "read-records-complete", io->read_records_complete, "write-records",
+                     (json_int_t)io->write_records, "write-records-complete",
+                     io->write_records_complete, "accumulated-backpressured-time",
+                     (json_int_t)io->backpressured_ms, "accumulated-idle-time",
+                     (json_int_t)io->idle_ms, "accumulated-busy-time", io->busy_ms);
+}
+
+/* StatusDurationUtils: ms spent in each of duration_states; -1 for a state
+ * never entered or left without a record of when. */
+static void
+status_durations(const Cluster__SubtaskInfo *s, int64_t now, int64_t out[NDURATIONS])
+{
+    int64_t ts[NSTATES];
+    int current = state_index(s->state);
+
+    subtask_timestamps(s, ts);
+    for (int d = 0; d < NDURATIONS; d++) {
+        int k = state_index(duration_states[d]);
+        int64_t end = 0;
+
+        /* It ended when the next state it went to began. */
+        if (k == current)
+            end = now;
+        for (int j = k + 1; end == 0 && j < NSTATES; j++)
+            end = ts[j];
+        out[d] = ts[k] == 0 || end == 0 ? -1 : end - ts[k];
+    }
+}
+
+/* SubtaskExecutionAttemptDetailsInfo; io gets the subtask's I/O. */
+static json_t *
+subtask_json(const Cluster__SubtaskInfo *s, const struct metric_store *store, const spate_id *job,
+             const spate_id *vertex, int64_t now, struct io_info *io, int64_t durations[NDURATIONS])
+{
+    int64_t ts[NSTATES], start, end;
+    int current = state_index(s->state);
+    char endpoint[160], tm[ID_HEX_LEN + 1] = "(unassigned)";
+    bool assigned = s->resource_id.len == ID_BYTES;
+    json_t *sd = json_object(), *j;
+    spate_id rid;
+
+    subtask_timestamps(s, ts);
+    start = ts[state_index("DEPLOYING")] > 0 ? ts[state_index("DEPLOYING")] : -1;
+    end = state_is_terminal(s->state) && current >= 0 && ts[current] > 0 ? ts[current] : -1;
+    io_init(io);
+    io_add_subtask(io, s, store, job, vertex);
+    status_durations(s, now, durations);
+    for (int d = 0; d < NDURATIONS; d++)
+        json_object_set_new(sd, duration_states[d], json_integer(durations[d]));
+    if (assigned && gw_id_get(&s->resource_id, &rid))
+        id_format(&rid, tm);
+    snprintf(endpoint, sizeof endpoint, "%s:%d", s->host, s->data_port);
+    j = json_pack(
+        "{s:i, s:s, s:i, s:s, s:s, s:I, s:I, s:I, s:o, s:s, s:o}", "subtask", s->subtask, "status",
+        s->state, "attempt", s->attempt, "host", assigned ? s->host : "(unassigned)", "endpoint",
+        assigned ? endpoint : "(unassigned)", "start-time", (json_int_t)start, "end-time",
+        (json_int_t)end, "duration", (json_int_t)(start > 0 ? (end > 0 ? end : now) - start : -1),
+        "metrics", io_json(io), "taskmanager-id", tm, "status-duration", sd);
+    return j;
+}
+
+/* ---- aggregated (AggregatedTaskDetailsInfo) ---------------------------------------------- */
+
+static int
+compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* commons-math's Percentile (its default, legacy estimation) on sorted. */
+static double
+percentile(const double *sorted, size_t n, double p)
+{
+    double pos, fpos;
+    int k;
+
+    if (n == 0)
+        return 0; /* Flink: (long) NaN */
+    if (n == 1)
+        return sorted[0];
+    pos = p * (double)(n + 1) / 100.0;
+    fpos = floor(pos);
+    k = (int)fpos;
+    if (pos < 1)
+        return sorted[0];
+    if (pos >= (double)n)
+        return sorted[n - 1];
+    return sorted[k - 1] + (pos - fpos) * (sorted[k] - sorted[k - 1]);
+}
+
+/* MetricsStatistics.toMap of n values. */
+static json_t *
+statistics_json(const int64_t *values, size_t n)
+{
+    double *sorted = xcalloc(n + 1, sizeof *sorted);
+    int64_t min = 0, max = 0, sum = 0;
+    json_t *j;
+
+    for (size_t i = 0; i < n; i++) {
+        min = i == 0 || values[i] < min ? values[i] : min;
+        max = i == 0 || values[i] > max ? values[i] : max;
+        sum += values[i];
+        sorted[i] = (double)values[i];
+    }
+    qsort(sorted, n, sizeof *sorted, compare_double);
+    j = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "min", (json_int_t)min, "max", (json_int_t)max,
+        "avg", (json_int_t)(n > 0 ? sum / (int64_t)n : 0), "sum", (json_int_t)sum, "median",
+        (json_int_t)percentile(sorted, n, 50), "p25", (json_int_t)percentile(sorted, n, 25), "p75",
+        (json_int_t)percentile(sorted, n, 75), "p95", (json_int_t)percentile(sorted, n, 95));
+    free(sorted);
+    return j;
+}
+
+static json_t *
+aggregated_json(const struct io_info *ios, int64_t (*durations)[NDURATIONS], size_t n)
+{
+    static const char *const names[] = { "read-bytes",
+                                         "write-bytes",
+                                         "read-records",
+                                         "write-records",
+                                         "accumulated-backpressured-time",
+                                         "accumulated-busy-time",
+                                         "accumulated-idle-time" };
+    int64_t *values = xcalloc(n + 1, sizeof *values);
+    json_t *metrics = json_object(), *sd = json_object();
+
+    for (size_t m = 0; m < sizeof names / sizeof names[0]; m++) {
+        for (size_t i = 0; i < n; i++) {
+            const struct io_info *io = &ios[i];
+            int64_t v[] = { io->read_bytes,    io->write_bytes,      io->read_records,
+                            io->write_records, io->backpressured_ms, (int64_t)io->busy_ms,
+                            io->idle_ms };
+
+            values[i] = v[m];
+        }
+        json_object_set_new(metrics, names[m], statistics_json(values, n));
+    }
+    for (int d = 0; d < NDURATIONS; d++) {
+        for (size_t i = 0; i < n; i++)
+            values[i] = durations[i][d];
+        json_object_set_new(sd, duration_states[d], statistics_json(values, n));
+    }
+    free(values);
+    return json_pack("{s:o, s:o}", "metrics", metrics, "status-duration", sd);
+}
+
+/* ---- handlers ------------------------------------------------------------------------------ */
+
+enum MHD_Result
+rest_vertex_details(struct rest_server *rs, struct MHD_Connection *c, const spate_id *job,
+                    const spate_id *vertex)
+{
+    Cluster__JobVertexQuery q = CLUSTER__JOB_VERTEX_QUERY__INIT;
+    const struct metric_store *store;
+    const Cluster__JobVertexInfo *v;
+    int64_t now = clock_wall_ms();
+    int64_t(*durations)[NDURATIONS];
+    struct io_info *ios;
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    json_t *subtasks, *j;
+
+    q.job_id = gw_id_bytes(job);
+    q.vertex_id = gw_id_bytes(vertex);
+    f = rest_ask(c, dispatcher_request_job_vertices(rs->dispatcher, &q, REST_ASK_MS), &ret);
+    if (f == NULL)
+        return ret;
+    if (((const Cluster__JobVertices *)rpc_future_value(f))->n_vertices != 1) {
+        rpc_future_unref(f);
+        return rest_error(c, MHD_HTTP_NOT_FOUND, "vertex %s of job %s not found", id_str(vertex).s,
+                          id_str(job).s);
+    }
+    v = ((const Cluster__JobVertices *)rpc_future_value(f))->vertices[0];
+    store = metric_fetcher_acquire(rs->metrics, NULL);
+    ios = xcalloc(v->n_subtasks + 1, sizeof *ios);
+    durations = xcalloc(v->n_subtasks + 1, sizeof *durations);
+    subtasks = json_array();
+    for (size_t i = 0; i < v->n_subtasks; i++)
+        json_array_append_new(
+            subtasks, subtask_json(v->subtasks[i], store, job, vertex, now, &ios[i], durations[i]));
+    metric_fetcher_release(rs->metrics);
+    j = json_pack("{s:s, s:s, s:i, s:i, s:I, s:o, s:o}", "id", id_str(vertex).s, "name",
+                  v->name ? v->name : "", "maxParallelism", v->max_parallelism, "parallelism",
+                  v->parallelism, "now", (json_int_t)now, "subtasks", subtasks, "aggregated",
+                  aggregated_json(ios, durations, v->n_subtasks));
+    free(ios);
+    free(durations);
+    rpc_future_unref(f);
+    return rest_send(c, MHD_HTTP_OK, j);
+}
+
+/* ExecutionJobVertex.getAggregateJobVertexState. */
+static const char *
+vertex_state(const int *per_state, int parallelism)
+{
+#define N(name) per_state[state_index(name)]
+    if (N("FAILED") > 0)
+        return "FAILED";
+    if (N("CANCELING") > 0)
+        return "CANCELING";
+    if (N("CANCELED") > 0)
+        return "CANCELED";
+    if (N("INITIALIZING") > 0)
+        return "INITIALIZING";
+    if (N("RUNNING") > 0)
+        return "RUNNING";
+    if (N("FINISHED") > 0)
+        return N("FINISHED") == parallelism ? "FINISHED" : "RUNNING";
+    return "CREATED";
+#undef N
+}
+
+/* JobDetailsVertexInfo of one vertex (JobDetailsHandler). */
+static json_t *
+job_vertex_json(const Cluster__JobVertexInfo *v, const struct metric_store *store,
+                const spate_id *job, int64_t now)
+{
+    int per_state[NSTATES] = { 0 };
+    int64_t start = INT64_MAX, end = 0, duration;
+    bool all_ended = true;
+    struct io_info io, one;
+    json_t *tasks = json_object();
+    spate_id vid;
+
+    gw_id_get(&v->vertex_id, &vid);
+    io_init(&io);
+    for (size_t i = 0; i < v->n_subtasks; i++) {
+        const Cluster__SubtaskInfo *s = v->subtasks[i];
+        int k = state_index(s->state);
+        int64_t ts[NSTATES];
+
+        subtask_timestamps(s, ts);
+        if (k >= 0) {
+            per_state[k]++;
+            end = ts[k] > end ? ts[k] : end;
+        }
+        if (ts[state_index("DEPLOYING")] > 0 && ts[state_index("DEPLOYING")] < start)
+            start = ts[state_index("DEPLOYING")];
+        all_ended &= state_is_terminal(s->state);
+        io_init(&one);
+        io_add_subtask(&one, s, store, job, &vid);
+        io.read_bytes += one.read_bytes;
+        io.write_bytes += one.write_bytes;
+        io.read_records += one.read_records;
+        io.write_records += one.write_records;
+        io.read_bytes_complete &= one.read_bytes_complete;
+        io.write_bytes_complete &= one.write_bytes_complete;
+        io.read_records_complete &= one.read_records_complete;
+        io.write_records_complete &= one.write_records_complete;
+        io.backpressured_ms += one.backpressured_ms;
+        io.idle_ms += one.idle_ms;
+        io.busy_ms += one.busy_ms;
+    }
+    if (start == INT64_MAX) {
+        start = end = duration = -1;
+    } else if (all_ended) {
+        duration = end - start;
+    } else {
+        end = -1;
+        duration = now - start;
+    }
+    for (size_t i = 0; i < sizeof flink_states / sizeof flink_states[0]; i++) {
+        int k = state_index(flink_states[i]);
+
+        json_object_set_new(tasks, flink_states[i], json_integer(k >= 0 ? per_state[k] : 0));
+    }
+    return json_pack("{s:s, s:s, s:i, s:i, s:s, s:I, s:I, s:I, s:o, s:o}", "id", id_str(&vid).s,
+                     "name", v->name ? v->name : "", "maxParallelism", v->max_parallelism,
+                     "parallelism", v->parallelism, "status",
+                     vertex_state(per_state, v->parallelism), "start-time", (json_int_t)start,
+                     "end-time", (json_int_t)end, "duration", (json_int_t)duration, "tasks", tasks,
+                     "metrics", io_json(&io));
+}
+
+json_t *
+rest_job_vertices(struct rest_server *rs, const spate_id *job)
+{
+    Cluster__JobVertexQuery q = CLUSTER__JOB_VERTEX_QUERY__INIT;
+    const Cluster__JobVertices *vs;
+    const struct metric_store *store = NULL;
+    int64_t now = clock_wall_ms();
+    spate_error err = { 0 };
+    struct rpc_future *f;
+    json_t *out = json_array();
+
+    q.job_id = gw_id_bytes(job);
+    f = dispatcher_request_job_vertices(rs->dispatcher, &q, REST_ASK_MS);
+    if (rpc_future_wait(f, REST_ASK_MS + 1000, &err) != 0) {
+        rpc_future_unref(f);
+        return out;
+    }
+    vs = rpc_future_value(f);
+    for (size_t i = 0; i < vs->n_vertices; i++) {
+        bool running = false;
+
+        for (size_t k = 0; k < vs->vertices[i]->n_subtasks && !running; k++)
+            running = !state_is_terminal(vs->vertices[i]->subtasks[k]->state);
+        /* Only a job with running subtasks needs the TaskManagers' metrics. */
+        if (running && store == NULL)
+            store = metric_fetcher_acquire(rs->metrics, NULL);
+        json_array_append_new(out, job_vertex_json(vs->vertices[i], store, job, now));
+    }
+    if (store != NULL)
+        metric_fetcher_release(rs->metrics);
+    rpc_future_unref(f);
+    return out;
+}

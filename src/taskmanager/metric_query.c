@@ -1,0 +1,138 @@
+/* A TaskManager's metric dump (metric_query.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "metrics/process_metrics.h"
+#include "metrics/task_metrics.h"
+#include "rpc/gateways.h"
+#include "taskmanager/metric_query.h"
+
+/* A growing list of metrics that owns its names and values. */
+struct metric_list {
+    Cluster__Metric **items;
+    size_t n, cap;
+};
+
+static void
+list_add(struct metric_list *l, const char *name, const char *value)
+{
+    Cluster__Metric *m = xmalloc(sizeof *m);
+
+    cluster__metric__init(m);
+    m->name = xstrdup(name);
+    m->value = xstrdup(value);
+    xgrow((void **)&l->items, &l->cap, l->n + 1, sizeof *l->items);
+    l->items[l->n++] = m;
+}
+
+static void
+list_add_int(struct metric_list *l, const char *name, long long value)
+{
+    char text[32];
+
+    snprintf(text, sizeof text, "%lld", value);
+    list_add(l, name, text);
+}
+
+static void
+metrics_free(Cluster__Metric **items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(items[i]->name);
+        free(items[i]->value);
+        free(items[i]);
+    }
+    free(items);
+}
+
+/* The TaskManager's own: Flink's Status.Shuffle.Netty names for the
+ * network buffers, Status.Process for what Flink reports of its JVM. */
+static void
+dump_taskmanager(struct net_env *net, struct metric_list *l)
+{
+    struct process_metrics pm;
+
+    if (net != NULL) {
+        struct net_env_stats st;
+
+        net_env_stats(net, &st);
+        list_add_int(l, "Status.Shuffle.Netty.TotalMemorySegments", (long long)st.buffers_total);
+        list_add_int(l, "Status.Shuffle.Netty.AvailableMemorySegments",
+                     (long long)st.buffers_available);
+        list_add_int(l, "Status.Shuffle.Netty.UsedMemorySegments",
+                     (long long)(st.buffers_total - st.buffers_available));
+    }
+    if (process_metrics_read(&pm) == 0) {
+        list_add_int(l, "Status.Process.CPU.Time", (long long)pm.cpu_time_ms);
+        list_add_int(l, "Status.Process.Memory.RSS", (long long)pm.rss_bytes);
+        list_add_int(l, "Status.Process.Threads.Count", (long long)pm.threads);
+    }
+}
+
+void
+metric_query_dump(struct metric_registry *r, struct net_env *net, const spate_id *resource_id,
+                  Cluster__MetricDump *out)
+{
+    struct metric_list tm = { 0 };
+    struct metric_sample *s = NULL;
+    size_t n = r != NULL ? metric_registry_snapshot(r, &s) : 0;
+    Cluster__TaskMetrics **tasks = NULL;
+    size_t ntasks = 0, cap = 0;
+
+    cluster__metric_dump__init(out);
+    out->resource_id = gw_id_bytes(resource_id);
+    dump_taskmanager(net, &tm);
+    /* A group's samples come together: one TaskMetrics per run of equal
+     * scopes. Scopes that are not a task's are the TaskManager's. */
+    for (size_t i = 0; i < n;) {
+        struct metric_list l = { 0 };
+        Cluster__TaskMetrics *t;
+        spate_id job, vertex;
+        int subtask, attempt;
+        size_t j = i;
+        char value[64];
+
+        if (!task_io_scope_parse(s[i].scope, &job, &vertex, &subtask, &attempt)) {
+            metric_sample_format(&s[i], value, sizeof value);
+            list_add(&tm, s[i].name, value);
+            i++;
+            continue;
+        }
+        for (; j < n && strcmp(s[j].scope, s[i].scope) == 0; j++) {
+            metric_sample_format(&s[j], value, sizeof value);
+            list_add(&l, s[j].name, value);
+        }
+        t = xmalloc(sizeof *t + 2 * ID_BYTES);
+        cluster__task_metrics__init(t);
+        /* The ids live behind the message, freed with it. */
+        memcpy((uint8_t *)(t + 1), job.bytes, ID_BYTES);
+        memcpy((uint8_t *)(t + 1) + ID_BYTES, vertex.bytes, ID_BYTES);
+        t->job_id = (ProtobufCBinaryData){ ID_BYTES, (uint8_t *)(t + 1) };
+        t->vertex_id = (ProtobufCBinaryData){ ID_BYTES, (uint8_t *)(t + 1) + ID_BYTES };
+        t->subtask = subtask;
+        t->attempt = attempt;
+        t->metrics = l.items;
+        t->n_metrics = l.n;
+        xgrow((void **)&tasks, &cap, ntasks + 1, sizeof *tasks);
+        tasks[ntasks++] = t;
+        i = j;
+    }
+    metric_samples_free(s, n);
+    out->taskmanager = tm.items;
+    out->n_taskmanager = tm.n;
+    out->tasks = tasks;
+    out->n_tasks = ntasks;
+}
+
+void
+metric_query_dump_release(Cluster__MetricDump *out)
+{
+    metrics_free(out->taskmanager, out->n_taskmanager);
+    for (size_t i = 0; i < out->n_tasks; i++) {
+        metrics_free(out->tasks[i]->metrics, out->tasks[i]->n_metrics);
+        free(out->tasks[i]);
+    }
+    free(out->tasks);
+}

@@ -1,0 +1,199 @@
+"""Metrics over REST end to end (issue 8): a JobManager and TaskManagers as
+real processes run job libraries (submitted with `spate run -d` over REST);
+the REST API serves the tasks' metrics, back pressure and watermarks with
+Flink's paths and JSON."""
+
+import os
+import re
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from clustertest import ClusterTestCase, wait_for  # noqa: E402
+from spatetest import BUILD  # noqa: E402
+
+JOB = os.path.join(BUILD, "tests", "jobs", "metricsjob.so")
+MIN_WATERMARK = str(-2**63)
+
+
+class MetricsTest(ClusterTestCase):
+    def start_cluster(self, taskmanagers=2, slots=2):
+        self.start_jobmanager("-D", "metrics.fetcher.update-interval=200 ms")
+        for _ in range(taskmanagers):
+            self.start_taskmanager(slots=slots)
+        self.wait_overview(taskmanagers, slots=taskmanagers * slots)
+
+    def submit(self, *args):
+        r = self.spate("run", "-m", f"127.0.0.1:{self.rest_port}", "-d", JOB, *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
+
+    def get(self, path):
+        status, body = self.rest(path)
+        self.assertEqual(status, 200, (path, body))
+        return body
+
+    def running_vertices(self, jid):
+        """Waits until every task of the job runs; its vertices by name."""
+        def running():
+            job = self.job(jid)
+            return job if job["tasks"]["running"] == job["tasks"]["total"] else None
+        job = wait_for(running, 30, f"every task of job {jid} running")
+        return {v["name"]: v for v in job["vertices"]}
+
+    def metric(self, path, name):
+        """The value of metric name at path (a metric handler), or None."""
+        for m in self.get(f"{path}?get={name}"):
+            if m["id"] == name:
+                return m["value"]
+        return None
+
+    def test_backpressure_busy_time_and_watermarks_of_running_jobs(self):
+        self.start_cluster()
+        bp = self.submit("backpressure", "1000")  # the sink sleeps 1 ms per record
+        et = self.submit("eventtime", "2000")
+        bpv = self.running_vertices(bp)
+        source, sink = bpv["Numbers"]["id"], bpv["Slow Sink"]["id"]
+        etv = self.running_vertices(et)
+        readings = next(v["id"] for n, v in etv.items() if n.startswith("Readings"))
+        counts = next(v["id"] for n, v in etv.items() if n.startswith("Counts"))
+
+        # The source waits for buffers the slow sink frees: back pressure,
+        # as Flink >= 1.13 derives it from backPressuredTimeMsPerSecond.
+        def high():
+            b = self.get(f"/jobs/{bp}/vertices/{source}/backpressure")
+            return b if b.get("backpressureLevel") == "high" else None
+        b = wait_for(high, 30, "the source's back pressure to be high")
+        self.assertEqual(b["status"], "ok")
+        self.assertGreater(b["end-timestamp"], 0)
+        self.assertEqual(len(b["subtasks"]), 1)
+        st = b["subtasks"][0]
+        self.assertEqual((st["subtask"], st["backpressureLevel"]), (0, "high"))
+        self.assertGreater(st["ratio"], 0.5)
+        self.assertLessEqual(st["ratio"] + st["idleRatio"] + st["busyRatio"], 1.0 + 1e-9)
+        self.assertGreater(
+            float(self.metric(f"/jobs/{bp}/vertices/{source}/metrics",
+                              "0.backPressuredTimeMsPerSecond")), 500)
+        # The sink itself is busy, not back-pressured.
+        agg = self.get(f"/jobs/{bp}/vertices/{sink}/subtasks/metrics"
+                       "?get=busyTimeMsPerSecond,backPressuredTimeMsPerSecond")
+        by_id = {m["id"]: m for m in agg}
+        self.assertGreater(by_id["busyTimeMsPerSecond"]["max"], 500)
+        self.assertLess(by_id["backPressuredTimeMsPerSecond"]["max"], 100)
+        self.assertEqual(self.get(f"/jobs/{bp}/vertices/{sink}/backpressure")
+                         ["backpressureLevel"], "ok")
+        # A rate-limited source has room: not back-pressured.
+        self.assertEqual(self.get(f"/jobs/{et}/vertices/{readings}/backpressure")
+                         ["backpressureLevel"], "ok")
+
+        # Watermarks advance at the window's input, in Flink's form.
+        def watermark():
+            w = self.get(f"/jobs/{et}/vertices/{counts}/watermarks")
+            if len(w) == 1 and w[0]["value"] != MIN_WATERMARK:
+                self.assertEqual(w[0]["id"], "0.currentInputWatermark")
+                return int(w[0]["value"])
+            return None
+        first = wait_for(watermark, 30, "a watermark at the window")
+        later = wait_for(lambda: (w := watermark()) is not None and w > first and w, 30,
+                         "the watermark to advance")
+        self.assertGreater(later, first)
+        # A source has no input: no input watermark (Flink's answer is []),
+        # but what it emits is its output watermark.
+        self.assertEqual(self.get(f"/jobs/{et}/vertices/{readings}/watermarks"), [])
+        out = int(self.metric(f"/jobs/{et}/vertices/{readings}/metrics",
+                              "0.currentOutputWatermark"))
+        self.assertGreaterEqual(out, first)
+
+    def test_metric_handlers_list_get_aggregate_and_refuse_bad_input(self):
+        self.start_cluster(taskmanagers=1, slots=2)
+        jid = self.submit("eventtime", "1000")
+        vs = self.running_vertices(jid)
+        src = next(v["id"] for n, v in vs.items() if n.startswith("Readings"))
+        base = f"/jobs/{jid}/vertices/{src}"
+        # Without get: the available metrics, Flink's bare [{"id": ...}].
+        names = wait_for(lambda: [m["id"] for m in self.get(f"{base}/metrics")], 20,
+                         "the source's metrics")
+        for n in ("0.numRecordsOut", "0.numRecordsOutPerSecond", "0.busyTimeMsPerSecond",
+                  "0.idleTimeMsPerSecond", "0.backPressuredTimeMsPerSecond",
+                  "0.accumulatedBusyTimeMs", "0.buffers.outPoolUsage",
+                  "0.currentOutputWatermark"):
+            self.assertIn(n, names)
+        self.assertTrue(all("value" not in m for m in self.get(f"{base}/metrics")))
+        # With get: values as text; unknown names are left out.
+        got = self.get(f"{base}/metrics?get=0.numRecordsOut,nosuch")
+        self.assertEqual([m["id"] for m in got], ["0.numRecordsOut"])
+        self.assertGreaterEqual(int(got[0]["value"]), 0)
+        # One subtask's own metrics, unprefixed.
+        sub = self.get(f"{base}/subtasks/0/metrics?get=numRecordsOut")
+        self.assertEqual([m["id"] for m in sub], ["numRecordsOut"])
+        self.assertEqual(self.get(f"{base}/subtasks/5/metrics"), [])
+        # Aggregated over subtasks: all four, or those asked for.
+        agg = self.get(f"{base}/subtasks/metrics?get=numRecordsOut")
+        self.assertEqual(set(agg[0]), {"id", "min", "max", "avg", "sum"})
+        agg = self.get(f"{base}/subtasks/metrics?get=numRecordsOut&agg=MIN,sum&subtasks=0-3")
+        self.assertEqual(set(agg[0]), {"id", "min", "sum"})
+        listed = [m["id"] for m in self.get(f"{base}/subtasks/metrics")]
+        self.assertIn("busyTimeMsPerSecond", listed)
+        # The vertex's details: its subtasks with state, TaskManager, I/O.
+        d = self.get(base)
+        self.assertEqual((d["id"], d["parallelism"], len(d["subtasks"])), (src, 1, 1))
+        s = d["subtasks"][0]
+        self.assertEqual(s["status"], "RUNNING")
+        tms = self.get("/taskmanagers")["taskmanagers"]
+        self.assertEqual(s["taskmanager-id"], tms[0]["id"])
+        for k in ("read-bytes", "write-records", "write-records-complete",
+                  "accumulated-busy-time", "accumulated-idle-time",
+                  "accumulated-backpressured-time"):
+            self.assertIn(k, s["metrics"])
+        self.assertIn("RUNNING", s["status-duration"])
+        self.assertIn("p95", d["aggregated"]["metrics"]["write-records"])
+        # The JobManager's and a TaskManager's metrics.
+        jm = {m["id"]: m["value"] for m in self.get(
+            "/jobmanager/metrics?get=numRegisteredTaskManagers,taskSlotsTotal,numRunningJobs")}
+        self.assertEqual(jm, {"numRegisteredTaskManagers": "1", "taskSlotsTotal": "2",
+                              "numRunningJobs": "1"})
+        tm = [m["id"] for m in self.get(f"/v1/taskmanagers/{tms[0]['id']}/metrics")]
+        self.assertIn("Status.Shuffle.Netty.AvailableMemorySegments", tm)
+        self.assertEqual(self.get("/taskmanagers/0123456789abcdef0123456789abcdef/metrics"), [])
+        # Bad input: a clear error each, what and where.
+        for path, want, text in (
+                (f"{base}/subtasks/metrics?get=numRecordsOut&agg=median", 400, "'median'"),
+                (f"{base}/subtasks/metrics?subtasks=1-x", 400, "'1-x'"),
+                (f"{base}/subtasks/x/metrics", 400, "'x'"),
+                (f"/jobs/{jid}/vertices/not-a-vertex/metrics", 400, "not-a-vertex"),
+                (f"/jobs/{jid}/vertices/0123456789abcdef0123456789abcdef", 404, "not found"),
+                (f"/jobs/{jid}/vertices/0123456789abcdef0123456789abcdef/watermarks", 404,
+                 "not found"),
+                (f"{base}/nosuch", 404, "Not found"),
+                ("/taskmanagers/not-an-id/metrics", 404, "not-an-id")):
+            status, body = self.rest(path)
+            self.assertEqual(status, want, path)
+            self.assertIn(text, body["errors"][0], path)
+        status, body = self.rest(f"{base}/metrics", method="DELETE")
+        self.assertEqual(status, 405)
+        # A vertex nobody measured: Flink's "deprecated" back pressure.
+        self.assertEqual(
+            self.get(f"/jobs/{jid}/vertices/0123456789abcdef0123456789abcdef/backpressure"),
+            {"status": "deprecated"})
+
+    def test_a_finished_jobs_vertices_keep_their_record_counts(self):
+        self.start_cluster(taskmanagers=1, slots=2)
+        jid = self.submit("bounded", "5000")
+        wait_for(lambda: self.job(jid)["state"] == "FINISHED", 60, "the job to finish")
+        vs = {v["name"]: v for v in self.job(jid)["vertices"]}
+        source, sink = vs["Numbers"], vs["Slow Sink"]
+        # Exactly the records: the watermark that ends the input is none.
+        self.assertEqual(source["metrics"]["write-records"], 5000)
+        self.assertEqual(sink["metrics"]["read-records"], 5000)
+        self.assertEqual((source["status"], sink["status"]), ("FINISHED", "FINISHED"))
+        self.assertGreater(sink["metrics"]["read-bytes"], 0)
+        d = self.get(f"/jobs/{jid}/vertices/{sink['id']}")
+        s = d["subtasks"][0]
+        self.assertEqual(s["status"], "FINISHED")
+        self.assertEqual(s["metrics"]["read-records"], 5000)
+        self.assertGreaterEqual(s["end-time"], s["start-time"])
+        self.assertEqual(s["duration"], s["end-time"] - s["start-time"])
+
+
+if __name__ == "__main__":
+    unittest.main()
