@@ -1134,6 +1134,7 @@ checkpoint_coordinator_restored(struct checkpoint_coordinator *cc,
     if (cc->restored == NULL) {
         cc->restored = xmalloc(sizeof *cc->restored);
         ckstats__restored_stats__init(cc->restored);
+        cc->restored->external_path = NULL; /* not protobuf-c's static "" */
     }
     free(cc->restored->external_path);
     cc->restored->id = md->checkpoint_id;

@@ -717,6 +717,21 @@ Test(checkpoint_coordinator, a_restore_loads_the_latest_and_names_a_bad_file)
     cr_assert_eq(loaded.id, 1);
     snprintf(path, sizeof path, "%s/_metadata", chk_dir(&j, 1));
     cr_assert_str_eq(loaded.path, path);
+    {
+        Checkpoint__CheckpointMetadata *md;
+        Ckstats__CheckpointingStats *st;
+        spate_error err = { 0 };
+
+        cr_assert_eq(checkpoint_metadata_read(path, &md, &err), 0, "%s", err.message);
+        checkpoint_coordinator_restored(j.cc, md, path);
+        checkpoint_coordinator_restored(j.cc, md, path);
+        checkpoint_metadata_free(md);
+        st = checkpoint_coordinator_stats(j.cc, 0);
+        cr_assert_eq(st->restored, 2);
+        cr_assert_eq(st->latest_restored->id, 1);
+        cr_assert_str_eq(st->latest_restored->external_path, path);
+        ckstats__checkpointing_stats__free_unpacked(st, NULL);
+    }
     /* A missing state file. */
     snprintf(path, sizeof path, "%s/sum-1", chk_dir(&j, 1));
     cr_assert_eq(unlink(path), 0);
