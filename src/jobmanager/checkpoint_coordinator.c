@@ -1248,12 +1248,19 @@ checkpoint_coordinator_trigger_manual(struct checkpoint_coordinator *cc, const s
     if (manual_find(cc, trigger_id) != NULL)
         return spate_error_set(err, SPATE_EEXIST, "trigger id %s was used before",
                                id_str(trigger_id).s);
-    if ((why = not_triggerable(cc)) != NULL)
-        return spate_error_set(err, SPATE_ESTATE, "cannot checkpoint job %s: %s", cc_job(cc), why);
     m = xcalloc(1, sizeof *m);
     m->trigger_id = *trigger_id;
     list_push_back(&cc->manuals, &m->node);
     cc->nmanuals++;
+    /* As Flink's async operation: a trigger that cannot start is a done one
+     * whose status says why. */
+    if ((why = not_triggerable(cc)) != NULL) {
+        char msg[300];
+
+        snprintf(msg, sizeof msg, "cannot checkpoint job %s: %s", cc_job(cc), why);
+        manual_finish(cc, m, 0, msg);
+        return 0;
+    }
     cc_maybe_trigger(cc);
     return 0;
 }

@@ -112,8 +112,9 @@ void checkpoint_coordinator_restored(struct checkpoint_coordinator *cc,
 
 /* A manual checkpoint (POST /jobs/:jobid/checkpoints), under trigger_id
  * (the caller's or a random one). It waits for max-concurrent but not for
- * min-pause. Errors: the job has no checkpoints folder, is not running
- * (every execution), or a trigger id is reused. */
+ * min-pause. One that cannot start (the job has no checkpoint folder, not
+ * every task runs, some finished) is done at once, its status saying why.
+ * Error: a trigger id used before (SPATE_EEXIST). */
 int checkpoint_coordinator_trigger_manual(struct checkpoint_coordinator *cc,
                                           const spate_id *trigger_id, spate_error *err);
 /* Its status: SPATE_ENOENT for an unknown trigger id. */

@@ -594,6 +594,7 @@ Test(checkpoint_coordinator, no_checkpoint_unless_every_task_runs_and_none_after
     struct job j;
     spate_id trig;
     spate_error err = { 0 };
+    Ckstats__TriggerStatus status;
 
     job_start(&j, NULL, 1);
     execution_set_state(j.eg, &j.eg->executions[1][0], EXEC_INITIALIZING, NULL);
@@ -601,8 +602,11 @@ Test(checkpoint_coordinator, no_checkpoint_unless_every_task_runs_and_none_after
     tick();
     cr_assert_eq(count_msgs(MSG_TRIGGER, 1), 0);
     id_random(&trig);
-    cr_assert_eq(checkpoint_coordinator_trigger_manual(j.cc, &trig, &err), SPATE_ESTATE);
-    cr_assert(strstr(err.message, "not every task") != NULL, "%s", err.message);
+    cr_assert_eq(checkpoint_coordinator_trigger_manual(j.cc, &trig, &err), 0, "%s", err.message);
+    cr_assert_eq(checkpoint_coordinator_trigger_status(j.cc, &trig, &status, &err), 0);
+    cr_assert(status.done, "a trigger that cannot start is done at once");
+    cr_assert(strstr(status.failure, "not every task") != NULL, "%s", status.failure);
+    cr_assert_eq(checkpoint_coordinator_pending_count(j.cc), 0);
     execution_set_state(j.eg, &j.eg->executions[1][0], EXEC_RUNNING, NULL);
     tick();
     cr_assert_eq(count_msgs(MSG_TRIGGER, 1), 2);
