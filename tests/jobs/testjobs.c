@@ -18,8 +18,10 @@
  *   stuck                                          a map that never returns,
  *             cancelled or not (task.cancellation.timeout must end it)
  *   checkpointed --count N --rate R --keys K --output DIR [--interval MS]
- *             [--at-least-once] [--slow-ms M] [--fail-at V --marker PATH]
- *             checkpoints every MS (200): generator -> [Slow: sleeps M ms a
+ *             [--at-least-once] [--slow-ms M | --slow-us U] [--input DIR]
+ *             [--fail-at V --marker PATH]
+ *             checkpoints every MS (200): generator (or the numbers of the
+ *             files in --input, a line each) -> [Slow: sleeps a
  *             record] -> [Fail once: fails at value V while PATH does not
  *             exist, making it, so only the first attempt fails] -> To key
  *             (v % K) -> Count (a ValueState per key, emits (key, count))
@@ -263,11 +265,25 @@ job_stuck(spate_env *env)
 static void
 slow(spate_ctx *ctx, const void *in, void *out)
 {
-    const int64_t *ms = spate_ctx_params(ctx, NULL);
-    struct timespec ts = { *ms / 1000, (*ms % 1000) * 1000000 };
+    const int64_t *us = spate_ctx_params(ctx, NULL);
+    struct timespec ts = { *us / 1000000, (*us % 1000000) * 1000 };
 
     nanosleep(&ts, NULL);
     *(int64_t *)out = *(const int64_t *)in;
+}
+
+/* A line of the input files: a decimal number. */
+static void
+parse(spate_ctx *ctx, const void *in, void *out)
+{
+    const spate_str *line = in;
+    char buf[32];
+    size_t n = line->len < sizeof buf - 1 ? line->len : sizeof buf - 1;
+
+    (void)ctx;
+    memcpy(buf, line->data, n);
+    buf[n] = '\0';
+    *(int64_t *)out = strtoll(buf, NULL, 10);
 }
 
 static void
@@ -315,7 +331,9 @@ job_checkpointed(spate_env *env, int argc, char **argv)
     const spate_type *fields[2] = { i64, i64 };
     const spate_type *pair = spate_type_tuple(env, 2, fields);
     int64_t keys = arg_int(argc, argv, "--keys", 10);
-    int64_t slow_ms = arg_int(argc, argv, "--slow-ms", 0);
+    int64_t slow_us =
+        arg_int(argc, argv, "--slow-ms", 0) * 1000 + arg_int(argc, argv, "--slow-us", 0);
+    const char *input = arg_str(argc, argv, "--input", NULL);
     int64_t interval = arg_int(argc, argv, "--interval", 200);
     struct fail_params fp = { arg_int(argc, argv, "--fail-at", -1), "" };
     spate_stream *s;
@@ -323,12 +341,17 @@ job_checkpointed(spate_env *env, int argc, char **argv)
     snprintf(fp.marker, sizeof fp.marker, "%s", arg_str(argc, argv, "--marker", ""));
     if (interval > 0)
         spate_env_enable_checkpointing(env, interval, !arg_flag(argc, argv, "--at-least-once"));
-    s = spate_uid(spate_source_generator(env, gen_index, i64,
-                                         (uint64_t)arg_int(argc, argv, "--count", 1000),
-                                         (double)arg_int(argc, argv, "--rate", 0)),
-                  "source");
-    if (slow_ms > 0)
-        s = spate_params(spate_name(spate_map(s, slow, i64), "Slow"), &slow_ms, sizeof slow_ms);
+    if (input != NULL)
+        s = spate_name(
+            spate_map(spate_uid(spate_source_text_file(env, input), "source"), parse, i64),
+            "Parse");
+    else
+        s = spate_uid(spate_source_generator(env, gen_index, i64,
+                                             (uint64_t)arg_int(argc, argv, "--count", 1000),
+                                             (double)arg_int(argc, argv, "--rate", 0)),
+                      "source");
+    if (slow_us > 0)
+        s = spate_params(spate_name(spate_map(s, slow, i64), "Slow"), &slow_us, sizeof slow_us);
     if (fp.at >= 0 && fp.marker[0] != '\0')
         s = spate_params(spate_name(spate_map(s, fail_once, i64), "Fail once"), &fp, sizeof fp);
     s = spate_params(spate_name(spate_map(s, to_key, i64), "To key"), &keys, sizeof keys);
