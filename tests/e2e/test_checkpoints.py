@@ -9,7 +9,8 @@ exactly the counts 1..n of every key when nothing was lost or written twice.
   the last), a replacement started each time: exactly once, FINISHED; the
   same at least once (nothing lost), and with the file source over split
   files;
-- a task failing once on the mini cluster restarts from the checkpoint;
+- a task failing once on the mini cluster restarts from the checkpoint; a
+  failed task restarts its pipelined region only; fixed-delay's attempts;
 - a checkpoint that times out is failed and the job keeps running; too many
   failed checkpoints fail the job (restart strategy none);
 - a truncated or corrupt `_metadata`, or a missing state file, found at the
@@ -210,6 +211,32 @@ class CheckpointTest(ClusterTestCase):
         job = self.wait_state(jid, TERMINAL, timeout=180)
         self.assertEqual(job["state"], "FINISHED", job.get("failure"))
         self.check_exactly_once(out, expected_per_key(values, keys))
+
+    def test_a_failed_task_restarts_its_pipelined_region_only(self):
+        self.cluster()
+        out, out2 = os.path.join(self.tmp, "out"), os.path.join(self.tmp, "out2")
+        marker = os.path.join(self.tmp, "failed-once")
+        count, keys = 60_000, 10
+        jid = self.submit("--count", str(count), "--rate", "10000", "--keys", str(keys),
+                          "--output", out, "--second-output", out2, "--fail-at", "30000",
+                          "--marker", marker, parallelism=2)
+        job = self.wait_state(jid, TERMINAL, timeout=120)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        self.assertTrue(os.path.exists(marker), "the first pipeline failed once")
+        self.assertEqual(self.stats(jid)["counts"]["restored"], 1)
+        # The failed pipeline's tasks run a second attempt, the other's their first.
+        attempts = {}
+        for v in job["vertices"]:
+            status, d = self.http(f"/jobs/{jid}/vertices/{v['id']}")
+            self.assertEqual(status, 200, d)
+            attempts[v["name"]] = {s["attempt"] for s in d["subtasks"]}
+        self.assertEqual(attempts, {"Source: Generator -> Fail once -> To key": {1},
+                                    "Count -> Sink: Text File": {1},
+                                    "Source: Generator -> To key 2": {0},
+                                    "Count 2 -> Sink: Text File": {0}})
+        expected = expected_per_key(range(count), keys)
+        self.check_exactly_once(out, expected)
+        self.check_exactly_once(out2, expected)
 
     # ---- checkpoint failures --------------------------------------------------------------
 
@@ -422,6 +449,19 @@ class MiniClusterCheckpointTest(ClusterTestCase):
             self.assertEqual(sorted(counts[k]), list(range(1, n + 1)), f"key {k}")
         # FINISHED: the job's checkpoints are gone with it.
         self.assertEqual(os.listdir(os.path.join(self.tmp, "checkpoints")), [])
+
+    def test_fixed_delay_restarts_its_attempts_then_the_job_fails(self):
+        r = self.spate("-D", "restart-strategy.type=fixed-delay",
+                       "-D", "restart-strategy.fixed-delay.attempts=2",
+                       "-D", "restart-strategy.fixed-delay.delay=10 ms", "run", "--local",
+                       TESTJOBS, "fail", "--at", "42", env={"SPATE_LOG_LEVEL": "info"},
+                       timeout=120)
+        logs = r.stdout + r.stderr
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(logs.count("switched to RESTARTING"), 2, logs)
+        self.assertIn("recovery is suppressed by the restart strategy fixed-delay", logs)
+        self.assertIn("record 42 is poison", logs)
+        self.assertIn("switched to FAILED", logs)
 
     def test_without_checkpoints_a_failing_task_fails_the_job(self):
         out = os.path.join(self.tmp, "out")

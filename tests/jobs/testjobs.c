@@ -19,7 +19,7 @@
  *             cancelled or not (task.cancellation.timeout must end it)
  *   checkpointed --count N --rate R --keys K --output DIR [--interval MS]
  *             [--at-least-once] [--slow-ms M | --slow-us U] [--input DIR]
- *             [--fail-at V --marker PATH]
+ *             [--fail-at V --marker PATH] [--second-output DIR2]
  *             checkpoints every MS (200): generator (or the numbers of the
  *             files in --input, a line each) -> [Slow: sleeps a
  *             record] -> [Fail once: fails at value V while PATH does not
@@ -27,7 +27,9 @@
  *             (v % K) -> Count (a ValueState per key, emits (key, count))
  *             -> exactly-once text file sink DIR. Key k's counts are 1 ..
  *             n_k: a committed output with each exactly once is an
- *             uninterrupted run's (the checkpoint tests). */
+ *             uninterrupted run's (the checkpoint tests). --second-output:
+ *             an independent copy of the pipeline (another pipelined
+ *             region), without Slow and Fail once, into DIR2. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,6 +360,18 @@ job_checkpointed(spate_env *env, int argc, char **argv)
     s = spate_name(spate_process(spate_key_by_value(s), count, pair), "Count");
     s = spate_uid(spate_value_state(s, "count", i64, 0), "count");
     spate_uid(spate_sink_text_file(s, arg_str(argc, argv, "--output", "counts.out")), "sink");
+    if (arg_str(argc, argv, "--second-output", NULL) != NULL) {
+        /* An independent copy of the pipeline without failures: a pipelined
+         * region of its own. */
+        s = spate_source_generator(env, gen_index, i64,
+                                   (uint64_t)arg_int(argc, argv, "--count", 1000),
+                                   (double)arg_int(argc, argv, "--rate", 0));
+        s = spate_params(spate_name(spate_map(spate_uid(s, "source-2"), to_key, i64), "To key 2"),
+                         &keys, sizeof keys);
+        s = spate_name(spate_process(spate_key_by_value(s), count, pair), "Count 2");
+        s = spate_uid(spate_value_state(s, "count", i64, 0), "count-2");
+        spate_uid(spate_sink_text_file(s, arg_str(argc, argv, "--second-output", NULL)), "sink-2");
+    }
     return spate_execute(env, "Checkpointed count");
 }
 
