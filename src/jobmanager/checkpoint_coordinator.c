@@ -689,6 +689,10 @@ periodic_tick(void *arg)
 void
 checkpoint_coordinator_start(struct checkpoint_coordinator *cc)
 {
+    struct execution_graph *eg = cc->eg;
+
+    /* A restart of every finished task takes checkpoints again. */
+    cc->finishing = eg->finished > 0;
     if (cc->periodic || cc->shut_down || cc->finishing || cc->cfg->interval_ms <= 0 ||
         cc->job_dir == NULL)
         return;

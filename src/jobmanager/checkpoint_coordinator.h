@@ -68,7 +68,8 @@ checkpoint_coordinator_new(const struct checkpoint_coordinator_options *o);
 void checkpoint_coordinator_free(struct checkpoint_coordinator *cc);
 
 /* Periodic checkpoints start (first after one interval) when every
- * execution runs: the owner calls start when the job is RUNNING again. */
+ * execution runs: the owner calls start when the job is RUNNING again (a
+ * restart that brought every finished task back takes checkpoints again). */
 void checkpoint_coordinator_start(struct checkpoint_coordinator *cc);
 /* A failover: the periodic trigger stops, checkpoints in progress are
  * aborted without counting as failures (their acknowledgements would come

@@ -58,7 +58,11 @@ struct job_master {
     struct jm_task *tasks;
     struct execution_graph *eg; /* a real job; NULL for the stand-in */
     int slots_needed;
-    bool *slot_lost; /* [shared slot]: its TaskManager is gone, request it anew */
+    /* The shared slots the job holds or asked for, [slots_needed]. */
+    struct jm_slot {
+        bool have, pending;
+        spate_id allocation_id, resource_id;
+    } * slots;
     /* Checkpoints and failover (real jobs). The coordinator exists once the
      * stores are made (prepared); deployments wait for it and for the
      * checkpoint they restore (restore_md, NULL: a fresh start). */
@@ -236,6 +240,7 @@ jm_on_finish(void *arg)
 static void jm_check_end(struct job_master *jm);
 static void jm_try_restart(struct job_master *jm);
 static void jm_try_deploy(struct job_master *jm);
+static void jm_slot_apply(struct job_master *jm, struct execution *e, const struct jm_slot *slot);
 
 /* The job ended when every execution has: FINISHED when all finished. A
  * restart in progress waits for its executions instead. */
@@ -513,28 +518,26 @@ static void
 jm_redeploy(struct job_master *jm)
 {
     struct execution_graph *eg = jm->eg;
-    bool *requested = xcalloc((size_t)jm->slots_needed + 1, sizeof *requested);
     int n = 0;
 
     jm_restore_splits(jm, jm->restore_md, false);
     for (int v = 0; v < eg->graph->nvertices; v++)
         for (int s = 0; s < eg->graph->vertices[v].parallelism; s++) {
             struct execution *e = &eg->executions[v][s];
-            int k = jm_shared_slot(eg, e);
+            struct jm_slot *slot = &jm->slots[jm_shared_slot(eg, e)];
 
             if (!jm->restart_regions[eg->region[v][s]])
                 continue;
-            execution_graph_reset_execution(eg, e, !jm->slot_lost[k]);
+            execution_graph_reset_execution(eg, e, false);
             n++;
-            if (jm->slot_lost[k] && !requested[k]) {
-                requested[k] = true;
-                slot_pool_request_slot(&jm->pool, (uint32_t)k);
+            if (slot->have) {
+                jm_slot_apply(jm, e, slot);
+            } else if (!slot->pending) {
+                /* Its TaskManager is gone, or the request timed out. */
+                slot->pending = true;
+                slot_pool_request_slot(&jm->pool, (uint32_t)jm_shared_slot(eg, e));
             }
         }
-    for (int k = 0; k < jm->slots_needed; k++)
-        if (requested[k])
-            jm->slot_lost[k] = false;
-    free(requested);
     jm->restarting = false;
     if (jm->restore_md != NULL && jm->cc != NULL)
         checkpoint_coordinator_restored(jm->cc, jm->restore_md, jm->restore_path);
@@ -673,27 +676,40 @@ jm_try_deploy(struct job_master *jm)
         checkpoint_coordinator_start(jm->cc);
 }
 
-/* A slot came for shared slot k = (group, index): the executions of the
- * group's vertices at that index that wait for one take it. */
+/* An execution runs in the job's shared slot (SCHEDULED). */
+static void
+jm_slot_apply(struct job_master *jm, struct execution *e, const struct jm_slot *slot)
+{
+    struct jm_worker *w = jm_find_worker(jm, &slot->resource_id);
+
+    e->assigned = true;
+    e->slot.allocation_id = slot->allocation_id;
+    e->slot.resource_id = slot->resource_id;
+    snprintf(e->slot.host, sizeof e->slot.host, "%.63s", w ? w->host : "127.0.0.1");
+    e->slot.data_port = w ? w->data_port : 0;
+    snprintf(e->slot.address, sizeof e->slot.address, "%s", w ? w->address : "");
+    execution_set_state(jm->eg, e, EXEC_SCHEDULED, NULL);
+}
+
+/* A slot came for shared slot k = (group, index): the job holds it, and the
+ * executions of the group's vertices at that index that wait take it (those
+ * of a restart in its pause take it when they are deployed again). */
 static void
 jm_assign_slot(struct job_master *jm, const struct pool_slot *s)
 {
     struct execution_graph *eg = jm->eg;
-    struct jm_worker *w = jm_find_worker(jm, &s->resource_id);
+    struct jm_slot *slot = &jm->slots[s->task];
 
+    slot->have = true;
+    slot->pending = false;
+    slot->allocation_id = s->allocation_id;
+    slot->resource_id = s->resource_id;
     for (int v = 0; v < eg->graph->nvertices; v++) {
         for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
             struct execution *e = &eg->executions[v][i];
 
-            if (jm_shared_slot(eg, e) != (int)s->task || e->state != EXEC_CREATED)
-                continue;
-            e->assigned = true;
-            e->slot.allocation_id = s->allocation_id;
-            e->slot.resource_id = s->resource_id;
-            snprintf(e->slot.host, sizeof e->slot.host, "%.63s", w ? w->host : "127.0.0.1");
-            e->slot.data_port = w ? w->data_port : 0;
-            snprintf(e->slot.address, sizeof e->slot.address, "%s", w ? w->address : "");
-            execution_set_state(eg, e, EXEC_SCHEDULED, NULL);
+            if (jm_shared_slot(eg, e) == (int)s->task && e->state == EXEC_CREATED)
+                jm_slot_apply(jm, e, slot);
         }
     }
     jm_try_deploy(jm);
@@ -778,10 +794,13 @@ jm_timed_out(void *arg, uint32_t task, uint64_t waited_ms)
              task, (long long)jm->o.slot_request_timeout_ms, (unsigned long long)waited_ms,
              slot_pool_allocated_count(&jm->pool),
              jm->eg ? (uint32_t)jm->slots_needed : jm->o.tasks);
-    if (jm->eg != NULL)
+    if (jm->eg != NULL) {
+        jm->slots[task].pending = false; /* asked again at the restart */
+        jm_record_exception(jm, msg, NULL);
         jm_failover(jm, msg, NULL);
-    else
+    } else {
         jm_terminate(jm, JOB_FAILED, msg);
+    }
 }
 
 /* ---- TaskExecutors ------------------------------------------------------------------- */
@@ -805,7 +824,7 @@ jm_lose_worker(struct job_master *jm, const spate_id *id, const char *cause)
         /* Its slots are gone: the restart asks for new ones. */
         nlost = slot_pool_release_task_manager(&jm->pool, id, lost, (size_t)jm->slots_needed);
         for (size_t i = 0; i < nlost && i < (size_t)jm->slots_needed; i++)
-            jm->slot_lost[lost[i]] = true;
+            jm->slots[lost[i]].have = false;
         for (int v = 0; v < eg->graph->nvertices; v++)
             for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
                 struct execution *e = &eg->executions[v][i];
@@ -1352,7 +1371,15 @@ jm_start_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const cha
     spate_error cerr = { 0 };
 
     jm->restore_loading = false;
-    if (job_status_is_terminal(jm->status) || jm->status != JOB_RUNNING) {
+    if (jm->status == JOB_RESTARTING) {
+        /* A failure before the first deployment: the restart loads the
+         * latest checkpoint itself. */
+        checkpoint_metadata_free(md);
+        jm->prepared = true;
+        jm_try_restart(jm);
+        return;
+    }
+    if (jm->status != JOB_RUNNING) {
         checkpoint_metadata_free(md);
         return;
     }
@@ -1463,8 +1490,10 @@ jm_on_start(struct rpc_endpoint *ep)
                                                                     : "no periodic checkpoints");
         jm_prepare(jm);
         /* One slot per subtask index of each slot sharing group. */
-        for (int k = 0; k < jm->slots_needed; k++)
+        for (int k = 0; k < jm->slots_needed; k++) {
+            jm->slots[k].pending = true;
             slot_pool_request_slot(&jm->pool, (uint32_t)k);
+        }
         return;
     }
     /* The stand-in job: one slot per task. */
@@ -1505,7 +1534,7 @@ jm_destroy(struct rpc_endpoint *ep)
     restart_strategy_release(&jm->restart);
     checkpoint_metadata_free(jm->restore_md);
     free(jm->restore_path);
-    free(jm->slot_lost);
+    free(jm->slots);
     free(jm->restart_regions);
     execution_graph_free(jm->eg);
     accumulators_release(&jm->accumulators);
@@ -1564,7 +1593,7 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
     if (jm->eg != NULL) {
         jm->slots_needed = execution_graph_slots_needed(jm->eg);
         jm->o.job_id = jm->eg->graph->job_id;
-        jm->slot_lost = xcalloc((size_t)jm->slots_needed + 1, sizeof *jm->slot_lost);
+        jm->slots = xcalloc((size_t)jm->slots_needed + 1, sizeof *jm->slots);
         jm->restart_regions = xcalloc((size_t)jm->eg->nregions + 1, sizeof *jm->restart_regions);
         restart_strategy_init(&jm->restart, &jm->eg->graph->restart, 0);
     }

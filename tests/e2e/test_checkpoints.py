@@ -238,6 +238,29 @@ class CheckpointTest(ClusterTestCase):
         self.check_exactly_once(out, expected)
         self.check_exactly_once(out2, expected)
 
+    def test_a_restart_waits_for_slots_until_a_taskmanager_comes(self):
+        """A TaskManager dies and none replaces it: the restart's slot requests
+        time out (each a failure the restart strategy allows), and are asked
+        again until a new TaskManager offers its slots."""
+        self.cluster(2, "-D", "slot.request.timeout=1 s")
+        out = os.path.join(self.tmp, "out")
+        count, keys = 400_000, 20
+        jid = self.submit("--count", str(count), "--rate", "40000", "--keys", str(keys),
+                          "--output", out)
+        self.wait_running(jid)
+        self.wait_completed(jid, 0)
+        self.taskmanagers[0].kill()
+
+        def slot_timeout():
+            status, x = self.http(f"/jobs/{jid}/exceptions")
+            return status == 200 and "could not allocate a slot" in json.dumps(x)
+        wait_for(slot_timeout, 60, "a slot request of the restart to time out")
+        self.assertIn(self.job_state(jid)["state"], ("RESTARTING", "RUNNING"))
+        self.start_taskmanager(slots=2)
+        job = self.wait_state(jid, TERMINAL, timeout=120)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        self.check_exactly_once(out, expected_per_key(range(count), keys))
+
     # ---- checkpoint failures --------------------------------------------------------------
 
     def test_a_timed_out_checkpoint_is_failed_and_the_job_keeps_running(self):

@@ -620,6 +620,14 @@ Test(checkpoint_coordinator, no_checkpoint_unless_every_task_runs_and_none_after
     for (int i = 0; i < 10; i++)
         tick();
     cr_assert_eq(count_msgs(MSG_TRIGGER, 2), 0, "no checkpoints after a task finished");
+    /* A restart brings the finished task back: checkpoints again. */
+    execution_graph_reset_execution(j.eg, &j.eg->executions[0][1], true);
+    checkpoint_coordinator_start(j.cc);
+    tick();
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 2), 0, "not every task runs yet");
+    execution_set_state(j.eg, &j.eg->executions[0][1], EXEC_RUNNING, NULL);
+    tick();
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 2), 2);
     job_end(&j);
 }
 
