@@ -296,8 +296,14 @@ Test(checkpoint_metadata, truncated_files_are_errors_naming_the_file)
     cr_assert_eq(read_edited(path, cut_last_byte, &err), SPATE_EPROTO);
     assert_contains(err.message, path);
     assert_contains(err.message, "corrupt or truncated");
-    write_file(path, "", 0);
-    cr_assert_eq(read_edited(path, cut_to_ten, &err), SPATE_EPROTO);
+    {
+        Checkpoint__CheckpointMetadata *back = NULL;
+
+        write_file(path, "", 0);
+        cr_assert_eq(checkpoint_metadata_read(path, &back, &err), SPATE_EPROTO);
+        assert_contains(err.message, "truncated: 0 bytes");
+        cr_assert_null(back);
+    }
     free(path);
 }
 
