@@ -239,6 +239,7 @@ jm_on_finish(void *arg)
 
 static void jm_check_end(struct job_master *jm);
 static void jm_try_restart(struct job_master *jm);
+static bool jm_restart_ready(const struct job_master *jm);
 static void jm_try_deploy(struct job_master *jm);
 static void jm_slot_apply(struct job_master *jm, struct execution *e, const struct jm_slot *slot);
 
@@ -539,6 +540,8 @@ jm_redeploy(struct job_master *jm)
             }
         }
     jm->restarting = false;
+    free(jm->failure); /* it is in the job's exceptions */
+    jm->failure = NULL;
     if (jm->restore_md != NULL && jm->cc != NULL)
         checkpoint_coordinator_restored(jm->cc, jm->restore_md, jm->restore_path);
     SPATE_LOG_INFO(JM_LOG, "job %s: restarting %d tasks from %s", id_str(&jm->o.job_id).s, n,
@@ -558,6 +561,13 @@ jm_restart_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const c
     if (jm->status != JOB_RESTARTING) {
         checkpoint_metadata_free(md);
         return; /* cancelled or failed meanwhile */
+    }
+    if (!jm_restart_ready(jm)) {
+        /* Another failure joined the restart while the checkpoint was
+         * read: its executions end first, then it is read again. */
+        checkpoint_metadata_free(md);
+        jm_try_restart(jm);
+        return;
     }
     jm_restore_clear(jm);
     if (rc == 0 && jm_restore_check(jm, md, path, &cerr) != 0) {
@@ -582,20 +592,29 @@ jm_restart_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const c
     jm_redeploy(jm);
 }
 
-/* The restart runs once its pause is over and every execution of its
- * regions has ended: from the latest completed checkpoint. */
-static void
-jm_try_restart(struct job_master *jm)
+/* Whether the restart may deploy: its pause is over and every execution of
+ * its regions has ended. */
+static bool
+jm_restart_ready(const struct job_master *jm)
 {
-    struct execution_graph *eg = jm->eg;
+    const struct execution_graph *eg = jm->eg;
 
-    if (!jm->restarting || !jm->restart_pause_over || jm->restore_loading)
-        return;
+    if (!jm->restarting || !jm->restart_pause_over)
+        return false;
     for (int v = 0; v < eg->graph->nvertices; v++)
         for (int s = 0; s < eg->graph->vertices[v].parallelism; s++)
             if (jm->restart_regions[eg->region[v][s]] &&
                 !execution_state_is_terminal(eg->executions[v][s].state))
-                return;
+                return false;
+    return true;
+}
+
+/* The restart runs once it is ready: from the latest completed checkpoint. */
+static void
+jm_try_restart(struct job_master *jm)
+{
+    if (jm->restore_loading || !jm_restart_ready(jm))
+        return;
     if (jm->cc != NULL) {
         jm->restore_loading = true;
         checkpoint_coordinator_load_latest(jm->cc, jm_restart_loaded, jm);
