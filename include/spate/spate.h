@@ -118,6 +118,12 @@ SPATE_API void spate_env_disable_chaining(spate_env *env);
 /* Longest a partly filled network buffer waits before it is sent
  * (execution.buffer-timeout, default 5 ms); 0 sends after every record. */
 SPATE_API void spate_env_set_buffer_timeout(spate_env *env, int64_t ms);
+/* Checkpoints every interval_ms (at least 10), with barriers aligned
+ * (exactly once) or not (at least once); over the configuration's
+ * execution.checkpointing.interval and .mode. The other settings
+ * (timeout, pauses, folder, restart strategy) come from the configuration. */
+SPATE_API void spate_env_enable_checkpointing(spate_env *env, int64_t interval_ms,
+                                              bool exactly_once);
 
 /* Builds the JobGraph and runs it with the executor the caller installed
  * (mini cluster, cluster over REST, or plan only). 0 when the job finished;

@@ -620,7 +620,7 @@ config_parse_enum(const char *text, const char *values, int *out, spate_error *e
         while (*v) {
             size_t n = strcspn(v, "|");
 
-            if (n == strlen(word) && strncmp(v, word, n) == 0) {
+            if (n == strlen(word) && strncasecmp(v, word, n) == 0) {
                 *out = index;
                 return 0;
             }

@@ -132,6 +132,42 @@ struct config_option {
       "restart-strategy",                                                                          \
       "restart strategy (default: exponential-delay with checkpoints, none "                       \
       "without)")                                                                                  \
+    X(RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, "restart-strategy.fixed-delay.attempts", INT, "1", 0, \
+      INT32_MAX, NULL, NULL, "fixed-delay: restarts before the job fails")                         \
+    X(RESTART_STRATEGY_FIXED_DELAY_DELAY, "restart-strategy.fixed-delay.delay", DURATION, "1 s",   \
+      0, CFG_NOLIMIT_HI, NULL, NULL, "fixed-delay: pause before each restart")                     \
+    X(RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF,                                          \
+      "restart-strategy.exponential-delay.initial-backoff", DURATION, "50 ms", 1, CFG_NOLIMIT_HI,  \
+      NULL, NULL, "exponential-delay: the first pause before a restart (Flink: 1 s)")              \
+    X(RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF,                                              \
+      "restart-strategy.exponential-delay.max-backoff", DURATION, "10 s", 1, CFG_NOLIMIT_HI, NULL, \
+      NULL, "exponential-delay: the longest pause before a restart (Flink: 1 min)")                \
+    X(RESTART_STRATEGY_EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER,                                       \
+      "restart-strategy.exponential-delay.backoff-multiplier", DOUBLE, "1.5", 1, 1000000, NULL,    \
+      NULL, "exponential-delay: the pause grows by this factor per restart (above 1)")             \
+    X(RESTART_STRATEGY_EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD,                                  \
+      "restart-strategy.exponential-delay.reset-backoff-threshold", DURATION, "1 h", 1,            \
+      CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
+      "exponential-delay: a job that runs this long without failing starts again from the "        \
+      "initial backoff")                                                                           \
+    X(RESTART_STRATEGY_EXPONENTIAL_DELAY_JITTER_FACTOR,                                            \
+      "restart-strategy.exponential-delay.jitter-factor", DOUBLE, "0.1", 0, 1, NULL, NULL,         \
+      "exponential-delay: each pause varies randomly by up to this fraction")                      \
+    X(RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS_BEFORE_RESET,                                    \
+      "restart-strategy.exponential-delay.attempts-before-reset-backoff", INT, "2147483647", 1,    \
+      INT32_MAX, NULL, NULL,                                                                       \
+      "exponential-delay: restarts before the job fails (reset with the "                          \
+      "backoff)")                                                                                  \
+    X(RESTART_STRATEGY_FAILURE_RATE_MAX_FAILURES,                                                  \
+      "restart-strategy.failure-rate.max-failures-per-interval", INT, "1", 1, INT32_MAX, NULL,     \
+      NULL, "failure-rate: restarts allowed within failure-rate-interval")                         \
+    X(RESTART_STRATEGY_FAILURE_RATE_INTERVAL,                                                      \
+      "restart-strategy.failure-rate.failure-rate-interval", DURATION, "1 min", 1, CFG_NOLIMIT_HI, \
+      NULL, NULL,                                                                                  \
+      "failure-rate: the window failures are "                                                     \
+      "counted in")                                                                                \
+    X(RESTART_STRATEGY_FAILURE_RATE_DELAY, "restart-strategy.failure-rate.delay", DURATION, "1 s", \
+      0, CFG_NOLIMIT_HI, NULL, NULL, "failure-rate: pause before each restart")                    \
     /* network */                                                                                  \
     X(TASKMANAGER_MEMORY_SEGMENT_SIZE, "taskmanager.memory.segment-size", MEMORY, "32 kb", 4096,   \
       64 * CFG_MB, NULL, NULL, "size of a network buffer")                                         \
@@ -157,10 +193,32 @@ struct config_option {
       NULL, NULL,                                                                                  \
       "spate: how long the network I/O loop and a waiting task poll before sleeping (0: never)")   \
     /* checkpoints and state */                                                                    \
-    X(EXECUTION_CHECKPOINTING_INTERVAL, "execution.checkpointing.interval", DURATION, NULL, 1,     \
+    X(EXECUTION_CHECKPOINTING_INTERVAL, "execution.checkpointing.interval", DURATION, NULL, 10,    \
       CFG_NOLIMIT_HI, NULL, NULL, "time between checkpoints (unset: no checkpoints)")              \
+    X(EXECUTION_CHECKPOINTING_TIMEOUT, "execution.checkpointing.timeout", DURATION, "10 min", 10,  \
+      CFG_NOLIMIT_HI, NULL, NULL, "a checkpoint not complete this long after its trigger fails")   \
+    X(EXECUTION_CHECKPOINTING_MIN_PAUSE, "execution.checkpointing.min-pause", DURATION, "0 ms", 0, \
+      CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
+      "least time from the end of one checkpoint to the trigger of the next")                      \
+    X(EXECUTION_CHECKPOINTING_MAX_CONCURRENT,                                                      \
+      "execution.checkpointing.max-concurrent-checkpoints", INT, "1", 1, 1000, NULL, NULL,         \
+      "checkpoints in progress at once, at most")                                                  \
+    X(EXECUTION_CHECKPOINTING_TOLERABLE_FAILED,                                                    \
+      "execution.checkpointing.tolerable-failed-checkpoints", INT, "0", 0, INT32_MAX, NULL, NULL,  \
+      "failed checkpoints in a row (timed out, declined, not written) the job tolerates; one "     \
+      "more fails the job")                                                                        \
+    X(EXECUTION_CHECKPOINTING_MODE, "execution.checkpointing.mode", ENUM, "EXACTLY_ONCE", 0, 0,    \
+      "EXACTLY_ONCE|AT_LEAST_ONCE", NULL, "EXACTLY_ONCE aligns barriers; AT_LEAST_ONCE does not")  \
+    X(EXECUTION_CHECKPOINTING_RETENTION,                                                           \
+      "execution.checkpointing.externalized-checkpoint-retention", ENUM,                           \
+      "NO_EXTERNALIZED_CHECKPOINTS", 0, 0,                                                         \
+      "NO_EXTERNALIZED_CHECKPOINTS|DELETE_ON_CANCELLATION|RETAIN_ON_CANCELLATION", NULL,           \
+      "whether completed checkpoints stay when the job ends: never, when it fails, always")        \
+    X(STATE_CHECKPOINTS_NUM_RETAINED, "state.checkpoints.num-retained", INT, "1", 1, 10000, NULL,  \
+      NULL, "completed checkpoints kept; older ones are deleted")                                  \
     X(STATE_CHECKPOINTS_DIR, "state.checkpoints.dir", STRING, NULL, 0, 0, NULL, NULL,              \
-      "folder of checkpoint data and metadata")                                                    \
+      "folder of checkpoint data and metadata, shared by the JobManager and every TaskManager "    \
+      "(default: spate-checkpoints under the first io.tmp.dirs)")                                  \
     X(STATE_SAVEPOINTS_DIR, "state.savepoints.dir", STRING, NULL, 0, 0, NULL, NULL,                \
       "default folder for savepoints")                                                             \
     /* high availability */                                                                        \

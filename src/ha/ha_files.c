@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/fs.h"
 #include "core/log.h"
 #include "core/sha256.h"
 #include "ha/ha_int.h"
@@ -127,26 +128,7 @@ out:
 int
 ha_mkdirs(const char *dir, spate_error *err)
 {
-    char *p = xstrdup(dir);
-    int rc = 0;
-
-    for (char *s = p + 1;; s++) {
-        if (*s == '/' || *s == '\0') {
-            char c = *s;
-
-            *s = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-                rc = spate_error_set(err, -errno, "cannot create folder '%s': %s", p,
-                                     strerror(errno));
-                break;
-            }
-            *s = c;
-            if (c == '\0')
-                break;
-        }
-    }
-    free(p);
-    return rc;
+    return fs_mkdirs(dir, err);
 }
 
 /* Writes data to path through path.tmp, synced, renamed. */

@@ -27,7 +27,8 @@ struct disp_job {
     bool holds_blob;   /* a reference on the library's blob, dropped with the entry */
     uint8_t *vertices; /* the archived Cluster__JobVertices, packed */
     size_t vertices_len;
-    bool persisted; /* in the job graph store: cleaned up when it ends */
+    Ckstats__CheckpointingStats *checkpoints; /* archived: its last statistics */
+    bool persisted;                           /* in the job graph store: cleaned up when it ends */
 };
 
 struct dispatcher {
@@ -86,6 +87,8 @@ disp_job_free(struct dispatcher *d, struct disp_job *j)
     if (j->holds_blob && d->o.blobs != NULL)
         blob_server_unref(d->o.blobs, j->library_key);
     free(j->vertices);
+    if (j->checkpoints != NULL)
+        ckstats__checkpointing_stats__free_unpacked(j->checkpoints, NULL);
     free(j);
 }
 
@@ -162,6 +165,7 @@ disp_on_terminal(void *arg, struct job_master *jm)
         SPATE_ASSERT(j->archived != NULL && j->archived->info != NULL);
         j->archived_seq = ++d->archive_seq;
         disp_archive_vertices(j, jm);
+        j->checkpoints = job_master_checkpoint_stats(jm, 0);
         j->jm = NULL;
         d->narchived++;
         rpc_future_unref(job_master_stop(jm));
@@ -462,6 +466,108 @@ dh_request_job_details(struct rpc_endpoint *ep, const Cluster__JobId *req, struc
     rpc_call_reply(call, &j->archived->base);
 }
 
+/* ---- checkpoints (REST's /jobs/:jobid/checkpoints...) ---------------------------------- */
+
+static struct disp_job *
+disp_lookup_bytes(struct rpc_endpoint *ep, ProtobufCBinaryData job_id, struct rpc_call *call)
+{
+    Cluster__JobId req = CLUSTER__JOB_ID__INIT;
+
+    req.job_id = job_id;
+    return disp_lookup(ep, &req, call);
+}
+
+static void
+dh_request_checkpoint_stats(struct rpc_endpoint *ep, const Ckstats__StatsRequest *req,
+                            struct rpc_call *call)
+{
+    Ckstats__CheckpointingStats *s, view;
+    Ckstats__CheckpointStats **one = NULL;
+    struct disp_job *j;
+
+    if ((j = disp_lookup_bytes(ep, req->job_id, call)) == NULL)
+        return;
+    if (j->jm != NULL) {
+        s = job_master_checkpoint_stats(j->jm, req->checkpoint_id);
+        rpc_call_reply(call, &s->base);
+        ckstats__checkpointing_stats__free_unpacked(s, NULL);
+        return;
+    }
+    if (j->checkpoints == NULL) {
+        rpc_call_fail(call, SPATE_ENOENT, "no checkpoint statistics of job %s",
+                      id_str(&j->job_id).s);
+        return;
+    }
+    /* The archive's, with the history cut to the checkpoint asked for. */
+    view = *j->checkpoints;
+    if (req->checkpoint_id > 0) {
+        one = xcalloc(1, sizeof *one);
+        view.n_history = 0;
+        view.history = one;
+        for (size_t i = 0; i < j->checkpoints->n_history; i++)
+            if (j->checkpoints->history[i]->id == req->checkpoint_id)
+                one[view.n_history++] = j->checkpoints->history[i];
+    }
+    rpc_call_reply(call, &view.base);
+    free(one);
+}
+
+static void
+dh_trigger_checkpoint(struct rpc_endpoint *ep, const Ckstats__TriggerRequest *req,
+                      struct rpc_call *call)
+{
+    Ckstats__TriggerReply reply = CKSTATS__TRIGGER_REPLY__INIT;
+    spate_error err = { 0 };
+    struct disp_job *j;
+    spate_id trigger;
+
+    if ((j = disp_lookup_bytes(ep, req->job_id, call)) == NULL)
+        return;
+    if (req->trigger_id.len == 0)
+        id_random(&trigger);
+    else if (!gw_id_get(&req->trigger_id, &trigger)) {
+        rpc_call_fail(call, SPATE_EINVAL, "malformed trigger id");
+        return;
+    }
+    if (j->jm == NULL) {
+        rpc_call_fail(call, SPATE_ESTATE, "job %s has ended", id_str(&j->job_id).s);
+        return;
+    }
+    if (job_master_trigger_checkpoint(j->jm, &trigger, &err) != 0) {
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
+    }
+    reply.trigger_id = gw_id_bytes(&trigger);
+    rpc_call_reply(call, &reply.base);
+}
+
+static void
+dh_checkpoint_trigger_status(struct rpc_endpoint *ep, const Ckstats__TriggerStatusRequest *req,
+                             struct rpc_call *call)
+{
+    Ckstats__TriggerStatus status;
+    spate_error err = { 0 };
+    struct disp_job *j;
+    spate_id trigger;
+
+    if ((j = disp_lookup_bytes(ep, req->job_id, call)) == NULL)
+        return;
+    if (!gw_id_get(&req->trigger_id, &trigger)) {
+        rpc_call_fail(call, SPATE_EINVAL, "malformed trigger id");
+        return;
+    }
+    if (j->jm == NULL) {
+        rpc_call_fail(call, SPATE_ENOENT, "job %s has ended; its triggers are gone",
+                      id_str(&j->job_id).s);
+        return;
+    }
+    if (job_master_checkpoint_status(j->jm, &trigger, &status, &err) != 0) {
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
+    }
+    rpc_call_reply(call, &status.base);
+}
+
 static void
 dh_cancel_job(struct rpc_endpoint *ep, const Cluster__JobId *req, struct rpc_call *call)
 {
@@ -607,6 +713,9 @@ static const struct dispatcher_handlers disp_handlers = {
     .cancel_job = dh_cancel_job,
     .request_job_details = dh_request_job_details,
     .request_job_vertices = dh_request_job_vertices,
+    .request_checkpoint_stats = dh_request_checkpoint_stats,
+    .trigger_checkpoint = dh_trigger_checkpoint,
+    .checkpoint_trigger_status = dh_checkpoint_trigger_status,
 };
 
 static void

@@ -47,6 +47,74 @@ group_index(struct execution_graph *eg, const char *name)
     return eg->ngroups++;
 }
 
+/* Union-find over executions numbered in vertex order. */
+static int
+uf_find(int *parent, int x)
+{
+    while (parent[x] != x)
+        x = parent[x] = parent[parent[x]];
+    return x;
+}
+
+/* Pipelined regions: every exchange joins its producer and consumer
+ * subtasks (all-to-all edges join whole vertices, pointwise ones pairs). */
+static void
+compute_regions(struct execution_graph *eg)
+{
+    const struct job_graph *jg = eg->graph;
+    int *first = xcalloc((size_t)jg->nvertices + 1, sizeof *first);
+    int *parent, *number;
+
+    for (int v = 0; v < jg->nvertices; v++)
+        first[v + 1] = first[v] + jg->vertices[v].parallelism;
+    parent = xcalloc((size_t)first[jg->nvertices] + 1, sizeof *parent);
+    number = xcalloc((size_t)first[jg->nvertices] + 1, sizeof *number);
+    for (int i = 0; i < first[jg->nvertices]; i++) {
+        parent[i] = i;
+        number[i] = -1;
+    }
+    for (int e = 0; e < jg->nedges; e++) {
+        const struct jg_edge *edge = &jg->edges[e];
+
+        for (int c = 0; c < jg->vertices[edge->target].parallelism; c++) {
+            int *producers;
+            uint32_t *subs;
+            uint32_t n = jg_input_channels(jg, edge, c, &producers, &subs);
+
+            for (uint32_t k = 0; k < n; k++)
+                parent[uf_find(parent, first[edge->target] + c)] =
+                    uf_find(parent, first[edge->source] + producers[k]);
+            free(producers);
+            free(subs);
+        }
+    }
+    eg->region = xcalloc((size_t)jg->nvertices, sizeof *eg->region);
+    for (int v = 0; v < jg->nvertices; v++) {
+        eg->region[v] = xcalloc((size_t)jg->vertices[v].parallelism, sizeof **eg->region);
+        for (int s = 0; s < jg->vertices[v].parallelism; s++) {
+            int root = uf_find(parent, first[v] + s);
+
+            if (number[root] < 0)
+                number[root] = eg->nregions++;
+            eg->region[v][s] = number[root];
+        }
+    }
+    free(first);
+    free(parent);
+    free(number);
+}
+
+static void
+holders_reset(struct execution_graph *eg, int i)
+{
+    struct split_assigner *a = eg->assigners[i];
+
+    free(eg->holders[i]);
+    eg->holders[i] = xcalloc(a->count ? a->count : 1, sizeof **eg->holders);
+    for (size_t k = 0; k < a->count; k++)
+        eg->holders[i][k] = -1;
+}
+
 int
 execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
                     struct execution_graph **out, spate_error *err)
@@ -86,6 +154,8 @@ execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
         }
     }
     eg->assigners = xcalloc((size_t)(jg->nvertices * eg->max_ops), sizeof *eg->assigners);
+    eg->holders = xcalloc((size_t)(jg->nvertices * eg->max_ops), sizeof *eg->holders);
+    compute_regions(eg);
     for (int v = 0; v < jg->nvertices; v++) {
         for (int o = 0; o < jg->vertices[v].nops; o++) {
             const struct spate_stream *n = jg->vertices[v].ops[o].node;
@@ -99,6 +169,7 @@ execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
                 execution_graph_free(eg);
                 return rc;
             }
+            holders_reset(eg, v * eg->max_ops + o);
         }
     }
     *out = eg;
@@ -121,7 +192,12 @@ execution_graph_free(struct execution_graph *eg)
         if (eg->assigners[i] != NULL)
             split_assigner_release(eg->assigners[i]);
         free(eg->assigners[i]);
+        free(eg->holders[i]);
     }
+    for (int v = 0; eg->region && v < eg->graph->nvertices; v++)
+        free(eg->region[v]);
+    free(eg->region);
+    free(eg->holders);
     for (int g = 0; g < eg->ngroups; g++)
         free(eg->groups[g]);
     free(eg->groups);
@@ -203,6 +279,26 @@ execution_graph_reset(struct execution_graph *eg)
         }
     }
     eg->terminal = eg->finished = eg->failed = 0;
+}
+
+void
+execution_graph_reset_execution(struct execution_graph *eg, struct execution *e, bool keep_slot)
+{
+    if (execution_state_is_terminal(e->state)) {
+        eg->terminal--;
+        eg->finished -= e->state == EXEC_FINISHED;
+        eg->failed -= e->state == EXEC_FAILED;
+    }
+    id_random(&e->attempt_id);
+    e->attempt_number++;
+    e->state = EXEC_CREATED;
+    memset(e->timestamps, 0, sizeof e->timestamps);
+    e->timestamps[EXEC_CREATED] = clock_wall_ms();
+    e->assigned = keep_slot && e->assigned;
+    free(e->failure);
+    e->failure = NULL;
+    accumulators_release(&e->accumulators);
+    accumulators_init(&e->accumulators);
 }
 
 void
@@ -321,15 +417,107 @@ execution_graph_deployment_free(Jobgraph__TaskDeployment *tdd)
 }
 
 int
-execution_graph_next_split(struct execution_graph *eg, int vertex, int op,
+execution_graph_next_split(struct execution_graph *eg, int vertex, int op, int subtask,
                            const struct file_split **split, spate_error *err)
 {
     struct split_assigner *a;
+    int i = vertex * eg->max_ops + op;
 
     if (vertex < 0 || vertex >= eg->graph->nvertices || op < 0 || op >= eg->max_ops ||
-        (a = eg->assigners[vertex * eg->max_ops + op]) == NULL)
+        (a = eg->assigners[i]) == NULL)
         return spate_error_set(err, SPATE_EINVAL, "operator %d of vertex %d is not a file source",
                                op, vertex);
     *split = split_assigner_next(a);
-    return *split == NULL ? 1 : 0;
+    if (*split == NULL)
+        return 1;
+    eg->holders[i][*split - a->splits] = subtask;
+    return 0;
+}
+
+static Checkpoint__FileSplit *
+split_message(const struct file_split *s)
+{
+    Checkpoint__FileSplit *m = xmalloc(sizeof *m);
+
+    checkpoint__file_split__init(m);
+    m->path = xstrdup(s->path);
+    m->start = s->start;
+    m->length = s->length;
+    return m;
+}
+
+Checkpoint__SplitAssignerState *
+execution_graph_split_state(const struct execution_graph *eg, int vertex, int op)
+{
+    const struct split_assigner *a = eg->assigners[vertex * eg->max_ops + op];
+    Checkpoint__SplitAssignerState *st;
+
+    if (a == NULL)
+        return NULL;
+    st = xmalloc(sizeof *st);
+    checkpoint__split_assigner_state__init(st);
+    st->remaining = xcalloc(a->nreturned + a->count - a->next + 1, sizeof *st->remaining);
+    /* In the order they would be handed out: given back ones first. */
+    for (size_t k = a->nreturned; k-- > 0;)
+        st->remaining[st->n_remaining++] = split_message(&a->splits[a->returned[k]]);
+    for (size_t k = a->next; k < a->count; k++)
+        st->remaining[st->n_remaining++] = split_message(&a->splits[k]);
+    return st;
+}
+
+/* The index of a split in a's list, or -1. */
+static long
+split_index(const struct split_assigner *a, const Checkpoint__FileSplit *m)
+{
+    for (size_t k = 0; k < a->count; k++)
+        if (a->splits[k].start == m->start && a->splits[k].length == m->length &&
+            strcmp(a->splits[k].path, m->path ? m->path : "") == 0)
+            return (long)k;
+    return -1;
+}
+
+void
+execution_graph_restore_splits(struct execution_graph *eg, int vertex, int op,
+                               const Checkpoint__SplitAssignerState *state, const bool *restarting)
+{
+    int i = vertex * eg->max_ops + op;
+    struct split_assigner *a = eg->assigners[i];
+
+    if (a == NULL)
+        return;
+    if (state != NULL && restarting == NULL) {
+        /* Every reader restarts: the assigner is the checkpoint's. */
+        for (size_t k = 0; k < a->count; k++)
+            free(a->splits[k].path);
+        free(a->splits);
+        a->splits = xcalloc(state->n_remaining + 1, sizeof *a->splits);
+        a->count = state->n_remaining;
+        for (size_t k = 0; k < state->n_remaining; k++) {
+            a->splits[k].path = xstrdup(state->remaining[k]->path ? state->remaining[k]->path : "");
+            a->splits[k].start = state->remaining[k]->start;
+            a->splits[k].length = state->remaining[k]->length;
+        }
+        a->next = 0;
+        a->nreturned = 0;
+        holders_reset(eg, i);
+        return;
+    }
+    for (size_t k = 0; k < a->count; k++) {
+        int h = eg->holders[i][k];
+
+        if (h < 0 || (restarting != NULL && !restarting[h]))
+            continue;
+        /* With a checkpoint, only what it had not handed out comes back:
+         * the rest is in the readers' restored state. */
+        if (state != NULL) {
+            bool remaining = false;
+
+            for (size_t r = 0; r < state->n_remaining && !remaining; r++)
+                remaining = split_index(a, state->remaining[r]) == (long)k;
+            if (!remaining)
+                continue;
+        }
+        split_assigner_return(a, &a->splits[k]);
+        eg->holders[i][k] = -1;
+    }
 }

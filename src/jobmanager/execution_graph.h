@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/id.h"
+#include "proto/checkpoint.pb-c.h"
 #include "proto/jobgraph.pb-c.h"
 #include "streaming/accumulators.h"
 #include "streaming/file_splits.h"
@@ -78,9 +79,17 @@ struct execution_graph {
     int *group_slots;
     int ngroups;
     int *vertex_group; /* per vertex */
-    /* File sources: a split assigner per (vertex, operator); NULL elsewhere. */
+    /* File sources: a split assigner per (vertex, operator); NULL elsewhere.
+     * holders[i][k]: the subtask split k of assigners[i] was handed to last,
+     * -1 while it is the assigner's (a restart gives back what restarted
+     * subtasks held). */
     struct split_assigner **assigners; /* [vertex * max ops + operator] */
+    int **holders;
     int max_ops;
+    /* Pipelined regions (Flink's): executions joined by an exchange belong
+     * to one region; region[v][s] numbers them 0 .. nregions - 1. */
+    int **region;
+    int nregions;
 };
 
 /* Builds the graph of a submitted JobGraph (bytes are copied). Errors: a
@@ -102,6 +111,11 @@ void execution_set_state(struct execution_graph *eg, struct execution *e,
                          enum execution_state state, const char *failure);
 /* A fresh attempt of every execution (a restart): new attempt ids, CREATED. */
 void execution_graph_reset(struct execution_graph *eg);
+/* A fresh attempt of one execution (it restarts with its region): a new
+ * attempt id, attempt_number + 1, CREATED; its slot stays when keep_slot
+ * (its TaskManager is still there), else it waits for a new one. */
+void execution_graph_reset_execution(struct execution_graph *eg, struct execution *e,
+                                     bool keep_slot);
 
 /* The deployment descriptor of e, every producer of its inputs assigned.
  * Free with execution_graph_deployment_free. */
@@ -110,9 +124,23 @@ int execution_graph_deployment(const struct execution_graph *eg, const struct ex
                                Jobgraph__TaskDeployment **out, spate_error *err);
 void execution_graph_deployment_free(Jobgraph__TaskDeployment *tdd);
 
-/* The next split of a file source operator (0; 1 when none is left). */
-int execution_graph_next_split(struct execution_graph *eg, int vertex, int op,
+/* The next split of a file source operator for one of its subtasks (0; 1
+ * when none is left). */
+int execution_graph_next_split(struct execution_graph *eg, int vertex, int op, int subtask,
                                const struct file_split **split, spate_error *err);
+/* The splits a file source's assigner has not handed out (NULL for other
+ * operators), for a checkpoint; free with
+ * checkpoint__split_assigner_state__free_unpacked(s, NULL). */
+Checkpoint__SplitAssignerState *execution_graph_split_state(const struct execution_graph *eg,
+                                                            int vertex, int op);
+/* A restart of the subtasks of vertex with restarting[subtask] set (NULL:
+ * all): the assigner takes back the splits they had since the checkpoint
+ * the job restores (state: that checkpoint's assigner state; NULL: no
+ * checkpoint, so every split they were handed). A restart of every subtask
+ * with a state puts the assigner back to exactly that state. */
+void execution_graph_restore_splits(struct execution_graph *eg, int vertex, int op,
+                                    const Checkpoint__SplitAssignerState *state,
+                                    const bool *restarting);
 
 /* The result partition id a producer execution writes for an edge. */
 void execution_graph_partition_id(const struct execution_graph *eg, int edge,

@@ -1,6 +1,7 @@
 /* The JobMaster (job_master.h): its ResourceManager connection, its
- * SlotPool, the TaskExecutors that registered with it, and the stand-in
- * job's tasks. */
+ * SlotPool, the TaskExecutors that registered with it, the job's
+ * CheckpointCoordinator and failover (restart strategy, pipelined regions,
+ * restore from the latest checkpoint), and the stand-in job's tasks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,14 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "core/util.h"
+#include "jobmanager/checkpoint_coordinator.h"
 #include "jobmanager/execution_graph.h"
 #include "jobmanager/job_master.h"
+#include "jobmanager/restart_strategy.h"
 #include "jobmanager/slot_pool.h"
+#include "jobmanager/state_assignment.h"
 #include "rpc/gateways.h"
+#include "state/checkpoint_metadata.h"
 
 #define JM_LOG "jobmaster"
 
@@ -52,8 +57,27 @@ struct job_master {
     bool exceptions_truncated;
     struct jm_task *tasks;
     struct execution_graph *eg; /* a real job; NULL for the stand-in */
-    int slots_needed, slots_assigned;
-    bool deployed;
+    int slots_needed;
+    /* The shared slots the job holds or asked for, [slots_needed]. */
+    struct jm_slot {
+        bool have, pending;
+        spate_id allocation_id, resource_id;
+    } * slots;
+    /* Checkpoints and failover (real jobs). The coordinator exists once the
+     * stores are made (prepared); deployments wait for it and for the
+     * checkpoint they restore (restore_md, NULL: a fresh start). */
+    struct checkpoint_coordinator *cc;
+    struct restart_strategy restart;
+    bool prepared;
+    bool restore_loading;
+    Checkpoint__CheckpointMetadata *restore_md;
+    char *restore_path;
+    /* A restart in progress: the executions of these regions are cancelled,
+     * then, after the strategy's pause, deployed anew. */
+    bool restarting;
+    bool *restart_regions; /* [region] */
+    bool restart_pause_over;
+    struct rpc_timer *restart_timer;
     struct accumulators accumulators; /* summed over finished tasks */
     Cluster__Accumulator *acc_msgs;   /* job_master_info's view of them */
     Cluster__Accumulator **acc_ptrs;
@@ -188,6 +212,13 @@ jm_terminate(struct job_master *jm, enum job_status s, const char *failure)
     for (uint32_t i = 0; i < jm->o.tasks; i++)
         if (jm->tasks[i].state != TASK_FINISHED)
             jm->tasks[i].state = s == JOB_FINISHED ? TASK_FINISHED : TASK_CANCELED;
+    rpc_timer_cancel(jm->restart_timer);
+    jm->restart_timer = NULL;
+    jm->restarting = false;
+    if (jm->cc != NULL)
+        checkpoint_coordinator_shutdown(jm->cc, s == JOB_FINISHED ? CC_JOB_FINISHED
+                                                : s == JOB_FAILED ? CC_JOB_FAILED
+                                                                  : CC_JOB_CANCELED);
     jm_release_resources(jm, s == JOB_FINISHED ? "job finished" : failure ? failure : "job ended");
     jm->end_time = clock_wall_ms();
     jm_set_status(jm, s);
@@ -207,14 +238,25 @@ jm_on_finish(void *arg)
 /* ---- a real job: its ExecutionGraph ---------------------------------------------------- */
 
 static void jm_check_end(struct job_master *jm);
+static void jm_try_restart(struct job_master *jm);
+static bool jm_restart_ready(const struct job_master *jm);
+static void jm_try_deploy(struct job_master *jm);
+static void jm_slot_apply(struct job_master *jm, struct execution *e, const struct jm_slot *slot);
 
-/* The job ended when every execution has: FINISHED when all finished. */
+/* The job ended when every execution has: FINISHED when all finished. A
+ * restart in progress waits for its executions instead. */
 static void
 jm_check_end(struct job_master *jm)
 {
     struct execution_graph *eg = jm->eg;
 
-    if (eg == NULL || job_status_is_terminal(jm->status) || eg->terminal < eg->total)
+    if (eg == NULL || job_status_is_terminal(jm->status))
+        return;
+    if (jm->restarting) {
+        jm_try_restart(jm);
+        return;
+    }
+    if (eg->terminal < eg->total)
         return;
     if (jm->status == JOB_FAILING)
         jm_terminate(jm, JOB_FAILED, NULL);
@@ -236,10 +278,11 @@ jm_cancel_sent(struct rpc_future *f, void *arg)
                        id_str(&jm->o.job_id).s, rpc_future_message(f));
 }
 
-/* Cancels every execution still alive: those not deployed end at once, the
- * others when their TaskExecutor reports them CANCELED (or is lost). */
+/* Cancels every execution still alive (regions NULL), or those of the
+ * regions set: those not deployed end at once, the others when their
+ * TaskExecutor reports them CANCELED (or is lost). */
 static void
-jm_cancel_executions(struct job_master *jm)
+jm_cancel_executions(struct job_master *jm, const bool *regions)
 {
     struct execution_graph *eg = jm->eg;
 
@@ -248,7 +291,8 @@ jm_cancel_executions(struct job_master *jm)
             struct execution *e = &eg->executions[v][i];
             struct jm_worker *w;
 
-            if (execution_state_is_terminal(e->state))
+            if (execution_state_is_terminal(e->state) ||
+                (regions != NULL && !regions[eg->region[v][i]]))
                 continue;
             w = e->assigned ? jm_find_worker(jm, &e->slot.resource_id) : NULL;
             if (e->state < EXEC_DEPLOYING || w == NULL) {
@@ -268,8 +312,6 @@ jm_cancel_executions(struct job_master *jm)
     }
 }
 
-/* A task failed (or could not run): the job fails, the other tasks are
- * cancelled (restart strategies come with checkpoints). */
 #define JM_MAX_EXCEPTIONS 16
 
 /* Keeps a failure for GET /jobs/:jobid/exceptions (task NULL: the job's). */
@@ -301,6 +343,15 @@ jm_record_exception(struct job_master *jm, const char *failure, const struct exe
 }
 
 static void
+jm_restart_stop(struct job_master *jm)
+{
+    rpc_timer_cancel(jm->restart_timer);
+    jm->restart_timer = NULL;
+    jm->restarting = false;
+}
+
+/* The job fails for good: every task is cancelled, then FAILED. */
+static void
 jm_fail(struct job_master *jm, const char *failure)
 {
     if (job_status_is_terminal(jm->status) || jm->status == JOB_FAILING)
@@ -311,10 +362,269 @@ jm_fail(struct job_master *jm, const char *failure)
         jm_record_exception(jm, failure, NULL);
     SPATE_LOG_ERROR(JM_LOG, "job %s (%s) is failing: %s", id_str(&jm->o.job_id).s, jm->name,
                     failure);
+    jm_restart_stop(jm);
+    if (jm->cc != NULL)
+        checkpoint_coordinator_suspend(jm->cc, "the job is failing");
     jm_set_status(jm, JOB_FAILING);
-    jm_cancel_executions(jm);
+    jm_cancel_executions(jm, NULL);
     jm_check_end(jm);
 }
+
+/* ---- failover (Flink's DefaultScheduler with RestartPipelinedRegionFailoverStrategy) --- */
+
+static void
+jm_restart_pause_over(void *arg)
+{
+    struct job_master *jm = arg;
+
+    jm->restart_timer = NULL;
+    jm->restart_pause_over = true;
+    jm_try_restart(jm);
+}
+
+/* A failure of the executions of the regions set (NULL: a global failure,
+ * every region). The restart strategy decides: the regions restart after
+ * its pause, from the latest completed checkpoint, or the job fails. */
+static void
+jm_failover(struct job_master *jm, const char *failure, const bool *regions)
+{
+    struct execution_graph *eg = jm->eg;
+    int64_t now = (int64_t)clock_mono_ms();
+    bool news = false;
+    char strategy[300];
+    int nrestart = 0;
+
+    if (job_status_is_terminal(jm->status) || jm->status == JOB_FAILING ||
+        jm->status == JOB_CANCELLING)
+        return;
+    for (int r = 0; r < eg->nregions; r++)
+        news |= (regions == NULL || regions[r]) && !(jm->restarting && jm->restart_regions[r]);
+    if (!news)
+        return; /* a consequence of the restart in progress */
+    restart_strategy_notify_failure(&jm->restart, now);
+    if (!restart_strategy_can_restart(&jm->restart, now)) {
+        restart_strategy_describe(&jm->restart, strategy, sizeof strategy);
+        SPATE_LOG_INFO(JM_LOG, "job %s: recovery is suppressed by the restart strategy %s",
+                       id_str(&jm->o.job_id).s, strategy);
+        jm_fail(jm, failure);
+        return;
+    }
+    if (!jm->restarting) {
+        memset(jm->restart_regions, 0, (size_t)eg->nregions * sizeof *jm->restart_regions);
+        jm->restart_pause_over = false;
+    }
+    for (int r = 0; r < eg->nregions; r++) {
+        jm->restart_regions[r] |= regions == NULL || regions[r];
+        nrestart += jm->restart_regions[r];
+    }
+    jm->restarting = true;
+    free(jm->failure);
+    jm->failure = xstrdup(failure);
+    if (jm->cc != NULL)
+        checkpoint_coordinator_suspend(jm->cc, "a task failed; the job restarts");
+    if (jm->status != JOB_RESTARTING)
+        jm_set_status(jm, JOB_RESTARTING);
+    SPATE_LOG_WARN(JM_LOG, "job %s: %d of %d pipelined regions restart in %lld ms: %s",
+                   id_str(&jm->o.job_id).s, nrestart, eg->nregions,
+                   (long long)restart_strategy_backoff_ms(&jm->restart, now), failure);
+    jm_cancel_executions(jm, jm->restart_regions);
+    rpc_timer_cancel(jm->restart_timer);
+    jm->restart_pause_over = false;
+    jm->restart_timer =
+        rpc_endpoint_schedule(&jm->ep, (uint64_t)restart_strategy_backoff_ms(&jm->restart, now),
+                              jm_restart_pause_over, jm);
+}
+
+/* A failure of one execution (its region restarts). */
+static void
+jm_fail_execution(struct job_master *jm, const struct execution *e, const char *failure)
+{
+    bool *regions = xcalloc((size_t)jm->eg->nregions, sizeof *regions);
+
+    regions[jm->eg->region[e->vertex][e->subtask]] = true;
+    jm_failover(jm, failure, regions);
+    free(regions);
+}
+
+/* The shared slot an execution runs in: group g's slots after those of the
+ * groups before it. */
+static int
+jm_shared_slot(const struct execution_graph *eg, const struct execution *e)
+{
+    int group, index, k = 0;
+
+    execution_graph_slot_of(eg, e, &group, &index);
+    for (int g = 0; g < group; g++)
+        k += eg->group_slots[g];
+    return k + index;
+}
+
+/* A file source's assigner takes back what its restarting readers held
+ * since the checkpoint they restore (md; NULL: a fresh start). */
+static void
+jm_restore_splits(struct job_master *jm, const Checkpoint__CheckpointMetadata *md, bool everything)
+{
+    struct execution_graph *eg = jm->eg;
+
+    for (int v = 0; v < eg->graph->nvertices; v++) {
+        const struct jg_vertex *vx = &eg->graph->vertices[v];
+        bool *restarting = xcalloc((size_t)vx->parallelism, sizeof *restarting);
+        bool all = true;
+
+        for (int s = 0; s < vx->parallelism; s++) {
+            restarting[s] = everything || jm->restart_regions[eg->region[v][s]];
+            all &= restarting[s];
+        }
+        for (int o = 0; o < vx->nops; o++) {
+            const Checkpoint__SplitAssignerState *st = NULL;
+
+            for (size_t k = 0; md != NULL && k < md->n_operators; k++)
+                if (md->operators[k]->operator_id.len == ID_BYTES &&
+                    memcmp(md->operators[k]->operator_id.data, vx->ops[o].operator_id.bytes,
+                           ID_BYTES) == 0)
+                    st = md->operators[k]->split_assigner;
+            execution_graph_restore_splits(eg, v, o, st, all ? NULL : restarting);
+        }
+        free(restarting);
+    }
+}
+
+static void
+jm_restore_clear(struct job_master *jm)
+{
+    checkpoint_metadata_free(jm->restore_md);
+    free(jm->restore_path);
+    jm->restore_md = NULL;
+    jm->restore_path = NULL;
+}
+
+/* Whether md can be restored by this job; a clear error names its file. */
+static int
+jm_restore_check(struct job_master *jm, const Checkpoint__CheckpointMetadata *md, const char *path,
+                 spate_error *err)
+{
+    spate_id job;
+
+    if (!gw_id_get(&md->job_id, &job) || !id_equal(&job, &jm->o.job_id))
+        return spate_error_set(err, SPATE_ESTATE,
+                               "checkpoint '%s' belongs to job %s, not to job %s", path,
+                               id_str(&job).s, id_str(&jm->o.job_id).s);
+    return state_assignment_check(md, jm->eg->graph, false, path, err);
+}
+
+/* The executions of the restarting regions start over: new attempts, their
+ * splits back to the assigners, new slots where their TaskManager is gone;
+ * they are deployed (with md's state) once every one has a slot. */
+static void
+jm_redeploy(struct job_master *jm)
+{
+    struct execution_graph *eg = jm->eg;
+    int n = 0;
+
+    jm_restore_splits(jm, jm->restore_md, false);
+    for (int v = 0; v < eg->graph->nvertices; v++)
+        for (int s = 0; s < eg->graph->vertices[v].parallelism; s++) {
+            struct execution *e = &eg->executions[v][s];
+            struct jm_slot *slot = &jm->slots[jm_shared_slot(eg, e)];
+
+            if (!jm->restart_regions[eg->region[v][s]])
+                continue;
+            execution_graph_reset_execution(eg, e, false);
+            n++;
+            if (slot->have) {
+                jm_slot_apply(jm, e, slot);
+            } else if (!slot->pending) {
+                /* Its TaskManager is gone, or the request timed out. */
+                slot->pending = true;
+                slot_pool_request_slot(&jm->pool, (uint32_t)jm_shared_slot(eg, e));
+            }
+        }
+    jm->restarting = false;
+    free(jm->failure); /* it is in the job's exceptions */
+    jm->failure = NULL;
+    if (jm->restore_md != NULL && jm->cc != NULL)
+        checkpoint_coordinator_restored(jm->cc, jm->restore_md, jm->restore_path);
+    SPATE_LOG_INFO(JM_LOG, "job %s: restarting %d tasks from %s", id_str(&jm->o.job_id).s, n,
+                   jm->restore_path ? jm->restore_path : "their initial state");
+    jm_set_status(jm, JOB_RUNNING);
+    jm_try_deploy(jm);
+}
+
+static void
+jm_restart_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const char *path,
+                  const spate_error *err)
+{
+    struct job_master *jm = arg;
+    spate_error cerr = { 0 };
+
+    jm->restore_loading = false;
+    if (jm->status != JOB_RESTARTING) {
+        checkpoint_metadata_free(md);
+        return; /* cancelled or failed meanwhile */
+    }
+    if (!jm_restart_ready(jm)) {
+        /* Another failure joined the restart while the checkpoint was
+         * read: its executions end first, then it is read again. */
+        checkpoint_metadata_free(md);
+        jm_try_restart(jm);
+        return;
+    }
+    jm_restore_clear(jm);
+    if (rc == 0 && jm_restore_check(jm, md, path, &cerr) != 0) {
+        checkpoint_metadata_free(md);
+        err = &cerr;
+        rc = cerr.code;
+    }
+    if (rc != 0 && rc != SPATE_ENOENT) {
+        /* A checkpoint that cannot be read does not get better with
+         * another attempt: the job fails, saying which file. */
+        char msg[SPATE_ERROR_MESSAGE_MAX + 80];
+
+        snprintf(msg, sizeof msg, "cannot restore from the latest checkpoint: %s", err->message);
+        jm_record_exception(jm, msg, NULL);
+        jm_fail(jm, msg);
+        return;
+    }
+    if (rc == 0) {
+        jm->restore_md = md;
+        jm->restore_path = xstrdup(path);
+    }
+    jm_redeploy(jm);
+}
+
+/* Whether the restart may deploy: its pause is over and every execution of
+ * its regions has ended. */
+static bool
+jm_restart_ready(const struct job_master *jm)
+{
+    const struct execution_graph *eg = jm->eg;
+
+    if (!jm->restarting || !jm->restart_pause_over)
+        return false;
+    for (int v = 0; v < eg->graph->nvertices; v++)
+        for (int s = 0; s < eg->graph->vertices[v].parallelism; s++)
+            if (jm->restart_regions[eg->region[v][s]] &&
+                !execution_state_is_terminal(eg->executions[v][s].state))
+                return false;
+    return true;
+}
+
+/* The restart runs once it is ready: from the latest completed checkpoint. */
+static void
+jm_try_restart(struct job_master *jm)
+{
+    if (jm->restore_loading || !jm_restart_ready(jm))
+        return;
+    if (jm->cc != NULL) {
+        jm->restore_loading = true;
+        checkpoint_coordinator_load_latest(jm->cc, jm_restart_loaded, jm);
+        return;
+    }
+    jm_restore_clear(jm);
+    jm_redeploy(jm);
+}
+
+/* ---- deployment ------------------------------------------------------------------------ */
 
 static void
 jm_deployed(struct rpc_future *f, void *arg)
@@ -325,31 +635,54 @@ jm_deployed(struct rpc_future *f, void *arg)
     if (rpc_future_code(f) == 0 || !rpc_endpoint_is_running(&jm->ep))
         return;
     snprintf(msg, sizeof msg, "could not deploy a task: %s", rpc_future_message(f));
-    jm_fail(jm, msg);
+    jm_failover(jm, msg, NULL);
 }
 
-/* Every slot is there: deploy every subtask (Flink's eager scheduling). */
+/* Deploys the executions waiting to run (all at the start, those of the
+ * restarted regions after a failover) once every one of them has its slot
+ * and the checkpoint they restore is known (Flink's eager scheduling). */
 static void
-jm_deploy(struct job_master *jm)
+jm_try_deploy(struct job_master *jm)
 {
     struct execution_graph *eg = jm->eg;
     spate_error err = { 0 };
+    int n = 0;
 
-    jm->deployed = true;
-    SPATE_LOG_INFO(JM_LOG, "job %s: all %d slots allocated, deploying %d tasks",
-                   id_str(&jm->o.job_id).s, jm->slots_needed, eg->total);
-    for (int v = 0; v < eg->graph->nvertices && jm->status == JOB_RUNNING; v++) {
+    if (!jm->prepared || jm->restarting || jm->status != JOB_RUNNING)
+        return;
+    for (int v = 0; v < eg->graph->nvertices; v++)
+        for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
+            const struct execution *e = &eg->executions[v][i];
+
+            if (e->state == EXEC_CREATED || e->state == EXEC_SCHEDULED) {
+                if (!e->assigned)
+                    return; /* when its slot comes */
+                n++;
+            }
+        }
+    if (n == 0)
+        return;
+    SPATE_LOG_INFO(JM_LOG, "job %s: deploying %d tasks%s%s", id_str(&jm->o.job_id).s, n,
+                   jm->restore_path ? ", restoring " : "",
+                   jm->restore_path ? jm->restore_path : "");
+    for (int v = 0; v < eg->graph->nvertices; v++) {
         for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
             struct execution *e = &eg->executions[v][i];
-            struct jm_worker *w = jm_find_worker(jm, &e->slot.resource_id);
+            struct jm_worker *w;
             Jobgraph__TaskDeployment *tdd;
             struct rpc_future *f;
 
+            if (e->state != EXEC_CREATED && e->state != EXEC_SCHEDULED)
+                continue;
+            w = jm_find_worker(jm, &e->slot.resource_id);
             if (w == NULL ||
                 execution_graph_deployment(eg, e, jm->address, &jm->jm_id, &tdd, &err) != 0) {
-                jm_fail(jm, w == NULL ? "the TaskManager of a slot is gone" : err.message);
+                jm_failover(jm, w == NULL ? "the TaskManager of a slot is gone" : err.message,
+                            NULL);
                 return;
             }
+            if (jm->restore_md != NULL)
+                tdd->restore = state_assignment_subtask(jm->restore_md, eg->graph, v, i);
             execution_set_state(eg, e, EXEC_DEPLOYING, NULL);
             f = te_submit_task(w->gw, tdd, 0);
             execution_graph_deployment_free(tdd);
@@ -357,47 +690,48 @@ jm_deploy(struct job_master *jm)
             rpc_future_unref(f);
         }
     }
+    jm_restore_clear(jm);
+    if (jm->cc != NULL)
+        checkpoint_coordinator_start(jm->cc);
 }
 
-/* Shared slot k is (group, index): group g's slots come after those of the
- * groups before it. */
+/* An execution runs in the job's shared slot (SCHEDULED). */
 static void
-jm_slot_group(const struct execution_graph *eg, uint32_t k, int *group, int *index)
+jm_slot_apply(struct job_master *jm, struct execution *e, const struct jm_slot *slot)
 {
-    int g = 0;
+    struct jm_worker *w = jm_find_worker(jm, &slot->resource_id);
 
-    while (g + 1 < eg->ngroups && (int)k >= eg->group_slots[g]) {
-        k -= (uint32_t)eg->group_slots[g];
-        g++;
-    }
-    *group = g;
-    *index = (int)k;
+    e->assigned = true;
+    e->slot.allocation_id = slot->allocation_id;
+    e->slot.resource_id = slot->resource_id;
+    snprintf(e->slot.host, sizeof e->slot.host, "%.63s", w ? w->host : "127.0.0.1");
+    e->slot.data_port = w ? w->data_port : 0;
+    snprintf(e->slot.address, sizeof e->slot.address, "%s", w ? w->address : "");
+    execution_set_state(jm->eg, e, EXEC_SCHEDULED, NULL);
 }
 
+/* A slot came for shared slot k = (group, index): the job holds it, and the
+ * executions of the group's vertices at that index that wait take it (those
+ * of a restart in its pause take it when they are deployed again). */
 static void
 jm_assign_slot(struct job_master *jm, const struct pool_slot *s)
 {
     struct execution_graph *eg = jm->eg;
-    struct jm_worker *w = jm_find_worker(jm, &s->resource_id);
-    int group, index;
+    struct jm_slot *slot = &jm->slots[s->task];
 
-    jm_slot_group(eg, s->task, &group, &index);
+    slot->have = true;
+    slot->pending = false;
+    slot->allocation_id = s->allocation_id;
+    slot->resource_id = s->resource_id;
     for (int v = 0; v < eg->graph->nvertices; v++) {
-        struct execution *e;
+        for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
+            struct execution *e = &eg->executions[v][i];
 
-        if (eg->vertex_group[v] != group || index >= eg->graph->vertices[v].parallelism)
-            continue;
-        e = &eg->executions[v][index];
-        e->assigned = true;
-        e->slot.allocation_id = s->allocation_id;
-        e->slot.resource_id = s->resource_id;
-        snprintf(e->slot.host, sizeof e->slot.host, "%.63s", w ? w->host : "127.0.0.1");
-        e->slot.data_port = w ? w->data_port : 0;
-        snprintf(e->slot.address, sizeof e->slot.address, "%s", w ? w->address : "");
-        execution_set_state(eg, e, EXEC_SCHEDULED, NULL);
+            if (jm_shared_slot(eg, e) == (int)s->task && e->state == EXEC_CREATED)
+                jm_slot_apply(jm, e, slot);
+        }
     }
-    if (++jm->slots_assigned == jm->slots_needed && !jm->deployed)
-        jm_deploy(jm);
+    jm_try_deploy(jm);
 }
 
 /* ---- the SlotPool's listener -------------------------------------------------------- */
@@ -479,10 +813,13 @@ jm_timed_out(void *arg, uint32_t task, uint64_t waited_ms)
              task, (long long)jm->o.slot_request_timeout_ms, (unsigned long long)waited_ms,
              slot_pool_allocated_count(&jm->pool),
              jm->eg ? (uint32_t)jm->slots_needed : jm->o.tasks);
-    if (jm->eg != NULL)
-        jm_fail(jm, msg);
-    else
+    if (jm->eg != NULL) {
+        jm->slots[task].pending = false; /* asked again at the restart */
+        jm_record_exception(jm, msg, NULL);
+        jm_failover(jm, msg, NULL);
+    } else {
         jm_terminate(jm, JOB_FAILED, msg);
+    }
 }
 
 /* ---- TaskExecutors ------------------------------------------------------------------- */
@@ -495,25 +832,39 @@ jm_lose_worker(struct job_master *jm, const spate_id *id, const char *cause)
 
     if (jm->eg != NULL) {
         struct execution_graph *eg = jm->eg;
-        char msg[600];
-        bool used = false;
+        bool *regions = xcalloc((size_t)eg->nregions, sizeof *regions);
+        uint32_t *lost = xcalloc((size_t)jm->slots_needed + 1, sizeof *lost);
         struct jm_worker *w = jm_find_worker(jm, id);
+        const struct execution *first = NULL;
+        size_t nlost;
+        char msg[600];
 
         snprintf(msg, sizeof msg, "TaskManager %s was lost: %s", id_str(id).s, cause);
+        /* Its slots are gone: the restart asks for new ones. */
+        nlost = slot_pool_release_task_manager(&jm->pool, id, lost, (size_t)jm->slots_needed);
+        for (size_t i = 0; i < nlost && i < (size_t)jm->slots_needed; i++)
+            jm->slots[lost[i]].have = false;
         for (int v = 0; v < eg->graph->nvertices; v++)
             for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
                 struct execution *e = &eg->executions[v][i];
 
-                if (e->assigned && id_equal(&e->slot.resource_id, id) &&
-                    !execution_state_is_terminal(e->state)) {
+                if (!e->assigned || !id_equal(&e->slot.resource_id, id))
+                    continue;
+                if (!execution_state_is_terminal(e->state)) {
                     execution_set_state(eg, e, EXEC_FAILED, msg);
-                    used = true;
+                    regions[eg->region[v][i]] = true;
+                    first = first ? first : e;
                 }
+                e->assigned = false;
             }
         if (w != NULL)
             jm_worker_free(jm, w);
-        if (used)
-            jm_fail(jm, msg);
+        if (first != NULL) {
+            jm_record_exception(jm, msg, first);
+            jm_failover(jm, msg, regions);
+        }
+        free(regions);
+        free(lost);
         jm_check_end(jm);
         return;
     }
@@ -647,6 +998,7 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
     Cluster__Ack ack = CLUSTER__ACK__INIT;
     struct execution *e;
     spate_id attempt;
+    bool was_canceling;
     int state;
 
     if (jm->eg == NULL || !gw_id_get(&req->attempt_id, &attempt) || req->state == NULL ||
@@ -674,6 +1026,7 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
                                        req->io->back_pressured_ms,
                                        req->io->busy_ms };
     }
+    was_canceling = e->state == EXEC_CANCELING;
     if (state == EXEC_FINISHED) {
         for (size_t i = 0; i < req->n_accumulators; i++) {
             const char *name = req->accumulators[i]->name;
@@ -684,7 +1037,9 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
     }
     execution_set_state(jm->eg, e, (enum execution_state)state,
                         req->failure && *req->failure ? req->failure : NULL);
-    if (state == EXEC_FAILED) {
+    if (state == EXEC_FINISHED && jm->cc != NULL)
+        checkpoint_coordinator_task_finished(jm->cc, e);
+    if (state == EXEC_FAILED && !was_canceling) {
         char msg[1200];
 
         snprintf(msg, sizeof msg, "%s (%d/%d) failed: %s", jm->eg->graph->vertices[e->vertex].name,
@@ -693,7 +1048,8 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
         jm_record_exception(jm, req->failure && *req->failure ? req->failure : "no reason given",
                             e);
         rpc_call_reply(call, &ack.base);
-        jm_fail(jm, msg);
+        jm_fail_execution(jm, e, msg);
+        jm_check_end(jm);
         return;
     }
     rpc_call_reply(call, &ack.base);
@@ -709,13 +1065,23 @@ jmh_request_next_input_split(struct rpc_endpoint *ep, const Cluster__SplitReques
     Cluster__InputSplit out = CLUSTER__INPUT_SPLIT__INIT;
     const struct file_split *split = NULL;
     spate_error err = { 0 };
-    int rc;
+    struct execution *e;
+    spate_id attempt;
+    int rc, subtask;
 
     if (jm->eg == NULL) {
         rpc_call_fail(call, SPATE_ESTATE, "this job has no input splits");
         return;
     }
-    rc = execution_graph_next_split(jm->eg, req->vertex, req->operator_, &split, &err);
+    /* A split handed to an attempt that is being replaced would be lost. */
+    if (!gw_id_get(&req->attempt_id, &attempt) ||
+        (e = execution_graph_find(jm->eg, &attempt)) == NULL || e->vertex != req->vertex ||
+        execution_state_is_terminal(e->state) || e->state == EXEC_CANCELING) {
+        rpc_call_fail(call, SPATE_ESTATE, "no input splits for an attempt that is not running");
+        return;
+    }
+    subtask = e->subtask;
+    rc = execution_graph_next_split(jm->eg, req->vertex, req->operator_, subtask, &split, &err);
     if (rc < 0) {
         rpc_call_fail(call, rc, "%s", err.message);
         return;
@@ -729,7 +1095,32 @@ jmh_request_next_input_split(struct rpc_endpoint *ep, const Cluster__SplitReques
     rpc_call_reply(call, &out.base);
 }
 
+/* TaskExecutor -> JobMaster: checkpoint acknowledgements and declines. */
+static void
+jmh_acknowledge_checkpoint(struct rpc_endpoint *ep, const Checkpoint__AcknowledgeCheckpoint *req,
+                           struct rpc_call *call)
+{
+    struct job_master *jm = jm_of(ep);
+
+    UNUSED(call);
+    if (jm->cc != NULL)
+        checkpoint_coordinator_acknowledge(jm->cc, req);
+}
+
+static void
+jmh_decline_checkpoint(struct rpc_endpoint *ep, const Checkpoint__DeclineCheckpoint *req,
+                       struct rpc_call *call)
+{
+    struct job_master *jm = jm_of(ep);
+
+    UNUSED(call);
+    if (jm->cc != NULL)
+        checkpoint_coordinator_decline(jm->cc, req);
+}
+
 static const struct jm_handlers jm_handlers = {
+    .acknowledge_checkpoint = jmh_acknowledge_checkpoint,
+    .decline_checkpoint = jmh_decline_checkpoint,
     .update_task_execution_state = jmh_update_task_execution_state,
     .request_next_input_split = jmh_request_next_input_split,
     .register_task_manager = jmh_register_task_manager,
@@ -889,6 +1280,214 @@ jm_rm_error(void *arg, int code, const char *message)
 
 static const struct leader_listener jm_rm_listener = { jm_notify_rm_leader, jm_rm_error };
 
+/* ---- the CheckpointCoordinator's owner ------------------------------------------------ */
+
+static void *
+jmc_schedule(void *owner, int64_t delay_ms, void (*fn)(void *), void *arg)
+{
+    struct job_master *jm = owner;
+
+    if (!rpc_endpoint_is_running(&jm->ep))
+        return NULL; /* a stopped endpoint's timers are gone */
+    return rpc_endpoint_schedule(&jm->ep, (uint64_t)(delay_ms > 0 ? delay_ms : 0), fn, arg);
+}
+
+static void
+jmc_cancel(void *owner, void *timer)
+{
+    UNUSED(owner);
+    rpc_timer_cancel(timer);
+}
+
+static void
+jmc_run_blocking(void *owner, void (*work)(void *), void (*done)(void *), void *arg)
+{
+    struct job_master *jm = owner;
+
+    if (rpc_endpoint_run_blocking(&jm->ep, work, done, arg) != 0) {
+        SPATE_LOG_WARN(JM_LOG, "job %s: no worker thread; checkpoint I/O on the loop",
+                       id_str(&jm->o.job_id).s);
+        work(arg);
+        done(arg);
+    }
+}
+
+static int64_t
+jmc_now(void *owner)
+{
+    UNUSED(owner);
+    return clock_wall_ms();
+}
+
+static void
+jmc_trigger(void *owner, const struct execution *e, const Checkpoint__TriggerCheckpoint *m)
+{
+    struct job_master *jm = owner;
+    struct jm_worker *w = jm_find_worker(jm, &e->slot.resource_id);
+    spate_error err = { 0 };
+
+    if (w != NULL && te_trigger_checkpoint(w->gw, m, &err) != 0)
+        SPATE_LOG_WARN(JM_LOG, "job %s: cannot trigger checkpoint %lld: %s",
+                       id_str(&jm->o.job_id).s, (long long)m->checkpoint_id, err.message);
+}
+
+static void
+jmc_notify(void *owner, const struct execution *e, bool completed,
+           const Checkpoint__CheckpointNotification *m)
+{
+    struct job_master *jm = owner;
+    struct jm_worker *w = jm_find_worker(jm, &e->slot.resource_id);
+
+    if (w == NULL)
+        return;
+    if (completed)
+        te_notify_checkpoint_complete(w->gw, m, NULL);
+    else
+        te_notify_checkpoint_aborted(w->gw, m, NULL);
+}
+
+static void
+jmc_fail_job(void *owner, const char *reason)
+{
+    struct job_master *jm = owner;
+
+    jm_record_exception(jm, reason, NULL);
+    jm_failover(jm, reason, NULL);
+}
+
+static const struct checkpoint_coordinator_ops jm_cc_ops = {
+    jmc_schedule, jmc_cancel, jmc_run_blocking, jmc_now, jmc_trigger, jmc_notify, jmc_fail_job,
+};
+
+/* The job's checkpoint stores (blocking: ZooKeeper), then its latest
+ * completed checkpoint: a recovered job (a new leader) resumes from it. */
+struct jm_prepare {
+    struct job_master *jm;
+    struct completed_checkpoint_store *store;
+    struct checkpoint_id_counter *counter;
+    int rc;
+    spate_error err;
+};
+
+static void
+jm_prepare_work(void *arg)
+{
+    struct jm_prepare *p = arg;
+    struct ha_services *ha = p->jm->o.ha;
+    const struct checkpoint_settings *cfg = &p->jm->eg->graph->checkpointing;
+
+    if ((p->rc = ha->ops->checkpoint_store(ha, &p->jm->o.job_id, (uint32_t)cfg->num_retained,
+                                           &p->store, &p->err)) != 0)
+        return;
+    p->rc = ha->ops->checkpoint_id_counter(ha, &p->jm->o.job_id, &p->counter, &p->err);
+}
+
+static void
+jm_start_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const char *path,
+                const spate_error *err)
+{
+    struct job_master *jm = arg;
+    spate_error cerr = { 0 };
+
+    jm->restore_loading = false;
+    if (jm->status == JOB_RESTARTING) {
+        /* A failure before the first deployment: the restart loads the
+         * latest checkpoint itself. */
+        checkpoint_metadata_free(md);
+        jm->prepared = true;
+        jm_try_restart(jm);
+        return;
+    }
+    if (jm->status != JOB_RUNNING) {
+        checkpoint_metadata_free(md);
+        return;
+    }
+    if (rc == 0 && jm_restore_check(jm, md, path, &cerr) != 0) {
+        checkpoint_metadata_free(md);
+        err = &cerr;
+        rc = cerr.code;
+    }
+    if (rc != 0 && rc != SPATE_ENOENT) {
+        char msg[SPATE_ERROR_MESSAGE_MAX + 80];
+
+        snprintf(msg, sizeof msg, "cannot restore from the latest checkpoint: %s", err->message);
+        jm_record_exception(jm, msg, NULL);
+        jm_fail(jm, msg);
+        return;
+    }
+    if (rc == 0) {
+        SPATE_LOG_INFO(JM_LOG, "job %s: recovered; resuming from '%s'", id_str(&jm->o.job_id).s,
+                       path);
+        jm->restore_md = md;
+        jm->restore_path = xstrdup(path);
+        jm_restore_splits(jm, md, true);
+        checkpoint_coordinator_restored(jm->cc, md, path);
+    }
+    jm->prepared = true;
+    jm_try_deploy(jm);
+}
+
+static void
+jm_make_coordinator(struct job_master *jm, struct completed_checkpoint_store *store,
+                    struct checkpoint_id_counter *counter)
+{
+    struct checkpoint_coordinator_options o = { 0 };
+
+    o.eg = jm->eg;
+    o.store = store;
+    o.counter = counter;
+    o.ops = &jm_cc_ops;
+    o.owner = jm;
+    jm->cc = checkpoint_coordinator_new(&o);
+}
+
+static void
+jm_prepare_done(void *arg)
+{
+    struct jm_prepare *p = arg;
+    struct job_master *jm = p->jm;
+
+    if (job_status_is_terminal(jm->status) || !rpc_endpoint_is_running(&jm->ep)) {
+        if (p->store != NULL)
+            p->store->ops->free(p->store);
+        if (p->counter != NULL)
+            p->counter->ops->free(p->counter);
+    } else if (p->rc != 0) {
+        char msg[SPATE_ERROR_MESSAGE_MAX + 80];
+
+        if (p->store != NULL)
+            p->store->ops->free(p->store);
+        snprintf(msg, sizeof msg, "cannot open the job's checkpoint store: %s", p->err.message);
+        jm_record_exception(jm, msg, NULL);
+        jm_fail(jm, msg);
+    } else {
+        jm_make_coordinator(jm, p->store, p->counter);
+        jm->restore_loading = true;
+        checkpoint_coordinator_load_latest(jm->cc, jm_start_loaded, jm);
+    }
+    free(p);
+}
+
+static void
+jm_prepare(struct job_master *jm)
+{
+    struct jm_prepare *p;
+
+    if (jm->eg->graph->checkpointing.checkpoints_dir == NULL) {
+        /* No folder: no checkpoints to take or recover (manual ones are
+         * refused with that reason). */
+        jm_make_coordinator(jm, NULL, NULL);
+        jm->prepared = true;
+        return;
+    }
+    p = xcalloc(1, sizeof *p);
+    p->jm = jm;
+    if (rpc_endpoint_run_blocking(&jm->ep, jm_prepare_work, jm_prepare_done, p) != 0) {
+        jm_prepare_work(p);
+        jm_prepare_done(p);
+    }
+}
+
 /* ---- life cycle ------------------------------------------------------------------------ */
 
 static void
@@ -902,9 +1501,18 @@ jm_on_start(struct rpc_endpoint *ep)
         SPATE_LOG_ERROR(JM_LOG, "cannot retrieve the ResourceManager: %s", err.message);
     jm_set_status(jm, JOB_RUNNING);
     if (jm->eg != NULL) {
+        char strategy[300];
+
+        restart_strategy_describe(&jm->restart, strategy, sizeof strategy);
+        SPATE_LOG_INFO(JM_LOG, "job %s: restart strategy %s; %s", id_str(&jm->o.job_id).s, strategy,
+                       jm->eg->graph->checkpointing.interval_ms > 0 ? "checkpoints on"
+                                                                    : "no periodic checkpoints");
+        jm_prepare(jm);
         /* One slot per subtask index of each slot sharing group. */
-        for (int k = 0; k < jm->slots_needed; k++)
+        for (int k = 0; k < jm->slots_needed; k++) {
+            jm->slots[k].pending = true;
             slot_pool_request_slot(&jm->pool, (uint32_t)k);
+        }
         return;
     }
     /* The stand-in job: one slot per task. */
@@ -917,6 +1525,10 @@ jm_on_stop(struct rpc_endpoint *ep)
 {
     struct job_master *jm = jm_of(ep);
 
+    /* Stopped before the job ended (a new leader takes over, the process
+     * exits): its checkpoints stay for whoever recovers it. */
+    if (jm->cc != NULL && !job_status_is_terminal(jm->status))
+        checkpoint_coordinator_shutdown(jm->cc, CC_JOB_SUSPENDED);
     if (!job_status_is_terminal(jm->status))
         jm_terminate(jm, JOB_CANCELED, "the JobMaster stopped");
     jm_close_rm(jm);
@@ -937,6 +1549,12 @@ jm_destroy(struct rpc_endpoint *ep)
         container_of(ep, struct job_master, ep); /* no context: last reference */
 
     hmap_release(&jm->workers);
+    checkpoint_coordinator_free(jm->cc);
+    restart_strategy_release(&jm->restart);
+    checkpoint_metadata_free(jm->restore_md);
+    free(jm->restore_path);
+    free(jm->slots);
+    free(jm->restart_regions);
     execution_graph_free(jm->eg);
     accumulators_release(&jm->accumulators);
     free(jm->acc_msgs);
@@ -994,6 +1612,9 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
     if (jm->eg != NULL) {
         jm->slots_needed = execution_graph_slots_needed(jm->eg);
         jm->o.job_id = jm->eg->graph->job_id;
+        jm->slots = xcalloc((size_t)jm->slots_needed + 1, sizeof *jm->slots);
+        jm->restart_regions = xcalloc((size_t)jm->eg->nregions + 1, sizeof *jm->restart_regions);
+        restart_strategy_init(&jm->restart, &jm->eg->graph->restart, 0);
     }
     jm->o.graph = NULL; /* the ExecutionGraph keeps its own copy */
     jm->name = xstrdup(o->name && *o->name ? o->name
@@ -1056,8 +1677,11 @@ job_master_cancel(struct job_master *jm, const char *why)
     }
     if (job_status_is_terminal(jm->status) || jm->status == JOB_CANCELLING)
         return;
+    jm_restart_stop(jm);
+    if (jm->cc != NULL)
+        checkpoint_coordinator_suspend(jm->cc, "the job is being cancelled");
     jm_set_status(jm, JOB_CANCELLING);
-    jm_cancel_executions(jm);
+    jm_cancel_executions(jm, NULL);
     jm_check_end(jm);
 }
 
@@ -1071,6 +1695,51 @@ const struct execution_graph *
 job_master_execution_graph(const struct job_master *jm)
 {
     return jm->eg;
+}
+
+Ckstats__CheckpointingStats *
+job_master_checkpoint_stats(struct job_master *jm, int64_t checkpoint_id)
+{
+    Ckstats__CheckpointingStats *s;
+
+    if (jm->cc != NULL)
+        return checkpoint_coordinator_stats(jm->cc, checkpoint_id);
+    /* The stand-in job, or a job whose stores are still being opened. */
+    s = xmalloc(sizeof *s);
+    ckstats__checkpointing_stats__init(s);
+    if (jm->eg != NULL) {
+        const struct checkpoint_settings *cfg = &jm->eg->graph->checkpointing;
+
+        s->enabled = cfg->interval_ms > 0;
+        s->interval_ms = cfg->interval_ms;
+        s->timeout_ms = cfg->timeout_ms;
+        s->min_pause_ms = cfg->min_pause_ms;
+        s->max_concurrent = cfg->max_concurrent;
+        s->tolerable_failures = cfg->tolerable_failures;
+        s->exactly_once = cfg->exactly_once;
+    }
+    s->checkpoints_dir = xstrdup("");
+    return s;
+}
+
+int
+job_master_trigger_checkpoint(struct job_master *jm, const spate_id *trigger_id, spate_error *err)
+{
+    if (jm->cc == NULL)
+        return spate_error_set(err, SPATE_ESTATE, "job %s takes no checkpoints%s",
+                               id_str(&jm->o.job_id).s,
+                               jm->eg != NULL ? " yet: it is starting" : "");
+    return checkpoint_coordinator_trigger_manual(jm->cc, trigger_id, err);
+}
+
+int
+job_master_checkpoint_status(struct job_master *jm, const spate_id *trigger_id,
+                             Ckstats__TriggerStatus *out, spate_error *err)
+{
+    if (jm->cc == NULL)
+        return spate_error_set(err, SPATE_ENOENT, "no checkpoint was triggered with id %s",
+                               id_str(trigger_id).s);
+    return checkpoint_coordinator_trigger_status(jm->cc, trigger_id, out, err);
 }
 
 enum job_status

@@ -10,6 +10,7 @@
 
 #include "core/id.h"
 #include "ha/ha_services.h"
+#include "proto/checkpoint_stats.pb-c.h"
 #include "proto/cluster.pb-c.h"
 #include "rpc/future.h"
 #include "rpc/heartbeat.h"
@@ -76,6 +77,18 @@ enum job_status job_master_status(const struct job_master *jm);
 /* The job's ExecutionGraph (NULL for the stand-in job); valid while the
  * JobMaster runs, on its loop. */
 const struct execution_graph *job_master_execution_graph(const struct job_master *jm);
+/* Checkpoints (GET/POST /jobs/:jobid/checkpoints...): the statistics and
+ * settings (checkpoint_id > 0: that checkpoint only), for
+ * ckstats__checkpointing_stats__free_unpacked(s, NULL); a manual
+ * checkpoint under trigger_id and its status. Errors: the stand-in job, a
+ * job not yet or no longer running, one without a checkpoint folder, an
+ * unknown trigger id (SPATE_ENOENT). */
+Ckstats__CheckpointingStats *job_master_checkpoint_stats(struct job_master *jm,
+                                                         int64_t checkpoint_id);
+int job_master_trigger_checkpoint(struct job_master *jm, const spate_id *trigger_id,
+                                  spate_error *err);
+int job_master_checkpoint_status(struct job_master *jm, const spate_id *trigger_id,
+                                 Ckstats__TriggerStatus *out, spate_error *err);
 spate_id job_master_job_id(const struct job_master *jm);
 const char *job_master_name(const struct job_master *jm);
 

@@ -99,6 +99,7 @@ const struct rest_part *rest_part_find(const struct rest_request *req, const cha
 /* Route tables of the modules. */
 extern const struct rest_route rest_jobs_routes[];
 extern const struct rest_route rest_jars_routes[];
+extern const struct rest_route rest_checkpoints_routes[];
 
 /* rest_jars.c: the upload folder (made at start, removed at stop). */
 int rest_jars_start(struct rest_server *rs, spate_error *err);

@@ -263,7 +263,7 @@ static const struct rest_route rest_server_routes[] = {
 
 /* Every module's table; literal paths win over parameters. */
 static const struct rest_route *const rest_tables[] = { rest_server_routes, rest_jobs_routes,
-                                                        rest_jars_routes };
+                                                        rest_jars_routes, rest_checkpoints_routes };
 
 /* Whether path matches pattern; fills params (at most 2, each < 128). */
 static bool

@@ -95,6 +95,9 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
     id_random(&jg->job_id);
     jg->name = xstrdup(name && *name ? name : "Streaming Job");
     jg->buffer_timeout_ms = env->buffer_timeout_ms;
+    if ((rc = job_settings_from_config(env->conf, env->checkpoint_interval_ms, env->checkpoint_mode,
+                                       &jg->checkpointing, &jg->restart, err)) != 0)
+        goto fail;
 
     /* Real inputs, partitioners and slot sharing groups. */
     for (size_t i = 0; i < nn; i++) {
@@ -297,6 +300,7 @@ job_graph_free(struct job_graph *jg)
     free(jg->edges);
     free(jg->name);
     free(jg->library_name);
+    job_settings_release(&jg->checkpointing);
     free(jg);
 }
 

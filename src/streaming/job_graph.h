@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "core/id.h"
+#include "streaming/job_settings.h"
 #include "streaming/stream_graph.h"
 
 /* One operator inside a vertex (Flink's StreamConfig). */
@@ -64,6 +65,8 @@ struct job_graph {
     /* Operators without a uid whose ids were derived from the graph. */
     int derived_uids;
     int64_t buffer_timeout_ms; /* execution.buffer-timeout */
+    struct checkpoint_settings checkpointing;
+    struct restart_settings restart;
     /* The job library's SHA-256 and file name (from the client). */
     uint8_t library_sha256[32];
     char *library_name;

@@ -255,6 +255,8 @@ job_graph_encode(const struct job_graph *jg, const struct job_library *lib, uint
 {
     struct enc e = { .lib = lib, .err = err };
     PbGraph g;
+    Jobgraph__CheckpointSettings pcp;
+    Jobgraph__RestartSettings prs;
 
     jobgraph__job_graph__init(&g);
     g.job_id = bin(jg->job_id.bytes, ID_BYTES);
@@ -311,6 +313,9 @@ job_graph_encode(const struct job_graph *jg, const struct job_library *lib, uint
     }
     g.derived_uids = jg->derived_uids;
     g.buffer_timeout_ms = jg->buffer_timeout_ms;
+    job_settings_encode(&jg->checkpointing, &jg->restart, &pcp, &prs);
+    g.checkpointing = &pcp;
+    g.restart = &prs;
     if (e.rc == 0) {
         *len = jobgraph__job_graph__get_packed_size(&g);
         *out = xmalloc(*len);
@@ -752,6 +757,9 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
         rc = bad(&d, "negative buffer timeout");
         goto out;
     }
+    if ((rc = job_settings_decode(g->checkpointing, g->restart, &jg->checkpointing, &jg->restart,
+                                  err)) != 0)
+        goto out;
     if ((rc = dec_id(&d, g->job_id, &jg->job_id, "job id is not 16 bytes")) != 0)
         goto out;
     if (g->library_sha256.len == SHA256_BYTES)

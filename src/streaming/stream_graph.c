@@ -25,6 +25,7 @@ env_new(const struct config *conf, const struct executor *executor)
     env->parallelism = 1;
     env->max_parallelism = 128;
     env->buffer_timeout_ms = 5;
+    env->checkpoint_mode = -1;
     if (conf != NULL) {
         config_get_duration_ms(conf, CFG(EXECUTION_BUFFER_TIMEOUT), &env->buffer_timeout_ms, NULL);
         if (config_get_int(conf, CFG(PARALLELISM_DEFAULT), &v, NULL) == 0)
@@ -132,6 +133,18 @@ spate_env_set_buffer_timeout(spate_env *env, int64_t ms)
         env_fail(env, "buffer timeout %lld ms is negative", (long long)ms);
     else
         env->buffer_timeout_ms = ms;
+}
+
+void
+spate_env_enable_checkpointing(spate_env *env, int64_t interval_ms, bool exactly_once)
+{
+    if (interval_ms < 10)
+        env_fail(env, "checkpoint interval %lld ms is below the minimum of 10 ms",
+                 (long long)interval_ms);
+    else {
+        env->checkpoint_interval_ms = interval_ms;
+        env->checkpoint_mode = exactly_once ? 1 : 0;
+    }
 }
 
 void

@@ -217,6 +217,10 @@ struct spate_env {
     int max_parallelism;
     bool chaining_disabled;
     int64_t buffer_timeout_ms;
+    /* spate_env_enable_checkpointing: over the configuration's
+     * execution.checkpointing.interval and mode (0 and -1: not called). */
+    int64_t checkpoint_interval_ms;
+    int checkpoint_mode;
     int executions; /* spate_execute calls that reached the executor */
     struct spate_stream **nodes;
     size_t nnodes, cap;

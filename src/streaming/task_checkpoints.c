@@ -348,10 +348,13 @@ task_run_mails(struct stream_task *t, spate_error *err)
                     t->terminal_done = true;
                 break;
             case TASK_MAIL_ABORTED:
-                if (t->cp->pending_id == m->checkpoint_id) {
-                    t->cp->latest_id = MAX(t->cp->latest_id, m->checkpoint_id);
+                /* Its barriers still to come are late: an abort that
+                 * overtakes them (a source finished before it sent its
+                 * barrier, whose channel then ends without one) must not
+                 * start an alignment that never completes. */
+                t->cp->latest_id = MAX(t->cp->latest_id, m->checkpoint_id);
+                if (t->cp->pending_id == m->checkpoint_id)
                     end_alignment(t);
-                }
                 if (m->checkpoint_id == t->terminal_id && t->terminal_id != 0) {
                     /* The stop failed: sources go on, the job keeps running. */
                     t->terminal_id = 0;

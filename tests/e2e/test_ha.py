@@ -3,7 +3,8 @@ and a ZooKeeper server of this file's own (127.0.0.1, ephemeral port,
 temporary folder, tickTime=200, stopped by pid). Failover by kill -9 of the
 leader, ZooKeeper restarted, a leader paused past its session timeout, an
 unreachable quorum at start, garbage in a leader node. Jobs are the
-test-only job of `spate test-job` until the jobs issues bring JobGraphs."""
+test-only job of `spate test-job`, and a checkpointed JobGraph that the new
+leader resumes from its latest checkpoint, exactly once."""
 
 import os
 import signal
@@ -159,6 +160,48 @@ class HaFailoverTest(HaTestCase):
         jm2.wait_log(r"this JobManager was granted leadership", timeout=30)
         jm2.wait_log(r"recovering 0 jobs from the job graph store")
         self.assertNotIn(jid, jm2.text())
+
+
+class HaCheckpointTest(HaTestCase):
+    def test_regained_leadership_resumes_the_job_from_its_latest_checkpoint_exactly_once(self):
+        """ZooKeeper goes away under a running checkpointed job: the leader is
+        revoked and the job suspended (its checkpoints stay in the stores);
+        back, the JobManager leads again, recovers the job from the job graph
+        store and its JobMaster resumes from the store's latest checkpoint.
+        (One JobManager: a standby has no copy of the job library yet.)"""
+        from test_checkpoints import TESTJOBS, expected_per_key, read_counts
+        jm = self.start_ha_jobmanager()
+        jm.wait_log(r"this JobManager was granted leadership")
+        for _ in range(2):
+            self.start_ha_taskmanager(slots=2)
+        self.use_rest_of(jm)
+        self.wait_overview(2, slots=4)
+        out = os.path.join(self.tmp, "out")
+        count, keys = 800_000, 20
+        r = self.spate(*self.ha_args(), "-D", f"state.checkpoints.dir={self.tmp}/checkpoints",
+                       "run", "-m", f"127.0.0.1:{jm.rest_port}", "-d", "-p", "4", TESTJOBS,
+                       "checkpointed", "--count", str(count), "--rate", "40000", "--keys",
+                       str(keys), "--output", out, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        jid = r.stdout.split("JobID ")[1].split()[0]
+
+        def checkpointed():
+            status, s = self.rest(f"/jobs/{jid}/checkpoints")
+            return s if status == 200 and s["counts"]["completed"] >= 2 else None
+        wait_for(checkpointed, 30, "two completed checkpoints")
+        ZK.stop()
+        jm.wait_log(r"job " + jid + " suspended: the Dispatcher lost leadership")
+        ZK.start()
+        m = jm.wait_log(r"job " + jid + r": recovered; resuming from '(\S+)'", timeout=60)
+        self.assertRegex(m.group(1), r"/chk-\d+/_metadata$")
+        wait_for(lambda: (lambda st: st[1] if st[0] == 200 and st[1]["state"] in
+                          ("FINISHED", "FAILED", "CANCELED") else None)(self.rest(f"/jobs/{jid}")),
+                 120, "the recovered job to end")
+        job = self.job(jid)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        counts = read_counts(out)
+        for k, n in expected_per_key(range(count), keys).items():
+            self.assertEqual(sorted(counts[k]), list(range(1, n + 1)), f"key {k}")
 
 
 class HaStartClusterTest(HaTestCase):

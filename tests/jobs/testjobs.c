@@ -16,10 +16,25 @@
  *   outside                                        a map function that is not
  *             in this library (libc's abort)
  *   stuck                                          a map that never returns,
- *             cancelled or not (task.cancellation.timeout must end it) */
+ *             cancelled or not (task.cancellation.timeout must end it)
+ *   checkpointed --count N --rate R --keys K --output DIR [--interval MS]
+ *             [--at-least-once] [--slow-ms M | --slow-us U] [--input DIR]
+ *             [--fail-at V --marker PATH] [--second-output DIR2]
+ *             checkpoints every MS (200): generator (or the numbers of the
+ *             files in --input, a line each) -> [Slow: sleeps a
+ *             record] -> [Fail once: fails at value V while PATH does not
+ *             exist, making it, so only the first attempt fails] -> To key
+ *             (v % K) -> Count (a ValueState per key, emits (key, count))
+ *             -> exactly-once text file sink DIR. Key k's counts are 1 ..
+ *             n_k: a committed output with each exactly once is an
+ *             uninterrupted run's (the checkpoint tests). --second-output:
+ *             an independent copy of the pipeline (another pipelined
+ *             region), without Slow and Fail once, into DIR2. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <spate/spate.h>
@@ -27,6 +42,16 @@
 struct routed {
     int64_t value;
     int64_t from; /* the generating subtask */
+};
+
+struct count {
+    int64_t key;
+    int64_t n;
+};
+
+struct fail_params {
+    int64_t at;
+    char marker[512];
 };
 
 static int64_t
@@ -239,6 +264,117 @@ job_stuck(spate_env *env)
     return spate_execute(env, "Stuck");
 }
 
+static void
+slow(spate_ctx *ctx, const void *in, void *out)
+{
+    const int64_t *us = spate_ctx_params(ctx, NULL);
+    struct timespec ts = { *us / 1000000, (*us % 1000000) * 1000 };
+
+    nanosleep(&ts, NULL);
+    *(int64_t *)out = *(const int64_t *)in;
+}
+
+/* A line of the input files: a decimal number. */
+static void
+parse(spate_ctx *ctx, const void *in, void *out)
+{
+    const spate_str *line = in;
+    char buf[32];
+    size_t n = line->len < sizeof buf - 1 ? line->len : sizeof buf - 1;
+
+    (void)ctx;
+    memcpy(buf, line->data, n);
+    buf[n] = '\0';
+    *(int64_t *)out = strtoll(buf, NULL, 10);
+}
+
+static void
+fail_once(spate_ctx *ctx, const void *in, void *out)
+{
+    const struct fail_params *p = spate_ctx_params(ctx, NULL);
+    int64_t v = *(const int64_t *)in;
+
+    if (v == p->at) {
+        int fd = open(p->marker, O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+        if (fd >= 0) {
+            close(fd);
+            spate_ctx_fail(ctx, "failing once at value %lld", (long long)v);
+        }
+    }
+    *(int64_t *)out = v;
+}
+
+static void
+to_key(spate_ctx *ctx, const void *in, void *out)
+{
+    const int64_t *keys = spate_ctx_params(ctx, NULL);
+
+    *(int64_t *)out = *(const int64_t *)in % *keys;
+}
+
+/* The running count of the record's key, in a ValueState. */
+static void
+count(spate_ctx *ctx, const void *in)
+{
+    spate_state *st = spate_ctx_state(ctx, "count");
+    struct count c = { *(const int64_t *)in, 0 };
+
+    spate_value_get(st, &c.n);
+    c.n++;
+    spate_value_update(st, &c.n);
+    spate_emit(ctx, &c);
+}
+
+static int
+job_checkpointed(spate_env *env, int argc, char **argv)
+{
+    const spate_type *i64 = spate_type_int64();
+    const spate_type *fields[2] = { i64, i64 };
+    const spate_type *pair = spate_type_tuple(env, 2, fields);
+    int64_t keys = arg_int(argc, argv, "--keys", 10);
+    int64_t slow_us =
+        arg_int(argc, argv, "--slow-ms", 0) * 1000 + arg_int(argc, argv, "--slow-us", 0);
+    const char *input = arg_str(argc, argv, "--input", NULL);
+    int64_t interval = arg_int(argc, argv, "--interval", 200);
+    struct fail_params fp = { arg_int(argc, argv, "--fail-at", -1), "" };
+    spate_stream *s;
+
+    snprintf(fp.marker, sizeof fp.marker, "%s", arg_str(argc, argv, "--marker", ""));
+    if (interval > 0)
+        spate_env_enable_checkpointing(env, interval, !arg_flag(argc, argv, "--at-least-once"));
+    if (input != NULL)
+        s = spate_name(
+            spate_map(spate_uid(spate_source_text_file(env, input), "source"), parse, i64),
+            "Parse");
+    else
+        s = spate_uid(spate_source_generator(env, gen_index, i64,
+                                             (uint64_t)arg_int(argc, argv, "--count", 1000),
+                                             (double)arg_int(argc, argv, "--rate", 0)),
+                      "source");
+    if (slow_us > 0)
+        s = spate_params(spate_name(spate_map(s, slow, i64), "Slow"), &slow_us, sizeof slow_us);
+    if (fp.at >= 0 && fp.marker[0] != '\0')
+        s = spate_params(spate_name(spate_map(s, fail_once, i64), "Fail once"), &fp, sizeof fp);
+    s = spate_params(spate_name(spate_map(s, to_key, i64), "To key"), &keys, sizeof keys);
+    s = spate_name(spate_process(spate_key_by_value(s), count, pair), "Count");
+    s = spate_uid(spate_value_state(s, "count", i64, 0), "count");
+    spate_uid(spate_sink_text_file(s, arg_str(argc, argv, "--output", "counts.out")), "sink");
+    if (arg_str(argc, argv, "--second-output", NULL) != NULL) {
+        /* An independent copy of the pipeline without failures: a pipelined
+         * region of its own. */
+        s = spate_source_generator(env, gen_index, i64,
+                                   (uint64_t)arg_int(argc, argv, "--count", 1000),
+                                   (double)arg_int(argc, argv, "--rate", 0));
+        s = spate_params(spate_name(spate_map(spate_uid(s, "source-2"), to_key, i64), "To key 2"),
+                         &keys, sizeof keys);
+        s = spate_name(spate_process(spate_key_by_value(s), count, pair), "Count 2");
+        s = spate_uid(spate_value_state(s, "count", i64, 0), "count-2");
+        spate_uid(spate_sink_text_file(s, arg_str(argc, argv, "--second-output", NULL)), "sink-2");
+    }
+    return spate_execute(env, "Checkpointed count");
+}
+
 int
 spate_job_main(spate_env *env, int argc, char **argv)
 {
@@ -256,6 +392,9 @@ spate_job_main(spate_env *env, int argc, char **argv)
         return job_outside(env);
     if (strcmp(job, "stuck") == 0)
         return job_stuck(env);
-    fprintf(stderr, "testjobs: which job? params, partition, unbounded, fail, outside or stuck\n");
+    if (strcmp(job, "checkpointed") == 0)
+        return job_checkpointed(env, argc, argv);
+    fprintf(stderr, "testjobs: which job? params, partition, unbounded, fail, outside, stuck or "
+                    "checkpointed\n");
     return SPATE_EINVAL;
 }

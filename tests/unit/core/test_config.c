@@ -229,6 +229,12 @@ Test(config, unknown_enum_value)
     config_set(c, "high-availability.type", "ZooKeeper", "-D");
     cr_assert_eq(config_get_enum(c, CFG(HIGH_AVAILABILITY_TYPE), &v, &err), 0);
     cr_assert_eq(v, 2);
+    /* Values written in capitals in the table (Flink's enum names) match
+     * any case too. */
+    config_set(c, "execution.checkpointing.mode", "at_least_once", "-D");
+    cr_assert_eq(config_get_enum(c, CFG(EXECUTION_CHECKPOINTING_MODE), &v, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(v, 1);
     config_free(c);
 }
 

@@ -16,6 +16,7 @@ make_graph(void)
     int64_t values[] = { 1, 2, 3 };
     spate_stream *s;
 
+    /* Built-in operators only: no job library needed to encode. */
     s = spate_set_parallelism(spate_source_collection(env, spate_type_int64(), values, 3), 2);
     s = spate_set_parallelism(spate_sum(spate_key_by_value(s), -1), 3);
     spate_slot_sharing_group(spate_set_parallelism(spate_sink_print(spate_rebalance(s)), 4),
@@ -121,4 +122,123 @@ Test(execution_graph, bad_graph_bytes_are_an_error)
 
     cr_assert_neq(execution_graph_new(junk, sizeof junk, NULL, &eg, &err), 0);
     cr_assert(strstr(err.message, "malformed job graph") != NULL, "%s", err.message);
+}
+
+Test(execution_graph, one_execution_restarts_alone)
+{
+    struct execution_graph *eg = make_graph();
+    struct execution *e = &eg->executions[1][1];
+    spate_id old = e->attempt_id;
+
+    e->assigned = true;
+    execution_set_state(eg, e, EXEC_FAILED, "boom");
+    execution_set_state(eg, &eg->executions[0][0], EXEC_FINISHED, NULL);
+    cr_assert_eq(eg->terminal, 2);
+    execution_graph_reset_execution(eg, e, true);
+    cr_assert(!id_equal(&old, &e->attempt_id));
+    cr_assert_eq(e->attempt_number, 1);
+    cr_assert_eq(e->state, EXEC_CREATED);
+    cr_assert_null(e->failure);
+    cr_assert(e->assigned, "its slot stays");
+    cr_assert_eq(eg->terminal, 1);
+    cr_assert_eq(eg->failed, 0);
+    cr_assert_eq(eg->finished, 1);
+    execution_graph_reset_execution(eg, e, false);
+    cr_assert_not(e->assigned);
+    cr_assert_eq(e->attempt_number, 2);
+    execution_graph_free(eg);
+}
+
+Test(execution_graph, pipelined_regions)
+{
+    spate_env *env = env_new(NULL, NULL);
+    int64_t values[] = { 1, 2, 3 };
+    struct execution_graph *eg;
+    spate_stream *s;
+
+    /* A keyed pipeline (one region: all-to-all) beside two independent
+     * chains of forward subtasks (a region per subtask). */
+    spate_env_set_parallelism(env, 2);
+    s = spate_source_collection(env, spate_type_int64(), values, 3);
+    spate_sink_print(spate_sum(spate_key_by_value(s), -1));
+    s = spate_source_collection(env, spate_type_int64(), values, 3);
+    spate_disable_chaining(spate_sink_print(s));
+    eg = eg_test_build(env);
+    cr_assert_eq(eg->graph->nvertices, 4, "%d", eg->graph->nvertices);
+    cr_assert_eq(eg->nregions, 3);
+    cr_assert_eq(eg->region[0][0], eg->region[0][1]);
+    cr_assert_eq(eg->region[0][0], eg->region[1][1]);
+    cr_assert_eq(eg->region[2][0], eg->region[3][0]);
+    cr_assert_eq(eg->region[2][1], eg->region[3][1]);
+    cr_assert_neq(eg->region[2][0], eg->region[2][1]);
+    cr_assert_neq(eg->region[2][0], eg->region[0][0]);
+    execution_graph_free(eg);
+}
+
+static void
+write_lines(const char *path, int lines)
+{
+    FILE *f = fopen(path, "w");
+
+    cr_assert_not_null(f);
+    for (int i = 0; i < lines; i++)
+        fprintf(f, "line %d\n", i);
+    fclose(f);
+}
+
+Test(execution_graph, file_splits_in_checkpoints_and_restarts)
+{
+    char dir[64], path[128];
+    spate_env *env = env_new(NULL, NULL);
+    struct execution_graph *eg;
+    const struct file_split *split;
+    Checkpoint__SplitAssignerState *st, *st2;
+    spate_error err = { 0 };
+    bool restarting[2] = { false, true };
+    char cmd[100];
+
+    snprintf(dir, sizeof dir, "/tmp/spate-eg-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/part-%d", dir, i);
+        write_lines(path, 10);
+    }
+    spate_sink_print(spate_set_parallelism(spate_source_text_file(env, dir), 2));
+    eg = eg_test_build(env);
+    cr_assert_eq(eg->assigners[0]->count, 4);
+    /* Subtask 0 takes part-0, subtask 1 part-1; then the checkpoint. */
+    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 0, &split, &err), 0);
+    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 1, &split, &err), 0);
+    st = execution_graph_split_state(eg, 0, 0);
+    cr_assert_eq(st->n_remaining, 2);
+    cr_assert(strstr(st->remaining[0]->path, "part-2") != NULL);
+    cr_assert_null(execution_graph_split_state(eg, 0, 1), "not a file source");
+    /* After it: part-2 to subtask 1, part-3 to subtask 0. */
+    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 1, &split, &err), 0);
+    cr_assert(strstr(split->path, "part-2") != NULL);
+    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 0, &split, &err), 0);
+    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 0, &split, &err), 1, "none left");
+    /* Subtask 1 restarts from the checkpoint: part-2 comes back (part-1 is
+     * in its restored state), part-3 stays with subtask 0. */
+    execution_graph_restore_splits(eg, 0, 0, st, restarting);
+    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 1, &split, &err), 0);
+    cr_assert(strstr(split->path, "part-2") != NULL, "%s", split->path);
+    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 1, &split, &err), 1);
+    /* Everything restarts from it: the assigner is the checkpoint's. */
+    execution_graph_restore_splits(eg, 0, 0, st, NULL);
+    st2 = execution_graph_split_state(eg, 0, 0);
+    cr_assert_eq(st2->n_remaining, 2);
+    cr_assert(strstr(st2->remaining[0]->path, "part-2") != NULL);
+    cr_assert(strstr(st2->remaining[1]->path, "part-3") != NULL);
+    checkpoint__split_assigner_state__free_unpacked(st2, NULL);
+    /* Without a checkpoint a restart gives back all a subtask was handed. */
+    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 1, &split, &err), 0);
+    execution_graph_restore_splits(eg, 0, 0, NULL, restarting);
+    st2 = execution_graph_split_state(eg, 0, 0);
+    cr_assert_eq(st2->n_remaining, 2);
+    checkpoint__split_assigner_state__free_unpacked(st2, NULL);
+    checkpoint__split_assigner_state__free_unpacked(st, NULL);
+    execution_graph_free(eg);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
 }

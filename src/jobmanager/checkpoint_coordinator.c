@@ -1,0 +1,1504 @@
+/* The CheckpointCoordinator (checkpoint_coordinator.h): pending checkpoints
+ * from trigger to `_metadata`, the periodic trigger, manual triggers,
+ * restores and statistics. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/fs.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "jobmanager/checkpoint_coordinator.h"
+#include "rpc/gateways.h"
+#include "state/checkpoint_metadata.h"
+
+#define CC_LOG          "checkpoint"
+#define CC_MANUAL_KEPT  100  /* finished manual triggers remembered */
+#define CC_SUMMARY_KEPT 1000 /* completed checkpoints the summaries cover */
+
+enum phase {
+    PHASE_INIT,       /* the id and folder are being made */
+    PHASE_TRIGGERED,  /* waiting for acknowledgements */
+    PHASE_FINALIZING, /* `_metadata` and the store are being written */
+};
+
+/* One execution a pending checkpoint waits for. */
+struct cc_task {
+    const struct execution *e;
+    spate_id attempt; /* the attempt that was running at the trigger */
+    bool acked;
+    int64_t ack_ms;
+    uint64_t state_size;
+    Checkpoint__OperatorSubtaskState **ops; /* copies of its acknowledgement's */
+    size_t nops;
+};
+
+struct cc_manual {
+    struct list_node node;
+    spate_id trigger_id;
+    bool done;
+    uint64_t checkpoint_id;
+    char *failure;
+};
+
+/* The statistics of one checkpoint (Flink's AbstractCheckpointStats). */
+struct cc_stats {
+    struct list_node node;
+    uint64_t id;
+    enum { ST_IN_PROGRESS, ST_COMPLETED, ST_FAILED } status;
+    int64_t trigger_ms, latest_ack_ms, failure_ms;
+    uint64_t state_size;
+    int num_subtasks, num_acked;
+    char *external_path;
+    bool discarded;
+    char *failure;
+    struct {
+        int num_subtasks, num_acked;
+        uint64_t state_size;
+        int64_t latest_ack_ms;
+    } * vertices;
+};
+
+struct cc_pending {
+    struct list_node node;
+    struct checkpoint_coordinator *cc;
+    uint64_t id; /* 0 until the counter answered */
+    int64_t trigger_ms;
+    char *dir;
+    enum phase phase;
+    bool aborted; /* while blocking work was in flight */
+    struct cc_task *tasks;
+    int ntasks, nacked;
+    Checkpoint__SplitAssignerState **splits; /* [vertex * max ops + op] at the trigger */
+    void *timer;
+    struct cc_manual *manual;
+    /* blocking work results */
+    int rc;
+    spate_error err;
+    struct completed_checkpoint_store *store; /* finalizing */
+    Checkpoint__CheckpointMetadata *md;       /* finalizing: points into the tasks' copies */
+    char *metadata_path;
+    uint64_t *subsumed;
+    size_t nsubsumed;
+};
+
+struct cc_load {
+    struct list_node node;
+    struct checkpoint_coordinator *cc;
+    struct completed_checkpoint_store *store;
+    checkpoint_restore_cb cb;
+    void *arg;
+    int rc;
+    spate_error err;
+    Checkpoint__CheckpointMetadata *md;
+    char *path;
+};
+
+struct checkpoint_coordinator {
+    struct checkpoint_coordinator_options o;
+    const struct checkpoint_settings *cfg;
+    struct execution_graph *eg;
+    char *job_dir;            /* <checkpoints dir>/<job id>; NULL without a folder */
+    struct list_node pending; /* oldest first */
+    int npending, finalizing;
+    bool periodic;        /* started */
+    bool periodic_wanted; /* a tick found no room */
+    bool finishing;       /* a task finished: no more checkpoints */
+    bool shut_down;
+    void *tick, *pause_timer;
+    int64_t last_end_ms; /* the end of the latest checkpoint, completed or failed */
+    int continuous_failures;
+    struct list_node loads;   /* restores waiting for a `_metadata` being written */
+    struct list_node manuals; /* newest last */
+    int nmanuals;
+    int works;      /* blocking work in flight */
+    int store_busy; /* of which using the store or the counter */
+    bool freed;
+    bool shutdown_deferred;
+    enum checkpoint_job_end end;
+    /* statistics */
+    struct list_node history; /* newest first */
+    int nhistory;
+    struct cc_stats *latest_completed, *latest_failed;
+    int64_t restored_count, total, completed, failed;
+    Ckstats__RestoredStats *restored;
+    int64_t *sizes, *durations; /* ring of the last CC_SUMMARY_KEPT completed */
+    int nsummary, summary_next;
+};
+
+static void cc_maybe_trigger(struct checkpoint_coordinator *cc);
+static void cc_start_load(struct checkpoint_coordinator *cc, struct cc_load *l);
+
+static const struct job_graph *
+cc_graph(const struct checkpoint_coordinator *cc)
+{
+    return cc->eg->graph;
+}
+
+static int64_t
+cc_now(struct checkpoint_coordinator *cc)
+{
+    return cc->o.ops->now_ms(cc->o.owner);
+}
+
+static const char *
+cc_job(const struct checkpoint_coordinator *cc)
+{
+    static _Thread_local struct id_text t;
+
+    t = id_str(&cc_graph(cc)->job_id);
+    return t.s;
+}
+
+/* ---- blocking work ------------------------------------------------------------------ */
+
+/* Every blocking work item is counted, so that a coordinator freed while
+ * work is in flight lives on (marked freed) until the last done callback,
+ * which only releases its item. store_busy counts the work that uses the
+ * store or the id counter: the shutdown, which frees them, waits for it. */
+static void
+cc_run(struct checkpoint_coordinator *cc, void (*work)(void *), void (*done)(void *), void *arg,
+       bool uses_store)
+{
+    cc->works++;
+    cc->store_busy += uses_store;
+    cc->o.ops->run_blocking(cc->o.owner, work, done, arg);
+}
+
+static void cc_free_now(struct checkpoint_coordinator *cc);
+static void shutdown_start(struct checkpoint_coordinator *cc);
+
+/* The last thing of every done callback. */
+static void
+cc_work_end(struct checkpoint_coordinator *cc, bool used_store)
+{
+    cc->works--;
+    cc->store_busy -= used_store;
+    if (cc->freed) {
+        if (cc->works == 0)
+            cc_free_now(cc);
+        return;
+    }
+    if (used_store && cc->store_busy == 0 && cc->shutdown_deferred)
+        shutdown_start(cc);
+}
+
+/* ---- statistics --------------------------------------------------------------------- */
+
+static struct cc_stats *
+stats_find(struct checkpoint_coordinator *cc, uint64_t id)
+{
+    struct list_node *n;
+
+    list_for_each(n, &cc->history)
+    {
+        struct cc_stats *s = container_of(n, struct cc_stats, node);
+
+        if (s->id == id)
+            return s;
+    }
+    return NULL;
+}
+
+static void
+stats_free(struct cc_stats *s)
+{
+    if (s == NULL)
+        return;
+    free(s->external_path);
+    free(s->failure);
+    free(s->vertices);
+    free(s);
+}
+
+static struct cc_stats *
+stats_copy(const struct cc_stats *s, int nvertices)
+{
+    struct cc_stats *c = xmalloc(sizeof *c);
+
+    *c = *s;
+    c->external_path = s->external_path ? xstrdup(s->external_path) : NULL;
+    c->failure = s->failure ? xstrdup(s->failure) : NULL;
+    c->vertices = xcalloc((size_t)nvertices, sizeof *c->vertices);
+    memcpy(c->vertices, s->vertices, (size_t)nvertices * sizeof *c->vertices);
+    return c;
+}
+
+static void
+stats_add(struct checkpoint_coordinator *cc, struct cc_pending *p)
+{
+    const struct job_graph *jg = cc_graph(cc);
+    struct cc_stats *s = xcalloc(1, sizeof *s);
+
+    s->id = p->id;
+    s->status = ST_IN_PROGRESS;
+    s->trigger_ms = p->trigger_ms;
+    s->num_subtasks = p->ntasks;
+    s->vertices = xcalloc((size_t)jg->nvertices, sizeof *s->vertices);
+    for (int v = 0; v < jg->nvertices; v++)
+        s->vertices[v].num_subtasks = jg->vertices[v].parallelism;
+    list_push_front(&cc->history, &s->node);
+    cc->total++;
+    /* Keep history_size entries, but never drop one in progress. */
+    if (++cc->nhistory > cc->o.history_size) {
+        struct list_node *n = cc->history.prev;
+
+        while (n != &cc->history &&
+               container_of(n, struct cc_stats, node)->status == ST_IN_PROGRESS)
+            n = n->prev;
+        if (n != &cc->history) {
+            list_remove(n);
+            stats_free(container_of(n, struct cc_stats, node));
+            cc->nhistory--;
+        }
+    }
+}
+
+static void
+summary_add(struct checkpoint_coordinator *cc, uint64_t size, int64_t duration)
+{
+    cc->sizes[cc->summary_next] = (int64_t)size;
+    cc->durations[cc->summary_next] = duration;
+    cc->summary_next = (cc->summary_next + 1) % CC_SUMMARY_KEPT;
+    if (cc->nsummary < CC_SUMMARY_KEPT)
+        cc->nsummary++;
+}
+
+/* ---- manual triggers ---------------------------------------------------------------- */
+
+static struct cc_manual *
+manual_find(struct checkpoint_coordinator *cc, const spate_id *id)
+{
+    struct list_node *n;
+
+    list_for_each(n, &cc->manuals)
+    {
+        struct cc_manual *m = container_of(n, struct cc_manual, node);
+
+        if (id_equal(&m->trigger_id, id))
+            return m;
+    }
+    return NULL;
+}
+
+static void
+manual_finish(struct checkpoint_coordinator *cc, struct cc_manual *m, uint64_t id,
+              const char *failure)
+{
+    struct list_node *n, *tmp;
+
+    if (m == NULL || m->done)
+        return;
+    m->done = true;
+    m->checkpoint_id = id;
+    m->failure = failure ? xstrdup(failure) : NULL;
+    /* Forget the oldest finished ones beyond what is kept. */
+    list_for_each_safe(n, tmp, &cc->manuals)
+    {
+        struct cc_manual *old = container_of(n, struct cc_manual, node);
+
+        if (cc->nmanuals <= CC_MANUAL_KEPT)
+            break;
+        if (!old->done || old == m)
+            continue;
+        list_remove(n);
+        free(old->failure);
+        free(old);
+        cc->nmanuals--;
+    }
+}
+
+/* The oldest manual request not yet triggered, or NULL. */
+static struct cc_manual *
+manual_queued(struct checkpoint_coordinator *cc)
+{
+    struct list_node *n;
+
+    list_for_each(n, &cc->manuals)
+    {
+        struct cc_manual *m = container_of(n, struct cc_manual, node);
+        struct list_node *p;
+        bool serving = false;
+
+        if (m->done)
+            continue;
+        list_for_each(p, &cc->pending) serving |=
+            container_of(p, struct cc_pending, node)->manual == m;
+        if (!serving)
+            return m;
+    }
+    return NULL;
+}
+
+static void
+manual_fail_queued(struct checkpoint_coordinator *cc, const char *why)
+{
+    struct cc_manual *m;
+
+    while ((m = manual_queued(cc)) != NULL)
+        manual_finish(cc, m, 0, why);
+}
+
+/* ---- pending checkpoints ------------------------------------------------------------ */
+
+static void
+pending_free(struct cc_pending *p)
+{
+    if (p->timer != NULL)
+        p->cc->o.ops->cancel(p->cc->o.owner, p->timer);
+    for (int t = 0; t < p->ntasks; t++) {
+        for (size_t k = 0; k < p->tasks[t].nops; k++)
+            checkpoint__operator_subtask_state__free_unpacked(p->tasks[t].ops[k], NULL);
+        free(p->tasks[t].ops);
+    }
+    for (int i = 0; p->splits && i < cc_graph(p->cc)->nvertices * p->cc->eg->max_ops; i++)
+        if (p->splits[i] != NULL)
+            checkpoint__split_assigner_state__free_unpacked(p->splits[i], NULL);
+    free(p->splits);
+    free(p->tasks);
+    free(p->dir);
+    free(p->metadata_path);
+    free(p->subsumed);
+    free(p);
+}
+
+static void
+notify_all(struct checkpoint_coordinator *cc, struct cc_pending *p, bool completed)
+{
+    Checkpoint__CheckpointNotification m = CHECKPOINT__CHECKPOINT_NOTIFICATION__INIT;
+
+    m.job_id = gw_id_bytes(&cc_graph(cc)->job_id);
+    m.checkpoint_id = (int64_t)p->id;
+    m.timestamp = p->trigger_ms;
+    for (int t = 0; t < p->ntasks; t++) {
+        const struct execution *e = p->tasks[t].e;
+
+        /* Only the attempt that took part, and only while it runs. */
+        if (!id_equal(&e->attempt_id, &p->tasks[t].attempt) || e->state != EXEC_RUNNING)
+            continue;
+        m.attempt_id = gw_id_bytes(&e->attempt_id);
+        cc->o.ops->notify(cc->o.owner, e, completed, &m);
+    }
+}
+
+static void
+abort_cleanup_work(void *arg)
+{
+    struct cc_pending *p = arg;
+    spate_error err = { 0 };
+
+    if (p->dir != NULL && fs_remove_tree(p->dir, &err) != 0)
+        SPATE_LOG_WARN(CC_LOG, "cannot delete aborted checkpoint %llu: %s",
+                       (unsigned long long)p->id, err.message);
+}
+
+static void
+abort_cleanup_done(void *arg)
+{
+    struct cc_pending *p = arg;
+    struct checkpoint_coordinator *cc = p->cc;
+
+    pending_free(p);
+    cc_work_end(cc, false);
+}
+
+static void fail_job_for_checkpoints(struct checkpoint_coordinator *cc, const char *reason);
+
+/* Ends p unsuccessfully. counted: the failure counts toward the tolerable
+ * failures (timeouts, declines, failed writes); not counted: aborts for
+ * failovers, finishing tasks, newer completed checkpoints. */
+static void
+pending_abort(struct cc_pending *p, const char *reason, bool counted)
+{
+    struct checkpoint_coordinator *cc = p->cc;
+    struct cc_stats *s;
+
+    if (p->phase == PHASE_FINALIZING || p->aborted)
+        return; /* its `_metadata` is being written: it completes or fails then */
+    if (p->timer != NULL) {
+        cc->o.ops->cancel(cc->o.owner, p->timer);
+        p->timer = NULL;
+    }
+    list_remove(&p->node);
+    cc->npending--;
+    if (p->id != 0) {
+        if (counted)
+            SPATE_LOG_WARN(CC_LOG, "checkpoint %llu of job %s failed: %s",
+                           (unsigned long long)p->id, cc_job(cc), reason);
+        else
+            SPATE_LOG_INFO(CC_LOG, "checkpoint %llu of job %s aborted: %s",
+                           (unsigned long long)p->id, cc_job(cc), reason);
+        cc->failed++;
+        if ((s = stats_find(cc, p->id)) != NULL) {
+            s->status = ST_FAILED;
+            s->failure_ms = cc_now(cc);
+            s->failure = xstrdup(reason);
+            stats_free(cc->latest_failed);
+            cc->latest_failed = stats_copy(s, cc_graph(cc)->nvertices);
+        }
+        notify_all(cc, p, false);
+        cc->last_end_ms = cc_now(cc);
+    }
+    manual_finish(cc, p->manual, 0, reason);
+    if (p->phase == PHASE_INIT) {
+        p->aborted = true; /* its init work frees it */
+    } else {
+        p->aborted = true;
+        cc_run(cc, abort_cleanup_work, abort_cleanup_done, p, false);
+    }
+    if (counted) {
+        cc->continuous_failures++;
+        if (cc->continuous_failures > cc->cfg->tolerable_failures) {
+            char msg[700];
+
+            snprintf(msg, sizeof msg,
+                     "exceeded the checkpoint tolerable failure threshold (%d): the latest "
+                     "checkpoint failed: %s",
+                     cc->cfg->tolerable_failures, reason);
+            cc->continuous_failures = 0;
+            fail_job_for_checkpoints(cc, msg);
+            return;
+        }
+    }
+    cc_maybe_trigger(cc);
+}
+
+static void
+fail_job_for_checkpoints(struct checkpoint_coordinator *cc, const char *reason)
+{
+    cc->o.ops->fail_job(cc->o.owner, reason);
+}
+
+static void
+pending_timed_out(void *arg)
+{
+    struct cc_pending *p = arg;
+    char msg[200];
+
+    p->timer = NULL;
+    snprintf(msg, sizeof msg,
+             "checkpoint expired before completing (timeout %lld ms, %d of %d "
+             "tasks acknowledged)",
+             (long long)p->cc->cfg->timeout_ms, p->nacked, p->ntasks);
+    pending_abort(p, msg, true);
+}
+
+/* Aborts every checkpoint in progress (not counted). */
+static void
+abort_all(struct checkpoint_coordinator *cc, const char *reason)
+{
+    struct list_node *n, *tmp;
+
+    list_for_each_safe(n, tmp, &cc->pending)
+    {
+        struct cc_pending *p = container_of(n, struct cc_pending, node);
+
+        if (p->phase != PHASE_FINALIZING)
+            pending_abort(p, reason, false);
+    }
+}
+
+/* ---- triggering --------------------------------------------------------------------- */
+
+/* Why no checkpoint can be triggered now, or NULL. */
+static const char *
+not_triggerable(struct checkpoint_coordinator *cc)
+{
+    struct execution_graph *eg = cc->eg;
+
+    if (cc->shut_down)
+        return "the job has ended";
+    if (cc->job_dir == NULL)
+        return "the job has no checkpoint folder (state.checkpoints.dir)";
+    if (cc->finishing)
+        return "some of the job's tasks have finished";
+    for (int v = 0; v < eg->graph->nvertices; v++)
+        for (int s = 0; s < eg->graph->vertices[v].parallelism; s++)
+            if (eg->executions[v][s].state != EXEC_RUNNING)
+                return "not every task of the job is running";
+    return NULL;
+}
+
+static void
+init_work(void *arg)
+{
+    struct cc_pending *p = arg;
+    struct checkpoint_coordinator *cc = p->cc;
+    uint64_t id = 0;
+
+    p->rc = cc->o.counter->ops->get_and_increment(cc->o.counter, &id, &p->err);
+    if (p->rc != 0)
+        return;
+    p->id = id;
+    p->dir = xasprintf("%s/chk-%llu", cc->job_dir, (unsigned long long)id);
+    p->rc = fs_mkdirs(p->dir, &p->err);
+}
+
+static void
+send_triggers(struct checkpoint_coordinator *cc, struct cc_pending *p)
+{
+    Checkpoint__TriggerCheckpoint m = CHECKPOINT__TRIGGER_CHECKPOINT__INIT;
+
+    m.job_id = gw_id_bytes(&cc_graph(cc)->job_id);
+    m.checkpoint_id = (int64_t)p->id;
+    m.timestamp = p->trigger_ms;
+    m.type = CHECKPOINT__CHECKPOINT_TYPE__CHECKPOINT;
+    m.target_location = p->dir;
+    for (int t = 0; t < p->ntasks; t++) {
+        const struct execution *e = p->tasks[t].e;
+
+        if (cc_graph(cc)->vertices[e->vertex].ninputs != 0)
+            continue; /* the others get barriers from their inputs */
+        m.attempt_id = gw_id_bytes(&p->tasks[t].attempt);
+        cc->o.ops->trigger(cc->o.owner, e, &m);
+    }
+}
+
+static void
+init_done(void *arg)
+{
+    struct cc_pending *p = arg;
+    struct checkpoint_coordinator *cc = p->cc;
+    const char *why;
+
+    if (cc->freed) {
+        pending_free(p);
+    } else if (p->aborted) {
+        /* Aborted while its id and folder were being made: the folder goes. */
+        if (p->dir != NULL)
+            cc_run(cc, abort_cleanup_work, abort_cleanup_done, p, false);
+        else
+            pending_free(p);
+    } else if (p->rc != 0) {
+        char msg[SPATE_ERROR_MESSAGE_MAX + 64];
+
+        snprintf(msg, sizeof msg, "cannot start the checkpoint: %s", p->err.message);
+        p->phase = PHASE_TRIGGERED; /* its folder, if made, is cleaned up */
+        if (p->id != 0)
+            stats_add(cc, p);
+        pending_abort(p, msg, true);
+    } else {
+        p->phase = PHASE_TRIGGERED;
+        stats_add(cc, p);
+        /* The executions may have changed while the id was fetched. */
+        why = not_triggerable(cc);
+        for (int t = 0; why == NULL && t < p->ntasks; t++)
+            if (!id_equal(&p->tasks[t].e->attempt_id, &p->tasks[t].attempt))
+                why = "a task was restarted";
+        if (why != NULL) {
+            pending_abort(p, why, false);
+        } else {
+            SPATE_LOG_DEBUG(CC_LOG, "triggering checkpoint %llu of job %s in '%s'",
+                            (unsigned long long)p->id, cc_job(cc), p->dir);
+            p->timer = cc->o.ops->schedule(cc->o.owner, cc->cfg->timeout_ms, pending_timed_out, p);
+            send_triggers(cc, p);
+        }
+    }
+    cc_work_end(cc, true);
+}
+
+/* Starts a checkpoint now (the caller checked that it may). */
+static void
+trigger_now(struct checkpoint_coordinator *cc, struct cc_manual *manual)
+{
+    struct execution_graph *eg = cc->eg;
+    struct cc_pending *p = xcalloc(1, sizeof *p);
+
+    p->cc = cc;
+    p->trigger_ms = cc_now(cc);
+    p->manual = manual;
+    p->phase = PHASE_INIT;
+    p->tasks = xcalloc((size_t)eg->total, sizeof *p->tasks);
+    for (int v = 0; v < eg->graph->nvertices; v++)
+        for (int s = 0; s < eg->graph->vertices[v].parallelism; s++) {
+            struct cc_task *t = &p->tasks[p->ntasks++];
+
+            t->e = &eg->executions[v][s];
+            t->attempt = t->e->attempt_id;
+        }
+    /* The file sources' assigners now, before any trigger leaves: a split
+     * handed out later is in its reader's state or read before its barrier. */
+    p->splits = xcalloc((size_t)(eg->graph->nvertices * eg->max_ops) + 1, sizeof *p->splits);
+    for (int v = 0; v < eg->graph->nvertices; v++)
+        for (int o = 0; o < eg->graph->vertices[v].nops; o++)
+            p->splits[v * eg->max_ops + o] = execution_graph_split_state(eg, v, o);
+    list_push_back(&cc->pending, &p->node);
+    cc->npending++;
+    cc->periodic_wanted = false;
+    cc_run(cc, init_work, init_done, p, true);
+}
+
+static void
+pause_over(void *arg)
+{
+    struct checkpoint_coordinator *cc = arg;
+
+    cc->pause_timer = NULL;
+    cc_maybe_trigger(cc);
+}
+
+/* Triggers what waits (a manual request, or a periodic tick that found no
+ * room) as far as max concurrent, min pause and the tasks allow. */
+static void
+cc_maybe_trigger(struct checkpoint_coordinator *cc)
+{
+    struct cc_manual *m;
+    const char *why;
+
+    if (cc->shut_down || cc->freed)
+        return;
+    m = manual_queued(cc);
+    if (m == NULL && !(cc->periodic && cc->periodic_wanted))
+        return;
+    if ((why = not_triggerable(cc)) != NULL) {
+        if (cc->finishing || cc->shut_down)
+            manual_fail_queued(cc, why);
+        return;
+    }
+    if (cc->npending >= cc->cfg->max_concurrent)
+        return; /* again when one ends */
+    if (m != NULL) {
+        trigger_now(cc, m);
+        return;
+    }
+    if (cc->last_end_ms > 0 && cc_now(cc) - cc->last_end_ms < cc->cfg->min_pause_ms) {
+        if (cc->pause_timer == NULL)
+            cc->pause_timer = cc->o.ops->schedule(
+                cc->o.owner, cc->last_end_ms + cc->cfg->min_pause_ms - cc_now(cc), pause_over, cc);
+        return;
+    }
+    trigger_now(cc, NULL);
+}
+
+static void
+periodic_tick(void *arg)
+{
+    struct checkpoint_coordinator *cc = arg;
+
+    cc->tick = cc->o.ops->schedule(cc->o.owner, cc->cfg->interval_ms, periodic_tick, cc);
+    if (not_triggerable(cc) != NULL) {
+        SPATE_LOG_DEBUG(CC_LOG, "job %s: no checkpoint now: %s", cc_job(cc), not_triggerable(cc));
+        return;
+    }
+    cc->periodic_wanted = true;
+    cc_maybe_trigger(cc);
+}
+
+void
+checkpoint_coordinator_start(struct checkpoint_coordinator *cc)
+{
+    struct execution_graph *eg = cc->eg;
+
+    /* A restart of every finished task takes checkpoints again. */
+    cc->finishing = eg->finished > 0;
+    if (cc->periodic || cc->shut_down || cc->finishing || cc->cfg->interval_ms <= 0 ||
+        cc->job_dir == NULL)
+        return;
+    cc->periodic = true;
+    cc->tick = cc->o.ops->schedule(cc->o.owner, cc->cfg->interval_ms, periodic_tick, cc);
+}
+
+static void
+stop_periodic(struct checkpoint_coordinator *cc)
+{
+    if (cc->tick != NULL)
+        cc->o.ops->cancel(cc->o.owner, cc->tick);
+    if (cc->pause_timer != NULL)
+        cc->o.ops->cancel(cc->o.owner, cc->pause_timer);
+    cc->tick = cc->pause_timer = NULL;
+    cc->periodic = false;
+    cc->periodic_wanted = false;
+}
+
+void
+checkpoint_coordinator_suspend(struct checkpoint_coordinator *cc, const char *reason)
+{
+    stop_periodic(cc);
+    abort_all(cc, reason);
+    manual_fail_queued(cc, reason);
+}
+
+void
+checkpoint_coordinator_task_finished(struct checkpoint_coordinator *cc, const struct execution *e)
+{
+    struct list_node *n, *tmp;
+
+    if (!cc->finishing)
+        SPATE_LOG_INFO(CC_LOG, "job %s: a task finished; no more checkpoints", cc_job(cc));
+    cc->finishing = true;
+    stop_periodic(cc);
+    list_for_each_safe(n, tmp, &cc->pending)
+    {
+        struct cc_pending *p = container_of(n, struct cc_pending, node);
+
+        for (int t = 0; t < p->ntasks; t++)
+            if (p->tasks[t].e == e && !p->tasks[t].acked) {
+                pending_abort(p, "a task finished before it acknowledged the checkpoint", false);
+                break;
+            }
+    }
+    manual_fail_queued(cc, "some of the job's tasks have finished");
+}
+
+/* ---- acknowledgements and completion ------------------------------------------------ */
+
+static struct cc_pending *
+pending_find(struct checkpoint_coordinator *cc, int64_t id)
+{
+    struct list_node *n;
+
+    list_for_each(n, &cc->pending)
+    {
+        struct cc_pending *p = container_of(n, struct cc_pending, node);
+
+        if (p->id != 0 && (int64_t)p->id == id)
+            return p;
+    }
+    return NULL;
+}
+
+static struct cc_task *
+task_find(struct cc_pending *p, const ProtobufCBinaryData *attempt)
+{
+    spate_id a;
+
+    if (!gw_id_get(attempt, &a))
+        return NULL;
+    for (int t = 0; t < p->ntasks; t++)
+        if (id_equal(&p->tasks[t].attempt, &a))
+            return &p->tasks[t];
+    return NULL;
+}
+
+/* Whether op names an operator of the task's vertex. */
+static bool
+operator_of(const struct checkpoint_coordinator *cc, const struct execution *e,
+            const Checkpoint__OperatorSubtaskState *op)
+{
+    const struct jg_vertex *v = &cc_graph(cc)->vertices[e->vertex];
+
+    if (op->operator_id.len != ID_BYTES)
+        return false;
+    for (int o = 0; o < v->nops; o++)
+        if (memcmp(v->ops[o].operator_id.bytes, op->operator_id.data, ID_BYTES) == 0)
+            return true;
+    return false;
+}
+
+static const char *
+task_name(const struct checkpoint_coordinator *cc, const struct execution *e, char *buf,
+          size_t size)
+{
+    const struct jg_vertex *v = &cc_graph(cc)->vertices[e->vertex];
+
+    snprintf(buf, size, "%s (%d/%d)", v->name, e->subtask + 1, v->parallelism);
+    return buf;
+}
+
+/* The `_metadata` message of a fully acknowledged checkpoint: every
+ * operator of the job, its subtasks' state from the acknowledgements, the
+ * file sources' assigners. It points into p (which lives until done). */
+static Checkpoint__CheckpointMetadata *
+build_metadata(struct checkpoint_coordinator *cc, struct cc_pending *p)
+{
+    const struct job_graph *jg = cc_graph(cc);
+    Checkpoint__CheckpointMetadata *md = xmalloc(sizeof *md);
+    size_t nops = 0;
+
+    checkpoint__checkpoint_metadata__init(md);
+    md->checkpoint_id = (int64_t)p->id;
+    md->job_id = gw_id_bytes(&jg->job_id);
+    md->timestamp = p->trigger_ms;
+    md->type = CHECKPOINT__CHECKPOINT_TYPE__CHECKPOINT;
+    md->job_name = jg->name;
+    for (int v = 0; v < jg->nvertices; v++)
+        nops += (size_t)jg->vertices[v].nops;
+    md->operators = xcalloc(nops + 1, sizeof *md->operators);
+    for (int v = 0; v < jg->nvertices; v++) {
+        const struct jg_vertex *vx = &jg->vertices[v];
+
+        for (int o = 0; o < vx->nops; o++) {
+            Checkpoint__OperatorState *st = xmalloc(sizeof *st);
+            const struct spate_stream *node = vx->ops[o].node;
+
+            checkpoint__operator_state__init(st);
+            st->operator_id = gw_id_bytes(&vx->ops[o].operator_id);
+            st->uid = vx->ops[o].uid_given && node && node->uid ? node->uid : "";
+            st->name = vx->ops[o].name;
+            st->parallelism = vx->parallelism;
+            st->max_parallelism = vx->max_parallelism;
+            st->subtasks = xcalloc((size_t)vx->parallelism + 1, sizeof *st->subtasks);
+            for (int t = 0; t < p->ntasks; t++) {
+                const struct cc_task *task = &p->tasks[t];
+
+                if (task->e->vertex != v)
+                    continue;
+                for (size_t k = 0; k < task->nops; k++)
+                    if (memcmp(task->ops[k]->operator_id.data, vx->ops[o].operator_id.bytes,
+                               ID_BYTES) == 0 &&
+                        (task->ops[k]->n_keyed > 0 || task->ops[k]->n_operator_ > 0 ||
+                         task->ops[k]->n_states > 0))
+                        st->subtasks[st->n_subtasks++] = task->ops[k];
+            }
+            st->split_assigner = p->splits[v * cc->eg->max_ops + o];
+            md->operators[md->n_operators++] = st;
+        }
+    }
+    return md;
+}
+
+static void
+metadata_release(Checkpoint__CheckpointMetadata *md)
+{
+    if (md == NULL)
+        return;
+    for (size_t o = 0; o < md->n_operators; o++) {
+        free(md->operators[o]->subtasks);
+        free(md->operators[o]);
+    }
+    free(md->operators);
+    free(md);
+}
+
+static bool
+contains(const uint64_t *ids, size_t n, uint64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+static void
+finalize_work(void *arg)
+{
+    struct cc_pending *p = arg;
+    struct checkpoint_coordinator *cc = p->cc;
+    struct completed_checkpoint c = { 0 };
+    uint64_t *before = NULL, *after = NULL;
+    size_t nbefore = 0, nafter = 0;
+
+    if ((p->rc = checkpoint_metadata_write(p->md, p->dir, &p->metadata_path, &p->err)) != 0)
+        return;
+    /* The store keeps a pointer: the `_metadata` file's path. */
+    c.id = p->id;
+    c.metadata = (uint8_t *)p->metadata_path;
+    c.len = strlen(p->metadata_path);
+    if (p->store->ops->ids(p->store, &before, &nbefore, NULL) != 0)
+        nbefore = 0;
+    if ((p->rc = p->store->ops->add(p->store, &c, &p->err)) != 0) {
+        free(before);
+        return;
+    }
+    if (p->store->ops->ids(p->store, &after, &nafter, NULL) != 0)
+        nafter = 0;
+    /* Subsumed: retained before, not after. Their folders go. */
+    p->subsumed = xcalloc(nbefore + 1, sizeof *p->subsumed);
+    for (size_t i = 0; i < nbefore; i++) {
+        char *dir;
+        spate_error err = { 0 };
+
+        if (contains(after, nafter, before[i]) || before[i] == p->id)
+            continue;
+        p->subsumed[p->nsubsumed++] = before[i];
+        dir = xasprintf("%s/chk-%llu", cc->job_dir, (unsigned long long)before[i]);
+        if (fs_remove_tree(dir, &err) != 0)
+            SPATE_LOG_WARN(CC_LOG, "cannot delete subsumed checkpoint %llu: %s",
+                           (unsigned long long)before[i], err.message);
+        free(dir);
+    }
+    free(before);
+    free(after);
+}
+
+static void
+finalize_done(void *arg)
+{
+    struct cc_pending *p = arg;
+    struct checkpoint_coordinator *cc = p->cc;
+    struct list_node *n, *tmp;
+    struct cc_stats *s;
+    int64_t now;
+
+    metadata_release(p->md);
+    p->md = NULL;
+    if (cc->freed) {
+        pending_free(p);
+        cc_work_end(cc, true);
+        return;
+    }
+    cc->finalizing--;
+    p->phase = PHASE_TRIGGERED; /* an ordinary pending one again */
+    if (p->rc != 0) {
+        char msg[SPATE_ERROR_MESSAGE_MAX + 64];
+
+        snprintf(msg, sizeof msg, "cannot finalize the checkpoint: %s", p->err.message);
+        pending_abort(p, msg, true);
+    } else {
+        list_remove(&p->node);
+        cc->npending--;
+        now = cc_now(cc);
+        cc->completed++;
+        cc->continuous_failures = 0;
+        cc->last_end_ms = now;
+        if ((s = stats_find(cc, p->id)) != NULL) {
+            s->status = ST_COMPLETED;
+            s->external_path = xstrdup(p->dir);
+            stats_free(cc->latest_completed);
+            cc->latest_completed = stats_copy(s, cc_graph(cc)->nvertices);
+            summary_add(cc, s->state_size, s->latest_ack_ms - s->trigger_ms);
+        }
+        for (size_t i = 0; i < p->nsubsumed; i++)
+            if ((s = stats_find(cc, p->subsumed[i])) != NULL)
+                s->discarded = true;
+        SPATE_LOG_INFO(CC_LOG, "completed checkpoint %llu of job %s (%d tasks, %lld ms): '%s'",
+                       (unsigned long long)p->id, cc_job(cc), p->ntasks,
+                       (long long)(now - p->trigger_ms), p->metadata_path);
+        /* Older checkpoints still in progress are subsumed. */
+        list_for_each_safe(n, tmp, &cc->pending)
+        {
+            struct cc_pending *older = container_of(n, struct cc_pending, node);
+
+            if (older->id != 0 && older->id < p->id)
+                pending_abort(older, "subsumed by a newer completed checkpoint", false);
+        }
+        notify_all(cc, p, true);
+        manual_finish(cc, p->manual, p->id, NULL);
+        pending_free(p);
+        cc_maybe_trigger(cc);
+    }
+    /* Restores that waited for a `_metadata` being written. */
+    while (cc->finalizing == 0 && (n = list_pop_front(&cc->loads)) != NULL)
+        cc_start_load(cc, container_of(n, struct cc_load, node));
+    cc_work_end(cc, true);
+}
+
+static void
+pending_complete(struct checkpoint_coordinator *cc, struct cc_pending *p)
+{
+    if (p->timer != NULL) {
+        cc->o.ops->cancel(cc->o.owner, p->timer);
+        p->timer = NULL;
+    }
+    p->phase = PHASE_FINALIZING;
+    cc->finalizing++;
+    p->store = cc->o.store;
+    p->md = build_metadata(cc, p);
+    cc_run(cc, finalize_work, finalize_done, p, true);
+}
+
+void
+checkpoint_coordinator_acknowledge(struct checkpoint_coordinator *cc,
+                                   const Checkpoint__AcknowledgeCheckpoint *m)
+{
+    struct cc_pending *p = pending_find(cc, m->checkpoint_id);
+    struct cc_task *t;
+    struct cc_stats *s;
+    char name[300];
+    int64_t now;
+
+    if (p == NULL || p->phase != PHASE_TRIGGERED || (t = task_find(p, &m->attempt_id)) == NULL) {
+        SPATE_LOG_DEBUG(CC_LOG,
+                        "job %s: acknowledgement of checkpoint %lld ignored (unknown, "
+                        "ended, or from another attempt)",
+                        cc_job(cc), (long long)m->checkpoint_id);
+        return;
+    }
+    if (t->acked)
+        return;
+    for (size_t k = 0; k < m->n_operators; k++) {
+        if (!operator_of(cc, t->e, m->operators[k])) {
+            char msg[400];
+
+            snprintf(msg, sizeof msg, "%s acknowledged the state of an operator it does not run",
+                     task_name(cc, t->e, name, sizeof name));
+            pending_abort(p, msg, true);
+            return;
+        }
+    }
+    now = cc_now(cc);
+    t->acked = true;
+    t->ack_ms = now;
+    t->state_size = m->state_size;
+    t->ops = xcalloc(m->n_operators + 1, sizeof *t->ops);
+    for (size_t k = 0; k < m->n_operators; k++) {
+        size_t len = checkpoint__operator_subtask_state__get_packed_size(m->operators[k]);
+        uint8_t *buf = xmalloc(len ? len : 1);
+        Checkpoint__OperatorSubtaskState *c;
+
+        /* A copy that outlives the message (it packed: it unpacks). */
+        checkpoint__operator_subtask_state__pack(m->operators[k], buf);
+        c = checkpoint__operator_subtask_state__unpack(NULL, len, buf);
+        free(buf);
+        SPATE_ASSERT(c != NULL);
+        c->subtask = t->e->subtask; /* the JobMaster's word, not the task's */
+        t->ops[t->nops++] = c;
+    }
+    p->nacked++;
+    if ((s = stats_find(cc, p->id)) != NULL) {
+        s->num_acked++;
+        s->state_size += m->state_size;
+        s->latest_ack_ms = now;
+        s->vertices[t->e->vertex].num_acked++;
+        s->vertices[t->e->vertex].state_size += m->state_size;
+        s->vertices[t->e->vertex].latest_ack_ms = now;
+    }
+    if (p->nacked == p->ntasks)
+        pending_complete(cc, p);
+}
+
+void
+checkpoint_coordinator_decline(struct checkpoint_coordinator *cc,
+                               const Checkpoint__DeclineCheckpoint *m)
+{
+    struct cc_pending *p = pending_find(cc, m->checkpoint_id);
+    struct cc_task *t;
+    char msg[800], name[300];
+
+    if (p == NULL || p->phase != PHASE_TRIGGERED || (t = task_find(p, &m->attempt_id)) == NULL)
+        return;
+    snprintf(msg, sizeof msg, "declined by %s: %s", task_name(cc, t->e, name, sizeof name),
+             m->reason && *m->reason ? m->reason : "no reason given");
+    pending_abort(p, msg, true);
+}
+
+/* ---- restores ----------------------------------------------------------------------- */
+
+static void
+load_work(void *arg)
+{
+    struct cc_load *l = arg;
+    struct completed_checkpoint c = { 0 };
+
+    if (l->store == NULL) {
+        l->rc = spate_error_set(&l->err, SPATE_ENOENT, "the job has no checkpoint store");
+        return;
+    }
+    if ((l->rc = l->store->ops->latest(l->store, &c, &l->err)) != 0)
+        return;
+    l->path = xstrndup((const char *)c.metadata, c.len);
+    completed_checkpoint_release(&c);
+    if ((l->rc = checkpoint_metadata_read(l->path, &l->md, &l->err)) != 0) {
+        /* Gone is no "no checkpoint": the store says there is one. */
+        if (l->rc == SPATE_ENOENT)
+            l->rc = SPATE_EIO;
+        return;
+    }
+    if ((l->rc = checkpoint_metadata_check_files(l->md, l->path, &l->err)) != 0) {
+        if (l->rc == SPATE_ENOENT)
+            l->rc = SPATE_EIO;
+        checkpoint_metadata_free(l->md);
+        l->md = NULL;
+    }
+}
+
+static void
+load_done(void *arg)
+{
+    struct cc_load *l = arg;
+    struct checkpoint_coordinator *cc = l->cc;
+
+    if (!cc->freed)
+        l->cb(l->arg, l->rc, l->rc == 0 ? l->md : NULL, l->path, &l->err);
+    else if (l->md != NULL)
+        checkpoint_metadata_free(l->md);
+    free(l->path);
+    free(l);
+    cc_work_end(cc, true);
+}
+
+static void
+cc_start_load(struct checkpoint_coordinator *cc, struct cc_load *l)
+{
+    l->store = cc->o.store;
+    cc_run(cc, load_work, load_done, l, true);
+}
+
+void
+checkpoint_coordinator_load_latest(struct checkpoint_coordinator *cc, checkpoint_restore_cb cb,
+                                   void *arg)
+{
+    struct cc_load *l = xcalloc(1, sizeof *l);
+
+    l->cc = cc;
+    l->cb = cb;
+    l->arg = arg;
+    if (cc->finalizing > 0)
+        list_push_back(&cc->loads, &l->node); /* when its `_metadata` is written */
+    else
+        cc_start_load(cc, l);
+}
+
+void
+checkpoint_coordinator_restored(struct checkpoint_coordinator *cc,
+                                const Checkpoint__CheckpointMetadata *md, const char *path)
+{
+    if (cc->restored == NULL) {
+        cc->restored = xmalloc(sizeof *cc->restored);
+        ckstats__restored_stats__init(cc->restored);
+        cc->restored->external_path = NULL; /* not protobuf-c's static "" */
+    }
+    free(cc->restored->external_path);
+    cc->restored->id = md->checkpoint_id;
+    cc->restored->restore_timestamp = cc_now(cc);
+    cc->restored->is_savepoint = md->type != CHECKPOINT__CHECKPOINT_TYPE__CHECKPOINT;
+    cc->restored->external_path = xstrdup(path);
+    cc->restored_count++;
+}
+
+/* ---- the end of the job ------------------------------------------------------------- */
+
+struct cc_shutdown {
+    struct checkpoint_coordinator *cc;
+    struct completed_checkpoint_store *store;
+    struct checkpoint_id_counter *counter;
+    char *job_dir;
+    bool globally, discard;
+};
+
+static void
+shutdown_work(void *arg)
+{
+    struct cc_shutdown *s = arg;
+    spate_error err = { 0 };
+    uint64_t *ids = NULL;
+    size_t n = 0;
+
+    if (s->discard && s->store != NULL && s->store->ops->ids(s->store, &ids, &n, &err) == 0) {
+        for (size_t i = 0; i < n; i++) {
+            char *dir = xasprintf("%s/chk-%llu", s->job_dir, (unsigned long long)ids[i]);
+
+            if (fs_remove_tree(dir, &err) != 0)
+                SPATE_LOG_WARN(CC_LOG, "cannot delete checkpoint folder: %s", err.message);
+            free(dir);
+        }
+        free(ids);
+        rmdir(s->job_dir); /* only when nothing else is left in it */
+    }
+    if (s->store != NULL && s->store->ops->shutdown(s->store, s->globally, &err) != 0)
+        SPATE_LOG_WARN(CC_LOG, "cannot shut down the checkpoint store: %s", err.message);
+    if (s->counter != NULL && s->counter->ops->shutdown(s->counter, s->globally, &err) != 0)
+        SPATE_LOG_WARN(CC_LOG, "cannot shut down the checkpoint id counter: %s", err.message);
+    if (s->store != NULL)
+        s->store->ops->free(s->store);
+    if (s->counter != NULL)
+        s->counter->ops->free(s->counter);
+}
+
+static void
+shutdown_done(void *arg)
+{
+    struct cc_shutdown *s = arg;
+    struct checkpoint_coordinator *cc = s->cc;
+
+    free(s->job_dir);
+    free(s);
+    cc_work_end(cc, false);
+}
+
+/* Hands the store and the counter to the shutdown work (no other work
+ * uses them any more). */
+static void
+shutdown_start(struct checkpoint_coordinator *cc)
+{
+    enum checkpoint_job_end end = cc->end;
+    struct cc_shutdown *s = xcalloc(1, sizeof *s);
+
+    cc->shutdown_deferred = false;
+    s->cc = cc;
+    s->store = cc->o.store;
+    s->counter = cc->o.counter;
+    s->job_dir = cc->job_dir ? xstrdup(cc->job_dir) : NULL;
+    s->globally = end != CC_JOB_SUSPENDED;
+    s->discard = s->globally && s->job_dir != NULL &&
+                 (cc->cfg->retention == RETAIN_NEVER ||
+                  (cc->cfg->retention == RETAIN_ON_FAILURE && end != CC_JOB_FAILED));
+    cc->o.store = NULL;
+    cc->o.counter = NULL;
+    cc_run(cc, shutdown_work, shutdown_done, s, false);
+}
+
+void
+checkpoint_coordinator_shutdown(struct checkpoint_coordinator *cc, enum checkpoint_job_end end)
+{
+    if (cc->shut_down)
+        return;
+    stop_periodic(cc);
+    abort_all(cc, end == CC_JOB_SUSPENDED ? "the job was suspended" : "the job ended");
+    cc->shut_down = true;
+    cc->end = end;
+    manual_fail_queued(cc, "the job ended");
+    if (cc->o.store == NULL && cc->o.counter == NULL)
+        return;
+    /* A checkpoint being finalized or a restore being read still use the
+     * store: the shutdown follows them. */
+    if (cc->store_busy > 0)
+        cc->shutdown_deferred = true;
+    else
+        shutdown_start(cc);
+}
+
+/* ---- manual checkpoints ------------------------------------------------------------- */
+
+int
+checkpoint_coordinator_trigger_manual(struct checkpoint_coordinator *cc, const spate_id *trigger_id,
+                                      spate_error *err)
+{
+    struct cc_manual *m;
+    const char *why;
+
+    if (manual_find(cc, trigger_id) != NULL)
+        return spate_error_set(err, SPATE_EEXIST, "trigger id %s was used before",
+                               id_str(trigger_id).s);
+    m = xcalloc(1, sizeof *m);
+    m->trigger_id = *trigger_id;
+    list_push_back(&cc->manuals, &m->node);
+    cc->nmanuals++;
+    /* As Flink's async operation: a trigger that cannot start is a done one
+     * whose status says why. */
+    if ((why = not_triggerable(cc)) != NULL) {
+        char msg[300];
+
+        snprintf(msg, sizeof msg, "cannot checkpoint job %s: %s", cc_job(cc), why);
+        manual_finish(cc, m, 0, msg);
+        return 0;
+    }
+    cc_maybe_trigger(cc);
+    return 0;
+}
+
+int
+checkpoint_coordinator_trigger_status(struct checkpoint_coordinator *cc, const spate_id *trigger_id,
+                                      Ckstats__TriggerStatus *out, spate_error *err)
+{
+    struct cc_manual *m = manual_find(cc, trigger_id);
+
+    ckstats__trigger_status__init(out);
+    if (m == NULL)
+        return spate_error_set(err, SPATE_ENOENT, "no checkpoint was triggered with id %s",
+                               id_str(trigger_id).s);
+    out->done = m->done;
+    out->checkpoint_id = (int64_t)m->checkpoint_id;
+    out->failure = m->failure ? m->failure : "";
+    return 0;
+}
+
+/* ---- statistics for REST ------------------------------------------------------------ */
+
+static const char *const status_names[] = { "IN_PROGRESS", "COMPLETED", "FAILED" };
+
+static Ckstats__CheckpointStats *
+stats_message(const struct checkpoint_coordinator *cc, const struct cc_stats *s)
+{
+    const struct job_graph *jg = cc_graph(cc);
+    Ckstats__CheckpointStats *m = xmalloc(sizeof *m);
+
+    ckstats__checkpoint_stats__init(m);
+    m->id = (int64_t)s->id;
+    m->status = xstrdup(status_names[s->status]);
+    m->trigger_timestamp = s->trigger_ms;
+    m->latest_ack_timestamp = s->latest_ack_ms;
+    m->state_size = s->state_size;
+    m->end_to_end_duration = s->status == ST_FAILED ? s->failure_ms - s->trigger_ms
+                             : s->latest_ack_ms > 0 ? s->latest_ack_ms - s->trigger_ms
+                                                    : 0;
+    m->num_subtasks = s->num_subtasks;
+    m->num_acknowledged = s->num_acked;
+    m->external_path = xstrdup(s->external_path ? s->external_path : "");
+    m->discarded = s->discarded;
+    m->failure_timestamp = s->failure_ms;
+    m->failure_message = xstrdup(s->failure ? s->failure : "");
+    m->vertices = xcalloc((size_t)jg->nvertices + 1, sizeof *m->vertices);
+    for (int v = 0; v < jg->nvertices; v++) {
+        Ckstats__VertexStats *vs = xmalloc(sizeof *vs);
+
+        ckstats__vertex_stats__init(vs);
+        vs->vertex_id.len = ID_BYTES;
+        vs->vertex_id.data = xmalloc(ID_BYTES);
+        memcpy(vs->vertex_id.data, jg->vertices[v].id.bytes, ID_BYTES);
+        vs->num_subtasks = s->vertices[v].num_subtasks;
+        vs->num_acknowledged = s->vertices[v].num_acked;
+        vs->state_size = s->vertices[v].state_size;
+        vs->latest_ack_timestamp = s->vertices[v].latest_ack_ms;
+        m->vertices[m->n_vertices++] = vs;
+    }
+    return m;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static Ckstats__Summary *
+summary_message(const int64_t *values, int n)
+{
+    Ckstats__Summary *m = xmalloc(sizeof *m);
+    int64_t *sorted;
+    int64_t sum = 0;
+
+    ckstats__summary__init(m);
+    m->count = n;
+    if (n == 0)
+        return m;
+    sorted = xcalloc((size_t)n, sizeof *sorted);
+    memcpy(sorted, values, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_i64);
+    for (int i = 0; i < n; i++)
+        sum += sorted[i];
+    m->min = sorted[0];
+    m->max = sorted[n - 1];
+    m->avg = sum / n;
+    /* Nearest rank, as a histogram over the retained window would give. */
+#define PCT(q) ((double)sorted[(int)((q) * (n - 1) + 0.5)])
+    m->p50 = PCT(0.5);
+    m->p90 = PCT(0.9);
+    m->p95 = PCT(0.95);
+    m->p99 = PCT(0.99);
+    m->p999 = PCT(0.999);
+#undef PCT
+    free(sorted);
+    return m;
+}
+
+Ckstats__CheckpointingStats *
+checkpoint_coordinator_stats(const struct checkpoint_coordinator *cc, int64_t checkpoint_id)
+{
+    const struct checkpoint_settings *cfg = cc->cfg;
+    Ckstats__CheckpointingStats *m = xmalloc(sizeof *m);
+    struct list_node *n;
+
+    ckstats__checkpointing_stats__init(m);
+    m->enabled = cfg->interval_ms > 0;
+    m->interval_ms = cfg->interval_ms;
+    m->timeout_ms = cfg->timeout_ms;
+    m->min_pause_ms = cfg->min_pause_ms;
+    m->max_concurrent = cfg->max_concurrent;
+    m->tolerable_failures = cfg->tolerable_failures;
+    m->exactly_once = cfg->exactly_once;
+    m->externalized = cfg->retention != RETAIN_NEVER;
+    m->delete_on_cancellation = cfg->retention != RETAIN_ON_CANCELLATION;
+    m->checkpoints_dir = xstrdup(cfg->checkpoints_dir ? cfg->checkpoints_dir : "");
+    m->restored = cc->restored_count;
+    m->total = cc->total;
+    m->in_progress = 0;
+    m->completed = cc->completed;
+    m->failed = cc->failed;
+    m->history = xcalloc((size_t)cc->nhistory + 1, sizeof *m->history);
+    list_for_each(n, &cc->history)
+    {
+        const struct cc_stats *s = container_of(n, struct cc_stats, node);
+
+        m->in_progress += s->status == ST_IN_PROGRESS;
+        if (checkpoint_id <= 0 || (int64_t)s->id == checkpoint_id)
+            m->history[m->n_history++] = stats_message(cc, s);
+    }
+    if (cc->latest_completed != NULL)
+        m->latest_completed = stats_message(cc, cc->latest_completed);
+    if (cc->latest_failed != NULL)
+        m->latest_failed = stats_message(cc, cc->latest_failed);
+    if (cc->restored != NULL) {
+        m->latest_restored = xmalloc(sizeof *m->latest_restored);
+        *m->latest_restored = *cc->restored;
+        m->latest_restored->external_path = xstrdup(cc->restored->external_path);
+    }
+    m->state_size = summary_message(cc->sizes, cc->nsummary);
+    m->end_to_end_duration = summary_message(cc->durations, cc->nsummary);
+    return m;
+}
+
+int
+checkpoint_coordinator_pending_count(const struct checkpoint_coordinator *cc)
+{
+    return cc->npending;
+}
+
+int64_t
+checkpoint_coordinator_completed_count(const struct checkpoint_coordinator *cc)
+{
+    return cc->completed;
+}
+
+/* ---- life cycle --------------------------------------------------------------------- */
+
+struct checkpoint_coordinator *
+checkpoint_coordinator_new(const struct checkpoint_coordinator_options *o)
+{
+    struct checkpoint_coordinator *cc = xcalloc(1, sizeof *cc);
+    const struct job_graph *jg = o->eg->graph;
+
+    cc->o = *o;
+    if (cc->o.history_size <= 0)
+        cc->o.history_size = 10;
+    cc->eg = o->eg;
+    cc->cfg = &jg->checkpointing;
+    if (jg->checkpointing.checkpoints_dir != NULL && o->store != NULL && o->counter != NULL)
+        cc->job_dir = xasprintf("%s/%s", jg->checkpointing.checkpoints_dir, id_str(&jg->job_id).s);
+    list_init(&cc->pending);
+    list_init(&cc->loads);
+    list_init(&cc->manuals);
+    list_init(&cc->history);
+    cc->sizes = xcalloc(CC_SUMMARY_KEPT, sizeof *cc->sizes);
+    cc->durations = xcalloc(CC_SUMMARY_KEPT, sizeof *cc->durations);
+    return cc;
+}
+
+static void
+cc_free_now(struct checkpoint_coordinator *cc)
+{
+    struct list_node *n;
+
+    while ((n = list_pop_front(&cc->history)) != NULL)
+        stats_free(container_of(n, struct cc_stats, node));
+    while ((n = list_pop_front(&cc->manuals)) != NULL) {
+        free(container_of(n, struct cc_manual, node)->failure);
+        free(container_of(n, struct cc_manual, node));
+    }
+    while ((n = list_pop_front(&cc->loads)) != NULL)
+        free(container_of(n, struct cc_load, node));
+    stats_free(cc->latest_completed);
+    stats_free(cc->latest_failed);
+    if (cc->restored != NULL) {
+        free(cc->restored->external_path);
+        free(cc->restored);
+    }
+    if (cc->o.store != NULL)
+        cc->o.store->ops->free(cc->o.store);
+    if (cc->o.counter != NULL)
+        cc->o.counter->ops->free(cc->o.counter);
+    free(cc->sizes);
+    free(cc->durations);
+    free(cc->job_dir);
+    free(cc);
+}
+
+void
+checkpoint_coordinator_free(struct checkpoint_coordinator *cc)
+{
+    struct list_node *n;
+
+    if (cc == NULL)
+        return;
+    stop_periodic(cc);
+    cc->shut_down = true;
+    /* Pending checkpoints without work in flight go now; the others with
+     * their work. */
+    while ((n = list_pop_front(&cc->pending)) != NULL) {
+        struct cc_pending *p = container_of(n, struct cc_pending, node);
+
+        if (p->timer != NULL) {
+            cc->o.ops->cancel(cc->o.owner, p->timer);
+            p->timer = NULL;
+        }
+        if (p->phase == PHASE_TRIGGERED && !p->aborted)
+            pending_free(p);
+    }
+    cc->freed = true;
+    if (cc->works == 0)
+        cc_free_now(cc);
+}

@@ -1,0 +1,306 @@
+/* Checkpoints over REST, with Flink's JSON (CheckpointingStatistics,
+ * CheckpointConfigInfo, CheckpointStatistics, the manual checkpoint's
+ * TriggerResponse and AsynchronousOperationResult): the JobMaster's
+ * CheckpointCoordinator through the Dispatcher. libmicrohttpd's thread. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "rest/rest_int.h"
+
+/* Asks for the job's statistics (checkpoint_id > 0: that one only). */
+static struct rpc_future *
+rest_stats(struct rest_request *rq, int64_t checkpoint_id, enum MHD_Result *ret)
+{
+    Ckstats__StatsRequest req = CKSTATS__STATS_REQUEST__INIT;
+    spate_id job;
+
+    if (!rest_job_id(rq, &job, ret))
+        return NULL;
+    req.job_id = gw_id_bytes(&job);
+    req.checkpoint_id = checkpoint_id;
+    return rest_ask(
+        rq->c, dispatcher_request_checkpoint_stats(rq->rs->dispatcher, &req, REST_ASK_MS), ret);
+}
+
+/* Flink answers 404 for a job that does not checkpoint. */
+static bool
+rest_checkpointing(const Ckstats__CheckpointingStats *s)
+{
+    return s->enabled || (s->checkpoints_dir != NULL && *s->checkpoints_dir);
+}
+
+static const char *
+rest_class_name(const char *status)
+{
+    return strcmp(status, "COMPLETED") == 0 ? "completed"
+           : strcmp(status, "FAILED") == 0  ? "failed"
+                                            : "in_progress";
+}
+
+/* TaskCheckpointStatistics of each vertex, by vertex id. */
+static json_t *
+rest_tasks_json(const Ckstats__CheckpointStats *c)
+{
+    json_t *tasks = json_object();
+
+    for (size_t v = 0; v < c->n_vertices; v++) {
+        const Ckstats__VertexStats *vs = c->vertices[v];
+        int64_t duration =
+            vs->latest_ack_timestamp > 0 ? vs->latest_ack_timestamp - c->trigger_timestamp : 0;
+        spate_id id;
+
+        if (!gw_id_get(&vs->vertex_id, &id))
+            continue;
+        json_object_set_new(
+            tasks, id_str(&id).s,
+            json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i}", "id",
+                      (json_int_t)c->id, "status", c->status, "latest_ack_timestamp",
+                      (json_int_t)vs->latest_ack_timestamp, "checkpointed_size",
+                      (json_int_t)vs->state_size, "state_size", (json_int_t)vs->state_size,
+                      "end_to_end_duration", (json_int_t)duration, "alignment_buffered", 0,
+                      "processed_data", 0, "persisted_data", 0, "num_subtasks", vs->num_subtasks,
+                      "num_acknowledged_subtasks", vs->num_acknowledged));
+    }
+    return tasks;
+}
+
+/* CheckpointStatistics (completed, failed or in progress); the per-task
+ * map only in a checkpoint's details, as Flink's. */
+static json_t *
+rest_checkpoint_json(const Ckstats__CheckpointStats *c, bool tasks)
+{
+    json_t *j;
+
+    if (c == NULL)
+        return json_null();
+    j = json_pack("{s:s, s:I, s:s, s:b, s:n, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i, "
+                  "s:s, s:o}",
+                  "className", rest_class_name(c->status), "id", (json_int_t)c->id, "status",
+                  c->status, "is_savepoint", c->is_savepoint, "savepointFormat",
+                  "trigger_timestamp", (json_int_t)c->trigger_timestamp, "latest_ack_timestamp",
+                  (json_int_t)c->latest_ack_timestamp, "checkpointed_size",
+                  (json_int_t)c->state_size, "state_size", (json_int_t)c->state_size,
+                  "end_to_end_duration", (json_int_t)c->end_to_end_duration, "alignment_buffered",
+                  0, "processed_data", 0, "persisted_data", 0, "num_subtasks", c->num_subtasks,
+                  "num_acknowledged_subtasks", c->num_acknowledged, "checkpoint_type",
+                  c->is_savepoint ? "SAVEPOINT" : "CHECKPOINT", "tasks",
+                  tasks ? rest_tasks_json(c) : json_object());
+    if (strcmp(c->status, "COMPLETED") == 0) {
+        json_object_set_new(j, "external_path", json_string(c->external_path));
+        json_object_set_new(j, "discarded", json_boolean(c->discarded));
+    } else if (strcmp(c->status, "FAILED") == 0) {
+        json_object_set_new(j, "failure_timestamp", json_integer(c->failure_timestamp));
+        json_object_set_new(j, "failure_message", json_string(c->failure_message));
+    }
+    return j;
+}
+
+/* StatsSummaryDto. */
+static json_t *
+rest_summary_json(const Ckstats__Summary *s)
+{
+    Ckstats__Summary zero = CKSTATS__SUMMARY__INIT;
+
+    if (s == NULL)
+        s = &zero;
+    return json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f}", "min", (json_int_t)s->min, "max",
+                     (json_int_t)s->max, "avg", (json_int_t)s->avg, "p50", s->p50, "p90", s->p90,
+                     "p95", s->p95, "p99", s->p99, "p999", s->p999);
+}
+
+/* GET /jobs/:jobid/checkpoints: CheckpointingStatistics. */
+static enum MHD_Result
+rest_checkpoints(struct rest_request *rq)
+{
+    const Ckstats__CheckpointingStats *s;
+    const Ckstats__RestoredStats *r;
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    json_t *history, *restored, *j;
+
+    if ((f = rest_stats(rq, 0, &ret)) == NULL)
+        return ret;
+    s = rpc_future_value(f);
+    if (!rest_checkpointing(s)) {
+        rpc_future_unref(f);
+        return rest_error(rq->c, MHD_HTTP_NOT_FOUND, "Checkpointing has not been enabled.");
+    }
+    history = json_array();
+    for (size_t i = 0; i < s->n_history; i++)
+        json_array_append_new(history, rest_checkpoint_json(s->history[i], false));
+    r = s->latest_restored;
+    restored = r == NULL
+                   ? json_null()
+                   : json_pack("{s:I, s:I, s:b, s:s}", "id", (json_int_t)r->id, "restore_timestamp",
+                               (json_int_t)r->restore_timestamp, "is_savepoint", r->is_savepoint,
+                               "external_path", r->external_path);
+    j = json_pack("{s:{s:I, s:I, s:i, s:I, s:I}, s:{s:o, s:o, s:o, s:o, s:o, s:o}, "
+                  "s:{s:o, s:n, s:o, s:o}, s:o}",
+                  "counts", "restored", (json_int_t)s->restored, "total", (json_int_t)s->total,
+                  "in_progress", s->in_progress, "completed", (json_int_t)s->completed, "failed",
+                  (json_int_t)s->failed, "summary", "checkpointed_size",
+                  rest_summary_json(s->state_size), "state_size", rest_summary_json(s->state_size),
+                  "end_to_end_duration", rest_summary_json(s->end_to_end_duration),
+                  "alignment_buffered", rest_summary_json(NULL), "processed_data",
+                  rest_summary_json(NULL), "persisted_data", rest_summary_json(NULL), "latest",
+                  "completed", rest_checkpoint_json(s->latest_completed, false), "savepoint",
+                  "failed", rest_checkpoint_json(s->latest_failed, false), "restored", restored,
+                  "history", history);
+    rpc_future_unref(f);
+    return rest_send(rq->c, MHD_HTTP_OK, j);
+}
+
+/* GET /jobs/:jobid/checkpoints/config: CheckpointConfigInfo. */
+static enum MHD_Result
+rest_checkpoints_config(struct rest_request *rq)
+{
+    const Ckstats__CheckpointingStats *s;
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    json_t *j;
+
+    if ((f = rest_stats(rq, 0, &ret)) == NULL)
+        return ret;
+    s = rpc_future_value(f);
+    if (!rest_checkpointing(s)) {
+        rpc_future_unref(f);
+        return rest_error(rq->c, MHD_HTTP_NOT_FOUND,
+                          "Checkpointing is not enabled for this job (%s).", rq->params[0]);
+    }
+    j = json_pack(
+        "{s:s, s:I, s:I, s:I, s:I, s:{s:b, s:b}, s:s, s:s, s:b, s:i, s:i, s:b, s:b, "
+        "s:i, s:s}",
+        "mode", s->exactly_once ? "exactly_once" : "at_least_once", "interval",
+        (json_int_t)(s->enabled ? s->interval_ms : INT64_MAX), "timeout", (json_int_t)s->timeout_ms,
+        "min_pause", (json_int_t)s->min_pause_ms, "max_concurrent", (json_int_t)s->max_concurrent,
+        "externalization", "enabled", s->externalized, "delete_on_cancellation",
+        s->delete_on_cancellation, "state_backend", "HashMapStateBackend", "checkpoint_storage",
+        "FileSystemCheckpointStorage", "unaligned_checkpoints", 0, "tolerable_failed_checkpoints",
+        s->tolerable_failures, "aligned_checkpoint_timeout", 0, "checkpoints_after_tasks_finish", 0,
+        "state_changelog_enabled", 0, "changelog_periodic_materialization_interval", 0,
+        "changelog_storage", "memory");
+    rpc_future_unref(f);
+    return rest_send(rq->c, MHD_HTTP_OK, j);
+}
+
+/* GET /jobs/:jobid/checkpoints/details/:checkpointid: CheckpointStatistics
+ * with its tasks. */
+static enum MHD_Result
+rest_checkpoint_details(struct rest_request *rq)
+{
+    const Ckstats__CheckpointingStats *s;
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    char *end;
+    long long id = strtoll(rq->params[1], &end, 10);
+
+    if (*end != '\0' || id <= 0)
+        return rest_error(rq->c, MHD_HTTP_BAD_REQUEST,
+                          "Bad request: '%s' is no checkpoint id (a positive number)",
+                          rq->params[1]);
+    if ((f = rest_stats(rq, id, &ret)) == NULL)
+        return ret;
+    s = rpc_future_value(f);
+    if (s->n_history == 0) {
+        rpc_future_unref(f);
+        return rest_error(rq->c, MHD_HTTP_NOT_FOUND,
+                          "Could not find checkpointing statistics for checkpoint %lld.", id);
+    }
+    ret = rest_send(rq->c, MHD_HTTP_OK, rest_checkpoint_json(s->history[0], true));
+    rpc_future_unref(f);
+    return ret;
+}
+
+/* POST /jobs/:jobid/checkpoints: a manual checkpoint; the body's triggerId
+ * (optional) names it, checkpointType is taken as it comes (full snapshots
+ * only). 202 with {"request-id"}. */
+static enum MHD_Result
+rest_checkpoint_trigger(struct rest_request *rq)
+{
+    Ckstats__TriggerRequest req = CKSTATS__TRIGGER_REQUEST__INIT;
+    const Ckstats__TriggerReply *reply;
+    spate_error err = { 0 };
+    spate_id job, trigger;
+    enum MHD_Result ret;
+    struct rpc_future *f;
+
+    if (!rest_job_id(rq, &job, &ret))
+        return ret;
+    req.job_id = gw_id_bytes(&job);
+    if (rq->json != NULL && rq->json_len > 0) {
+        json_error_t jerr;
+        json_t *body = json_loadb(rq->json, rq->json_len, 0, &jerr);
+        const char *tid = NULL;
+
+        if (body == NULL || !json_is_object(body))
+            ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST,
+                             "Bad request: the body is no JSON object: %s", jerr.text);
+        else if ((tid = json_string_value(json_object_get(body, "triggerId"))) != NULL &&
+                 id_parse(tid, &trigger, &err) != 0)
+            ret =
+                rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "Bad request: triggerId: %s", err.message);
+        else
+            ret = MHD_YES;
+        if (ret == MHD_YES && tid != NULL)
+            req.trigger_id = gw_id_bytes(&trigger);
+        json_decref(body);
+        if (ret != MHD_YES)
+            return ret;
+    }
+    f = rest_ask(rq->c, dispatcher_trigger_checkpoint(rq->rs->dispatcher, &req, REST_ASK_MS), &ret);
+    if (f == NULL)
+        return ret;
+    reply = rpc_future_value(f);
+    gw_id_get(&reply->trigger_id, &trigger);
+    rpc_future_unref(f);
+    return rest_send(rq->c, MHD_HTTP_ACCEPTED,
+                     json_pack("{s:s}", "request-id", id_str(&trigger).s));
+}
+
+/* GET /jobs/:jobid/checkpoints/:triggerid: AsynchronousOperationResult. */
+static enum MHD_Result
+rest_checkpoint_status(struct rest_request *rq)
+{
+    Ckstats__TriggerStatusRequest req = CKSTATS__TRIGGER_STATUS_REQUEST__INIT;
+    const Ckstats__TriggerStatus *st;
+    spate_error err = { 0 };
+    spate_id job, trigger;
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    json_t *j;
+
+    if (!rest_job_id(rq, &job, &ret))
+        return ret;
+    if (id_parse(rq->params[1], &trigger, &err) != 0)
+        return rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "Bad request: trigger id: %s", err.message);
+    req.job_id = gw_id_bytes(&job);
+    req.trigger_id = gw_id_bytes(&trigger);
+    f = rest_ask(rq->c, dispatcher_checkpoint_trigger_status(rq->rs->dispatcher, &req, REST_ASK_MS),
+                 &ret);
+    if (f == NULL)
+        return ret;
+    st = rpc_future_value(f);
+    if (!st->done)
+        j = json_pack("{s:{s:s}}", "status", "id", "IN_PROGRESS");
+    else if (st->failure != NULL && *st->failure)
+        j = json_pack("{s:{s:s}, s:{s:{s:s, s:s, s:s}}}", "status", "id", "COMPLETED", "operation",
+                      "failureCause", "class",
+                      "org.apache.flink.runtime.checkpoint.CheckpointException", "stack-trace",
+                      st->failure, "serialized-throwable", "");
+    else
+        j = json_pack("{s:{s:s}, s:{s:I}}", "status", "id", "COMPLETED", "operation",
+                      "checkpointId", (json_int_t)st->checkpoint_id);
+    rpc_future_unref(f);
+    return rest_send(rq->c, MHD_HTTP_OK, j);
+}
+
+const struct rest_route rest_checkpoints_routes[] = {
+    { "GET", "/jobs/:jobid/checkpoints", rest_checkpoints, REST_BODY_NONE, 0 },
+    { "POST", "/jobs/:jobid/checkpoints", rest_checkpoint_trigger, REST_BODY_JSON, 0 },
+    { "GET", "/jobs/:jobid/checkpoints/config", rest_checkpoints_config, REST_BODY_NONE, 0 },
+    { "GET", "/jobs/:jobid/checkpoints/details/:checkpointid", rest_checkpoint_details,
+      REST_BODY_NONE, 0 },
+    { "GET", "/jobs/:jobid/checkpoints/:triggerid", rest_checkpoint_status, REST_BODY_NONE, 0 },
+    { NULL, NULL, NULL, REST_BODY_NONE, 0 },
+};

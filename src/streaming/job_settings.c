@@ -1,0 +1,340 @@
+/* A job's checkpointing and restart settings (job_settings.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/log.h"
+#include "streaming/job_settings.h"
+
+static const char *const restart_names[] = { "none", "fixed-delay", "exponential-delay",
+                                             "failure-rate" };
+
+const char *
+restart_kind_name(enum restart_kind kind)
+{
+    return (unsigned)kind < 4 ? restart_names[kind] : "?";
+}
+
+/* A folder as the JobManager and TaskManagers must see it: absolute. */
+static char *
+absolute_dir(const char *path)
+{
+    char cwd[4096];
+    size_t n = strlen(path);
+
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+        return xstrndup(path, n);
+    return xasprintf("%s/%.*s", cwd, (int)n, path);
+}
+
+/* The first folder of io.tmp.dirs ("a;b" from a YAML list, or "a:b"). */
+static char *
+default_checkpoints_dir(const struct config *conf)
+{
+    const char *tmp = "/tmp";
+    size_t n;
+
+    if (conf != NULL)
+        config_get_string(conf, CFG(IO_TMP_DIRS), &tmp, NULL);
+    if (tmp == NULL || *tmp == '\0')
+        tmp = "/tmp";
+    n = strcspn(tmp, ";:,");
+    return xasprintf("%.*s/spate-checkpoints", (int)n, tmp);
+}
+
+static void
+checkpoint_defaults(struct checkpoint_settings *cp)
+{
+    memset(cp, 0, sizeof *cp);
+    cp->timeout_ms = 10 * 60 * 1000;
+    cp->max_concurrent = 1;
+    cp->exactly_once = true;
+    cp->num_retained = 1;
+}
+
+static void
+restart_defaults(struct restart_settings *rs)
+{
+    memset(rs, 0, sizeof *rs);
+    rs->attempts = 1;
+    rs->delay_ms = 1000;
+    rs->initial_backoff_ms = 50;
+    rs->max_backoff_ms = 10000;
+    rs->backoff_multiplier = 1.5;
+    rs->reset_backoff_threshold_ms = 60 * 60 * 1000;
+    rs->jitter_factor = 0.1;
+    rs->attempts_before_reset = INT32_MAX;
+    rs->max_failures_per_interval = 1;
+    rs->failure_rate_interval_ms = 60 * 1000;
+}
+
+/* Checks what the option table's ranges cannot say. */
+static int
+restart_check(const struct restart_settings *rs, spate_error *err)
+{
+    if (rs->kind != RESTART_EXPONENTIAL_DELAY)
+        return 0;
+    if (!(rs->backoff_multiplier > 1.0))
+        return spate_error_set(err, SPATE_ECONFIG,
+                               "restart-strategy.exponential-delay.backoff-multiplier must be "
+                               "above 1, not %g",
+                               rs->backoff_multiplier);
+    if (rs->initial_backoff_ms > rs->max_backoff_ms)
+        return spate_error_set(err, SPATE_ECONFIG,
+                               "restart-strategy.exponential-delay.initial-backoff (%lld ms) is "
+                               "above max-backoff (%lld ms)",
+                               (long long)rs->initial_backoff_ms, (long long)rs->max_backoff_ms);
+    return 0;
+}
+
+static int
+get_int(const struct config *conf, const struct config_option *opt, int *out, spate_error *err)
+{
+    int64_t v;
+    int rc = config_get_int(conf, opt, &v, err);
+
+    if (rc == 0)
+        *out = (int)v; /* the option's range keeps it within int */
+    return rc;
+}
+
+/* Duration and double getters leave *out alone when the key has no value. */
+static int
+read_restart(const struct config *conf, bool checkpointing, struct restart_settings *rs,
+             spate_error *err)
+{
+    static const enum restart_kind kinds[] = {
+        RESTART_NONE,
+        RESTART_NONE,
+        RESTART_NONE,
+        RESTART_FIXED_DELAY,
+        RESTART_FIXED_DELAY,
+        RESTART_FAILURE_RATE,
+        RESTART_FAILURE_RATE,
+        RESTART_EXPONENTIAL_DELAY,
+        RESTART_EXPONENTIAL_DELAY,
+    };
+    int rc, type;
+
+    rs->kind = checkpointing ? RESTART_EXPONENTIAL_DELAY : RESTART_NONE;
+    if (conf == NULL)
+        return 0;
+    if (config_is_set(conf, CFG(RESTART_STRATEGY_TYPE))) {
+        if ((rc = config_get_enum(conf, CFG(RESTART_STRATEGY_TYPE), &type, err)) != 0)
+            return rc;
+        rs->kind = kinds[type]; /* the option's values, in order */
+    }
+    if ((rc = get_int(conf, CFG(RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS), &rs->attempts, err)) != 0 ||
+        (rc = config_get_duration_ms(conf, CFG(RESTART_STRATEGY_FIXED_DELAY_DELAY), &rs->delay_ms,
+                                     err)) != 0 ||
+        (rc = config_get_duration_ms(conf, CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF),
+                                     &rs->initial_backoff_ms, err)) != 0 ||
+        (rc = config_get_duration_ms(conf, CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF),
+                                     &rs->max_backoff_ms, err)) != 0 ||
+        (rc = config_get_double(conf, CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER),
+                                &rs->backoff_multiplier, err)) != 0 ||
+        (rc = config_get_duration_ms(
+             conf, CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD),
+             &rs->reset_backoff_threshold_ms, err)) != 0 ||
+        (rc = config_get_double(conf, CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_JITTER_FACTOR),
+                                &rs->jitter_factor, err)) != 0 ||
+        (rc = get_int(conf, CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS_BEFORE_RESET),
+                      &rs->attempts_before_reset, err)) != 0 ||
+        (rc = get_int(conf, CFG(RESTART_STRATEGY_FAILURE_RATE_MAX_FAILURES),
+                      &rs->max_failures_per_interval, err)) != 0 ||
+        (rc = config_get_duration_ms(conf, CFG(RESTART_STRATEGY_FAILURE_RATE_INTERVAL),
+                                     &rs->failure_rate_interval_ms, err)) != 0)
+        return rc;
+    /* failure-rate has a delay key of its own. */
+    if (rs->kind == RESTART_FAILURE_RATE &&
+        (rc = config_get_duration_ms(conf, CFG(RESTART_STRATEGY_FAILURE_RATE_DELAY), &rs->delay_ms,
+                                     err)) != 0)
+        return rc;
+    return 0;
+}
+
+static int
+read_checkpointing(const struct config *conf, struct checkpoint_settings *cp, spate_error *err)
+{
+    const char *dir = NULL;
+    int rc, v;
+
+    if (conf == NULL)
+        return 0;
+    if (config_is_set(conf, CFG(EXECUTION_CHECKPOINTING_INTERVAL)) &&
+        (rc = config_get_duration_ms(conf, CFG(EXECUTION_CHECKPOINTING_INTERVAL), &cp->interval_ms,
+                                     err)) != 0)
+        return rc;
+    if ((rc = config_get_duration_ms(conf, CFG(EXECUTION_CHECKPOINTING_TIMEOUT), &cp->timeout_ms,
+                                     err)) != 0 ||
+        (rc = config_get_duration_ms(conf, CFG(EXECUTION_CHECKPOINTING_MIN_PAUSE),
+                                     &cp->min_pause_ms, err)) != 0 ||
+        (rc = get_int(conf, CFG(EXECUTION_CHECKPOINTING_MAX_CONCURRENT), &cp->max_concurrent,
+                      err)) != 0 ||
+        (rc = get_int(conf, CFG(EXECUTION_CHECKPOINTING_TOLERABLE_FAILED), &cp->tolerable_failures,
+                      err)) != 0 ||
+        (rc = get_int(conf, CFG(STATE_CHECKPOINTS_NUM_RETAINED), &cp->num_retained, err)) != 0)
+        return rc;
+    if ((rc = config_get_enum(conf, CFG(EXECUTION_CHECKPOINTING_MODE), &v, err)) != 0)
+        return rc;
+    cp->exactly_once = v == 0;
+    if ((rc = config_get_enum(conf, CFG(EXECUTION_CHECKPOINTING_RETENTION), &v, err)) != 0)
+        return rc;
+    cp->retention = v == 0 ? RETAIN_NEVER : v == 1 ? RETAIN_ON_FAILURE : RETAIN_ON_CANCELLATION;
+    if (config_get_string(conf, CFG(STATE_CHECKPOINTS_DIR), &dir, NULL) == 0 && dir && *dir)
+        cp->checkpoints_dir = absolute_dir(dir);
+    dir = NULL;
+    if (config_get_string(conf, CFG(STATE_SAVEPOINTS_DIR), &dir, NULL) == 0 && dir && *dir)
+        cp->savepoints_dir = absolute_dir(dir);
+    return 0;
+}
+
+int
+job_settings_from_config(const struct config *conf, int64_t interval_ms, int mode,
+                         struct checkpoint_settings *cp, struct restart_settings *rs,
+                         spate_error *err)
+{
+    int rc;
+
+    checkpoint_defaults(cp);
+    restart_defaults(rs);
+    if ((rc = read_checkpointing(conf, cp, err)) != 0)
+        goto fail;
+    if (interval_ms > 0)
+        cp->interval_ms = interval_ms;
+    if (mode >= 0)
+        cp->exactly_once = mode == 1;
+    if (cp->interval_ms > 0 && cp->checkpoints_dir == NULL) {
+        cp->checkpoints_dir = default_checkpoints_dir(conf);
+        SPATE_LOG_INFO("streaming", "state.checkpoints.dir is not set: checkpoints go to '%s'",
+                       cp->checkpoints_dir);
+    }
+    if ((rc = read_restart(conf, cp->interval_ms > 0, rs, err)) != 0 ||
+        (rc = restart_check(rs, err)) != 0)
+        goto fail;
+    return 0;
+fail:
+    job_settings_release(cp);
+    return rc;
+}
+
+void
+job_settings_release(struct checkpoint_settings *cp)
+{
+    if (cp == NULL)
+        return;
+    free(cp->checkpoints_dir);
+    free(cp->savepoints_dir);
+    cp->checkpoints_dir = cp->savepoints_dir = NULL;
+}
+
+void
+job_settings_encode(const struct checkpoint_settings *cp, const struct restart_settings *rs,
+                    Jobgraph__CheckpointSettings *pcp, Jobgraph__RestartSettings *prs)
+{
+    jobgraph__checkpoint_settings__init(pcp);
+    pcp->interval_ms = cp->interval_ms;
+    pcp->timeout_ms = cp->timeout_ms;
+    pcp->min_pause_ms = cp->min_pause_ms;
+    pcp->max_concurrent = cp->max_concurrent;
+    pcp->tolerable_failures = cp->tolerable_failures;
+    pcp->mode = cp->exactly_once ? CHECKPOINT__CHECKPOINTING_MODE__EXACTLY_ONCE
+                                 : CHECKPOINT__CHECKPOINTING_MODE__AT_LEAST_ONCE;
+    pcp->checkpoints_dir = cp->checkpoints_dir ? cp->checkpoints_dir : "";
+    pcp->num_retained = cp->num_retained;
+    pcp->retain_on_cancellation = cp->retention == RETAIN_ON_CANCELLATION;
+    pcp->retain_on_failure = cp->retention != RETAIN_NEVER;
+    pcp->savepoints_dir = cp->savepoints_dir ? cp->savepoints_dir : "";
+
+    jobgraph__restart_settings__init(prs);
+    prs->type = (char *)restart_kind_name(rs->kind);
+    prs->attempts = rs->attempts;
+    prs->delay_ms = rs->delay_ms;
+    prs->initial_backoff_ms = rs->initial_backoff_ms;
+    prs->max_backoff_ms = rs->max_backoff_ms;
+    prs->backoff_multiplier = rs->backoff_multiplier;
+    prs->reset_backoff_threshold_ms = rs->reset_backoff_threshold_ms;
+    prs->jitter_factor = rs->jitter_factor;
+    prs->max_failures_per_interval = rs->max_failures_per_interval;
+    prs->failure_rate_interval_ms = rs->failure_rate_interval_ms;
+    prs->attempts_before_reset = rs->attempts_before_reset;
+}
+
+static int
+bad(spate_error *err, const char *what)
+{
+    return spate_error_set(err, SPATE_EINVAL, "malformed job graph: %s", what);
+}
+
+int
+job_settings_decode(const Jobgraph__CheckpointSettings *pcp, const Jobgraph__RestartSettings *prs,
+                    struct checkpoint_settings *cp, struct restart_settings *rs, spate_error *err)
+{
+    int rc;
+
+    checkpoint_defaults(cp);
+    restart_defaults(rs);
+    if (pcp != NULL) {
+        if (pcp->interval_ms < 0 || pcp->timeout_ms < 0 || pcp->min_pause_ms < 0 ||
+            pcp->tolerable_failures < 0 ||
+            (pcp->interval_ms > 0 &&
+             (pcp->timeout_ms <= 0 || pcp->max_concurrent < 1 || pcp->num_retained < 1 ||
+              pcp->checkpoints_dir == NULL || pcp->checkpoints_dir[0] != '/')))
+            return bad(err, "checkpoint settings out of range, or without an absolute folder");
+        if (pcp->mode != CHECKPOINT__CHECKPOINTING_MODE__EXACTLY_ONCE &&
+            pcp->mode != CHECKPOINT__CHECKPOINTING_MODE__AT_LEAST_ONCE)
+            return bad(err, "unknown checkpointing mode");
+        cp->interval_ms = pcp->interval_ms;
+        cp->timeout_ms = pcp->timeout_ms > 0 ? pcp->timeout_ms : cp->timeout_ms;
+        cp->min_pause_ms = pcp->min_pause_ms;
+        cp->max_concurrent = pcp->max_concurrent > 0 ? pcp->max_concurrent : 1;
+        cp->tolerable_failures = pcp->tolerable_failures;
+        cp->exactly_once = pcp->mode == CHECKPOINT__CHECKPOINTING_MODE__EXACTLY_ONCE;
+        cp->num_retained = pcp->num_retained > 0 ? pcp->num_retained : 1;
+        cp->retention = pcp->retain_on_cancellation ? RETAIN_ON_CANCELLATION
+                        : pcp->retain_on_failure    ? RETAIN_ON_FAILURE
+                                                    : RETAIN_NEVER;
+        if (pcp->checkpoints_dir && *pcp->checkpoints_dir)
+            cp->checkpoints_dir = xstrdup(pcp->checkpoints_dir);
+        if (pcp->savepoints_dir && *pcp->savepoints_dir)
+            cp->savepoints_dir = xstrdup(pcp->savepoints_dir);
+    }
+    if (prs == NULL || prs->type == NULL || *prs->type == '\0')
+        return 0; /* no restarts */
+    for (rs->kind = RESTART_NONE; rs->kind <= RESTART_FAILURE_RATE; rs->kind++)
+        if (strcmp(prs->type, restart_names[rs->kind]) == 0)
+            break;
+    if (rs->kind > RESTART_FAILURE_RATE) {
+        rc = spate_error_set(err, SPATE_EINVAL,
+                             "malformed job graph: unknown restart strategy '%s'", prs->type);
+        goto fail;
+    }
+    rs->attempts = prs->attempts;
+    rs->delay_ms = prs->delay_ms;
+    rs->initial_backoff_ms = prs->initial_backoff_ms;
+    rs->max_backoff_ms = prs->max_backoff_ms;
+    rs->backoff_multiplier = prs->backoff_multiplier;
+    rs->reset_backoff_threshold_ms = prs->reset_backoff_threshold_ms;
+    rs->jitter_factor = prs->jitter_factor;
+    rs->max_failures_per_interval = prs->max_failures_per_interval;
+    rs->failure_rate_interval_ms = prs->failure_rate_interval_ms;
+    rs->attempts_before_reset = prs->attempts_before_reset;
+    if (rs->attempts < 0 || rs->delay_ms < 0 ||
+        (rs->kind == RESTART_EXPONENTIAL_DELAY &&
+         (rs->initial_backoff_ms < 1 || rs->reset_backoff_threshold_ms < 1 ||
+          !(rs->jitter_factor >= 0 && rs->jitter_factor <= 1) || rs->attempts_before_reset < 1)) ||
+        (rs->kind == RESTART_FAILURE_RATE &&
+         (rs->max_failures_per_interval < 1 || rs->failure_rate_interval_ms < 1))) {
+        rc = bad(err, "restart settings out of range");
+        goto fail;
+    }
+    if ((rc = restart_check(rs, err)) != 0)
+        goto fail;
+    return 0;
+fail:
+    job_settings_release(cp);
+    return rc;
+}
