@@ -1,8 +1,11 @@
 /* What the engine benchmarks share (bench_engine.h). */
 #include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,7 @@
 #include <unistd.h>
 
 #include "bench_engine.h"
+#include "bench_http.h"
 
 extern char **environ;
 
@@ -89,4 +93,223 @@ bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double
+bench_percentile(double *v, int n, double p)
+{
+    int i;
+
+    if (n == 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    i = (int)(p / 100.0 * (n - 1) + 0.5);
+    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+pid_t
+bench_spawn(char *const argv[], const char *out, const char *err)
+{
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (posix_spawn(&pid, argv[0], &fa, NULL, argv, environ) != 0)
+        bench_fail("cannot start %s", argv[0]);
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+}
+
+void
+bench_sleep_ms(int ms)
+{
+    sleep_ms(ms);
+}
+
+static int
+remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void
+bench_remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- a cluster of spate processes ---- */
+
+/* Argument vectors: the spate command, "-D key=value" pairs, then the rest. */
+static int
+argv_conf(const char *argv[], int argc, const char *const *conf)
+{
+    for (int i = 0; conf != NULL && conf[i] != NULL && argc < 60; i++) {
+        argv[argc++] = "-D";
+        argv[argc++] = conf[i];
+    }
+    return argc;
+}
+
+void
+bench_cluster_start(struct bench_cluster *c, const char *spate, const char *dir,
+                    const char *const *conf)
+{
+    char log[PATH_MAX + 32], tmp[PATH_MAX + 32], line[4096];
+    const char *argv[64] = { spate, "-D", "jobmanager.rpc.port=0", "-D", "rest.port=0", "-D", tmp };
+    int argc = argv_conf(argv, 7, conf);
+
+    memset(c, 0, sizeof *c);
+    c->spate = spate;
+    snprintf(c->dir, sizeof c->dir, "%s", dir);
+    snprintf(tmp, sizeof tmp, "io.tmp.dirs=%s", dir);
+    snprintf(log, sizeof log, "%s/jobmanager.log", dir);
+    argv[argc++] = "jobmanager";
+    argv[argc] = NULL;
+    c->jm = bench_spawn((char *const *)argv, log, log);
+    for (int i = 0; i < 5000 && c->rest_port == 0; i++) {
+        FILE *f = fopen(log, "r");
+
+        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+            char *p = strstr(line, "JobManager started: rpc at ");
+
+            if (p != NULL)
+                sscanf(p, "JobManager started: rpc at 127.0.0.1:%d, REST at http://127.0.0.1:%d",
+                       &c->rpc_port, &c->rest_port);
+        }
+        if (f != NULL)
+            fclose(f);
+        if (c->rest_port == 0)
+            sleep_ms(2);
+    }
+    if (c->rest_port == 0)
+        bench_fail("the JobManager did not start: see %s", log);
+}
+
+void
+bench_cluster_start_tm(struct bench_cluster *c, int i, int slots)
+{
+    char rpc[64], nslots[64], rid[64], tmp[PATH_MAX + 32], log[PATH_MAX + 32];
+    char *argv[] = { (char *)c->spate, "-D", rpc, "-D", nslots, "-D", rid, "-D", tmp,
+                     "taskmanager",    NULL };
+
+    if (i < 0 || i >= BENCH_MAX_TMS)
+        bench_fail("TaskManager %d: at most %d", i, BENCH_MAX_TMS);
+    snprintf(rpc, sizeof rpc, "jobmanager.rpc.port=%d", c->rpc_port);
+    snprintf(nslots, sizeof nslots, "taskmanager.numberOfTaskSlots=%d", slots);
+    snprintf(rid, sizeof rid, "taskmanager.resource-id=%032x", 0xb0 + i);
+    snprintf(tmp, sizeof tmp, "io.tmp.dirs=%s", c->dir);
+    snprintf(log, sizeof log, "%s/taskmanager-%d.log", c->dir, i);
+    c->tm[i] = bench_spawn(argv, log, log);
+    if (i >= c->ntms)
+        c->ntms = i + 1;
+}
+
+void
+bench_cluster_kill_tm(struct bench_cluster *c, int i)
+{
+    if (c->tm[i] <= 0)
+        return;
+    kill(c->tm[i], SIGKILL);
+    waitpid(c->tm[i], NULL, 0);
+    c->tm[i] = 0;
+}
+
+json_t *
+bench_cluster_rest(struct bench_cluster *c, const char *method, const char *path)
+{
+    return bench_http(c->rest_port, method, path);
+}
+
+void
+bench_cluster_wait_slots(struct bench_cluster *c, int tms, int free)
+{
+    for (int i = 0; i < 30000; i++) {
+        json_t *o = bench_http(c->rest_port, "GET", "/overview");
+        bool ok = o != NULL && json_integer_value(json_object_get(o, "taskmanagers")) == tms &&
+                  json_integer_value(json_object_get(o, "slots-available")) == free;
+
+        json_decref(o);
+        if (ok)
+            return;
+        sleep_ms(1);
+    }
+    bench_fail("the cluster did not show %d TaskManagers with %d free slots", tms, free);
+}
+
+void
+bench_cluster_submit(struct bench_cluster *c, const char *const *conf, const char *const *args,
+                     char jid[33])
+{
+    char target[64], out[PATH_MAX + 32], err[PATH_MAX + 32], text[4096];
+    const char *argv[64] = { c->spate };
+    int argc = argv_conf(argv, 1, conf), status;
+    pid_t pid;
+    FILE *f;
+    size_t n;
+    char *at;
+
+    snprintf(target, sizeof target, "127.0.0.1:%d", c->rest_port);
+    snprintf(out, sizeof out, "%s/run.out", c->dir);
+    snprintf(err, sizeof err, "%s/run.err", c->dir);
+    argv[argc++] = "run";
+    argv[argc++] = "-m";
+    argv[argc++] = target;
+    argv[argc++] = "-d";
+    for (int i = 0; args[i] != NULL && argc < 63; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    pid = bench_spawn((char *const *)argv, out, err);
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        bench_fail("spate run -d failed: see %s", err);
+    f = fopen(out, "r");
+    n = f != NULL ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f != NULL)
+        fclose(f);
+    if ((at = strstr(text, "JobID ")) == NULL || strlen(at + 6) < 32)
+        bench_fail("spate run -d printed no job id: see %s", out);
+    snprintf(jid, 33, "%.32s", at + 6);
+}
+
+json_t *
+bench_cluster_wait_job(struct bench_cluster *c, const char *jid, const char *state, int timeout_ms)
+{
+    char path[64];
+
+    snprintf(path, sizeof path, "/jobs/%s", jid);
+    for (int i = 0; i < timeout_ms; i++) {
+        json_t *j = bench_http(c->rest_port, "GET", path);
+        const char *s = json_string_value(json_object_get(j, "state"));
+
+        if (s != NULL && strcmp(s, state) == 0)
+            return j;
+        if (s != NULL && (strcmp(s, "FAILED") == 0 || strcmp(s, "CANCELED") == 0))
+            bench_fail("job %s is %s: see %s/jobmanager.log", jid, s, c->dir);
+        json_decref(j);
+        sleep_ms(1);
+    }
+    bench_fail("job %s did not reach %s in %d ms", jid, state, timeout_ms);
+}
+
+void
+bench_cluster_stop(struct bench_cluster *c)
+{
+    for (int i = 0; i < c->ntms; i++)
+        if (c->tm[i] > 0) {
+            kill(c->tm[i], SIGTERM);
+            waitpid(c->tm[i], NULL, 0);
+            c->tm[i] = 0;
+        }
+    if (c->jm > 0) {
+        kill(c->jm, SIGTERM);
+        waitpid(c->jm, NULL, 0);
+        c->jm = 0;
+    }
 }

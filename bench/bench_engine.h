@@ -4,6 +4,9 @@
 #ifndef SPATE_BENCH_ENGINE_H
 #define SPATE_BENCH_ENGINE_H
 
+#include <limits.h>
+#include <sys/types.h>
+
 #include <jansson.h>
 
 /* Prints "<bench>: <message>" and exits 1. */
@@ -22,5 +25,49 @@ json_t *bench_run_local(const char *spate, const char *tmpdir, int p, const char
                         const char *const *args, long *rss_kb);
 
 double bench_median(double *v, int n);
+/* The pth percentile (0..100) of v's n values; sorts v. */
+double bench_percentile(double *v, int n, double p);
+
+/* Starts spate with argv (argv[0] is the spate command) and stdin from
+ * /dev/null, stdout to out and stderr appended to err. */
+pid_t bench_spawn(char *const argv[], const char *out, const char *err);
+void bench_sleep_ms(int ms);
+/* Removes dir and everything in it. */
+void bench_remove_tree(const char *dir);
+
+/* ---- a cluster of spate processes ---- */
+
+#define BENCH_MAX_TMS 8
+
+/* A JobManager and TaskManagers on loopback, each logging into dir. */
+struct bench_cluster {
+    const char *spate;
+    char dir[PATH_MAX];
+    pid_t jm;
+    pid_t tm[BENCH_MAX_TMS]; /* 0: stopped */
+    int ntms;
+    int rpc_port, rest_port;
+};
+
+/* Starts the JobManager (ephemeral ports, read from its log) with extra
+ * "-D key=value" settings (NULL-terminated, may be NULL). */
+void bench_cluster_start(struct bench_cluster *c, const char *spate, const char *dir,
+                         const char *const *conf);
+/* Starts TaskManager i (resource id %032x of 0xb0 + i) with slots slots. */
+void bench_cluster_start_tm(struct bench_cluster *c, int i, int slots);
+/* kill -9 of TaskManager i. */
+void bench_cluster_kill_tm(struct bench_cluster *c, int i);
+/* Waits (up to 30 s) until /overview shows tms TaskManagers and free free slots. */
+void bench_cluster_wait_slots(struct bench_cluster *c, int tms, int free);
+/* GET (or another method) on the JobManager's REST server: the body or NULL. */
+json_t *bench_cluster_rest(struct bench_cluster *c, const char *method, const char *path);
+/* `spate [conf...] run -m <rest> -d args...`: the job id (33 bytes). */
+void bench_cluster_submit(struct bench_cluster *c, const char *const *conf, const char *const *args,
+                          char jid[33]);
+/* Waits (up to timeout_ms) for the job to reach state; returns its details. */
+json_t *bench_cluster_wait_job(struct bench_cluster *c, const char *jid, const char *state,
+                               int timeout_ms);
+/* SIGTERM to every process, waited for. */
+void bench_cluster_stop(struct bench_cluster *c);
 
 #endif

@@ -32,25 +32,13 @@
 #include <unistd.h>
 
 #include "bench_data.h"
-#include "bench_http.h"
+#include "bench_engine.h"
 #include "core/clock.h"
 
 extern char **environ;
 
 static char spate[PATH_MAX + 16], job[PATH_MAX + 64], tmpdir[64], text[128];
 static char endless[PATH_MAX + 64];
-
-static void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fprintf(stderr, "job_bench: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
-}
 
 static size_t
 write_text(uint64_t lines)
@@ -61,7 +49,7 @@ write_text(uint64_t lines)
     size_t bytes = 0;
 
     if (f == NULL || v == NULL)
-        fail("cannot write %s", text);
+        bench_fail("cannot write %s", text);
     bench_vocab_init(v);
     for (uint64_t l = 0; l < lines; l++) {
         size_t n = bench_line(v, l, line);
@@ -71,7 +59,7 @@ write_text(uint64_t lines)
         bytes += n;
     }
     if (fclose(f) != 0)
-        fail("cannot write %s", text);
+        bench_fail("cannot write %s", text);
     free(v);
     return bytes;
 }
@@ -124,7 +112,7 @@ baseline(uint64_t *words_out)
     int fd = open(text, O_RDONLY);
 
     if (fd < 0 || t == NULL || arena == NULL)
-        fail("cannot read %s", text);
+        bench_fail("cannot read %s", text);
     while ((have = (size_t)read(fd, buf, sizeof buf - 64)) > 0 && have != (size_t)-1) {
         buf[have] = ' '; /* ends a word at the block's end check below */
         for (size_t i = 0; i <= have; i++) {
@@ -203,29 +191,10 @@ struct engine_run {
 static void
 run_engine(int p, size_t bytes, struct engine_run *out)
 {
-    char pbuf[16], result[160], log[160];
-    char *argv[] = { spate,  "run", "--local", "-p", pbuf, "--json",
-                     result, job,   "--input", text, NULL };
-    posix_spawn_file_actions_t fa;
-    json_t *r, *acc;
-    json_error_t jerr;
-    pid_t pid;
-    int status;
+    const char *args[] = { "--input", text, NULL };
+    json_t *r = bench_run_local(spate, tmpdir, p, job, args, NULL), *acc;
     int64_t ms;
 
-    snprintf(pbuf, sizeof pbuf, "%d", p);
-    snprintf(result, sizeof result, "%s/result.json", tmpdir);
-    snprintf(log, sizeof log, "%s/spate.log", tmpdir);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (posix_spawn(&pid, spate, &fa, NULL, argv, environ) != 0)
-        fail("cannot start %s", spate);
-    posix_spawn_file_actions_destroy(&fa);
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        fail("the job failed: see %s", log);
-    if ((r = json_load_file(result, 0, &jerr)) == NULL)
-        fail("cannot read %s", result);
     acc = json_object_get(r, "accumulators");
     ms = json_integer_value(json_object_get(r, "duration_ms"));
     out->mb_per_s = (double)bytes / 1e6 / ((double)(ms > 0 ? ms : 1) / 1000.0);
@@ -239,66 +208,9 @@ run_engine(int p, size_t bytes, struct engine_run *out)
     json_decref(r);
 }
 
-static double median(double *v, int n);
-
-static int
-remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-/* The bench's folder and what the cluster's processes left in it. */
-static void
-remove_tree(const char *dir)
-{
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* ---- cluster_submit: a real cluster ---------------------------------------------------- */
 
-static int rest_port;
-
-static pid_t
-spawn_logged(char *const argv[], const char *out, const char *err)
-{
-    posix_spawn_file_actions_t fa;
-    pid_t pid;
-
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (posix_spawn(&pid, spate, &fa, NULL, argv, environ) != 0)
-        fail("cannot start %s", spate);
-    posix_spawn_file_actions_destroy(&fa);
-    return pid;
-}
-
-static json_t *
-http(const char *method, const char *path)
-{
-    return bench_http(rest_port, method, path);
-}
-
-/* Polls /overview (1 ms) until it shows tms TaskManagers with free slots. */
-static void
-wait_free_slots(int tms, int free_slots)
-{
-    for (int i = 0; i < 30000; i++) {
-        json_t *o = http("GET", "/overview");
-        bool ok = o != NULL && json_integer_value(json_object_get(o, "taskmanagers")) == tms &&
-                  json_integer_value(json_object_get(o, "slots-available")) == free_slots;
-
-        json_decref(o);
-        if (ok)
-            return;
-        sleep_ms(1);
-    }
-    fail("the cluster did not show %d TaskManagers with %d free slots", tms, free_slots);
-}
+static struct bench_cluster cluster;
 
 static void
 read_file(const char *path, char *buf, size_t cap)
@@ -334,27 +246,27 @@ submit_once(const char *target, struct submit_run *out)
     snprintf(outp, sizeof outp, "%s/run.out", tmpdir);
     snprintf(errp, sizeof errp, "%s/run.err", tmpdir);
     t0 = clock_mono_ns();
-    pid = spawn_logged(version, outp, errp);
+    pid = bench_spawn(version, outp, errp);
     waitpid(pid, &status, 0);
     out->process_ms = (double)(clock_mono_ns() - t0) / 1e6;
     t0 = clock_mono_ns();
-    json_decref(http("GET", "/overview"));
+    json_decref(bench_cluster_rest(&cluster, "GET", "/overview"));
     out->roundtrip_ms = (double)(clock_mono_ns() - t0) / 1e6;
 
     t0_wall_us = (uint64_t)clock_wall_us();
     t0 = clock_mono_ns();
-    pid = spawn_logged(argv, outp, errp);
+    pid = bench_spawn(argv, outp, errp);
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        fail("spate run -d failed: see %s", errp);
+        bench_fail("spate run -d failed: see %s", errp);
     read_file(outp, text_out, sizeof text_out);
     if ((at = strstr(text_out, "JobID ")) == NULL)
-        fail("spate run -d printed no job id: see %s", outp);
+        bench_fail("spate run -d printed no job id: see %s", outp);
     snprintf(path, sizeof path, "/jobs/%.32s", at + 6);
     for (int i = 0; i < 100000 && done == 0; i++) {
         json_t *tasks;
 
         json_decref(jd);
-        jd = http("GET", path);
+        jd = bench_cluster_rest(&cluster, "GET", path);
         tasks = json_object_get(jd, "tasks");
         if (tasks != NULL && json_integer_value(json_object_get(tasks, "total")) > 0 &&
             json_integer_value(json_object_get(tasks, "running")) ==
@@ -364,15 +276,15 @@ submit_once(const char *target, struct submit_run *out)
             usleep(200);
     }
     if (done == 0)
-        fail("job %.32s did not get all its tasks running", at + 6);
+        bench_fail("job %.32s did not get all its tasks running", at + 6);
     out->to_running_ms = (double)(done - t0) / 1e6;
     out->to_job_running_ms =
         (double)json_integer_value(json_object_get(json_object_get(jd, "timestamps"), "RUNNING")) -
         (double)t0_wall_us / 1000.0;
     json_decref(jd);
     snprintf(path, sizeof path, "/jobs/%.32s?mode=cancel", at + 6);
-    json_decref(http("PATCH", path));
-    wait_free_slots(2, 4);
+    json_decref(bench_cluster_rest(&cluster, "PATCH", path));
+    bench_cluster_wait_slots(&cluster, 2, 4);
 }
 
 struct cluster_figures {
@@ -383,44 +295,14 @@ struct cluster_figures {
 static void
 cluster_submit_bench(int runs, struct cluster_figures *fig)
 {
-    char tmpconf[128], rest[32], rpc[32], log[160], jmout[160], line[4096], target[64];
-    char *jm_argv[] = { spate,   "-D",          "jobmanager.rpc.port=0",
-                        "-D",    "rest.port=0", "-D",
-                        tmpconf, "jobmanager",  NULL };
-    char *tm_argv[] = { spate, "-D",    rpc,           "-D", "taskmanager.numberOfTaskSlots=2",
-                        "-D",  tmpconf, "taskmanager", NULL };
+    char target[64];
     double to_running[32], job_running[32], process[32], roundtrip[32];
-    pid_t jm, tms[2];
-    int rpc_port = 0;
 
-    snprintf(tmpconf, sizeof tmpconf, "io.tmp.dirs=%s", tmpdir);
-    snprintf(jmout, sizeof jmout, "%s/jobmanager.log", tmpdir);
-    jm = spawn_logged(jm_argv, jmout, jmout);
-    for (int i = 0; i < 5000 && rest_port == 0; i++) {
-        FILE *f = fopen(jmout, "r");
-
-        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
-            char *p = strstr(line, "JobManager started: rpc at ");
-
-            if (p != NULL)
-                sscanf(p, "JobManager started: rpc at 127.0.0.1:%d, REST at http://127.0.0.1:%d",
-                       &rpc_port, &rest_port);
-        }
-        if (f != NULL)
-            fclose(f);
-        if (rest_port == 0)
-            sleep_ms(2);
-    }
-    if (rest_port == 0)
-        fail("the JobManager did not start: see %s", jmout);
-    snprintf(rpc, sizeof rpc, "jobmanager.rpc.port=%d", rpc_port);
-    for (int i = 0; i < 2; i++) {
-        snprintf(log, sizeof log, "%s/taskmanager-%d.log", tmpdir, i);
-        tms[i] = spawn_logged(tm_argv, log, log);
-    }
-    wait_free_slots(2, 4);
-    snprintf(target, sizeof target, "127.0.0.1:%d", rest_port);
-    snprintf(rest, sizeof rest, "%d", rest_port);
+    bench_cluster_start(&cluster, spate, tmpdir, NULL);
+    for (int i = 0; i < 2; i++)
+        bench_cluster_start_tm(&cluster, i, 2);
+    bench_cluster_wait_slots(&cluster, 2, 4);
+    snprintf(target, sizeof target, "127.0.0.1:%d", cluster.rest_port);
     submit_once(target, &(struct submit_run){ 0 }); /* warm-up: caches, first blob fetch */
     for (int i = 0; i < runs; i++) {
         struct submit_run r;
@@ -435,33 +317,13 @@ cluster_submit_bench(int runs, struct cluster_figures *fig)
                 "%.1f ms); spate --version %.1f ms, REST round trip %.2f ms\n",
                 i + 1, r.to_running_ms, r.to_job_running_ms, r.process_ms, r.roundtrip_ms);
     }
-    for (int i = 0; i < 2; i++) {
-        kill(tms[i], SIGTERM);
-        waitpid(tms[i], NULL, 0);
-    }
-    kill(jm, SIGTERM);
-    waitpid(jm, NULL, 0);
-    fig->to_running[0] = median(to_running, runs);
+    bench_cluster_stop(&cluster);
+    fig->to_running[0] = bench_median(to_running, runs);
     fig->to_running[1] = to_running[0];
     fig->to_running[2] = to_running[runs - 1]; /* median sorted them */
-    fig->to_job_running = median(job_running, runs);
-    fig->process = median(process, runs);
-    fig->roundtrip = median(roundtrip, runs);
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    fig->to_job_running = bench_median(job_running, runs);
+    fig->process = bench_median(process, runs);
+    fig->roundtrip = bench_median(roundtrip, runs);
 }
 
 int
@@ -472,31 +334,29 @@ main(void)
     int runs = (e = getenv("JOB_BENCH_RUNS")) ? atoi(e) : 3;
     int cruns = (e = getenv("JOB_BENCH_CLUSTER_RUNS")) ? atoi(e) : 7;
     struct cluster_figures cf;
-    char exe[PATH_MAX], *slash;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char exe[PATH_MAX];
     double base[16], p1[16], p2[16], first[16], start[16];
     int64_t expect = 0;
     uint64_t words = 0;
     json_t *plan1 = NULL, *plan2 = NULL, *out;
     size_t bytes;
 
+    bench_name = "job_bench";
     if (runs < 1 || runs > 16)
         runs = 3;
     if (cruns < 1 || cruns > 32)
         cruns = 7;
-    exe[n > 0 ? n : 0] = '\0';
-    if ((slash = strrchr(exe, '/')) != NULL)
-        *slash = '\0';
+    bench_exe_dir(exe, sizeof exe);
     snprintf(spate, sizeof spate, "%s/spate", exe);
     snprintf(job, sizeof job, "%s/../bench/wordcount_bench.so", exe);
     snprintf(endless, sizeof endless, "%s/../tests/e2e/jobs/job_endless.so", exe);
     if (access(spate, X_OK) != 0 || access(job, R_OK) != 0 || access(endless, R_OK) != 0)
-        fail("cannot find spate, bench/wordcount_bench.so and tests/e2e/jobs/job_endless.so "
-             "beside %s",
-             exe);
+        bench_fail("cannot find spate, bench/wordcount_bench.so and tests/e2e/jobs/job_endless.so "
+                   "beside %s",
+                   exe);
     strcpy(tmpdir, "/tmp/spate-job-bench-XXXXXX");
     if (mkdtemp(tmpdir) == NULL)
-        fail("cannot make %s", tmpdir);
+        bench_fail("cannot make %s", tmpdir);
     snprintf(text, sizeof text, "%s/text.txt", tmpdir);
     bytes = write_text(lines);
     fprintf(stderr, "job_bench: %llu lines, %.1f MB\n", (unsigned long long)lines, bytes / 1e6);
@@ -511,7 +371,7 @@ main(void)
             expect = sum;
             words = w;
         } else if (sum != expect) {
-            fail("the loop's checksum changed between runs");
+            bench_fail("the loop's checksum changed between runs");
         }
         run_engine(1, bytes, &a);
         run_engine(2, bytes, &b);
@@ -535,10 +395,11 @@ main(void)
     }
     unlink(text);
     cluster_submit_bench(cruns, &cf);
-    remove_tree(tmpdir);
+    bench_remove_tree(tmpdir);
 
     {
-        double b = median(base, runs), m1 = median(p1, runs), m2 = median(p2, runs);
+        double b = bench_median(base, runs), m1 = bench_median(p1, runs),
+               m2 = bench_median(p2, runs);
 
         out = json_pack(
             "{s:s, s:I, s:I, s:I, s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
@@ -547,8 +408,8 @@ main(void)
             (json_int_t)words, "runs", runs, "checksum", (json_int_t)expect,
             "baseline_wordcount_mb_per_s", b, "wordcount_mb_per_s_p1", m1, "wordcount_mb_per_s_p2",
             m2, "ratio_p1", m1 / b, "ratio_p2", m2 / b, "minicluster_submit_to_first_record_ms",
-            median(first, runs), "minicluster_start_ms", median(start, runs), "plan_p1", plan1,
-            "plan_p2", plan2, "cluster_runs", cruns, "cluster_submit_to_running_ms",
+            bench_median(first, runs), "minicluster_start_ms", bench_median(start, runs), "plan_p1",
+            plan1, "plan_p2", plan2, "cluster_runs", cruns, "cluster_submit_to_running_ms",
             cf.to_running[0], "cluster_submit_to_running_ms_min", cf.to_running[1],
             "cluster_submit_to_running_ms_max", cf.to_running[2],
             "cluster_submit_to_job_running_ms", cf.to_job_running, "baseline_spate_process_ms",

@@ -44,22 +44,118 @@ table_unref(struct state_entry *slots, size_t mask)
 void
 state_map_init(struct state_map *m)
 {
-    m->slots = NULL;
-    m->mask = 0;
-    m->count = 0;
-    m->shared = false;
+    memset(m, 0, sizeof *m);
+}
+
+/* A new block of n bytes, of the map's generation. */
+static inline void
+block_new(struct state_map *m, struct state_entry *e, size_t n)
+{
+    e->u.heap = xmalloc(n);
+    e->u.heap_gen = m->gen;
+}
+
+static inline bool
+block_shared(const struct state_map *m, const struct state_entry *e)
+{
+    return m->base != NULL && !state_entry_inline(e) && e->u.heap_gen != m->gen;
+}
+
+/* When no view reads the base any more: its blocks the live table let go
+ * of are freed, the others are the live table's alone. */
+static void
+state_map_settle(struct state_map *m)
+{
+    if (m->base == NULL ||
+        atomic_load_explicit(&table_header(m->base)->refs, memory_order_acquire) != 1)
+        return;
+    for (size_t i = 0; i < m->nretired; i++)
+        free(m->retired[i]);
+    m->nretired = 0;
+    free(table_header(m->base)); /* not its blocks: those left are the live table's */
+    m->base = NULL;
+}
+
+/* The block of e leaves the live table (replaced or removed). */
+static void
+block_drop(struct state_map *m, struct state_entry *e)
+{
+    if (!block_shared(m, e)) {
+        free(e->u.heap);
+        return;
+    }
+    if (m->nretired == m->retired_cap) {
+        state_map_settle(m);
+        if (m->base == NULL) {
+            free(e->u.heap);
+            return;
+        }
+        m->retired_cap = m->retired_cap ? m->retired_cap * 2 : 64;
+        m->retired = xrealloc(m->retired, m->retired_cap * sizeof *m->retired);
+    }
+    m->retired[m->nretired++] = e->u.heap;
+}
+
+void
+state_map_copy_block(struct state_map *m, struct state_entry *e)
+{
+    size_t n = state_entry_key_len(e) + e->value_len;
+    uint8_t *old = e->u.heap;
+
+    block_drop(m, e); /* retired: the base still holds it */
+    block_new(m, e, n);
+    memcpy(e->u.heap, old, n);
+}
+
+/* The views still read the base while a new snapshot is taken: the live
+ * table stops sharing blocks with it (copying them), and the base, whose
+ * blocks are now all retired ones, frees them when its last view goes. */
+static void
+state_map_detach(struct state_map *m)
+{
+    for (size_t i = 0; i <= m->mask; i++) {
+        struct state_entry *e = &m->slots[i];
+
+        if (state_entry_used(e) && block_shared(m, e)) {
+            uint8_t *old = e->u.heap;
+            size_t n = state_entry_key_len(e) + e->value_len;
+
+            block_new(m, e, n);
+            memcpy(e->u.heap, old, n);
+        }
+    }
+    m->nretired = 0;
+    table_unref(m->base, m->base_mask);
+    m->base = NULL;
 }
 
 void
 state_map_release(struct state_map *m)
 {
-    table_unref(m->slots, m->mask);
+    if (m->base != NULL) {
+        /* The live table is not frozen (a freeze detaches the base first):
+         * its own blocks go now, the shared and retired ones with the base. */
+        for (size_t i = 0; i <= m->mask; i++)
+            if (state_entry_used(&m->slots[i]) && !state_entry_inline(&m->slots[i]) &&
+                !block_shared(m, &m->slots[i]))
+                free(m->slots[i].u.heap);
+        free(table_header(m->slots));
+        table_unref(m->base, m->base_mask);
+    } else {
+        table_unref(m->slots, m->mask);
+    }
+    free(m->retired);
     state_map_init(m);
 }
 
 void
 state_map_freeze(struct state_map *m, struct state_map_view *v)
 {
+    if (m->base != NULL) {
+        state_map_settle(m);
+        if (m->base != NULL)
+            state_map_detach(m);
+    }
     v->slots = m->slots;
     v->mask = m->mask;
     v->count = m->count;
@@ -76,8 +172,9 @@ state_map_view_release(struct state_map_view *v)
     v->slots = NULL;
 }
 
-/* Before any change: a table a view still reads is copied (its heap blocks
- * too); one the views have let go of is the map's alone again. */
+/* Before any change: a table a view still reads becomes the base of a copy
+ * of its slots (sharing its blocks); one the views have let go of is the
+ * map's alone again. */
 static void
 state_map_unshare(struct state_map *m)
 {
@@ -88,19 +185,10 @@ state_map_unshare(struct state_map *m)
         return;
     copy = table_new(m->mask + 1);
     memcpy(copy, m->slots, (m->mask + 1) * sizeof *copy);
-    for (size_t i = 0; i <= m->mask; i++) {
-        struct state_entry *e = &copy[i];
-
-        if (state_entry_used(e) && !state_entry_inline(e)) {
-            size_t n = state_entry_key_len(e) + e->value_len;
-            uint8_t *heap = xmalloc(n);
-
-            memcpy(heap, e->u.heap, n);
-            e->u.heap = heap;
-        }
-    }
-    table_unref(m->slots, m->mask);
+    m->base = m->slots; /* the map's reference to it is now the base's */
+    m->base_mask = m->mask;
     m->slots = copy;
+    m->gen++;
 }
 
 static inline void
@@ -167,8 +255,12 @@ state_map_get(struct state_map *m, uint64_t hash, const void *key, size_t key_le
 struct state_entry *
 state_map_get_mut(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
 {
+    struct state_entry *e;
+
     state_map_own(m);
-    return state_map_get(m, hash, key, key_len);
+    if ((e = state_map_get(m, hash, key, key_len)) != NULL)
+        state_map_own_entry(m, e);
+    return e;
 }
 
 static void
@@ -199,22 +291,23 @@ state_map_grow(struct state_map *m)
  * grow values in place. The bytes move between slot and heap as they stop
  * or start to fit. */
 static void
-entry_resize(struct state_entry *e, size_t value_len)
+entry_resize(struct state_map *m, struct state_entry *e, size_t value_len)
 {
     size_t key_len = state_entry_key_len(e);
     size_t keep = key_len + (e->value_len < value_len ? e->value_len : value_len);
     bool was_inline = state_entry_inline(e), now_inline = key_len + value_len <= STATE_INLINE_BYTES;
 
     if (was_inline && !now_inline) {
-        uint8_t *heap = xmalloc(key_len + value_len);
+        uint8_t bytes[STATE_INLINE_BYTES];
 
-        memcpy(heap, e->u.bytes, keep);
-        e->u.heap = heap;
+        memcpy(bytes, e->u.bytes, keep);
+        block_new(m, e, key_len + value_len);
+        memcpy(e->u.heap, bytes, keep);
     } else if (!was_inline && now_inline) {
-        uint8_t *heap = e->u.heap;
+        struct state_entry old = *e;
 
-        memcpy(e->u.bytes, heap, keep);
-        free(heap);
+        memcpy(e->u.bytes, old.u.heap, keep);
+        block_drop(m, &old);
     } else if (!was_inline && e->value_len != value_len) {
         e->u.heap = xrealloc(e->u.heap, key_len + value_len);
     }
@@ -242,11 +335,12 @@ state_map_put(struct state_map *m, uint64_t hash, const void *key, size_t key_le
         e->key_len1 = (uint32_t)key_len + 1;
         e->value_len = (uint32_t)value_len;
         if (!state_entry_inline(e))
-            e->u.heap = xmalloc(key_len + value_len);
+            block_new(m, e, key_len + value_len);
         memcpy(state_entry_key(e), key, key_len);
         m->count++;
     } else {
-        entry_resize(e, value_len);
+        state_map_own_entry(m, e);
+        entry_resize(m, e, value_len);
     }
     if (value != NULL && value_len)
         memcpy(state_entry_value(e), value, value_len);
@@ -263,7 +357,7 @@ state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key
     if ((e = state_map_get(m, hash, key, key_len)) == NULL)
         return 0;
     if (!state_entry_inline(e))
-        free(e->u.heap);
+        block_drop(m, e);
     e->key_len1 = 0;
     m->count--;
     /* Shift back the entries that probed past the freed slot. */

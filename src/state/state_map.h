@@ -6,9 +6,15 @@
  *
  * Snapshots are copy-on-write (Flink's CopyOnWriteStateMap, per map): a
  * freeze hands out a view of the current table, which from then on is
- * shared; the first change after it copies the table (only this key group's),
- * so the synchronous part of a checkpoint costs O(maps), not O(state). The
- * view is read and released on any thread (the snapshot writer). */
+ * shared; the first change after it copies the table's slots (only this key
+ * group's), not the heap blocks they point to: the new table shares them
+ * with the frozen one (its base), and a block is copied only when its entry
+ * changes while the base is still read (a block is shared when its
+ * generation is older than the map's). Blocks the live table stopped using
+ * wait in the retired list until the views let go of the base. So the
+ * synchronous part of a checkpoint costs O(maps), and a key costs a copy
+ * only if it changes while its snapshot is being written. The view is read
+ * and released on any thread (the snapshot writer). */
 #ifndef SPATE_STATE_STATE_MAP_H
 #define SPATE_STATE_STATE_MAP_H
 
@@ -27,7 +33,10 @@ struct state_entry {
     uint32_t key_len1; /* the key's length + 1; 0: an empty slot */
     uint32_t value_len;
     union {
-        uint8_t *heap;
+        struct {
+            uint8_t *heap;
+            uint32_t heap_gen; /* the map generation the block was made in */
+        };
         uint8_t bytes[STATE_INLINE_BYTES];
     } u;
 };
@@ -38,7 +47,12 @@ struct state_map {
     struct state_entry *slots; /* after a one-line header with the table's references */
     size_t mask;               /* capacity - 1; capacity a power of two, or 0 */
     size_t count;
-    bool shared; /* a view may still read slots: copy before any change */
+    bool shared;              /* a view may still read slots: copy before any change */
+    uint32_t gen;             /* blocks of another generation are the base's too */
+    struct state_entry *base; /* the frozen table slots was copied from; NULL: none */
+    size_t base_mask;
+    uint8_t **retired; /* the base's blocks slots no longer uses */
+    size_t nretired, retired_cap;
 };
 
 /* A frozen table: what a snapshot writes. */
@@ -86,9 +100,21 @@ void state_map_release(struct state_map *m);
 /* The entry for key, or NULL: for reading only. */
 struct state_entry *state_map_get(struct state_map *m, uint64_t hash, const void *key,
                                   size_t key_len);
-/* The same, for changing its value bytes in place (copies a shared table). */
+/* The same, for changing its value bytes in place (copies a shared table
+ * and a shared block). */
 struct state_entry *state_map_get_mut(struct state_map *m, uint64_t hash, const void *key,
                                       size_t key_len);
+
+void state_map_copy_block(struct state_map *m, struct state_entry *e);
+
+/* Before the bytes of e (from state_map_get on a map that is not shared)
+ * change in place: a heap block the base still holds is copied. */
+static inline void
+state_map_own_entry(struct state_map *m, struct state_entry *e)
+{
+    if (m->base != NULL && !state_entry_inline(e) && e->u.heap_gen != m->gen)
+        state_map_copy_block(m, e);
+}
 /* Sets key's value (copying both; a NULL value leaves value_len bytes for the
  * caller to fill); returns the entry, valid until the next put or remove. */
 struct state_entry *state_map_put(struct state_map *m, uint64_t hash, const void *key,

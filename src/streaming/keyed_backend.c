@@ -186,7 +186,8 @@ ttl_cleanup_step(struct keyed_backend *b)
 
 /* Stores payload (len bytes) as the current key's value of st; e is the
  * key's entry when the caller found one (written in place when the size
- * stays: one lookup per update; not while a snapshot shares the map). */
+ * stays: one lookup per update; not while a snapshot shares the map, and
+ * not in a block the snapshot still reads). */
 static struct state_entry *
 state_store(struct spate_state *st, struct state_map *map, struct state_entry *e, uint64_t hash,
             const uint8_t *key, size_t key_len, const uint8_t *payload, size_t len)
@@ -195,6 +196,8 @@ state_store(struct spate_state *st, struct state_map *map, struct state_entry *e
 
     if (e == NULL || e->value_len != hdr + len || map->shared)
         e = state_map_put(map, hash, key, key_len, NULL, hdr + len);
+    else
+        state_map_own_entry(map, e);
 
     if (hdr) {
         int64_t now = st->backend->now_ms();
