@@ -76,24 +76,35 @@ state_map_settle(struct state_map *m)
     m->base = NULL;
 }
 
+/* The list of retired blocks is full: the views may have let go of the
+ * base meanwhile. */
+static inline void
+state_map_maybe_settle(struct state_map *m)
+{
+    if (m->nretired == m->retired_cap)
+        state_map_settle(m);
+}
+
+/* A block of the base the live table no longer uses. */
+static void
+block_retire(struct state_map *m, uint8_t *block)
+{
+    if (m->nretired == m->retired_cap) {
+        m->retired_cap = m->retired_cap ? m->retired_cap * 2 : 64;
+        m->retired = xrealloc(m->retired, m->retired_cap * sizeof *m->retired);
+    }
+    m->retired[m->nretired++] = block;
+}
+
 /* The block of e leaves the live table (replaced or removed). */
 static void
 block_drop(struct state_map *m, struct state_entry *e)
 {
-    if (!block_shared(m, e)) {
+    state_map_maybe_settle(m);
+    if (block_shared(m, e))
+        block_retire(m, e->u.heap);
+    else
         free(e->u.heap);
-        return;
-    }
-    if (m->nretired == m->retired_cap) {
-        state_map_settle(m);
-        if (m->base == NULL) {
-            free(e->u.heap);
-            return;
-        }
-        m->retired_cap = m->retired_cap ? m->retired_cap * 2 : 64;
-        m->retired = xrealloc(m->retired, m->retired_cap * sizeof *m->retired);
-    }
-    m->retired[m->nretired++] = e->u.heap;
 }
 
 void
@@ -102,7 +113,10 @@ state_map_copy_block(struct state_map *m, struct state_entry *e)
     size_t n = state_entry_key_len(e) + e->value_len;
     uint8_t *old = e->u.heap;
 
-    block_drop(m, e); /* retired: the base still holds it */
+    state_map_maybe_settle(m);
+    if (!block_shared(m, e))
+        return; /* the snapshot let go of it meanwhile */
+    block_retire(m, old);
     block_new(m, e, n);
     memcpy(e->u.heap, old, n);
 }
