@@ -20,6 +20,9 @@ extern char **environ;
 
 const char *bench_name = "bench";
 
+/* The cluster a failing benchmark stops before it exits. */
+static struct bench_cluster *running_cluster;
+
 void
 bench_fail(const char *fmt, ...)
 {
@@ -30,6 +33,8 @@ bench_fail(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+    if (running_cluster != NULL)
+        bench_cluster_stop(running_cluster);
     exit(1);
 }
 
@@ -173,6 +178,7 @@ bench_cluster_start(struct bench_cluster *c, const char *spate, const char *dir,
     argv[argc++] = "jobmanager";
     argv[argc] = NULL;
     c->jm = bench_spawn((char *const *)argv, log, log);
+    running_cluster = c;
     for (int i = 0; i < 5000 && c->rest_port == 0; i++) {
         FILE *f = fopen(log, "r");
 
@@ -301,6 +307,7 @@ bench_cluster_wait_job(struct bench_cluster *c, const char *jid, const char *sta
 void
 bench_cluster_stop(struct bench_cluster *c)
 {
+    running_cluster = NULL;
     for (int i = 0; i < c->ntms; i++)
         if (c->tm[i] > 0) {
             kill(c->tm[i], SIGTERM);

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-/* Prints "<bench>: <message>" and exits 1. */
+/* Prints "<bench>: <message>", stops the cluster it started, exits 1. */
 void bench_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* The benchmark's name in messages (set once by main). */
 extern const char *bench_name;

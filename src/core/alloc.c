@@ -32,14 +32,22 @@ xcalloc(size_t n, size_t size)
 }
 
 void *
-xaligned_calloc(size_t align, size_t n, size_t size)
+xaligned_alloc(size_t align, size_t n, size_t size)
 {
     size_t bytes = n * size;
     void *p = NULL;
 
     if ((size && bytes / size != n) || posix_memalign(&p, align, bytes ? bytes : 1) != 0)
         alloc_oom(bytes);
-    memset(p, 0, bytes);
+    return p;
+}
+
+void *
+xaligned_calloc(size_t align, size_t n, size_t size)
+{
+    void *p = xaligned_alloc(align, n, size);
+
+    memset(p, 0, n * size);
     return p;
 }
 

@@ -11,6 +11,9 @@ void *xmalloc(size_t size) __attribute__((malloc, alloc_size(1), returns_nonnull
 void *xcalloc(size_t n, size_t size) __attribute__((malloc, alloc_size(1, 2), returns_nonnull));
 /* Zeroed n * size bytes at a multiple of align (a power of two, at least
  * sizeof(void *)): cache-line aligned tables. Freed with free(). */
+/* n * size bytes aligned to align (a power of two, a multiple of
+ * sizeof(void *)), uninitialised; release with free(). */
+void *xaligned_alloc(size_t align, size_t n, size_t size);
 void *xaligned_calloc(size_t align, size_t n, size_t size)
     __attribute__((malloc, alloc_size(2, 3), returns_nonnull));
 void *xrealloc(void *p, size_t size) __attribute__((alloc_size(2), returns_nonnull));

@@ -19,12 +19,17 @@ table_header(struct state_entry *slots)
     return (struct table_header *)slots - 1;
 }
 
+/* A table of cap empty slots, or (copy) a copy of copy's. */
 static struct state_entry *
-table_new(size_t cap)
+table_new(size_t cap, const struct state_entry *copy)
 {
-    struct table_header *h = xaligned_calloc(64, cap + 1, sizeof(struct state_entry));
+    struct table_header *h = copy != NULL
+                                 ? xaligned_alloc(64, cap + 1, sizeof(struct state_entry))
+                                 : xaligned_calloc(64, cap + 1, sizeof(struct state_entry));
 
     atomic_init(&h->refs, 1);
+    if (copy != NULL)
+        memcpy(h + 1, copy, cap * sizeof *copy);
     return (struct state_entry *)(h + 1);
 }
 
@@ -197,8 +202,7 @@ state_map_unshare(struct state_map *m)
     m->shared = false;
     if (atomic_load_explicit(&table_header(m->slots)->refs, memory_order_acquire) == 1)
         return;
-    copy = table_new(m->mask + 1);
-    memcpy(copy, m->slots, (m->mask + 1) * sizeof *copy);
+    copy = table_new(m->mask + 1, m->slots);
     m->base = m->slots; /* the map's reference to it is now the base's */
     m->base_mask = m->mask;
     m->slots = copy;
@@ -284,7 +288,7 @@ state_map_grow(struct state_map *m)
     size_t cap = old_cap ? old_cap * 2 : 8;
     struct state_entry *old = m->slots;
 
-    m->slots = table_new(cap);
+    m->slots = table_new(cap, NULL);
     m->mask = cap - 1;
     for (size_t j = 0; j < old_cap; j++) {
         size_t i;

@@ -120,6 +120,8 @@ snapshot_thread(void *arg)
         struct queued_snapshot *q;
         Checkpoint__AcknowledgeCheckpoint *ack = NULL;
         spate_error err = { 0 };
+        int64_t id;
+        int rc;
 
         pthread_mutex_lock(&cp->lock);
         while (cp->head == NULL && !cp->stop)
@@ -130,18 +132,22 @@ snapshot_thread(void *arg)
         pthread_mutex_unlock(&cp->lock);
         if (q == NULL)
             return NULL; /* stopped, and the queue is empty */
-        if (task_snapshot_write(q->s, &ack, &err) != 0) {
+        rc = task_snapshot_write(q->s, &ack, &err);
+        id = q->s->checkpoint_id;
+        /* The frozen state goes before the answer: the next checkpoint's
+         * freeze then finds the maps settled, not still shared. */
+        task_snapshot_free(q->s);
+        free(q);
+        if (rc != 0) {
             SPATE_LOG_WARN(CP_LOG, "task %s: checkpoint %lld failed: %s", p->info.task_name,
-                           (long long)q->s->checkpoint_id, err.message);
+                           (long long)id, err.message);
             if (p->checkpoint_decline != NULL)
-                p->checkpoint_decline(p->data, q->s->checkpoint_id, err.message);
+                p->checkpoint_decline(p->data, id, err.message);
         } else {
             if (p->checkpoint_ack != NULL)
                 p->checkpoint_ack(p->data, ack);
             task_ack_free(ack);
         }
-        task_snapshot_free(q->s);
-        free(q);
     }
 }
 
