@@ -337,6 +337,7 @@ te_rm_payload(void *arg, const spate_id *target, size_t *len)
 }
 
 static void te_free_job_slots(struct task_executor *te, struct job_entry *e, const char *cause);
+static void te_cancel_tasks(struct task_executor *te, const spate_id *job);
 
 static void
 te_jm_lost(void *arg, const spate_id *target, int reason, const char *message)
@@ -352,6 +353,10 @@ te_jm_lost(void *arg, const spate_id *target, int reason, const char *message)
             SPATE_LOG_WARN(
                 TE_LOG, "JobMaster %s of job %s lost (%s): %s", e->jm_address, id_str(&e->job_id).s,
                 reason == SPATE_ETIMEDOUT ? "heartbeat timed out" : "connection lost", message);
+            /* Flink's disconnectJobManagerConnection: the job's tasks end
+             * (a new leader deploys new attempts; the old ones must not
+             * run on beside them), then its slots go. */
+            te_cancel_tasks(te, &e->job_id);
             te_free_job_slots(te, e, "its JobMaster was lost");
             return; /* the entry is gone; other jobs of the same JobMaster id: none */
         }
