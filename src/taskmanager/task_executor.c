@@ -516,6 +516,22 @@ te_jm_connected(void *arg, struct job_entry *e)
     te_offer_slots(te, e);
 }
 
+/* The job's JobMaster lost its leadership (another one leads): as Flink's
+ * disconnectJobManagerConnection, its tasks end; the slots stay the job's,
+ * offered to the new leader once connected. */
+static void
+te_jm_lost_leadership(void *arg, struct job_entry *e)
+{
+    struct task_executor *te = arg;
+
+    SPATE_LOG_WARN(TE_LOG,
+                   "JobMaster %s of job %s is no longer the leader: cancelling the job's "
+                   "tasks",
+                   e->jm_address, id_str(&e->job_id).s);
+    heartbeat_unmonitor(te->hb_jm, &e->jm_resource_id);
+    te_cancel_tasks(te, &e->job_id);
+}
+
 /* ---- the TaskExecutor's methods -------------------------------------------------- */
 
 /* ---- tasks -------------------------------------------------------------------------- */
@@ -1024,7 +1040,7 @@ task_executor_start(struct rpc_service *svc, const struct task_executor_options 
                                            .own_address = te->address,
                                            .own_id = o->resource_id,
                                            .data_port = o->data_port,
-                                           .listener = { te_jm_connected },
+                                           .listener = { te_jm_connected, te_jm_lost_leadership },
                                            .arg = te };
     ho.own_id = o->resource_id;
     ho.sender = false;
