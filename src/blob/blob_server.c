@@ -642,9 +642,9 @@ blob_restore(struct blob_server *bs, const uint8_t key[SHA256_BYTES], const spat
         blob_ha_path(bs, &jobs[i], key, path, sizeof path);
         if ((rc = blob_restore_from(bs, key, path, err)) == 0)
             return 0;
-        spate_error_wrap(err, "cannot restore blob %s of job %s from the HA blob store", hex,
-                         id_str(&jobs[i]).s);
-        SPATE_LOG_ERROR(BLOB_LOG, "%s", err->message);
+        /* Short: the fetch's answer names the blob, the path the job. */
+        spate_error_wrap(err, "its copy in the HA blob store is unusable");
+        SPATE_LOG_ERROR(BLOB_LOG, "blob %s of job %s: %s", hex, id_str(&jobs[i]).s, err->message);
     }
     return rc;
 }

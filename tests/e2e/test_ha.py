@@ -12,6 +12,7 @@ exceptions."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -315,11 +316,12 @@ class HaCheckpointTest(HaTestCase):
             return text if status == 200 and "is corrupt" in text else None
         text = exception() or wait_for(exception, 60, "the corrupt library in the exceptions")
         self.assertIn(copy, text)
-        self.assertIn("cannot restore blob", text)
+        self.assertIn("its copy in the HA blob store is unusable", text)
         wait_for(lambda: self.job(jid)["state"] == "FAILED", 60, "the job to fail")
         self.assertTrue(jm2.alive())
         self.wait_overview(1, slots=4, available=4)
-        jm2.wait_log(r"cannot restore blob [0-9a-f]{64} of job " + jid)
+        jm2.wait_log(r"blob [0-9a-f]{64} of job " + jid + ": its copy in the HA blob store is "
+                     r"unusable: '" + re.escape(copy) + "' is corrupt")
     def test_regained_leadership_resumes_the_job_from_its_latest_checkpoint_exactly_once(self):
         """ZooKeeper goes away under a running checkpointed job: the leader is
         revoked and the job suspended (its checkpoints stay in the stores);
