@@ -1,5 +1,7 @@
-/* The BlobServer (blob_server.h): the store's table and files, and the
- * accept thread that serves each TaskManager's fetch on a thread of its own. */
+/* The BlobServer (blob_server.h): the store's table and files, the accept
+ * thread that serves each TaskManager's fetch on a thread of its own, and
+ * the HA blob store's folders (a recovered job's blob is restored from
+ * there by its first fetch). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 #include "blob/blob_int.h"
 #include "blob/blob_server.h"
 #include "core/alloc.h"
+#include "core/fs.h"
 #include "core/id.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -29,15 +32,21 @@ struct blob_entry {
     struct blob_entry *next;
     uint8_t key[SHA256_BYTES];
     int refs;
+    bool local;     /* its file is in the store's folder */
+    bool restoring; /* a fetch copies it from the HA blob store */
+    spate_id *jobs; /* whose folders of the HA blob store hold it (for a restore) */
+    size_t njobs;
 };
 
 struct blob_server {
-    pthread_mutex_t lock; /* guards entries, nconns, stopping */
-    pthread_cond_t idle;  /* nconns reached 0 */
+    pthread_mutex_t lock;    /* guards entries (and their fields), nconns, stopping */
+    pthread_cond_t idle;     /* nconns reached 0 */
+    pthread_cond_t restored; /* a restore ended */
     struct blob_entry *entries;
     int nconns;
     bool stopping;
     char *dir;
+    char *ha_dir; /* the HA blob store's folder, or NULL */
     char address[300];
     int64_t max_size;
     char *secret;
@@ -77,6 +86,16 @@ blob_path(const struct blob_server *bs, const uint8_t key[SHA256_BYTES], char *o
     snprintf(out, cap, "%s/blob_%s", bs->dir, sha256_hex(key, hex));
 }
 
+/* Where job's copy of key is in the HA blob store (Flink's layout). */
+static void
+blob_ha_path(const struct blob_server *bs, const spate_id *job, const uint8_t key[SHA256_BYTES],
+             char *out, size_t cap)
+{
+    char hex[SHA256_HEX_LEN + 1];
+
+    snprintf(out, cap, "%s/job_%s/blob_p-%s", bs->ha_dir, id_str(job).s, sha256_hex(key, hex));
+}
+
 static struct blob_entry *
 blob_find(struct blob_server *bs, const uint8_t key[SHA256_BYTES])
 {
@@ -84,6 +103,78 @@ blob_find(struct blob_server *bs, const uint8_t key[SHA256_BYTES])
         if (memcmp(e->key, key, SHA256_BYTES) == 0)
             return e;
     return NULL;
+}
+
+/* Drops one reference (lock held); the last one takes the entry out of the
+ * table and removes its file, and returns it for blob_entry_free outside
+ * the lock. */
+static struct blob_entry *
+blob_release_locked(struct blob_server *bs, struct blob_entry *e)
+{
+    struct blob_entry **p;
+    char path[PATH_MAX];
+
+    if (--e->refs > 0)
+        return NULL;
+    for (p = &bs->entries; *p != e; p = &(*p)->next)
+        ;
+    *p = e->next;
+    if (e->local) {
+        blob_path(bs, e->key, path, sizeof path);
+        unlink(path);
+    }
+    return e;
+}
+
+static void
+blob_entry_free(struct blob_entry *e)
+{
+    if (e == NULL)
+        return;
+    free(e->jobs);
+    free(e);
+}
+
+/* Adds job to the jobs whose HA copy may restore e (lock held). */
+static void
+blob_entry_add_job(struct blob_entry *e, const spate_id *job)
+{
+    for (size_t i = 0; i < e->njobs; i++)
+        if (id_equal(&e->jobs[i], job))
+            return;
+    e->jobs = xrealloc(e->jobs, (e->njobs + 1) * sizeof *e->jobs);
+    e->jobs[e->njobs++] = *job;
+}
+
+static int blob_restore(struct blob_server *bs, const uint8_t key[SHA256_BYTES],
+                        const spate_id *jobs, size_t njobs, spate_error *err);
+
+/* Makes sure e's file is here (lock held, released meanwhile): a fetch of
+ * an entry without its file restores it from the HA blob store, one fetch
+ * at a time. e is pinned by the caller. */
+static int
+blob_ensure_local_locked(struct blob_server *bs, struct blob_entry *e, spate_error *err)
+{
+    spate_id *jobs;
+    size_t njobs;
+    int rc;
+
+    while (e->restoring)
+        pthread_cond_wait(&bs->restored, &bs->lock);
+    if (e->local)
+        return 0;
+    e->restoring = true;
+    njobs = e->njobs;
+    jobs = xmalloc((njobs ? njobs : 1) * sizeof *jobs);
+    memcpy(jobs, e->jobs, njobs * sizeof *jobs);
+    pthread_mutex_unlock(&bs->lock);
+    rc = blob_restore(bs, e->key, jobs, njobs, err);
+    free(jobs);
+    pthread_mutex_lock(&bs->lock);
+    e->restoring = false;
+    e->local = e->local || rc == 0; /* a put may have brought it meanwhile */
+    pthread_cond_broadcast(&bs->restored);
+    return e->local ? 0 : rc;
 }
 
 /* ---- serving one fetch -------------------------------------------------------------- */
@@ -115,10 +206,11 @@ blob_serve(struct blob_server *bs, int fd)
     uint8_t head[4 + 1 + 1 + SHA256_BYTES + 2];
     uint8_t *key = head + 6;
     char secret[BLOB_SECRET_MAX + 1], path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+    struct blob_entry *e, *gone = NULL;
+    spate_error restore_err = { 0 };
     size_t slen;
-    bool known;
     struct stat st;
-    int file;
+    int file = -1;
 
     if (blob_read_all(fd, head, sizeof head) != 0)
         return;
@@ -137,15 +229,24 @@ blob_serve(struct blob_server *bs, int fd)
     }
     sha256_hex(key, hex);
     pthread_mutex_lock(&bs->lock);
-    known = blob_find(bs, key) != NULL;
-    /* Open under the lock: a concurrent last unref unlinks only after. */
-    blob_path(bs, key, path, sizeof path);
-    file = known ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if ((e = blob_find(bs, key)) != NULL) {
+        e->refs++; /* pinned while its file is restored and opened */
+        /* Open under the lock: a concurrent last unref unlinks only after. */
+        if (blob_ensure_local_locked(bs, e, &restore_err) == 0) {
+            blob_path(bs, key, path, sizeof path);
+            file = open(path, O_RDONLY | O_CLOEXEC);
+        }
+        gone = blob_release_locked(bs, e);
+    }
     pthread_mutex_unlock(&bs->lock);
+    blob_entry_free(gone);
     if (file < 0) {
-        char msg[200];
+        char msg[1000];
 
-        snprintf(msg, sizeof msg, "blob %s is not stored", hex);
+        if (restore_err.code != 0)
+            snprintf(msg, sizeof msg, "%s", restore_err.message);
+        else
+            snprintf(msg, sizeof msg, "blob %s is not stored", hex);
         blob_send_error(fd, BLOB_NOT_FOUND, msg);
         return;
     }
@@ -287,7 +388,9 @@ blob_server_start(const struct blob_server_options *o, struct blob_server **out,
 
     pthread_mutex_init(&bs->lock, NULL);
     pthread_cond_init(&bs->idle, NULL);
+    pthread_cond_init(&bs->restored, NULL);
     bs->listen_fd = bs->wake[0] = bs->wake[1] = -1;
+    bs->ha_dir = o->ha_dir != NULL && *o->ha_dir ? xstrdup(o->ha_dir) : NULL;
     bs->max_size = o->max_size_bytes;
     bs->secret = o->secret != NULL && *o->secret ? xstrdup(o->secret) : NULL;
     id_random(&unique);
@@ -306,7 +409,9 @@ blob_server_start(const struct blob_server_options *o, struct blob_server **out,
         rc = spate_error_set(err, SPATE_EIO, "cannot start the BlobServer's thread");
         goto fail;
     }
-    SPATE_LOG_INFO(BLOB_LOG, "BlobServer at %s stores in %s", bs->address, bs->dir);
+    SPATE_LOG_INFO(BLOB_LOG, "BlobServer at %s stores in %s%s%s", bs->address, bs->dir,
+                   bs->ha_dir ? ", job libraries also in the HA blob store " : "",
+                   bs->ha_dir ? bs->ha_dir : "");
     *out = bs;
     return 0;
 fail:
@@ -320,6 +425,8 @@ fail:
         rmdir(bs->dir);
     free(bs->dir);
     free(bs->secret);
+    free(bs->ha_dir);
+    pthread_cond_destroy(&bs->restored);
     pthread_cond_destroy(&bs->idle);
     pthread_mutex_destroy(&bs->lock);
     free(bs);
@@ -338,19 +445,17 @@ blob_server_dir(const struct blob_server *bs)
     return bs->dir;
 }
 
-/* Copies from into the open file to, hashing on the way, at most max bytes. */
+/* Copies the open file in (named from) into the open file to, hashing on
+ * the way, at most max bytes; closes in. */
 static int
-blob_copy_hashing(const char *from, int to, int64_t max, uint8_t key[SHA256_BYTES],
-                  spate_error *err)
+blob_copy_fd_hashing(int in, const char *from, int to, int64_t max, uint8_t key[SHA256_BYTES],
+                     spate_error *err)
 {
     struct sha256_ctx ctx;
     char buf[1 << 16];
     int64_t total = 0;
     ssize_t n;
-    int in = open(from, O_RDONLY | O_CLOEXEC);
 
-    if (in < 0)
-        return spate_error_set(err, -errno, "cannot open '%s': %s", from, strerror(errno));
     sha256_init(&ctx);
     while ((n = read(in, buf, sizeof buf)) > 0) {
         total += n;
@@ -374,6 +479,19 @@ blob_copy_hashing(const char *from, int to, int64_t max, uint8_t key[SHA256_BYTE
     if (n < 0)
         return spate_error_set(err, -errno, "cannot read '%s': %s", from, strerror(errno));
     return 0;
+}
+
+/* Copies the file from into the open file to, hashing on the way, at most
+ * max bytes. */
+static int
+blob_copy_hashing(const char *from, int to, int64_t max, uint8_t key[SHA256_BYTES],
+                  spate_error *err)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+
+    if (in < 0)
+        return spate_error_set(err, -errno, "cannot open '%s': %s", from, strerror(errno));
+    return blob_copy_fd_hashing(in, from, to, max, key, err);
 }
 
 int
@@ -420,9 +538,12 @@ blob_server_put_file(struct blob_server *bs, const char *path, bool move, uint8_
     }
     blob_path(bs, key, final, sizeof final);
     pthread_mutex_lock(&bs->lock);
-    if ((e = blob_find(bs, key)) != NULL) {
+    if ((e = blob_find(bs, key)) != NULL && e->local) {
         e->refs++;
         unlink(tmp); /* the same bytes are stored already */
+    } else if (e != NULL && rename(tmp, final) == 0) {
+        e->refs++; /* a recovered job's blob, not restored yet: here now */
+        e->local = true;
     } else if (rename(tmp, final) != 0) {
         pthread_mutex_unlock(&bs->lock);
         rc = spate_error_set(err, -errno, "cannot store blob '%s': %s", final, strerror(errno));
@@ -432,6 +553,7 @@ blob_server_put_file(struct blob_server *bs, const char *path, bool move, uint8_
         e = xcalloc(1, sizeof *e);
         memcpy(e->key, key, SHA256_BYTES);
         e->refs = 1;
+        e->local = true;
         e->next = bs->entries;
         bs->entries = e;
     }
@@ -458,28 +580,197 @@ blob_server_ref(struct blob_server *bs, const uint8_t key[SHA256_BYTES], spate_e
 void
 blob_server_unref(struct blob_server *bs, const uint8_t key[SHA256_BYTES])
 {
-    struct blob_entry **p, *gone = NULL;
-    char path[PATH_MAX];
+    struct blob_entry *e, *gone = NULL;
 
     pthread_mutex_lock(&bs->lock);
-    for (p = &bs->entries; *p != NULL; p = &(*p)->next) {
-        if (memcmp((*p)->key, key, SHA256_BYTES) != 0)
-            continue;
-        if (--(*p)->refs == 0) {
-            gone = *p;
-            *p = gone->next;
-            blob_path(bs, key, path, sizeof path);
-            unlink(path);
-        }
-        break;
-    }
+    if ((e = blob_find(bs, key)) != NULL)
+        gone = blob_release_locked(bs, e);
     pthread_mutex_unlock(&bs->lock);
     if (gone != NULL) {
         char hex[SHA256_HEX_LEN + 1];
 
         SPATE_LOG_INFO(BLOB_LOG, "removed blob %s: no job uses it", sha256_hex(key, hex));
-        free(gone);
+        blob_entry_free(gone);
     }
+}
+
+/* ---- the HA blob store ---------------------------------------------------------------- */
+
+/* Restores key from path (a copy of the HA blob store): copied under a
+ * temporary name, its size and SHA-256 checked, renamed into the store. */
+static int
+blob_restore_from(struct blob_server *bs, const uint8_t key[SHA256_BYTES], const char *path,
+                  spate_error *err)
+{
+    char tmp[PATH_MAX], final[PATH_MAX], hex[SHA256_HEX_LEN + 1], got[SHA256_HEX_LEN + 1];
+    uint8_t digest[SHA256_BYTES];
+    spate_id unique;
+    int fd, rc;
+
+    id_random(&unique);
+    snprintf(tmp, sizeof tmp, "%s/incoming-%s", bs->dir, id_str(&unique).s);
+    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
+        return spate_error_set(err, -errno, "cannot make a blob in '%s': %s", bs->dir,
+                               strerror(errno));
+    rc = blob_copy_hashing(path, fd, bs->max_size, digest, err);
+    if (close(fd) != 0 && rc == 0)
+        rc = spate_error_set(err, SPATE_EIO, "cannot write a blob: %s", strerror(errno));
+    if (rc == 0 && !sha256_equal(digest, key))
+        rc = spate_error_set(err, SPATE_EINVAL, "'%s' is corrupt: its SHA-256 is %s", path,
+                             sha256_hex(digest, got));
+    blob_path(bs, key, final, sizeof final);
+    if (rc == 0 && rename(tmp, final) != 0)
+        rc = spate_error_set(err, -errno, "cannot store blob '%s': %s", final, strerror(errno));
+    if (rc != 0) {
+        unlink(tmp);
+        return rc;
+    }
+    SPATE_LOG_INFO(BLOB_LOG, "restored blob %s from the HA blob store ('%s')", sha256_hex(key, hex),
+                   path);
+    return 0;
+}
+
+/* Restores key from the first of jobs' HA copies that is whole. */
+static int
+blob_restore(struct blob_server *bs, const uint8_t key[SHA256_BYTES], const spate_id *jobs,
+             size_t njobs, spate_error *err)
+{
+    char hex[SHA256_HEX_LEN + 1], path[PATH_MAX];
+    int rc = spate_error_set(err, SPATE_ENOENT, "blob %s is not stored", sha256_hex(key, hex));
+
+    for (size_t i = 0; i < njobs; i++) {
+        blob_ha_path(bs, &jobs[i], key, path, sizeof path);
+        if ((rc = blob_restore_from(bs, key, path, err)) == 0)
+            return 0;
+        /* Short: the fetch's answer names the blob, the path the job. */
+        spate_error_wrap(err, "its copy in the HA blob store is unusable");
+        SPATE_LOG_ERROR(BLOB_LOG, "blob %s of job %s: %s", hex, id_str(&jobs[i]).s, err->message);
+    }
+    return rc;
+}
+
+int
+blob_server_persist_job_blob(struct blob_server *bs, const spate_id *job,
+                             const uint8_t key[SHA256_BYTES], spate_error *err)
+{
+    char path[PATH_MAX], folder[PATH_MAX], tmp[PATH_MAX + 8], hex[SHA256_HEX_LEN + 1];
+    char got[SHA256_HEX_LEN + 1];
+    uint8_t digest[SHA256_BYTES];
+    struct blob_entry *e;
+    int in = -1, out, rc;
+
+    if (bs->ha_dir == NULL)
+        return 0;
+    sha256_hex(key, hex);
+    pthread_mutex_lock(&bs->lock);
+    if ((e = blob_find(bs, key)) != NULL && e->local) {
+        blob_path(bs, key, path, sizeof path);
+        in = open(path, O_RDONLY | O_CLOEXEC); /* under the lock: see blob_serve */
+    }
+    pthread_mutex_unlock(&bs->lock);
+    if (in < 0)
+        return spate_error_set(err, SPATE_ENOENT,
+                               "blob %s is not stored here: it cannot go to the HA blob store",
+                               hex);
+    snprintf(folder, sizeof folder, "%s/job_%s", bs->ha_dir, id_str(job).s);
+    if ((rc = fs_mkdirs(folder, err)) != 0) {
+        close(in);
+        return spate_error_wrap(err, "the HA blob store");
+    }
+    blob_ha_path(bs, job, key, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if ((out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
+        rc = spate_error_set(err, -errno, "cannot create '%s': %s", tmp, strerror(errno));
+        close(in);
+        return rc;
+    }
+    rc = blob_copy_fd_hashing(in, path, out, INT64_MAX, digest, err);
+    if (rc == 0 && !sha256_equal(digest, key))
+        rc = spate_error_set(err, SPATE_EIO, "blob %s changed on disk: its SHA-256 is now %s", hex,
+                             sha256_hex(digest, got));
+    if (rc == 0 && fsync(out) != 0)
+        rc = spate_error_set(err, -errno, "cannot sync '%s': %s", tmp, strerror(errno));
+    if (close(out) != 0 && rc == 0)
+        rc = spate_error_set(err, -errno, "cannot write '%s': %s", tmp, strerror(errno));
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = spate_error_set(err, -errno, "cannot rename '%s': %s", tmp, strerror(errno));
+    if (rc != 0) {
+        unlink(tmp);
+        return rc;
+    }
+    SPATE_LOG_INFO(BLOB_LOG, "blob %s of job %s is in the HA blob store ('%s')", hex, id_str(job).s,
+                   path);
+    return 0;
+}
+
+int
+blob_server_ref_job(struct blob_server *bs, const spate_id *job, const uint8_t key[SHA256_BYTES],
+                    spate_error *err)
+{
+    char hex[SHA256_HEX_LEN + 1];
+    struct blob_entry *e;
+    bool made = false;
+
+    pthread_mutex_lock(&bs->lock);
+    if ((e = blob_find(bs, key)) != NULL) {
+        e->refs++;
+    } else if (bs->ha_dir != NULL) {
+        e = xcalloc(1, sizeof *e);
+        memcpy(e->key, key, SHA256_BYTES);
+        e->refs = 1;
+        e->next = bs->entries;
+        bs->entries = e;
+        made = true;
+    }
+    if (e != NULL && bs->ha_dir != NULL)
+        blob_entry_add_job(e, job);
+    pthread_mutex_unlock(&bs->lock);
+    sha256_hex(key, hex);
+    if (e == NULL)
+        return spate_error_set(err, SPATE_ENOENT, "the BlobServer has no blob %s", hex);
+    if (made)
+        SPATE_LOG_INFO(BLOB_LOG,
+                       "blob %s of job %s is not stored here: its first fetch restores it from "
+                       "the HA blob store",
+                       hex, id_str(job).s);
+    return 0;
+}
+
+int
+blob_server_cleanup_job(struct blob_server *bs, const spate_id *job, spate_error *err)
+{
+    char folder[PATH_MAX];
+    int rc;
+
+    if (bs->ha_dir == NULL)
+        return 0;
+    pthread_mutex_lock(&bs->lock);
+    for (struct blob_entry *e = bs->entries; e != NULL; e = e->next) {
+        for (size_t i = 0; i < e->njobs; i++) {
+            if (id_equal(&e->jobs[i], job)) {
+                e->jobs[i] = e->jobs[--e->njobs];
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&bs->lock);
+    snprintf(folder, sizeof folder, "%s/job_%s", bs->ha_dir, id_str(job).s);
+    if ((rc = fs_remove_tree(folder, err)) != 0)
+        return spate_error_wrap(err, "the HA blob store");
+    SPATE_LOG_INFO(BLOB_LOG, "removed job %s's folder of the HA blob store", id_str(job).s);
+    return 0;
+}
+
+bool
+blob_server_has_file(struct blob_server *bs, const uint8_t key[SHA256_BYTES])
+{
+    struct blob_entry *e;
+    bool local;
+
+    pthread_mutex_lock(&bs->lock);
+    local = (e = blob_find(bs, key)) != NULL && e->local;
+    pthread_mutex_unlock(&bs->lock);
+    return local;
 }
 
 int
@@ -516,15 +807,19 @@ blob_server_stop(struct blob_server *bs)
         struct blob_entry *e = bs->entries;
 
         bs->entries = e->next;
-        blob_path(bs, e->key, path, sizeof path);
-        unlink(path);
-        free(e);
+        if (e->local) {
+            blob_path(bs, e->key, path, sizeof path);
+            unlink(path);
+        }
+        blob_entry_free(e);
     }
     rmdir(bs->dir);
     close(bs->wake[0]);
     close(bs->wake[1]);
     free(bs->dir);
     free(bs->secret);
+    free(bs->ha_dir);
+    pthread_cond_destroy(&bs->restored);
     pthread_cond_destroy(&bs->idle);
     pthread_mutex_destroy(&bs->lock);
     free(bs);

@@ -3,7 +3,13 @@
  * submitted job holds one until it and its archive entry are gone; the last
  * reference removes the file). TaskManagers fetch blobs over its TCP port
  * (blob_int.h), a thread per connection. Any thread may put, ref and unref:
- * a mutex guards the table. */
+ * a mutex guards the table.
+ *
+ * With high availability it also keeps each job's library in the HA blob
+ * store (Flink's FileSystemBlobStore): <ha_dir>/job_<job id>/blob_p-<key>,
+ * where ha_dir is <high-availability.storageDir>/<cluster-id>/blob. The
+ * next leader's BlobServer, which never saw the upload, restores a
+ * recovered job's library from there on the first fetch. */
 #ifndef SPATE_BLOB_BLOB_SERVER_H
 #define SPATE_BLOB_BLOB_SERVER_H
 
@@ -13,6 +19,7 @@
 #include <spate/error.h>
 
 #include "core/config.h"
+#include "core/id.h"
 #include "core/sha256.h"
 
 struct blob_server;
@@ -24,6 +31,7 @@ struct blob_server_options {
     const char *advertised_host; /* what TaskManagers connect to */
     int64_t max_size_bytes;
     const char *secret; /* security.rpc.secret, or NULL */
+    const char *ha_dir; /* the HA blob store's folder, or NULL: none */
 };
 
 /* Reads blob.storage.directory (else io.tmp.dirs), blob.server.port,
@@ -46,6 +54,29 @@ int blob_server_put_file(struct blob_server *bs, const char *path, bool move,
 int blob_server_ref(struct blob_server *bs, const uint8_t key[SHA256_BYTES], spate_error *err);
 /* Drops a reference; the last one removes the blob. */
 void blob_server_unref(struct blob_server *bs, const uint8_t key[SHA256_BYTES]);
+/* ---- the HA blob store (with ha_dir; else these do nothing) ---------------------- */
+
+/* Copies the stored blob key into job's folder of the HA blob store
+ * (a temporary name, synced, renamed); the Dispatcher calls it before it
+ * stores the job's graph. Blocks on file I/O: not on an RPC loop. Errors:
+ * the key is not stored here, I/O (naming the file). */
+int blob_server_persist_job_blob(struct blob_server *bs, const spate_id *job,
+                                 const uint8_t key[SHA256_BYTES], spate_error *err);
+/* A reference on key for job (the Dispatcher's, for a job it runs): as
+ * blob_server_ref, but with an HA blob store a key that is not stored here
+ * (a job another leader took) gets an entry without its file; the first
+ * fetch restores the file from job's folder of the HA blob store (size
+ * and SHA-256 checked), and a fetch that cannot is answered with an error
+ * naming the file and why. No I/O. */
+int blob_server_ref_job(struct blob_server *bs, const spate_id *job,
+                        const uint8_t key[SHA256_BYTES], spate_error *err);
+/* job reached a globally terminal state: its folder of the HA blob store
+ * goes (Flink's global clean-up; a missing one is fine). Blocks. */
+int blob_server_cleanup_job(struct blob_server *bs, const spate_id *job, spate_error *err);
+/* Whether the file of key is here (tests: a recovered job's blob is
+ * restored at its first fetch). */
+bool blob_server_has_file(struct blob_server *bs, const uint8_t key[SHA256_BYTES]);
+
 /* Blobs stored (tests and the REST overview). */
 int blob_server_count(struct blob_server *bs);
 

@@ -152,9 +152,9 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     spate_error err = { 0 };
     const char *bind_host, *adv, *rest_bind, *rest_port = NULL;
     int64_t port, rport;
-    char port_text[16], rport_text[16], blob_host[256];
+    char port_text[16], rport_text[16], blob_host[256], *ha_blobs = NULL;
     sigset_t set;
-    int sfd, status = 1, why;
+    int sfd, status = 1, why, rc;
 
     UNUSED(argc);
     UNUSED(argv);
@@ -194,7 +194,12 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
         *strrchr(blob_host, ':') = '\0';
     bo.bind_host = bind_host;
     bo.advertised_host = blob_host;
-    if (blob_server_start(&bo, &p.blobs, &err) != 0)
+    if (p.ha->ops->blob_store_dir(p.ha, &ha_blobs, &err) != 0)
+        goto fail;
+    bo.ha_dir = ha_blobs;
+    rc = blob_server_start(&bo, &p.blobs, &err);
+    free(ha_blobs);
+    if (rc != 0)
         goto fail;
     p.dso.blobs = p.blobs;
     p.dso.on_shutdown = jm_on_shutdown;

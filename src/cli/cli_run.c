@@ -534,11 +534,12 @@ parse_run_args(int argc, char **argv, struct run_options *ro)
 }
 
 /* Local unless a cluster is configured: execution.target, else whether
- * the configuration names a JobManager (rest.address, jobmanager.rpc.address). */
+ * the configuration names a JobManager (rest.address, jobmanager.rpc.address)
+ * or a ZooKeeper quorum to find the leading one through. */
 static bool
 runs_locally(const struct config *conf, const struct run_options *ro)
 {
-    int target;
+    int target, ha = 0;
 
     if (ro->local)
         return true;
@@ -548,8 +549,10 @@ runs_locally(const struct config *conf, const struct run_options *ro)
     if (config_is_set(conf, CFG(EXECUTION_TARGET)) &&
         config_get_enum(conf, CFG(EXECUTION_TARGET), &target, NULL) == 0)
         return target == 0;
+    /* high-availability.type is an enum: "none|embedded|zookeeper". */
+    config_get_enum(conf, CFG(HIGH_AVAILABILITY_TYPE), &ha, NULL);
     return !config_is_set(conf, CFG(REST_ADDRESS)) &&
-           !config_is_set(conf, CFG(JOBMANAGER_RPC_ADDRESS));
+           !config_is_set(conf, CFG(JOBMANAGER_RPC_ADDRESS)) && ha != 2;
 }
 
 static void

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cli/cli_leader.h"
 #include "cli/rest_client.h"
 #include "core/alloc.h"
 #include "core/clock.h"
@@ -17,6 +18,10 @@
 #define RC_CONNECT_MS 5000
 #define RC_ANSWER_MAX (64 << 20)
 #define RC_BOUNDARY   "----spate-boundary-7d3a1e9c5b"
+/* high-availability.type zookeeper (config_options.h's enum) and how long
+ * to wait for a leader (a failover takes a session timeout or so) */
+#define RC_HA_ZOOKEEPER 2
+#define RC_LEADER_MS    30000
 
 int
 rest_client_init(struct rest_client *rc, const struct config *conf, const char *target,
@@ -24,7 +29,7 @@ rest_client_init(struct rest_client *rc, const struct config *conf, const char *
 {
     const char *host = "localhost";
     int64_t port = 8081;
-    int rcode;
+    int rcode, ha_type = 0;
 
     memset(rc, 0, sizeof *rc);
     rc->timeout_ms = 60000;
@@ -42,6 +47,23 @@ rest_client_init(struct rest_client *rc, const struct config *conf, const char *
             return spate_error_set(err, SPATE_EINVAL, "-m '%s': '%s' is not a port", target,
                                    colon + 1);
         snprintf(rc->host, sizeof rc->host, "%.*s", (int)(colon - target), target);
+        rc->port = (int)p;
+    } else if (config_get_enum(conf, CFG(HIGH_AVAILABILITY_TYPE), &ha_type, NULL) == 0 &&
+               ha_type == RC_HA_ZOOKEEPER) {
+        /* The leading JobManager's REST endpoint, from ZooKeeper (Flink's
+         * RestClusterClient follows the leader the same way). */
+        char url[512], *colon;
+        long p;
+
+        if ((rcode = cli_find_leader(conf, CLI_LEADER_REST, url, sizeof url, RC_LEADER_MS, err)) !=
+            0)
+            return spate_error_wrap(err, "cannot find the leading JobManager's REST API");
+        host = strncmp(url, "http://", 7) == 0 ? url + 7 : url;
+        if ((colon = strrchr(host, ':')) == NULL || (p = strtol(colon + 1, NULL, 10)) < 1 ||
+            p > 65535)
+            return spate_error_set(err, SPATE_EPROTO,
+                                   "the leading JobManager's REST URL '%s' has no port", url);
+        snprintf(rc->host, sizeof rc->host, "%.*s", (int)(colon - host), host);
         rc->port = (int)p;
     } else {
         if ((rcode = config_get_string(conf, CFG(REST_ADDRESS), &host, err)) != 0 ||

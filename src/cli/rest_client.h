@@ -1,7 +1,8 @@
 /* A small HTTP/1.1 client for the JobManager's REST API, as the spate
  * commands use it (run, list, cancel): one request per connection, JSON
  * bodies or multipart uploads streamed from files, timeouts on connect and
- * on the answer. The target comes from -m host:port or rest.address and
+ * on the answer. The target comes from -m host:port, else with ZooKeeper
+ * high availability from the REST leader's node, else rest.address and
  * rest.port. Main thread. */
 #ifndef SPATE_CLI_REST_CLIENT_H
 #define SPATE_CLI_REST_CLIENT_H
@@ -19,7 +20,9 @@ struct rest_client {
     int timeout_ms;
 };
 
-/* target: "host:port" from -m, or NULL for rest.address and rest.port. */
+/* target: "host:port" from -m, or NULL for the leading JobManager's REST
+ * endpoint (ZooKeeper HA: waits up to 30 s for one) or rest.address and
+ * rest.port. */
 int rest_client_init(struct rest_client *rc, const struct config *conf, const char *target,
                      spate_error *err);
 

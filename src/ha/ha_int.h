@@ -48,6 +48,7 @@ int ha_memory_services_checkpoint_store(struct ha_services *ha, const spate_id *
 int ha_memory_services_checkpoint_id_counter(struct ha_services *ha, const spate_id *job,
                                              struct checkpoint_id_counter **out, spate_error *err);
 int64_t ha_memory_services_no_session(struct ha_services *ha);
+int ha_memory_services_no_blob_store(struct ha_services *ha, char **out, spate_error *err);
 
 /* The ZooKeeper plugin, loaded once (plugin.c). */
 int ha_plugin_load_zookeeper(const struct coord_plugin **out, spate_error *err);

@@ -50,6 +50,11 @@ struct ha_services_ops {
                             struct completed_checkpoint_store **out, spate_error *err);
     int (*checkpoint_id_counter)(struct ha_services *ha, const spate_id *job,
                                  struct checkpoint_id_counter **out, spate_error *err);
+    /* The HA blob store's folder (Flink's createBlobStore): the
+     * BlobServer keeps each job's library there so that the next leader
+     * serves it. *out malloc'd, or NULL when the services keep nothing
+     * beyond the process (none, embedded). */
+    int (*blob_store_dir)(struct ha_services *ha, char **out, spate_error *err);
     /* What a benchmark or log wants to know: the negotiated ZooKeeper
      * session timeout (0 when there is none). */
     int64_t (*session_timeout_ms)(struct ha_services *ha);

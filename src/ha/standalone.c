@@ -181,6 +181,7 @@ static const struct ha_services_ops sh_ops = {
     .checkpoint_store = ha_memory_services_checkpoint_store,
     .checkpoint_id_counter = ha_memory_services_checkpoint_id_counter,
     .session_timeout_ms = ha_memory_services_no_session,
+    .blob_store_dir = ha_memory_services_no_blob_store,
     .free = sh_free,
 };
 

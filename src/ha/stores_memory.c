@@ -514,3 +514,12 @@ ha_memory_services_no_session(struct ha_services *ha)
     (void)ha;
     return 0;
 }
+
+int
+ha_memory_services_no_blob_store(struct ha_services *ha, char **out, spate_error *err)
+{
+    (void)ha;
+    (void)err;
+    *out = NULL;
+    return 0;
+}

@@ -853,6 +853,21 @@ zk_session_timeout(struct ha_services *base)
     return ha->zk->session_timeout_ms(ha->client);
 }
 
+/* <storageDir>/<cluster-id>/blob, as Flink's FileSystemBlobStore. */
+static int
+zk_blob_store_dir(struct ha_services *base, char **out, spate_error *err)
+{
+    struct zk_ha *ha = (struct zk_ha *)base;
+
+    *out = NULL;
+    if (ha->storage == NULL)
+        return spate_error_set(err, SPATE_ECONFIG,
+                               "high-availability.storageDir must be set for "
+                               "high-availability.type zookeeper (the HA blob store)");
+    *out = xasprintf("%s/blob", ha->storage);
+    return 0;
+}
+
 static void
 zk_free(struct ha_services *base)
 {
@@ -901,6 +916,7 @@ static const struct ha_services_ops zk_ops = {
     .checkpoint_store = zk_ccs,
     .checkpoint_id_counter = zk_counter,
     .session_timeout_ms = zk_session_timeout,
+    .blob_store_dir = zk_blob_store_dir,
     .free = zk_free,
 };
 

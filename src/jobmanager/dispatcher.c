@@ -52,7 +52,8 @@ static void disp_job_ended(struct dispatcher *d, struct disp_job *j);
 static bool disp_check_leader(struct dispatcher *d, struct rpc_call *call);
 static void disp_publish_job_master(struct dispatcher *d, struct disp_job *j);
 static void disp_persist(struct dispatcher *d, const spate_id *job_id, const char *kind,
-                         const ProtobufCMessage *msg, struct rpc_call *call);
+                         const ProtobufCMessage *msg, const uint8_t *library_key,
+                         struct rpc_call *call);
 static int disp_open_stores(struct dispatcher *d, spate_error *err);
 
 /* The endpoint's state, from its handlers: only its own context may touch it. */
@@ -229,7 +230,7 @@ dh_submit_test_job(struct rpc_endpoint *ep, const Cluster__TestJob *req, struct 
     }
     id_random(&job_id);
     if (d->jgs != NULL) {
-        disp_persist(d, &job_id, DISP_KIND_TEST_JOB, &req->base, call); /* runs once stored */
+        disp_persist(d, &job_id, DISP_KIND_TEST_JOB, &req->base, NULL, call); /* runs once stored */
         return;
     }
     if ((j = disp_start_test_job(d, &job_id, req, &err)) == NULL) {
@@ -259,7 +260,9 @@ disp_start_job(struct dispatcher *d, const spate_id *job_id, const Cluster__JobS
     }
     j = xcalloc(1, sizeof *j);
     memcpy(j->library_key, req->library_key.data, SHA256_BYTES);
-    if (blob_server_ref(d->o.blobs, j->library_key, err) != 0) {
+    /* A recovered job's library may be in the HA blob store only: the
+     * first fetch restores it. */
+    if (blob_server_ref_job(d->o.blobs, job_id, j->library_key, err) != 0) {
         free(j);
         spate_error_wrap(err, "job library not uploaded");
         return NULL;
@@ -314,8 +317,14 @@ dh_submit_job(struct rpc_endpoint *ep, const Cluster__JobSubmission *req, struct
         rpc_call_fail(call, SPATE_EEXIST, "job %s was submitted already", id_str(&job_id).s);
         return;
     }
+    if (req->library_key.len != SHA256_BYTES) {
+        rpc_call_fail(call, SPATE_EINVAL, "a job submission needs its library's 32-byte key");
+        return;
+    }
     if (d->jgs != NULL) {
-        disp_persist(d, &job_id, DISP_KIND_JOB_GRAPH, &req->base, call); /* runs once stored */
+        /* The library goes to the HA blob store, then the graph to the job
+         * graph store; the job runs once both are stored. */
+        disp_persist(d, &job_id, DISP_KIND_JOB_GRAPH, &req->base, req->library_key.data, call);
         return;
     }
     if ((j = disp_start_job(d, &job_id, req, &err)) == NULL) {
@@ -864,6 +873,8 @@ struct disp_persist {
     struct dispatcher *d;
     struct rpc_call *call;
     struct job_graph_record rec;
+    struct blob_server *blobs; /* with a library to keep in the HA blob store, else NULL */
+    uint8_t library_key[SHA256_BYTES];
     int rc;
     spate_error err;
 };
@@ -873,6 +884,9 @@ disp_persist_work(void *arg)
 {
     struct disp_persist *p = arg;
 
+    if (p->blobs != NULL && (p->rc = blob_server_persist_job_blob(p->blobs, &p->rec.job_id,
+                                                                  p->library_key, &p->err)) != 0)
+        return;
     p->rc = p->d->jgs->ops->put(p->d->jgs, &p->rec, &p->err);
 }
 
@@ -940,12 +954,16 @@ disp_persist_done(void *arg)
  * once it is stored (Flink persists before it runs). */
 static void
 disp_persist(struct dispatcher *d, const spate_id *job_id, const char *kind,
-             const ProtobufCMessage *msg, struct rpc_call *call)
+             const ProtobufCMessage *msg, const uint8_t *library_key, struct rpc_call *call)
 {
     struct disp_persist *p = xcalloc(1, sizeof *p);
 
     p->d = d;
     p->call = call;
+    if (library_key != NULL && d->o.blobs != NULL) {
+        p->blobs = d->o.blobs;
+        memcpy(p->library_key, library_key, SHA256_BYTES);
+    }
     p->rec.job_id = *job_id;
     p->rec.kind = xstrdup(kind);
     p->rec.len = protobuf_c_message_get_packed_size(msg);
@@ -963,6 +981,7 @@ disp_persist(struct dispatcher *d, const spate_id *job_id, const char *kind,
 struct disp_cleanup {
     struct job_graph_store *jgs;
     struct job_result_store *jrs;
+    struct blob_server *blobs; /* may be NULL */
     struct job_result r;
 };
 
@@ -977,7 +996,11 @@ disp_cleanup_work(void *arg)
                         err.message);
         return;
     }
+    /* Flink's global clean-up: the job graph, the library's copy in the HA
+     * blob store (checkpoints: the JobMaster's stores), then the result
+     * is clean. */
     if (c->jgs->ops->remove(c->jgs, &c->r.job_id, &err) != 0 ||
+        (c->blobs != NULL && blob_server_cleanup_job(c->blobs, &c->r.job_id, &err) != 0) ||
         c->jrs->ops->mark_clean(c->jrs, &c->r.job_id, &err) != 0)
         SPATE_LOG_WARN(DISP_LOG, "clean-up of job %s failed: %s", id_str(&c->r.job_id).s,
                        err.message);
@@ -1004,6 +1027,7 @@ disp_job_ended(struct dispatcher *d, struct disp_job *j)
     c = xcalloc(1, sizeof *c);
     c->jgs = d->jgs;
     c->jrs = d->jrs;
+    c->blobs = j->holds_blob ? d->o.blobs : NULL;
     c->r.job_id = j->job_id;
     {
         const Cluster__JobInfo *info = j->archived->info;
@@ -1157,7 +1181,8 @@ disp_apply_leadership(void *arg)
                        id_str(&j->job_id).s);
         hmap_remove(&d->jobs, n);
         rpc_future_unref(job_master_stop(j->jm));
-        free(j);
+        j->jm = NULL;
+        disp_job_free(d, j); /* its blob reference: the next leader has the HA copy */
     }
     SPATE_LOG_WARN(DISP_LOG, "Dispatcher lost leadership");
 out:

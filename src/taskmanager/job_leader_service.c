@@ -98,7 +98,8 @@ struct jls_news {
  * session) than the one this entry registers or is connected with (a
  * failover), that attempt or connection is dropped. True when it was. */
 static bool
-jls_follow(struct job_entry *e, const char *address, const spate_id *jm_id)
+jls_follow(struct job_leader_service *s, struct job_entry *e, const char *address,
+           const spate_id *jm_id)
 {
     bool moved = strcmp(e->jm_address, address) != 0 ||
                  (jm_id != NULL && !id_is_zero(jm_id) && !id_equal(jm_id, &e->jm_id));
@@ -108,6 +109,8 @@ jls_follow(struct job_entry *e, const char *address, const spate_id *jm_id)
     if (e->registration != NULL || e->connected)
         SPATE_LOG_INFO("taskexecutor", "job %s: its JobMaster is now %s (was %s)",
                        id_str(&e->job_id).s, address, e->jm_address);
+    if (e->connected && s->listener.lost_leadership != NULL)
+        s->listener.lost_leadership(s->arg, e);
     registration_cancel(e->registration);
     e->registration = NULL;
     rpc_gateway_free(e->jm);
@@ -126,7 +129,7 @@ void
 job_leader_service_update(struct job_leader_service *s, struct job_entry *e, const spate_id *jm_id,
                           const char *address)
 {
-    if (jls_follow(e, address, jm_id) && e->retrieval != NULL)
+    if (jls_follow(s, e, address, jm_id) && e->retrieval != NULL)
         jls_register(s, e);
 }
 
@@ -160,7 +163,7 @@ jls_on_leader(void *arg)
     struct job_entry *e = job_table_find(n->s->jobs, &n->job_id);
 
     if (e != NULL) {
-        jls_follow(e, n->address, &n->session);
+        jls_follow(n->s, e, n->address, &n->session);
         jls_register(n->s, e);
     }
     free(n);

@@ -14,6 +14,11 @@
 struct job_leader_listener {
     /* e->jm and e->jm_resource_id are set, e->connected is true. */
     void (*connected)(void *arg, struct job_entry *e);
+    /* The JobMaster e is connected with is no longer the job's leader
+     * (Flink's jobManagerLostLeadership); called while e->connected and
+     * e->jm_resource_id still name it, before the JobLeaderService drops
+     * the connection and registers at the new leader. */
+    void (*lost_leadership)(void *arg, struct job_entry *e);
 };
 
 struct job_leader_service {

@@ -102,13 +102,30 @@ find(struct library_cache *c, const spate_id *job)
     return NULL;
 }
 
+/* Drops a reference of an entry whose load failed (lock held); the last one
+ * takes it out of the table (returned, for free), so that the job's next
+ * deployment tries again (a fetch from a JobManager that has since gone
+ * must not stay this job's answer). */
+static struct lib_entry *
+drop_failed_locked(struct library_cache *c, struct lib_entry *e)
+{
+    struct lib_entry **p;
+
+    if (--e->refs > 0 || e->loading)
+        return NULL;
+    for (p = &c->entries; *p != e; p = &(*p)->next)
+        ;
+    *p = e->next;
+    return e;
+}
+
 int
 library_cache_acquire(struct library_cache *c, const spate_id *job, const char *blob_server,
                       const uint8_t sha256[32], const struct job_library **out, spate_error *err)
 {
     const char *path = NULL;
     struct job_library *lib = NULL;
-    struct lib_entry *e;
+    struct lib_entry *e, *failed = NULL;
     spate_error load_err = { 0 };
     int rc;
 
@@ -119,12 +136,13 @@ library_cache_acquire(struct library_cache *c, const spate_id *job, const char *
         while (e->loading)
             pthread_cond_wait(&c->loaded, &c->lock);
         rc = e->rc;
-        if (rc != 0)
-            *err = e->err;
         *out = e->lib;
-        if (rc != 0)
-            e->refs--;
+        if (rc != 0) {
+            *err = e->err;
+            failed = drop_failed_locked(c, e);
+        }
         pthread_mutex_unlock(&c->lock);
+        free(failed);
         return rc;
     }
     e = xcalloc(1, sizeof *e);
@@ -155,13 +173,14 @@ library_cache_acquire(struct library_cache *c, const spate_id *job, const char *
     e->rc = rc;
     e->err = load_err;
     e->lib = lib;
+    *out = lib;
     if (rc != 0) {
         *err = load_err;
-        e->refs--;
+        failed = drop_failed_locked(c, e);
     }
-    *out = lib;
     pthread_cond_broadcast(&c->loaded);
     pthread_mutex_unlock(&c->lock);
+    free(failed);
     return rc;
 }
 

@@ -337,6 +337,7 @@ te_rm_payload(void *arg, const spate_id *target, size_t *len)
 }
 
 static void te_free_job_slots(struct task_executor *te, struct job_entry *e, const char *cause);
+static void te_cancel_tasks(struct task_executor *te, const spate_id *job);
 
 static void
 te_jm_lost(void *arg, const spate_id *target, int reason, const char *message)
@@ -352,6 +353,10 @@ te_jm_lost(void *arg, const spate_id *target, int reason, const char *message)
             SPATE_LOG_WARN(
                 TE_LOG, "JobMaster %s of job %s lost (%s): %s", e->jm_address, id_str(&e->job_id).s,
                 reason == SPATE_ETIMEDOUT ? "heartbeat timed out" : "connection lost", message);
+            /* Flink's disconnectJobManagerConnection: the job's tasks end
+             * (a new leader deploys new attempts; the old ones must not
+             * run on beside them), then its slots go. */
+            te_cancel_tasks(te, &e->job_id);
             te_free_job_slots(te, e, "its JobMaster was lost");
             return; /* the entry is gone; other jobs of the same JobMaster id: none */
         }
@@ -509,6 +514,22 @@ te_jm_connected(void *arg, struct job_entry *e)
         SPATE_LOG_WARN(TE_LOG, "cannot monitor the JobMaster of job %s: %s", id_str(&e->job_id).s,
                        err.message);
     te_offer_slots(te, e);
+}
+
+/* The job's JobMaster lost its leadership (another one leads): as Flink's
+ * disconnectJobManagerConnection, its tasks end; the slots stay the job's,
+ * offered to the new leader once connected. */
+static void
+te_jm_lost_leadership(void *arg, struct job_entry *e)
+{
+    struct task_executor *te = arg;
+
+    SPATE_LOG_WARN(TE_LOG,
+                   "JobMaster %s of job %s is no longer the leader: cancelling the job's "
+                   "tasks",
+                   e->jm_address, id_str(&e->job_id).s);
+    heartbeat_unmonitor(te->hb_jm, &e->jm_resource_id);
+    te_cancel_tasks(te, &e->job_id);
 }
 
 /* ---- the TaskExecutor's methods -------------------------------------------------- */
@@ -1019,7 +1040,7 @@ task_executor_start(struct rpc_service *svc, const struct task_executor_options 
                                            .own_address = te->address,
                                            .own_id = o->resource_id,
                                            .data_port = o->data_port,
-                                           .listener = { te_jm_connected },
+                                           .listener = { te_jm_connected, te_jm_lost_leadership },
                                            .arg = te };
     ho.own_id = o->resource_id;
     ho.sender = false;

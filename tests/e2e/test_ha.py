@@ -3,10 +3,16 @@ and a ZooKeeper server of this file's own (127.0.0.1, ephemeral port,
 temporary folder, tickTime=200, stopped by pid). Failover by kill -9 of the
 leader, ZooKeeper restarted, a leader paused past its session timeout, an
 unreachable quorum at start, garbage in a leader node. Jobs are the
-test-only job of `spate test-job`, and a checkpointed JobGraph that the new
-leader resumes from its latest checkpoint, exactly once."""
+test-only job of `spate test-job`, and testjobs' exactly-once `checkpointed`
+JobGraph, submitted with `spate run` through ZooKeeper, which a new leader
+(the standby, whose BlobServer restores the library from the HA blob store)
+resumes from its latest checkpoint, exactly once; a corrupt library in the
+HA blob store fails the recovered job with the file named in its
+exceptions."""
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -77,6 +83,18 @@ class HaTestCase(ClusterTestCase):
         self.assertEqual(status, 200, body)
         return body
 
+    def leader_standby_taskmanagers(self, taskmanagers):
+        """A leading JobManager, a standby, and TaskManagers with 2 slots
+        each registered at the leader (whose REST port is used)."""
+        jm1 = self.start_ha_jobmanager()
+        jm1.wait_log(r"this JobManager was granted leadership")
+        jm2 = self.start_ha_jobmanager()
+        jm2.wait_log(r"standing by: latch node")
+        tms = [self.start_ha_taskmanager(slots=2) for _ in range(taskmanagers)]
+        self.use_rest_of(jm1)
+        self.wait_overview(taskmanagers, slots=2 * taskmanagers)
+        return jm1, jm2, tms
+
     def leads(self, jm):
         return "this JobManager was granted leadership" in jm.text()
 
@@ -97,6 +115,14 @@ class HaTestCase(ClusterTestCase):
         except AssertionError:
             self.fail(last[0].stderr if last else "no submission")
 
+    def all_running(self, jm, jid):
+        """Every task of jid RUNNING on jm, or None."""
+        self.use_rest_of(jm)
+        status, body = self.rest(f"/jobs/{jid}")
+        if status != 200 or body["state"] != "RUNNING":
+            return None
+        return body["tasks"]["running"] == body["tasks"]["total"] or None
+
     def running_tasks(self, jm, jid):
         self.use_rest_of(jm)
         status, body = self.rest(f"/jobs/{jid}")
@@ -104,16 +130,43 @@ class HaTestCase(ClusterTestCase):
             return None
         return body["tasks"]["running"] if body["state"] == "RUNNING" else None
 
+    def run_checkpointed(self, count, rate, keys, out, *conf, parallelism=4):
+        """Submits the checkpointed job detached with `spate run` through
+        ZooKeeper (no -m: the CLI asks for the leading REST endpoint)."""
+        from test_checkpoints import TESTJOBS
+        r = self.spate(*self.ha_args(), "-D", f"state.checkpoints.dir={self.tmp}/checkpoints",
+                       *conf, "run", "-d", "-p", str(parallelism), TESTJOBS, "checkpointed", "--count",
+                       str(count), "--rate", str(rate), "--keys", str(keys), "--interval", "200",
+                       "--output", out, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.split("JobID ")[1].split()[0]
+
+    def ha_blob_folder(self, jid):
+        return os.path.join(self.storage, self.cluster_id.strip("/"), "blob", f"job_{jid}")
+
+    def wait_completed_checkpoint(self, jid):
+        def checkpointed():
+            status, s = self.rest(f"/jobs/{jid}/checkpoints")
+            return s if status == 200 and s["counts"]["completed"] >= 1 else None
+        return wait_for(checkpointed, 60, "a completed checkpoint")
+
+    def listed(self, jid, state):
+        """`spate list` through ZooKeeper shows jid in state (retried while a
+        leadership change leaves an old leader's address in its node)."""
+        r = self.spate(*self.ha_args(), "list")
+        return r.returncode == 0 and f" : {jid} : " in r.stdout and f"({state})" in r.stdout
+
+    def check_exactly_once(self, out, expected):
+        from test_checkpoints import read_counts
+        counts = read_counts(out)
+        self.assertEqual(sorted(counts), sorted(expected), "keys")
+        for k, n in expected.items():
+            self.assertEqual(sorted(counts[k]), list(range(1, n + 1)), f"key {k}: lost or twice")
+
 
 class HaFailoverTest(HaTestCase):
     def test_kill9_of_leader_standby_takes_over_taskmanagers_and_cli_follow(self):
-        jm1 = self.start_ha_jobmanager()
-        jm1.wait_log(r"this JobManager was granted leadership")
-        jm2 = self.start_ha_jobmanager()
-        jm2.wait_log(r"standing by: latch node")
-        tms = [self.start_ha_taskmanager(slots=2) for _ in range(2)]
-        self.use_rest_of(jm1)
-        self.wait_overview(2, slots=4)
+        jm1, jm2, tms = self.leader_standby_taskmanagers(2)
         # The standby answers REST, but sends clients to the leader: 503.
         self.use_rest_of(jm2)
         status, body = self.rest("/overview")
@@ -163,12 +216,117 @@ class HaFailoverTest(HaTestCase):
 
 
 class HaCheckpointTest(HaTestCase):
+    def test_kill9_of_leader_standby_recovers_the_job_from_its_latest_checkpoint_exactly_once(
+            self):
+        """Two JobManagers, two TaskManagers (2 slots each): kill -9 of the
+        leader while an exactly-once job runs at -p 4 after a checkpoint
+        completed. The standby leads, recovers the job (graph from the job
+        graph store, library from the HA blob store) from its latest
+        checkpoint; the TaskManagers and `spate list` follow it; the job
+        finishes with its output exactly once; its HA data goes."""
+        from test_checkpoints import ASAN, expected_per_key
+        jm1, jm2, tms = self.leader_standby_taskmanagers(2)
+        out = os.path.join(self.tmp, "out")
+        # About 20 s of records: the kill lands mid-job.
+        count, rate, keys = (300_000, 15_000, 20) if ASAN else (1_200_000, 60_000, 20)
+        jid = self.run_checkpointed(count, rate, keys, out)
+        # The library went to the HA blob store before the job ran.
+        blobs = os.listdir(self.ha_blob_folder(jid))
+        self.assertEqual(len(blobs), 1, blobs)
+        self.assertRegex(blobs[0], r"^blob_p-[0-9a-f]{64}$")
+        key = blobs[0][len("blob_p-"):]
+        wait_for(lambda: self.all_running(jm1, jid), 30, "every task running on jm1")
+        wait_for(lambda: self.listed(jid, "RUNNING"), 30, "spate list showing the job on jm1")
+        self.wait_completed_checkpoint(jid)
+
+        jm1.popen.send_signal(signal.SIGKILL)
+        jm1.popen.wait()
+        jm2.wait_log(r"this JobManager was granted leadership", timeout=30)
+        jm2.wait_log(r"recovered job " + jid + " from the job graph store")
+        # Its BlobServer never saw the upload: the HA blob store has it.
+        jm2.wait_log(r"blob " + key + " of job " + jid + r" is not stored here: its first fetch "
+                     r"restores it from the HA blob store")
+        m = jm2.wait_log(r"job " + jid + r": recovered; resuming from '(\S+)'", timeout=60)
+        self.assertRegex(m.group(1), r"/chk-\d+/_metadata$")
+        for t in tms:
+            t.wait_log(r"registered at the ResourceManager 127\.0\.0\.1:%d/resourcemanager"
+                       % jm2.rpc_port)
+        # The old attempts ended with their JobMaster; the new ones fetch the
+        # library from jm2, which restores it from the HA blob store.
+        jm2.wait_log(r"restored blob " + key + " from the HA blob store")
+        for t in tms:
+            wait_for(lambda: t.count(r"fetched blob " + key) == 2, 30, "a second fetch")
+        self.use_rest_of(jm2)
+        self.wait_overview(2, slots=4)
+        wait_for(lambda: self.all_running(jm2, jid) or self.job(jid)["state"] == "FINISHED", 60,
+                 "every task running again on jm2")
+        # The CLI finds the new leader through ZooKeeper (jm1 is dead).
+        wait_for(lambda: self.listed(jid, "RUNNING") or self.job(jid)["state"] == "FINISHED",
+                 30, "spate list showing the job on jm2")
+        wait_for(lambda: (lambda st: st[1] if st[0] == 200 and st[1]["state"] in
+                          ("FINISHED", "FAILED", "CANCELED") else None)(self.rest(f"/jobs/{jid}")),
+                 180, "the recovered job to end")
+        job = self.job(jid)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        status, s = self.rest(f"/jobs/{jid}/checkpoints")
+        self.assertEqual(status, 200, s)
+        self.assertIsNotNone(s["latest"]["restored"], s)
+        self.check_exactly_once(out, expected_per_key(range(count), keys))
+        r = self.spate(*self.ha_args(), "list", "-a")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f" : {jid} : ", r.stdout)
+        self.assertIn("(FINISHED)", r.stdout)
+        # A globally terminal job leaves no library in the HA blob store.
+        wait_for(lambda: not os.path.exists(self.ha_blob_folder(jid)), 30,
+                 "the job's folder of the HA blob store removed")
+
+    def test_corrupt_library_in_the_ha_blob_store_fails_the_recovered_job_clearly(self):
+        """The leader dies with a TaskManager; the job's library in the HA
+        blob store is damaged meanwhile. The next leader recovers the job; a
+        fresh TaskManager's fetch is refused with the file and why, which the
+        job's exceptions show; the job fails once its restarts are used up,
+        and the JobManager stays up."""
+        jm1 = self.start_ha_jobmanager()
+        jm1.wait_log(r"this JobManager was granted leadership")
+        tm1 = self.start_ha_taskmanager(slots=4)
+        self.use_rest_of(jm1)
+        self.wait_overview(1, slots=4)
+        out = os.path.join(self.tmp, "out")
+        jid = self.run_checkpointed(0, 1000, 10, out,
+                                    "-D", "restart-strategy.type=fixed-delay",
+                                    "-D", "restart-strategy.fixed-delay.attempts=2",
+                                    "-D", "restart-strategy.fixed-delay.delay=10 ms")
+        wait_for(lambda: self.all_running(jm1, jid), 30, "every task running on jm1")
+        jm1.kill()
+        tm1.kill()
+        folder = self.ha_blob_folder(jid)
+        copy = os.path.join(folder, os.listdir(folder)[0])
+        with open(copy, "r+b") as f:
+            f.write(b"not the library")
+
+        jm2 = self.start_ha_jobmanager()
+        jm2.wait_log(r"this JobManager was granted leadership", timeout=30)
+        jm2.wait_log(r"recovered job " + jid + " from the job graph store")
+        self.start_ha_taskmanager(slots=4)
+        self.use_rest_of(jm2)
+
+        def exception():
+            status, x = self.rest(f"/jobs/{jid}/exceptions")
+            text = json.dumps(x)
+            return text if status == 200 and "is corrupt" in text else None
+        text = exception() or wait_for(exception, 60, "the corrupt library in the exceptions")
+        self.assertIn(copy, text)
+        self.assertIn("its copy in the HA blob store is unusable", text)
+        wait_for(lambda: self.job(jid)["state"] == "FAILED", 60, "the job to fail")
+        self.assertTrue(jm2.alive())
+        self.wait_overview(1, slots=4, available=4)
+        jm2.wait_log(r"blob [0-9a-f]{64} of job " + jid + ": its copy in the HA blob store is "
+                     r"unusable: '" + re.escape(copy) + "' is corrupt")
     def test_regained_leadership_resumes_the_job_from_its_latest_checkpoint_exactly_once(self):
         """ZooKeeper goes away under a running checkpointed job: the leader is
         revoked and the job suspended (its checkpoints stay in the stores);
         back, the JobManager leads again, recovers the job from the job graph
-        store and its JobMaster resumes from the store's latest checkpoint.
-        (One JobManager: a standby has no copy of the job library yet.)"""
+        store and its JobMaster resumes from the store's latest checkpoint."""
         from test_checkpoints import TESTJOBS, expected_per_key, read_counts
         jm = self.start_ha_jobmanager()
         jm.wait_log(r"this JobManager was granted leadership")
@@ -254,15 +412,18 @@ class HaStartClusterTest(HaTestCase):
 
 class HaZooKeeperFaultTest(HaTestCase):
     def test_zookeeper_restart_components_reconnect_no_job_lost_or_twice(self):
-        jm1 = self.start_ha_jobmanager()
-        jm1.wait_log(r"this JobManager was granted leadership")
-        jm2 = self.start_ha_jobmanager()
-        jm2.wait_log(r"standing by")
-        tm = self.start_ha_taskmanager(slots=2)
-        self.use_rest_of(jm1)
-        self.wait_overview(1, slots=2)
-        jid = self.submit(2)
-        wait_for(lambda: self.running_tasks(jm1, jid) == 2, 20, "the job running")
+        """ZooKeeper stops under an exactly-once checkpointed job and starts
+        again: every process notices, the leader suspends the job, and
+        afterwards exactly one JobManager runs it (from its latest
+        checkpoint), which finishes with its output exactly once."""
+        from test_checkpoints import ASAN, expected_per_key
+        jm1, jm2, (tm,) = self.leader_standby_taskmanagers(1)
+        out = os.path.join(self.tmp, "out")
+        # About 30 s of records: ZooKeeper's restart lands mid-job.
+        count, rate, keys = (200_000, 7_000, 10) if ASAN else (600_000, 20_000, 10)
+        jid = self.run_checkpointed(count, rate, keys, out, parallelism=2)
+        wait_for(lambda: self.all_running(jm1, jid), 30, "the job running")
+        self.wait_completed_checkpoint(jid)
 
         ZK.stop()
         for p in (jm1, jm2, tm):
@@ -273,9 +434,10 @@ class HaZooKeeperFaultTest(HaTestCase):
         ZK.start()
 
         def one_leader_running_it():
-            running = [jm for jm in (jm1, jm2) if self.running_tasks(jm, jid) == 2]
+            running = [jm for jm in (jm1, jm2) if self.all_running(jm, jid)]
             return running if len(running) == 1 else None
         leader = wait_for(one_leader_running_it, 40, "exactly one JobManager running the job")[0]
+        leader.wait_log(r"job " + jid + r": recovered; resuming from '\S+/chk-\d+/_metadata'")
         self.use_rest_of(leader)
         self.wait_overview(1, slots=2, available=0)
         status, body = self.rest("/jobs/overview")
@@ -284,6 +446,12 @@ class HaZooKeeperFaultTest(HaTestCase):
         other = jm2 if leader is jm1 else jm1
         self.use_rest_of(other)
         self.assertEqual(self.rest("/overview")[0], 503)
+        self.use_rest_of(leader)
+        wait_for(lambda: self.job(jid)["state"] in ("FINISHED", "FAILED", "CANCELED"), 120,
+                 "the job to end")
+        job = self.job(jid)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        self.check_exactly_once(out, expected_per_key(range(count), keys))
 
     def test_sigstop_leader_past_session_timeout_is_fenced_off(self):
         jm1 = self.start_ha_jobmanager()

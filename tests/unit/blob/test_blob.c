@@ -1,6 +1,9 @@
 /* The BlobServer and BlobCache: a stored file is fetched byte for byte over
  * the port, unknown keys and wrong secrets are refused with a reason, the
- * size limit holds on both sides, the last reference removes the file.
+ * size limit holds on both sides, the last reference removes the file. The
+ * HA blob store: a second server (the next leader) restores a job's blob
+ * from it at the first fetch; a corrupt or missing copy is a refusal
+ * naming the file; the job's clean-up removes its folder.
  * No per-test .timeout: with several such tests ending together Criterion's
  * runner leaks (LeakSanitizer fails asan/); ctest bounds the program. */
 #include <criterion/criterion.h>
@@ -47,19 +50,26 @@ write_file(const char *name, size_t size, unsigned seed)
 }
 
 static struct blob_server *
-start(int64_t max, const char *secret)
+start_ha(int64_t max, const char *secret, const char *ha_dir)
 {
     struct blob_server_options o = { .storage_dir = dir,
                                      .bind_host = "127.0.0.1",
                                      .port = "0",
                                      .advertised_host = "127.0.0.1",
                                      .max_size_bytes = max,
-                                     .secret = secret };
+                                     .secret = secret,
+                                     .ha_dir = ha_dir };
     struct blob_server *bs = NULL;
     spate_error err = { 0 };
 
     cr_assert_eq(blob_server_start(&o, &bs, &err), 0, "%s", err.message);
     return bs;
+}
+
+static struct blob_server *
+start(int64_t max, const char *secret)
+{
+    return start_ha(max, secret, NULL);
 }
 
 Test(blob, put_fetch_release)
@@ -219,5 +229,101 @@ Test(blob, concurrent_fetches_share_one_copy)
     blob_server_stop(bs);
     free(src);
     free(cache_dir);
+    teardown();
+}
+
+/* Leader 1 keeps the job's blob in the HA blob store; leader 2 (another
+ * BlobServer, which never saw the upload) serves it to a cache after
+ * restoring it; a damaged or missing copy is a refusal naming the file;
+ * the clean-up removes the job's folder. */
+Test(blob, ha_blob_store_serves_a_recovered_job_on_the_next_leader)
+{
+    struct blob_server *first, *next;
+    struct blob_cache *c;
+    uint8_t key[SHA256_BYTES], digest[SHA256_BYTES];
+    char *src, *cache_dir, *ha_dir, *copy, *folder, hex[SHA256_HEX_LEN + 1];
+    spate_id job, other;
+    const char *path = NULL;
+    spate_error err = { 0 };
+    struct stat st;
+    FILE *f;
+
+    setup();
+    ha_dir = xasprintf("%s/ha/blob", dir);
+    first = start_ha(1 << 24, NULL, ha_dir);
+    src = write_file("lib.so", 200000, 5);
+    cache_dir = xasprintf("%s/cache", dir);
+    c = blob_cache_new(cache_dir, NULL, 1 << 24);
+    id_random(&job);
+    id_random(&other);
+    cr_assert_eq(blob_server_put_file(first, src, false, key, &err), 0, "%s", err.message);
+    cr_assert_eq(blob_server_persist_job_blob(first, &job, key, &err), 0, "%s", err.message);
+    copy = xasprintf("%s/job_%s/blob_p-%s", ha_dir, id_str(&job).s, sha256_hex(key, hex));
+    cr_assert_eq(sha256_file(copy, digest, NULL), 0, "Flink's layout: %s", copy);
+    cr_assert(sha256_equal(key, digest));
+    blob_server_stop(first); /* the leader dies: its own folder goes */
+
+    next = start_ha(1 << 24, NULL, ha_dir);
+    /* Without an HA copy for that job, nothing to restore from. */
+    cr_assert_eq(blob_server_ref_job(next, &other, key, &err), 0, "%s", err.message);
+    cr_assert_not(blob_server_has_file(next, key));
+    cr_assert_eq(blob_cache_get(c, blob_server_address(next), key, &path, &err), SPATE_ENOENT);
+    cr_assert(strstr(err.message, "its copy in the HA blob store is unusable") != NULL &&
+                  strstr(err.message, id_str(&other).s) != NULL &&
+                  strstr(err.message, "No such file") != NULL,
+              "%s", err.message);
+    blob_server_unref(next, key);
+    cr_assert_eq(blob_server_count(next), 0);
+
+    /* The recovered job: restored at its first fetch, verified. */
+    cr_assert_eq(blob_server_ref_job(next, &job, key, &err), 0, "%s", err.message);
+    cr_assert_not(blob_server_has_file(next, key));
+    cr_assert_eq(blob_cache_get(c, blob_server_address(next), key, &path, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(sha256_file(path, digest, NULL), 0);
+    cr_assert(sha256_equal(key, digest));
+    cr_assert(blob_server_has_file(next, key));
+    blob_cache_release(c, key);
+    blob_server_unref(next, key);
+
+    /* A damaged copy is refused with its path and the hash it has; the
+     * server stays up and serves it once the copy is whole again. */
+    f = fopen(copy, "r+");
+    cr_assert_not_null(f);
+    fputs("garbage", f);
+    fclose(f);
+    cr_assert_eq(blob_server_ref_job(next, &job, key, &err), 0, "%s", err.message);
+    cr_assert_neq(blob_cache_get(c, blob_server_address(next), key, &path, &err), 0);
+    cr_assert(strstr(err.message, copy) != NULL && strstr(err.message, "is corrupt") != NULL, "%s",
+              err.message);
+    cr_assert_not(blob_server_has_file(next, key));
+    cr_assert_eq(blob_server_put_file(next, src, false, digest, &err), 0, "%s", err.message);
+    cr_assert(blob_server_has_file(next, key), "an upload of the same bytes brings the file");
+    cr_assert_eq(blob_cache_get(c, blob_server_address(next), key, &path, &err), 0, "%s",
+                 err.message);
+    blob_cache_release(c, key);
+
+    /* The job's global clean-up removes its folder. */
+    folder = xasprintf("%s/job_%s", ha_dir, id_str(&job).s);
+    cr_assert_eq(stat(folder, &st), 0);
+    cr_assert_eq(blob_server_cleanup_job(next, &job, &err), 0, "%s", err.message);
+    cr_assert_neq(stat(folder, &st), 0);
+    cr_assert_eq(blob_server_cleanup_job(next, &job, &err), 0, "a missing folder is fine");
+    /* Without an HA blob store, an unknown key stays an error. */
+    first = start(1 << 24, NULL);
+    cr_assert_eq(blob_server_ref_job(first, &job, key, &err), SPATE_ENOENT);
+    cr_assert_eq(blob_server_persist_job_blob(first, &job, key, &err), 0, "nothing to do");
+    blob_server_stop(first);
+
+    blob_server_unref(next, key);
+    blob_server_unref(next, key);
+    cr_assert_eq(blob_server_count(next), 0);
+    blob_cache_free(c);
+    blob_server_stop(next);
+    free(src);
+    free(cache_dir);
+    free(ha_dir);
+    free(copy);
+    free(folder);
     teardown();
 }
