@@ -201,6 +201,11 @@ task_deadline(struct stream_task *t)
 static void
 task_processing_time(struct stream_task *t, uint64_t now)
 {
+    /* After the savepoint of a stop the task's state is what a resumed
+     * job starts from: a timer or periodic watermark firing now would
+     * emit twice. */
+    if (t->terminal_id != 0)
+        return;
     for (int i = 0; i < t->chain->nops; i++) {
         struct stream_operator *op = t->chain->ops[i];
 
