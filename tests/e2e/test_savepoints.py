@@ -374,6 +374,39 @@ class SavepointTest(ClusterTestCase):
         self.assertIn("_metadata", r.stderr)
         self.assertTrue(os.path.isfile(mine))
 
+    def test_derived_uids_warn_and_a_restart_before_the_first_checkpoint_restores_it(self):
+        """testjobs' checkpointed job (stateful operators with uids, "To
+        key" without): resumed with checkpoints an hour apart and a task
+        that fails once, it restarts from the savepoint again."""
+        from test_checkpoints import expected_per_key, read_counts
+        out = os.path.join(self.tmp, "counts")
+        conf = ["-D", f"state.checkpoints.dir={self.tmp}/checkpoints"]
+        common = [TESTJOBS, "checkpointed", "--count", str(COUNT), "--rate", str(RATE),
+                  "--keys", "10", "--output", out]
+        r = self.spate(*conf, "run", "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", "4",
+                       *common, "--interval", "200", timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        jid = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
+        self.wait_progress(jid)
+        sp = self.savepoint(jid, self.savepoints)
+        self.cancel(jid)
+        marker = os.path.join(self.tmp, "failed-once")
+        r = self.spate(*conf, "run", "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", "3",
+                       "-s", sp, *common, "--interval", "3600000", "--fail-at",
+                       str(COUNT - 1), "--marker", marker, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("operators have no uid", r.stderr)
+        jid = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
+        self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "FINISHED")
+        self.assertTrue(os.path.exists(marker), "the task failed once")
+        self.assertGreaterEqual(self.jm.count(r"restarting \d+ tasks from " + re.escape(sp)), 1)
+        self.assertGreaterEqual(self.jm.count(r"has no uid: its id"), 1)
+        counts = read_counts(out)
+        expected = expected_per_key(range(COUNT), 10)
+        self.assertEqual(sorted(counts), sorted(expected))
+        for k, n in expected.items():
+            self.assertEqual(sorted(counts[k]), list(range(1, n + 1)), f"key {k}")
+
     def test_rest_savepoint_stop_and_jar_run(self):
         out = os.path.join(self.tmp, "out")
         jid = self.run_job(out)
