@@ -145,6 +145,14 @@ static void cc_maybe_trigger(struct checkpoint_coordinator *cc);
 static void stop_periodic(struct checkpoint_coordinator *cc);
 static void cc_start_load(struct checkpoint_coordinator *cc, struct cc_load *l);
 
+/* A stop-with-savepoint's type. */
+static bool
+is_stop(Checkpoint__CheckpointType type)
+{
+    return type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE ||
+           type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_SUSPEND;
+}
+
 static const struct job_graph *
 cc_graph(const struct checkpoint_coordinator *cc)
 {
@@ -469,8 +477,7 @@ pending_abort(struct cc_pending *p, const char *reason, bool counted)
         cc->last_end_ms = cc_now(cc);
     }
     manual_finish(cc, p->manual, 0, reason, NULL);
-    if (p->type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE ||
-        p->type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_SUSPEND) {
+    if (is_stop(p->type)) {
         /* The stop failed (a timeout, a decline): the sources go on, and
          * so do checkpoints. A failover or the job's end restart nothing. */
         cc->stopping = false;
@@ -539,9 +546,10 @@ abort_all(struct checkpoint_coordinator *cc, const char *reason)
 
 /* ---- triggering --------------------------------------------------------------------- */
 
-/* Why no checkpoint (savepoint) can be triggered now, or NULL. */
+/* Why no checkpoint (savepoint) can be triggered now, or NULL; a stop's
+ * own savepoint is not held back by the stop. */
 static const char *
-not_triggerable_as(struct checkpoint_coordinator *cc, bool savepoint)
+not_triggerable_for(struct checkpoint_coordinator *cc, bool savepoint, bool the_stop)
 {
     struct execution_graph *eg = cc->eg;
 
@@ -549,7 +557,7 @@ not_triggerable_as(struct checkpoint_coordinator *cc, bool savepoint)
         return "the job has ended";
     if (!savepoint && cc->job_dir == NULL)
         return "the job has no checkpoint folder (state.checkpoints.dir)";
-    if (cc->stopping)
+    if (cc->stopping && !the_stop)
         return "the job is stopping with a savepoint";
     if (cc->finishing)
         return "some of the job's tasks have finished";
@@ -558,6 +566,12 @@ not_triggerable_as(struct checkpoint_coordinator *cc, bool savepoint)
             if (eg->executions[v][s].state != EXEC_RUNNING)
                 return "not every task of the job is running";
     return NULL;
+}
+
+static const char *
+not_triggerable_as(struct checkpoint_coordinator *cc, bool savepoint)
+{
+    return not_triggerable_for(cc, savepoint, false);
 }
 
 static const char *
@@ -648,12 +662,7 @@ init_done(void *arg)
         p->phase = PHASE_TRIGGERED;
         stats_add(cc, p);
         /* The executions may have changed while the id was fetched. */
-        why = p->savepoint ? not_triggerable_as(cc, true) : not_triggerable(cc);
-        if (p->savepoint && cc->stopping && !p->aborted &&
-            (p->type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE ||
-             p->type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_SUSPEND) &&
-            !cc->shut_down && !cc->finishing)
-            why = NULL; /* its own stop */
+        why = not_triggerable_for(cc, p->savepoint, is_stop(p->type));
         for (int t = 0; why == NULL && t < p->ntasks; t++)
             if (!id_equal(&p->tasks[t].e->attempt_id, &p->tasks[t].attempt))
                 why = "a task was restarted";
@@ -684,8 +693,7 @@ trigger_now(struct checkpoint_coordinator *cc, struct cc_manual *manual)
     p->type = p->savepoint ? manual->type : CHECKPOINT__CHECKPOINT_TYPE__CHECKPOINT;
     if (cc->o.counter == NULL)
         p->local_id = cc->next_id++;
-    if (p->type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE ||
-        p->type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_SUSPEND) {
+    if (is_stop(p->type)) {
         /* Nothing else is triggered until the stop ends. */
         cc->stopping = true;
         stop_periodic(cc);
@@ -739,10 +747,6 @@ cc_maybe_trigger(struct checkpoint_coordinator *cc)
     }
     if (m != NULL && m->savepoint) {
         trigger_now(cc, m); /* savepoints wait for no max-concurrent */
-        return;
-    }
-    if (m != NULL && m->savepoint == false && cc->job_dir == NULL) {
-        manual_finish(cc, m, 0, "the job has no checkpoint folder (state.checkpoints.dir)", NULL);
         return;
     }
     if (cc->npending >= cc->cfg->max_concurrent)
@@ -805,6 +809,9 @@ checkpoint_coordinator_suspend(struct checkpoint_coordinator *cc, const char *re
 {
     stop_periodic(cc);
     abort_all(cc, reason);
+    /* A stop whose savepoint completed but whose tasks failed before they
+     * finished is over: the restarted job takes checkpoints again. */
+    cc->stopping = false;
     manual_fail_queued(cc, reason);
 }
 
