@@ -19,6 +19,12 @@ committed output can be compared with an uninterrupted run's exactly.
 - a path that does not exist, a truncated and a corrupt `_metadata`, a
   missing state file, another max parallelism: each a clear error, and the
   cluster keeps running jobs;
+- a savepoint, a stop and a cancel with a savepoint that cannot start (the
+  folder cannot be made): each reported, the job keeps running, its
+  checkpoints go on, and a stop then works;
+- operators without a uid are warned about at resume; a task failing before
+  the resumed job's first checkpoint restarts from the savepoint again
+  (testjobs' checkpointed job, exactly once);
 - dispose (CLI and REST) removes exactly the savepoint's files;
 - REST: the savepoint and stop triggers as Flink's asynchronous operations
   (status after the job finished too), errors for a job without a folder,
@@ -373,6 +379,33 @@ class SavepointTest(ClusterTestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("_metadata", r.stderr)
         self.assertTrue(os.path.isfile(mine))
+
+    def test_a_failed_savepoint_or_stop_is_reported_and_the_job_keeps_running(self):
+        out = os.path.join(self.tmp, "out")
+        jid = self.run_job(out)
+        self.wait_progress(jid)
+        blocker = os.path.join(self.tmp, "a-file")
+        with open(blocker, "w") as f:
+            f.write("not a folder\n")
+        bad = os.path.join(blocker, "savepoints")
+        for cmd in (["savepoint", jid, bad], ["stop", "--drain", "-p", bad, jid],
+                    ["cancel", "-s", bad, jid]):
+            r = self.spate(*self.target(cmd), timeout=120)
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertIn("cannot start the savepoint", r.stderr)
+            self.assertIn(bad, r.stderr)
+            self.assertEqual(self.job_state(jid)["state"], "RUNNING")
+        before = self.http(f"/jobs/{jid}/checkpoints")[1]["counts"]["completed"]
+        # Checkpoints go on after the failed stop, and a stop then works.
+        wait_for(lambda: self.http(f"/jobs/{jid}/checkpoints")[1]["counts"]["completed"] >
+                 before, 60, "a checkpoint after the failed stop")
+        r = self.spate(*self.target(["stop", "-p", self.savepoints, jid]), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        sp = re.search(r"Savepoint completed\. Path: (\S+)", r.stdout).group(1)
+        self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "FINISHED")
+        jid = self.run_job(out, savepoint=sp, parallelism=4)
+        self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "FINISHED")
+        self.check_exact(out)
 
     def test_derived_uids_warn_and_a_restart_before_the_first_checkpoint_restores_it(self):
         """testjobs' checkpointed job (stateful operators with uids, "To
