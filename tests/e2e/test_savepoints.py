@@ -28,12 +28,14 @@ committed output can be compared with an uninterrupted run's exactly.
 - dispose (CLI and REST) removes exactly the savepoint's files;
 - REST: the savepoint and stop triggers as Flink's asynchronous operations
   (status after the job finished too), errors for a job without a folder,
-  /jars/:jarid/run with savepointPath and allowNonRestoredState."""
+  /jars/:jarid/run with savepointPath and allowNonRestoredState, POST /jobs
+  with savepointPath in its request."""
 
 import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import unittest
 import urllib.error
@@ -42,7 +44,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
 from clustertest import ClusterTestCase, wait_for  # noqa: E402
-from spatetest import BUILD  # noqa: E402
+from spatetest import BUILD, SPATE  # noqa: E402
 
 TESTJOBS = os.path.join(BUILD, "tests", "jobs", "testjobs.so")
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
@@ -84,9 +86,12 @@ def read_lines(out_dir):
     return lines
 
 
-def multipart(files):
+def multipart(files, fields=()):
     boundary = uuid.uuid4().hex
     out = []
+    for name, value in fields:
+        out.append(f"--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\""
+                   f"\r\n\r\n{value}\r\n".encode())
     for name, filename, data in files:
         out.append(f"--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; "
                    f"filename=\"{filename}\"\r\nContent-Type: application/octet-stream"
@@ -471,6 +476,8 @@ class SavepointTest(ClusterTestCase):
         # The stop's status after the job finished: from the archive.
         sp = completed(body["request-id"])["operation"]["location"]
         self.assertTrue(os.path.isfile(os.path.join(sp, "_metadata")))
+        out_jobs = os.path.join(self.tmp, "out-jobs")
+        shutil.copytree(out, out_jobs)
         status, body = self.http(f"/jobs/{jid}/savepoints/{uuid.uuid4().hex}")
         self.assertEqual(status, 404, body)
         # /jars/:jarid/run resumes it, at another parallelism.
@@ -496,6 +503,31 @@ class SavepointTest(ClusterTestCase):
         self.assertEqual(status, 200, body)
         self.assertEqual(self.wait_state(body["jobid"], TERMINAL)["state"], "FINISHED")
         self.check_exact(out)
+        # POST /jobs (what `spate run` sends) with savepointPath in its
+        # request: the JobGraph of `spate job-graph`, the library.
+        rfd, wfd = os.pipe()
+        r = subprocess.run([SPATE, "job-graph", "--result-fd", str(wfd), "-p", "3", TESTJOBS,
+                            *args[:-1], out_jobs], pass_fds=(wfd,), capture_output=True,
+                           timeout=120)
+        os.close(wfd)
+        with os.fdopen(rfd, "rb") as f:
+            res = f.read()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        graph = res[8:8 + int.from_bytes(res[:8], "big")]
+        with open(TESTJOBS, "rb") as f:
+            data, ctype = multipart(
+                [("file_0", "job.graph", graph), ("file_1", "testjobs.so", f.read())],
+                [("request", json.dumps({"jobGraphFileName": "job.graph",
+                                         "jobJarFileNames": ["testjobs.so"],
+                                         "savepointPath": sp,
+                                         "allowNonRestoredState": False}))])
+        status, body = self.http("/jobs", "POST", data, ctype)
+        self.assertEqual(status, 202, body)
+        jid = body["jobUrl"].rsplit("/", 1)[1]
+        self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "FINISHED")
+        status, s = self.http(f"/jobs/{jid}/checkpoints")
+        self.assertEqual(s["latest"]["restored"]["external_path"], sp)
+        self.check_exact(out_jobs)
 
 
 if __name__ == "__main__":
