@@ -34,6 +34,8 @@ static int cli_cmd_run(struct cli_context *ctx);
 static int cli_cmd_job_graph(struct cli_context *ctx);
 static int cli_cmd_list(struct cli_context *ctx);
 static int cli_cmd_cancel(struct cli_context *ctx);
+static int cli_cmd_stop(struct cli_context *ctx);
+static int cli_cmd_savepoint(struct cli_context *ctx);
 static int cli_cmd_jobmanager(struct cli_context *ctx);
 static int cli_cmd_taskmanager(struct cli_context *ctx);
 static int cli_cmd_test_job(struct cli_context *ctx);
@@ -48,11 +50,17 @@ static const struct cli_command cli_commands[] = {
     { "test-job", cli_cmd_test_job, "--slots N [--run-ms MS]",
       "submit the test-only job that asks for N slots" },
     { "config", cli_cmd_config, "[KEY...]", "print the effective configuration and its origins" },
-    { "run", cli_cmd_run, "[--local | -m HOST:PORT] [-d] [-p N] [--json FILE] JOB.so [ARGS]",
+    { "run", cli_cmd_run,
+      "[--local | -m HOST:PORT] [-d] [-p N] [-s SAVEPOINT [-n]] [--json FILE] JOB.so [ARGS]",
       "run a job on a cluster over REST (--local: on the embedded mini cluster; -d: submit and "
-      "return)" },
+      "return; -s: resume from a savepoint, -n: skipping state whose operator is gone)" },
     { "list", cli_cmd_list, "[-a] [-m HOST:PORT]", "list a cluster's running jobs (-a: all)" },
-    { "cancel", cli_cmd_cancel, "[-m HOST:PORT] JOBID", "cancel a job on a cluster" },
+    { "cancel", cli_cmd_cancel, "[-m HOST:PORT] [-s [DIR]] JOBID",
+      "cancel a job on a cluster (-s: after a savepoint into DIR)" },
+    { "stop", cli_cmd_stop, "[-m HOST:PORT] [--drain] [-p DIR] JOBID",
+      "stop a job with a savepoint (--drain: every event-time window and timer fires first)" },
+    { "savepoint", cli_cmd_savepoint, "[-m HOST:PORT] JOBID [DIR] | -d PATH",
+      "take a savepoint of a job (into DIR, else state.savepoints.dir), or dispose of one" },
     { "info", cli_cmd_info, "[-p N] JOB.so [ARGS]",
       "print the job's plan (JSON) without running it" },
     { "job-graph", cli_cmd_job_graph, "--result-fd FD [-p N] JOB.so [ARGS]",
@@ -216,6 +224,18 @@ static int
 cli_cmd_cancel(struct cli_context *ctx)
 {
     return cli_cancel(ctx->conf, ctx->argc, ctx->argv);
+}
+
+static int
+cli_cmd_stop(struct cli_context *ctx)
+{
+    return cli_stop(ctx->conf, ctx->argc, ctx->argv);
+}
+
+static int
+cli_cmd_savepoint(struct cli_context *ctx)
+{
+    return cli_savepoint(ctx->conf, ctx->argc, ctx->argv);
 }
 
 static int

@@ -1,7 +1,10 @@
-/* `spate list [-a] [-m HOST:PORT]` and `spate cancel [-m HOST:PORT] JOBID`:
- * a cluster's jobs over REST, as Flink's `flink list` and `flink cancel`.
- * Exit status 0 on success; unreachable clusters and unknown jobs are clear
- * errors. Main thread. */
+/* `spate list [-a]`, `spate cancel [-s [DIR]] JOBID`, `spate stop [--drain]
+ * [-p DIR] JOBID`, `spate savepoint JOBID [DIR]` and `spate savepoint -d
+ * PATH` (each with [-m HOST:PORT]): a cluster's jobs and savepoints over
+ * REST, as Flink's `flink list`, `cancel`, `stop` and `savepoint`. The
+ * savepoint commands wait for the asynchronous operation and print the
+ * savepoint's path. Exit status 0 on success; unreachable clusters,
+ * unknown jobs and failed savepoints are clear errors. Main thread. */
 #ifndef SPATE_CLI_CLI_JOBS_H
 #define SPATE_CLI_CLI_JOBS_H
 
@@ -9,5 +12,7 @@
 
 int cli_list(const struct config *conf, int argc, char **argv);
 int cli_cancel(const struct config *conf, int argc, char **argv);
+int cli_stop(const struct config *conf, int argc, char **argv);
+int cli_savepoint(const struct config *conf, int argc, char **argv);
 
 #endif

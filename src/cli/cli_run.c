@@ -33,8 +33,10 @@ struct run_options {
     bool detached;   /* -d: submit and return */
     int parallelism; /* -p; 0: parallelism.default */
     const char *json_path;
-    const char *target; /* -m host:port */
-    int job;            /* index of JOB.so in argv */
+    const char *target;      /* -m host:port */
+    const char *savepoint;   /* -s: resume from it */
+    bool allow_non_restored; /* -n */
+    int job;                 /* index of JOB.so in argv */
 };
 
 /* What the live status line shows, from either executor. */
@@ -62,6 +64,33 @@ struct local_run {
     json_t *taskmanagers; /* their data planes' connections */
     uint32_t slots_total, slots_free;
 };
+
+/* -s and -n into the JobGraph: the savepoint's path made absolute (the
+ * JobManager reads it), and the warning that operators without a uid match
+ * their state by ids that change with the graph. */
+static void
+apply_resume(const struct run_options *ro, struct job_graph *jg)
+{
+    const char *p = ro->savepoint;
+    char cwd[PATH_MAX];
+
+    if (p == NULL)
+        return;
+    if (strncmp(p, "file://", 7) == 0)
+        p += 7;
+    else if (strncmp(p, "file:", 5) == 0)
+        p += 5;
+    free(jg->savepoint_path);
+    jg->savepoint_path =
+        p[0] == '/' || getcwd(cwd, sizeof cwd) == NULL ? xstrdup(p) : xasprintf("%s/%s", cwd, p);
+    jg->allow_non_restored_state = ro->allow_non_restored;
+    if (jg->derived_uids > 0)
+        fprintf(stderr,
+                "spate run: warning: %d operators have no uid; their ids are derived from the "
+                "graph and change when it changes, so that their state in the savepoint may not "
+                "be found (give them one with spate_uid())\n",
+                jg->derived_uids);
+}
 
 static const char *
 job_state_or(const char *s)
@@ -272,6 +301,7 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
     if (r->status != NULL)
         return spate_error_set(err, SPATE_ESTATE,
                                "spate_execute was called twice: a job runs one dataflow");
+    apply_resume(r->ro, jg);
     if ((rc = job_graph_encode(jg, env->library, &graph, &graph_len, err)) != 0)
         return rc;
     r->plan = job_graph_plan_json(jg);
@@ -454,6 +484,7 @@ remote_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_er
     if (r->status != NULL)
         return spate_error_set(err, SPATE_ESTATE,
                                "spate_execute was called twice: a job runs one dataflow");
+    apply_resume(r->ro, jg);
     if ((rcode = rest_client_init(&rc, r->conf, r->ro->target, err)) != 0 ||
         (rcode = job_graph_encode(jg, env->library, &graph, &graph_len, err)) != 0)
         return rcode;
@@ -519,6 +550,10 @@ parse_run_args(int argc, char **argv, struct run_options *ro)
             ro->parallelism = (int)p;
         } else if (strcmp(a, "--json") == 0 && i + 1 < argc) {
             ro->json_path = argv[++i];
+        } else if ((strcmp(a, "-s") == 0 || strcmp(a, "--fromSavepoint") == 0) && i + 1 < argc) {
+            ro->savepoint = argv[++i];
+        } else if (strcmp(a, "-n") == 0 || strcmp(a, "--allowNonRestoredState") == 0) {
+            ro->allow_non_restored = true;
         } else {
             fprintf(stderr, "spate run: unknown option '%s'\n", a);
             return 2;
@@ -526,7 +561,7 @@ parse_run_args(int argc, char **argv, struct run_options *ro)
     }
     if (i >= argc) {
         fprintf(stderr, "spate run: which job? usage: spate run [--local | -m HOST:PORT] [-d] "
-                        "[-p N] [--json FILE] JOB.so [ARGS]\n");
+                        "[-p N] [-s SAVEPOINT [-n]] [--json FILE] JOB.so [ARGS]\n");
         return 2;
     }
     ro->job = i;

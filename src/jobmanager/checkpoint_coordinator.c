@@ -41,6 +41,14 @@ struct cc_manual {
     bool done;
     uint64_t checkpoint_id;
     char *failure;
+    /* savepoints */
+    bool savepoint;
+    Checkpoint__CheckpointType type;
+    bool drain;
+    char *target;   /* the folder the savepoint's own folder goes into */
+    char *location; /* the completed savepoint's folder */
+    checkpoint_savepoint_done_fn done_fn;
+    void *done_arg;
 };
 
 /* The statistics of one checkpoint (Flink's AbstractCheckpointStats). */
@@ -74,6 +82,9 @@ struct cc_pending {
     Checkpoint__SplitAssignerState **splits; /* [vertex * max ops + op] at the trigger */
     void *timer;
     struct cc_manual *manual;
+    bool savepoint; /* from manual: its type, drain and target */
+    Checkpoint__CheckpointType type;
+    uint64_t local_id; /* the id when the job has no id counter */
     /* blocking work results */
     int rc;
     spate_error err;
@@ -106,6 +117,8 @@ struct checkpoint_coordinator {
     bool periodic;        /* started */
     bool periodic_wanted; /* a tick found no room */
     bool finishing;       /* a task finished: no more checkpoints */
+    bool stopping;        /* a stop's savepoint is in progress or completed */
+    uint64_t next_id;     /* without an id counter: the next id */
     bool shut_down;
     void *tick, *pause_timer;
     int64_t last_end_ms; /* the end of the latest checkpoint, completed or failed */
@@ -129,7 +142,16 @@ struct checkpoint_coordinator {
 };
 
 static void cc_maybe_trigger(struct checkpoint_coordinator *cc);
+static void stop_periodic(struct checkpoint_coordinator *cc);
 static void cc_start_load(struct checkpoint_coordinator *cc, struct cc_load *l);
+
+/* A stop-with-savepoint's type. */
+static bool
+is_stop(Checkpoint__CheckpointType type)
+{
+    return type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE ||
+           type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_SUSPEND;
+}
 
 static const struct job_graph *
 cc_graph(const struct checkpoint_coordinator *cc)
@@ -284,16 +306,30 @@ manual_find(struct checkpoint_coordinator *cc, const spate_id *id)
 }
 
 static void
+manual_release(struct cc_manual *m)
+{
+    free(m->failure);
+    free(m->target);
+    free(m->location);
+    free(m);
+}
+
+static void
 manual_finish(struct checkpoint_coordinator *cc, struct cc_manual *m, uint64_t id,
-              const char *failure)
+              const char *failure, const char *location)
 {
     struct list_node *n, *tmp;
+    spate_id trigger;
 
     if (m == NULL || m->done)
         return;
     m->done = true;
     m->checkpoint_id = id;
     m->failure = failure ? xstrdup(failure) : NULL;
+    m->location = failure == NULL && location ? xstrdup(location) : NULL;
+    trigger = m->trigger_id;
+    if (m->done_fn != NULL)
+        m->done_fn(m->done_arg, &trigger, m->location, m->failure);
     /* Forget the oldest finished ones beyond what is kept. */
     list_for_each_safe(n, tmp, &cc->manuals)
     {
@@ -304,8 +340,7 @@ manual_finish(struct checkpoint_coordinator *cc, struct cc_manual *m, uint64_t i
         if (!old->done || old == m)
             continue;
         list_remove(n);
-        free(old->failure);
-        free(old);
+        manual_release(old);
         cc->nmanuals--;
     }
 }
@@ -338,7 +373,7 @@ manual_fail_queued(struct checkpoint_coordinator *cc, const char *why)
     struct cc_manual *m;
 
     while ((m = manual_queued(cc)) != NULL)
-        manual_finish(cc, m, 0, why);
+        manual_finish(cc, m, 0, why, NULL);
 }
 
 /* ---- pending checkpoints ------------------------------------------------------------ */
@@ -441,7 +476,16 @@ pending_abort(struct cc_pending *p, const char *reason, bool counted)
         notify_all(cc, p, false);
         cc->last_end_ms = cc_now(cc);
     }
-    manual_finish(cc, p->manual, 0, reason);
+    manual_finish(cc, p->manual, 0, reason, NULL);
+    if (is_stop(p->type)) {
+        /* The stop failed (a timeout, a decline): the sources go on, and
+         * so do checkpoints. A failover or the job's end restart nothing. */
+        cc->stopping = false;
+        if (counted && !cc->shut_down && !cc->finishing)
+            checkpoint_coordinator_start(cc);
+    }
+    /* A failed savepoint counts toward no tolerable failures (Flink's). */
+    counted = counted && !p->savepoint;
     if (p->phase == PHASE_INIT) {
         p->aborted = true; /* its init work frees it */
     } else {
@@ -502,16 +546,19 @@ abort_all(struct checkpoint_coordinator *cc, const char *reason)
 
 /* ---- triggering --------------------------------------------------------------------- */
 
-/* Why no checkpoint can be triggered now, or NULL. */
+/* Why no checkpoint (savepoint) can be triggered now, or NULL; a stop's
+ * own savepoint is not held back by the stop. */
 static const char *
-not_triggerable(struct checkpoint_coordinator *cc)
+not_triggerable_for(struct checkpoint_coordinator *cc, bool savepoint, bool the_stop)
 {
     struct execution_graph *eg = cc->eg;
 
     if (cc->shut_down)
         return "the job has ended";
-    if (cc->job_dir == NULL)
+    if (!savepoint && cc->job_dir == NULL)
         return "the job has no checkpoint folder (state.checkpoints.dir)";
+    if (cc->stopping && !the_stop)
+        return "the job is stopping with a savepoint";
     if (cc->finishing)
         return "some of the job's tasks have finished";
     for (int v = 0; v < eg->graph->nvertices; v++)
@@ -521,18 +568,48 @@ not_triggerable(struct checkpoint_coordinator *cc)
     return NULL;
 }
 
+static const char *
+not_triggerable_as(struct checkpoint_coordinator *cc, bool savepoint)
+{
+    return not_triggerable_for(cc, savepoint, false);
+}
+
+static const char *
+not_triggerable(struct checkpoint_coordinator *cc)
+{
+    return not_triggerable_as(cc, false);
+}
+
+/* 12 random hex digits (Flink's savepoint folder suffix). */
+static void
+random_hex12(char out[13])
+{
+    spate_id r;
+
+    id_random(&r);
+    memcpy(out, id_str(&r).s, 12);
+    out[12] = '\0';
+}
+
 static void
 init_work(void *arg)
 {
     struct cc_pending *p = arg;
     struct checkpoint_coordinator *cc = p->cc;
-    uint64_t id = 0;
+    uint64_t id = p->local_id;
 
-    p->rc = cc->o.counter->ops->get_and_increment(cc->o.counter, &id, &p->err);
-    if (p->rc != 0)
+    if (cc->o.counter != NULL &&
+        (p->rc = cc->o.counter->ops->get_and_increment(cc->o.counter, &id, &p->err)) != 0)
         return;
     p->id = id;
-    p->dir = xasprintf("%s/chk-%llu", cc->job_dir, (unsigned long long)id);
+    if (p->savepoint) {
+        char rnd[13];
+
+        random_hex12(rnd);
+        p->dir = xasprintf("%s/savepoint-%.6s-%s", p->manual->target, cc_job(cc), rnd);
+    } else {
+        p->dir = xasprintf("%s/chk-%llu", cc->job_dir, (unsigned long long)id);
+    }
     p->rc = fs_mkdirs(p->dir, &p->err);
 }
 
@@ -544,7 +621,8 @@ send_triggers(struct checkpoint_coordinator *cc, struct cc_pending *p)
     m.job_id = gw_id_bytes(&cc_graph(cc)->job_id);
     m.checkpoint_id = (int64_t)p->id;
     m.timestamp = p->trigger_ms;
-    m.type = CHECKPOINT__CHECKPOINT_TYPE__CHECKPOINT;
+    m.type = p->type;
+    m.drain = p->manual != NULL && p->manual->drain;
     m.target_location = p->dir;
     for (int t = 0; t < p->ntasks; t++) {
         const struct execution *e = p->tasks[t].e;
@@ -574,7 +652,8 @@ init_done(void *arg)
     } else if (p->rc != 0) {
         char msg[SPATE_ERROR_MESSAGE_MAX + 64];
 
-        snprintf(msg, sizeof msg, "cannot start the checkpoint: %s", p->err.message);
+        snprintf(msg, sizeof msg, "cannot start the %s: %s",
+                 p->savepoint ? "savepoint" : "checkpoint", p->err.message);
         p->phase = PHASE_TRIGGERED; /* its folder, if made, is cleaned up */
         if (p->id != 0)
             stats_add(cc, p);
@@ -583,7 +662,7 @@ init_done(void *arg)
         p->phase = PHASE_TRIGGERED;
         stats_add(cc, p);
         /* The executions may have changed while the id was fetched. */
-        why = not_triggerable(cc);
+        why = not_triggerable_for(cc, p->savepoint, is_stop(p->type));
         for (int t = 0; why == NULL && t < p->ntasks; t++)
             if (!id_equal(&p->tasks[t].e->attempt_id, &p->tasks[t].attempt))
                 why = "a task was restarted";
@@ -610,6 +689,15 @@ trigger_now(struct checkpoint_coordinator *cc, struct cc_manual *manual)
     p->trigger_ms = cc_now(cc);
     p->manual = manual;
     p->phase = PHASE_INIT;
+    p->savepoint = manual != NULL && manual->savepoint;
+    p->type = p->savepoint ? manual->type : CHECKPOINT__CHECKPOINT_TYPE__CHECKPOINT;
+    if (cc->o.counter == NULL)
+        p->local_id = cc->next_id++;
+    if (is_stop(p->type)) {
+        /* Nothing else is triggered until the stop ends. */
+        cc->stopping = true;
+        stop_periodic(cc);
+    }
     p->tasks = xcalloc((size_t)eg->total, sizeof *p->tasks);
     for (int v = 0; v < eg->graph->nvertices; v++)
         for (int s = 0; s < eg->graph->vertices[v].parallelism; s++) {
@@ -652,9 +740,13 @@ cc_maybe_trigger(struct checkpoint_coordinator *cc)
     m = manual_queued(cc);
     if (m == NULL && !(cc->periodic && cc->periodic_wanted))
         return;
-    if ((why = not_triggerable(cc)) != NULL) {
-        if (cc->finishing || cc->shut_down)
+    if ((why = not_triggerable_as(cc, m != NULL && m->savepoint)) != NULL) {
+        if (cc->finishing || cc->shut_down || cc->stopping)
             manual_fail_queued(cc, why);
+        return;
+    }
+    if (m != NULL && m->savepoint) {
+        trigger_now(cc, m); /* savepoints wait for no max-concurrent */
         return;
     }
     if (cc->npending >= cc->cfg->max_concurrent)
@@ -717,6 +809,9 @@ checkpoint_coordinator_suspend(struct checkpoint_coordinator *cc, const char *re
 {
     stop_periodic(cc);
     abort_all(cc, reason);
+    /* A stop whose savepoint completed but whose tasks failed before they
+     * finished is over: the restarted job takes checkpoints again. */
+    cc->stopping = false;
     manual_fail_queued(cc, reason);
 }
 
@@ -811,7 +906,7 @@ build_metadata(struct checkpoint_coordinator *cc, struct cc_pending *p)
     md->checkpoint_id = (int64_t)p->id;
     md->job_id = gw_id_bytes(&jg->job_id);
     md->timestamp = p->trigger_ms;
-    md->type = CHECKPOINT__CHECKPOINT_TYPE__CHECKPOINT;
+    md->type = p->type;
     md->job_name = jg->name;
     for (int v = 0; v < jg->nvertices; v++)
         nops += (size_t)jg->vertices[v].nops;
@@ -882,6 +977,8 @@ finalize_work(void *arg)
 
     if ((p->rc = checkpoint_metadata_write(p->md, p->dir, &p->metadata_path, &p->err)) != 0)
         return;
+    if (p->savepoint)
+        return; /* the user's: in no store, never subsumed */
     /* The store keeps a pointer: the `_metadata` file's path. */
     c.id = p->id;
     c.metadata = (uint8_t *)p->metadata_path;
@@ -934,7 +1031,8 @@ finalize_done(void *arg)
     if (p->rc != 0) {
         char msg[SPATE_ERROR_MESSAGE_MAX + 64];
 
-        snprintf(msg, sizeof msg, "cannot finalize the checkpoint: %s", p->err.message);
+        snprintf(msg, sizeof msg, "cannot finalize the %s: %s",
+                 p->savepoint ? "savepoint" : "checkpoint", p->err.message);
         pending_abort(p, msg, true);
     } else {
         list_remove(&p->node);
@@ -953,9 +1051,9 @@ finalize_done(void *arg)
         for (size_t i = 0; i < p->nsubsumed; i++)
             if ((s = stats_find(cc, p->subsumed[i])) != NULL)
                 s->discarded = true;
-        SPATE_LOG_INFO(CC_LOG, "completed checkpoint %llu of job %s (%d tasks, %lld ms): '%s'",
-                       (unsigned long long)p->id, cc_job(cc), p->ntasks,
-                       (long long)(now - p->trigger_ms), p->metadata_path);
+        SPATE_LOG_INFO(CC_LOG, "completed %s %llu of job %s (%d tasks, %lld ms): '%s'",
+                       p->savepoint ? "savepoint" : "checkpoint", (unsigned long long)p->id,
+                       cc_job(cc), p->ntasks, (long long)(now - p->trigger_ms), p->metadata_path);
         /* Older checkpoints still in progress are subsumed. */
         list_for_each_safe(n, tmp, &cc->pending)
         {
@@ -965,7 +1063,7 @@ finalize_done(void *arg)
                 pending_abort(older, "subsumed by a newer completed checkpoint", false);
         }
         notify_all(cc, p, true);
-        manual_finish(cc, p->manual, p->id, NULL);
+        manual_finish(cc, p->manual, p->id, NULL, p->dir);
         pending_free(p);
         cc_maybe_trigger(cc);
     }
@@ -1146,6 +1244,10 @@ checkpoint_coordinator_restored(struct checkpoint_coordinator *cc,
     cc->restored->is_savepoint = md->type != CHECKPOINT__CHECKPOINT_TYPE__CHECKPOINT;
     cc->restored->external_path = xstrdup(path);
     cc->restored_count++;
+    /* Without an id counter, ids go on past the restored one (a task
+     * ignores barriers of ids up to the one it restored). */
+    if ((uint64_t)md->checkpoint_id >= cc->next_id)
+        cc->next_id = (uint64_t)md->checkpoint_id + 1;
 }
 
 /* ---- the end of the job ------------------------------------------------------------- */
@@ -1242,30 +1344,50 @@ checkpoint_coordinator_shutdown(struct checkpoint_coordinator *cc, enum checkpoi
 
 /* ---- manual checkpoints ------------------------------------------------------------- */
 
-int
-checkpoint_coordinator_trigger_manual(struct checkpoint_coordinator *cc, const spate_id *trigger_id,
-                                      spate_error *err)
+/* A new manual trigger (queued); NULL with *err for a trigger id used
+ * before. */
+static struct cc_manual *
+manual_new(struct checkpoint_coordinator *cc, const spate_id *trigger_id, spate_error *err)
 {
     struct cc_manual *m;
-    const char *why;
 
-    if (manual_find(cc, trigger_id) != NULL)
-        return spate_error_set(err, SPATE_EEXIST, "trigger id %s was used before",
-                               id_str(trigger_id).s);
+    if (manual_find(cc, trigger_id) != NULL) {
+        spate_error_set(err, SPATE_EEXIST, "trigger id %s was used before", id_str(trigger_id).s);
+        return NULL;
+    }
     m = xcalloc(1, sizeof *m);
     m->trigger_id = *trigger_id;
     list_push_back(&cc->manuals, &m->node);
     cc->nmanuals++;
-    /* As Flink's async operation: a trigger that cannot start is a done one
-     * whose status says why. */
-    if ((why = not_triggerable(cc)) != NULL) {
-        char msg[300];
+    return m;
+}
 
-        snprintf(msg, sizeof msg, "cannot checkpoint job %s: %s", cc_job(cc), why);
-        manual_finish(cc, m, 0, msg);
-        return 0;
-    }
-    cc_maybe_trigger(cc);
+/* As Flink's async operation: a trigger that cannot start is a done one
+ * whose status says why (what: "checkpoint", "take a savepoint of").
+ * Whether it was. */
+static bool
+manual_refused(struct checkpoint_coordinator *cc, struct cc_manual *m, const char *what)
+{
+    const char *why = not_triggerable_as(cc, m->savepoint);
+    char msg[300];
+
+    if (why == NULL)
+        return false;
+    snprintf(msg, sizeof msg, "cannot %s job %s: %s", what, cc_job(cc), why);
+    manual_finish(cc, m, 0, msg, NULL);
+    return true;
+}
+
+int
+checkpoint_coordinator_trigger_manual(struct checkpoint_coordinator *cc, const spate_id *trigger_id,
+                                      spate_error *err)
+{
+    struct cc_manual *m = manual_new(cc, trigger_id, err);
+
+    if (m == NULL)
+        return SPATE_EEXIST;
+    if (!manual_refused(cc, m, "checkpoint"))
+        cc_maybe_trigger(cc);
     return 0;
 }
 
@@ -1282,7 +1404,66 @@ checkpoint_coordinator_trigger_status(struct checkpoint_coordinator *cc, const s
     out->done = m->done;
     out->checkpoint_id = (int64_t)m->checkpoint_id;
     out->failure = m->failure ? m->failure : "";
+    out->trigger_id = gw_id_bytes(&m->trigger_id);
+    out->savepoint = m->savepoint;
+    out->location = m->location ? m->location : "";
     return 0;
+}
+
+int
+checkpoint_coordinator_trigger_savepoint(struct checkpoint_coordinator *cc,
+                                         const spate_id *trigger_id,
+                                         const struct checkpoint_savepoint_request *r,
+                                         spate_error *err)
+{
+    struct cc_manual *m = manual_new(cc, trigger_id, err);
+
+    if (m == NULL)
+        return SPATE_EEXIST;
+    m->savepoint = true;
+    m->type = r->type;
+    m->drain = r->drain;
+    m->target = xstrdup(r->target_dir);
+    if (manual_refused(cc, m, "take a savepoint of"))
+        return 0;
+    /* Set after the checks: done never runs inside this call. */
+    m->done_fn = r->done;
+    m->done_arg = r->arg;
+    SPATE_LOG_INFO(CC_LOG, "job %s: savepoint %s into '%s'%s", cc_job(cc), id_str(trigger_id).s,
+                   r->target_dir,
+                   r->type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT
+                       ? ""
+                       : (r->drain ? " (stop, drain)" : " (stop)"));
+    cc_maybe_trigger(cc);
+    return 0;
+}
+
+Ckstats__TriggerStatuses *
+checkpoint_coordinator_trigger_statuses(struct checkpoint_coordinator *cc)
+{
+    Ckstats__TriggerStatuses *all = xmalloc(sizeof *all);
+    struct list_node *n;
+
+    ckstats__trigger_statuses__init(all);
+    all->statuses = xcalloc((size_t)cc->nmanuals + 1, sizeof *all->statuses);
+    list_for_each(n, &cc->manuals)
+    {
+        struct cc_manual *m = container_of(n, struct cc_manual, node);
+        Ckstats__TriggerStatus *st = xmalloc(sizeof *st), view;
+
+        checkpoint_coordinator_trigger_status(cc, &m->trigger_id, &view, NULL);
+        ckstats__trigger_status__init(st);
+        st->done = view.done;
+        st->checkpoint_id = view.checkpoint_id;
+        st->failure = xstrdup(view.failure);
+        st->trigger_id.len = ID_BYTES;
+        st->trigger_id.data = xmalloc(ID_BYTES);
+        memcpy(st->trigger_id.data, m->trigger_id.bytes, ID_BYTES);
+        st->savepoint = view.savepoint;
+        st->location = xstrdup(view.location);
+        all->statuses[all->n_statuses++] = st;
+    }
+    return all;
 }
 
 /* ---- statistics for REST ------------------------------------------------------------ */
@@ -1443,6 +1624,7 @@ checkpoint_coordinator_new(const struct checkpoint_coordinator_options *o)
     list_init(&cc->loads);
     list_init(&cc->manuals);
     list_init(&cc->history);
+    cc->next_id = 1;
     cc->sizes = xcalloc(CC_SUMMARY_KEPT, sizeof *cc->sizes);
     cc->durations = xcalloc(CC_SUMMARY_KEPT, sizeof *cc->durations);
     return cc;
@@ -1456,8 +1638,7 @@ cc_free_now(struct checkpoint_coordinator *cc)
     while ((n = list_pop_front(&cc->history)) != NULL)
         stats_free(container_of(n, struct cc_stats, node));
     while ((n = list_pop_front(&cc->manuals)) != NULL) {
-        free(container_of(n, struct cc_manual, node)->failure);
-        free(container_of(n, struct cc_manual, node));
+        manual_release(container_of(n, struct cc_manual, node));
     }
     while ((n = list_pop_front(&cc->loads)) != NULL)
         free(container_of(n, struct cc_load, node));

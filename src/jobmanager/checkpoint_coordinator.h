@@ -118,10 +118,45 @@ void checkpoint_coordinator_restored(struct checkpoint_coordinator *cc,
  * Error: a trigger id used before (SPATE_EEXIST). */
 int checkpoint_coordinator_trigger_manual(struct checkpoint_coordinator *cc,
                                           const spate_id *trigger_id, spate_error *err);
-/* Its status: SPATE_ENOENT for an unknown trigger id. */
+/* A savepoint (Flink's triggerSavepoint / stopWithSavepoint), under
+ * trigger_id like a manual checkpoint: its state files and `_metadata` go
+ * to a folder of its own, target_dir/savepoint-<6 hex of the job id>-<12
+ * random hex>, whose `_metadata` names them relative to it (the folder can
+ * move). A savepoint is neither in the completed checkpoint store nor ever
+ * deleted by the coordinator, and its failure does not count toward the
+ * tolerable checkpoint failures. It waits for no max-concurrent. type is
+ * SAVEPOINT, or SAVEPOINT_TERMINATE / _SUSPEND for a stop (the sources stop
+ * after it; drain: event time ends first): no other checkpoint is triggered
+ * while a stop's savepoint is in progress, and periodic checkpoints go on
+ * if it fails. done (may be NULL) runs once on the loop when it ends
+ * (location NULL when it failed, failure then says why), never inside this
+ * call nor after the coordinator is freed. One that cannot start is done at
+ * once with its reason, as a manual checkpoint, without calling done. Error:
+ * a trigger id used before (SPATE_EEXIST). */
+typedef void (*checkpoint_savepoint_done_fn)(void *arg, const spate_id *trigger_id,
+                                             const char *location, const char *failure);
+struct checkpoint_savepoint_request {
+    const char *target_dir; /* absolute */
+    Checkpoint__CheckpointType type;
+    bool drain;
+    checkpoint_savepoint_done_fn done;
+    void *arg;
+};
+int checkpoint_coordinator_trigger_savepoint(struct checkpoint_coordinator *cc,
+                                             const spate_id *trigger_id,
+                                             const struct checkpoint_savepoint_request *r,
+                                             spate_error *err);
+/* Its status (manual checkpoints and savepoints alike; out->location is the
+ * savepoint's folder, out->trigger_id and the strings point into cc): */
+/* SPATE_ENOENT for an unknown trigger id. */
 int checkpoint_coordinator_trigger_status(struct checkpoint_coordinator *cc,
                                           const spate_id *trigger_id, Ckstats__TriggerStatus *out,
                                           spate_error *err);
+
+/* The status of every trigger remembered (for the Dispatcher's archive
+ * of an ended job). Allocated for ckstats__trigger_statuses__free_unpacked. */
+Ckstats__TriggerStatuses *
+checkpoint_coordinator_trigger_statuses(struct checkpoint_coordinator *cc);
 
 /* The statistics and settings (checkpoint_id > 0: only that checkpoint in
  * the history, when it is there). Allocated for

@@ -9,6 +9,7 @@
 #include "jobmanager/dispatcher.h"
 #include "jobmanager/job_vertices.h"
 #include "rpc/gateways.h"
+#include "state/checkpoint_metadata.h"
 #include "streaming/job_graph_codec.h"
 
 /* Kinds of job graph store records. */
@@ -28,6 +29,7 @@ struct disp_job {
     uint8_t *vertices; /* the archived Cluster__JobVertices, packed */
     size_t vertices_len;
     Ckstats__CheckpointingStats *checkpoints; /* archived: its last statistics */
+    Ckstats__TriggerStatuses *triggers;       /* archived: its checkpoint and savepoint triggers */
     bool persisted;                           /* in the job graph store: cleaned up when it ends */
 };
 
@@ -45,6 +47,21 @@ struct dispatcher {
     struct leader_election *le;
     struct job_graph_store *jgs;
     struct job_result_store *jrs;
+    /* Savepoint disposals (Flink's operation cache), newest last. */
+    struct list_node disposals;
+    int ndisposals;
+};
+
+#define DISP_DISPOSALS_KEPT 100 /* finished disposals remembered */
+
+struct disp_disposal {
+    struct list_node node;
+    struct dispatcher *d;
+    spate_id trigger_id;
+    char *path;
+    bool done;
+    int rc;
+    spate_error err;
 };
 
 /* High availability, at the end of this file. */
@@ -90,6 +107,8 @@ disp_job_free(struct dispatcher *d, struct disp_job *j)
     free(j->vertices);
     if (j->checkpoints != NULL)
         ckstats__checkpointing_stats__free_unpacked(j->checkpoints, NULL);
+    if (j->triggers != NULL)
+        ckstats__trigger_statuses__free_unpacked(j->triggers, NULL);
     free(j);
 }
 
@@ -167,6 +186,7 @@ disp_on_terminal(void *arg, struct job_master *jm)
         j->archived_seq = ++d->archive_seq;
         disp_archive_vertices(j, jm);
         j->checkpoints = job_master_checkpoint_stats(jm, 0);
+        j->triggers = job_master_trigger_statuses(jm);
         j->jm = NULL;
         d->narchived++;
         rpc_future_unref(job_master_stop(jm));
@@ -521,6 +541,29 @@ dh_request_checkpoint_stats(struct rpc_endpoint *ep, const Ckstats__StatsRequest
     free(one);
 }
 
+/* The running job a trigger request is for, and its trigger id (the
+ * client's, or a new one); NULL after failing the call. */
+static struct disp_job *
+disp_trigger_job(struct rpc_endpoint *ep, ProtobufCBinaryData job_id,
+                 ProtobufCBinaryData trigger_id, spate_id *trigger, struct rpc_call *call)
+{
+    struct disp_job *j;
+
+    if ((j = disp_lookup_bytes(ep, job_id, call)) == NULL)
+        return NULL;
+    if (trigger_id.len == 0) {
+        id_random(trigger);
+    } else if (!gw_id_get(&trigger_id, trigger)) {
+        rpc_call_fail(call, SPATE_EINVAL, "malformed trigger id");
+        return NULL;
+    }
+    if (j->jm == NULL) {
+        rpc_call_fail(call, SPATE_ESTATE, "job %s has ended", id_str(&j->job_id).s);
+        return NULL;
+    }
+    return j;
+}
+
 static void
 dh_trigger_checkpoint(struct rpc_endpoint *ep, const Ckstats__TriggerRequest *req,
                       struct rpc_call *call)
@@ -530,18 +573,8 @@ dh_trigger_checkpoint(struct rpc_endpoint *ep, const Ckstats__TriggerRequest *re
     struct disp_job *j;
     spate_id trigger;
 
-    if ((j = disp_lookup_bytes(ep, req->job_id, call)) == NULL)
+    if ((j = disp_trigger_job(ep, req->job_id, req->trigger_id, &trigger, call)) == NULL)
         return;
-    if (req->trigger_id.len == 0)
-        id_random(&trigger);
-    else if (!gw_id_get(&req->trigger_id, &trigger)) {
-        rpc_call_fail(call, SPATE_EINVAL, "malformed trigger id");
-        return;
-    }
-    if (j->jm == NULL) {
-        rpc_call_fail(call, SPATE_ESTATE, "job %s has ended", id_str(&j->job_id).s);
-        return;
-    }
     if (job_master_trigger_checkpoint(j->jm, &trigger, &err) != 0) {
         rpc_call_fail(call, err.code, "%s", err.message);
         return;
@@ -566,8 +599,19 @@ dh_checkpoint_trigger_status(struct rpc_endpoint *ep, const Ckstats__TriggerStat
         return;
     }
     if (j->jm == NULL) {
-        rpc_call_fail(call, SPATE_ENOENT, "job %s has ended; its triggers are gone",
-                      id_str(&j->job_id).s);
+        /* The archive's: a stop's savepoint is looked at after the job
+         * finished. */
+        for (size_t i = 0; j->triggers != NULL && i < j->triggers->n_statuses; i++) {
+            const Ckstats__TriggerStatus *st = j->triggers->statuses[i];
+            spate_id t;
+
+            if (gw_id_get(&st->trigger_id, &t) && id_equal(&t, &trigger)) {
+                rpc_call_reply(call, &st->base);
+                return;
+            }
+        }
+        rpc_call_fail(call, SPATE_ENOENT, "job %s has ended; no trigger %s was made of it",
+                      id_str(&j->job_id).s, id_str(&trigger).s);
         return;
     }
     if (job_master_checkpoint_status(j->jm, &trigger, &status, &err) != 0) {
@@ -575,6 +619,130 @@ dh_checkpoint_trigger_status(struct rpc_endpoint *ep, const Ckstats__TriggerStat
         return;
     }
     rpc_call_reply(call, &status.base);
+}
+
+static void
+dh_trigger_savepoint(struct rpc_endpoint *ep, const Ckstats__SavepointRequest *req,
+                     struct rpc_call *call)
+{
+    Ckstats__TriggerReply reply = CKSTATS__TRIGGER_REPLY__INIT;
+    spate_error err = { 0 };
+    struct disp_job *j;
+    spate_id trigger;
+    enum job_savepoint_mode mode;
+
+    if ((j = disp_trigger_job(ep, req->job_id, req->trigger_id, &trigger, call)) == NULL)
+        return;
+    mode = req->mode == CKSTATS__SAVEPOINT_MODE__SAVEPOINT_STOP     ? JOB_SAVEPOINT_STOP
+           : req->mode == CKSTATS__SAVEPOINT_MODE__SAVEPOINT_CANCEL ? JOB_SAVEPOINT_CANCEL
+                                                                    : JOB_SAVEPOINT_ONLY;
+    if (job_master_trigger_savepoint(j->jm, &trigger, req->target_directory, mode, req->drain,
+                                     &err) != 0) {
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
+    }
+    reply.trigger_id = gw_id_bytes(&trigger);
+    rpc_call_reply(call, &reply.base);
+}
+
+/* ---- savepoint disposal (POST /savepoint-disposal) ------------------------------------ */
+
+static void
+disp_disposal_work(void *arg)
+{
+    struct disp_disposal *x = arg;
+
+    x->rc = checkpoint_metadata_dispose(x->path, &x->err);
+}
+
+static void
+disp_disposal_done(void *arg)
+{
+    struct disp_disposal *x = arg;
+
+    x->done = true;
+    if (x->rc != 0)
+        SPATE_LOG_WARN(DISP_LOG, "cannot dispose of savepoint '%s': %s", x->path, x->err.message);
+    else
+        SPATE_LOG_INFO(DISP_LOG, "disposed of savepoint '%s'", x->path);
+}
+
+static void
+disp_disposal_free(struct disp_disposal *x)
+{
+    free(x->path);
+    free(x);
+}
+
+static void
+dh_dispose_savepoint(struct rpc_endpoint *ep, const Ckstats__DisposeRequest *req,
+                     struct rpc_call *call)
+{
+    struct dispatcher *d = disp_of(ep);
+    Ckstats__TriggerReply reply = CKSTATS__TRIGGER_REPLY__INIT;
+    struct disp_disposal *x;
+    struct list_node *n, *tmp;
+
+    if (req->path == NULL || req->path[0] != '/') {
+        rpc_call_fail(call, SPATE_EINVAL, "the savepoint path '%s' is not an absolute path",
+                      req->path ? req->path : "");
+        return;
+    }
+    x = xcalloc(1, sizeof *x);
+    x->d = d;
+    x->path = xstrdup(req->path);
+    id_random(&x->trigger_id);
+    /* Forget the oldest finished ones beyond what is kept. */
+    list_for_each_safe(n, tmp, &d->disposals)
+    {
+        struct disp_disposal *old = container_of(n, struct disp_disposal, node);
+
+        if (d->ndisposals < DISP_DISPOSALS_KEPT)
+            break;
+        if (!old->done)
+            continue;
+        list_remove(n);
+        disp_disposal_free(old);
+        d->ndisposals--;
+    }
+    list_push_back(&d->disposals, &x->node);
+    d->ndisposals++;
+    if (rpc_endpoint_run_blocking(ep, disp_disposal_work, disp_disposal_done, x) != 0) {
+        disp_disposal_work(x);
+        disp_disposal_done(x);
+    }
+    reply.trigger_id = gw_id_bytes(&x->trigger_id);
+    rpc_call_reply(call, &reply.base);
+}
+
+static void
+dh_dispose_status(struct rpc_endpoint *ep, const Ckstats__DisposeStatusRequest *req,
+                  struct rpc_call *call)
+{
+    struct dispatcher *d = disp_of(ep);
+    Ckstats__TriggerStatus st = CKSTATS__TRIGGER_STATUS__INIT;
+    struct list_node *n;
+    spate_id trigger;
+
+    if (!gw_id_get(&req->trigger_id, &trigger)) {
+        rpc_call_fail(call, SPATE_EINVAL, "malformed trigger id");
+        return;
+    }
+    list_for_each(n, &d->disposals)
+    {
+        struct disp_disposal *x = container_of(n, struct disp_disposal, node);
+
+        if (!id_equal(&x->trigger_id, &trigger))
+            continue;
+        st.done = x->done;
+        st.trigger_id = req->trigger_id;
+        st.savepoint = true;
+        st.failure = x->done && x->rc != 0 ? x->err.message : "";
+        rpc_call_reply(call, &st.base);
+        return;
+    }
+    rpc_call_fail(call, SPATE_ENOENT, "no savepoint disposal was triggered with id %s",
+                  id_str(&trigger).s);
 }
 
 static void
@@ -725,6 +893,9 @@ static const struct dispatcher_handlers disp_handlers = {
     .request_checkpoint_stats = dh_request_checkpoint_stats,
     .trigger_checkpoint = dh_trigger_checkpoint,
     .checkpoint_trigger_status = dh_checkpoint_trigger_status,
+    .trigger_savepoint = dh_trigger_savepoint,
+    .dispose_savepoint = dh_dispose_savepoint,
+    .dispose_status = dh_dispose_status,
 };
 
 static void
@@ -756,6 +927,8 @@ disp_destroy(struct rpc_endpoint *ep)
     if (d->jrs != NULL)
         d->jrs->ops->free(d->jrs);
     hmap_release(&d->jobs);
+    while (!list_empty(&d->disposals))
+        disp_disposal_free(container_of(list_pop_front(&d->disposals), struct disp_disposal, node));
     free(d);
 }
 
@@ -793,6 +966,7 @@ dispatcher_start(struct rpc_service *svc, const struct dispatcher_options *o,
     if (d->o.archive_capacity == 0)
         d->o.archive_capacity = 1;
     hmap_init(&d->jobs);
+    list_init(&d->disposals);
     if ((rc = disp_open_stores(d, err)) != 0) {
         free(d);
         return rc;

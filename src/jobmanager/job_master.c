@@ -72,6 +72,20 @@ struct job_master {
     bool restore_loading;
     Checkpoint__CheckpointMetadata *restore_md;
     char *restore_path;
+    /* The savepoint the job was submitted to resume from (its graph's
+     * savepoint_path): read while the stores open (sp_rc, sp_err), restored
+     * when there is no checkpoint yet, also by a restart before the first
+     * checkpoint completes. */
+    Checkpoint__CheckpointMetadata *sp_md;
+    char *sp_path;
+    int sp_rc;
+    spate_error sp_err;
+    /* A cancel with a savepoint completed its stop: the job ends CANCELED
+     * once its tasks have finished. */
+    bool cancel_after_stop;
+    /* The job's slots were asked for (a job resuming from a savepoint asks
+     * once the savepoint is found good: one that fails holds none). */
+    bool slots_requested;
     /* A restart in progress: the executions of these regions are cancelled,
      * then, after the strategy's pause, deployed anew. */
     bool restarting;
@@ -239,6 +253,7 @@ jm_on_finish(void *arg)
 
 static void jm_check_end(struct job_master *jm);
 static void jm_try_restart(struct job_master *jm);
+static void jm_request_slots(struct job_master *jm);
 static bool jm_restart_ready(const struct job_master *jm);
 static void jm_try_deploy(struct job_master *jm);
 static void jm_slot_apply(struct job_master *jm, struct execution *e, const struct jm_slot *slot);
@@ -263,7 +278,7 @@ jm_check_end(struct job_master *jm)
     else if (jm->status == JOB_CANCELLING)
         jm_terminate(jm, JOB_CANCELED, NULL);
     else if (eg->finished == eg->total)
-        jm_terminate(jm, JOB_FINISHED, NULL);
+        jm_terminate(jm, jm->cancel_after_stop ? JOB_CANCELED : JOB_FINISHED, NULL);
     else
         jm_terminate(jm, JOB_FAILED, NULL);
 }
@@ -574,6 +589,13 @@ jm_restart_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const c
         checkpoint_metadata_free(md);
         err = &cerr;
         rc = cerr.code;
+    }
+    if (rc == SPATE_ENOENT && jm->sp_md != NULL) {
+        /* No checkpoint since the job resumed: its savepoint again. */
+        jm->restore_md = checkpoint_metadata_copy(jm->sp_md);
+        jm->restore_path = xstrdup(jm->sp_path);
+        jm_redeploy(jm);
+        return;
     }
     if (rc != 0 && rc != SPATE_ENOENT) {
         /* A checkpoint that cannot be read does not get better with
@@ -1367,7 +1389,32 @@ struct jm_prepare {
     struct checkpoint_id_counter *counter;
     int rc;
     spate_error err;
+    /* the savepoint to resume from */
+    const char *sp_path; /* the graph's */
+    Checkpoint__CheckpointMetadata *sp_md;
+    int sp_rc;
+    spate_error sp_err;
 };
+
+/* Reads and checks the savepoint the job resumes from (its `_metadata` and
+ * every state file it names); the id counter goes past its id, as the
+ * tasks ignore barriers up to the id they restored. */
+static void
+jm_read_savepoint(struct jm_prepare *p)
+{
+    uint64_t next = 0;
+
+    if ((p->sp_rc = checkpoint_metadata_read(p->sp_path, &p->sp_md, &p->sp_err)) != 0)
+        return;
+    if ((p->sp_rc = checkpoint_metadata_check_files(p->sp_md, p->sp_path, &p->sp_err)) != 0) {
+        checkpoint_metadata_free(p->sp_md);
+        p->sp_md = NULL;
+        return;
+    }
+    if (p->counter != NULL && p->counter->ops->get(p->counter, &next, NULL) == 0 &&
+        next <= (uint64_t)p->sp_md->checkpoint_id)
+        p->counter->ops->set(p->counter, (uint64_t)p->sp_md->checkpoint_id + 1, NULL);
+}
 
 static void
 jm_prepare_work(void *arg)
@@ -1376,10 +1423,55 @@ jm_prepare_work(void *arg)
     struct ha_services *ha = p->jm->o.ha;
     const struct checkpoint_settings *cfg = &p->jm->eg->graph->checkpointing;
 
-    if ((p->rc = ha->ops->checkpoint_store(ha, &p->jm->o.job_id, (uint32_t)cfg->num_retained,
-                                           &p->store, &p->err)) != 0)
-        return;
-    p->rc = ha->ops->checkpoint_id_counter(ha, &p->jm->o.job_id, &p->counter, &p->err);
+    if (cfg->checkpoints_dir != NULL) {
+        if ((p->rc = ha->ops->checkpoint_store(ha, &p->jm->o.job_id, (uint32_t)cfg->num_retained,
+                                               &p->store, &p->err)) != 0)
+            return;
+        if ((p->rc = ha->ops->checkpoint_id_counter(ha, &p->jm->o.job_id, &p->counter, &p->err)) !=
+            0)
+            return;
+    }
+    if (p->sp_path != NULL)
+        jm_read_savepoint(p);
+}
+
+/* The job starts from its savepoint (no checkpoint of its own yet): it
+ * must be readable, and every operator with state in it must be in the
+ * job unless non-restored state is allowed; else the job fails saying
+ * why. Operators match by id (from the uid, or derived from the graph:
+ * a warning, as such ids change with the graph). False when it failed. */
+static bool
+jm_resume_from_savepoint(struct job_master *jm)
+{
+    const struct job_graph *jg = jm->eg->graph;
+    spate_error err = { 0 };
+    char msg[SPATE_ERROR_MESSAGE_MAX + 200];
+
+    if (jm->sp_rc != 0 || state_assignment_check(jm->sp_md, jg, jg->allow_non_restored_state,
+                                                 jm->sp_path, &err) != 0) {
+        snprintf(msg, sizeof msg, "cannot resume job %s from savepoint '%s': %s",
+                 id_str(&jm->o.job_id).s, jg->savepoint_path,
+                 jm->sp_rc != 0 ? jm->sp_err.message : err.message);
+        jm_record_exception(jm, msg, NULL);
+        jm_fail(jm, msg);
+        return false;
+    }
+    for (int v = 0; v < jg->nvertices; v++)
+        for (int o = 0; o < jg->vertices[v].nops; o++)
+            if (!jg->vertices[v].ops[o].uid_given)
+                SPATE_LOG_WARN(JM_LOG,
+                               "job %s: operator '%s' has no uid: its id %s is derived from the "
+                               "graph and changes when the graph changes, so that its state in "
+                               "a savepoint may not be found; give it one with spate_uid()",
+                               id_str(&jm->o.job_id).s, jg->vertices[v].ops[o].name,
+                               id_str(&jg->vertices[v].ops[o].operator_id).s);
+    SPATE_LOG_INFO(JM_LOG, "job %s: resuming from savepoint '%s' (%s)", id_str(&jm->o.job_id).s,
+                   jm->sp_path, jm->sp_md->job_name);
+    jm->restore_md = checkpoint_metadata_copy(jm->sp_md);
+    jm->restore_path = xstrdup(jm->sp_path);
+    jm_restore_splits(jm, jm->sp_md, true);
+    checkpoint_coordinator_restored(jm->cc, jm->sp_md, jm->sp_path);
+    return true;
 }
 
 static void
@@ -1395,6 +1487,7 @@ jm_start_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const cha
          * latest checkpoint itself. */
         checkpoint_metadata_free(md);
         jm->prepared = true;
+        jm_request_slots(jm);
         jm_try_restart(jm);
         return;
     }
@@ -1415,6 +1508,9 @@ jm_start_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const cha
         jm_fail(jm, msg);
         return;
     }
+    if (rc == SPATE_ENOENT && jm->eg->graph->savepoint_path != NULL &&
+        !jm_resume_from_savepoint(jm))
+        return;
     if (rc == 0) {
         SPATE_LOG_INFO(JM_LOG, "job %s: recovered; resuming from '%s'", id_str(&jm->o.job_id).s,
                        path);
@@ -1424,6 +1520,7 @@ jm_start_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const cha
         checkpoint_coordinator_restored(jm->cc, md, path);
     }
     jm->prepared = true;
+    jm_request_slots(jm);
     jm_try_deploy(jm);
 }
 
@@ -1461,10 +1558,27 @@ jm_prepare_done(void *arg)
         jm_record_exception(jm, msg, NULL);
         jm_fail(jm, msg);
     } else {
+        jm->sp_md = p->sp_md;
+        p->sp_md = NULL;
+        jm->sp_rc = p->sp_rc;
+        jm->sp_err = p->sp_err;
+        if (p->sp_path != NULL)
+            jm->sp_path = xstrdup(p->sp_path);
         jm_make_coordinator(jm, p->store, p->counter);
-        jm->restore_loading = true;
-        checkpoint_coordinator_load_latest(jm->cc, jm_start_loaded, jm);
+        if (p->store != NULL) {
+            jm->restore_loading = true;
+            checkpoint_coordinator_load_latest(jm->cc, jm_start_loaded, jm);
+        } else if (jm->status == JOB_RUNNING && jm_resume_from_savepoint(jm)) {
+            jm->prepared = true;
+            jm_request_slots(jm);
+            jm_try_deploy(jm);
+        } else if (jm->status == JOB_RESTARTING) {
+            jm->prepared = true;
+            jm_request_slots(jm);
+            jm_try_restart(jm);
+        }
     }
+    checkpoint_metadata_free(p->sp_md);
     free(p);
 }
 
@@ -1473,15 +1587,18 @@ jm_prepare(struct job_master *jm)
 {
     struct jm_prepare *p;
 
-    if (jm->eg->graph->checkpointing.checkpoints_dir == NULL) {
+    if (jm->eg->graph->checkpointing.checkpoints_dir == NULL &&
+        jm->eg->graph->savepoint_path == NULL) {
         /* No folder: no checkpoints to take or recover (manual ones are
-         * refused with that reason). */
+         * refused with that reason); savepoints take their ids from the
+         * coordinator. */
         jm_make_coordinator(jm, NULL, NULL);
         jm->prepared = true;
         return;
     }
     p = xcalloc(1, sizeof *p);
     p->jm = jm;
+    p->sp_path = jm->eg->graph->savepoint_path;
     if (rpc_endpoint_run_blocking(&jm->ep, jm_prepare_work, jm_prepare_done, p) != 0) {
         jm_prepare_work(p);
         jm_prepare_done(p);
@@ -1489,6 +1606,19 @@ jm_prepare(struct job_master *jm)
 }
 
 /* ---- life cycle ------------------------------------------------------------------------ */
+
+/* One slot per subtask index of each slot sharing group. */
+static void
+jm_request_slots(struct job_master *jm)
+{
+    if (jm->slots_requested || job_status_is_terminal(jm->status))
+        return;
+    jm->slots_requested = true;
+    for (int k = 0; k < jm->slots_needed; k++) {
+        jm->slots[k].pending = true;
+        slot_pool_request_slot(&jm->pool, (uint32_t)k);
+    }
+}
 
 static void
 jm_on_start(struct rpc_endpoint *ep)
@@ -1508,11 +1638,8 @@ jm_on_start(struct rpc_endpoint *ep)
                        jm->eg->graph->checkpointing.interval_ms > 0 ? "checkpoints on"
                                                                     : "no periodic checkpoints");
         jm_prepare(jm);
-        /* One slot per subtask index of each slot sharing group. */
-        for (int k = 0; k < jm->slots_needed; k++) {
-            jm->slots[k].pending = true;
-            slot_pool_request_slot(&jm->pool, (uint32_t)k);
-        }
+        if (jm->eg->graph->savepoint_path == NULL)
+            jm_request_slots(jm);
         return;
     }
     /* The stand-in job: one slot per task. */
@@ -1553,6 +1680,8 @@ jm_destroy(struct rpc_endpoint *ep)
     restart_strategy_release(&jm->restart);
     checkpoint_metadata_free(jm->restore_md);
     free(jm->restore_path);
+    checkpoint_metadata_free(jm->sp_md);
+    free(jm->sp_path);
     free(jm->slots);
     free(jm->restart_regions);
     execution_graph_free(jm->eg);
@@ -1730,6 +1859,69 @@ job_master_trigger_checkpoint(struct job_master *jm, const spate_id *trigger_id,
                                id_str(&jm->o.job_id).s,
                                jm->eg != NULL ? " yet: it is starting" : "");
     return checkpoint_coordinator_trigger_manual(jm->cc, trigger_id, err);
+}
+
+static void
+jm_cancel_savepoint_done(void *arg, const spate_id *trigger_id, const char *location,
+                         const char *failure)
+{
+    struct job_master *jm = arg;
+
+    UNUSED(trigger_id);
+    UNUSED(failure);
+    /* Its tasks stopped after it and finish now: the job is cancelled. A
+     * failed one leaves the job running. */
+    if (location != NULL)
+        jm->cancel_after_stop = true;
+}
+
+int
+job_master_trigger_savepoint(struct job_master *jm, const spate_id *trigger_id,
+                             const char *target_dir, enum job_savepoint_mode mode, bool drain,
+                             spate_error *err)
+{
+    struct checkpoint_savepoint_request r = { 0 };
+    const char *dir = target_dir;
+
+    if (jm->eg == NULL)
+        return spate_error_set(err, SPATE_ESTATE, "job %s is a test job: it takes no savepoints",
+                               id_str(&jm->o.job_id).s);
+    if (jm->cc == NULL)
+        return spate_error_set(err, SPATE_ESTATE, "job %s takes no savepoints yet: it is starting",
+                               id_str(&jm->o.job_id).s);
+    if (dir == NULL || *dir == '\0')
+        dir = jm->eg->graph->checkpointing.savepoints_dir;
+    if (dir == NULL)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "no folder for the savepoint of job %s: give a target directory or "
+                               "set state.savepoints.dir",
+                               id_str(&jm->o.job_id).s);
+    if (dir[0] != '/')
+        return spate_error_set(err, SPATE_EINVAL,
+                               "the savepoint folder '%s' is not an absolute path", dir);
+    r.target_dir = dir;
+    r.type = mode == JOB_SAVEPOINT_ONLY ? CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT
+             : mode == JOB_SAVEPOINT_STOP && drain
+                 ? CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE
+                 : CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_SUSPEND;
+    r.drain = mode == JOB_SAVEPOINT_STOP && drain;
+    if (mode == JOB_SAVEPOINT_CANCEL) {
+        r.done = jm_cancel_savepoint_done;
+        r.arg = jm;
+    }
+    return checkpoint_coordinator_trigger_savepoint(jm->cc, trigger_id, &r, err);
+}
+
+Ckstats__TriggerStatuses *
+job_master_trigger_statuses(struct job_master *jm)
+{
+    Ckstats__TriggerStatuses *all;
+
+    if (jm->cc != NULL)
+        return checkpoint_coordinator_trigger_statuses(jm->cc);
+    all = xmalloc(sizeof *all);
+    ckstats__trigger_statuses__init(all);
+    return all;
 }
 
 int

@@ -89,6 +89,20 @@ int job_master_trigger_checkpoint(struct job_master *jm, const spate_id *trigger
                                   spate_error *err);
 int job_master_checkpoint_status(struct job_master *jm, const spate_id *trigger_id,
                                  Ckstats__TriggerStatus *out, spate_error *err);
+/* Savepoints (POST /jobs/:jobid/savepoints, /stop), under trigger_id;
+ * their status as a checkpoint's. target_dir "" or NULL: the job's
+ * state.savepoints.dir. A stop (SAVEPOINT_STOP; drain: event time ends
+ * first) finishes the job once its savepoint completed; a cancel with a
+ * savepoint stops the same way, the job then CANCELED. A failed savepoint
+ * leaves the job running. Errors: no folder, a relative one, a job that is
+ * not yet running or a test job, a trigger id used before. */
+enum job_savepoint_mode { JOB_SAVEPOINT_ONLY, JOB_SAVEPOINT_CANCEL, JOB_SAVEPOINT_STOP };
+int job_master_trigger_savepoint(struct job_master *jm, const spate_id *trigger_id,
+                                 const char *target_dir, enum job_savepoint_mode mode, bool drain,
+                                 spate_error *err);
+/* Every trigger's status (the Dispatcher archives them when the job ends),
+ * for ckstats__trigger_statuses__free_unpacked(s, NULL). */
+Ckstats__TriggerStatuses *job_master_trigger_statuses(struct job_master *jm);
 spate_id job_master_job_id(const struct job_master *jm);
 const char *job_master_name(const struct job_master *jm);
 

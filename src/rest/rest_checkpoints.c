@@ -258,27 +258,37 @@ rest_checkpoint_trigger(struct rest_request *rq)
                      json_pack("{s:s}", "request-id", id_str(&trigger).s));
 }
 
+/* The status of trigger :triggerid of job :jobid (a checkpoint's or a
+ * savepoint's); NULL after answering the failure into *ret. */
+static struct rpc_future *
+rest_trigger_status(struct rest_request *rq, enum MHD_Result *ret)
+{
+    Ckstats__TriggerStatusRequest req = CKSTATS__TRIGGER_STATUS_REQUEST__INIT;
+    spate_error err = { 0 };
+    spate_id job, trigger;
+
+    if (!rest_job_id(rq, &job, ret))
+        return NULL;
+    if (id_parse(rq->params[1], &trigger, &err) != 0) {
+        *ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "Bad request: trigger id: %s", err.message);
+        return NULL;
+    }
+    req.job_id = gw_id_bytes(&job);
+    req.trigger_id = gw_id_bytes(&trigger);
+    return rest_ask(
+        rq->c, dispatcher_checkpoint_trigger_status(rq->rs->dispatcher, &req, REST_ASK_MS), ret);
+}
+
 /* GET /jobs/:jobid/checkpoints/:triggerid: AsynchronousOperationResult. */
 static enum MHD_Result
 rest_checkpoint_status(struct rest_request *rq)
 {
-    Ckstats__TriggerStatusRequest req = CKSTATS__TRIGGER_STATUS_REQUEST__INIT;
     const Ckstats__TriggerStatus *st;
-    spate_error err = { 0 };
-    spate_id job, trigger;
     enum MHD_Result ret;
     struct rpc_future *f;
     json_t *j;
 
-    if (!rest_job_id(rq, &job, &ret))
-        return ret;
-    if (id_parse(rq->params[1], &trigger, &err) != 0)
-        return rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "Bad request: trigger id: %s", err.message);
-    req.job_id = gw_id_bytes(&job);
-    req.trigger_id = gw_id_bytes(&trigger);
-    f = rest_ask(rq->c, dispatcher_checkpoint_trigger_status(rq->rs->dispatcher, &req, REST_ASK_MS),
-                 &ret);
-    if (f == NULL)
+    if ((f = rest_trigger_status(rq, &ret)) == NULL)
         return ret;
     st = rpc_future_value(f);
     if (!st->done)
@@ -295,7 +305,236 @@ rest_checkpoint_status(struct rest_request *rq)
     return rest_send(rq->c, MHD_HTTP_OK, j);
 }
 
+/* ---- savepoints ------------------------------------------------------------------ */
+
+/* A path given as Flink's URI "file:///x" or "file:/x" is the path "/x". */
+static const char *
+rest_local_path(const char *p)
+{
+    if (p != NULL && strncmp(p, "file://", 7) == 0)
+        return p + 7;
+    if (p != NULL && strncmp(p, "file:", 5) == 0)
+        return p + 5;
+    return p;
+}
+
+/* The JSON object of a request's body ({} without one); NULL after
+ * answering 400 into *ret. */
+static json_t *
+rest_body_object(struct rest_request *rq, enum MHD_Result *ret)
+{
+    json_error_t jerr;
+    json_t *body;
+
+    if (rq->json == NULL || rq->json_len == 0)
+        return json_object();
+    body = json_loadb(rq->json, rq->json_len, 0, &jerr);
+    if (body == NULL || !json_is_object(body)) {
+        json_decref(body);
+        *ret =
+            rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "Bad request: the body is no JSON object%s%s",
+                       body == NULL ? ": " : "", body == NULL ? jerr.text : "");
+        return NULL;
+    }
+    return body;
+}
+
+/* Field `name` of body when it is a string, a boolean or absent (NULL, false);
+ * false after answering 400 into *ret. */
+static bool
+rest_field_string(struct rest_request *rq, json_t *body, const char *name, const char **out,
+                  enum MHD_Result *ret)
+{
+    json_t *v = json_object_get(body, name);
+
+    *out = NULL;
+    if (v == NULL || json_is_null(v))
+        return true;
+    if (!json_is_string(v)) {
+        *ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "Bad request: '%s' must be a string", name);
+        return false;
+    }
+    *out = json_string_value(v);
+    return true;
+}
+
+static bool
+rest_field_bool(struct rest_request *rq, json_t *body, const char *name, bool *out,
+                enum MHD_Result *ret)
+{
+    json_t *v = json_object_get(body, name);
+
+    *out = false;
+    if (v == NULL || json_is_null(v))
+        return true;
+    if (!json_is_boolean(v)) {
+        *ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "Bad request: '%s' must be true or false",
+                          name);
+        return false;
+    }
+    *out = json_is_true(v);
+    return true;
+}
+
+/* POST /jobs/:jobid/savepoints ({"target-directory", "cancel-job",
+ * "triggerId"}) and POST /jobs/:jobid/stop ({"targetDirectory", "drain",
+ * "triggerId"}): 202 with {"request-id"}; the status at
+ * GET /jobs/:jobid/savepoints/:triggerid. */
+static enum MHD_Result
+rest_savepoint_trigger_as(struct rest_request *rq, bool stop)
+{
+    Ckstats__SavepointRequest req = CKSTATS__SAVEPOINT_REQUEST__INIT;
+    const Ckstats__TriggerReply *reply;
+    const char *dir = NULL, *tid = NULL;
+    spate_error err = { 0 };
+    spate_id job, trigger;
+    enum MHD_Result ret = MHD_YES;
+    struct rpc_future *f;
+    bool flag = false;
+    json_t *body;
+
+    if (!rest_job_id(rq, &job, &ret))
+        return ret;
+    if ((body = rest_body_object(rq, &ret)) == NULL)
+        return ret;
+    if (!rest_field_string(rq, body, stop ? "targetDirectory" : "target-directory", &dir, &ret) ||
+        !rest_field_bool(rq, body, stop ? "drain" : "cancel-job", &flag, &ret) ||
+        !rest_field_string(rq, body, "triggerId", &tid, &ret)) {
+        json_decref(body);
+        return ret;
+    }
+    if (tid != NULL && id_parse(tid, &trigger, &err) != 0) {
+        json_decref(body);
+        return rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "Bad request: triggerId: %s", err.message);
+    }
+    req.job_id = gw_id_bytes(&job);
+    if (tid != NULL)
+        req.trigger_id = gw_id_bytes(&trigger);
+    req.target_directory = (char *)(dir != NULL ? rest_local_path(dir) : "");
+    req.mode = stop   ? CKSTATS__SAVEPOINT_MODE__SAVEPOINT_STOP
+               : flag ? CKSTATS__SAVEPOINT_MODE__SAVEPOINT_CANCEL
+                      : CKSTATS__SAVEPOINT_MODE__SAVEPOINT_ONLY;
+    req.drain = stop && flag;
+    f = rest_ask(rq->c, dispatcher_trigger_savepoint(rq->rs->dispatcher, &req, REST_ASK_MS), &ret);
+    json_decref(body);
+    if (f == NULL)
+        return ret;
+    reply = rpc_future_value(f);
+    gw_id_get(&reply->trigger_id, &trigger);
+    rpc_future_unref(f);
+    SPATE_LOG_INFO(REST_LOG, "job %s: %s requested over REST (trigger %s)", id_str(&job).s,
+                   stop ? "stop with a savepoint" : "savepoint", id_str(&trigger).s);
+    return rest_send(rq->c, MHD_HTTP_ACCEPTED,
+                     json_pack("{s:s}", "request-id", id_str(&trigger).s));
+}
+
+static enum MHD_Result
+rest_savepoint_trigger(struct rest_request *rq)
+{
+    return rest_savepoint_trigger_as(rq, false);
+}
+
+static enum MHD_Result
+rest_job_stop(struct rest_request *rq)
+{
+    return rest_savepoint_trigger_as(rq, true);
+}
+
+/* Flink's AsynchronousOperationResult of a savepoint or a disposal. */
+static json_t *
+rest_savepoint_result(const Ckstats__TriggerStatus *st, bool location)
+{
+    if (!st->done)
+        return json_pack("{s:{s:s}}", "status", "id", "IN_PROGRESS");
+    if (st->failure != NULL && *st->failure)
+        return json_pack("{s:{s:s}, s:{s:{s:s, s:s, s:s}}}", "status", "id", "COMPLETED",
+                         "operation", "failure-cause", "class",
+                         "org.apache.flink.runtime.checkpoint.CheckpointException", "stack-trace",
+                         st->failure, "serialized-throwable", "");
+    if (!location)
+        return json_pack("{s:{s:s}, s:{}}", "status", "id", "COMPLETED", "operation");
+    return json_pack("{s:{s:s}, s:{s:s}}", "status", "id", "COMPLETED", "operation", "location",
+                     st->location ? st->location : "");
+}
+
+/* GET /jobs/:jobid/savepoints/:triggerid (also a stop's). */
+static enum MHD_Result
+rest_savepoint_status(struct rest_request *rq)
+{
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    json_t *j;
+
+    if ((f = rest_trigger_status(rq, &ret)) == NULL)
+        return ret;
+    j = rest_savepoint_result(rpc_future_value(f), true);
+    rpc_future_unref(f);
+    return rest_send(rq->c, MHD_HTTP_OK, j);
+}
+
+/* POST /savepoint-disposal ({"savepoint-path"}): 202 with {"request-id"}. */
+static enum MHD_Result
+rest_disposal_trigger(struct rest_request *rq)
+{
+    Ckstats__DisposeRequest req = CKSTATS__DISPOSE_REQUEST__INIT;
+    const Ckstats__TriggerReply *reply;
+    const char *path = NULL;
+    enum MHD_Result ret = MHD_YES;
+    struct rpc_future *f;
+    spate_id trigger;
+    json_t *body;
+
+    if ((body = rest_body_object(rq, &ret)) == NULL)
+        return ret;
+    if (!rest_field_string(rq, body, "savepoint-path", &path, &ret)) {
+        json_decref(body);
+        return ret;
+    }
+    if (path == NULL || *path == '\0') {
+        json_decref(body);
+        return rest_error(rq->c, MHD_HTTP_BAD_REQUEST,
+                          "Bad request: 'savepoint-path' names the savepoint to dispose of");
+    }
+    req.path = (char *)rest_local_path(path);
+    f = rest_ask(rq->c, dispatcher_dispose_savepoint(rq->rs->dispatcher, &req, REST_ASK_MS), &ret);
+    json_decref(body);
+    if (f == NULL)
+        return ret;
+    reply = rpc_future_value(f);
+    gw_id_get(&reply->trigger_id, &trigger);
+    rpc_future_unref(f);
+    return rest_send(rq->c, MHD_HTTP_ACCEPTED,
+                     json_pack("{s:s}", "request-id", id_str(&trigger).s));
+}
+
+/* GET /savepoint-disposal/:triggerid. */
+static enum MHD_Result
+rest_disposal_status(struct rest_request *rq)
+{
+    Ckstats__DisposeStatusRequest req = CKSTATS__DISPOSE_STATUS_REQUEST__INIT;
+    spate_error err = { 0 };
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    spate_id trigger;
+    json_t *j;
+
+    if (id_parse(rq->params[0], &trigger, &err) != 0)
+        return rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "Bad request: trigger id: %s", err.message);
+    req.trigger_id = gw_id_bytes(&trigger);
+    f = rest_ask(rq->c, dispatcher_dispose_status(rq->rs->dispatcher, &req, REST_ASK_MS), &ret);
+    if (f == NULL)
+        return ret;
+    j = rest_savepoint_result(rpc_future_value(f), false);
+    rpc_future_unref(f);
+    return rest_send(rq->c, MHD_HTTP_OK, j);
+}
+
 const struct rest_route rest_checkpoints_routes[] = {
+    { "POST", "/jobs/:jobid/savepoints", rest_savepoint_trigger, REST_BODY_JSON, 0 },
+    { "GET", "/jobs/:jobid/savepoints/:triggerid", rest_savepoint_status, REST_BODY_NONE, 0 },
+    { "POST", "/jobs/:jobid/stop", rest_job_stop, REST_BODY_JSON, 0 },
+    { "POST", "/savepoint-disposal", rest_disposal_trigger, REST_BODY_JSON, 0 },
+    { "GET", "/savepoint-disposal/:triggerid", rest_disposal_status, REST_BODY_NONE, 0 },
     { "GET", "/jobs/:jobid/checkpoints", rest_checkpoints, REST_BODY_NONE, 0 },
     { "POST", "/jobs/:jobid/checkpoints", rest_checkpoint_trigger, REST_BODY_JSON, 0 },
     { "GET", "/jobs/:jobid/checkpoints/config", rest_checkpoints_config, REST_BODY_NONE, 0 },

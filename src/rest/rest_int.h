@@ -105,10 +105,22 @@ extern const struct rest_route rest_checkpoints_routes[];
 int rest_jars_start(struct rest_server *rs, spate_error *err);
 void rest_jars_stop(struct rest_server *rs);
 
+/* How a submitted job resumes (savepointPath, allowNonRestoredState):
+ * path NULL keeps what the JobGraph says. */
+struct rest_resume {
+    const char *path;
+    bool allow_non_restored;
+};
+/* Reads savepointPath and allowNonRestoredState of a request body (a
+ * "file:" URI is its path; the path must be absolute). */
+int rest_resume_parse(json_t *body, struct rest_resume *r, spate_error *err);
+
 /* rest_jobs.c: submits an encoded JobGraph whose library is the stored
- * blob key (the caller keeps its own reference); the job id or an error. */
+ * blob key (the caller keeps its own reference), resuming as resume says
+ * (NULL: as the graph says); the job id or an error. */
 int rest_submit_graph(struct rest_server *rs, const uint8_t *graph, size_t len,
-                      const uint8_t key[SHA256_BYTES], spate_id *job, spate_error *err);
+                      const uint8_t key[SHA256_BYTES], const struct rest_resume *resume,
+                      spate_id *job, spate_error *err);
 /* A query parameter (URL-decoded), or NULL. */
 const char *rest_query(struct MHD_Connection *c, const char *name);
 

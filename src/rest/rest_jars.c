@@ -224,6 +224,8 @@ struct rest_program {
     char **conf; /* "key=value" of flinkConfiguration */
     int nconf;
     int parallelism;
+    struct rest_resume resume; /* path points into resume_path */
+    char *resume_path;
 };
 
 static void
@@ -233,6 +235,7 @@ rest_program_release(struct rest_program *p)
         free(p->args[i]);
     for (int i = 0; i < p->nconf; i++)
         free(p->conf[i]);
+    free(p->resume_path);
     free(p->args);
     free(p->conf);
 }
@@ -316,11 +319,12 @@ rest_program_parse(struct rest_request *rq, struct rest_program *p, spate_error 
                                "jobId: a job's id comes from its JobGraph; choosing it is not "
                                "supported");
     }
-    if ((v = json_object_get(body, "savepointPath")) != NULL && json_is_string(v) &&
-        json_string_length(v) > 0) {
+    if (rest_resume_parse(body, &p->resume, err) != 0) {
         json_decref(body);
-        return spate_error_set(err, SPATE_ENOTSUP, "savepointPath: savepoints are not built yet");
+        return err->code;
     }
+    if (p->resume.path != NULL)
+        p->resume.path = p->resume_path = xstrdup(p->resume.path);
     if ((v = json_object_get(body, "flinkConfiguration")) != NULL && json_is_object(v)) {
         const char *key;
         json_t *val;
@@ -626,7 +630,7 @@ rest_jar_main(struct rest_request *rq, bool run)
         if (blob_server_put_file(rq->rs->blobs, path, false, key, &err) != 0) {
             ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "%s", err.message);
         } else {
-            if (rest_submit_graph(rq->rs, graph, glen, key, &job, &err) != 0)
+            if (rest_submit_graph(rq->rs, graph, glen, key, &prog.resume, &job, &err) != 0)
                 ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "job submission failed: %s",
                                  err.message);
             else

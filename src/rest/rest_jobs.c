@@ -15,6 +15,7 @@
 #include "core/util.h"
 #include "jobmanager/execution_graph.h"
 #include "jobmanager/job_master.h"
+#include "proto/jobgraph.pb-c.h"
 #include "rest/rest_int.h"
 
 static const char *const rest_exec_states[EXEC_STATE_COUNT] = {
@@ -410,13 +411,76 @@ rest_job_cancel(struct rest_request *rq)
 }
 
 int
+rest_resume_parse(json_t *body, struct rest_resume *r, spate_error *err)
+{
+    json_t *v = json_object_get(body, "savepointPath");
+    json_t *a = json_object_get(body, "allowNonRestoredState");
+    const char *p;
+
+    r->path = NULL;
+    r->allow_non_restored = false;
+    if (a != NULL && !json_is_null(a)) {
+        if (!json_is_boolean(a))
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "allowNonRestoredState must be true or false");
+        r->allow_non_restored = json_is_true(a);
+    }
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return spate_error_set(err, SPATE_EINVAL, "savepointPath must be a string");
+    p = json_string_value(v);
+    if (strncmp(p, "file://", 7) == 0)
+        p += 7;
+    else if (strncmp(p, "file:", 5) == 0)
+        p += 5;
+    if (*p == '\0')
+        return 0;
+    if (p[0] != '/')
+        return spate_error_set(
+            err, SPATE_EINVAL,
+            "savepointPath '%s' is not an absolute path (the JobManager reads it)", p);
+    r->path = p;
+    return 0;
+}
+
+/* The graph's bytes with the resume settings written in (malloc'd). */
+static int
+rest_graph_resume(const uint8_t *graph, size_t len, const struct rest_resume *r, uint8_t **out,
+                  size_t *out_len, spate_error *err)
+{
+    Jobgraph__JobGraph *g = jobgraph__job_graph__unpack(NULL, len, graph);
+    char *old;
+
+    if (g == NULL)
+        return spate_error_set(err, SPATE_EINVAL, "malformed job graph: cannot decode %zu bytes",
+                               len);
+    old = g->savepoint_path;
+    g->savepoint_path = (char *)r->path;
+    g->allow_non_restored_state = r->allow_non_restored;
+    *out_len = jobgraph__job_graph__get_packed_size(g);
+    *out = xmalloc(*out_len + 1);
+    jobgraph__job_graph__pack(g, *out);
+    g->savepoint_path = old;
+    jobgraph__job_graph__free_unpacked(g, NULL);
+    return 0;
+}
+
+int
 rest_submit_graph(struct rest_server *rs, const uint8_t *graph, size_t len,
-                  const uint8_t key[SHA256_BYTES], spate_id *job, spate_error *err)
+                  const uint8_t key[SHA256_BYTES], const struct rest_resume *resume, spate_id *job,
+                  spate_error *err)
 {
     Cluster__JobSubmission sub = CLUSTER__JOB_SUBMISSION__INIT;
     struct rpc_future *f;
+    uint8_t *rewritten = NULL;
     int rc;
 
+    if (resume != NULL && resume->path != NULL) {
+        if ((rc = rest_graph_resume(graph, len, resume, &rewritten, &len, err)) != 0)
+            return rc;
+        graph = rewritten;
+    }
     sub.job_graph.data = (uint8_t *)graph;
     sub.job_graph.len = len;
     sub.library_key.data = (uint8_t *)key;
@@ -425,6 +489,7 @@ rest_submit_graph(struct rest_server *rs, const uint8_t *graph, size_t len,
     if ((rc = rpc_future_wait(f, REST_ASK_MS + 1000, err)) == 0)
         gw_id_get(&((const Cluster__JobId *)rpc_future_value(f))->job_id, job);
     rpc_future_unref(f);
+    free(rewritten);
     return rc;
 }
 
@@ -490,6 +555,7 @@ rest_job_submit(struct rest_request *rq)
 {
     const struct rest_part *req = rest_part_find(rq, "request", false), *gp = NULL, *lp = NULL;
     const char *graph_name, *lib_name;
+    struct rest_resume resume;
     json_t *body, *jars;
     json_error_t jerr;
     spate_error err = { 0 };
@@ -517,7 +583,8 @@ rest_job_submit(struct rest_request *rq)
                (lp = rest_file_named(rq, lib_name)) == NULL) {
         ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "the body has no file named '%s'",
                          gp == NULL ? graph_name : lib_name);
-    } else if (rest_check_elf(lp, &err) != 0 || rest_read_part(gp, &graph, &err) != 0) {
+    } else if (rest_resume_parse(body, &resume, &err) != 0 || rest_check_elf(lp, &err) != 0 ||
+               rest_read_part(gp, &graph, &err) != 0) {
         ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "%s", err.message);
     } else if (blob_server_put_file(rq->rs->blobs, lp->path, true, key, &err) != 0) {
         ret = rest_error(rq->c,
@@ -525,7 +592,7 @@ rest_job_submit(struct rest_request *rq)
                                                     : MHD_HTTP_INTERNAL_SERVER_ERROR,
                          "%s", err.message);
     } else {
-        if (rest_submit_graph(rq->rs, graph, gp->len, key, &job, &err) != 0) {
+        if (rest_submit_graph(rq->rs, graph, gp->len, key, &resume, &job, &err) != 0) {
             ret = rest_error(rq->c,
                              err.code == SPATE_ETIMEDOUT || err.code == SPATE_ESTATE
                                  ? MHD_HTTP_SERVICE_UNAVAILABLE

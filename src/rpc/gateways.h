@@ -113,7 +113,13 @@ RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
     X(P, trigger_checkpoint, 11, ASK, UNFENCED, Ckstats__TriggerRequest, ckstats__trigger_request, \
       Ckstats__TriggerReply, ckstats__trigger_reply)                                               \
     X(P, checkpoint_trigger_status, 12, ASK, UNFENCED, Ckstats__TriggerStatusRequest,              \
-      ckstats__trigger_status_request, Ckstats__TriggerStatus, ckstats__trigger_status)
+      ckstats__trigger_status_request, Ckstats__TriggerStatus, ckstats__trigger_status)            \
+    X(P, trigger_savepoint, 13, ASK, UNFENCED, Ckstats__SavepointRequest,                          \
+      ckstats__savepoint_request, Ckstats__TriggerReply, ckstats__trigger_reply)                   \
+    X(P, dispose_savepoint, 14, ASK, UNFENCED, Ckstats__DisposeRequest, ckstats__dispose_request,  \
+      Ckstats__TriggerReply, ckstats__trigger_reply)                                               \
+    X(P, dispose_status, 15, ASK, UNFENCED, Ckstats__DisposeStatusRequest,                         \
+      ckstats__dispose_status_request, Ckstats__TriggerStatus, ckstats__trigger_status)
 RPC_PROTOCOL_DECLARE(dispatcher, DISPATCHER_METHODS)
 
 /* Ids in messages: 16 bytes, or empty for none. */

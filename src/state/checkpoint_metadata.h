@@ -51,6 +51,14 @@ int checkpoint_metadata_read(const char *path, Checkpoint__CheckpointMetadata **
 int checkpoint_metadata_check_files(const Checkpoint__CheckpointMetadata *md, const char *path,
                                     spate_error *err);
 
+/* Disposes of a savepoint (Flink's disposeSavepoint): path is its folder
+ * or its `_metadata`. Deletes the state files the `_metadata` names that
+ * lie inside the savepoint's folder, then the `_metadata`, then the folder
+ * when nothing else is left in it; other files are left alone. Errors: a
+ * `_metadata` that cannot be read (nothing is deleted), a file that cannot
+ * be deleted (named). */
+int checkpoint_metadata_dispose(const char *path, spate_error *err);
+
 /* A deep copy (protobuf-c's allocator: free with checkpoint_metadata_free
  * or the message's free_unpacked). */
 Checkpoint__CheckpointMetadata *checkpoint_metadata_copy(const Checkpoint__CheckpointMetadata *md);

@@ -5,7 +5,11 @@
  * checkpoint's completion renames it to "part-s-n" (commit). A restore
  * commits what its checkpoint had pre-committed and deletes this subtask's
  * uncommitted files, which the replay writes again. At the end of bounded
- * input the last file is committed at once. Task thread only. */
+ * input the last file is committed at once. The state is union list state
+ * whose elements name their writer subtask, so that a job resumed at
+ * another parallelism commits every pre-committed file under its writer's
+ * name and numbers new files past every restored writer's. Task thread
+ * only. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -33,12 +37,19 @@ struct file_sink {
     size_t line_cap;
 };
 
+/* The file `part` of writer subtask `writer`, in state (NULL: committed). */
+static char *
+writer_part_name(const struct stream_operator *op, int writer, uint32_t part, const char *state)
+{
+    if (state == NULL)
+        return xasprintf("%s/part-%d-%u", op->config->path, writer, part);
+    return xasprintf("%s/.part-%d-%u.%s", op->config->path, writer, part, state);
+}
+
 static char *
 part_name(const struct stream_operator *op, uint32_t part, const char *state)
 {
-    if (state == NULL)
-        return xasprintf("%s/part-%d-%u", op->config->path, op->ctx.subtask, part);
-    return xasprintf("%s/.part-%d-%u.%s", op->config->path, op->ctx.subtask, part, state);
+    return writer_part_name(op, op->ctx.subtask, part, state);
 }
 
 static int
@@ -111,9 +122,10 @@ fs_close_file(struct stream_operator *op, const char *state)
 }
 
 static void
-fs_commit(struct stream_operator *op, uint32_t part)
+fs_commit(struct stream_operator *op, int writer, uint32_t part)
 {
-    char *from = part_name(op, part, "pending"), *to = part_name(op, part, NULL);
+    char *from = writer_part_name(op, writer, part, "pending");
+    char *to = writer_part_name(op, writer, part, NULL);
 
     /* Idempotent: a commit repeated after a restore finds it done. */
     if (rename(from, to) != 0 && errno != ENOENT)
@@ -136,19 +148,22 @@ fs_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *
             s->pending[s->npending++] = (struct pending_file){ checkpoint_id, part };
         }
     }
-    /* u32 next part, u32 pending, then per pending file i64 id, u32 part. */
+    /* u32 writer subtask, u32 next part, u32 pending, then per pending
+     * file i64 id, u32 part. */
     {
+        uint32_t writer = (uint32_t)op->ctx.subtask;
         size_t len;
         uint8_t *e;
 
         n = (uint32_t)s->npending;
-        len = 8 + (size_t)n * 12;
+        len = 12 + (size_t)n * 12;
         e = xmalloc(len);
-        memcpy(e, &s->part, 4);
-        memcpy(e + 4, &n, 4);
+        memcpy(e, &writer, 4);
+        memcpy(e + 4, &s->part, 4);
+        memcpy(e + 8, &n, 4);
         for (uint32_t i = 0; i < n; i++) {
-            memcpy(e + 8 + i * 12, &s->pending[i].checkpoint_id, 8);
-            memcpy(e + 16 + i * 12, &s->pending[i].part, 4);
+            memcpy(e + 12 + i * 12, &s->pending[i].checkpoint_id, 8);
+            memcpy(e + 20 + i * 12, &s->pending[i].part, 4);
         }
         op_state_add(out, e, len);
         free(e);
@@ -163,7 +178,7 @@ fs_checkpoint_complete(struct stream_operator *op, int64_t checkpoint_id)
 
     for (size_t i = 0; i < s->npending; i++) {
         if (s->pending[i].checkpoint_id <= checkpoint_id)
-            fs_commit(op, s->pending[i].part);
+            fs_commit(op, op->ctx.subtask, s->pending[i].part);
         else
             s->pending[kept++] = s->pending[i];
     }
@@ -193,27 +208,38 @@ fs_delete_uncommitted(struct stream_operator *op)
     closedir(d);
 }
 
+/* One element per writer subtask of the restored checkpoint; every subtask
+ * gets them all (union state). */
 static int
 fs_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, spate_error *err)
 {
     struct file_sink *s = op->impl;
-    uint32_t part, n;
+    uint32_t writer, part, n;
 
-    if (len < 8)
+    if (len < 12)
         return spate_error_set(err, SPATE_EPROTO, "malformed file sink state");
-    memcpy(&part, bytes, 4);
-    memcpy(&n, bytes + 4, 4);
-    if (len != 8 + (size_t)n * 12)
+    memcpy(&writer, bytes, 4);
+    memcpy(&part, bytes + 4, 4);
+    memcpy(&n, bytes + 8, 4);
+    if (len != 12 + (size_t)n * 12 || writer > INT32_MAX)
         return spate_error_set(err, SPATE_EPROTO, "malformed file sink state");
-    /* The restored checkpoint completed: what it pre-committed is committed. */
+    /* The restored checkpoint completed: what it pre-committed is
+     * committed (by every subtask that has the element: renames are
+     * idempotent). */
     for (uint32_t i = 0; i < n; i++) {
         uint32_t p;
 
-        memcpy(&p, bytes + 16 + i * 12, 4);
-        fs_commit(op, p);
+        memcpy(&p, bytes + 20 + i * 12, 4);
+        fs_commit(op, (int)writer, p);
     }
-    fs_delete_uncommitted(op);
-    s->part = part;
+    /* The writer's own leftovers go once its pre-committed files are
+     * committed; a subtask of the same index writes on with new files. */
+    if ((int)writer == op->ctx.subtask)
+        fs_delete_uncommitted(op);
+    /* New files past every restored writer's: no name a writer of this
+     * index used before is written again. */
+    if (part > s->part)
+        s->part = part;
     s->npending = 0;
     return 0;
 }
@@ -252,4 +278,5 @@ const struct operator_vtable file_sink_exactly_once_vtable = {
     .snapshot_state = fs_snapshot,
     .restore_state = fs_restore,
     .checkpoint_complete = fs_checkpoint_complete,
+    .own_state_union = true,
 };

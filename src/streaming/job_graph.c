@@ -300,6 +300,7 @@ job_graph_free(struct job_graph *jg)
     free(jg->edges);
     free(jg->name);
     free(jg->library_name);
+    free(jg->savepoint_path);
     job_settings_release(&jg->checkpointing);
     free(jg);
 }

@@ -67,6 +67,10 @@ struct job_graph {
     int64_t buffer_timeout_ms; /* execution.buffer-timeout */
     struct checkpoint_settings checkpointing;
     struct restart_settings restart;
+    /* Resume from this savepoint (its folder or `_metadata`; NULL: none),
+     * skipping state of operators the job no longer has when allowed. */
+    char *savepoint_path;
+    bool allow_non_restored_state;
     /* The job library's SHA-256 and file name (from the client). */
     uint8_t library_sha256[32];
     char *library_name;

@@ -313,6 +313,8 @@ job_graph_encode(const struct job_graph *jg, const struct job_library *lib, uint
     }
     g.derived_uids = jg->derived_uids;
     g.buffer_timeout_ms = jg->buffer_timeout_ms;
+    g.savepoint_path = jg->savepoint_path ? jg->savepoint_path : "";
+    g.allow_non_restored_state = jg->allow_non_restored_state;
     job_settings_encode(&jg->checkpointing, &jg->restart, &pcp, &prs);
     g.checkpointing = &pcp;
     g.restart = &prs;
@@ -753,6 +755,9 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
     jg->library_name = dup_or_null(g->library_name);
     jg->derived_uids = g->derived_uids;
     jg->buffer_timeout_ms = g->buffer_timeout_ms;
+    jg->savepoint_path =
+        g->savepoint_path && *g->savepoint_path ? xstrdup(g->savepoint_path) : NULL;
+    jg->allow_non_restored_state = g->allow_non_restored_state;
     if (g->buffer_timeout_ms < 0) {
         rc = bad(&d, "negative buffer timeout");
         goto out;

@@ -121,6 +121,9 @@ struct operator_vtable {
                          spate_error *err);
     /* Checkpoint checkpoint_id is complete (two-phase commit sinks commit). */
     void (*checkpoint_complete)(struct stream_operator *op, int64_t checkpoint_id);
+    /* The own state's elements are union list state: on rescaling every
+     * new subtask gets all of them (else they are split evenly). */
+    bool own_state_union;
 };
 
 /* Where an operator's side output `tag` goes. */

@@ -24,6 +24,7 @@ struct op_snapshot {
     bool has_keyed;
     struct keyed_backend_snapshot kb;
     bool has_own;
+    bool own_union; /* the operator's own state is union list state */
     struct byte_buf own;
 };
 
@@ -69,6 +70,7 @@ task_snapshot_take(const struct operator_chain *chain, const struct jg_vertex *v
         if (op->vt->snapshot_state != NULL) {
             op->vt->snapshot_state(op, checkpoint_id, &os->own);
             os->has_own = true;
+            os->own_union = op->vt->own_state_union;
         }
         s->nops++;
     }
@@ -240,7 +242,8 @@ write_operator(struct sfile *sf, const char *path, const struct op_snapshot *os)
     h->states = xcalloc(cap, sizeof *h->states);
     if (os->has_own) {
         Checkpoint__OperatorStateEntry *e =
-            entry_new(OWN_STATE, CHECKPOINT__DISTRIBUTION_MODE__SPLIT_DISTRIBUTE);
+            entry_new(OWN_STATE, os->own_union ? CHECKPOINT__DISTRIBUTION_MODE__UNION
+                                               : CHECKPOINT__DISTRIBUTION_MODE__SPLIT_DISTRIBUTE);
 
         /* op_state_add's frames are the elements, as they are on disk. */
         for (size_t at = 0; at + 4 <= os->own.len;) {

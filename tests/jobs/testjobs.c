@@ -29,7 +29,20 @@
  *             n_k: a committed output with each exactly once is an
  *             uninterrupted run's (the checkpoint tests). --second-output:
  *             an independent copy of the pipeline (another pipelined
- *             region), without Slow and Fail once, into DIR2. */
+ *             region), without Slow and Fail once, into DIR2.
+ *   windowed --count N --rate R --keys K --output DIR [--window W]
+ *             [--period P] [--interval MS] [--changed]
+ *             the savepoint tests' job, event time = the index (ms):
+ *             generator (uid "events", (key i*7919 % K, i)) -> timestamps
+ *             and watermarks (monotonous) -> key_by key -> a tumbling
+ *             event-time window of W ms (100) counting (uid "windows") and
+ *             a KeyedProcessFunction (uid "timers") counting per key and
+ *             period of P ms (70) in a MapState, emitting at an event-time
+ *             timer at the period's end -> union -> exactly-once text file
+ *             sink DIR (uid "sink"), lines "kind,key,end,count" (kind 1:
+ *             window, 2: timer). Checkpoints every MS (1000). --changed: a
+ *             changed program: "timers" removed, a map "Tag" (uid "tag")
+ *             added before the sink. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,6 +388,117 @@ job_checkpointed(spate_env *env, int argc, char **argv)
     return spate_execute(env, "Checkpointed count");
 }
 
+struct event {
+    int64_t key, ts;
+};
+
+struct result {
+    int64_t kind, key, end, count;
+};
+
+static void
+gen_event(spate_ctx *ctx, uint64_t i, void *out)
+{
+    const int64_t *keys = spate_ctx_params(ctx, NULL);
+    struct event *e = out;
+
+    e->key = (int64_t)(i * 7919 % (uint64_t)*keys);
+    e->ts = (int64_t)i;
+}
+
+static int64_t
+event_ts(spate_ctx *ctx, const void *rec)
+{
+    (void)ctx;
+    return ((const struct event *)rec)->ts;
+}
+
+static void
+count_window(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
+{
+    struct result r = { 1, 0, w.end, 0 };
+    struct event e;
+
+    memcpy(&r.key, spate_ctx_current_key(ctx).data, 8);
+    while (spate_list_next(elements, &e))
+        r.count++;
+    spate_emit(ctx, &r);
+}
+
+/* Counts the key's records per period in a MapState (period end -> count)
+ * and asks for an event-time timer at the period's end. */
+static void
+count_period(spate_ctx *ctx, const void *in)
+{
+    const int64_t *period = spate_ctx_params(ctx, NULL);
+    spate_state *st = spate_ctx_state(ctx, "periods");
+    const struct event *e = in;
+    int64_t end = e->ts / *period * *period + *period, n = 0;
+
+    spate_map_get(st, &end, &n);
+    n++;
+    spate_map_put(st, &end, &n);
+    spate_timer_register_event_time(ctx, end - 1);
+}
+
+static void
+period_timer(spate_ctx *ctx, int64_t timestamp, bool event_time)
+{
+    spate_state *st = spate_ctx_state(ctx, "periods");
+    struct result r = { 2, 0, timestamp + 1, 0 };
+
+    if (!event_time || !spate_map_get(st, &r.end, &r.count))
+        return;
+    spate_map_remove(st, &r.end);
+    memcpy(&r.key, spate_ctx_current_key(ctx).data, 8);
+    spate_emit(ctx, &r);
+}
+
+static void
+tag(spate_ctx *ctx, const void *in, void *out)
+{
+    (void)ctx;
+    memcpy(out, in, sizeof(struct result));
+}
+
+static int
+job_windowed(spate_env *env, int argc, char **argv)
+{
+    const spate_type *i64 = spate_type_int64();
+    const spate_type *ef[2] = { i64, i64 }, *rf[4] = { i64, i64, i64, i64 };
+    const spate_type *et = spate_type_tuple(env, 2, ef), *rt = spate_type_tuple(env, 4, rf);
+    int64_t keys = arg_int(argc, argv, "--keys", 10);
+    int64_t period = arg_int(argc, argv, "--period", 70);
+    int64_t interval = arg_int(argc, argv, "--interval", 1000);
+    bool changed = arg_flag(argc, argv, "--changed");
+    spate_watermark_strategy ws = spate_watermarks_monotonous(event_ts);
+    spate_stream *events, *keyed, *out;
+
+    if (interval > 0)
+        spate_env_enable_checkpointing(env, interval, true);
+    events = spate_uid(spate_source_generator(env, gen_event, et,
+                                              (uint64_t)arg_int(argc, argv, "--count", 10000),
+                                              (double)arg_int(argc, argv, "--rate", 0)),
+                       "events");
+    events = spate_params(events, &keys, sizeof keys);
+    events = spate_uid(spate_assign_timestamps_and_watermarks(events, &ws), "watermarks");
+    keyed = spate_key_by_field(events, 0);
+    out = spate_window(keyed, spate_tumbling_event_time(arg_int(argc, argv, "--window", 100)));
+    out = spate_name(spate_uid(spate_window_process(out, count_window, rt), "windows"), "Windows");
+    if (!changed) {
+        spate_stream *t =
+            spate_name(spate_process(spate_key_by_field(events, 0), count_period, rt), "Timers");
+
+        t = spate_params(spate_on_timer(t, period_timer), &period, sizeof period);
+        t = spate_uid(spate_map_state(t, "periods", i64, i64, 0), "timers");
+        out = spate_union(out, t);
+    } else {
+        out = spate_uid(spate_name(spate_map(out, tag, rt), "Tag"), "tag");
+    }
+    spate_uid(spate_sink_text_file(out, arg_str(argc, argv, "--output", "windows.out")), "sink");
+    return spate_execute(env, changed ? "Windowed (changed)" : "Windowed");
+}
+
 int
 spate_job_main(spate_env *env, int argc, char **argv)
 {
@@ -394,7 +518,9 @@ spate_job_main(spate_env *env, int argc, char **argv)
         return job_stuck(env);
     if (strcmp(job, "checkpointed") == 0)
         return job_checkpointed(env, argc, argv);
-    fprintf(stderr, "testjobs: which job? params, partition, unbounded, fail, outside, stuck or "
-                    "checkpointed\n");
+    if (strcmp(job, "windowed") == 0)
+        return job_windowed(env, argc, argv);
+    fprintf(stderr, "testjobs: which job? params, partition, unbounded, fail, outside, stuck, "
+                    "checkpointed or windowed\n");
     return SPATE_EINVAL;
 }

@@ -6,6 +6,7 @@
  * checkpoints, restores (and bad `_metadata` or missing state at restore),
  * statistics. Blocking work runs when a test drains it. */
 #include <criterion/criterion.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,6 +290,16 @@ chk_dir(struct job *j, int64_t id)
     return buf;
 }
 
+/* The folder checkpoint id was triggered into (a savepoint's own). */
+static const char *
+target_of(struct job *j, int64_t id)
+{
+    for (int i = F.nmsgs; i-- > 0;)
+        if (F.msgs[i].kind == MSG_TRIGGER && F.msgs[i].id == id)
+            return F.msgs[i].target;
+    return chk_dir(j, id);
+}
+
 /* The acknowledgement of subtask s of vertex v: the sum operator (vertex 1)
  * has keyed state in a 40-byte file of the checkpoint's folder. */
 static void
@@ -308,7 +319,7 @@ ack(struct job *j, int v, int s, int64_t id)
     m.checkpoint_id = id;
     m.state_size = 40;
     if (v == 1) {
-        snprintf(path, sizeof path, "%s/sum-%d", chk_dir(j, id), s);
+        snprintf(path, sizeof path, "%s/sum-%d", target_of(j, id), s);
         f = fopen(path, "w");
         cr_assert_not_null(f, "%s", path);
         fprintf(f, "%040d", 0);
@@ -842,5 +853,160 @@ Test(checkpoint_coordinator, the_end_of_the_job_deletes_its_checkpoints_unless_r
     checkpoint_coordinator_shutdown(j.cc, CC_JOB_FAILED);
     drain();
     cr_assert(exists(chk_dir(&j, 1)));
+    job_end(&j);
+}
+
+/* ---- savepoints ---------------------------------------------------------------------- */
+
+static struct {
+    int calls;
+    char location[600];
+    char failure[600];
+} done_cb;
+
+static void
+savepoint_done(void *arg, const spate_id *trigger, const char *location, const char *failure)
+{
+    (void)arg;
+    (void)trigger;
+    done_cb.calls++;
+    snprintf(done_cb.location, sizeof done_cb.location, "%s", location ? location : "");
+    snprintf(done_cb.failure, sizeof done_cb.failure, "%s", failure ? failure : "");
+}
+
+static void
+trigger_savepoint(struct job *j, spate_id *trig, Checkpoint__CheckpointType type,
+                  const char *target)
+{
+    struct checkpoint_savepoint_request r = { target, type, false, savepoint_done, NULL };
+    spate_error err = { 0 };
+
+    id_random(trig);
+    cr_assert_eq(checkpoint_coordinator_trigger_savepoint(j->cc, trig, &r, &err), 0, "%s",
+                 err.message);
+}
+
+Test(checkpoint_coordinator, a_savepoint_has_its_own_folder_no_store_entry_and_counts_no_failure)
+{
+    struct job j;
+    spate_id trig;
+    spate_error err = { 0 };
+    Ckstats__TriggerStatus status;
+    Checkpoint__CheckpointMetadata *md = NULL;
+    char target[400], rx_text[600], meta[700];
+    uint64_t *ids = NULL;
+    size_t nids = 9;
+    regex_t rx;
+
+    memset(&done_cb, 0, sizeof done_cb);
+    job_start(&j, NULL, 1);
+    snprintf(target, sizeof target, "%s/savepoints", dir);
+    trigger_savepoint(&j, &trig, CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT, target);
+    drain();
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 1), 2, "the source tasks");
+    snprintf(rx_text, sizeof rx_text, "^%s/savepoint-%.6s-[0-9a-f]{12}$", target,
+             id_str(&j.eg->graph->job_id).s);
+    cr_assert_eq(regcomp(&rx, rx_text, REG_EXTENDED | REG_NOSUB), 0);
+    cr_assert_eq(regexec(&rx, target_of(&j, 1), 0, NULL, 0), 0, "%s", target_of(&j, 1));
+    regfree(&rx);
+    ack_all(&j, 1);
+    drain();
+    cr_assert_eq(checkpoint_coordinator_trigger_status(j.cc, &trig, &status, &err), 0);
+    cr_assert(status.done);
+    cr_assert(status.savepoint);
+    cr_assert_str_eq(status.failure, "");
+    cr_assert_str_eq(status.location, target_of(&j, 1));
+    cr_assert_eq(done_cb.calls, 1);
+    cr_assert_str_eq(done_cb.location, target_of(&j, 1));
+    cr_assert_eq(count_msgs(MSG_COMPLETE, 1), 4, "every task is told");
+    snprintf(meta, sizeof meta, "%s/_metadata", target_of(&j, 1));
+    cr_assert_eq(checkpoint_metadata_read(meta, &md, &err), 0, "%s", err.message);
+    cr_assert_eq(md->type, CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT);
+    checkpoint_metadata_free(md);
+    cr_assert_eq(j.store->ops->ids(j.store, &ids, &nids, &err), 0);
+    cr_assert_eq(nids, 0, "a savepoint is in no checkpoint store");
+    free(ids);
+    /* A failed savepoint is no failed checkpoint (tolerable failures 0). */
+    trigger_savepoint(&j, &trig, CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT, target);
+    drain();
+    decline(&j, 0, 1, 2, "no room");
+    drain();
+    cr_assert_eq(checkpoint_coordinator_trigger_status(j.cc, &trig, &status, &err), 0);
+    cr_assert(status.done);
+    cr_assert(strstr(status.failure, "no room") != NULL, "%s", status.failure);
+    cr_assert_eq(done_cb.calls, 2);
+    cr_assert(strstr(done_cb.failure, "no room") != NULL);
+    cr_assert_eq(F.nfailures, 0);
+    /* The job's end deletes its checkpoints, never a savepoint. */
+    checkpoint_coordinator_shutdown(j.cc, CC_JOB_FINISHED);
+    drain();
+    cr_assert(exists(meta));
+    /* Disposal: its state files and `_metadata`, nothing else. */
+    {
+        char sum0[800], mine[800], sp[600];
+        FILE *f;
+
+        snprintf(sp, sizeof sp, "%s", target_of(&j, 1));
+        snprintf(sum0, sizeof sum0, "%s/sum-0", sp);
+        snprintf(mine, sizeof mine, "%s/notes", sp);
+        cr_assert(exists(sum0));
+        f = fopen(mine, "w");
+        cr_assert_not_null(f);
+        fclose(f);
+        cr_assert_eq(checkpoint_metadata_dispose(sp, &err), 0, "%s", err.message);
+        cr_assert_not(exists(sum0));
+        cr_assert_not(exists(meta));
+        cr_assert(exists(mine));
+        cr_assert_neq(checkpoint_metadata_dispose(sp, &err), 0);
+        cr_assert(strstr(err.message, "_metadata") != NULL, "%s", err.message);
+        cr_assert(exists(mine));
+    }
+    job_end(&j);
+}
+
+Test(checkpoint_coordinator, a_stop_holds_other_triggers_back_and_its_failure_resumes_them)
+{
+    struct job j;
+    spate_id trig, other;
+    spate_error err = { 0 };
+    Ckstats__TriggerStatus status;
+    char target[400];
+
+    memset(&done_cb, 0, sizeof done_cb);
+    job_start(&j, NULL, 1);
+    snprintf(target, sizeof target, "%s/savepoints", dir);
+    checkpoint_coordinator_start(j.cc);
+    trigger_savepoint(&j, &trig, CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_SUSPEND, target);
+    drain();
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 1), 2);
+    tick();
+    tick();
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 2), 0, "no checkpoint while the stop runs");
+    /* Another savepoint is refused, saying why. */
+    trigger_savepoint(&j, &other, CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT, target);
+    cr_assert_eq(checkpoint_coordinator_trigger_status(j.cc, &other, &status, &err), 0);
+    cr_assert(status.done);
+    cr_assert(strstr(status.failure, "stopping with a savepoint") != NULL, "%s", status.failure);
+    /* The stop fails: the tasks are told, periodic checkpoints go on. */
+    decline(&j, 0, 0, 1, "a task could not");
+    drain();
+    cr_assert_eq(count_msgs(MSG_ABORTED, 1), 4);
+    cr_assert_eq(done_cb.calls, 1);
+    cr_assert_eq(F.nfailures, 0);
+    tick();
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 2), 2, "periodic checkpoints resumed");
+    ack_all(&j, 2);
+    drain();
+    /* A stop that completes: nothing is triggered after it. */
+    trigger_savepoint(&j, &trig, CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE, target);
+    drain();
+    ack_all(&j, 3);
+    drain();
+    cr_assert_eq(checkpoint_coordinator_trigger_status(j.cc, &trig, &status, &err), 0);
+    cr_assert(status.done);
+    cr_assert_str_eq(status.failure, "");
+    tick();
+    tick();
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 4), 0);
     job_end(&j);
 }
