@@ -233,6 +233,17 @@ bench_cluster_rest(struct bench_cluster *c, const char *method, const char *path
     return bench_http(c->rest_port, method, path);
 }
 
+json_t *
+bench_cluster_post(struct bench_cluster *c, const char *path, json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_t *answer = bench_http_send(c->rest_port, "POST", path, text);
+
+    free(text);
+    json_decref(body);
+    return answer;
+}
+
 void
 bench_cluster_wait_slots(struct bench_cluster *c, int tms, int free)
 {

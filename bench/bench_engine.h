@@ -61,6 +61,8 @@ void bench_cluster_kill_tm(struct bench_cluster *c, int i);
 void bench_cluster_wait_slots(struct bench_cluster *c, int tms, int free);
 /* GET (or another method) on the JobManager's REST server: the body or NULL. */
 json_t *bench_cluster_rest(struct bench_cluster *c, const char *method, const char *path);
+/* POST with a JSON body (taken): the answer or NULL. */
+json_t *bench_cluster_post(struct bench_cluster *c, const char *path, json_t *body);
 /* `spate [conf...] run -m <rest> -d args...`: the job id (33 bytes). */
 void bench_cluster_submit(struct bench_cluster *c, const char *const *conf, const char *const *args,
                           char jid[33]);

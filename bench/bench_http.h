@@ -13,12 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* method path on the REST server at 127.0.0.1:port; the parsed body or NULL. */
+/* method path (with a JSON body, or NULL) on the REST server at
+ * 127.0.0.1:port; the parsed answer or NULL. */
 static json_t *
-bench_http(int port, const char *method, const char *path)
+bench_http_send(int port, const char *method, const char *path, const char *json)
 {
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    char req[256], buf[1 << 16];
+    char req[4096], buf[1 << 16];
     size_t got = 0;
     ssize_t n;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -30,7 +31,13 @@ bench_http(int port, const char *method, const char *path)
         close(fd);
         return NULL;
     }
-    snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", method, path);
+    if (json != NULL)
+        snprintf(req, sizeof req,
+                 "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                 "Content-Length: %zu\r\n\r\n%s",
+                 method, path, strlen(json), json);
+    else
+        snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", method, path);
     if (write(fd, req, strlen(req)) < 0) {
         close(fd);
         return NULL;
@@ -42,6 +49,13 @@ bench_http(int port, const char *method, const char *path)
     if ((body = strstr(buf, "\r\n\r\n")) != NULL)
         j = json_loads(body + 4, 0, NULL);
     return j;
+}
+
+/* method path on the REST server at 127.0.0.1:port; the parsed answer or NULL. */
+static inline json_t *
+bench_http(int port, const char *method, const char *path)
+{
+    return bench_http_send(port, method, path, NULL);
 }
 
 static void

@@ -16,6 +16,11 @@
  *                             (every task restored and running), a spare
  *                             TaskManager present
  *   recovery_ms_100mb         the same with the 1,000,000 keys
+ *   savepoint_ms_100mb        a savepoint of the 1,000,000 keys' state over
+ *                             REST, its trigger to COMPLETED
+ *   restore_ms_100mb_rescaled the job resumed from that savepoint at twice
+ *                             the parallelism: `spate run -s` to every task
+ *                             running with its key groups read
  *
  * Beside them, in the same run, a hand-written C loop doing the job's work
  * (the same tuples, the same 96-byte update per key) gives the baseline and
@@ -248,6 +253,79 @@ recovery(uint64_t keys, double min_mb, double *state_mb)
     return (double)(end - t0) / 1e6;
 }
 
+/* The job over 1,000,000 keys once a checkpoint of min_mb completed: a
+ * savepoint over REST (POST /jobs/:jobid/savepoints) to COMPLETED
+ * (*savepoint_ms); the job cancelled, then resumed from it at twice the
+ * parallelism (`spate run -s PATH -p 2P`): the CLI's start to every task
+ * running, its state read (*restore_ms). */
+static void
+savepoint_rescaled(double min_mb, double *savepoint_ms, double *restore_ms, double *mb)
+{
+    char jid[33], path[128], location[PATH_MAX], n[32], p2[16], dir[160];
+    const char *conf[] = { "execution.checkpointing.interval=1s", dir, NULL };
+    const char *args[] = { "-s", location, "-p", p2, job, "--count", "0", "--keys", n, NULL };
+    uint64_t t0, end;
+    json_t *j;
+    const char *trigger;
+
+    submit(0, KEYS_100MB, true, jid);
+    for (end = clock_mono_ms() + 120000;; bench_sleep_ms(20)) {
+        json_t *cp = rest(jid, "/checkpoints");
+        json_t *c = json_object_get(json_object_get(cp, "latest"), "completed");
+
+        *mb = (double)json_integer_value(json_object_get(c, "state_size")) / 1048576.0;
+        json_decref(cp);
+        if (c != NULL && *mb >= min_mb)
+            break;
+        if (clock_mono_ms() > end)
+            bench_fail("job %s: no checkpoint of %.0f MB in 2 minutes", jid, min_mb);
+    }
+    snprintf(path, sizeof path, "/jobs/%s/savepoints", jid);
+    t0 = clock_mono_ns();
+    j = bench_cluster_post(&cluster, path,
+                           json_pack("{s:s, s:b}", "target-directory", chkdir, "cancel-job", 0));
+    if ((trigger = json_string_value(json_object_get(j, "request-id"))) == NULL)
+        bench_fail("job %s: no savepoint trigger", jid);
+    snprintf(path, sizeof path, "/savepoints/%s", trigger);
+    json_decref(j);
+    for (location[0] = '\0'; location[0] == '\0';) {
+        json_t *st = rest(jid, path);
+        const char *id = json_string_value(json_object_get(json_object_get(st, "status"), "id"));
+        json_t *op = json_object_get(st, "operation");
+
+        if (id != NULL && strcmp(id, "COMPLETED") == 0) {
+            if (json_object_get(op, "location") == NULL)
+                bench_fail("job %s: the savepoint failed: %s", jid, json_dumps(op, 0));
+            snprintf(location, sizeof location, "%s",
+                     json_string_value(json_object_get(op, "location")));
+        }
+        json_decref(st);
+        if (location[0] == '\0')
+            bench_sleep_ms(1);
+        if (clock_mono_ns() - t0 > 120000000000ull)
+            bench_fail("job %s: no savepoint in 2 minutes", jid);
+    }
+    *savepoint_ms = (double)(clock_mono_ns() - t0) / 1e6;
+    snprintf(path, sizeof path, "/jobs/%s?mode=cancel", jid);
+    json_decref(bench_cluster_rest(&cluster, "PATCH", path));
+    bench_cluster_wait_job(&cluster, jid, "CANCELED", 60000);
+    bench_cluster_wait_slots(&cluster, TMS + 1, (TMS + 1) * SLOTS);
+
+    snprintf(n, sizeof n, "%d", KEYS_100MB);
+    snprintf(p2, sizeof p2, "%d", 2 * parallelism);
+    snprintf(dir, sizeof dir, "state.checkpoints.dir=%s", chkdir);
+    t0 = clock_mono_ns();
+    bench_cluster_submit(&cluster, conf, args, jid);
+    while (!all_running(jid))
+        if (clock_mono_ns() - t0 > 120000000000ull)
+            bench_fail("job %s: not running 120 s after its submission", jid);
+    *restore_ms = (double)(clock_mono_ns() - t0) / 1e6;
+    snprintf(path, sizeof path, "/jobs/%s?mode=cancel", jid);
+    json_decref(bench_cluster_rest(&cluster, "PATCH", path));
+    bench_cluster_wait_job(&cluster, jid, "CANCELED", 60000);
+    bench_cluster_wait_slots(&cluster, TMS + 1, (TMS + 1) * SLOTS);
+}
+
 int
 main(void)
 {
@@ -255,6 +333,7 @@ main(void)
     uint64_t n = (e = getenv("CHECKPOINT_BENCH_RECORDS")) ? strtoull(e, NULL, 10) : 30000000;
     int runs = (e = getenv("CHECKPOINT_BENCH_RUNS")) ? atoi(e) : 3;
     double base[16], with[16], without[16], durations[16 * 256], rec[16], rec100[16];
+    double sp[16], rs[16], sp_mb = 0;
     double state_mb = 0, small_mb = 0, big_mb = 0;
     int nd = 0, completed = 0;
     json_t *plan = NULL;
@@ -319,6 +398,13 @@ main(void)
                 "checkpoint_bench: round %d: recovery %.1f ms (%.1f MB), %.1f ms (%.1f MB)\n",
                 i + 1, rec[i], small_mb, rec100[i], big_mb);
     }
+    for (int i = 0; i < runs; i++) {
+        savepoint_rescaled(90, &sp[i], &rs[i], &sp_mb);
+        fprintf(stderr,
+                "checkpoint_bench: round %d: savepoint of %.1f MB %.1f ms, resumed at p%d in "
+                "%.1f ms\n",
+                i + 1, sp_mb, sp[i], 2 * parallelism, rs[i]);
+    }
     bench_cluster_stop(&cluster);
     bench_remove_tree(tmpdir);
     {
@@ -327,7 +413,7 @@ main(void)
 
         out = json_pack(
             "{s:s, s:I, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:f, s:f, "
-            "s:I, s:o}",
+            "s:f, s:f, s:f, s:i, s:I, s:o}",
             "bench", "checkpoint_bench", "records", (json_int_t)n, "keys", KEYS_100MB,
             "parallelism", parallelism, "runs", runs, "baseline_records_per_s", b,
             "records_per_s_without_checkpoints", wo, "records_per_s_with_checkpoints", w,
@@ -335,7 +421,9 @@ main(void)
             "checkpoint_duration_ms_p50", bench_percentile(durations, nd, 50),
             "checkpoint_duration_ms_p99", bench_percentile(durations, nd, 99), "state_mb", state_mb,
             "recovery_ms", bench_median(rec, runs), "recovery_ms_100mb", bench_median(rec100, runs),
-            "recovery_state_mb_100mb", big_mb, "checksum", (json_int_t)expect, "plan",
+            "recovery_state_mb_100mb", big_mb, "savepoint_ms_100mb", bench_median(sp, runs),
+            "savepoint_state_mb", sp_mb, "restore_ms_100mb_rescaled", bench_median(rs, runs),
+            "restore_parallelism", 2 * parallelism, "checksum", (json_int_t)expect, "plan",
             plan != NULL ? plan : json_null());
     }
     s = json_dumps(out, JSON_COMPACT);
