@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/util.h"
 #include "state/state_map.h"
 
 /* The line before a table's slots: how many hold it (the map, views). */
@@ -52,11 +53,15 @@ state_map_init(struct state_map *m)
     memset(m, 0, sizeof *m);
 }
 
-/* A new block of n bytes, of the map's generation. */
+/* A new block of n bytes, of the map's generation: a spare one of that
+ * length when there is one. */
 static inline void
 block_new(struct state_map *m, struct state_entry *e, size_t n)
 {
-    e->u.heap = xmalloc(n);
+    if (m->nspare > 0 && m->spare[m->nspare - 1].len == n)
+        e->u.heap = m->spare[--m->nspare].bytes;
+    else
+        e->u.heap = xmalloc(n);
     e->u.heap_gen = m->gen;
 }
 
@@ -67,15 +72,25 @@ block_shared(const struct state_map *m, const struct state_entry *e)
 }
 
 /* When no view reads the base any more: its blocks the live table let go
- * of are freed, the others are the live table's alone. */
+ * of become spares (as many as the map has entries; the rest are freed),
+ * the others are the live table's alone. */
 static void
 state_map_settle(struct state_map *m)
 {
+    size_t keep;
+
     if (m->base == NULL ||
         atomic_load_explicit(&table_header(m->base)->refs, memory_order_acquire) != 1)
         return;
-    for (size_t i = 0; i < m->nretired; i++)
-        free(m->retired[i]);
+    keep = m->nspare >= m->count ? 0 : MIN(m->nretired, m->count - m->nspare);
+    if (m->nspare + keep > m->spare_cap) {
+        m->spare_cap = m->nspare + keep;
+        m->spare = xrealloc(m->spare, m->spare_cap * sizeof *m->spare);
+    }
+    memcpy(m->spare + m->nspare, m->retired, keep * sizeof *m->retired);
+    m->nspare += keep;
+    for (size_t i = keep; i < m->nretired; i++)
+        free(m->retired[i].bytes);
     m->nretired = 0;
     free(table_header(m->base)); /* not its blocks: those left are the live table's */
     m->base = NULL;
@@ -90,15 +105,15 @@ state_map_maybe_settle(struct state_map *m)
         state_map_settle(m);
 }
 
-/* A block of the base the live table no longer uses. */
+/* A block (len bytes) of the base the live table no longer uses. */
 static void
-block_retire(struct state_map *m, uint8_t *block)
+block_retire(struct state_map *m, uint8_t *block, size_t len)
 {
     if (m->nretired == m->retired_cap) {
         m->retired_cap = m->retired_cap ? m->retired_cap * 2 : 64;
         m->retired = xrealloc(m->retired, m->retired_cap * sizeof *m->retired);
     }
-    m->retired[m->nretired++] = block;
+    m->retired[m->nretired++] = (struct state_block){ block, len };
 }
 
 /* The block of e leaves the live table (replaced or removed). */
@@ -107,7 +122,7 @@ block_drop(struct state_map *m, struct state_entry *e)
 {
     state_map_maybe_settle(m);
     if (block_shared(m, e))
-        block_retire(m, e->u.heap);
+        block_retire(m, e->u.heap, state_entry_key_len(e) + e->value_len);
     else
         free(e->u.heap);
 }
@@ -121,7 +136,7 @@ state_map_copy_block(struct state_map *m, struct state_entry *e)
     state_map_maybe_settle(m);
     if (!block_shared(m, e))
         return; /* the snapshot let go of it meanwhile */
-    block_retire(m, old);
+    block_retire(m, old, n);
     block_new(m, e, n);
     memcpy(e->u.heap, old, n);
 }
@@ -164,6 +179,9 @@ state_map_release(struct state_map *m)
         table_unref(m->slots, m->mask);
     }
     free(m->retired);
+    for (size_t i = 0; i < m->nspare; i++)
+        free(m->spare[i].bytes);
+    free(m->spare);
     state_map_init(m);
 }
 

@@ -11,7 +11,8 @@
  * with the frozen one (its base), and a block is copied only when its entry
  * changes while the base is still read (a block is shared when its
  * generation is older than the map's). Blocks the live table stopped using
- * wait in the retired list until the views let go of the base. So the
+ * wait in the retired list until the views let go of the base, then serve
+ * the next snapshot's copies (spare blocks, not malloc and free). So the
  * synchronous part of a checkpoint costs O(maps), and a key costs a copy
  * only if it changes while its snapshot is being written. The view is read
  * and released on any thread (the snapshot writer). */
@@ -43,6 +44,12 @@ struct state_entry {
 
 _Static_assert(sizeof(struct state_entry) == 64, "a state entry is one cache line");
 
+/* A heap block and its length. */
+struct state_block {
+    uint8_t *bytes;
+    size_t len;
+};
+
 struct state_map {
     struct state_entry *slots; /* after a one-line header with the table's references */
     size_t mask;               /* capacity - 1; capacity a power of two, or 0 */
@@ -51,8 +58,10 @@ struct state_map {
     uint32_t gen;             /* blocks of another generation are the base's too */
     struct state_entry *base; /* the frozen table slots was copied from; NULL: none */
     size_t base_mask;
-    uint8_t **retired; /* the base's blocks slots no longer uses */
+    struct state_block *retired; /* the base's blocks slots no longer uses */
     size_t nretired, retired_cap;
+    struct state_block *spare; /* freed blocks kept for the next copies */
+    size_t nspare, spare_cap;
 };
 
 /* A frozen table: what a snapshot writes. */

@@ -142,14 +142,28 @@ scope_mode(enum state_scope scope)
     }
 }
 
+/* An entry: its hash, key length, key, value length and value. A small
+ * one is put together first and written with one call. */
 static void
 sf_entry(struct sfile *sf, const struct state_entry *e)
 {
-    sf_u64(sf, e->hash);
-    sf_u32(sf, state_entry_key_len(e));
-    sf_put(sf, state_entry_key(e), state_entry_key_len(e));
-    sf_u32(sf, e->value_len);
-    sf_put(sf, state_entry_value(e), e->value_len);
+    uint32_t klen = state_entry_key_len(e), vlen = e->value_len;
+    uint8_t buf[256];
+
+    if (16 + (size_t)klen + vlen > sizeof buf) {
+        sf_u64(sf, e->hash);
+        sf_u32(sf, klen);
+        sf_put(sf, state_entry_key(e), klen);
+        sf_u32(sf, vlen);
+        sf_put(sf, state_entry_value(e), vlen);
+        return;
+    }
+    memcpy(buf, &e->hash, 8);
+    memcpy(buf + 8, &klen, 4);
+    memcpy(buf + 12, state_entry_key(e), klen);
+    memcpy(buf + 12 + klen, &vlen, 4);
+    memcpy(buf + 16 + klen, state_entry_value(e), vlen);
+    sf_put(sf, buf, 16 + (size_t)klen + vlen);
 }
 
 static size_t
