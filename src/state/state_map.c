@@ -83,12 +83,14 @@ state_map_settle(struct state_map *m)
         atomic_load_explicit(&table_header(m->base)->refs, memory_order_acquire) != 1)
         return;
     keep = m->nspare >= m->count ? 0 : MIN(m->nretired, m->count - m->nspare);
-    if (m->nspare + keep > m->spare_cap) {
-        m->spare_cap = m->nspare + keep;
-        m->spare = xrealloc(m->spare, m->spare_cap * sizeof *m->spare);
+    if (keep > 0) {
+        if (m->nspare + keep > m->spare_cap) {
+            m->spare_cap = m->nspare + keep;
+            m->spare = xrealloc(m->spare, m->spare_cap * sizeof *m->spare);
+        }
+        memcpy(m->spare + m->nspare, m->retired, keep * sizeof *m->retired);
+        m->nspare += keep;
     }
-    memcpy(m->spare + m->nspare, m->retired, keep * sizeof *m->retired);
-    m->nspare += keep;
     for (size_t i = keep; i < m->nretired; i++)
         free(m->retired[i].bytes);
     m->nretired = 0;

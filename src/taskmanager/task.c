@@ -153,19 +153,6 @@ task_checkpoint_decline(void *data, int64_t checkpoint_id, const char *reason)
                        (long long)checkpoint_id, err.message);
 }
 
-/* The job's checkpoint settings, from the JobGraph's protobuf. */
-static void
-task_checkpointing(const Jobgraph__TaskDeployment *d, bool *enabled, bool *exactly_once)
-{
-    Jobgraph__JobGraph *g = jobgraph__job_graph__unpack(NULL, d->job_graph.len, d->job_graph.data);
-
-    *enabled = g != NULL && g->checkpointing != NULL && g->checkpointing->interval_ms > 0;
-    *exactly_once = g == NULL || g->checkpointing == NULL ||
-                    g->checkpointing->mode == CHECKPOINT__CHECKPOINTING_MODE__EXACTLY_ONCE;
-    if (g != NULL)
-        jobgraph__job_graph__free_unpacked(g, NULL);
-}
-
 void
 task_trigger_checkpoint(struct task *t, const Checkpoint__TriggerCheckpoint *req)
 {
@@ -242,7 +229,8 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
                                   task_next_split,
                                   t,
                                   false };
-    task_checkpointing(d, &p->info.checkpointing, &p->exactly_once);
+    p->info.checkpointing = jg->checkpointing.interval_ms > 0;
+    p->exactly_once = jg->checkpointing.exactly_once;
     p->mailbox = &t->mailbox;
     p->restore = d->restore;
     p->checkpoint_ack = task_checkpoint_ack;

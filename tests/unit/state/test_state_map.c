@@ -311,3 +311,25 @@ Test(state_map, blocks_change_in_place_once_the_snapshot_let_go)
     }
     state_map_release(&m);
 }
+
+/* A map whose changes after a freeze were all in its slots (values that
+ * fit) settles with nothing retired and no spare blocks. */
+Test(state_map, a_settle_with_nothing_retired)
+{
+    struct state_map m;
+    struct state_map_view v;
+
+    state_map_init(&m);
+    for (int i = 0; i < 10; i++)
+        big_put(&m, i, i, 2);
+    state_map_freeze(&m, &v);
+    big_put(&m, 0, 5, 2); /* copies the slots, retires nothing */
+    cr_assert_not_null(m.base);
+    cr_assert_eq(m.nretired, 0);
+    state_map_view_release(&v);
+    state_map_freeze(&m, &v); /* settles */
+    cr_assert_null(m.base);
+    cr_assert_eq(view_sum(&v), 5 + 45);
+    state_map_view_release(&v);
+    state_map_release(&m);
+}
