@@ -210,6 +210,18 @@ all_running(const char *jid)
     return ok;
 }
 
+/* Polls (every 0.2 ms, not a busy loop) until every task of the job runs,
+ * or (running false) until one does not; fails 120 s after t0. */
+static void
+await_running(const char *jid, bool running, uint64_t t0, const char *what)
+{
+    while (all_running(jid) != running) {
+        if (clock_mono_ns() - t0 > 120000000000ull)
+            bench_fail("job %s: %s in 120 s", jid, what);
+        usleep(200);
+    }
+}
+
 /* An unbounded run over keys keys: once a checkpoint of at least min_mb
  * completed, kill -9 of the TaskManager of the keyed subtask 0; the time
  * to every task running again. The TaskManager comes back as the spare. */
@@ -238,12 +250,8 @@ recovery(uint64_t keys, double min_mb, double *state_mb)
     t0 = clock_mono_ns();
     bench_cluster_kill_tm(&cluster, victim);
     /* The loss is seen (a task not running), then every task runs again. */
-    while (all_running(jid))
-        if (clock_mono_ns() - t0 > 60000000000ull)
-            bench_fail("job %s: the loss of a TaskManager was not seen in 60 s", jid);
-    while (!all_running(jid))
-        if (clock_mono_ns() - t0 > 120000000000ull)
-            bench_fail("job %s: not running again 120 s after the kill", jid);
+    await_running(jid, false, t0, "the loss of a TaskManager was not seen");
+    await_running(jid, true, t0, "not running again after the kill");
     end = clock_mono_ns();
     snprintf(path, sizeof path, "/jobs/%s?mode=cancel", jid);
     json_decref(bench_cluster_rest(&cluster, "PATCH", path));
@@ -316,9 +324,7 @@ savepoint_rescaled(double min_mb, double *savepoint_ms, double *restore_ms, doub
     snprintf(dir, sizeof dir, "state.checkpoints.dir=%s", chkdir);
     t0 = clock_mono_ns();
     bench_cluster_submit(&cluster, conf, args, jid);
-    while (!all_running(jid))
-        if (clock_mono_ns() - t0 > 120000000000ull)
-            bench_fail("job %s: not running 120 s after its submission", jid);
+    await_running(jid, true, t0, "not running after its submission");
     *restore_ms = (double)(clock_mono_ns() - t0) / 1e6;
     snprintf(path, sizeof path, "/jobs/%s?mode=cancel", jid);
     json_decref(bench_cluster_rest(&cluster, "PATCH", path));

@@ -196,36 +196,46 @@ disp_on_terminal(void *arg, struct job_master *jm)
     }
 }
 
+/* Starts j's JobMaster with o (the job's own fields set), under this
+ * leadership and the Dispatcher's settings; j is freed when it cannot. */
+static struct disp_job *
+disp_launch(struct dispatcher *d, struct disp_job *j, struct job_master_options *o,
+            spate_error *err)
+{
+    o->job_id = j->job_id;
+    o->job_master_id = d->session; /* the leadership's: fences off former leaders */
+    o->slot_request_timeout_ms = d->o.slot_request_timeout_ms;
+    o->heartbeat = d->o.heartbeat;
+    o->registration = d->o.registration;
+    o->ha = d->o.ha;
+    o->on_terminal = disp_on_terminal;
+    o->arg = d;
+    hmap_insert(&d->jobs, &j->node, id_hash(&j->job_id));
+    if (job_master_start(d->ep.svc, o, &j->jm, err) != 0) {
+        hmap_remove(&d->jobs, &j->node);
+        disp_job_free(d, j);
+        return NULL;
+    }
+    disp_publish_job_master(d, j);
+    return j;
+}
+
 /* Starts a test job's JobMaster (a new submission or a recovered one). */
 static struct disp_job *
 disp_start_test_job(struct dispatcher *d, const spate_id *job_id, const Cluster__TestJob *req,
                     spate_error *err)
 {
     struct job_master_options o = { 0 };
-    struct disp_job *j;
+    struct disp_job *j = xcalloc(1, sizeof *j);
 
-    j = xcalloc(1, sizeof *j);
     j->job_id = *job_id;
-    o.job_id = j->job_id;
-    o.job_master_id = d->session; /* the leadership's: fences off former leaders */
     o.name = req->name;
     o.tasks = req->slots;
     o.run_ms = req->run_ms;
-    o.slot_request_timeout_ms = d->o.slot_request_timeout_ms;
-    o.heartbeat = d->o.heartbeat;
-    o.registration = d->o.registration;
-    o.ha = d->o.ha;
-    o.on_terminal = disp_on_terminal;
-    o.arg = d;
-    hmap_insert(&d->jobs, &j->node, id_hash(&j->job_id));
-    if (job_master_start(d->ep.svc, &o, &j->jm, err) != 0) {
-        hmap_remove(&d->jobs, &j->node);
-        free(j);
+    if (disp_launch(d, j, &o, err) == NULL)
         return NULL;
-    }
-    SPATE_LOG_INFO(DISP_LOG, "submitted job %s (%s) asking for %u slots", id_str(&j->job_id).s,
+    SPATE_LOG_INFO(DISP_LOG, "submitted job %s (%s) asking for %u slots", id_str(job_id).s,
                    req->name, req->slots);
-    disp_publish_job_master(d, j);
     return j;
 }
 
@@ -289,26 +299,13 @@ disp_start_job(struct dispatcher *d, const spate_id *job_id, const Cluster__JobS
     }
     j->holds_blob = true;
     j->job_id = *job_id;
-    o.job_id = *job_id;
-    o.job_master_id = d->session; /* the leadership's: fences off former leaders */
     o.graph = req->job_graph.data;
     o.graph_len = req->job_graph.len;
     o.blob_server = blob_server_address(d->o.blobs);
     o.library_key = j->library_key;
-    o.slot_request_timeout_ms = d->o.slot_request_timeout_ms;
-    o.heartbeat = d->o.heartbeat;
-    o.registration = d->o.registration;
-    o.ha = d->o.ha;
-    o.on_terminal = disp_on_terminal;
-    o.arg = d;
-    hmap_insert(&d->jobs, &j->node, id_hash(&j->job_id));
-    if (job_master_start(d->ep.svc, &o, &j->jm, err) != 0) {
-        hmap_remove(&d->jobs, &j->node);
-        disp_job_free(d, j);
+    if (disp_launch(d, j, &o, err) == NULL)
         return NULL;
-    }
-    SPATE_LOG_INFO(DISP_LOG, "submitted job %s (%s)", id_str(&j->job_id).s, job_master_name(j->jm));
-    disp_publish_job_master(d, j);
+    SPATE_LOG_INFO(DISP_LOG, "submitted job %s (%s)", id_str(job_id).s, job_master_name(j->jm));
     return j;
 }
 

@@ -565,6 +565,18 @@ jm_redeploy(struct job_master *jm)
     jm_try_deploy(jm);
 }
 
+/* A checkpoint that cannot be read does not get better with another
+ * attempt: the job fails, saying which file. */
+static void
+jm_fail_restore(struct job_master *jm, const spate_error *err)
+{
+    char msg[SPATE_ERROR_MESSAGE_MAX + 80];
+
+    snprintf(msg, sizeof msg, "cannot restore from the latest checkpoint: %s", err->message);
+    jm_record_exception(jm, msg, NULL);
+    jm_fail(jm, msg);
+}
+
 static void
 jm_restart_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const char *path,
                   const spate_error *err)
@@ -598,13 +610,7 @@ jm_restart_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const c
         return;
     }
     if (rc != 0 && rc != SPATE_ENOENT) {
-        /* A checkpoint that cannot be read does not get better with
-         * another attempt: the job fails, saying which file. */
-        char msg[SPATE_ERROR_MESSAGE_MAX + 80];
-
-        snprintf(msg, sizeof msg, "cannot restore from the latest checkpoint: %s", err->message);
-        jm_record_exception(jm, msg, NULL);
-        jm_fail(jm, msg);
+        jm_fail_restore(jm, err);
         return;
     }
     if (rc == 0) {
@@ -1501,11 +1507,7 @@ jm_start_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const cha
         rc = cerr.code;
     }
     if (rc != 0 && rc != SPATE_ENOENT) {
-        char msg[SPATE_ERROR_MESSAGE_MAX + 80];
-
-        snprintf(msg, sizeof msg, "cannot restore from the latest checkpoint: %s", err->message);
-        jm_record_exception(jm, msg, NULL);
-        jm_fail(jm, msg);
+        jm_fail_restore(jm, err);
         return;
     }
     if (rc == SPATE_ENOENT && jm->eg->graph->savepoint_path != NULL &&
