@@ -1,16 +1,5 @@
-/* Key groups (key_group.h) over libxxhash's XXH3, inlined: keys are short,
- * and its small-input paths are a few instructions once the call and the
- * dispatch are gone (once per record at a hash exchange). */
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
+/* Key groups (key_group.h). */
 #include "core/key_group.h"
-
-uint64_t
-key_group_hash(const void *key, size_t len)
-{
-    return XXH3_64bits(key, len);
-}
 
 uint32_t
 key_group_of_key(const void *key, size_t len, uint32_t max_parallelism)

@@ -9,6 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* XXH3 inlined: keys are short, and its small-input paths are a few
+ * instructions once the call and the dispatch are gone (once per record at
+ * a hash exchange). */
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL
+#endif
+#include <xxhash.h>
+
 #include <spate/error.h>
 
 #define KEY_GROUP_DEFAULT_MAX_PARALLELISM 128
@@ -21,7 +29,11 @@ struct key_group_range {
 };
 
 /* The 64-bit hash of a key's bytes that travels with a keyed record. */
-uint64_t key_group_hash(const void *key, size_t len);
+static inline uint64_t
+key_group_hash(const void *key, size_t len)
+{
+    return XXH3_64bits(key, len);
+}
 /* The key group of a hash: hash % max_parallelism. */
 static inline uint32_t
 key_group_of_hash(uint64_t hash, uint32_t max_parallelism)

@@ -24,5 +24,9 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #endif
 #define UNUSED(x) ((void)(x))
+/* Per-record fast paths: the slow path out of line (so the fast one needs
+ * no saved registers), the fast one inlined into its caller. */
+#define SPATE_NOINLINE __attribute__((noinline))
+#define SPATE_INLINE   inline __attribute__((always_inline))
 
 #endif

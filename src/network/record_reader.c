@@ -98,16 +98,6 @@ record_deserializer_next(struct record_deserializer *d, const uint8_t **rec, uin
 
 /* ---- the record reader ---- */
 
-struct record_reader {
-    struct input_gate *gate;
-    struct task_io_metrics *metrics;
-    struct record_deserializer *ds; /* per channel */
-    uint32_t num_channels;
-    uint32_t current;
-    bool has_current;
-    struct net_buffer *event; /* returned last time; recycled on the next call */
-};
-
 struct record_reader *
 record_reader_new(struct input_gate *g, struct task_io_metrics *metrics)
 {
@@ -115,6 +105,7 @@ record_reader_new(struct input_gate *g, struct task_io_metrics *metrics)
 
     r->gate = g;
     r->metrics = metrics;
+    r->counts_records = metrics != NULL && !metrics->task_counts_records;
     r->num_channels = input_gate_num_channels(g);
     r->ds = xcalloc(r->num_channels, sizeof *r->ds);
     return r;
@@ -134,7 +125,7 @@ record_reader_free(struct record_reader *r)
 }
 
 int
-record_reader_next(struct record_reader *r, struct record_view *out, spate_error *err)
+record_reader_next_slow(struct record_reader *r, struct record_view *out, spate_error *err)
 {
     if (r->event != NULL) {
         net_buffer_recycle(r->event);
@@ -150,7 +141,7 @@ record_reader_next(struct record_reader *r, struct record_view *out, spate_error
             if (rc == 1) {
                 out->channel = r->current;
                 out->event_type = 0;
-                if (r->metrics != NULL && !r->metrics->task_counts_records)
+                if (r->counts_records)
                     metric_counter_add(&r->metrics->num_records_in, 1);
                 return RECORD_READER_RECORD;
             }

@@ -6,13 +6,17 @@
 #ifndef SPATE_NETWORK_RECORD_READER_H
 #define SPATE_NETWORK_RECORD_READER_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <spate/error.h>
 
+#include "core/util.h"
 #include "metrics/task_metrics.h"
 #include "network/buffer.h"
 #include "network/input_gate.h"
+#include "network/record_writer.h"
 
 struct record_deserializer {
     struct net_buffer *buf; /* being read; recycled when used up */
@@ -54,15 +58,51 @@ struct record_view {
     uint32_t event_type;
 };
 
-struct record_reader;
+/* Private to record_reader.c but for the inline fast path below. */
+struct record_reader {
+    struct input_gate *gate;
+    struct task_io_metrics *metrics;
+    struct record_deserializer *ds; /* per channel */
+    uint32_t num_channels;
+    uint32_t current;
+    bool has_current;
+    bool counts_records;      /* numRecordsIn is counted here (not by the task) */
+    struct net_buffer *event; /* returned last time; recycled on the next call */
+};
 
 /* metrics (may be NULL): numRecordsIn. */
 struct record_reader *record_reader_new(struct input_gate *g, struct task_io_metrics *metrics);
 /* Recycles held buffers (call before input_gate_free). */
 void record_reader_free(struct record_reader *r);
+int record_reader_next_slow(struct record_reader *r, struct record_view *out, spate_error *err);
+
 /* Non-blocking; one of RECORD_READER_*, or a negative error (a failed channel,
  * a corrupt stream). End-of-partition events are not returned: a channel's
- * end shows as RECORD_READER_END once all channels have ended. */
-int record_reader_next(struct record_reader *r, struct record_view *out, spate_error *err);
+ * end shows as RECORD_READER_END once all channels have ended. A record
+ * wholly inside the current buffer is returned inline. */
+static inline int
+record_reader_next(struct record_reader *r, struct record_view *out, spate_error *err)
+{
+    if (likely(r->has_current && r->event == NULL)) {
+        struct record_deserializer *d = &r->ds[r->current];
+        size_t avail = (size_t)(d->end - d->pos);
+        uint32_t l;
+
+        if (likely(!d->spilling && avail >= RECORD_LENGTH_BYTES)) {
+            memcpy(&l, d->pos, RECORD_LENGTH_BYTES);
+            if (likely(l <= avail - RECORD_LENGTH_BYTES)) {
+                out->data = d->pos + RECORD_LENGTH_BYTES;
+                out->len = l;
+                out->channel = r->current;
+                out->event_type = 0;
+                d->pos += RECORD_LENGTH_BYTES + l;
+                if (r->counts_records)
+                    metric_counter_add(&r->metrics->num_records_in, 1);
+                return RECORD_READER_RECORD;
+            }
+        }
+    }
+    return record_reader_next_slow(r, out, err);
+}
 
 #endif

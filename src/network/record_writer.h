@@ -76,6 +76,18 @@ record_writer_emit(struct record_writer *w, uint32_t channel, const void *record
     return record_writer_emit_slow(w, channel, record, len, err);
 }
 
+/* Each channel's room in its current buffer, where a caller may append
+ * whole records itself (u32 length, bytes; pos moves past them, never past
+ * end) instead of calling emit: a hash exchange's fast path. NULL when
+ * every record must go through emit (a buffer timeout of 0 sends each at
+ * once). Records appended so are not counted in numRecordsOut here: the
+ * caller counts them. */
+static inline struct rw_channel *
+record_writer_room(struct record_writer *w)
+{
+    return w->flush_always ? NULL : w->channels;
+}
+
 /* The record to every channel. */
 int record_writer_broadcast_emit(struct record_writer *w, const void *record, uint32_t len,
                                  spate_error *err);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/bytes.h"
 #include "core/util.h"
 #include "state/state_map.h"
 
@@ -236,60 +237,6 @@ state_map_own(struct state_map *m)
         state_map_unshare(m);
 }
 
-/* The home slot. Key groups are hash % max parallelism, so all keys of one
- * map share the hash's low bits: index by the high ones. */
-static inline size_t
-home_slot(uint64_t hash, size_t mask)
-{
-    return (size_t)(hash >> 32 ^ hash >> 13) & mask;
-}
-
-/* Keys are short (a word, an id, a key and a window): compared 8 bytes at a
- * time inline, not through a library call per lookup. */
-static inline bool
-bytes_equal(const uint8_t *a, const uint8_t *b, size_t n)
-{
-    uint64_t x, y;
-
-    while (n >= 8) {
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        if (x != y)
-            return false;
-        a += 8;
-        b += 8;
-        n -= 8;
-    }
-    while (n-- > 0)
-        if (*a++ != *b++)
-            return false;
-    return true;
-}
-
-static inline int
-entry_is(struct state_entry *e, uint64_t hash, const void *key, size_t key_len)
-{
-    return e->hash == hash && e->key_len1 == key_len + 1 &&
-           bytes_equal(state_entry_key(e), key, key_len);
-}
-
-struct state_entry *
-state_map_get(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
-{
-    size_t i;
-
-    if (m->slots == NULL)
-        return NULL;
-    for (i = home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
-        struct state_entry *e = &m->slots[i];
-
-        if (!state_entry_used(e))
-            return NULL;
-        if (entry_is(e, hash, key, key_len))
-            return e;
-    }
-}
-
 struct state_entry *
 state_map_get_mut(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
 {
@@ -315,7 +262,7 @@ state_map_grow(struct state_map *m)
 
         if (!state_entry_used(&old[j]))
             continue;
-        for (i = home_slot(old[j].hash, m->mask); state_entry_used(&m->slots[i]);
+        for (i = state_map_home_slot(old[j].hash, m->mask); state_entry_used(&m->slots[i]);
              i = (i + 1) & m->mask)
             ;
         m->slots[i] = old[j];
@@ -363,9 +310,9 @@ state_map_put(struct state_map *m, uint64_t hash, const void *key, size_t key_le
     /* Load at most 3/4. */
     if (m->slots == NULL || (m->count + 1) * 4 > (m->mask + 1) * 3)
         state_map_grow(m);
-    for (i = home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
+    for (i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
         e = &m->slots[i];
-        if (!state_entry_used(e) || entry_is(e, hash, key, key_len))
+        if (!state_entry_used(e) || state_entry_is(e, hash, key, key_len))
             break;
     }
     if (!state_entry_used(e)) {
@@ -401,7 +348,7 @@ state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key
     /* Shift back the entries that probed past the freed slot. */
     i = (size_t)(e - m->slots);
     for (j = (i + 1) & m->mask; state_entry_used(&m->slots[j]); j = (j + 1) & m->mask) {
-        size_t home = home_slot(m->slots[j].hash, m->mask);
+        size_t home = state_map_home_slot(m->slots[j].hash, m->mask);
 
         /* Entry j may move to i unless its home lies cyclically in (i, j]. */
         if (((j - home) & m->mask) >= ((j - i) & m->mask)) {

@@ -23,6 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/bytes.h"
+#include "core/util.h"
+
 /* An entry: one slot of 64 bytes, a cache line. Key and value bytes live in
  * the slot when they fit (STATE_INLINE_BYTES together: a window's composite
  * key and a small accumulator do), else in a heap block the slot points to;
@@ -106,9 +109,38 @@ state_entry_value(const struct state_entry *e)
 void state_map_init(struct state_map *m);
 void state_map_release(struct state_map *m);
 
-/* The entry for key, or NULL: for reading only. */
-struct state_entry *state_map_get(struct state_map *m, uint64_t hash, const void *key,
-                                  size_t key_len);
+/* The home slot. Key groups are hash % max parallelism, so all keys of one
+ * map share the hash's low bits: index by the high ones. */
+static inline size_t
+state_map_home_slot(uint64_t hash, size_t mask)
+{
+    return (size_t)(hash >> 32 ^ hash >> 13) & mask;
+}
+
+static inline bool
+state_entry_is(const struct state_entry *e, uint64_t hash, const void *key, size_t key_len)
+{
+    return e->hash == hash && e->key_len1 == key_len + 1 &&
+           bytes_equal(state_entry_key(e), key, key_len);
+}
+
+/* The entry for key, or NULL: for reading only. Inline: once per record. */
+static SPATE_INLINE struct state_entry *
+state_map_get(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
+{
+    size_t i;
+
+    if (m->slots == NULL)
+        return NULL;
+    for (i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
+        struct state_entry *e = &m->slots[i];
+
+        if (!state_entry_used(e))
+            return NULL;
+        if (state_entry_is(e, hash, key, key_len))
+            return e;
+    }
+}
 /* The same, for changing its value bytes in place (copies a shared table
  * and a shared block). */
 struct state_entry *state_map_get_mut(struct state_map *m, uint64_t hash, const void *key,

@@ -1,23 +1,24 @@
-/* Exchange outputs (exchange_output.h). */
+/* Exchange outputs (exchange_output.h). A record is written once per
+ * channel: header and serialized bytes straight into the room of the
+ * channel's buffer when they fit (no call), else through the sink's
+ * reserve and commit (a new buffer, a record spanning buffers). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/key_group.h"
 #include "core/util.h"
 #include "streaming/exchange_output.h"
-#include "core/key_group.h"
 #include "streaming/keys.h"
 #include "streaming/stream_element.h"
 #include "streaming/types.h"
 
-/* Writes one element to one channel: its size first (a walk over the
- * record), then header and record straight into the reserved room. */
-static void
-write_element(struct exchange_output *x, uint32_t channel, const void *rec,
-              const struct record_meta *meta)
+/* Through the sink's reserve and commit: its size first (a walk over the
+ * record), then header and record into the reserved room. */
+static SPATE_NOINLINE void
+write_element_slow(struct exchange_output *x, uint32_t channel, const void *rec,
+                   const struct record_meta *meta, size_t hdr, size_t n)
 {
-    size_t hdr = element_record_header_size(meta);
-    size_t n = types_serialized_size(x->type, rec);
     uint8_t *at;
 
     if (x->error.code != 0)
@@ -28,6 +29,30 @@ write_element(struct exchange_output *x, uint32_t channel, const void *rec,
     element_write_record_header(meta, at);
     types_serialize(x->type, rec, at + hdr, n);
     x->ops->commit(x->sink, (uint32_t)(hdr + n), &x->error);
+}
+
+/* Writes one element to one channel. */
+static SPATE_INLINE void
+write_element(struct exchange_output *x, uint32_t channel, const void *rec,
+              const struct record_meta *meta)
+{
+    size_t hdr = element_record_header_size(meta);
+    size_t n = x->plain_size != 0 ? x->plain_size : types_serialized_size(x->type, rec);
+    struct rw_channel *c = x->room != NULL ? &x->room[channel] : NULL;
+    uint32_t len;
+
+    if (unlikely(c == NULL || (size_t)(c->end - c->pos) < RECORD_LENGTH_BYTES + hdr + n)) {
+        write_element_slow(x, channel, rec, meta, hdr, n);
+        return;
+    }
+    len = (uint32_t)(hdr + n);
+    memcpy(c->pos, &len, RECORD_LENGTH_BYTES);
+    element_write_record_header(meta, c->pos + RECORD_LENGTH_BYTES);
+    if (x->plain_size != 0)
+        memcpy(c->pos + RECORD_LENGTH_BYTES + hdr, rec, n);
+    else
+        types_serialize(x->type, rec, c->pos + RECORD_LENGTH_BYTES + hdr, n);
+    c->pos += RECORD_LENGTH_BYTES + len;
 }
 
 static void
@@ -42,13 +67,14 @@ exchange_collect(struct output *self, const void *rec, const struct record_meta 
     switch (x->partitioner) {
     case SHIP_HASH: {
         spate_bytes key =
-            keys_extract(&x->key, x->type, x->ctx, rec, x->key_scratch, sizeof x->key_scratch);
+            keys_get(&x->key_access, x->ctx, rec, x->key_scratch, sizeof x->key_scratch);
+        uint32_t kg;
 
         m.key_hash = key_group_hash(key.data, key.len);
         m.has_key_hash = true;
-        channel =
-            (int)key_group_operator_index(key_group_of_hash(m.key_hash, x->max_parallelism),
-                                          (uint32_t)x->max_parallelism, (uint32_t)x->nchannels);
+        kg = x->kg_shift >= 0 ? (uint32_t)(m.key_hash & x->kg_mask)
+                              : key_group_of_hash(m.key_hash, (uint32_t)x->max_parallelism);
+        channel = (int)x->kg_channel[kg];
         break;
     }
     case SHIP_BROADCAST:
@@ -136,7 +162,10 @@ exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
     x->sink = sink;
     x->partitioner = edge->partitioner;
     x->key = edge->key;
+    keys_access_init(&x->key_access, &x->key, type);
     x->type = type;
+    if (type->plain && type->kind != TYPE_CUSTOM)
+        x->plain_size = (uint32_t)type->size;
     x->nchannels = nchannels;
     x->max_parallelism = consumer_max_parallelism;
     x->ctx = ctx;
@@ -145,6 +174,12 @@ exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
         (consumer_max_parallelism & (consumer_max_parallelism - 1)) == 0) {
         x->kg_mask = (uint64_t)consumer_max_parallelism - 1;
         x->kg_shift = __builtin_ctz((unsigned)consumer_max_parallelism);
+    }
+    if (x->partitioner == SHIP_HASH && consumer_max_parallelism > 0) {
+        x->kg_channel = xcalloc((size_t)consumer_max_parallelism, sizeof *x->kg_channel);
+        for (int kg = 0; kg < consumer_max_parallelism; kg++)
+            x->kg_channel[kg] = key_group_operator_index(
+                (uint32_t)kg, (uint32_t)consumer_max_parallelism, (uint32_t)nchannels);
     }
     x->random = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(subtask + 1);
     /* Round robin starts at a different channel per producer, so that
@@ -156,5 +191,6 @@ exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
 void
 exchange_output_release(struct exchange_output *x)
 {
-    (void)x;
+    free(x->kg_channel);
+    x->kg_channel = NULL;
 }

@@ -8,7 +8,9 @@
 #define SPATE_STREAMING_EXCHANGE_OUTPUT_H
 
 #include "metrics/metrics.h"
+#include "network/record_writer.h"
 #include "streaming/job_graph.h"
+#include "streaming/keys.h"
 #include "streaming/operator.h"
 
 /* The byte-level writer under an exchange: the network's record writer, or a
@@ -27,15 +29,23 @@ struct exchange_output {
     struct output base;
     const struct exchange_sink_ops *ops;
     void *sink;
+    /* The sink's per-channel room in its current buffers (the record
+     * writer's, record_writer_room), where a record that fits is written
+     * without a call; NULL: every record goes through ops. */
+    struct rw_channel *room;
     enum ship_strategy partitioner;
     struct key_selector key;
+    struct key_access key_access;
     const struct spate_type *type;
-    int nchannels; /* the partition's subpartitions: its consumers */
+    uint32_t plain_size; /* the serialized size of every record of a plain type; 0: not plain */
+    int nchannels;       /* the partition's subpartitions: its consumers */
     int max_parallelism;
     /* Key groups when max_parallelism is a power of two (the default 128):
-     * masks and shifts instead of two divisions per record. */
+     * a mask instead of a division per record; each key group's channel,
+     * looked up instead of computed. */
     uint64_t kg_mask;
-    int kg_shift;          /* -1: not a power of two */
+    int kg_shift; /* -1: not a power of two */
+    uint32_t *kg_channel;
     int next_channel;      /* rebalance and rescale round robin */
     uint64_t random;       /* shuffle's xorshift state */
     struct spate_ctx *ctx; /* the producing operator's, for user key selectors */
@@ -55,6 +65,12 @@ void exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
                           const struct spate_type *type, int nchannels,
                           int consumer_max_parallelism, int subtask,
                           const struct exchange_sink_ops *ops, void *sink, struct spate_ctx *ctx);
+/* The sink's room per channel (record_writer_room), for the fast path. */
+static inline void
+exchange_output_set_room(struct exchange_output *x, struct rw_channel *room)
+{
+    x->room = room;
+}
 void exchange_output_release(struct exchange_output *x);
 
 #endif

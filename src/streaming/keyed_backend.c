@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "core/alloc.h"
+#include "core/bytes.h"
 #include "core/clock.h"
 #include "core/util.h"
 #include "streaming/keyed_backend.h"
@@ -17,47 +18,74 @@
 #define TTL_HEADER      8
 #define CLEANUP_PER_USE 2
 
-static void *
+static SPATE_NOINLINE void *
+backend_buf_grow(struct keyed_backend *b, size_t n)
+{
+    b->buf_cap = n * 2;
+    b->buf = xrealloc(b->buf, b->buf_cap);
+    return b->buf;
+}
+
+static inline void *
 backend_buf(struct keyed_backend *b, size_t n)
 {
-    if (n > b->buf_cap) {
-        b->buf_cap = n * 2;
-        b->buf = xrealloc(b->buf, b->buf_cap);
-    }
-    return b->buf;
+    return likely(n <= b->buf_cap) ? b->buf : backend_buf_grow(b, n);
 }
 
 /* ---- composite keys ---- */
 
-static size_t
+static inline size_t
 composite_prefix_len(const spate_ctx *ctx)
 {
     return 4 + ctx->key.len + 4 + ctx->ns_len;
 }
 
 /* Writes [klen][key][nslen][ns] into out; returns its length. */
-static size_t
+static inline size_t
 composite_prefix(const spate_ctx *ctx, uint8_t *out)
 {
     uint32_t klen = (uint32_t)ctx->key.len, nlen = (uint32_t)ctx->ns_len;
 
     memcpy(out, &klen, 4);
-    memcpy(out + 4, ctx->key.data, klen);
+    bytes_copy(out + 4, ctx->key.data, klen);
     memcpy(out + 4 + klen, &nlen, 4);
     if (nlen)
-        memcpy(out + 8 + klen, ctx->ns, nlen);
+        bytes_copy(out + 8 + klen, ctx->ns, nlen);
     return 8 + klen + nlen;
 }
 
-static uint64_t
-composite_hash(const spate_ctx *ctx, const void *extra, size_t extra_len)
+static SPATE_NOINLINE uint64_t
+ns_hash_slow(struct keyed_backend *b, const void *ns, size_t len)
+{
+    uint64_t h = XXH3_64bits(ns, len);
+
+    if (len <= sizeof b->ns_last) {
+        memcpy(b->ns_last, ns, len);
+        b->ns_last_len = len;
+        b->ns_last_hash = h;
+    }
+    return h;
+}
+
+/* The namespace's hash: consecutive records mostly share their window, so
+ * the last namespace's is kept. */
+static inline uint64_t
+ns_hash(struct keyed_backend *b, const void *ns, size_t len)
+{
+    if (len == b->ns_last_len && bytes_equal(ns, b->ns_last, len))
+        return b->ns_last_hash;
+    return ns_hash_slow(b, ns, len);
+}
+
+static inline uint64_t
+composite_hash(struct keyed_backend *b, const spate_ctx *ctx, const void *extra, size_t extra_len)
 {
     uint64_t h = ctx->key_hash;
 
     /* The key group comes from the key's hash alone; the rest only spreads
      * entries of one key inside the map. Keep the key group's bits. */
     if (ctx->ns_len)
-        h ^= XXH3_64bits(ctx->ns, ctx->ns_len) << 16;
+        h ^= ns_hash(b, ctx->ns, ctx->ns_len) << 16;
     if (extra_len)
         h ^= XXH3_64bits(extra, extra_len) << 16;
     return h;
@@ -65,12 +93,12 @@ composite_hash(const spate_ctx *ctx, const void *extra, size_t extra_len)
 
 /* The context whose key scopes st: the current key for keyed state, none
  * for operator and broadcast state. */
-static const spate_ctx *
+static inline const spate_ctx *
 scope_ctx(const struct spate_state *st, spate_ctx *keyless)
 {
     const spate_ctx *ctx = &st->backend->op->ctx;
 
-    if (st->decl->scope == SCOPE_KEYED)
+    if (likely(st->decl->scope == SCOPE_KEYED))
         return ctx;
     memset(keyless, 0, sizeof *keyless);
     keyless->key.data = "";
@@ -88,8 +116,24 @@ writable(struct spate_state *st)
     return false;
 }
 
+/* A TTL entry that has expired is removed. */
+static SPATE_NOINLINE struct state_entry *
+state_entry_ttl(struct spate_state *st, struct state_map *map, struct state_entry *e, uint64_t hash,
+                const uint8_t *key, size_t key_len)
+{
+    int64_t written;
+
+    memcpy(&written, state_entry_value(e), 8);
+    if (st->backend->now_ms() - written >= st->ttl_ms) {
+        state_map_remove(map, hash, key, key_len);
+        return NULL;
+    }
+    return e;
+}
+
 /* The current key's entry of st, honouring TTL (an expired entry is removed
- * and reported absent). map_key: the map state's key bytes, or NULL. */
+ * and reported absent). map_key: the map state's key bytes, or NULL. The
+ * composite key is left in the backend's buffer. */
 static struct state_entry *
 state_entry_for(struct spate_state *st, const void *map_key, size_t map_key_len, uint64_t *hash,
                 size_t *key_len, struct state_map **mapp)
@@ -106,18 +150,86 @@ state_entry_for(struct spate_state *st, const void *map_key, size_t map_key_len,
     if (map_key_len)
         memcpy(key + plen, map_key, map_key_len);
     *key_len = plen + map_key_len;
-    *hash = composite_hash(ctx, map_key, map_key_len);
+    *hash = composite_hash(b, ctx, map_key, map_key_len);
     *mapp = map;
     e = state_map_get(map, *hash, key, *key_len);
-    if (e != NULL && st->ttl_ms != 0) {
-        int64_t written;
+    if (e != NULL && st->ttl_ms != 0)
+        e = state_entry_ttl(st, map, e, *hash, key, *key_len);
+    return e;
+}
 
-        memcpy(&written, state_entry_value(e), 8);
-        if (st->backend->now_ms() - written >= st->ttl_ms) {
-            state_map_remove(map, *hash, key, *key_len);
-            e = NULL;
-        }
+/* state_entry_for for the per-record path (windows, keyed functions):
+ * keyed state without TTL and without a map key, found inline. */
+static SPATE_INLINE struct state_entry *
+keyed_entry(struct spate_state *st, uint64_t *hash, size_t *key_len, struct state_map **mapp)
+{
+    struct keyed_backend *b = st->backend;
+    const spate_ctx *ctx = &b->op->ctx;
+    uint32_t klen = (uint32_t)ctx->key.len, nlen = (uint32_t)ctx->ns_len;
+    size_t n = 8 + (size_t)klen + nlen;
+    uint8_t *key;
+    uint64_t h = ctx->key_hash;
+
+    if (unlikely(!st->fast))
+        return state_entry_for(st, NULL, 0, hash, key_len, mapp);
+    key = backend_buf(b, n);
+    memcpy(key, &klen, 4);
+    bytes_copy(key + 4, ctx->key.data, klen);
+    memcpy(key + 4 + klen, &nlen, 4);
+    if (nlen) {
+        bytes_copy(key + 8 + klen, ctx->ns, nlen);
+        h ^= ns_hash(b, ctx->ns, nlen) << 16; /* composite_hash */
     }
+    *mapp = keyed_state_map(&st->maps, ctx->key_hash);
+    *hash = h;
+    *key_len = n;
+    return state_map_get(*mapp, h, key, n);
+}
+
+/* The bytes of a plain value of st stored in e, in place when aligned for
+ * the type, else copied into tmp (put them back with plain_put_back);
+ * NULL when the stored value is not of the type's size. */
+static inline void *
+plain_value(struct spate_state *st, struct state_entry *e, void *tmp)
+{
+    size_t hdr = st->ttl_ms ? TTL_HEADER : 0;
+    const struct spate_type *t = st->decl->type;
+    uint8_t *p = state_entry_value(e) + hdr;
+
+    if (e->value_len != hdr + t->size)
+        return NULL;
+    if (((uintptr_t)p & (t->align - 1)) == 0)
+        return p;
+    bytes_copy(tmp, p, t->size);
+    return tmp;
+}
+
+/* After a change through plain_value: a copy goes back into the entry,
+ * and a TTL's write time is renewed. */
+static inline void
+plain_put_back(struct spate_state *st, struct state_entry *e, const void *v)
+{
+    size_t hdr = st->ttl_ms ? TTL_HEADER : 0;
+    uint8_t *p = state_entry_value(e) + hdr;
+
+    if (v != p)
+        bytes_copy(p, v, st->decl->type->size);
+    if (hdr) {
+        int64_t now = st->backend->now_ms();
+
+        memcpy(state_entry_value(e), &now, 8);
+    }
+}
+
+/* The entry of the current key, to be changed in place: copies a table or
+ * block that a snapshot shares first. */
+static inline struct state_entry *
+own_entry(struct state_map *map, struct state_entry *e, uint64_t hash, const uint8_t *key,
+          size_t key_len)
+{
+    if (map->shared)
+        return state_map_get_mut(map, hash, key, key_len);
+    state_map_own_entry(map, e);
     return e;
 }
 
@@ -132,14 +244,10 @@ entry_payload(const struct spate_state *st, const struct state_entry *e, size_t 
 }
 
 /* Incremental TTL clean-up: looks at a few entries per state use. */
-static void
-ttl_cleanup_step(struct keyed_backend *b)
+static SPATE_NOINLINE void
+ttl_cleanup_walk(struct keyed_backend *b)
 {
-    int64_t now;
-
-    if (!b->has_ttl)
-        return; /* no state with a TTL: nothing to clean, no clock to read */
-    now = b->now_ms();
+    int64_t now = b->now_ms();
 
     for (int n = 0; n < CLEANUP_PER_USE; n++) {
         struct spate_state *st;
@@ -182,6 +290,13 @@ ttl_cleanup_step(struct keyed_backend *b)
         }
         b->cleanup_slot++;
     }
+}
+
+static inline void
+ttl_cleanup_step(struct keyed_backend *b)
+{
+    if (b->has_ttl) /* else nothing to clean, no clock to read */
+        ttl_cleanup_walk(b);
 }
 
 /* Stores payload (len bytes) as the current key's value of st; e is the
@@ -243,6 +358,8 @@ keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
     memset(b, 0, sizeof *b);
     b->op = op;
     b->now_ms = clock_wall_ms_fn;
+    b->ns_last_len = SIZE_MAX;
+    backend_buf_grow(b, 128);
     b->states = xcalloc((size_t)(n->nstates + nextra) + 1, sizeof *b->states);
     b->nstates = n->nstates + nextra;
     for (int i = 0; i < b->nstates; i++) {
@@ -251,6 +368,8 @@ keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
         st->decl = i < n->nstates ? &n->states[i] : &extra[i - n->nstates];
         st->backend = b;
         st->ttl_ms = st->decl->ttl_ms;
+        st->plain = st->decl->type->plain;
+        st->fast = st->decl->scope == SCOPE_KEYED && st->ttl_ms == 0;
         b->has_ttl |= st->ttl_ms != 0;
         if ((rc = keyed_state_init(&st->maps, op->task, op->ctx.max_parallelism, err)) != 0)
             return rc;
@@ -312,7 +431,7 @@ spate_value_get(spate_state *st, void *out)
     size_t key_len, len;
 
     ttl_cleanup_step(st->backend);
-    e = state_entry_for(st, NULL, 0, &hash, &key_len, &map);
+    e = keyed_entry(st, &hash, &key_len, &map);
     if (e == NULL)
         return false;
     payload = entry_payload(st, e, &len);
@@ -335,7 +454,7 @@ spate_value_update(spate_state *st, const void *value)
     size_t key_len, len;
 
     ttl_cleanup_step(st->backend);
-    e = state_entry_for(st, NULL, 0, &hash, &key_len, &map);
+    e = keyed_entry(st, &hash, &key_len, &map);
     payload = serialize_value(st, st->decl->type, value, &len);
     state_store(st, map, e, hash, st->backend->buf, key_len, payload, len);
 }
@@ -651,7 +770,18 @@ keyed_reducing_add(struct spate_state *st, const void *value)
     size_t key_len, len;
 
     ttl_cleanup_step(st->backend);
-    e = state_entry_for(st, NULL, 0, &hash, &key_len, &map);
+    e = keyed_entry(st, &hash, &key_len, &map);
+    if (e != NULL && st->plain) {
+        /* A plain value is its bytes: reduced where it is stored. */
+        void *acc;
+
+        e = own_entry(map, e, hash, st->backend->buf, key_len);
+        if ((acc = plain_value(st, e, st->tmp)) != NULL) {
+            st->decl->reduce(&st->backend->op->ctx, acc, value, st->tmp2);
+            plain_put_back(st, e, st->tmp2);
+            return false;
+        }
+    }
     if (e == NULL) {
         out = serialize_value(st, st->decl->type, value, &len);
     } else {
@@ -691,7 +821,18 @@ keyed_aggregating_add(struct spate_state *st, const void *in)
     size_t key_len, len;
 
     ttl_cleanup_step(st->backend);
-    e = state_entry_for(st, NULL, 0, &hash, &key_len, &map);
+    e = keyed_entry(st, &hash, &key_len, &map);
+    if (e != NULL && st->plain) {
+        /* A plain accumulator is its bytes: added to where it is stored. */
+        void *acc;
+
+        e = own_entry(map, e, hash, st->backend->buf, key_len);
+        if ((acc = plain_value(st, e, st->tmp)) != NULL) {
+            agg->add(ctx, in, acc);
+            plain_put_back(st, e, acc);
+            return false;
+        }
+    }
     if (e == NULL) {
         memset(st->tmp, 0, st->decl->type->size);
         agg->create(ctx, st->tmp);

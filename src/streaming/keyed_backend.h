@@ -23,6 +23,8 @@ struct spate_state {
     void *tmp2;
     uint8_t *wbuf; /* a value being written, serialized */
     size_t wbuf_cap;
+    bool plain; /* values are their bytes (decl->type->plain): changed in place */
+    bool fast;  /* keyed, no TTL: entries are found by keyed_entry, inline */
 };
 
 struct timer {
@@ -46,6 +48,10 @@ struct keyed_backend {
     struct timer_heap event, processing;
     uint8_t *buf; /* scratch for composite keys and values */
     size_t buf_cap;
+    /* The last namespace hashed, and its hash. */
+    uint8_t ns_last[32];
+    size_t ns_last_len; /* SIZE_MAX: none */
+    uint64_t ns_last_hash;
     /* The broadcast side is being processed: broadcast state is writable. */
     bool broadcast_writable;
     /* Processing time for TTL (the wall clock; tests put in their own). */

@@ -33,6 +33,29 @@ keys_extract(const struct key_selector *key, const struct spate_type *type, spat
     return b;
 }
 
+void
+keys_access_init(struct key_access *a, const struct key_selector *sel,
+                 const struct spate_type *type)
+{
+    const struct spate_type *t = type;
+    size_t offset = 0;
+
+    a->sel = sel;
+    a->type = type;
+    a->offset = a->len = 0;
+    if (sel->kind == KEY_FN)
+        return;
+    if (sel->kind == KEY_FIELD) {
+        offset = type->offsets[sel->field];
+        t = type->fields[sel->field];
+    }
+    /* types_key_bytes' views of fixed size: numbers and plain records. */
+    if (t->kind == TYPE_INT64 || t->kind == TYPE_DOUBLE || (t->kind != TYPE_STRING && t->plain)) {
+        a->offset = (uint32_t)offset;
+        a->len = (uint32_t)(t->kind == TYPE_INT64 || t->kind == TYPE_DOUBLE ? 8 : t->size);
+    }
+}
+
 int
 keyed_state_init(struct keyed_state *ks, const struct task_info *task, int max_parallelism,
                  spate_error *err)
@@ -42,6 +65,8 @@ keyed_state_init(struct keyed_state *ks, const struct task_info *task, int max_p
     if (rc != 0)
         return rc;
     ks->max_parallelism = (uint32_t)max_parallelism;
+    ks->kg_mask =
+        (ks->max_parallelism & (ks->max_parallelism - 1)) == 0 ? ks->max_parallelism - 1 : 0;
     ks->range = key_group_range_for_operator(ks->max_parallelism, (uint32_t)task->parallelism,
                                              (uint32_t)task->subtask);
     ks->maps = xcalloc(ks->range.end - ks->range.start + 1, sizeof *ks->maps);

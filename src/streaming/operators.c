@@ -655,12 +655,15 @@ generator_next(struct generator_impl *g, uint64_t count, struct gen_split **out)
                 return true;
             }
         }
-        /* The round is done: on to the lowest round a split still has. */
+        /* The round is done: on to the lowest round a split still has
+         * (a split's next index is round * G + split, split < G: the
+         * lowest index is in the lowest round). */
         for (uint32_t i = 0; i < g->nsplits; i++)
             if (count == 0 || g->splits[i].next < count)
-                lowest = MIN(lowest, g->splits[i].next / g->g);
+                lowest = MIN(lowest, g->splits[i].next);
         if (lowest == UINT64_MAX)
             return false;
+        lowest /= g->g;
         g->round = lowest > g->round ? lowest : g->round + 1;
         g->at = 0;
     }
@@ -692,15 +695,28 @@ generator_poll(struct stream_operator *op, int budget, spate_error *err)
         if ((double)budget > allowed - (double)g->emitted)
             budget = (int)(allowed - (double)g->emitted) + 1;
     }
-    while (budget-- > 0) {
+    while (budget > 0) {
+        uint64_t base, limit;
+        int n = 0;
+
         if (!generator_next(g, count, &s))
             return SOURCE_END;
-        before_call(op);
-        gen(&op->ctx, s->next, g->rec);
-        operator_emit(op, g->rec, &no_meta);
-        s->next += g->g;
-        g->at++;
-        g->emitted++;
+        /* The run of splits from s on that are at this round: their
+         * indexes follow each other (base + split), emitted without
+         * looking for the next split each time. */
+        base = g->round * g->g;
+        limit = count != 0 ? count : UINT64_MAX;
+        for (; g->at < g->nsplits && n < budget; g->at++, n++) {
+            s = &g->splits[g->at];
+            if (s->next != base + s->split || s->next >= limit)
+                break;
+            before_call(op);
+            gen(&op->ctx, s->next, g->rec);
+            operator_emit(op, g->rec, &no_meta);
+            s->next += g->g;
+        }
+        g->emitted += (uint64_t)n;
+        budget -= n;
     }
     return SOURCE_MORE;
 }
@@ -1052,6 +1068,8 @@ file_poll(struct stream_operator *op, int budget, spate_error *err)
 /* ---- timestamps and watermarks ---- */
 
 struct assign_impl {
+    spate_timestamp_fn timestamp_fn; /* NULL: the records' own timestamps */
+    spate_watermark_fn watermark_fn; /* per-record watermarks; NULL: periodic */
     int64_t max_timestamp;
     int64_t emitted; /* the last watermark sent */
     uint64_t interval_ns;
@@ -1086,6 +1104,8 @@ assign_open(struct stream_operator *op, spate_error *err)
     uint64_t now = clock_mono_ns();
 
     UNUSED(err);
+    a->timestamp_fn = (spate_timestamp_fn)op->config->fn;
+    a->watermark_fn = (spate_watermark_fn)op->config->fn2;
     a->max_timestamp = INT64_MIN;
     a->emitted = INT64_MIN;
     a->interval_ns = (uint64_t)op->config->interval_ms * 1000000u;
@@ -1104,17 +1124,17 @@ assign_process(struct stream_operator *op, const void *rec, const struct record_
 
     before_call(op);
     op->ctx.meta = *meta;
-    if (op->config->fn != NULL)
-        m.timestamp = ((spate_timestamp_fn)op->config->fn)(&op->ctx, rec);
+    if (a->timestamp_fn != NULL)
+        m.timestamp = a->timestamp_fn(&op->ctx, rec);
     if (m.timestamp > a->max_timestamp && m.timestamp != RECORD_NO_TIMESTAMP)
         a->max_timestamp = m.timestamp;
-    if (a->idle) {
+    if (unlikely(a->idle)) {
         a->idle = false;
         op->out->emit_idle(op->out, false);
     }
     operator_emit(op, rec, &m);
-    if (op->config->fn2 != NULL) {
-        int64_t wm = ((spate_watermark_fn)op->config->fn2)(&op->ctx, rec, m.timestamp);
+    if (a->watermark_fn != NULL) {
+        int64_t wm = a->watermark_fn(&op->ctx, rec, m.timestamp);
 
         if (wm > a->emitted) {
             a->emitted = wm;

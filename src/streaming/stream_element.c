@@ -4,26 +4,6 @@
 #include "streaming/stream_element.h"
 
 size_t
-element_write_record_header(const struct record_meta *meta, uint8_t *out)
-{
-    uint8_t tag = ELEMENT_RECORD;
-    size_t n = 1;
-
-    if (meta->timestamp != RECORD_NO_TIMESTAMP) {
-        tag |= ELEMENT_HAS_TIMESTAMP;
-        memcpy(out + n, &meta->timestamp, 8);
-        n += 8;
-    }
-    if (meta->has_key_hash) {
-        tag |= ELEMENT_HAS_KEY_HASH;
-        memcpy(out + n, &meta->key_hash, 8);
-        n += 8;
-    }
-    out[0] = tag;
-    return n;
-}
-
-size_t
 element_write_watermark(int64_t timestamp, uint8_t out[9])
 {
     out[0] = ELEMENT_WATERMARK;
@@ -31,38 +11,14 @@ element_write_watermark(int64_t timestamp, uint8_t out[9])
     return 9;
 }
 
+/* Watermarks and statuses (records are element_read's inline part). */
 int
-element_read(const uint8_t *bytes, size_t len, struct element *e)
+element_read_other(const uint8_t *bytes, size_t len, struct element *e)
 {
-    uint8_t tag;
-    size_t n = 1;
+    uint8_t tag = bytes[0];
 
-    if (len < 1)
-        return -1;
-    tag = bytes[0];
     e->kind = (enum element_kind)(tag & ELEMENT_KIND_MASK);
     switch (e->kind) {
-    case ELEMENT_RECORD:
-        e->meta.timestamp = RECORD_NO_TIMESTAMP;
-        e->meta.has_key_hash = false;
-        if (tag & ELEMENT_HAS_TIMESTAMP) {
-            if (len < n + 8)
-                return -1;
-            memcpy(&e->meta.timestamp, bytes + n, 8);
-            n += 8;
-        }
-        if (tag & ELEMENT_HAS_KEY_HASH) {
-            if (len < n + 8)
-                return -1;
-            memcpy(&e->meta.key_hash, bytes + n, 8);
-            e->meta.has_key_hash = true;
-            n += 8;
-        }
-        if (tag & ~(ELEMENT_KIND_MASK | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH))
-            return -1;
-        e->body = bytes + n;
-        e->body_len = len - n;
-        return 0;
     case ELEMENT_WATERMARK:
         if (len != 9 || tag != ELEMENT_WATERMARK)
             return -1;
@@ -73,6 +29,8 @@ element_read(const uint8_t *bytes, size_t len, struct element *e)
             return -1;
         e->idle = bytes[1] != 0;
         return 0;
+    case ELEMENT_RECORD:
+        break;
     }
     return -1;
 }

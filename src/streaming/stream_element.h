@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "streaming/operator.h"
 
@@ -35,7 +36,26 @@ element_record_header_size(const struct record_meta *meta)
 
 /* Writes a record element's header into out (element_record_header_size
  * bytes); the serialized record follows it. */
-size_t element_write_record_header(const struct record_meta *meta, uint8_t *out);
+static inline size_t
+element_write_record_header(const struct record_meta *meta, uint8_t *out)
+{
+    uint8_t tag = ELEMENT_RECORD;
+    size_t n = 1;
+
+    if (meta->timestamp != RECORD_NO_TIMESTAMP) {
+        tag |= ELEMENT_HAS_TIMESTAMP;
+        memcpy(out + n, &meta->timestamp, 8);
+        n += 8;
+    }
+    if (meta->has_key_hash) {
+        tag |= ELEMENT_HAS_KEY_HASH;
+        memcpy(out + n, &meta->key_hash, 8);
+        n += 8;
+    }
+    out[0] = tag;
+    return n;
+}
+
 size_t element_write_watermark(int64_t timestamp, uint8_t out[9]);
 
 struct element {
@@ -47,8 +67,43 @@ struct element {
     int idle;
 };
 
-/* Parses one element; -1 when malformed. */
-int element_read(const uint8_t *bytes, size_t len, struct element *e);
+int element_read_other(const uint8_t *bytes, size_t len, struct element *e);
+
+/* Parses one element; -1 when malformed. Records inline (once per record
+ * on the consumer), the rest out of line. */
+static inline int
+element_read(const uint8_t *bytes, size_t len, struct element *e)
+{
+    uint8_t tag;
+    size_t n = 1;
+
+    if (len < 1)
+        return -1;
+    tag = bytes[0];
+    if ((tag & ELEMENT_KIND_MASK) != ELEMENT_RECORD)
+        return element_read_other(bytes, len, e);
+    if (tag & ~(ELEMENT_KIND_MASK | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH))
+        return -1;
+    e->kind = ELEMENT_RECORD;
+    e->meta.timestamp = RECORD_NO_TIMESTAMP;
+    e->meta.has_key_hash = false;
+    if (tag & ELEMENT_HAS_TIMESTAMP) {
+        if (len < n + 8)
+            return -1;
+        memcpy(&e->meta.timestamp, bytes + n, 8);
+        n += 8;
+    }
+    if (tag & ELEMENT_HAS_KEY_HASH) {
+        if (len < n + 8)
+            return -1;
+        memcpy(&e->meta.key_hash, bytes + n, 8);
+        e->meta.has_key_hash = true;
+        n += 8;
+    }
+    e->body = bytes + n;
+    e->body_len = len - n;
+    return 0;
+}
 
 /* A checkpoint barrier (Flink's CheckpointBarrier): a network event of its
  * own (in order with the records of its channel), payload i64 checkpoint

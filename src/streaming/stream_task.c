@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/bytes.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -73,6 +74,7 @@ task_open_outputs(struct stream_task *t, spate_error *err)
         exchange_output_init(&t->xouts[o], e, src->node->out_type, (int)d->nsubpartitions,
                              target->max_parallelism, p->info.subtask, &writer_ops, t->writers[o],
                              NULL);
+        exchange_output_set_room(&t->xouts[o], record_writer_room(t->writers[o]));
         if (p->metrics != NULL)
             t->xouts[o].records_out = &p->metrics->num_records_out;
         t->outs[o] = &t->xouts[o].base;
@@ -160,6 +162,7 @@ task_close(struct stream_task *t, const spate_error *cause)
     free(t->outs);
     free(t->in_rec);
     free(t->in_rec2);
+    free(t->gate_second);
 }
 
 /* ---- the loop ---- */
@@ -358,59 +361,92 @@ task_update_watermark(struct stream_task *t, int g)
     }
 }
 
-/* Hands one element of gate g to the head operator. */
-static int
-task_process_element(struct stream_task *t, int g, const struct record_view *view, spate_error *err)
+/* A watermark or a watermark status of gate g. */
+static SPATE_NOINLINE void
+task_process_event_time(struct stream_task *t, int g, const struct record_view *view,
+                        const struct element *el)
 {
-    struct stream_operator *head = operator_chain_head(t->chain);
     struct valve *v = &t->valves[g];
-    struct element el;
 
-    if (element_read(view->data, view->len, &el) != 0 || view->channel >= v->nchannels)
-        return spate_error_set(err, SPATE_EPROTO,
-                               "corrupt stream element of %u bytes on input channel %u of '%s'",
-                               view->len, view->channel, t->v->name);
-    if (el.kind == ELEMENT_WATERMARK) {
-        if (el.watermark > v->channel_watermark[view->channel] || v->channel_idle[view->channel]) {
+    if (el->kind == ELEMENT_WATERMARK) {
+        if (el->watermark > v->channel_watermark[view->channel] || v->channel_idle[view->channel]) {
             v->channel_watermark[view->channel] =
-                MAX(el.watermark, v->channel_watermark[view->channel]);
+                MAX(el->watermark, v->channel_watermark[view->channel]);
             v->channel_idle[view->channel] = false;
             task_update_watermark(t, g);
         }
-        return 0;
+        return;
     }
-    if (el.kind == ELEMENT_WATERMARK_STATUS) {
-        v->channel_idle[view->channel] = el.idle;
-        task_update_watermark(t, g);
+    v->channel_idle[view->channel] = el->idle;
+    task_update_watermark(t, g);
+}
+
+static SPATE_NOINLINE int
+task_corrupt_element(struct stream_task *t, const struct record_view *view, spate_error *err)
+{
+    return spate_error_set(err, SPATE_EPROTO,
+                           "corrupt stream element of %u bytes on input channel %u of '%s'",
+                           view->len, view->channel, t->v->name);
+}
+
+static SPATE_NOINLINE int
+task_corrupt_record(struct stream_task *t, const struct record_view *view, size_t len,
+                    spate_error *err)
+{
+    return spate_error_set(err, SPATE_EPROTO,
+                           "corrupt record of %zu bytes on input channel %u of '%s'", len,
+                           view->channel, t->v->name);
+}
+
+/* Hands one element of gate g to the head operator. */
+static SPATE_INLINE int
+task_process_element(struct stream_task *t, int g, const struct record_view *view, spate_error *err)
+{
+    struct stream_operator *head = operator_chain_head(t->chain);
+    struct element el;
+
+    if (unlikely(element_read(view->data, view->len, &el) != 0 ||
+                 view->channel >= t->valves[g].nchannels))
+        return task_corrupt_element(t, view, err);
+    if (unlikely(el.kind != ELEMENT_RECORD)) {
+        task_process_event_time(t, g, view, &el);
         return 0;
     }
     if (t->p->metrics != NULL)
         metric_counter_add(&t->p->metrics->num_records_in, 1);
-    if (t->p->graph->edges[t->p->gates[g].edge].input_index == 1) {
+    if (unlikely(t->gate_second[g])) {
         if (types_deserialize(head->config->in_type2, el.body, el.body_len, t->in_rec2) != 0)
-            goto corrupt;
+            return task_corrupt_record(t, view, el.body_len, err);
         operator_process2(head, t->in_rec2, &el.meta);
         return 0;
     }
-    if (types_deserialize(head->config->in_type, el.body, el.body_len, t->in_rec) != 0)
-        goto corrupt;
+    if (t->in_plain_size != 0) {
+        /* The bytes are the record. */
+        if (el.body_len != t->in_plain_size)
+            return task_corrupt_record(t, view, el.body_len, err);
+        bytes_copy(t->in_rec, el.body, el.body_len);
+    } else if (types_deserialize(head->config->in_type, el.body, el.body_len, t->in_rec) != 0) {
+        return task_corrupt_record(t, view, el.body_len, err);
+    }
     operator_process(head, t->in_rec, &el.meta);
     return 0;
-corrupt:
-    return spate_error_set(err, SPATE_EPROTO,
-                           "corrupt record of %zu bytes on input channel %u of '%s'", el.body_len,
-                           view->channel, t->v->name);
 }
 
 static int
 task_run_input(struct stream_task *t, spate_error *err)
 {
     const struct stream_task_params *p = t->p;
+    const struct spate_type *in_type = operator_chain_head(t->chain)->config->in_type;
     int rc;
 
-    t->in_rec = xcalloc(1, operator_chain_head(t->chain)->config->in_type->size + 16);
+    t->in_rec = xcalloc(1, in_type->size + 16);
+    if (in_type->plain && in_type->kind != TYPE_CUSTOM)
+        t->in_plain_size = in_type->size;
     if (operator_chain_head(t->chain)->config->in_type2 != NULL)
         t->in_rec2 = xcalloc(1, operator_chain_head(t->chain)->config->in_type2->size + 16);
+    t->gate_second = xcalloc((size_t)p->ngates + 1, sizeof *t->gate_second);
+    for (int g = 0; g < p->ngates; g++)
+        t->gate_second[g] = p->graph->edges[p->gates[g].edge].input_index == 1;
     for (;;) {
         int processed = 0;
 

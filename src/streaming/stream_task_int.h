@@ -38,6 +38,8 @@ struct stream_task {
     struct operator_chain *chain;
     void *in_rec;                /* the head's input record, deserialized */
     void *in_rec2;               /* a two-input head's second input record */
+    size_t in_plain_size;        /* the head's input type is plain: its size (else 0) */
+    bool *gate_second;           /* gate g feeds a two-input head's second input */
     struct task_checkpoints *cp; /* NULL: the job takes no checkpoints */
     /* Stop with a savepoint (Flink's stop-with-savepoint): the terminal
      * savepoint this task took (0: none), whether it completed, whether a

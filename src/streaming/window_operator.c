@@ -27,6 +27,13 @@ struct window_op {
     spate_state *contents, *count, *sessions;
     void *rec;    /* a copy target for elements and results */
     void *result; /* the aggregate's result */
+    /* What the per-record path reads, resolved once at open. */
+    struct key_access key;
+    bool event_time;           /* event-time windows (not the global one) */
+    bool buffers;              /* keeps the elements (process function, evictor) */
+    enum trigger_kind trigger; /* the trigger, the assigner's default resolved */
+    int64_t lateness_ms;
+    spate_time_window last_window; /* tumbling: the last record's */
     uint8_t key_scratch[256];
 };
 
@@ -42,33 +49,34 @@ window_max_timestamp(spate_time_window w)
     return w.end == INT64_MAX ? INT64_MAX : w.end - 1;
 }
 
-static bool
+static inline bool
 is_event_time(const struct stream_operator *op)
 {
-    return wcfg(op)->assigner.event_time && wcfg(op)->assigner.kind != SPATE_WINDOW_GLOBAL;
+    return ((const struct window_op *)op->impl)->event_time;
 }
 
 /* When a window's state is cleared: its end plus the allowed lateness in
  * event time, its end in processing time, never for the global window. */
-static int64_t
+static inline int64_t
 cleanup_time(const struct stream_operator *op, spate_time_window w)
 {
+    const struct window_op *wo = op->impl;
     int64_t max = window_max_timestamp(w);
 
     if (max == INT64_MAX)
         return INT64_MAX;
-    if (!is_event_time(op))
+    if (!wo->event_time)
         return max;
-    return max > INT64_MAX - wcfg(op)->lateness_ms ? INT64_MAX : max + wcfg(op)->lateness_ms;
+    return max > INT64_MAX - wo->lateness_ms ? INT64_MAX : max + wo->lateness_ms;
 }
 
-static bool
+static inline bool
 is_late(const struct stream_operator *op, spate_time_window w)
 {
     return is_event_time(op) && cleanup_time(op, w) <= op->current_watermark;
 }
 
-static void
+static inline void
 set_window(struct stream_operator *op, spate_time_window *w)
 {
     op->ctx.window = *w;
@@ -90,10 +98,8 @@ window_start(int64_t ts, int64_t offset, int64_t size)
 /* ---- triggers ---- */
 
 static enum trigger_kind
-trigger_of(const struct stream_operator *op)
+resolve_trigger(const struct window_config *c)
 {
-    const struct window_config *c = wcfg(op);
-
     if (c->trigger != TRIGGER_DEFAULT)
         return c->trigger;
     if (c->assigner.kind == SPATE_WINDOW_GLOBAL)
@@ -101,7 +107,13 @@ trigger_of(const struct stream_operator *op)
     return c->assigner.event_time ? TRIGGER_EVENT_TIME : TRIGGER_PROCESSING_TIME;
 }
 
-static spate_trigger_result
+static inline enum trigger_kind
+trigger_of(const struct stream_operator *op)
+{
+    return ((const struct window_op *)op->impl)->trigger;
+}
+
+static inline spate_trigger_result
 trigger_on_element(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts,
                    spate_time_window win, bool new_window)
 {
@@ -163,15 +175,15 @@ trigger_on_time(struct stream_operator *op, bool event_time, int64_t time, spate
 
 /* ---- contents ---- */
 
-static bool
+static inline bool
 buffers_elements(const struct stream_operator *op)
 {
-    return wcfg(op)->function == WINDOW_FN_PROCESS || wcfg(op)->evictor != EVICTOR_NONE;
+    return ((const struct window_op *)op->impl)->buffers;
 }
 
 /* Adds rec to the current window's contents; true when the window is new
  * for the key. */
-static bool
+static inline bool
 contents_add(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts)
 {
     if (buffers_elements(op))
@@ -311,7 +323,7 @@ clear_window(struct stream_operator *op, struct window_op *w)
     spate_state_clear(w->count);
 }
 
-static void
+static inline void
 act(struct stream_operator *op, struct window_op *w, spate_trigger_result r, spate_time_window win)
 {
     if (r == SPATE_TRIGGER_FIRE || r == SPATE_TRIGGER_FIRE_AND_PURGE)
@@ -505,6 +517,12 @@ window_open(struct stream_operator *op, spate_error *err)
     int rc;
 
     op->impl = w;
+    keys_access_init(&w->key, &op->config->key, op->config->in_type);
+    w->event_time = c->assigner.event_time && c->assigner.kind != SPATE_WINDOW_GLOBAL;
+    w->buffers = c->function == WINDOW_FN_PROCESS || c->evictor != EVICTOR_NONE;
+    w->trigger = resolve_trigger(c);
+    w->lateness_ms = c->lateness_ms;
+    w->last_window = (spate_time_window){ 0, 0 }; /* holds no time */
     w->session_type = types_new_tuple(2, fields);
     w->decls[WS_CONTENTS] = (struct state_decl){
         "__window_contents", STATE_VALUE, op->config->in_type, NULL, NULL, { 0 }, 0, false,
@@ -556,7 +574,7 @@ window_close(struct stream_operator *op)
 }
 
 /* Processing time as record time: the wall clock in ms. */
-static int64_t
+static inline int64_t
 record_time(struct stream_operator *op, const struct record_meta *meta)
 {
     return wcfg(op)->assigner.event_time ? meta->timestamp : clock_wall_ms();
@@ -564,19 +582,25 @@ record_time(struct stream_operator *op, const struct record_meta *meta)
 
 /* Adds rec to the current window, asks the trigger, and registers the
  * clean-up timer with the window's first element (fresh). */
-static void
+static SPATE_INLINE void
 add_to_window(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts,
               spate_time_window win, int merged_fresh)
 {
-    int64_t cleanup = cleanup_time(op, win);
     bool fresh = contents_add(op, w, rec, ts);
+    spate_trigger_result r;
 
     /* A merged session knows better whether its window is new. */
     if (merged_fresh >= 0)
         fresh = merged_fresh != 0;
-    act(op, w, trigger_on_element(op, w, rec, ts, win, fresh), win);
-    if (fresh && cleanup != window_max_timestamp(win) && cleanup != INT64_MAX)
-        keyed_backend_register_timer(&w->backend, is_event_time(op), cleanup);
+    r = trigger_on_element(op, w, rec, ts, win, fresh);
+    if (r != SPATE_TRIGGER_CONTINUE)
+        act(op, w, r, win);
+    if (fresh) {
+        int64_t cleanup = cleanup_time(op, win);
+
+        if (cleanup != window_max_timestamp(win) && cleanup != INT64_MAX)
+            keyed_backend_register_timer(&w->backend, is_event_time(op), cleanup);
+    }
 }
 
 static void
@@ -598,8 +622,7 @@ window_process(struct stream_operator *op, const void *rec, const struct record_
                        "with spate_assign_timestamps_and_watermarks");
         return;
     }
-    key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec, w->key_scratch,
-                       sizeof w->key_scratch);
+    key = keys_get(&w->key, &op->ctx, rec, w->key_scratch, sizeof w->key_scratch);
     keyed_backend_set_key(
         op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
 
@@ -620,8 +643,13 @@ window_process(struct stream_operator *op, const void *rec, const struct record_
         bool fresh;
 
         if (a->kind == SPATE_WINDOW_TUMBLING) {
-            win.start = window_start(ts, a->offset_ms, a->size_ms);
-            win.end = win.start + a->size_ms;
+            /* Records come mostly in time order: the last one's window
+             * spares a division. */
+            if (ts < w->last_window.start || ts >= w->last_window.end) {
+                w->last_window.start = window_start(ts, a->offset_ms, a->size_ms);
+                w->last_window.end = w->last_window.start + a->size_ms;
+            }
+            win = w->last_window;
         } else if (a->kind == SPATE_WINDOW_SESSION) {
             win.start = ts;
             win.end = ts + a->gap_ms;

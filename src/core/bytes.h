@@ -1,0 +1,73 @@
+/* Short byte copies and compares, inlined: keys, namespaces and plain
+ * records of a few words are copied and compared once per record, where a
+ * library call costs more than the bytes. Header only; pure. */
+#ifndef SPATE_CORE_BYTES_H
+#define SPATE_CORE_BYTES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* memcpy(dst, src, n) for n that is mostly small: overlapping word moves
+ * up to 32 bytes, the library beyond. */
+static inline void
+bytes_copy(void *dst, const void *src, size_t n)
+{
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+
+    if (n >= 16 && n <= 32) {
+        uint8_t a[16], b[16];
+
+        memcpy(a, s, 16);
+        memcpy(b, s + n - 16, 16);
+        memcpy(d, a, 16);
+        memcpy(d + n - 16, b, 16);
+    } else if (n >= 8 && n < 16) {
+        uint64_t a, b;
+
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n < 8) {
+        while (n-- > 0)
+            *d++ = *s++;
+    } else {
+        memcpy(d, s, n);
+    }
+}
+
+static inline uint64_t
+bytes_load64(const uint8_t *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* memcmp(a, b, n) == 0: up to 32 bytes as overlapping words, without a
+ * branch per word; the library beyond. */
+static inline bool
+bytes_equal(const void *a, const void *b, size_t n)
+{
+    const uint8_t *x = a, *y = b;
+
+    if (n >= 16 && n <= 32)
+        return ((bytes_load64(x) ^ bytes_load64(y)) | (bytes_load64(x + 8) ^ bytes_load64(y + 8)) |
+                (bytes_load64(x + n - 16) ^ bytes_load64(y + n - 16)) |
+                (bytes_load64(x + n - 8) ^ bytes_load64(y + n - 8))) == 0;
+    if (n >= 8 && n < 16)
+        return ((bytes_load64(x) ^ bytes_load64(y)) |
+                (bytes_load64(x + n - 8) ^ bytes_load64(y + n - 8))) == 0;
+    if (n > 32)
+        return memcmp(x, y, n) == 0;
+    while (n-- > 0)
+        if (*x++ != *y++)
+            return false;
+    return true;
+}
+
+#endif
