@@ -59,8 +59,10 @@ static void
 exchange_collect(struct output *self, const void *rec, const struct record_meta *meta)
 {
     struct exchange_output *x = (struct exchange_output *)self;
-    struct record_meta m = *meta;
+    struct record_meta m;
     int channel;
+
+    record_meta_copy(&m, meta);
 
     if (x->records_out != NULL)
         metric_counter_add(x->records_out, 1);

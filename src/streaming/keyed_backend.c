@@ -233,6 +233,37 @@ own_entry(struct state_map *map, struct state_entry *e, uint64_t hash, const uin
     return e;
 }
 
+/* The per-record path of in_place states (keyed, no TTL, plain values):
+ * the stored value's bytes to change where they are (*e owned first), or
+ * NULL when they are not of the type's size or not aligned for it. */
+static SPATE_INLINE void *
+in_place_value(struct spate_state *st, struct state_map *map, struct state_entry **e, uint64_t hash,
+               size_t key_len)
+{
+    uint8_t *p;
+
+    if (unlikely(map->shared || map->base != NULL))
+        *e = own_entry(map, *e, hash, st->backend->buf, key_len);
+    if (unlikely((*e)->value_len != st->decl->type->size))
+        return NULL;
+    p = state_entry_value(*e);
+    return likely(((uintptr_t)p & st->align_mask) == 0) ? p : NULL;
+}
+
+void *
+keyed_value_in_place(struct spate_state *st)
+{
+    struct state_map *map;
+    struct state_entry *e;
+    uint64_t hash;
+    size_t key_len;
+
+    if (unlikely(!st->in_place))
+        return NULL;
+    e = keyed_entry(st, &hash, &key_len, &map);
+    return likely(e != NULL) ? in_place_value(st, map, &e, hash, key_len) : NULL;
+}
+
 /* The value bytes of an entry, past the TTL header. */
 static inline const uint8_t *
 entry_payload(const struct spate_state *st, const struct state_entry *e, size_t *len)
@@ -370,6 +401,8 @@ keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
         st->ttl_ms = st->decl->ttl_ms;
         st->plain = st->decl->type->plain;
         st->fast = st->decl->scope == SCOPE_KEYED && st->ttl_ms == 0;
+        st->in_place = st->fast && st->plain;
+        st->align_mask = st->decl->type->align ? st->decl->type->align - 1 : 0;
         b->has_ttl |= st->ttl_ms != 0;
         if ((rc = keyed_state_init(&st->maps, op->task, op->ctx.max_parallelism, err)) != 0)
             return rc;
@@ -771,6 +804,15 @@ keyed_reducing_add(struct spate_state *st, const void *value)
 
     ttl_cleanup_step(st->backend);
     e = keyed_entry(st, &hash, &key_len, &map);
+    if (likely(e != NULL && st->in_place)) {
+        void *acc = in_place_value(st, map, &e, hash, key_len);
+
+        if (likely(acc != NULL)) {
+            st->decl->reduce(&st->backend->op->ctx, acc, value, st->tmp2);
+            bytes_copy(acc, st->tmp2, st->decl->type->size);
+            return false;
+        }
+    }
     if (e != NULL && st->plain) {
         /* A plain value is its bytes: reduced where it is stored. */
         void *acc;
@@ -822,6 +864,14 @@ keyed_aggregating_add(struct spate_state *st, const void *in)
 
     ttl_cleanup_step(st->backend);
     e = keyed_entry(st, &hash, &key_len, &map);
+    if (likely(e != NULL && st->in_place)) {
+        void *acc = in_place_value(st, map, &e, hash, key_len);
+
+        if (likely(acc != NULL)) {
+            agg->add(ctx, in, acc);
+            return false;
+        }
+    }
     if (e != NULL && st->plain) {
         /* A plain accumulator is its bytes: added to where it is stored. */
         void *acc;

@@ -23,8 +23,10 @@ struct spate_state {
     void *tmp2;
     uint8_t *wbuf; /* a value being written, serialized */
     size_t wbuf_cap;
-    bool plain; /* values are their bytes (decl->type->plain): changed in place */
-    bool fast;  /* keyed, no TTL: entries are found by keyed_entry, inline */
+    bool plain;           /* values are their bytes (decl->type->plain): changed in place */
+    bool fast;            /* keyed, no TTL: entries are found by keyed_entry, inline */
+    bool in_place;        /* fast and plain: values change where they are stored */
+    uintptr_t align_mask; /* the value type's alignment - 1 */
 };
 
 struct timer {
@@ -125,6 +127,13 @@ int keyed_backend_restore_timers(struct keyed_backend *b, const uint8_t *bytes, 
 
 /* The state named name (NULL when not declared). */
 struct spate_state *keyed_backend_state(struct keyed_backend *b, const char *name);
+
+/* The per-record path of keyed state without TTL whose values are plain
+ * (an accumulator of numbers): the current key's value bytes, aligned for
+ * its type, to read and change where they are stored (a table or block a
+ * snapshot shares is copied first); NULL when the key has none, or the
+ * state's values are not kept that way: use the calls below. */
+void *keyed_value_in_place(struct spate_state *st);
 
 /* Window buffers: list states whose elements keep their timestamps. Adds
  * (these and the two below) return true when the current key and

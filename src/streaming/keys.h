@@ -57,7 +57,7 @@ static inline struct state_map *
 keyed_state_map(struct keyed_state *ks, uint64_t hash)
 {
     /* A power-of-two max parallelism (the default 128) needs no division. */
-    uint32_t kg = ks->kg_mask != 0 || ks->max_parallelism == 1
+    uint32_t kg = likely(ks->kg_mask != 0) || ks->max_parallelism == 1
                       ? (uint32_t)(hash & ks->kg_mask)
                       : key_group_of_hash(hash, ks->max_parallelism);
     uint32_t i = kg - ks->range.start;

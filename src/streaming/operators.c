@@ -62,7 +62,7 @@ map_process(struct stream_operator *op, const void *rec, const struct record_met
     struct map_impl *m = op->impl;
 
     before_call(op);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     ((spate_map_fn)op->config->fn)(&op->ctx, rec, m->out);
     operator_emit(op, m->out, meta);
 }
@@ -82,7 +82,7 @@ static void
 filter_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     before_call(op);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     if (((spate_filter_fn)op->config->fn)(&op->ctx, rec))
         operator_emit(op, rec, meta);
 }
@@ -91,7 +91,7 @@ static void
 flat_map_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     before_call(op);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     /* Keyed: the emitted records leave without the input's key hash. */
     op->ctx.meta.has_key_hash = false;
     ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
@@ -126,7 +126,7 @@ keyed_process_process(struct stream_operator *op, const void *rec, const struct 
     spate_bytes key;
 
     before_call(op);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     if (op->backend != NULL) {
         key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec, scratch,
                            sizeof scratch);
@@ -183,7 +183,7 @@ co_map_process(struct stream_operator *op, const void *rec, const struct record_
     struct map_impl *m = op->impl;
 
     before_call(op);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     op->ctx.meta.has_key_hash = false;
     ((spate_map_fn)op->config->fn)(&op->ctx, rec, m->out);
     operator_emit(op, m->out, &op->ctx.meta);
@@ -195,7 +195,7 @@ co_map_process2(struct stream_operator *op, const void *rec, const struct record
     struct map_impl *m = op->impl;
 
     before_call(op);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     op->ctx.meta.has_key_hash = false;
     ((spate_map_fn)op->config->fn2)(&op->ctx, rec, m->out);
     operator_emit(op, m->out, &op->ctx.meta);
@@ -205,7 +205,7 @@ static void
 co_process_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     before_call(op);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     co_set_key(op, 0, rec, meta);
     op->ctx.meta.has_key_hash = false;
     ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
@@ -215,7 +215,7 @@ static void
 co_process_process2(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     before_call(op);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     co_set_key(op, 1, rec, meta);
     op->ctx.meta.has_key_hash = false;
     if (op->backend != NULL)
@@ -323,7 +323,7 @@ reduce_process(struct stream_operator *op, const void *rec, const struct record_
     size_t n;
 
     before_call(op);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     map = keyed_lookup(op, k, rec, meta, &hash);
     e = state_map_get(map, hash, op->ctx.key.data, op->ctx.key.len);
     if (e == NULL) {
@@ -356,7 +356,7 @@ sum_process(struct stream_operator *op, const void *rec, const struct record_met
     uint64_t hash;
     uint8_t *v;
 
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     map = keyed_lookup(op, k, rec, meta, &hash);
     /* Changed in place below: a map a snapshot still reads is copied first. */
     e = state_map_get_mut(map, hash, op->ctx.key.data, op->ctx.key.len);
@@ -499,7 +499,7 @@ static void
 sink_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     before_call(op);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     ((spate_sink_fn)op->config->fn)(&op->ctx, rec);
 }
 
@@ -1120,10 +1120,11 @@ static void
 assign_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     struct assign_impl *a = op->impl;
-    struct record_meta m = *meta;
+    struct record_meta m;
 
+    record_meta_copy(&m, meta);
     before_call(op);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     if (a->timestamp_fn != NULL)
         m.timestamp = a->timestamp_fn(&op->ctx, rec);
     if (m.timestamp > a->max_timestamp && m.timestamp != RECORD_NO_TIMESTAMP)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/bytes.h"
 #include "core/clock.h"
 #include "core/key_group.h"
 #include "core/util.h"
@@ -33,7 +34,11 @@ struct window_op {
     bool buffers;              /* keeps the elements (process function, evictor) */
     enum trigger_kind trigger; /* the trigger, the assigner's default resolved */
     int64_t lateness_ms;
-    spate_time_window last_window; /* tumbling: the last record's */
+    spate_time_window last_window;  /* tumbling: the last record's window */
+    int64_t last_max, last_cleanup; /* its last timestamp and clean-up time */
+    /* An aggregate or reduce over tumbling windows with their default
+     * trigger and an accumulator kept in place: window_process_fast. */
+    bool fast;
     uint8_t key_scratch[256];
 };
 
@@ -113,23 +118,24 @@ trigger_of(const struct stream_operator *op)
     return ((const struct window_op *)op->impl)->trigger;
 }
 
+/* max_ts: window_max_timestamp(win). */
 static inline spate_trigger_result
 trigger_on_element(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts,
-                   spate_time_window win, bool new_window)
+                   spate_time_window win, int64_t max_ts, bool new_window)
 {
     const struct window_config *c = wcfg(op);
 
     switch (trigger_of(op)) {
     case TRIGGER_EVENT_TIME:
-        if (window_max_timestamp(win) <= op->current_watermark)
+        if (max_ts <= op->current_watermark)
             return SPATE_TRIGGER_FIRE; /* a late record within the lateness refires */
         /* Registered with the window's first element; deduplicated anyway. */
         if (new_window)
-            keyed_backend_register_timer(&w->backend, true, window_max_timestamp(win));
+            keyed_backend_register_timer(&w->backend, true, max_ts);
         return SPATE_TRIGGER_CONTINUE;
     case TRIGGER_PROCESSING_TIME:
         if (new_window)
-            keyed_backend_register_timer(&w->backend, false, window_max_timestamp(win));
+            keyed_backend_register_timer(&w->backend, false, max_ts);
         return SPATE_TRIGGER_CONTINUE;
     case TRIGGER_COUNT: {
         int64_t n = 0;
@@ -549,6 +555,9 @@ window_open(struct stream_operator *op, spate_error *err)
     if ((rc = keyed_backend_init(&w->backend, op, w->decls, WS_COUNT_OF, err)) != 0)
         return rc;
     w->contents = &w->backend.states[op->config->nstates + WS_CONTENTS];
+    w->fast = c->assigner.kind == SPATE_WINDOW_TUMBLING && !w->buffers &&
+              (w->trigger == TRIGGER_EVENT_TIME || w->trigger == TRIGGER_PROCESSING_TIME) &&
+              w->contents->in_place;
     w->count = &w->backend.states[op->config->nstates + WS_COUNT];
     w->sessions = &w->backend.states[op->config->nstates + WS_SESSIONS];
     w->rec = xcalloc(1, op->config->in_type->size + 16);
@@ -584,7 +593,7 @@ record_time(struct stream_operator *op, const struct record_meta *meta)
  * clean-up timer with the window's first element (fresh). */
 static SPATE_INLINE void
 add_to_window(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts,
-              spate_time_window win, int merged_fresh)
+              spate_time_window win, int64_t max_ts, int64_t cleanup, int merged_fresh)
 {
     bool fresh = contents_add(op, w, rec, ts);
     spate_trigger_result r;
@@ -592,15 +601,64 @@ add_to_window(struct stream_operator *op, struct window_op *w, const void *rec, 
     /* A merged session knows better whether its window is new. */
     if (merged_fresh >= 0)
         fresh = merged_fresh != 0;
-    r = trigger_on_element(op, w, rec, ts, win, fresh);
+    r = trigger_on_element(op, w, rec, ts, win, max_ts, fresh);
     if (r != SPATE_TRIGGER_CONTINUE)
         act(op, w, r, win);
-    if (fresh) {
-        int64_t cleanup = cleanup_time(op, win);
+    if (fresh && cleanup != max_ts && cleanup != INT64_MAX)
+        keyed_backend_register_timer(&w->backend, is_event_time(op), cleanup);
+}
 
-        if (cleanup != window_max_timestamp(win) && cleanup != INT64_MAX)
-            keyed_backend_register_timer(&w->backend, is_event_time(op), cleanup);
+/* A record outside the last tumbling window: its window, and that
+ * window's last timestamp and clean-up time, become the last. */
+static SPATE_NOINLINE void
+tumbling_window_of(struct stream_operator *op, struct window_op *w, int64_t ts)
+{
+    const spate_window_assigner *a = &wcfg(op)->assigner;
+
+    w->last_window.start = window_start(ts, a->offset_ms, a->size_ms);
+    w->last_window.end = w->last_window.start + a->size_ms;
+    w->last_max = window_max_timestamp(w->last_window);
+    w->last_cleanup = cleanup_time(op, w->last_window);
+}
+
+/* The per-record path of the common window (an aggregate or reduce
+ * function over tumbling windows with their default trigger): the record
+ * goes into its window's accumulator where keyed state keeps it. false:
+ * the record takes the general path (its window is new for the key, it
+ * is late or fires the window at once, it has no timestamp). */
+static SPATE_INLINE bool
+window_process_fast(struct stream_operator *op, struct window_op *w, const void *rec,
+                    const struct record_meta *meta)
+{
+    const struct window_config *c = wcfg(op);
+    int64_t ts = w->event_time ? meta->timestamp : clock_wall_ms();
+    spate_bytes key;
+    void *acc;
+
+    if (unlikely(ts < w->last_window.start || ts >= w->last_window.end)) {
+        if (w->event_time && ts == RECORD_NO_TIMESTAMP)
+            return false;
+        tumbling_window_of(op, w, ts);
     }
+    if (w->event_time && w->last_max <= op->current_watermark)
+        return false;
+    if (op->ctx.scratch.used != 0)
+        scratch_reset(&op->ctx.scratch);
+    record_meta_copy(&op->ctx.meta, meta);
+    key = keys_get(&w->key, &op->ctx, rec, w->key_scratch, sizeof w->key_scratch);
+    keyed_backend_set_key(op, key,
+                          meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len),
+                          &w->last_window, sizeof w->last_window);
+    op->ctx.window = w->last_window;
+    if ((acc = keyed_value_in_place(w->contents)) == NULL)
+        return false;
+    if (c->function == WINDOW_FN_REDUCE) {
+        c->reduce(&op->ctx, acc, rec, w->rec);
+        bytes_copy(acc, w->rec, op->config->in_type->size);
+    } else {
+        c->agg.add(&op->ctx, rec, acc);
+    }
+    return true;
 }
 
 static void
@@ -613,9 +671,11 @@ window_process(struct stream_operator *op, const void *rec, const struct record_
     spate_bytes key;
     bool handled = false;
 
+    if (likely(w->fast) && window_process_fast(op, w, rec, meta))
+        return;
     if (op->ctx.scratch.used != 0)
         scratch_reset(&op->ctx.scratch);
-    op->ctx.meta = *meta;
+    record_meta_copy(&op->ctx.meta, meta);
     if (is_event_time(op) && ts == RECORD_NO_TIMESTAMP) {
         spate_ctx_fail(&op->ctx,
                        "an event-time window got a record without a timestamp: assign them "
@@ -626,7 +686,17 @@ window_process(struct stream_operator *op, const void *rec, const struct record_
     keyed_backend_set_key(
         op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
 
-    if (a->kind == SPATE_WINDOW_SLIDING) {
+    if (a->kind == SPATE_WINDOW_TUMBLING) {
+        /* Records come mostly in time order: the last one's window spares
+         * a division and its times. */
+        if (ts < w->last_window.start || ts >= w->last_window.end)
+            tumbling_window_of(op, w, ts);
+        if (!w->event_time || w->last_cleanup > op->current_watermark) {
+            set_window(op, &w->last_window);
+            add_to_window(op, w, rec, ts, w->last_window, w->last_max, w->last_cleanup, -1);
+            handled = true;
+        }
+    } else if (a->kind == SPATE_WINDOW_SLIDING) {
         int64_t last = window_start(ts, a->offset_ms, a->slide_ms);
 
         for (int64_t start = last; start > ts - a->size_ms; start -= a->slide_ms) {
@@ -636,21 +706,14 @@ window_process(struct stream_operator *op, const void *rec, const struct record_
                 continue;
             handled = true;
             set_window(op, &win);
-            add_to_window(op, w, rec, ts, win, -1);
+            add_to_window(op, w, rec, ts, win, window_max_timestamp(win), cleanup_time(op, win),
+                          -1);
         }
     } else {
         spate_time_window win;
         bool fresh;
 
-        if (a->kind == SPATE_WINDOW_TUMBLING) {
-            /* Records come mostly in time order: the last one's window
-             * spares a division. */
-            if (ts < w->last_window.start || ts >= w->last_window.end) {
-                w->last_window.start = window_start(ts, a->offset_ms, a->size_ms);
-                w->last_window.end = w->last_window.start + a->size_ms;
-            }
-            win = w->last_window;
-        } else if (a->kind == SPATE_WINDOW_SESSION) {
+        if (a->kind == SPATE_WINDOW_SESSION) {
             win.start = ts;
             win.end = ts + a->gap_ms;
         } else {
@@ -667,12 +730,14 @@ window_process(struct stream_operator *op, const void *rec, const struct record_
                 forget_session(op, w, win);
             } else {
                 handled = true;
-                add_to_window(op, w, rec, ts, win, fresh);
+                add_to_window(op, w, rec, ts, win, window_max_timestamp(win), cleanup_time(op, win),
+                              fresh);
             }
         } else if (!is_late(op, win)) {
             handled = true;
             set_window(op, &win);
-            add_to_window(op, w, rec, ts, win, -1);
+            add_to_window(op, w, rec, ts, win, window_max_timestamp(win), cleanup_time(op, win),
+                          -1);
         }
     }
     if (!handled) {
