@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/bytes.h"
 #include "core/key_group.h"
 #include "core/util.h"
 #include "streaming/exchange_output.h"
@@ -49,12 +50,33 @@ write_element(struct exchange_output *x, uint32_t channel, const void *rec,
     memcpy(c->pos, &len, RECORD_LENGTH_BYTES);
     element_write_record_header(meta, c->pos + RECORD_LENGTH_BYTES);
     if (x->plain_size != 0)
-        memcpy(c->pos + RECORD_LENGTH_BYTES + hdr, rec, n);
+        bytes_copy(c->pos + RECORD_LENGTH_BYTES + hdr, rec, n);
     else
         types_serialize(x->type, rec, c->pos + RECORD_LENGTH_BYTES + hdr, n);
     c->pos += RECORD_LENGTH_BYTES + len;
 }
 
+/* keyBy: the record goes to the subtask of its key's key group, with the
+ * key's hash. */
+static void
+exchange_collect_hash(struct output *self, const void *rec, const struct record_meta *meta)
+{
+    struct exchange_output *x = (struct exchange_output *)self;
+    spate_bytes key = keys_get(&x->key_access, x->ctx, rec, x->key_scratch, sizeof x->key_scratch);
+    struct record_meta m;
+    uint32_t kg;
+
+    if (x->records_out != NULL)
+        metric_counter_add(x->records_out, 1);
+    m.timestamp = meta->timestamp;
+    m.key_hash = key_group_hash(key.data, key.len);
+    m.has_key_hash = true;
+    kg = likely(x->kg_shift >= 0) ? (uint32_t)(m.key_hash & x->kg_mask)
+                                  : key_group_of_hash(m.key_hash, (uint32_t)x->max_parallelism);
+    write_element(x, x->kg_channel[kg], rec, &m);
+}
+
+/* Every other partitioner. */
 static void
 exchange_collect(struct output *self, const void *rec, const struct record_meta *meta)
 {
@@ -63,22 +85,9 @@ exchange_collect(struct output *self, const void *rec, const struct record_meta 
     int channel;
 
     record_meta_copy(&m, meta);
-
     if (x->records_out != NULL)
         metric_counter_add(x->records_out, 1);
     switch (x->partitioner) {
-    case SHIP_HASH: {
-        spate_bytes key =
-            keys_get(&x->key_access, x->ctx, rec, x->key_scratch, sizeof x->key_scratch);
-        uint32_t kg;
-
-        m.key_hash = key_group_hash(key.data, key.len);
-        m.has_key_hash = true;
-        kg = x->kg_shift >= 0 ? (uint32_t)(m.key_hash & x->kg_mask)
-                              : key_group_of_hash(m.key_hash, (uint32_t)x->max_parallelism);
-        channel = (int)x->kg_channel[kg];
-        break;
-    }
     case SHIP_BROADCAST:
         m.has_key_hash = false;
         for (int c = 0; c < x->nchannels; c++)
@@ -100,6 +109,7 @@ exchange_collect(struct output *self, const void *rec, const struct record_meta 
         channel = (int)(x->random % (uint64_t)x->nchannels);
         m.has_key_hash = false;
         break;
+    case SHIP_HASH:    /* exchange_collect_hash */
     case SHIP_FORWARD: /* the one pointwise consumer */
     case SHIP_GLOBAL:  /* consumer subtask 0 */
     default:
@@ -156,7 +166,7 @@ exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
                      struct spate_ctx *ctx)
 {
     memset(x, 0, sizeof *x);
-    x->base.collect = exchange_collect;
+    x->base.collect = edge->partitioner == SHIP_HASH ? exchange_collect_hash : exchange_collect;
     x->base.emit_watermark = exchange_watermark;
     x->base.emit_idle = exchange_idle;
     x->last_watermark = INT64_MIN;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/util.h"
 #include "streaming/operator.h"
 
 enum element_kind {
@@ -80,6 +81,17 @@ element_read(const uint8_t *bytes, size_t len, struct element *e)
     if (len < 1)
         return -1;
     tag = bytes[0];
+    if (likely(tag == (ELEMENT_RECORD | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH) &&
+               len >= 17)) {
+        /* A keyed record with its time: the shape of most. */
+        e->kind = ELEMENT_RECORD;
+        memcpy(&e->meta.timestamp, bytes + 1, 8);
+        memcpy(&e->meta.key_hash, bytes + 9, 8);
+        e->meta.has_key_hash = true;
+        e->body = bytes + 17;
+        e->body_len = len - 17;
+        return 0;
+    }
     if ((tag & ELEMENT_KIND_MASK) != ELEMENT_RECORD)
         return element_read_other(bytes, len, e);
     if (tag & ~(ELEMENT_KIND_MASK | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH))

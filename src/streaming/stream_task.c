@@ -412,8 +412,7 @@ task_process_element(struct stream_task *t, int g, const struct record_view *vie
         task_process_event_time(t, g, view, &el);
         return 0;
     }
-    if (t->p->metrics != NULL)
-        metric_counter_add(&t->p->metrics->num_records_in, 1);
+    t->records_in++;
     if (unlikely(t->gate_second[g])) {
         if (types_deserialize(head->config->in_type2, el.body, el.body_len, t->in_rec2) != 0)
             return task_corrupt_record(t, view, el.body_len, err);
@@ -485,6 +484,11 @@ task_run_input(struct stream_task *t, spate_error *err)
                     return rc;
                 }
             }
+        }
+        if (p->metrics != NULL) {
+            /* numRecordsIn per batch, not per record. */
+            metric_counter_add(&p->metrics->num_records_in, t->records_in);
+            t->records_in = 0;
         }
         if ((rc = task_check(t, err)) != 0)
             return rc;

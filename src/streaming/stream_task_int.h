@@ -39,6 +39,7 @@ struct stream_task {
     void *in_rec;                /* the head's input record, deserialized */
     void *in_rec2;               /* a two-input head's second input record */
     size_t in_plain_size;        /* the head's input type is plain: its size (else 0) */
+    uint64_t records_in;         /* not yet added to numRecordsIn */
     bool *gate_second;           /* gate g feeds a two-input head's second input */
     struct task_checkpoints *cp; /* NULL: the job takes no checkpoints */
     /* Stop with a savepoint (Flink's stop-with-savepoint): the terminal
