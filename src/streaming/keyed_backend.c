@@ -158,6 +158,36 @@ state_entry_for(struct spate_state *st, const void *map_key, size_t map_key_len,
     return e;
 }
 
+/* state_map_get of the current key and namespace's composite key (n
+ * bytes), compared part by part against the key and the namespace where
+ * they are: the composite key just written into the backend's buffer in
+ * parts is not read back by words that span them (loads over two stores
+ * wait for both to reach the cache: a stall per lookup). */
+static SPATE_INLINE struct state_entry *
+composite_get(struct state_map *m, uint64_t hash, const spate_ctx *ctx, size_t n)
+{
+    uint32_t klen = (uint32_t)ctx->key.len;
+
+    if (m->slots == NULL)
+        return NULL;
+    for (size_t i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
+        struct state_entry *e = &m->slots[i];
+
+        if (!state_entry_used(e))
+            return NULL;
+        if (e->hash == hash && e->key_len1 == n + 1) {
+            const uint8_t *k = state_entry_key(e);
+            uint32_t stored;
+
+            /* Equal lengths in all and of the key: of the namespace too. */
+            memcpy(&stored, k, 4);
+            if (stored == klen && bytes_equal(k + 4, ctx->key.data, klen) &&
+                bytes_equal(k + 8 + klen, ctx->ns, ctx->ns_len))
+                return e;
+        }
+    }
+}
+
 /* state_entry_for for the per-record path (windows, keyed functions):
  * keyed state without TTL and without a map key, found inline. */
 static SPATE_INLINE struct state_entry *
@@ -183,7 +213,7 @@ keyed_entry(struct spate_state *st, uint64_t *hash, size_t *key_len, struct stat
     *mapp = keyed_state_map(&st->maps, ctx->key_hash);
     *hash = h;
     *key_len = n;
-    return state_map_get(*mapp, h, key, n);
+    return composite_get(*mapp, h, ctx, n);
 }
 
 /* The bytes of a plain value of st stored in e, in place when aligned for

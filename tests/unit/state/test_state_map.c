@@ -82,6 +82,70 @@ Test(state_map, many_keys_of_one_key_group_with_removals)
     state_map_release(&m);
 }
 
+/* Interleaved puts and removes of colliding keys against a model: every
+ * live key is found with its value, no removed one, and each cluster stays
+ * sorted by home slot (Robin Hood order) through growth and removals. */
+Test(state_map, random_puts_and_removes_keep_robin_hood_order)
+{
+    enum { KEYS = 3000 };
+    static int value[KEYS]; /* -1: absent */
+    struct state_map m;
+    uint64_t x = 88172645463325252ULL;
+
+    state_map_init(&m);
+    for (int k = 0; k < KEYS; k++)
+        value[k] = -1;
+    for (int step = 0; step < 200000; step++) {
+        int k, v = step;
+        uint64_t h;
+        char key[16];
+
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        k = (int)(x % KEYS);
+        /* Few distinct hashes over many keys: long clusters, equal homes. */
+        h = ((uint64_t)(k % 700) * 0x9E3779B97F4A7C15ULL) << 7 | 3;
+        snprintf(key, sizeof key, "k%d", k);
+        if ((x >> 40) % 3 == 0) {
+            cr_assert_eq(state_map_remove(&m, h, key, strlen(key)), value[k] >= 0);
+            value[k] = -1;
+        } else {
+            state_map_put(&m, h, key, strlen(key), &v, sizeof v);
+            value[k] = v;
+        }
+    }
+    for (int k = 0; k < KEYS; k++) {
+        uint64_t h = ((uint64_t)(k % 700) * 0x9E3779B97F4A7C15ULL) << 7 | 3;
+        char key[16];
+        struct state_entry *e;
+
+        snprintf(key, sizeof key, "k%d", k);
+        e = state_map_get(&m, h, key, strlen(key));
+        if (value[k] < 0) {
+            cr_assert_null(e, "k%d survived its removal", k);
+        } else {
+            int v;
+
+            cr_assert_not_null(e, "k%d lost", k);
+            memcpy(&v, state_entry_value(e), sizeof v);
+            cr_assert_eq(v, value[k]);
+        }
+    }
+    /* Along a cluster homes do not go back: each entry is at most one slot
+     * farther from its home than the one before it. */
+    for (size_t i = 0; i <= m.mask; i++) {
+        size_t j = (i + 1) & m.mask, di, dj;
+
+        if (!state_entry_used(&m.slots[i]) || !state_entry_used(&m.slots[j]))
+            continue;
+        di = (i - state_map_home_slot(m.slots[i].hash, m.mask)) & m.mask;
+        dj = (j - state_map_home_slot(m.slots[j].hash, m.mask)) & m.mask;
+        cr_assert_leq(dj, di + 1, "slot %zu at distance %zu after one at %zu", j, dj, di);
+    }
+    state_map_release(&m);
+}
+
 /* Values grow in place (list state appends): the bytes already there stay,
  * whether the entry moves from its slot to the heap or back. */
 Test(state_map, values_keep_their_bytes_across_the_inline_limit)
