@@ -95,7 +95,14 @@ state_map_settle(struct state_map *m)
     for (size_t i = keep; i < m->nretired; i++)
         free(m->retired[i].bytes);
     m->nretired = 0;
-    free(table_header(m->base)); /* not its blocks: those left are the live table's */
+    /* Not its blocks: those left are the live table's. The table serves
+     * the next copy of the slots, unless they have grown since. */
+    if (m->spare_slots == NULL && m->base_mask == m->mask) {
+        m->spare_slots = m->base;
+        m->spare_mask = m->base_mask;
+    } else {
+        free(table_header(m->base));
+    }
     m->base = NULL;
 }
 
@@ -136,7 +143,9 @@ state_map_copy_block(struct state_map *m, struct state_entry *e)
     size_t n = state_entry_key_len(e) + e->value_len;
     uint8_t *old = e->u.heap;
 
-    state_map_maybe_settle(m);
+    /* The snapshot writer lets go of each key group as soon as it is
+     * written: from then on the map's blocks are its own again. */
+    state_map_settle(m);
     if (!block_shared(m, e))
         return; /* the snapshot let go of it meanwhile */
     block_retire(m, old, n);
@@ -185,6 +194,8 @@ state_map_release(struct state_map *m)
     for (size_t i = 0; i < m->nspare; i++)
         free(m->spare[i].bytes);
     free(m->spare);
+    if (m->spare_slots != NULL)
+        free(table_header(m->spare_slots));
     state_map_init(m);
 }
 
@@ -223,7 +234,14 @@ state_map_unshare(struct state_map *m)
     m->shared = false;
     if (atomic_load_explicit(&table_header(m->slots)->refs, memory_order_acquire) == 1)
         return;
-    copy = table_new(m->mask + 1, m->slots);
+    if (m->spare_slots != NULL && m->spare_mask == m->mask) {
+        copy = m->spare_slots;
+        m->spare_slots = NULL;
+        atomic_init(&table_header(copy)->refs, 1);
+        memcpy(copy, m->slots, (m->mask + 1) * sizeof *copy);
+    } else {
+        copy = table_new(m->mask + 1, m->slots);
+    }
     m->base = m->slots; /* the map's reference to it is now the base's */
     m->base_mask = m->mask;
     m->slots = copy;
@@ -302,6 +320,10 @@ state_map_grow(struct state_map *m)
     size_t cap = old_cap ? old_cap * 2 : 8;
     struct state_entry *old = m->slots;
 
+    if (m->spare_slots != NULL) {
+        free(table_header(m->spare_slots)); /* of the old size */
+        m->spare_slots = NULL;
+    }
     m->slots = table_new(cap, NULL);
     m->mask = cap - 1;
     for (size_t j = 0; j < old_cap; j++)

@@ -65,6 +65,10 @@ struct state_map {
     size_t nretired, retired_cap;
     struct state_block *spare; /* freed blocks kept for the next copies */
     size_t nspare, spare_cap;
+    /* A base no view reads any more, kept for the next snapshot's copy of
+     * the slots (no allocation and page faults per checkpoint); NULL: none. */
+    struct state_entry *spare_slots;
+    size_t spare_mask;
 };
 
 /* A frozen table: what a snapshot writes. */

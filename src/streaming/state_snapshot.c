@@ -1,5 +1,6 @@
 /* Checkpoints of a task's operator chain (state_snapshot.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,19 +96,72 @@ task_snapshot_free(struct task_snapshot *s)
 
 /* ---- the asynchronous part ---- */
 
-/* A file being written, with its offset and its first error. */
+/* A file being written through a buffer of SNAPSHOT_WRITE_BUFFER bytes
+ * (entries go straight into it, a write(2) per buffer), with its offset
+ * and its first error. The task's snapshot thread alone writes it. */
 struct sfile {
-    FILE *f;
+    int fd;
+    uint8_t *buf;
+    size_t used;
     uint64_t off;
     int error; /* errno of the first failed write */
 };
 
+/* Bytes of state file written per write(2). */
+#define SNAPSHOT_WRITE_BUFFER (1 << 20)
+
+static void
+sf_write(struct sfile *sf, const uint8_t *p, size_t n)
+{
+    while (sf->error == 0 && n > 0) {
+        ssize_t w = write(sf->fd, p, n);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            sf->error = w < 0 ? errno : EIO;
+            return;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void
+sf_flush(struct sfile *sf)
+{
+    sf_write(sf, sf->buf, sf->used);
+    sf->used = 0;
+}
+
+/* Room for n bytes in the buffer (which counts them written), or NULL
+ * when n is more than a buffer holds. */
+static inline uint8_t *
+sf_room(struct sfile *sf, size_t n)
+{
+    uint8_t *at;
+
+    if (n > SNAPSHOT_WRITE_BUFFER - sf->used) {
+        sf_flush(sf);
+        if (n > SNAPSHOT_WRITE_BUFFER)
+            return NULL;
+    }
+    at = sf->buf + sf->used;
+    sf->used += n;
+    sf->off += n;
+    return at;
+}
+
 static void
 sf_put(struct sfile *sf, const void *p, size_t n)
 {
-    /* The task's snapshot thread alone writes the file: no stdio lock. */
-    if (sf->error == 0 && n > 0 && fwrite_unlocked(p, 1, n, sf->f) != n)
-        sf->error = errno ? errno : EIO;
+    uint8_t *at = sf_room(sf, n);
+
+    if (at != NULL) {
+        memcpy(at, p, n);
+        return;
+    }
+    sf_write(sf, p, n);
     sf->off += n;
 }
 
@@ -142,15 +196,15 @@ scope_mode(enum state_scope scope)
     }
 }
 
-/* An entry: its hash, key length, key, value length and value. A small
- * one is put together first and written with one call. */
+/* An entry: its hash, key length, key, value length and value, put
+ * together in the buffer. */
 static void
 sf_entry(struct sfile *sf, const struct state_entry *e)
 {
     uint32_t klen = state_entry_key_len(e), vlen = e->value_len;
-    uint8_t buf[256];
+    uint8_t *at = sf_room(sf, 16 + (size_t)klen + vlen);
 
-    if (16 + (size_t)klen + vlen > sizeof buf) {
+    if (at == NULL) {
         sf_u64(sf, e->hash);
         sf_u32(sf, klen);
         sf_put(sf, state_entry_key(e), klen);
@@ -158,12 +212,11 @@ sf_entry(struct sfile *sf, const struct state_entry *e)
         sf_put(sf, state_entry_value(e), vlen);
         return;
     }
-    memcpy(buf, &e->hash, 8);
-    memcpy(buf + 8, &klen, 4);
-    memcpy(buf + 12, state_entry_key(e), klen);
-    memcpy(buf + 12 + klen, &vlen, 4);
-    memcpy(buf + 16 + klen, state_entry_value(e), vlen);
-    sf_put(sf, buf, 16 + (size_t)klen + vlen);
+    memcpy(at, &e->hash, 8);
+    memcpy(at + 8, &klen, 4);
+    memcpy(at + 12, state_entry_key(e), klen);
+    memcpy(at + 12 + klen, &vlen, 4);
+    memcpy(at + 16 + klen, state_entry_value(e), vlen);
 }
 
 static size_t
@@ -176,14 +229,13 @@ count_keyed(const struct keyed_backend_snapshot *kb)
     return n;
 }
 
-/* Bytes of state file written per write(2). */
-#define SNAPSHOT_WRITE_BUFFER (1 << 20)
 /* Slots between a heap block's prefetch and its write. */
 #define SNAPSHOT_PREFETCH 8
 
-/* The keyed section: key group by key group. */
+/* The keyed section: key group by key group, each let go of once written
+ * (the task's copies on write of that key group's state stop there). */
 static Checkpoint__KeyedStateHandle *
-write_keyed(struct sfile *sf, const char *path, const struct keyed_backend_snapshot *kb)
+write_keyed(struct sfile *sf, const char *path, struct keyed_backend_snapshot *kb)
 {
     Checkpoint__KeyedStateHandle *h = xcalloc(1, sizeof *h);
     uint32_t nkg = kb->kg_end - kb->kg_start + 1;
@@ -219,6 +271,9 @@ write_keyed(struct sfile *sf, const char *path, const struct keyed_backend_snaps
         }
         sf_u32(sf, (uint32_t)kb->timers[k].len);
         sf_put(sf, kb->timers[k].data, kb->timers[k].len);
+        for (int i = 0; i < kb->nstates; i++)
+            if (scope_keyed(kb->decls[i])) /* operator scope: write_operator's */
+                state_map_view_release(&kb->views[(size_t)i * nkg + k]);
     }
     h->length = sf->off - start;
     return h;
@@ -359,18 +414,18 @@ task_snapshot_write(struct task_snapshot *s, Checkpoint__AcknowledgeCheckpoint *
         task_ack_free(ack);
         return rc;
     }
-    if ((sf.f = fopen(s->path, "wbe")) == NULL) {
+    if ((sf.fd = open(s->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
         rc = spate_error_set(err, -errno, "cannot create state file '%s': %s", s->path,
                              strerror(errno));
         task_ack_free(ack);
         return rc;
     }
-    setvbuf(sf.f, NULL, _IOFBF, SNAPSHOT_WRITE_BUFFER);
+    sf.buf = xmalloc(SNAPSHOT_WRITE_BUFFER);
     sf_put(&sf, SNAPSHOT_MAGIC, 4);
     sf_u32(&sf, SNAPSHOT_VERSION);
     ack->operators = xcalloc((size_t)s->nops + 1, sizeof *ack->operators);
     for (int i = 0; i < s->nops; i++) {
-        const struct op_snapshot *os = &s->ops[i];
+        struct op_snapshot *os = &s->ops[i];
         Checkpoint__OperatorSubtaskState *st = xcalloc(1, sizeof *st);
 
         checkpoint__operator_subtask_state__init(st);
@@ -389,7 +444,9 @@ task_snapshot_write(struct task_snapshot *s, Checkpoint__AcknowledgeCheckpoint *
         st->n_operator_ = 1;
         ack->operators[ack->n_operators++] = st;
     }
-    if (fclose(sf.f) != 0 && sf.error == 0)
+    sf_flush(&sf);
+    free(sf.buf);
+    if (close(sf.fd) != 0 && sf.error == 0)
         sf.error = errno ? errno : EIO;
     if (sf.error != 0) {
         rc = spate_error_set(err, -sf.error, "cannot write state file '%s': %s", s->path,
