@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* memcpy(dst, src, n) for n that is mostly small: whole words up to 64
- * bytes, overlapping word moves for other sizes up to 32, the library
+ * bytes (unrolled up to 32), overlapping word moves for other sizes up to 32, the library
  * beyond. Word loads, not wider ones: a record just written field by field
  * is read back by loads each within one of its stores, which the CPU
  * forwards (a 16-byte load over two 8-byte stores waits for both to reach
@@ -21,7 +21,27 @@ bytes_copy(void *dst, const void *src, size_t n)
     uint8_t *d = dst;
     const uint8_t *s = src;
 
-    if ((n & 7) == 0 && n <= 64) {
+    if ((n & 7) == 0 && n <= 32) {
+        /* A few whole words, unrolled: the size is known at run time only. */
+        uint64_t w;
+
+        if (n >= 8) {
+            memcpy(&w, s, 8);
+            memcpy(d, &w, 8);
+        }
+        if (n >= 16) {
+            memcpy(&w, s + 8, 8);
+            memcpy(d + 8, &w, 8);
+        }
+        if (n >= 24) {
+            memcpy(&w, s + 16, 8);
+            memcpy(d + 16, &w, 8);
+        }
+        if (n == 32) {
+            memcpy(&w, s + 24, 8);
+            memcpy(d + 24, &w, 8);
+        }
+    } else if ((n & 7) == 0 && n <= 64) {
         for (size_t i = 0; i < n; i += 8) {
             uint64_t w;
 

@@ -138,7 +138,13 @@ struct local_buffer_pool {
     size_t held; /* taken from global: free plus out */
     size_t out;  /* handed out, not yet recycled */
     size_t min, max;
-    bool waiting; /* a request found nothing: poke waiter on the next recycle */
+    /* A request found nothing: poke the waiter once wake_at buffers are
+     * free again (or all but min are back), not at the first: under
+     * backpressure a producer woken per buffer and its consumer on the
+     * same core took turns per buffer (a context switch each, tens of
+     * thousands a second). */
+    bool waiting;
+    size_t wake_at;
     bool destroyed;
     struct notifier *waiter;
     struct metric_level *used, *capacity;
@@ -171,6 +177,7 @@ local_buffer_pool_new(struct network_buffer_pool *global, size_t min, size_t max
     pool->global = global;
     pool->min = min;
     pool->max = max;
+    pool->wake_at = (max - min) / 2 + 1;
     pool->waiter = waiter;
     pool->used = used;
     pool->capacity = capacity;
@@ -249,7 +256,8 @@ local_recycle(struct net_buffer *buf)
         pool->free_list = buf;
         /* Poked under the lock: local_buffer_pool_set_waiter(NULL) then
          * guarantees that the waiter's notifier is no longer touched. */
-        if (pool->waiting && pool->waiter != NULL) {
+        if (pool->waiting && pool->waiter != NULL &&
+            (pool->held - pool->out >= pool->wake_at || pool->out <= pool->min)) {
             pool->waiting = false;
             notifier_notify(pool->waiter);
         }
