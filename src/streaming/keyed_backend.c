@@ -446,7 +446,7 @@ static void
 heap_release(struct timer_heap *h)
 {
     for (size_t i = 0; i < h->count; i++)
-        free(h->items[i]);
+        free(h->items[i].timer);
     free(h->items);
     memset(h, 0, sizeof *h);
 }
@@ -935,12 +935,9 @@ spate_aggregating_get(spate_state *st, void *out)
 
 /* ---- timers ---- */
 
-static int
-timer_before(const struct timer *a, const struct timer *b)
-{
-    return a->timestamp < b->timestamp;
-}
-
+/* The heap orders its slots by the timestamp they carry beside the timer:
+ * a sift reads the heap array only, not the timers it points to (scattered
+ * in memory, a cache miss per level when thousands of keys' windows end). */
 static void
 heap_push(struct timer_heap *h, struct timer *t)
 {
@@ -948,17 +945,18 @@ heap_push(struct timer_heap *h, struct timer *t)
 
     xgrow((void **)&h->items, &h->cap, h->count + 1, sizeof *h->items);
     i = h->count++;
-    while (i > 0 && timer_before(t, h->items[(i - 1) / 2])) {
+    while (i > 0 && t->timestamp < h->items[(i - 1) / 2].timestamp) {
         h->items[i] = h->items[(i - 1) / 2];
         i = (i - 1) / 2;
     }
-    h->items[i] = t;
+    h->items[i] = (struct timer_slot){ t->timestamp, t };
 }
 
 static struct timer *
 heap_pop(struct timer_heap *h)
 {
-    struct timer *top = h->items[0], *last = h->items[--h->count];
+    struct timer *top = h->items[0].timer;
+    struct timer_slot last = h->items[--h->count];
     size_t i = 0;
 
     for (;;) {
@@ -966,9 +964,9 @@ heap_pop(struct timer_heap *h)
 
         if (c >= h->count)
             break;
-        if (c + 1 < h->count && timer_before(h->items[c + 1], h->items[c]))
+        if (c + 1 < h->count && h->items[c + 1].timestamp < h->items[c].timestamp)
             c++;
-        if (!timer_before(h->items[c], last))
+        if (!(h->items[c].timestamp < last.timestamp))
             break;
         h->items[i] = h->items[c];
         i = c;
@@ -1048,7 +1046,7 @@ keyed_backend_advance(struct keyed_backend *b, bool event_time, int64_t time,
 {
     struct timer_heap *h = event_time ? &b->event : &b->processing;
 
-    while (h->count > 0 && h->items[0]->timestamp <= time) {
+    while (h->count > 0 && h->items[0].timestamp <= time) {
         struct timer *t = heap_pop(h);
         struct state_map *set = keyed_state_map(&b->timer_sets, t->key_hash);
         uint64_t hash;
@@ -1067,7 +1065,7 @@ keyed_backend_advance(struct keyed_backend *b, bool event_time, int64_t time,
 int64_t
 keyed_backend_next_processing_time(const struct keyed_backend *b)
 {
-    return b->processing.count ? b->processing.items[0]->timestamp : INT64_MAX;
+    return b->processing.count ? b->processing.items[0].timestamp : INT64_MAX;
 }
 
 void
@@ -1137,7 +1135,7 @@ snapshot_timers(struct keyed_backend *b, const struct timer_heap *h,
                 struct keyed_backend_snapshot *s)
 {
     for (size_t i = 0; i < h->count; i++) {
-        const struct timer *t = h->items[i];
+        const struct timer *t = h->items[i].timer;
         struct state_map *set = keyed_state_map(&b->timer_sets, t->key_hash);
         uint32_t kg = (uint32_t)(set - b->timer_sets.maps) + s->kg_start;
         struct byte_buf *out = &s->timers[kg - s->kg_start];

@@ -37,8 +37,13 @@ struct timer {
     uint8_t data[]; /* key bytes, then namespace bytes */
 };
 
+struct timer_slot {
+    int64_t timestamp; /* the timer's, beside it for the heap's sifts */
+    struct timer *timer;
+};
+
 struct timer_heap {
-    struct timer **items;
+    struct timer_slot *items;
     size_t count, cap;
 };
 
