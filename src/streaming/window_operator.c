@@ -326,7 +326,8 @@ clear_window(struct stream_operator *op, struct window_op *w)
 {
     UNUSED(op);
     spate_state_clear(w->contents);
-    spate_state_clear(w->count);
+    if (w->trigger == TRIGGER_COUNT) /* only the count trigger keeps a count */
+        spate_state_clear(w->count);
 }
 
 static inline void
