@@ -9,53 +9,27 @@
 #include <stdint.h>
 #include <string.h>
 
-/* memcpy(dst, src, n) for n that is mostly small: whole words up to 64
- * bytes (unrolled up to 32), overlapping word moves for other sizes up to 32, the library
- * beyond. Word loads, not wider ones: a record just written field by field
- * is read back by loads each within one of its stores, which the CPU
- * forwards (a 16-byte load over two 8-byte stores waits for both to reach
- * the cache, a dozen cycles and more). */
+/* memcpy(dst, src, n) for n that is mostly small: overlapping word moves
+ * up to 32 bytes, the library beyond. */
 static inline void
 bytes_copy(void *dst, const void *src, size_t n)
 {
     uint8_t *d = dst;
     const uint8_t *s = src;
 
-    if ((n & 7) == 0 && n <= 32) {
-        /* A few whole words, unrolled: the size is known at run time only. */
-        uint64_t w;
+    if (n >= 16 && n <= 32) {
+        uint8_t a[16], b[16];
 
-        if (n >= 8) {
-            memcpy(&w, s, 8);
-            memcpy(d, &w, 8);
-        }
-        if (n >= 16) {
-            memcpy(&w, s + 8, 8);
-            memcpy(d + 8, &w, 8);
-        }
-        if (n >= 24) {
-            memcpy(&w, s + 16, 8);
-            memcpy(d + 16, &w, 8);
-        }
-        if (n == 32) {
-            memcpy(&w, s + 24, 8);
-            memcpy(d + 24, &w, 8);
-        }
-    } else if ((n & 7) == 0 && n <= 64) {
-        for (size_t i = 0; i < n; i += 8) {
-            uint64_t w;
-
-            memcpy(&w, s + i, 8);
-            memcpy(d + i, &w, 8);
-        }
-    } else if (n >= 8 && n <= 32) {
+        memcpy(a, s, 16);
+        memcpy(b, s + n - 16, 16);
+        memcpy(d, a, 16);
+        memcpy(d + n - 16, b, 16);
+    } else if (n >= 8 && n < 16) {
         uint64_t a, b;
 
-        for (size_t i = 0; i + 8 < n; i += 8) {
-            memcpy(&a, s + i, 8);
-            memcpy(d + i, &a, 8);
-        }
+        memcpy(&a, s, 8);
         memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
         memcpy(d + n - 8, &b, 8);
     } else if (n < 8) {
         while (n-- > 0)

@@ -158,36 +158,6 @@ state_entry_for(struct spate_state *st, const void *map_key, size_t map_key_len,
     return e;
 }
 
-/* state_map_get of the current key and namespace's composite key (n
- * bytes), compared part by part against the key and the namespace where
- * they are: the composite key just written into the backend's buffer in
- * parts is not read back by words that span them (loads over two stores
- * wait for both to reach the cache: a stall per lookup). */
-static SPATE_INLINE struct state_entry *
-composite_get(struct state_map *m, uint64_t hash, const spate_ctx *ctx, size_t n)
-{
-    uint32_t klen = (uint32_t)ctx->key.len;
-
-    if (m->slots == NULL)
-        return NULL;
-    for (size_t i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
-        struct state_entry *e = &m->slots[i];
-
-        if (!state_entry_used(e))
-            return NULL;
-        if (e->hash == hash && e->key_len1 == n + 1) {
-            const uint8_t *k = state_entry_key(e);
-            uint32_t stored;
-
-            /* Equal lengths in all and of the key: of the namespace too. */
-            memcpy(&stored, k, 4);
-            if (stored == klen && bytes_equal(k + 4, ctx->key.data, klen) &&
-                bytes_equal(k + 8 + klen, ctx->ns, ctx->ns_len))
-                return e;
-        }
-    }
-}
-
 /* state_entry_for for the per-record path (windows, keyed functions):
  * keyed state without TTL and without a map key, found inline. */
 static SPATE_INLINE struct state_entry *
@@ -195,25 +165,13 @@ keyed_entry(struct spate_state *st, uint64_t *hash, size_t *key_len, struct stat
 {
     struct keyed_backend *b = st->backend;
     const spate_ctx *ctx = &b->op->ctx;
-    uint32_t klen = (uint32_t)ctx->key.len, nlen = (uint32_t)ctx->ns_len;
-    size_t n = 8 + (size_t)klen + nlen;
-    uint8_t *key;
-    uint64_t h = ctx->key_hash;
 
     if (unlikely(!st->fast))
         return state_entry_for(st, NULL, 0, hash, key_len, mapp);
-    key = backend_buf(b, n);
-    memcpy(key, &klen, 4);
-    bytes_copy(key + 4, ctx->key.data, klen);
-    memcpy(key + 4 + klen, &nlen, 4);
-    if (nlen) {
-        bytes_copy(key + 8 + klen, ctx->ns, nlen);
-        h ^= ns_hash(b, ctx->ns, nlen) << 16; /* composite_hash */
-    }
+    *key_len = composite_prefix(ctx, backend_buf(b, composite_prefix_len(ctx)));
+    *hash = composite_hash(b, ctx, NULL, 0);
     *mapp = keyed_state_map(&st->maps, ctx->key_hash);
-    *hash = h;
-    *key_len = n;
-    return composite_get(*mapp, h, ctx, n);
+    return state_map_get(*mapp, *hash, b->buf, *key_len);
 }
 
 /* The bytes of a plain value of st stored in e, in place when aligned for
