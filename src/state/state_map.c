@@ -21,17 +21,25 @@ table_header(struct state_entry *slots)
     return (struct table_header *)slots - 1;
 }
 
-/* A table of cap empty slots, or (copy) a copy of copy's. */
+/* The bytes of a table's slots and tags. */
+static inline size_t
+table_bytes(size_t cap)
+{
+    return cap * sizeof(struct state_entry) + cap;
+}
+
+/* A table of cap empty slots, or (copy) a copy of copy's (slots and tags). */
 static struct state_entry *
 table_new(size_t cap, const struct state_entry *copy)
 {
-    struct table_header *h = copy != NULL
-                                 ? xaligned_alloc(64, cap + 1, sizeof(struct state_entry))
-                                 : xaligned_calloc(64, cap + 1, sizeof(struct state_entry));
+    /* In lines: the header, the slots, the tags. */
+    size_t lines = 1 + cap + (cap + sizeof(struct state_entry) - 1) / sizeof(struct state_entry);
+    struct table_header *h = copy != NULL ? xaligned_alloc(64, lines, sizeof(struct state_entry))
+                                          : xaligned_calloc(64, lines, sizeof(struct state_entry));
 
     atomic_init(&h->refs, 1);
     if (copy != NULL)
-        memcpy(h + 1, copy, cap * sizeof *copy);
+        memcpy(h + 1, copy, table_bytes(cap));
     return (struct state_entry *)(h + 1);
 }
 
@@ -238,7 +246,7 @@ state_map_unshare(struct state_map *m)
         copy = m->spare_slots;
         m->spare_slots = NULL;
         atomic_init(&table_header(copy)->refs, 1);
-        memcpy(copy, m->slots, (m->mask + 1) * sizeof *copy);
+        memcpy(copy, m->slots, table_bytes(m->mask + 1));
     } else {
         copy = table_new(m->mask + 1, m->slots);
     }
@@ -285,17 +293,20 @@ probe_distance(const struct state_entry *e, size_t i, size_t mask)
 static void
 make_room(struct state_entry *slots, size_t mask, size_t i)
 {
+    uint8_t *tags = state_map_tags(slots, mask);
     size_t j = i;
 
-    while (state_entry_used(&slots[j]))
+    while (tags[j] != 0)
         j = (j + 1) & mask;
     while (j != i) {
         size_t p = (j - 1) & mask;
 
         slots[j] = slots[p];
+        tags[j] = tags[p];
         j = p;
     }
     slots[i].key_len1 = 0;
+    tags[i] = 0;
 }
 
 /* The slot, emptied, where an entry of hash goes (no entry of its key is
@@ -327,8 +338,12 @@ state_map_grow(struct state_map *m)
     m->slots = table_new(cap, NULL);
     m->mask = cap - 1;
     for (size_t j = 0; j < old_cap; j++)
-        if (state_entry_used(&old[j]))
-            m->slots[slot_for_new(m->slots, m->mask, old[j].hash)] = old[j];
+        if (state_entry_used(&old[j])) {
+            size_t i = slot_for_new(m->slots, m->mask, old[j].hash);
+
+            m->slots[i] = old[j];
+            state_map_tags(m->slots, m->mask)[i] = state_map_tag(old[j].hash);
+        }
     if (old != NULL)
         free(table_header(old)); /* the entries moved: not table_unref */
 }
@@ -384,6 +399,7 @@ state_map_put(struct state_map *m, uint64_t hash, const void *key, size_t key_le
         }
     }
     if (!state_entry_used(e)) {
+        state_map_tags(m->slots, m->mask)[i] = state_map_tag(hash);
         e->hash = hash;
         e->key_len1 = (uint32_t)key_len + 1;
         e->value_len = (uint32_t)value_len;
@@ -404,6 +420,7 @@ int
 state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
 {
     struct state_entry *e;
+    uint8_t *tags;
     size_t i, j;
 
     state_map_own(m);
@@ -411,17 +428,21 @@ state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key
         return 0;
     if (!state_entry_inline(e))
         block_drop(m, e);
+    tags = state_map_tags(m->slots, m->mask);
+    i = (size_t)(e - m->slots);
     e->key_len1 = 0;
+    tags[i] = 0;
     m->count--;
     /* Shift back the entries that probed past the freed slot. */
-    i = (size_t)(e - m->slots);
-    for (j = (i + 1) & m->mask; state_entry_used(&m->slots[j]); j = (j + 1) & m->mask) {
+    for (j = (i + 1) & m->mask; tags[j] != 0; j = (j + 1) & m->mask) {
         size_t home = state_map_home_slot(m->slots[j].hash, m->mask);
 
         /* Entry j may move to i unless its home lies cyclically in (i, j]. */
         if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
             m->slots[i] = m->slots[j];
+            tags[i] = tags[j];
             m->slots[j].key_len1 = 0;
+            tags[j] = 0;
             i = j;
         }
     }

@@ -54,8 +54,10 @@ struct state_block {
 };
 
 struct state_map {
-    struct state_entry *slots; /* after a one-line header with the table's references */
-    size_t mask;               /* capacity - 1; capacity a power of two, or 0 */
+    /* After a one-line header with the table's references; after the slots,
+     * a byte per slot, its tag (state_map_tags). */
+    struct state_entry *slots;
+    size_t mask; /* capacity - 1; capacity a power of two, or 0 */
     size_t count;
     bool shared;              /* a view may still read slots: copy before any change */
     uint32_t gen;             /* blocks of another generation are the base's too */
@@ -113,6 +115,24 @@ state_entry_value(const struct state_entry *e)
 void state_map_init(struct state_map *m);
 void state_map_release(struct state_map *m);
 
+/* A slot's tag: 0 for an empty one, else the top 7 bits of its entry's
+ * hash with the top bit set. Lookups scan the tags, a byte per slot, and
+ * read only the entries whose tag matches: probing past other entries
+ * (other windows of the key group, waiting to fire) touches no cache line
+ * of theirs. */
+static inline uint8_t
+state_map_tag(uint64_t hash)
+{
+    return (uint8_t)(0x80 | hash >> 57);
+}
+
+/* The tags of a table of mask + 1 slots. */
+static inline uint8_t *
+state_map_tags(struct state_entry *slots, size_t mask)
+{
+    return (uint8_t *)(slots + mask + 1);
+}
+
 /* The home slot. Key groups are hash % max parallelism, so all keys of one
  * map share the hash's low bits: index by the high ones. */
 static inline size_t
@@ -132,17 +152,17 @@ state_entry_is(const struct state_entry *e, uint64_t hash, const void *key, size
 static SPATE_INLINE struct state_entry *
 state_map_get(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
 {
-    size_t i;
+    const uint8_t *tags;
+    uint8_t tag = state_map_tag(hash);
 
     if (m->slots == NULL)
         return NULL;
-    for (i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
-        struct state_entry *e = &m->slots[i];
-
-        if (!state_entry_used(e))
+    tags = state_map_tags(m->slots, m->mask);
+    for (size_t i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
+        if (tags[i] == 0)
             return NULL;
-        if (state_entry_is(e, hash, key, key_len))
-            return e;
+        if (tags[i] == tag && state_entry_is(&m->slots[i], hash, key, key_len))
+            return &m->slots[i];
     }
 }
 /* The same, for changing its value bytes in place (copies a shared table
