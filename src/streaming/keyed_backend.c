@@ -221,21 +221,15 @@ own_entry(struct state_map *map, struct state_entry *e, uint64_t hash, const uin
     return e;
 }
 
-/* The per-record path of in_place states (keyed, no TTL, plain values):
- * the stored value's bytes to change where they are (*e owned first), or
- * NULL when they are not of the type's size or not aligned for it. */
+/* The per-record path of plain values (an accumulator of numbers): *e
+ * owned first, then plain_value of it (put back with plain_put_back). */
 static SPATE_INLINE void *
-in_place_value(struct spate_state *st, struct state_map *map, struct state_entry **e, uint64_t hash,
-               size_t key_len)
+plain_begin(struct spate_state *st, struct state_map *map, struct state_entry **e, uint64_t hash,
+            size_t key_len)
 {
-    uint8_t *p;
-
     if (unlikely(map->shared || map->base != NULL))
         *e = own_entry(map, *e, hash, st->backend->buf, key_len);
-    if (unlikely((*e)->value_len != st->decl->type->size))
-        return NULL;
-    p = state_entry_value(*e);
-    return likely(((uintptr_t)p & st->align_mask) == 0) ? p : NULL;
+    return plain_value(st, *e, st->tmp);
 }
 
 void *
@@ -246,10 +240,15 @@ keyed_value_in_place(struct spate_state *st)
     uint64_t hash;
     size_t key_len;
 
+    void *v;
+
     if (unlikely(!st->in_place))
         return NULL;
     e = keyed_entry(st, &hash, &key_len, &map);
-    return likely(e != NULL) ? in_place_value(st, map, &e, hash, key_len) : NULL;
+    if (unlikely(e == NULL))
+        return NULL;
+    v = plain_begin(st, map, &e, hash, key_len);
+    return likely(v != st->tmp) ? v : NULL; /* a copy would not be where it is stored */
 }
 
 /* The value bytes of an entry, past the TTL header. */
@@ -390,7 +389,6 @@ keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
         st->plain = st->decl->type->plain;
         st->fast = st->decl->scope == SCOPE_KEYED && st->ttl_ms == 0;
         st->in_place = st->fast && st->plain;
-        st->align_mask = st->decl->type->align ? st->decl->type->align - 1 : 0;
         b->has_ttl |= st->ttl_ms != 0;
         if ((rc = keyed_state_init(&st->maps, op->task, op->ctx.max_parallelism, err)) != 0)
             return rc;
@@ -792,21 +790,11 @@ keyed_reducing_add(struct spate_state *st, const void *value)
 
     ttl_cleanup_step(st->backend);
     e = keyed_entry(st, &hash, &key_len, &map);
-    if (likely(e != NULL && st->in_place)) {
-        void *acc = in_place_value(st, map, &e, hash, key_len);
+    if (likely(e != NULL && st->plain)) {
+        /* A plain value is its bytes: reduced where it is stored. */
+        void *acc = plain_begin(st, map, &e, hash, key_len);
 
         if (likely(acc != NULL)) {
-            st->decl->reduce(&st->backend->op->ctx, acc, value, st->tmp2);
-            bytes_copy(acc, st->tmp2, st->decl->type->size);
-            return false;
-        }
-    }
-    if (e != NULL && st->plain) {
-        /* A plain value is its bytes: reduced where it is stored. */
-        void *acc;
-
-        e = own_entry(map, e, hash, st->backend->buf, key_len);
-        if ((acc = plain_value(st, e, st->tmp)) != NULL) {
             st->decl->reduce(&st->backend->op->ctx, acc, value, st->tmp2);
             plain_put_back(st, e, st->tmp2);
             return false;
@@ -852,20 +840,11 @@ keyed_aggregating_add(struct spate_state *st, const void *in)
 
     ttl_cleanup_step(st->backend);
     e = keyed_entry(st, &hash, &key_len, &map);
-    if (likely(e != NULL && st->in_place)) {
-        void *acc = in_place_value(st, map, &e, hash, key_len);
+    if (likely(e != NULL && st->plain)) {
+        /* A plain accumulator is its bytes: added to where it is stored. */
+        void *acc = plain_begin(st, map, &e, hash, key_len);
 
         if (likely(acc != NULL)) {
-            agg->add(ctx, in, acc);
-            return false;
-        }
-    }
-    if (e != NULL && st->plain) {
-        /* A plain accumulator is its bytes: added to where it is stored. */
-        void *acc;
-
-        e = own_entry(map, e, hash, st->backend->buf, key_len);
-        if ((acc = plain_value(st, e, st->tmp)) != NULL) {
             agg->add(ctx, in, acc);
             plain_put_back(st, e, acc);
             return false;

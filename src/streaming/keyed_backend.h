@@ -23,10 +23,9 @@ struct spate_state {
     void *tmp2;
     uint8_t *wbuf; /* a value being written, serialized */
     size_t wbuf_cap;
-    bool plain;           /* values are their bytes (decl->type->plain): changed in place */
-    bool fast;            /* keyed, no TTL: entries are found by keyed_entry, inline */
-    bool in_place;        /* fast and plain: values change where they are stored */
-    uintptr_t align_mask; /* the value type's alignment - 1 */
+    bool plain;    /* values are their bytes (decl->type->plain): changed in place */
+    bool fast;     /* keyed, no TTL: entries are found by keyed_entry, inline */
+    bool in_place; /* fast and plain: values change where they are stored */
 };
 
 struct timer {

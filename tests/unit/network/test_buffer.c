@@ -64,6 +64,61 @@ Test(buffer, recycling_pokes_the_waiter_and_outlives_the_pool)
     notifier_release(&n);
 }
 
+/* Under backpressure a waiting producer is poked once half of what its pool
+ * holds beyond its minimum is back, not per buffer; and once all but its
+ * minimum is back even when the global pool let it take fewer buffers than
+ * that threshold (else it would wait for buffers that cannot come). */
+Test(buffer, a_waiting_producer_is_poked_when_half_its_pool_is_back)
+{
+    struct network_buffer_pool *g;
+    struct local_buffer_pool *a;
+    struct net_buffer *bufs[10], *taken[12];
+    struct notifier n;
+    spate_error err;
+
+    cr_assert_eq(notifier_init(&n, &err), 0);
+    cr_assert_eq(network_buffer_pool_new(4096, 16, &g, &err), 0);
+    /* min 2, max 10: poked when 5 are free. */
+    cr_assert_eq(local_buffer_pool_new(g, 2, 10, &n, NULL, NULL, &a, &err), 0);
+    for (int i = 0; i < 10; i++)
+        cr_assert_not_null(bufs[i] = local_buffer_pool_request(a));
+    cr_assert_null(local_buffer_pool_request(a));
+    for (int i = 0; i < 4; i++) {
+        net_buffer_recycle(bufs[i]);
+        cr_assert_eq(notifier_wait_until(&n, 0), 0, "poked with only %d back", i + 1);
+    }
+    net_buffer_recycle(bufs[4]);
+    cr_assert_eq(notifier_wait_until(&n, 0), 1, "not poked with half back");
+    for (int i = 5; i < 10; i++)
+        net_buffer_recycle(bufs[i]);
+    local_buffer_pool_destroy(a);
+
+    /* The global pool has 4 left for a pool of max 10: it can hold 4. */
+    for (int i = 0; i < 12; i++)
+        cr_assert_not_null(taken[i] = network_buffer_pool_request(g), "global %d", i);
+    cr_assert_eq(network_buffer_pool_available(g), 4);
+    cr_assert_eq(local_buffer_pool_new(g, 2, 10, &n, NULL, NULL, &a, &err), 0);
+    {
+        struct net_buffer *held[4];
+
+        for (int i = 0; i < 4; i++)
+            cr_assert_not_null(held[i] = local_buffer_pool_request(a));
+        cr_assert_null(local_buffer_pool_request(a), "the global pool is empty");
+        net_buffer_recycle(held[0]);
+        cr_assert_eq(notifier_wait_until(&n, 0), 0, "3 out, more than the minimum");
+        net_buffer_recycle(held[1]);
+        cr_assert_eq(notifier_wait_until(&n, 0), 1, "only the minimum out: poked");
+        net_buffer_recycle(held[2]);
+        net_buffer_recycle(held[3]);
+    }
+    local_buffer_pool_destroy(a);
+    for (int i = 0; i < 12; i++)
+        net_buffer_recycle(taken[i]);
+    cr_assert_eq(network_buffer_pool_available(g), 16);
+    network_buffer_pool_free(g);
+    notifier_release(&n);
+}
+
 Test(buffer, a_pool_detached_from_its_metrics_never_touches_them_again)
 {
     struct network_buffer_pool *g;
