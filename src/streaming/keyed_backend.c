@@ -40,22 +40,10 @@ composite_prefix_len(const spate_ctx *ctx)
     return 4 + ctx->key.len + 4 + ctx->ns_len;
 }
 
-/* Writes [klen][key][nslen][ns] into out; returns its length. */
-static inline size_t
-composite_prefix(const spate_ctx *ctx, uint8_t *out)
-{
-    uint32_t klen = (uint32_t)ctx->key.len, nlen = (uint32_t)ctx->ns_len;
+#define composite_prefix keyed_composite_prefix
 
-    memcpy(out, &klen, 4);
-    bytes_copy(out + 4, ctx->key.data, klen);
-    memcpy(out + 4 + klen, &nlen, 4);
-    if (nlen)
-        bytes_copy(out + 8 + klen, ctx->ns, nlen);
-    return 8 + klen + nlen;
-}
-
-static SPATE_NOINLINE uint64_t
-ns_hash_slow(struct keyed_backend *b, const void *ns, size_t len)
+uint64_t
+keyed_ns_hash_slow(struct keyed_backend *b, const void *ns, size_t len)
 {
     uint64_t h = XXH3_64bits(ns, len);
 
@@ -67,25 +55,13 @@ ns_hash_slow(struct keyed_backend *b, const void *ns, size_t len)
     return h;
 }
 
-/* The namespace's hash: consecutive records mostly share their window, so
- * the last namespace's is kept. */
-static inline uint64_t
-ns_hash(struct keyed_backend *b, const void *ns, size_t len)
-{
-    if (len == b->ns_last_len && bytes_equal(ns, b->ns_last, len))
-        return b->ns_last_hash;
-    return ns_hash_slow(b, ns, len);
-}
-
 static inline uint64_t
 composite_hash(struct keyed_backend *b, const spate_ctx *ctx, const void *extra, size_t extra_len)
 {
-    uint64_t h = ctx->key_hash;
+    uint64_t h = keyed_composite_hash(ctx->key_hash,
+                                      ctx->ns_len ? keyed_ns_hash(b, ctx->ns, ctx->ns_len) : 0);
 
-    /* The key group comes from the key's hash alone; the rest only spreads
-     * entries of one key inside the map. Keep the key group's bits. */
-    if (ctx->ns_len)
-        h ^= ns_hash(b, ctx->ns, ctx->ns_len) << 16;
+    /* A map key spreads its entries too, keeping the key group's bits. */
     if (extra_len)
         h ^= XXH3_64bits(extra, extra_len) << 16;
     return h;
@@ -233,13 +209,12 @@ plain_begin(struct spate_state *st, struct state_map *map, struct state_entry **
 }
 
 void *
-keyed_value_in_place(struct spate_state *st)
+keyed_value_in_place_slow(struct spate_state *st)
 {
     struct state_map *map;
     struct state_entry *e;
     uint64_t hash;
     size_t key_len;
-
     void *v;
 
     if (unlikely(!st->in_place))
@@ -389,6 +364,8 @@ keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
         st->plain = st->decl->type->plain;
         st->fast = st->decl->scope == SCOPE_KEYED && st->ttl_ms == 0;
         st->in_place = st->fast && st->plain;
+        st->value_size = (uint32_t)st->decl->type->size;
+        st->value_align_mask = (uint32_t)st->decl->type->align - 1;
         b->has_ttl |= st->ttl_ms != 0;
         if ((rc = keyed_state_init(&st->maps, op->task, op->ctx.max_parallelism, err)) != 0)
             return rc;

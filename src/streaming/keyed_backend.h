@@ -9,7 +9,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "core/bytes.h"
 #include "streaming/keys.h"
 #include "streaming/operator.h"
 
@@ -26,6 +28,7 @@ struct spate_state {
     bool plain;    /* values are their bytes (decl->type->plain): changed in place */
     bool fast;     /* keyed, no TTL: entries are found by keyed_entry, inline */
     bool in_place; /* fast and plain: values change where they are stored */
+    uint32_t value_size, value_align_mask; /* decl->type's size and alignment - 1 */
 };
 
 struct timer {
@@ -132,12 +135,88 @@ int keyed_backend_restore_timers(struct keyed_backend *b, const uint8_t *bytes, 
 /* The state named name (NULL when not declared). */
 struct spate_state *keyed_backend_state(struct keyed_backend *b, const char *name);
 
+/* ---- the per-record path, inline ---- */
+
+/* Writes the current key and namespace's part of an entry's key,
+ * [u32 key length][key][u32 namespace length][namespace], into out;
+ * returns its length. */
+static inline size_t
+keyed_composite_prefix(const spate_ctx *ctx, uint8_t *out)
+{
+    uint32_t klen = (uint32_t)ctx->key.len, nlen = (uint32_t)ctx->ns_len;
+
+    memcpy(out, &klen, 4);
+    bytes_copy(out + 4, ctx->key.data, klen);
+    memcpy(out + 4 + klen, &nlen, 4);
+    if (nlen)
+        bytes_copy(out + 8 + klen, ctx->ns, nlen);
+    return 8 + klen + nlen;
+}
+
+uint64_t keyed_ns_hash_slow(struct keyed_backend *b, const void *ns, size_t len);
+
+/* A namespace's hash: consecutive records mostly share their window, so
+ * the last namespace's is kept. */
+static inline uint64_t
+keyed_ns_hash(struct keyed_backend *b, const void *ns, size_t len)
+{
+    if (len == b->ns_last_len && bytes_equal(ns, b->ns_last, len))
+        return b->ns_last_hash;
+    return keyed_ns_hash_slow(b, ns, len);
+}
+
+void *keyed_value_in_place_slow(struct spate_state *st);
+
+/* The hash of an entry of the current key (its hash key_hash) in the
+ * namespace whose keyed_ns_hash is ns_hash (0: none). The key group comes
+ * from the key's hash alone: the namespace only spreads a key's entries
+ * inside the map. */
+static inline uint64_t
+keyed_composite_hash(uint64_t key_hash, uint64_t ns_hash)
+{
+    return key_hash ^ ns_hash << 16;
+}
+
+/* keyed_value_in_place of the entry whose key is ckey (len bytes, the
+ * current key and namespace's keyed_composite_prefix) and whose hash is
+ * keyed_composite_hash's: for a caller that keeps both from record to
+ * record (a window's namespace part and hash change with the window). */
+static SPATE_INLINE void *
+keyed_value_in_place_at(struct spate_state *st, const uint8_t *ckey, size_t len, uint64_t hash)
+{
+    struct state_map *map = keyed_state_map(&st->maps, st->backend->op->ctx.key_hash);
+    struct state_entry *e;
+    uint8_t *v;
+
+    if (unlikely(!st->in_place || map->shared || map->base != NULL))
+        return keyed_value_in_place_slow(st);
+    e = state_map_get(map, hash, ckey, len);
+    if (unlikely(e == NULL || e->value_len != st->value_size))
+        return NULL;
+    v = state_entry_value(e);
+    return likely(((uintptr_t)v & st->value_align_mask) == 0) ? v : NULL;
+}
+
 /* The per-record path of keyed state without TTL whose values are plain
  * (an accumulator of numbers): the current key's value bytes, aligned for
  * its type, to read and change where they are stored (a table or block a
  * snapshot shares is copied first); NULL when the key has none, or the
  * state's values are not kept that way: use the calls below. */
-void *keyed_value_in_place(struct spate_state *st);
+static SPATE_INLINE void *
+keyed_value_in_place(struct spate_state *st)
+{
+    struct keyed_backend *b = st->backend;
+    const spate_ctx *ctx = &b->op->ctx;
+    size_t len = 8 + ctx->key.len + ctx->ns_len;
+
+    if (unlikely(len > b->buf_cap))
+        return keyed_value_in_place_slow(st);
+    keyed_composite_prefix(ctx, b->buf);
+    return keyed_value_in_place_at(
+        st, b->buf, len,
+        keyed_composite_hash(ctx->key_hash,
+                             ctx->ns_len ? keyed_ns_hash(b, ctx->ns, ctx->ns_len) : 0));
+}
 
 /* Window buffers: list states whose elements keep their timestamps. Adds
  * (these and the two below) return true when the current key and

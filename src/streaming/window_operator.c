@@ -36,6 +36,11 @@ struct window_op {
     int64_t lateness_ms;
     spate_time_window last_window;  /* tumbling: the last record's window */
     int64_t last_max, last_cleanup; /* its last timestamp and clean-up time */
+    uint64_t last_ns_hash;          /* its keyed_ns_hash */
+    /* A key of fixed size: the contents' entry key of (key, last_window),
+     * its namespace part written with the window, its key per record. */
+    uint8_t *ckey;
+    size_t ckey_len;
     /* An aggregate or reduce over tumbling windows with their default
      * trigger and an accumulator kept in place: window_process_fast. */
     bool fast;
@@ -559,6 +564,13 @@ window_open(struct stream_operator *op, spate_error *err)
     w->fast = c->assigner.kind == SPATE_WINDOW_TUMBLING && !w->buffers &&
               (w->trigger == TRIGGER_EVENT_TIME || w->trigger == TRIGGER_PROCESSING_TIME) &&
               w->contents->in_place;
+    if (w->fast && w->key.len != 0) {
+        uint32_t klen = w->key.len;
+
+        w->ckey_len = 8 + klen + sizeof(spate_time_window);
+        w->ckey = xcalloc(1, w->ckey_len);
+        memcpy(w->ckey, &klen, 4);
+    }
     w->count = &w->backend.states[op->config->nstates + WS_COUNT];
     w->sessions = &w->backend.states[op->config->nstates + WS_SESSIONS];
     w->rec = xcalloc(1, op->config->in_type->size + 16);
@@ -578,6 +590,7 @@ window_close(struct stream_operator *op)
     types_free(w->session_type);
     free(w->rec);
     free(w->result);
+    free(w->ckey);
     free(w);
     op->impl = NULL;
     op->backend = NULL;
@@ -620,6 +633,13 @@ tumbling_window_of(struct stream_operator *op, struct window_op *w, int64_t ts)
     w->last_window.end = w->last_window.start + a->size_ms;
     w->last_max = window_max_timestamp(w->last_window);
     w->last_cleanup = cleanup_time(op, w->last_window);
+    w->last_ns_hash = keyed_ns_hash(&w->backend, &w->last_window, sizeof w->last_window);
+    if (w->ckey != NULL) {
+        uint32_t nlen = sizeof w->last_window;
+
+        memcpy(w->ckey + 4 + w->key.len, &nlen, 4);
+        memcpy(w->ckey + 8 + w->key.len, &w->last_window, nlen);
+    }
 }
 
 /* The per-record path of the common window (an aggregate or reduce
@@ -651,7 +671,14 @@ window_process_fast(struct stream_operator *op, struct window_op *w, const void 
                           meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len),
                           &w->last_window, sizeof w->last_window);
     op->ctx.window = w->last_window;
-    if ((acc = keyed_value_in_place(w->contents)) == NULL)
+    if (w->ckey != NULL) {
+        bytes_copy(w->ckey + 4, key.data, w->key.len);
+        acc = keyed_value_in_place_at(w->contents, w->ckey, w->ckey_len,
+                                      keyed_composite_hash(op->ctx.key_hash, w->last_ns_hash));
+    } else {
+        acc = keyed_value_in_place(w->contents);
+    }
+    if (acc == NULL)
         return false;
     if (c->function == WINDOW_FN_REDUCE) {
         c->reduce(&op->ctx, acc, rec, w->rec);
@@ -662,8 +689,9 @@ window_process_fast(struct stream_operator *op, struct window_op *w, const void 
     return true;
 }
 
-static void
-window_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+/* Every other record, of every window. */
+static SPATE_NOINLINE void
+window_process_general(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     struct window_op *w = op->impl;
     const struct window_config *c = wcfg(op);
@@ -672,8 +700,6 @@ window_process(struct stream_operator *op, const void *rec, const struct record_
     spate_bytes key;
     bool handled = false;
 
-    if (likely(w->fast) && window_process_fast(op, w, rec, meta))
-        return;
     if (op->ctx.scratch.used != 0)
         scratch_reset(&op->ctx.scratch);
     record_meta_copy(&op->ctx.meta, meta);
@@ -749,6 +775,16 @@ window_process(struct stream_operator *op, const void *rec, const struct record_
         else if (op->task->accumulators != NULL)
             spate_counter_add(spate_ctx_counter(&op->ctx, "numLateRecordsDropped"), 1);
     }
+}
+
+static void
+window_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct window_op *w = op->impl;
+
+    if (likely(w->fast) && window_process_fast(op, w, rec, meta))
+        return;
+    window_process_general(op, rec, meta);
 }
 
 static void
