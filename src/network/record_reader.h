@@ -91,6 +91,9 @@ record_reader_next(struct record_reader *r, struct record_view *out, spate_error
         if (likely(!d->spilling && avail >= RECORD_LENGTH_BYTES)) {
             memcpy(&l, d->pos, RECORD_LENGTH_BYTES);
             if (likely(l <= avail - RECORD_LENGTH_BYTES)) {
+                /* The input is read once: fetched ahead past the L2, which
+                 * keeps the task's state. */
+                __builtin_prefetch(d->pos + 1024, 0, 0);
                 out->data = d->pos + RECORD_LENGTH_BYTES;
                 out->len = l;
                 out->channel = r->current;
