@@ -431,6 +431,46 @@ task_process_element(struct stream_task *t, int g, const struct record_view *vie
     return 0;
 }
 
+/* Reads gate g until it has nothing now, has ended, or *processed reaches
+ * TASK_BATCH: the per-record loop, a function of its own so that what it
+ * reads stays in registers. */
+static SPATE_NOINLINE int
+task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
+{
+    struct record_reader *r = t->readers[g];
+    int rc, n = *processed;
+
+    while (n < TASK_BATCH) {
+        struct record_view view;
+
+        rc = record_reader_next(r, &view, err);
+        if (likely(rc == RECORD_READER_RECORD)) {
+            if ((rc = task_process_element(t, g, &view, err)) != 0)
+                return rc;
+            n++;
+        } else if (rc == RECORD_READER_EVENT) {
+            if (view.event_type == NET_EVENT_CHECKPOINT_BARRIER &&
+                (rc = task_on_barrier(t, g, view.channel, view.data, view.len, err)) != 0)
+                return rc;
+            if (view.event_type == NET_EVENT_END_OF_DATA && view.len == 1 && view.data[0] == 0)
+                t->stop_no_drain = true; /* stopped without drain upstream */
+            n++;
+        } else if (rc == RECORD_READER_END) {
+            t->gate_ended[g] = true;
+            t->gates_ended++;
+            if ((rc = task_check_alignment(t, err)) != 0)
+                return rc;
+            break;
+        } else if (rc == RECORD_READER_NONE) {
+            break;
+        } else {
+            return rc;
+        }
+    }
+    *processed = n;
+    return 0;
+}
+
 static int
 task_run_input(struct stream_task *t, spate_error *err)
 {
@@ -456,34 +496,8 @@ task_run_input(struct stream_task *t, spate_error *err)
         for (int g = 0; g < p->ngates; g++) {
             if (t->gate_ended[g])
                 continue;
-            while (processed < TASK_BATCH) {
-                struct record_view view;
-
-                rc = record_reader_next(t->readers[g], &view, err);
-                if (rc == RECORD_READER_RECORD) {
-                    if ((rc = task_process_element(t, g, &view, err)) != 0)
-                        return rc;
-                    processed++;
-                } else if (rc == RECORD_READER_EVENT) {
-                    if (view.event_type == NET_EVENT_CHECKPOINT_BARRIER &&
-                        (rc = task_on_barrier(t, g, view.channel, view.data, view.len, err)) != 0)
-                        return rc;
-                    if (view.event_type == NET_EVENT_END_OF_DATA && view.len == 1 &&
-                        view.data[0] == 0)
-                        t->stop_no_drain = true; /* stopped without drain upstream */
-                    processed++;
-                } else if (rc == RECORD_READER_END) {
-                    t->gate_ended[g] = true;
-                    t->gates_ended++;
-                    if ((rc = task_check_alignment(t, err)) != 0)
-                        return rc;
-                    break;
-                } else if (rc == RECORD_READER_NONE) {
-                    break;
-                } else {
-                    return rc;
-                }
-            }
+            if ((rc = task_run_gate(t, g, &processed, err)) != 0)
+                return rc;
         }
         if (p->metrics != NULL) {
             /* numRecordsIn per batch, not per record. */
