@@ -58,42 +58,57 @@ write_element(struct exchange_output *x, uint32_t channel, const void *rec,
 
 /* keyBy: the record goes to the subtask of its key's key group, with the
  * key's hash. */
+static SPATE_NOINLINE void
+exchange_collect_hash_general(struct exchange_output *x, const void *rec,
+                              const struct record_meta *meta)
+{
+    spate_bytes key = keys_get(&x->key_access, x->ctx, rec, x->key_scratch, sizeof x->key_scratch);
+    struct record_meta m;
+    uint32_t kg;
+
+    if (x->records_out != NULL)
+        metric_counter_add(x->records_out, 1);
+    m.timestamp = meta->timestamp;
+    m.key_hash = key_group_hash(key.data, key.len);
+    m.has_key_hash = true;
+    kg = likely(x->kg_shift >= 0) ? (uint32_t)(m.key_hash & x->kg_mask)
+                                  : key_group_of_hash(m.key_hash, (uint32_t)x->max_parallelism);
+    write_element(x, x->kg_channel[kg], rec, &m);
+}
+
+/* The shape of most, with no call: a plain record with its time and an
+ * 8-byte key at a fixed place, into the room of its channel's buffer in
+ * element_write_record_header's form; the rest by the general path. */
 static void
 exchange_collect_hash(struct output *self, const void *rec, const struct record_meta *meta)
 {
     struct exchange_output *x = (struct exchange_output *)self;
-    spate_bytes key = keys_get(&x->key_access, x->ctx, rec, x->key_scratch, sizeof x->key_scratch);
-    uint64_t key_hash = key_group_hash(key.data, key.len);
-    uint32_t kg = likely(x->kg_shift >= 0)
-                      ? (uint32_t)(key_hash & x->kg_mask)
-                      : key_group_of_hash(key_hash, (uint32_t)x->max_parallelism);
-    uint32_t channel = x->kg_channel[kg];
-    struct record_meta m;
+    const uint8_t *key = (const uint8_t *)rec + x->key_access.offset;
+    uint64_t key_hash;
+    struct rw_channel *c;
+    uint32_t len = 17 + x->plain_size;
+    uint8_t *p;
 
+    if (unlikely(x->key_access.len != 8 || x->plain_size == 0 || x->kg_shift < 0 ||
+                 meta->timestamp == RECORD_NO_TIMESTAMP || x->room == NULL)) {
+        exchange_collect_hash_general(x, rec, meta);
+        return;
+    }
+    key_hash = key_group_hash(key, 8);
+    c = &x->room[x->kg_channel[key_hash & x->kg_mask]];
+    if (unlikely((size_t)(c->end - c->pos) < RECORD_LENGTH_BYTES + len)) {
+        exchange_collect_hash_general(x, rec, meta);
+        return;
+    }
     if (x->records_out != NULL)
         metric_counter_add(x->records_out, 1);
-    /* The shape of most: a plain record with its time, into the room of
-     * its channel's buffer, in element_write_record_header's form. */
-    if (likely(x->plain_size != 0 && meta->timestamp != RECORD_NO_TIMESTAMP && x->room != NULL)) {
-        struct rw_channel *c = &x->room[channel];
-        uint32_t len = 17 + x->plain_size;
-
-        if (likely((size_t)(c->end - c->pos) >= RECORD_LENGTH_BYTES + len)) {
-            uint8_t *p = c->pos;
-
-            memcpy(p, &len, RECORD_LENGTH_BYTES);
-            p[RECORD_LENGTH_BYTES] = ELEMENT_RECORD | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH;
-            memcpy(p + RECORD_LENGTH_BYTES + 1, &meta->timestamp, 8);
-            memcpy(p + RECORD_LENGTH_BYTES + 9, &key_hash, 8);
-            bytes_copy(p + RECORD_LENGTH_BYTES + 17, rec, x->plain_size);
-            c->pos = p + RECORD_LENGTH_BYTES + len;
-            return;
-        }
-    }
-    m.timestamp = meta->timestamp;
-    m.key_hash = key_hash;
-    m.has_key_hash = true;
-    write_element(x, channel, rec, &m);
+    p = c->pos;
+    memcpy(p, &len, RECORD_LENGTH_BYTES);
+    p[RECORD_LENGTH_BYTES] = ELEMENT_RECORD | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH;
+    memcpy(p + RECORD_LENGTH_BYTES + 1, &meta->timestamp, 8);
+    memcpy(p + RECORD_LENGTH_BYTES + 9, &key_hash, 8);
+    bytes_copy(p + RECORD_LENGTH_BYTES + 17, rec, x->plain_size);
+    c->pos = p + RECORD_LENGTH_BYTES + len;
 }
 
 /* Every other partitioner. */

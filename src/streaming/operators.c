@@ -1120,22 +1120,21 @@ static void
 assign_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     struct assign_impl *a = op->impl;
-    struct record_meta m;
+    struct record_meta *m = &op->ctx.meta; /* the input's, then the record's own */
 
-    record_meta_copy(&m, meta);
     before_call(op);
-    record_meta_copy(&op->ctx.meta, meta);
+    record_meta_copy(m, meta);
     if (a->timestamp_fn != NULL)
-        m.timestamp = a->timestamp_fn(&op->ctx, rec);
-    if (m.timestamp > a->max_timestamp && m.timestamp != RECORD_NO_TIMESTAMP)
-        a->max_timestamp = m.timestamp;
+        m->timestamp = a->timestamp_fn(&op->ctx, rec);
+    if (m->timestamp > a->max_timestamp && m->timestamp != RECORD_NO_TIMESTAMP)
+        a->max_timestamp = m->timestamp;
     if (unlikely(a->idle)) {
         a->idle = false;
         op->out->emit_idle(op->out, false);
     }
-    operator_emit(op, rec, &m);
+    operator_emit(op, rec, m);
     if (a->watermark_fn != NULL) {
-        int64_t wm = a->watermark_fn(&op->ctx, rec, m.timestamp);
+        int64_t wm = a->watermark_fn(&op->ctx, rec, m->timestamp);
 
         if (wm > a->emitted) {
             a->emitted = wm;

@@ -41,6 +41,7 @@ struct window_op {
      * its namespace part written with the window, its key per record. */
     uint8_t *ckey;
     size_t ckey_len;
+    bool leaf; /* fast, event time, an 8-byte key: window_acc_of */
     /* An aggregate or reduce over tumbling windows with their default
      * trigger and an accumulator kept in place: window_process_fast. */
     bool fast;
@@ -570,6 +571,7 @@ window_open(struct stream_operator *op, spate_error *err)
         w->ckey_len = 8 + klen + sizeof(spate_time_window);
         w->ckey = xcalloc(1, w->ckey_len);
         memcpy(w->ckey, &klen, 4);
+        w->leaf = w->event_time && klen == 8;
     }
     w->count = &w->backend.states[op->config->nstates + WS_COUNT];
     w->sessions = &w->backend.states[op->config->nstates + WS_SESSIONS];
@@ -777,14 +779,80 @@ window_process_general(struct stream_operator *op, const void *rec, const struct
     }
 }
 
-static void
-window_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+/* The common window's records the lookup below does not take. */
+static SPATE_NOINLINE void
+window_process_other(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     struct window_op *w = op->impl;
 
     if (likely(w->fast) && window_process_fast(op, w, rec, meta))
         return;
     window_process_general(op, rec, meta);
+}
+
+/* window_process_fast for the shape of most records, with no call before
+ * the user's function: an event-time record with its key's hash and an
+ * 8-byte key (an int64 field; the entry key is then LEAF_CKEY bytes), in
+ * the last window, whose accumulator is there and in place. NULL:
+ * window_process_other takes the record. */
+#define LEAF_CKEY (8 + 8 + sizeof(spate_time_window))
+
+static SPATE_INLINE void *
+window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
+              const struct record_meta *meta)
+{
+    const uint8_t *key = (const uint8_t *)rec + w->key.offset;
+    struct spate_state *st = w->contents;
+    struct state_map *map;
+    struct state_entry *e;
+    uint64_t hash;
+    uint8_t *v;
+
+    if (unlikely(meta->timestamp < w->last_window.start || meta->timestamp >= w->last_window.end ||
+                 !meta->has_key_hash || w->last_max <= op->current_watermark ||
+                 op->ctx.scratch.nold != 0))
+        return NULL;
+    map = keyed_state_map(&st->maps, meta->key_hash);
+    if (unlikely(map->shared))
+        return NULL;
+    memcpy(w->ckey + 4, key, 8);
+    hash = keyed_composite_hash(meta->key_hash, w->last_ns_hash);
+    e = state_map_get(map, hash, w->ckey, LEAF_CKEY);
+    if (unlikely(e == NULL || e->value_len != st->value_size ||
+                 (map->base != NULL && !state_entry_inline(e))))
+        return NULL;
+    v = state_entry_value(e);
+    if (unlikely(((uintptr_t)v & st->value_align_mask) != 0))
+        return NULL;
+    op->ctx.scratch.used = 0;
+    record_meta_copy(&op->ctx.meta, meta);
+    keyed_backend_set_key(op, (spate_bytes){ key, 8 }, meta->key_hash, &w->last_window,
+                          sizeof w->last_window);
+    op->ctx.window = w->last_window;
+    return v;
+}
+
+static SPATE_NOINLINE void
+window_reduce_in_place(struct stream_operator *op, struct window_op *w, void *acc, const void *rec)
+{
+    wcfg(op)->reduce(&op->ctx, acc, rec, w->rec);
+    bytes_copy(acc, w->rec, op->config->in_type->size);
+}
+
+static void
+window_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct window_op *w = op->impl;
+    void *acc;
+
+    if (likely(w->leaf) && (acc = window_acc_of(op, w, rec, meta)) != NULL) {
+        if (likely(wcfg(op)->function != WINDOW_FN_REDUCE))
+            wcfg(op)->agg.add(&op->ctx, rec, acc);
+        else
+            window_reduce_in_place(op, w, acc, rec);
+        return;
+    }
+    window_process_other(op, rec, meta);
 }
 
 static void
