@@ -438,6 +438,11 @@ static SPATE_NOINLINE int
 task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
 {
     struct record_reader *r = t->readers[g];
+    /* Read once: the operator's calls may change any memory. */
+    struct stream_operator *head = operator_chain_head(t->chain);
+    size_t plain = t->gate_second[g] ? 0 : t->in_plain_size;
+    uint32_t nchannels = t->valves[g].nchannels;
+    void *in_rec = t->in_rec;
     int rc, n = *processed;
 
     while (n < TASK_BATCH) {
@@ -445,8 +450,18 @@ task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
 
         rc = record_reader_next(r, &view, err);
         if (likely(rc == RECORD_READER_RECORD)) {
-            if ((rc = task_process_element(t, g, &view, err)) != 0)
+            struct element el;
+
+            /* A record of the first input's plain type, as most are. */
+            if (likely(plain != 0 && view.channel < nchannels &&
+                       element_read(view.data, view.len, &el) == 0 && el.kind == ELEMENT_RECORD &&
+                       el.body_len == plain)) {
+                t->records_in++;
+                bytes_copy(in_rec, el.body, plain);
+                operator_process(head, in_rec, &el.meta);
+            } else if ((rc = task_process_element(t, g, &view, err)) != 0) {
                 return rc;
+            }
             n++;
         } else if (rc == RECORD_READER_EVENT) {
             if (view.event_type == NET_EVENT_CHECKPOINT_BARRIER &&
