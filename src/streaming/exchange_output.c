@@ -89,8 +89,7 @@ exchange_collect_hash(struct output *self, const void *rec, const struct record_
     uint32_t len = 17 + x->plain_size;
     uint8_t *p;
 
-    if (unlikely(x->key_access.len != 8 || x->plain_size == 0 || x->kg_shift < 0 ||
-                 meta->timestamp == RECORD_NO_TIMESTAMP || x->room == NULL)) {
+    if (unlikely(!x->keyed8 || meta->timestamp == RECORD_NO_TIMESTAMP)) {
         exchange_collect_hash_general(x, rec, meta);
         return;
     }

@@ -33,6 +33,9 @@ struct exchange_output {
      * writer's, record_writer_room), where a record that fits is written
      * without a call; NULL: every record goes through ops. */
     struct rw_channel *room;
+    /* A hash exchange of plain records by an 8-byte key at a fixed place,
+     * key groups by mask, with room: exchange_collect_hash's own path. */
+    bool keyed8;
     enum ship_strategy partitioner;
     struct key_selector key;
     struct key_access key_access;
@@ -70,6 +73,8 @@ static inline void
 exchange_output_set_room(struct exchange_output *x, struct rw_channel *room)
 {
     x->room = room;
+    x->keyed8 = room != NULL && x->partitioner == SHIP_HASH && x->key_access.len == 8 &&
+                x->plain_size != 0 && x->kg_shift >= 0 && x->kg_channel != NULL;
 }
 void exchange_output_release(struct exchange_output *x);
 

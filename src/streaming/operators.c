@@ -706,14 +706,24 @@ generator_poll(struct stream_operator *op, int budget, spate_error *err)
          * looking for the next split each time. */
         base = g->round * g->g;
         limit = count != 0 ? count : UINT64_MAX;
-        for (; g->at < g->nsplits && n < budget; g->at++, n++) {
-            s = &g->splits[g->at];
-            if (s->next != base + s->split || s->next >= limit)
-                break;
-            before_call(op);
-            gen(&op->ctx, s->next, g->rec);
-            operator_emit(op, g->rec, &no_meta);
-            s->next += g->g;
+        {
+            /* In locals: the calls may change any memory, not these. */
+            struct gen_split *splits = g->splits;
+            uint32_t at = g->at, end = MIN(g->nsplits, at + (uint32_t)budget);
+            uint64_t step = g->g;
+            void *rec = g->rec;
+
+            for (; at < end; at++) {
+                s = &splits[at];
+                if (s->next != base + s->split || s->next >= limit)
+                    break;
+                before_call(op);
+                gen(&op->ctx, s->next, rec);
+                operator_emit(op, rec, &no_meta);
+                s->next += step;
+            }
+            n = (int)(at - g->at);
+            g->at = at;
         }
         g->emitted += (uint64_t)n;
         budget -= n;
