@@ -1126,6 +1126,42 @@ assign_open(struct stream_operator *op, spate_error *err)
     return 0;
 }
 
+/* An idle source's first record: it is active again. */
+static SPATE_NOINLINE void
+assign_active(struct stream_operator *op, struct assign_impl *a)
+{
+    a->idle = false;
+    op->out->emit_idle(op->out, false);
+}
+
+/* A punctuated watermark after the record. */
+static SPATE_NOINLINE void
+assign_punctuated(struct stream_operator *op, struct assign_impl *a, const void *rec, int64_t ts)
+{
+    int64_t wm = a->watermark_fn(&op->ctx, rec, ts);
+
+    if (wm > a->emitted) {
+        a->emitted = wm;
+        op->current_watermark = wm;
+        op->out->emit_watermark(op->out, wm);
+    }
+}
+
+/* Every ASSIGN_CLOCK_EVERY records: the clock read, and the periodic
+ * watermark when its interval passed. */
+static SPATE_NOINLINE void
+assign_clock(struct stream_operator *op, struct assign_impl *a)
+{
+    uint64_t now = clock_mono_ns();
+
+    a->since_clock = 0;
+    a->last_record_ns = now;
+    if (now >= op->next_processing_ns) {
+        assign_emit_periodic(op, a);
+        op->next_processing_ns = now + a->interval_ns;
+    }
+}
+
 static void
 assign_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
@@ -1138,30 +1174,13 @@ assign_process(struct stream_operator *op, const void *rec, const struct record_
         m->timestamp = a->timestamp_fn(&op->ctx, rec);
     if (m->timestamp > a->max_timestamp && m->timestamp != RECORD_NO_TIMESTAMP)
         a->max_timestamp = m->timestamp;
-    if (unlikely(a->idle)) {
-        a->idle = false;
-        op->out->emit_idle(op->out, false);
-    }
+    if (unlikely(a->idle))
+        assign_active(op, a);
     operator_emit(op, rec, m);
-    if (a->watermark_fn != NULL) {
-        int64_t wm = a->watermark_fn(&op->ctx, rec, m->timestamp);
-
-        if (wm > a->emitted) {
-            a->emitted = wm;
-            op->current_watermark = wm;
-            op->out->emit_watermark(op->out, wm);
-        }
-    } else if (++a->since_clock == ASSIGN_CLOCK_EVERY) {
-        /* Read the clock per batch, not per record. */
-        uint64_t now = clock_mono_ns();
-
-        a->since_clock = 0;
-        a->last_record_ns = now;
-        if (now >= op->next_processing_ns) {
-            assign_emit_periodic(op, a);
-            op->next_processing_ns = now + a->interval_ns;
-        }
-    }
+    if (a->watermark_fn != NULL)
+        assign_punctuated(op, a, rec, m->timestamp);
+    else if (unlikely(++a->since_clock == ASSIGN_CLOCK_EVERY))
+        assign_clock(op, a); /* the clock per batch, not per record */
 }
 
 static void
