@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/bytes.h"
 #include "core/util.h"
@@ -165,6 +166,38 @@ state_map_get(struct state_map *m, uint64_t hash, const void *key, size_t key_le
             return &m->slots[i];
     }
 }
+/* state_map_get of an entry whose key (key_len bytes) and value
+ * (value_len bytes) are both in its slot (key_len + value_len at most
+ * STATE_INLINE_BYTES): both lengths compared at once, the key where it
+ * is, the value at u.bytes + key_len. NULL: absent, or of another shape. */
+static SPATE_INLINE struct state_entry *
+state_map_get_inline(struct state_map *m, uint64_t hash, const void *key, uint32_t key_len,
+                     uint32_t value_len)
+{
+    const uint8_t *tags;
+    uint8_t tag = state_map_tag(hash);
+    uint32_t len2[2] = { key_len + 1, value_len }; /* as the slot keeps them */
+    uint64_t lens;
+
+    memcpy(&lens, len2, 8);
+    _Static_assert(offsetof(struct state_entry, value_len) ==
+                       offsetof(struct state_entry, key_len1) + 4,
+                   "the lengths are one word, key_len1 first");
+    if (m->slots == NULL)
+        return NULL;
+    tags = state_map_tags(m->slots, m->mask);
+    for (size_t i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
+        struct state_entry *e = &m->slots[i];
+
+        if (tags[i] == 0)
+            return NULL;
+        if (tags[i] == tag && e->hash == hash &&
+            bytes_load64((const uint8_t *)&e->key_len1) == lens &&
+            bytes_equal(e->u.bytes, key, key_len))
+            return e;
+    }
+}
+
 /* The same, for changing its value bytes in place (copies a shared table
  * and a shared block). */
 struct state_entry *state_map_get_mut(struct state_map *m, uint64_t hash, const void *key,

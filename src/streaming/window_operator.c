@@ -18,6 +18,9 @@
 #include "streaming/types.h"
 #include "streaming/window_operator.h"
 
+/* The entry key of an 8-byte key in a time window: window_acc_of's. */
+#define LEAF_CKEY (8 + 8 + sizeof(spate_time_window))
+
 /* Internal states, after the operator's declared ones. */
 enum { WS_CONTENTS, WS_COUNT, WS_SESSIONS, WS_COUNT_OF };
 
@@ -571,7 +574,9 @@ window_open(struct stream_operator *op, spate_error *err)
         w->ckey_len = 8 + klen + sizeof(spate_time_window);
         w->ckey = xcalloc(1, w->ckey_len);
         memcpy(w->ckey, &klen, 4);
-        w->leaf = w->event_time && klen == 8;
+        w->leaf = w->event_time && klen == 8 &&
+                  LEAF_CKEY + w->contents->value_size <= STATE_INLINE_BYTES &&
+                  w->contents->value_align_mask < 16;
     }
     w->count = &w->backend.states[op->config->nstates + WS_COUNT];
     w->sessions = &w->backend.states[op->config->nstates + WS_SESSIONS];
@@ -795,7 +800,6 @@ window_process_other(struct stream_operator *op, const void *rec, const struct r
  * 8-byte key (an int64 field; the entry key is then LEAF_CKEY bytes), in
  * the last window, whose accumulator is there and in place. NULL:
  * window_process_other takes the record. */
-#define LEAF_CKEY (8 + 8 + sizeof(spate_time_window))
 
 static SPATE_INLINE void *
 window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
@@ -817,13 +821,12 @@ window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
         return NULL;
     memcpy(w->ckey + 4, key, 8);
     hash = keyed_composite_hash(meta->key_hash, w->last_ns_hash);
-    e = state_map_get(map, hash, w->ckey, LEAF_CKEY);
-    if (unlikely(e == NULL || e->value_len != st->value_size ||
-                 (map->base != NULL && !state_entry_inline(e))))
+    /* In the slot, past the key: 48 bytes into a 64-byte aligned slot, so
+     * aligned for the value (w->leaf). A snapshot's base never holds it. */
+    e = state_map_get_inline(map, hash, w->ckey, LEAF_CKEY, st->value_size);
+    if (unlikely(e == NULL))
         return NULL;
-    v = state_entry_value(e);
-    if (unlikely(((uintptr_t)v & st->value_align_mask) != 0))
-        return NULL;
+    v = e->u.bytes + LEAF_CKEY;
     op->ctx.scratch.used = 0;
     record_meta_copy(&op->ctx.meta, meta);
     keyed_backend_set_key(op, (spate_bytes){ key, 8 }, meta->key_hash, &w->last_window,
