@@ -32,6 +32,36 @@ Test(state_map, put_get_replace_remove)
     state_map_release(&m);
 }
 
+/* state_map_get_inline finds exactly the entries of its shape: the key,
+ * and a value of that length, both in the slot. */
+Test(state_map, get_inline_finds_the_entries_of_its_shape)
+{
+    struct state_map m;
+    uint8_t key[32], other[32];
+    struct state_entry *e;
+
+    state_map_init(&m);
+    memset(key, 7, sizeof key);
+    memcpy(other, key, sizeof other);
+    other[31] = 8;
+    cr_assert_null(state_map_get_inline(&m, 5, key, 32, 16));
+    state_map_put(&m, 5, key, 32, "0123456789abcdef", 16);
+    state_map_put(&m, 5, other, 32, "fedcba9876543210", 16); /* same hash */
+    e = state_map_get_inline(&m, 5, key, 32, 16);
+    cr_assert_eq(e, state_map_get(&m, 5, key, 32));
+    cr_assert_eq(memcmp(e->u.bytes + 32, "0123456789abcdef", 16), 0);
+    e = state_map_get_inline(&m, 5, other, 32, 16);
+    cr_assert_eq(memcmp(e->u.bytes + 32, "fedcba9876543210", 16), 0);
+    /* Another value length, another key length, another hash: none. */
+    cr_assert_null(state_map_get_inline(&m, 5, key, 32, 8));
+    cr_assert_null(state_map_get_inline(&m, 5, key, 31, 16));
+    cr_assert_null(state_map_get_inline(&m, 6, key, 32, 16));
+    state_map_put(&m, 5, key, 32, "01234567", 8);
+    cr_assert_null(state_map_get_inline(&m, 5, key, 32, 16));
+    cr_assert_not_null(state_map_get_inline(&m, 5, key, 32, 8));
+    state_map_release(&m);
+}
+
 static int
 count_entries(struct state_entry *e, void *data)
 {
