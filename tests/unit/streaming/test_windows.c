@@ -715,6 +715,7 @@ Test(windows, a_snapshot_between_records_keeps_the_accumulator_of_its_moment)
     cr_assert_str_eq(got.v[0], "3 0 7 721 ts=199");
     keyed_backend_snapshot_release(&snap[0]);
     keyed_backend_snapshot_release(&snap[1]);
+    lines_free(&got);
     operator_chain_free(chain);
     job_graph_free(jg);
     accumulators_release(&acc);
