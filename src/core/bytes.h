@@ -48,6 +48,15 @@ bytes_load64(const uint8_t *p)
     return v;
 }
 
+static inline uint32_t
+bytes_load32(const uint8_t *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, 4);
+    return v;
+}
+
 /* memcmp(a, b, n) == 0: up to 32 bytes as overlapping words, without a
  * branch per word; the library beyond. */
 static inline bool

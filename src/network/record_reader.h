@@ -108,4 +108,34 @@ record_reader_next(struct record_reader *r, struct record_view *out, spate_error
     return record_reader_next_slow(r, out, err);
 }
 
+/* The unread bytes [*pos, *end) of the current channel's buffer, for a
+ * caller that reads whole records there itself (each a u32 length and its
+ * bytes), while no record spans buffers and no event is held; *channel is
+ * the channel. false: read through record_reader_next. Hand back where the
+ * caller stopped, and how many records it read, with record_reader_consumed. */
+static inline bool
+record_reader_span(struct record_reader *r, const uint8_t **pos, const uint8_t **end,
+                   uint32_t *channel)
+{
+    const struct record_deserializer *d;
+
+    if (!r->has_current || r->event != NULL)
+        return false;
+    d = &r->ds[r->current];
+    if (d->spilling || d->pos == NULL)
+        return false;
+    *pos = d->pos;
+    *end = d->end;
+    *channel = r->current;
+    return true;
+}
+
+static inline void
+record_reader_consumed(struct record_reader *r, const uint8_t *pos, uint64_t records)
+{
+    r->ds[r->current].pos = pos;
+    if (r->counts_records && records != 0)
+        metric_counter_add(&r->metrics->num_records_in, records);
+}
+
 #endif

@@ -68,6 +68,11 @@ struct element {
     int idle;
 };
 
+/* A keyed record with its time, the shape of most: this tag, then the
+ * timestamp and the key hash, ELEMENT_KEYED_HEADER bytes before the record. */
+#define ELEMENT_KEYED_TAG    (ELEMENT_RECORD | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH)
+#define ELEMENT_KEYED_HEADER 17
+
 int element_read_other(const uint8_t *bytes, size_t len, struct element *e);
 
 /* Parses one element; -1 when malformed. Records inline (once per record
