@@ -99,7 +99,7 @@ class ClusterTestCase(SpateTestCase):
         self.assertEqual(status, 200, body)
         return body
 
-    def wait_overview(self, taskmanagers, slots=None, available=None, timeout=30.0):
+    def wait_overview(self, taskmanagers, slots=None, available=None, timeout=60.0):
         def ok():
             try:
                 o = self.overview()
