@@ -76,20 +76,23 @@ exchange_collect_hash_general(struct exchange_output *x, const void *rec,
     write_element(x, x->kg_channel[kg], rec, &m);
 }
 
-/* The shape of most, with no call: a plain record with its time and an
- * 8-byte key at a fixed place, into the room of its channel's buffer in
- * element_write_record_header's form; the rest by the general path. */
+/* The shape of most, with no call: a plain record with an 8-byte key at a
+ * fixed place, into the room of its channel's buffer in
+ * element_write_record_header's form (its timestamp, when it has one, and
+ * the key's hash); the rest by the general path. */
 static void
 exchange_collect_hash(struct output *self, const void *rec, const struct record_meta *meta)
 {
     struct exchange_output *x = (struct exchange_output *)self;
     const uint8_t *key = (const uint8_t *)rec + x->key_access.offset;
+    bool timed = meta->timestamp != RECORD_NO_TIMESTAMP;
+    uint32_t hdr = timed ? ELEMENT_KEYED_TS_HEADER : ELEMENT_KEYED_HEADER;
+    uint32_t len = hdr + x->plain_size;
     uint64_t key_hash;
     struct rw_channel *c;
-    uint32_t len = 17 + x->plain_size;
     uint8_t *p;
 
-    if (unlikely(!x->keyed8 || meta->timestamp == RECORD_NO_TIMESTAMP)) {
+    if (unlikely(!x->keyed8)) {
         exchange_collect_hash_general(x, rec, meta);
         return;
     }
@@ -103,10 +106,11 @@ exchange_collect_hash(struct output *self, const void *rec, const struct record_
         metric_counter_add(x->records_out, 1);
     p = c->pos;
     memcpy(p, &len, RECORD_LENGTH_BYTES);
-    p[RECORD_LENGTH_BYTES] = ELEMENT_RECORD | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH;
-    memcpy(p + RECORD_LENGTH_BYTES + 1, &meta->timestamp, 8);
-    memcpy(p + RECORD_LENGTH_BYTES + 9, &key_hash, 8);
-    bytes_copy(p + RECORD_LENGTH_BYTES + 17, rec, x->plain_size);
+    p[RECORD_LENGTH_BYTES] = timed ? ELEMENT_KEYED_TS_TAG : ELEMENT_KEYED_TAG;
+    if (timed)
+        memcpy(p + RECORD_LENGTH_BYTES + 1, &meta->timestamp, 8);
+    memcpy(p + RECORD_LENGTH_BYTES + hdr - 8, &key_hash, 8);
+    bytes_copy(p + RECORD_LENGTH_BYTES + hdr, rec, x->plain_size);
     c->pos = p + RECORD_LENGTH_BYTES + len;
 }
 

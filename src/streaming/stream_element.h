@@ -68,10 +68,12 @@ struct element {
     int idle;
 };
 
-/* A keyed record with its time, the shape of most: this tag, then the
- * timestamp and the key hash, ELEMENT_KEYED_HEADER bytes before the record. */
-#define ELEMENT_KEYED_TAG    (ELEMENT_RECORD | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH)
-#define ELEMENT_KEYED_HEADER 17
+/* The shapes of most records after a keyBy: the tag, the timestamp (when
+ * the record has one) and the key hash, then the record's bytes. */
+#define ELEMENT_KEYED_TS_TAG    (ELEMENT_RECORD | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH)
+#define ELEMENT_KEYED_TS_HEADER 17
+#define ELEMENT_KEYED_TAG       (ELEMENT_RECORD | ELEMENT_HAS_KEY_HASH)
+#define ELEMENT_KEYED_HEADER    9
 
 int element_read_other(const uint8_t *bytes, size_t len, struct element *e);
 

@@ -431,6 +431,35 @@ task_process_element(struct stream_task *t, int g, const struct record_view *vie
     return 0;
 }
 
+/* The keyed records of one shape (tag, header bytes: with their time or
+ * without) from *pos on, each a u32 length and the element, up to max of
+ * them, handed to head one by one; *pos ends past the last. */
+static SPATE_INLINE int
+task_run_keyed(struct stream_operator *head, void *in_rec, size_t plain, const uint8_t **posp,
+               const uint8_t *end, int max, uint8_t tag, uint32_t hdr)
+{
+    struct record_meta meta = { .timestamp = RECORD_NO_TIMESTAMP, .has_key_hash = true };
+    uint32_t len = (uint32_t)(hdr + plain);
+    const uint8_t *pos = *posp;
+    int k = 0;
+
+    while (k < max && (size_t)(end - pos) >= RECORD_LENGTH_BYTES + len &&
+           bytes_load32(pos) == len && pos[RECORD_LENGTH_BYTES] == tag) {
+        const uint8_t *el = pos + RECORD_LENGTH_BYTES;
+
+        if (hdr == ELEMENT_KEYED_TS_HEADER)
+            memcpy(&meta.timestamp, el + 1, 8);
+        memcpy(&meta.key_hash, el + hdr - 8, 8);
+        bytes_copy(in_rec, el + hdr, plain);
+        pos = el + len;
+        __builtin_prefetch(pos + 1024, 0, 0); /* as record_reader_next */
+        k++;
+        operator_process(head, in_rec, &meta);
+    }
+    *posp = pos;
+    return k;
+}
+
 /* Reads gate g until it has nothing now, has ended, or *processed reaches
  * TASK_BATCH: the per-record loop, a function of its own so that what it
  * reads stays in registers. */
@@ -451,23 +480,20 @@ task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
         uint32_t channel;
 
         if (plain != 0 && record_reader_span(r, &pos, &end, &channel) && channel < nchannels) {
-            /* Keyed records with their time (the shape of most) read where
-             * they are, in the current buffer, until anything else. */
-            uint32_t len = (uint32_t)(ELEMENT_KEYED_HEADER + plain);
-            struct record_meta meta = { .has_key_hash = true };
+            /* Keyed records (the shape of most), with their time or
+             * without, read where they are in the current buffer, until
+             * anything else. */
             int k = 0;
 
-            while (n + k < TASK_BATCH && (size_t)(end - pos) >= RECORD_LENGTH_BYTES + len &&
-                   bytes_load32(pos) == len && pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TAG) {
-                const uint8_t *el = pos + RECORD_LENGTH_BYTES;
+            if ((size_t)(end - pos) > RECORD_LENGTH_BYTES) {
+                int max = TASK_BATCH - n;
 
-                memcpy(&meta.timestamp, el + 1, 8);
-                memcpy(&meta.key_hash, el + 9, 8);
-                bytes_copy(in_rec, el + ELEMENT_KEYED_HEADER, plain);
-                pos = el + len;
-                __builtin_prefetch(pos + 1024, 0, 0); /* as record_reader_next */
-                k++;
-                operator_process(head, in_rec, &meta);
+                if (pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TS_TAG)
+                    k = task_run_keyed(head, in_rec, plain, &pos, end, max, ELEMENT_KEYED_TS_TAG,
+                                       ELEMENT_KEYED_TS_HEADER);
+                else if (pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TAG)
+                    k = task_run_keyed(head, in_rec, plain, &pos, end, max, ELEMENT_KEYED_TAG,
+                                       ELEMENT_KEYED_HEADER);
             }
             record_reader_consumed(r, pos, (uint64_t)k);
             t->records_in += (uint64_t)k;
