@@ -503,18 +503,8 @@ task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
         }
         rc = record_reader_next(r, &view, err);
         if (likely(rc == RECORD_READER_RECORD)) {
-            struct element el;
-
-            /* A record of the first input's plain type, as most are. */
-            if (likely(plain != 0 && view.channel < nchannels &&
-                       element_read(view.data, view.len, &el) == 0 && el.kind == ELEMENT_RECORD &&
-                       el.body_len == plain)) {
-                t->records_in++;
-                bytes_copy(in_rec, el.body, plain);
-                operator_process(head, in_rec, &el.meta);
-            } else if ((rc = task_process_element(t, g, &view, err)) != 0) {
+            if ((rc = task_process_element(t, g, &view, err)) != 0)
                 return rc;
-            }
             n++;
         } else if (rc == RECORD_READER_EVENT) {
             if (view.event_type == NET_EVENT_CHECKPOINT_BARRIER &&
