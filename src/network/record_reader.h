@@ -76,6 +76,14 @@ struct record_reader *record_reader_new(struct input_gate *g, struct task_io_met
 void record_reader_free(struct record_reader *r);
 int record_reader_next_slow(struct record_reader *r, struct record_view *out, spate_error *err);
 
+/* The input past pos, fetched ahead with a non-temporal hint: it is read
+ * once, past the L2, which keeps the task's state. Once per record read. */
+static inline void
+record_reader_read_ahead(const uint8_t *pos)
+{
+    __builtin_prefetch(pos + 1024, 0, 0);
+}
+
 /* Non-blocking; one of RECORD_READER_*, or a negative error (a failed channel,
  * a corrupt stream). End-of-partition events are not returned: a channel's
  * end shows as RECORD_READER_END once all channels have ended. A record
@@ -91,9 +99,7 @@ record_reader_next(struct record_reader *r, struct record_view *out, spate_error
         if (likely(!d->spilling && avail >= RECORD_LENGTH_BYTES)) {
             memcpy(&l, d->pos, RECORD_LENGTH_BYTES);
             if (likely(l <= avail - RECORD_LENGTH_BYTES)) {
-                /* The input is read once: fetched ahead past the L2, which
-                 * keeps the task's state. */
-                __builtin_prefetch(d->pos + 1024, 0, 0);
+                record_reader_read_ahead(d->pos);
                 out->data = d->pos + RECORD_LENGTH_BYTES;
                 out->len = l;
                 out->channel = r->current;

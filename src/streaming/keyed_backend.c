@@ -40,8 +40,6 @@ composite_prefix_len(const spate_ctx *ctx)
     return 4 + ctx->key.len + 4 + ctx->ns_len;
 }
 
-#define composite_prefix keyed_composite_prefix
-
 uint64_t
 keyed_ns_hash_slow(struct keyed_backend *b, const void *ns, size_t len)
 {
@@ -122,7 +120,7 @@ state_entry_for(struct spate_state *st, const void *map_key, size_t map_key_len,
     struct state_map *map = keyed_state_map(&st->maps, ctx->key_hash);
     struct state_entry *e;
 
-    composite_prefix(ctx, key);
+    keyed_composite_prefix(ctx, key);
     if (map_key_len)
         memcpy(key + plen, map_key, map_key_len);
     *key_len = plen + map_key_len;
@@ -144,7 +142,7 @@ keyed_entry(struct spate_state *st, uint64_t *hash, size_t *key_len, struct stat
 
     if (unlikely(!st->fast))
         return state_entry_for(st, NULL, 0, hash, key_len, mapp);
-    *key_len = composite_prefix(ctx, backend_buf(b, composite_prefix_len(ctx)));
+    *key_len = keyed_composite_prefix(ctx, backend_buf(b, composite_prefix_len(ctx)));
     *hash = composite_hash(b, ctx, NULL, 0);
     *mapp = keyed_state_map(&st->maps, ctx->key_hash);
     return state_map_get(*mapp, *hash, b->buf, *key_len);
@@ -722,7 +720,7 @@ spate_map_next(spate_iter *it, void *key, void *value)
     size_t plen = composite_prefix_len(ctx);
     uint8_t *prefix = backend_buf(st->backend, plen);
 
-    composite_prefix(ctx, prefix);
+    keyed_composite_prefix(ctx, prefix);
     while (map->slots != NULL && it->slot <= map->mask) {
         struct state_entry *e = &map->slots[it->slot++];
         const uint8_t *payload;

@@ -88,15 +88,14 @@ element_read(const uint8_t *bytes, size_t len, struct element *e)
     if (len < 1)
         return -1;
     tag = bytes[0];
-    if (likely(tag == (ELEMENT_RECORD | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH) &&
-               len >= 17)) {
+    if (likely(tag == ELEMENT_KEYED_TS_TAG && len >= ELEMENT_KEYED_TS_HEADER)) {
         /* A keyed record with its time: the shape of most. */
         e->kind = ELEMENT_RECORD;
         memcpy(&e->meta.timestamp, bytes + 1, 8);
         memcpy(&e->meta.key_hash, bytes + 9, 8);
         e->meta.has_key_hash = true;
-        e->body = bytes + 17;
-        e->body_len = len - 17;
+        e->body = bytes + ELEMENT_KEYED_TS_HEADER;
+        e->body_len = len - ELEMENT_KEYED_TS_HEADER;
         return 0;
     }
     if ((tag & ELEMENT_KIND_MASK) != ELEMENT_RECORD)

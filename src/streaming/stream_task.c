@@ -452,7 +452,7 @@ task_run_keyed(struct stream_operator *head, void *in_rec, size_t plain, const u
         memcpy(&meta.key_hash, el + hdr - 8, 8);
         bytes_copy(in_rec, el + hdr, plain);
         pos = el + len;
-        __builtin_prefetch(pos + 1024, 0, 0); /* as record_reader_next */
+        record_reader_read_ahead(pos);
         k++;
         operator_process(head, in_rec, &meta);
     }

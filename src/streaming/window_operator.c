@@ -649,6 +649,14 @@ tumbling_window_of(struct stream_operator *op, struct window_op *w, int64_t ts)
     }
 }
 
+/* A reduce function's result replaces the value where it is stored. */
+static SPATE_NOINLINE void
+window_reduce_in_place(struct stream_operator *op, struct window_op *w, void *acc, const void *rec)
+{
+    wcfg(op)->reduce(&op->ctx, acc, rec, w->rec);
+    bytes_copy(acc, w->rec, op->config->in_type->size);
+}
+
 /* The per-record path of the common window (an aggregate or reduce
  * function over tumbling windows with their default trigger): the record
  * goes into its window's accumulator where keyed state keeps it. false:
@@ -687,12 +695,10 @@ window_process_fast(struct stream_operator *op, struct window_op *w, const void 
     }
     if (acc == NULL)
         return false;
-    if (c->function == WINDOW_FN_REDUCE) {
-        c->reduce(&op->ctx, acc, rec, w->rec);
-        bytes_copy(acc, w->rec, op->config->in_type->size);
-    } else {
+    if (c->function == WINDOW_FN_REDUCE)
+        window_reduce_in_place(op, w, acc, rec);
+    else
         c->agg.add(&op->ctx, rec, acc);
-    }
     return true;
 }
 
@@ -800,7 +806,6 @@ window_process_other(struct stream_operator *op, const void *rec, const struct r
  * 8-byte key (an int64 field; the entry key is then LEAF_CKEY bytes), in
  * the last window, whose accumulator is there and in place. NULL:
  * window_process_other takes the record. */
-
 static SPATE_INLINE void *
 window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
               const struct record_meta *meta)
@@ -833,13 +838,6 @@ window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
                           sizeof w->last_window);
     op->ctx.window = w->last_window;
     return v;
-}
-
-static SPATE_NOINLINE void
-window_reduce_in_place(struct stream_operator *op, struct window_op *w, void *acc, const void *rec)
-{
-    wcfg(op)->reduce(&op->ctx, acc, rec, w->rec);
-    bytes_copy(acc, w->rec, op->config->in_type->size);
 }
 
 static void

@@ -367,6 +367,24 @@ assert_every_window_once(struct wsink *s)
     free(expect.r);
 }
 
+/* Waits until s holds at least n windows (the test's timeout bounds it). */
+static void
+wait_windows(struct wsink *s, size_t n)
+{
+    struct timespec tick = { 0, 1000000 };
+
+    for (;;) {
+        size_t have;
+
+        pthread_mutex_lock(&s->lock);
+        have = s->n;
+        pthread_mutex_unlock(&s->lock);
+        if (have >= n)
+            return;
+        nanosleep(&tick, NULL);
+    }
+}
+
 /* Runs the window job with `checkpoints` checkpoints taken while it runs,
  * stops it with a savepoint (no drain) and resumes from that: the windows
  * of both runs together are every window once, as of one run. */
@@ -380,17 +398,19 @@ stop_and_resume(bool aggregate, int checkpoints)
     struct local_job a = { .checkpointing = true }, b = { .checkpointing = true };
     spate_error err = { 0 };
     char *dir = temp_dir();
-    struct timespec pause = { 0, 500000000 / (checkpoints + 1) };
     int64_t id = 1;
 
+    /* Each checkpoint, and the stop, once more windows fired (13 keys: a
+     * round of 50 ms windows), so that accumulators changed between them;
+     * the run holds 40 rounds. */
     local_start(&a, env1);
     for (; id <= checkpoints; id++) {
-        nanosleep(&pause, NULL);
+        wait_windows(&first, 13 * (size_t)id);
         cr_assert(local_checkpoint(&a, id, dir), "checkpoint %lld was not acknowledged",
                   (long long)id);
         local_notify_complete(&a, id);
     }
-    nanosleep(&pause, NULL);
+    wait_windows(&first, 13 * (size_t)id);
     cr_assert(local_savepoint(&a, id, dir, CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE, false),
               "the stop's savepoint was not acknowledged by every task");
     local_notify_complete(&a, id);
