@@ -226,7 +226,7 @@ spate_job_main(spate_env *env, int argc, char **argv)
         if (strcmp(argv[i], "--count") == 0)
             count = strtoull(argv[i + 1], NULL, 10);
     s = spate_source_generator(env, ysb ? gen_ysb : gen_window, et, count, 0);
-    s = spate_assign_timestamps_and_watermarks(spate_name(s, "Events"), &ws);
+    s = spate_source_with_watermarks(spate_name(s, "Events"), &ws);
     if (ysb) {
         s = spate_name(spate_filter(s, is_view), "Views");
         s = spate_open_close(spate_name(spate_map(s, to_campaign, et), "Campaign"), ysb_open,

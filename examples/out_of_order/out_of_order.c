@@ -124,7 +124,7 @@ spate_job_main(spate_env *env, int argc, char **argv)
         if (strcmp(argv[i], "--readings") == 0)
             readings = strtoull(argv[i + 1], NULL, 10);
     s = spate_source_generator(env, make_reading, reading, readings, 0);
-    s = spate_assign_timestamps_and_watermarks(s, &ws);
+    s = spate_source_with_watermarks(s, &ws);
     w = spate_window(spate_key_by_field(s, 0), spate_tumbling_event_time(1000));
     spate_allowed_lateness(w, 1000);
     spate_late_data_side_output(w, "late");

@@ -77,7 +77,7 @@ spate_job_main(spate_env *env, int argc, char **argv)
         if (strcmp(argv[i], "--gap-ms") == 0)
             gap = atoll(argv[i + 1]);
     s = spate_source_generator(env, make_click, click, sizeof times / sizeof times[0], 0);
-    s = spate_assign_timestamps_and_watermarks(spate_set_parallelism(s, 1), &ws);
+    s = spate_source_with_watermarks(spate_set_parallelism(s, 1), &ws);
     s = spate_window(spate_key_by_field(s, 0), spate_session_event_time(gap));
     s = spate_window_process(s, summarize, session);
     spate_sink_print(s);

@@ -187,8 +187,16 @@ spate_watermarks_monotonous(spate_timestamp_fn timestamp)
     return spate_watermarks_bounded(timestamp, 0);
 }
 
+/* An operator that stamps the records of in and makes its watermarks from
+ * them, per subtask (Flink's assignTimestampsAndWatermarks). */
 SPATE_API spate_stream *
 spate_assign_timestamps_and_watermarks(spate_stream *in, const spate_watermark_strategy *strategy);
+/* The source stamps its records and makes the watermarks itself, as it
+ * emits them, per subtask (Flink's fromSource with a WatermarkStrategy): no
+ * operator between, the cheaper way when the timestamp is in the record
+ * from the start. source must be a source; returns it. */
+SPATE_API spate_stream *spate_source_with_watermarks(spate_stream *source,
+                                                     const spate_watermark_strategy *strategy);
 
 /* ---- transformations ---------------------------------------------------- */
 

@@ -15,6 +15,7 @@ typedef Jobgraph__KeySelector PbKey;
 typedef Jobgraph__OperatorConfig PbOp;
 typedef Jobgraph__StateDecl PbState;
 typedef Jobgraph__WindowConfig PbWindow;
+typedef Jobgraph__WatermarkStrategy PbWatermarks;
 typedef Jobgraph__JobEdge PbEdge;
 typedef Jobgraph__JobVertex PbVertex;
 typedef Jobgraph__JobGraph PbGraph;
@@ -161,9 +162,19 @@ enc_operator(struct enc *e, const struct jg_operator *op)
     p->fn3 = enc_fn(e, n->fn3, what);
     p->in_type2 = enc_type(e, n->in_type2);
     p->key2 = enc_key(e, &n->key2);
-    p->bound_ms = n->bound_ms;
-    p->idleness_ms = n->idleness_ms;
-    p->interval_ms = n->interval_ms;
+    if (n->wm.set) {
+        PbWatermarks *w = enc_alloc(e, sizeof *w);
+
+        jobgraph__watermark_strategy__init(w);
+        snprintf(what, sizeof what, "the timestamp assigner of '%s'", op->name);
+        w->timestamp = enc_fn(e, (const void *)n->wm.timestamp, what);
+        snprintf(what, sizeof what, "the watermark function of '%s'", op->name);
+        w->watermark = enc_fn(e, (const void *)n->wm.watermark, what);
+        w->bound_ms = n->wm.bound_ms;
+        w->idleness_ms = n->wm.idleness_ms;
+        w->interval_ms = n->wm.interval_ms;
+        p->watermarks = w;
+    }
     snprintf(what, sizeof what, "the open function of '%s'", op->name);
     p->open = enc_fn(e, (const void *)n->open, what);
     snprintf(what, sizeof what, "the close function of '%s'", op->name);
@@ -361,6 +372,32 @@ dec_fn(struct dec *d, const PbFnRef *r, void **fn)
     ref.offset = r->offset;
     snprintf(ref.symbol, sizeof ref.symbol, "%s", r->symbol ? r->symbol : "");
     return user_code_resolve(d->lib, &ref, fn, d->err);
+}
+
+/* A timestamps/watermarks operator's strategy (it must have one), or a
+ * source's (it may). */
+static int
+dec_watermarks(struct dec *d, const PbWatermarks *w, struct spate_stream *n)
+{
+    int rc;
+
+    if (w == NULL) {
+        if (n->kind == OP_ASSIGN_TIMESTAMPS)
+            return bad(d, "a timestamps/watermarks operator without its strategy");
+        return 0;
+    }
+    if (n->kind != OP_ASSIGN_TIMESTAMPS && !stream_node_is_source(n))
+        return bad(d, "a watermark strategy on an operator that is no source");
+    if (w->bound_ms < 0 || w->idleness_ms < 0 || w->interval_ms <= 0)
+        return bad(d, "negative event-time settings, or no watermark interval");
+    if ((rc = dec_fn(d, w->timestamp, (void **)&n->wm.timestamp)) != 0 ||
+        (rc = dec_fn(d, w->watermark, (void **)&n->wm.watermark)) != 0)
+        return rc;
+    n->wm.set = true;
+    n->wm.bound_ms = w->bound_ms;
+    n->wm.idleness_ms = w->idleness_ms;
+    n->wm.interval_ms = w->interval_ms;
+    return 0;
 }
 
 static struct spate_type *
@@ -635,11 +672,8 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
     if ((n->kind == OP_SOURCE_SOCKET && n->host == NULL) ||
         ((n->kind == OP_SOURCE_FILE || n->kind == OP_SINK_FILE) && n->path == NULL))
         return bad(d, "source or sink without its address");
-    if (p->bound_ms < 0 || p->idleness_ms < 0 || p->interval_ms < 0)
-        return bad(d, "negative event-time settings");
-    n->bound_ms = p->bound_ms;
-    n->idleness_ms = p->idleness_ms;
-    n->interval_ms = p->interval_ms;
+    if ((rc = dec_watermarks(d, p->watermarks, n)) != 0)
+        return rc;
     n->count = p->count;
     n->rate = p->rate;
     if (p->records.len) {

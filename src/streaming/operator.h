@@ -63,6 +63,7 @@ struct accumulators;
 struct byte_buf;
 struct keyed_backend;
 struct stream_operator;
+struct watermark_generator;
 
 /* The context user functions get (spate.h's spate_ctx): the operator's
  * settings and the current record's. */
@@ -169,6 +170,10 @@ struct stream_operator {
     bool opened;
     /* Event time as this operator has seen it. */
     int64_t current_watermark;
+    /* The watermark strategy at work on this operator's output (a
+     * timestamps/watermarks operator, or a source that carries its own), or
+     * NULL; it owns next_processing_ns (its ticks). */
+    struct watermark_generator *watermarks;
     /* When on_processing_time wants to run (CLOCK_MONOTONIC ns; 0: never). */
     uint64_t next_processing_ns;
     /* Records in and out on the main output (Flink's numRecordsIn and
@@ -219,6 +224,9 @@ extern const struct operator_vtable file_sink_exactly_once_vtable;
 
 /* Advances op's event time: its process_watermark, or passes it on. */
 void operator_process_watermark(struct stream_operator *op, int64_t watermark);
+/* op->next_processing_ns passed: its watermark generator's tick, or its
+ * on_processing_time. */
+void operator_on_processing_time(struct stream_operator *op, uint64_t now_ns);
 
 void scratch_reset(struct scratch *s);
 void scratch_release(struct scratch *s);

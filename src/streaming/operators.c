@@ -19,9 +19,21 @@
 #include "streaming/keys.h"
 #include "streaming/operator.h"
 #include "streaming/types.h"
+#include "streaming/watermark_generator.h"
 #include "streaming/window_operator.h"
 
 static const struct record_meta no_meta = { RECORD_NO_TIMESTAMP, 0, false };
+
+/* Emits a source's record, stamped when the source carries its own
+ * watermark strategy. */
+static inline void
+source_emit(struct stream_operator *op, const void *rec)
+{
+    if (op->watermarks != NULL)
+        source_emit_stamped(op, op->watermarks, rec);
+    else
+        operator_emit(op, rec, &no_meta);
+}
 
 /* Calls a user function's prologue: the scratch memory of the previous call
  * is free again. */
@@ -543,7 +555,7 @@ collection_poll(struct stream_operator *op, int budget, spate_error *err)
                 spate_error_set(err, SPATE_EPROTO, "corrupt collection source record");
                 return SOURCE_END;
             }
-            operator_emit(op, c->rec, &no_meta);
+            source_emit(op, c->rec);
         }
         c->at += 4 + len;
     }
@@ -613,6 +625,10 @@ struct generator_impl {
     double rate; /* per second, this subtask's share; 0: unlimited */
     void *rec;
     bool restored; /* splits came from a checkpoint: start over from them */
+    /* Every split's next index is round * G + split (a fresh start): a
+     * round is the splits in order, with no search. A restore, and the end
+     * of a bounded source, leave it to the general path. */
+    bool aligned;
 };
 
 static int
@@ -633,6 +649,7 @@ generator_open(struct stream_operator *op, spate_error *err)
     g->rate = op->config->rate * (double)g->nsplits / (double)g->g;
     g->start_ns = clock_mono_ns();
     g->rec = out_storage(op->config->out_type);
+    g->aligned = true;
     op->impl = g;
     return 0;
 }
@@ -669,6 +686,40 @@ generator_next(struct generator_impl *g, uint64_t count, struct gen_split **out)
     }
 }
 
+/* Aligned splits: up to budget records of the round, the splits from at on
+ * in order; the number emitted. */
+static int
+generator_run_aligned(struct stream_operator *op, struct generator_impl *g, spate_generator_fn gen,
+                      uint64_t limit, int budget)
+{
+    /* In locals: the calls may change any memory, not these. */
+    struct gen_split *splits = g->splits;
+    uint32_t at = g->at, end = MIN(g->nsplits, at + (uint32_t)budget);
+    uint64_t base = g->round * g->g, step = g->g;
+    void *rec = g->rec;
+    int n;
+
+    for (; at < end; at++) {
+        uint64_t j = base + splits[at].split;
+
+        if (unlikely(j >= limit)) {
+            g->aligned = false; /* the last round: the general path ends it */
+            break;
+        }
+        before_call(op);
+        gen(&op->ctx, j, rec);
+        source_emit(op, rec);
+        splits[at].next = j + step;
+    }
+    n = (int)(at - g->at);
+    g->at = at;
+    if (at == g->nsplits) {
+        g->at = 0;
+        g->round++;
+    }
+    return n;
+}
+
 static enum source_status
 generator_poll(struct stream_operator *op, int budget, spate_error *err)
 {
@@ -696,16 +747,21 @@ generator_poll(struct stream_operator *op, int budget, spate_error *err)
             budget = (int)(allowed - (double)g->emitted) + 1;
     }
     while (budget > 0) {
-        uint64_t base, limit;
+        uint64_t base, limit = count != 0 ? count : UINT64_MAX;
         int n = 0;
 
+        if (g->aligned) {
+            n = generator_run_aligned(op, g, gen, limit, budget);
+            g->emitted += (uint64_t)n;
+            budget -= n;
+            continue;
+        }
         if (!generator_next(g, count, &s))
             return SOURCE_END;
         /* The run of splits from s on that are at this round: their
          * indexes follow each other (base + split), emitted without
          * looking for the next split each time. */
         base = g->round * g->g;
-        limit = count != 0 ? count : UINT64_MAX;
         {
             /* In locals: the calls may change any memory, not these. The
              * run is measured first, then emitted without a check each. */
@@ -721,7 +777,7 @@ generator_poll(struct stream_operator *op, int budget, spate_error *err)
                 s = &splits[at];
                 before_call(op);
                 gen(&op->ctx, s->next, rec);
-                operator_emit(op, rec, &no_meta);
+                source_emit(op, rec);
                 s->next += step;
             }
             n = (int)(at - g->at);
@@ -768,6 +824,7 @@ generator_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, 
     if (!g->restored) {
         /* The checkpoint's splits replace the fresh start's. */
         g->restored = true;
+        g->aligned = false;
         g->nsplits = 0;
         g->emitted = 0;
     }
@@ -842,7 +899,7 @@ lines_emit(struct stream_operator *op, struct lines_impl *l, int budget, bool fl
         if (l->skip_first) {
             l->skip_first = false;
         } else {
-            operator_emit(op, &line, &no_meta);
+            source_emit(op, &line);
             emitted++;
         }
         start = nl ? end + 1 : end;
@@ -1077,129 +1134,20 @@ file_poll(struct stream_operator *op, int budget, spate_error *err)
     return SOURCE_MORE;
 }
 
-/* ---- timestamps and watermarks ---- */
-
-struct assign_impl {
-    spate_timestamp_fn timestamp_fn; /* NULL: the records' own timestamps */
-    spate_watermark_fn watermark_fn; /* per-record watermarks; NULL: periodic */
-    int64_t max_timestamp;
-    int64_t emitted; /* the last watermark sent */
-    uint64_t interval_ns;
-    uint64_t idleness_ns;
-    uint64_t last_record_ns; /* as of the last clock read */
-    uint32_t since_clock;    /* records since the last clock read */
-    bool idle;
-};
-
-#define ASSIGN_CLOCK_EVERY 256
-
-static void
-assign_emit_periodic(struct stream_operator *op, struct assign_impl *a)
-{
-    int64_t wm;
-
-    if (op->config->fn2 != NULL || a->max_timestamp == INT64_MIN)
-        return;
-    /* Flink's BoundedOutOfOrdernessWatermarks: max - bound - 1. */
-    wm = a->max_timestamp - op->config->bound_ms - 1;
-    if (wm > a->emitted) {
-        a->emitted = wm;
-        op->current_watermark = wm;
-        op->out->emit_watermark(op->out, wm);
-    }
-}
-
-static int
-assign_open(struct stream_operator *op, spate_error *err)
-{
-    struct assign_impl *a = xcalloc(1, sizeof *a);
-    uint64_t now = clock_mono_ns();
-
-    UNUSED(err);
-    a->timestamp_fn = (spate_timestamp_fn)op->config->fn;
-    a->watermark_fn = (spate_watermark_fn)op->config->fn2;
-    a->max_timestamp = INT64_MIN;
-    a->emitted = INT64_MIN;
-    a->interval_ns = (uint64_t)op->config->interval_ms * 1000000u;
-    a->idleness_ns = (uint64_t)op->config->idleness_ms * 1000000u;
-    a->last_record_ns = now;
-    op->impl = a;
-    op->next_processing_ns = now + a->interval_ns;
-    return 0;
-}
-
-/* An idle source's first record: it is active again. */
-static SPATE_NOINLINE void
-assign_active(struct stream_operator *op, struct assign_impl *a)
-{
-    a->idle = false;
-    op->out->emit_idle(op->out, false);
-}
-
-/* A punctuated watermark after the record. */
-static SPATE_NOINLINE void
-assign_punctuated(struct stream_operator *op, struct assign_impl *a, const void *rec, int64_t ts)
-{
-    int64_t wm = a->watermark_fn(&op->ctx, rec, ts);
-
-    if (wm > a->emitted) {
-        a->emitted = wm;
-        op->current_watermark = wm;
-        op->out->emit_watermark(op->out, wm);
-    }
-}
-
-/* Every ASSIGN_CLOCK_EVERY records: the clock read, and the periodic
- * watermark when its interval passed. */
-static SPATE_NOINLINE void
-assign_clock(struct stream_operator *op, struct assign_impl *a)
-{
-    uint64_t now = clock_mono_ns();
-
-    a->since_clock = 0;
-    a->last_record_ns = now;
-    if (now >= op->next_processing_ns) {
-        assign_emit_periodic(op, a);
-        op->next_processing_ns = now + a->interval_ns;
-    }
-}
+/* ---- timestamps and watermarks (the generator: watermark_generator.h) ---- */
 
 static void
 assign_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
-    struct assign_impl *a = op->impl;
+    struct watermark_generator *g = op->watermarks;
     struct record_meta *m = &op->ctx.meta; /* the input's, then the record's own */
 
     before_call(op);
     record_meta_copy(m, meta);
-    if (a->timestamp_fn != NULL)
-        m->timestamp = a->timestamp_fn(&op->ctx, rec);
-    if (m->timestamp > a->max_timestamp && m->timestamp != RECORD_NO_TIMESTAMP)
-        a->max_timestamp = m->timestamp;
-    if (unlikely(a->idle))
-        assign_active(op, a);
+    m->timestamp = watermark_generator_on_event(op, g, rec, m->timestamp);
     operator_emit(op, rec, m);
-    if (a->watermark_fn != NULL)
-        assign_punctuated(op, a, rec, m->timestamp);
-    else if (unlikely(++a->since_clock == ASSIGN_CLOCK_EVERY))
-        assign_clock(op, a); /* the clock per batch, not per record */
-}
-
-static void
-assign_on_processing_time(struct stream_operator *op, uint64_t now)
-{
-    struct assign_impl *a = op->impl;
-
-    if (a->since_clock != 0) {
-        a->since_clock = 0;
-        a->last_record_ns = now;
-    }
-    assign_emit_periodic(op, a);
-    if (a->idleness_ns != 0 && !a->idle && now - a->last_record_ns >= a->idleness_ns) {
-        a->idle = true;
-        op->out->emit_idle(op->out, true);
-    }
-    op->next_processing_ns = now + a->interval_ns;
+    if (unlikely(g->watermark_fn != NULL))
+        watermark_generator_punctuated(op, g, rec, m->timestamp);
 }
 
 static void
@@ -1219,13 +1167,6 @@ static void
 nothing_close(struct stream_operator *op)
 {
     UNUSED(op);
-}
-
-static void
-generic_close(struct stream_operator *op)
-{
-    free(op->impl);
-    op->impl = NULL;
 }
 
 static int
@@ -1282,12 +1223,20 @@ static const struct operator_vtable vtables[] = {
                                .close = process_close,
                                .process_watermark = process_watermark,
                                .on_processing_time = process_on_processing_time },
-    [OP_ASSIGN_TIMESTAMPS] = { .open = assign_open,
+    [OP_ASSIGN_TIMESTAMPS] = { .open = nothing_open,
                                .process = assign_process,
-                               .close = generic_close,
-                               .process_watermark = assign_watermark,
-                               .on_processing_time = assign_on_processing_time },
+                               .close = nothing_close,
+                               .process_watermark = assign_watermark },
 };
+
+void
+operator_on_processing_time(struct stream_operator *op, uint64_t now_ns)
+{
+    if (op->watermarks != NULL)
+        watermark_generator_on_periodic(op, op->watermarks, now_ns);
+    else if (op->vt->on_processing_time != NULL)
+        op->vt->on_processing_time(op, now_ns);
+}
 
 void
 operator_process_watermark(struct stream_operator *op, int64_t watermark)
@@ -1331,6 +1280,16 @@ operator_new(const struct spate_stream *config, int index, const struct task_inf
     op->ctx.task_name = task->task_name;
     op->ctx.meta = no_meta;
     op->ctx.accumulators = task->accumulators;
+    if (config->wm.set ? config->kind != OP_ASSIGN_TIMESTAMPS && !stream_node_is_source(config)
+                       : config->kind == OP_ASSIGN_TIMESTAMPS) {
+        free(op);
+        return spate_error_set(err, SPATE_EINVAL,
+                               "operator '%s' (%s): a watermark strategy belongs to sources and "
+                               "timestamps/watermarks operators, and the latter need one",
+                               config->name ? config->name : "", operator_kind_name(config->kind));
+    }
+    if (config->wm.set)
+        op->watermarks = watermark_generator_new(op, &config->wm);
     if ((rc = op->vt->open(op, err)) != 0)
         goto fail;
     if (config->nstates > 0 && op->backend == NULL) {
@@ -1370,6 +1329,7 @@ operator_free(struct stream_operator *op)
         free(op->backend);
         op->backend = NULL;
     }
+    watermark_generator_free(op->watermarks);
     free(op->sides);
     scratch_release(&op->ctx.scratch);
     free(op->ctx.failure);

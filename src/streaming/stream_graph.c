@@ -591,25 +591,48 @@ spate_sum(spate_stream *keyed, int field)
 
 /* ---- event time ---- */
 
+/* The strategy into n's watermark settings; false (env's error set) when it
+ * is not one. */
+static bool
+watermark_config_set(spate_stream *n, const spate_watermark_strategy *strategy)
+{
+    int64_t interval = 200;
+
+    if (!check(n->env, strategy != NULL, "a watermark strategy is needed") ||
+        !check(n->env, strategy->max_out_of_orderness_ms >= 0 && strategy->idleness_ms >= 0,
+               "negative out-of-orderness or idleness"))
+        return false;
+    if (n->env->conf != NULL)
+        config_get_duration_ms(n->env->conf, CFG(PIPELINE_AUTO_WATERMARK_INTERVAL), &interval,
+                               NULL);
+    n->wm.set = true;
+    n->wm.timestamp = strategy->timestamp;
+    n->wm.watermark = strategy->watermark;
+    n->wm.bound_ms = strategy->max_out_of_orderness_ms;
+    n->wm.idleness_ms = strategy->idleness_ms;
+    n->wm.interval_ms = interval > 0 ? interval : 200;
+    return true;
+}
+
 spate_stream *
 spate_assign_timestamps_and_watermarks(spate_stream *in, const spate_watermark_strategy *strategy)
 {
     struct spate_stream *n = node_new(in->env, OP_ASSIGN_TIMESTAMPS, in, NULL);
-    int64_t interval = 200;
 
-    if (!check(in->env, strategy != NULL, "a watermark strategy is needed"))
-        return n;
-    check(in->env, strategy->max_out_of_orderness_ms >= 0 && strategy->idleness_ms >= 0,
-          "negative out-of-orderness or idleness");
-    if (in->env->conf != NULL)
-        config_get_duration_ms(in->env->conf, CFG(PIPELINE_AUTO_WATERMARK_INTERVAL), &interval,
-                               NULL);
-    n->fn = (void *)strategy->timestamp;
-    n->fn2 = (void *)strategy->watermark;
-    n->bound_ms = strategy->max_out_of_orderness_ms;
-    n->idleness_ms = strategy->idleness_ms;
-    n->interval_ms = interval > 0 ? interval : 200;
+    watermark_config_set(n, strategy);
     return n;
+}
+
+spate_stream *
+spate_source_with_watermarks(spate_stream *source, const spate_watermark_strategy *strategy)
+{
+    if (check(source->env, stream_node_is_source(source),
+              "with_watermarks on '%s', which is no source: use assign_timestamps_and_watermarks",
+              source->name ? source->name : operator_kind_name(source->kind)) &&
+        check(source->env, !source->wm.set, "a second watermark strategy for source '%s'",
+              source->name ? source->name : operator_kind_name(source->kind)))
+        watermark_config_set(source, strategy);
+    return source;
 }
 
 static spate_stream *

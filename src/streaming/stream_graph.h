@@ -120,6 +120,16 @@ struct window_config {
     spate_process_window_fn process;
 };
 
+/* A WatermarkStrategy (spate.h) as an operator carries it; milliseconds. */
+struct watermark_config {
+    bool set;
+    spate_timestamp_fn timestamp; /* NULL: keep the records' timestamps */
+    spate_watermark_fn watermark; /* punctuated; NULL: periodic */
+    int64_t bound_ms;             /* max out-of-orderness */
+    int64_t idleness_ms;          /* 0: never idle */
+    int64_t interval_ms;          /* pipeline.auto-watermark-interval */
+};
+
 enum state_scope {
     SCOPE_KEYED,
     SCOPE_OPERATOR, /* list state per instance, split on rescale */
@@ -156,7 +166,7 @@ struct spate_stream {
     /* The user's functions, by operator kind: map, filter, flat_map/process,
      * reduce, sink, generator. */
     void *fn;
-    void *fn2; /* a second function: watermarks, the second input, timers */
+    void *fn2; /* a second function: the second input, timers */
     void *fn3; /* a third: a two-input process function's timers */
     spate_open_fn open;
     spate_close_fn close;
@@ -174,10 +184,9 @@ struct spate_stream {
     /* OP_WINDOW */
     struct window_config window;
 
-    /* Event time: bounds and intervals in milliseconds. */
-    int64_t bound_ms;
-    int64_t idleness_ms;
-    int64_t interval_ms;
+    /* Event time: the strategy of a timestamps/watermarks operator, or the
+     * one a source carries (spate_source_with_watermarks). */
+    struct watermark_config wm;
 
     /* Sources: configuration; the collection's records serialized. */
     char *host;

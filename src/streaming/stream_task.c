@@ -212,9 +212,8 @@ task_processing_time(struct stream_task *t, uint64_t now)
     for (int i = 0; i < t->chain->nops; i++) {
         struct stream_operator *op = t->chain->ops[i];
 
-        if (op->next_processing_ns != 0 && op->next_processing_ns <= now &&
-            op->vt->on_processing_time != NULL)
-            op->vt->on_processing_time(op, now);
+        if (op->next_processing_ns != 0 && op->next_processing_ns <= now)
+            operator_on_processing_time(op, now);
     }
 }
 

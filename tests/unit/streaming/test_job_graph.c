@@ -170,6 +170,39 @@ Test(job_graph, misuse_is_remembered_by_the_environment)
     env_free(env);
 }
 
+static int64_t
+ts_of(spate_ctx *ctx, const void *rec)
+{
+    (void)ctx;
+    return *(const int64_t *)rec;
+}
+
+Test(job_graph, a_watermark_strategy_belongs_to_a_source_once)
+{
+    spate_env *env = env_new(NULL, NULL);
+    spate_watermark_strategy ws = spate_watermarks_monotonous(ts_of);
+    spate_stream *s = spate_source_generator(env, gen, spate_type_int64(), 10, 0);
+
+    cr_assert_eq(spate_source_with_watermarks(s, &ws), s);
+    cr_assert_null(spate_env_error(env));
+    spate_source_with_watermarks(s, &ws);
+    cr_assert_not_null(spate_env_error(env));
+    cr_assert(strstr(spate_env_error(env)->message, "a second watermark strategy for source") !=
+                  NULL,
+              "%s", spate_env_error(env)->message);
+    env_free(env);
+
+    env = env_new(NULL, NULL);
+    s = spate_map(spate_source_generator(env, gen, spate_type_int64(), 10, 0), map_fn,
+                  spate_type_int64());
+    spate_source_with_watermarks(s, &ws);
+    cr_assert_not_null(spate_env_error(env));
+    cr_assert(strstr(spate_env_error(env)->message,
+                     "which is no source: use assign_timestamps_and_watermarks") != NULL,
+              "%s", spate_env_error(env)->message);
+    env_free(env);
+}
+
 Test(job_graph, uids_give_stable_ids_and_plan_json)
 {
     spate_env *env1 = env_new(NULL, NULL);

@@ -5,15 +5,19 @@
  * record's time minus the bound) so that the reference sees them exactly
  * where the job does. */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/key_group.h"
 #include "streaming/keyed_backend.h"
 #include "streaming/operator_chain.h"
 #include "streaming/types.h"
+#include "local_job.h"
 #include "sync_runner.h"
 
 #define N     600
@@ -125,12 +129,18 @@ evt_type(spate_env *env)
     return spate_type_tuple(env, 3, f);
 }
 
+/* Where the events get their timestamps and watermarks: an operator after
+ * the source, or the source itself (spate_source_with_watermarks). */
+static bool watermarks_at_source;
+
 static spate_stream *
 event_source(spate_env *env)
 {
     spate_watermark_strategy ws = { evt_ts, 0, evt_wm, 0 };
     spate_stream *s = spate_source_collection(env, evt_type(env), events, N);
 
+    if (watermarks_at_source)
+        return spate_key_by_field(spate_source_with_watermarks(s, &ws), 0);
     return spate_key_by_field(spate_assign_timestamps_and_watermarks(s, &ws), 0);
 }
 
@@ -301,7 +311,8 @@ ref_advance_fixed(struct ref *r, int64_t wm, int64_t lateness, struct lines *out
     }
 }
 
-Test(windows, tumbling_event_time_with_lateness_and_late_data)
+static void
+tumbling_event_time_with_lateness_and_late_data(void)
 {
     spate_env *env;
     const spate_type *cst;
@@ -356,6 +367,19 @@ Test(windows, tumbling_event_time_with_lateness_and_late_data)
     lines_free(&want);
     lines_free(&want_late);
     free(ref.w);
+}
+
+Test(windows, tumbling_event_time_with_lateness_and_late_data)
+{
+    tumbling_event_time_with_lateness_and_late_data();
+}
+
+/* The same, the source stamping its records itself: the same windows, the
+ * same late records. */
+Test(windows, tumbling_event_time_with_the_source_s_own_watermarks)
+{
+    watermarks_at_source = true;
+    tumbling_event_time_with_lateness_and_late_data();
 }
 
 /* ---- sliding: reduce + window function, lateness, late ones dropped ---- */
@@ -720,4 +744,82 @@ Test(windows, a_snapshot_between_records_keeps_the_accumulator_of_its_moment)
     job_graph_free(jg);
     accumulators_release(&acc);
     env_free(env);
+}
+
+/* ---- idleness: an input without records does not hold back event time ---- */
+
+static void
+tick(spate_ctx *ctx, uint64_t i, void *out)
+{
+    struct evt *e = out;
+
+    (void)ctx;
+    e->key = (int64_t)(i % 2);
+    e->ts = (int64_t)i; /* ms */
+    e->value = 1;
+}
+
+static void
+count_firing(spate_ctx *ctx, const void *in)
+{
+    _Atomic int64_t *fired = *(_Atomic int64_t *const *)spate_ctx_params(ctx, NULL);
+
+    (void)in;
+    atomic_fetch_add(fired, 1);
+}
+
+/* Two sources into one window: one busy (2000 records a second, event time
+ * twice as fast as the clock), one that emits its first record and then
+ * nothing for 1000 s. With idleness the quiet one is idle after 50 ms and
+ * the windows fire on the busy one's watermarks; without it they never
+ * would (the quiet one's watermark stays at -1). */
+static void
+windows_fire_while_the_other_input_is_idle(void)
+{
+    spate_env *env = env_new(NULL, NULL);
+    spate_watermark_strategy ws = spate_watermarks_monotonous(evt_ts);
+    const spate_type *cst =
+        spate_type_tuple(env, 2, (const spate_type *[]){ spate_type_int64(), spate_type_int64() });
+    spate_aggregate agg = { cst, cst, cs_create, cs_add, cs_result, cs_merge };
+    spate_stream *busy = spate_source_generator(env, tick, evt_type(env), 0, 2000);
+    spate_stream *quiet = spate_source_generator(env, tick, evt_type(env), 0, 0.001);
+    struct local_job lj = { 0 };
+    _Atomic int64_t fired = 0, *fp = &fired;
+    uint64_t deadline = clock_mono_ns() + 60 * 1000000000ull;
+    spate_error err = { 0 };
+    spate_stream *w;
+
+    ws.idleness_ms = 50;
+    if (watermarks_at_source) {
+        busy = spate_source_with_watermarks(busy, &ws);
+        quiet = spate_source_with_watermarks(quiet, &ws);
+    } else {
+        busy = spate_assign_timestamps_and_watermarks(busy, &ws);
+        quiet = spate_assign_timestamps_and_watermarks(quiet, &ws);
+    }
+    w = spate_window(spate_key_by_field(spate_union(busy, quiet), 0),
+                     spate_tumbling_event_time(100));
+    w = spate_window_aggregate(w, &agg, cs_window, quad_type(env));
+    spate_params(spate_sink(w, count_firing), &fp, sizeof fp);
+    local_start(&lj, env);
+    while (atomic_load(&fired) < 6 && clock_mono_ns() < deadline)
+        nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+    local_cancel(&lj);
+    local_join(&lj, &err);
+    cr_assert_geq(atomic_load(&fired), 6,
+                  "windows fired %lld times in 60 s: the idle input held back event time",
+                  (long long)atomic_load(&fired));
+    local_free(&lj);
+    env_free(env);
+}
+
+Test(windows, an_idle_input_does_not_hold_back_event_time, .timeout = 90)
+{
+    windows_fire_while_the_other_input_is_idle();
+}
+
+Test(windows, an_idle_source_with_its_own_watermarks_does_not_hold_back_event_time, .timeout = 90)
+{
+    watermarks_at_source = true;
+    windows_fire_while_the_other_input_is_idle();
 }
