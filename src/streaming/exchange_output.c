@@ -66,8 +66,7 @@ exchange_collect_hash_general(struct exchange_output *x, const void *rec,
     struct record_meta m;
     uint32_t kg;
 
-    if (x->records_out != NULL)
-        metric_counter_add(x->records_out, 1);
+    x->records++;
     m.timestamp = meta->timestamp;
     m.key_hash = key_group_hash(key.data, key.len);
     m.has_key_hash = true;
@@ -85,7 +84,8 @@ exchange_collect_hash(struct output *self, const void *rec, const struct record_
 {
     struct exchange_output *x = (struct exchange_output *)self;
     const uint8_t *key = (const uint8_t *)rec + x->key_access.offset;
-    bool timed = meta->timestamp != RECORD_NO_TIMESTAMP;
+    int64_t ts = meta->timestamp;
+    bool timed = ts != RECORD_NO_TIMESTAMP;
     uint32_t hdr = timed ? ELEMENT_KEYED_TS_HEADER : ELEMENT_KEYED_HEADER;
     uint32_t len = hdr + x->plain_size;
     uint64_t key_hash;
@@ -102,13 +102,13 @@ exchange_collect_hash(struct output *self, const void *rec, const struct record_
         exchange_collect_hash_general(x, rec, meta);
         return;
     }
-    if (x->records_out != NULL)
-        metric_counter_add(x->records_out, 1);
+    x->records++;
     p = c->pos;
     memcpy(p, &len, RECORD_LENGTH_BYTES);
-    p[RECORD_LENGTH_BYTES] = timed ? ELEMENT_KEYED_TS_TAG : ELEMENT_KEYED_TAG;
-    if (timed)
-        memcpy(p + RECORD_LENGTH_BYTES + 1, &meta->timestamp, 8);
+    p[RECORD_LENGTH_BYTES] = ELEMENT_KEYED_TAG | (timed ? ELEMENT_HAS_TIMESTAMP : 0);
+    /* The timestamp's place, written either way: without a timestamp the
+     * key hash goes over it (the room holds both). */
+    memcpy(p + RECORD_LENGTH_BYTES + 1, &ts, 8);
     memcpy(p + RECORD_LENGTH_BYTES + hdr - 8, &key_hash, 8);
     bytes_copy(p + RECORD_LENGTH_BYTES + hdr, rec, x->plain_size);
     c->pos = p + RECORD_LENGTH_BYTES + len;
@@ -123,8 +123,7 @@ exchange_collect(struct output *self, const void *rec, const struct record_meta 
     int channel;
 
     record_meta_copy(&m, meta);
-    if (x->records_out != NULL)
-        metric_counter_add(x->records_out, 1);
+    x->records++;
     switch (x->partitioner) {
     case SHIP_BROADCAST:
         m.has_key_hash = false;

@@ -56,8 +56,11 @@ struct exchange_output {
     spate_error error; /* the first write failure (code 0: none), seen by the task */
     int64_t last_watermark;
     bool idle;
-    /* The task's numRecordsOut (NULL: none): one per record collected,
-     * whatever the number of channels it goes to. */
+    /* Records collected, one each whatever the number of channels it goes
+     * to; the task's numRecordsOut (NULL: none) gets them between batches
+     * (exchange_output_publish), not per record. */
+    uint64_t records;
+    uint64_t published;
     struct metric_counter *records_out;
 };
 
@@ -77,5 +80,14 @@ exchange_output_set_room(struct exchange_output *x, struct rw_channel *room)
                 x->plain_size != 0 && x->kg_shift >= 0 && x->kg_channel != NULL;
 }
 void exchange_output_release(struct exchange_output *x);
+
+/* The records collected since the last call into the task's numRecordsOut. */
+static inline void
+exchange_output_publish(struct exchange_output *x)
+{
+    if (x->records_out != NULL && x->records != x->published)
+        metric_counter_add(x->records_out, x->records - x->published);
+    x->published = x->records;
+}
 
 #endif

@@ -625,9 +625,11 @@ struct generator_impl {
     double rate; /* per second, this subtask's share; 0: unlimited */
     void *rec;
     bool restored; /* splits came from a checkpoint: start over from them */
-    /* Every split's next index is round * G + split (a fresh start): a
-     * round is the splits in order, with no search. A restore, and the end
-     * of a bounded source, leave it to the general path. */
+    /* A fresh start's splits, in ascending order, all in the same round:
+     * a round is the splits in order, with no search, and their next
+     * indexes follow from round and at (generator_aligned_next). A
+     * restore, and the last round of a bounded source, leave them to the
+     * general path. */
     bool aligned;
 };
 
@@ -686,34 +688,63 @@ generator_next(struct generator_impl *g, uint64_t count, struct gen_split **out)
     }
 }
 
+/* Aligned splits keep no next index of their own: split i is at
+ * (round + 1) * G + split once the round passed it (i < at), else at
+ * round * G + split. */
+static uint64_t
+generator_aligned_next(const struct generator_impl *g, uint32_t i)
+{
+    return (g->round + (i < g->at)) * g->g + g->splits[i].split;
+}
+
+/* Aligned no more: every split's next index written down. */
+static void
+generator_unalign(struct generator_impl *g)
+{
+    for (uint32_t i = 0; i < g->nsplits; i++)
+        g->splits[i].next = generator_aligned_next(g, i);
+    g->aligned = false;
+}
+
 /* Aligned splits: up to budget records of the round, the splits from at on
- * in order; the number emitted. */
+ * in order; the number emitted. The last round of a bounded source (a
+ * split past limit) goes to the general path. */
 static int
 generator_run_aligned(struct stream_operator *op, struct generator_impl *g, spate_generator_fn gen,
                       uint64_t limit, int budget)
 {
     /* In locals: the calls may change any memory, not these. */
-    struct gen_split *splits = g->splits;
-    uint32_t at = g->at, end = MIN(g->nsplits, at + (uint32_t)budget);
-    uint64_t base = g->round * g->g, step = g->g;
+    const struct gen_split *splits = g->splits, *s = splits + g->at;
+    const struct gen_split *end = splits + MIN(g->nsplits, g->at + (uint32_t)budget);
+    uint64_t base = g->round * g->g;
     void *rec = g->rec;
+    struct source_run run;
     int n;
 
-    for (; at < end; at++) {
-        uint64_t j = base + splits[at].split;
-
-        if (unlikely(j >= limit)) {
-            g->aligned = false; /* the last round: the general path ends it */
-            break;
-        }
-        before_call(op);
-        gen(&op->ctx, j, rec);
-        source_emit(op, rec);
-        splits[at].next = j + step;
+    /* Fresh splits ascend: the round's indexes below limit are a prefix. */
+    while (end > s && base + end[-1].split >= limit)
+        end--;
+    if (end == s) {
+        generator_unalign(g);
+        return 0;
     }
-    n = (int)(at - g->at);
-    g->at = at;
-    if (at == g->nsplits) {
+    if (source_run_begin(&run, op)) {
+        for (; s < end; s++) {
+            before_call(op);
+            gen(&op->ctx, base + s->split, rec);
+            source_run_emit(&run, rec);
+        }
+        source_run_end(&run);
+    } else {
+        for (; s < end; s++) {
+            before_call(op);
+            gen(&op->ctx, base + s->split, rec);
+            source_emit(op, rec);
+        }
+    }
+    n = (int)(s - splits) - (int)g->at;
+    g->at = (uint32_t)(s - splits);
+    if (g->at == g->nsplits) {
         g->at = 0;
         g->round++;
     }
@@ -798,10 +829,11 @@ generator_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byt
 
     UNUSED(checkpoint_id);
     for (uint32_t i = 0; i < g->nsplits; i++) {
+        uint64_t next = g->aligned ? generator_aligned_next(g, i) : g->splits[i].next;
         uint8_t e[12];
 
         memcpy(e, &g->splits[i].split, 4);
-        memcpy(e + 4, &g->splits[i].next, 8);
+        memcpy(e + 4, &next, 8);
         op_state_add(out, e, sizeof e);
     }
 }
@@ -824,7 +856,7 @@ generator_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, 
     if (!g->restored) {
         /* The checkpoint's splits replace the fresh start's. */
         g->restored = true;
-        g->aligned = false;
+        g->aligned = false; /* their next indexes are theirs */
         g->nsplits = 0;
         g->emitted = 0;
     }

@@ -241,6 +241,8 @@ task_flush_due(struct stream_task *t, uint64_t now, spate_error *err)
     task_processing_time(t, now);
     task_publish_output_watermark(t);
     for (int o = 0; o < t->v->noutputs; o++)
+        exchange_output_publish(&t->xouts[o]);
+    for (int o = 0; o < t->v->noutputs; o++)
         if ((rc = record_writer_flush_due(t->writers[o], now, err)) != 0)
             return rc;
     return 0;
@@ -651,6 +653,8 @@ stream_task_run(const struct stream_task_params *p, spate_error *err)
             task_count_records(&t);
     }
 out:
+    for (int o = 0; t.xouts != NULL && o < t.v->noutputs; o++)
+        exchange_output_publish(&t.xouts[o]);
     if (rc == SPATE_ECANCELED)
         spate_error_set(err, rc, "task '%s' (%d/%d) was cancelled", t.v->name, p->info.subtask + 1,
                         p->info.parallelism);
