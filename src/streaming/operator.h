@@ -129,6 +129,12 @@ struct operator_vtable {
     void (*process_watermark)(struct stream_operator *op, int64_t watermark);
     /* op->next_processing_ns passed (timers, periodic watermarks). */
     void (*on_processing_time)(struct stream_operator *op, uint64_t now_ns);
+    /* A run of keyed plain records where they are in the input buffer
+     * (keyed_run.h: timed, with their timestamps, or without), handed to
+     * this operator's process with it inlined; the number taken, counted
+     * in records_in. NULL: one operator_process call each. */
+    int (*process_keyed_run)(struct stream_operator *op, void *in_rec, size_t plain,
+                             const uint8_t **pos, const uint8_t *end, int max, bool timed);
     /* Checkpoints: the state the operator keeps itself (a source's
      * positions, a sink's pending transactions), as opaque elements added
      * to out with op_state_add; restore_state gets them back one by one

@@ -14,6 +14,7 @@
 #include "network/result_partition.h"
 #include "streaming/accumulators.h"
 #include "streaming/exchange_output.h"
+#include "streaming/keyed_run.h"
 #include "streaming/operator_chain.h"
 #include "streaming/stream_element.h"
 #include "streaming/stream_task.h"
@@ -432,33 +433,11 @@ task_process_element(struct stream_task *t, int g, const struct record_view *vie
     return 0;
 }
 
-/* The keyed records of one shape (tag, header bytes: with their time or
- * without) from *pos on, each a u32 length and the element, up to max of
- * them, handed to head one by one; *pos ends past the last. */
-static SPATE_INLINE int
-task_run_keyed(struct stream_operator *head, void *in_rec, size_t plain, const uint8_t **posp,
-               const uint8_t *end, int max, uint8_t tag, uint32_t hdr)
+/* operator_process as a keyed run's process function. */
+static void
+task_process_one(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
-    struct record_meta meta = { .timestamp = RECORD_NO_TIMESTAMP, .has_key_hash = true };
-    uint32_t len = (uint32_t)(hdr + plain);
-    const uint8_t *pos = *posp;
-    int k = 0;
-
-    while (k < max && (size_t)(end - pos) >= RECORD_LENGTH_BYTES + len &&
-           bytes_load32(pos) == len && pos[RECORD_LENGTH_BYTES] == tag) {
-        const uint8_t *el = pos + RECORD_LENGTH_BYTES;
-
-        if (hdr == ELEMENT_KEYED_TS_HEADER)
-            memcpy(&meta.timestamp, el + 1, 8);
-        memcpy(&meta.key_hash, el + hdr - 8, 8);
-        bytes_copy(in_rec, el + hdr, plain);
-        pos = el + len;
-        record_reader_read_ahead(pos);
-        k++;
-        operator_process(head, in_rec, &meta);
-    }
-    *posp = pos;
-    return k;
+    operator_process(op, rec, meta);
 }
 
 /* Reads gate g until it has nothing now, has ended, or *processed reaches
@@ -486,15 +465,17 @@ task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
              * anything else. */
             int k = 0;
 
-            if ((size_t)(end - pos) > RECORD_LENGTH_BYTES) {
+            if ((size_t)(end - pos) > RECORD_LENGTH_BYTES &&
+                (pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TS_TAG ||
+                 pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TAG)) {
                 int max = TASK_BATCH - n;
+                bool timed = pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TS_TAG;
 
-                if (pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TS_TAG)
-                    k = task_run_keyed(head, in_rec, plain, &pos, end, max, ELEMENT_KEYED_TS_TAG,
-                                       ELEMENT_KEYED_TS_HEADER);
-                else if (pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TAG)
-                    k = task_run_keyed(head, in_rec, plain, &pos, end, max, ELEMENT_KEYED_TAG,
-                                       ELEMENT_KEYED_HEADER);
+                if (head->vt->process_keyed_run != NULL)
+                    k = head->vt->process_keyed_run(head, in_rec, plain, &pos, end, max, timed);
+                else
+                    k = keyed_run_either(head, task_process_one, in_rec, plain, &pos, end, max,
+                                         timed);
             }
             record_reader_consumed(r, pos, (uint64_t)k);
             t->records_in += (uint64_t)k;
