@@ -1481,6 +1481,12 @@ net_env_data_port(const struct net_env *env)
     return env->port;
 }
 
+uint64_t
+net_env_busy_poll_ns(const struct net_env *env)
+{
+    return env->cfg.busy_poll_ns;
+}
+
 void
 net_env_stats(struct net_env *env, struct net_env_stats *st)
 {

@@ -43,6 +43,9 @@ int net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_er
 void net_env_free(struct net_env *env);
 /* The bound data port (taskmanager.data.port 0 → the ephemeral port). */
 int net_env_data_port(const struct net_env *env);
+/* taskmanager.network.busy-poll: how long the I/O loop, and a task waiting
+ * for input or a buffer (notifier_set_spin), polls before it sleeps. */
+uint64_t net_env_busy_poll_ns(const struct net_env *env);
 
 struct net_env_stats {
     size_t buffers_total, buffers_available;

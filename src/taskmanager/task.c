@@ -358,6 +358,8 @@ task_start(const struct task_host *host, const Jobgraph__TaskDeployment *tdd, st
         goto fail;
     if ((rc = notifier_init(&t->notifier, err)) != 0)
         goto fail;
+    if (host->net != NULL) /* how long a wait for input or a buffer polls first */
+        notifier_set_spin(&t->notifier, net_env_busy_poll_ns(host->net));
     task_mailbox_init(&t->mailbox, &t->notifier);
     accumulators_init(&t->accumulators);
     task_io_metrics_init(&t->io);
