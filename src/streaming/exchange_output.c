@@ -50,7 +50,7 @@ write_element(struct exchange_output *x, uint32_t channel, const void *rec,
     memcpy(c->pos, &len, RECORD_LENGTH_BYTES);
     element_write_record_header(meta, c->pos + RECORD_LENGTH_BYTES);
     if (x->plain_size != 0)
-        bytes_copy(c->pos + RECORD_LENGTH_BYTES + hdr, rec, n);
+        bytes_copy_fields(c->pos + RECORD_LENGTH_BYTES + hdr, rec, n);
     else
         types_serialize(x->type, rec, c->pos + RECORD_LENGTH_BYTES + hdr, n);
     c->pos += RECORD_LENGTH_BYTES + len;
@@ -110,7 +110,7 @@ exchange_collect_hash(struct output *self, const void *rec, const struct record_
      * key hash goes over it (the room holds both). */
     memcpy(p + RECORD_LENGTH_BYTES + 1, &ts, 8);
     memcpy(p + RECORD_LENGTH_BYTES + hdr - 8, &key_hash, 8);
-    bytes_copy(p + RECORD_LENGTH_BYTES + hdr, rec, x->plain_size);
+    bytes_copy_fields(p + RECORD_LENGTH_BYTES + hdr, rec, x->plain_size);
     c->pos = p + RECORD_LENGTH_BYTES + len;
 }
 
