@@ -16,12 +16,20 @@
 
 typedef void (*keyed_run_process_fn)(struct stream_operator *op, const void *rec,
                                      const struct record_meta *meta);
+/* Told the key hash of a record KEYED_RUN_AHEAD records ahead (when it is in
+ * the buffer: the records of a run have one length), so that it can fetch
+ * what that record's processing will read, with data the run's caller
+ * prepared; NULL: nothing. */
+typedef void (*keyed_run_ahead_fn)(const void *data, uint64_t key_hash);
+
+#define KEYED_RUN_AHEAD 8
 
 /* The records of one shape (tag, header bytes) from *posp on, up to max of
  * them; *posp ends past the last. */
 static SPATE_INLINE int
-keyed_run(struct stream_operator *op, keyed_run_process_fn process, void *in_rec, size_t plain,
-          const uint8_t **posp, const uint8_t *end, int max, uint8_t tag, uint32_t hdr)
+keyed_run(struct stream_operator *op, keyed_run_process_fn process, keyed_run_ahead_fn ahead,
+          const void *ahead_data, void *in_rec, size_t plain, const uint8_t **posp,
+          const uint8_t *end, int max, uint8_t tag, uint32_t hdr)
 {
     struct record_meta meta = { .timestamp = RECORD_NO_TIMESTAMP, .has_key_hash = true };
     uint32_t len = (uint32_t)(hdr + plain);
@@ -32,6 +40,13 @@ keyed_run(struct stream_operator *op, keyed_run_process_fn process, void *in_rec
            bytes_load32(pos) == len && pos[RECORD_LENGTH_BYTES] == tag) {
         const uint8_t *el = pos + RECORD_LENGTH_BYTES;
 
+        if (ahead != NULL) {
+            const uint8_t *far = pos + KEYED_RUN_AHEAD * (RECORD_LENGTH_BYTES + len);
+
+            /* A guess: the record there may be of another shape. */
+            if ((size_t)(end - pos) >= (KEYED_RUN_AHEAD + 1) * (RECORD_LENGTH_BYTES + len))
+                ahead(ahead_data, bytes_load64(far + RECORD_LENGTH_BYTES + hdr - 8));
+        }
         if (hdr == ELEMENT_KEYED_TS_HEADER)
             memcpy(&meta.timestamp, el + 1, 8);
         memcpy(&meta.key_hash, el + hdr - 8, 8);
@@ -47,14 +62,15 @@ keyed_run(struct stream_operator *op, keyed_run_process_fn process, void *in_rec
 
 /* Either shape: with timestamps (timed) or without. */
 static SPATE_INLINE int
-keyed_run_either(struct stream_operator *op, keyed_run_process_fn process, void *in_rec,
-                 size_t plain, const uint8_t **posp, const uint8_t *end, int max, bool timed)
+keyed_run_either(struct stream_operator *op, keyed_run_process_fn process, keyed_run_ahead_fn ahead,
+                 const void *ahead_data, void *in_rec, size_t plain, const uint8_t **posp,
+                 const uint8_t *end, int max, bool timed)
 {
     if (timed)
-        return keyed_run(op, process, in_rec, plain, posp, end, max, ELEMENT_KEYED_TS_TAG,
-                         ELEMENT_KEYED_TS_HEADER);
-    return keyed_run(op, process, in_rec, plain, posp, end, max, ELEMENT_KEYED_TAG,
-                     ELEMENT_KEYED_HEADER);
+        return keyed_run(op, process, ahead, ahead_data, in_rec, plain, posp, end, max,
+                         ELEMENT_KEYED_TS_TAG, ELEMENT_KEYED_TS_HEADER);
+    return keyed_run(op, process, ahead, ahead_data, in_rec, plain, posp, end, max,
+                     ELEMENT_KEYED_TAG, ELEMENT_KEYED_HEADER);
 }
 
 #endif

@@ -474,8 +474,8 @@ task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
                 if (head->vt->process_keyed_run != NULL)
                     k = head->vt->process_keyed_run(head, in_rec, plain, &pos, end, max, timed);
                 else
-                    k = keyed_run_either(head, task_process_one, in_rec, plain, &pos, end, max,
-                                         timed);
+                    k = keyed_run_either(head, task_process_one, NULL, NULL, in_rec, plain, &pos,
+                                         end, max, timed);
             }
             record_reader_consumed(r, pos, (uint64_t)k);
             t->records_in += (uint64_t)k;

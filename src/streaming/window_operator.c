@@ -863,13 +863,49 @@ window_process(struct stream_operator *op, const void *rec, const struct record_
     window_process_inline(op, rec, meta);
 }
 
+/* What a run's lookahead needs, read once per run: the window's maps by
+ * key group and the namespace part of the hash of its last window. */
+struct window_ahead {
+    const struct state_map *maps;
+    uint32_t kg_mask, kg_start, kg_count;
+    uint64_t ns_part;
+};
+
+/* A record ahead in the run, of key_hash: the slot and tag its accumulator
+ * would have in the last window fetched now (the state a window reads is
+ * too large for the caches near the core: its load is most of the wait). */
+static SPATE_INLINE void
+window_ahead(const void *data, uint64_t key_hash)
+{
+    const struct window_ahead *a = data;
+    uint32_t i = (uint32_t)(key_hash & a->kg_mask) - a->kg_start;
+    const struct state_map *map;
+    size_t slot;
+
+    if (i >= a->kg_count)
+        return;
+    map = &a->maps[i];
+    if (map->slots == NULL)
+        return;
+    slot = state_map_home_slot(key_hash ^ a->ns_part, map->mask);
+    __builtin_prefetch(&map->slots[slot], 0, 3);
+    __builtin_prefetch((const uint8_t *)(map->slots + map->mask + 1) + slot, 0, 3);
+}
+
 /* A run of keyed records in place, with window_process inlined into the
  * loop: no call per record before the user's function. */
 static int
 window_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain,
                          const uint8_t **pos, const uint8_t *end, int max, bool timed)
 {
-    int k = keyed_run_either(op, window_process_inline, in_rec, plain, pos, end, max, timed);
+    struct window_op *w = op->impl;
+    const struct keyed_state *ks = &w->contents->maps;
+    /* Key groups by mask only (a power-of-two max parallelism): else none. */
+    struct window_ahead ahead = { ks->maps, ks->kg_mask, ks->range.start,
+                                  ks->kg_mask != 0 ? ks->range.end - ks->range.start + 1 : 0,
+                                  keyed_composite_hash(0, w->last_ns_hash) };
+    int k = keyed_run_either(op, window_process_inline, window_ahead, &ahead, in_rec, plain, pos,
+                             end, max, timed);
 
     op->records_in += (uint64_t)k;
     return k;
