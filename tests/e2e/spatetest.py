@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -50,7 +51,31 @@ class SpateTestCase(unittest.TestCase):
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)
                 p.wait()
+        if self.failed():
+            self.print_logs()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def failed(self):
+        """The test body failed (tearDown runs after it, with the failure
+        already in the result)."""
+        result = getattr(getattr(self, "_outcome", None), "result", None)
+        return result is not None and any(t is self for t, _ in result.failures + result.errors)
+
+    def print_logs(self, lines=40):
+        """A failed test's evidence before its folder goes: the end of every
+        process's output, on stderr (what ctest keeps)."""
+        for root, _, files in os.walk(self.tmp):
+            for name in sorted(files):
+                if not (name.endswith(".out") or name.endswith(".log")):
+                    continue
+                path = os.path.join(root, name)
+                try:
+                    with open(path, errors="replace") as f:
+                        tail = f.readlines()[-lines:]
+                except OSError:
+                    continue
+                sys.stderr.write(f"---- {os.path.relpath(path, self.tmp)} (last {len(tail)} lines)\n")
+                sys.stderr.writelines(tail)
 
     def spate(self, *args, env=None, timeout=60, input=None):
         """Runs `spate args...` to completion; returns the CompletedProcess."""
