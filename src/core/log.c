@@ -2,6 +2,7 @@
  * write(2); the file descriptor is swapped atomically, so any thread may log
  * while another opens the log file. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +109,11 @@ log_close_file(void)
 void
 log_set_thread_name(const char *name)
 {
+    char os_name[16]; /* the kernel keeps 15 bytes */
+
     snprintf(log_thread_name, sizeof log_thread_name, "%s", name);
+    snprintf(os_name, sizeof os_name, "%s", name);
+    pthread_setname_np(pthread_self(), os_name);
 }
 
 void

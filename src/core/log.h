@@ -58,7 +58,8 @@ int log_open_file(const char *path, spate_error *err);
 /* Closes a file opened by log_open_file and returns to stderr. */
 void log_close_file(void);
 
-/* A short name for the calling thread, shown in its lines ("rpc", "task-3"). */
+/* A short name for the calling thread, shown in its lines ("rpc", "task-3")
+ * and, its first 15 bytes, to the OS (top -H, perf, gdb). */
 void log_set_thread_name(const char *name);
 
 void log_assert_failed(const char *cond, const char *file, int line, const char *func)

@@ -300,6 +300,11 @@ task_main(void *arg)
 
         snprintf(t->name, sizeof t->name, "%.120s (%d/%d)", v->name, t->tdd->subtask + 1,
                  v->parallelism);
+        /* The head operator's name and the subtask, as Flink names a task's
+         * thread, in the few bytes a thread name has. */
+        snprintf(thread_name, sizeof thread_name, "%.*s %d", (int)strcspn(v->name, " "), v->name,
+                 t->tdd->subtask + 1);
+        log_set_thread_name(thread_name);
         rc = task_params(t, jg, &p, &err);
     }
     if (rc == 0) {

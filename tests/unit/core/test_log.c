@@ -1,5 +1,6 @@
 /* Unit tests of src/core/log.c: format, levels, files, thread names. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,4 +97,13 @@ Test(log, assert_aborts_with_location, .signal = SIGABRT)
 {
     log_set_fd(open("/dev/null", O_WRONLY));
     SPATE_ASSERT(1 + 1 == 3);
+}
+
+Test(log, a_thread_name_is_the_os_thread_name_too)
+{
+    char got[16];
+
+    log_set_thread_name("Window 12345678901");
+    cr_assert_eq(pthread_getname_np(pthread_self(), got, sizeof got), 0);
+    cr_assert_str_eq(got, "Window 12345678", "the kernel's 15 bytes of the name");
 }
