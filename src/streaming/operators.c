@@ -24,17 +24,6 @@
 
 static const struct record_meta no_meta = { RECORD_NO_TIMESTAMP, 0, false };
 
-/* Emits a source's record, stamped when the source carries its own
- * watermark strategy. */
-static inline void
-source_emit(struct stream_operator *op, const void *rec)
-{
-    if (op->watermarks != NULL)
-        source_emit_stamped(op, op->watermarks, rec);
-    else
-        operator_emit(op, rec, &no_meta);
-}
-
 /* Calls a user function's prologue: the scratch memory of the previous call
  * is free again. */
 static inline void
@@ -540,24 +529,32 @@ static enum source_status
 collection_poll(struct stream_operator *op, int budget, spate_error *err)
 {
     struct collection_impl *c = op->impl;
+    struct source_run run;
+    const char *corrupt = NULL;
 
+    source_run_begin(&run, op);
     while (budget-- > 0 && c->at < c->end) {
         uint32_t len;
 
         memcpy(&len, c->at, 4);
         if (len > (size_t)(c->end - c->at - 4)) {
-            spate_error_set(err, SPATE_EPROTO, "corrupt collection source data");
-            return SOURCE_END;
+            corrupt = "data";
+            break;
         }
         /* Subtask i of n takes every n-th record. */
         if (c->index++ % (uint64_t)op->ctx.parallelism == (uint64_t)op->ctx.subtask) {
             if (types_deserialize(op->config->out_type, c->at + 4, len, c->rec) != 0) {
-                spate_error_set(err, SPATE_EPROTO, "corrupt collection source record");
-                return SOURCE_END;
+                corrupt = "record";
+                break;
             }
-            source_emit(op, c->rec);
+            source_run_emit(&run, c->rec);
         }
         c->at += 4 + len;
+    }
+    source_run_end(&run);
+    if (corrupt != NULL) {
+        spate_error_set(err, SPATE_EPROTO, "corrupt collection source %s", corrupt);
+        return SOURCE_END;
     }
     return c->at < c->end ? SOURCE_MORE : SOURCE_END;
 }
@@ -728,20 +725,13 @@ generator_run_aligned(struct stream_operator *op, struct generator_impl *g, spat
         generator_unalign(g);
         return 0;
     }
-    if (source_run_begin(&run, op)) {
-        for (; s < end; s++) {
-            before_call(op);
-            gen(&op->ctx, base + s->split, rec);
-            source_run_emit(&run, rec);
-        }
-        source_run_end(&run);
-    } else {
-        for (; s < end; s++) {
-            before_call(op);
-            gen(&op->ctx, base + s->split, rec);
-            source_emit(op, rec);
-        }
+    source_run_begin(&run, op);
+    for (; s < end; s++) {
+        before_call(op);
+        gen(&op->ctx, base + s->split, rec);
+        source_run_emit(&run, rec);
     }
+    source_run_end(&run);
     n = (int)(s - splits) - (int)g->at;
     g->at = (uint32_t)(s - splits);
     if (g->at == g->nsplits) {
@@ -800,17 +790,20 @@ generator_poll(struct stream_operator *op, int budget, spate_error *err)
             uint32_t at = g->at, end = MIN(g->nsplits, at + (uint32_t)budget), run = at;
             uint64_t step = g->g;
             void *rec = g->rec;
+            struct source_run out;
 
             while (run < end && splits[run].next == base + splits[run].split &&
                    splits[run].next < limit)
                 run++;
+            source_run_begin(&out, op);
             for (; at < run; at++) {
                 s = &splits[at];
                 before_call(op);
                 gen(&op->ctx, s->next, rec);
-                source_emit(op, rec);
+                source_run_emit(&out, rec);
                 s->next += step;
             }
+            source_run_end(&out);
             n = (int)(at - g->at);
             g->at = at;
         }
@@ -905,7 +898,9 @@ lines_emit(struct stream_operator *op, struct lines_impl *l, int budget, bool fl
 {
     size_t start = 0;
     int emitted = 0;
+    struct source_run run;
 
+    source_run_begin(&run, op);
     while (emitted < budget) {
         uint8_t *nl = memchr(l->buf + start, '\n', l->len - start);
         size_t end;
@@ -931,11 +926,12 @@ lines_emit(struct stream_operator *op, struct lines_impl *l, int budget, bool fl
         if (l->skip_first) {
             l->skip_first = false;
         } else {
-            source_emit(op, &line);
+            source_run_emit(&run, &line);
             emitted++;
         }
         start = nl ? end + 1 : end;
     }
+    source_run_end(&run);
     memmove(l->buf, l->buf + start, l->len - start);
     l->len -= start;
     l->pos += start;

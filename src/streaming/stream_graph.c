@@ -626,11 +626,12 @@ spate_assign_timestamps_and_watermarks(spate_stream *in, const spate_watermark_s
 spate_stream *
 spate_source_with_watermarks(spate_stream *source, const spate_watermark_strategy *strategy)
 {
+    const char *name = source->name ? source->name : operator_kind_name(source->kind);
+
     if (check(source->env, stream_node_is_source(source),
               "with_watermarks on '%s', which is no source: use assign_timestamps_and_watermarks",
-              source->name ? source->name : operator_kind_name(source->kind)) &&
-        check(source->env, !source->wm.set, "a second watermark strategy for source '%s'",
-              source->name ? source->name : operator_kind_name(source->kind)))
+              name) &&
+        check(source->env, !source->wm.set, "a second watermark strategy for source '%s'", name))
         watermark_config_set(source, strategy);
     return source;
 }

@@ -77,13 +77,12 @@ source_emit_stamped(struct stream_operator *op, struct watermark_generator *g, c
         watermark_generator_punctuated(op, g, rec, m.timestamp);
 }
 
-/* A run of records a source emits in one go (a loop of its poll), with
- * what each record needs held in locals: the output's collect, the
- * timestamp function and the largest timestamp, the count. Every call in
- * the loop may change any memory, these not. The run is for records
- * stamped periodically (or not at all); source_run_begin says false when
- * each record needs the per-record path (source_emit_stamped): punctuated
- * watermarks, or an idle stream, whose first record makes it active. */
+/* A run of records a source emits in one go (a loop of its poll): how
+ * every source emits. What each record needs is held in locals: the
+ * output's collect, the timestamp function and the largest timestamp, the
+ * count (into records_out at the end); every call in the loop may change
+ * any memory, these not. Punctuated watermarks, and an idle stream (whose
+ * first record makes it active), take source_emit_stamped per record. */
 struct source_run {
     struct stream_operator *op;
     struct output *out;
@@ -91,22 +90,21 @@ struct source_run {
     spate_timestamp_fn timestamp_fn; /* NULL: no timestamps */
     int64_t max_timestamp;
     uint64_t n;
+    bool per_record;
 };
 
-static inline bool
+static inline void
 source_run_begin(struct source_run *r, struct stream_operator *op)
 {
     struct watermark_generator *g = op->watermarks;
 
-    if (g != NULL && (g->watermark_fn != NULL || g->idle))
-        return false;
     r->op = op;
     r->out = op->out;
     r->collect = op->out->collect;
     r->timestamp_fn = g != NULL ? g->timestamp_fn : NULL;
     r->max_timestamp = g != NULL ? g->max_timestamp : INT64_MIN;
     r->n = 0;
-    return true;
+    r->per_record = g != NULL && (g->watermark_fn != NULL || g->idle);
 }
 
 static inline void
@@ -114,6 +112,10 @@ source_run_emit(struct source_run *r, const void *rec)
 {
     struct record_meta m = { RECORD_NO_TIMESTAMP, 0, false };
 
+    if (unlikely(r->per_record)) {
+        source_emit_stamped(r->op, r->op->watermarks, rec);
+        return;
+    }
     if (r->timestamp_fn != NULL) {
         m.timestamp = r->timestamp_fn(&r->op->ctx, rec);
         if (m.timestamp > r->max_timestamp)
@@ -127,7 +129,7 @@ static inline void
 source_run_end(struct source_run *r)
 {
     r->op->records_out += r->n;
-    if (r->op->watermarks != NULL)
+    if (r->op->watermarks != NULL && !r->per_record)
         r->op->watermarks->max_timestamp = r->max_timestamp;
 }
 

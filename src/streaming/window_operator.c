@@ -889,7 +889,7 @@ window_ahead(const void *data, uint64_t key_hash)
         return;
     slot = state_map_home_slot(key_hash ^ a->ns_part, map->mask);
     __builtin_prefetch(&map->slots[slot], 0, 3);
-    __builtin_prefetch((const uint8_t *)(map->slots + map->mask + 1) + slot, 0, 3);
+    __builtin_prefetch(state_map_tags(map->slots, map->mask) + slot, 0, 3);
 }
 
 /* A run of keyed records in place, with window_process inlined into the
