@@ -18,11 +18,14 @@
 
 /* The handle is replaced after a session expired: calls hold the read lock
  * while they use it, reconnect the write lock. The watcher never takes the
- * lock (zookeeper_close joins the thread it runs on): it compares its
- * handle with the current one, an atomic pointer. */
+ * lock (zookeeper_close joins the thread it runs on): it drops the events of
+ * the handle being closed, `retiring`. It cannot compare with `zh` instead:
+ * a new handle's first events (its connection) may come before
+ * zookeeper_init has returned it, and were lost that way under load. */
 struct coord_client {
     pthread_rwlock_t lock;
     _Atomic(zhandle_t *) zh;
+    _Atomic(zhandle_t *) retiring; /* set only while zookeeper_close runs */
     char *quorum;
     int session_timeout_ms;
     coord_event_fn fn;
@@ -110,7 +113,7 @@ zk_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     struct coord_client *c = ctx;
 
-    if (zh != atomic_load_explicit(&c->zh, memory_order_acquire))
+    if (zh == atomic_load_explicit(&c->retiring, memory_order_acquire))
         return; /* a replaced handle's last words */
     c->fn(c->arg, zk_event_of(type), zk_state_of(state), path ? path : "");
 }
@@ -140,7 +143,7 @@ zk_connect(const char *quorum, int session_timeout_ms, coord_event_fn fn, void *
     c->fn = fn;
     c->arg = arg;
     c->log = log;
-    /* The handle must be current before its first event can arrive. */
+    /* Calls wait for the handle; its events go through at once. */
     pthread_rwlock_wrlock(&c->lock);
     zh = zk_init(c);
     if (zh == NULL) {
@@ -160,15 +163,28 @@ zk_connect(const char *quorum, int session_timeout_ms, coord_event_fn fn, void *
     return 0;
 }
 
+/* Under the write lock. Once zookeeper_close has returned, the handle's
+ * threads are joined: no event of it comes later, and its address may be
+ * reused by the next handle, so `retiring` is cleared. */
+static void
+zk_retire(struct coord_client *c)
+{
+    zhandle_t *old = atomic_exchange_explicit(&c->zh, NULL, memory_order_acq_rel);
+
+    if (old == NULL)
+        return;
+    atomic_store_explicit(&c->retiring, old, memory_order_release);
+    zookeeper_close(old);
+    atomic_store_explicit(&c->retiring, NULL, memory_order_release);
+}
+
 static int
 zk_reconnect(struct coord_client *c, char *errbuf, size_t errlen)
 {
-    zhandle_t *old, *zh;
+    zhandle_t *zh;
 
     pthread_rwlock_wrlock(&c->lock);
-    old = atomic_exchange_explicit(&c->zh, NULL, memory_order_acq_rel);
-    if (old != NULL)
-        zookeeper_close(old);
+    zk_retire(c);
     zh = zk_init(c);
     atomic_store_explicit(&c->zh, zh, memory_order_release);
     pthread_rwlock_unlock(&c->lock);
@@ -406,14 +422,10 @@ zk_check_and_put(struct coord_client *c, const char *check_path, const char *pat
 static void
 zk_close(struct coord_client *c)
 {
-    zhandle_t *zh;
-
     if (c == NULL)
         return;
     pthread_rwlock_wrlock(&c->lock);
-    zh = atomic_exchange_explicit(&c->zh, NULL, memory_order_acq_rel);
-    if (zh != NULL)
-        zookeeper_close(zh);
+    zk_retire(c);
     pthread_rwlock_unlock(&c->lock);
     pthread_rwlock_destroy(&c->lock);
     free(c->quorum);
