@@ -47,6 +47,7 @@ write_element(struct exchange_output *x, uint32_t channel, const void *rec,
         return;
     }
     len = (uint32_t)(hdr + n);
+    record_writer_write_ahead(c->pos);
     memcpy(c->pos, &len, RECORD_LENGTH_BYTES);
     element_write_record_header(meta, c->pos + RECORD_LENGTH_BYTES);
     if (x->plain_size != 0)
@@ -104,6 +105,7 @@ exchange_collect_hash(struct output *self, const void *rec, const struct record_
     }
     x->records++;
     p = c->pos;
+    record_writer_write_ahead(p);
     memcpy(p, &len, RECORD_LENGTH_BYTES);
     p[RECORD_LENGTH_BYTES] = ELEMENT_KEYED_TAG | (timed ? ELEMENT_HAS_TIMESTAMP : 0);
     /* The timestamp's place, written either way: without a timestamp the
