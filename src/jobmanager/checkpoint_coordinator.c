@@ -126,11 +126,11 @@ struct checkpoint_coordinator {
     struct list_node loads;   /* restores waiting for a `_metadata` being written */
     struct list_node manuals; /* newest last */
     int nmanuals;
-    int works;      /* blocking work in flight */
-    int store_busy; /* of which using the store or the counter */
+    int works; /* blocking work in flight */
     bool freed;
     bool shutdown_deferred;
     enum checkpoint_job_end end;
+    bool discard_at_end; /* the shutdown deletes the job's checkpoints */
     /* statistics */
     struct list_node history; /* newest first */
     int nhistory;
@@ -178,33 +178,29 @@ cc_job(const struct checkpoint_coordinator *cc)
 
 /* Every blocking work item is counted, so that a coordinator freed while
  * work is in flight lives on (marked freed) until the last done callback,
- * which only releases its item. store_busy counts the work that uses the
- * store or the id counter: the shutdown, which frees them, waits for it. */
+ * which only releases its item, and so that the shutdown, which frees the
+ * store and the id counter and deletes the job's folder, comes after it. */
 static void
-cc_run(struct checkpoint_coordinator *cc, void (*work)(void *), void (*done)(void *), void *arg,
-       bool uses_store)
+cc_run(struct checkpoint_coordinator *cc, void (*work)(void *), void (*done)(void *), void *arg)
 {
     cc->works++;
-    cc->store_busy += uses_store;
     cc->o.ops->run_blocking(cc->o.owner, work, done, arg);
 }
 
 static void cc_free_now(struct checkpoint_coordinator *cc);
 static void shutdown_start(struct checkpoint_coordinator *cc);
 
-/* The last thing of every done callback. */
+/* The last thing of every done callback. A deferred shutdown runs even
+ * when the coordinator was freed meanwhile (the job's end, then at once its
+ * JobMaster's: a mini cluster's last job): the folders go all the same. */
 static void
-cc_work_end(struct checkpoint_coordinator *cc, bool used_store)
+cc_work_end(struct checkpoint_coordinator *cc)
 {
     cc->works--;
-    cc->store_busy -= used_store;
-    if (cc->freed) {
-        if (cc->works == 0)
-            cc_free_now(cc);
-        return;
-    }
-    if (used_store && cc->store_busy == 0 && cc->shutdown_deferred)
+    if (cc->works == 0 && cc->shutdown_deferred)
         shutdown_start(cc);
+    if (cc->freed && cc->works == 0)
+        cc_free_now(cc);
 }
 
 /* ---- statistics --------------------------------------------------------------------- */
@@ -436,7 +432,7 @@ abort_cleanup_done(void *arg)
     struct checkpoint_coordinator *cc = p->cc;
 
     pending_free(p);
-    cc_work_end(cc, false);
+    cc_work_end(cc);
 }
 
 static void fail_job_for_checkpoints(struct checkpoint_coordinator *cc, const char *reason);
@@ -490,7 +486,7 @@ pending_abort(struct cc_pending *p, const char *reason, bool counted)
         p->aborted = true; /* its init work frees it */
     } else {
         p->aborted = true;
-        cc_run(cc, abort_cleanup_work, abort_cleanup_done, p, false);
+        cc_run(cc, abort_cleanup_work, abort_cleanup_done, p);
     }
     if (counted) {
         cc->continuous_failures++;
@@ -646,7 +642,7 @@ init_done(void *arg)
     } else if (p->aborted) {
         /* Aborted while its id and folder were being made: the folder goes. */
         if (p->dir != NULL)
-            cc_run(cc, abort_cleanup_work, abort_cleanup_done, p, false);
+            cc_run(cc, abort_cleanup_work, abort_cleanup_done, p);
         else
             pending_free(p);
     } else if (p->rc != 0) {
@@ -675,7 +671,7 @@ init_done(void *arg)
             send_triggers(cc, p);
         }
     }
-    cc_work_end(cc, true);
+    cc_work_end(cc);
 }
 
 /* Starts a checkpoint now (the caller checked that it may). */
@@ -715,7 +711,7 @@ trigger_now(struct checkpoint_coordinator *cc, struct cc_manual *manual)
     list_push_back(&cc->pending, &p->node);
     cc->npending++;
     cc->periodic_wanted = false;
-    cc_run(cc, init_work, init_done, p, true);
+    cc_run(cc, init_work, init_done, p);
 }
 
 static void
@@ -1023,7 +1019,7 @@ finalize_done(void *arg)
     p->md = NULL;
     if (cc->freed) {
         pending_free(p);
-        cc_work_end(cc, true);
+        cc_work_end(cc);
         return;
     }
     cc->finalizing--;
@@ -1070,7 +1066,7 @@ finalize_done(void *arg)
     /* Restores that waited for a `_metadata` being written. */
     while (cc->finalizing == 0 && (n = list_pop_front(&cc->loads)) != NULL)
         cc_start_load(cc, container_of(n, struct cc_load, node));
-    cc_work_end(cc, true);
+    cc_work_end(cc);
 }
 
 static void
@@ -1084,7 +1080,7 @@ pending_complete(struct checkpoint_coordinator *cc, struct cc_pending *p)
     cc->finalizing++;
     p->store = cc->o.store;
     p->md = build_metadata(cc, p);
-    cc_run(cc, finalize_work, finalize_done, p, true);
+    cc_run(cc, finalize_work, finalize_done, p);
 }
 
 void
@@ -1204,14 +1200,14 @@ load_done(void *arg)
         checkpoint_metadata_free(l->md);
     free(l->path);
     free(l);
-    cc_work_end(cc, true);
+    cc_work_end(cc);
 }
 
 static void
 cc_start_load(struct checkpoint_coordinator *cc, struct cc_load *l)
 {
     l->store = cc->o.store;
-    cc_run(cc, load_work, load_done, l, true);
+    cc_run(cc, load_work, load_done, l);
 }
 
 void
@@ -1297,7 +1293,7 @@ shutdown_done(void *arg)
 
     free(s->job_dir);
     free(s);
-    cc_work_end(cc, false);
+    cc_work_end(cc);
 }
 
 /* Hands the store and the counter to the shutdown work (no other work
@@ -1305,7 +1301,6 @@ shutdown_done(void *arg)
 static void
 shutdown_start(struct checkpoint_coordinator *cc)
 {
-    enum checkpoint_job_end end = cc->end;
     struct cc_shutdown *s = xcalloc(1, sizeof *s);
 
     cc->shutdown_deferred = false;
@@ -1313,13 +1308,11 @@ shutdown_start(struct checkpoint_coordinator *cc)
     s->store = cc->o.store;
     s->counter = cc->o.counter;
     s->job_dir = cc->job_dir ? xstrdup(cc->job_dir) : NULL;
-    s->globally = end != CC_JOB_SUSPENDED;
-    s->discard = s->globally && s->job_dir != NULL &&
-                 (cc->cfg->retention == RETAIN_NEVER ||
-                  (cc->cfg->retention == RETAIN_ON_FAILURE && end != CC_JOB_FAILED));
+    s->globally = cc->end != CC_JOB_SUSPENDED;
+    s->discard = cc->discard_at_end && s->job_dir != NULL;
     cc->o.store = NULL;
     cc->o.counter = NULL;
-    cc_run(cc, shutdown_work, shutdown_done, s, false);
+    cc_run(cc, shutdown_work, shutdown_done, s);
 }
 
 void
@@ -1331,12 +1324,19 @@ checkpoint_coordinator_shutdown(struct checkpoint_coordinator *cc, enum checkpoi
     abort_all(cc, end == CC_JOB_SUSPENDED ? "the job was suspended" : "the job ended");
     cc->shut_down = true;
     cc->end = end;
+    /* Decided now: a deferred shutdown may come after the job's settings
+     * are gone. */
+    cc->discard_at_end = end != CC_JOB_SUSPENDED &&
+                         (cc->cfg->retention == RETAIN_NEVER ||
+                          (cc->cfg->retention == RETAIN_ON_FAILURE && end != CC_JOB_FAILED));
     manual_fail_queued(cc, "the job ended");
     if (cc->o.store == NULL && cc->o.counter == NULL)
         return;
-    /* A checkpoint being finalized or a restore being read still use the
-     * store: the shutdown follows them. */
-    if (cc->store_busy > 0)
+    /* The shutdown follows the work in flight: a checkpoint being
+     * finalized or a restore being read still use the store, and an aborted
+     * checkpoint's folder is being deleted (the workers run side by side:
+     * the job's folder, removed when empty, stayed when that came last). */
+    if (cc->works > 0)
         cc->shutdown_deferred = true;
     else
         shutdown_start(cc);
