@@ -188,6 +188,18 @@ class SavepointTest(ClusterTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.wait_state(jid, ("CANCELED",))
 
+    def cancel_with_savepoint(self, jid, target):
+        """`spate cancel -s`: the savepoint and the cancel as one, so that no
+        checkpoint (whose completion commits the sink's output past the
+        savepoint) comes between them, as it may after `spate savepoint`
+        with checkpoints running. The savepoint's path."""
+        r = self.spate(*self.target(["cancel", "-s", target, jid]), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        path = re.search(r"Savepoint completed\. Path: (\S+)", r.stdout).group(1)
+        self.assertRegex(path, SAVEPOINT_DIR_RX)
+        self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "CANCELED")
+        return path
+
     def check_exact(self, out, expected=None):
         expected = expected if expected is not None else expected_lines()
         lines = read_lines(out)
@@ -208,13 +220,11 @@ class SavepointTest(ClusterTestCase):
         self.assertEqual(got, expected)
 
     def uninterrupted_until_savepoint(self, parallelism=4):
-        """Runs the job, takes a savepoint, cancels it: (savepoint, out)."""
+        """Runs the job, cancels it with a savepoint: (savepoint, out)."""
         out = os.path.join(self.tmp, "out")
         jid = self.run_job(out, parallelism=parallelism)
         self.wait_progress(jid)
-        sp = self.savepoint(jid, self.savepoints)
-        self.cancel(jid)
-        return sp, out
+        return self.cancel_with_savepoint(jid, self.savepoints), out
 
     def assert_cluster_runs_jobs(self, sp, out):
         """The cluster is up and still resumes jobs (after bad input)."""
@@ -286,10 +296,7 @@ class SavepointTest(ClusterTestCase):
         out = os.path.join(self.tmp, "out")
         jid = self.run_job(out)
         self.wait_progress(jid)
-        r = self.spate(*self.target(["cancel", "-s", self.savepoints, jid]), timeout=120)
-        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
-        sp = re.search(r"Savepoint completed\. Path: (\S+)", r.stdout).group(1)
-        self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "CANCELED")
+        sp = self.cancel_with_savepoint(jid, self.savepoints)
         jid = self.run_job(out, savepoint=sp, parallelism=2)
         self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "FINISHED")
         self.check_exact(out)
@@ -426,8 +433,7 @@ class SavepointTest(ClusterTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         jid = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
         self.wait_progress(jid)
-        sp = self.savepoint(jid, self.savepoints)
-        self.cancel(jid)
+        sp = self.cancel_with_savepoint(jid, self.savepoints)
         marker = os.path.join(self.tmp, "failed-once")
         r = self.spate(*conf, "run", "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", "3",
                        "-s", sp, *common, "--interval", "3600000", "--fail-at",
