@@ -1,0 +1,212 @@
+/* The exchange output (streaming/exchange_output.h): a hash exchange's fast
+ * path, straight into the room of its channels' buffers, writes the same
+ * bytes to the same channels as its general path through reserve and
+ * commit, with timestamps and without, also where the room runs out; and
+ * what it writes reads back as each record once, on the channel of its
+ * key group, with its key's hash and time. The room is the record writer's
+ * in form: a per-channel buffer that reserve starts anew when a record does
+ * not fit. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/config.h"
+#include "core/key_group.h"
+#include "streaming/exchange_output.h"
+#include "streaming/stream_element.h"
+#include "streaming/stream_graph.h"
+#include "streaming/types.h"
+
+#define CHANNELS 3
+#define ROOM     200 /* bytes per buffer: a few records, then a new one */
+
+/* Each channel: the bytes of its finished buffers, then of its current one
+ * (room), in order. */
+struct sink {
+    struct rw_channel room[CHANNELS];
+    uint8_t *bufs[CHANNELS][4096];
+    int nbufs[CHANNELS];
+    uint8_t out[CHANNELS][1 << 16];
+    size_t out_len[CHANNELS];
+    uint8_t *reserved;
+    uint32_t reserved_channel;
+    bool with_room;
+};
+
+static void
+finish(struct sink *s, uint32_t ch)
+{
+    struct rw_channel *c = &s->room[ch];
+
+    if (c->pos == NULL)
+        return;
+    memcpy(s->out[ch] + s->out_len[ch], s->bufs[ch][s->nbufs[ch] - 1],
+           (size_t)(c->pos - s->bufs[ch][s->nbufs[ch] - 1]));
+    s->out_len[ch] += (size_t)(c->pos - s->bufs[ch][s->nbufs[ch] - 1]);
+    c->pos = c->end = NULL;
+}
+
+static void
+fresh(struct sink *s, uint32_t ch)
+{
+    uint8_t *b = xcalloc(1, ROOM);
+
+    cr_assert_lt(s->nbufs[ch], 4096);
+    s->bufs[ch][s->nbufs[ch]++] = b;
+    s->room[ch].pos = b;
+    s->room[ch].end = b + ROOM;
+    s->room[ch].buf = (void *)b;
+}
+
+/* The record writer's reserve: a new buffer when the record does not fit. */
+static uint8_t *
+sink_reserve(void *arg, uint32_t ch, uint32_t len, spate_error *err)
+{
+    struct sink *s = arg;
+    struct rw_channel *c = &s->room[ch];
+
+    (void)err;
+    cr_assert_lt(len + 4, ROOM);
+    if (c->pos == NULL || (size_t)(c->end - c->pos) < len + 4) {
+        finish(s, ch);
+        fresh(s, ch);
+    }
+    s->reserved = c->pos;
+    s->reserved_channel = ch;
+    return c->pos + 4;
+}
+
+static int
+sink_commit(void *arg, uint32_t len, spate_error *err)
+{
+    struct sink *s = arg;
+
+    (void)err;
+    memcpy(s->reserved, &len, 4);
+    s->room[s->reserved_channel].pos = s->reserved + 4 + len;
+    return 0;
+}
+
+static const struct exchange_sink_ops sink_ops = { sink_reserve, sink_commit };
+
+static void
+sink_done(struct sink *s)
+{
+    for (uint32_t ch = 0; ch < CHANNELS; ch++) {
+        finish(s, ch);
+        for (int i = 0; i < s->nbufs[ch]; i++)
+            free(s->bufs[ch][i]);
+    }
+}
+
+struct rec {
+    int64_t key, value, time;
+};
+
+/* Runs n records through an exchange with room (its fast path) or without
+ * (every record through reserve and commit), timed or not, into s. */
+static void
+through(struct sink *s, const struct rec *recs, int n, bool timed, bool with_room,
+        uint64_t *records)
+{
+    struct config *conf = config_new();
+    spate_env *env = env_new(conf, NULL);
+    const spate_type *f[] = { spate_type_int64(), spate_type_int64(), spate_type_int64() };
+    const spate_type *t = spate_type_tuple(env, 3, f);
+    struct jg_edge edge = { 0 };
+    struct exchange_output x = { 0 };
+
+    memset(s, 0, sizeof *s);
+    edge.partitioner = SHIP_HASH;
+    edge.key.kind = KEY_FIELD;
+    edge.key.field = 0;
+    exchange_output_init(&x, &edge, t, CHANNELS, 128, 0, &sink_ops, s, NULL);
+    if (with_room)
+        exchange_output_set_room(&x, s->room);
+    cr_assert_eq(x.keyed8, with_room, "the fast path is %s", with_room ? "off" : "on");
+    for (int i = 0; i < n; i++) {
+        struct record_meta m = { timed ? recs[i].time : RECORD_NO_TIMESTAMP, 0, false };
+
+        x.base.collect(&x.base, &recs[i], &m);
+    }
+    cr_assert_eq(x.error.code, 0, "%s", x.error.message);
+    *records = x.records;
+    exchange_output_release(&x);
+    sink_done(s);
+    env_free(env);
+    config_free(conf);
+}
+
+/* Reads each channel's elements back: every record once, on the channel of
+ * its key's key group, with its key's hash and, when timed, its time. */
+static void
+check_elements(const struct sink *s, const struct rec *recs, int n, bool timed)
+{
+    int seen[1000] = { 0 };
+
+    for (uint32_t ch = 0; ch < CHANNELS; ch++) {
+        for (size_t at = 0; at < s->out_len[ch];) {
+            struct element e;
+            struct rec r;
+            uint32_t len;
+            uint64_t hash;
+
+            memcpy(&len, s->out[ch] + at, 4);
+            cr_assert_eq(element_read(s->out[ch] + at + 4, len, &e), 0);
+            cr_assert_eq(e.kind, ELEMENT_RECORD);
+            cr_assert_eq(e.body_len, sizeof r);
+            memcpy(&r, e.body, sizeof r);
+            cr_assert(r.value >= 0 && r.value < n);
+            cr_assert_eq(memcmp(&r, &recs[r.value], sizeof r), 0);
+            seen[r.value]++;
+            hash = key_group_hash(&r.key, 8);
+            cr_assert(e.meta.has_key_hash);
+            cr_assert_eq(e.meta.key_hash, hash);
+            cr_assert_eq(e.meta.timestamp, timed ? r.time : RECORD_NO_TIMESTAMP);
+            cr_assert_eq(key_group_operator_index(key_group_of_hash(hash, 128), 128, CHANNELS), ch,
+                         "record %lld on channel %u", (long long)r.value, ch);
+            at += 4 + len;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(seen[i], 1, "record %d %d times", i, seen[i]);
+}
+
+static void
+same_bytes(bool timed)
+{
+    static struct sink fast, general;
+    struct rec recs[1000];
+    uint64_t n_fast, n_general;
+    size_t total = 0;
+
+    for (int i = 0; i < 1000; i++)
+        recs[i] = (struct rec){ (int64_t)(i * 7919 % 101), i, 1000 + i / 3 };
+    through(&general, recs, 1000, timed, false, &n_general);
+    through(&fast, recs, 1000, timed, true, &n_fast);
+    cr_assert_eq(n_general, 1000);
+    cr_assert_eq(n_fast, 1000, "every record counted once");
+    for (int ch = 0; ch < CHANNELS; ch++) {
+        cr_assert_eq(fast.out_len[ch], general.out_len[ch], "channel %d: %zu bytes, not %zu", ch,
+                     fast.out_len[ch], general.out_len[ch]);
+        cr_assert_eq(memcmp(fast.out[ch], general.out[ch], general.out_len[ch]), 0, "channel %d",
+                     ch);
+        cr_assert_gt(general.out_len[ch], 0, "every channel has records");
+        total += general.out_len[ch];
+    }
+    /* Each record once, with its header: length, tag, (time), key hash. */
+    cr_assert_eq(total, 1000 * (4 + (timed ? ELEMENT_KEYED_TS_HEADER : ELEMENT_KEYED_HEADER) +
+                                sizeof(struct rec)));
+    check_elements(&general, recs, 1000, timed);
+}
+
+Test(exchange_output, the_fast_path_writes_what_the_general_one_writes_with_timestamps)
+{
+    same_bytes(true);
+}
+
+Test(exchange_output, the_fast_path_writes_what_the_general_one_writes_without_timestamps)
+{
+    same_bytes(false);
+}
