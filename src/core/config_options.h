@@ -192,6 +192,11 @@ struct config_option {
     X(TASKMANAGER_NETWORK_BUSY_POLL, "taskmanager.network.busy-poll", DURATION, "250 us", 0, 1000, \
       NULL, NULL,                                                                                  \
       "spate: how long the network I/O loop and a waiting task poll before sleeping (0: never)")   \
+    X(TASKMANAGER_TASKS_BATCH_SCHEDULING, "taskmanager.tasks.batch-scheduling", BOOL, "true", 0,   \
+      0, NULL, NULL,                                                                               \
+      "spate: task threads run as SCHED_BATCH (woken, they wait for the running thread's time "    \
+      "slice instead of preempting it: fewer switches when tasks share cores; false: the "         \
+      "default policy)")                                                                           \
     /* checkpoints and state */                                                                    \
     X(EXECUTION_CHECKPOINTING_INTERVAL, "execution.checkpointing.interval", DURATION, NULL, 10,    \
       CFG_NOLIMIT_HI, NULL, NULL, "time between checkpoints (unset: no checkpoints)")              \

@@ -1,5 +1,7 @@
 /* Tasks (task.h). */
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,6 +287,17 @@ task_main(void *arg)
 
     snprintf(thread_name, sizeof thread_name, "task-%d", t->tdd->subtask);
     log_set_thread_name(thread_name);
+    if (t->host.batch_scheduling) {
+        /* Throughput work: a task woken (a buffer came, or came back) waits
+         * for the running thread's time slice rather than preempting it, so
+         * that tasks sharing a core hand over many buffers per switch, not
+         * one; a woken task still runs at once on an idle core. The RPC and
+         * network I/O threads keep the default policy, for their latency. */
+        struct sched_param sp = { 0 };
+
+        if (sched_setscheduler(0, SCHED_BATCH, &sp) != 0)
+            SPATE_LOG_DEBUG(TASK_LOG, "cannot run task thread as SCHED_BATCH: %s", strerror(errno));
+    }
     task_report(t, "INITIALIZING", NULL);
     rc = library_cache_acquire(
         t->host.libraries, &t->job_id, t->tdd->blob_server,

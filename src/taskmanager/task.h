@@ -32,6 +32,8 @@ struct task_host {
     void *arg;
     /* Where the task's I/O metrics are registered (NULL: nowhere). */
     struct metric_registry *metrics;
+    /* The task's thread runs as SCHED_BATCH (task_main). */
+    bool batch_scheduling;
 };
 
 /* Copies the deployment descriptor and starts the task's thread. Errors: a

@@ -90,7 +90,9 @@ task_executor_options_from_config(const struct config *conf, struct task_executo
                                      &o->registration_timeout_ms, err)) != 0 ||
         (rc = heartbeat_options_from_config(conf, &o->heartbeat, err)) != 0 ||
         (rc = config_get_duration_ms(conf, CFG(TASK_CANCELLATION_TIMEOUT),
-                                     &o->cancellation_timeout_ms, err)) != 0)
+                                     &o->cancellation_timeout_ms, err)) != 0 ||
+        (rc = config_get_bool(conf, CFG(TASKMANAGER_TASKS_BATCH_SCHEDULING), &o->batch_scheduling,
+                              err)) != 0)
         return rc;
     o->slots = (uint32_t)slots;
     if (config_get_string(conf, CFG(TASKMANAGER_RESOURCE_ID), &rid, NULL) == 0 && rid != NULL) {
@@ -670,10 +672,14 @@ teh_submit_task(struct rpc_endpoint *ep, const Jobgraph__TaskDeployment *req, st
                       id_str(&alloc).s, id_str(&job).s);
         return;
     }
-    host = (struct task_host){
-        ep->svc,      te->o.net, te->o.libraries, te->o.resource_id, te->o.print_out,
-        te_task_done, NULL,      te->metrics
-    };
+    host = (struct task_host){ .svc = ep->svc,
+                               .net = te->o.net,
+                               .libraries = te->o.libraries,
+                               .resource_id = te->o.resource_id,
+                               .print_out = te->o.print_out,
+                               .on_done = te_task_done,
+                               .metrics = te->metrics,
+                               .batch_scheduling = te->o.batch_scheduling };
     tt = xcalloc(1, sizeof *tt);
     tt->te = te;
     host.arg = tt;

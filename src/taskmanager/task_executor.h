@@ -34,6 +34,7 @@ struct task_executor_options {
     struct library_cache *libraries;
     FILE *print_out;                 /* print sinks' stream: stdout */
     int64_t cancellation_timeout_ms; /* task.cancellation.timeout; 0: never */
+    bool batch_scheduling;           /* taskmanager.tasks.batch-scheduling */
     struct registration_options registration;
     int64_t registration_timeout_ms; /* taskmanager.registration.timeout */
     struct heartbeat_options heartbeat;

@@ -269,6 +269,47 @@ class JobsTest(SpateTestCase):
         self.assertEqual(res["state"], "CANCELED")
         self.assertEqual((res["slots_free"], res["slots_total"]), (4, 4))
 
+    def test_task_threads_run_as_sched_batch_unless_configured_off(self):
+        """Task threads are SCHED_BATCH (taskmanager.tasks.batch-scheduling),
+        the RPC and network I/O threads keep the default policy; with the
+        key false, task threads do too."""
+        for batch in (True, False):
+            out = open(os.path.join(self.tmp, f"run-{batch}.out"), "w+")
+            self.addCleanup(out.close)
+            key = f"taskmanager.tasks.batch-scheduling={'true' if batch else 'false'}"
+            p = subprocess.Popen([SPATE, "-D", key, "run", "--local", "-p", "2", TESTJOBS,
+                                  "unbounded"],
+                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.procs.append(p)
+
+            def policies():
+                """{thread name: policy} of the process's threads."""
+                found = {}
+                for tid in os.listdir(f"/proc/{p.pid}/task"):
+                    try:
+                        with open(f"/proc/{p.pid}/task/{tid}/comm") as f:
+                            name = f.read().strip()
+                        found.setdefault(name, set()).add(os.sched_getscheduler(int(tid)))
+                    except (FileNotFoundError, ProcessLookupError):
+                        pass
+                return found
+
+            def text():
+                out.seek(0)
+                return out.read()
+            wait_for(lambda: "is RUNNING" in text(), what="the job to run")
+            names = {"Source: 1", "Source: 2", "Map 1", "Map 2"}  # once their vertex is known
+            found = wait_for(lambda: (lambda f: f if names <= f.keys() else None)(policies()),
+                             what="the task threads")
+            tasks = {n: found[n] for n in names}
+            want = os.SCHED_BATCH if batch else os.SCHED_OTHER
+            for name, ps in tasks.items():
+                self.assertEqual(ps, {want}, f"{name}: {found}")
+            for name in ("rpc", "net-io"):
+                self.assertEqual(found[name], {os.SCHED_OTHER}, found)
+            p.send_signal(signal.SIGINT)
+            self.assertEqual(p.wait(timeout=60), 1)
+
     def test_failing_function_fails_the_job_with_its_text(self):
         r, res = self.run_job(TESTJOBS, "fail", "--at", "42")
         self.assertEqual(r.returncode, 1)
