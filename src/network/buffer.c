@@ -2,6 +2,8 @@
  * segment pool plus one net_buffer descriptor per segment; a local pool keeps
  * a free list of the buffers it took, under its mutex. */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +150,11 @@ struct local_buffer_pool {
     bool destroyed;
     struct notifier *waiter;
     struct metric_level *used, *capacity;
+    /* Pokes of the waiter in flight: decided under the lock, made after it
+     * (a notify may write an eventfd, too slow to hold a lock that a
+     * producer and consumers on other cores take per buffer); set_waiter
+     * waits them out. Not under the lock. */
+    _Atomic int pokes;
 };
 
 static void local_recycle(struct net_buffer *buf);
@@ -179,6 +186,7 @@ local_buffer_pool_new(struct network_buffer_pool *global, size_t min, size_t max
     pool->max = max;
     pool->wake_at = (max - min) / 2 + 1;
     pool->waiter = waiter;
+    atomic_init(&pool->pokes, 0);
     pool->used = used;
     pool->capacity = capacity;
     for (size_t i = 0; i < min; i++) {
@@ -241,6 +249,7 @@ static void
 local_recycle(struct net_buffer *buf)
 {
     struct local_buffer_pool *pool = buf->owner;
+    struct notifier *poke = NULL;
     bool destroyed, gone = false;
 
     pthread_mutex_lock(&pool->lock);
@@ -254,15 +263,20 @@ local_recycle(struct net_buffer *buf)
     } else {
         buf->next = pool->free_list;
         pool->free_list = buf;
-        /* Poked under the lock: local_buffer_pool_set_waiter(NULL) then
-         * guarantees that the waiter's notifier is no longer touched. */
         if (pool->waiting && pool->waiter != NULL &&
             (pool->held - pool->out >= pool->wake_at || pool->out <= pool->min)) {
             pool->waiting = false;
-            notifier_notify(pool->waiter);
+            poke = pool->waiter;
+            /* Counted under the lock: a set_waiter(NULL) after it sees it. */
+            atomic_fetch_add_explicit(&pool->pokes, 1, memory_order_relaxed);
         }
     }
     pthread_mutex_unlock(&pool->lock);
+    if (poke != NULL) {
+        notifier_notify(poke);
+        /* release: the notify is done before set_waiter sees the count drop */
+        atomic_fetch_sub_explicit(&pool->pokes, 1, memory_order_release);
+    }
     if (destroyed) {
         buf->recycler = global_recycle;
         net_buffer_recycle(buf);
@@ -277,6 +291,11 @@ local_buffer_pool_set_waiter(struct local_buffer_pool *pool, struct notifier *wa
     pthread_mutex_lock(&pool->lock);
     pool->waiter = waiter;
     pthread_mutex_unlock(&pool->lock);
+    /* A poke decided before is made after the lock: once none is in flight
+     * the old waiter's notifier is no longer touched. (The pool outlives
+     * them: it is destroyed only after its producer set no waiter.) */
+    while (atomic_load_explicit(&pool->pokes, memory_order_acquire) != 0)
+        sched_yield();
 }
 
 void

@@ -218,3 +218,51 @@ Test(buffer, a_producer_waits_for_buffers_another_thread_recycles, .timeout = 60
     network_buffer_pool_free(g);
     notifier_release(&c.n);
 }
+
+/* Pokes are made after the pool's lock: unsetting the waiter waits out
+ * those in flight, so that the producer may release its notifier at once.
+ * The recycler pokes a sleeping waiter (an eventfd write, which reads the
+ * notifier's fd); under ThreadSanitizer a poke not ordered before the
+ * release that follows set_waiter(NULL) is a race on that fd. */
+struct late_poke {
+    struct net_buffer *bufs[4];
+};
+
+static void *
+recycle_all(void *arg)
+{
+    struct late_poke *l = arg;
+
+    for (int i = 0; i < 4; i++)
+        net_buffer_recycle(l->bufs[i]);
+    return NULL;
+}
+
+Test(buffer, no_poke_touches_the_waiter_once_it_is_unset, .timeout = 60)
+{
+    struct network_buffer_pool *g;
+    spate_error err;
+
+    cr_assert_eq(network_buffer_pool_new(4096, 4, &g, &err), 0);
+    for (int round = 0; round < 300; round++) {
+        struct local_buffer_pool *pool;
+        struct late_poke l;
+        struct notifier n;
+        pthread_t t;
+
+        cr_assert_eq(notifier_init(&n, &err), 0);
+        cr_assert_eq(local_buffer_pool_new(g, 1, 4, &n, NULL, NULL, &pool, &err), 0);
+        for (int i = 0; i < 4; i++)
+            cr_assert_not_null(l.bufs[i] = local_buffer_pool_request(pool));
+        cr_assert_null(local_buffer_pool_request(pool)); /* waiting */
+        cr_assert_eq(notifier_begin_sleep(&n), 0);       /* a poke writes the eventfd */
+        pthread_create(&t, NULL, recycle_all, &l);
+        local_buffer_pool_set_waiter(pool, NULL);
+        notifier_end_sleep(&n);
+        notifier_release(&n);
+        pthread_join(t, NULL);
+        local_buffer_pool_destroy(pool);
+    }
+    cr_assert_eq(network_buffer_pool_available(g), 4);
+    network_buffer_pool_free(g);
+}
