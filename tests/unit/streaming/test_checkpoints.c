@@ -102,6 +102,27 @@ temp_dir(void)
     return dir;
 }
 
+/* Waits until the sink has seen n records: a checkpoint triggered then has
+ * the source past its start (a fixed pause was not always enough under a
+ * sanitizer on a loaded machine). */
+static void
+wait_records(struct seen *s, int64_t n)
+{
+    struct timespec tick = { 0, 1000000 };
+
+    for (int i = 0; i < 60000; i++) {
+        int64_t seen;
+
+        pthread_mutex_lock(&s->lock);
+        seen = s->records;
+        pthread_mutex_unlock(&s->lock);
+        if (seen >= n)
+            return;
+        nanosleep(&tick, NULL);
+    }
+    cr_assert_fail("the sink saw fewer than %lld records in 60 s", (long long)n);
+}
+
 static void
 remove_dir(const char *dir)
 {
@@ -120,12 +141,11 @@ Test(checkpoints, restore_continues_where_the_checkpoint_was_taken, .timeout = 1
     spate_error err = { 0 };
     int64_t expect[KEYS];
     char *dir = temp_dir();
-    struct timespec pause = { 0, 20000000 };
 
     /* Run a: rate-limited to about 0.4 s, checkpointed part of the way in,
      * then cancelled as a failure would end it. */
     local_start(&a, env1);
-    nanosleep(&pause, NULL);
+    wait_records(&first, 1000);
     cr_assert(local_checkpoint(&a, 1, dir), "checkpoint 1 was not acknowledged by every task");
     local_cancel(&a);
     local_join(&a, &err);
@@ -157,10 +177,9 @@ Test(checkpoints, a_truncated_state_file_is_a_clear_error, .timeout = 120)
     struct local_job a = { .checkpointing = true }, b = { .checkpointing = true };
     spate_error err = { 0 };
     char *dir = temp_dir(), *cmd;
-    struct timespec pause = { 0, 20000000 };
 
     local_start(&a, env1);
-    nanosleep(&pause, NULL);
+    wait_records(&first, 1000);
     cr_assert(local_checkpoint(&a, 7, dir));
     local_cancel(&a);
     local_join(&a, &err);
