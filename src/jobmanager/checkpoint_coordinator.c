@@ -190,9 +190,10 @@ cc_run(struct checkpoint_coordinator *cc, void (*work)(void *), void (*done)(voi
 static void cc_free_now(struct checkpoint_coordinator *cc);
 static void shutdown_start(struct checkpoint_coordinator *cc);
 
-/* The last thing of every done callback. A deferred shutdown runs even
- * when the coordinator was freed meanwhile (the job's end, then at once its
- * JobMaster's: a mini cluster's last job): the folders go all the same. */
+/* The last thing of every done callback. A deferred shutdown runs even if
+ * the coordinator was freed meanwhile (a JobMaster's blocking work holds
+ * its endpoint, so there it is not; a caller without that guard is), so
+ * that the job's folders go all the same. */
 static void
 cc_work_end(struct checkpoint_coordinator *cc)
 {
@@ -1324,8 +1325,8 @@ checkpoint_coordinator_shutdown(struct checkpoint_coordinator *cc, enum checkpoi
     abort_all(cc, end == CC_JOB_SUSPENDED ? "the job was suspended" : "the job ended");
     cc->shut_down = true;
     cc->end = end;
-    /* Decided now: a deferred shutdown may come after the job's settings
-     * are gone. */
+    /* Decided now, from the job's settings, which a coordinator freed
+     * before its deferred shutdown need not keep. */
     cc->discard_at_end = end != CC_JOB_SUSPENDED &&
                          (cc->cfg->retention == RETAIN_NEVER ||
                           (cc->cfg->retention == RETAIN_ON_FAILURE && end != CC_JOB_FAILED));

@@ -299,12 +299,14 @@ class JobsTest(SpateTestCase):
                 return out.read()
             wait_for(lambda: "is RUNNING" in text(), what="the job to run")
             names = {"Source: 1", "Source: 2", "Map 1", "Map 2"}  # once their vertex is known
-            found = wait_for(lambda: (lambda f: f if names <= f.keys() else None)(policies()),
-                             what="the task threads")
-            tasks = {n: found[n] for n in names}
+
+            def named():
+                found = policies()
+                return found if names <= found.keys() else None
+            found = wait_for(named, what="the task threads")
             want = os.SCHED_BATCH if batch else os.SCHED_OTHER
-            for name, ps in tasks.items():
-                self.assertEqual(ps, {want}, f"{name}: {found}")
+            for name in names:
+                self.assertEqual(found[name], {want}, f"{name}: {found}")
             for name in ("rpc", "net-io"):
                 self.assertEqual(found[name], {os.SCHED_OTHER}, found)
             p.send_signal(signal.SIGINT)

@@ -1,7 +1,7 @@
 /* The ZooKeeper services' first connection when the client's threads are
  * quicker than the thread that started them: this program exports its own
  * zookeeper_init (it interposes the plugin's call), which returns the real
- * handle only once the session is connected and its event was handed on.
+ * handle only once the connection's event was handed to the plugin.
  * That event was dropped as a replaced handle's (the handle was not current
  * yet) and the first connection never seen: a TaskManager of e2e/ha waited
  * 21 s on a loaded machine for a ZooKeeper every other process reached.
@@ -23,10 +23,25 @@ typedef zhandle_t *(*zk_init_fn)(const char *host, watcher_fn fn, int recv_timeo
                                  const clientid_t *clientid, void *context, int flags);
 
 static atomic_int slow_inits;
+/* The plugin's watcher and its context, and whether the connection's
+ * session event has gone through it. */
+static watcher_fn plugin_watcher;
+static void *plugin_context;
+static atomic_int connection_delivered;
+
+/* Hands every event to the plugin's watcher, then notes the connection's. */
+static void
+forward(zhandle_t *zh, int type, int state, const char *path, void *context)
+{
+    (void)context;
+    plugin_watcher(zh, type, state, path, plugin_context);
+    if (type == ZOO_SESSION_EVENT && state == ZOO_CONNECTED_STATE)
+        atomic_store(&connection_delivered, 1);
+}
 
 /* The plugin's zookeeper_init (declared by zookeeper.h): the real one,
- * then a wait until its connection has been made and its session event
- * delivered. */
+ * watched through forward, returned only once the plugin's watcher has
+ * been handed the connection. */
 __attribute__((visibility("default"))) zhandle_t *
 zookeeper_init(const char *host, watcher_fn fn, int recv_timeout, const clientid_t *clientid,
                void *context, int flags)
@@ -36,17 +51,13 @@ zookeeper_init(const char *host, watcher_fn fn, int recv_timeout, const clientid
 
     if (real == NULL)
         return NULL;
-    zh = real(host, fn, recv_timeout, clientid, context, flags);
+    plugin_watcher = fn;
+    plugin_context = context;
+    zh = real(host, forward, recv_timeout, clientid, context, flags);
     if (zh == NULL)
         return NULL;
-    for (int i = 0; i < 2000 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++) {
-        struct timespec ts = { 0, 5 * 1000 * 1000 };
-
-        nanosleep(&ts, NULL);
-    }
-    /* The completion thread delivers the event after the state changed. */
-    {
-        struct timespec ts = { 0, 200 * 1000 * 1000 };
+    for (int i = 0; i < 10000 && !atomic_load(&connection_delivered); i++) {
+        struct timespec ts = { 0, 1000 * 1000 };
 
         nanosleep(&ts, NULL);
     }
@@ -75,6 +86,7 @@ Test(zookeeper_connect, connected_before_the_client_handle_is_returned)
     config_set(c, "high-availability.zookeeper.client.max-retry-attempts", "0", "test");
     cr_assert_eq(ha_services_new(c, NULL, &ha, &err), 0, "%s", err.message);
     cr_assert_eq(atomic_load(&slow_inits), 1, "the plugin's zookeeper_init was not this one");
+    cr_assert(atomic_load(&connection_delivered), "no connection within 10 s");
     ha_services_free(ha);
     config_free(c);
 }

@@ -31,19 +31,22 @@ struct sink {
     size_t out_len[CHANNELS];
     uint8_t *reserved;
     uint32_t reserved_channel;
-    bool with_room;
 };
 
 static void
 finish(struct sink *s, uint32_t ch)
 {
     struct rw_channel *c = &s->room[ch];
+    const uint8_t *start;
+    size_t n;
 
     if (c->pos == NULL)
         return;
-    memcpy(s->out[ch] + s->out_len[ch], s->bufs[ch][s->nbufs[ch] - 1],
-           (size_t)(c->pos - s->bufs[ch][s->nbufs[ch] - 1]));
-    s->out_len[ch] += (size_t)(c->pos - s->bufs[ch][s->nbufs[ch] - 1]);
+    start = s->bufs[ch][s->nbufs[ch] - 1];
+    n = (size_t)(c->pos - start);
+    cr_assert_leq(s->out_len[ch] + n, sizeof s->out[ch]);
+    memcpy(s->out[ch] + s->out_len[ch], start, n);
+    s->out_len[ch] += n;
     c->pos = c->end = NULL;
 }
 
@@ -56,7 +59,6 @@ fresh(struct sink *s, uint32_t ch)
     s->bufs[ch][s->nbufs[ch]++] = b;
     s->room[ch].pos = b;
     s->room[ch].end = b + ROOM;
-    s->room[ch].buf = (void *)b;
 }
 
 /* The record writer's reserve: a new buffer when the record does not fit. */
