@@ -377,28 +377,6 @@ state_metas(const struct keyed_backend_snapshot *kb, size_t *n)
     return m;
 }
 
-static int
-make_dirs(const char *path, spate_error *err)
-{
-    char *dir = xstrdup(path);
-
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-            int rc = spate_error_set(err, -errno, "cannot create checkpoint folder '%s': %s", dir,
-                                     strerror(errno));
-
-            free(dir);
-            return rc;
-        }
-        *p = '/';
-    }
-    free(dir);
-    return 0;
-}
-
 int
 task_snapshot_write(struct task_snapshot *s, Checkpoint__AcknowledgeCheckpoint **out,
                     spate_error *err)
@@ -410,13 +388,20 @@ task_snapshot_write(struct task_snapshot *s, Checkpoint__AcknowledgeCheckpoint *
 
     checkpoint__acknowledge_checkpoint__init(ack);
     *out = NULL;
-    if ((rc = make_dirs(s->path, err)) != 0) {
-        task_ack_free(ack);
-        return rc;
-    }
+    /* Into the folder the CheckpointCoordinator made before it triggered
+     * the checkpoint, never a new one: a folder that is gone was deleted
+     * with its checkpoint (aborted, the job ended), and made again here it
+     * outlived the job. */
     if ((sf.fd = open(s->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
-        rc = spate_error_set(err, -errno, "cannot create state file '%s': %s", s->path,
-                             strerror(errno));
+        if (errno == ENOENT)
+            rc = spate_error_set(err, SPATE_ENOENT,
+                                 "cannot create state file '%s': its checkpoint's folder does "
+                                 "not exist (the checkpoint was aborted and its folder deleted, "
+                                 "or state.checkpoints.dir is not shared with the JobManager)",
+                                 s->path);
+        else
+            rc = spate_error_set(err, -errno, "cannot create state file '%s': %s", s->path,
+                                 strerror(errno));
         task_ack_free(ack);
         return rc;
     }

@@ -6,6 +6,7 @@
 
 #include "core/alloc.h"
 #include "core/config.h"
+#include "core/fs.h"
 #include "local_job.h"
 #include "network/net_env.h"
 
@@ -230,9 +231,19 @@ bool
 local_savepoint(struct local_job *lj, int64_t id, const char *dir, int type, bool drain)
 {
     char location[512];
+    spate_error err = { 0 };
+
+    /* As the CheckpointCoordinator does before it triggers. */
+    snprintf(location, sizeof location, "%s/chk-%lld", dir, (long long)id);
+    cr_assert_eq(fs_mkdirs(location, &err), 0, "%s", err.message);
+    return local_trigger_at(lj, id, location, type, drain);
+}
+
+bool
+local_trigger_at(struct local_job *lj, int64_t id, const char *location, int type, bool drain)
+{
     struct timespec pause = { 0, 1000000 };
 
-    snprintf(location, sizeof location, "%s/chk-%lld", dir, (long long)id);
     for (int v = 0; v < lj->jg->nvertices; v++)
         if (lj->jg->vertices[v].ninputs == 0)
             for (int s = 0; s < lj->jg->vertices[v].parallelism; s++)

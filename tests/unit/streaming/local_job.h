@@ -52,12 +52,15 @@ int local_join(struct local_job *lj, spate_error *err);
 void local_cancel(struct local_job *lj);
 void local_free(struct local_job *lj);
 
-/* Checkpoints: triggers id at the sources (state under dir/chk-<id>) and
- * waits until every task acknowledged it (false: one declined, or 30 s).
+/* Checkpoints: makes dir/chk-<id>, triggers id at the sources (their
+ * state goes there) and waits until every task acknowledged it (false: one declined, or 30 s).
  * local_savepoint: of type (checkpoint.proto's CheckpointType; a stop with
  * drain or not). */
 bool local_checkpoint(struct local_job *lj, int64_t id, const char *dir);
 bool local_savepoint(struct local_job *lj, int64_t id, const char *dir, int type, bool drain);
+/* The trigger alone, with the state going to location, which the caller
+ * made (or did not: the tasks then decline). */
+bool local_trigger_at(struct local_job *lj, int64_t id, const char *location, int type, bool drain);
 /* Tells every task that checkpoint id completed. */
 void local_notify_complete(struct local_job *lj, int64_t id);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -198,6 +199,31 @@ Test(checkpoints, a_truncated_state_file_is_a_clear_error, .timeout = 120)
     env_free(env1);
     env_free(env2);
     remove_dir(dir);
+    free(dir);
+}
+
+/* The coordinator makes a checkpoint's folder before it triggers it and
+ * deletes it when the checkpoint is aborted: a task still writing then is
+ * declined, and makes no folder again (one made so outlived its job). */
+Test(checkpoints, a_checkpoint_whose_folder_is_gone_is_declined_and_not_made_again, .timeout = 120)
+{
+    struct seen first = { PTHREAD_MUTEX_INITIALIZER, { 0 }, 0 }, *fp = &first;
+    spate_env *env = build(&fp, 1e6);
+    struct local_job a = { .checkpointing = true };
+    spate_error err = { 0 };
+    char *dir = temp_dir(), *gone = xasprintf("%s/job/chk-3", dir);
+    struct stat st;
+
+    local_start(&a, env);
+    wait_records(&first, 1000);
+    cr_assert_not(local_trigger_at(&a, 3, gone, 0, false), "a task acknowledged checkpoint 3");
+    cr_assert_neq(stat(gone, &st), 0, "'%s' was made by a task", gone);
+    local_cancel(&a);
+    local_join(&a, &err);
+    local_free(&a);
+    env_free(env);
+    remove_dir(dir);
+    free(gone);
     free(dir);
 }
 
