@@ -318,6 +318,7 @@ spate_cli_main(int argc, char **argv)
     spate_error err = { 0 };
     int i, rc;
 
+    alloc_init_process();
     src.overrides = xcalloc((size_t)argc, sizeof *src.overrides);
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -1,4 +1,5 @@
 /* Aborting allocators for the control plane (see alloc.h). Thread-safe. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,22 @@ xrealloc(void *p, size_t size)
     if (q == NULL)
         alloc_oom(size);
     return q;
+}
+
+/* glibc serves a block of 128 KB or more with an mmap of its own and gives
+ * it back with a munmap, raising that threshold only once such a block is
+ * freed. Keyed state tables are that size and live until their task ends:
+ * at parallelism 2 the window benchmark's two window tasks mapped 250 of
+ * them one by one, and at the end unmapped them one by one, each munmap
+ * taking the process's address-space lock and flushing the other cores'
+ * TLBs, so the two tasks queued behind each other's munmaps (40-70 ms of a
+ * 1.1 s job). From malloc's heaps they are reused when freed, and the
+ * heaps' free tops still go back to the system. 32 MB is the most glibc's
+ * own adaptive threshold would reach. */
+void
+alloc_init_process(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
 }
 
 char *

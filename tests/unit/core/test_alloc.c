@@ -1,5 +1,6 @@
 /* Unit tests of src/core/alloc.c. */
 #include <criterion/criterion.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,4 +54,39 @@ Test(alloc, out_of_memory_aborts, .signal = SIGABRT)
     volatile size_t huge = (size_t)-1 / 2;
 
     (void)xmalloc(huge);
+}
+
+/* A state table of 132 KB, as the window benchmark's grow to: glibc would
+ * give it an mmap of its own (and take it back with a munmap) at its
+ * default threshold; after alloc_init_process it comes from malloc's heaps,
+ * and so do blocks up to 32 MB. */
+Test(alloc, after_init_process_large_blocks_come_from_the_heaps)
+{
+    size_t mapped_before;
+    void *blocks[3];
+    const size_t sizes[] = { 132 * 1024, 4 * 1024 * 1024, 32 * 1024 * 1024 - 4096 };
+
+    alloc_init_process();
+    mapped_before = mallinfo2().hblks;
+    for (int i = 0; i < 3; i++) {
+        blocks[i] = xaligned_calloc(64, sizes[i], 1);
+        cr_assert_eq(mallinfo2().hblks, mapped_before, "a block of %zu bytes was mapped", sizes[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        free(blocks[i]);
+}
+
+Test(alloc, at_glibcs_default_threshold_a_132_kb_block_is_mapped)
+{
+    /* The counting above sees a mapped block: glibc's default (which it
+     * raises once such a block is freed, as the test runner may have). */
+    size_t mapped_before;
+    void *p;
+
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    mapped_before = mallinfo2().hblks;
+    p = xaligned_calloc(64, 132 * 1024, 1);
+
+    cr_assert_eq(mallinfo2().hblks, mapped_before + 1);
+    free(p);
 }
