@@ -56,6 +56,19 @@ Test(alloc, out_of_memory_aborts, .signal = SIGABRT)
     (void)xmalloc(huge);
 }
 
+/* The sanitizers bring allocators of their own: what glibc's does is seen
+ * only without them. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GLIBC_MALLOC 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GLIBC_MALLOC 0
+#endif
+#endif
+#ifndef GLIBC_MALLOC
+#define GLIBC_MALLOC 1
+#endif
+
 /* A state table of 132 KB, as the window benchmark's grow to: glibc would
  * give it an mmap of its own (and take it back with a munmap) at its
  * default threshold; after alloc_init_process it comes from malloc's heaps,
@@ -66,6 +79,8 @@ Test(alloc, after_init_process_large_blocks_come_from_the_heaps)
     void *blocks[3];
     const size_t sizes[] = { 132 * 1024, 4 * 1024 * 1024, 32 * 1024 * 1024 - 4096 };
 
+    if (!GLIBC_MALLOC)
+        cr_skip_test("a sanitizer's allocator replaces glibc's");
     alloc_init_process();
     mapped_before = mallinfo2().hblks;
     for (int i = 0; i < 3; i++) {
@@ -83,6 +98,8 @@ Test(alloc, at_glibcs_default_threshold_a_132_kb_block_is_mapped)
     size_t mapped_before;
     void *p;
 
+    if (!GLIBC_MALLOC)
+        cr_skip_test("a sanitizer's allocator replaces glibc's");
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     mapped_before = mallinfo2().hblks;
     p = xaligned_calloc(64, 132 * 1024, 1);
