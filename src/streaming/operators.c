@@ -16,6 +16,7 @@
 #include "core/util.h"
 #include "state/state_map.h"
 #include "streaming/keyed_backend.h"
+#include "streaming/keyed_run.h"
 #include "streaming/keys.h"
 #include "streaming/operator.h"
 #include "streaming/types.h"
@@ -137,6 +138,30 @@ keyed_process_process(struct stream_operator *op, const void *rec, const struct 
     }
     op->ctx.meta.has_key_hash = false;
     ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
+}
+
+static SPATE_INLINE void
+process_ahead(const void *backend, uint64_t key_hash)
+{
+    keyed_backend_prefetch(backend, key_hash);
+}
+
+/* A run of keyed records with keyed_process_process inlined, each key's
+ * state fetched KEYED_RUN_AHEAD records ahead when the function has any. */
+static int
+keyed_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain,
+                        const uint8_t **pos, const uint8_t *end, int max, bool timed)
+{
+    int k;
+
+    if (op->backend != NULL && op->backend->nstates > 0)
+        k = keyed_run_either(op, keyed_process_process, process_ahead, op->backend, in_rec, plain,
+                             pos, end, max, timed);
+    else
+        k = keyed_run_either(op, keyed_process_process, NULL, NULL, in_rec, plain, pos, end, max,
+                             timed);
+    op->records_in += (uint64_t)k;
+    return k;
 }
 
 static void
@@ -1227,6 +1252,7 @@ static const struct operator_vtable vtables[] = {
     [OP_FLAT_MAP] = { .open = nothing_open, .process = flat_map_process, .close = nothing_close },
     [OP_PROCESS] = { .open = process_open,
                      .process = keyed_process_process,
+                     .process_keyed_run = keyed_process_keyed_run,
                      .close = process_close,
                      .process_watermark = process_watermark,
                      .on_processing_time = process_on_processing_time },
