@@ -49,6 +49,10 @@ struct timer_heap {
     size_t count, cap;
 };
 
+/* keyed_backend_prefetch fetches a key's slot, and its heap block this
+ * many calls later, when the slot is there to say where the block is. */
+#define KEYED_PREFETCH_STAGE 4
+
 struct keyed_backend {
     struct stream_operator *op;
     struct spate_state *states;
@@ -57,6 +61,9 @@ struct keyed_backend {
     struct timer_heap event, processing;
     uint8_t *buf; /* scratch for composite keys and values */
     size_t buf_cap;
+    /* keyed_backend_prefetch: the keys' hashes of its last calls. */
+    uint64_t ahead[KEYED_PREFETCH_STAGE];
+    unsigned nahead;
     /* The last namespace hashed, and its hash. */
     uint8_t ns_last[32];
     size_t ns_last_len; /* SIZE_MAX: none */
@@ -218,29 +225,61 @@ keyed_value_in_place(struct spate_state *st)
                              ctx->ns_len ? keyed_ns_hash(b, ctx->ns, ctx->ns_len) : 0));
 }
 
+/* The map of state st that holds key_hash's entries (NULL: none yet, or
+ * the state is not found inline). */
+static SPATE_INLINE const struct state_map *
+keyed_prefetch_map(const struct spate_state *st, uint64_t key_hash)
+{
+    const struct keyed_state *ks = &st->maps;
+    uint32_t k = (uint32_t)(key_hash & ks->kg_mask) - ks->range.start;
+
+    if (!st->fast || ks->kg_mask == 0 || k > ks->range.end - ks->range.start ||
+        ks->maps[k].slots == NULL)
+        return NULL;
+    return &ks->maps[k];
+}
+
 /* Fetches what the per-record path will read for the key whose hash is
  * key_hash, in no namespace: the slot and tag of its entry in each keyed
- * state's map. A keyed function's run calls it a few records ahead (the
- * state of many keys is far larger than the caches: each lookup's load is
- * most of its time). */
+ * state's map; and, for the key of KEYED_PREFETCH_STAGE calls before,
+ * whose slot has come meanwhile, the heap block of an entry too large for
+ * its slot (key and value both there). A keyed function's run calls it a
+ * few records ahead: the state of many keys is far larger than the
+ * caches, and each lookup's loads are most of its time. */
 static SPATE_INLINE void
-keyed_backend_prefetch(const struct keyed_backend *b, uint64_t key_hash)
+keyed_backend_prefetch(struct keyed_backend *b, uint64_t key_hash)
 {
+    uint64_t before = b->ahead[b->nahead % KEYED_PREFETCH_STAGE];
+
+    b->ahead[b->nahead++ % KEYED_PREFETCH_STAGE] = key_hash;
     for (int i = 0; i < b->nstates; i++) {
-        const struct spate_state *st = &b->states[i];
-        const struct keyed_state *ks = &st->maps;
-        uint32_t k = (uint32_t)(key_hash & ks->kg_mask) - ks->range.start;
-        const struct state_map *map;
+        const struct state_map *map = keyed_prefetch_map(&b->states[i], key_hash);
         size_t slot;
 
-        if (!st->fast || ks->kg_mask == 0 || k > ks->range.end - ks->range.start)
-            continue;
-        map = &ks->maps[k];
-        if (map->slots == NULL)
-            continue;
-        slot = state_map_home_slot(key_hash, map->mask);
-        __builtin_prefetch(&map->slots[slot], 0, 3);
-        __builtin_prefetch(state_map_tags(map->slots, map->mask) + slot, 0, 3);
+        if (map != NULL) {
+            slot = state_map_home_slot(key_hash, map->mask);
+            __builtin_prefetch(&map->slots[slot], 0, 3);
+            __builtin_prefetch(state_map_tags(map->slots, map->mask) + slot, 0, 3);
+        }
+        if ((map = keyed_prefetch_map(&b->states[i], before)) != NULL) {
+            /* The entry is at its home slot or a few after (Robin Hood). */
+            const uint8_t *tags = state_map_tags(map->slots, map->mask);
+            uint8_t tag = state_map_tag(before);
+
+            slot = state_map_home_slot(before, map->mask);
+            for (int probe = 0; probe < 4 && tags[slot] != 0; probe++) {
+                const struct state_entry *e = &map->slots[slot];
+
+                if (tags[slot] == tag && e->hash == before) {
+                    if (!state_entry_inline(e)) {
+                        __builtin_prefetch(e->u.heap, 0, 3);
+                        __builtin_prefetch(e->u.heap + 64, 0, 3);
+                    }
+                    break;
+                }
+                slot = (slot + 1) & map->mask;
+            }
+        }
     }
 }
 

@@ -143,7 +143,9 @@ keyed_process_process(struct stream_operator *op, const void *rec, const struct 
 static SPATE_INLINE void
 process_ahead(const void *backend, uint64_t key_hash)
 {
-    keyed_backend_prefetch(backend, key_hash);
+    /* The run's data is the operator's backend, which the lookahead keeps
+     * its last hashes in. */
+    keyed_backend_prefetch((struct keyed_backend *)backend, key_hash);
 }
 
 /* A run of keyed records with keyed_process_process inlined, each key's
