@@ -151,8 +151,8 @@ process_ahead(const void *backend, uint64_t key_hash)
 /* A run of keyed records with keyed_process_process inlined, each key's
  * state fetched KEYED_RUN_AHEAD records ahead when the function has any. */
 static int
-keyed_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain,
-                        const uint8_t **pos, const uint8_t *end, int max, bool timed)
+keyed_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain, const uint8_t **pos,
+                        const uint8_t *end, int max, bool timed)
 {
     int k;
 
