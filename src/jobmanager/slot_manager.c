@@ -286,9 +286,19 @@ slot_manager_allocation_result(struct slot_manager *sm, const spate_id *resource
     } else {
         struct sm_request *r = s->request;
 
-        s->state = SM_SLOT_FREE;
+        /* The TaskExecutor holds the slot for another allocation (a slot
+         * report older than that allocation said it was free), or could not
+         * answer: the slot sits out, held by no allocation known here, until
+         * its TaskExecutor's next slot report says what it holds. Marked
+         * free, it was asked for again at once, and refused again, for as
+         * long as the other allocation lived (a job stuck restarting after
+         * a TaskManager was killed, the ResourceManager asking a thousand
+         * times a second). Flink's SlotManager marks an occupied slot
+         * allocated too. */
+        s->state = SM_SLOT_ALLOCATED;
         s->request = NULL;
         memset(&s->allocation_id, 0, sizeof s->allocation_id);
+        memset(&s->job_id, 0, sizeof s->job_id);
         if (r != NULL) {
             r->tm = NULL;
             list_push_front(&sm->queue, &r->node);

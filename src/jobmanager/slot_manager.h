@@ -84,7 +84,9 @@ int slot_manager_request_slot(struct slot_manager *sm, const spate_id *job,
 void slot_manager_cancel_request(struct slot_manager *sm, const spate_id *allocation);
 /* Cancels every request of job. */
 void slot_manager_cancel_job(struct slot_manager *sm, const spate_id *job);
-/* The TaskExecutor's answer to an allocate action. */
+/* The TaskExecutor's answer to an allocate action. A refused slot is left
+ * out until the TaskExecutor's next slot report; its request asks again
+ * for any other slot. */
 void slot_manager_allocation_result(struct slot_manager *sm, const spate_id *resource_id,
                                     uint32_t index, const spate_id *allocation, bool ok);
 /* A TaskExecutor freed a slot. */

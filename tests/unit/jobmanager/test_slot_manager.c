@@ -68,8 +68,22 @@ Test(slot_manager, requests_wait_for_slots_and_are_met_in_order)
     cr_assert_eq(nasked, 3);
     cr_assert(id_equal(&asked[2].tm, &tm2));
     cr_assert(id_equal(&asked[2].alloc, &a[2]));
-    /* It fails: the slot is free again and the request asks again. */
+    /* It fails: the slot sits out (the TaskExecutor holds it for another
+     * allocation, or could not say) and the request waits, asking nothing. */
     slot_manager_allocation_result(&sm, &tm2, 0, &a[2], false);
+    cr_assert_eq(nasked, 3, "the refused slot was asked for again at once");
+    cr_assert_eq(slot_manager_pending_requests(&sm), 1);
+    cr_assert_eq(slot_manager_slots_free(&sm), 0);
+    {
+        /* The TaskExecutor's next report says the slot is free: asked again. */
+        Cluster__SlotStatus st = CLUSTER__SLOT_STATUS__INIT;
+        Cluster__SlotStatus *ptr = &st;
+        Cluster__SlotReport report = CLUSTER__SLOT_REPORT__INIT;
+
+        report.n_slots = 1;
+        report.slots = &ptr;
+        slot_manager_report(&sm, &tm2, &report);
+    }
     cr_assert_eq(nasked, 4);
     cr_assert(id_equal(&asked[3].alloc, &a[2]));
     slot_manager_allocation_result(&sm, &tm2, 0, &a[2], true);
@@ -129,5 +143,49 @@ Test(slot_manager, cancelled_requests_are_forgotten)
     cr_assert_eq(slot_manager_pending_requests(&sm), 0);
     slot_manager_register_task_manager(&sm, &tm, NULL, 2, NULL);
     cr_assert_eq(nasked, 0);
+    slot_manager_release(&sm);
+}
+
+/* A slot report older than an allocation says the slot is free: the slot
+ * is given to a new request, and its TaskExecutor refuses (still held by
+ * the first). The request goes to another TaskManager's slot, not to the
+ * refused one again and again; the next report puts the refused slot right. */
+Test(slot_manager, a_refused_slot_is_not_asked_for_again_until_reported)
+{
+    struct slot_manager sm;
+    spate_id tm1 = mkid(1), tm2 = mkid(2), job = mkid(9), held = mkid(30), fresh = mkid(31);
+    Cluster__SlotStatus st = CLUSTER__SLOT_STATUS__INIT;
+    Cluster__SlotStatus *ptr = &st;
+    Cluster__SlotReport report = CLUSTER__SLOT_REPORT__INIT;
+
+    nasked = 0;
+    slot_manager_init(&sm, &actions, NULL);
+    cr_assert(slot_manager_register_task_manager(&sm, &tm1, NULL, 1, NULL));
+    cr_assert_eq(slot_manager_request_slot(&sm, &job, &held, "jm"), 0);
+    slot_manager_allocation_result(&sm, &tm1, 0, &held, true);
+    /* A report from before that allocation arrives late: slot 0 free. */
+    report.n_slots = 1;
+    report.slots = &ptr;
+    slot_manager_report(&sm, &tm1, &report);
+    cr_assert_eq(slot_manager_slots_free(&sm), 1);
+    cr_assert_eq(slot_manager_request_slot(&sm, &job, &fresh, "jm"), 0);
+    cr_assert_eq(nasked, 2);
+    cr_assert(id_equal(&asked[1].tm, &tm1));
+    slot_manager_allocation_result(&sm, &tm1, 0, &fresh, false); /* held by the first */
+    cr_assert_eq(nasked, 2, "the refused slot was asked for again");
+    /* Another TaskManager: the request goes there. */
+    cr_assert(slot_manager_register_task_manager(&sm, &tm2, NULL, 1, NULL));
+    cr_assert_eq(nasked, 3);
+    cr_assert(id_equal(&asked[2].tm, &tm2));
+    cr_assert(id_equal(&asked[2].alloc, &fresh));
+    slot_manager_allocation_result(&sm, &tm2, 0, &fresh, true);
+    /* tm1's next report: slot 0 held by the first allocation; its end frees it. */
+    st.allocation_id = gw_id_bytes(&held);
+    st.job_id = gw_id_bytes(&job);
+    slot_manager_report(&sm, &tm1, &report);
+    cr_assert_eq(slot_manager_slots_free(&sm), 0);
+    slot_manager_free_slot(&sm, &tm1, 0, &held);
+    cr_assert_eq(slot_manager_slots_free(&sm), 1);
+    cr_assert_eq(slot_manager_pending_requests(&sm), 0);
     slot_manager_release(&sm);
 }
