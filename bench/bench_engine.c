@@ -23,6 +23,56 @@ const char *bench_name = "bench";
 /* The cluster a failing benchmark stops before it exits. */
 static struct bench_cluster *running_cluster;
 
+/* Every process the benchmark started, for a signal that ends it (a
+ * timeout's SIGTERM, ^C) to stop them too: they would run on, a cluster
+ * with its ports and folders, after the benchmark is gone. */
+#define BENCH_MAX_CHILDREN 64
+static pid_t children[BENCH_MAX_CHILDREN];
+static volatile sig_atomic_t nchildren;
+
+static void
+on_end_signal(int sig)
+{
+    for (int i = 0; i < nchildren; i++) {
+        siginfo_t info;
+
+        /* Only a child not yet reaped: a pid waited for may be another
+         * process's by now. */
+        info.si_pid = 0;
+        if (children[i] > 0 &&
+            waitid(P_PID, (id_t)children[i], &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            info.si_pid == 0)
+            kill(children[i], SIGTERM);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* pid, just started, is stopped with the benchmark if a signal ends it. */
+static void
+track_child(pid_t pid)
+{
+    static const int ends[] = { SIGINT, SIGTERM, SIGHUP };
+
+    if (nchildren == 0)
+        for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+            signal(ends[i], on_end_signal);
+    if (nchildren < BENCH_MAX_CHILDREN) {
+        children[nchildren] = pid;
+        nchildren = nchildren + 1;
+    } else {
+        /* Reuse the slot of one already reaped. */
+        for (int i = 0; i < BENCH_MAX_CHILDREN; i++) {
+            siginfo_t info;
+
+            if (waitid(P_PID, (id_t)children[i], &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+                children[i] = pid;
+                return;
+            }
+        }
+    }
+}
+
 void
 bench_fail(const char *fmt, ...)
 {
@@ -74,6 +124,7 @@ bench_run_local(const char *spate, const char *tmpdir, int p, const char *job,
     posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (posix_spawn(&pid, spate, &fa, NULL, (char *const *)argv, environ) != 0)
         bench_fail("cannot start %s", spate);
+    track_child(pid);
     posix_spawn_file_actions_destroy(&fa);
     if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         bench_fail("the job failed: see %s", log);
@@ -124,6 +175,7 @@ bench_spawn(char *const argv[], const char *out, const char *err)
     posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (posix_spawn(&pid, argv[0], &fa, NULL, argv, environ) != 0)
         bench_fail("cannot start %s", argv[0]);
+    track_child(pid);
     posix_spawn_file_actions_destroy(&fa);
     return pid;
 }

@@ -1,6 +1,7 @@
 /* What the engine benchmarks share: finding build/bin/spate beside the
  * benchmark, running a job library on the mini cluster and reading its
- * result, medians. */
+ * result, medians. A SIGINT, SIGTERM or SIGHUP that ends the benchmark
+ * first sends SIGTERM to the processes it started and has not reaped. */
 #ifndef SPATE_BENCH_ENGINE_H
 #define SPATE_BENCH_ENGINE_H
 
