@@ -142,6 +142,41 @@ state_map_home_slot(uint64_t hash, size_t mask)
     return (size_t)(hash >> 32 ^ hash >> 13) & mask;
 }
 
+/* Fetches the slot and tag where a lookup of hash starts, for a caller
+ * that will look it up a few records later (m has a table). */
+static SPATE_INLINE void
+state_map_prefetch(const struct state_map *m, uint64_t hash)
+{
+    size_t slot = state_map_home_slot(hash, m->mask);
+
+    __builtin_prefetch(&m->slots[slot], 0, 3);
+    __builtin_prefetch(state_map_tags(m->slots, m->mask) + slot, 0, 3);
+}
+
+/* After state_map_prefetch of hash has had time to arrive: fetches the
+ * heap block of its entry when key and value are too large for the slot
+ * (the lookup compares the key there). Looks at the first few slots of
+ * the probe only, by tag and hash, touching no block. */
+static SPATE_INLINE void
+state_map_prefetch_block(const struct state_map *m, uint64_t hash)
+{
+    const uint8_t *tags = state_map_tags(m->slots, m->mask);
+    uint8_t tag = state_map_tag(hash);
+    size_t slot = state_map_home_slot(hash, m->mask);
+
+    for (int probe = 0; probe < 4 && tags[slot] != 0; probe++, slot = (slot + 1) & m->mask) {
+        const struct state_entry *e = &m->slots[slot];
+
+        if (tags[slot] == tag && e->hash == hash) {
+            if (!state_entry_inline(e)) {
+                __builtin_prefetch(e->u.heap, 0, 3);
+                __builtin_prefetch(e->u.heap + 64, 0, 3);
+            }
+            return;
+        }
+    }
+}
+
 static inline bool
 state_entry_is(const struct state_entry *e, uint64_t hash, const void *key, size_t key_len)
 {

@@ -253,33 +253,12 @@ keyed_backend_prefetch(struct keyed_backend *b, uint64_t key_hash)
 
     b->ahead[b->nahead++ % KEYED_PREFETCH_STAGE] = key_hash;
     for (int i = 0; i < b->nstates; i++) {
-        const struct state_map *map = keyed_prefetch_map(&b->states[i], key_hash);
-        size_t slot;
+        const struct state_map *map;
 
-        if (map != NULL) {
-            slot = state_map_home_slot(key_hash, map->mask);
-            __builtin_prefetch(&map->slots[slot], 0, 3);
-            __builtin_prefetch(state_map_tags(map->slots, map->mask) + slot, 0, 3);
-        }
-        if ((map = keyed_prefetch_map(&b->states[i], before)) != NULL) {
-            /* The entry is at its home slot or a few after (Robin Hood). */
-            const uint8_t *tags = state_map_tags(map->slots, map->mask);
-            uint8_t tag = state_map_tag(before);
-
-            slot = state_map_home_slot(before, map->mask);
-            for (int probe = 0; probe < 4 && tags[slot] != 0; probe++) {
-                const struct state_entry *e = &map->slots[slot];
-
-                if (tags[slot] == tag && e->hash == before) {
-                    if (!state_entry_inline(e)) {
-                        __builtin_prefetch(e->u.heap, 0, 3);
-                        __builtin_prefetch(e->u.heap + 64, 0, 3);
-                    }
-                    break;
-                }
-                slot = (slot + 1) & map->mask;
-            }
-        }
+        if ((map = keyed_prefetch_map(&b->states[i], key_hash)) != NULL)
+            state_map_prefetch(map, key_hash);
+        if ((map = keyed_prefetch_map(&b->states[i], before)) != NULL)
+            state_map_prefetch_block(map, before);
     }
 }
 

@@ -880,16 +880,12 @@ window_ahead(const void *data, uint64_t key_hash)
     const struct window_ahead *a = data;
     uint32_t i = (uint32_t)(key_hash & a->kg_mask) - a->kg_start;
     const struct state_map *map;
-    size_t slot;
 
     if (i >= a->kg_count)
         return;
     map = &a->maps[i];
-    if (map->slots == NULL)
-        return;
-    slot = state_map_home_slot(key_hash ^ a->ns_part, map->mask);
-    __builtin_prefetch(&map->slots[slot], 0, 3);
-    __builtin_prefetch(state_map_tags(map->slots, map->mask) + slot, 0, 3);
+    if (map->slots != NULL)
+        state_map_prefetch(map, key_hash ^ a->ns_part);
 }
 
 /* A run of keyed records in place, with window_process inlined into the

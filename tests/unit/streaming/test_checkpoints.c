@@ -37,7 +37,7 @@ gen_pair(spate_ctx *ctx, uint64_t i, void *out)
 struct seen {
     pthread_mutex_t lock;
     int64_t max[KEYS];
-    int64_t records;
+    size_t records;
 };
 
 static void
@@ -103,20 +103,21 @@ temp_dir(void)
     return dir;
 }
 
-/* Waits until the sink has seen n records (the test's timeout bounds it):
- * a checkpoint triggered then has the source past its start, which a fixed
+/* Waits until *count (guarded by lock) reaches n; the test's timeout bounds
+ * it. The checkpoint tests wait so for the sink to have seen records: a
+ * checkpoint triggered then has the source past its start, which a fixed
  * pause did not always give under a sanitizer on a loaded machine. */
 static void
-wait_records(struct seen *s, int64_t n)
+wait_at_least(pthread_mutex_t *lock, const size_t *count, size_t n)
 {
     struct timespec tick = { 0, 1000000 };
 
     for (;;) {
-        int64_t have;
+        size_t have;
 
-        pthread_mutex_lock(&s->lock);
-        have = s->records;
-        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_lock(lock);
+        have = *count;
+        pthread_mutex_unlock(lock);
         if (have >= n)
             return;
         nanosleep(&tick, NULL);
@@ -145,7 +146,7 @@ Test(checkpoints, restore_continues_where_the_checkpoint_was_taken, .timeout = 1
     /* Run a: rate-limited to about 0.4 s, checkpointed part of the way in,
      * then cancelled as a failure would end it. */
     local_start(&a, env1);
-    wait_records(&first, 1000);
+    wait_at_least(&first.lock, &first.records, 1000);
     cr_assert(local_checkpoint(&a, 1, dir), "checkpoint 1 was not acknowledged by every task");
     local_cancel(&a);
     local_join(&a, &err);
@@ -179,7 +180,7 @@ Test(checkpoints, a_truncated_state_file_is_a_clear_error, .timeout = 120)
     char *dir = temp_dir(), *cmd;
 
     local_start(&a, env1);
-    wait_records(&first, 1000);
+    wait_at_least(&first.lock, &first.records, 1000);
     cr_assert(local_checkpoint(&a, 7, dir));
     local_cancel(&a);
     local_join(&a, &err);
@@ -215,7 +216,7 @@ Test(checkpoints, a_checkpoint_whose_folder_is_gone_is_declined_and_not_made_aga
     struct stat st;
 
     local_start(&a, env);
-    wait_records(&first, 1000);
+    wait_at_least(&first.lock, &first.records, 1000);
     cr_assert_not(local_trigger_at(&a, 3, gone, 0, false), "a task acknowledged checkpoint 3");
     cr_assert_neq(stat(gone, &st), 0, "'%s' was made by a task", gone);
     local_cancel(&a);
@@ -411,24 +412,6 @@ assert_every_window_once(struct wsink *s)
     free(expect.r);
 }
 
-/* Waits until s holds at least n windows (the test's timeout bounds it). */
-static void
-wait_windows(struct wsink *s, size_t n)
-{
-    struct timespec tick = { 0, 1000000 };
-
-    for (;;) {
-        size_t have;
-
-        pthread_mutex_lock(&s->lock);
-        have = s->n;
-        pthread_mutex_unlock(&s->lock);
-        if (have >= n)
-            return;
-        nanosleep(&tick, NULL);
-    }
-}
-
 /* Runs the window job with `checkpoints` checkpoints taken while it runs,
  * stops it with a savepoint (no drain) and resumes from that: the windows
  * of both runs together are every window once, as of one run. */
@@ -449,12 +432,12 @@ stop_and_resume(bool aggregate, int checkpoints)
      * the run holds 40 rounds. */
     local_start(&a, env1);
     for (; id <= checkpoints; id++) {
-        wait_windows(&first, 13 * (size_t)id);
+        wait_at_least(&first.lock, &first.n, 13 * (size_t)id);
         cr_assert(local_checkpoint(&a, id, dir), "checkpoint %lld was not acknowledged",
                   (long long)id);
         local_notify_complete(&a, id);
     }
-    wait_windows(&first, 13 * (size_t)id);
+    wait_at_least(&first.lock, &first.n, 13 * (size_t)id);
     cr_assert(local_savepoint(&a, id, dir, CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE, false),
               "the stop's savepoint was not acknowledged by every task");
     local_notify_complete(&a, id);
