@@ -178,8 +178,9 @@ struct config_option {
     X(TASKMANAGER_NETWORK_BUFFERS_PER_CHANNEL, "taskmanager.network.memory.buffers-per-channel",   \
       INT, "2", 1, 1024, NULL, NULL, "exclusive buffers of each remote input channel")             \
     X(TASKMANAGER_NETWORK_FLOATING_BUFFERS_PER_GATE,                                               \
-      "taskmanager.network.memory.floating-buffers-per-gate", INT, "8", 1, 65536, NULL, NULL,      \
-      "buffers an input gate shares among its channels as their backlog asks")                     \
+      "taskmanager.network.memory.floating-buffers-per-gate", INT, "32", 1, 65536, NULL, NULL,     \
+      "buffers an input gate shares among its channels as their backlog asks, and a result "       \
+      "partition among its subpartitions beyond buffers-per-channel each")                         \
     X(TASKMANAGER_NETWORK_REQUEST_BACKOFF_INITIAL, "taskmanager.network.request-backoff.initial",  \
       DURATION, "1 ms", 1, CFG_NOLIMIT_HI, NULL, NULL,                                             \
       "first pause before a partition request is retried, doubling (producer not running yet; "    \

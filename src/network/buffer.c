@@ -113,6 +113,14 @@ network_buffer_pool_request(struct network_buffer_pool *pool)
     return buf;
 }
 
+struct net_buffer *
+network_buffer_pool_request_excess(struct network_buffer_pool *pool)
+{
+    if (segment_pool_available(pool->segments) * 4 <= segment_pool_total(pool->segments))
+        return NULL;
+    return network_buffer_pool_request(pool);
+}
+
 size_t
 network_buffer_pool_available(struct network_buffer_pool *pool)
 {
@@ -225,7 +233,8 @@ local_buffer_pool_request(struct local_buffer_pool *pool)
     buf = pool->free_list;
     if (buf != NULL) {
         pool->free_list = buf->next;
-    } else if (pool->held < pool->max && (buf = network_buffer_pool_request(pool->global))) {
+    } else if (pool->held < pool->max &&
+               (buf = network_buffer_pool_request_excess(pool->global)) != NULL) {
         pool->held++;
     }
     if (buf != NULL) {

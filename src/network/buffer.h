@@ -67,6 +67,11 @@ int network_buffer_pool_new(size_t segment_size, size_t count, struct network_bu
 void network_buffer_pool_free(struct network_buffer_pool *pool);
 /* A free buffer (recycling returns it here), or NULL when none is left. */
 struct net_buffer *network_buffer_pool_request(struct network_buffer_pool *pool);
+/* A buffer beyond what its taker is guaranteed (a local pool's above its
+ * minimum, an input gate's floating ones): NULL also while no more than a
+ * quarter of the buffers are free, which stay for the minimums of the
+ * partitions and gates still to come (Flink redistributes instead). */
+struct net_buffer *network_buffer_pool_request_excess(struct network_buffer_pool *pool);
 size_t network_buffer_pool_available(struct network_buffer_pool *pool);
 size_t network_buffer_pool_total(const struct network_buffer_pool *pool);
 size_t network_buffer_pool_segment_size(const struct network_buffer_pool *pool);

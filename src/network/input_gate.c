@@ -285,7 +285,8 @@ gate_return_buffers(struct input_gate *g)
     g->exclusive_total = g->floating_total = 0;
 }
 
-/* Takes exclusive buffers for each remote channel and the floating ones. */
+/* Takes the exclusive buffers of each remote channel; the floating ones
+ * come as the channels' backlog asks (gate_floating_get). */
 static int
 gate_take_buffers(struct input_gate *g, spate_error *err)
 {
@@ -311,21 +312,8 @@ gate_take_buffers(struct input_gate *g, spate_error *err)
             g->exclusive_total++;
         }
     }
-    for (uint32_t k = 0; k < env->cfg.floating_per_gate; k++) {
-        struct net_buffer *buf = network_buffer_pool_request(env->pool);
-
-        if (buf == NULL)
-            break; /* floating buffers are best effort, as Flink's */
-        buf->recycler = floating_recycle;
-        buf->owner = g;
-        buf->next = g->floating;
-        g->floating = buf;
-        g->floating_free++;
-        g->floating_total++;
-    }
     if (g->metrics != NULL)
-        metric_level_add(&g->metrics->in_pool_capacity,
-                         (int64_t)(g->exclusive_total + g->floating_total));
+        metric_level_add(&g->metrics->in_pool_capacity, (int64_t)g->exclusive_total);
     return 0;
 
 short_of_buffers:
@@ -600,20 +588,46 @@ input_gate_deliver(struct input_channel *ch, struct net_buffer *buf)
         notifier_notify(g->notifier);
 }
 
+/* A floating buffer for a channel short of buffers (gate lock held): a free
+ * one, else a new one from the TaskManager's pool while the gate holds
+ * fewer than floating-buffers-per-gate, as Flink's floating buffer pool
+ * requests them; NULL: none to be had now (best effort: the channel's
+ * exclusive buffers keep it going). Taken when asked for, not when the
+ * gate starts, so that the floating buffers of the first gates to start
+ * do not leave later ones short of their exclusive buffers. */
+static struct net_buffer *
+gate_floating_get(struct input_gate *g)
+{
+    struct net_buffer *buf = g->floating;
+
+    if (buf != NULL) {
+        g->floating = buf->next;
+        g->floating_free--;
+        return buf;
+    }
+    if (g->floating_total >= g->env->cfg.floating_per_gate ||
+        (buf = network_buffer_pool_request_excess(g->env->pool)) == NULL)
+        return NULL;
+    buf->recycler = floating_recycle;
+    buf->owner = g;
+    g->floating_total++;
+    if (g->metrics != NULL)
+        metric_level_add(&g->metrics->in_pool_capacity, 1);
+    return buf;
+}
+
 uint32_t
 input_gate_on_backlog(struct input_channel *ch, int32_t backlog)
 {
     struct input_gate *g = ch->gate;
+    struct net_buffer *buf;
     uint32_t credit;
 
     pthread_mutex_lock(&g->lock);
     ch->backlog = backlog;
     /* Flink's rule: a channel wants backlog + its exclusive buffers free. */
-    while ((int64_t)ch->num_free < (int64_t)backlog + ch->num_exclusive && g->floating != NULL) {
-        struct net_buffer *buf = g->floating;
-
-        g->floating = buf->next;
-        g->floating_free--;
+    while ((int64_t)ch->num_free < (int64_t)backlog + ch->num_exclusive &&
+           (buf = gate_floating_get(g)) != NULL) {
         buf->next = ch->free_head;
         ch->free_head = buf;
         ch->num_free++;

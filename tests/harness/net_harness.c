@@ -252,10 +252,13 @@ run_produce(struct opts *o)
         elapsed = MAX(elapsed, p[i].elapsed_ns);
         bp_ns += metric_timer_read(&p[i].metrics.back_pressured, clock_mono_ns());
     }
-    /* Finished partitions stay until their consumers took everything. */
+    /* Finished partitions stay until their consumers took everything; the
+     * connections stay until the consumers hang up: closing a socket with
+     * their credit messages unread would reset it, and the consumer could
+     * lose the last buffers still on their way. */
     for (;;) {
         net_env_stats(env, &st);
-        if (st.partitions == 0)
+        if (st.partitions == 0 && st.server_connections == 0)
             break;
         usleep(2000);
     }

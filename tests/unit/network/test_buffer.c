@@ -93,17 +93,19 @@ Test(buffer, a_waiting_producer_is_poked_when_half_its_pool_is_back)
         net_buffer_recycle(bufs[i]);
     local_buffer_pool_destroy(a);
 
-    /* The global pool has 4 left for a pool of max 10: it can hold 4. */
-    for (int i = 0; i < 12; i++)
+    /* The global pool has 8 left for a pool of max 10: it can hold 4 (its
+     * minimum 2, and 2 more while more than a quarter of 16 stay free). */
+    for (int i = 0; i < 8; i++)
         cr_assert_not_null(taken[i] = network_buffer_pool_request(g), "global %d", i);
-    cr_assert_eq(network_buffer_pool_available(g), 4);
+    cr_assert_eq(network_buffer_pool_available(g), 8);
     cr_assert_eq(local_buffer_pool_new(g, 2, 10, &n, NULL, NULL, &a, &err), 0);
     {
         struct net_buffer *held[4];
 
         for (int i = 0; i < 4; i++)
             cr_assert_not_null(held[i] = local_buffer_pool_request(a));
-        cr_assert_null(local_buffer_pool_request(a), "the global pool is empty");
+        cr_assert_null(local_buffer_pool_request(a), "the global pool keeps its last quarter");
+        cr_assert_eq(network_buffer_pool_available(g), 4);
         net_buffer_recycle(held[0]);
         cr_assert_eq(notifier_wait_until(&n, 0), 0, "3 out, more than the minimum");
         net_buffer_recycle(held[1]);
@@ -112,7 +114,7 @@ Test(buffer, a_waiting_producer_is_poked_when_half_its_pool_is_back)
         net_buffer_recycle(held[3]);
     }
     local_buffer_pool_destroy(a);
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < 8; i++)
         net_buffer_recycle(taken[i]);
     cr_assert_eq(network_buffer_pool_available(g), 16);
     network_buffer_pool_free(g);
@@ -243,7 +245,8 @@ Test(buffer, no_poke_touches_the_waiter_once_it_is_unset, .timeout = 60)
     struct network_buffer_pool *g;
     spate_error err;
 
-    cr_assert_eq(network_buffer_pool_new(4096, 4, &g, &err), 0);
+    /* 8: the pool's 4 leave more than a quarter free. */
+    cr_assert_eq(network_buffer_pool_new(4096, 8, &g, &err), 0);
     for (int round = 0; round < 300; round++) {
         struct local_buffer_pool *pool;
         struct late_poke l;
@@ -263,6 +266,34 @@ Test(buffer, no_poke_touches_the_waiter_once_it_is_unset, .timeout = 60)
         pthread_join(t, NULL);
         local_buffer_pool_destroy(pool);
     }
+    cr_assert_eq(network_buffer_pool_available(g), 8);
+    network_buffer_pool_free(g);
+}
+
+/* A pool takes buffers beyond its minimum only while more than a quarter of
+ * the TaskManager's buffers stay free: a partition or gate that starts
+ * later still gets its minimum, however busy the first pools are. */
+Test(buffer, excess_buffers_leave_a_quarter_for_minimums_to_come)
+{
+    struct network_buffer_pool *g;
+    struct local_buffer_pool *a, *b;
+    struct net_buffer *bufs[16];
+    int n = 0;
+    spate_error err;
+
+    cr_assert_eq(network_buffer_pool_new(4096, 16, &g, &err), 0);
+    cr_assert_eq(local_buffer_pool_new(g, 1, 16, NULL, NULL, NULL, &a, &err), 0);
+    while (n < 16 && (bufs[n] = local_buffer_pool_request(a)) != NULL)
+        n++;
+    cr_assert_eq(n, 12, "a pool of max 16 took %d of 16 buffers", n);
     cr_assert_eq(network_buffer_pool_available(g), 4);
+    cr_assert_null(network_buffer_pool_request_excess(g));
+    cr_assert_eq(local_buffer_pool_new(g, 4, 8, NULL, NULL, NULL, &b, &err), 0, "%s", err.message);
+    cr_assert_eq(network_buffer_pool_available(g), 0);
+    local_buffer_pool_destroy(b);
+    for (int i = 0; i < n; i++)
+        net_buffer_recycle(bufs[i]);
+    local_buffer_pool_destroy(a);
+    cr_assert_eq(network_buffer_pool_available(g), 16);
     network_buffer_pool_free(g);
 }
