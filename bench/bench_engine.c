@@ -41,16 +41,17 @@ on_end_signal(int sig)
         info.si_pid = 0;
         if (children[i] > 0 &&
             waitid(P_PID, (id_t)children[i], &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-            info.si_pid == 0)
+            info.si_pid == 0) {
             kill(children[i], SIGTERM);
+            kill(children[i], SIGCONT); /* one stopped by the benchmark */
+        }
     }
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
-/* pid, just started, is stopped with the benchmark if a signal ends it. */
-static void
-track_child(pid_t pid)
+void
+bench_track_child(pid_t pid)
 {
     static const int ends[] = { SIGINT, SIGTERM, SIGHUP };
 
@@ -124,7 +125,7 @@ bench_run_local(const char *spate, const char *tmpdir, int p, const char *job,
     posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (posix_spawn(&pid, spate, &fa, NULL, (char *const *)argv, environ) != 0)
         bench_fail("cannot start %s", spate);
-    track_child(pid);
+    bench_track_child(pid);
     posix_spawn_file_actions_destroy(&fa);
     if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         bench_fail("the job failed: see %s", log);
@@ -175,7 +176,7 @@ bench_spawn(char *const argv[], const char *out, const char *err)
     posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (posix_spawn(&pid, argv[0], &fa, NULL, argv, environ) != 0)
         bench_fail("cannot start %s", argv[0]);
-    track_child(pid);
+    bench_track_child(pid);
     posix_spawn_file_actions_destroy(&fa);
     return pid;
 }

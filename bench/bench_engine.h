@@ -32,6 +32,11 @@ double bench_percentile(double *v, int n, double p);
 /* Starts spate with argv (argv[0] is the spate command) and stdin from
  * /dev/null, stdout to out and stderr appended to err. */
 pid_t bench_spawn(char *const argv[], const char *out, const char *err);
+/* pid, just started by the benchmark, gets a SIGTERM if a SIGINT, SIGTERM
+ * or SIGHUP ends the benchmark (bench_spawn and bench_run_local's processes
+ * are tracked already): it would run on, a cluster with its ports and
+ * folders, after the benchmark is gone. */
+void bench_track_child(pid_t pid);
 void bench_sleep_ms(int ms);
 /* Removes dir and everything in it. */
 void bench_remove_tree(const char *dir);

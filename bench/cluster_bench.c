@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "bench_engine.h"
 #include "bench_http.h"
 #include "core/clock.h"
 
@@ -45,6 +46,8 @@ spawn(const char *log, char *const extra[])
         execv(spate, argv);
         _exit(127);
     }
+    if (pid > 0)
+        bench_track_child(pid);
     return pid;
 }
 

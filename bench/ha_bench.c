@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 
+#include "bench_engine.h"
 #include "core/clock.h"
 
 /* The session timeout is 1 s (the issue's target: failover under 3 s with
@@ -95,6 +96,8 @@ spawn(char *const argv[], const char *log)
         execvp(argv[0], argv);
         _exit(127);
     }
+    if (pid > 0)
+        bench_track_child(pid);
     return pid;
 }
 

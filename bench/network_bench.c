@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_engine.h"
 #include "core/clock.h"
 
 extern char **environ;
@@ -59,6 +60,7 @@ spawn(struct proc *p, char *const argv[], bool want_stdin)
     }
     if (posix_spawn(&p->pid, harness, &fa, NULL, argv, environ) != 0)
         fail("cannot start net_harness");
+    bench_track_child(p->pid);
     posix_spawn_file_actions_destroy(&fa);
     close(out[1]);
     p->out = fdopen(out[0], "r");
