@@ -246,7 +246,6 @@ floating_recycle(struct net_buffer *buf)
     } else {
         buf->next = g->floating;
         g->floating = buf;
-        g->floating_free++;
     }
     pthread_mutex_unlock(&g->lock);
     if (g->metrics != NULL)
@@ -602,7 +601,6 @@ gate_floating_get(struct input_gate *g)
 
     if (buf != NULL) {
         g->floating = buf->next;
-        g->floating_free--;
         return buf;
     }
     if (g->floating_total >= g->env->cfg.floating_per_gate ||

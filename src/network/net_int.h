@@ -189,7 +189,6 @@ struct input_gate {
                              channels' fields marked "gate lock" */
     struct input_channel *avail_head, *avail_tail;
     struct net_buffer *floating;
-    uint32_t floating_free;
     uint32_t floating_total;
     struct input_channel *floating_waiters;
     /* task thread */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "net_test.h"
+#include "network/input_gate.h"
 
 struct pair_run {
     uint32_t producers, subs;
@@ -180,6 +181,40 @@ Test(remote, consumer_before_producer_retries, .timeout = 60)
     cr_assert_eq(consumer_task_join(&c), 0, "%s", c.error);
     cr_assert_eq(c.received, 5000);
     consumer_task_release(&c);
+    net_env_free(b);
+    net_env_free(a);
+}
+
+/* A gate takes its remote channels' exclusive buffers when it starts, and
+ * its floating buffers only as the channels' backlog asks: with no data
+ * yet, none (floating buffers taken at start left later gates without
+ * their exclusive ones). */
+Test(remote, a_gate_takes_floating_buffers_only_when_its_channels_ask, .timeout = 60)
+{
+    struct net_env *a = test_env(64, 8192, false);
+    struct net_env *b = test_env(64, 8192, false);
+    struct result_partition_id id;
+    struct input_gate *g;
+    struct notifier n;
+    struct net_env_stats st;
+    spate_error err;
+
+    cr_assert_eq(notifier_init(&n, &err), 0);
+    result_partition_id_random(&id);
+    cr_assert_eq(input_gate_new(b, 2, &n, NULL, &g, &err), 0, "%s", err.message);
+    for (uint32_t i = 0; i < 2; i++)
+        cr_assert_eq(
+            input_gate_set_remote_channel(g, i, &id, i, "127.0.0.1", net_env_data_port(a), &err), 0,
+            "%s", err.message);
+    cr_assert_eq(input_gate_start(g, &err), 0, "%s", err.message);
+    net_env_stats(b, &st);
+    cr_assert_eq(st.buffers_total - st.buffers_available, 2 * 2,
+                 "the gate took %zu buffers for 2 channels of 2 exclusive each",
+                 st.buffers_total - st.buffers_available);
+    input_gate_free(g);
+    net_env_stats(b, &st);
+    cr_assert_eq(st.buffers_available, st.buffers_total);
+    notifier_release(&n);
     net_env_free(b);
     net_env_free(a);
 }
