@@ -6,9 +6,10 @@
  * figures are medians; every engine run's checksums (the sum of the
  * windows' counts and sums, and the number of windows) must equal the
  * loop's. A rate is events over the job's runtime (the JobMaster's start to
- * end), generator included. Last line: a JSON object.
+ * end), generator included. Last line: a JSON object, with each round's
+ * figures beside the medians ("rounds"): on a shared machine they spread.
  *
- * WINDOW_BENCH_EVENTS (default 20,000,000) and WINDOW_BENCH_RUNS (3). */
+ * WINDOW_BENCH_EVENTS (default 20,000,000) and WINDOW_BENCH_RUNS (5). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,16 +152,16 @@ main(void)
 {
     const char *e;
     uint64_t n = (e = getenv("WINDOW_BENCH_EVENTS")) ? strtoull(e, NULL, 10) : 20000000;
-    int runs = (e = getenv("WINDOW_BENCH_RUNS")) ? atoi(e) : 3;
+    int runs = (e = getenv("WINDOW_BENCH_RUNS")) ? atoi(e) : 5;
     double base[16], ysb_base[16], p1[16], p2[16], ysb2[16];
     struct checksums wc, yc;
-    json_t *plan = NULL, *ysb_plan = NULL, *out;
+    json_t *plan = NULL, *ysb_plan = NULL, *rounds = json_array(), *out;
     long rss_kb = 0;
     char dir[PATH_MAX];
 
     bench_name = "window_bench";
     if (runs < 1 || runs > 16)
-        runs = 3;
+        runs = 5;
     bench_exe_dir(dir, sizeof dir);
     snprintf(spate, sizeof spate, "%s/spate", dir);
     snprintf(job, sizeof job, "%s/../bench/window_bench_job.so", dir);
@@ -188,6 +189,11 @@ main(void)
         p1[i] = a.events_per_s;
         p2[i] = b.events_per_s;
         ysb2[i] = y.events_per_s;
+        json_array_append_new(rounds,
+                              json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "baseline_events_per_s",
+                                        base[i], "events_per_s_p1", p1[i], "events_per_s_p2", p2[i],
+                                        "p2_over_p1", p2[i] / p1[i], "ysb_baseline_events_per_s",
+                                        ysb_base[i], "ysb_events_per_s_p2", ysb2[i]));
         rss_kb = a.rss_kb > rss_kb ? a.rss_kb : rss_kb;
         json_decref(plan);
         json_decref(ysb_plan);
@@ -212,15 +218,15 @@ main(void)
                y2 = bench_median(ysb2, runs);
         char *s;
 
-        out = json_pack("{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
-                        "s:I, s:I, s:o, s:o}",
-                        "bench", "window_bench", "events", (json_int_t)n, "runs", runs,
-                        "baseline_events_per_s", b, "events_per_s_p1", m1, "events_per_s_p2", m2,
-                        "ratio_p1", m1 / b, "ratio_p2", m2 / b, "p2_over_p1", m2 / m1,
-                        "ysb_baseline_events_per_s", yb, "ysb_events_per_s_p2", y2, "ysb_ratio_p2",
-                        y2 / yb, "rss_kb", (json_int_t)rss_kb, "checksum_count",
-                        (json_int_t)wc.count, "checksum_sum", (json_int_t)wc.sum, "windows",
-                        (json_int_t)wc.windows, "plan", plan, "ysb_plan", ysb_plan);
+        out = json_pack(
+            "{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
+            "s:I, s:I, s:o, s:o, s:o}",
+            "bench", "window_bench", "events", (json_int_t)n, "runs", runs, "baseline_events_per_s",
+            b, "events_per_s_p1", m1, "events_per_s_p2", m2, "ratio_p1", m1 / b, "ratio_p2", m2 / b,
+            "p2_over_p1", m2 / m1, "ysb_baseline_events_per_s", yb, "ysb_events_per_s_p2", y2,
+            "ysb_ratio_p2", y2 / yb, "rss_kb", (json_int_t)rss_kb, "checksum_count",
+            (json_int_t)wc.count, "checksum_sum", (json_int_t)wc.sum, "windows",
+            (json_int_t)wc.windows, "rounds", rounds, "plan", plan, "ysb_plan", ysb_plan);
         s = json_dumps(out, JSON_COMPACT);
         printf("%s\n", s);
         free(s);
