@@ -1,6 +1,8 @@
 /* Record deserializers and the record reader (record_reader.h). Task thread
  * only. Records are returned in place; only a record that spans buffers is
- * copied, into a spill area that grows to the largest such record. */
+ * copied, into a spill area that grows to the largest such record as its
+ * bytes arrive: a length prefix alone (a corrupt stream, a peer that stops)
+ * reserves nothing. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +35,25 @@ record_deserializer_set_buffer(struct record_deserializer *d, struct net_buffer 
     d->end = buf->data + buf->size;
 }
 
+/* Appends n bytes of the spanning record to the spill area, which grows to
+ * at least twice its size, at most to the record's length. */
+static void
+spill_append(struct record_deserializer *d, const uint8_t *bytes, size_t n)
+{
+    size_t need = d->spill_len + n;
+
+    if (n == 0)
+        return;
+    if (need > d->spill_cap) {
+        size_t cap = MAX(need, MIN(2 * (size_t)d->spill_cap, (size_t)d->spill_need));
+
+        d->spill = xrealloc(d->spill, cap);
+        d->spill_cap = (uint32_t)cap;
+    }
+    memcpy(d->spill + d->spill_len, bytes, n);
+    d->spill_len = (uint32_t)need;
+}
+
 static int
 ds_used_up(struct record_deserializer *d)
 {
@@ -54,8 +75,7 @@ record_deserializer_next(struct record_deserializer *d, const uint8_t **rec, uin
     if (d->spilling) {
         size_t n = MIN(avail, (size_t)(d->spill_need - d->spill_len));
 
-        memcpy(d->spill + d->spill_len, d->pos, n);
-        d->spill_len += (uint32_t)n;
+        spill_append(d, d->pos, n);
         d->pos += n;
         if (d->spill_len < d->spill_need)
             return ds_used_up(d);
@@ -77,15 +97,9 @@ record_deserializer_next(struct record_deserializer *d, const uint8_t **rec, uin
                                    "corrupt record stream: a record of %u bytes (at most %u)", l,
                                    RECORD_MAX_BYTES);
         /* Spans into the next buffer(s). */
-        if (d->spill_cap < l) {
-            free(d->spill);
-            d->spill_cap = MAX(l, MIN(2 * d->spill_cap, RECORD_MAX_BYTES));
-            d->spill = xmalloc(d->spill_cap);
-        }
-        avail -= RECORD_LENGTH_BYTES;
-        memcpy(d->spill, d->pos + RECORD_LENGTH_BYTES, avail);
-        d->spill_len = (uint32_t)avail;
+        d->spill_len = 0;
         d->spill_need = l;
+        spill_append(d, d->pos + RECORD_LENGTH_BYTES, avail - RECORD_LENGTH_BYTES);
         d->spilling = 1;
         return ds_used_up(d);
     }

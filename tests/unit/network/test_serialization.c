@@ -80,6 +80,35 @@ Test(serialization, records_spanning_buffers_come_back_whole)
     check_split(lens, 6, cuts, 6);
 }
 
+/* The spill area grows with the bytes that came, not with the length a
+ * record's prefix declares: a corrupt stream, or a peer that stops after a
+ * length, costs what it sent. */
+Test(serialization, a_spanning_record_takes_memory_as_its_bytes_arrive)
+{
+    uint32_t big = RECORD_MAX_BYTES, lens[] = { 1u << 20, 7 }, cuts[300];
+    uint8_t head[16] = { 0 };
+    struct record_deserializer d;
+    struct net_buffer b;
+    const uint8_t *rec;
+    uint32_t len;
+    spate_error err;
+    int n = 0;
+
+    memcpy(head, &big, 4);
+    b = wrap(head, sizeof head);
+    record_deserializer_init(&d);
+    record_deserializer_set_buffer(&d, &b);
+    cr_assert_eq(record_deserializer_next(&d, &rec, &len, &err), 0);
+    cr_assert(record_deserializer_has_partial(&d));
+    cr_assert_leq(d.spill_cap, sizeof head, "a %u-byte record's first 12 bytes took %u bytes", big,
+                  d.spill_cap);
+    record_deserializer_release(&d);
+    /* 1 MiB in buffers of 4000 bytes comes back whole as the area grows. */
+    for (uint32_t at = 4000; at < 4 + lens[0] && n < 300; at += 4000)
+        cuts[n++] = at;
+    check_split(lens, 2, cuts, n);
+}
+
 Test(serialization, corrupt_streams_are_errors)
 {
     struct record_deserializer d;
