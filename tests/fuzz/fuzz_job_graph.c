@@ -4,7 +4,6 @@
  * regions, split assigners), then the plan the REST API serves. The bytes
  * come from any client: none may crash, leak, or read out of bounds. */
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "jobmanager/execution_graph.h"
 #include "streaming/job_graph.h"
