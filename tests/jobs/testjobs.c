@@ -42,7 +42,11 @@
  *             sink DIR (uid "sink"), lines "kind,key,end,count" (kind 1:
  *             window, 2: timer). Checkpoints every MS (1000). --changed: a
  *             changed program: "timers" removed, a map "Tag" (uid "tag")
- *             added before the sink. */
+ *             added before the sink.
+ *   operators --count N --rate R --keys K --output DIR [--interval MS] ...
+ *             every stateful operator kind as branches of one generator,
+ *             each into its own exactly-once sink DIR/<branch> (the kill -9
+ *             suite, tests/e2e/test_operator_failover.py; see job_operators). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -499,6 +503,552 @@ job_windowed(spate_env *env, int argc, char **argv)
     return spate_execute(env, changed ? "Windowed (changed)" : "Windowed");
 }
 
+/* ---- operators: every stateful operator kind under one source ---- */
+
+/* testjobs' `operators` job (tests/e2e/test_operator_failover.py): one
+ * generator, record i = (key i % K, event time ts(i) = i + i / B * G, i, 1),
+ * so that time runs in blocks of B records with gaps of G ms between them;
+ * the generator's splits and the exactly-once sinks hold operator (union)
+ * list state. Each branch ends in a sink of its own, DIR/<branch>, and its
+ * whole output follows from the index alone. */
+struct op_params {
+    int64_t keys, block, gap;
+    int64_t timer_every;    /* states: a processing-time timer every n-th record of a key */
+    int64_t timer_delay_ms; /* ... that far ahead */
+    int64_t second_every;   /* connected: the second input takes every n-th record */
+    int64_t rule_every;     /* broadcast: every n-th record is a rule */
+};
+
+struct op_event {
+    int64_t key, ts, i, one;
+};
+
+struct op_pair {
+    int64_t a, b;
+};
+
+/* A window's line: every window function of one assigner writes the same. */
+struct op_window_result {
+    int64_t key, start, end, count, sum;
+};
+
+/* The keyed process function's lines: kind 1 per record, the count read
+ * from each state kind (value, list, map, reducing, aggregating); kind 2 at
+ * a block's event-time timer (block, records of the key in it); kind 3 when
+ * a processing-time timer's entry is emitted (n, the key's count then). */
+struct op_states_result {
+    int64_t kind, key, a, b, c, d, e;
+};
+
+/* The two-input functions' lines: (kind, key, n, 0), see op_co_* and op_bc_*. */
+struct op_co_result {
+    int64_t kind, key, n, zero;
+};
+
+static const struct op_params *
+op_params_of(spate_ctx *ctx)
+{
+    return spate_ctx_params(ctx, NULL);
+}
+
+static int64_t
+op_key_of(spate_ctx *ctx)
+{
+    int64_t key;
+
+    memcpy(&key, spate_ctx_current_key(ctx).data, sizeof key);
+    return key;
+}
+
+static void
+op_gen(spate_ctx *ctx, uint64_t index, void *out)
+{
+    const struct op_params *p = op_params_of(ctx);
+    struct op_event *e = out;
+    int64_t i = (int64_t)index;
+
+    e->key = i % p->keys;
+    e->ts = i + i / p->block * p->gap;
+    e->i = i;
+    e->one = 1;
+}
+
+static int64_t
+op_event_ts(spate_ctx *ctx, const void *rec)
+{
+    (void)ctx;
+    return ((const struct op_event *)rec)->ts;
+}
+
+/* (key, 1) for the rolling sum and reduce. */
+static void
+op_ones(spate_ctx *ctx, const void *in, void *out)
+{
+    const struct op_event *e = in;
+    struct op_pair *o = out;
+
+    (void)ctx;
+    o->a = e->key;
+    o->b = 1;
+}
+
+static void
+op_add_pairs(spate_ctx *ctx, const void *acc, const void *in, void *out)
+{
+    const struct op_pair *x = acc, *y = in;
+    struct op_pair *o = out;
+
+    (void)ctx;
+    o->a = x->a;
+    o->b = x->b + y->b;
+}
+
+/* ---- windows: reduce, aggregate and process give (key, start, end, count, sum of i) ---- */
+
+static void
+op_reduce_events(spate_ctx *ctx, const void *acc, const void *in, void *out)
+{
+    const struct op_event *x = acc, *y = in;
+    struct op_event *o = out;
+
+    (void)ctx;
+    o->key = x->key;
+    o->ts = x->ts > y->ts ? x->ts : y->ts;
+    o->i = x->i + y->i;
+    o->one = x->one + y->one;
+}
+
+static void
+op_window_reduced(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
+{
+    struct op_window_result r = { op_key_of(ctx), w.start, w.end, 0, 0 };
+    struct op_event e;
+
+    while (spate_list_next(elements, &e)) {
+        r.count += e.one;
+        r.sum += e.i;
+    }
+    spate_emit(ctx, &r);
+}
+
+static void
+op_agg_create(spate_ctx *ctx, void *acc)
+{
+    (void)ctx;
+    memset(acc, 0, sizeof(struct op_pair));
+}
+
+static void
+op_agg_add(spate_ctx *ctx, const void *in, void *acc)
+{
+    const struct op_event *e = in;
+    struct op_pair *a = acc;
+
+    (void)ctx;
+    a->a += e->one;
+    a->b += e->i;
+}
+
+static void
+op_agg_result(spate_ctx *ctx, const void *acc, void *out)
+{
+    (void)ctx;
+    memcpy(out, acc, sizeof(struct op_pair));
+}
+
+static void
+op_agg_merge(spate_ctx *ctx, const void *from, void *acc)
+{
+    const struct op_pair *f = from;
+    struct op_pair *a = acc;
+
+    (void)ctx;
+    a->a += f->a;
+    a->b += f->b;
+}
+
+static void
+op_window_aggregated(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
+{
+    struct op_window_result r = { op_key_of(ctx), w.start, w.end, 0, 0 };
+    struct op_pair acc;
+
+    while (spate_list_next(elements, &acc)) {
+        r.count += acc.a;
+        r.sum += acc.b;
+    }
+    spate_emit(ctx, &r);
+}
+
+/* A count window's line: (key, 0, 0, records, 0); which records a count
+ * window holds depends on their arrival, its size does not. */
+static void
+op_count_window(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
+{
+    struct op_window_result r = { op_key_of(ctx), 0, 0, 0, 0 };
+    struct op_event e;
+
+    (void)w;
+    while (spate_list_next(elements, &e))
+        r.count += e.one;
+    spate_emit(ctx, &r);
+}
+
+/* ---- a keyed process function with every state kind and both timer kinds ---- */
+
+static void
+op_add_ints(spate_ctx *ctx, const void *acc, const void *in, void *out)
+{
+    (void)ctx;
+    *(int64_t *)out = *(const int64_t *)acc + *(const int64_t *)in;
+}
+
+static void
+op_count_create(spate_ctx *ctx, void *acc)
+{
+    (void)ctx;
+    *(int64_t *)acc = 0;
+}
+
+static void
+op_count_add(spate_ctx *ctx, const void *in, void *acc)
+{
+    (void)ctx;
+    (void)in;
+    ++*(int64_t *)acc;
+}
+
+static void
+op_count_result(spate_ctx *ctx, const void *acc, void *out)
+{
+    (void)ctx;
+    *(int64_t *)out = *(const int64_t *)acc;
+}
+
+static void
+op_count_merge(spate_ctx *ctx, const void *from, void *acc)
+{
+    (void)ctx;
+    *(int64_t *)acc += *(const int64_t *)from;
+}
+
+/* Emits the key's pending processing-time entries (n -> n) and clears them. */
+static void
+op_flush_pending(spate_ctx *ctx)
+{
+    spate_state *pending = spate_ctx_state(ctx, "pending");
+    struct op_states_result r = { 3, op_key_of(ctx), 0, 0, 0, 0, 0 };
+    spate_iter it;
+    int64_t n, same;
+    bool any = false;
+
+    spate_map_iter(pending, &it);
+    while (spate_map_next(&it, &n, &same)) {
+        r.a = n;
+        spate_emit(ctx, &r);
+        any = true;
+    }
+    if (any)
+        spate_state_clear(pending);
+}
+
+static void
+op_states(spate_ctx *ctx, const void *in)
+{
+    const struct op_params *p = op_params_of(ctx);
+    const struct op_event *e = in;
+    struct op_states_result r = { 1, e->key, 0, 0, 0, 0, 0 };
+    spate_state *value = spate_ctx_state(ctx, "value");
+    spate_state *list = spate_ctx_state(ctx, "list");
+    spate_state *map = spate_ctx_state(ctx, "map");
+    spate_state *reducing = spate_ctx_state(ctx, "reducing");
+    spate_state *aggregating = spate_ctx_state(ctx, "aggregating");
+    spate_state *blocks = spate_ctx_state(ctx, "blocks");
+    int64_t one = 1, entries = 0, x, k, v, block, in_block = 0;
+    spate_iter it;
+
+    spate_value_get(value, &r.a);
+    r.a++;
+    spate_value_update(value, &r.a);
+    /* The list holds ones, folded into one entry every 8: its sum is the count. */
+    spate_list_iter(list, &it);
+    while (spate_list_next(&it, &x)) {
+        r.b += x;
+        entries++;
+    }
+    if (entries >= 8) {
+        spate_state_clear(list);
+        spate_list_add(list, &r.b);
+    }
+    spate_list_add(list, &one);
+    r.b++;
+    /* The map counts the key's records by i % 4. */
+    k = e->i % 4;
+    v = 0;
+    spate_map_get(map, &k, &v);
+    v++;
+    spate_map_put(map, &k, &v);
+    spate_map_iter(map, &it);
+    while (spate_map_next(&it, &k, &v))
+        r.c += v;
+    spate_reducing_add(reducing, &one);
+    spate_reducing_get(reducing, &r.d);
+    spate_aggregating_add(aggregating, e);
+    spate_aggregating_get(aggregating, &r.e);
+    spate_emit(ctx, &r);
+
+    /* An event-time timer at the end of the record's block. */
+    block = e->i / p->block;
+    spate_map_get(blocks, &block, &in_block);
+    in_block++;
+    spate_map_put(blocks, &block, &in_block);
+    spate_timer_register_event_time(ctx, block * (p->block + p->gap) + p->block - 1);
+    /* Every timer_every-th record of the key: an entry for a processing-time
+     * timer (the block's event-time timer takes it if this one comes late). */
+    if (r.a % p->timer_every == 0) {
+        spate_map_put(spate_ctx_state(ctx, "pending"), &r.a, &r.a);
+        spate_timer_register_processing_time(ctx, spate_ctx_current_processing_time(ctx) +
+                                                      p->timer_delay_ms);
+    }
+}
+
+static void
+op_states_timer(spate_ctx *ctx, int64_t timestamp, bool event_time)
+{
+    const struct op_params *p = op_params_of(ctx);
+
+    if (event_time) {
+        spate_state *blocks = spate_ctx_state(ctx, "blocks");
+        struct op_states_result r = {
+            2, op_key_of(ctx), timestamp / (p->block + p->gap), 0, 0, 0, 0
+        };
+
+        if (spate_map_get(blocks, &r.a, &r.b)) {
+            spate_map_remove(blocks, &r.a);
+            spate_emit(ctx, &r);
+        }
+    }
+    op_flush_pending(ctx);
+}
+
+/* ---- connected streams: a keyed co-process function with state ---- */
+
+static void
+op_second(spate_ctx *ctx, const void *in, void *out)
+{
+    const struct op_event *e = in;
+    struct op_pair *o = out;
+
+    (void)ctx;
+    o->a = e->key;
+    o->b = e->i;
+}
+
+static bool
+op_is_second(spate_ctx *ctx, const void *in)
+{
+    return ((const struct op_event *)in)->i % op_params_of(ctx)->second_every == 0;
+}
+
+static bool
+op_is_rule(spate_ctx *ctx, const void *in)
+{
+    return ((const struct op_event *)in)->i % op_params_of(ctx)->rule_every == 0;
+}
+
+/* Per record of input `side` (1 or 2): (0, key, n over both inputs) and
+ * (side, key, n of that input), each from a ValueState. */
+static void
+op_co_count(spate_ctx *ctx, int64_t key, int side)
+{
+    spate_state *total = spate_ctx_state(ctx, "total");
+    spate_state *mine = spate_ctx_state(ctx, side == 1 ? "first" : "second");
+    struct op_co_result r = { 0, key, 0, 0 };
+
+    spate_value_get(total, &r.n);
+    r.n++;
+    spate_value_update(total, &r.n);
+    spate_emit(ctx, &r);
+    r.kind = side;
+    r.n = 0;
+    spate_value_get(mine, &r.n);
+    r.n++;
+    spate_value_update(mine, &r.n);
+    spate_emit(ctx, &r);
+}
+
+static void
+op_co_first(spate_ctx *ctx, const void *in)
+{
+    op_co_count(ctx, ((const struct op_event *)in)->key, 1);
+}
+
+static void
+op_co_second(spate_ctx *ctx, const void *in)
+{
+    op_co_count(ctx, ((const struct op_pair *)in)->a, 2);
+}
+
+/* ---- broadcast state ---- */
+
+/* A rule: the broadcast state "rules" counts them under key 0 (each
+ * instance alike); subtask 0 writes (1, 0, rules so far). */
+static void
+op_bc_rule(spate_ctx *ctx, const void *in)
+{
+    spate_state *rules = spate_ctx_state(ctx, "rules");
+    struct op_co_result r = { 1, 0, 0, 0 };
+    int64_t zero = 0;
+
+    (void)in;
+    spate_map_get(rules, &zero, &r.n);
+    r.n++;
+    spate_map_put(rules, &zero, &r.n);
+    if (spate_ctx_subtask_index(ctx) == 0)
+        spate_emit(ctx, &r);
+}
+
+/* An element (keyed): (2, key, n) from a ValueState. */
+static void
+op_bc_element(spate_ctx *ctx, const void *in)
+{
+    const struct op_event *e = in;
+    spate_state *seen = spate_ctx_state(ctx, "seen");
+    struct op_co_result r = { 2, e->key, 0, 0 };
+
+    spate_value_get(seen, &r.n);
+    r.n++;
+    spate_value_update(seen, &r.n);
+    spate_emit(ctx, &r);
+}
+
+/* The branch's exactly-once sink, DIR/<branch> (uid "sink-<branch>"). */
+static void
+op_sink(spate_stream *s, const char *dir, const char *branch)
+{
+    char path[1024], uid[64];
+
+    snprintf(path, sizeof path, "%s/%s", dir, branch);
+    snprintf(uid, sizeof uid, "sink-%s", branch);
+    spate_uid(spate_name(spate_sink_text_file(s, path), uid), uid);
+}
+
+static spate_stream *
+op_named(spate_stream *s, const char *uid)
+{
+    return spate_uid(spate_name(s, uid), uid);
+}
+
+static int
+job_operators(spate_env *env, int argc, char **argv)
+{
+    const spate_type *i64 = spate_type_int64();
+    const spate_type *f[7] = { i64, i64, i64, i64, i64, i64, i64 };
+    const spate_type *event_t = spate_type_tuple(env, 4, f);
+    const spate_type *pair_t = spate_type_tuple(env, 2, f);
+    const spate_type *window_t = spate_type_tuple(env, 5, f);
+    const spate_type *states_t = spate_type_tuple(env, 7, f);
+    const spate_type *co_t = spate_type_tuple(env, 4, f);
+    const char *out = arg_str(argc, argv, "--output", "operators.out");
+    struct op_params p = {
+        arg_int(argc, argv, "--keys", 7),          arg_int(argc, argv, "--block", 1000),
+        arg_int(argc, argv, "--gap", 1000),        arg_int(argc, argv, "--timer-every", 50),
+        arg_int(argc, argv, "--timer-delay", 100), arg_int(argc, argv, "--second-every", 3),
+        arg_int(argc, argv, "--rule-every", 100),
+    };
+    int64_t interval = arg_int(argc, argv, "--interval", 200);
+    spate_aggregate agg = {
+        pair_t, pair_t, op_agg_create, op_agg_add, op_agg_result, op_agg_merge
+    };
+    spate_aggregate counter = { i64,           i64, op_count_create, op_count_add, op_count_result,
+                                op_count_merge };
+    spate_watermark_strategy ws = spate_watermarks_monotonous(op_event_ts);
+    struct {
+        const char *name;
+        spate_window_assigner assigner;
+    } assigners[3] = {
+        { "tumbling", spate_tumbling_event_time(arg_int(argc, argv, "--tumbling", 400)) },
+        { "sliding", spate_sliding_event_time(arg_int(argc, argv, "--sliding", 600),
+                                              arg_int(argc, argv, "--slide", 200)) },
+        { "session", spate_session_event_time(arg_int(argc, argv, "--session-gap", 50)) },
+    };
+    spate_stream *events, *ones, *s, *second, *rules;
+    char name[64];
+
+    if (p.keys <= 0 || p.block <= 0 || p.gap < 0 || p.timer_every <= 0 || p.second_every <= 0 ||
+        p.rule_every <= 0) {
+        fprintf(stderr, "testjobs: operators: --keys, --block, --timer-every, --second-every "
+                        "and --rule-every must be positive, --gap not negative\n");
+        return SPATE_EINVAL;
+    }
+    if (interval > 0)
+        spate_env_enable_checkpointing(env, interval, true);
+    events = spate_source_generator(env, op_gen, event_t,
+                                    (uint64_t)arg_int(argc, argv, "--count", 40000),
+                                    (double)arg_int(argc, argv, "--rate", 0));
+    events = spate_params(op_named(events, "events"), &p, sizeof p);
+    events = spate_source_with_watermarks(events, &ws);
+
+    /* Rolling sum and reduce: (key, n) for n = 1 .. the key's records. */
+    ones = op_named(spate_map(events, op_ones, pair_t), "ones");
+    op_sink(op_named(spate_sum(spate_key_by_field(ones, 0), 1), "sum"), out, "sum");
+    op_sink(op_named(spate_reduce(spate_key_by_field(ones, 0), op_add_pairs), "reduce"), out,
+            "reduce");
+
+    /* Each event-time window kind with each window function. */
+    for (int a = 0; a < 3; a++) {
+        spate_stream *w;
+
+        snprintf(name, sizeof name, "%s-reduce", assigners[a].name);
+        w = spate_window(spate_key_by_field(events, 0), assigners[a].assigner);
+        s = spate_window_reduce(w, op_reduce_events, op_window_reduced, window_t);
+        op_sink(op_named(s, name), out, name);
+        snprintf(name, sizeof name, "%s-aggregate", assigners[a].name);
+        w = spate_window(spate_key_by_field(events, 0), assigners[a].assigner);
+        s = spate_window_aggregate(w, &agg, op_window_aggregated, window_t);
+        op_sink(op_named(s, name), out, name);
+        snprintf(name, sizeof name, "%s-process", assigners[a].name);
+        w = spate_window(spate_key_by_field(events, 0), assigners[a].assigner);
+        s = spate_window_process(w, op_window_reduced, window_t);
+        op_sink(op_named(s, name), out, name);
+    }
+    /* A count window (the global window with a count trigger). */
+    s = spate_count_window(spate_key_by_field(events, 0), arg_int(argc, argv, "--count-window", 9));
+    s = spate_window_reduce(s, op_reduce_events, op_count_window, window_t);
+    op_sink(op_named(s, "count-window"), out, "count-window");
+
+    /* A keyed process function with every state kind and both timer kinds. */
+    s = spate_process(spate_key_by_field(events, 0), op_states, states_t);
+    s = spate_value_state(op_named(s, "states"), "value", i64, 0);
+    spate_list_state(s, "list", i64, 0);
+    spate_map_state(s, "map", i64, i64, 0);
+    spate_reducing_state(s, "reducing", i64, op_add_ints, 0);
+    spate_aggregating_state(s, "aggregating", &counter, 0);
+    spate_map_state(s, "blocks", i64, i64, 0);
+    spate_map_state(s, "pending", i64, i64, 0);
+    spate_params(spate_on_timer(s, op_states_timer), &p, sizeof p);
+    op_sink(s, out, "states");
+
+    /* Connected streams: a keyed co-process function with state. */
+    second = spate_params(spate_filter(events, op_is_second), &p, sizeof p);
+    second = op_named(spate_map(second, op_second, pair_t), "second");
+    s = spate_connect(spate_key_by_field(events, 0), spate_key_by_field(second, 0));
+    s = op_named(spate_co_process(s, op_co_first, op_co_second, co_t), "connected");
+    spate_value_state(s, "total", i64, 0);
+    spate_value_state(s, "first", i64, 0);
+    spate_value_state(s, "second", i64, 0);
+    op_sink(s, out, "connected");
+
+    /* A broadcast process function: broadcast state and keyed state. */
+    rules = spate_params(op_named(spate_filter(events, op_is_rule), "rules"), &p, sizeof p);
+    rules = spate_broadcast_state(rules, "rules", i64, i64);
+    s = spate_connect(spate_key_by_field(events, 0), rules);
+    s = op_named(spate_broadcast_process(s, op_bc_element, op_bc_rule, co_t), "broadcast");
+    spate_value_state(s, "seen", i64, 0);
+    op_sink(s, out, "broadcast");
+    return spate_execute(env, "Operators");
+}
+
 int
 spate_job_main(spate_env *env, int argc, char **argv)
 {
@@ -520,7 +1070,9 @@ spate_job_main(spate_env *env, int argc, char **argv)
         return job_checkpointed(env, argc, argv);
     if (strcmp(job, "windowed") == 0)
         return job_windowed(env, argc, argv);
+    if (strcmp(job, "operators") == 0)
+        return job_operators(env, argc, argv);
     fprintf(stderr, "testjobs: which job? params, partition, unbounded, fail, outside, stuck, "
-                    "checkpointed or windowed\n");
+                    "checkpointed, windowed or operators\n");
     return SPATE_EINVAL;
 }

@@ -1,0 +1,431 @@
+"""The kill -9 suite of every built-in stateful operator and state kind
+(issue 22): testjobs' `operators` job, one generator feeding a branch per
+operator kind, each into an exactly-once file sink of its own, run on a
+JobManager and TaskManagers on 127.0.0.1:
+
+- p1, a kill -9 of the TaskManager after a checkpoint committed output, a
+  replacement started;
+- p4 on two TaskManagers, a kill -9 of one after a checkpoint committed
+  output, a replacement started;
+- p4 cancelled with a savepoint mid-run and resumed from it at p3 into the
+  same output folders.
+
+After each, every committed record of every branch is read and compared
+with what the source definition gives (computed here, independently of the
+job): each expected record exactly once and nothing else. A failure lists
+every branch in trouble, with the keys and the records lost or written
+twice.
+
+Branches (record i: key i % K, event time i + i // B * G, blocks of B
+records with gaps of G ms):
+- sum, reduce: keyed rolling sum and reduce, (key, n) for n = 1 .. final;
+- {tumbling,sliding,session}-{reduce,aggregate,process}: event-time
+  windows, (key, start, end, count, sum of i) per window; count-window: a
+  count window (global window, count trigger) with reduce;
+- states: a KeyedProcessFunction reading the key's count from a ValueState,
+  a ListState, a MapState, a ReducingState and an AggregatingState per
+  record, a line per block at an event-time timer, and entries taken at
+  processing-time timers;
+- connected: a keyed CoProcessFunction with ValueStates (counts over both
+  inputs and per input);
+- broadcast: a keyed BroadcastProcessFunction: the rules counted in the
+  broadcast state, the elements in a ValueState;
+- the generator's splits and the sinks' transactions are operator (union)
+  list state."""
+
+import collections
+import os
+import re
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from clustertest import ClusterTestCase, wait_for  # noqa: E402
+from exactly_once import check_rolling_counts  # noqa: E402
+from spatetest import BUILD  # noqa: E402
+
+TESTJOBS = os.path.join(BUILD, "tests", "jobs", "testjobs.so")
+TERMINAL = ("FINISHED", "FAILED", "CANCELED")
+# The sanitized build runs several times slower: fewer records, the same
+# length in time.
+ASAN = "asan" in BUILD
+COUNT, RATE = (6_000, 1_000) if ASAN else (40_000, 6_000)
+# The job's parameters, passed to it explicitly.
+P = dict(keys=7, block=1000, gap=1000, timer_every=50, timer_delay=100, second_every=3,
+         rule_every=100, tumbling=400, sliding=600, slide=200, session_gap=50, count_window=9)
+WINDOW_FUNCTIONS = ("reduce", "aggregate", "process")
+ASSIGNERS = ("tumbling", "sliding", "session")
+BRANCHES = (["sum", "reduce"] +
+            [f"{a}-{f}" for a in ASSIGNERS for f in WINDOW_FUNCTIONS] +
+            ["count-window", "states", "connected", "broadcast"])
+
+
+def job_args(out, count=COUNT, rate=RATE):
+    args = ["operators", "--count", str(count), "--rate", str(rate), "--output", out]
+    for k, v in P.items():
+        args += ["--" + k.replace("_", "-"), str(v)]
+    return args
+
+
+# ---- what the source definition gives -----------------------------------------------------
+
+
+def expected_output(count=COUNT, p=P):
+    """{branch: ("rolling", {key: final}) or ("exact", Counter of records)}."""
+    keys, block, gap = p["keys"], p["block"], p["gap"]
+    per_key = collections.Counter()
+    second = collections.Counter()
+    blocks = collections.Counter()
+    tumbling, sliding = collections.defaultdict(lambda: [0, 0]), collections.defaultdict(
+        lambda: [0, 0])
+    times = collections.defaultdict(list)
+    rules = 0
+    size, slide, tsize = p["sliding"], p["slide"], p["tumbling"]
+    for i in range(count):
+        k, ts = i % keys, i + i // block * gap
+        per_key[k] += 1
+        if i % p["second_every"] == 0:
+            second[k] += 1
+        if i % p["rule_every"] == 0:
+            rules += 1
+        blocks[(k, i // block)] += 1
+        w = tumbling[(k, ts - ts % tsize, ts - ts % tsize + tsize)]
+        w[0] += 1
+        w[1] += i
+        # Flink's SlidingEventTimeWindows: starts from the last one down.
+        start = ts - ts % slide
+        while start > ts - size:
+            w = sliding[(k, start, start + size)]
+            w[0] += 1
+            w[1] += i
+            start -= slide
+        times[k].append((ts, i))
+    sessions = collections.Counter()
+    for k, evs in times.items():
+        evs.sort()
+        first, last, n, total = None, None, 0, 0
+        for ts, i in evs:
+            if first is not None and ts >= last + p["session_gap"]:
+                sessions[(k, first, last + p["session_gap"], n, total)] += 1
+                first, n, total = None, 0, 0
+            if first is None:
+                first = ts
+            last, n, total = ts, n + 1, total + i
+        sessions[(k, first, last + p["session_gap"], n, total)] += 1
+    windows = {
+        "tumbling": collections.Counter(k + tuple(v) for k, v in tumbling.items()),
+        "sliding": collections.Counter(k + tuple(v) for k, v in sliding.items()),
+        "session": sessions,
+    }
+    out = {"sum": ("rolling", dict(per_key)), "reduce": ("rolling", dict(per_key))}
+    for a in ASSIGNERS:
+        for f in WINDOW_FUNCTIONS:
+            out[f"{a}-{f}"] = ("exact", windows[a])
+    cw = p["count_window"]
+    out["count-window"] = ("exact", collections.Counter(
+        {(k, 0, 0, cw, 0): n // cw for k, n in per_key.items() if n >= cw}))
+    # The states branch: per state kind a rolling count per key; the
+    # processing-time entries n = timer_every, 2 timer_every, ... (checked
+    # as n // timer_every); the block lines exactly.
+    states = {}
+    for kind in ("value", "list", "map", "reducing", "aggregating"):
+        states.update({(kind, k): n for k, n in per_key.items()})
+    states.update({("processing-time timer", k): n // p["timer_every"]
+                   for k, n in per_key.items() if n >= p["timer_every"]})
+    out["states"] = ("states", (states, collections.Counter(
+        (2, k, b, n, 0, 0, 0) for (k, b), n in blocks.items())))
+    both = {("both inputs", k): per_key[k] + second[k] for k in per_key}
+    both.update({("first input", k): n for k, n in per_key.items()})
+    both.update({("second input", k): n for k, n in second.items()})
+    out["connected"] = ("rolling", both)
+    bc = {("rules in broadcast state",): rules}
+    bc.update({("element", k): n for k, n in per_key.items()})
+    out["broadcast"] = ("rolling", bc)
+    return out
+
+
+# ---- what the sinks committed ---------------------------------------------------------------
+
+_TUPLE = re.compile(r"^\((-?\d+(?:,-?\d+)*)\)$")
+
+
+def read_records(folder):
+    """[tuple of ints] of every committed record of a sink's folder (part
+    files whose name starts with a dot are in progress or pending)."""
+    records = []
+    if not os.path.isdir(folder):
+        return records
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("."):
+            continue
+        with open(os.path.join(folder, name)) as f:
+            for lineno, line in enumerate(f, 1):
+                m = _TUPLE.match(line.strip())
+                if m is None:
+                    raise AssertionError(f"{folder}/{name}:{lineno}: unexpected line {line!r}")
+                records.append(tuple(int(x) for x in m.group(1).split(",")))
+    return records
+
+
+def rolling_updates(branch, records, timer_every):
+    """{key: [n]} of a branch whose records are rolling counts."""
+    updates = collections.defaultdict(list)
+    for r in records:
+        if branch in ("sum", "reduce"):
+            updates[r[0]].append(r[1])
+        elif branch == "connected":
+            side = ("both inputs", "first input", "second input")[r[0]]
+            updates[(side, r[1])].append(r[2])
+        elif branch == "broadcast":
+            updates[("rules in broadcast state",) if r[0] == 1 else ("element", r[1])].append(r[2])
+        elif branch == "states" and r[0] == 1:
+            for kind, n in zip(("value", "list", "map", "reducing", "aggregating"), r[2:]):
+                updates[(kind, r[1])].append(n)
+        elif branch == "states" and r[0] == 3:
+            key = ("processing-time timer", r[1])
+            updates[key].append(r[2] // timer_every if r[2] % timer_every == 0 else -r[2])
+    return dict(updates)
+
+
+def compare_exact(records, expected, what, limit=6):
+    """A message naming the missing and extra records (by key, the first
+    field), or None when records is expected exactly."""
+    got = collections.Counter(records)
+    if got == expected:
+        return None
+    missing, extra = expected - got, got - expected
+    by_key = collections.defaultdict(lambda: ([], []))
+    for r, n in missing.items():
+        by_key[r[1] if what == "states" else r[0]][0].extend([r] * n)
+    for r, n in extra.items():
+        by_key[r[1] if what == "states" else r[0]][1].extend([r] * n)
+    lines = [f"{sum(expected.values())} records expected, {len(records)} committed, "
+             f"{sum(missing.values())} missing, {sum(extra.values())} extra (twice or wrong)"]
+    for key in sorted(by_key)[:limit]:
+        m, x = by_key[key]
+        lines.append(f"  key {key}: missing {sorted(m)[:limit]}{' ...' if len(m) > limit else ''}"
+                     f"; extra {sorted(x)[:limit]}{' ...' if len(x) > limit else ''}")
+    return "\n".join(lines)
+
+
+def check_branches(out, expected):
+    """{branch: problem} of the branches whose committed output is not
+    exactly the expected records; and {branch: records} read."""
+    problems, sizes = {}, {}
+    for branch in BRANCHES:
+        records = read_records(os.path.join(out, branch))
+        sizes[branch] = len(records)
+        how, want = expected[branch]
+        if how == "exact":
+            msg = compare_exact(records, want, branch)
+        else:
+            if how == "states":
+                want, blocks = want
+                msg = compare_exact([r for r in records if r[0] == 2], blocks, "states")
+                msg = f"block timers: {msg}" if msg else None
+                odd = [r for r in records if r[0] not in (1, 2, 3)]
+                if odd:
+                    msg = (msg + "\n" if msg else "") + f"unexpected records {odd[:5]}"
+            else:
+                msg = None
+            r = check_rolling_counts(rolling_updates(branch, records, P["timer_every"]), want)
+            if not r.ok:
+                msg = (msg + "\n" if msg else "") + r.message()
+        if msg:
+            problems[branch] = msg
+    return problems, sizes
+
+
+# ---- the tests ------------------------------------------------------------------------------
+
+
+class OperatorFailoverTest(ClusterTestCase):
+
+    expected = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.expected = expected_output()
+
+    def setUp(self):
+        super().setUp()
+        self.taskmanagers = []
+        self.out = os.path.join(self.tmp, "out")
+        os.mkdir(self.out)
+
+    def cluster(self, taskmanagers, slots):
+        self.start_jobmanager("-D", f"state.checkpoints.dir={self.tmp}/checkpoints",
+                              "-D", f"state.savepoints.dir={self.tmp}/savepoints")
+        for _ in range(taskmanagers):
+            self.taskmanagers.append(self.start_taskmanager(slots=slots))
+        self.wait_overview(taskmanagers, slots=slots * taskmanagers)
+
+    def submit(self, parallelism, savepoint=None):
+        args = ["-D", f"state.checkpoints.dir={self.tmp}/checkpoints", "run",
+                "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", str(parallelism)]
+        if savepoint:
+            args += ["-s", savepoint]
+        r = self.spate(*args, TESTJOBS, *job_args(self.out), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
+
+    def job(self, jid):
+        status, job = self.rest(f"/jobs/{jid}")
+        self.assertEqual(status, 200, job)
+        return job
+
+    def checkpoints(self, jid):
+        status, s = self.rest(f"/jobs/{jid}/checkpoints")
+        self.assertEqual(status, 200, s)
+        return s
+
+    def wait_state(self, jid, states, timeout=180.0):
+        return wait_for(lambda: (lambda j: j if j["state"] in states else None)(self.job(jid)),
+                        timeout, f"job {jid} in {states}")
+
+    def wait_committed(self, jid):
+        """Every task runs, a checkpoint completed and the sum branch has
+        committed a fifth of its records: the kill or the savepoint comes
+        mid-job, with state in every branch."""
+        def ok():
+            j = self.job(jid)
+            if j["state"] in TERMINAL:
+                raise AssertionError(f"job {jid} ended {j['state']} before a checkpoint "
+                                     f"committed output: {j.get('failure')}")
+            t = j.get("tasks", {})
+            if j["state"] != "RUNNING" or t.get("running") != t.get("total"):
+                return None
+            if self.checkpoints(jid)["counts"]["completed"] < 1:
+                return None
+            return len(read_records(os.path.join(self.out, "sum"))) >= COUNT // 5
+        wait_for(ok, 90, f"job {jid} running with a fifth of its output committed")
+
+    def kill_and_replace(self, jid, slots):
+        self.wait_committed(jid)
+        before = self.checkpoints(jid)["counts"]["restored"]
+        self.taskmanagers.pop(0).kill()
+        self.assertNotIn(self.job(jid)["state"], TERMINAL, "the kill came after the job's end")
+        self.taskmanagers.append(self.start_taskmanager(slots=slots))
+        wait_for(lambda: self.checkpoints(jid)["counts"]["restored"] > before, 90,
+                 f"job {jid} restored from a checkpoint")
+
+    def check_output(self, what):
+        problems, sizes = check_branches(self.out, self.expected)
+        if problems:
+            ok = [b for b in BRANCHES if b not in problems]
+            self.fail(f"{what}: {len(problems)} of {len(BRANCHES)} branches not exactly once "
+                      f"({', '.join(problems)}); exactly once: {', '.join(ok) or 'none'}\n" +
+                      "\n".join(f"-- {b} ({sizes[b]} records committed): {m}"
+                                for b, m in problems.items()))
+
+    def test_p1_kill9_of_the_taskmanager(self):
+        self.cluster(1, slots=2)
+        jid = self.submit(1)
+        self.kill_and_replace(jid, slots=2)
+        job = self.wait_state(jid, TERMINAL)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        self.check_output("p1 through a kill -9")
+
+    def test_p4_kill9_of_a_taskmanager(self):
+        self.cluster(2, slots=2)
+        jid = self.submit(4)
+        self.kill_and_replace(jid, slots=2)
+        job = self.wait_state(jid, TERMINAL)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        self.check_output("p4 through a kill -9")
+
+    def test_p4_savepoint_resumed_at_p3(self):
+        self.cluster(2, slots=2)
+        jid = self.submit(4)
+        self.wait_committed(jid)
+        # Savepoint and cancel as one: no checkpoint commits output past
+        # the savepoint between them.
+        r = self.spate("cancel", "-m", f"127.0.0.1:{self.rest_port}", "-s",
+                       os.path.join(self.tmp, "savepoints"), jid, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        sp = re.search(r"Savepoint completed\. Path: (\S+)", r.stdout).group(1)
+        self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "CANCELED")
+        jid = self.submit(3, savepoint=sp)
+        job = self.wait_state(jid, TERMINAL)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        self.assertEqual({v["parallelism"] for v in job["vertices"]}, {3})
+        self.check_output("p4 resumed at p3 from a savepoint")
+
+
+class ExpectedOutputTest(unittest.TestCase):
+    """The checker against a hand-computed source and doctored outputs."""
+
+    def test_a_small_source_by_hand(self):
+        p = dict(P, keys=2, block=4, gap=10, tumbling=5, sliding=6, slide=3, session_gap=3,
+                 count_window=2, second_every=2, rule_every=3, timer_every=2)
+        # i: 0..5, ts: 0 1 2 3 14 15; key 0: i 0 2 4 (ts 0 2 14); key 1: i 1 3 5 (ts 1 3 15).
+        e = expected_output(6, p)
+        self.assertEqual(e["sum"], ("rolling", {0: 3, 1: 3}))
+        self.assertEqual(set(e["tumbling-reduce"][1]), {
+            (0, 0, 5, 2, 2), (0, 10, 15, 1, 4), (1, 0, 5, 2, 4), (1, 15, 20, 1, 5)})
+        self.assertEqual(set(e["session-process"][1]), {
+            (0, 0, 5, 2, 2), (0, 14, 17, 1, 4), (1, 1, 6, 2, 4), (1, 15, 18, 1, 5)})
+        # ts 0 and 2 are in [-3, 3) and [0, 6); ts 14 in [9, 15) and [12, 18).
+        self.assertEqual(e["sliding-aggregate"][1][(0, -3, 3, 2, 2)], 1)
+        self.assertEqual(e["sliding-aggregate"][1][(0, 9, 15, 1, 4)], 1)
+        self.assertEqual(e["sliding-aggregate"][1][(0, 0, 6, 2, 2)], 1)
+        self.assertEqual(e["sliding-aggregate"][1][(0, 12, 18, 1, 4)], 1)
+        self.assertEqual(e["count-window"][1], collections.Counter({(0, 0, 0, 2, 0): 1,
+                                                                    (1, 0, 0, 2, 0): 1}))
+        states, blocks = e["states"][1]
+        self.assertEqual(states[("list", 1)], 3)
+        self.assertEqual(states[("processing-time timer", 0)], 1)
+        self.assertEqual(blocks, collections.Counter([(2, 0, 0, 2, 0, 0, 0), (2, 0, 1, 1, 0, 0, 0),
+                                                      (2, 1, 0, 2, 0, 0, 0), (2, 1, 1, 1, 0, 0, 0)]))
+        self.assertEqual(e["connected"][1][("both inputs", 0)], 6)
+        self.assertEqual(e["connected"][1][("second input", 0)], 3)
+        self.assertNotIn(("second input", 1), e["connected"][1])
+        self.assertEqual(e["broadcast"][1][("rules in broadcast state",)], 2)
+
+    def test_lost_and_repeated_records_are_named_by_branch_and_key(self):
+        import tempfile
+        e = expected_output(2000, dict(P, block=100, gap=100))
+        with tempfile.TemporaryDirectory() as out:
+            def write(branch, records):
+                os.makedirs(os.path.join(out, branch))
+                with open(os.path.join(out, branch, "part-0-0"), "w") as f:
+                    f.writelines(f"({','.join(map(str, r))})\n" for r in records)
+            for b in BRANCHES:
+                how, want = e[b]
+                if how == "exact":
+                    write(b, list(want.elements()))
+            # sum restarted from 0 after a restore: 1..3 again, 4.. lost.
+            write("sum", [(k, n) for k, f in e["sum"][1].items() for n in range(1, f - 2)] +
+                  [(k, n) for k in e["sum"][1] for n in (1, 2, 3)])
+            write("reduce", [(k, n) for k, f in e["reduce"][1].items() for n in range(1, f + 1)])
+            states, blocks = e["states"][1]
+            write("states", [(1, k, n, n, n, n, n) for k in range(P["keys"])
+                             for n in range(1, states[("value", k)] + 1)] +
+                  list(blocks.elements()) +
+                  [(3, k, n * P["timer_every"], 0, 0, 0, 0) for k in range(P["keys"])
+                   for n in range(1, states[("processing-time timer", k)] + 1)])
+            write("connected", [(side, key[1], n) + (0,) for key, f in e["connected"][1].items()
+                                for side in [("both inputs", "first input",
+                                              "second input").index(key[0])]
+                                for n in range(1, f + 1)])
+            rules = e["broadcast"][1][("rules in broadcast state",)]
+            write("broadcast", [(1, 0, n, 0) for n in range(1, rules + 1)] +
+                  [(2, k, n, 0) for k in range(P["keys"])
+                   for n in range(1, e["broadcast"][1][("element", k)] + 1)])
+            problems, _ = check_branches(out, e)
+            self.assertEqual(sorted(problems), ["sum"], problems)
+            self.assertIn("key 0: 3 missing", problems["sum"])
+            self.assertIn("3 extra copies", problems["sum"])
+            # A window result twice, one lost.
+            os.unlink(os.path.join(out, "session-reduce", "part-0-0"))
+            os.rmdir(os.path.join(out, "session-reduce"))
+            recs = sorted(e["session-reduce"][1].elements())
+            write("session-reduce", recs[1:] + recs[-1:])
+            problems, _ = check_branches(out, e)
+            self.assertIn("session-reduce", problems)
+            self.assertIn("1 missing, 1 extra", problems["session-reduce"])
+            self.assertIn(f"key {recs[0][0]}: missing [{recs[0]}]", problems["session-reduce"])
+
+
+if __name__ == "__main__":
+    unittest.main()
