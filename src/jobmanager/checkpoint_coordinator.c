@@ -76,9 +76,15 @@ struct cc_pending {
     int64_t trigger_ms;
     char *dir;
     enum phase phase;
-    bool aborted; /* while blocking work was in flight */
-    struct cc_task *tasks;
+    bool aborted;          /* while blocking work was in flight */
+    struct cc_task *tasks; /* the plan's tasks to wait for: every running one */
     int ntasks, nacked;
+    /* The plan's finished tasks, recorded in the checkpoint as finished
+     * (Flink's FinishedOperatorSubtaskState), and their entries in it. */
+    const struct execution **finished;
+    int nfinished;
+    Checkpoint__OperatorSubtaskState **finished_states;
+    size_t nfinished_states;
     Checkpoint__SplitAssignerState **splits; /* [vertex * max ops + op] at the trigger */
     void *timer;
     struct cc_manual *manual;
@@ -116,7 +122,7 @@ struct checkpoint_coordinator {
     int npending, finalizing;
     bool periodic;        /* started */
     bool periodic_wanted; /* a tick found no room */
-    bool finishing;       /* a task finished: no more checkpoints */
+    bool final_wanted;    /* every source finished: a checkpoint for the tasks still running */
     bool stopping;        /* a stop's savepoint is in progress or completed */
     uint64_t next_id;     /* without an id counter: the next id */
     bool shut_down;
@@ -254,10 +260,14 @@ stats_add(struct checkpoint_coordinator *cc, struct cc_pending *p)
     s->id = p->id;
     s->status = ST_IN_PROGRESS;
     s->trigger_ms = p->trigger_ms;
-    s->num_subtasks = p->ntasks;
+    s->num_subtasks = p->ntasks + p->nfinished;
     s->vertices = xcalloc((size_t)jg->nvertices, sizeof *s->vertices);
     for (int v = 0; v < jg->nvertices; v++)
         s->vertices[v].num_subtasks = jg->vertices[v].parallelism;
+    /* Finished tasks count as acknowledged, as Flink shows them. */
+    s->num_acked = p->nfinished;
+    for (int f = 0; f < p->nfinished; f++)
+        s->vertices[p->finished[f]->vertex].num_acked++;
     list_push_front(&cc->history, &s->node);
     cc->total++;
     /* Keep history_size entries, but never drop one in progress. */
@@ -389,6 +399,10 @@ pending_free(struct cc_pending *p)
         if (p->splits[i] != NULL)
             checkpoint__split_assigner_state__free_unpacked(p->splits[i], NULL);
     free(p->splits);
+    for (size_t i = 0; i < p->nfinished_states; i++)
+        free(p->finished_states[i]); /* its operator id points into the graph */
+    free(p->finished_states);
+    free(p->finished);
     free(p->tasks);
     free(p->dir);
     free(p->metadata_path);
@@ -478,7 +492,7 @@ pending_abort(struct cc_pending *p, const char *reason, bool counted)
         /* The stop failed (a timeout, a decline): the sources go on, and
          * so do checkpoints. A failover or the job's end restart nothing. */
         cc->stopping = false;
-        if (counted && !cc->shut_down && !cc->finishing)
+        if (counted && !cc->shut_down)
             checkpoint_coordinator_start(cc);
     }
     /* A failed savepoint counts toward no tolerable failures (Flink's). */
@@ -544,7 +558,8 @@ abort_all(struct checkpoint_coordinator *cc, const char *reason)
 /* ---- triggering --------------------------------------------------------------------- */
 
 /* Why no checkpoint (savepoint) can be triggered now, or NULL; a stop's
- * own savepoint is not held back by the stop. */
+ * own savepoint is not held back by the stop. Finished tasks hold none
+ * back (FLIP-147): every task must run or have finished, and one run. */
 static const char *
 not_triggerable_for(struct checkpoint_coordinator *cc, bool savepoint, bool the_stop)
 {
@@ -556,12 +571,13 @@ not_triggerable_for(struct checkpoint_coordinator *cc, bool savepoint, bool the_
         return "the job has no checkpoint folder (state.checkpoints.dir)";
     if (cc->stopping && !the_stop)
         return "the job is stopping with a savepoint";
-    if (cc->finishing)
-        return "some of the job's tasks have finished";
     for (int v = 0; v < eg->graph->nvertices; v++)
         for (int s = 0; s < eg->graph->vertices[v].parallelism; s++)
-            if (eg->executions[v][s].state != EXEC_RUNNING)
+            if (eg->executions[v][s].state != EXEC_RUNNING &&
+                eg->executions[v][s].state != EXEC_FINISHED)
                 return "not every task of the job is running";
+    if (eg->finished >= eg->total)
+        return "every task of the job has finished";
     return NULL;
 }
 
@@ -610,6 +626,29 @@ init_work(void *arg)
     p->rc = fs_mkdirs(p->dir, &p->err);
 }
 
+/* Whether a task producing for execution e has not finished. */
+static bool
+upstream_running(const struct checkpoint_coordinator *cc, const struct execution *e)
+{
+    const struct job_graph *jg = cc_graph(cc);
+    const struct jg_vertex *v = &jg->vertices[e->vertex];
+
+    for (int i = 0; i < v->ninputs; i++) {
+        const struct jg_edge *edge = &jg->edges[v->inputs[i]];
+        int np = jg->vertices[edge->source].parallelism, first = 0, count = np;
+
+        if (jg_edge_pointwise(edge))
+            jg_pointwise_sources(e->subtask, np, v->parallelism, &first, &count);
+        for (int s = first; s < first + count; s++)
+            if (cc->eg->executions[edge->source][s].state != EXEC_FINISHED)
+                return true;
+    }
+    return false;
+}
+
+/* The plan's tasks to trigger (Flink's CheckpointPlanCalculator): the
+ * running ones none of whose upstream tasks still runs, sources and tasks
+ * whose inputs all ended; the others get barriers from their inputs. */
 static void
 send_triggers(struct checkpoint_coordinator *cc, struct cc_pending *p)
 {
@@ -624,8 +663,8 @@ send_triggers(struct checkpoint_coordinator *cc, struct cc_pending *p)
     for (int t = 0; t < p->ntasks; t++) {
         const struct execution *e = p->tasks[t].e;
 
-        if (cc_graph(cc)->vertices[e->vertex].ninputs != 0)
-            continue; /* the others get barriers from their inputs */
+        if (upstream_running(cc, e))
+            continue;
         m.attempt_id = gw_id_bytes(&p->tasks[t].attempt);
         cc->o.ops->trigger(cc->o.owner, e, &m);
     }
@@ -695,13 +734,22 @@ trigger_now(struct checkpoint_coordinator *cc, struct cc_manual *manual)
         cc->stopping = true;
         stop_periodic(cc);
     }
+    /* The plan: it waits for every running task; the finished ones are
+     * recorded as finished. */
     p->tasks = xcalloc((size_t)eg->total, sizeof *p->tasks);
+    p->finished = xcalloc((size_t)eg->total, sizeof *p->finished);
     for (int v = 0; v < eg->graph->nvertices; v++)
         for (int s = 0; s < eg->graph->vertices[v].parallelism; s++) {
-            struct cc_task *t = &p->tasks[p->ntasks++];
+            const struct execution *e = &eg->executions[v][s];
+            struct cc_task *t;
 
-            t->e = &eg->executions[v][s];
-            t->attempt = t->e->attempt_id;
+            if (e->state == EXEC_FINISHED) {
+                p->finished[p->nfinished++] = e;
+                continue;
+            }
+            t = &p->tasks[p->ntasks++];
+            t->e = e;
+            t->attempt = e->attempt_id;
         }
     /* The file sources' assigners now, before any trigger leaves: a split
      * handed out later is in its reader's state or read before its barrier. */
@@ -712,6 +760,7 @@ trigger_now(struct checkpoint_coordinator *cc, struct cc_manual *manual)
     list_push_back(&cc->pending, &p->node);
     cc->npending++;
     cc->periodic_wanted = false;
+    cc->final_wanted = false;
     cc_run(cc, init_work, init_done, p);
 }
 
@@ -735,10 +784,10 @@ cc_maybe_trigger(struct checkpoint_coordinator *cc)
     if (cc->shut_down || cc->freed)
         return;
     m = manual_queued(cc);
-    if (m == NULL && !(cc->periodic && cc->periodic_wanted))
+    if (m == NULL && !(cc->periodic && cc->periodic_wanted) && !cc->final_wanted)
         return;
     if ((why = not_triggerable_as(cc, m != NULL && m->savepoint)) != NULL) {
-        if (cc->finishing || cc->shut_down || cc->stopping)
+        if (cc->shut_down || cc->stopping || cc->eg->finished >= cc->eg->total)
             manual_fail_queued(cc, why);
         return;
     }
@@ -778,12 +827,7 @@ periodic_tick(void *arg)
 void
 checkpoint_coordinator_start(struct checkpoint_coordinator *cc)
 {
-    struct execution_graph *eg = cc->eg;
-
-    /* A restart of every finished task takes checkpoints again. */
-    cc->finishing = eg->finished > 0;
-    if (cc->periodic || cc->shut_down || cc->finishing || cc->cfg->interval_ms <= 0 ||
-        cc->job_dir == NULL)
+    if (cc->periodic || cc->shut_down || cc->cfg->interval_ms <= 0 || cc->job_dir == NULL)
         return;
     cc->periodic = true;
     cc->tick = cc->o.ops->schedule(cc->o.owner, cc->cfg->interval_ms, periodic_tick, cc);
@@ -812,15 +856,24 @@ checkpoint_coordinator_suspend(struct checkpoint_coordinator *cc, const char *re
     manual_fail_queued(cc, reason);
 }
 
+/* Whether every task of a source vertex has finished. */
+static bool
+sources_finished(const struct checkpoint_coordinator *cc)
+{
+    const struct job_graph *jg = cc_graph(cc);
+
+    for (int v = 0; v < jg->nvertices; v++)
+        for (int s = 0; jg->vertices[v].ninputs == 0 && s < jg->vertices[v].parallelism; s++)
+            if (cc->eg->executions[v][s].state != EXEC_FINISHED)
+                return false;
+    return true;
+}
+
 void
 checkpoint_coordinator_task_finished(struct checkpoint_coordinator *cc, const struct execution *e)
 {
     struct list_node *n, *tmp;
 
-    if (!cc->finishing)
-        SPATE_LOG_INFO(CC_LOG, "job %s: a task finished; no more checkpoints", cc_job(cc));
-    cc->finishing = true;
-    stop_periodic(cc);
     list_for_each_safe(n, tmp, &cc->pending)
     {
         struct cc_pending *p = container_of(n, struct cc_pending, node);
@@ -831,7 +884,17 @@ checkpoint_coordinator_task_finished(struct checkpoint_coordinator *cc, const st
                 break;
             }
     }
-    manual_fail_queued(cc, "some of the job's tasks have finished");
+    if (cc->eg->finished >= cc->eg->total) {
+        manual_fail_queued(cc, "every task of the job has finished");
+        return;
+    }
+    /* Once the sources are done, the tasks still running (two-phase commit
+     * sinks waiting for a checkpoint after their end of input, Flink's final
+     * checkpoint) get one without waiting for the interval. */
+    if (cc->periodic && !cc->stopping && sources_finished(cc)) {
+        cc->final_wanted = true;
+        cc_maybe_trigger(cc);
+    }
 }
 
 /* ---- acknowledgements and completion ------------------------------------------------ */
@@ -908,6 +971,7 @@ build_metadata(struct checkpoint_coordinator *cc, struct cc_pending *p)
     for (int v = 0; v < jg->nvertices; v++)
         nops += (size_t)jg->vertices[v].nops;
     md->operators = xcalloc(nops + 1, sizeof *md->operators);
+    p->finished_states = xcalloc(nops * (size_t)(p->nfinished + 1), sizeof *p->finished_states);
     for (int v = 0; v < jg->nvertices; v++) {
         const struct jg_vertex *vx = &jg->vertices[v];
 
@@ -933,6 +997,19 @@ build_metadata(struct checkpoint_coordinator *cc, struct cc_pending *p)
                         (task->ops[k]->n_keyed > 0 || task->ops[k]->n_operator_ > 0 ||
                          task->ops[k]->n_states > 0))
                         st->subtasks[st->n_subtasks++] = task->ops[k];
+            }
+            for (int f = 0; f < p->nfinished; f++) {
+                Checkpoint__OperatorSubtaskState *fin;
+
+                if (p->finished[f]->vertex != v)
+                    continue;
+                fin = xmalloc(sizeof *fin);
+                checkpoint__operator_subtask_state__init(fin);
+                fin->operator_id = gw_id_bytes(&vx->ops[o].operator_id);
+                fin->subtask = p->finished[f]->subtask;
+                fin->finished = true;
+                p->finished_states[p->nfinished_states++] = fin;
+                st->subtasks[st->n_subtasks++] = fin;
             }
             st->split_assigner = p->splits[v * cc->eg->max_ops + o];
             md->operators[md->n_operators++] = st;

@@ -1,15 +1,20 @@
 /* The CheckpointCoordinator (Flink's, DESIGN.md §7), owned by a JobMaster:
  * triggers checkpoints periodically (interval, timeout, min pause, max
- * concurrent) while every execution runs, at the executions of source
- * vertices, with ids from the HA checkpoint id counter; collects every
- * execution's acknowledgement (or a decline); writes `_metadata` under
+ * concurrent) while every execution runs or has finished (FLIP-147), with
+ * ids from the HA checkpoint id counter. A checkpoint's plan (Flink's
+ * CheckpointPlanCalculator): it triggers the running executions none of
+ * whose upstream executions runs (sources, and tasks whose inputs all
+ * ended), waits for every running one and records the finished ones in
+ * `_metadata` as finished. It collects every running execution's
+ * acknowledgement (or a decline); writes `_metadata` under
  * <checkpoints dir>/<job id>/chk-<n>/ once all have acknowledged, adds it to
  * the HA completed checkpoint store (older ones beyond num-retained are
  * subsumed, their folders deleted) and notifies every execution. Timeouts,
  * declines and failed writes abort a checkpoint (its folder is deleted, the
  * executions notified) and count toward the tolerable failures; one more
- * fails the job. Checkpoints stop once a task finishes (a bounded job ends
- * without them). It also loads the latest completed checkpoint for a
+ * fails the job. Once every source finished, each task that finishes asks
+ * for a checkpoint at once (the final checkpoint that two-phase-commit sinks
+ * wait for before they finish). It also loads the latest completed checkpoint for a
  * restore, takes manual checkpoints, and keeps the statistics REST shows.
  *
  * Loop thread (the JobMaster's endpoint); everything that blocks (the id
@@ -67,17 +72,19 @@ checkpoint_coordinator_new(const struct checkpoint_coordinator_options *o);
  * frees it when its endpoint's last reference goes). */
 void checkpoint_coordinator_free(struct checkpoint_coordinator *cc);
 
-/* Periodic checkpoints start (first after one interval) when every
- * execution runs: the owner calls start when the job is RUNNING again (a
- * restart that brought every finished task back takes checkpoints again). */
+/* Periodic checkpoints start (first after one interval): the owner calls
+ * start when the job is RUNNING again; a tick triggers one when every
+ * execution runs or has finished. */
 void checkpoint_coordinator_start(struct checkpoint_coordinator *cc);
 /* A failover: the periodic trigger stops, checkpoints in progress are
  * aborted without counting as failures (their acknowledgements would come
  * from attempts that are gone). One whose `_metadata` is being written
  * completes. */
 void checkpoint_coordinator_suspend(struct checkpoint_coordinator *cc, const char *reason);
-/* An execution finished: no more checkpoints (Flink before 1.14), and those
- * in progress that it has not acknowledged are aborted, not counted. */
+/* An execution finished: checkpoints in progress that it has not
+ * acknowledged are aborted, not counted; later ones record it finished.
+ * When every source has finished, a checkpoint is triggered at once (within
+ * max concurrent and min pause) for the tasks still running. */
 void checkpoint_coordinator_task_finished(struct checkpoint_coordinator *cc,
                                           const struct execution *e);
 
@@ -113,8 +120,9 @@ void checkpoint_coordinator_restored(struct checkpoint_coordinator *cc,
 
 /* A manual checkpoint (POST /jobs/:jobid/checkpoints), under trigger_id
  * (the caller's or a random one). It waits for max-concurrent but not for
- * min-pause. One that cannot start (the job has no checkpoint folder, not
- * every task runs, some finished) is done at once, its status saying why.
+ * min-pause. One that cannot start (the job has no checkpoint folder, a task
+ * is neither running nor finished, every task finished) is done at once,
+ * its status saying why.
  * Error: a trigger id used before (SPATE_EEXIST). */
 int checkpoint_coordinator_trigger_manual(struct checkpoint_coordinator *cc,
                                           const spate_id *trigger_id, spate_error *err);

@@ -320,6 +320,45 @@ assign_state_metas(const OpState *st, SubState *out)
         }
 }
 
+/* Whether the checkpoint recorded subtask `subtask` of st as finished. */
+static bool
+subtask_finished(const OpState *st, int subtask)
+{
+    for (size_t s = 0; s < st->n_subtasks; s++)
+        if (st->subtasks[s]->subtask == subtask && st->subtasks[s]->finished)
+            return true;
+    return false;
+}
+
+/* Every subtask of st had finished (Flink's fully finished operator). */
+static bool
+fully_finished(const OpState *st)
+{
+    for (int s = 0; s < st->parallelism; s++)
+        if (!subtask_finished(st, s))
+            return false;
+    return st->parallelism > 0;
+}
+
+bool
+state_assignment_finished(const Checkpoint__CheckpointMetadata *md, const struct job_graph *jg,
+                          int vertex, int subtask)
+{
+    const struct jg_vertex *v = &jg->vertices[vertex];
+
+    /* At its parallelism a finished subtask is restored finished; at
+     * another only a fully finished operator is, and the state of a
+     * partly finished one goes to subtasks that all run. */
+    for (int o = 0; o < v->nops; o++) {
+        const OpState *st = find_state(md, &v->ops[o].operator_id);
+
+        if (st == NULL || !(fully_finished(st) ||
+                            (st->parallelism == v->parallelism && subtask_finished(st, subtask))))
+            return false;
+    }
+    return v->nops > 0;
+}
+
 Checkpoint__TaskRestore *
 state_assignment_subtask(const Checkpoint__CheckpointMetadata *md, const struct job_graph *jg,
                          int vertex, int subtask)
@@ -330,6 +369,8 @@ state_assignment_subtask(const Checkpoint__CheckpointMetadata *md, const struct 
     checkpoint__task_restore__init(r);
     r->checkpoint_id = md->checkpoint_id;
     r->operators = xcalloc((size_t)v->nops, sizeof *r->operators);
+    if ((r->finished = state_assignment_finished(md, jg, vertex, subtask)))
+        return r; /* no state: it emits nothing and ends */
     for (int o = 0; o < v->nops; o++) {
         const OpState *st = find_state(md, &v->ops[o].operator_id);
         SubState *out;

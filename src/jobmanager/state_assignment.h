@@ -32,9 +32,17 @@
 int state_assignment_check(const Checkpoint__CheckpointMetadata *md, const struct job_graph *jg,
                            bool allow_non_restored, const char *where, spate_error *err);
 
+/* Whether subtask `subtask` of vertex `vertex` is restored finished
+ * (FLIP-147): every operator of the vertex is in md, and either every
+ * subtask of it had finished (at any parallelism) or, at the parallelism
+ * md recorded, this subtask had. */
+bool state_assignment_finished(const Checkpoint__CheckpointMetadata *md, const struct job_graph *jg,
+                               int vertex, int subtask);
+
 /* The TaskRestore of subtask `subtask` of vertex `vertex` of jg: the
  * checkpoint id and, per operator of the vertex that has state in md, its
- * handles. Always returned (operators may be empty: the subtask restores
+ * handles; for a subtask restored finished, `finished` and no operators.
+ * Always returned (operators may be empty: the subtask restores
  * from checkpoint md but has nothing to read). Allocated for
  * checkpoint__task_restore__free_unpacked(r, NULL). */
 Checkpoint__TaskRestore *state_assignment_subtask(const Checkpoint__CheckpointMetadata *md,

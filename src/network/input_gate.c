@@ -494,6 +494,12 @@ input_gate_block_channel(struct input_gate *g, uint32_t channel)
         g->channels[channel].blocked = true;
 }
 
+bool
+input_gate_channel_ended(const struct input_gate *g, uint32_t channel)
+{
+    return channel < g->num_channels && g->channels[channel].ended;
+}
+
 void
 input_gate_resume_consumption(struct input_gate *g)
 {

@@ -57,6 +57,10 @@ int input_gate_poll(struct input_gate *g, struct net_buffer **out, uint32_t *cha
  * channel. Task thread. */
 void input_gate_block_channel(struct input_gate *g, uint32_t channel);
 void input_gate_resume_consumption(struct input_gate *g);
+/* Whether a channel's end-of-partition has been polled (it owes no
+ * checkpoint barrier any more: an ended channel counts as aligned). Task
+ * thread. */
+bool input_gate_channel_ended(const struct input_gate *g, uint32_t channel);
 
 /* When the gate wants input_gate_poll called again even without a notify
  * (local partition request retries); NOTIFIER_FOREVER for never. */

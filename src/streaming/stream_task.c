@@ -539,6 +539,9 @@ task_run_input(struct stream_task *t, spate_error *err)
             if ((rc = task_run_gate(t, g, &processed, err)) != 0)
                 return rc;
         }
+        /* A channel that ended during an alignment owes no barrier. */
+        if ((rc = task_check_alignment(t, err)) != 0)
+            return rc;
         if (p->metrics != NULL) {
             /* numRecordsIn per batch, not per record. */
             metric_counter_add(&p->metrics->num_records_in, t->records_in);
@@ -553,6 +556,90 @@ task_run_input(struct stream_task *t, spate_error *err)
         if (processed == 0 && (rc = task_wait(t, task_deadline(t), -1)) != 0)
             return rc;
     }
+}
+
+/* A subtask restored finished (FLIP-147): its operators had ended in the
+ * checkpoint, so it emits nothing but the end of event time, reads its
+ * inputs (whose producers were restored finished too) to their end, and
+ * ends its partitions. */
+static int
+task_run_finished(struct stream_task *t, spate_error *err)
+{
+    const struct stream_task_params *p = t->p;
+    int rc;
+
+    for (;;) {
+        bool any = false;
+
+        if (notifier_is_cancelled(p->notifier))
+            return SPATE_ECANCELED;
+        for (int g = 0; g < p->ngates; g++) {
+            struct record_view view;
+
+            while (!t->gate_ended[g] &&
+                   (rc = record_reader_next(t->readers[g], &view, err)) != RECORD_READER_NONE) {
+                if (rc < 0)
+                    return rc;
+                if (rc == RECORD_READER_END) {
+                    t->gate_ended[g] = true;
+                    t->gates_ended++;
+                }
+                any = true;
+            }
+        }
+        if (t->gates_ended == p->ngates)
+            break;
+        if (!any && (rc = task_wait(t, task_deadline(t), -1)) != 0)
+            return rc;
+    }
+    operator_process_watermark(operator_chain_head(t->chain), RECORD_MAX_WATERMARK);
+    return task_check(t, err);
+}
+
+/* Whether the chain has a two-phase-commit operator (a sink that commits
+ * when a checkpoint completes). */
+static bool
+task_has_two_phase(const struct stream_task *t)
+{
+    for (int i = 0; i < t->chain->nops; i++)
+        if (t->chain->ops[i]->vt->checkpoint_complete != NULL)
+            return true;
+    return false;
+}
+
+/* The end of input (not when stopped without drain: the state is in the
+ * savepoint). With checkpoints, a two-phase-commit operator's end of input,
+ * which commits what it holds, waits for the final checkpoint (Flink's,
+ * FLIP-147): a checkpoint the task took after every other operator's end of
+ * input, whose completion commits the rest; committed at once, a failure
+ * before a later checkpoint completed would replay it from an older one. */
+static int
+task_end_input(struct stream_task *t, spate_error *err)
+{
+    bool final = t->cp != NULL && t->p->info.checkpointing && t->terminal_id == 0 &&
+                 !t->stop_no_drain && task_has_two_phase(t);
+    int rc;
+
+    for (int i = 0; !t->stop_no_drain && i < t->chain->nops; i++) {
+        struct stream_operator *op = t->chain->ops[i];
+
+        if (op->vt->end_input != NULL && !(final && op->vt->checkpoint_complete != NULL))
+            op->vt->end_input(op);
+    }
+    if ((rc = task_check(t, err)) != 0 || !final)
+        return rc;
+    t->input_ended = true;
+    SPATE_LOG_DEBUG("checkpoint", "task %s: input ended; waiting for the final checkpoint",
+                    t->p->info.task_name);
+    if ((rc = task_await_final(t, err)) != 0)
+        return rc;
+    for (int i = 0; i < t->chain->nops; i++) {
+        struct stream_operator *op = t->chain->ops[i];
+
+        if (op->vt->end_input != NULL && op->vt->checkpoint_complete != NULL)
+            op->vt->end_input(op);
+    }
+    return task_check(t, err);
 }
 
 /* Operator names that occur once in the graph name their counters; a
@@ -614,17 +701,19 @@ stream_task_run(const struct stream_task_params *p, spate_error *err)
     if (p->on_running != NULL)
         p->on_running(p->data);
 
-    rc = t.v->ninputs == 0 ? task_run_source(&t, err) : task_run_input(&t, err);
+    if (p->restore != NULL && p->restore->finished) {
+        SPATE_LOG_INFO("checkpoint", "task %s restored finished", p->info.task_name);
+        rc = task_run_finished(&t, err);
+    } else {
+        rc = t.v->ninputs == 0 ? task_run_source(&t, err) : task_run_input(&t, err);
+        /* The input ended: final results, then end every partition. */
+        if (rc == 0)
+            rc = task_end_input(&t, err);
+    }
     if (rc == 0) {
         static const uint8_t no_drain = 0;
 
-        /* The input ended: final results (not when stopped without drain:
-         * the state is in the savepoint), then end every partition. */
-        if (!t.stop_no_drain)
-            operator_chain_end_input(t.chain);
-        rc = task_check(&t, err);
-        if (rc == 0)
-            rc = task_await_terminal(&t, err);
+        rc = task_await_terminal(&t, err);
         for (int o = 0; rc == 0 && t.stop_no_drain && o < t.v->noutputs; o++)
             rc = record_writer_broadcast_event(t.writers[o], NET_EVENT_END_OF_DATA, &no_drain, 1,
                                                err);

@@ -50,6 +50,12 @@ struct stream_task {
     bool terminal_done;
     bool source_stopping;
     bool stop_no_drain;
+    /* Flink's final checkpoint (FLIP-147): once the input ended, a task
+     * with a two-phase-commit operator finishes only when a checkpoint it
+     * took after its end of input (final_id, 0: none yet) completed. */
+    bool input_ended;
+    int64_t final_id;
+    bool final_done;
 };
 
 /* ---- checkpoints (task_checkpoints.c) ---- */
@@ -70,6 +76,10 @@ int task_check_alignment(struct stream_task *t, spate_error *err);
  * finishes (sinks commit on it); SPATE_ECANCELED when cancelled, and a
  * failed stop (aborted) fails the task, which the job restarts from it. */
 int task_await_terminal(struct stream_task *t, spate_error *err);
+/* The final checkpoint: runs mails (triggers take checkpoints, aborts wait
+ * for the next) until a checkpoint taken after t->input_ended was set
+ * completes; SPATE_ECANCELED when cancelled. */
+int task_await_final(struct stream_task *t, spate_error *err);
 
 /* Stop without drain: a network event after a stopped source's last record. */
 #define NET_EVENT_END_OF_DATA 17u

@@ -214,6 +214,10 @@ perform_checkpoint(struct stream_task *t, int64_t id, int64_t ts, int type, cons
     s = task_snapshot_take(t->chain, t->v, id, ts, path);
     s->alignment_ns = alignment_ns;
     t->cp->latest_id = MAX(t->cp->latest_id, id);
+    /* A checkpoint (no savepoint: a restore starts from checkpoints) after
+     * the end of input covers everything the task will ever emit. */
+    if (t->input_ended && t->final_id == 0 && type == CHECKPOINT__CHECKPOINT_TYPE__CHECKPOINT)
+        t->final_id = id;
     if (type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE ||
         type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_SUSPEND) {
         t->terminal_id = id;
@@ -224,15 +228,19 @@ perform_checkpoint(struct stream_task *t, int64_t id, int64_t ts, int type, cons
 
 /* ---- barrier alignment ---- */
 
-static uint32_t
-expected_barriers(const struct stream_task *t)
+/* Every channel has brought the pending checkpoint's barrier or has ended
+ * (an upstream task that finished sends none: FLIP-147). */
+static bool
+aligned(const struct stream_task *t)
 {
-    uint32_t n = 0;
-
-    for (int g = 0; g < t->p->ngates; g++)
-        if (!t->gate_ended[g])
-            n += t->p->gates[g].nchannels;
-    return n;
+    for (int g = 0; g < t->p->ngates; g++) {
+        if (t->gate_ended[g])
+            continue;
+        for (uint32_t c = 0; c < t->p->gates[g].nchannels; c++)
+            if (!t->cp->seen[g][c] && !input_gate_channel_ended(t->gates[g], c))
+                return false;
+    }
+    return true;
 }
 
 static void
@@ -250,6 +258,27 @@ end_alignment(struct stream_task *t)
     cp->pending_location = NULL;
 }
 
+/* Checkpoint b's alignment begins (or goes on). */
+static void
+begin_alignment(struct stream_task *t, const struct barrier *b)
+{
+    struct task_checkpoints *cp = t->cp;
+
+    if (b->checkpoint_id > cp->pending_id && cp->pending_id != 0) {
+        /* A newer checkpoint overtook the one being aligned: give it up. */
+        decline(t, cp->pending_id, "a newer checkpoint's barrier arrived during alignment");
+        cp->latest_id = cp->pending_id;
+        end_alignment(t);
+    }
+    if (cp->pending_id == 0) {
+        cp->pending_id = b->checkpoint_id;
+        cp->pending_ts = b->timestamp;
+        cp->pending_type = b->type;
+        cp->pending_location = xstrndup(b->location, b->location_len);
+        cp->align_start_ns = clock_mono_ns();
+    }
+}
+
 int
 task_on_barrier(struct stream_task *t, int g, uint32_t channel, const uint8_t *payload,
                 uint32_t len, spate_error *err)
@@ -263,19 +292,7 @@ task_on_barrier(struct stream_task *t, int g, uint32_t channel, const uint8_t *p
                                channel, t->v->name);
     if (cp == NULL || b.checkpoint_id <= cp->latest_id)
         return 0; /* no checkpointing here, or a late barrier of an older one */
-    if (b.checkpoint_id > cp->pending_id && cp->pending_id != 0) {
-        /* A newer checkpoint overtook the one being aligned: give it up. */
-        decline(t, cp->pending_id, "a newer checkpoint's barrier arrived during alignment");
-        cp->latest_id = cp->pending_id;
-        end_alignment(t);
-    }
-    if (cp->pending_id == 0) {
-        cp->pending_id = b.checkpoint_id;
-        cp->pending_ts = b.timestamp;
-        cp->pending_type = b.type;
-        cp->pending_location = xstrndup(b.location, b.location_len);
-        cp->align_start_ns = clock_mono_ns();
-    }
+    begin_alignment(t, &b);
     if (cp->seen[g][channel])
         return 0;
     cp->seen[g][channel] = 1;
@@ -294,7 +311,7 @@ task_check_alignment(struct stream_task *t, spate_error *err)
 
     if (cp == NULL || cp->pending_id == 0)
         return 0;
-    if (cp->seen_count >= expected_barriers(t)) {
+    if (aligned(t)) {
         int64_t id = cp->pending_id, ts = cp->pending_ts;
         int type = cp->pending_type;
         char *location = cp->pending_location;
@@ -325,7 +342,19 @@ task_run_mails(struct stream_task *t, spate_error *err)
             switch (m->kind) {
             case TASK_MAIL_TRIGGER:
                 if (t->p->ngates > 0) {
-                    decline(t, m->checkpoint_id, "only sources are triggered");
+                    /* Every upstream task finished (the coordinator's plan):
+                     * as if each channel not yet ended brought the barrier
+                     * behind what it still holds (Flink's
+                     * triggerUnfinishedChannelsCheckpoint): the checkpoint
+                     * is taken once they all ended. */
+                    const char *loc = m->location ? m->location : ".";
+                    struct barrier b = { m->checkpoint_id, m->timestamp, m->type, loc,
+                                         (uint32_t)strlen(loc) };
+
+                    if (m->checkpoint_id > t->cp->latest_id) {
+                        begin_alignment(t, &b);
+                        rc = task_check_alignment(t, err);
+                    }
                 } else if (m->checkpoint_id > t->cp->latest_id && !t->source_stopping) {
                     bool stop = m->type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE ||
                                 m->type == CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_SUSPEND;
@@ -352,6 +381,8 @@ task_run_mails(struct stream_task *t, spate_error *err)
                 }
                 if (m->checkpoint_id == t->terminal_id)
                     t->terminal_done = true;
+                if (t->final_id != 0 && m->checkpoint_id >= t->final_id)
+                    t->final_done = true;
                 break;
             case TASK_MAIL_ABORTED:
                 /* Its barriers still to come are late: an abort that
@@ -361,6 +392,8 @@ task_run_mails(struct stream_task *t, spate_error *err)
                 t->cp->latest_id = MAX(t->cp->latest_id, m->checkpoint_id);
                 if (t->cp->pending_id == m->checkpoint_id)
                     end_alignment(t);
+                if (m->checkpoint_id == t->final_id)
+                    t->final_id = 0; /* the next one after the end of input */
                 if (m->checkpoint_id == t->terminal_id && t->terminal_id != 0) {
                     /* The stop failed: sources go on, the job keeps running. */
                     t->terminal_id = 0;
@@ -396,6 +429,25 @@ task_await_terminal(struct stream_task *t, spate_error *err)
         return spate_error_set(err, SPATE_ESTATE,
                                "the savepoint of a stop was aborted after task '%s' stopped",
                                t->v->name);
+    return 0;
+}
+
+int
+task_await_final(struct stream_task *t, spate_error *err)
+{
+    int rc;
+
+    while (!t->final_done) {
+        if (notifier_is_cancelled(t->p->notifier))
+            return SPATE_ECANCELED;
+        if (task_has_mail(t)) {
+            if ((rc = task_run_mails(t, err)) != 0)
+                return rc;
+            continue;
+        }
+        if (notifier_wait_until(t->p->notifier, NOTIFIER_FOREVER) == SPATE_ECANCELED)
+            return SPATE_ECANCELED;
+    }
     return 0;
 }
 

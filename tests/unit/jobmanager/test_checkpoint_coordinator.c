@@ -1,8 +1,10 @@
 /* Unit tests of src/jobmanager/checkpoint_coordinator.c, driven in-process
  * by scripted acknowledgements, declines and a manual clock: triggers go to
- * source tasks only, `_metadata` and the store after the last ack, retained
+ * source tasks (and, once their upstream finished, to the tasks whose inputs
+ * ended: the plan), `_metadata` and the store after the last ack, retained
  * and subsumed folders, timeouts, declines and the tolerable failures,
- * max-concurrent and min-pause, finishing tasks, failovers, manual
+ * max-concurrent and min-pause, finishing tasks (recorded finished,
+ * savepoints with them), failovers, manual
  * checkpoints, restores (and bad `_metadata` or missing state at restore),
  * statistics. Blocking work runs when a test drains it. */
 #include <criterion/criterion.h>
@@ -613,12 +615,58 @@ Test(checkpoint_coordinator, min_pause_spaces_a_trigger_from_the_previous_end)
     job_end(&j);
 }
 
-Test(checkpoint_coordinator, no_checkpoint_unless_every_task_runs_and_none_after_one_finished)
+/* The trigger messages of checkpoint id, as "v.s" of each task, in order. */
+static const char *
+triggered(int64_t id)
+{
+    static char buf[200];
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < F.nmsgs; i++)
+        if (F.msgs[i].kind == MSG_TRIGGER && F.msgs[i].id == id)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%d.%d", n ? " " : "",
+                                  F.msgs[i].vertex, F.msgs[i].subtask);
+    return buf;
+}
+
+/* The `_metadata` of a completed checkpoint (from the store's folder). */
+static Checkpoint__CheckpointMetadata *
+read_md(struct job *j, int64_t id)
+{
+    Checkpoint__CheckpointMetadata *md;
+    spate_error err = { 0 };
+    char path[700];
+
+    snprintf(path, sizeof path, "%s/_metadata", target_of(j, id));
+    cr_assert_eq(checkpoint_metadata_read(path, &md, &err), 0, "%s", err.message);
+    return md;
+}
+
+/* Whether md records subtask s of vertex v's first operator as finished. */
+static bool
+md_finished(struct job *j, const Checkpoint__CheckpointMetadata *md, int v, int s)
+{
+    for (size_t o = 0; o < md->n_operators; o++) {
+        const Checkpoint__OperatorState *st = md->operators[o];
+
+        if (memcmp(st->operator_id.data, j->eg->graph->vertices[v].ops[0].operator_id.bytes,
+                   ID_BYTES) != 0)
+            continue;
+        for (size_t k = 0; k < st->n_subtasks; k++)
+            if (st->subtasks[k]->subtask == s && st->subtasks[k]->finished)
+                return true;
+    }
+    return false;
+}
+
+Test(checkpoint_coordinator, no_checkpoint_unless_every_task_runs_or_has_finished)
 {
     struct job j;
     spate_id trig;
     spate_error err = { 0 };
     Ckstats__TriggerStatus status;
+    Checkpoint__CheckpointMetadata *md;
 
     job_start(&j, NULL, 1);
     execution_set_state(j.eg, &j.eg->executions[1][0], EXEC_INITIALIZING, NULL);
@@ -641,17 +689,111 @@ Test(checkpoint_coordinator, no_checkpoint_unless_every_task_runs_and_none_after
     drain();
     cr_assert_eq(checkpoint_coordinator_pending_count(j.cc), 0);
     cr_assert_eq(F.nfailures, 0);
-    for (int i = 0; i < 10; i++)
-        tick();
-    cr_assert_eq(count_msgs(MSG_TRIGGER, 2), 0, "no checkpoints after a task finished");
-    /* A restart brings the finished task back: checkpoints again. */
+    /* Checkpoints go on (FLIP-147): the running source is triggered, the
+     * three running tasks acknowledge, the finished one is recorded. */
+    tick();
+    cr_assert_str_eq(triggered(2), "0.0");
+    ack(&j, 0, 0, 2);
+    ack(&j, 1, 0, 2);
+    cr_assert_eq(count_msgs(MSG_COMPLETE, 2), 0, "one running task has not acknowledged");
+    ack(&j, 1, 1, 2);
+    drain();
+    cr_assert_eq(checkpoint_coordinator_completed_count(j.cc), 1);
+    cr_assert_eq(count_msgs(MSG_COMPLETE, 2), 3, "the running tasks are told");
+    md = read_md(&j, 2);
+    cr_assert(md_finished(&j, md, 0, 1), "source subtask 2 recorded finished");
+    cr_assert(!md_finished(&j, md, 0, 0));
+    cr_assert(!md_finished(&j, md, 1, 1));
+    checkpoint_metadata_free(md);
+    /* A restart brings the finished task back: every task must run again. */
     execution_graph_reset_execution(j.eg, &j.eg->executions[0][1], true);
     checkpoint_coordinator_start(j.cc);
     tick();
-    cr_assert_eq(count_msgs(MSG_TRIGGER, 2), 0, "not every task runs yet");
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 3), 0, "not every task runs yet");
     execution_set_state(j.eg, &j.eg->executions[0][1], EXEC_RUNNING, NULL);
     tick();
-    cr_assert_eq(count_msgs(MSG_TRIGGER, 2), 2);
+    cr_assert_str_eq(triggered(3), "0.0 0.1");
+    job_end(&j);
+}
+
+/* Flink's CheckpointPlanCalculator: once every source finished, the tasks
+ * whose inputs all ended are triggered themselves, at once (no interval:
+ * they may wait for a final checkpoint), and the plan waits for them only. */
+Test(checkpoint_coordinator, the_plan_triggers_tasks_whose_upstream_finished)
+{
+    struct job j;
+    Checkpoint__CheckpointMetadata *md;
+    Ckstats__CheckpointingStats *stats;
+
+    job_start(&j, NULL, 1);
+    checkpoint_coordinator_start(j.cc);
+    for (int s = 0; s < 2; s++) {
+        execution_set_state(j.eg, &j.eg->executions[0][s], EXEC_FINISHED, NULL);
+        checkpoint_coordinator_task_finished(j.cc, &j.eg->executions[0][s]);
+    }
+    drain();
+    cr_assert_str_eq(triggered(1), "1.0 1.1", "triggered with no interval passed");
+    stats = checkpoint_coordinator_stats(j.cc, 0);
+    cr_assert_eq(stats->history[0]->num_subtasks, 4);
+    cr_assert_eq(stats->history[0]->num_acknowledged, 2, "finished ones count as acked");
+    ckstats__checkpointing_stats__free_unpacked(stats, NULL);
+    ack(&j, 1, 0, 1);
+    ack(&j, 1, 1, 1);
+    drain();
+    cr_assert_eq(checkpoint_coordinator_completed_count(j.cc), 1);
+    md = read_md(&j, 1);
+    cr_assert(md_finished(&j, md, 0, 0) && md_finished(&j, md, 0, 1));
+    cr_assert(!md_finished(&j, md, 1, 0));
+    checkpoint_metadata_free(md);
+    /* Periodic ones go on for the tasks still running. */
+    tick();
+    cr_assert_str_eq(triggered(2), "1.0 1.1");
+    /* When one of them finishes without having acknowledged, the checkpoint
+     * is aborted (not counted) and the next waits for the other alone. */
+    execution_set_state(j.eg, &j.eg->executions[1][0], EXEC_FINISHED, NULL);
+    checkpoint_coordinator_task_finished(j.cc, &j.eg->executions[1][0]);
+    drain();
+    cr_assert_eq(F.nfailures, 0);
+    cr_assert_str_eq(triggered(3), "1.1");
+    ack(&j, 1, 1, 3);
+    drain();
+    cr_assert_eq(checkpoint_coordinator_completed_count(j.cc), 2);
+    /* Every task finished: nothing to checkpoint. */
+    execution_set_state(j.eg, &j.eg->executions[1][1], EXEC_FINISHED, NULL);
+    checkpoint_coordinator_task_finished(j.cc, &j.eg->executions[1][1]);
+    tick();
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 4), 0);
+    job_end(&j);
+}
+
+Test(checkpoint_coordinator, a_savepoint_goes_through_while_a_source_has_finished)
+{
+    struct job j;
+    spate_id trig;
+    spate_error err = { 0 };
+    Ckstats__TriggerStatus status;
+    struct checkpoint_savepoint_request r = { 0 };
+    char target[400];
+
+    job_start(&j, NULL, 1);
+    snprintf(target, sizeof target, "%s/savepoints", dir);
+    r.target_dir = target;
+    r.type = CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT;
+    execution_set_state(j.eg, &j.eg->executions[0][0], EXEC_FINISHED, NULL);
+    checkpoint_coordinator_task_finished(j.cc, &j.eg->executions[0][0]);
+    id_random(&trig);
+    cr_assert_eq(checkpoint_coordinator_trigger_savepoint(j.cc, &trig, &r, &err), 0, "%s",
+                 err.message);
+    drain();
+    cr_assert_str_eq(triggered(1), "0.1");
+    ack(&j, 0, 1, 1);
+    ack(&j, 1, 0, 1);
+    ack(&j, 1, 1, 1);
+    drain();
+    cr_assert_eq(checkpoint_coordinator_trigger_status(j.cc, &trig, &status, &err), 0);
+    cr_assert(status.done);
+    cr_assert_str_eq(status.failure, "");
+    cr_assert(strstr(status.location, "/savepoints/savepoint-") != NULL, "%s", status.location);
     job_end(&j);
 }
 

@@ -1,8 +1,9 @@
 /* Unit tests of src/jobmanager/state_assignment.c: keyed handles by key
  * group range at the same, a higher and a lower parallelism (cut handles
  * keep their offsets and lengths), operator list state split evenly,
- * unioned and broadcast, and the checks before a restore (unknown
- * operators, another max parallelism). */
+ * unioned and broadcast, subtasks recorded finished restored finished
+ * (FLIP-147), and the checks before a restore (unknown operators, another
+ * max parallelism). */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -305,4 +306,44 @@ Test(state_assignment, keyed_state_of_another_max_parallelism_is_an_error)
     cr_assert_eq(state_assignment_check(&m.md, jg, false, "sp", &err), SPATE_ESTATE);
     cr_assert(strstr(err.message, "max parallelism 16") != NULL, "%s", err.message);
     job_graph_free(jg);
+}
+
+/* FLIP-147: sum subtask 1 had finished (no state, recorded finished). */
+Test(state_assignment, a_subtask_recorded_finished_is_restored_finished_at_its_parallelism)
+{
+    struct job_graph *jg = make_graph(2), *jg3 = make_graph(3);
+    struct meta m;
+    Checkpoint__TaskRestore *r;
+
+    meta_init(&m, jg);
+    memset(&m.st[1], 0, sizeof m.st[1]);
+    checkpoint__operator_subtask_state__init(&m.st[1]);
+    m.st[1].subtask = 1;
+    m.st[1].finished = true;
+    /* At the same parallelism: subtask 1 finished, with nothing to read. */
+    r = state_assignment_subtask(&m.md, jg, 1, 1);
+    cr_assert(r->finished);
+    cr_assert_eq(r->n_operators, 0);
+    checkpoint__task_restore__free_unpacked(r, NULL);
+    r = state_assignment_subtask(&m.md, jg, 1, 0);
+    cr_assert(!r->finished);
+    cr_assert_eq(elements(sum_state(r), "l"), 3);
+    checkpoint__task_restore__free_unpacked(r, NULL);
+    /* The source is not in the metadata: not finished. */
+    cr_assert(!state_assignment_finished(&m.md, jg, 0, 1));
+    /* At another parallelism a partly finished operator is restored by
+     * subtasks that all run, the state of the running one split among them. */
+    for (int s = 0; s < 3; s++) {
+        r = state_assignment_subtask(&m.md, jg3, 1, s);
+        cr_assert(!r->finished, "subtask %d", s);
+        cr_assert_eq(elements(sum_state(r), "l"), 1, "subtask %d", s);
+        checkpoint__task_restore__free_unpacked(r, NULL);
+    }
+    /* Every subtask finished: restored finished at any parallelism. */
+    m.st[0] = m.st[1];
+    m.st[0].subtask = 0;
+    for (int s = 0; s < 3; s++)
+        cr_assert(state_assignment_finished(&m.md, jg3, 1, s), "subtask %d", s);
+    job_graph_free(jg);
+    job_graph_free(jg3);
 }
