@@ -392,6 +392,54 @@ job_checkpointed(spate_env *env, int argc, char **argv)
     return spate_execute(env, "Checkpointed count");
 }
 
+/* ---- staggered: sources that end at different times (FLIP-147) ----
+ *
+ *   staggered --count N --rate R --keys K --output DIR [--sources M]
+ *             [--interval MS]
+ *             M generators (3) of parallelism 1, source m (uid "source-m")
+ *             emitting m * 1000000000 + i for i < (m + 1) * N at R a
+ *             second, so that source m ends at (m + 1) * N / R s -> union
+ *             -> To key (v % K) -> Count (ValueState) -> exactly-once text
+ *             file sink DIR; checkpoints every MS (200). The tests of
+ *             checkpoints after some tasks finished
+ *             (tests/e2e/test_finished_checkpoints.py). */
+
+static void
+gen_staggered(spate_ctx *ctx, uint64_t index, void *out)
+{
+    const int64_t *source = spate_ctx_params(ctx, NULL);
+
+    *(int64_t *)out = *source * 1000000000 + (int64_t)index;
+}
+
+static int
+job_staggered(spate_env *env, int argc, char **argv)
+{
+    const spate_type *i64 = spate_type_int64();
+    const spate_type *fields[2] = { i64, i64 };
+    const spate_type *pair = spate_type_tuple(env, 2, fields);
+    int64_t keys = arg_int(argc, argv, "--keys", 10);
+    int64_t n = arg_int(argc, argv, "--count", 1000);
+    int64_t sources = arg_int(argc, argv, "--sources", 3);
+    double rate = (double)arg_int(argc, argv, "--rate", 0);
+    spate_stream *all = NULL, *s;
+
+    spate_env_enable_checkpointing(env, arg_int(argc, argv, "--interval", 200), true);
+    for (int64_t m = 0; m < sources; m++) {
+        char uid[32];
+
+        snprintf(uid, sizeof uid, "source-%lld", (long long)m);
+        s = spate_source_generator(env, gen_staggered, i64, (uint64_t)((m + 1) * n), rate);
+        s = spate_set_parallelism(spate_params(spate_uid(s, uid), &m, sizeof m), 1);
+        all = all == NULL ? s : spate_union(all, s);
+    }
+    s = spate_params(spate_name(spate_map(all, to_key, i64), "To key"), &keys, sizeof keys);
+    s = spate_name(spate_process(spate_key_by_value(s), count, pair), "Count");
+    s = spate_uid(spate_value_state(s, "count", i64, 0), "count");
+    spate_uid(spate_sink_text_file(s, arg_str(argc, argv, "--output", "counts.out")), "sink");
+    return spate_execute(env, "Staggered count");
+}
+
 struct event {
     int64_t key, ts;
 };
@@ -1068,6 +1116,8 @@ spate_job_main(spate_env *env, int argc, char **argv)
         return job_stuck(env);
     if (strcmp(job, "checkpointed") == 0)
         return job_checkpointed(env, argc, argv);
+    if (strcmp(job, "staggered") == 0)
+        return job_staggered(env, argc, argv);
     if (strcmp(job, "windowed") == 0)
         return job_windowed(env, argc, argv);
     if (strcmp(job, "operators") == 0)
