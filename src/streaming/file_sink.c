@@ -271,6 +271,7 @@ fs_close(struct stream_operator *op)
 }
 
 const struct operator_vtable file_sink_exactly_once_vtable = {
+    .state = OPERATOR_OWN_STATE,
     .open = fs_open,
     .process = fs_process,
     .end_input = fs_end_input,

@@ -18,8 +18,8 @@
 #define TTL_HEADER      8
 #define CLEANUP_PER_USE 2
 
-static SPATE_NOINLINE void *
-backend_buf_grow(struct keyed_backend *b, size_t n)
+SPATE_NOINLINE uint8_t *
+keyed_backend_buf_grow(struct keyed_backend *b, size_t n)
 {
     b->buf_cap = n * 2;
     b->buf = xrealloc(b->buf, b->buf_cap);
@@ -29,7 +29,7 @@ backend_buf_grow(struct keyed_backend *b, size_t n)
 static inline void *
 backend_buf(struct keyed_backend *b, size_t n)
 {
-    return likely(n <= b->buf_cap) ? b->buf : backend_buf_grow(b, n);
+    return likely(n <= b->buf_cap) ? b->buf : keyed_backend_buf_grow(b, n);
 }
 
 /* ---- composite keys ---- */
@@ -350,7 +350,7 @@ keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
     b->op = op;
     b->now_ms = clock_wall_ms_fn;
     b->ns_last_len = SIZE_MAX;
-    backend_buf_grow(b, 128);
+    keyed_backend_buf_grow(b, 128);
     b->states = xcalloc((size_t)(n->nstates + nextra) + 1, sizeof *b->states);
     b->nstates = n->nstates + nextra;
     for (int i = 0; i < b->nstates; i++) {

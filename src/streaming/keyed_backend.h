@@ -225,6 +225,35 @@ keyed_value_in_place(struct spate_state *st)
                              ctx->ns_len ? keyed_ns_hash(b, ctx->ns, ctx->ns_len) : 0));
 }
 
+uint8_t *keyed_backend_buf_grow(struct keyed_backend *b, size_t n);
+
+/* Where the current key's entry of a keyed state without TTL is (no
+ * namespace, or the current one): its map, hash and composite key (in the
+ * backend's buffer, valid until the next call). For an operator that reads
+ * and writes a ValueState's serialized bytes itself, as the keyed reduce
+ * and sum do: state_map_get_mut and state_map_put at it. */
+struct keyed_at {
+    struct state_map *map;
+    uint64_t hash;
+    const uint8_t *key;
+    size_t key_len;
+};
+
+static SPATE_INLINE void
+keyed_current_at(struct spate_state *st, struct keyed_at *at)
+{
+    struct keyed_backend *b = st->backend;
+    const spate_ctx *ctx = &b->op->ctx;
+    size_t len = 8 + ctx->key.len + ctx->ns_len;
+    uint8_t *buf = likely(len <= b->buf_cap) ? b->buf : keyed_backend_buf_grow(b, len);
+
+    at->key_len = keyed_composite_prefix(ctx, buf);
+    at->key = buf;
+    at->hash = keyed_composite_hash(ctx->key_hash,
+                                    ctx->ns_len ? keyed_ns_hash(b, ctx->ns, ctx->ns_len) : 0);
+    at->map = keyed_state_map(&st->maps, ctx->key_hash);
+}
+
 /* The map of state st that holds key_hash's entries (NULL: none yet, or
  * the state is not found inline). */
 static SPATE_INLINE const struct state_map *

@@ -113,7 +113,22 @@ enum source_status {
     SOURCE_END,     /* bounded input done */
 };
 
+/* What an operator kind keeps that checkpoints must capture. Every kind
+ * declares it (0 is no declaration, which no checkpoint takes): a kind
+ * that keeps state anywhere else than its keyed backend or its own state
+ * (snapshot_state) would lose it at every restore. */
+enum operator_state {
+    OPERATOR_STATELESS = 1 << 0,
+    OPERATOR_KEYED_STATE = 1 << 1, /* in op->backend: keyed state, timers */
+    OPERATOR_OWN_STATE = 1 << 2,   /* snapshot_state and restore_state */
+    /* The keyed state is there only when the operator is keyed or
+     * declares state (process functions on a non-keyed stream). */
+    OPERATOR_STATE_IF_KEYED = 1 << 3,
+};
+
 struct operator_vtable {
+    /* enum operator_state, or'ed */
+    unsigned state;
     int (*open)(struct stream_operator *op, spate_error *err);
     void (*process)(struct stream_operator *op, const void *rec, const struct record_meta *meta);
     /* Two-input operators: a record of the second input. */
@@ -221,6 +236,11 @@ operator_emit(struct stream_operator *op, const void *rec, const struct record_m
     op->records_out++;
     op->out->collect(op->out, rec, meta);
 }
+
+/* Whether op holds state a checkpoint cannot capture (its kind declares
+ * none, or declares keyed state it has no backend for, or state of its
+ * own without snapshot_state): 0, or an error naming the operator. */
+int operator_check_state(const struct stream_operator *op, spate_error *err);
 
 /* Adds one element of an operator's own state (snapshot_state). */
 void op_state_add(struct byte_buf *out, const void *bytes, size_t len);

@@ -273,14 +273,22 @@ process_on_processing_time(struct stream_operator *op, uint64_t now)
 
 /* ---- keyed reduce and sum ---- */
 
+/* The name of the ValueState that holds a keyed reduce's or sum's current
+ * value per key, as Flink's StreamGroupedReduceOperator names its own. */
+#define KEYED_REDUCE_STATE "_op_state"
+
 struct keyed_impl {
-    struct keyed_state keyed;
+    struct keyed_backend backend; /* op->backend: snapshots and restores it */
+    struct state_decl decl;       /* KEYED_REDUCE_STATE: ValueState<out_type> */
+    struct spate_state *value;
     void *acc;    /* the stored value, deserialized */
     void *out;    /* the reduce function's result */
     uint8_t *ser; /* its serialized form */
     size_t ser_cap;
     uint8_t key_scratch[256];
-    int sum_offset_field; /* field whose serialized offset sum updates */
+    /* sum: where the summed field starts, counted from the end of the
+     * stored value (0: found by walking the value's fields). */
+    size_t sum_tail;
 };
 
 static int
@@ -290,8 +298,20 @@ keyed_open(struct stream_operator *op, spate_error *err)
     int rc;
 
     op->impl = k;
-    if ((rc = keyed_state_init(&k->keyed, op->task, op->ctx.max_parallelism, err)) != 0)
+    k->decl = (struct state_decl){
+        KEYED_REDUCE_STATE, STATE_VALUE, op->config->out_type, NULL, NULL, { 0 }, 0, false,
+        SCOPE_KEYED
+    };
+    op->backend = &k->backend;
+    if ((rc = keyed_backend_init(&k->backend, op, &k->decl, 1, err)) != 0)
         return rc;
+    k->value = &k->backend.states[op->config->nstates];
+    if (op->config->kind == OP_SUM)
+        k->sum_tail =
+            op->config->sum_field >= 0
+                ? types_serialized_tail(op->config->out_type,
+                                        op->config->out_type->offsets[op->config->sum_field])
+                : 8;
     k->acc = out_storage(op->config->out_type);
     k->out = out_storage(op->config->out_type);
     k->ser_cap = 256;
@@ -306,7 +326,9 @@ keyed_close(struct stream_operator *op)
 
     if (k == NULL)
         return;
-    keyed_state_release(&k->keyed);
+    if (op->backend == &k->backend)
+        keyed_backend_release(&k->backend);
+    op->backend = NULL;
     free(k->acc);
     free(k->out);
     free(k->ser);
@@ -328,16 +350,18 @@ keyed_serialize(struct keyed_impl *k, const struct spate_type *t, const void *re
     return n;
 }
 
-/* The record's key bytes and hash (taken from the exchange when it came with
- * the record), and the state map of its key group. */
-static struct state_map *
+/* Makes the record's key current (its hash taken from the exchange when it
+ * came with the record) and finds where its value is stored. */
+static SPATE_INLINE void
 keyed_lookup(struct stream_operator *op, struct keyed_impl *k, const void *rec,
-             const struct record_meta *meta, uint64_t *hash)
+             const struct record_meta *meta, struct keyed_at *at)
 {
-    op->ctx.key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec, k->key_scratch,
-                               sizeof k->key_scratch);
-    *hash = meta->has_key_hash ? meta->key_hash : key_group_hash(op->ctx.key.data, op->ctx.key.len);
-    return keyed_state_map(&k->keyed, *hash);
+    spate_bytes key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec,
+                                   k->key_scratch, sizeof k->key_scratch);
+
+    keyed_backend_set_key(
+        op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
+    keyed_current_at(k->value, at);
 }
 
 static void
@@ -346,17 +370,16 @@ reduce_process(struct stream_operator *op, const void *rec, const struct record_
     struct keyed_impl *k = op->impl;
     const struct spate_type *t = op->config->out_type;
     struct state_entry *e;
-    struct state_map *map;
-    uint64_t hash;
+    struct keyed_at at;
     size_t n;
 
     before_call(op);
     record_meta_copy(&op->ctx.meta, meta);
-    map = keyed_lookup(op, k, rec, meta, &hash);
-    e = state_map_get(map, hash, op->ctx.key.data, op->ctx.key.len);
+    keyed_lookup(op, k, rec, meta, &at);
+    e = state_map_get(at.map, at.hash, at.key, at.key_len);
     if (e == NULL) {
         n = keyed_serialize(k, t, rec);
-        state_map_put(map, hash, op->ctx.key.data, op->ctx.key.len, k->ser, n);
+        state_map_put(at.map, at.hash, at.key, at.key_len, k->ser, n);
         operator_emit(op, rec, meta);
         return;
     }
@@ -365,10 +388,34 @@ reduce_process(struct stream_operator *op, const void *rec, const struct record_
         return;
     }
     ((spate_reduce_fn)op->config->fn)(&op->ctx, k->acc, rec, k->out);
-    /* The result may point into the stored value: serialize it first. */
+    /* The result may point into the stored value: serialize it first. The
+     * function may have used state: the key's place is found again. */
     n = keyed_serialize(k, t, k->out);
-    e = state_map_put(map, hash, op->ctx.key.data, op->ctx.key.len, k->ser, n);
+    keyed_current_at(k->value, &at);
+    state_map_put(at.map, at.hash, at.key, at.key_len, k->ser, n);
     operator_emit(op, k->out, meta);
+}
+
+/* Adds the summed field of rec to the value v stored for its key (the
+ * serialized record, whose field at byte off of it), where it is stored. */
+static SPATE_INLINE void
+sum_add(const struct spate_type *ft, uint8_t *v, size_t off, const uint8_t *in_field)
+{
+    if (ft->kind == TYPE_INT64) {
+        int64_t a, b;
+
+        memcpy(&a, v + off, 8);
+        memcpy(&b, in_field, 8);
+        a = (int64_t)((uint64_t)a + (uint64_t)b); /* wraps like Java's long */
+        memcpy(v + off, &a, 8);
+    } else {
+        double a, b;
+
+        memcpy(&a, v + off, 8);
+        memcpy(&b, in_field, 8);
+        a += b;
+        memcpy(v + off, &a, 8);
+    }
 }
 
 static void
@@ -380,51 +427,36 @@ sum_process(struct stream_operator *op, const void *rec, const struct record_met
     const struct spate_type *ft = field >= 0 ? t->fields[field] : t;
     const uint8_t *in_field = field >= 0 ? (const uint8_t *)rec + t->offsets[field] : rec;
     struct state_entry *e;
-    struct state_map *map;
-    uint64_t hash;
-    uint8_t *v;
+    struct keyed_at at;
 
     record_meta_copy(&op->ctx.meta, meta);
-    map = keyed_lookup(op, k, rec, meta, &hash);
+    keyed_lookup(op, k, rec, meta, &at);
     /* Changed in place below: a map a snapshot still reads is copied first. */
-    e = state_map_get_mut(map, hash, op->ctx.key.data, op->ctx.key.len);
+    e = state_map_get_mut(at.map, at.hash, at.key, at.key_len);
     if (e == NULL) {
-        /* The stored value: the offset of the sum in the serialized record,
-         * then the record. Only those 8 bytes change from now on. */
+        /* The stored value is the record: ValueState<out_type>. */
         size_t n = keyed_serialize(k, t, rec);
-        uint32_t off =
-            (uint32_t)(field >= 0 ? types_serialized_offset(t, rec, t->offsets[field]) : 0);
 
-        e = state_map_put(map, hash, op->ctx.key.data, op->ctx.key.len, NULL, 4 + n);
-        v = state_entry_value(e);
-        memcpy(v, &off, 4);
-        memcpy(v + 4, k->ser, n);
+        e = state_map_put(at.map, at.hash, at.key, at.key_len, k->ser, n);
+        if (types_deserialize(t, state_entry_value(e), e->value_len, k->out) != 0)
+            goto corrupt;
     } else {
-        uint32_t off;
+        uint8_t *v = state_entry_value(e);
 
-        v = state_entry_value(e);
-        memcpy(&off, v, 4);
-        if (ft->kind == TYPE_INT64) {
-            int64_t a, b;
-
-            memcpy(&a, v + 4 + off, 8);
-            memcpy(&b, in_field, 8);
-            a = (int64_t)((uint64_t)a + (uint64_t)b); /* wraps like Java's long */
-            memcpy(v + 4 + off, &a, 8);
-        } else {
-            double a, b;
-
-            memcpy(&a, v + 4 + off, 8);
-            memcpy(&b, in_field, 8);
-            a += b;
-            memcpy(v + 4 + off, &a, 8);
-        }
-    }
-    if (types_deserialize(t, v + 4, e->value_len - 4, k->out) != 0) {
-        spate_ctx_fail(&op->ctx, "corrupt sum state");
-        return;
+        if (types_deserialize(t, v, e->value_len, k->out) != 0)
+            goto corrupt;
+        /* Only the summed field's 8 bytes change: in the stored value, and
+         * in the deserialized record (the rest of which points into it). */
+        sum_add(ft, v,
+                k->sum_tail ? e->value_len - k->sum_tail
+                            : types_serialized_offset(t, k->out, t->offsets[field]),
+                in_field);
+        sum_add(ft, (uint8_t *)k->out, field >= 0 ? t->offsets[field] : 0, in_field);
     }
     operator_emit(op, k->out, meta);
+    return;
+corrupt:
+    spate_ctx_fail(&op->ctx, "corrupt sum state for a key of '%s'", op->ctx.task_name);
 }
 
 /* ---- sinks ---- */
@@ -1233,53 +1265,88 @@ nothing_open(struct stream_operator *op, spate_error *err)
 }
 
 static const struct operator_vtable vtables[] = {
-    [OP_SOURCE_COLLECTION] = { .open = collection_open,
+    [OP_SOURCE_COLLECTION] = { .state = OPERATOR_OWN_STATE,
+                               .open = collection_open,
                                .close = generic_free_close,
                                .poll = collection_poll,
                                .snapshot_state = collection_snapshot,
                                .restore_state = collection_restore },
-    [OP_SOURCE_GENERATOR] = { .open = generator_open,
+    [OP_SOURCE_GENERATOR] = { .state = OPERATOR_OWN_STATE,
+                              .open = generator_open,
                               .close = generator_close,
                               .poll = generator_poll,
                               .snapshot_state = generator_snapshot,
                               .restore_state = generator_restore },
-    [OP_SOURCE_SOCKET] = { .open = socket_open, .close = lines_close, .poll = socket_poll },
-    [OP_SOURCE_FILE] = { .open = file_open,
+    [OP_SOURCE_SOCKET] = { .state = OPERATOR_STATELESS,
+                           .open = socket_open,
+                           .close = lines_close,
+                           .poll = socket_poll },
+    [OP_SOURCE_FILE] = { .state = OPERATOR_OWN_STATE,
+                         .open = file_open,
                          .close = lines_close,
                          .poll = file_poll,
                          .snapshot_state = file_snapshot,
                          .restore_state = file_restore },
-    [OP_MAP] = { .open = map_open, .process = map_process, .close = map_close },
-    [OP_FILTER] = { .open = nothing_open, .process = filter_process, .close = nothing_close },
-    [OP_FLAT_MAP] = { .open = nothing_open, .process = flat_map_process, .close = nothing_close },
-    [OP_PROCESS] = { .open = process_open,
+    [OP_MAP] = { .state = OPERATOR_STATELESS,
+                 .open = map_open,
+                 .process = map_process,
+                 .close = map_close },
+    [OP_FILTER] = { .state = OPERATOR_STATELESS,
+                    .open = nothing_open,
+                    .process = filter_process,
+                    .close = nothing_close },
+    [OP_FLAT_MAP] = { .state = OPERATOR_STATELESS,
+                      .open = nothing_open,
+                      .process = flat_map_process,
+                      .close = nothing_close },
+    [OP_PROCESS] = { .state = OPERATOR_KEYED_STATE | OPERATOR_STATE_IF_KEYED,
+                     .open = process_open,
                      .process = keyed_process_process,
                      .process_keyed_run = keyed_process_keyed_run,
                      .close = process_close,
                      .process_watermark = process_watermark,
                      .on_processing_time = process_on_processing_time },
-    [OP_REDUCE] = { .open = keyed_open, .process = reduce_process, .close = keyed_close },
-    [OP_SUM] = { .open = keyed_open, .process = sum_process, .close = keyed_close },
-    [OP_SINK_PRINT] = { .open = print_open, .process = print_process, .close = print_close },
-    [OP_SINK_FILE] = { .open = file_sink_open, .process = print_process, .close = print_close },
-    [OP_SINK] = { .open = nothing_open, .process = sink_process, .close = nothing_close },
-    [OP_CO_MAP] = { .open = map_open,
+    [OP_REDUCE] = { .state = OPERATOR_KEYED_STATE,
+                    .open = keyed_open,
+                    .process = reduce_process,
+                    .close = keyed_close },
+    [OP_SUM] = { .state = OPERATOR_KEYED_STATE,
+                 .open = keyed_open,
+                 .process = sum_process,
+                 .close = keyed_close },
+    [OP_SINK_PRINT] = { .state = OPERATOR_STATELESS,
+                        .open = print_open,
+                        .process = print_process,
+                        .close = print_close },
+    [OP_SINK_FILE] = { .state = OPERATOR_STATELESS,
+                       .open = file_sink_open,
+                       .process = print_process,
+                       .close = print_close },
+    [OP_SINK] = { .state = OPERATOR_STATELESS,
+                  .open = nothing_open,
+                  .process = sink_process,
+                  .close = nothing_close },
+    [OP_CO_MAP] = { .state = OPERATOR_STATELESS,
+                    .open = map_open,
                     .process = co_map_process,
                     .process2 = co_map_process2,
                     .close = map_close },
-    [OP_CO_PROCESS] = { .open = process_open,
+    [OP_CO_PROCESS] = { .state = OPERATOR_KEYED_STATE | OPERATOR_STATE_IF_KEYED,
+                        .open = process_open,
                         .process = co_process_process,
                         .process2 = co_process_process2,
                         .close = process_close,
                         .process_watermark = process_watermark,
                         .on_processing_time = process_on_processing_time },
-    [OP_BROADCAST_PROCESS] = { .open = process_open,
+    [OP_BROADCAST_PROCESS] = { .state = OPERATOR_KEYED_STATE | OPERATOR_STATE_IF_KEYED,
+                               .open = process_open,
                                .process = co_process_process,
                                .process2 = co_process_process2,
                                .close = process_close,
                                .process_watermark = process_watermark,
                                .on_processing_time = process_on_processing_time },
-    [OP_ASSIGN_TIMESTAMPS] = { .open = nothing_open,
+    [OP_ASSIGN_TIMESTAMPS] = { .state = OPERATOR_STATELESS,
+                               .open = nothing_open,
                                .process = assign_process,
                                .close = nothing_close,
                                .process_watermark = assign_watermark },
@@ -1305,6 +1372,32 @@ operator_process_watermark(struct stream_operator *op, int64_t watermark)
         op->current_watermark = watermark;
         op->out->emit_watermark(op->out, watermark);
     }
+}
+
+int
+operator_check_state(const struct stream_operator *op, spate_error *err)
+{
+    const struct spate_stream *c = op->config;
+    unsigned state = op->vt->state;
+    const char *name = c->name ? c->name : operator_kind_name(c->kind);
+
+    if (state == 0)
+        return spate_error_set(err, SPATE_ESTATE,
+                               "operator '%s' (%s): its kind declares no state (operator.h's "
+                               "operator_state): a checkpoint cannot tell what to capture",
+                               name, operator_kind_name(c->kind));
+    if ((state & OPERATOR_STATE_IF_KEYED) && c->key.kind == KEY_NONE && c->nstates == 0)
+        state &= ~(unsigned)OPERATOR_KEYED_STATE;
+    if (((state & OPERATOR_KEYED_STATE) || c->nstates > 0) && op->backend == NULL)
+        return spate_error_set(err, SPATE_ESTATE,
+                               "operator '%s' (%s) holds keyed state outside a state backend: "
+                               "a checkpoint cannot capture it",
+                               name, operator_kind_name(c->kind));
+    if ((state & OPERATOR_OWN_STATE) && op->vt->snapshot_state == NULL)
+        return spate_error_set(err, SPATE_ESTATE,
+                               "operator '%s' (%s) holds state of its own but cannot snapshot it",
+                               name, operator_kind_name(c->kind));
+    return 0;
 }
 
 int

@@ -47,10 +47,17 @@ op_state_add(struct byte_buf *out, const void *bytes, size_t len)
 
 struct task_snapshot *
 task_snapshot_take(const struct operator_chain *chain, const struct jg_vertex *v,
-                   int64_t checkpoint_id, int64_t timestamp, const char *path)
+                   int64_t checkpoint_id, int64_t timestamp, const char *path, spate_error *err)
 {
-    struct task_snapshot *s = xcalloc(1, sizeof *s);
+    struct task_snapshot *s;
     uint64_t t0 = clock_mono_ns();
+
+    /* No state is left out without a word: a checkpoint that would miss
+     * some is refused, naming the operator. */
+    for (int i = 0; i < chain->nops; i++)
+        if (operator_check_state(chain->ops[i], err) != 0)
+            return NULL;
+    s = xcalloc(1, sizeof *s);
 
     s->checkpoint_id = checkpoint_id;
     s->timestamp = timestamp;

@@ -199,6 +199,7 @@ perform_checkpoint(struct stream_task *t, int64_t id, int64_t ts, int type, cons
     size_t n = barrier_encode(&b, NULL, 0);
     uint8_t *payload = xmalloc(n);
     struct task_snapshot *s;
+    spate_error serr;
     char path[4096];
     int rc = 0;
 
@@ -211,7 +212,10 @@ perform_checkpoint(struct stream_task *t, int64_t id, int64_t ts, int type, cons
         return rc;
     snprintf(path, sizeof path, "%s/%s-%d.state", location, id_str(&t->v->id).s,
              t->p->info.subtask);
-    s = task_snapshot_take(t->chain, t->v, id, ts, path);
+    if ((s = task_snapshot_take(t->chain, t->v, id, ts, path, &serr)) == NULL) {
+        decline(t, id, serr.message);
+        return 0;
+    }
     s->alignment_ns = alignment_ns;
     t->cp->latest_id = MAX(t->cp->latest_id, id);
     /* A checkpoint (no savepoint: a restore starts from checkpoints) after

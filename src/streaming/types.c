@@ -316,6 +316,35 @@ types_serialized_offset(const struct spate_type *t, const void *rec, size_t fiel
     return used;
 }
 
+/* The serialized size of a leaf whose size never changes, or 0. */
+static size_t
+leaf_fixed_size(const struct type_leaf *l)
+{
+    if (l->kind == TYPE_INT64 || l->kind == TYPE_DOUBLE)
+        return 8;
+    if (l->kind == TYPE_CUSTOM && l->custom->plain)
+        return l->custom->size;
+    return 0;
+}
+
+size_t
+types_serialized_tail(const struct spate_type *t, size_t field_offset)
+{
+    size_t tail = 0;
+    int i = t->nleaves - 1;
+
+    for (; i >= 0; i--) {
+        size_t n = leaf_fixed_size(&t->leaves[i]);
+
+        if (n == 0)
+            return 0;
+        tail += n;
+        if (t->leaves[i].offset == field_offset)
+            return tail;
+    }
+    return 0;
+}
+
 /* Reads one leaf value; returns the bytes it used, or -1 when malformed. */
 static inline ssize_t
 de_leaf(const struct type_leaf *l, const uint8_t *in, size_t len, uint8_t *rec)

@@ -60,6 +60,10 @@ size_t types_serialized_size(const struct spate_type *t, const void *rec);
 size_t types_serialized_offset(const struct spate_type *t, const void *rec, size_t field_offset);
 /* Reads len bytes into rec (t->size bytes of storage); strings point into
  * bytes. 0, or -1 when the bytes are malformed. */
+/* How far from the end of any serialized record the value at field_offset
+ * (a leaf) starts, when that leaf and every one after it have a fixed size
+ * (numbers, plain user types); 0 when they do not. */
+size_t types_serialized_tail(const struct spate_type *t, size_t field_offset);
 int types_deserialize(const struct spate_type *t, const uint8_t *bytes, size_t len, void *rec);
 /* Writes the readable form (Flink's: tuples as "(a,b)"), like snprintf. */
 int types_format(const struct spate_type *t, const void *rec, char *buf, size_t cap);

@@ -943,6 +943,7 @@ window_on_processing_time(struct stream_operator *op, uint64_t now)
 }
 
 const struct operator_vtable window_operator_vtable = {
+    .state = OPERATOR_KEYED_STATE,
     .open = window_open,
     .process = window_process,
     .process_keyed_run = window_process_keyed_run,

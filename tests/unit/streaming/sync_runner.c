@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "streaming/exchange_output.h"
 #include "streaming/operator_chain.h"
+#include "streaming/state_snapshot.h"
 #include "streaming/stream_element.h"
 #include "streaming/types.h"
 #include "sync_runner.h"
@@ -73,8 +74,63 @@ sync_run_env(spate_env *env, struct accumulators *acc, char **failure)
     job_graph_free(jg);
 }
 
+/* ---- a cut: a checkpoint, a failure and a restore in the middle ---- */
+
+/* The cut vertex's chain: its state snapshot into dir, the checkpoint
+ * completed (two-phase commit sinks commit), the chain dropped as a
+ * failure drops it (no end of input, no flush), and a new chain restored
+ * from the snapshot. */
+static struct operator_chain *
+cut_chain(struct job_graph *jg, int v, struct task_info *task, struct output **outs,
+          struct exchange_output *xo, struct operator_chain *chain, const struct sync_cut *cut)
+{
+    struct jg_vertex *vx = &jg->vertices[v];
+    Checkpoint__AcknowledgeCheckpoint *ack = NULL;
+    Checkpoint__TaskRestore restore;
+    struct task_snapshot *s;
+    spate_error err = { 0 };
+    char path[4200];
+
+    snprintf(path, sizeof path, "%s/%d.state", cut->dir, v);
+    s = task_snapshot_take(chain, vx, 1, 0, path, &err);
+    cr_assert_not_null(s, "the snapshot of '%s' is refused: %s", vx->name, err.message);
+    cr_assert_eq(task_snapshot_write(s, &ack, &err), 0, "%s", err.message);
+    task_snapshot_free(s);
+    for (int i = 0; i < chain->nops; i++)
+        if (chain->ops[i]->vt->checkpoint_complete != NULL)
+            chain->ops[i]->vt->checkpoint_complete(chain->ops[i], 1);
+    operator_chain_free(chain);
+    task->attempt++;
+    cr_assert_eq(operator_chain_new(jg, v, task, outs, &chain, &err), 0, "%s", err.message);
+    for (int o = 0; o < vx->noutputs; o++)
+        xo[o].ctx = &operator_chain_head(chain)->ctx;
+    checkpoint__task_restore__init(&restore);
+    restore.checkpoint_id = 1;
+    restore.n_operators = ack->n_operators;
+    restore.operators = ack->operators;
+    cr_assert_eq(task_restore(chain, vx, &restore, &err), 0, "%s", err.message);
+    task_ack_free(ack);
+    return chain;
+}
+
+static bool
+vertex_has(const struct jg_vertex *vx, enum operator_kind kind)
+{
+    for (int i = 0; i < vx->nops; i++)
+        if (vx->ops[i].node->kind == kind)
+            return true;
+    return false;
+}
+
 void
 sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
+{
+    sync_run_cut(jg, acc, failure, NULL);
+}
+
+void
+sync_run_cut(struct job_graph *jg, struct accumulators *acc, char **failure,
+             const struct sync_cut *cut)
 {
     if (getenv("SYNC_PLAN")) {
         json_t *plan = job_graph_plan_json(jg);
@@ -90,12 +146,23 @@ sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
     *failure = NULL;
     for (int v = 0; v < jg->nvertices && *failure == NULL; v++) {
         struct jg_vertex *vx = &jg->vertices[v];
-        struct task_info task = { 0,      1,        vx->max_parallelism, 0,    vx->name, acc,
-                                  stdout, split_fn, split_data,          false };
+        struct task_info task = { 0,
+                                  1,
+                                  vx->max_parallelism,
+                                  0,
+                                  vx->name,
+                                  acc,
+                                  cut && cut->print_out ? cut->print_out : stdout,
+                                  cut && cut->next_split ? cut->next_split : split_fn,
+                                  cut && cut->next_split ? cut->split_data : split_data,
+                                  cut != NULL };
         struct exchange_output *xo = calloc((size_t)vx->noutputs + 1, sizeof *xo);
         struct output **outs = calloc((size_t)vx->noutputs + 1, sizeof *outs);
         struct operator_chain *chain;
         struct stream_operator *head;
+        /* The cut vertex: elements (records, or a source's records) before
+         * the cut; -1: none here. */
+        int64_t before_cut = cut != NULL && vertex_has(vx, cut->kind) ? cut->after : -1;
 
         for (int o = 0; o < vx->noutputs; o++) {
             const struct jg_edge *e = &jg->edges[vx->outputs[o]];
@@ -114,11 +181,18 @@ sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
             enum source_status st;
 
             do {
-                st = head->vt->poll(head, 100, &err);
+                if (before_cut >= 0 && head->records_out >= (uint64_t)before_cut) {
+                    chain = cut_chain(jg, v, &task, outs, xo, chain, cut);
+                    head = operator_chain_head(chain);
+                    before_cut = -1;
+                }
+                st = head->vt->poll(head, before_cut >= 0 ? 1 : 100, &err);
             } while (st != SOURCE_END && operator_chain_failure(chain) == NULL);
             operator_process_watermark(head, RECORD_MAX_WATERMARK);
             cr_assert_eq(err.code, 0, "%s", err.message);
         } else {
+            int64_t seen = 0;
+
             /* Second inputs first: they are the control streams of the tests
              * (thresholds, broadcast rules). */
             for (int pass = 1; pass >= 0; pass--)
@@ -136,6 +210,10 @@ sync_run(struct job_graph *jg, struct accumulators *acc, char **failure)
                         uint32_t len;
                         struct element el;
 
+                        if (before_cut >= 0 && seen++ == before_cut) {
+                            chain = cut_chain(jg, v, &task, outs, xo, chain, cut);
+                            head = operator_chain_head(chain);
+                        }
                         memcpy(&len, in->buf + at, 4);
                         cr_assert_eq(element_read(in->buf + at + 4, len, &el), 0);
                         if (el.kind == ELEMENT_WATERMARK && vx->ninputs == 1) {

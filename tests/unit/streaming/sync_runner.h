@@ -6,6 +6,8 @@
 #ifndef SPATE_TEST_SYNC_RUNNER_H
 #define SPATE_TEST_SYNC_RUNNER_H
 
+#include <stdio.h>
+
 #include "streaming/accumulators.h"
 #include "streaming/job_graph.h"
 
@@ -13,6 +15,23 @@
  * (malloc'd) or NULL. */
 void sync_run_env(spate_env *env, struct accumulators *acc, char **failure);
 void sync_run(struct job_graph *jg, struct accumulators *acc, char **failure);
+/* A cut: the vertex holding an operator of kind `kind` takes a checkpoint
+ * (its state file in dir) after `after` elements of its input (a source:
+ * after it emitted `after` records; -1: never), completes it, fails, and
+ * goes on restored from it — what a kill and a restart do to a task. The
+ * tasks run as a job that takes checkpoints (exactly-once sinks); print
+ * sinks write to print_out (NULL: stdout). */
+struct sync_cut {
+    enum operator_kind kind;
+    int64_t after;
+    const char *dir;
+    FILE *print_out;
+    /* File sources' splits (NULL: sync_run_env_splits's, if any). */
+    int (*next_split)(void *, int, char **, uint64_t *, uint64_t *, spate_error *);
+    void *split_data;
+};
+void sync_run_cut(struct job_graph *jg, struct accumulators *acc, char **failure,
+                  const struct sync_cut *cut);
 /* The same, with file sources getting their splits from next_split. */
 void sync_run_env_splits(spate_env *env, struct accumulators *acc, char **failure,
                          int (*next_split)(void *, int, char **, uint64_t *, uint64_t *,
