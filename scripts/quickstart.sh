@@ -22,8 +22,8 @@ echo "== $($spate --version)"
 echo "== spate run --local -p 2 build/examples/wordcount.so --input $dir/hamlet.txt --output $dir/counts"
 $spate run --local -p 2 build/examples/wordcount.so --input "$dir/hamlet.txt" --output "$dir/counts"
 echo
-echo "== the 10 most frequent words (the last count of each word, from $dir/counts/part-*):"
-cat "$dir"/counts/part-* | awk '{ last[$1] = $2 } END { for (w in last) print last[w], w }' |
+echo "== the 10 most frequent words (the highest count of each word, from $dir/counts/part-*):"
+cat "$dir"/counts/part-* | awk '$2 > last[$1] { last[$1] = $2 } END { for (w in last) print last[w], w }' |
     sort -rn | head -n 10
 echo
 echo "Shown: a job library built against include/spate/ ran on the mini cluster (a"

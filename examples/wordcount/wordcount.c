@@ -5,8 +5,8 @@
  *   spate run [--local] build/examples/wordcount.so [--input PATH] [--output PATH]
  *
  * --input: a file or a folder of files (default: a bundled text);
- * --output: a file, or a folder of part files at parallelism > 1 (default:
- * standard output). */
+ * --output: a folder of part files, part-<subtask>-<n> (default: standard
+ * output). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>

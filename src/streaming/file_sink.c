@@ -1,15 +1,17 @@
-/* The text file sink of a job that takes checkpoints: exactly once, by two-
- * phase commit (Flink's FileSink). The output path is a folder; subtask s
- * writes ".part-s-n.inprogress"; a checkpoint closes it into
- * ".part-s-n.pending" (pre-commit, recorded in the snapshot) and the
- * checkpoint's completion renames it to "part-s-n" (commit). A restore
- * commits what its checkpoint had pre-committed and deletes this subtask's
- * uncommitted files, which the replay writes again. At the end of bounded
- * input the last file is committed at once. The state is union list state
- * whose elements name their writer subtask, so that a job resumed at
+/* The text file sink (Flink's FileSink), with or without checkpoints: the
+ * output path is a folder of part files, written by two-phase commit.
+ * Subtask s writes ".part-s-n.inprogress"; a checkpoint or savepoint closes
+ * it into ".part-s-n.pending" (pre-commit, recorded in the snapshot) and its
+ * completion renames it to "part-s-n" (commit). The end of bounded input
+ * pre-commits the last file and commits it at once (fs_end_input). Committed
+ * files are never written again: a new attempt numbers its files past every
+ * part file in the folder and every restored writer's, and deletes only
+ * hidden files that no completed checkpoint pre-committed — a restore those
+ * of each restored writer once its pre-committed files are committed, a
+ * restart without a checkpoint its own writer's. The state is union list
+ * state whose elements name their writer subtask, so that a job resumed at
  * another parallelism commits every pre-committed file under its writer's
- * name and numbers new files past every restored writer's. Task thread
- * only. */
+ * name. Task thread only. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -19,9 +21,14 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/log.h"
 #include "core/util.h"
 #include "streaming/keyed_backend.h"
 #include "streaming/types.h"
+
+/* A pending file's checkpoint_id before a checkpoint took it: pre-committed
+ * at the end of input, committed by the next checkpoint that completes. */
+#define FS_NEXT_CHECKPOINT 0
 
 struct pending_file {
     int64_t checkpoint_id;
@@ -31,6 +38,8 @@ struct pending_file {
 struct file_sink {
     FILE *f;       /* the in-progress file, NULL until a record comes */
     uint32_t part; /* its number; the next file's when f is NULL */
+    bool restored; /* a restore ran (fs_restore), so its leftovers went */
+    bool settled;  /* leftovers of a failed attempt are gone */
     struct pending_file *pending;
     size_t npending, cap;
     char *line;
@@ -52,19 +61,133 @@ part_name(const struct stream_operator *op, uint32_t part, const char *state)
     return writer_part_name(op, op->ctx.subtask, part, state);
 }
 
+/* A part file's writer and number: "part-W-N" (committed) or
+ * ".part-W-N.STATE" (hidden: in progress or pending). */
+static bool
+parse_part_name(const char *name, int *writer, uint32_t *part, bool *hidden)
+{
+    int w, end = -1;
+    unsigned n;
+
+    *hidden = name[0] == '.';
+    if (*hidden)
+        name++;
+    if (strncmp(name, "part-", 5) != 0 || name[5] < '0' || name[5] > '9' ||
+        sscanf(name, "part-%d-%u%n", &w, &n, &end) != 2 || end < 0 || w < 0)
+        return false;
+    if (*hidden ? name[end] != '.' : name[end] != '\0')
+        return false;
+    *writer = w;
+    *part = n;
+    return true;
+}
+
+/* The next part number past every part file in the folder, of every
+ * writer: no committed file, nor a pending one a later restore may
+ * commit, is written again. */
+static int
+fs_scan(struct stream_operator *op, uint32_t *next, spate_error *err)
+{
+    DIR *d = opendir(op->config->path);
+    struct dirent *de;
+
+    *next = 0;
+    if (d == NULL)
+        return spate_error_set(err, -errno, "cannot read output folder '%s': %s", op->config->path,
+                               strerror(errno));
+    while ((de = readdir(d)) != NULL) {
+        int writer;
+        uint32_t part;
+        bool hidden;
+
+        if (parse_part_name(de->d_name, &writer, &part, &hidden) && part >= *next) {
+            if (part == UINT32_MAX) {
+                closedir(d);
+                return spate_error_set(err, SPATE_ERANGE,
+                                       "output folder '%s' has part file '%s': no number "
+                                       "is left past it",
+                                       op->config->path, de->d_name);
+            }
+            *next = part + 1;
+        }
+    }
+    closedir(d);
+    return 0;
+}
+
 static int
 fs_open(struct stream_operator *op, spate_error *err)
 {
+    const char *path = op->config->path;
     struct file_sink *s;
+    struct stat st;
+    uint32_t next;
+    int rc;
 
-    if (mkdir(op->config->path, 0755) != 0 && errno != EEXIST)
-        return spate_error_set(err, -errno, "cannot make output folder '%s': %s", op->config->path,
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return spate_error_set(err, -errno, "cannot make output folder '%s': %s", path,
                                strerror(errno));
+    /* Never truncate what is there: an existing file stays as it is. */
+    if (stat(path, &st) != 0)
+        return spate_error_set(err, -errno, "cannot read output folder '%s': %s", path,
+                               strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return spate_error_set(err, SPATE_EEXIST,
+                               "output '%s' is a file: the file sink writes a folder of part "
+                               "files there, and leaves an existing file alone",
+                               path);
+    if ((rc = fs_scan(op, &next, err)) != 0)
+        return rc;
     s = xcalloc(1, sizeof *s);
+    s->part = next;
     s->line_cap = 4096;
     s->line = xmalloc(s->line_cap);
     op->impl = s;
     return 0;
+}
+
+/* Deletes writer's hidden files that no completed checkpoint pre-committed:
+ * what a failed attempt wrote after its last checkpoint. */
+static void
+fs_delete_uncommitted(struct stream_operator *op, int writer)
+{
+    DIR *d = opendir(op->config->path);
+    struct dirent *de;
+
+    if (d == NULL)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        int w;
+        uint32_t part;
+        bool hidden;
+
+        if (parse_part_name(de->d_name, &w, &part, &hidden) && hidden && w == writer) {
+            char *path = xasprintf("%s/%s", op->config->path, de->d_name);
+
+            if (unlink(path) != 0 && errno != ENOENT)
+                SPATE_LOG_WARN("streaming", "task=%s cannot delete uncommitted file '%s': %s",
+                               op->ctx.task_name, path, strerror(errno));
+            free(path);
+        }
+    }
+    closedir(d);
+}
+
+/* Before this attempt's first file: a restart that restored no checkpoint
+ * (its job had none yet) replays from the start, so what the failed
+ * attempts of this writer left uncommitted goes. A first attempt leaves
+ * hidden files alone: they may be another run's, pre-committed by a
+ * checkpoint that a resume will commit. */
+static void
+fs_settle(struct stream_operator *op)
+{
+    struct file_sink *s = op->impl;
+
+    if (s->settled)
+        return;
+    s->settled = true;
+    if (!s->restored && op->task->attempt > 0)
+        fs_delete_uncommitted(op, op->ctx.subtask);
 }
 
 static void
@@ -75,8 +198,10 @@ fs_process(struct stream_operator *op, const void *rec, const struct record_meta
 
     UNUSED(meta);
     if (s->f == NULL) {
-        char *name = part_name(op, s->part, "inprogress");
+        char *name;
 
+        fs_settle(op);
+        name = part_name(op, s->part, "inprogress");
         s->f = fopen(name, "we");
         if (s->f == NULL) {
             spate_ctx_fail(&op->ctx, "cannot open output file '%s': %s", name, strerror(errno));
@@ -96,29 +221,35 @@ fs_process(struct stream_operator *op, const void *rec, const struct record_meta
     fputc('\n', s->f);
 }
 
-/* Closes the in-progress file into state ("pending" or committed). */
-static int
-fs_close_file(struct stream_operator *op, const char *state)
+/* Pre-commit: closes the in-progress file into ".pending", to be committed
+ * when checkpoint_id completes (FS_NEXT_CHECKPOINT: the next one that
+ * does). */
+static void
+fs_pre_commit(struct stream_operator *op, int64_t checkpoint_id)
 {
     struct file_sink *s = op->impl;
     char *from, *to;
+    uint32_t part = s->part;
     int rc = 0;
 
     if (s->f == NULL)
-        return 0;
+        return;
     if (fclose(s->f) != 0)
         rc = -errno;
     s->f = NULL;
-    from = part_name(op, s->part, "inprogress");
-    to = part_name(op, s->part, state);
+    s->part++;
+    from = part_name(op, part, "inprogress");
+    to = part_name(op, part, "pending");
     if (rc == 0 && rename(from, to) != 0)
         rc = -errno;
-    if (rc != 0)
+    if (rc != 0) {
         spate_ctx_fail(&op->ctx, "cannot close output file '%s': %s", from, strerror(-rc));
+    } else {
+        xgrow((void **)&s->pending, &s->cap, s->npending + 1, sizeof *s->pending);
+        s->pending[s->npending++] = (struct pending_file){ checkpoint_id, part };
+    }
     free(from);
     free(to);
-    s->part++;
-    return rc;
 }
 
 static void
@@ -140,14 +271,12 @@ fs_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *
     struct file_sink *s = op->impl;
     uint32_t n;
 
-    if (s->f != NULL) {
-        uint32_t part = s->part;
-
-        if (fs_close_file(op, "pending") == 0) {
-            xgrow((void **)&s->pending, &s->cap, s->npending + 1, sizeof *s->pending);
-            s->pending[s->npending++] = (struct pending_file){ checkpoint_id, part };
-        }
-    }
+    fs_settle(op);
+    /* Files pre-committed at the end of input belong to this checkpoint. */
+    for (size_t i = 0; i < s->npending; i++)
+        if (s->pending[i].checkpoint_id == FS_NEXT_CHECKPOINT)
+            s->pending[i].checkpoint_id = checkpoint_id;
+    fs_pre_commit(op, checkpoint_id);
     /* u32 writer subtask, u32 next part, u32 pending, then per pending
      * file i64 id, u32 part. */
     {
@@ -177,35 +306,13 @@ fs_checkpoint_complete(struct stream_operator *op, int64_t checkpoint_id)
     size_t kept = 0;
 
     for (size_t i = 0; i < s->npending; i++) {
-        if (s->pending[i].checkpoint_id <= checkpoint_id)
+        if (s->pending[i].checkpoint_id != FS_NEXT_CHECKPOINT &&
+            s->pending[i].checkpoint_id <= checkpoint_id)
             fs_commit(op, op->ctx.subtask, s->pending[i].part);
         else
             s->pending[kept++] = s->pending[i];
     }
     s->npending = kept;
-}
-
-/* Deletes this subtask's hidden files that no checkpoint pre-committed:
- * what the failed attempt wrote after its last checkpoint. */
-static void
-fs_delete_uncommitted(struct stream_operator *op)
-{
-    DIR *d = opendir(op->config->path);
-    char prefix[32];
-    struct dirent *de;
-
-    if (d == NULL)
-        return;
-    snprintf(prefix, sizeof prefix, ".part-%d-", op->ctx.subtask);
-    while ((de = readdir(d)) != NULL) {
-        if (strncmp(de->d_name, prefix, strlen(prefix)) == 0) {
-            char *path = xasprintf("%s/%s", op->config->path, de->d_name);
-
-            unlink(path);
-            free(path);
-        }
-    }
-    closedir(d);
 }
 
 /* One element per writer subtask of the restored checkpoint; every subtask
@@ -232,27 +339,44 @@ fs_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, spate_e
         memcpy(&p, bytes + 20 + i * 12, 4);
         fs_commit(op, (int)writer, p);
     }
-    /* The writer's own leftovers go once its pre-committed files are
-     * committed; a subtask of the same index writes on with new files. */
-    if ((int)writer == op->ctx.subtask)
-        fs_delete_uncommitted(op);
+    /* The writer's leftovers go once its pre-committed files are
+     * committed, by one subtask: the writer's own, or at a lower
+     * parallelism the one its index folds onto (no subtask writes as a
+     * writer past the parallelism). */
+    if ((int)writer % op->ctx.parallelism == op->ctx.subtask)
+        fs_delete_uncommitted(op, (int)writer);
     /* New files past every restored writer's: no name a writer of this
      * index used before is written again. */
     if (part > s->part)
         s->part = part;
     s->npending = 0;
+    s->restored = true;
     return 0;
 }
 
-/* Bounded input ended: nothing will be replayed, commit the rest. */
+/* Commits every pending file. */
 static void
-fs_end_input(struct stream_operator *op)
+fs_commit_all(struct stream_operator *op)
 {
     struct file_sink *s = op->impl;
 
-    fs_checkpoint_complete(op, INT64_MAX);
-    fs_close_file(op, NULL);
-    UNUSED(s);
+    for (size_t i = 0; i < s->npending; i++)
+        fs_commit(op, op->ctx.subtask, s->pending[i].part);
+    s->npending = 0;
+}
+
+/* Bounded input ended: nothing will be replayed. The last file is
+ * pre-committed as a checkpoint would, for the next checkpoint
+ * (FS_NEXT_CHECKPOINT: fs_snapshot gives it that checkpoint's id, and its
+ * completion commits it). As long as a task ends without a final
+ * checkpoint (Flink's FLIP-147), fs_commit_all then commits it at once,
+ * with every file still pending; once tasks wait for one, that call goes. */
+static void
+fs_end_input(struct stream_operator *op)
+{
+    fs_settle(op);
+    fs_pre_commit(op, FS_NEXT_CHECKPOINT);
+    fs_commit_all(op);
 }
 
 static void
@@ -270,7 +394,7 @@ fs_close(struct stream_operator *op)
     op->impl = NULL;
 }
 
-const struct operator_vtable file_sink_exactly_once_vtable = {
+const struct operator_vtable file_sink_vtable = {
     .state = OPERATOR_OWN_STATE,
     .open = fs_open,
     .process = fs_process,

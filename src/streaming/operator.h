@@ -245,8 +245,8 @@ int operator_check_state(const struct stream_operator *op, spate_error *err);
 /* Adds one element of an operator's own state (snapshot_state). */
 void op_state_add(struct byte_buf *out, const void *bytes, size_t len);
 
-/* The text file sink of a job that takes checkpoints (file_sink.c). */
-extern const struct operator_vtable file_sink_exactly_once_vtable;
+/* The text file sink, a folder of part files by two-phase commit (file_sink.c). */
+extern const struct operator_vtable file_sink_vtable;
 
 /* Advances op's event time: its process_watermark, or passes it on. */
 void operator_process_watermark(struct stream_operator *op, int64_t watermark);

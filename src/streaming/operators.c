@@ -462,20 +462,18 @@ corrupt:
 /* ---- sinks ---- */
 
 struct print_impl {
-    FILE *f;
-    bool owned;
+    FILE *f; /* the TaskManager's: not closed here */
     char prefix[16];
     char *line;
     size_t cap;
 };
 
 static int
-print_open_file(struct stream_operator *op, FILE *f, bool owned)
+print_open_file(struct stream_operator *op, FILE *f)
 {
     struct print_impl *p = xcalloc(1, sizeof *p);
 
     p->f = f;
-    p->owned = owned;
     if (op->config->kind == OP_SINK_PRINT && op->ctx.parallelism > 1)
         snprintf(p->prefix, sizeof p->prefix, "%d> ", op->ctx.subtask + 1);
     p->cap = 4096;
@@ -488,36 +486,7 @@ static int
 print_open(struct stream_operator *op, spate_error *err)
 {
     UNUSED(err);
-    return print_open_file(op, op->task->print_out ? op->task->print_out : stdout, false);
-}
-
-static int
-file_sink_open(struct stream_operator *op, spate_error *err)
-{
-    const char *path = op->config->path;
-    char *target;
-    FILE *f;
-
-    if (op->ctx.parallelism > 1) {
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            return spate_error_set(err, -errno, "cannot make output folder '%s': %s", path,
-                                   spate_strerror(-errno));
-        target = xasprintf("%s/part-%d", path, op->ctx.subtask);
-    } else {
-        target = xstrdup(path);
-    }
-    f = fopen(target, "w");
-    if (f == NULL) {
-        int code = -errno;
-
-        spate_error_set(err, code, "cannot open output file '%s': %s", target,
-                        spate_strerror(code));
-        free(target);
-        return code;
-    }
-    free(target);
-    setvbuf(f, NULL, _IOFBF, 1 << 20);
-    return print_open_file(op, f, true);
+    return print_open_file(op, op->task->print_out ? op->task->print_out : stdout);
 }
 
 static void
@@ -546,10 +515,7 @@ print_close(struct stream_operator *op)
 
     if (p == NULL)
         return;
-    if (p->owned)
-        fclose(p->f);
-    else
-        fflush(p->f);
+    fflush(p->f);
     free(p->line);
     free(p);
     op->impl = NULL;
@@ -1318,10 +1284,6 @@ static const struct operator_vtable vtables[] = {
                         .open = print_open,
                         .process = print_process,
                         .close = print_close },
-    [OP_SINK_FILE] = { .state = OPERATOR_STATELESS,
-                       .open = file_sink_open,
-                       .process = print_process,
-                       .close = print_close },
     [OP_SINK] = { .state = OPERATOR_STATELESS,
                   .open = nothing_open,
                   .process = sink_process,
@@ -1412,8 +1374,8 @@ operator_new(const struct spate_stream *config, int index, const struct task_inf
         return spate_error_set(err, SPATE_EINVAL, "operator kind %d cannot run", config->kind);
     op = xcalloc(1, sizeof *op);
     op->vt = config->kind == OP_WINDOW ? &window_operator_vtable : &vtables[config->kind];
-    if (config->kind == OP_SINK_FILE && task->checkpointing)
-        op->vt = &file_sink_exactly_once_vtable;
+    if (config->kind == OP_SINK_FILE)
+        op->vt = &file_sink_vtable; /* file_sink.c, with checkpoints or without */
     op->config = config;
     op->index = index;
     op->task = task;

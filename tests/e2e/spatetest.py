@@ -5,6 +5,7 @@ Tests use 127.0.0.1, ephemeral ports and a temporary directory, and kill only
 the processes they started."""
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -37,6 +38,36 @@ def wait_for(condition, timeout=30.0, what="condition", interval=0.02):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
+
+
+PART_RX = re.compile(r"^part-(\d+)-(\d+)$")
+
+
+def sink_parts(path):
+    """The committed part files of a text file sink's output folder, as
+    [(writer subtask, number, name)] in that order; names that start with
+    a dot are in progress or pending, and other names are not the sink's."""
+    parts = []
+    for name in os.listdir(path):
+        m = PART_RX.match(name)
+        if m is not None:
+            parts.append((int(m.group(1)), int(m.group(2)), name))
+    return sorted(parts)
+
+
+def sink_lines(path):
+    """[(part file name, line)] of the committed part files of a text file
+    sink's output folder, file by file in sink_parts order."""
+    lines = []
+    for _, _, name in sink_parts(path):
+        with open(os.path.join(path, name)) as f:
+            lines += [(name, line.rstrip("\n")) for line in f]
+    return lines
+
+
+def sink_hidden(path):
+    """The sink's uncommitted files (in progress or pending) in the folder."""
+    return sorted(n for n in os.listdir(path) if n.startswith(".part-"))
 
 
 class SpateTestCase(unittest.TestCase):

@@ -29,7 +29,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from clustertest import ClusterTestCase, wait_for  # noqa: E402
-from spatetest import BUILD  # noqa: E402
+from spatetest import BUILD, sink_hidden, sink_parts  # noqa: E402
 
 TESTJOBS = os.path.join(BUILD, "tests", "jobs", "testjobs.so")
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
@@ -470,8 +470,42 @@ class MiniClusterCheckpointTest(ClusterTestCase):
         expected = expected_per_key(range(count), keys)
         for k, n in expected.items():
             self.assertEqual(sorted(counts[k]), list(range(1, n + 1)), f"key {k}")
+        self.assertEqual(sink_hidden(out), [])
         # FINISHED: the job's checkpoints are gone with it.
         self.assertEqual(os.listdir(os.path.join(self.tmp, "checkpoints")), [])
+
+    def test_a_restart_without_a_checkpoint_removes_only_the_failed_attempts_files(self):
+        """No checkpoint completes (an hour apart): the failed attempt's
+        files were never committed and go; a committed file already in
+        the folder stays, and the new files are numbered past it."""
+        out = os.path.join(self.tmp, "out")
+        marker = os.path.join(self.tmp, "failed-once")
+        count, keys = 20_000, 7
+        os.makedirs(out)
+        with open(os.path.join(out, "part-1-5"), "w") as f:
+            f.write("(99,1)\n")
+        r = self.spate("-D", f"state.checkpoints.dir={self.tmp}/checkpoints",
+                       "-D", "local.number-taskmanager=2", "run", "--local", "-p", "2",
+                       TESTJOBS, "checkpointed", "--count", str(count), "--rate", "5000",
+                       "--keys", str(keys), "--interval", "3600000", "--output", out,
+                       "--fail-at", "9000", "--marker", marker,
+                       env={"SPATE_LOG_LEVEL": "info"}, timeout=120)
+        logs = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, logs)
+        self.assertTrue(os.path.exists(marker), "the task failed once")
+        self.assertIn("switched to RESTARTING", logs)
+        self.assertIn("restarting 4 tasks from their initial state", logs)
+        self.assertEqual(sink_hidden(out), [])
+        with open(os.path.join(out, "part-1-5")) as f:
+            self.assertEqual(f.read(), "(99,1)\n")
+        parts = [(w, n) for w, n, name in sink_parts(out) if name != "part-1-5"]
+        self.assertEqual(sorted({w for w, _ in parts}), [0, 1])
+        self.assertTrue(all(n > 5 for _, n in parts), parts)
+        counts = read_counts(out)
+        self.assertEqual(counts.pop(99), [1])
+        expected = expected_per_key(range(count), keys)
+        for k, n in expected.items():
+            self.assertEqual(sorted(counts[k]), list(range(1, n + 1)), f"key {k}")
 
     def test_fixed_delay_restarts_its_attempts_then_the_job_fails(self):
         r = self.spate("-D", "restart-strategy.type=fixed-delay",

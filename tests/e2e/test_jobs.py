@@ -14,7 +14,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spatetest import BUILD, SPATE, SpateTestCase, wait_for  # noqa: E402
+from spatetest import BUILD, SPATE, SpateTestCase, sink_lines, wait_for  # noqa: E402
 
 WORDCOUNT = os.path.join(BUILD, "examples", "wordcount.so")
 TESTJOBS = os.path.join(BUILD, "tests", "jobs", "testjobs.so")
@@ -49,15 +49,8 @@ def expected_counts(path):
 
 
 def output_lines(path):
-    """The lines of a text-file sink: one file, or a folder of part files."""
-    if os.path.isdir(path):
-        lines = []
-        for name in sorted(os.listdir(path)):
-            with open(os.path.join(path, name)) as f:
-                lines += [(name, line.rstrip("\n")) for line in f]
-        return lines
-    with open(path) as f:
-        return [("", line.rstrip("\n")) for line in f]
+    """The lines of a text-file sink: its folder's committed part files."""
+    return sink_lines(path)
 
 
 class JobsTest(SpateTestCase):

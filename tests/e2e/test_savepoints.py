@@ -44,7 +44,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
 from clustertest import ClusterTestCase, wait_for  # noqa: E402
-from spatetest import BUILD, SPATE  # noqa: E402
+from spatetest import BUILD, SPATE, sink_hidden, sink_parts  # noqa: E402
 
 TESTJOBS = os.path.join(BUILD, "tests", "jobs", "testjobs.so")
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
@@ -256,6 +256,39 @@ class SavepointTest(ClusterTestCase):
         self.assertTrue(s["latest"]["restored"]["is_savepoint"], s["latest"]["restored"])
         self.assertEqual(s["latest"]["restored"]["external_path"],
                          os.path.join(moved, "_metadata"))
+
+    def test_a_resume_into_the_same_output_keeps_what_was_committed_before(self):
+        """A job without periodic checkpoints at p1: a savepoint commits its
+        output so far, and the job resumed from it at p2 into the same
+        folder keeps every file committed before, byte for byte, numbers
+        its files past them (every writer subtask), and leaves nothing
+        uncommitted; every window result is there exactly once. (Before,
+        such a sink truncated its single output file when it opened.)"""
+        out = os.path.join(self.tmp, "out")
+        jid = self.run_job(out, "--interval", "0", parallelism=1)
+
+        def committed():
+            self.savepoint(jid, self.savepoints)
+            return sum(os.path.getsize(os.path.join(out, n)) for _, _, n in sink_parts(out))
+        wait_for(committed, 120, "output committed by a savepoint", interval=0.3)
+        sp = self.cancel_with_savepoint(jid, self.savepoints)
+        before = {}
+        for _, _, name in sink_parts(out):
+            with open(os.path.join(out, name), "rb") as f:
+                before[name] = f.read()
+        self.assertTrue(before)
+        last = max(n for _, n, _ in sink_parts(out))
+
+        jid = self.run_job(out, "--interval", "0", savepoint=sp, parallelism=2)
+        self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "FINISHED")
+        for name, data in before.items():
+            with open(os.path.join(out, name), "rb") as f:
+                self.assertEqual(f.read(), data, f"{name} changed")
+        new = [(w, n) for w, n, name in sink_parts(out) if name not in before]
+        self.assertEqual(sorted({w for w, _ in new}), [0, 1])
+        self.assertTrue(all(n > last for _, n in new), f"{new} not past part {last}")
+        self.assertEqual(sink_hidden(out), [])
+        self.check_exact(out)
 
     def test_stop_with_drain_fires_every_window_and_timer(self):
         out = os.path.join(self.tmp, "out")

@@ -20,7 +20,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
 from clustertest import ClusterTestCase, wait_for  # noqa: E402
-from spatetest import BUILD, SPATE, free_port  # noqa: E402
+from spatetest import BUILD, SPATE, free_port, sink_lines, sink_parts  # noqa: E402
 
 WORDCOUNT = os.path.join(BUILD, "examples", "wordcount.so")
 JOBS = os.path.join(BUILD, "tests", "e2e", "jobs")
@@ -50,12 +50,10 @@ def read_counts(out_dir):
     """The final count of each word (its last update) and the number of updates."""
     final = {}
     updates = 0
-    for name in sorted(os.listdir(out_dir)):
-        with open(os.path.join(out_dir, name)) as f:
-            for line in f:
-                word, count = line.rsplit(" ", 1)
-                final[word] = max(final.get(word, 0), int(count))
-                updates += 1
+    for _, line in sink_lines(out_dir):
+        word, count = line.rsplit(" ", 1)
+        final[word] = max(final.get(word, 0), int(count))
+        updates += 1
     return final, updates
 
 
@@ -187,7 +185,7 @@ class SubmitTest(ClusterTestCase):
         jid = re.search(r"Job has been submitted with JobID ([0-9a-f]{32})", r.stdout).group(1)
         self.assertIn(f"Job with JobID {jid} has finished.", r.stdout)
         self.assertRegex(r.stdout, r"Job Runtime: \d+ ms")
-        self.assertEqual(sorted(os.listdir(out)), [f"part-{i}" for i in range(4)])
+        self.assertEqual(sorted(os.listdir(out)), [f"part-{i}-0" for i in range(4)])
         self.check_counts(out, self.expected)
         self.check_job_details(jid, 4)
 
@@ -247,11 +245,8 @@ class SubmitTest(ClusterTestCase):
             stdout, stderr = p.communicate(timeout=180)
             self.assertEqual(p.returncode, 0, stderr)
             jids.append(re.search(r"JobID ([0-9a-f]{32})", stdout).group(1))
-            with open(out) as f:
-                final = {}
-                for line in f:
-                    word, count = line.rsplit(" ", 1)
-                    final[word] = max(final.get(word, 0), int(count))
+            self.assertEqual([name for _, _, name in sink_parts(out)], ["part-0-0"])
+            final, _ = read_counts(out)
             self.assertEqual(final, dict(self.small_expected))
         self.assertEqual(len(set(jids)), 20)
         status, overview = self.http("/jobs/overview")
