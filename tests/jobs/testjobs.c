@@ -563,6 +563,7 @@ struct op_params {
     int64_t keys, block, gap;
     int64_t timer_every;    /* states: a processing-time timer every n-th record of a key */
     int64_t timer_delay_ms; /* ... that far ahead */
+    int64_t overdue;        /* states: records of the key after which an entry is overdue */
     int64_t second_every;   /* connected: the second input takes every n-th record */
     int64_t rule_every;     /* broadcast: every n-th record is a rule */
 };
@@ -582,8 +583,10 @@ struct op_window_result {
 
 /* The keyed process function's lines: kind 1 per record, the count read
  * from each state kind (value, list, map, reducing, aggregating); kind 2 at
- * a block's event-time timer (block, records of the key in it); kind 3 when
- * a processing-time timer's entry is emitted (n, the key's count then). */
+ * a block's event-time timer (block, records of the key in it); kind 3 an
+ * entry n taken by a processing-time timer (or at the end of input); kind
+ * 9 (n, count) an entry still pending `overdue` records of the key after
+ * its timer was due: a processing-time timer lost. */
 struct op_states_result {
     int64_t kind, key, a, b, c, d, e;
 };
@@ -780,6 +783,9 @@ op_count_merge(spate_ctx *ctx, const void *from, void *acc)
     *(int64_t *)acc += *(const int64_t *)from;
 }
 
+/* The event time of a timer that fires only at the end of input. */
+#define OP_END_OF_TIME (INT64_MAX / 2)
+
 /* Emits the key's pending processing-time entries (n -> n) and clears them. */
 static void
 op_flush_pending(spate_ctx *ctx)
@@ -798,6 +804,24 @@ op_flush_pending(spate_ctx *ctx)
     }
     if (any)
         spate_state_clear(pending);
+}
+
+/* A kind 9 line for each pending entry that the key's count has passed by
+ * more than `overdue` records: its processing-time timer never fired. */
+static void
+op_check_overdue(spate_ctx *ctx, const struct op_params *p)
+{
+    struct op_states_result r = { 9, op_key_of(ctx), 0, 0, 0, 0, 0 };
+    spate_iter it;
+    int64_t n, same;
+
+    spate_value_get(spate_ctx_state(ctx, "value"), &r.b);
+    spate_map_iter(spate_ctx_state(ctx, "pending"), &it);
+    while (spate_map_next(&it, &n, &same))
+        if (r.b - n > p->overdue) {
+            r.a = n;
+            spate_emit(ctx, &r);
+        }
 }
 
 static void
@@ -852,11 +876,13 @@ op_states(spate_ctx *ctx, const void *in)
     spate_map_put(blocks, &block, &in_block);
     spate_timer_register_event_time(ctx, block * (p->block + p->gap) + p->block - 1);
     /* Every timer_every-th record of the key: an entry for a processing-time
-     * timer (the block's event-time timer takes it if this one comes late). */
+     * timer. Those still pending at the end of input (the job ends before
+     * their time) are taken by an event-time timer at the end of time. */
     if (r.a % p->timer_every == 0) {
         spate_map_put(spate_ctx_state(ctx, "pending"), &r.a, &r.a);
         spate_timer_register_processing_time(ctx, spate_ctx_current_processing_time(ctx) +
                                                       p->timer_delay_ms);
+        spate_timer_register_event_time(ctx, OP_END_OF_TIME);
     }
 }
 
@@ -865,7 +891,9 @@ op_states_timer(spate_ctx *ctx, int64_t timestamp, bool event_time)
 {
     const struct op_params *p = op_params_of(ctx);
 
-    if (event_time) {
+    if (!event_time || timestamp == OP_END_OF_TIME) {
+        op_flush_pending(ctx);
+    } else {
         spate_state *blocks = spate_ctx_state(ctx, "blocks");
         struct op_states_result r = {
             2, op_key_of(ctx), timestamp / (p->block + p->gap), 0, 0, 0, 0
@@ -875,8 +903,8 @@ op_states_timer(spate_ctx *ctx, int64_t timestamp, bool event_time)
             spate_map_remove(blocks, &r.a);
             spate_emit(ctx, &r);
         }
+        op_check_overdue(ctx, p);
     }
-    op_flush_pending(ctx);
 }
 
 /* ---- connected streams: a keyed co-process function with state ---- */
@@ -1001,8 +1029,8 @@ job_operators(spate_env *env, int argc, char **argv)
     struct op_params p = {
         arg_int(argc, argv, "--keys", 7),          arg_int(argc, argv, "--block", 1000),
         arg_int(argc, argv, "--gap", 1000),        arg_int(argc, argv, "--timer-every", 50),
-        arg_int(argc, argv, "--timer-delay", 100), arg_int(argc, argv, "--second-every", 3),
-        arg_int(argc, argv, "--rule-every", 100),
+        arg_int(argc, argv, "--timer-delay", 100), arg_int(argc, argv, "--overdue", 2000),
+        arg_int(argc, argv, "--second-every", 3),  arg_int(argc, argv, "--rule-every", 100),
     };
     int64_t interval = arg_int(argc, argv, "--interval", 200);
     spate_aggregate agg = {
@@ -1023,10 +1051,11 @@ job_operators(spate_env *env, int argc, char **argv)
     spate_stream *events, *ones, *s, *second, *rules;
     char name[64];
 
-    if (p.keys <= 0 || p.block <= 0 || p.gap < 0 || p.timer_every <= 0 || p.second_every <= 0 ||
-        p.rule_every <= 0) {
-        fprintf(stderr, "testjobs: operators: --keys, --block, --timer-every, --second-every "
-                        "and --rule-every must be positive, --gap not negative\n");
+    if (p.keys <= 0 || p.block <= 0 || p.gap < 0 || p.timer_every <= 0 || p.overdue <= 0 ||
+        p.second_every <= 0 || p.rule_every <= 0) {
+        fprintf(stderr, "testjobs: operators: --keys, --block, --timer-every, --overdue, "
+                        "--second-every and --rule-every must be positive, --gap not "
+                        "negative\n");
         return SPATE_EINVAL;
     }
     if (interval > 0)
