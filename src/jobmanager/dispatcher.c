@@ -208,6 +208,7 @@ disp_launch(struct dispatcher *d, struct disp_job *j, struct job_master_options 
     o->heartbeat = d->o.heartbeat;
     o->registration = d->o.registration;
     o->ha = d->o.ha;
+    o->cluster_conf = d->o.conf;
     o->on_terminal = disp_on_terminal;
     o->arg = d;
     hmap_insert(&d->jobs, &j->node, id_hash(&j->job_id));
@@ -943,6 +944,7 @@ dispatcher_options_from_config(const struct config *conf, struct dispatcher_opti
     if ((rc = config_get_int(conf, CFG(JOBSTORE_MAX_CAPACITY), &capacity, err)) != 0)
         return rc;
     o->archive_capacity = (size_t)capacity;
+    o->conf = conf;
     if ((rc = heartbeat_options_from_config(conf, &o->heartbeat, err)) != 0 ||
         (rc = registration_options_from_config(conf, &o->registration, err)) != 0 ||
         (rc = config_get_duration_ms(conf, CFG(SLOT_REQUEST_TIMEOUT), &o->slot_request_timeout_ms,

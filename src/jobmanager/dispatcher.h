@@ -21,6 +21,9 @@ struct dispatcher_options {
     struct ha_services *ha;
     struct blob_server *blobs; /* job libraries; submitted jobs hold references */
     size_t archive_capacity;   /* jobstore.max-capacity */
+    /* The JobManager's configuration, for the jobs' settings they do not
+     * set themselves (outlives the Dispatcher; may be NULL). */
+    const struct config *conf;
     /* The cluster was told to stop; the process should end (as the endpoint). */
     void (*on_shutdown)(void *arg, const char *reason);
     void *arg;

@@ -1740,6 +1740,9 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
     }
     accumulators_init(&jm->accumulators);
     jm->o = *o;
+    if (jm->eg != NULL)
+        job_settings_complete(&jm->eg->graph->checkpointing, o->cluster_conf,
+                              id_str(&jm->eg->graph->job_id).s);
     if (jm->eg != NULL) {
         jm->slots_needed = execution_graph_slots_needed(jm->eg);
         jm->o.job_id = jm->eg->graph->job_id;

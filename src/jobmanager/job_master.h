@@ -17,6 +17,8 @@
 #include "rpc/registration.h"
 #include "rpc/service.h"
 
+struct config;
+
 struct job_master;
 struct execution_graph;
 
@@ -55,6 +57,9 @@ struct job_master_options {
     struct heartbeat_options heartbeat;
     struct registration_options registration;
     struct ha_services *ha;
+    /* The JobManager's configuration (may be NULL): the checkpoint and
+     * savepoint folders the job does not set (job_settings_complete). */
+    const struct config *cluster_conf;
     /* The job reached a terminal state (called as the JobMaster). */
     void (*on_terminal)(void *arg, struct job_master *jm);
     void *arg;

@@ -207,11 +207,6 @@ job_settings_from_config(const struct config *conf, int64_t interval_ms, int mod
         cp->interval_ms = interval_ms;
     if (mode >= 0)
         cp->exactly_once = mode == 1;
-    if (cp->interval_ms > 0 && cp->checkpoints_dir == NULL) {
-        cp->checkpoints_dir = default_checkpoints_dir(conf);
-        SPATE_LOG_INFO("streaming", "state.checkpoints.dir is not set: checkpoints go to '%s'",
-                       cp->checkpoints_dir);
-    }
     if ((rc = read_restart(conf, cp->interval_ms > 0, rs, err)) != 0 ||
         (rc = restart_check(rs, err)) != 0)
         goto fail;
@@ -219,6 +214,26 @@ job_settings_from_config(const struct config *conf, int64_t interval_ms, int mod
 fail:
     job_settings_release(cp);
     return rc;
+}
+
+void
+job_settings_complete(struct checkpoint_settings *cp, const struct config *cluster, const char *job)
+{
+    const char *dir;
+
+    if (cp->checkpoints_dir == NULL && cluster != NULL &&
+        config_get_string(cluster, CFG(STATE_CHECKPOINTS_DIR), &dir, NULL) == 0 && dir && *dir)
+        cp->checkpoints_dir = absolute_dir(dir);
+    if (cp->savepoints_dir == NULL && cluster != NULL &&
+        config_get_string(cluster, CFG(STATE_SAVEPOINTS_DIR), &dir, NULL) == 0 && dir && *dir)
+        cp->savepoints_dir = absolute_dir(dir);
+    if (cp->interval_ms > 0 && cp->checkpoints_dir == NULL) {
+        cp->checkpoints_dir = default_checkpoints_dir(cluster);
+        SPATE_LOG_INFO("streaming",
+                       "job %s: state.checkpoints.dir is set neither by the job nor "
+                       "by the cluster: checkpoints go to '%s'",
+                       job, cp->checkpoints_dir);
+    }
 }
 
 void
@@ -281,9 +296,12 @@ job_settings_decode(const Jobgraph__CheckpointSettings *pcp, const Jobgraph__Res
         if (pcp->interval_ms < 0 || pcp->timeout_ms < 0 || pcp->min_pause_ms < 0 ||
             pcp->tolerable_failures < 0 ||
             (pcp->interval_ms > 0 &&
-             (pcp->timeout_ms <= 0 || pcp->max_concurrent < 1 || pcp->num_retained < 1 ||
-              pcp->checkpoints_dir == NULL || pcp->checkpoints_dir[0] != '/')))
-            return bad(err, "checkpoint settings out of range, or without an absolute folder");
+             (pcp->timeout_ms <= 0 || pcp->max_concurrent < 1 || pcp->num_retained < 1)) ||
+            (pcp->checkpoints_dir != NULL && pcp->checkpoints_dir[0] != '\0' &&
+             pcp->checkpoints_dir[0] != '/') ||
+            (pcp->savepoints_dir != NULL && pcp->savepoints_dir[0] != '\0' &&
+             pcp->savepoints_dir[0] != '/'))
+            return bad(err, "checkpoint settings out of range, or a folder not absolute");
         if (pcp->mode != CHECKPOINT__CHECKPOINTING_MODE__EXACTLY_ONCE &&
             pcp->mode != CHECKPOINT__CHECKPOINTING_MODE__AT_LEAST_ONCE)
             return bad(err, "unknown checkpointing mode");

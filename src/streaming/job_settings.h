@@ -1,9 +1,10 @@
 /* A job's checkpointing and restart strategy (Flink's
  * JobCheckpointingSettings and RestartStrategyOptions): resolved by the client
  * from its configuration (execution.checkpointing.*, state.checkpoints.*,
- * restart-strategy.*) and the job's own calls when it builds the JobGraph,
- * so the JobManager gets concrete values and spate's defaults (DESIGN.md
- * §11a) are applied in one place. Carried in the JobGraph
+ * restart-strategy.*) and the job's own calls when it builds the JobGraph;
+ * the folders the job does not set come from the JobManager's
+ * configuration (job_settings_complete, by the JobMaster), as Flink's
+ * checkpoint storage does, spate's default last. Carried in the JobGraph
  * (proto/jobgraph.proto CheckpointSettings, RestartSettings). Plain data. */
 #ifndef SPATE_STREAMING_JOB_SETTINGS_H
 #define SPATE_STREAMING_JOB_SETTINGS_H
@@ -30,7 +31,7 @@ struct checkpoint_settings {
     int max_concurrent;
     int tolerable_failures;
     bool exactly_once;     /* else AT_LEAST_ONCE */
-    char *checkpoints_dir; /* absolute; NULL when checkpointing is off */
+    char *checkpoints_dir; /* absolute; NULL: the job set none (or no checkpoints) */
     int num_retained;
     enum checkpoint_retention retention;
     char *savepoints_dir; /* state.savepoints.dir, absolute, or NULL */
@@ -62,7 +63,8 @@ const char *restart_kind_name(enum restart_kind kind);
 
 /* Settings from conf (may be NULL: defaults). interval_ms > 0 overrides
  * execution.checkpointing.interval (spate_env_enable_checkpointing), and
- * mode >= 0 the mode (1: exactly once, 0: at least once). Without
+ * mode >= 0 the mode (1: exactly once, 0: at least once). Folders not set
+ * stay NULL (job_settings_complete fills them). Without
  * restart-strategy.type the strategy is exponential-delay when checkpoints
  * are on, none otherwise. Relative folders are made absolute against the
  * working directory (the JobManager's is another). Errors: a bad value
@@ -71,6 +73,13 @@ const char *restart_kind_name(enum restart_kind kind);
 int job_settings_from_config(const struct config *conf, int64_t interval_ms, int mode,
                              struct checkpoint_settings *cp, struct restart_settings *rs,
                              spate_error *err);
+/* The JobMaster's part: state.checkpoints.dir and state.savepoints.dir
+ * that the job did not set, from the cluster's configuration (NULL: none);
+ * with checkpoints on and no folder from either, spate's default (the
+ * first of the cluster's io.tmp.dirs, /spate-checkpoints). job names the
+ * job in the log line. */
+void job_settings_complete(struct checkpoint_settings *cp, const struct config *cluster,
+                           const char *job);
 void job_settings_release(struct checkpoint_settings *cp);
 
 /* To the JobGraph's messages: the strings stay cp's. */

@@ -431,6 +431,29 @@ class CheckpointTest(ClusterTestCase):
         self.assertEqual(self.stats(jid)["counts"]["completed"], 2)
         wait_for(lambda: not os.path.exists(d["external_path"]), 30, "deleted checkpoints")
 
+    def test_a_job_that_sets_no_folder_checkpoints_into_the_clusters(self):
+        """The JobManager's state.checkpoints.dir and state.savepoints.dir
+        serve a job whose client set neither (before, the client settled
+        /tmp/spate-checkpoints into the JobGraph)."""
+        chk = os.path.join(self.tmp, "cluster-checkpoints")
+        sps = os.path.join(self.tmp, "cluster-savepoints")
+        self.cluster(1, "-D", f"state.checkpoints.dir={chk}", "-D", f"state.savepoints.dir={sps}")
+        out = os.path.join(self.tmp, "out")
+        r = self.spate("run", "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", "1", TESTJOBS,
+                       "checkpointed", "--count", "0", "--rate", "100", "--interval", "100",
+                       "--output", out, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        jid = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
+        self.wait_running(jid)
+        s = self.wait_completed(jid, 0)
+        path = s["latest"]["completed"]["external_path"]
+        self.assertTrue(path.startswith(os.path.join(chk, jid) + "/"), path)
+        self.assertTrue(os.path.isfile(os.path.join(path, "_metadata")), path)
+        r = self.spate("cancel", "-m", f"127.0.0.1:{self.rest_port}", "-s", jid)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        sp = re.search(r"Savepoint completed\. Path: (\S+)", r.stdout).group(1)
+        self.assertTrue(sp.startswith(sps + "/"), sp)
+
     def test_a_job_without_checkpoints_has_none_over_rest(self):
         self.cluster(1)
         out = os.path.join(self.tmp, "out")

@@ -50,6 +50,9 @@ Test(job_settings, checkpointing_brings_exponential_delay_with_spates_defaults)
     cr_assert_eq(cp.num_retained, 1);
     cr_assert(cp.exactly_once);
     cr_assert_eq(cp.retention, RETAIN_NEVER);
+    /* The folder is the cluster's to settle: the JobMaster fills it in. */
+    cr_assert_null(cp.checkpoints_dir);
+    job_settings_complete(&cp, c, "job");
     cr_assert_str_eq(cp.checkpoints_dir, "/var/tmp/x/spate-checkpoints");
     cr_assert_eq(rs.kind, RESTART_EXPONENTIAL_DELAY);
     cr_assert_eq(rs.initial_backoff_ms, 50);
@@ -264,4 +267,40 @@ Test(job_settings, malformed_settings_in_a_job_graph_are_errors)
     prs.backoff_multiplier = 2;
     cr_assert_eq(job_settings_decode(&pcp, &prs, &cp, &rs, &err), 0, "%s", err.message);
     job_settings_release(&cp);
+}
+
+Test(job_settings, the_clusters_folders_fill_what_the_job_did_not_set)
+{
+    static const char *const job_kv[] = { "execution.checkpointing.interval", "200 ms", NULL };
+    static const char *const own_kv[] = { "execution.checkpointing.interval", "200 ms",
+                                          "state.checkpoints.dir", "/job/chk", NULL };
+    static const char *const cluster_kv[] = { "state.checkpoints.dir", "/cluster/chk",
+                                              "state.savepoints.dir", "/cluster/sp", NULL };
+    struct config *job = conf_of(job_kv), *own = conf_of(own_kv), *cluster = conf_of(cluster_kv);
+    struct checkpoint_settings cp;
+    struct restart_settings rs;
+    spate_error err = { 0 };
+
+    cr_assert_eq(job_settings_from_config(job, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
+    cr_assert_null(cp.checkpoints_dir);
+    cr_assert_null(cp.savepoints_dir);
+    job_settings_complete(&cp, cluster, "job");
+    cr_assert_str_eq(cp.checkpoints_dir, "/cluster/chk");
+    cr_assert_str_eq(cp.savepoints_dir, "/cluster/sp");
+    job_settings_release(&cp);
+    /* The job's own folder wins over the cluster's. */
+    cr_assert_eq(job_settings_from_config(own, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
+    job_settings_complete(&cp, cluster, "job");
+    cr_assert_str_eq(cp.checkpoints_dir, "/job/chk");
+    cr_assert_str_eq(cp.savepoints_dir, "/cluster/sp");
+    job_settings_release(&cp);
+    /* Neither: spate's default, under /tmp. */
+    cr_assert_eq(job_settings_from_config(job, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
+    job_settings_complete(&cp, NULL, "job");
+    cr_assert_str_eq(cp.checkpoints_dir, "/tmp/spate-checkpoints");
+    cr_assert_null(cp.savepoints_dir);
+    job_settings_release(&cp);
+    config_free(job);
+    config_free(own);
+    config_free(cluster);
 }
