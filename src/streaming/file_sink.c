@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/fs.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "streaming/keyed_backend.h"
@@ -124,9 +125,9 @@ fs_open(struct stream_operator *op, spate_error *err)
     uint32_t next;
     int rc;
 
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        return spate_error_set(err, -errno, "cannot make output folder '%s': %s", path,
-                               strerror(errno));
+    /* Its parents too, as Flink's FileSink. */
+    if ((rc = fs_mkdirs(path, err)) != 0)
+        return rc;
     /* Never truncate what is there: an existing file stays as it is. */
     if (stat(path, &st) != 0)
         return spate_error_set(err, -errno, "cannot read output folder '%s': %s", path,

@@ -495,7 +495,8 @@ build_sink_file(spate_env *env, struct fixture *fx)
 {
     char path[128];
 
-    snprintf(path, sizeof path, "%s/out", fx->dir);
+    /* Its parent folders are made too, as Flink's FileSink makes them. */
+    snprintf(path, sizeof path, "%s/made/by/sink", fx->dir);
     spate_sink_text_file(source(env), path);
 }
 
@@ -670,7 +671,7 @@ run_case(const struct op_case *c, int64_t after)
     if (c->kind == OP_SINK_FILE) {
         char path[128];
 
-        snprintf(path, sizeof path, "%s/out", fx.dir);
+        snprintf(path, sizeof path, "%s/made/by/sink", fx.dir);
         lines_of_folder(&out, path);
     }
     qsort(out.v, out.n, sizeof *out.v, cmp_str);
