@@ -915,6 +915,19 @@ struct lines_impl {
     bool in_split;
     bool skip_first;
     char *path; /* the split's file */
+    /* Restored splits not started yet: a subtask of a job resumed at a
+     * lower parallelism gets the splits in progress of several. */
+    struct split_at *restored;
+    size_t nrestored, restored_cap;
+};
+
+/* Where a split is being read: the absolute offset of the next line (or
+ * of the byte before the split's first line), and of the last byte a line
+ * of it may start at. */
+struct split_at {
+    char *path;
+    uint64_t pos, split_end;
+    bool skip_first;
 };
 
 /* Emits complete lines in buf (up to budget); returns how many it emitted. */
@@ -1006,6 +1019,9 @@ lines_close(struct stream_operator *op)
         close(l->fd);
     free(l->buf);
     free(l->path);
+    for (size_t i = 0; i < l->nrestored; i++)
+        free(l->restored[i].path);
+    free(l->restored);
     free(l);
     op->impl = NULL;
 }
@@ -1069,103 +1085,119 @@ file_open(struct stream_operator *op, spate_error *err)
     return 0;
 }
 
-/* Starts the next split with lines in it; 1 when there are no more. A split
- * owns the lines that start in [start, start + length): reading begins one
- * byte early and drops everything up to the first newline, which belongs to
- * the split before (Hadoop's line splits). */
+/* Reads the split at `at` from its position on (taking its path). */
 static int
-file_next_split(struct stream_operator *op, struct lines_impl *l, spate_error *err)
+file_split_open(struct lines_impl *l, struct split_at *at, spate_error *err)
 {
-    char *path = NULL;
-    uint64_t start = 0, length = 0;
     int rc;
 
-    if (op->task->next_split == NULL)
-        return spate_error_set(err, SPATE_ESTATE, "no input split provider for '%s'",
-                               op->ctx.task_name);
-    do {
-        rc = op->task->next_split(op->task->split_data, op->index, &path, &start, &length, err);
-        if (rc != 0)
-            return rc;
-        if (length == 0)
-            free(path);
-    } while (length == 0);
     if (l->fd >= 0)
         close(l->fd);
-    l->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (l->fd < 0) {
-        rc = spate_error_set(err, -errno, "cannot open input file '%s': %s", path,
-                             spate_strerror(-errno));
-        free(path);
-        return rc;
-    }
-    l->skip_first = start > 0;
-    l->pos = start > 0 ? start - 1 : 0;
-    if (lseek(l->fd, (off_t)l->pos, SEEK_SET) < 0) {
-        rc = spate_error_set(err, -errno, "cannot seek in input file '%s': %s", path,
-                             spate_strerror(-errno));
-        free(path);
-        return rc;
-    }
     free(l->path);
-    l->path = path;
-    l->split_end = start + length - 1;
+    l->path = at->path;
+    if ((l->fd = open(l->path, O_RDONLY | O_CLOEXEC)) < 0 ||
+        lseek(l->fd, (off_t)at->pos, SEEK_SET) < 0) {
+        rc = spate_error_set(err, -errno, "cannot read input file '%s' at %llu: %s", l->path,
+                             (unsigned long long)at->pos, spate_strerror(-errno));
+        return rc;
+    }
+    l->pos = at->pos;
+    l->split_end = at->split_end;
+    l->skip_first = at->skip_first;
     l->len = 0;
     l->eof = false;
     l->in_split = true;
     return 0;
 }
 
-/* Checkpoints: the split in progress and where its next line starts (the
- * bytes read but not yet emitted are read again). u8 in split; then u64
- * position, u64 split end, u8 skip first, u32 path length, path. */
-static void
-file_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *out)
+/* Starts the next split with lines in it: a restored one, else one from
+ * the JobMaster's assigner; 1 when there are no more. A split owns the
+ * lines that start in [start, start + length): reading begins one byte
+ * early and drops everything up to the first newline, which belongs to
+ * the split before (Hadoop's line splits). */
+static int
+file_next_split(struct stream_operator *op, struct lines_impl *l, spate_error *err)
 {
-    struct lines_impl *l = op->impl;
-    uint32_t plen = l->in_split && l->path ? (uint32_t)strlen(l->path) : 0;
-    size_t n = l->in_split ? 1 + 8 + 8 + 1 + 4 + plen : 1;
+    struct split_at at;
+    uint64_t start = 0, length = 0;
+    int rc;
 
+    if (l->nrestored > 0)
+        return file_split_open(l, &l->restored[--l->nrestored], err);
+    if (op->task->next_split == NULL)
+        return spate_error_set(err, SPATE_ESTATE, "no input split provider for '%s'",
+                               op->ctx.task_name);
+    do {
+        rc = op->task->next_split(op->task->split_data, op->index, &at.path, &start, &length, err);
+        if (rc != 0)
+            return rc;
+        if (length == 0)
+            free(at.path);
+    } while (length == 0);
+    at.skip_first = start > 0;
+    at.pos = start > 0 ? start - 1 : 0;
+    at.split_end = start + length - 1;
+    return file_split_open(l, &at, err);
+}
+
+static void
+file_snapshot_split(struct byte_buf *out, const struct split_at *at)
+{
+    uint32_t plen = (uint32_t)strlen(at->path);
+    size_t n = 1 + 8 + 8 + 1 + 4 + plen;
     uint8_t *e = xmalloc(n);
 
-    UNUSED(checkpoint_id);
-    e[0] = l->in_split;
-    if (l->in_split) {
-        memcpy(e + 1, &l->pos, 8);
-        memcpy(e + 9, &l->split_end, 8);
-        e[17] = l->skip_first;
-        memcpy(e + 18, &plen, 4);
-        memcpy(e + 22, l->path, plen);
-    }
+    e[0] = 1;
+    memcpy(e + 1, &at->pos, 8);
+    memcpy(e + 9, &at->split_end, 8);
+    e[17] = at->skip_first;
+    memcpy(e + 18, &plen, 4);
+    memcpy(e + 22, at->path, plen);
     op_state_add(out, e, n);
     free(e);
 }
 
+/* Checkpoints: an element per split in progress or restored and not
+ * started (the bytes read but not yet emitted are read again): u8 1, u64
+ * position, u64 split end, u8 skip first, u32 path length, path; or one
+ * element u8 0 when there is none (between splits: the JobMaster's
+ * assigner has the rest). On rescaling the elements spread over the new
+ * subtasks. */
+static void
+file_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *out)
+{
+    struct lines_impl *l = op->impl;
+    uint8_t none = 0;
+
+    UNUSED(checkpoint_id);
+    if (l->in_split)
+        file_snapshot_split(out,
+                            &(struct split_at){ l->path, l->pos, l->split_end, l->skip_first });
+    for (size_t i = 0; i < l->nrestored; i++)
+        file_snapshot_split(out, &l->restored[i]);
+    if (!l->in_split && l->nrestored == 0)
+        op_state_add(out, &none, 1);
+}
+
+/* One element of the state: a split to read before asking for new ones. */
 static int
 file_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, spate_error *err)
 {
     struct lines_impl *l = op->impl;
+    struct split_at *at;
     uint32_t plen;
-    int rc;
 
     if (len == 1 && bytes[0] == 0)
-        return 0; /* between splits: the JobMaster's assigner has the rest */
+        return 0;
     if (len < 22 || bytes[0] != 1 || (memcpy(&plen, bytes + 18, 4), len != 22 + (size_t)plen))
-        return spate_error_set(err, SPATE_EPROTO, "malformed file source state");
-    memcpy(&l->pos, bytes + 1, 8);
-    memcpy(&l->split_end, bytes + 9, 8);
-    l->skip_first = bytes[17] != 0;
-    free(l->path);
-    l->path = xstrndup((const char *)bytes + 22, plen);
-    if ((l->fd = open(l->path, O_RDONLY | O_CLOEXEC)) < 0 ||
-        lseek(l->fd, (off_t)l->pos, SEEK_SET) < 0) {
-        rc = spate_error_set(err, -errno, "cannot reopen input file '%s' at %llu: %s", l->path,
-                             (unsigned long long)l->pos, spate_strerror(-errno));
-        return rc;
-    }
-    l->len = 0;
-    l->eof = false;
-    l->in_split = true;
+        return spate_error_set(err, SPATE_EPROTO,
+                               "malformed file source state: an element of %zu bytes", len);
+    xgrow((void **)&l->restored, &l->restored_cap, l->nrestored + 1, sizeof *l->restored);
+    at = &l->restored[l->nrestored++];
+    memcpy(&at->pos, bytes + 1, 8);
+    memcpy(&at->split_end, bytes + 9, 8);
+    at->skip_first = bytes[17] != 0;
+    at->path = xstrndup((const char *)bytes + 22, plen);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "streaming/file_splits.h"
+#include "streaming/operator.h"
 #include "sync_runner.h"
 #include "streaming/types.h"
 
@@ -129,4 +130,91 @@ Test(file_splits, each_line_is_read_once_for_any_split_size)
         split_assigner_release(&a);
         env_free(env);
     }
+}
+
+/* ---- a job resumed at a lower parallelism ---- */
+
+static int
+no_more_splits(void *data, int op, char **path, uint64_t *start, uint64_t *length, spate_error *err)
+{
+    (void)data, (void)op, (void)path, (void)start, (void)length, (void)err;
+    return 1;
+}
+
+struct line_counts {
+    struct output base;
+    int count[100];
+};
+
+static void
+count_line(struct output *self, const void *rec, const struct record_meta *meta)
+{
+    struct line_counts *c = (struct line_counts *)self;
+    const spate_str *line = rec;
+
+    (void)meta;
+    c->count[atoi(line->data + 4)]++;
+}
+
+static void
+no_watermark(struct output *self, int64_t watermark)
+{
+    (void)self, (void)watermark;
+}
+
+/* The state element of a split in progress: file_snapshot's form. */
+static size_t
+split_element(uint8_t *e, const char *path, uint64_t pos, uint64_t split_end)
+{
+    uint32_t plen = (uint32_t)strlen(path);
+
+    e[0] = 1;
+    memcpy(e + 1, &pos, 8);
+    memcpy(e + 9, &split_end, 8);
+    e[17] = 0;
+    memcpy(e + 18, &plen, 4);
+    memcpy(e + 22, path, plen);
+    return 22 + plen;
+}
+
+Test(file_splits, a_subtask_restored_with_several_splits_in_progress_reads_them_all)
+{
+    char text[2048] = "", path[256];
+    uint64_t at[100], size;
+    uint8_t e1[300], e2[300];
+    size_t n1, n2;
+    spate_env *env = env_new(NULL, NULL);
+    struct task_info task = { 0 };
+    struct line_counts out = { { count_line, no_watermark, NULL }, { 0 } };
+    struct stream_operator *op;
+    spate_error err = { 0 };
+
+    cr_assert_not_null(mkdtemp(dir));
+    for (int i = 0; i < 100; i++) {
+        at[i] = strlen(text);
+        snprintf(text + at[i], sizeof text - at[i], "line%02d\n", i);
+    }
+    size = strlen(text);
+    write_file("in.txt", text);
+    snprintf(path, sizeof path, "%s/in.txt", dir);
+    /* Two old subtasks' splits, [0, 50) and [50, 100) by line, each in
+     * progress: at line 10 and at line 60. */
+    n1 = split_element(e1, path, at[10], at[50] - 1);
+    n2 = split_element(e2, path, at[60], size - 1);
+    task.parallelism = 1;
+    task.max_parallelism = 128;
+    task.task_name = "restored";
+    task.next_split = no_more_splits;
+    cr_assert_eq(operator_new(spate_source_text_file(env, path), 0, &task, &out.base, &op, &err), 0,
+                 "%s", err.message);
+    cr_assert_eq(op->vt->restore_state(op, e1, n1, &err), 0, "%s", err.message);
+    cr_assert_eq(op->vt->restore_state(op, e2, n2, &err), 0, "%s", err.message);
+    while (op->vt->poll(op, 7, &err) != SOURCE_END)
+        ;
+    cr_assert_eq(err.code, 0, "%s", err.message);
+    for (int i = 0; i < 100; i++)
+        cr_expect_eq(out.count[i], (i >= 10 && i < 50) || i >= 60, "line %d read %d times", i,
+                     out.count[i]);
+    operator_free(op);
+    env_free(env);
 }
