@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from clustertest import wait_for  # noqa: E402
+from clustertest import ClusterTestCase, wait_for  # noqa: E402
 import test_checkpoints as tc  # noqa: E402  (a module: its tests are not collected here)
 
 N, RATE, KEYS = 20_000, 10_000, 50  # the sources end after 2, 4 and 6 s
@@ -36,7 +36,20 @@ def expected_counts():
     return n
 
 
-class FinishedCheckpointsTest(tc.CheckpointTest):
+class FinishedCheckpointsTest(ClusterTestCase):
+    # test_checkpoints' helpers, borrowed (a subclass would run its tests too)
+    http = tc.CheckpointTest.http
+    cluster = tc.CheckpointTest.cluster
+    job_state = tc.CheckpointTest.job_state
+    wait_state = tc.CheckpointTest.wait_state
+    wait_running = tc.CheckpointTest.wait_running
+    stats = tc.CheckpointTest.stats
+    check_exactly_once = tc.CheckpointTest.check_exactly_once
+
+    def start_taskmanager(self, *extra, slots=2, rpc_port=None):
+        p = super().start_taskmanager(*extra, slots=slots, rpc_port=rpc_port)
+        self.taskmanagers = getattr(self, "taskmanagers", []) + [p]
+        return p
 
     def submit_staggered(self, out, *extra, interval=200, savepoint=None):
         cmd = ["-D", f"state.checkpoints.dir={self.tmp}/checkpoints", "run", "-m",
@@ -81,7 +94,8 @@ class FinishedCheckpointsTest(tc.CheckpointTest):
               f"{len(expected)} keys")
 
     def test_checkpoints_go_on_after_a_source_finished_and_a_kill9_is_exactly_once(self):
-        self.cluster(2)
+        # One TaskManager of two slots runs every task: the kill hits them.
+        self.cluster(1)
         out = os.path.join(self.tmp, "out")
         start_ms = int(time.time() * 1000)
         jid = self.submit_staggered(out)
