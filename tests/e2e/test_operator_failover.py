@@ -8,7 +8,14 @@ JobManager and TaskManagers on 127.0.0.1:
 - p4 on two TaskManagers, a kill -9 of one after a checkpoint committed
   output, a replacement started;
 - p4 cancelled with a savepoint mid-run and resumed from it at p3 into the
-  same output folders.
+  same output folders;
+- p4 with ZooKeeper HA (a ZooKeeper server of this file's own, test_ha's
+  helpers): two JobManagers and two TaskManagers of two slots, the job
+  submitted through ZooKeeper, a kill -9 of the leading JobManager (found by
+  its log and by REST: the standby answers 503) after a checkpoint committed
+  output; the standby leads, recovers the job from the job graph store and
+  resumes it from its latest checkpoint; its state and the job's end are
+  read through the new leader's REST.
 
 After each, every committed record of every branch is read and compared
 with what the source definition gives (computed here, independently of the
@@ -45,6 +52,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from clustertest import ClusterTestCase, wait_for  # noqa: E402
 from exactly_once import check_rolling_counts  # noqa: E402
 from spatetest import BUILD  # noqa: E402
+import test_ha  # noqa: E402
+from zkserver import ZooKeeperServer  # noqa: E402
 
 TESTJOBS = os.path.join(BUILD, "tests", "jobs", "testjobs.so")
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
@@ -250,7 +259,9 @@ def check_branches(out, expected):
 # ---- the tests ------------------------------------------------------------------------------
 
 
-class OperatorFailoverTest(ClusterTestCase):
+class OperatorJob:
+    """The `operators` job on a cluster of the test's own: submission,
+    its state through REST (self.rest_port), its output checked."""
 
     expected = None
 
@@ -264,16 +275,18 @@ class OperatorFailoverTest(ClusterTestCase):
         self.out = os.path.join(self.tmp, "out")
         os.mkdir(self.out)
 
-    def cluster(self, taskmanagers, slots):
-        self.start_jobmanager("-D", f"state.checkpoints.dir={self.tmp}/checkpoints",
-                              "-D", f"state.savepoints.dir={self.tmp}/savepoints")
-        for _ in range(taskmanagers):
-            self.taskmanagers.append(self.start_taskmanager(slots=slots))
-        self.wait_overview(taskmanagers, slots=slots * taskmanagers)
+    def folders(self):
+        return ["-D", f"state.checkpoints.dir={self.tmp}/checkpoints",
+                "-D", f"state.savepoints.dir={self.tmp}/savepoints"]
+
+    def client_args(self):
+        """(options before `run`, options of `run` that name the cluster)."""
+        return [], ["-m", f"127.0.0.1:{self.rest_port}"]
 
     def submit(self, parallelism, savepoint=None):
-        args = ["-D", f"state.checkpoints.dir={self.tmp}/checkpoints", "run",
-                "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", str(parallelism)]
+        conf, target = self.client_args()
+        args = [*conf, "-D", f"state.checkpoints.dir={self.tmp}/checkpoints", "run",
+                *target, "-d", "-p", str(parallelism)]
         if savepoint:
             args += ["-s", savepoint]
         r = self.spate(*args, TESTJOBS, *job_args(self.out), timeout=120)
@@ -311,15 +324,6 @@ class OperatorFailoverTest(ClusterTestCase):
             return len(read_records(os.path.join(self.out, "sum"))) >= COUNT // 5
         wait_for(ok, 90, f"job {jid} running with a fifth of its output committed")
 
-    def kill_and_replace(self, jid, slots):
-        self.wait_committed(jid)
-        before = self.checkpoints(jid)["counts"]["restored"]
-        self.taskmanagers.pop(0).kill()
-        self.assertNotIn(self.job(jid)["state"], TERMINAL, "the kill came after the job's end")
-        self.taskmanagers.append(self.start_taskmanager(slots=slots))
-        wait_for(lambda: self.checkpoints(jid)["counts"]["restored"] > before, 90,
-                 f"job {jid} restored from a checkpoint")
-
     def check_output(self, what):
         problems, sizes = check_branches(self.out, self.expected)
         if problems:
@@ -328,6 +332,24 @@ class OperatorFailoverTest(ClusterTestCase):
                       f"({', '.join(problems)}); exactly once: {', '.join(ok) or 'none'}\n" +
                       "\n".join(f"-- {b} ({sizes[b]} records committed): {m}"
                                 for b, m in problems.items()))
+
+
+class OperatorFailoverTest(OperatorJob, ClusterTestCase):
+
+    def cluster(self, taskmanagers, slots):
+        self.start_jobmanager(*self.folders())
+        for _ in range(taskmanagers):
+            self.taskmanagers.append(self.start_taskmanager(slots=slots))
+        self.wait_overview(taskmanagers, slots=slots * taskmanagers)
+
+    def kill_and_replace(self, jid, slots):
+        self.wait_committed(jid)
+        before = self.checkpoints(jid)["counts"]["restored"]
+        self.taskmanagers.pop(0).kill()
+        self.assertNotIn(self.job(jid)["state"], TERMINAL, "the kill came after the job's end")
+        self.taskmanagers.append(self.start_taskmanager(slots=slots))
+        wait_for(lambda: self.checkpoints(jid)["counts"]["restored"] > before, 90,
+                 f"job {jid} restored from a checkpoint")
 
     def test_p1_kill9_of_the_taskmanager(self):
         self.cluster(1, slots=2)
@@ -361,6 +383,74 @@ class OperatorFailoverTest(ClusterTestCase):
         self.assertEqual(job["state"], "FINISHED", job.get("failure"))
         self.assertEqual({v["parallelism"] for v in job["vertices"]}, {3})
         self.check_output("p4 resumed at p3 from a savepoint")
+
+
+class OperatorHaFailoverTest(OperatorJob, test_ha.HaTestCase):
+    """The job through a kill -9 of the leading JobManager with ZooKeeper HA
+    (a server of this class's own; test_ha's helpers)."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        test_ha.ZK = ZooKeeperServer().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        if test_ha.ZK is not None:
+            test_ha.ZK.close()
+            test_ha.ZK = None
+
+    def client_args(self):
+        # Through ZooKeeper, as test_ha's jobs: no -m, the CLI asks for the
+        # leader's REST endpoint.
+        return self.ha_args(), []
+
+    def leader_and_standby(self):
+        """Two JobManagers started together: the one that leads (its log,
+        and its REST answers where the standby's says 503), the other."""
+        jms = [self.start_ha_jobmanager(*self.folders()) for _ in range(2)]
+        wait_for(lambda: sum(self.leads(jm) for jm in jms) == 1 and
+                 sum("standing by: latch node" in jm.text() for jm in jms) == 1, 30,
+                 "one JobManager leading, the other standing by")
+        leader, standby = jms if self.leads(jms[0]) else jms[::-1]
+        self.use_rest_of(standby)
+        status, body = self.rest("/overview")
+        self.assertEqual(status, 503, body)
+        self.use_rest_of(leader)
+        self.assertEqual(self.rest("/overview")[0], 200)
+        return leader, standby
+
+    def test_p4_kill9_of_the_leading_jobmanager(self):
+        leader, standby = self.leader_and_standby()
+        for _ in range(2):
+            self.taskmanagers.append(self.start_ha_taskmanager(slots=2))
+        self.wait_overview(2, slots=4)
+        jid = self.submit(4)
+        self.wait_committed(jid)
+        latest = self.checkpoints(jid)["latest"]["completed"]["id"]
+        committed = len(read_records(os.path.join(self.out, "sum")))
+        leader.kill()
+        # The kill came mid-job: the sum branch had not committed all of its
+        # records (it commits only at checkpoints).
+        self.assertLess(committed, COUNT, "the kill came after the job's output was committed")
+
+        standby.wait_log(r"this JobManager was granted leadership", timeout=30)
+        standby.wait_log(r"recovered job " + jid + " from the job graph store")
+        m = standby.wait_log(r"job " + jid + r": recovered; resuming from '(\S+/chk-(\d+)/"
+                             r"_metadata)'", timeout=60)
+        # Its latest checkpoint: the last one completed before the kill, or
+        # one completed after it was read.
+        self.assertGreaterEqual(int(m.group(2)), latest, m.group(1))
+        for tm in self.taskmanagers:
+            tm.wait_log(r"registered at the ResourceManager 127\.0\.0\.1:%d/resourcemanager"
+                        % standby.rpc_port)
+        self.use_rest_of(standby)
+        job = self.wait_state(jid, TERMINAL)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        restored = self.checkpoints(jid)["latest"]["restored"]
+        self.assertEqual((restored or {}).get("id"), int(m.group(2)), restored)
+        self.check_output(f"p4 through a kill -9 of the leading JobManager, resumed from "
+                          f"{m.group(1)}")
 
 
 class ExpectedOutputTest(unittest.TestCase):
