@@ -189,6 +189,10 @@ struct stream_operator {
     bool stopping;
     /* The kind's open succeeded: the user's close runs at the end. */
     bool opened;
+    /* Restored from a checkpoint that holds its state, though maybe none
+     * of it for this subtask (task_restore): a source given no split of
+     * the checkpoint's owns none, rather than a fresh start's. */
+    bool restored;
     /* Event time as this operator has seen it. */
     int64_t current_watermark;
     /* The watermark strategy at work on this operator's output (a

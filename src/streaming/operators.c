@@ -775,6 +775,12 @@ generator_poll(struct stream_operator *op, int budget, spate_error *err)
     struct gen_split *s;
 
     UNUSED(err);
+    if (unlikely(op->restored && !g->restored)) {
+        /* Restored with none of the checkpoint's splits (more subtasks
+         * than splits left running): it owns none. */
+        g->restored = true;
+        g->nsplits = 0;
+    }
     if (g->nsplits == 0) {
         if (count != 0)
             return SOURCE_END;

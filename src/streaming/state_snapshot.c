@@ -840,6 +840,7 @@ task_restore(const struct operator_chain *chain, const struct jg_vertex *v,
                                  v->name);
             break;
         }
+        chain->ops[found]->restored = true;
         if ((rc = restore_keyed(chain->ops[found], st, v->ops[found].name, &rd, err)) == 0)
             rc = restore_operator(chain->ops[found], st, v->ops[found].name, &rd, err);
     }
