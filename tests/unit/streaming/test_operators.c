@@ -206,18 +206,23 @@ Test(operators, text_file_sink_and_collection_source)
     int n = 0;
 
     cr_assert_not_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/out.txt", dir);
+    snprintf(path, sizeof path, "%s/out", dir);
     accumulators_init(&acc);
     spate_sink_text_file(spate_source_collection(env, spate_type_int64(), values, 5), path);
     sync_run_env(env, &acc, &failure);
     cr_assert_null(failure);
+    /* A folder of part files, at p1 too: the one of subtask 0, committed
+     * at the end of the input. */
+    snprintf(path, sizeof path, "%s/out/part-0-0", dir);
     f = fopen(path, "r");
-    cr_assert_not_null(f);
+    cr_assert_not_null(f, "no committed part file %s", path);
     while (fgets(line, sizeof line, f) != NULL)
         cr_assert_eq(atoll(line), values[n++]);
     cr_assert_eq(n, 5);
     fclose(f);
     unlink(path);
+    snprintf(path, sizeof path, "%s/out", dir);
+    rmdir(path);
     rmdir(dir);
     accumulators_release(&acc);
     env_free(env);
