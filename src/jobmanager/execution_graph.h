@@ -68,7 +68,8 @@ struct execution {
 
 struct execution_graph {
     struct job_graph *graph; /* decoded, no user code; owned */
-    uint8_t *graph_bytes;    /* as submitted, for the deployment descriptors */
+    uint8_t *graph_bytes;    /* for the deployment descriptors (the JobMaster
+                              * re-encodes them with the resolved settings) */
     size_t graph_len;
     char *blob_server;             /* host:port of the BlobServer with the job library */
     struct execution **executions; /* [vertex][subtask] */

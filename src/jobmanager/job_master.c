@@ -1707,6 +1707,29 @@ jm_destroy(struct rpc_endpoint *ep)
 
 static const struct rpc_endpoint_ops jm_ops = { jm_on_start, jm_on_stop, jm_destroy };
 
+/* The job's checkpointing and restart strategy: what the job set, the
+ * cluster's configuration for the rest; the TaskManagers read the interval
+ * and the mode from the graph they are deployed with, so it is re-encoded
+ * with the resolved settings. */
+static int
+jm_resolve_settings(struct execution_graph *eg, const struct config *cluster, spate_error *err)
+{
+    struct job_graph *jg = eg->graph;
+    uint8_t *bytes;
+    size_t len;
+    int rc;
+
+    if ((rc = job_settings_complete(&jg->checkpointing, &jg->restart, cluster,
+                                    id_str(&jg->job_id).s, err)) != 0 ||
+        (rc = job_settings_reencode(eg->graph_bytes, eg->graph_len, &jg->checkpointing,
+                                    &jg->restart, &bytes, &len, err)) != 0)
+        return rc;
+    free(eg->graph_bytes);
+    eg->graph_bytes = bytes;
+    eg->graph_len = len;
+    return 0;
+}
+
 int
 job_master_start(struct rpc_service *svc, const struct job_master_options *o,
                  struct job_master **out, spate_error *err)
@@ -1738,11 +1761,13 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
         free(jm);
         return rc;
     }
+    if (jm->eg != NULL && (rc = jm_resolve_settings(jm->eg, o->cluster_conf, err)) != 0) {
+        execution_graph_free(jm->eg);
+        free(jm);
+        return rc;
+    }
     accumulators_init(&jm->accumulators);
     jm->o = *o;
-    if (jm->eg != NULL)
-        job_settings_complete(&jm->eg->graph->checkpointing, o->cluster_conf,
-                              id_str(&jm->eg->graph->job_id).s);
     if (jm->eg != NULL) {
         jm->slots_needed = execution_graph_slots_needed(jm->eg);
         jm->o.job_id = jm->eg->graph->job_id;

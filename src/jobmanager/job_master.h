@@ -57,8 +57,8 @@ struct job_master_options {
     struct heartbeat_options heartbeat;
     struct registration_options registration;
     struct ha_services *ha;
-    /* The JobManager's configuration (may be NULL): the checkpoint and
-     * savepoint folders the job does not set (job_settings_complete). */
+    /* The JobManager's configuration (may be NULL): the checkpointing and
+     * restart settings the job does not set (job_settings_complete). */
     const struct config *cluster_conf;
     /* The job reached a terminal state (called as the JobMaster). */
     void (*on_terminal)(void *arg, struct job_master *jm);

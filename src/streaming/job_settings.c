@@ -1,4 +1,5 @@
 /* A job's checkpointing and restart settings (job_settings.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +15,49 @@ const char *
 restart_kind_name(enum restart_kind kind)
 {
     return (unsigned)kind < 4 ? restart_names[kind] : "?";
+}
+
+/* The keys of a job's settings: what the job may set itself, and what the
+ * JobMaster otherwise takes from the cluster's configuration. */
+static const struct config_option *const settings_keys[] = {
+    CFG(EXECUTION_CHECKPOINTING_INTERVAL),
+    CFG(EXECUTION_CHECKPOINTING_TIMEOUT),
+    CFG(EXECUTION_CHECKPOINTING_MIN_PAUSE),
+    CFG(EXECUTION_CHECKPOINTING_MAX_CONCURRENT),
+    CFG(EXECUTION_CHECKPOINTING_TOLERABLE_FAILED),
+    CFG(EXECUTION_CHECKPOINTING_MODE),
+    CFG(EXECUTION_CHECKPOINTING_RETENTION),
+    CFG(STATE_CHECKPOINTS_NUM_RETAINED),
+    CFG(STATE_CHECKPOINTS_DIR),
+    CFG(STATE_SAVEPOINTS_DIR),
+    CFG(RESTART_STRATEGY_TYPE),
+    CFG(RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS),
+    CFG(RESTART_STRATEGY_FIXED_DELAY_DELAY),
+    CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF),
+    CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF),
+    CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER),
+    CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD),
+    CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_JITTER_FACTOR),
+    CFG(RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS_BEFORE_RESET),
+    CFG(RESTART_STRATEGY_FAILURE_RATE_MAX_FAILURES),
+    CFG(RESTART_STRATEGY_FAILURE_RATE_INTERVAL),
+    CFG(RESTART_STRATEGY_FAILURE_RATE_DELAY),
+};
+#define NSETTINGS_KEYS (sizeof settings_keys / sizeof settings_keys[0])
+
+static const struct config_option *
+settings_key(const char *key)
+{
+    for (size_t i = 0; i < NSETTINGS_KEYS; i++)
+        if (strcmp(settings_keys[i]->key, key) == 0)
+            return settings_keys[i];
+    return NULL;
+}
+
+static bool
+is_folder(const struct config_option *opt)
+{
+    return opt == CFG(STATE_CHECKPOINTS_DIR) || opt == CFG(STATE_SAVEPOINTS_DIR);
 }
 
 /* A folder as the JobManager and TaskManagers must see it: absolute. */
@@ -192,10 +236,68 @@ read_checkpointing(const struct config *conf, struct checkpoint_settings *cp, sp
     return 0;
 }
 
-int
-job_settings_from_config(const struct config *conf, int64_t interval_ms, int mode,
-                         struct checkpoint_settings *cp, struct restart_settings *rs,
-                         spate_error *err)
+/* A YAML double-quoted scalar: quotes, backslashes and control bytes
+ * escaped, the rest as it is. */
+static void
+put_quoted(FILE *f, const char *value)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)value; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20 || *c == 0x7f)
+            fprintf(f, "\\x%02x", *c);
+        else
+            fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+/* The keys the job set, by their own names (a fallback key's value under
+ * the option's key), with the job's code's overrides; NULL: none. */
+static char *
+job_config_text(const struct config *conf, int64_t interval_ms, int mode)
+{
+    char *text = NULL, *dir = NULL, ms[32];
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+
+    if (f == NULL)
+        abort(); /* as any small allocation that fails */
+    for (size_t i = 0; i < NSETTINGS_KEYS; i++) {
+        const struct config_option *opt = settings_keys[i];
+        const char *value = NULL, *origin;
+
+        if (opt == CFG(EXECUTION_CHECKPOINTING_INTERVAL) && interval_ms > 0) {
+            snprintf(ms, sizeof ms, "%lld ms", (long long)interval_ms);
+            value = ms;
+        } else if (opt == CFG(EXECUTION_CHECKPOINTING_MODE) && mode >= 0) {
+            value = mode == 1 ? "EXACTLY_ONCE" : "AT_LEAST_ONCE";
+        } else if (conf != NULL && config_is_set(conf, opt)) {
+            config_effective(conf, opt, &value, &origin);
+        }
+        if (value == NULL || (is_folder(opt) && *value == '\0'))
+            continue;
+        if (is_folder(opt))
+            value = dir = absolute_dir(value);
+        fprintf(f, "%s: ", opt->key);
+        put_quoted(f, value);
+        fputc('\n', f);
+        free(dir);
+        dir = NULL;
+    }
+    fclose(f);
+    if (size == 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* The settings conf gives, spate's defaults for the rest. */
+static int
+resolve(const struct config *conf, int64_t interval_ms, int mode, struct checkpoint_settings *cp,
+        struct restart_settings *rs, spate_error *err)
 {
     int rc;
 
@@ -216,24 +318,103 @@ fail:
     return rc;
 }
 
-void
-job_settings_complete(struct checkpoint_settings *cp, const struct config *cluster, const char *job)
+int
+job_settings_from_config(const struct config *conf, int64_t interval_ms, int mode,
+                         struct checkpoint_settings *cp, struct restart_settings *rs,
+                         spate_error *err)
 {
-    const char *dir;
+    int rc = resolve(conf, interval_ms, mode, cp, rs, err);
 
-    if (cp->checkpoints_dir == NULL && cluster != NULL &&
-        config_get_string(cluster, CFG(STATE_CHECKPOINTS_DIR), &dir, NULL) == 0 && dir && *dir)
-        cp->checkpoints_dir = absolute_dir(dir);
-    if (cp->savepoints_dir == NULL && cluster != NULL &&
-        config_get_string(cluster, CFG(STATE_SAVEPOINTS_DIR), &dir, NULL) == 0 && dir && *dir)
-        cp->savepoints_dir = absolute_dir(dir);
-    if (cp->interval_ms > 0 && cp->checkpoints_dir == NULL) {
-        cp->checkpoints_dir = default_checkpoints_dir(cluster);
+    if (rc == 0)
+        cp->job_config = job_config_text(conf, interval_ms, mode);
+    return rc;
+}
+
+/* Where the job's keys come from, in messages and as their origin. */
+static const char job_origin[] = "the job's configuration";
+
+/* The job's keys (checked: known, folders absolute) over the cluster's
+ * configuration, in *out. */
+static int
+lay_over(const char *job_config, const struct config *cluster, struct config **out,
+         spate_error *err)
+{
+    struct config *own = config_new();
+    struct config *conf = cluster != NULL ? config_copy(cluster) : config_new();
+    const char *key, *value, *origin;
+    int rc = 0;
+
+    if (job_config != NULL &&
+        (rc = config_load_string(own, job_config, strlen(job_config), job_origin, err)) != 0)
+        goto fail;
+    for (size_t i = 0; i < config_count(own); i++) {
+        const struct config_option *opt;
+
+        config_entry(own, i, &key, &value, &origin);
+        if ((opt = settings_key(key)) == NULL) {
+            rc = spate_error_set(err, SPATE_EINVAL,
+                                 "%s sets '%s', which is not a checkpointing or restart setting",
+                                 job_origin, key);
+            goto fail;
+        }
+        if (is_folder(opt) && value[0] != '/') {
+            rc = spate_error_set(err, SPATE_EINVAL, "%s sets %s to '%s', which is not absolute",
+                                 job_origin, key, value);
+            goto fail;
+        }
+        config_set(conf, key, value, job_origin);
+    }
+    config_free(own);
+    *out = conf;
+    return 0;
+fail:
+    config_free(own);
+    config_free(conf);
+    return rc;
+}
+
+int
+job_settings_complete(struct checkpoint_settings *cp, struct restart_settings *rs,
+                      const struct config *cluster, const char *job, spate_error *err)
+{
+    struct checkpoint_settings ncp;
+    struct restart_settings nrs;
+    struct config *conf = NULL;
+    char from[512];
+    size_t n = 0;
+    int rc;
+
+    if ((rc = lay_over(cp->job_config, cluster, &conf, err)) != 0)
+        return rc;
+    rc = resolve(conf, 0, -1, &ncp, &nrs, err);
+    for (size_t i = 0; rc == 0 && i < NSETTINGS_KEYS && n < sizeof from; i++) {
+        const char *origin = NULL, *value;
+
+        config_effective(conf, settings_keys[i], &value, &origin);
+        if (value != NULL && config_is_set(conf, settings_keys[i]) &&
+            strcmp(origin, job_origin) != 0)
+            n += (size_t)snprintf(from + n, sizeof from - n, "%s%s", n ? ", " : "",
+                                  settings_keys[i]->key);
+    }
+    config_free(conf);
+    if (rc != 0)
+        return rc;
+    if (n > 0)
+        SPATE_LOG_INFO("streaming", "job %s: from the cluster's configuration: %s%s", job, from,
+                       n >= sizeof from ? "..." : "");
+    if (ncp.interval_ms > 0 && ncp.checkpoints_dir == NULL) {
+        ncp.checkpoints_dir = default_checkpoints_dir(cluster);
         SPATE_LOG_INFO("streaming",
                        "job %s: state.checkpoints.dir is set neither by the job nor "
                        "by the cluster: checkpoints go to '%s'",
-                       job, cp->checkpoints_dir);
+                       job, ncp.checkpoints_dir);
     }
+    ncp.job_config = cp->job_config;
+    cp->job_config = NULL;
+    job_settings_release(cp);
+    *cp = ncp;
+    *rs = nrs;
+    return 0;
 }
 
 void
@@ -243,7 +424,8 @@ job_settings_release(struct checkpoint_settings *cp)
         return;
     free(cp->checkpoints_dir);
     free(cp->savepoints_dir);
-    cp->checkpoints_dir = cp->savepoints_dir = NULL;
+    free(cp->job_config);
+    cp->checkpoints_dir = cp->savepoints_dir = cp->job_config = NULL;
 }
 
 void
@@ -263,6 +445,7 @@ job_settings_encode(const struct checkpoint_settings *cp, const struct restart_s
     pcp->retain_on_cancellation = cp->retention == RETAIN_ON_CANCELLATION;
     pcp->retain_on_failure = cp->retention != RETAIN_NEVER;
     pcp->savepoints_dir = cp->savepoints_dir ? cp->savepoints_dir : "";
+    pcp->job_config = cp->job_config ? cp->job_config : "";
 
     jobgraph__restart_settings__init(prs);
     prs->type = (char *)restart_kind_name(rs->kind);
@@ -319,6 +502,8 @@ job_settings_decode(const Jobgraph__CheckpointSettings *pcp, const Jobgraph__Res
             cp->checkpoints_dir = xstrdup(pcp->checkpoints_dir);
         if (pcp->savepoints_dir && *pcp->savepoints_dir)
             cp->savepoints_dir = xstrdup(pcp->savepoints_dir);
+        if (pcp->job_config && *pcp->job_config)
+            cp->job_config = xstrdup(pcp->job_config);
     }
     if (prs == NULL || prs->type == NULL || *prs->type == '\0')
         return 0; /* no restarts */
@@ -355,4 +540,31 @@ job_settings_decode(const Jobgraph__CheckpointSettings *pcp, const Jobgraph__Res
 fail:
     job_settings_release(cp);
     return rc;
+}
+
+int
+job_settings_reencode(const uint8_t *graph, size_t len, const struct checkpoint_settings *cp,
+                      const struct restart_settings *rs, uint8_t **out, size_t *out_len,
+                      spate_error *err)
+{
+    Jobgraph__JobGraph *g = jobgraph__job_graph__unpack(NULL, len, graph);
+    Jobgraph__CheckpointSettings pcp, *submitted_cp;
+    Jobgraph__RestartSettings prs, *submitted_rs;
+
+    if (g == NULL)
+        return spate_error_set(err, SPATE_EINVAL, "malformed job graph: cannot decode %zu bytes",
+                               len);
+    job_settings_encode(cp, rs, &pcp, &prs);
+    submitted_cp = g->checkpointing;
+    submitted_rs = g->restart;
+    g->checkpointing = &pcp;
+    g->restart = &prs;
+    *out_len = jobgraph__job_graph__get_packed_size(g);
+    *out = xmalloc(*out_len ? *out_len : 1);
+    jobgraph__job_graph__pack(g, *out);
+    /* free_unpacked frees what unpack made, not ours. */
+    g->checkpointing = submitted_cp;
+    g->restart = submitted_rs;
+    jobgraph__job_graph__free_unpacked(g, NULL);
+    return 0;
 }

@@ -1,15 +1,17 @@
 /* A job's checkpointing and restart strategy (Flink's
- * JobCheckpointingSettings and RestartStrategyOptions): resolved by the client
- * from its configuration (execution.checkpointing.*, state.checkpoints.*,
- * restart-strategy.*) and the job's own calls when it builds the JobGraph;
- * the folders the job does not set come from the JobManager's
- * configuration (job_settings_complete, by the JobMaster), as Flink's
- * checkpoint storage does, spate's default last. Carried in the JobGraph
- * (proto/jobgraph.proto CheckpointSettings, RestartSettings). Plain data. */
+ * JobCheckpointingSettings and RestartStrategyOptions). The client records
+ * the keys the job set (its code, its configuration file and -D) and
+ * resolves the settings from them; the JobMaster resolves them again with
+ * those keys laid over the JobManager's configuration, spate's defaults
+ * last (job_settings_complete), so that a cluster's
+ * execution.checkpointing.*, state.* and restart-strategy.* serve the jobs
+ * that leave them out. Carried in the JobGraph (proto/jobgraph.proto
+ * CheckpointSettings, RestartSettings). Plain data. */
 #ifndef SPATE_STREAMING_JOB_SETTINGS_H
 #define SPATE_STREAMING_JOB_SETTINGS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <spate/error.h>
@@ -35,6 +37,9 @@ struct checkpoint_settings {
     int num_retained;
     enum checkpoint_retention retention;
     char *savepoints_dir; /* state.savepoints.dir, absolute, or NULL */
+    /* The keys the job set itself, flat YAML (`key: "value"` lines), or
+     * NULL: it set none. */
+    char *job_config;
 };
 
 enum restart_kind {
@@ -67,19 +72,27 @@ const char *restart_kind_name(enum restart_kind kind);
  * stay NULL (job_settings_complete fills them). Without
  * restart-strategy.type the strategy is exponential-delay when checkpoints
  * are on, none otherwise. Relative folders are made absolute against the
- * working directory (the JobManager's is another). Errors: a bad value
- * (naming the key), a backoff multiplier not above 1, an initial backoff
- * above the maximum. Release with job_settings_release. */
+ * working directory (the JobManager's is another). cp->job_config records
+ * the keys conf sets and the overrides. Errors: a bad value (naming the
+ * key), a backoff multiplier not above 1, an initial backoff above the
+ * maximum. Release with job_settings_release. */
 int job_settings_from_config(const struct config *conf, int64_t interval_ms, int mode,
                              struct checkpoint_settings *cp, struct restart_settings *rs,
                              spate_error *err);
-/* The JobMaster's part: state.checkpoints.dir and state.savepoints.dir
- * that the job did not set, from the cluster's configuration (NULL: none);
- * with checkpoints on and no folder from either, spate's default (the
- * first of the cluster's io.tmp.dirs, /spate-checkpoints). job names the
- * job in the log line. */
-void job_settings_complete(struct checkpoint_settings *cp, const struct config *cluster,
-                           const char *job);
+/* The JobMaster's part: resolves cp and rs again from cp->job_config laid
+ * over the cluster's configuration (NULL: none), key by key; with
+ * checkpoints on and no folder from either, spate's default (the first of
+ * the cluster's io.tmp.dirs, /spate-checkpoints). job names the job in the
+ * log lines. Errors (cp and rs unchanged): job_config is not YAML, sets a
+ * key that is not one of these settings or a folder that is not absolute,
+ * or a value (the job's or the cluster's) is bad. */
+int job_settings_complete(struct checkpoint_settings *cp, struct restart_settings *rs,
+                          const struct config *cluster, const char *job, spate_error *err);
+/* The encoded JobGraph graph[len] with its CheckpointSettings and
+ * RestartSettings replaced by cp's and rs's, in *out (malloc'd). */
+int job_settings_reencode(const uint8_t *graph, size_t len, const struct checkpoint_settings *cp,
+                          const struct restart_settings *rs, uint8_t **out, size_t *out_len,
+                          spate_error *err);
 void job_settings_release(struct checkpoint_settings *cp);
 
 /* To the JobGraph's messages: the strings stay cp's. */

@@ -454,6 +454,88 @@ class CheckpointTest(ClusterTestCase):
         sp = re.search(r"Savepoint completed\. Path: (\S+)", r.stdout).group(1)
         self.assertTrue(sp.startswith(sps + "/"), sp)
 
+    def run_plain(self, out, *args, conf=()):
+        """Submits the checkpointed job detached, p1, from a client whose
+        configuration sets nothing of checkpointing but conf; its id."""
+        r = self.spate(*conf, "run", "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", "1",
+                       TESTJOBS, "checkpointed", "--output", out, *args, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
+
+    def checkpoint_config(self, jid):
+        status, config = self.http(f"/jobs/{jid}/checkpoints/config")
+        self.assertEqual(status, 200, config)
+        return config
+
+    def test_a_job_that_sets_no_interval_takes_the_clusters_checkpointing_and_restarts(self):
+        """A JobManager started with -D execution.checkpointing.* and
+        restart-strategy.type=none: a job whose code and client set neither
+        checkpoints at the cluster's interval and mode, and the loss of its
+        TaskManager fails it, as the cluster's strategy says (with checkpoints
+        on, spate's default would restart it). Before, the client settled
+        "no checkpoints" into the JobGraph and the cluster's keys were
+        ignored."""
+        chk = os.path.join(self.tmp, "cluster-checkpoints")
+        _, tms = self.cluster(1, "-D", "execution.checkpointing.interval=300 ms",
+                              "-D", "execution.checkpointing.mode=AT_LEAST_ONCE",
+                              "-D", f"state.checkpoints.dir={chk}",
+                              "-D", "restart-strategy.type=none")
+        jid = self.run_plain(os.path.join(self.tmp, "out"), "--count", "0", "--rate", "100",
+                             "--interval", "0")
+        self.wait_running(jid)
+        self.wait_completed(jid, 1)
+        config = self.checkpoint_config(jid)
+        self.assertEqual(config["interval"], 300)
+        self.assertEqual(config["mode"], "at_least_once")
+        tms[0].kill()
+        job = self.wait_state(jid, TERMINAL)
+        self.assertEqual(job["state"], "FAILED", job)
+
+    def test_the_clusters_interval_gives_exactly_once_through_a_kill9(self):
+        """The cluster's interval reaches the TaskManagers (their sinks
+        commit on checkpoints) and the cluster's fixed-delay strategy restarts
+        the job from its checkpoint after a kill -9: every count exactly
+        once."""
+        count, rate = (200_000, 40_000) if ASAN else (1_000_000, 150_000)
+        keys = 50
+        self.cluster(1, "-D", "execution.checkpointing.interval=300 ms",
+                     "-D", f"state.checkpoints.dir={self.tmp}/cluster-checkpoints",
+                     "-D", "restart-strategy.type=fixed-delay",
+                     "-D", "restart-strategy.fixed-delay.attempts=5",
+                     "-D", "restart-strategy.fixed-delay.delay=10 ms")
+        out = os.path.join(self.tmp, "out")
+        jid = self.run_plain(out, "--count", str(count), "--rate", str(rate), "--keys", str(keys),
+                             "--interval", "0")
+        self.wait_running(jid)
+        self.wait_completed(jid, 0)
+        self.taskmanagers[0].kill()
+        self.start_taskmanager(slots=2)
+        wait_for(lambda: self.stats(jid)["counts"]["restored"] > 0, 60, f"a restore of {jid}")
+        job = self.wait_state(jid, TERMINAL, timeout=180)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        self.assertEqual(self.checkpoint_config(jid)["interval"], 300)
+        self.check_exactly_once(out, expected_per_key(range(count), keys))
+
+    def test_what_a_job_sets_wins_over_the_clusters_settings(self):
+        """The cluster says every hour with a 7 s timeout: a job whose code
+        asks for 100 ms checkpoints at 100 ms, one whose client says
+        -D execution.checkpointing.interval=250 ms at 250 ms; both take the
+        cluster's timeout, which neither set."""
+        self.cluster(1, "-D", "execution.checkpointing.interval=1 h",
+                     "-D", "execution.checkpointing.timeout=7 s",
+                     "-D", f"state.checkpoints.dir={self.tmp}/cluster-checkpoints")
+        by_code = self.run_plain(os.path.join(self.tmp, "out1"), "--count", "0", "--rate", "100",
+                                 "--interval", "100")
+        by_client = self.run_plain(os.path.join(self.tmp, "out2"), "--count", "0", "--rate",
+                                   "100", "--interval", "0",
+                                   conf=("-D", "execution.checkpointing.interval=250 ms"))
+        for jid, interval in ((by_code, 100), (by_client, 250)):
+            self.wait_running(jid)
+            self.wait_completed(jid, 1)
+            config = self.checkpoint_config(jid)
+            self.assertEqual(config["interval"], interval, jid)
+            self.assertEqual(config["timeout"], 7000, jid)
+
     def test_a_job_without_checkpoints_has_none_over_rest(self):
         self.cluster(1)
         out = os.path.join(self.tmp, "out")

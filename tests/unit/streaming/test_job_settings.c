@@ -1,6 +1,7 @@
 /* Unit tests of src/streaming/job_settings.c: a job's checkpointing and
  * restart strategy from the configuration and the job's own call, spate's
- * defaults, bad values, and the trip through the encoded JobGraph. */
+ * defaults, bad values, the trip through the encoded JobGraph, and the
+ * cluster's configuration for what the job did not set. */
 #include <criterion/criterion.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,7 +53,7 @@ Test(job_settings, checkpointing_brings_exponential_delay_with_spates_defaults)
     cr_assert_eq(cp.retention, RETAIN_NEVER);
     /* The folder is the cluster's to settle: the JobMaster fills it in. */
     cr_assert_null(cp.checkpoints_dir);
-    job_settings_complete(&cp, c, "job");
+    cr_assert_eq(job_settings_complete(&cp, &rs, c, "job", &err), 0, "%s", err.message);
     cr_assert_str_eq(cp.checkpoints_dir, "/var/tmp/x/spate-checkpoints");
     cr_assert_eq(rs.kind, RESTART_EXPONENTIAL_DELAY);
     cr_assert_eq(rs.initial_backoff_ms, 50);
@@ -284,23 +285,206 @@ Test(job_settings, the_clusters_folders_fill_what_the_job_did_not_set)
     cr_assert_eq(job_settings_from_config(job, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
     cr_assert_null(cp.checkpoints_dir);
     cr_assert_null(cp.savepoints_dir);
-    job_settings_complete(&cp, cluster, "job");
+    cr_assert_eq(job_settings_complete(&cp, &rs, cluster, "job", &err), 0, "%s", err.message);
     cr_assert_str_eq(cp.checkpoints_dir, "/cluster/chk");
     cr_assert_str_eq(cp.savepoints_dir, "/cluster/sp");
     job_settings_release(&cp);
     /* The job's own folder wins over the cluster's. */
     cr_assert_eq(job_settings_from_config(own, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
-    job_settings_complete(&cp, cluster, "job");
+    cr_assert_eq(job_settings_complete(&cp, &rs, cluster, "job", &err), 0, "%s", err.message);
     cr_assert_str_eq(cp.checkpoints_dir, "/job/chk");
     cr_assert_str_eq(cp.savepoints_dir, "/cluster/sp");
     job_settings_release(&cp);
     /* Neither: spate's default, under /tmp. */
     cr_assert_eq(job_settings_from_config(job, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
-    job_settings_complete(&cp, NULL, "job");
+    cr_assert_eq(job_settings_complete(&cp, &rs, NULL, "job", &err), 0, "%s", err.message);
     cr_assert_str_eq(cp.checkpoints_dir, "/tmp/spate-checkpoints");
     cr_assert_null(cp.savepoints_dir);
     job_settings_release(&cp);
     config_free(job);
     config_free(own);
+    config_free(cluster);
+}
+
+Test(job_settings, the_clusters_settings_fill_what_the_job_did_not_set)
+{
+    static const char *const cluster_kv[] = { "execution.checkpointing.interval",
+                                              "300 ms",
+                                              "execution.checkpointing.timeout",
+                                              "4 s",
+                                              "execution.checkpointing.mode",
+                                              "AT_LEAST_ONCE",
+                                              "state.checkpoints.num-retained",
+                                              "3",
+                                              "restart-strategy.type",
+                                              "fixed-delay",
+                                              "restart-strategy.fixed-delay.attempts",
+                                              "6",
+                                              NULL };
+    struct config *cluster = conf_of(cluster_kv);
+    struct checkpoint_settings cp;
+    struct restart_settings rs;
+    spate_error err = { 0 };
+
+    /* A job that sets nothing: checkpointing and restarts are the cluster's. */
+    cr_assert_eq(job_settings_from_config(NULL, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
+    cr_assert_null(cp.job_config);
+    cr_assert_eq(cp.interval_ms, 0);
+    cr_assert_eq(rs.kind, RESTART_NONE);
+    cr_assert_eq(job_settings_complete(&cp, &rs, cluster, "job", &err), 0, "%s", err.message);
+    cr_assert_eq(cp.interval_ms, 300);
+    cr_assert_eq(cp.timeout_ms, 4000);
+    cr_assert_not(cp.exactly_once);
+    cr_assert_eq(cp.num_retained, 3);
+    cr_assert_str_eq(cp.checkpoints_dir, "/tmp/spate-checkpoints");
+    cr_assert_eq(rs.kind, RESTART_FIXED_DELAY);
+    cr_assert_eq(rs.attempts, 6);
+    job_settings_release(&cp);
+
+    /* Its code's interval and mode win; the cluster fills the rest. */
+    cr_assert_eq(job_settings_from_config(NULL, 1000, 1, &cp, &rs, &err), 0, "%s", err.message);
+    cr_assert_eq(job_settings_complete(&cp, &rs, cluster, "job", &err), 0, "%s", err.message);
+    cr_assert_eq(cp.interval_ms, 1000);
+    cr_assert(cp.exactly_once);
+    cr_assert_eq(cp.timeout_ms, 4000);
+    cr_assert_eq(rs.kind, RESTART_FIXED_DELAY);
+    job_settings_release(&cp);
+
+    /* Without a cluster configuration, spate's defaults: nothing changes. */
+    cr_assert_eq(job_settings_from_config(NULL, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
+    cr_assert_eq(job_settings_complete(&cp, &rs, NULL, "job", &err), 0, "%s", err.message);
+    cr_assert_eq(cp.interval_ms, 0);
+    cr_assert_null(cp.checkpoints_dir);
+    cr_assert_eq(rs.kind, RESTART_NONE);
+    job_settings_release(&cp);
+    config_free(cluster);
+}
+
+Test(job_settings, what_the_jobs_configuration_sets_wins_key_by_key)
+{
+    /* The job names the strategy by its older key; the cluster by its own. */
+    static const char *const job_kv[] = { "execution.checkpointing.timeout",
+                                          "2 s",
+                                          "restart-strategy",
+                                          "none",
+                                          "state.savepoints.dir",
+                                          "/job/sp",
+                                          NULL };
+    static const char *const cluster_kv[] = { "execution.checkpointing.interval",
+                                              "300 ms",
+                                              "execution.checkpointing.timeout",
+                                              "9 s",
+                                              "execution.checkpointing.min-pause",
+                                              "40 ms",
+                                              "restart-strategy.type",
+                                              "fixed-delay",
+                                              "state.savepoints.dir",
+                                              "/cluster/sp",
+                                              NULL };
+    struct config *job = conf_of(job_kv), *cluster = conf_of(cluster_kv);
+    struct checkpoint_settings cp;
+    struct restart_settings rs;
+    spate_error err = { 0 };
+
+    cr_assert_eq(job_settings_from_config(job, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
+    cr_assert_str_eq(cp.job_config, "execution.checkpointing.timeout: \"2 s\"\n"
+                                    "state.savepoints.dir: \"/job/sp\"\n"
+                                    "restart-strategy.type: \"none\"\n");
+    cr_assert_eq(job_settings_complete(&cp, &rs, cluster, "job", &err), 0, "%s", err.message);
+    cr_assert_eq(cp.interval_ms, 300);
+    cr_assert_eq(cp.timeout_ms, 2000);
+    cr_assert_eq(cp.min_pause_ms, 40);
+    cr_assert_str_eq(cp.savepoints_dir, "/job/sp");
+    cr_assert_eq(rs.kind, RESTART_NONE);
+    /* The job's own keys stay: resolving again gives the same. */
+    cr_assert_not_null(cp.job_config);
+    cr_assert_eq(job_settings_complete(&cp, &rs, cluster, "job", &err), 0, "%s", err.message);
+    cr_assert_eq(cp.timeout_ms, 2000);
+    cr_assert_eq(rs.kind, RESTART_NONE);
+    job_settings_release(&cp);
+    config_free(job);
+    config_free(cluster);
+}
+
+Test(job_settings, a_folder_with_quotes_and_a_line_break_survives_the_jobs_configuration)
+{
+    static const char *const job_kv[] = { "state.checkpoints.dir", "/a \"b\" \\c\nd: #e", NULL };
+    struct config *job = conf_of(job_kv);
+    struct checkpoint_settings cp;
+    struct restart_settings rs;
+    spate_error err = { 0 };
+
+    cr_assert_eq(job_settings_from_config(job, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
+    cr_assert_eq(job_settings_complete(&cp, &rs, NULL, "job", &err), 0, "%s", err.message);
+    cr_assert_str_eq(cp.checkpoints_dir, "/a \"b\" \\c\nd: #e");
+    job_settings_release(&cp);
+    config_free(job);
+}
+
+static void
+expect_complete_error(const char *job_config, const char *needle)
+{
+    struct checkpoint_settings cp;
+    struct restart_settings rs;
+    spate_error err = { 0 };
+
+    cr_assert_eq(job_settings_from_config(NULL, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
+    cp.job_config = strdup(job_config);
+    cr_assert_neq(job_settings_complete(&cp, &rs, NULL, "job", &err), 0, "accepted: %s",
+                  job_config);
+    cr_assert(strstr(err.message, needle) != NULL, "'%s' does not name '%s'", err.message, needle);
+    /* Left as it was. */
+    cr_assert_str_eq(cp.job_config, job_config);
+    cr_assert_eq(cp.interval_ms, 0);
+    job_settings_release(&cp);
+}
+
+Test(job_settings, a_bad_jobs_configuration_is_an_error)
+{
+    expect_complete_error("io.tmp.dirs: \"/elsewhere\"\n", "io.tmp.dirs");
+    expect_complete_error("state.checkpoints.dir: \"relative\"\n", "not absolute");
+    expect_complete_error("execution.checkpointing.interval: \"soon\"\n",
+                          "execution.checkpointing.interval");
+    expect_complete_error("execution.checkpointing.interval: [\n", "the job's configuration");
+}
+
+Test(job_settings, the_resolved_settings_reach_the_task_managers_graph)
+{
+    static const char *const cluster_kv[] = { "execution.checkpointing.interval", "300 ms",
+                                              "execution.checkpointing.mode", "AT_LEAST_ONCE",
+                                              NULL };
+    struct config *cluster = conf_of(cluster_kv);
+    spate_env *env = env_new(NULL, NULL);
+    int64_t values[] = { 1, 2, 3 };
+    struct job_graph *jg, *back, *deployed;
+    spate_error err = { 0 };
+    uint8_t *bytes, *again;
+    size_t len, again_len;
+
+    spate_sink_print(spate_source_collection(env, spate_type_int64(), values, 3));
+    cr_assert_eq(job_graph_build(env, "t", &jg, &err), 0, "%s", err.message);
+    cr_assert_eq(job_graph_encode(jg, NULL, &bytes, &len, &err), 0, "%s", err.message);
+    cr_assert_eq(job_graph_decode(bytes, len, NULL, &back, &err), 0, "%s", err.message);
+    cr_assert_eq(back->checkpointing.interval_ms, 0);
+    cr_assert_eq(job_settings_complete(&back->checkpointing, &back->restart, cluster, "job", &err),
+                 0, "%s", err.message);
+    cr_assert_eq(job_settings_reencode(bytes, len, &back->checkpointing, &back->restart, &again,
+                                       &again_len, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(job_graph_decode(again, again_len, NULL, &deployed, &err), 0, "%s", err.message);
+    cr_assert_eq(deployed->checkpointing.interval_ms, 300);
+    cr_assert_not(deployed->checkpointing.exactly_once);
+    cr_assert_str_eq(deployed->checkpointing.checkpoints_dir, "/tmp/spate-checkpoints");
+    cr_assert_eq(deployed->restart.kind, RESTART_EXPONENTIAL_DELAY);
+    cr_assert_eq(deployed->nvertices, back->nvertices);
+    cr_assert_neq(job_settings_reencode((const uint8_t *)"\xff\xff", 2, &back->checkpointing,
+                                        &back->restart, &again, &again_len, &err),
+                  0);
+    free(bytes);
+    free(again);
+    job_graph_free(deployed);
+    job_graph_free(back);
+    job_graph_free(jg);
+    env_free(env);
     config_free(cluster);
 }
