@@ -6,6 +6,7 @@
 
 #include "core/alloc.h"
 #include "streaming/exchange_output.h"
+#include "streaming/file_splits.h"
 #include "streaming/operator_chain.h"
 #include "streaming/state_snapshot.h"
 #include "streaming/stream_element.h"
@@ -46,6 +47,22 @@ mem_commit(void *sink, uint32_t len, spate_error *err)
 }
 
 static const struct exchange_sink_ops mem_ops = { mem_reserve, mem_commit };
+
+int
+sync_split_next(void *data, int op, char **path, uint64_t *start, uint64_t *length,
+                spate_error *err)
+{
+    const struct file_split *s = split_assigner_next(data);
+
+    (void)op;
+    (void)err;
+    if (s == NULL)
+        return 1;
+    *path = xstrdup(s->path);
+    *start = s->start;
+    *length = s->length;
+    return 0;
+}
 
 static int (*split_fn)(void *, int, char **, uint64_t *, uint64_t *, spate_error *);
 static void *split_data;

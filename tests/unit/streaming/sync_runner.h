@@ -32,6 +32,10 @@ struct sync_cut {
 };
 void sync_run_cut(struct job_graph *jg, struct accumulators *acc, char **failure,
                   const struct sync_cut *cut);
+/* A file source's next split from a split assigner (data): the
+ * task_info.next_split of the runs above. */
+int sync_split_next(void *data, int op, char **path, uint64_t *start, uint64_t *length,
+                    spate_error *err);
 /* The same, with file sources getting their splits from next_split. */
 void sync_run_env_splits(spate_env *env, struct accumulators *acc, char **failure,
                          int (*next_split)(void *, int, char **, uint64_t *, uint64_t *,

@@ -73,25 +73,6 @@ note(spate_ctx *ctx, const void *in)
     s->total++;
 }
 
-struct splits_ctx {
-    struct split_assigner a;
-};
-
-static int
-next_split(void *data, int op, char **path, uint64_t *start, uint64_t *length, spate_error *err)
-{
-    const struct file_split *s = split_assigner_next(data);
-
-    (void)op;
-    (void)err;
-    if (s == NULL)
-        return 1;
-    *path = strdup(s->path);
-    *start = s->start;
-    *length = s->length;
-    return 0;
-}
-
 Test(file_splits, each_line_is_read_once_for_any_split_size)
 {
     char text[16384] = "";
@@ -119,7 +100,7 @@ Test(file_splits, each_line_is_read_once_for_any_split_size)
         cr_assert_eq(split_assigner_init(&a, path, sizes[k], &err), 0);
         spate_params(spate_sink(spate_source_text_file(env, path), note), &sp, sizeof sp);
         accumulators_init(&acc);
-        sync_run_env_splits(env, &acc, &failure, next_split, &a);
+        sync_run_env_splits(env, &acc, &failure, sync_split_next, &a);
         cr_assert_null(failure);
         cr_assert_eq(seen.total, 1000, "split size %llu: %d lines", (unsigned long long)sizes[k],
                      seen.total);

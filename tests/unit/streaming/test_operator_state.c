@@ -286,6 +286,14 @@ agg_of(spate_env *env)
     return a;
 }
 
+/* A window's end and a key in one number (a count window's end is
+ * INT64_MAX: its key alone). */
+static int64_t
+window_key(spate_time_window w, int64_t key)
+{
+    return (w.end == INT64_MAX ? 0 : w.end) * 100 + key;
+}
+
 static void
 pair_of_result(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
 {
@@ -304,7 +312,7 @@ pair_of_elements(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
 
     while (spate_list_next(elements, &p))
         h = h * 31 % 1000003 + p.value;
-    spate_emit(ctx, &(struct pair){ w.end * 100 + p.key, h });
+    spate_emit(ctx, &(struct pair){ window_key(w, p.key), h });
 }
 
 static void
@@ -313,7 +321,7 @@ pair_of_reduced(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
     struct pair p;
 
     while (spate_list_next(elements, &p))
-        spate_emit(ctx, &(struct pair){ w.end * 100 + p.key, p.value });
+        spate_emit(ctx, &(struct pair){ window_key(w, p.key), p.value });
 }
 
 static void
@@ -621,21 +629,6 @@ static const struct op_case cases[] = {
     { OP_BROADCAST_PROCESS, "broadcast process function", build_broadcast, 120, false },
 };
 
-static int
-next_split(void *data, int op, char **path, uint64_t *start, uint64_t *length, spate_error *err)
-{
-    const struct file_split *s = split_assigner_next(data);
-
-    (void)op;
-    (void)err;
-    if (s == NULL)
-        return 1;
-    *path = xstrdup(s->path);
-    *start = s->start;
-    *length = s->length;
-    return 0;
-}
-
 /* Runs c's job, cut after `after` elements (-1: straight through), and
  * returns what its sinks emitted, sorted. */
 static struct lines
@@ -657,7 +650,7 @@ run_case(const struct op_case *c, int64_t after)
     spate_env_set_parallelism(env, 1);
     c->build(env, &fx);
     if (fx.has_splits) {
-        cut.next_split = next_split;
+        cut.next_split = sync_split_next;
         cut.split_data = &fx.splits;
     }
     cr_assert_null(spate_env_error(env), "%s: %s", c->what, spate_env_error(env)->message);
