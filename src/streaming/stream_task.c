@@ -626,9 +626,13 @@ task_end_input(struct stream_task *t, spate_error *err)
         if (op->vt->end_input != NULL && !(final && op->vt->checkpoint_complete != NULL))
             op->vt->end_input(op);
     }
-    if ((rc = task_check(t, err)) != 0 || !final)
+    if ((rc = task_check(t, err)) != 0)
         return rc;
+    /* A checkpoint whose alignment waited for the end of input is taken
+     * now: for a two-phase-commit task it is the final one. */
     t->input_ended = true;
+    if ((rc = task_check_alignment(t, err)) != 0 || !final)
+        return rc;
     SPATE_LOG_DEBUG("checkpoint", "task %s: input ended; waiting for the final checkpoint",
                     t->p->info.task_name);
     if ((rc = task_await_final(t, err)) != 0)

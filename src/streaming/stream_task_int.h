@@ -50,9 +50,11 @@ struct stream_task {
     bool terminal_done;
     bool source_stopping;
     bool stop_no_drain;
-    /* Flink's final checkpoint (FLIP-147): once the input ended, a task
-     * with a two-phase-commit operator finishes only when a checkpoint it
-     * took after its end of input (final_id, 0: none yet) completed. */
+    /* The operators' end of input ran: a checkpoint whose alignment
+     * waited for it (every channel ended) is taken. Flink's final
+     * checkpoint (FLIP-147): a task with a two-phase-commit operator
+     * finishes only when a checkpoint it took after its end of input
+     * (final_id, 0: none yet) completed. */
     bool input_ended;
     int64_t final_id;
     bool final_done;

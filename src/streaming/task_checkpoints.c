@@ -247,6 +247,21 @@ aligned(const struct stream_task *t)
     return true;
 }
 
+/* Every input channel has ended: what the task still does is its end of
+ * input. */
+static bool
+inputs_over(const struct stream_task *t)
+{
+    for (int g = 0; g < t->p->ngates; g++) {
+        if (t->gate_ended[g])
+            continue;
+        for (uint32_t c = 0; c < t->p->gates[g].nchannels; c++)
+            if (!input_gate_channel_ended(t->gates[g], c))
+                return false;
+    }
+    return t->p->ngates > 0;
+}
+
 static void
 end_alignment(struct stream_task *t)
 {
@@ -315,7 +330,13 @@ task_check_alignment(struct stream_task *t, spate_error *err)
 
     if (cp == NULL || cp->pending_id == 0)
         return 0;
-    if (aligned(t)) {
+    /* Aligned because every channel ended (their producers finished, or
+     * the coordinator triggered this task directly): the snapshot waits for
+     * the end of input, as Flink's operators finish before their final
+     * checkpoint; taken before it, it would miss what the end of input
+     * emits, and a task waiting for its final checkpoint would wait for
+     * another one (task_end_input takes it). */
+    if (aligned(t) && !(inputs_over(t) && !t->input_ended)) {
         int64_t id = cp->pending_id, ts = cp->pending_ts;
         int type = cp->pending_type;
         char *location = cp->pending_location;
@@ -413,12 +434,15 @@ task_run_mails(struct stream_task *t, spate_error *err)
     return rc;
 }
 
-int
-task_await_terminal(struct stream_task *t, spate_error *err)
+/* Runs the task's mails until done(t) says it may go on (or the task is
+ * cancelled): a source that stopped for a savepoint, or a task that waits
+ * for its final checkpoint, takes part in checkpoints meanwhile. */
+static int
+run_mails_until(struct stream_task *t, bool (*done)(const struct stream_task *t), spate_error *err)
 {
     int rc;
 
-    while (t->terminal_id != 0 && !t->terminal_done) {
+    while (!done(t)) {
         if (notifier_is_cancelled(t->p->notifier))
             return SPATE_ECANCELED;
         if (task_has_mail(t)) {
@@ -429,6 +453,22 @@ task_await_terminal(struct stream_task *t, spate_error *err)
         if (notifier_wait_until(t->p->notifier, NOTIFIER_FOREVER) == SPATE_ECANCELED)
             return SPATE_ECANCELED;
     }
+    return 0;
+}
+
+static bool
+terminal_over(const struct stream_task *t)
+{
+    return t->terminal_id == 0 || t->terminal_done;
+}
+
+int
+task_await_terminal(struct stream_task *t, spate_error *err)
+{
+    int rc;
+
+    if ((rc = run_mails_until(t, terminal_over, err)) != 0)
+        return rc;
     if (t->terminal_id == 0 && t->stop_no_drain)
         return spate_error_set(err, SPATE_ESTATE,
                                "the savepoint of a stop was aborted after task '%s' stopped",
@@ -436,23 +476,16 @@ task_await_terminal(struct stream_task *t, spate_error *err)
     return 0;
 }
 
+static bool
+final_over(const struct stream_task *t)
+{
+    return t->final_done;
+}
+
 int
 task_await_final(struct stream_task *t, spate_error *err)
 {
-    int rc;
-
-    while (!t->final_done) {
-        if (notifier_is_cancelled(t->p->notifier))
-            return SPATE_ECANCELED;
-        if (task_has_mail(t)) {
-            if ((rc = task_run_mails(t, err)) != 0)
-                return rc;
-            continue;
-        }
-        if (notifier_wait_until(t->p->notifier, NOTIFIER_FOREVER) == SPATE_ECANCELED)
-            return SPATE_ECANCELED;
-    }
-    return 0;
+    return run_mails_until(t, final_over, err);
 }
 
 /* ---- set-up and tear-down ---- */
