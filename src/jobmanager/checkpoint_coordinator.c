@@ -148,6 +148,7 @@ struct checkpoint_coordinator {
 };
 
 static void cc_maybe_trigger(struct checkpoint_coordinator *cc);
+static void want_final(struct checkpoint_coordinator *cc);
 static void stop_periodic(struct checkpoint_coordinator *cc);
 static void cc_start_load(struct checkpoint_coordinator *cc, struct cc_load *l);
 
@@ -503,6 +504,9 @@ pending_abort(struct cc_pending *p, const char *reason, bool counted)
         p->aborted = true;
         cc_run(cc, abort_cleanup_work, abort_cleanup_done, p);
     }
+    /* A final checkpoint that failed is asked for again: the tasks that
+     * wait for one get no other once the sources are done. */
+    want_final(cc);
     if (counted) {
         cc->continuous_failures++;
         if (cc->continuous_failures > cc->cfg->tolerable_failures) {
@@ -869,11 +873,25 @@ sources_finished(const struct checkpoint_coordinator *cc)
     return true;
 }
 
+/* Once the sources are done, the tasks still running (two-phase commit
+ * sinks waiting for a checkpoint after their end of input, Flink's final
+ * checkpoint) get one without waiting for the interval. */
+static void
+want_final(struct checkpoint_coordinator *cc)
+{
+    if (cc->periodic && !cc->stopping && !cc->shut_down && cc->eg->finished < cc->eg->total &&
+        sources_finished(cc))
+        cc->final_wanted = true;
+}
+
 void
 checkpoint_coordinator_task_finished(struct checkpoint_coordinator *cc, const struct execution *e)
 {
     struct list_node *n, *tmp;
 
+    /* Wanted before the aborts below: the first trigger they make serves
+     * it (asked for after them, one more would follow). */
+    want_final(cc);
     list_for_each_safe(n, tmp, &cc->pending)
     {
         struct cc_pending *p = container_of(n, struct cc_pending, node);
@@ -885,16 +903,12 @@ checkpoint_coordinator_task_finished(struct checkpoint_coordinator *cc, const st
             }
     }
     if (cc->eg->finished >= cc->eg->total) {
+        cc->final_wanted = false;
         manual_fail_queued(cc, "every task of the job has finished");
         return;
     }
-    /* Once the sources are done, the tasks still running (two-phase commit
-     * sinks waiting for a checkpoint after their end of input, Flink's final
-     * checkpoint) get one without waiting for the interval. */
-    if (cc->periodic && !cc->stopping && sources_finished(cc)) {
-        cc->final_wanted = true;
+    if (cc->final_wanted)
         cc_maybe_trigger(cc);
-    }
 }
 
 /* ---- acknowledgements and completion ------------------------------------------------ */

@@ -766,6 +766,35 @@ Test(checkpoint_coordinator, the_plan_triggers_tasks_whose_upstream_finished)
     job_end(&j);
 }
 
+/* The final checkpoint that failed is asked for again at once: the sinks
+ * waiting for one after their end of input get no other trigger once the
+ * sources are done (a long interval would hold the job that long). */
+Test(checkpoint_coordinator, a_failed_final_checkpoint_is_asked_for_again)
+{
+    static const char *const kv[] = { "execution.checkpointing.tolerable-failed-checkpoints", "3",
+                                      NULL };
+    struct job j;
+
+    job_start(&j, kv, 1);
+    checkpoint_coordinator_start(j.cc);
+    for (int s = 0; s < 2; s++) {
+        execution_set_state(j.eg, &j.eg->executions[0][s], EXEC_FINISHED, NULL);
+        checkpoint_coordinator_task_finished(j.cc, &j.eg->executions[0][s]);
+    }
+    drain();
+    cr_assert_str_eq(triggered(1), "1.0 1.1");
+    decline(&j, 1, 0, 1, "the disk is full");
+    drain();
+    cr_assert_str_eq(triggered(2), "1.0 1.1", "asked for again with no interval passed");
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 3), 0, "and once");
+    ack(&j, 1, 0, 2);
+    ack(&j, 1, 1, 2);
+    drain();
+    cr_assert_eq(checkpoint_coordinator_completed_count(j.cc), 1);
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 3), 0, "none after a completed one");
+    job_end(&j);
+}
+
 Test(checkpoint_coordinator, a_savepoint_goes_through_while_a_source_has_finished)
 {
     struct job j;
