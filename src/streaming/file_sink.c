@@ -5,7 +5,8 @@
  * completion renames it to "part-s-n" (commit). The end of bounded input
  * pre-commits the last file and commits it at once (fs_end_input). Committed
  * files are never written again: a new attempt numbers its files past every
- * part file in the folder and every restored writer's, and deletes only
+ * part file of its subtask's in the folder and every restored writer's, and
+ * deletes only
  * hidden files that no completed checkpoint pre-committed — a restore those
  * of each restored writer once its pre-committed files are committed, a
  * restart without a checkpoint its own writer's. The state is union list
@@ -83,9 +84,12 @@ parse_part_name(const char *name, int *writer, uint32_t *part, bool *hidden)
     return true;
 }
 
-/* The next part number past every part file in the folder, of every
- * writer: no committed file, nor a pending one a later restore may
- * commit, is written again. */
+/* The next part number past every part file of this subtask's in the
+ * folder (its name is its own: part-<subtask>-<n>): no committed file,
+ * nor a pending one a later restore may commit, is written again. Other
+ * writers' files are theirs: counting them, a subtask that opened after
+ * another had begun its first file started at 1, and the names of a run
+ * hung on which subtask came first. */
 static int
 fs_scan(struct stream_operator *op, uint32_t *next, spate_error *err)
 {
@@ -101,7 +105,8 @@ fs_scan(struct stream_operator *op, uint32_t *next, spate_error *err)
         uint32_t part;
         bool hidden;
 
-        if (parse_part_name(de->d_name, &writer, &part, &hidden) && part >= *next) {
+        if (parse_part_name(de->d_name, &writer, &part, &hidden) && writer == op->ctx.subtask &&
+            part >= *next) {
             if (part == UINT32_MAX) {
                 closedir(d);
                 return spate_error_set(err, SPATE_ERANGE,

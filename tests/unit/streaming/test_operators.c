@@ -381,3 +381,55 @@ Test(operators,
         env_free(env);
     }
 }
+
+static void
+discard(struct output *self, const void *rec, const struct record_meta *meta)
+{
+    (void)self, (void)rec, (void)meta;
+}
+
+static void
+discard_watermark(struct output *self, int64_t watermark)
+{
+    (void)self, (void)watermark;
+}
+
+Test(operators, a_file_sink_subtask_numbers_its_files_past_its_own_only)
+{
+    /* Another writer's files are not its: subtask 1 begins at part-1-0
+     * whether subtask 0's first file is there yet or not (the names of a
+     * run hung on which came first), and past its own committed ones. */
+    char dir[] = "/tmp/spate-test-ops-XXXXXX";
+    char path[300];
+    spate_env *env = env_new(NULL, NULL);
+    int64_t v = 7;
+    struct output out = { discard, discard_watermark, NULL };
+    struct task_info task = { 0 };
+    const struct record_meta meta = { RECORD_NO_TIMESTAMP, 0, false };
+    spate_stream *sink;
+    struct stream_operator *op;
+    spate_error err = { 0 };
+    FILE *f;
+
+    cr_assert_not_null(mkdtemp(dir));
+    sink = spate_sink_text_file(spate_source_collection(env, spate_type_int64(), &v, 1), dir);
+    task.subtask = 1;
+    task.parallelism = 2;
+    task.max_parallelism = 128;
+    task.task_name = "sink";
+    snprintf(path, sizeof path, "%s/part-0-3", dir);
+    cr_assert_not_null(f = fopen(path, "w"));
+    fclose(f);
+    for (int run = 0; run < 2; run++) {
+        cr_assert_eq(operator_new(sink, 0, &task, &out, &op, &err), 0, "%s", err.message);
+        operator_process(op, &v, &meta);
+        op->vt->end_input(op);
+        operator_free(op);
+        /* Run 0 wrote part-1-0; run 1, into the same folder, part-1-1. */
+        snprintf(path, sizeof path, "%s/part-1-%d", dir, run);
+        cr_assert_eq(access(path, F_OK), 0, "run %d: no %s", run, path);
+    }
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    cr_assert_eq(system(path), 0);
+    env_free(env);
+}
