@@ -1,8 +1,8 @@
 # spate's commands around CMake. On a fresh Debian 12 machine:
 #   make quickstart   install what is missing, build, run the main job
 #   make test         install what is missing, build, run every test (ctest)
-# Also: make (Release build into build/), make bench, make asan, make tsan,
-# make format, make clean.
+# Also: make unit (the quick loop: the unit tests), make (Release build into
+# build/), make bench, make asan, make tsan, make format, make clean.
 
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
@@ -10,7 +10,7 @@ CTEST ?= ctest
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
 .DEFAULT_GOAL := build
-.PHONY: build deps quickstart test bench asan tsan format clean
+.PHONY: build deps quickstart test unit bench asan tsan format clean
 
 deps:
 	@scripts/install-deps.sh
@@ -36,6 +36,11 @@ tsan:
 
 test: deps build asan tsan
 	@cd build && $(CTEST) $(CTEST_FLAGS)
+
+# The quick loop: the unit tests of the Release build (ctest label unit),
+# a few seconds; `make test` runs them with everything else.
+unit: build
+	@cd build && $(CTEST) $(CTEST_FLAGS) -L '^unit$$'
 
 quickstart: deps build
 	@scripts/quickstart.sh
