@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-/* memcpy(dst, src, n) for n that is mostly small: overlapping word moves
- * up to 32 bytes, the library beyond. */
+/* memcpy(dst, src, n) for n that is mostly small (a key, a word):
+ * overlapping moves up to 32 bytes, no loop, the library beyond. */
 static inline void
 bytes_copy(void *dst, const void *src, size_t n)
 {
@@ -31,9 +31,21 @@ bytes_copy(void *dst, const void *src, size_t n)
         memcpy(&b, s + n - 8, 8);
         memcpy(d, &a, 8);
         memcpy(d + n - 8, &b, 8);
-    } else if (n < 8) {
-        while (n-- > 0)
-            *d++ = *s++;
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else if (n < 4) {
+        if (n > 0) {
+            uint8_t a = s[0], b = s[n / 2], c = s[n - 1];
+
+            d[0] = a;
+            d[n / 2] = b;
+            d[n - 1] = c;
+        }
     } else {
         memcpy(d, s, n);
     }
