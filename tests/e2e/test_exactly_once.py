@@ -40,7 +40,6 @@ import exactly_once  # noqa: E402
 from clustertest import ClusterTestCase, wait_for  # noqa: E402
 from spatetest import BUILD  # noqa: E402
 import test_ha  # noqa: E402
-from zkserver import ZooKeeperServer  # noqa: E402
 
 WORDCOUNT = os.path.join(BUILD, "examples", "wordcount.so")
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
@@ -255,19 +254,9 @@ class WordCountSavepointTest(WordCountMixin, ClusterTestCase):
         self.savepoint_and_resume(DATA.single, DATA.single_counts, 1, 1)
 
 
-class WordCountHaTest(WordCountMixin, test_ha.HaTestCase):
+class WordCountHaTest(WordCountMixin, test_ha.OwnZooKeeper, test_ha.HaTestCase):
     """Two JobManagers with ZooKeeper HA (a server of this class's own,
     test_ha's helpers), three TaskManagers of two slots."""
-
-    @classmethod
-    def setUpClass(cls):
-        test_ha.ZK = ZooKeeperServer().start()
-
-    @classmethod
-    def tearDownClass(cls):
-        if test_ha.ZK is not None:
-            test_ha.ZK.close()
-            test_ha.ZK = None
 
     def test_p4_kill9_of_the_leading_jobmanager_every_record_exactly_once(self):
         jm1, jm2, tms = self.leader_standby_taskmanagers(3)

@@ -38,6 +38,25 @@ def tearDownModule():
         ZK.close()
 
 
+class OwnZooKeeper:
+    """For a test class of another file built on HaTestCase: a ZooKeeper
+    server of the class's own, where this file's tests share the module's."""
+
+    @classmethod
+    def setUpClass(cls):
+        global ZK
+        super().setUpClass()
+        ZK = ZooKeeperServer().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        global ZK
+        if ZK is not None:
+            ZK.close()
+            ZK = None
+        super().tearDownClass()
+
+
 class HaTestCase(ClusterTestCase):
     # Short sessions (the server grants 400 ms to 4 s with tickTime=200);
     # 2 s rather than 1 s, so that a loaded machine (sanitizer builds, 2

@@ -53,7 +53,6 @@ from clustertest import ClusterTestCase, wait_for  # noqa: E402
 from exactly_once import check_rolling_counts  # noqa: E402
 from spatetest import BUILD  # noqa: E402
 import test_ha  # noqa: E402
-from zkserver import ZooKeeperServer  # noqa: E402
 
 TESTJOBS = os.path.join(BUILD, "tests", "jobs", "testjobs.so")
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
@@ -267,6 +266,7 @@ class OperatorJob:
 
     @classmethod
     def setUpClass(cls):
+        super().setUpClass()
         cls.expected = expected_output()
 
     def setUp(self):
@@ -385,20 +385,9 @@ class OperatorFailoverTest(OperatorJob, ClusterTestCase):
         self.check_output("p4 resumed at p3 from a savepoint")
 
 
-class OperatorHaFailoverTest(OperatorJob, test_ha.HaTestCase):
+class OperatorHaFailoverTest(OperatorJob, test_ha.OwnZooKeeper, test_ha.HaTestCase):
     """The job through a kill -9 of the leading JobManager with ZooKeeper HA
     (a server of this class's own; test_ha's helpers)."""
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        test_ha.ZK = ZooKeeperServer().start()
-
-    @classmethod
-    def tearDownClass(cls):
-        if test_ha.ZK is not None:
-            test_ha.ZK.close()
-            test_ha.ZK = None
 
     def client_args(self):
         # Through ZooKeeper, as test_ha's jobs: no -m, the CLI asks for the
