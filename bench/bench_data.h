@@ -1,4 +1,4 @@
-/* The deterministic benchmark data of BENCHMARKS.md (identical in every
+/* The deterministic data of the benchmarks (identical in every
  * system): the counter-based generator h(seed, j), the word-count text, the
  * keyed-window tuples and the YSB-like events. Header only; pure functions. */
 #ifndef SPATE_BENCH_DATA_H

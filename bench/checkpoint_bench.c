@@ -2,7 +2,7 @@
  * them, on a cluster of spate processes (a JobManager, three TaskManagers of
  * two slots: room for the job and a spare) running
  * build/bench/checkpoint_bench_job.so (public API only):
- * BENCHMARKS.md's window tuples keyed over 1,000,000 keys, each key holding
+ * the benchmarks' window tuples keyed over 1,000,000 keys, each key holding
  * a 96-byte ValueState read and written per record (about 100 MB of state).
  *
  *   throughput_overhead_pct   the job with checkpoints every second against

@@ -1,4 +1,4 @@
-/* job_bench: WordCount (BENCHMARKS.md workload 1) on the mini cluster,
+/* job_bench: WordCount (bench/README.md's workload 1) on the mini cluster,
  * beside a hand-written single-threaded C word count over the same file,
  * measured in the same run. The engine runs build/bench/wordcount_bench.so
  * (public API only) with `spate run --local -p N --json`; its rate is the

@@ -1,4 +1,4 @@
-/* window_bench: BENCHMARKS.md's keyed tumbling window (10,000 keys, 1 s
+/* window_bench: the benchmarks' keyed tumbling window (10,000 keys, 1 s
  * event-time windows, count and sum) and YSB-like workloads on the mini
  * cluster, through build/bench/window_bench_job.so (public API only), beside
  * hand-written single-threaded C loops over the same generated events,

@@ -22,7 +22,7 @@ protobuf-c-compiler protoc-c: C code for the control messages of src/proto/
 libprotobuf-c-dev   protobuf-c runtime: RPC payloads
 libmicrohttpd-dev   the REST server (its own epoll thread)
 libjansson-dev      JSON of the REST API and of plans
-libxxhash-dev       XXH3: key groups of keyed streams (DESIGN.md §5a)
+libxxhash-dev       XXH3: key groups of keyed streams
 liblz4-dev          lz4 compression of network buffers
 libzookeeper-mt-dev ZooKeeper C client of the HA plugin (libspate_zookeeper.so)
 zookeeper           ZooKeeper server (on the installed Java) the HA tests and ha_bench start

@@ -3,7 +3,7 @@
  *
  *   --count N (0: unbounded) --keys K [--rate R]
  *
- * BENCHMARKS.md's keyed window tuples (x = h(3, j), value (x >> 32) % 1000)
+ * the benchmarks' keyed window tuples (x = h(3, j), value (x >> 32) % 1000)
  * keyed over K keys ((uint32)x % K); each key holds a 96-byte ValueState
  * (count, sum and 80 bytes of payload) read and written per record; the
  * keyed process function emits (key, count), and the sink adds the counts

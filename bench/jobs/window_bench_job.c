@@ -1,4 +1,4 @@
-/* The jobs of window_bench (BENCHMARKS.md workloads 2 and 3), written as a
+/* The jobs of window_bench (bench/README.md's workloads 2 and 3), written as a
  * user writes them, against the public API only:
  *
  *   window --count N   tuple j: x = h(3, j), key = (uint32)x % 10000,

@@ -1,4 +1,4 @@
-/* The word-count job of job_bench (BENCHMARKS.md workload 1), written as a
+/* The word-count job of job_bench (bench/README.md's workload 1), written as a
  * user writes one, against the public API only, like examples/wordcount:
  * text file -> split into lower-cased words -> key by word -> running count
  * -> a sink that sums every emitted count (the checksum) into an

@@ -1,5 +1,5 @@
 /* Every configuration option spate reads: Flink's key, type, spate's default
- * (DESIGN.md §11a where it differs from Flink's), range, and a description.
+ * (where it differs from Flink's), range, and a description.
  * One table, so that validation, `spate config` and docs/config.md agree.
  * Use: config_get_int(conf, CFG(TASKMANAGER_NUMBER_OF_TASK_SLOTS), &n, err). */
 #ifndef SPATE_CORE_CONFIG_OPTIONS_H

@@ -1,4 +1,4 @@
-/* Key groups (DESIGN.md §5a, Flink's KeyGroupRangeAssignment): a key's bytes
+/* Key groups (Flink's KeyGroupRangeAssignment): a key's bytes
  * hash to a key group, XXH3_64bits(key) % max_parallelism; key groups map to
  * operator indexes in contiguous ranges, so that keyed state can move when a
  * job resumes with another parallelism. Fixed for good: savepoints depend on

@@ -1,4 +1,4 @@
-/* High-availability services (DESIGN.md §8): where a component finds the
+/* High-availability services: where a component finds the
  * leaders it talks to, the JobManager process's one leader election, and
  * the stores a new leader recovers jobs from. Three implementations, chosen
  * by high-availability.type: none (standalone.c), embedded (embedded.c) and

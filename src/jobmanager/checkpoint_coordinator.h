@@ -1,4 +1,4 @@
-/* The CheckpointCoordinator (Flink's, DESIGN.md §7), owned by a JobMaster:
+/* The CheckpointCoordinator (Flink's), owned by a JobMaster:
  * triggers checkpoints periodically (interval, timeout, min pause, max
  * concurrent) while every execution runs or has finished (FLIP-147), with
  * ids from the HA checkpoint id counter. A checkpoint's plan (Flink's

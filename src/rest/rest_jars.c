@@ -1,6 +1,6 @@
 /* The jars resources of the REST API (rest_int.h): job libraries uploaded
  * to web.upload.dir, listed, deleted, planned and run. A job's main never
- * runs in the JobManager (DESIGN.md §4): `spate job-graph` runs it in a
+ * runs in the JobManager: `spate job-graph` runs it in a
  * child process that returns the JobGraph over a pipe, killed after
  * web.submit.timeout. Off with web.submit.enable: false. */
 #include <dirent.h>

@@ -7,7 +7,7 @@
  *   status:     tag WATERMARK_STATUS, u8 idle
  *
  * Little-endian, unaligned. The key hash travels with a keyed record so the
- * consumer never hashes the key again (DESIGN.md §5a). Stateless. */
+ * consumer never hashes the key again. Stateless. */
 #ifndef SPATE_STREAMING_STREAM_ELEMENT_H
 #define SPATE_STREAMING_STREAM_ELEMENT_H
 

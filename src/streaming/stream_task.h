@@ -1,5 +1,5 @@
 /* The StreamTask: one parallel instance of a JobGraph vertex, run on its own
- * task thread (DESIGN.md §5). It opens the operator chain, its result
+ * task thread. It opens the operator chain, its result
  * partitions and input gates, then runs the mailbox loop: the default action
  * processes input (or polls the source); the only blocking point is the wait
  * on the task's notifier, bounded by the next flush or source deadline, so a

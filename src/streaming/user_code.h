@@ -1,7 +1,7 @@
 /* User code: job libraries and references to the functions in them. A user
  * function crosses processes as (SHA-256 of the job library, offset from the
  * library's load base): the TaskManager loads the identical bytes, so static
- * functions and -fvisibility=hidden builds work (DESIGN.md §4). Each job gets
+ * functions and -fvisibility=hidden builds work. Each job gets
  * its own copy of the library, loaded RTLD_LOCAL, so that jobs never share
  * globals. Used on the thread that loads or resolves; a loaded library is
  * read-only afterwards and may be used by any thread. */
