@@ -5,6 +5,7 @@ Tests use 127.0.0.1, ephemeral ports and a temporary directory, and kill only
 the processes they started."""
 
 import os
+import random
 import re
 import shutil
 import signal
@@ -22,10 +23,28 @@ SPATE = os.path.join(BUILD, "bin", "spate")
 
 
 def free_port():
-    """An ephemeral port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port on 127.0.0.1 that was free a moment ago and stays free until
+    the test binds it: it is chosen below the kernel's ephemeral range, so no
+    process that binds port 0 (every spate process of every test running
+    beside this one) can be handed it in the meantime. An ephemeral port
+    cannot promise that: a TaskManager once took the port a restarting
+    JobManager had freed."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            first = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        first = 32768
+    low = 10000 if first > 12000 else 1024
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(low, first)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port in [{low}, {first}) on 127.0.0.1")
 
 
 def wait_for(condition, timeout=30.0, what="condition", interval=0.02):

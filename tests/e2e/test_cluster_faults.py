@@ -5,12 +5,12 @@ message they stand for."""
 
 import os
 import signal
-import socket
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from clustertest import ClusterTestCase, wait_for  # noqa: E402
+from spatetest import free_port  # noqa: E402
 
 # Quick heartbeats keep the hang test short; the mechanism is the default's.
 HB = ["-D", "heartbeat.interval=200 ms", "-D", "heartbeat.timeout=1500 ms"]
@@ -65,9 +65,9 @@ class ClusterFaultTest(ClusterTestCase):
         self.assertEqual(tms[0].popen.returncode, 0)
 
     def test_taskmanagers_before_jobmanager_and_jobmanager_restart(self):
-        # Learn two free ports from a JobManager that then dies.
-        jm = self.start_jobmanager()
-        rpc, rest = self.rpc_port, self.rest_port
+        # Two ports no other process is handed while the JobManager is down.
+        rpc, rest = free_port(), free_port()
+        jm = self.start_jobmanager(rpc_port=rpc, rest_port=rest)
         jm.kill()
         tms = [self.start_taskmanager(slots=2) for _ in range(3)]
         for t in tms:
@@ -82,9 +82,7 @@ class ClusterFaultTest(ClusterTestCase):
         self.wait_overview(3, slots=6, available=6)
 
     def test_closed_port_retries_with_backoff_then_registration_timeout(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            closed = s.getsockname()[1]  # nothing listens there once closed
+        closed = free_port()  # nothing listens there
         tm = self.launch(["-D", f"jobmanager.rpc.port={closed}",
                           "-D", "taskmanager.registration.timeout=3 s",
                           "-D", "cluster.registration.error-delay=800 ms", "taskmanager"],

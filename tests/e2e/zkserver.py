@@ -1,7 +1,8 @@
 """A ZooKeeper server of its own for a test or benchmark: Debian's
-`zookeeper` package on the installed Java, on 127.0.0.1 with an ephemeral
-port, a temporary data folder and tickTime=200 (so sessions may be as short
-as 400 ms), started and stopped by pid. Never a system service."""
+`zookeeper` package on the installed Java, on 127.0.0.1 with a free port
+(spatetest.free_port), a temporary data folder and tickTime=200 (so
+sessions may be as short as 400 ms), started and stopped by pid. Never a
+system service."""
 
 import os
 import shutil
@@ -11,13 +12,9 @@ import subprocess
 import tempfile
 import time
 
+from spatetest import free_port
+
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def four_letter(port, word, timeout=1.0):
