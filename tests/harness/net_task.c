@@ -159,7 +159,8 @@ consumer_main(void *arg)
             uint64_t seq;
 
             rc = 0;
-            c->received++;
+            /* read by tests while it runs */
+            __atomic_store_n(&c->received, c->received + 1, __ATOMIC_RELAXED);
             c->bytes += v.len;
             c->per_channel[v.channel]++;
             if (c->check_order && v.len >= NET_TASK_HEADER) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../wait.h"
 #include "net_test.h"
 
 static void
@@ -137,9 +138,9 @@ Test(local, cancel_wakes_a_backpressured_producer, .timeout = 30)
     cr_assert_eq(consumer_task_start(&c), 0);
     cr_assert_eq(producer_task_start(&p), 0);
     /* The stalled consumer reads nothing: the producer runs out of buffers. */
-    while (metric_timer_read(&p.metrics.back_pressured, 1) == 0 &&
-           atomic_load(&p.metrics.back_pressured.start_ns) == 0)
-        usleep(1000);
+    WAIT_FOR(metric_timer_read(&p.metrics.back_pressured, 1) != 0 ||
+                 atomic_load(&p.metrics.back_pressured.start_ns) != 0,
+             30, "the producer to be back-pressured");
     producer_task_cancel(&p);
     cr_assert_eq(producer_task_join(&p), SPATE_ECANCELED, "%s", p.error);
     cr_assert(p.emitted < 1000000);

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../wait.h"
 #include "net_test.h"
 #include "network/input_gate.h"
 
@@ -285,8 +286,8 @@ Test(remote, a_failing_producer_fails_the_consumer, .timeout = 60)
                                            .port = net_env_data_port(a) };
     cr_assert_eq(consumer_task_start(&c), 0);
     cr_assert_eq(producer_task_start(&p), 0);
-    while (c.received < 1000) /* racy read of a counter: only a progress hint */
-        usleep(1000);
+    WAIT_FOR(__atomic_load_n(&c.received, __ATOMIC_RELAXED) >= 1000, 30,
+             "the consumer to receive 1000 records");
     producer_task_cancel(&p);
     producer_task_join(&p);
     cr_assert_neq(consumer_task_join(&c), 0, "the consumer must fail, not hang");

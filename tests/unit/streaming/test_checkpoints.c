@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "../wait.h"
 #include "local_job.h"
 #include "streaming/types.h"
 
@@ -103,25 +104,36 @@ temp_dir(void)
     return dir;
 }
 
-/* Waits until *count (guarded by lock) reaches n; the test's timeout bounds
- * it. The checkpoint tests wait so for the sink to have seen records: a
- * checkpoint triggered then has the source past its start, which a fixed
- * pause did not always give under a sanitizer on a loaded machine. */
+static size_t
+locked_count(pthread_mutex_t *lock, const size_t *count)
+{
+    size_t have;
+
+    pthread_mutex_lock(lock);
+    have = *count;
+    pthread_mutex_unlock(lock);
+    return have;
+}
+
+static int64_t
+acked_id(struct task_thread *t)
+{
+    int64_t id;
+
+    pthread_mutex_lock(&t->lock);
+    id = t->acked_id;
+    pthread_mutex_unlock(&t->lock);
+    return id;
+}
+
+/* Waits until *count (guarded by lock) reaches n. The checkpoint tests wait
+ * so for the sink to have seen records: a checkpoint triggered then has the
+ * source past its start, which a fixed pause did not always give under a
+ * sanitizer on a loaded machine. */
 static void
 wait_at_least(pthread_mutex_t *lock, const size_t *count, size_t n)
 {
-    struct timespec tick = { 0, 1000000 };
-
-    for (;;) {
-        size_t have;
-
-        pthread_mutex_lock(lock);
-        have = *count;
-        pthread_mutex_unlock(lock);
-        if (have >= n)
-            return;
-        nanosleep(&tick, NULL);
-    }
+    WAIT_FOR(locked_count(lock, count) >= n, 100, "the sink to see enough records");
 }
 
 static void
@@ -481,11 +493,10 @@ Test(checkpoints, stop_with_drain_fires_every_pending_window, .timeout = 120)
     struct local_job a = { .checkpointing = true };
     spate_error err = { 0 };
     char *dir = temp_dir();
-    struct timespec pause = { 0, 500000000 };
     int64_t total = 0, emitted = 0;
 
     local_start(&a, env);
-    nanosleep(&pause, NULL);
+    wait_at_least(&first.lock, &first.n, 1); /* windows fire: the job is under way */
     cr_assert(local_savepoint(&a, 4, dir, CHECKPOINT__CHECKPOINT_TYPE__SAVEPOINT_TERMINATE, true));
     local_notify_complete(&a, 4);
     cr_assert_eq(local_join(&a, &err), 0, "%s", err.message);
@@ -560,15 +571,7 @@ Test(checkpoints, a_task_triggered_before_its_input_ended_takes_it_after_its_end
             t = &a.tasks[v][0];
     cr_assert_not_null(t);
     task_mailbox_post(&t->mailbox, TASK_MAIL_TRIGGER, 1, 0, 0, false, chk);
-    for (struct timespec tick = { 0, 1000000 };; nanosleep(&tick, NULL)) {
-        int64_t acked;
-
-        pthread_mutex_lock(&t->lock);
-        acked = t->acked_id;
-        pthread_mutex_unlock(&t->lock);
-        if (acked >= 1)
-            break;
-    }
+    WAIT_FOR(acked_id(t) >= 1, 100, "the sink task to acknowledge checkpoint 1");
     local_notify_complete(&a, 1);
     /* It finishes: the checkpoint it acknowledged was its final one. */
     cr_assert_eq(local_join(&a, &err), 0, "%s", err.message);
