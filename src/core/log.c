@@ -20,6 +20,8 @@ _Atomic int log_threshold = LOG_LEVEL_INFO;
 static _Atomic int log_fd = 2;
 static _Atomic int log_owned_fd = -1;
 static _Thread_local char log_thread_name[16];
+/* The thread's job=/task= fields, prefixed to every message it logs. */
+static _Thread_local char log_thread_fields_buf[96];
 
 static const char *const log_level_names[] = { "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF" };
 
@@ -107,6 +109,27 @@ log_close_file(void)
 }
 
 void
+log_set_thread_fields(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (fmt == NULL) {
+        log_thread_fields_buf[0] = '\0';
+        return;
+    }
+    va_start(ap, fmt);
+    if (vsnprintf(log_thread_fields_buf, sizeof log_thread_fields_buf, fmt, ap) < 0)
+        log_thread_fields_buf[0] = '\0';
+    va_end(ap);
+}
+
+const char *
+log_thread_fields(void)
+{
+    return log_thread_fields_buf;
+}
+
+void
 log_set_thread_name(const char *name)
 {
     char os_name[16]; /* the kernel keeps 15 bytes */
@@ -131,6 +154,10 @@ log_writev(enum log_level level, const char *component, const char *fmt, va_list
     len = snprintf(line + n, sizeof line - n, ".%03ldZ %-5s [%s] %s: ", ts.tv_nsec / 1000000,
                    log_level_name(level), log_thread_name[0] ? log_thread_name : "main", component);
     n += (size_t)len;
+    if (log_thread_fields_buf[0] != '\0') {
+        len = snprintf(line + n, sizeof line - n, "%s ", log_thread_fields_buf);
+        n += (size_t)len;
+    }
     len = vsnprintf(line + n, sizeof line - n, fmt, ap);
     if (len < 0)
         len = 0;

@@ -61,6 +61,12 @@ void log_close_file(void);
 /* A short name for the calling thread, shown in its lines ("rpc", "task-3")
  * and, its first 15 bytes, to the OS (top -H, perf, gdb). */
 void log_set_thread_name(const char *name);
+/* Fields every line the calling thread logs carries before its message, as
+ * "job=ID task=ID" on a task thread (STYLE: lines name their job and task);
+ * NULL clears them. At most 95 bytes are kept. */
+void log_set_thread_fields(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The calling thread's fields ("" when none), to hand to a thread it starts. */
+const char *log_thread_fields(void);
 
 void log_assert_failed(const char *cond, const char *file, int line, const char *func)
     __attribute__((noreturn));

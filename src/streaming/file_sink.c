@@ -25,7 +25,6 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "streaming/keyed_backend.h"
 #include "streaming/types.h"
 
 /* A pending file's checkpoint_id before a checkpoint took it: pre-committed
@@ -171,7 +170,7 @@ fs_delete_uncommitted(struct stream_operator *op, int writer)
             char *path = xasprintf("%s/%s", op->config->path, de->d_name);
 
             if (unlink(path) != 0 && errno != ENOENT)
-                SPATE_LOG_WARN("streaming", "task=%s cannot delete uncommitted file '%s': %s",
+                SPATE_LOG_WARN("streaming", "task %s cannot delete uncommitted file '%s': %s",
                                op->ctx.task_name, path, strerror(errno));
             free(path);
         }

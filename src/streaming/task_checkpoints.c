@@ -98,6 +98,7 @@ struct task_checkpoints {
     int64_t latest_id; /* barriers at or below it are late: ignored */
     /* the snapshot thread and its queue */
     pthread_t thread;
+    char log_fields[96]; /* the task thread's job=/task= fields, for its lines */
     bool started;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -116,6 +117,7 @@ snapshot_thread(void *arg)
     struct task_checkpoints *cp = arg;
     const struct stream_task_params *p = cp->t->p;
 
+    log_set_thread_fields("%s", cp->log_fields);
     for (;;) {
         struct queued_snapshot *q;
         Checkpoint__AcknowledgeCheckpoint *ack = NULL;
@@ -157,7 +159,10 @@ queue_snapshot(struct task_checkpoints *cp, struct task_snapshot *s, spate_error
     struct queued_snapshot *q = xcalloc(1, sizeof *q);
 
     if (!cp->started) {
-        int rc = pthread_create(&cp->thread, NULL, snapshot_thread, cp);
+        int rc;
+
+        snprintf(cp->log_fields, sizeof cp->log_fields, "%s", log_thread_fields());
+        rc = pthread_create(&cp->thread, NULL, snapshot_thread, cp);
 
         if (rc != 0) {
             free(q);

@@ -287,6 +287,7 @@ task_main(void *arg)
 
     snprintf(thread_name, sizeof thread_name, "task-%d", t->tdd->subtask);
     log_set_thread_name(thread_name);
+    log_set_thread_fields("job=%s task=%s", id_str(&t->job_id).s, id_str(&t->attempt_id).s);
     if (t->host.batch_scheduling) {
         /* Throughput work: a task woken (a buffer came, or came back) waits
          * for the running thread's time slice rather than preempting it, so

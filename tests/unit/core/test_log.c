@@ -51,6 +51,43 @@ Test(log, lines_carry_time_level_thread_component)
     unlink(path);
 }
 
+static void *
+log_from_another_thread(void *arg)
+{
+    (void)arg;
+    SPATE_LOG_INFO("network", "no fields here");
+    return NULL;
+}
+
+Test(log, a_threads_fields_prefix_its_lines_only)
+{
+    char path[] = "/tmp/spate-test-log-XXXXXX";
+    int fd = mkstemp(path);
+    spate_error err;
+    pthread_t other;
+    char *text;
+
+    close(fd);
+    cr_assert_eq(log_open_file(path, &err), 0);
+    log_set_level(LOG_LEVEL_INFO);
+    log_set_thread_name("Window 2");
+    log_set_thread_fields("job=%s task=%s", "ab12", "cd34");
+    cr_assert_str_eq(log_thread_fields(), "job=ab12 task=cd34");
+    SPATE_LOG_INFO("streaming", "checkpoint %d declined", 7);
+    cr_assert_eq(pthread_create(&other, NULL, log_from_another_thread, NULL), 0);
+    pthread_join(other, NULL);
+    log_set_thread_fields(NULL);
+    SPATE_LOG_INFO("streaming", "cleared");
+    log_close_file();
+    text = slurp(path);
+    cr_assert(strstr(text, "[Window 2] streaming: job=ab12 task=cd34 checkpoint 7 declined\n") !=
+                  NULL,
+              "%s", text);
+    cr_assert(strstr(text, "network: no fields here\n") != NULL, "%s", text);
+    cr_assert(strstr(text, "streaming: cleared\n") != NULL, "%s", text);
+    unlink(path);
+}
+
 Test(log, parse_level)
 {
     enum log_level l;
