@@ -22,6 +22,9 @@ static _Atomic int log_owned_fd = -1;
 static _Thread_local char log_thread_name[16];
 /* The thread's job=/task= fields, prefixed to every message it logs. */
 static _Thread_local char log_thread_fields_buf[96];
+/* The fields the thread's lines carry now: its own, or those of the scope
+ * it runs in (an RPC endpoint's, log_enter_fields). */
+static _Thread_local const char *log_fields_now;
 
 static const char *const log_level_names[] = { "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF" };
 
@@ -113,6 +116,7 @@ log_set_thread_fields(const char *fmt, ...)
 {
     va_list ap;
 
+    log_fields_now = log_thread_fields_buf;
     if (fmt == NULL) {
         log_thread_fields_buf[0] = '\0';
         return;
@@ -124,9 +128,24 @@ log_set_thread_fields(const char *fmt, ...)
 }
 
 const char *
+log_enter_fields(const char *fields)
+{
+    const char *prev = log_fields_now;
+
+    log_fields_now = fields;
+    return prev;
+}
+
+void
+log_leave_fields(const char *prev)
+{
+    log_fields_now = prev;
+}
+
+const char *
 log_thread_fields(void)
 {
-    return log_thread_fields_buf;
+    return log_fields_now != NULL ? log_fields_now : "";
 }
 
 void
@@ -154,8 +173,8 @@ log_writev(enum log_level level, const char *component, const char *fmt, va_list
     len = snprintf(line + n, sizeof line - n, ".%03ldZ %-5s [%s] %s: ", ts.tv_nsec / 1000000,
                    log_level_name(level), log_thread_name[0] ? log_thread_name : "main", component);
     n += (size_t)len;
-    if (log_thread_fields_buf[0] != '\0') {
-        len = snprintf(line + n, sizeof line - n, "%s ", log_thread_fields_buf);
+    if (log_fields_now != NULL && log_fields_now[0] != '\0') {
+        len = snprintf(line + n, sizeof line - n, "%s ", log_fields_now);
         n += (size_t)len;
     }
     len = vsnprintf(line + n, sizeof line - n, fmt, ap);

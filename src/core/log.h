@@ -65,8 +65,14 @@ void log_set_thread_name(const char *name);
  * "job=ID task=ID" on a task thread (STYLE: lines name their job and task);
  * NULL clears them. At most 95 bytes are kept. */
 void log_set_thread_fields(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The calling thread's fields ("" when none), to hand to a thread it starts. */
+/* The fields the calling thread's lines carry now ("" when none), to hand to
+ * a thread it starts. */
 const char *log_thread_fields(void);
+/* Lines carry fields (a string the caller keeps alive, or NULL: none) until
+ * log_leave_fields(the returned previous ones): how an RPC endpoint's code
+ * logs with its endpoint's fields on the shared loop thread. */
+const char *log_enter_fields(const char *fields);
+void log_leave_fields(const char *prev);
 
 void log_assert_failed(const char *cond, const char *file, int line, const char *func)
     __attribute__((noreturn));

@@ -68,6 +68,17 @@ rpc_endpoint_bind(struct rpc_endpoint *ep, const struct rpc_protocol *protocol,
 }
 
 void
+rpc_endpoint_set_log_fields(struct rpc_endpoint *ep, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    if (vsnprintf(ep->log_fields, sizeof ep->log_fields, fmt, ap) < 0)
+        ep->log_fields[0] = '\0';
+    va_end(ap);
+}
+
+void
 rpc_endpoint_set_fencing_token(struct rpc_endpoint *ep, const spate_id *token)
 {
     ep->fenced = token != NULL;

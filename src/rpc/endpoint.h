@@ -76,7 +76,8 @@ struct rpc_endpoint {
     struct list_node asks;   /* this endpoint's asks in flight */
     struct list_node timers; /* scheduled run_async */
     struct rpc_future *termination;
-    void *hb_managers; /* heartbeat.c's list of this endpoint's managers */
+    void *hb_managers;   /* heartbeat.c's list of this endpoint's managers */
+    char log_fields[64]; /* its code's log lines carry them ("job=ID"); "" none */
 };
 
 /* Any thread, before start. name: [A-Za-z0-9_.-]{1,255}. */
@@ -89,6 +90,10 @@ void rpc_endpoint_bind(struct rpc_endpoint *ep, const struct rpc_protocol *proto
 /* Endpoint context: calls to fenced methods must carry token (NULL: the
  * endpoint is unfenced, e.g. while it is not the leader's). */
 void rpc_endpoint_set_fencing_token(struct rpc_endpoint *ep, const spate_id *token);
+/* Fields every line logged by the endpoint's code carries (a JobMaster's
+ * "job=ID"), printf-style; at most 63 bytes are kept. */
+void rpc_endpoint_set_log_fields(struct rpc_endpoint *ep, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Loop thread: registers the name and runs on_start. Fails with SPATE_EEXIST
  * when the name is taken. From another thread use rpc_service_run_sync. */
 int rpc_endpoint_start(struct rpc_endpoint *ep, spate_error *err);

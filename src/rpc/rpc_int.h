@@ -12,6 +12,7 @@
 
 #include "core/hmap.h"
 #include "core/list.h"
+#include "core/log.h"
 #include "core/mailbox.h"
 #include "rpc/arena.h"
 #include "rpc/endpoint.h"
@@ -223,6 +224,7 @@ rpc_enter(struct rpc_endpoint *ep)
     struct rpc_endpoint *prev = rpc_current_endpoint;
 
     rpc_current_endpoint = ep;
+    log_enter_fields(ep != NULL ? ep->log_fields : NULL);
     return prev;
 }
 
@@ -230,6 +232,7 @@ static inline void
 rpc_leave(struct rpc_endpoint *prev)
 {
     rpc_current_endpoint = prev;
+    log_enter_fields(prev != NULL ? prev->log_fields : NULL);
 }
 
 #endif
