@@ -85,6 +85,8 @@ struct config_option {
       DURATION, "1 s", 0, CFG_NOLIMIT_HI, NULL, NULL, "pause after a refused registration")        \
     X(SLOT_REQUEST_TIMEOUT, "slot.request.timeout", DURATION, "60 s", 1, CFG_NOLIMIT_HI, NULL,     \
       NULL, "a slot request not met this long fails")                                              \
+    X(SLOT_IDLE_TIMEOUT, "slot.idle.timeout", DURATION, "50 s", 1, CFG_NOLIMIT_HI, NULL, NULL,     \
+      "a slot a JobMaster holds and no task uses this long goes back to its TaskManager")          \
     /* REST */                                                                                     \
     X(REST_ADDRESS, "rest.address", STRING, "localhost", 0, 0, NULL, NULL,                         \
       "host clients reach the REST server at")                                                     \

@@ -171,26 +171,34 @@ jm_worker_free(struct job_master *jm, struct jm_worker *w)
     free(w);
 }
 
+/* Flink's freeSlot: a slot goes back to its TaskExecutor (the SlotPool's
+ * idle slots, every slot at the job's end). */
+static void
+jm_free_slot(void *arg, const struct pool_slot *s, const char *cause)
+{
+    struct job_master *jm = arg;
+    Cluster__FreeSlot fs = CLUSTER__FREE_SLOT__INIT;
+    struct jm_worker *w = jm_find_worker(jm, &s->resource_id);
+
+    if (w == NULL)
+        return;
+    fs.cause = (char *)cause;
+    fs.allocation_id = gw_id_bytes(&s->allocation_id);
+    rpc_future_unref(te_free_slot(w->gw, &fs, 0));
+}
+
 /* Frees the job's slots at their TaskExecutors, withdraws what is still
  * requested, says goodbye to the ResourceManager. */
 static void
 jm_release_resources(struct job_master *jm, const char *cause)
 {
-    Cluster__FreeSlot fs = CLUSTER__FREE_SLOT__INIT;
     struct list_node *n;
     struct hmap_node *h;
 
-    fs.cause = (char *)cause;
     list_for_each(n, &jm->pool.allocated)
-    {
-        struct pool_slot *s = container_of(n, struct pool_slot, node);
-        struct jm_worker *w = jm_find_worker(jm, &s->resource_id);
-
-        if (w != NULL) {
-            fs.allocation_id = gw_id_bytes(&s->allocation_id);
-            rpc_future_unref(te_free_slot(w->gw, &fs, 0));
-        }
-    }
+        jm_free_slot(jm, container_of(n, struct pool_slot, node), cause);
+    list_for_each(n, &jm->pool.available)
+        jm_free_slot(jm, container_of(n, struct pool_slot, node), cause);
     if (jm->rm_connected) {
         Cluster__CancelSlotRequest c = CLUSTER__CANCEL_SLOT_REQUEST__INIT;
         Cluster__Disconnect d = CLUSTER__DISCONNECT__INIT;
@@ -1736,7 +1744,8 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
 {
     struct job_master *jm = xcalloc(1, sizeof *jm);
     static const struct slot_pool_listener pl = { jm_send_request, jm_cancel_request, jm_fulfilled,
-                                                  jm_timed_out };
+                                                  jm_timed_out, jm_free_slot };
+    int64_t idle_ms = 50000; /* slot.idle.timeout's default */
     static const struct heartbeat_listener tm_l = { jm_tm_lost, NULL, NULL };
     static const struct heartbeat_listener rm_l = { jm_rm_lost, NULL, NULL };
     struct heartbeat_options ho = o->heartbeat;
@@ -1808,7 +1817,10 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
     rpc_endpoint_bind(&jm->ep, &heartbeat_protocol, &heartbeat_default_handlers);
     rpc_endpoint_set_fencing_token(&jm->ep, &jm->jm_id);
     rpc_endpoint_address(&jm->ep, jm->address, sizeof jm->address);
-    slot_pool_init(&jm->pool, &jm->ep, o->slot_request_timeout_ms, &pl, jm);
+    if (o->cluster_conf != NULL &&
+        config_get_duration_ms(o->cluster_conf, CFG(SLOT_IDLE_TIMEOUT), &idle_ms, NULL) != 0)
+        idle_ms = 50000;
+    slot_pool_init(&jm->pool, &jm->ep, o->slot_request_timeout_ms, idle_ms, &pl, jm);
     ho.own_id = jm->resource_id;
     ho.sender = true;
     ho.channel = HEARTBEAT_JM_TM;
