@@ -57,6 +57,8 @@ struct config_option {
     X(TASKMANAGER_REGISTRATION_TIMEOUT, "taskmanager.registration.timeout", DURATION, "5 min", 1,  \
       CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
       "a TaskManager that cannot register with a ResourceManager this long exits")                 \
+    X(TASKMANAGER_SLOT_TIMEOUT, "taskmanager.slot.timeout", DURATION, "10 s", 1, CFG_NOLIMIT_HI,   \
+      NULL, NULL, "a slot given to a job and not accepted by its JobMaster this long is freed")    \
     X(TASK_CANCELLATION_TIMEOUT, "task.cancellation.timeout", DURATION, "180 s", 0,                \
       CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
       "a task that does not stop this long after cancel ends its TaskManager (0: never)")          \

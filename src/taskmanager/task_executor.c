@@ -33,6 +33,7 @@ struct task_executor {
     /* the ResourceManager connection */
     struct leader_retrieval *rm_retrieval;
     char *rm_address;
+    spate_id rm_session;    /* the retrieved leader session (zero: none told) */
     struct rpc_gateway *rm; /* fenced with rm_id once established */
     struct registration *rm_registration;
     struct rpc_timer *rm_registration_timeout;
@@ -88,6 +89,8 @@ task_executor_options_from_config(const struct config *conf, struct task_executo
         (rc = registration_options_from_config(conf, &o->registration, err)) != 0 ||
         (rc = config_get_duration_ms(conf, CFG(TASKMANAGER_REGISTRATION_TIMEOUT),
                                      &o->registration_timeout_ms, err)) != 0 ||
+        (rc = config_get_duration_ms(conf, CFG(TASKMANAGER_SLOT_TIMEOUT), &o->slot_timeout_ms,
+                                     err)) != 0 ||
         (rc = heartbeat_options_from_config(conf, &o->heartbeat, err)) != 0 ||
         (rc = config_get_duration_ms(conf, CFG(TASK_CANCELLATION_TIMEOUT),
                                      &o->cancellation_timeout_ms, err)) != 0 ||
@@ -162,16 +165,26 @@ te_reg_attempt(void *arg, int64_t timeout_ms)
     return rm_register_task_executor(te->rm, &r, timeout_ms);
 }
 
+/* The retrieved leader session fences the registration: a reply from
+ * another session (a former leader still answering at the address, or one
+ * that took over since) is a refusal, retried until the retrieval names the
+ * leader that answers. */
 static int
 te_reg_check(void *arg, struct rpc_future *reply, spate_error *err)
 {
+    struct task_executor *te = arg;
     Cluster__RegistrationReply *r = rpc_future_value(reply);
+    spate_id leader;
 
-    UNUSED(arg);
     if (!r->accepted)
         return spate_error_set(err, SPATE_EREMOTE, "%s", r->reason);
-    if (r->leader_id.len != ID_BYTES || r->registration_id.len != ID_BYTES)
+    if (!gw_id_get(&r->leader_id, &leader) || r->registration_id.len != ID_BYTES)
         return spate_error_set(err, SPATE_EPROTO, "registration reply without ids");
+    if (!id_is_zero(&te->rm_session) && !id_equal(&leader, &te->rm_session))
+        return spate_error_set(err, SPATE_EFENCED,
+                               "answered by ResourceManager leader session %s, not by the "
+                               "retrieved leader session %s",
+                               id_str(&leader).s, id_str(&te->rm_session).s);
     return 0;
 }
 
@@ -243,8 +256,19 @@ te_reg_failure(void *arg, int code, const char *message)
 static const struct registration_ops te_reg_ops = { te_reg_attempt, te_reg_check, te_reg_success,
                                                     te_reg_failure, NULL };
 
+/* Flink's startRegistrationTimeout: armed at start and at every
+ * reconnection, known leader or not; only an established connection
+ * cancels it. */
+static void
+te_start_registration_timeout(struct task_executor *te)
+{
+    rpc_timer_cancel(te->rm_registration_timeout);
+    te->rm_registration_timeout = rpc_endpoint_schedule(
+        &te->ep, (uint64_t)te->o.registration_timeout_ms, te_on_registration_timeout, te);
+}
+
 /* Seed 004 §2.2: reconnectToResourceManager: close, start the registration
- * timeout, try to connect. */
+ * timeout, try to connect (when a leader is known). */
 static void
 te_reconnect_rm(struct task_executor *te, const char *why)
 {
@@ -252,21 +276,26 @@ te_reconnect_rm(struct task_executor *te, const char *why)
     char target[400];
 
     te_close_rm(te);
-    if (te->rm_address == NULL || !rpc_endpoint_is_running(&te->ep))
+    if (!rpc_endpoint_is_running(&te->ep))
         return;
+    te_start_registration_timeout(te);
+    if (te->rm_address == NULL) {
+        SPATE_LOG_INFO(TE_LOG, "no ResourceManager leader known (%s): waiting for one", why);
+        return;
+    }
     SPATE_LOG_INFO(TE_LOG, "connecting to ResourceManager %s (%s)", te->rm_address, why);
-    if (rpc_gateway_new(te->ep.svc, te->rm_address, NULL, &te->rm, &err) != 0) {
+    if (rpc_gateway_new(te->ep.svc, te->rm_address,
+                        id_is_zero(&te->rm_session) ? NULL : &te->rm_session, &te->rm, &err) != 0) {
         SPATE_LOG_ERROR(TE_LOG, "bad ResourceManager address: %s", err.message);
         return;
     }
-    te->rm_registration_timeout = rpc_endpoint_schedule(
-        &te->ep, (uint64_t)te->o.registration_timeout_ms, te_on_registration_timeout, te);
     snprintf(target, sizeof target, "resource manager %s", te->rm_address);
     te->rm_registration = registration_start(&te->ep, target, &te->o.registration, &te_reg_ops, te);
 }
 
 struct te_news {
     struct task_executor *te;
+    spate_id session;
     char address[];
 };
 
@@ -279,6 +308,7 @@ te_rm_leader(void *arg)
     if (rpc_endpoint_is_running(&te->ep)) {
         free(te->rm_address);
         te->rm_address = n->address[0] ? xstrdup(n->address) : NULL;
+        te->rm_session = n->session;
         te_reconnect_rm(te, "new ResourceManager leader");
     }
     free(n);
@@ -291,8 +321,11 @@ te_notify_rm_leader(void *arg, const char *address, const spate_id *session)
     struct task_executor *te = arg;
     struct te_news *n = xmalloc(sizeof *n + (address ? strlen(address) : 0) + 1);
 
-    UNUSED(session);
     n->te = te;
+    if (session != NULL && address != NULL)
+        n->session = *session;
+    else
+        memset(&n->session, 0, sizeof n->session);
     strcpy(n->address, address ? address : "");
     rpc_endpoint_run_async(&te->ep, te_rm_leader, n);
 }
@@ -448,7 +481,7 @@ te_offer_done(struct rpc_future *f, void *arg)
                 accepted = true;
         }
         if (accepted) {
-            s->state = TASK_SLOT_ACTIVE;
+            task_slot_table_mark_active(&te->slots, &o->allocations[i]);
         } else {
             uint32_t index = s->index;
 
@@ -520,7 +553,8 @@ te_jm_connected(void *arg, struct job_entry *e)
 
 /* The job's JobMaster lost its leadership (another one leads): as Flink's
  * disconnectJobManagerConnection, its tasks end; the slots stay the job's,
- * offered to the new leader once connected. */
+ * inactive (taskmanager.slot.timeout runs), offered to the new leader once
+ * connected. */
 static void
 te_jm_lost_leadership(void *arg, struct job_entry *e)
 {
@@ -532,6 +566,10 @@ te_jm_lost_leadership(void *arg, struct job_entry *e)
                    e->jm_address, id_str(&e->job_id).s);
     heartbeat_unmonitor(te->hb_jm, &e->jm_resource_id);
     te_cancel_tasks(te, &e->job_id);
+    for (uint32_t i = 0; i < te->slots.count; i++)
+        if (te->slots.slots[i].state == TASK_SLOT_ACTIVE &&
+            id_equal(&te->slots.slots[i].job_id, &e->job_id))
+            task_slot_table_mark_inactive(&te->slots, &te->slots.slots[i].allocation_id);
 }
 
 /* ---- the TaskExecutor's methods -------------------------------------------------- */
@@ -826,38 +864,61 @@ teh_request_slot(struct rpc_endpoint *ep, const Cluster__TaskExecutorSlotRequest
     rpc_call_reply(call, &ack.base);
 }
 
+/* Flink's freeSlotInternal: the slot is free again, the ResourceManager
+ * told; a job left without slots is forgotten. Unknown: already free. */
 static void
-teh_free_slot(struct rpc_endpoint *ep, const Cluster__FreeSlot *req, struct rpc_call *call)
+te_release_slot(struct task_executor *te, const spate_id *alloc, const char *cause)
 {
-    struct task_executor *te = te_of(ep);
-    Cluster__Ack ack = CLUSTER__ACK__INIT;
-    struct task_slot *s;
-    spate_id alloc, job;
+    struct task_slot *s = task_slot_table_find(&te->slots, alloc);
+    spate_id job;
     int index;
 
-    if (!gw_id_get(&req->allocation_id, &alloc)) {
-        rpc_call_fail(call, SPATE_EINVAL, "freeSlot: malformed allocation id");
+    if (s == NULL)
         return;
-    }
-    s = task_slot_table_find(&te->slots, &alloc);
-    if (s == NULL) {
-        rpc_call_reply(call, &ack.base); /* already free: fine */
-        return;
-    }
     job = s->job_id;
-    index = task_slot_table_free(&te->slots, &alloc);
+    index = task_slot_table_free(&te->slots, alloc);
     /* A task without its slot has nowhere to run (Flink fails it). */
     if (!task_slot_table_has_slots_for(&te->slots, &job))
         te_cancel_tasks(te, &job);
-    SPATE_LOG_INFO(TE_LOG, "freed slot %d of job %s: %s", index, id_str(&job).s, req->cause);
-    te_notify_slot_available(te, (uint32_t)index, &alloc);
+    SPATE_LOG_INFO(TE_LOG, "freed slot %d (allocation %s) of job %s: %s", index, id_str(alloc).s,
+                   id_str(&job).s, cause);
+    te_notify_slot_available(te, (uint32_t)index, alloc);
     if (!task_slot_table_has_slots_for(&te->slots, &job)) {
         struct job_entry *e = job_table_find(&te->jobs, &job);
 
         if (e != NULL)
             te_remove_job(te, e);
     }
+}
+
+static void
+teh_free_slot(struct rpc_endpoint *ep, const Cluster__FreeSlot *req, struct rpc_call *call)
+{
+    struct task_executor *te = te_of(ep);
+    Cluster__Ack ack = CLUSTER__ACK__INIT;
+    spate_id alloc;
+
+    if (!gw_id_get(&req->allocation_id, &alloc)) {
+        rpc_call_fail(call, SPATE_EINVAL, "freeSlot: malformed allocation id");
+        return;
+    }
+    te_release_slot(te, &alloc, req->cause);
     rpc_call_reply(call, &ack.base);
+}
+
+/* Flink's timeoutSlot: no JobMaster accepted the slot within
+ * taskmanager.slot.timeout (the job ended or never connected). */
+static void
+te_slot_timed_out(void *arg, const spate_id *alloc)
+{
+    struct task_executor *te = arg;
+    char cause[200];
+
+    snprintf(cause, sizeof cause,
+             "not accepted by a JobMaster within taskmanager.slot.timeout "
+             "(%lld ms)",
+             (long long)te->o.slot_timeout_ms);
+    te_release_slot(te, alloc, cause);
 }
 
 /* A former leader's ResourceManager (its id is not the one this
@@ -961,7 +1022,9 @@ te_on_start(struct rpc_endpoint *ep)
     struct task_executor *te = te_of(ep);
     spate_error err = { 0 };
 
-    /* Seed 004 §2.1: start by connecting to the ResourceManager. */
+    /* Seed 004 §2.1: start by connecting to the ResourceManager; the
+     * registration timeout runs from now, a leader known or not. */
+    te_start_registration_timeout(te);
     te->rm_retrieval = te->o.ha->ops->resource_manager_retriever(te->o.ha);
     if (leader_retrieval_start(te->rm_retrieval, &te_rm_listener, te, &err) != 0)
         SPATE_LOG_ERROR(TE_LOG, "cannot start ResourceManager leader retrieval: %s", err.message);
@@ -985,6 +1048,7 @@ te_on_stop(struct rpc_endpoint *ep)
     while ((n = hmap_first(&te->jobs.jobs)) != NULL)
         te_remove_job(te, container_of(n, struct job_entry, node));
     te_close_rm(te);
+    task_slot_table_stop(&te->slots);
     if (te->rm_retrieval != NULL) {
         leader_retrieval_stop(te->rm_retrieval);
         leader_retrieval_free(te->rm_retrieval);
@@ -1020,6 +1084,7 @@ task_executor_start(struct rpc_service *svc, const struct task_executor_options 
     struct heartbeat_options ho = o->heartbeat;
     static const struct heartbeat_listener rm_l = { te_rm_lost, NULL, te_rm_payload };
     static const struct heartbeat_listener jm_l = { te_jm_lost, NULL, NULL };
+    static const struct task_slot_actions slot_actions = { te_slot_timed_out };
     int rc;
 
     te->o = *o;
@@ -1038,6 +1103,7 @@ task_executor_start(struct rpc_service *svc, const struct task_executor_options 
     rpc_endpoint_bind(&te->ep, &heartbeat_protocol, &heartbeat_default_handlers);
     rpc_endpoint_address(&te->ep, te->address, sizeof te->address);
     task_slot_table_init(&te->slots, o->slots);
+    task_slot_table_start(&te->slots, &te->ep, o->slot_timeout_ms, &slot_actions, te);
     job_table_init(&te->jobs);
     te->jls = (struct job_leader_service){ .ep = &te->ep,
                                            .ha = o->ha,

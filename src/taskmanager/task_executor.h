@@ -37,6 +37,7 @@ struct task_executor_options {
     bool batch_scheduling;           /* taskmanager.tasks.batch-scheduling */
     struct registration_options registration;
     int64_t registration_timeout_ms; /* taskmanager.registration.timeout */
+    int64_t slot_timeout_ms;         /* taskmanager.slot.timeout */
     struct heartbeat_options heartbeat;
     struct ha_services *ha; /* borrowed */
     /* The process should end: registration timed out (code < 0) or the

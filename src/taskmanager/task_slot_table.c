@@ -9,10 +9,58 @@
 void
 task_slot_table_init(struct task_slot_table *t, uint32_t count)
 {
+    memset(t, 0, sizeof *t);
     t->slots = xcalloc(count, sizeof *t->slots);
     t->count = count;
-    for (uint32_t i = 0; i < count; i++)
+    for (uint32_t i = 0; i < count; i++) {
         t->slots[i].index = i;
+        t->slots[i].table = t;
+    }
+}
+
+void
+task_slot_table_start(struct task_slot_table *t, struct rpc_endpoint *ep, int64_t timeout_ms,
+                      const struct task_slot_actions *actions, void *arg)
+{
+    t->ep = ep;
+    t->timeout_ms = timeout_ms;
+    t->actions = *actions;
+    t->arg = arg;
+}
+
+static void
+tst_cancel_timeout(struct task_slot *s)
+{
+    rpc_timer_cancel(s->timeout);
+    s->timeout = NULL;
+}
+
+void
+task_slot_table_stop(struct task_slot_table *t)
+{
+    for (uint32_t i = 0; i < t->count; i++)
+        tst_cancel_timeout(&t->slots[i]);
+    t->ep = NULL;
+}
+
+static void
+tst_on_timeout(void *arg)
+{
+    struct task_slot *s = arg;
+    struct task_slot_table *t = s->table;
+    spate_id allocation = s->allocation_id;
+
+    s->timeout = NULL;
+    if (s->state == TASK_SLOT_ALLOCATED)
+        t->actions.timeout_slot(t->arg, &allocation);
+}
+
+static void
+tst_arm_timeout(struct task_slot_table *t, struct task_slot *s)
+{
+    tst_cancel_timeout(s);
+    if (t->ep != NULL)
+        s->timeout = rpc_endpoint_schedule(t->ep, (uint64_t)t->timeout_ms, tst_on_timeout, s);
 }
 
 void
@@ -45,6 +93,7 @@ task_slot_table_allocate(struct task_slot_table *t, uint32_t index, const spate_
     s->state = TASK_SLOT_ALLOCATED;
     s->allocation_id = *allocation;
     s->job_id = *job;
+    tst_arm_timeout(t, s);
     return 0;
 }
 
@@ -57,6 +106,32 @@ task_slot_table_find(struct task_slot_table *t, const spate_id *allocation)
     return NULL;
 }
 
+bool
+task_slot_table_mark_active(struct task_slot_table *t, const spate_id *allocation)
+{
+    struct task_slot *s = task_slot_table_find(t, allocation);
+
+    if (s == NULL)
+        return false;
+    s->state = TASK_SLOT_ACTIVE;
+    tst_cancel_timeout(s);
+    return true;
+}
+
+bool
+task_slot_table_mark_inactive(struct task_slot_table *t, const spate_id *allocation)
+{
+    struct task_slot *s = task_slot_table_find(t, allocation);
+
+    if (s == NULL)
+        return false;
+    if (s->state == TASK_SLOT_ACTIVE) {
+        s->state = TASK_SLOT_ALLOCATED;
+        tst_arm_timeout(t, s);
+    }
+    return true;
+}
+
 int
 task_slot_table_free(struct task_slot_table *t, const spate_id *allocation)
 {
@@ -64,6 +139,7 @@ task_slot_table_free(struct task_slot_table *t, const spate_id *allocation)
 
     if (s == NULL)
         return -1;
+    tst_cancel_timeout(s);
     s->state = TASK_SLOT_FREE;
     memset(&s->allocation_id, 0, sizeof s->allocation_id);
     memset(&s->job_id, 0, sizeof s->job_id);
