@@ -24,6 +24,21 @@ function(spate_layer name)
     set_target_properties(spate_${name}_layercheck PROPERTIES
         LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib/layercheck)
     set_property(GLOBAL APPEND PROPERTY SPATE_LAYERS spate_${name})
+    # The same DEPS for the include check (spate_layer_graph).
+    file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+    string(JOIN " " line ${name} ${folder} ${L_DEPS})
+    set_property(GLOBAL APPEND PROPERTY SPATE_LAYER_GRAPH "${line}")
+endfunction()
+
+# spate_layer_graph(<file>): writes the layers declared so far, one line each,
+# `<name> <folder> <dep>...`, for tests/layers/check_includes.py. Called
+# after every src/ folder is added, so a new folder is in it by its
+# spate_layer() alone.
+function(spate_layer_graph file)
+    get_property(lines GLOBAL PROPERTY SPATE_LAYER_GRAPH)
+    string(JOIN "\n" text ${lines})
+    file(WRITE ${file} "# spate_layer(<name> DEPS ...) of src/*/CMakeLists.txt: name folder deps\n"
+                       "${text}\n")
 endfunction()
 
 # libspate.so: every layer, exports fixed by cmake/libspate.map.
