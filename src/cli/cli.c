@@ -21,11 +21,19 @@ struct cli_context {
     struct config *conf;
 };
 
+/* A command's -D and -h/--help are taken out of its arguments in one place
+ * (cli_command_args), before and after its name alike, as Flink's scripts
+ * do. `options` is the help's option list, one "  OPTION\tWHAT\n" a line;
+ * `valued` names, for a command whose job arguments follow its own (run,
+ * info), the options that take a value: -D and -h are looked for only up to
+ * the job's library, so that the job's own arguments stay its own. */
 struct cli_command {
     const char *name;
     int (*run)(struct cli_context *ctx);
     const char *args;
     const char *summary;
+    const char *options;
+    const char *const *valued;
 };
 
 static int cli_cmd_config(struct cli_context *ctx);
@@ -42,63 +50,193 @@ static int cli_cmd_test_job(struct cli_context *ctx);
 static int cli_cmd_help(struct cli_context *ctx);
 static int cli_cmd_version(struct cli_context *ctx);
 
+/* The helps' layout: the second column, the width lines wrap at. */
+#define CLI_HELP_COLUMN 25
+#define CLI_HELP_WIDTH  100
+
+#define CLI_OPT_TARGET "  -m, --jobmanager HOST:PORT\tthe JobManager's REST address\n"
+
+static const char *const cli_run_valued[] = {
+    "-m", "--jobmanager", "-p", "--parallelism", "--json", "-s", "--fromSavepoint", NULL
+};
+static const char *const cli_info_valued[] = { "-p", "--parallelism", NULL };
+static const char *const cli_job_graph_valued[] = { "--result-fd", "-p", "--parallelism", NULL };
+
 static const struct cli_command cli_commands[] = {
-    { "jobmanager", cli_cmd_jobmanager, "",
-      "run a JobManager (Dispatcher, ResourceManager, REST)" },
+    { "jobmanager", cli_cmd_jobmanager, "", "run a JobManager (Dispatcher, ResourceManager, REST)",
+      "", NULL },
     { "taskmanager", cli_cmd_taskmanager, "[--count N]",
-      "run a TaskManager (N TaskExecutors in one process for scale tests)" },
+      "run a TaskManager (N TaskExecutors in one process for scale tests)",
+      "  --count N\tTaskExecutors in this process (default 1)\n", NULL },
     { "test-job", cli_cmd_test_job, "--slots N [--run-ms MS]",
-      "submit the test-only job that asks for N slots" },
-    { "config", cli_cmd_config, "[KEY...]", "print the effective configuration and its origins" },
+      "submit the test-only job that asks for N slots", "", NULL },
+    { "config", cli_cmd_config, "[KEY...]", "print the effective configuration and its origins",
+      "  KEY\tprint only this key's effective value\n", NULL },
     { "run", cli_cmd_run,
       "[--local | -m HOST:PORT] [-d] [-p N] [-s SAVEPOINT [-n]] [--json FILE] JOB.so [ARGS]",
       "run a job on a cluster over REST (--local: on the embedded mini cluster; -d: submit and "
-      "return; -s: resume from a savepoint, -n: skipping state whose operator is gone)" },
-    { "list", cli_cmd_list, "[-a] [-m HOST:PORT]", "list a cluster's running jobs (-a: all)" },
+      "return; -s: resume from a savepoint, -n: skipping state whose operator is gone)",
+      "  --local\trun on a mini cluster inside this process\n" CLI_OPT_TARGET
+      "  -d, --detached\tsubmit the job and return\n"
+      "  -p, --parallelism N\tthe job's default parallelism\n"
+      "  -s, --fromSavepoint PATH\tresume from a savepoint (a folder or a file: URI)\n"
+      "  -n, --allowNonRestoredState\tskip state whose operator is gone\n"
+      "  --json FILE\twrite the job's outcome as JSON to FILE\n"
+      "  ARGS\tthe job's own arguments (after JOB.so, -D and -h are the job's)\n",
+      cli_run_valued },
+    { "list", cli_cmd_list, "[-a] [-m HOST:PORT]", "list a cluster's running jobs (-a: all)",
+      "  -a, --all\tlist finished jobs too\n" CLI_OPT_TARGET, NULL },
     { "cancel", cli_cmd_cancel, "[-m HOST:PORT] [-s [DIR]] JOBID",
-      "cancel a job on a cluster (-s: after a savepoint into DIR)" },
+      "cancel a job on a cluster (-s: after a savepoint into DIR)",
+      CLI_OPT_TARGET "  -s, --withSavepoint [DIR]\ttake a savepoint (into DIR, else "
+                     "state.savepoints.dir) first\n",
+      NULL },
     { "stop", cli_cmd_stop, "[-m HOST:PORT] [--drain] [-p DIR] JOBID",
-      "stop a job with a savepoint (--drain: every event-time window and timer fires first)" },
+      "stop a job with a savepoint (--drain: every event-time window and timer fires first)",
+      CLI_OPT_TARGET "  -d, --drain\tfire every event-time window and timer before stopping\n"
+                     "  -p, --savepointPath DIR\tthe savepoint's folder (default "
+                     "state.savepoints.dir)\n",
+      NULL },
     { "savepoint", cli_cmd_savepoint, "[-m HOST:PORT] JOBID [DIR] | -d PATH",
-      "take a savepoint of a job (into DIR, else state.savepoints.dir), or dispose of one" },
+      "take a savepoint of a job (into DIR, else state.savepoints.dir), or dispose of one",
+      CLI_OPT_TARGET "  -d, --dispose PATH\tdispose of the savepoint at PATH\n", NULL },
     { "info", cli_cmd_info, "[-p N] JOB.so [ARGS]",
-      "print the job's plan (JSON) without running it" },
+      "print the job's plan (JSON) without running it",
+      "  -p, --parallelism N\tthe job's default parallelism\n", cli_info_valued },
     { "job-graph", cli_cmd_job_graph, "--result-fd FD [-p N] JOB.so [ARGS]",
-      "(internal) run a job's main plan-only and write its JobGraph to FD" },
-    { "version", cli_cmd_version, "", "print spate's version" },
-    { "help", cli_cmd_help, "", "print this help" },
+      "(internal) run a job's main plan-only and write its JobGraph to FD",
+      "  --result-fd FD\twhere the JobGraph and the plan go\n"
+      "  -p, --parallelism N\tthe job's default parallelism\n",
+      cli_job_graph_valued },
+    { "version", cli_cmd_version, "", "print spate's version", "", NULL },
+    { "help", cli_cmd_help, "[COMMAND]", "print this help, or a command's", "", NULL },
 };
+
+/* Prints `text` from column `col` on, wrapped at word boundaries to
+ * CLI_HELP_WIDTH columns; the caller has printed `at` columns of the line. */
+static void
+cli_print_wrapped(FILE *out, const char *text, int at, int col)
+{
+    int width = CLI_HELP_WIDTH - col;
+
+    if (at > 0 && at >= col) { /* no room for a space between: the next line */
+        fputc('\n', out);
+        at = 0;
+    }
+    fprintf(out, "%*s", col - at, "");
+    while (*text != '\0') {
+        int n = (int)strlen(text);
+
+        if (n > width) {
+            n = width;
+            while (n > 0 && text[n] != ' ')
+                n--;
+            if (n == 0) /* one word longer than the line: whole */
+                n = (int)strcspn(text, " ");
+        }
+        fprintf(out, "%.*s\n", n, text);
+        text += n;
+        while (*text == ' ')
+            text++;
+        if (*text != '\0')
+            fprintf(out, "%*s", col, "");
+    }
+}
+
+/* One "  LEFT  what" line of a help, LEFT whole (what moves under it when
+ * LEFT is too long). */
+static void
+cli_print_entry(FILE *out, const char *left, int left_len, const char *what)
+{
+    int at = fprintf(out, "  %.*s", left_len, left);
+
+    if (what == NULL || *what == '\0') {
+        fputc('\n', out);
+        return;
+    }
+    cli_print_wrapped(out, what, at, CLI_HELP_COLUMN);
+}
+
+/* The option list of a command's help: "  OPTION\tWHAT\n" lines. */
+static void
+cli_print_options(FILE *out, const char *options)
+{
+    while (*options != '\0') {
+        const char *tab = strchr(options, '\t'), *nl = strchr(options, '\n');
+        char what[256];
+
+        SPATE_ASSERT(tab != NULL && nl != NULL && tab < nl);
+        snprintf(what, sizeof what, "%.*s", (int)(nl - tab - 1), tab + 1);
+        /* The two leading spaces are cli_print_entry's. */
+        cli_print_entry(out, options + 2, (int)(tab - options - 2), what);
+        options = nl + 1;
+    }
+}
 
 static void
 cli_usage(FILE *out)
 {
-    fprintf(out, "usage: spate [--conf-dir DIR] [-D key=value]... COMMAND [ARGS]\n"
+    fprintf(out, "usage: spate [--conf-dir DIR] [-D key=value]... COMMAND [-D key=value]... "
+                 "[ARGS]\n"
                  "\n"
                  "commands:\n");
     for (size_t i = 0; i < ARRAY_SIZE(cli_commands); i++) {
-        char left[64];
+        const struct cli_command *c = &cli_commands[i];
+        char left[256];
+        int n = snprintf(left, sizeof left, "%s%s%s", c->name, c->args[0] ? " " : "", c->args);
 
-        snprintf(left, sizeof left, "%s %s", cli_commands[i].name, cli_commands[i].args);
-        fprintf(out, "  %-22s %s\n", left, cli_commands[i].summary);
+        cli_print_entry(out, left, n, c->summary);
     }
     fprintf(out, "\n"
-                 "options:\n"
-                 "  --conf-dir DIR         read DIR/config.yaml (default: $SPATE_CONF_DIR, "
-                 "else conf/ beside spate)\n"
-                 "  -D key=value           set a configuration key, over the file's value\n"
-                 "  -h, --help             print this help\n"
-                 "  --version              print spate's version\n"
-                 "\n"
-                 "environment:\n"
-                 "  SPATE_CONF_DIR         the configuration folder\n"
-                 "  SPATE_LOG_LEVEL        trace, debug, info, warn, error or off\n");
+                 "options (before the command or after its name):\n");
+    cli_print_options(out, "  --conf-dir DIR\tread DIR/config.yaml (default: $SPATE_CONF_DIR, "
+                           "else conf/ beside spate)\n"
+                           "  -D key=value\tset a configuration key, over the file's value\n"
+                           "  -h, --help\tprint this help (after a command: the command's)\n"
+                           "  --version\tprint spate's version\n");
+    fprintf(out, "\n"
+                 "environment:\n");
+    cli_print_options(out, "  SPATE_CONF_DIR\tthe configuration folder\n"
+                           "  SPATE_LOG_LEVEL\ttrace, debug, info, warn, error or off\n");
+}
+
+/* `spate COMMAND --help`: the command's usage, its options and the common
+ * ones, as `flink savepoint --help` prints. */
+static void
+cli_command_usage(FILE *out, const struct cli_command *c)
+{
+    fprintf(out, "usage: spate %s [-D key=value]...%s%s\n\n", c->name, c->args[0] ? " " : "",
+            c->args);
+    cli_print_wrapped(out, c->summary, 0, 0);
+    fprintf(out, "\noptions:\n");
+    cli_print_options(out, c->options ? c->options : "");
+    cli_print_options(out, "  -D key=value\tset a configuration key, over the file's value\n"
+                           "  -h, --help\tprint this help\n");
+}
+
+static const struct cli_command *
+cli_command_find(const char *name)
+{
+    for (size_t c = 0; c < ARRAY_SIZE(cli_commands); c++)
+        if (strcmp(name, cli_commands[c].name) == 0)
+            return &cli_commands[c];
+    return NULL;
 }
 
 static int
 cli_cmd_help(struct cli_context *ctx)
 {
-    UNUSED(ctx);
-    cli_usage(stdout);
+    const struct cli_command *c;
+
+    if (ctx->argc < 2) {
+        cli_usage(stdout);
+        return 0;
+    }
+    if (ctx->argc > 2 || (c = cli_command_find(ctx->argv[1])) == NULL) {
+        fprintf(stderr, "spate help: unknown command '%s' (try 'spate help')\n", ctx->argv[1]);
+        return 2;
+    }
+    cli_command_usage(stdout, c);
     return 0;
 }
 
@@ -309,6 +447,78 @@ cli_cmd_job_graph(struct cli_context *ctx)
     return 0;
 }
 
+static bool
+cli_valued(const struct cli_command *cmd, const char *a)
+{
+    for (const char *const *v = cmd->valued; v != NULL && *v != NULL; v++)
+        if (strcmp(a, *v) == 0)
+            return true;
+    return false;
+}
+
+/* -D key=value (or -Dkey=value) into src, wherever at argv[*i]; 1 when it
+ * was one, 0 when not, 2 (after a message) when its value is missing. */
+static int
+cli_take_define(int argc, char **argv, int *i, struct cli_config_source *src, const char *who)
+{
+    const char *a = argv[*i];
+
+    if (strcmp(a, "-D") == 0) {
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "%s: -D needs key=value (try '%s --help')\n", who, who);
+            return 2;
+        }
+        src->overrides[src->override_count++] = argv[++*i];
+        return 1;
+    }
+    if (strncmp(a, "-D", 2) == 0 && a[2] != '\0') {
+        src->overrides[src->override_count++] = a + 2;
+        return 1;
+    }
+    return 0;
+}
+
+/* The command's own arguments (argv[0] its name), without the -D and
+ * -h/--help that every command takes after its name: the -D go into src
+ * after those before the name (so they win), *help says whether help was
+ * asked. A command with job arguments (cmd->valued) keeps everything from
+ * its first positional argument on: the job's library and its arguments. */
+static int
+cli_command_args(const struct cli_command *cmd, int argc, char **argv,
+                 struct cli_config_source *src, char **out, int *out_argc, bool *help)
+{
+    char who[64];
+    int n = 0, i, rc;
+
+    snprintf(who, sizeof who, "spate %s", cmd->name);
+    *help = false;
+    out[n++] = argv[0];
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+
+        if ((rc = cli_take_define(argc, argv, &i, src, who)) == 2)
+            return 2;
+        if (rc == 1)
+            continue;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            *help = true;
+            continue;
+        }
+        out[n++] = argv[i];
+        if (cmd->valued == NULL)
+            continue;
+        if (cli_valued(cmd, a) && i + 1 < argc)
+            out[n++] = argv[++i];
+        else if (a[0] != '-')
+            break; /* the job's library: the rest is the job's */
+    }
+    for (i++; i < argc; i++)
+        out[n++] = argv[i];
+    out[n] = NULL;
+    *out_argc = n;
+    return 0;
+}
+
 int
 spate_cli_main(int argc, char **argv)
 {
@@ -316,6 +526,8 @@ spate_cli_main(int argc, char **argv)
     struct cli_context ctx = { 0 };
     const struct cli_command *cmd = NULL;
     spate_error err = { 0 };
+    char **args = NULL;
+    bool help;
     int i, rc;
 
     alloc_init_process();
@@ -334,10 +546,9 @@ spate_cli_main(int argc, char **argv)
             src.conf_dir = argv[++i];
         } else if (strncmp(a, "--conf-dir=", 11) == 0) {
             src.conf_dir = a + 11;
-        } else if (strcmp(a, "-D") == 0 && i + 1 < argc) {
-            src.overrides[src.override_count++] = argv[++i];
-        } else if (strncmp(a, "-D", 2) == 0 && a[2] != '\0') {
-            src.overrides[src.override_count++] = a + 2;
+        } else if ((rc = cli_take_define(argc, argv, &i, &src, "spate")) != 0) {
+            if (rc == 2)
+                goto out;
         } else if (a[0] == '-') {
             fprintf(stderr, "spate: unknown option '%s' (try 'spate --help')\n", a);
             rc = 2;
@@ -351,12 +562,17 @@ spate_cli_main(int argc, char **argv)
         rc = 2;
         goto out;
     }
-    for (size_t c = 0; c < ARRAY_SIZE(cli_commands); c++)
-        if (strcmp(argv[i], cli_commands[c].name) == 0)
-            cmd = &cli_commands[c];
-    if (cmd == NULL) {
+    if ((cmd = cli_command_find(argv[i])) == NULL) {
         fprintf(stderr, "spate: unknown command '%s' (try 'spate --help')\n", argv[i]);
         rc = 2;
+        goto out;
+    }
+    args = xcalloc((size_t)(argc - i + 1), sizeof *args);
+    if ((rc = cli_command_args(cmd, argc - i, argv + i, &src, args, &ctx.argc, &help)) != 0)
+        goto out;
+    if (help) {
+        cli_command_usage(stdout, cmd);
+        rc = 0;
         goto out;
     }
     if (cli_config_load(&src, &ctx.conf, &err) != 0) {
@@ -364,11 +580,11 @@ spate_cli_main(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    ctx.argc = argc - i;
-    ctx.argv = argv + i;
+    ctx.argv = args;
     rc = cmd->run(&ctx);
 out:
     config_free(ctx.conf);
+    free(args);
     free(src.overrides);
     return rc;
 }

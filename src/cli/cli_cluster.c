@@ -156,8 +156,12 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     sigset_t set;
     int sfd, status = 1, why, rc;
 
-    UNUSED(argc);
-    UNUSED(argv);
+    if (argc > 1) {
+        fprintf(stderr,
+                "spate jobmanager: unexpected argument '%s' (try 'spate jobmanager --help')\n",
+                argv[1]);
+        return 2;
+    }
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);

@@ -1,12 +1,17 @@
-"""End-to-end tests of the spate command itself: help, version, and the
-configuration every command reads (file, -D overrides, clear errors)."""
+"""End-to-end tests of the spate command itself: help (spate help, every
+command's -h/--help), version, and the configuration every command reads
+(file, -D overrides before and after the command's name, clear errors)."""
 
 import os
+import re
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spatetest import SpateTestCase  # noqa: E402
+from clustertest import ClusterTestCase  # noqa: E402
+from spatetest import BUILD, SpateTestCase  # noqa: E402
+
+WORDCOUNT = os.path.join(BUILD, "examples", "wordcount.so")
 
 
 class CliTest(SpateTestCase):
@@ -71,6 +76,110 @@ class CliTest(SpateTestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("unknown log level 'loud'", r.stderr)
 
+    def commands(self):
+        """The command names `spate help` lists."""
+        r = self.spate("help")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        section = r.stdout.split("commands:\n", 1)[1].split("\n\n", 1)[0]
+        names = [m.group(1) for m in re.finditer(r"^  ([a-z][a-z-]*)\b", section, re.M)]
+        self.assertIn("savepoint", names)
+        self.assertIn("run", names)
+        return names, section
+
+    def test_every_command_answers_help_with_its_usage(self):
+        names, _ = self.commands()
+        for name in names:
+            for flag in ("-h", "--help"):
+                r = self.spate(name, flag)
+                self.assertEqual(r.returncode, 0, f"spate {name} {flag}: {r.stderr}")
+                self.assertTrue(r.stdout.startswith(f"usage: spate {name} "),
+                                f"spate {name} {flag}: {r.stdout!r}")
+                self.assertIn("-h, --help", r.stdout)
+                self.assertEqual(r.stderr, "")
+            r = self.spate("help", name)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(r.stdout.startswith(f"usage: spate {name} "), r.stdout)
+        r = self.spate("savepoint", "--help")
+        self.assertIn("-d, --dispose PATH", r.stdout)
+        # Help among other arguments, and after -D.
+        r = self.spate("savepoint", "-m", "127.0.0.1:1", "-D", "rest.port=1", "--help")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("usage: spate savepoint "), r.stdout)
+        r = self.spate("help", "frobnicate")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown command 'frobnicate'", r.stderr)
+
+    def test_help_lines_are_whole(self):
+        # Each command's arguments, as its own usage line gives them, appear
+        # whole on its line of `spate help`.
+        names, section = self.commands()
+        for name in names:
+            usage = self.spate(name, "--help").stdout.splitlines()[0]
+            args = usage[len(f"usage: spate {name} [-D key=value]..."):].strip()
+            line = f"  {name} {args}".rstrip()
+            self.assertTrue(any(ln == line or ln.startswith(line + "  ")
+                                for ln in section.splitlines()),
+                            f"{name}'s line {line!r} is not whole in:\n{section}")
+        self.assertIn("  run [--local | -m HOST:PORT] [-d] [-p N] [-s SAVEPOINT [-n]] "
+                      "[--json FILE] JOB.so [ARGS]\n", section)
+        for line in self.spate("help").stdout.splitlines():
+            self.assertLessEqual(len(line), 100, line)
+
+    def test_define_after_the_command_name(self):
+        r = self.spate("config", "-D", "rest.port=7002", "rest.port")
+        self.assertEqual((r.returncode, r.stdout), (0, "7002\n"), r.stderr)
+        r = self.spate("config", "-Drest.port=7003", "rest.port")
+        self.assertEqual(r.stdout, "7003\n", r.stderr)
+        # After the name wins over before it, as the later of two -D.
+        r = self.spate("-D", "rest.port=7004", "config", "-D", "rest.port=7005", "rest.port")
+        self.assertEqual(r.stdout, "7005\n", r.stderr)
+        # A bad value after the name is the same clear error as before it.
+        r = self.spate("taskmanager", "-D", "taskmanager.numberOfTaskSlots=many")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("'taskmanager.numberOfTaskSlots' (-D)", r.stderr)
+        r = self.spate("taskmanager", "-D")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("spate taskmanager: -D needs key=value", r.stderr)
+        r = self.spate("jobmanager", "--frob")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("spate jobmanager: unexpected argument '--frob'", r.stderr)
+
+    def test_define_and_help_after_the_job_are_the_jobs(self):
+        r = self.spate("info", WORDCOUNT, "-Dkey=value")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("wordcount: unknown argument '-Dkey=value'", r.stderr)
+        r = self.spate("info", "-D", "parallelism.default=3", WORDCOUNT, "--help")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("wordcount: unknown argument '--help'", r.stderr)
+        r = self.spate("info", "-D", "parallelism.default=3", WORDCOUNT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('"parallelism": 3', r.stdout)
+
+
+class DefineAfterNameClusterTest(ClusterTestCase):
+    """-D after the command's name on a cluster's processes and clients."""
+
+    def test_jobmanager_taskmanager_list_and_run(self):
+        jm = self.launch(["jobmanager", "-D", "jobmanager.rpc.port=0", "-D", "rest.port=0",
+                          *self.FAST], "jobmanager")
+        m = jm.wait_log(r"JobManager started: rpc at 127\.0\.0\.1:(\d+), REST at "
+                        r"http://[\d.]+:(\d+)")
+        self.rpc_port, self.rest_port = int(m.group(1)), int(m.group(2))
+        self.launch(["taskmanager", "-D", f"jobmanager.rpc.port={self.rpc_port}",
+                     "-D", "taskmanager.numberOfTaskSlots=3", *self.FAST], "taskmanager")
+        self.wait_overview(1, slots=3)
+        here = ["-D", "rest.address=127.0.0.1", "-D", f"rest.port={self.rest_port}"]
+        r = self.spate("list", *here)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # WordCount's bundled text, run on the cluster (rest.address says
+        # which) to its end.
+        r = self.spate("run", *here, WORDCOUNT, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        m = re.search(r"JobID ([0-9a-f]{32})", r.stdout)
+        self.assertIsNotNone(m, r.stdout)
+        r = self.spate("list", "-a", *here)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(m.group(1), r.stdout)
 
 if __name__ == "__main__":
     unittest.main()
