@@ -2,15 +2,17 @@
 #   make quickstart   install what is missing, build, run the main job
 #   make test         install what is missing, build, run every test (ctest)
 # Also: make unit (the quick loop: the unit tests), make (Release build into
-# build/), make bench, make asan, make tsan, make format, make clean.
+# build/), make install (PREFIX=/usr/local, DESTDIR= for staging), make bench,
+# make asan, make tsan, make format, make clean.
 
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 CTEST ?= ctest
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
+PREFIX ?= /usr/local
 
 .DEFAULT_GOAL := build
-.PHONY: build deps quickstart test unit bench asan tsan format clean
+.PHONY: build deps quickstart test unit install bench asan tsan format clean
 
 deps:
 	@scripts/install-deps.sh
@@ -41,6 +43,13 @@ test: deps build asan tsan
 # a few seconds; `make test` runs them with everything else.
 unit: build
 	@cd build && $(CTEST) $(CTEST_FLAGS) -L '^unit$$'
+
+# The Release build into $(DESTDIR)$(PREFIX): bin/spate and the cluster
+# scripts, lib/libspate.so with lib/plugins/ and lib/pkgconfig/spate.pc,
+# include/spate/, conf/. A job builds against it with
+# `cc -shared -fPIC -o job.so job.c $(pkg-config --cflags --libs spate)`.
+install: build
+	@DESTDIR="$(DESTDIR)" $(CMAKE) --install build --prefix "$(PREFIX)"
 
 quickstart: deps build
 	@scripts/quickstart.sh

@@ -4,10 +4,14 @@
 # conf/workers (only this machine's names: localhost, 127.0.0.1, its host
 # name). Pid files and per-process logs go to env.log.dir (default log/).
 #   SPATE_CONF_DIR   the configuration folder (default: conf/ beside bin/)
-#   SPATE_BIN        the spate executable (default: build/bin/spate)
+#   SPATE_BIN        the spate executable (default: bin/spate beside this
+#                    script when installed, else build/bin/spate)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-spate=${SPATE_BIN:-$root/build/bin/spate}
+# The spate beside this script once installed (PREFIX/bin), else the build's.
+spate_default=$root/build/bin/spate
+[ ! -x "$root/bin/spate" ] || spate_default=$root/bin/spate
+spate=${SPATE_BIN:-$spate_default}
 export SPATE_CONF_DIR="${SPATE_CONF_DIR:-$root/conf}"
 [ -x "$spate" ] || { echo "start-cluster: no spate executable at $spate (run make)" >&2; exit 1; }
 logdir=$("$spate" config env.log.dir)

@@ -4,7 +4,10 @@
 # 10 s), and removes the pid files.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-spate=${SPATE_BIN:-$root/build/bin/spate}
+# The spate beside this script once installed (PREFIX/bin), else the build's.
+spate_default=$root/build/bin/spate
+[ ! -x "$root/bin/spate" ] || spate_default=$root/bin/spate
+spate=${SPATE_BIN:-$spate_default}
 export SPATE_CONF_DIR="${SPATE_CONF_DIR:-$root/conf}"
 logdir=$("$spate" config env.log.dir)
 case $logdir in /*) ;; *) logdir=$root/$logdir ;; esac

@@ -1,0 +1,26 @@
+# `cmake --install` (make install PREFIX=... DESTDIR=...): the layout the
+# installed spate finds its parts in, relative to its own place:
+#   bin/spate, bin/start-cluster.sh, bin/stop-cluster.sh
+#   lib/libspate.so, lib/plugins/ (beside libspate: the ZooKeeper HA plugin)
+#   lib/pkgconfig/spate.pc (a job author's cflags and libs)
+#   include/spate/ (the public API), conf/ (bin/../conf: the default config)
+# The directories are fixed, not GNUInstallDirs', because spate finds
+# libspate through $ORIGIN/../lib and its conf in bin/../conf.
+if(SPATE_SANITIZE)
+    return()
+endif()
+
+set_target_properties(spate_cmd PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
+install(TARGETS spate_cmd RUNTIME DESTINATION bin)
+install(TARGETS spate LIBRARY DESTINATION lib)
+install(TARGETS spate_zookeeper_plugin LIBRARY DESTINATION lib/plugins)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/bin/start-cluster.sh ${PROJECT_SOURCE_DIR}/bin/stop-cluster.sh
+        DESTINATION bin)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/spate DESTINATION include
+        FILES_MATCHING PATTERN "*.h")
+install(FILES ${PROJECT_SOURCE_DIR}/conf/config.yaml ${PROJECT_SOURCE_DIR}/conf/masters
+              ${PROJECT_SOURCE_DIR}/conf/workers
+        DESTINATION conf)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/spate.pc.in ${CMAKE_BINARY_DIR}/lib/pkgconfig/spate.pc
+               @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/lib/pkgconfig/spate.pc DESTINATION lib/pkgconfig)
