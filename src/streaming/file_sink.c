@@ -25,7 +25,7 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "streaming/keyed_backend.h"
+#include "streaming/operator.h"
 #include "streaming/types.h"
 
 /* A pending file's checkpoint_id before a checkpoint took it: pre-committed

@@ -55,31 +55,3 @@ keys_access_init(struct key_access *a, const struct key_selector *sel,
         a->len = (uint32_t)(t->kind == TYPE_INT64 || t->kind == TYPE_DOUBLE ? 8 : t->size);
     }
 }
-
-int
-keyed_state_init(struct keyed_state *ks, const struct task_info *task, int max_parallelism,
-                 spate_error *err)
-{
-    int rc = key_group_check((uint32_t)max_parallelism, (uint32_t)task->parallelism, err);
-
-    if (rc != 0)
-        return rc;
-    ks->max_parallelism = (uint32_t)max_parallelism;
-    ks->kg_mask =
-        (ks->max_parallelism & (ks->max_parallelism - 1)) == 0 ? ks->max_parallelism - 1 : 0;
-    ks->range = key_group_range_for_operator(ks->max_parallelism, (uint32_t)task->parallelism,
-                                             (uint32_t)task->subtask);
-    ks->maps = xcalloc(ks->range.end - ks->range.start + 1, sizeof *ks->maps);
-    return 0;
-}
-
-void
-keyed_state_release(struct keyed_state *ks)
-{
-    if (ks->maps == NULL)
-        return;
-    for (uint32_t i = 0; i <= ks->range.end - ks->range.start; i++)
-        state_map_release(&ks->maps[i]);
-    free(ks->maps);
-    ks->maps = NULL;
-}

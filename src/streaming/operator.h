@@ -60,8 +60,7 @@ struct scratch {
 };
 
 struct accumulators;
-struct byte_buf;
-struct keyed_backend;
+struct heap_keyed_backend;
 struct stream_operator;
 struct watermark_generator;
 
@@ -77,10 +76,9 @@ struct spate_ctx {
     const char *task_name;
     void *user;
     struct record_meta meta; /* of the record being processed */
-    spate_bytes key;         /* keyed operators: the current key */
-    uint64_t key_hash;
-    const void *ns; /* the current namespace (a window), or NULL */
-    size_t ns_len;
+    /* Keyed operators: the current key and namespace (a window, or none),
+     * which the operator's keyed state backend reads. */
+    struct state_key_context keyctx;
     spate_time_window window; /* window functions and triggers: the window */
     struct scratch scratch;
     struct accumulators *accumulators;
@@ -178,8 +176,8 @@ struct stream_operator {
     struct output *out;
     struct side_output *sides; /* consumed side outputs */
     int nsides;
-    struct keyed_backend *backend; /* keyed operators with state or timers */
-    bool owns_backend;             /* made by operator_new for operator state */
+    struct keyed_state_backend *backend; /* keyed operators with state or timers */
+    bool owns_backend;                   /* made by operator_new for operator state */
     const struct task_info *task;
     void *impl; /* the kind's own state */
     /* Sources waiting: a descriptor to watch or a time to wake up. */
@@ -207,6 +205,11 @@ struct stream_operator {
 };
 
 /* Makes the running operator for config; out is where its records go. */
+/* Makes b, a heap keyed state backend for op's declared states and
+ * nextra more (the kind's own: window contents, a reduce's value). */
+int operator_backend_init(struct stream_operator *op, struct heap_keyed_backend *b,
+                          const struct state_decl *extra, int nextra, spate_error *err);
+
 int operator_new(const struct spate_stream *config, int index, const struct task_info *task,
                  struct output *out, struct stream_operator **opp, spate_error *err);
 void operator_free(struct stream_operator *op);

@@ -15,7 +15,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "state/state_map.h"
-#include "streaming/keyed_backend.h"
+#include "state/heap_keyed_backend.h"
 #include "streaming/keyed_run.h"
 #include "streaming/keys.h"
 #include "streaming/operator.h"
@@ -104,17 +104,20 @@ flat_map_process(struct stream_operator *op, const void *rec, const struct recor
 static int
 process_open(struct stream_operator *op, spate_error *err)
 {
+    struct heap_keyed_backend *b;
+
     if (op->config->key.kind == KEY_NONE && op->config->nstates == 0)
         return 0;
-    op->backend = xcalloc(1, sizeof *op->backend);
-    return keyed_backend_init(op->backend, op, NULL, 0, err);
+    b = xcalloc(1, sizeof *b);
+    op->backend = &b->base;
+    return operator_backend_init(op, b, NULL, 0, err);
 }
 
 static void
 process_close(struct stream_operator *op)
 {
     if (op->backend != NULL)
-        keyed_backend_release(op->backend);
+        op->backend->ops->dispose(op->backend);
     free(op->backend);
     op->backend = NULL;
     free(op->impl);
@@ -132,9 +135,9 @@ keyed_process_process(struct stream_operator *op, const void *rec, const struct 
     if (op->backend != NULL) {
         key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec, scratch,
                            sizeof scratch);
-        keyed_backend_set_key(
-            op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL,
-            0);
+        keyed_set_key(&op->ctx.keyctx, key,
+                      meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL,
+                      0);
     }
     op->ctx.meta.has_key_hash = false;
     ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
@@ -145,7 +148,7 @@ process_ahead(const void *backend, uint64_t key_hash)
 {
     /* The run's data is the operator's backend, which the lookahead keeps
      * its last hashes in. */
-    keyed_backend_prefetch((struct keyed_backend *)backend, key_hash);
+    keyed_backend_prefetch((struct heap_keyed_backend *)backend, key_hash);
 }
 
 /* A run of keyed records with keyed_process_process inlined, each key's
@@ -156,9 +159,11 @@ keyed_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain, 
 {
     int k;
 
-    if (op->backend != NULL && op->backend->nstates > 0)
-        k = keyed_run_either(op, keyed_process_process, process_ahead, op->backend, in_rec, plain,
-                             pos, end, max, timed);
+    /* The backend is the heap backend process_open made. */
+    if (op->backend != NULL && heap_keyed_backend_of(op->backend)->nstates > 0)
+        k = keyed_run_either(op, keyed_process_process, process_ahead,
+                             heap_keyed_backend_of(op->backend), in_rec, plain, pos, end, max,
+                             timed);
     else
         k = keyed_run_either(op, keyed_process_process, NULL, NULL, in_rec, plain, pos, end, max,
                              timed);
@@ -167,8 +172,9 @@ keyed_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain, 
 }
 
 static void
-process_fire(struct stream_operator *op, const struct timer *t)
+process_fire(void *owner, const struct timer *t)
 {
+    struct stream_operator *op = owner;
     /* KeyedProcessFunction.onTimer; a two-input one keeps it third. */
     void *on_timer = op->config->kind == OP_PROCESS ? op->config->fn2 : op->config->fn3;
 
@@ -201,8 +207,8 @@ co_set_key(struct stream_operator *op, int which, const void *rec, const struct 
         memcpy(copy, scratch, key.len);
         key.data = copy;
     }
-    keyed_backend_set_key(
-        op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
+    keyed_set_key(&op->ctx.keyctx, key,
+                  meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
 }
 
 static void
@@ -259,7 +265,7 @@ process_watermark(struct stream_operator *op, int64_t watermark)
     /* Timers see the new event time, as Flink's InternalTimerService. */
     op->current_watermark = watermark;
     if (op->backend != NULL)
-        keyed_backend_advance(op->backend, true, watermark, process_fire);
+        op->backend->ops->advance(op->backend, true, watermark, process_fire);
     op->out->emit_watermark(op->out, watermark);
 }
 
@@ -268,7 +274,7 @@ process_on_processing_time(struct stream_operator *op, uint64_t now)
 {
     op->next_processing_ns = 0;
     if (op->backend != NULL)
-        keyed_backend_on_processing_time(op->backend, now, process_fire);
+        op->backend->ops->on_processing_time(op->backend, now, process_fire);
 }
 
 /* ---- keyed reduce and sum ---- */
@@ -278,9 +284,9 @@ process_on_processing_time(struct stream_operator *op, uint64_t now)
 #define KEYED_REDUCE_STATE "_op_state"
 
 struct keyed_impl {
-    struct keyed_backend backend; /* op->backend: snapshots and restores it */
-    struct state_decl decl;       /* KEYED_REDUCE_STATE: ValueState<out_type> */
-    struct spate_state *value;
+    struct heap_keyed_backend backend; /* op->backend: snapshots and restores it */
+    struct state_decl decl;            /* KEYED_REDUCE_STATE: ValueState<out_type> */
+    struct heap_state *value;
     void *acc;    /* the stored value, deserialized */
     void *out;    /* the reduce function's result */
     uint8_t *ser; /* its serialized form */
@@ -302,8 +308,8 @@ keyed_open(struct stream_operator *op, spate_error *err)
         KEYED_REDUCE_STATE, STATE_VALUE, op->config->out_type, NULL, NULL, { 0 }, 0, false,
         SCOPE_KEYED
     };
-    op->backend = &k->backend;
-    if ((rc = keyed_backend_init(&k->backend, op, &k->decl, 1, err)) != 0)
+    op->backend = &k->backend.base;
+    if ((rc = operator_backend_init(op, &k->backend, &k->decl, 1, err)) != 0)
         return rc;
     k->value = &k->backend.states[op->config->nstates];
     if (op->config->kind == OP_SUM)
@@ -326,7 +332,7 @@ keyed_close(struct stream_operator *op)
 
     if (k == NULL)
         return;
-    if (op->backend == &k->backend)
+    if (op->backend == &k->backend.base)
         keyed_backend_release(&k->backend);
     op->backend = NULL;
     free(k->acc);
@@ -359,8 +365,8 @@ keyed_lookup(struct stream_operator *op, struct keyed_impl *k, const void *rec,
     spate_bytes key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec,
                                    k->key_scratch, sizeof k->key_scratch);
 
-    keyed_backend_set_key(
-        op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
+    keyed_set_key(&op->ctx.keyctx, key,
+                  meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
     keyed_current_at(k->value, at);
 }
 
@@ -1443,9 +1449,11 @@ operator_new(const struct spate_stream *config, int index, const struct task_inf
         goto fail;
     if (config->nstates > 0 && op->backend == NULL) {
         /* Operator state on an operator of another kind (a source, a map). */
-        op->backend = xcalloc(1, sizeof *op->backend);
+        struct heap_keyed_backend *b = xcalloc(1, sizeof *b);
+
+        op->backend = &b->base;
         op->owns_backend = true;
-        if ((rc = keyed_backend_init(op->backend, op, NULL, 0, err)) != 0)
+        if ((rc = operator_backend_init(op, b, NULL, 0, err)) != 0)
             goto fail;
     }
     op->opened = true;
@@ -1474,7 +1482,7 @@ operator_free(struct stream_operator *op)
         op->config->close(&op->ctx);
     op->vt->close(op);
     if (op->owns_backend) {
-        keyed_backend_release(op->backend);
+        op->backend->ops->dispose(op->backend);
         free(op->backend);
         op->backend = NULL;
     }

@@ -1,5 +1,7 @@
 /* The spate_ctx functions user code calls (spate.h), the scratch allocator,
- * and accumulators. Task thread only. */
+ * accumulators, and keyed state and timers through the operator's state
+ * backend (state/keyed_state_backend.h), which operator_backend_init makes
+ * from the operator's declared states. Task thread only. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,8 +9,10 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "state/heap_keyed_backend.h"
 #include "streaming/accumulators.h"
 #include "streaming/operator.h"
+#include "streaming/types.h"
 
 const void *
 spate_ctx_params(const spate_ctx *ctx, size_t *len)
@@ -97,7 +101,7 @@ spate_ctx_current_processing_time(const spate_ctx *ctx)
 spate_bytes
 spate_ctx_current_key(const spate_ctx *ctx)
 {
-    return ctx->key;
+    return ctx->keyctx.key;
 }
 
 void
@@ -171,4 +175,251 @@ scratch_release(struct scratch *s)
     free(s->chunk);
     s->chunk = NULL;
     s->cap = 0;
+}
+
+/* ---- keyed state: the states' calls through their backend's table ---- */
+
+spate_state *
+spate_ctx_state(spate_ctx *ctx, const char *name)
+{
+    struct keyed_state_backend *b = ctx->op->backend;
+
+    return b != NULL ? b->ops->state(b, name) : NULL;
+}
+
+/* Broadcast state is written only while the broadcast side is processed. */
+static bool
+state_writable(spate_state *st)
+{
+    if (st->desc.scope != SCOPE_BROADCAST || st->backend->broadcast_writable)
+        return true;
+    spate_ctx_fail(st->backend->user_ctx,
+                   "broadcast state '%s' is read-only outside process_broadcast", st->desc.name);
+    return false;
+}
+
+bool
+spate_value_get(spate_state *st, void *out)
+{
+    return st->backend->ops->value_get(st, out);
+}
+
+void
+spate_value_update(spate_state *st, const void *value)
+{
+    st->backend->ops->value_update(st, value);
+}
+
+void
+spate_state_clear(spate_state *st)
+{
+    if (st->desc.kind == STATE_MAP && !state_writable(st))
+        return;
+    st->backend->ops->clear(st);
+}
+
+void
+spate_list_add(spate_state *st, const void *value)
+{
+    st->backend->ops->add(st, 0, value);
+}
+
+void
+spate_list_iter(spate_state *st, spate_iter *it)
+{
+    st->backend->ops->list_iter(st, it);
+}
+
+bool
+spate_list_next(spate_iter *it, void *out)
+{
+    if (it->st == NULL) {
+        /* One record in memory: a pre-aggregated window result. */
+        if (it->at == NULL || it->at == it->end)
+            return false;
+        memcpy(out, it->at, (size_t)(it->end - it->at));
+        it->at = it->end;
+        return true;
+    }
+    return it->st->backend->ops->list_next(it, out, NULL);
+}
+
+bool
+spate_map_get(spate_state *st, const void *key, void *value)
+{
+    return st->backend->ops->map_get(st, key, value);
+}
+
+void
+spate_map_put(spate_state *st, const void *key, const void *value)
+{
+    if (state_writable(st))
+        st->backend->ops->map_put(st, key, value);
+}
+
+bool
+spate_map_remove(spate_state *st, const void *key)
+{
+    return state_writable(st) && st->backend->ops->map_remove(st, key);
+}
+
+void
+spate_map_iter(spate_state *st, spate_iter *it)
+{
+    memset(it, 0, sizeof *it);
+    it->st = st;
+}
+
+bool
+spate_map_next(spate_iter *it, void *key, void *value)
+{
+    return it->st->backend->ops->map_next(it, key, value);
+}
+
+void
+spate_reducing_add(spate_state *st, const void *value)
+{
+    st->backend->ops->add(st, 0, value);
+}
+
+bool
+spate_reducing_get(spate_state *st, void *out)
+{
+    return st->backend->ops->value_get(st, out);
+}
+
+void
+spate_aggregating_add(spate_state *st, const void *in)
+{
+    st->backend->ops->add(st, 0, in);
+}
+
+bool
+spate_aggregating_get(spate_state *st, void *out)
+{
+    return st->backend->ops->value_get(st, out);
+}
+
+/* ---- timers ---- */
+
+void
+spate_timer_register_event_time(spate_ctx *ctx, int64_t timestamp)
+{
+    struct keyed_state_backend *b = ctx->op->backend;
+
+    if (b != NULL)
+        b->ops->register_timer(b, true, timestamp);
+}
+
+void
+spate_timer_register_processing_time(spate_ctx *ctx, int64_t timestamp)
+{
+    struct keyed_state_backend *b = ctx->op->backend;
+
+    if (b != NULL)
+        b->ops->register_timer(b, false, timestamp);
+}
+
+void
+spate_timer_delete_event_time(spate_ctx *ctx, int64_t timestamp)
+{
+    struct keyed_state_backend *b = ctx->op->backend;
+
+    if (b != NULL)
+        b->ops->delete_timer(b, true, timestamp);
+}
+
+void
+spate_timer_delete_processing_time(spate_ctx *ctx, int64_t timestamp)
+{
+    struct keyed_state_backend *b = ctx->op->backend;
+
+    if (b != NULL)
+        b->ops->delete_timer(b, false, timestamp);
+}
+
+/* ---- an operator's keyed state backend ---- */
+
+/* Record types as the backend's serializer (types.h). */
+static size_t
+type_ser_size(const void *type, const void *value)
+{
+    return types_serialized_size(type, value);
+}
+
+static size_t
+type_ser_write(const void *type, const void *value, uint8_t *out, size_t cap)
+{
+    return types_serialize(type, value, out, cap);
+}
+
+static int
+type_ser_read(const void *type, const uint8_t *bytes, size_t len, void *value)
+{
+    return types_deserialize(type, bytes, len, value);
+}
+
+static const struct state_serializer type_serializer = {
+    .size = type_ser_size,
+    .write = type_ser_write,
+    .read = type_ser_read,
+};
+
+static struct state_type
+state_type_of(const struct spate_type *t)
+{
+    if (t == NULL)
+        return (struct state_type){ .align = 1 };
+    return (struct state_type){
+        .ser = &type_serializer,
+        .type = t,
+        .name = t->name != NULL ? t->name : "",
+        .version = t->version,
+        .size = (uint32_t)t->size,
+        .align = (uint32_t)t->align,
+        .plain = t->plain,
+    };
+}
+
+static struct state_descriptor
+state_descriptor_of(const struct state_decl *d)
+{
+    return (struct state_descriptor){
+        .name = d->name,
+        .kind = d->kind,
+        .scope = d->scope,
+        .timestamped = d->timestamped,
+        .ttl_ms = d->ttl_ms,
+        .value = state_type_of(d->type),
+        .key = state_type_of(d->key_type),
+        .reduce = d->reduce,
+        .agg = d->agg,
+    };
+}
+
+int
+operator_backend_init(struct stream_operator *op, struct heap_keyed_backend *b,
+                      const struct state_decl *extra, int nextra, spate_error *err)
+{
+    const struct spate_stream *n = op->config;
+    int count = n->nstates + nextra;
+    struct state_descriptor *descs = xcalloc((size_t)count + 1, sizeof *descs);
+    struct keyed_backend_config c = {
+        .states = descs,
+        .nstates = count,
+        .key = &op->ctx.keyctx,
+        .user_ctx = &op->ctx,
+        .max_parallelism = op->ctx.max_parallelism,
+        .parallelism = op->task->parallelism,
+        .subtask = op->task->subtask,
+        .wake_ns = &op->next_processing_ns,
+        .owner = op,
+    };
+    int rc;
+
+    for (int i = 0; i < count; i++)
+        descs[i] = state_descriptor_of(i < n->nstates ? &n->states[i] : &extra[i - n->nstates]);
+    rc = heap_keyed_backend_init(b, &c, err);
+    free(descs);
+    return rc;
 }

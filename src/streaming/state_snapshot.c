@@ -72,7 +72,7 @@ task_snapshot_take(const struct operator_chain *chain, const struct jg_vertex *v
         os->operator_id = v->ops[i].operator_id;
         os->subtask = op->task->subtask;
         if (op->backend != NULL) {
-            keyed_backend_snapshot(op->backend, &os->kb);
+            keyed_backend_snapshot(heap_keyed_backend_of(op->backend), &os->kb);
             os->has_keyed = true;
         }
         if (op->vt->snapshot_state != NULL) {
@@ -185,7 +185,7 @@ sf_u64(struct sfile *sf, uint64_t v)
 }
 
 static bool
-scope_keyed(const struct state_decl *d)
+scope_keyed(const struct state_descriptor *d)
 {
     return d->scope == SCOPE_KEYED;
 }
@@ -333,7 +333,7 @@ write_operator(struct sfile *sf, const char *path, const struct op_snapshot *os)
         h->states[h->n_states++] = e;
     }
     for (int i = 0; os->has_keyed && i < os->kb.nstates; i++) {
-        const struct state_decl *d = os->kb.decls[i];
+        const struct state_descriptor *d = os->kb.decls[i];
         uint32_t nkg = os->kb.kg_end - os->kb.kg_start + 1;
         Checkpoint__OperatorStateEntry *e;
 
@@ -366,7 +366,7 @@ state_metas(const struct keyed_backend_snapshot *kb, size_t *n)
 
     *n = 0;
     for (int i = 0; i < kb->nstates; i++) {
-        const struct state_decl *d = kb->decls[i];
+        const struct state_descriptor *d = kb->decls[i];
         Checkpoint__StateMeta *sm;
 
         if (!scope_keyed(d))
@@ -375,10 +375,10 @@ state_metas(const struct keyed_backend_snapshot *kb, size_t *n)
         checkpoint__state_meta__init(sm);
         sm->name = xstrdup(d->name);
         sm->kind = d->kind;
-        sm->type_name = xstrdup(d->type->name ? d->type->name : "");
-        sm->type_version = d->type->version;
-        sm->key_type_name = xstrdup(d->key_type && d->key_type->name ? d->key_type->name : "");
-        sm->key_type_version = d->key_type ? d->key_type->version : 0;
+        sm->type_name = xstrdup(d->value.name);
+        sm->type_version = d->value.version;
+        sm->key_type_name = xstrdup(d->key.ser != NULL ? d->key.name : "");
+        sm->key_type_version = d->key.ser != NULL ? d->key.version : 0;
         m[(*n)++] = sm;
     }
     return m;
@@ -627,7 +627,7 @@ corrupt(const struct rfile *f, uint64_t off, const char *what, spate_error *err)
 /* Which of the backend's states each keyed state of the file is; checks
  * that the kinds and types still match. */
 static int
-map_states(const struct keyed_backend *b, const Checkpoint__OperatorSubtaskState *st,
+map_states(const struct heap_keyed_backend *b, const Checkpoint__OperatorSubtaskState *st,
            const char *op_name, int *index, spate_error *err)
 {
     for (size_t i = 0; i < st->n_states; i++) {
@@ -635,7 +635,7 @@ map_states(const struct keyed_backend *b, const Checkpoint__OperatorSubtaskState
         int found = -1;
 
         for (int k = 0; k < b->nstates; k++)
-            if (strcmp(b->states[k].decl->name, m->name) == 0)
+            if (strcmp(b->states[k].base.desc.name, m->name) == 0)
                 found = k;
         if (found < 0)
             return spate_error_set(err, SPATE_EINVAL,
@@ -643,15 +643,15 @@ map_states(const struct keyed_backend *b, const Checkpoint__OperatorSubtaskState
                                    "it no longer declares",
                                    m->name, op_name);
         {
-            const struct state_decl *d = b->states[found].decl;
+            const struct state_descriptor *d = &b->states[found].base.desc;
 
-            if ((int)d->kind != m->kind || strcmp(d->type->name, m->type_name) != 0 ||
-                d->type->version != m->type_version)
+            if ((int)d->kind != m->kind || strcmp(d->value.name, m->type_name) != 0 ||
+                d->value.version != m->type_version)
                 return spate_error_set(err, SPATE_EINVAL,
                                        "state '%s' of operator '%s' was written as %s version "
                                        "%d and is now %s version %d",
                                        m->name, op_name, m->type_name, m->type_version,
-                                       d->type->name, d->type->version);
+                                       d->value.name, d->value.version);
         }
         index[i] = found;
     }
@@ -659,7 +659,7 @@ map_states(const struct keyed_backend *b, const Checkpoint__OperatorSubtaskState
 }
 
 static int
-restore_key_group(struct keyed_backend *b, struct rfile *f, uint64_t off, uint64_t len,
+restore_key_group(struct heap_keyed_backend *b, struct rfile *f, uint64_t off, uint64_t len,
                   const int *index, size_t nmeta, spate_error *err)
 {
     uint8_t *buf;
@@ -705,7 +705,7 @@ static int
 restore_keyed(struct stream_operator *op, const Checkpoint__OperatorSubtaskState *st,
               const char *op_name, struct reader *r, spate_error *err)
 {
-    struct keyed_backend *b = op->backend;
+    struct heap_keyed_backend *b = op->backend != NULL ? heap_keyed_backend_of(op->backend) : NULL;
     int *index = xcalloc(st->n_states + 1, sizeof *index);
     int rc = 0;
 
@@ -769,10 +769,11 @@ restore_operator(struct stream_operator *op, const Checkpoint__OperatorSubtaskSt
         for (size_t s = 0; s < oh->n_states; s++) {
             const Checkpoint__OperatorStateEntry *e = oh->states[s];
             bool own = strcmp(e->name, OWN_STATE) == 0;
-            struct spate_state *target = NULL;
+            struct heap_keyed_backend *b =
+                op->backend != NULL ? heap_keyed_backend_of(op->backend) : NULL;
+            struct heap_state *target = NULL;
 
-            if (!own && (op->backend == NULL ||
-                         (target = keyed_backend_state(op->backend, e->name)) == NULL))
+            if (!own && (b == NULL || (target = keyed_backend_state(b, e->name)) == NULL))
                 return spate_error_set(err, SPATE_EINVAL,
                                        "the checkpoint has operator state '%s' of operator '%s', "
                                        "which it no longer declares",
@@ -805,9 +806,8 @@ restore_operator(struct stream_operator *op, const Checkpoint__OperatorSubtaskSt
                     if (!cur_entry(&c, &hash, &key, &klen, &value, &vlen) || c.p != c.end)
                         rc = corrupt(f, e->offsets[k], "a malformed operator state element", err);
                     else
-                        keyed_backend_restore_entry(op->backend,
-                                                    (int)(target - op->backend->states), hash, key,
-                                                    klen, value, vlen);
+                        keyed_backend_restore_entry(b, (int)(target - b->states), hash, key, klen,
+                                                    value, vlen);
                 }
                 free(buf);
                 if (rc != 0)

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "proto/checkpoint.pb-c.h"
-#include "streaming/keyed_backend.h"
+#include "state/heap_keyed_backend.h"
 #include "streaming/operator_chain.h"
 
 struct op_snapshot;

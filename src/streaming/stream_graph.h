@@ -13,6 +13,7 @@
 #include <spate/spate.h>
 
 #include "core/config.h"
+#include "state/keyed_state_backend.h"
 
 enum ship_strategy {
     SHIP_FORWARD,
@@ -71,14 +72,6 @@ struct key_selector {
     int field;
 };
 
-enum state_kind {
-    STATE_VALUE,
-    STATE_LIST,
-    STATE_MAP,
-    STATE_REDUCING,
-    STATE_AGGREGATING,
-};
-
 enum trigger_kind {
     TRIGGER_DEFAULT, /* the assigner's: event time, processing time, never */
     TRIGGER_EVENT_TIME,
@@ -128,13 +121,6 @@ struct watermark_config {
     int64_t bound_ms;             /* max out-of-orderness */
     int64_t idleness_ms;          /* 0: never idle */
     int64_t interval_ms;          /* pipeline.auto-watermark-interval */
-};
-
-enum state_scope {
-    SCOPE_KEYED,
-    SCOPE_OPERATOR, /* list state per instance, split on rescale */
-    SCOPE_UNION,    /* list state per instance, unioned on rescale */
-    SCOPE_BROADCAST,
 };
 
 /* State declared on an operator (Flink's StateDescriptor). */

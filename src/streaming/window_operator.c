@@ -14,7 +14,8 @@
 #include "core/clock.h"
 #include "core/key_group.h"
 #include "core/util.h"
-#include "streaming/keyed_backend.h"
+#include "state/heap_keyed_backend.h"
+#include "streaming/keys.h"
 #include "streaming/keyed_run.h"
 #include "streaming/types.h"
 #include "streaming/window_operator.h"
@@ -26,10 +27,11 @@
 enum { WS_CONTENTS, WS_COUNT, WS_SESSIONS, WS_COUNT_OF };
 
 struct window_op {
-    struct keyed_backend backend;
+    struct heap_keyed_backend backend; /* op->backend */
     struct state_decl decls[WS_COUNT_OF];
     struct spate_type *session_type; /* (start, end) */
-    spate_state *contents, *count, *sessions;
+    struct heap_state *contents;     /* found inline on the per-record path */
+    spate_state *count, *sessions;
     void *rec;    /* a copy target for elements and results */
     void *result; /* the aggregate's result */
     /* What the per-record path reads, resolved once at open. */
@@ -95,8 +97,8 @@ static inline void
 set_window(struct stream_operator *op, spate_time_window *w)
 {
     op->ctx.window = *w;
-    op->ctx.ns = w;
-    op->ctx.ns_len = sizeof *w;
+    op->ctx.keyctx.ns = w;
+    op->ctx.keyctx.ns_len = sizeof *w;
 }
 
 /* Flink's TimeWindow.getWindowStartWithOffset. */
@@ -221,7 +223,7 @@ evict(struct stream_operator *op, struct window_op *w, spate_time_window win, bo
 
     if (c->evictor == EVICTOR_NONE || (before == false && c->evictor != EVICTOR_CUSTOM))
         return; /* the built-in evictors evict before, as Flink's by default */
-    spate_list_iter(w->contents, &it);
+    spate_list_iter(&w->contents->base, &it);
     for (;;) {
         int64_t t;
 
@@ -270,7 +272,7 @@ emit_window(struct stream_operator *op, struct window_op *w, spate_time_window w
         scratch_reset(&op->ctx.scratch);
     if (buffers_elements(op)) {
         evict(op, w, win, true);
-        spate_list_iter(w->contents, &it);
+        spate_list_iter(&w->contents->base, &it);
         if (c->function == WINDOW_FN_PROCESS) {
             c->process(&op->ctx, win, &it);
         } else {
@@ -318,7 +320,7 @@ emit_window(struct stream_operator *op, struct window_op *w, spate_time_window w
         evict(op, w, win, false);
         return;
     }
-    if (!spate_value_get(w->contents, w->result))
+    if (!spate_value_get(&w->contents->base, w->result))
         return;
     if (c->process != NULL) {
         const struct spate_type *t =
@@ -335,7 +337,7 @@ static void
 clear_window(struct stream_operator *op, struct window_op *w)
 {
     UNUSED(op);
-    spate_state_clear(w->contents);
+    spate_state_clear(&w->contents->base);
     if (w->trigger == TRIGGER_COUNT) /* only the count trigger keeps a count */
         spate_state_clear(w->count);
 }
@@ -346,7 +348,7 @@ act(struct stream_operator *op, struct window_op *w, spate_trigger_result r, spa
     if (r == SPATE_TRIGGER_FIRE || r == SPATE_TRIGGER_FIRE_AND_PURGE)
         emit_window(op, w, win);
     if (r == SPATE_TRIGGER_PURGE || r == SPATE_TRIGGER_FIRE_AND_PURGE)
-        spate_state_clear(w->contents);
+        spate_state_clear(&w->contents->base);
 }
 
 /* ---- session merging ---- */
@@ -367,7 +369,7 @@ merge_contents(struct stream_operator *op, struct window_op *w, spate_time_windo
         void **recs = NULL;
 
         /* Read all first: writing the other window may move the entry. */
-        spate_list_iter(w->contents, &it);
+        spate_list_iter(&w->contents->base, &it);
         copy = it.at ? xmalloc((size_t)(it.end - it.at) + 1) : NULL;
         if (copy != NULL) {
             memcpy(copy, it.at, (size_t)(it.end - it.at));
@@ -396,7 +398,7 @@ merge_contents(struct stream_operator *op, struct window_op *w, spate_time_windo
         free(ts);
         free(copy);
     } else if (c->function == WINDOW_FN_REDUCE) {
-        if (spate_value_get(w->contents, w->rec)) {
+        if (spate_value_get(&w->contents->base, w->rec)) {
             void *v = xmalloc(op->config->in_type->size + 16);
             size_t len = types_serialized_size(op->config->in_type, w->rec);
             uint8_t *bytes = xmalloc(len + 1);
@@ -405,25 +407,23 @@ merge_contents(struct stream_operator *op, struct window_op *w, spate_time_windo
             types_serialize(op->config->in_type, w->rec, bytes, len);
             types_deserialize(op->config->in_type, bytes, len, v);
             set_window(op, &into);
-            spate_reducing_add(w->contents, v);
+            spate_reducing_add(&w->contents->base, v);
             free(v);
             free(bytes);
         }
     } else {
         /* Aggregates merge accumulator into accumulator. */
         const struct spate_type *at = c->agg.acc_type;
-        spate_state *st = w->contents;
+        spate_state *st = &w->contents->base;
         size_t len;
         uint8_t *bytes;
         void *from_acc = xcalloc(1, at->size + 16);
         void *into_acc = xcalloc(1, at->size + 16);
         bool had_from, had_into;
-        struct state_decl plain = *st->decl;
-        const struct state_decl *real = st->decl;
+        enum state_kind real = st->desc.kind;
 
         /* Read the raw accumulators through a value view of the state. */
-        plain.kind = STATE_VALUE;
-        st->decl = &plain;
+        st->desc.kind = STATE_VALUE;
         had_from = spate_value_get(st, from_acc);
         if (had_from) {
             len = types_serialized_size(at, from_acc);
@@ -437,7 +437,7 @@ merge_contents(struct stream_operator *op, struct window_op *w, spate_time_windo
             spate_value_update(st, had_into ? into_acc : from_acc);
             free(bytes);
         }
-        st->decl = real;
+        st->desc.kind = real;
         free(from_acc);
         free(into_acc);
     }
@@ -458,8 +458,8 @@ merge_session(struct stream_operator *op, struct window_op *w, spate_time_window
     bool *absorbed;
     spate_iter it;
 
-    op->ctx.ns = NULL;
-    op->ctx.ns_len = 0;
+    op->ctx.keyctx.ns = NULL;
+    op->ctx.keyctx.ns_len = 0;
     spate_list_iter(w->sessions, &it);
     while (spate_list_next(&it, &s)) {
         xgrow((void **)&all, &cap, n + 1, sizeof *all);
@@ -489,8 +489,8 @@ merge_session(struct stream_operator *op, struct window_op *w, spate_time_window
         merge_contents(op, w, all[i], cur);
     }
     /* Rewrite the key's session list. */
-    op->ctx.ns = NULL;
-    op->ctx.ns_len = 0;
+    op->ctx.keyctx.ns = NULL;
+    op->ctx.keyctx.ns_len = 0;
     spate_state_clear(w->sessions);
     for (size_t i = 0; i < n; i++)
         if (!absorbed[i])
@@ -508,8 +508,8 @@ forget_session(struct stream_operator *op, struct window_op *w, spate_time_windo
     size_t n = 0, cap = 0;
     spate_iter it;
 
-    op->ctx.ns = NULL;
-    op->ctx.ns_len = 0;
+    op->ctx.keyctx.ns = NULL;
+    op->ctx.keyctx.ns_len = 0;
     spate_list_iter(w->sessions, &it);
     while (spate_list_next(&it, &s)) {
         if (s.start == win.start && s.end == win.end)
@@ -562,8 +562,8 @@ window_open(struct stream_operator *op, spate_error *err)
     w->decls[WS_SESSIONS] = (struct state_decl){
         "__window_sessions", STATE_LIST, w->session_type, NULL, NULL, { 0 }, 0, false, SCOPE_KEYED
     };
-    op->backend = &w->backend;
-    if ((rc = keyed_backend_init(&w->backend, op, w->decls, WS_COUNT_OF, err)) != 0)
+    op->backend = &w->backend.base;
+    if ((rc = operator_backend_init(op, &w->backend, w->decls, WS_COUNT_OF, err)) != 0)
         return rc;
     w->contents = &w->backend.states[op->config->nstates + WS_CONTENTS];
     w->fast = c->assigner.kind == SPATE_WINDOW_TUMBLING && !w->buffers &&
@@ -579,8 +579,8 @@ window_open(struct stream_operator *op, spate_error *err)
                   LEAF_CKEY + w->contents->value_size <= STATE_INLINE_BYTES &&
                   w->contents->value_align_mask < 16;
     }
-    w->count = &w->backend.states[op->config->nstates + WS_COUNT];
-    w->sessions = &w->backend.states[op->config->nstates + WS_SESSIONS];
+    w->count = &w->backend.states[op->config->nstates + WS_COUNT].base;
+    w->sessions = &w->backend.states[op->config->nstates + WS_SESSIONS].base;
     w->rec = xcalloc(1, op->config->in_type->size + 16);
     w->result = xcalloc(1, MAX(op->config->in_type->size, op->config->out_type->size) +
                                (c->agg.out_type ? c->agg.out_type->size : 0) + 16);
@@ -594,7 +594,7 @@ window_close(struct stream_operator *op)
 
     if (w == NULL)
         return;
-    keyed_backend_release(&w->backend);
+    op->backend->ops->dispose(op->backend);
     types_free(w->session_type);
     free(w->rec);
     free(w->result);
@@ -683,14 +683,15 @@ window_process_fast(struct stream_operator *op, struct window_op *w, const void 
         scratch_reset(&op->ctx.scratch);
     record_meta_copy(&op->ctx.meta, meta);
     key = keys_get(&w->key, &op->ctx, rec, w->key_scratch, sizeof w->key_scratch);
-    keyed_backend_set_key(op, key,
-                          meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len),
-                          &w->last_window, sizeof w->last_window);
+    keyed_set_key(&op->ctx.keyctx, key,
+                  meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len),
+                  &w->last_window, sizeof w->last_window);
     op->ctx.window = w->last_window;
     if (w->ckey != NULL) {
         bytes_copy(w->ckey + 4, key.data, w->key.len);
-        acc = keyed_value_in_place_at(w->contents, w->ckey, w->ckey_len,
-                                      keyed_composite_hash(op->ctx.key_hash, w->last_ns_hash));
+        acc =
+            keyed_value_in_place_at(w->contents, w->ckey, w->ckey_len,
+                                    keyed_composite_hash(op->ctx.keyctx.key_hash, w->last_ns_hash));
     } else {
         acc = keyed_value_in_place(w->contents);
     }
@@ -724,8 +725,8 @@ window_process_general(struct stream_operator *op, const void *rec, const struct
         return;
     }
     key = keys_get(&w->key, &op->ctx, rec, w->key_scratch, sizeof w->key_scratch);
-    keyed_backend_set_key(
-        op, key, meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
+    keyed_set_key(&op->ctx.keyctx, key,
+                  meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
 
     if (a->kind == SPATE_WINDOW_TUMBLING) {
         /* Records come mostly in time order: the last one's window spares
@@ -782,8 +783,8 @@ window_process_general(struct stream_operator *op, const void *rec, const struct
         }
     }
     if (!handled) {
-        op->ctx.ns = NULL;
-        op->ctx.ns_len = 0;
+        op->ctx.keyctx.ns = NULL;
+        op->ctx.keyctx.ns_len = 0;
         if (c->late_tag != NULL)
             spate_emit_side(&op->ctx, c->late_tag, rec);
         else if (op->task->accumulators != NULL)
@@ -812,7 +813,7 @@ window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
               const struct record_meta *meta)
 {
     const uint8_t *key = (const uint8_t *)rec + w->key.offset;
-    struct spate_state *st = w->contents;
+    struct heap_state *st = w->contents;
     struct state_map *map;
     struct state_entry *e;
     uint64_t hash;
@@ -835,8 +836,8 @@ window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
     v = e->u.bytes + LEAF_CKEY;
     op->ctx.scratch.used = 0;
     record_meta_copy(&op->ctx.meta, meta);
-    keyed_backend_set_key(op, (spate_bytes){ key, 8 }, meta->key_hash, &w->last_window,
-                          sizeof w->last_window);
+    keyed_set_key(&op->ctx.keyctx, (spate_bytes){ key, 8 }, meta->key_hash, &w->last_window,
+                  sizeof w->last_window);
     op->ctx.window = w->last_window;
     return v;
 }
@@ -908,8 +909,9 @@ window_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain,
 }
 
 static void
-window_fire(struct stream_operator *op, const struct timer *t)
+window_fire(void *owner, const struct timer *t)
 {
+    struct stream_operator *op = owner;
     struct window_op *w = op->impl;
     spate_time_window win;
 
@@ -928,18 +930,16 @@ window_fire(struct stream_operator *op, const struct timer *t)
 static void
 window_watermark(struct stream_operator *op, int64_t watermark)
 {
-    struct window_op *w = op->impl;
-
     /* Fire first, then let event time move on: Flink's order. */
     op->current_watermark = watermark;
-    keyed_backend_advance(&w->backend, true, watermark, window_fire);
+    op->backend->ops->advance(op->backend, true, watermark, window_fire);
     op->out->emit_watermark(op->out, watermark);
 }
 
 static void
 window_on_processing_time(struct stream_operator *op, uint64_t now)
 {
-    keyed_backend_on_processing_time(&((struct window_op *)op->impl)->backend, now, window_fire);
+    op->backend->ops->on_processing_time(op->backend, now, window_fire);
 }
 
 const struct operator_vtable window_operator_vtable = {

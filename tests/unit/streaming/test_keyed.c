@@ -1,7 +1,7 @@
 /* Unit tests of event time, keyed state and timers: watermarks from
  * out-of-order records, event-time timers firing in order and deduplicated,
- * every kind of keyed state, TTL expiry (with a test clock), and side
- * outputs. Whole jobs run through the synchronous runner. */
+ * every kind of keyed state, and side outputs. Whole jobs run through the
+ * synchronous runner; the backend alone is tests/unit/state's. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 
 #include "core/alloc.h"
 #include "core/key_group.h"
-#include "streaming/keyed_backend.h"
+#include "streaming/operator.h"
 #include "streaming/types.h"
 #include "sync_runner.h"
 
@@ -231,61 +231,6 @@ Test(keyed, every_kind_of_state_is_scoped_to_its_key)
     env_free(env);
 }
 
-/* ---- TTL, on the backend with a test clock ---- */
-
-static int64_t fake_now;
-
-static int64_t
-fake_clock(void)
-{
-    return fake_now;
-}
-
-Test(keyed, ttl_expires_values_and_cleans_up)
-{
-    struct state_decl decl = { "v", STATE_VALUE, NULL, NULL, NULL, { 0 }, 50, false, SCOPE_KEYED };
-    struct spate_stream cfg = { 0 };
-    struct stream_operator op = { 0 };
-    struct task_info task = { 0, 1, 128, 0, "t", NULL, NULL, NULL, NULL, false };
-    struct keyed_backend b;
-    spate_error err;
-    spate_state *st;
-    int64_t v = 42, got;
-    size_t live = 0;
-
-    decl.type = spate_type_int64();
-    cfg.states = &decl;
-    cfg.nstates = 1;
-    op.config = &cfg;
-    op.task = &task;
-    op.ctx.op = &op;
-    op.ctx.max_parallelism = 128;
-    op.backend = &b;
-    cr_assert_eq(keyed_backend_init(&b, &op, NULL, 0, &err), 0, "%s", err.message);
-    b.now_ms = fake_clock;
-    st = keyed_backend_state(&b, "v");
-    fake_now = 1000;
-    for (int64_t k = 0; k < 100; k++) {
-        keyed_backend_set_key(&op, (spate_bytes){ &k, 8 }, (uint64_t)k * 0x9E3779B97F4A7C15ULL,
-                              NULL, 0);
-        spate_value_update(st, &v);
-    }
-    fake_now = 1049;
-    keyed_backend_set_key(&op, (spate_bytes){ &(int64_t){ 7 }, 8 }, 7 * 0x9E3779B97F4A7C15ULL, NULL,
-                          0);
-    cr_assert(spate_value_get(st, &got), "alive before its TTL");
-    cr_assert_eq(got, 42);
-    fake_now = 1050;
-    cr_assert(!spate_value_get(st, &got), "gone at its TTL");
-    /* Clean-up reaches the other expired entries as state is used. */
-    for (int i = 0; i < 2000; i++)
-        spate_value_get(st, &got);
-    for (uint32_t g = 0; g <= st->maps.range.end - st->maps.range.start; g++)
-        live += st->maps.maps[g].count;
-    cr_assert_eq(live, 0, "%zu expired entries left", live);
-    keyed_backend_release(&b);
-}
-
 /* ---- side outputs ---- */
 
 static void
@@ -320,82 +265,4 @@ Test(keyed, side_outputs_reach_their_consumers_only)
     cr_assert(strncmp(side_log.lines[2], "1@5", 3) == 0);
     accumulators_release(&acc);
     env_free(env);
-}
-
-/* ---- one million keys ---- */
-
-static long
-rss_kb(void)
-{
-    long pages = 0, rss = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-
-    cr_assert_not_null(f);
-    cr_assert_eq(fscanf(f, "%ld %ld", &pages, &rss), 2);
-    fclose(f);
-    return rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-Test(keyed, a_million_keys_of_value_state_cost_at_most_200_bytes_each, .timeout = 120)
-{
-    struct state_decl decl = {
-        "count", STATE_VALUE, NULL, NULL, NULL, { 0 }, 0, false, SCOPE_KEYED
-    };
-    struct spate_stream cfg = { 0 };
-    struct stream_operator op = { 0 };
-    struct task_info task = { 0, 1, 128, 0, "t", NULL, NULL, NULL, NULL, false };
-    struct keyed_backend b;
-    spate_error err;
-    spate_state *st;
-    long before, after;
-    const int64_t keys = 1000000;
-
-    decl.type = spate_type_int64();
-    cfg.states = &decl;
-    cfg.nstates = 1;
-    op.config = &cfg;
-    op.task = &task;
-    op.ctx.op = &op;
-    op.ctx.max_parallelism = 128;
-    op.backend = &b;
-    cr_assert_eq(keyed_backend_init(&b, &op, NULL, 0, &err), 0, "%s", err.message);
-    st = keyed_backend_state(&b, "count");
-    before = rss_kb();
-    /* Every key twice: a running count per key. */
-    for (int round = 0; round < 2; round++) {
-        for (int64_t k = 0; k < keys; k++) {
-            int64_t n = 0;
-
-            keyed_backend_set_key(&op, (spate_bytes){ &k, 8 }, key_group_hash(&k, 8), NULL, 0);
-            spate_value_get(st, &n);
-            n++;
-            spate_value_update(st, &n);
-        }
-    }
-    after = rss_kb();
-    for (int64_t k = 0; k < keys; k += 997) {
-        int64_t n = 0;
-
-        keyed_backend_set_key(&op, (spate_bytes){ &k, 8 }, key_group_hash(&k, 8), NULL, 0);
-        cr_assert(spate_value_get(st, &n));
-        cr_assert_eq(n, 2, "key %lld counted %lld", (long long)k, (long long)n);
-    }
-    fprintf(stderr, "1M keys of ValueState<int64>: %ld bytes of RSS per key\n",
-            (after - before) * 1024 / keys);
-#if defined(__SANITIZE_ADDRESS__)
-#define SPATE_MEASURES_MEMORY 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SPATE_MEASURES_MEMORY 0
-#endif
-#endif
-#ifndef SPATE_MEASURES_MEMORY
-#define SPATE_MEASURES_MEMORY 1
-#endif
-    /* Sanitizers pad every allocation: the figure means something only
-     * without them. */
-    if (SPATE_MEASURES_MEMORY)
-        cr_assert_leq((after - before) * 1024 / keys, 200, "%ld bytes per key",
-                      (after - before) * 1024 / keys);
-    keyed_backend_release(&b);
 }

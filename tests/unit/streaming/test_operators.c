@@ -12,7 +12,7 @@
 #include "core/alloc.h"
 #include "streaming/accumulators.h"
 #include "streaming/exchange_output.h"
-#include "streaming/keyed_backend.h"
+#include "state/heap_keyed_backend.h"
 #include "streaming/operator_chain.h"
 #include "streaming/stream_element.h"
 #include "streaming/types.h"

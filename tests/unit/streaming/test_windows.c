@@ -14,7 +14,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/key_group.h"
-#include "streaming/keyed_backend.h"
+#include "state/heap_keyed_backend.h"
 #include "streaming/operator_chain.h"
 #include "streaming/types.h"
 #include "local_job.h"
@@ -722,9 +722,9 @@ Test(windows, a_snapshot_between_records_keeps_the_accumulator_of_its_moment)
 
         m.key_hash = key_group_hash(&e.key, 8);
         if (i == 3)
-            keyed_backend_snapshot(head->backend, &snap[0]);
+            keyed_backend_snapshot(heap_keyed_backend_of(head->backend), &snap[0]);
         if (i == 5)
-            keyed_backend_snapshot(head->backend, &snap[1]);
+            keyed_backend_snapshot(heap_keyed_backend_of(head->backend), &snap[1]);
         operator_process(head, &e, &m);
     }
     cr_assert(view_acc(&snap[0], 3, win, &a), "the first snapshot holds no accumulator");

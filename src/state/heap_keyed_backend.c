@@ -1,4 +1,4 @@
-/* The keyed state backend (keyed_backend.h). An entry's key in a state map
+/* The heap keyed state backend (heap_keyed_backend.h). An entry's key in a state map
  * is [u32 key length][key][u32 namespace length][namespace][map key], so
  * (key, namespace, map key) triples never collide; its value is the
  * serialized value, after an 8-byte write time (ms) when the state has a TTL. */
@@ -12,14 +12,32 @@
 #include "core/bytes.h"
 #include "core/clock.h"
 #include "core/util.h"
-#include "streaming/keyed_backend.h"
-#include "streaming/types.h"
+#include "state/heap_keyed_backend.h"
 
 #define TTL_HEADER      8
 #define CLEANUP_PER_USE 2
 
+/* Values (and map keys) through their type's serializer. */
+static inline size_t
+ser_size(const struct state_type *t, const void *v)
+{
+    return t->ser->size(t->type, v);
+}
+
+static inline void
+ser_write(const struct state_type *t, const void *v, uint8_t *out, size_t cap)
+{
+    t->ser->write(t->type, v, out, cap);
+}
+
+static inline int
+ser_read(const struct state_type *t, const uint8_t *bytes, size_t len, void *v)
+{
+    return t->ser->read(t->type, bytes, len, v);
+}
+
 SPATE_NOINLINE uint8_t *
-keyed_backend_buf_grow(struct keyed_backend *b, size_t n)
+keyed_backend_buf_grow(struct heap_keyed_backend *b, size_t n)
 {
     b->buf_cap = n * 2;
     b->buf = xrealloc(b->buf, b->buf_cap);
@@ -27,7 +45,7 @@ keyed_backend_buf_grow(struct keyed_backend *b, size_t n)
 }
 
 static inline void *
-backend_buf(struct keyed_backend *b, size_t n)
+backend_buf(struct heap_keyed_backend *b, size_t n)
 {
     return likely(n <= b->buf_cap) ? b->buf : keyed_backend_buf_grow(b, n);
 }
@@ -35,13 +53,13 @@ backend_buf(struct keyed_backend *b, size_t n)
 /* ---- composite keys ---- */
 
 static inline size_t
-composite_prefix_len(const spate_ctx *ctx)
+composite_prefix_len(const struct state_key_context *ctx)
 {
     return 4 + ctx->key.len + 4 + ctx->ns_len;
 }
 
 uint64_t
-keyed_ns_hash_slow(struct keyed_backend *b, const void *ns, size_t len)
+keyed_ns_hash_slow(struct heap_keyed_backend *b, const void *ns, size_t len)
 {
     uint64_t h = XXH3_64bits(ns, len);
 
@@ -54,7 +72,8 @@ keyed_ns_hash_slow(struct keyed_backend *b, const void *ns, size_t len)
 }
 
 static inline uint64_t
-composite_hash(struct keyed_backend *b, const spate_ctx *ctx, const void *extra, size_t extra_len)
+composite_hash(struct heap_keyed_backend *b, const struct state_key_context *ctx, const void *extra,
+               size_t extra_len)
 {
     uint64_t h = keyed_composite_hash(ctx->key_hash,
                                       ctx->ns_len ? keyed_ns_hash(b, ctx->ns, ctx->ns_len) : 0);
@@ -65,34 +84,21 @@ composite_hash(struct keyed_backend *b, const spate_ctx *ctx, const void *extra,
     return h;
 }
 
-/* The context whose key scopes st: the current key for keyed state, none
+/* The key context that scopes st: the current key for keyed state, none
  * for operator and broadcast state. */
-static inline const spate_ctx *
-scope_ctx(const struct spate_state *st, spate_ctx *keyless)
+static inline const struct state_key_context *
+scope_ctx(const struct heap_state *st, struct state_key_context *keyless)
 {
-    const spate_ctx *ctx = &st->backend->op->ctx;
-
-    if (likely(st->decl->scope == SCOPE_KEYED))
-        return ctx;
+    if (likely(st->base.desc.scope == SCOPE_KEYED))
+        return st->backend->key;
     memset(keyless, 0, sizeof *keyless);
     keyless->key.data = "";
     return keyless;
 }
 
-/* Broadcast state is written only while the broadcast side is processed. */
-static bool
-writable(struct spate_state *st)
-{
-    if (st->decl->scope != SCOPE_BROADCAST || st->backend->broadcast_writable)
-        return true;
-    spate_ctx_fail(&st->backend->op->ctx,
-                   "broadcast state '%s' is read-only outside process_broadcast", st->decl->name);
-    return false;
-}
-
 /* A TTL entry that has expired is removed. */
 static SPATE_NOINLINE struct state_entry *
-state_entry_ttl(struct spate_state *st, struct state_map *map, struct state_entry *e, uint64_t hash,
+state_entry_ttl(struct heap_state *st, struct state_map *map, struct state_entry *e, uint64_t hash,
                 const uint8_t *key, size_t key_len)
 {
     int64_t written;
@@ -109,12 +115,12 @@ state_entry_ttl(struct spate_state *st, struct state_map *map, struct state_entr
  * and reported absent). map_key: the map state's key bytes, or NULL. The
  * composite key is left in the backend's buffer. */
 static struct state_entry *
-state_entry_for(struct spate_state *st, const void *map_key, size_t map_key_len, uint64_t *hash,
+state_entry_for(struct heap_state *st, const void *map_key, size_t map_key_len, uint64_t *hash,
                 size_t *key_len, struct state_map **mapp)
 {
-    struct keyed_backend *b = st->backend;
-    spate_ctx keyless;
-    const spate_ctx *ctx = scope_ctx(st, &keyless);
+    struct heap_keyed_backend *b = st->backend;
+    struct state_key_context keyless;
+    const struct state_key_context *ctx = scope_ctx(st, &keyless);
     size_t plen = composite_prefix_len(ctx);
     uint8_t *key = backend_buf(b, plen + map_key_len);
     struct state_map *map = keyed_state_map(&st->maps, ctx->key_hash);
@@ -135,10 +141,10 @@ state_entry_for(struct spate_state *st, const void *map_key, size_t map_key_len,
 /* state_entry_for for the per-record path (windows, keyed functions):
  * keyed state without TTL and without a map key, found inline. */
 static SPATE_INLINE struct state_entry *
-keyed_entry(struct spate_state *st, uint64_t *hash, size_t *key_len, struct state_map **mapp)
+keyed_entry(struct heap_state *st, uint64_t *hash, size_t *key_len, struct state_map **mapp)
 {
-    struct keyed_backend *b = st->backend;
-    const spate_ctx *ctx = &b->op->ctx;
+    struct heap_keyed_backend *b = st->backend;
+    const struct state_key_context *ctx = b->key;
 
     if (unlikely(!st->fast))
         return state_entry_for(st, NULL, 0, hash, key_len, mapp);
@@ -152,10 +158,10 @@ keyed_entry(struct spate_state *st, uint64_t *hash, size_t *key_len, struct stat
  * the type, else copied into tmp (put them back with plain_put_back);
  * NULL when the stored value is not of the type's size. */
 static inline void *
-plain_value(struct spate_state *st, struct state_entry *e, void *tmp)
+plain_value(struct heap_state *st, struct state_entry *e, void *tmp)
 {
     size_t hdr = st->ttl_ms ? TTL_HEADER : 0;
-    const struct spate_type *t = st->decl->type;
+    const struct state_type *t = &st->base.desc.value;
     uint8_t *p = state_entry_value(e) + hdr;
 
     if (e->value_len != hdr + t->size)
@@ -169,13 +175,13 @@ plain_value(struct spate_state *st, struct state_entry *e, void *tmp)
 /* After a change through plain_value: a copy goes back into the entry,
  * and a TTL's write time is renewed. */
 static inline void
-plain_put_back(struct spate_state *st, struct state_entry *e, const void *v)
+plain_put_back(struct heap_state *st, struct state_entry *e, const void *v)
 {
     size_t hdr = st->ttl_ms ? TTL_HEADER : 0;
     uint8_t *p = state_entry_value(e) + hdr;
 
     if (v != p)
-        bytes_copy(p, v, st->decl->type->size);
+        bytes_copy(p, v, st->base.desc.value.size);
     if (hdr) {
         int64_t now = st->backend->now_ms();
 
@@ -198,7 +204,7 @@ own_entry(struct state_map *map, struct state_entry *e, uint64_t hash, const uin
 /* The per-record path of plain values (an accumulator of numbers): *e
  * owned first, then plain_value of it (put back with plain_put_back). */
 static SPATE_INLINE void *
-plain_begin(struct spate_state *st, struct state_map *map, struct state_entry **e, uint64_t hash,
+plain_begin(struct heap_state *st, struct state_map *map, struct state_entry **e, uint64_t hash,
             size_t key_len)
 {
     if (unlikely(map->shared || map->base != NULL))
@@ -207,7 +213,7 @@ plain_begin(struct spate_state *st, struct state_map *map, struct state_entry **
 }
 
 void *
-keyed_value_in_place_slow(struct spate_state *st)
+keyed_value_in_place_slow(struct heap_state *st)
 {
     struct state_map *map;
     struct state_entry *e;
@@ -226,7 +232,7 @@ keyed_value_in_place_slow(struct spate_state *st)
 
 /* The value bytes of an entry, past the TTL header. */
 static inline const uint8_t *
-entry_payload(const struct spate_state *st, const struct state_entry *e, size_t *len)
+entry_payload(const struct heap_state *st, const struct state_entry *e, size_t *len)
 {
     size_t hdr = st->ttl_ms ? TTL_HEADER : 0;
 
@@ -236,12 +242,12 @@ entry_payload(const struct spate_state *st, const struct state_entry *e, size_t 
 
 /* Incremental TTL clean-up: looks at a few entries per state use. */
 static SPATE_NOINLINE void
-ttl_cleanup_walk(struct keyed_backend *b)
+ttl_cleanup_walk(struct heap_keyed_backend *b)
 {
     int64_t now = b->now_ms();
 
     for (int n = 0; n < CLEANUP_PER_USE; n++) {
-        struct spate_state *st;
+        struct heap_state *st;
         struct state_map *map;
         uint32_t groups;
 
@@ -284,7 +290,7 @@ ttl_cleanup_walk(struct keyed_backend *b)
 }
 
 static inline void
-ttl_cleanup_step(struct keyed_backend *b)
+ttl_cleanup_step(struct heap_keyed_backend *b)
 {
     if (b->has_ttl) /* else nothing to clean, no clock to read */
         ttl_cleanup_walk(b);
@@ -295,7 +301,7 @@ ttl_cleanup_step(struct keyed_backend *b)
  * stays: one lookup per update; not while a snapshot shares the map, and
  * not in a block the snapshot still reads). */
 static struct state_entry *
-state_store(struct spate_state *st, struct state_map *map, struct state_entry *e, uint64_t hash,
+state_store(struct heap_state *st, struct state_map *map, struct state_entry *e, uint64_t hash,
             const uint8_t *key, size_t key_len, const uint8_t *payload, size_t len)
 {
     size_t hdr = st->ttl_ms ? TTL_HEADER : 0;
@@ -317,16 +323,16 @@ state_store(struct spate_state *st, struct state_map *map, struct state_entry *e
 /* Serializes rec of type t into the state's write buffer (not the
  * backend's, which holds the composite key). */
 static uint8_t *
-serialize_value(struct spate_state *st, const struct spate_type *t, const void *rec, size_t *len)
+serialize_value(struct heap_state *st, const struct state_type *t, const void *rec, size_t *len)
 {
-    size_t n = types_serialized_size(t, rec);
+    size_t n = ser_size(t, rec);
 
     if (n + 12 > st->wbuf_cap) {
         st->wbuf_cap = (n + 12) * 2;
         st->wbuf = xrealloc(st->wbuf, st->wbuf_cap);
     }
     /* 12 bytes of room in front for a list element's length and time. */
-    types_serialize(t, rec, st->wbuf + 12, n);
+    ser_write(t, rec, st->wbuf + 12, n);
     *len = n;
     return st->wbuf + 12;
 }
@@ -339,38 +345,69 @@ clock_wall_ms_fn(void)
     return clock_wall_ms();
 }
 
-int
-keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
-                   const struct state_decl *extra, int nextra, spate_error *err)
+void
+keyed_state_init(struct keyed_state *ks, uint32_t max_parallelism, struct key_group_range range)
 {
-    const struct spate_stream *n = op->config;
-    int rc;
+    ks->max_parallelism = max_parallelism;
+    ks->kg_mask = (max_parallelism & (max_parallelism - 1)) == 0 ? max_parallelism - 1 : 0;
+    ks->range = range;
+    ks->maps = xcalloc(range.end - range.start + 1, sizeof *ks->maps);
+}
+
+void
+keyed_state_release(struct keyed_state *ks)
+{
+    if (ks->maps == NULL)
+        return;
+    for (uint32_t i = 0; i <= ks->range.end - ks->range.start; i++)
+        state_map_release(&ks->maps[i]);
+    free(ks->maps);
+    ks->maps = NULL;
+}
+
+int
+heap_keyed_backend_init(struct heap_keyed_backend *b, const struct keyed_backend_config *config,
+                        spate_error *err)
+{
+    uint32_t maxp = (uint32_t)config->max_parallelism;
+    struct key_group_range range;
+    int rc = key_group_check(maxp, (uint32_t)config->parallelism, err);
 
     memset(b, 0, sizeof *b);
-    b->op = op;
+    b->base.ops = &heap_keyed_backend_ops;
+    if (rc != 0)
+        return rc;
+    range = key_group_range_for_operator(maxp, (uint32_t)config->parallelism,
+                                         (uint32_t)config->subtask);
+    b->key = config->key;
+    b->user_ctx = config->user_ctx;
+    b->base.user_ctx = config->user_ctx;
+    b->wake_ns = config->wake_ns;
+    b->owner = config->owner;
     b->now_ms = clock_wall_ms_fn;
     b->ns_last_len = SIZE_MAX;
     keyed_backend_buf_grow(b, 128);
-    b->states = xcalloc((size_t)(n->nstates + nextra) + 1, sizeof *b->states);
-    b->nstates = n->nstates + nextra;
+    b->states = xcalloc((size_t)config->nstates + 1, sizeof *b->states);
+    b->nstates = config->nstates;
     for (int i = 0; i < b->nstates; i++) {
-        struct spate_state *st = &b->states[i];
+        struct heap_state *st = &b->states[i];
 
-        st->decl = i < n->nstates ? &n->states[i] : &extra[i - n->nstates];
+        st->base.backend = &b->base;
+        st->base.desc = config->states[i];
         st->backend = b;
-        st->ttl_ms = st->decl->ttl_ms;
-        st->plain = st->decl->type->plain;
-        st->fast = st->decl->scope == SCOPE_KEYED && st->ttl_ms == 0;
+        st->ttl_ms = st->base.desc.ttl_ms;
+        st->plain = st->base.desc.value.plain;
+        st->fast = st->base.desc.scope == SCOPE_KEYED && st->ttl_ms == 0;
         st->in_place = st->fast && st->plain;
-        st->value_size = (uint32_t)st->decl->type->size;
-        st->value_align_mask = (uint32_t)st->decl->type->align - 1;
+        st->value_size = st->base.desc.value.size;
+        st->value_align_mask = st->base.desc.value.align - 1;
         b->has_ttl |= st->ttl_ms != 0;
-        if ((rc = keyed_state_init(&st->maps, op->task, op->ctx.max_parallelism, err)) != 0)
-            return rc;
-        st->tmp = xcalloc(1, st->decl->type->size + 16);
-        st->tmp2 = xcalloc(1, st->decl->type->size + 16);
+        keyed_state_init(&st->maps, maxp, range);
+        st->tmp = xcalloc(1, st->base.desc.value.size + 16);
+        st->tmp2 = xcalloc(1, st->base.desc.value.size + 16);
     }
-    return keyed_state_init(&b->timer_sets, op->task, op->ctx.max_parallelism, err);
+    keyed_state_init(&b->timer_sets, maxp, range);
+    return 0;
 }
 
 static void
@@ -383,7 +420,7 @@ heap_release(struct timer_heap *h)
 }
 
 void
-keyed_backend_release(struct keyed_backend *b)
+keyed_backend_release(struct heap_keyed_backend *b)
 {
     for (int i = 0; b->states != NULL && i < b->nstates; i++) {
         keyed_state_release(&b->states[i].maps);
@@ -398,26 +435,31 @@ keyed_backend_release(struct keyed_backend *b)
     free(b->buf);
 }
 
-struct spate_state *
-keyed_backend_state(struct keyed_backend *b, const char *name)
+struct heap_state *
+keyed_backend_state(struct heap_keyed_backend *b, const char *name)
 {
     for (int i = 0; i < b->nstates; i++)
-        if (strcmp(b->states[i].decl->name, name) == 0)
+        if (strcmp(b->states[i].base.desc.name, name) == 0)
             return &b->states[i];
     return NULL;
 }
 
-/* ---- the user's state calls ---- */
+/* ---- state calls (the table's) ---- */
 
-spate_state *
-spate_ctx_state(spate_ctx *ctx, const char *name)
+static struct spate_state *
+heap_state(struct keyed_state_backend *b, const char *name)
 {
-    return ctx->op->backend ? keyed_backend_state(ctx->op->backend, name) : NULL;
+    struct heap_state *st = keyed_backend_state(heap_keyed_backend_of(b), name);
+
+    return st != NULL ? &st->base : NULL;
 }
 
-bool
-spate_value_get(spate_state *st, void *out)
+static bool heap_map_next(spate_iter *it, void *key, void *value);
+
+static bool
+heap_value_get(struct spate_state *base, void *out)
 {
+    struct heap_state *st = heap_state_of(base);
     struct state_map *map;
     struct state_entry *e;
     const uint8_t *payload;
@@ -429,18 +471,19 @@ spate_value_get(spate_state *st, void *out)
     if (e == NULL)
         return false;
     payload = entry_payload(st, e, &len);
-    if (st->decl->kind == STATE_AGGREGATING) {
-        if (types_deserialize(st->decl->type, payload, len, st->tmp) != 0)
+    if (st->base.desc.kind == STATE_AGGREGATING) {
+        if (ser_read(&st->base.desc.value, payload, len, st->tmp) != 0)
             return false;
-        st->decl->agg.result(&st->backend->op->ctx, st->tmp, out);
+        st->base.desc.agg.result(st->backend->user_ctx, st->tmp, out);
         return true;
     }
-    return types_deserialize(st->decl->type, payload, len, out) == 0;
+    return ser_read(&st->base.desc.value, payload, len, out) == 0;
 }
 
-void
-spate_value_update(spate_state *st, const void *value)
+static void
+heap_value_update(struct spate_state *base, const void *value)
 {
+    struct heap_state *st = heap_state_of(base);
     struct state_map *map;
     struct state_entry *e;
     uint8_t *payload;
@@ -449,27 +492,27 @@ spate_value_update(spate_state *st, const void *value)
 
     ttl_cleanup_step(st->backend);
     e = keyed_entry(st, &hash, &key_len, &map);
-    payload = serialize_value(st, st->decl->type, value, &len);
+    payload = serialize_value(st, &st->base.desc.value, value, &len);
     state_store(st, map, e, hash, st->backend->buf, key_len, payload, len);
 }
 
-void
-spate_state_clear(spate_state *st)
+static void
+heap_clear(struct spate_state *base)
 {
+    struct heap_state *st = heap_state_of(base);
     struct state_map *map;
     uint64_t hash;
     size_t key_len;
 
-    if (st->decl->kind == STATE_MAP) {
+    if (st->base.desc.kind == STATE_MAP) {
         /* Every entry of the current key and namespace. */
         spate_iter it;
         uint8_t *key = NULL;
 
-        spate_map_iter(st, &it);
-        if (!writable(st))
-            return;
-        while (spate_map_next(&it, NULL, NULL)) {
-            spate_ctx keyless;
+        memset(&it, 0, sizeof it);
+        it.st = base;
+        while (heap_map_next(&it, NULL, NULL)) {
+            struct state_key_context keyless;
             struct state_map *m = keyed_state_map(&st->maps, scope_ctx(st, &keyless)->key_hash);
             struct state_entry *e = &m->slots[it.slot - 1];
 
@@ -488,9 +531,9 @@ spate_state_clear(spate_state *st)
 /* Appends a framed element ([u32 length][i64 time when timestamped][bytes]). */
 /* Appends value; true when the list was empty (absent). */
 static bool
-list_append(spate_state *st, int64_t timestamp, const void *value)
+list_append(struct heap_state *st, int64_t timestamp, const void *value)
 {
-    size_t tsz = st->decl->timestamped ? 8 : 0;
+    size_t tsz = st->base.desc.timestamped ? 8 : 0;
     struct state_map *map;
     struct state_entry *e;
     uint8_t *payload, *framed;
@@ -500,7 +543,7 @@ list_append(spate_state *st, int64_t timestamp, const void *value)
 
     ttl_cleanup_step(st->backend);
     e = state_entry_for(st, NULL, 0, &hash, &key_len, &map);
-    payload = serialize_value(st, st->decl->type, value, &len);
+    payload = serialize_value(st, &st->base.desc.value, value, &len);
     /* The write buffer keeps 12 bytes in front of the value for the frame. */
     framed = payload - 4 - tsz;
     n32 = (uint32_t)len;
@@ -523,28 +566,23 @@ list_append(spate_state *st, int64_t timestamp, const void *value)
     return false;
 }
 
-void
-spate_list_add(spate_state *st, const void *value)
-{
-    list_append(st, 0, value);
-}
-
 bool
-keyed_list_add_timestamped(struct spate_state *st, int64_t timestamp, const void *rec)
+keyed_list_add_timestamped(struct heap_state *st, int64_t timestamp, const void *rec)
 {
     return list_append(st, timestamp, rec);
 }
 
-void
-spate_list_iter(spate_state *st, spate_iter *it)
+static void
+heap_list_iter(struct spate_state *base, spate_iter *it)
 {
+    struct heap_state *st = heap_state_of(base);
     struct state_map *map;
     struct state_entry *e;
     uint64_t hash;
     size_t key_len, len;
 
     memset(it, 0, sizeof *it);
-    it->st = st;
+    it->st = base;
     e = state_entry_for(st, NULL, 0, &hash, &key_len, &map);
     if (e != NULL) {
         it->at = entry_payload(st, e, &len);
@@ -566,7 +604,7 @@ keyed_list_next_timestamped(spate_iter *it, void *out, int64_t *timestamp)
         it->at = it->end;
         return true;
     }
-    tsz = it->st->decl->timestamped ? 8 : 0;
+    tsz = heap_state_of(it->st)->base.desc.timestamped ? 8 : 0;
     if (it->at == NULL || (size_t)(it->end - it->at) < 4 + tsz)
         return false;
     memcpy(&n, it->at, 4);
@@ -574,25 +612,20 @@ keyed_list_next_timestamped(spate_iter *it, void *out, int64_t *timestamp)
         return false;
     if (timestamp != NULL && tsz)
         memcpy(timestamp, it->at + 4, 8);
-    if (out != NULL && types_deserialize(it->st->decl->type, it->at + 4 + tsz, n, out) != 0)
+    if (out != NULL &&
+        ser_read(&heap_state_of(it->st)->base.desc.value, it->at + 4 + tsz, n, out) != 0)
         return false;
     it->at += 4 + tsz + n;
     return true;
 }
 
-bool
-spate_list_next(spate_iter *it, void *out)
-{
-    return keyed_list_next_timestamped(it, out, NULL);
-}
-
 void
-keyed_list_retain(struct spate_state *st, const bool *keep, size_t count)
+keyed_list_retain(struct heap_state *st, const bool *keep, size_t count)
 {
     struct state_map *map;
     struct state_entry *e;
     uint64_t hash;
-    size_t key_len, len, hdr = st->ttl_ms ? TTL_HEADER : 0, tsz = st->decl->timestamped ? 8 : 0;
+    size_t key_len, len, hdr = st->ttl_ms ? TTL_HEADER : 0, tsz = st->base.desc.timestamped ? 8 : 0;
     const uint8_t *at, *end;
     uint8_t *kept, *w;
 
@@ -622,7 +655,7 @@ keyed_list_retain(struct spate_state *st, const bool *keep, size_t count)
 }
 
 bool
-keyed_state_exists(struct spate_state *st)
+keyed_state_exists(struct heap_state *st)
 {
     struct state_map *map;
     uint64_t hash;
@@ -633,19 +666,20 @@ keyed_state_exists(struct spate_state *st)
 
 /* The serialized map key of st (into a fresh buffer). */
 static uint8_t *
-map_key_bytes(spate_state *st, const void *key, size_t *len)
+map_key_bytes(struct heap_state *st, const void *key, size_t *len)
 {
-    size_t n = types_serialized_size(st->decl->key_type, key);
+    size_t n = ser_size(&st->base.desc.key, key);
     uint8_t *out = xmalloc(n ? n : 1);
 
-    types_serialize(st->decl->key_type, key, out, n);
+    ser_write(&st->base.desc.key, key, out, n);
     *len = n;
     return out;
 }
 
-bool
-spate_map_get(spate_state *st, const void *key, void *value)
+static bool
+heap_map_get(struct spate_state *base, const void *key, void *value)
 {
+    struct heap_state *st = heap_state_of(base);
     struct state_map *map;
     struct state_entry *e;
     const uint8_t *payload;
@@ -657,42 +691,40 @@ spate_map_get(spate_state *st, const void *key, void *value)
     e = state_entry_for(st, k, klen, &hash, &key_len, &map);
     if (e != NULL) {
         payload = entry_payload(st, e, &len);
-        found = value == NULL || types_deserialize(st->decl->type, payload, len, value) == 0;
+        found = value == NULL || ser_read(&st->base.desc.value, payload, len, value) == 0;
     }
     free(k);
     return found;
 }
 
-void
-spate_map_put(spate_state *st, const void *key, const void *value)
+static void
+heap_map_put(struct spate_state *base, const void *key, const void *value)
 {
+    struct heap_state *st = heap_state_of(base);
     struct state_map *map;
     struct state_entry *e;
     uint8_t *payload, *k;
     uint64_t hash;
     size_t klen, key_len, len;
 
-    if (!writable(st))
-        return;
     ttl_cleanup_step(st->backend);
     k = map_key_bytes(st, key, &klen);
     e = state_entry_for(st, k, klen, &hash, &key_len, &map);
-    payload = serialize_value(st, st->decl->type, value, &len);
+    payload = serialize_value(st, &st->base.desc.value, value, &len);
     state_store(st, map, e, hash, st->backend->buf, key_len, payload, len);
     free(k);
 }
 
-bool
-spate_map_remove(spate_state *st, const void *key)
+static bool
+heap_map_remove(struct spate_state *base, const void *key)
 {
+    struct heap_state *st = heap_state_of(base);
     struct state_map *map;
     uint64_t hash;
     size_t klen, key_len;
     uint8_t *k;
     bool found = false;
 
-    if (!writable(st))
-        return false;
     k = map_key_bytes(st, key, &klen);
     if (state_entry_for(st, k, klen, &hash, &key_len, &map) != NULL)
         found = state_map_remove(map, hash, st->backend->buf, key_len) == 1;
@@ -700,22 +732,15 @@ spate_map_remove(spate_state *st, const void *key)
     return found;
 }
 
-void
-spate_map_iter(spate_state *st, spate_iter *it)
-{
-    memset(it, 0, sizeof *it);
-    it->st = st;
-}
-
 /* Walks the key group's map for entries of the current key and namespace:
  * map state keeps no per-key index, so iteration costs a scan of the key
  * group (as a prefix scan would in RocksDB). */
-bool
-spate_map_next(spate_iter *it, void *key, void *value)
+static bool
+heap_map_next(spate_iter *it, void *key, void *value)
 {
-    spate_state *st = it->st;
-    spate_ctx keyless;
-    const spate_ctx *ctx = scope_ctx(st, &keyless);
+    struct heap_state *st = heap_state_of(it->st);
+    struct state_key_context keyless;
+    const struct state_key_context *ctx = scope_ctx(st, &keyless);
     struct state_map *map = keyed_state_map(&st->maps, ctx->key_hash);
     size_t plen = composite_prefix_len(ctx);
     uint8_t *prefix = backend_buf(st->backend, plen);
@@ -736,25 +761,19 @@ spate_map_next(spate_iter *it, void *key, void *value)
             if (st->backend->now_ms() - written >= st->ttl_ms)
                 continue;
         }
-        if (key != NULL && types_deserialize(st->decl->key_type, state_entry_key(e) + plen,
-                                             state_entry_key_len(e) - plen, key) != 0)
+        if (key != NULL && ser_read(&st->base.desc.key, state_entry_key(e) + plen,
+                                    state_entry_key_len(e) - plen, key) != 0)
             continue;
         payload = entry_payload(st, e, &len);
-        if (value != NULL && types_deserialize(st->decl->type, payload, len, value) != 0)
+        if (value != NULL && ser_read(&st->base.desc.value, payload, len, value) != 0)
             continue;
         return true;
     }
     return false;
 }
 
-void
-spate_reducing_add(spate_state *st, const void *value)
-{
-    keyed_reducing_add(st, value);
-}
-
 bool
-keyed_reducing_add(struct spate_state *st, const void *value)
+keyed_reducing_add(struct heap_state *st, const void *value)
 {
     struct state_map *map;
     struct state_entry *e;
@@ -770,42 +789,30 @@ keyed_reducing_add(struct spate_state *st, const void *value)
         void *acc = plain_begin(st, map, &e, hash, key_len);
 
         if (likely(acc != NULL)) {
-            st->decl->reduce(&st->backend->op->ctx, acc, value, st->tmp2);
+            st->base.desc.reduce(st->backend->user_ctx, acc, value, st->tmp2);
             plain_put_back(st, e, st->tmp2);
             return false;
         }
     }
     if (e == NULL) {
-        out = serialize_value(st, st->decl->type, value, &len);
+        out = serialize_value(st, &st->base.desc.value, value, &len);
     } else {
         payload = entry_payload(st, e, &len);
-        if (types_deserialize(st->decl->type, payload, len, st->tmp) != 0)
+        if (ser_read(&st->base.desc.value, payload, len, st->tmp) != 0)
             return false;
-        st->decl->reduce(&st->backend->op->ctx, st->tmp, value, st->tmp2);
+        st->base.desc.reduce(st->backend->user_ctx, st->tmp, value, st->tmp2);
         /* The result may point into the stored value: serialize it first. */
-        out = serialize_value(st, st->decl->type, st->tmp2, &len);
+        out = serialize_value(st, &st->base.desc.value, st->tmp2, &len);
     }
     state_store(st, map, e, hash, st->backend->buf, key_len, out, len);
     return e == NULL;
 }
 
 bool
-spate_reducing_get(spate_state *st, void *out)
+keyed_aggregating_add(struct heap_state *st, const void *in)
 {
-    return spate_value_get(st, out);
-}
-
-void
-spate_aggregating_add(spate_state *st, const void *in)
-{
-    keyed_aggregating_add(st, in);
-}
-
-bool
-keyed_aggregating_add(struct spate_state *st, const void *in)
-{
-    const spate_aggregate *agg = &st->decl->agg;
-    spate_ctx *ctx = &st->backend->op->ctx;
+    const spate_aggregate *agg = &st->base.desc.agg;
+    spate_ctx *ctx = st->backend->user_ctx;
     struct state_map *map;
     struct state_entry *e;
     const uint8_t *payload;
@@ -826,23 +833,47 @@ keyed_aggregating_add(struct spate_state *st, const void *in)
         }
     }
     if (e == NULL) {
-        memset(st->tmp, 0, st->decl->type->size);
+        memset(st->tmp, 0, st->base.desc.value.size);
         agg->create(ctx, st->tmp);
     } else {
         payload = entry_payload(st, e, &len);
-        if (types_deserialize(st->decl->type, payload, len, st->tmp) != 0)
+        if (ser_read(&st->base.desc.value, payload, len, st->tmp) != 0)
             return false;
     }
     agg->add(ctx, in, st->tmp);
-    out = serialize_value(st, st->decl->type, st->tmp, &len);
+    out = serialize_value(st, &st->base.desc.value, st->tmp, &len);
     state_store(st, map, e, hash, st->backend->buf, key_len, out, len);
     return e == NULL;
 }
 
-bool
-spate_aggregating_get(spate_state *st, void *out)
+static bool
+heap_add(struct spate_state *base, int64_t timestamp, const void *value)
 {
-    return spate_value_get(st, out);
+    struct heap_state *st = heap_state_of(base);
+
+    switch (st->base.desc.kind) {
+    case STATE_LIST:
+        return list_append(st, timestamp, value);
+    case STATE_REDUCING:
+        return keyed_reducing_add(st, value);
+    case STATE_AGGREGATING:
+        return keyed_aggregating_add(st, value);
+    default:
+        SPATE_ASSERT(!"add on a state that is no list, reducing or aggregating state");
+        return false;
+    }
+}
+
+static bool
+heap_exists(struct spate_state *st)
+{
+    return keyed_state_exists(heap_state_of(st));
+}
+
+static void
+heap_list_retain(struct spate_state *st, const bool *keep, size_t count)
+{
+    keyed_list_retain(heap_state_of(st), keep, count);
 }
 
 /* ---- timers ---- */
@@ -890,7 +921,7 @@ heap_pop(struct timer_heap *h)
 
 /* The identity of a timer: [event][ts][klen][key][ns]. */
 static size_t
-timer_identity(struct keyed_backend *b, bool event_time, int64_t ts, const uint8_t *key,
+timer_identity(struct heap_keyed_backend *b, bool event_time, int64_t ts, const uint8_t *key,
                size_t klen, const void *ns, size_t nslen, uint64_t *hash, uint64_t key_hash)
 {
     uint8_t *id = backend_buf(b, 1 + 8 + 4 + klen + nslen);
@@ -907,9 +938,9 @@ timer_identity(struct keyed_backend *b, bool event_time, int64_t ts, const uint8
 }
 
 void
-keyed_backend_register_timer(struct keyed_backend *b, bool event_time, int64_t timestamp)
+keyed_backend_register_timer(struct heap_keyed_backend *b, bool event_time, int64_t timestamp)
 {
-    spate_ctx *ctx = &b->op->ctx;
+    const struct state_key_context *ctx = b->key;
     struct state_map *set = keyed_state_map(&b->timer_sets, ctx->key_hash);
     uint64_t hash;
     size_t n = timer_identity(b, event_time, timestamp, ctx->key.data, ctx->key.len, ctx->ns,
@@ -934,15 +965,15 @@ keyed_backend_register_timer(struct keyed_backend *b, bool event_time, int64_t t
         int64_t in_ms = timestamp - clock_wall_ms();
         uint64_t at = clock_mono_ns() + (uint64_t)(in_ms > 0 ? in_ms : 0) * 1000000u;
 
-        if (b->op->next_processing_ns == 0 || at < b->op->next_processing_ns)
-            b->op->next_processing_ns = at;
+        if (*b->wake_ns == 0 || at < *b->wake_ns)
+            *b->wake_ns = at;
     }
 }
 
 void
-keyed_backend_delete_timer(struct keyed_backend *b, bool event_time, int64_t timestamp)
+keyed_backend_delete_timer(struct heap_keyed_backend *b, bool event_time, int64_t timestamp)
 {
-    spate_ctx *ctx = &b->op->ctx;
+    const struct state_key_context *ctx = b->key;
     struct state_map *set = keyed_state_map(&b->timer_sets, ctx->key_hash);
     uint64_t hash;
     size_t n = timer_identity(b, event_time, timestamp, ctx->key.data, ctx->key.len, ctx->ns,
@@ -953,8 +984,8 @@ keyed_backend_delete_timer(struct keyed_backend *b, bool event_time, int64_t tim
 }
 
 void
-keyed_backend_advance(struct keyed_backend *b, bool event_time, int64_t time,
-                      void (*fire)(struct stream_operator *op, const struct timer *t))
+keyed_backend_advance(struct heap_keyed_backend *b, bool event_time, int64_t time,
+                      keyed_timer_fire_fn fire)
 {
     struct timer_heap *h = event_time ? &b->event : &b->processing;
 
@@ -966,71 +997,66 @@ keyed_backend_advance(struct keyed_backend *b, bool event_time, int64_t time,
                                   t->data + t->key_len, t->ns_len, &hash, t->key_hash);
 
         if (state_map_remove(set, hash, b->buf, n) == 1) {
-            keyed_backend_set_key(b->op, (spate_bytes){ t->data, t->key_len }, t->key_hash,
-                                  t->ns_len ? t->data + t->key_len : NULL, t->ns_len);
-            fire(b->op, t);
+            keyed_set_key(b->key, (spate_bytes){ t->data, t->key_len }, t->key_hash,
+                          t->ns_len ? t->data + t->key_len : NULL, t->ns_len);
+            fire(b->owner, t);
         }
         free(t);
     }
 }
 
 int64_t
-keyed_backend_next_processing_time(const struct keyed_backend *b)
+keyed_backend_next_processing_time(const struct heap_keyed_backend *b)
 {
     return b->processing.count ? b->processing.items[0].timestamp : INT64_MAX;
 }
 
 void
-keyed_backend_on_processing_time(struct keyed_backend *b, uint64_t now,
-                                 void (*fire)(struct stream_operator *op, const struct timer *t))
+keyed_backend_on_processing_time(struct heap_keyed_backend *b, uint64_t now,
+                                 keyed_timer_fire_fn fire)
 {
-    struct stream_operator *op = b->op;
     int64_t next;
 
-    op->next_processing_ns = 0;
+    *b->wake_ns = 0;
     keyed_backend_advance(b, false, clock_wall_ms(), fire);
     next = keyed_backend_next_processing_time(b);
     if (next != INT64_MAX) {
         int64_t in_ms = next - clock_wall_ms();
 
-        op->next_processing_ns = now + (uint64_t)(in_ms > 0 ? in_ms : 0) * 1000000u;
+        *b->wake_ns = now + (uint64_t)(in_ms > 0 ? in_ms : 0) * 1000000u;
     }
 }
 
-/* ---- the user's timer calls ---- */
+/* ---- timers (the table's) ---- */
 
-void
-spate_timer_register_event_time(spate_ctx *ctx, int64_t timestamp)
+static void
+heap_register_timer(struct keyed_state_backend *b, bool event_time, int64_t timestamp)
 {
-    if (ctx->op->backend != NULL)
-        keyed_backend_register_timer(ctx->op->backend, true, timestamp);
+    keyed_backend_register_timer(heap_keyed_backend_of(b), event_time, timestamp);
 }
 
-void
-spate_timer_register_processing_time(spate_ctx *ctx, int64_t timestamp)
+static void
+heap_delete_timer(struct keyed_state_backend *b, bool event_time, int64_t timestamp)
 {
-    if (ctx->op->backend != NULL)
-        keyed_backend_register_timer(ctx->op->backend, false, timestamp);
+    keyed_backend_delete_timer(heap_keyed_backend_of(b), event_time, timestamp);
 }
 
-void
-spate_timer_delete_event_time(spate_ctx *ctx, int64_t timestamp)
+static void
+heap_advance(struct keyed_state_backend *b, bool event_time, int64_t time, keyed_timer_fire_fn fire)
 {
-    if (ctx->op->backend != NULL)
-        keyed_backend_delete_timer(ctx->op->backend, true, timestamp);
+    keyed_backend_advance(heap_keyed_backend_of(b), event_time, time, fire);
 }
 
-void
-spate_timer_delete_processing_time(spate_ctx *ctx, int64_t timestamp)
+static void
+heap_on_processing_time(struct keyed_state_backend *b, uint64_t now, keyed_timer_fire_fn fire)
 {
-    if (ctx->op->backend != NULL)
-        keyed_backend_delete_timer(ctx->op->backend, false, timestamp);
+    keyed_backend_on_processing_time(heap_keyed_backend_of(b), now, fire);
 }
 
 /* ---- checkpoints ---- */
 
-static void
-bb_put(struct byte_buf *b, const void *p, size_t n)
+void
+byte_buf_put(struct byte_buf *b, const void *p, size_t n)
 {
     if (b->len + n > b->cap) {
         b->cap = (b->len + n) * 2 + 64;
@@ -1043,7 +1069,7 @@ bb_put(struct byte_buf *b, const void *p, size_t n)
 /* One live timer: u8 event time, i64 timestamp, u64 key hash, u32 key
  * length, u32 namespace length, key and namespace bytes. */
 static void
-snapshot_timers(struct keyed_backend *b, const struct timer_heap *h,
+snapshot_timers(struct heap_keyed_backend *b, const struct timer_heap *h,
                 struct keyed_backend_snapshot *s)
 {
     for (size_t i = 0; i < h->count; i++) {
@@ -1059,12 +1085,12 @@ snapshot_timers(struct keyed_backend *b, const struct timer_heap *h,
 
         if (state_map_get(set, hash, b->buf, n) == NULL)
             continue; /* deleted: only its heap entry is left */
-        bb_put(out, &et, 1);
-        bb_put(out, &t->timestamp, 8);
-        bb_put(out, &t->key_hash, 8);
-        bb_put(out, &t->key_len, 4);
-        bb_put(out, &t->ns_len, 4);
-        bb_put(out, t->data, t->key_len + t->ns_len);
+        byte_buf_put(out, &et, 1);
+        byte_buf_put(out, &t->timestamp, 8);
+        byte_buf_put(out, &t->key_hash, 8);
+        byte_buf_put(out, &t->key_len, 4);
+        byte_buf_put(out, &t->ns_len, 4);
+        byte_buf_put(out, t->data, t->key_len + t->ns_len);
         memcpy(&count, out->data, 4);
         count++;
         memcpy(out->data, &count, 4);
@@ -1072,7 +1098,7 @@ snapshot_timers(struct keyed_backend *b, const struct timer_heap *h,
 }
 
 void
-keyed_backend_snapshot(struct keyed_backend *b, struct keyed_backend_snapshot *s)
+keyed_backend_snapshot(struct heap_keyed_backend *b, struct keyed_backend_snapshot *s)
 {
     uint32_t nkg = b->timer_sets.range.end - b->timer_sets.range.start + 1;
     uint32_t zero = 0;
@@ -1084,12 +1110,12 @@ keyed_backend_snapshot(struct keyed_backend *b, struct keyed_backend_snapshot *s
     s->views = xcalloc((size_t)b->nstates * nkg + 1, sizeof *s->views);
     s->timers = xcalloc(nkg, sizeof *s->timers);
     for (int i = 0; i < b->nstates; i++) {
-        s->decls[i] = b->states[i].decl;
+        s->decls[i] = &b->states[i].base.desc;
         for (uint32_t k = 0; k < nkg; k++)
             state_map_freeze(&b->states[i].maps.maps[k], &s->views[(size_t)i * nkg + k]);
     }
     for (uint32_t k = 0; k < nkg; k++)
-        bb_put(&s->timers[k], &zero, 4);
+        byte_buf_put(&s->timers[k], &zero, 4);
     snapshot_timers(b, &b->event, s);
     snapshot_timers(b, &b->processing, s);
 }
@@ -1110,16 +1136,16 @@ keyed_backend_snapshot_release(struct keyed_backend_snapshot *s)
 }
 
 void
-keyed_backend_restore_entry(struct keyed_backend *b, int i, uint64_t hash, const void *key,
+keyed_backend_restore_entry(struct heap_keyed_backend *b, int i, uint64_t hash, const void *key,
                             size_t key_len, const void *value, size_t value_len)
 {
-    struct spate_state *st = &b->states[i];
+    struct heap_state *st = &b->states[i];
     /* The hash's low bits are the key's key group (composite_hash keeps them). */
     struct state_map *map = keyed_state_map(&st->maps, hash);
     struct state_entry *e;
     size_t hdr = st->ttl_ms ? TTL_HEADER : 0, old;
 
-    if (st->decl->kind != STATE_LIST || st->decl->scope == SCOPE_KEYED ||
+    if (st->base.desc.kind != STATE_LIST || st->base.desc.scope == SCOPE_KEYED ||
         (e = state_map_get(map, hash, key, key_len)) == NULL || value_len < hdr) {
         state_map_put(map, hash, key, key_len, value, value_len);
         return;
@@ -1131,7 +1157,7 @@ keyed_backend_restore_entry(struct keyed_backend *b, int i, uint64_t hash, const
 }
 
 int
-keyed_backend_restore_timers(struct keyed_backend *b, const uint8_t *p, size_t len)
+keyed_backend_restore_timers(struct heap_keyed_backend *b, const uint8_t *p, size_t len)
 {
     const uint8_t *end = p + len;
     uint32_t count;
@@ -1156,11 +1182,60 @@ keyed_backend_restore_timers(struct keyed_backend *b, const uint8_t *p, size_t l
         p += 25;
         if ((size_t)(end - p) < (size_t)klen + nslen || et > 1)
             return -1;
-        keyed_backend_set_key(b->op, (spate_bytes){ p, klen }, key_hash, nslen ? p + klen : NULL,
-                              nslen);
+        keyed_set_key(b->key, (spate_bytes){ p, klen }, key_hash, nslen ? p + klen : NULL, nslen);
         keyed_backend_register_timer(b, et == 1, ts);
         p += klen + nslen;
     }
-    keyed_backend_set_key(b->op, (spate_bytes){ "", 0 }, 0, NULL, 0);
+    keyed_set_key(b->key, (spate_bytes){ "", 0 }, 0, NULL, 0);
     return p == end ? 0 : -1;
 }
+
+/* ---- the table ---- */
+
+static struct keyed_state_snapshot *
+heap_snapshot(struct keyed_state_backend *b)
+{
+    struct keyed_backend_snapshot *s = xcalloc(1, sizeof *s);
+
+    keyed_backend_snapshot(heap_keyed_backend_of(b), s);
+    return (struct keyed_state_snapshot *)s;
+}
+
+static void
+heap_snapshot_release(struct keyed_state_snapshot *s)
+{
+    if (s == NULL)
+        return;
+    keyed_backend_snapshot_release((struct keyed_backend_snapshot *)s);
+    free(s);
+}
+
+static void
+heap_dispose(struct keyed_state_backend *b)
+{
+    keyed_backend_release(heap_keyed_backend_of(b));
+}
+
+const struct keyed_state_backend_ops heap_keyed_backend_ops = {
+    .name = "heap",
+    .state = heap_state,
+    .value_get = heap_value_get,
+    .value_update = heap_value_update,
+    .add = heap_add,
+    .clear = heap_clear,
+    .exists = heap_exists,
+    .list_iter = heap_list_iter,
+    .list_next = keyed_list_next_timestamped,
+    .list_retain = heap_list_retain,
+    .map_get = heap_map_get,
+    .map_put = heap_map_put,
+    .map_remove = heap_map_remove,
+    .map_next = heap_map_next,
+    .register_timer = heap_register_timer,
+    .delete_timer = heap_delete_timer,
+    .advance = heap_advance,
+    .on_processing_time = heap_on_processing_time,
+    .snapshot = heap_snapshot,
+    .snapshot_release = heap_snapshot_release,
+    .dispose = heap_dispose,
+};

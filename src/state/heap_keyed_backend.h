@@ -1,42 +1,82 @@
-/* The keyed state backend of one operator instance (Flink's
- * HeapKeyedStateBackend + InternalTimerService): its declared states, each a
- * state map per key group of the subtask, scoped by the current key and
- * namespace (a window, or none); and its timers, deduplicated per key group
- * and fired in timestamp order. Entries are stored serialized, so snapshots
- * and rescaling move bytes by key group. Task thread only. */
-#ifndef SPATE_STREAMING_KEYED_BACKEND_H
-#define SPATE_STREAMING_KEYED_BACKEND_H
+/* The heap keyed state backend (Flink's HeapKeyedStateBackend and its
+ * InternalTimerService), keyed_state_backend.h's first implementation: one
+ * operator instance's states, each a state map per key group of the
+ * subtask, scoped by the current key and namespace (a window, or none); and
+ * its timers, deduplicated per key group and fired in timestamp order.
+ * Entries are stored serialized, so snapshots and rescaling move bytes by
+ * key group. The per-record calls are inline here (keyed_value_in_place,
+ * keyed_current_at, keyed_backend_prefetch, ...): an operator that made a
+ * heap backend calls them directly, the rest through the table. Task
+ * thread only. */
+#ifndef SPATE_STATE_HEAP_KEYED_BACKEND_H
+#define SPATE_STATE_HEAP_KEYED_BACKEND_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core/bytes.h"
-#include "streaming/keys.h"
-#include "streaming/operator.h"
+#include "core/key_group.h"
+#include "core/util.h"
+#include "state/keyed_state_backend.h"
+#include "state/state_map.h"
 
-/* A declared state (spate.h's spate_state). */
-struct spate_state {
-    const struct state_decl *decl;
-    struct keyed_backend *backend;
-    struct keyed_state maps; /* per key group */
-    int64_t ttl_ms;          /* 0: no TTL (processing time) */
-    void *tmp;               /* a value of decl->type, for reduce and aggregate */
+/* One state's values: a state map per key group of the subtask. */
+struct keyed_state {
+    uint32_t max_parallelism;
+    uint32_t kg_mask; /* max_parallelism - 1 when a power of two (the default 128), else 0 */
+    struct key_group_range range;
+    struct state_map *maps;
+};
+
+void keyed_state_init(struct keyed_state *ks, uint32_t max_parallelism,
+                      struct key_group_range range);
+void keyed_state_release(struct keyed_state *ks);
+
+/* The map of the key group of hash. A key outside the subtask's key groups
+ * (a bug upstream) maps to the first. */
+static inline struct state_map *
+keyed_state_map(struct keyed_state *ks, uint64_t hash)
+{
+    /* A power-of-two max parallelism (the default 128) needs no division. */
+    uint32_t kg = likely(ks->kg_mask != 0) || ks->max_parallelism == 1
+                      ? (uint32_t)(hash & ks->kg_mask)
+                      : key_group_of_hash(hash, ks->max_parallelism);
+    uint32_t i = kg - ks->range.start;
+
+    /* Unsigned: a key group below the range wraps past its end too. */
+    if (unlikely(i > ks->range.end - ks->range.start))
+        i = 0;
+    return &ks->maps[i];
+}
+
+/* Makes key (bytes and hash) and namespace current for state and timers. */
+static inline void
+keyed_set_key(struct state_key_context *k, spate_bytes key, uint64_t hash, const void *ns,
+              size_t ns_len)
+{
+    k->key = key;
+    k->key_hash = hash;
+    k->ns = ns;
+    k->ns_len = ns_len;
+}
+
+struct heap_keyed_backend;
+
+/* A state of the heap backend. */
+struct heap_state {
+    struct spate_state base;
+    struct heap_keyed_backend *backend; /* base.backend's */
+    struct keyed_state maps;            /* per key group */
+    int64_t ttl_ms;                     /* 0: no TTL (processing time) */
+    void *tmp;                          /* a value of the type, for reduce and aggregate */
     void *tmp2;
     uint8_t *wbuf; /* a value being written, serialized */
     size_t wbuf_cap;
-    bool plain;    /* values are their bytes (decl->type->plain): changed in place */
+    bool plain;    /* values are their bytes (the type's plain): changed in place */
     bool fast;     /* keyed, no TTL: entries are found by keyed_entry, inline */
     bool in_place; /* fast and plain: values change where they are stored */
-    uint32_t value_size, value_align_mask; /* decl->type's size and alignment - 1 */
-};
-
-struct timer {
-    int64_t timestamp;
-    uint64_t key_hash;
-    uint32_t key_len, ns_len;
-    bool event_time;
-    uint8_t data[]; /* key bytes, then namespace bytes */
+    uint32_t value_size, value_align_mask; /* the type's size and alignment - 1 */
 };
 
 struct timer_slot {
@@ -53,9 +93,13 @@ struct timer_heap {
  * many calls later, when the slot is there to say where the block is. */
 #define KEYED_PREFETCH_STAGE 4
 
-struct keyed_backend {
-    struct stream_operator *op;
-    struct spate_state *states;
+struct heap_keyed_backend {
+    struct keyed_state_backend base;
+    struct state_key_context *key; /* the current key: the owner's */
+    spate_ctx *user_ctx;
+    uint64_t *wake_ns;
+    void *owner;
+    struct heap_state *states;
     int nstates;
     struct keyed_state timer_sets; /* per key group: the live timers' identities */
     struct timer_heap event, processing;
@@ -68,8 +112,6 @@ struct keyed_backend {
     uint8_t ns_last[32];
     size_t ns_last_len; /* SIZE_MAX: none */
     uint64_t ns_last_hash;
-    /* The broadcast side is being processed: broadcast state is writable. */
-    bool broadcast_writable;
     /* Processing time for TTL (the wall clock; tests put in their own). */
     int64_t (*now_ms)(void);
     bool has_ttl; /* some state has a TTL */
@@ -78,45 +120,45 @@ struct keyed_backend {
     size_t cleanup_slot;
 };
 
-/* The operator's declared states plus `extra` internal ones (window contents). */
-int keyed_backend_init(struct keyed_backend *b, struct stream_operator *op,
-                       const struct state_decl *extra, int nextra, spate_error *err);
-void keyed_backend_release(struct keyed_backend *b);
+extern const struct keyed_state_backend_ops heap_keyed_backend_ops;
 
-/* Makes key (bytes and hash) and namespace current for state and timers. */
-static inline void
-keyed_backend_set_key(struct stream_operator *op, spate_bytes key, uint64_t hash, const void *ns,
-                      size_t ns_len)
+/* A heap backend for config's states; 0, or an error (the parallelism and
+ * max parallelism do not fit). Disposed by keyed_backend_release (the
+ * table's dispose). */
+int heap_keyed_backend_init(struct heap_keyed_backend *b, const struct keyed_backend_config *config,
+                            spate_error *err);
+void keyed_backend_release(struct heap_keyed_backend *b);
+
+/* The heap backend whose interface is b (the caller made it). */
+static inline struct heap_keyed_backend *
+heap_keyed_backend_of(struct keyed_state_backend *b)
 {
-    op->ctx.key = key;
-    op->ctx.key_hash = hash;
-    op->ctx.ns = ns;
-    op->ctx.ns_len = ns_len;
+    return (struct heap_keyed_backend *)b;
+}
+
+/* The heap state st (of a heap backend). */
+static inline struct heap_state *
+heap_state_of(struct spate_state *st)
+{
+    return (struct heap_state *)st;
 }
 
 /* Timers of the current key and namespace. */
-void keyed_backend_register_timer(struct keyed_backend *b, bool event_time, int64_t timestamp);
-void keyed_backend_delete_timer(struct keyed_backend *b, bool event_time, int64_t timestamp);
+void keyed_backend_register_timer(struct heap_keyed_backend *b, bool event_time, int64_t timestamp);
+void keyed_backend_delete_timer(struct heap_keyed_backend *b, bool event_time, int64_t timestamp);
 /* Fires, in timestamp order, the timers due at `time` (event time: the
  * watermark; processing time: the wall clock in ms), setting each one's key
  * and namespace current before calling fire. */
-void keyed_backend_advance(struct keyed_backend *b, bool event_time, int64_t time,
-                           void (*fire)(struct stream_operator *op, const struct timer *t));
+void keyed_backend_advance(struct heap_keyed_backend *b, bool event_time, int64_t time,
+                           keyed_timer_fire_fn fire);
 /* The earliest processing-time timer (INT64_MAX: none). */
-int64_t keyed_backend_next_processing_time(const struct keyed_backend *b);
-/* The operator's processing-time callback: fires what is due by the wall
- * clock and sets op->next_processing_ns for the next one (now: monotonic). */
-void keyed_backend_on_processing_time(struct keyed_backend *b, uint64_t now,
-                                      void (*fire)(struct stream_operator *op,
-                                                   const struct timer *t));
+int64_t keyed_backend_next_processing_time(const struct heap_keyed_backend *b);
+/* The owner's processing-time callback: fires what is due by the wall
+ * clock and sets the wake-up for the next one (now: monotonic). */
+void keyed_backend_on_processing_time(struct heap_keyed_backend *b, uint64_t now,
+                                      keyed_timer_fire_fn fire);
 
 /* ---- checkpoints (state_snapshot.c writes and reads the files) ---- */
-
-/* Serialized bytes, growing. */
-struct byte_buf {
-    uint8_t *data;
-    size_t len, cap;
-};
 
 /* The synchronous part of a snapshot of the backend: every state map frozen
  * (copy-on-write), the live timers serialized per key group. Readable on
@@ -124,23 +166,24 @@ struct byte_buf {
 struct keyed_backend_snapshot {
     uint32_t kg_start, kg_end;
     int nstates;
-    const struct state_decl **decls;
+    const struct state_descriptor **decls;
     struct state_map_view *views; /* [state * nkg + (kg - kg_start)] */
     struct byte_buf *timers;      /* [kg - kg_start]: u32 count, then the timers */
 };
 
-void keyed_backend_snapshot(struct keyed_backend *b, struct keyed_backend_snapshot *s);
+void keyed_backend_snapshot(struct heap_keyed_backend *b, struct keyed_backend_snapshot *s);
 void keyed_backend_snapshot_release(struct keyed_backend_snapshot *s);
 
 /* Restore: one stored entry of state i, as it was written (hash and bytes). */
-void keyed_backend_restore_entry(struct keyed_backend *b, int i, uint64_t hash, const void *key,
-                                 size_t key_len, const void *value, size_t value_len);
+void keyed_backend_restore_entry(struct heap_keyed_backend *b, int i, uint64_t hash,
+                                 const void *key, size_t key_len, const void *value,
+                                 size_t value_len);
 /* Restore: the serialized timers of one key group (keyed_backend_snapshot's
  * form); -1 when they are malformed. */
-int keyed_backend_restore_timers(struct keyed_backend *b, const uint8_t *bytes, size_t len);
+int keyed_backend_restore_timers(struct heap_keyed_backend *b, const uint8_t *bytes, size_t len);
 
 /* The state named name (NULL when not declared). */
-struct spate_state *keyed_backend_state(struct keyed_backend *b, const char *name);
+struct heap_state *keyed_backend_state(struct heap_keyed_backend *b, const char *name);
 
 /* ---- the per-record path, inline ---- */
 
@@ -148,7 +191,7 @@ struct spate_state *keyed_backend_state(struct keyed_backend *b, const char *nam
  * [u32 key length][key][u32 namespace length][namespace], into out;
  * returns its length. */
 static inline size_t
-keyed_composite_prefix(const spate_ctx *ctx, uint8_t *out)
+keyed_composite_prefix(const struct state_key_context *ctx, uint8_t *out)
 {
     uint32_t klen = (uint32_t)ctx->key.len, nlen = (uint32_t)ctx->ns_len;
 
@@ -160,19 +203,19 @@ keyed_composite_prefix(const spate_ctx *ctx, uint8_t *out)
     return 8 + klen + nlen;
 }
 
-uint64_t keyed_ns_hash_slow(struct keyed_backend *b, const void *ns, size_t len);
+uint64_t keyed_ns_hash_slow(struct heap_keyed_backend *b, const void *ns, size_t len);
 
 /* A namespace's hash: consecutive records mostly share their window, so
  * the last namespace's is kept. */
 static inline uint64_t
-keyed_ns_hash(struct keyed_backend *b, const void *ns, size_t len)
+keyed_ns_hash(struct heap_keyed_backend *b, const void *ns, size_t len)
 {
     if (len == b->ns_last_len && bytes_equal(ns, b->ns_last, len))
         return b->ns_last_hash;
     return keyed_ns_hash_slow(b, ns, len);
 }
 
-void *keyed_value_in_place_slow(struct spate_state *st);
+void *keyed_value_in_place_slow(struct heap_state *st);
 
 /* The hash of an entry of the current key (its hash key_hash) in the
  * namespace whose keyed_ns_hash is ns_hash (0: none). The key group comes
@@ -189,9 +232,9 @@ keyed_composite_hash(uint64_t key_hash, uint64_t ns_hash)
  * keyed_composite_hash's: for a caller that keeps both from record to
  * record (a window's namespace part and hash change with the window). */
 static SPATE_INLINE void *
-keyed_value_in_place_at(struct spate_state *st, const uint8_t *ckey, size_t len, uint64_t hash)
+keyed_value_in_place_at(struct heap_state *st, const uint8_t *ckey, size_t len, uint64_t hash)
 {
-    struct state_map *map = keyed_state_map(&st->maps, st->backend->op->ctx.key_hash);
+    struct state_map *map = keyed_state_map(&st->maps, st->backend->key->key_hash);
     struct state_entry *e;
     uint8_t *v;
 
@@ -210,10 +253,10 @@ keyed_value_in_place_at(struct spate_state *st, const uint8_t *ckey, size_t len,
  * snapshot shares is copied first); NULL when the key has none, or the
  * state's values are not kept that way: use the calls below. */
 static SPATE_INLINE void *
-keyed_value_in_place(struct spate_state *st)
+keyed_value_in_place(struct heap_state *st)
 {
-    struct keyed_backend *b = st->backend;
-    const spate_ctx *ctx = &b->op->ctx;
+    struct heap_keyed_backend *b = st->backend;
+    const struct state_key_context *ctx = b->key;
     size_t len = 8 + ctx->key.len + ctx->ns_len;
 
     if (unlikely(len > b->buf_cap))
@@ -225,7 +268,7 @@ keyed_value_in_place(struct spate_state *st)
                              ctx->ns_len ? keyed_ns_hash(b, ctx->ns, ctx->ns_len) : 0));
 }
 
-uint8_t *keyed_backend_buf_grow(struct keyed_backend *b, size_t n);
+uint8_t *keyed_backend_buf_grow(struct heap_keyed_backend *b, size_t n);
 
 /* Where the current key's entry of a keyed state without TTL is (no
  * namespace, or the current one): its map, hash and composite key (in the
@@ -240,10 +283,10 @@ struct keyed_at {
 };
 
 static SPATE_INLINE void
-keyed_current_at(struct spate_state *st, struct keyed_at *at)
+keyed_current_at(struct heap_state *st, struct keyed_at *at)
 {
-    struct keyed_backend *b = st->backend;
-    const spate_ctx *ctx = &b->op->ctx;
+    struct heap_keyed_backend *b = st->backend;
+    const struct state_key_context *ctx = b->key;
     size_t len = 8 + ctx->key.len + ctx->ns_len;
     uint8_t *buf = likely(len <= b->buf_cap) ? b->buf : keyed_backend_buf_grow(b, len);
 
@@ -257,7 +300,7 @@ keyed_current_at(struct spate_state *st, struct keyed_at *at)
 /* The map of state st that holds key_hash's entries (NULL: none yet, or
  * the state is not found inline). */
 static SPATE_INLINE const struct state_map *
-keyed_prefetch_map(const struct spate_state *st, uint64_t key_hash)
+keyed_prefetch_map(const struct heap_state *st, uint64_t key_hash)
 {
     const struct keyed_state *ks = &st->maps;
     uint32_t k = (uint32_t)(key_hash & ks->kg_mask) - ks->range.start;
@@ -276,7 +319,7 @@ keyed_prefetch_map(const struct spate_state *st, uint64_t key_hash)
  * few records ahead: the state of many keys is far larger than the
  * caches, and each lookup's loads are most of its time. */
 static SPATE_INLINE void
-keyed_backend_prefetch(struct keyed_backend *b, uint64_t key_hash)
+keyed_backend_prefetch(struct heap_keyed_backend *b, uint64_t key_hash)
 {
     uint64_t before = b->ahead[b->nahead % KEYED_PREFETCH_STAGE];
 
@@ -294,15 +337,16 @@ keyed_backend_prefetch(struct keyed_backend *b, uint64_t key_hash)
 /* Window buffers: list states whose elements keep their timestamps. Adds
  * (these and the two below) return true when the current key and
  * namespace had no value: a window new for the key. */
-bool keyed_list_add_timestamped(struct spate_state *st, int64_t timestamp, const void *rec);
-bool keyed_reducing_add(struct spate_state *st, const void *value);
-bool keyed_aggregating_add(struct spate_state *st, const void *in);
-/* The next element and its timestamp (timestamped lists). */
+bool keyed_list_add_timestamped(struct heap_state *st, int64_t timestamp, const void *rec);
+bool keyed_reducing_add(struct heap_state *st, const void *value);
+bool keyed_aggregating_add(struct heap_state *st, const void *in);
+/* The next element and its timestamp (timestamped lists); it->st NULL:
+ * the one record in memory [at, end), a pre-aggregated window result. */
 bool keyed_list_next_timestamped(spate_iter *it, void *out, int64_t *timestamp);
 /* Replaces the current key's list with the elements of the old one whose
  * keep[i] is set (timestamped lists: evictors). */
-void keyed_list_retain(struct spate_state *st, const bool *keep, size_t count);
+void keyed_list_retain(struct heap_state *st, const bool *keep, size_t count);
 /* Whether the current key (and namespace) has a value in st. */
-bool keyed_state_exists(struct spate_state *st);
+bool keyed_state_exists(struct heap_state *st);
 
 #endif

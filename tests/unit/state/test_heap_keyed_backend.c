@@ -1,0 +1,450 @@
+/* Unit tests of the heap keyed state backend through its table
+ * (state/keyed_state_backend.h), with no operator: states scoped by key and
+ * namespace, each kind of state, TTL expiry (with a test clock), timers
+ * fired in order once per key and time, a snapshot's frozen views unchanged
+ * by later writes, restore of what a snapshot froze, the inline per-record
+ * path, and the memory a key costs. Values are int64, through a serializer
+ * of the test's own. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/key_group.h"
+#include "state/heap_keyed_backend.h"
+
+/* ---- int64 values: their bytes are the value ---- */
+
+static size_t
+i64_size(const void *type, const void *value)
+{
+    (void)type;
+    (void)value;
+    return 8;
+}
+
+static size_t
+i64_write(const void *type, const void *value, uint8_t *out, size_t cap)
+{
+    (void)type;
+    if (cap >= 8)
+        memcpy(out, value, 8);
+    return 8;
+}
+
+static int
+i64_read(const void *type, const uint8_t *bytes, size_t len, void *value)
+{
+    (void)type;
+    if (len != 8)
+        return -1;
+    memcpy(value, bytes, 8);
+    return 0;
+}
+
+static const struct state_serializer i64_ser = { i64_size, i64_write, i64_read };
+
+static const struct state_type i64 = { &i64_ser, NULL, "int64", 1, 8, 8, true };
+
+static struct state_descriptor
+desc(const char *name, enum state_kind kind, int64_t ttl_ms)
+{
+    return (struct state_descriptor){
+        .name = name, .kind = kind, .scope = SCOPE_KEYED, .ttl_ms = ttl_ms, .value = i64
+    };
+}
+
+static void
+sum_reduce(spate_ctx *ctx, const void *acc, const void *in, void *out)
+{
+    (void)ctx;
+    *(int64_t *)out = *(const int64_t *)acc + *(const int64_t *)in;
+}
+
+static void
+count_create(spate_ctx *ctx, void *acc)
+{
+    (void)ctx;
+    *(int64_t *)acc = 0;
+}
+
+static void
+count_add(spate_ctx *ctx, const void *in, void *acc)
+{
+    (void)ctx;
+    (void)in;
+    ++*(int64_t *)acc;
+}
+
+static void
+count_result(spate_ctx *ctx, const void *acc, void *out)
+{
+    (void)ctx;
+    *(int64_t *)out = *(const int64_t *)acc * 10;
+}
+
+/* A backend of one subtask of parallelism p over the given states. */
+struct fixture {
+    struct heap_keyed_backend b;
+    struct keyed_state_backend *kb;
+    struct state_key_context key;
+    int64_t key_bytes;
+    uint64_t wake_ns;
+};
+
+static void
+fixture_init(struct fixture *f, const struct state_descriptor *states, int n, int p, int subtask)
+{
+    struct keyed_backend_config c = { .states = states,
+                                      .nstates = n,
+                                      .key = &f->key,
+                                      .max_parallelism = 128,
+                                      .parallelism = p,
+                                      .subtask = subtask,
+                                      .wake_ns = &f->wake_ns,
+                                      .owner = f };
+    spate_error err = { 0 };
+
+    memset(f, 0, sizeof *f);
+    cr_assert_eq(heap_keyed_backend_init(&f->b, &c, &err), 0, "%s", err.message);
+    f->kb = &f->b.base;
+}
+
+/* Makes key k (and namespace ns, or none) current. */
+static void
+set_key(struct fixture *f, int64_t k, const void *ns, size_t ns_len)
+{
+    f->key_bytes = k;
+    keyed_set_key(&f->key, (spate_bytes){ &f->key_bytes, 8 }, key_group_hash(&f->key_bytes, 8), ns,
+                  ns_len);
+}
+
+static struct spate_state *
+state(struct fixture *f, const char *name)
+{
+    struct spate_state *st = f->kb->ops->state(f->kb, name);
+
+    cr_assert_not_null(st, "state '%s'", name);
+    return st;
+}
+
+Test(heap_keyed_backend, a_bad_parallelism_is_an_error_not_a_backend)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+    struct heap_keyed_backend b;
+    struct state_key_context key = { 0 };
+    uint64_t wake = 0;
+    struct keyed_backend_config c = { .states = &d,
+                                      .nstates = 1,
+                                      .key = &key,
+                                      .max_parallelism = 4,
+                                      .parallelism = 8,
+                                      .wake_ns = &wake };
+    spate_error err = { 0 };
+
+    cr_assert_neq(heap_keyed_backend_init(&b, &c, &err), 0);
+    cr_assert(strstr(err.message, "parallelism") != NULL, "%s", err.message);
+    b.base.ops->dispose(&b.base);
+}
+
+Test(heap_keyed_backend, each_kind_of_state_is_scoped_to_its_key_and_namespace)
+{
+    struct state_descriptor d[] = { desc("v", STATE_VALUE, 0), desc("l", STATE_LIST, 0),
+                                    desc("m", STATE_MAP, 0), desc("r", STATE_REDUCING, 0),
+                                    desc("a", STATE_AGGREGATING, 0) };
+    const struct keyed_state_backend_ops *ops;
+    struct fixture f;
+    int64_t ns1 = 1, ns2 = 2, v, k2, sum;
+    spate_iter it;
+
+    d[2].key = i64;
+    d[3].reduce = sum_reduce;
+    d[4].agg = (spate_aggregate){ NULL, NULL, count_create, count_add, count_result, NULL };
+    fixture_init(&f, d, 5, 1, 0);
+    ops = f.kb->ops;
+    cr_assert_null(ops->state(f.kb, "nope"));
+    for (int64_t k = 0; k < 50; k++) {
+        set_key(&f, k, &ns1, 8);
+        v = k * 3;
+        ops->value_update(state(&f, "v"), &v);
+        for (int64_t i = 0; i <= k % 4; i++) {
+            int64_t e = k + i;
+
+            cr_assert_eq(ops->add(state(&f, "l"), 0, &e), i == 0, "key %lld: list new once",
+                         (long long)k);
+            ops->add(state(&f, "r"), 0, &e);
+            ops->add(state(&f, "a"), 0, &e);
+        }
+        k2 = k + 1000;
+        ops->map_put(state(&f, "m"), &k, &k2);
+    }
+    for (int64_t k = 49; k >= 0; k--) {
+        int64_t n = 0, first;
+
+        set_key(&f, k, &ns2, 8);
+        cr_assert(!ops->value_get(state(&f, "v"), &v), "another namespace holds nothing");
+        set_key(&f, k, &ns1, 8);
+        cr_assert(ops->value_get(state(&f, "v"), &v));
+        cr_assert_eq(v, k * 3);
+        ops->list_iter(state(&f, "l"), &it);
+        while (ops->list_next(&it, &first, NULL))
+            cr_assert_eq(first, k + n++);
+        cr_assert_eq(n, k % 4 + 1);
+        cr_assert(ops->value_get(state(&f, "r"), &sum));
+        cr_assert_eq(sum, (k % 4 + 1) * k + (k % 4) * (k % 4 + 1) / 2);
+        cr_assert(ops->value_get(state(&f, "a"), &v));
+        cr_assert_eq(v, (k % 4 + 1) * 10, "the aggregate's result");
+        cr_assert(ops->map_get(state(&f, "m"), &k, &k2));
+        cr_assert_eq(k2, k + 1000);
+        cr_assert(!ops->map_get(state(&f, "m"), &(int64_t){ k + 1 }, &k2));
+        cr_assert(ops->map_remove(state(&f, "m"), &k));
+        cr_assert(!ops->map_get(state(&f, "m"), &k, &k2));
+        ops->clear(state(&f, "v"));
+        cr_assert(!ops->exists(state(&f, "v")));
+        cr_assert(ops->exists(state(&f, "l")));
+    }
+    ops->dispose(f.kb);
+}
+
+Test(heap_keyed_backend, the_inline_path_changes_a_value_where_it_is_stored)
+{
+    struct state_descriptor d = desc("count", STATE_VALUE, 0);
+    struct fixture f;
+    struct heap_state *st;
+    int64_t one = 1, got;
+
+    fixture_init(&f, &d, 1, 2, 1);
+    st = heap_state_of(state(&f, "count"));
+    cr_assert(st->in_place, "a plain value without TTL is kept in place");
+    set_key(&f, 77, NULL, 0);
+    cr_assert_null(keyed_value_in_place(st), "no value yet");
+    f.kb->ops->value_update(&st->base, &one);
+    for (int i = 0; i < 9; i++)
+        ++*(int64_t *)keyed_value_in_place(st);
+    cr_assert(f.kb->ops->value_get(&st->base, &got));
+    cr_assert_eq(got, 10);
+    f.kb->ops->dispose(f.kb);
+}
+
+static int64_t fake_now;
+
+static int64_t
+fake_clock(void)
+{
+    return fake_now;
+}
+
+Test(heap_keyed_backend, ttl_expires_values_and_cleans_up)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 50);
+    struct fixture f;
+    struct spate_state *st;
+    struct heap_state *hs;
+    int64_t v = 42, got;
+    size_t live = 0;
+
+    fixture_init(&f, &d, 1, 1, 0);
+    f.b.now_ms = fake_clock;
+    st = state(&f, "v");
+    fake_now = 1000;
+    for (int64_t k = 0; k < 100; k++) {
+        set_key(&f, k, NULL, 0);
+        f.kb->ops->value_update(st, &v);
+    }
+    fake_now = 1049;
+    set_key(&f, 7, NULL, 0);
+    cr_assert(f.kb->ops->value_get(st, &got), "alive before its TTL");
+    cr_assert_eq(got, 42);
+    fake_now = 1050;
+    cr_assert(!f.kb->ops->value_get(st, &got), "gone at its TTL");
+    /* Clean-up reaches the other expired entries as state is used. */
+    for (int i = 0; i < 2000; i++)
+        f.kb->ops->value_get(st, &got);
+    hs = heap_state_of(st);
+    for (uint32_t g = 0; g <= hs->maps.range.end - hs->maps.range.start; g++)
+        live += hs->maps.maps[g].count;
+    cr_assert_eq(live, 0, "%zu expired entries left", live);
+    f.kb->ops->dispose(f.kb);
+}
+
+/* ---- timers ---- */
+
+struct fired {
+    int64_t key[64], ts[64];
+    int n;
+};
+
+static struct fired fired;
+
+static void
+record_fire(void *owner, const struct timer *t)
+{
+    struct fixture *f = owner;
+    int64_t k;
+
+    cr_assert_eq(f->key.key.len, 8, "the timer's key is current");
+    memcpy(&k, f->key.key.data, 8);
+    cr_assert_lt(fired.n, 64);
+    fired.key[fired.n] = k;
+    fired.ts[fired.n++] = t->timestamp;
+}
+
+Test(heap_keyed_backend, timers_fire_in_order_once_per_key_and_time)
+{
+    struct fixture f;
+    const struct keyed_state_backend_ops *ops;
+
+    fixture_init(&f, NULL, 0, 1, 0);
+    ops = f.kb->ops;
+    for (int64_t k = 0; k < 5; k++) {
+        set_key(&f, k, NULL, 0);
+        ops->register_timer(f.kb, true, 100 - k);
+        ops->register_timer(f.kb, true, 100 - k); /* the same: once */
+        ops->register_timer(f.kb, true, 200);
+    }
+    set_key(&f, 3, NULL, 0);
+    ops->delete_timer(f.kb, true, 200);
+    memset(&fired, 0, sizeof fired);
+    ops->advance(f.kb, true, 99, record_fire);
+    cr_assert_eq(fired.n, 4, "the four timers due by 99, not %d", fired.n);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(fired.ts[i], 96 + i);
+        cr_assert_eq(fired.key[i], 4 - i);
+    }
+    ops->advance(f.kb, true, 1000, record_fire);
+    cr_assert_eq(fired.n, 9, "then 100 and the four left at 200, not %d", fired.n - 4);
+    for (int i = 5; i < 9; i++)
+        cr_assert_neq(fired.key[i], 3, "key 3's deleted timer fired");
+    ops->advance(f.kb, true, 2000, record_fire);
+    cr_assert_eq(fired.n, 9, "a timer fires once");
+    ops->dispose(f.kb);
+}
+
+/* ---- snapshots ---- */
+
+Test(heap_keyed_backend, a_snapshot_stays_as_frozen_and_restores_what_it_froze)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+    struct fixture f, g;
+    struct keyed_backend_snapshot *s;
+    struct spate_state *st;
+    int64_t v, got;
+    uint32_t nkg;
+
+    fixture_init(&f, &d, 1, 1, 0);
+    st = state(&f, "v");
+    for (int64_t k = 0; k < 1000; k++) {
+        set_key(&f, k, NULL, 0);
+        v = k;
+        f.kb->ops->value_update(st, &v);
+        if (k % 20 == 0)
+            f.kb->ops->register_timer(f.kb, true, k);
+    }
+    s = (struct keyed_backend_snapshot *)f.kb->ops->snapshot(f.kb);
+    /* Writes after the synchronous part change the live state only. */
+    for (int64_t k = 0; k < 1000; k++) {
+        set_key(&f, k, NULL, 0);
+        v = -1;
+        f.kb->ops->value_update(st, &v);
+    }
+    fixture_init(&g, &d, 1, 1, 0);
+    nkg = s->kg_end - s->kg_start + 1;
+    for (uint32_t k = 0; k < nkg; k++) {
+        const struct state_map_view *view = &s->views[k];
+
+        for (size_t j = 0; view->slots != NULL && j <= view->mask; j++) {
+            const struct state_entry *e = &view->slots[j];
+
+            if (state_entry_used(e))
+                keyed_backend_restore_entry(&g.b, 0, e->hash, state_entry_key(e),
+                                            state_entry_key_len(e), state_entry_value(e),
+                                            e->value_len);
+        }
+        cr_assert_eq(keyed_backend_restore_timers(&g.b, s->timers[k].data, s->timers[k].len), 0);
+    }
+    cr_assert_neq(keyed_backend_restore_timers(&g.b, s->timers[0].data, 3), 0,
+                  "truncated timers are refused");
+    f.kb->ops->snapshot_release((struct keyed_state_snapshot *)s);
+    for (int64_t k = 0; k < 1000; k++) {
+        set_key(&g, k, NULL, 0);
+        cr_assert(g.kb->ops->value_get(state(&g, "v"), &got), "key %lld restored", (long long)k);
+        cr_assert_eq(got, k, "key %lld: the frozen value", (long long)k);
+        set_key(&f, k, NULL, 0);
+        cr_assert(f.kb->ops->value_get(st, &got));
+        cr_assert_eq(got, -1, "the live value");
+    }
+    memset(&fired, 0, sizeof fired);
+    g.kb->ops->advance(g.kb, true, 1000, record_fire);
+    cr_assert_eq(fired.n, 50, "the 50 timers restored, not %d", fired.n);
+    for (int i = 0; i < fired.n; i++) {
+        cr_assert_eq(fired.ts[i], i * 20, "in timestamp order");
+        cr_assert_eq(fired.key[i], i * 20, "with their keys");
+    }
+    f.kb->ops->dispose(f.kb);
+    g.kb->ops->dispose(g.kb);
+}
+
+/* ---- memory ---- */
+
+static long
+rss_kb(void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    cr_assert_not_null(f);
+    cr_assert_eq(fscanf(f, "%ld %ld", &pages, &rss), 2);
+    fclose(f);
+    return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+Test(heap_keyed_backend, a_million_keys_of_value_state_cost_at_most_200_bytes_each, .timeout = 120)
+{
+    struct state_descriptor d = desc("count", STATE_VALUE, 0);
+    struct fixture f;
+    struct spate_state *st;
+    long before, after;
+    const int64_t keys = 1000000;
+
+    fixture_init(&f, &d, 1, 1, 0);
+    st = state(&f, "count");
+    before = rss_kb();
+    /* Every key twice: a running count per key. */
+    for (int round = 0; round < 2; round++) {
+        for (int64_t k = 0; k < keys; k++) {
+            int64_t n = 0;
+
+            set_key(&f, k, NULL, 0);
+            f.kb->ops->value_get(st, &n);
+            n++;
+            f.kb->ops->value_update(st, &n);
+        }
+    }
+    after = rss_kb();
+    for (int64_t k = 0; k < keys; k += 997) {
+        int64_t n = 0;
+
+        set_key(&f, k, NULL, 0);
+        cr_assert(f.kb->ops->value_get(st, &n));
+        cr_assert_eq(n, 2, "key %lld counted %lld", (long long)k, (long long)n);
+    }
+    fprintf(stderr, "1M keys of ValueState<int64>: %ld bytes of RSS per key\n",
+            (after - before) * 1024 / keys);
+#if defined(__SANITIZE_ADDRESS__)
+#define SPATE_MEASURES_MEMORY 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SPATE_MEASURES_MEMORY 0
+#endif
+#endif
+#ifndef SPATE_MEASURES_MEMORY
+#define SPATE_MEASURES_MEMORY 1
+#endif
+    /* Sanitizers pad every allocation: the figure means something only
+     * without them. */
+    if (SPATE_MEASURES_MEMORY)
+        cr_assert_leq((after - before) * 1024 / keys, 200, "%ld bytes per key",
+                      (after - before) * 1024 / keys);
+    f.kb->ops->dispose(f.kb);
+}
