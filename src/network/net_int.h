@@ -1,6 +1,7 @@
 /* Structures shared inside src/network (SQLite's btreeInt.h idea): result
- * partitions and their readers, input gates and channels, connections and the
- * network environment. Each field says who may touch it. */
+ * partitions and their readers, input gates and channels, connections (their
+ * server and client sides) and the network environment. Each field says who
+ * may touch it. */
 #ifndef SPATE_NETWORK_NET_INT_H
 #define SPATE_NETWORK_NET_INT_H
 
@@ -9,6 +10,7 @@
 #include <stdbool.h>
 #include <uv.h>
 
+#include "core/hmap.h"
 #include "core/mailbox.h"
 #include "core/notifier.h"
 #include "metrics/task_metrics.h"
@@ -177,6 +179,7 @@ struct input_channel {
     uint64_t rbackoff_ms;
     uint64_t first_request_ms;
     struct input_channel *rnext; /* the connection's pending list or the retry list */
+    struct hmap_node conn_node;  /* in conn->channels, by receiver, while conn is set */
 };
 
 struct input_gate {
@@ -214,6 +217,100 @@ uint32_t input_gate_initial_credit(struct input_channel *ch);
 void input_gate_fail_channel(struct input_channel *ch, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* ---- connections (net_conn.c); the network I/O thread's ---- */
+
+#define NET_STAGE_SIZE     4096
+#define NET_COMPRESS_SLOTS 4
+
+enum conn_state { CONN_CONNECTING, CONN_HANDSHAKE, CONN_ACTIVE, CONN_CLOSING };
+enum rx_mode { RX_STAGE, RX_DIRECT, RX_DISCARD };
+
+struct net_reader;
+
+struct compress_slot {
+    uv_write_t req;
+    uint8_t header[NET_FRAME_HEADER_SIZE];
+    uint8_t *data;
+    uint32_t len;
+    bool busy;
+    struct net_conn *conn;
+};
+
+/* One TCP connection: to a remote consumer (is_server: its partition
+ * requests, our buffers) or to a remote producer (our channels' requests,
+ * its buffers). */
+struct net_conn {
+    uv_tcp_t tcp;
+    struct net_env *env;
+    struct net_conn *next;
+    bool is_server;
+    enum conn_state state;
+    char peer[80];
+    /* receiving */
+    uint8_t stage[NET_STAGE_SIZE];
+    uint32_t stage_len;
+    enum rx_mode rx_mode;
+    struct net_frame rx;
+    uint8_t *rx_dst;
+    uint32_t rx_have;
+    struct net_buffer *rx_buf;
+    struct input_channel *rx_channel;
+    uint8_t *scratch; /* compressed bodies, discarded bodies */
+    uint32_t scratch_size;
+    /* sending */
+    size_t bytes_in_flight;
+    uint8_t hs_out[HANDSHAKE_SIZE];
+    uv_write_t hs_req;
+    bool close_after_handshake;
+    /* server side (net_server.c) */
+    struct hmap readers; /* struct net_reader by receiver */
+    struct net_reader *ready_head, *ready_tail;
+    struct compress_slot slots[NET_COMPRESS_SLOTS];
+    /* client side (net_client.c) */
+    uv_connect_t connect_req;
+    struct hmap channels;          /* struct input_channel (conn_node) by receiver */
+    struct input_channel *pending; /* waiting for the handshake */
+    uint32_t next_receiver;
+};
+
+/* A connection in env->conns, its socket open, nothing read yet. */
+struct net_conn *net_conn_new(struct net_env *env, bool is_server);
+/* Reads frames (net_conn.c) and hands them to the side's handlers. */
+void net_conn_read_start(struct net_conn *c);
+/* Sends a small control frame (requests, credit, errors) on an active
+ * connection. */
+void net_conn_send_ctl(struct net_conn *c, struct net_frame *f, const void *body, uint32_t len);
+void net_conn_send_error(struct net_conn *c, uint32_t receiver, int code, const char *msg);
+/* Closes c (once): its readers' partitions or its channels fail with why;
+ * c is freed in its close callback. */
+void net_conn_close(struct net_conn *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A numeric address or a host name (resolved on the calling thread). */
+int net_conn_resolve(const char *host, int port, struct sockaddr_storage *ss);
+
+/* The server side (net_server.c): remote consumers' readers. */
+void net_server_on_connection(uv_stream_t *server, int status);
+void net_server_handshake(struct net_conn *c, const uint8_t *hello);
+void net_server_on_frame(struct net_conn *c, const struct net_frame *f, const uint8_t *body);
+/* A READER_AVAILABLE command from the mailbox. */
+void net_server_reader_available(struct net_cmd *cmd);
+/* c closes: every reader's consumer is gone. */
+void net_server_conn_closing(struct net_conn *c, const char *why);
+
+/* The client side (net_client.c): this TaskManager's remote channels. */
+void net_client_handshake(struct net_conn *c, const uint8_t *reply);
+void net_client_on_frame(struct net_conn *c, const struct net_frame *f, const uint8_t *body);
+/* A BUFFER header arrived: where its body goes; its body is complete. */
+void net_client_begin_buffer(struct net_conn *c, const struct net_frame *f);
+void net_client_end_buffer(struct net_conn *c);
+/* c closes: its channels fail. */
+void net_client_conn_closing(struct net_conn *c, const char *why);
+/* Requests the gate's remote channels / forgets them. */
+void net_client_gate_start(struct net_env *env, struct input_gate *g);
+void net_client_gate_detach(struct input_gate *g);
+/* An ANNOUNCE_CREDIT command from the mailbox. */
+void net_client_announce_credit(struct input_channel *ch);
+
 /* ---- the environment ---- */
 
 struct net_env {
@@ -239,8 +336,8 @@ struct net_env {
     _Atomic uint64_t n_dropped;
 };
 
-/* Network thread: requests the gate's remote channels / forgets them. */
-void net_env_gate_start(struct net_env *env, struct input_gate *g);
+/* A task thread: forgets the gate's remote channels on the I/O thread, and
+ * waits until it has. */
 void net_env_gate_detach(struct net_env *env, struct input_gate *g);
 
 #endif
