@@ -84,6 +84,208 @@ vertex_name(const struct jg_vertex *v)
     return s;
 }
 
+/* The node's real inputs with their partitioners settled (the default:
+ * forward at equal parallelism, rebalance otherwise). */
+static int
+resolve_links(struct build_node *b, spate_error *err)
+{
+    struct spate_stream *n = b->node;
+
+    b->links = stream_graph_links(n, &b->nlinks);
+    for (int l = 0; l < b->nlinks; l++) {
+        struct stream_link *k = &b->links[l];
+
+        if (k->partitioner == SHIP_DEFAULT)
+            k->partitioner = stream_node_parallelism(k->up) == stream_node_parallelism(n)
+                                 ? SHIP_FORWARD
+                                 : SHIP_REBALANCE;
+        if (k->partitioner == SHIP_FORWARD &&
+            stream_node_parallelism(k->up) != stream_node_parallelism(n)) {
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "forward partitioning does not allow a change of "
+                                   "parallelism: '%s' (%d) to '%s' (%d); use rebalance",
+                                   k->up->name ? k->up->name : operator_kind_name(k->up->kind),
+                                   stream_node_parallelism(k->up),
+                                   n->name ? n->name : operator_kind_name(n->kind),
+                                   stream_node_parallelism(n));
+        }
+    }
+    if (!stream_node_is_source(n) && b->nlinks == 0)
+        return spate_error_set(err, SPATE_EINVAL, "'%s' has no input",
+                               n->name ? n->name : operator_kind_name(n->kind));
+    return 0;
+}
+
+/* What the API let through but no JobGraph can run. */
+static int
+check_node(const struct spate_stream *n, spate_error *err)
+{
+    if (n->kind == OP_WINDOW && n->window.function == WINDOW_FN_NONE)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "a windowed stream needs a window function (spate_window_reduce, "
+                               "_aggregate or _process)");
+    for (int k = 0; k < n->nstates; k++) {
+        if (n->states[k].scope == SCOPE_KEYED && !stream_node_is_keyed(n))
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "keyed state '%s' is declared on '%s', which does not read "
+                                   "a keyed stream (spate_key_by)",
+                                   n->states[k].name,
+                                   n->name ? n->name : operator_kind_name(n->kind));
+    }
+    if (stream_node_is_keyed(n) && stream_node_max_parallelism(n) < stream_node_parallelism(n))
+        return spate_error_set(err, SPATE_EINVAL,
+                               "max parallelism %d of '%s' is below its parallelism %d",
+                               stream_node_max_parallelism(n), operator_kind_name(n->kind),
+                               stream_node_parallelism(n));
+    return 0;
+}
+
+/* Real inputs, partitioners and slot sharing groups. */
+static int
+prepare_nodes(struct spate_env *env, struct build_node *nodes, spate_error *err)
+{
+    int rc;
+
+    for (size_t i = 0; i < env->nnodes; i++) {
+        struct build_node *b = &nodes[i];
+        struct spate_stream *n = env->nodes[i];
+
+        b->node = n;
+        b->vertex = -1;
+        if (stream_node_is_virtual(n))
+            continue;
+        if ((rc = resolve_links(b, err)) != 0)
+            return rc;
+        if (n->slot_sharing_group != NULL)
+            b->group = n->slot_sharing_group;
+        else if (b->nlinks > 0)
+            b->group = nodes[b->links[0].up->id].group;
+        else
+            b->group = "default";
+        if ((rc = check_node(n, err)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* A new vertex headed by b. */
+static void
+add_vertex(struct job_graph *jg, struct build_node *b)
+{
+    struct jg_vertex *v;
+
+    jg->vertices = xrealloc(jg->vertices, (size_t)(jg->nvertices + 1) * sizeof *v);
+    v = &jg->vertices[jg->nvertices];
+    memset(v, 0, sizeof *v);
+    v->parallelism = stream_node_parallelism(b->node);
+    v->max_parallelism = stream_node_max_parallelism(b->node);
+    v->slot_sharing_group = xstrdup(b->group);
+    b->vertex = jg->nvertices++;
+}
+
+/* b's operator, appended to its vertex's chain (after its upstream one). */
+static void
+add_operator(struct job_graph *jg, struct build_node *nodes, struct build_node *b)
+{
+    struct jg_vertex *v = &jg->vertices[b->vertex];
+    struct jg_operator *op;
+
+    v->ops = xrealloc(v->ops, (size_t)(v->nops + 1) * sizeof *v->ops);
+    op = &v->ops[v->nops];
+    memset(op, 0, sizeof *op);
+    op->node = b->node;
+    op->name = xstrdup(b->node->name ? b->node->name : operator_kind_name(b->node->kind));
+    operator_id(b, nodes, &op->operator_id, &op->uid_given);
+    b->operator_id = op->operator_id;
+    if (!op->uid_given)
+        jg->derived_uids++;
+    b->op = v->nops++;
+    if (b->op > 0) {
+        struct jg_operator *up = &v->ops[nodes[b->links[0].up->id].op];
+        const char *tag = b->links[0].tag;
+
+        up->chained_tags =
+            xrealloc(up->chained_tags, (size_t)(up->nchained + 1) * sizeof *up->chained_tags);
+        up->chained_tags[up->nchained] = tag ? xstrdup(tag) : NULL;
+        push_int(&up->chained, &up->nchained, b->op);
+    }
+    /* A keyed vertex keeps the largest max parallelism of its operators
+     * (they all share the vertex's key groups). */
+    v->max_parallelism = MAX(v->max_parallelism, stream_node_max_parallelism(b->node));
+}
+
+/* Chains: nodes come in creation order, inputs before consumers. */
+static void
+chain_nodes(struct spate_env *env, struct build_node *nodes, struct job_graph *jg)
+{
+    for (size_t i = 0; i < env->nnodes; i++) {
+        struct build_node *b = &nodes[i];
+
+        if (stream_node_is_virtual(b->node))
+            continue;
+        if (b->nlinks == 1 && chainable(env, &nodes[b->links[0].up->id], b))
+            b->vertex = nodes[b->links[0].up->id].vertex;
+        else
+            add_vertex(jg, b);
+        add_operator(jg, nodes, b);
+    }
+}
+
+/* An exchange from up's vertex into b's along link k. */
+static void
+add_edge(struct job_graph *jg, struct build_node *up, struct build_node *b,
+         const struct stream_link *k)
+{
+    struct jg_edge *e;
+    int idx;
+
+    jg->edges = xrealloc(jg->edges, (size_t)(jg->nedges + 1) * sizeof *e);
+    idx = jg->nedges++;
+    e = &jg->edges[idx];
+    memset(e, 0, sizeof *e);
+    e->source = up->vertex;
+    e->source_operator = up->op;
+    e->target = b->vertex;
+    e->partitioner = k->partitioner;
+    e->key = k->key;
+    e->tag = k->tag ? xstrdup(k->tag) : NULL;
+    e->input_index = k->input_index;
+    id_random(&e->dataset_id);
+    push_int(&jg->vertices[up->vertex].outputs, &jg->vertices[up->vertex].noutputs, idx);
+    push_int(&jg->vertices[up->vertex].ops[up->op].outputs,
+             &jg->vertices[up->vertex].ops[up->op].noutputs, idx);
+    push_int(&jg->vertices[b->vertex].inputs, &jg->vertices[b->vertex].ninputs, idx);
+}
+
+/* Exchanges: every link that did not chain. */
+static void
+connect_vertices(struct spate_env *env, struct build_node *nodes, struct job_graph *jg)
+{
+    for (size_t i = 0; i < env->nnodes; i++) {
+        struct build_node *b = &nodes[i];
+
+        if (stream_node_is_virtual(b->node))
+            continue;
+        for (int l = 0; l < b->nlinks; l++) {
+            struct stream_link *k = &b->links[l];
+            struct build_node *up = &nodes[k->up->id];
+
+            if (up->vertex != b->vertex)
+                add_edge(jg, up, b, k);
+        }
+    }
+}
+
+/* A vertex is known by its head operator's id and its chain's names. */
+static void
+name_vertices(struct job_graph *jg)
+{
+    for (int i = 0; i < jg->nvertices; i++) {
+        jg->vertices[i].id = jg->vertices[i].ops[0].operator_id;
+        jg->vertices[i].name = vertex_name(&jg->vertices[i]);
+    }
+}
+
 int
 job_graph_build(struct spate_env *env, const char *name, struct job_graph **out, spate_error *err)
 {
@@ -96,156 +298,12 @@ job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
     jg->name = xstrdup(name && *name ? name : "Streaming Job");
     jg->buffer_timeout_ms = env->buffer_timeout_ms;
     if ((rc = job_settings_from_config(env->conf, env->checkpoint_interval_ms, env->checkpoint_mode,
-                                       &jg->checkpointing, &jg->restart, err)) != 0)
+                                       &jg->checkpointing, &jg->restart, err)) != 0 ||
+        (rc = prepare_nodes(env, nodes, err)) != 0)
         goto fail;
-
-    /* Real inputs, partitioners and slot sharing groups. */
-    for (size_t i = 0; i < nn; i++) {
-        struct build_node *b = &nodes[i];
-        struct spate_stream *n = env->nodes[i];
-
-        b->node = n;
-        b->vertex = -1;
-        if (stream_node_is_virtual(n))
-            continue;
-        b->links = stream_graph_links(n, &b->nlinks);
-        for (int l = 0; l < b->nlinks; l++) {
-            struct stream_link *k = &b->links[l];
-
-            if (k->partitioner == SHIP_DEFAULT)
-                k->partitioner = stream_node_parallelism(k->up) == stream_node_parallelism(n)
-                                     ? SHIP_FORWARD
-                                     : SHIP_REBALANCE;
-            if (k->partitioner == SHIP_FORWARD &&
-                stream_node_parallelism(k->up) != stream_node_parallelism(n)) {
-                rc = spate_error_set(err, SPATE_EINVAL,
-                                     "forward partitioning does not allow a change of "
-                                     "parallelism: '%s' (%d) to '%s' (%d); use rebalance",
-                                     k->up->name ? k->up->name : operator_kind_name(k->up->kind),
-                                     stream_node_parallelism(k->up),
-                                     n->name ? n->name : operator_kind_name(n->kind),
-                                     stream_node_parallelism(n));
-                goto fail;
-            }
-        }
-        if (!stream_node_is_source(n) && b->nlinks == 0) {
-            rc = spate_error_set(err, SPATE_EINVAL, "'%s' has no input",
-                                 n->name ? n->name : operator_kind_name(n->kind));
-            goto fail;
-        }
-        if (n->slot_sharing_group != NULL)
-            b->group = n->slot_sharing_group;
-        else if (b->nlinks > 0)
-            b->group = nodes[b->links[0].up->id].group;
-        else
-            b->group = "default";
-        if (n->kind == OP_WINDOW && n->window.function == WINDOW_FN_NONE) {
-            rc = spate_error_set(err, SPATE_EINVAL,
-                                 "a windowed stream needs a window function (spate_window_reduce, "
-                                 "_aggregate or _process)");
-            goto fail;
-        }
-        for (int k = 0; k < n->nstates; k++) {
-            if (n->states[k].scope == SCOPE_KEYED && !stream_node_is_keyed(n)) {
-                rc = spate_error_set(err, SPATE_EINVAL,
-                                     "keyed state '%s' is declared on '%s', which does not read "
-                                     "a keyed stream (spate_key_by)",
-                                     n->states[k].name,
-                                     n->name ? n->name : operator_kind_name(n->kind));
-                goto fail;
-            }
-        }
-        if (stream_node_is_keyed(n) &&
-            stream_node_max_parallelism(n) < stream_node_parallelism(n)) {
-            rc = spate_error_set(err, SPATE_EINVAL,
-                                 "max parallelism %d of '%s' is below its parallelism %d",
-                                 stream_node_max_parallelism(n), operator_kind_name(n->kind),
-                                 stream_node_parallelism(n));
-            goto fail;
-        }
-    }
-
-    /* Chains: nodes come in creation order, inputs before consumers. */
-    for (size_t i = 0; i < nn; i++) {
-        struct build_node *b = &nodes[i];
-        struct jg_vertex *v;
-        struct jg_operator *op;
-
-        if (stream_node_is_virtual(b->node))
-            continue;
-        if (b->nlinks == 1 && chainable(env, &nodes[b->links[0].up->id], b)) {
-            b->vertex = nodes[b->links[0].up->id].vertex;
-        } else {
-            jg->vertices = xrealloc(jg->vertices, (size_t)(jg->nvertices + 1) * sizeof *v);
-            v = &jg->vertices[jg->nvertices];
-            memset(v, 0, sizeof *v);
-            v->parallelism = stream_node_parallelism(b->node);
-            v->max_parallelism = stream_node_max_parallelism(b->node);
-            v->slot_sharing_group = xstrdup(b->group);
-            b->vertex = jg->nvertices++;
-        }
-        v = &jg->vertices[b->vertex];
-        v->ops = xrealloc(v->ops, (size_t)(v->nops + 1) * sizeof *v->ops);
-        op = &v->ops[v->nops];
-        memset(op, 0, sizeof *op);
-        op->node = b->node;
-        op->name = xstrdup(b->node->name ? b->node->name : operator_kind_name(b->node->kind));
-        operator_id(b, nodes, &op->operator_id, &op->uid_given);
-        b->operator_id = op->operator_id;
-        if (!op->uid_given)
-            jg->derived_uids++;
-        b->op = v->nops++;
-        if (b->op > 0) {
-            struct jg_operator *up = &v->ops[nodes[b->links[0].up->id].op];
-            const char *tag = b->links[0].tag;
-
-            up->chained_tags =
-                xrealloc(up->chained_tags, (size_t)(up->nchained + 1) * sizeof *up->chained_tags);
-            up->chained_tags[up->nchained] = tag ? xstrdup(tag) : NULL;
-            push_int(&up->chained, &up->nchained, b->op);
-        }
-        /* A keyed vertex keeps the largest max parallelism of its operators
-         * (they all share the vertex's key groups). */
-        v->max_parallelism = MAX(v->max_parallelism, stream_node_max_parallelism(b->node));
-    }
-
-    /* Exchanges: every link that did not chain. */
-    for (size_t i = 0; i < nn; i++) {
-        struct build_node *b = &nodes[i];
-
-        if (stream_node_is_virtual(b->node))
-            continue;
-        for (int l = 0; l < b->nlinks; l++) {
-            struct stream_link *k = &b->links[l];
-            struct build_node *up = &nodes[k->up->id];
-            struct jg_edge *e;
-            int idx;
-
-            if (up->vertex == b->vertex)
-                continue;
-            jg->edges = xrealloc(jg->edges, (size_t)(jg->nedges + 1) * sizeof *e);
-            idx = jg->nedges++;
-            e = &jg->edges[idx];
-            memset(e, 0, sizeof *e);
-            e->source = up->vertex;
-            e->source_operator = up->op;
-            e->target = b->vertex;
-            e->partitioner = k->partitioner;
-            e->key = k->key;
-            e->tag = k->tag ? xstrdup(k->tag) : NULL;
-            e->input_index = k->input_index;
-            id_random(&e->dataset_id);
-            push_int(&jg->vertices[up->vertex].outputs, &jg->vertices[up->vertex].noutputs, idx);
-            push_int(&jg->vertices[up->vertex].ops[up->op].outputs,
-                     &jg->vertices[up->vertex].ops[up->op].noutputs, idx);
-            push_int(&jg->vertices[b->vertex].inputs, &jg->vertices[b->vertex].ninputs, idx);
-        }
-    }
-
-    for (int i = 0; i < jg->nvertices; i++) {
-        jg->vertices[i].id = jg->vertices[i].ops[0].operator_id;
-        jg->vertices[i].name = vertex_name(&jg->vertices[i]);
-    }
+    chain_nodes(env, nodes, jg);
+    connect_vertices(env, nodes, jg);
+    name_vertices(jg);
     if (jg->nvertices == 0) {
         rc = spate_error_set(err, SPATE_EINVAL,
                              "no operators defined in the streaming topology: nothing to run");
