@@ -391,21 +391,16 @@ rest_pipe(int fds[2])
     return fds[0] >= 0 && fds[1] >= 0 ? 0 : -1;
 }
 
-/* Runs `spate job-graph` on the jar with the program's arguments: the
- * JobManager's configuration as -D, then flinkConfiguration. */
-static int
-rest_child_run(struct rest_server *rs, const char *jar_id, const char *jar,
-               const struct rest_program *prog, struct rest_child_out *o, spate_error *err)
+/* `spate job-graph` for the jar with the program's arguments: the
+ * JobManager's configuration as -D, then flinkConfiguration. par is the
+ * caller's storage for -p. Free with rest_child_argv_free. */
+static char **
+rest_child_argv(struct rest_server *rs, const char *jar, const struct rest_program *prog,
+                char par[16])
 {
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    sigset_t none, all;
-    char **argv, **envp, par[16], *level = "SPATE_LOG_LEVEL=error";
-    int res[2] = { -1, -1 }, errp[2] = { -1, -1 }, status, n = 0, ne = 0, rc = 0;
-    size_t nconf = config_count(rs->conf), cap = 0;
-    uint64_t deadline = clock_mono_ms() + (uint64_t)rs->plan_timeout_ms;
-    bool res_open = true, err_open = true, killed = false;
-    pid_t pid;
+    size_t nconf = config_count(rs->conf);
+    char **argv;
+    int n = 0;
 
     argv = xcalloc(2 * nconf + 2 * (size_t)prog->nconf + (size_t)prog->nargs + 12, sizeof *argv);
     argv[n++] = rs->self_exe;
@@ -424,13 +419,31 @@ rest_child_run(struct rest_server *rs, const char *jar_id, const char *jar,
     argv[n++] = "--result-fd";
     argv[n++] = "3";
     if (prog->parallelism > 0) {
-        snprintf(par, sizeof par, "%d", prog->parallelism);
+        snprintf(par, 16, "%d", prog->parallelism);
         argv[n++] = "-p";
         argv[n++] = par;
     }
     argv[n++] = (char *)jar;
     for (int i = 0; i < prog->nargs; i++)
         argv[n++] = prog->args[i];
+    return argv;
+}
+
+static void
+rest_child_argv_free(struct rest_server *rs, const struct rest_program *prog, char **argv)
+{
+    for (size_t i = 1; i <= config_count(rs->conf) + (size_t)prog->nconf; i++)
+        free(argv[2 * i]); /* the -D values */
+    free(argv);
+}
+
+/* The JobManager's environment, but only errors logged. */
+static char **
+rest_child_envp(void)
+{
+    char **envp;
+    int ne = 0;
+
     for (char **e = environ; *e != NULL; e++)
         ne++;
     envp = xcalloc((size_t)ne + 2, sizeof *envp);
@@ -438,13 +451,22 @@ rest_child_run(struct rest_server *rs, const char *jar_id, const char *jar,
     for (char **e = environ; *e != NULL; e++)
         if (strncmp(*e, "SPATE_LOG_LEVEL=", 16) != 0)
             envp[ne++] = *e;
-    envp[ne++] = level;
+    envp[ne++] = (char *)"SPATE_LOG_LEVEL=error";
+    return envp;
+}
 
-    if (rest_pipe(res) != 0 || rest_pipe(errp) != 0) {
-        rc = spate_error_set(err, SPATE_EIO, "cannot make pipes for the job's main: %s",
-                             strerror(errno));
-        goto out;
-    }
+/* Starts the child in a process group of its own: standard input and output
+ * /dev/null, standard error errp[1], the result res[1] as fd 3, nothing else
+ * of ours; default signal handling. */
+static int
+rest_child_spawn(struct rest_server *rs, char **argv, char **envp, const int res[2],
+                 const int errp[2], pid_t *pid, spate_error *err)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none, all;
+    int rc;
+
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -463,38 +485,41 @@ rest_child_run(struct rest_server *rs, const char *jar_id, const char *jar,
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
                                         POSIX_SPAWN_SETPGROUP);
-    rc = posix_spawn(&pid, rs->self_exe, &fa, &attr, argv, envp);
+    rc = posix_spawn(pid, rs->self_exe, &fa, &attr, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
-    close(res[1]);
-    close(errp[1]);
-    res[1] = errp[1] = -1;
-    if (rc != 0) {
-        rc = spate_error_set(err, -rc, "cannot start '%s' for the job's main: %s", rs->self_exe,
-                             strerror(rc));
-        goto out;
-    }
-    SPATE_LOG_INFO(REST_LOG, "running the main of %s in process %d", jar_id, (int)pid);
+    if (rc != 0)
+        return spate_error_set(err, -rc, "cannot start '%s' for the job's main: %s", rs->self_exe,
+                               strerror(rc));
+    return 0;
+}
+
+/* Reads the child's result and standard error until it closes both or the
+ * deadline passes; false when it has to be killed (deadline, or a result
+ * beyond REST_CHILD_MAX_RESULT). */
+static bool
+rest_child_read(int res, int errp, uint64_t deadline, struct rest_child_out *o)
+{
+    bool res_open = true, err_open = true;
+    size_t cap = 0;
+
     while (res_open || err_open) {
-        struct pollfd p[2] = { { .fd = res_open ? res[0] : -1, .events = POLLIN },
-                               { .fd = err_open ? errp[0] : -1, .events = POLLIN } };
+        struct pollfd p[2] = { { .fd = res_open ? res : -1, .events = POLLIN },
+                               { .fd = err_open ? errp : -1, .events = POLLIN } };
         uint64_t now = clock_mono_ms();
         char buf[65536];
         ssize_t got;
 
-        if (now >= deadline) {
-            killed = true;
-            break;
-        }
+        if (now >= deadline)
+            return false;
         if (poll(p, 2, (int)(deadline - now)) <= 0)
             continue;
         if (p[0].revents != 0) {
-            got = read(res[0], buf, sizeof buf);
+            got = read(res, buf, sizeof buf);
             if (got <= 0) {
                 res_open = false;
             } else if (o->len + (size_t)got > REST_CHILD_MAX_RESULT) {
-                killed = true;
-                break;
+                return false;
             } else {
                 xgrow((void **)&o->data, &cap, o->len + (size_t)got, 1);
                 memcpy(o->data + o->len, buf, (size_t)got);
@@ -502,13 +527,24 @@ rest_child_run(struct rest_server *rs, const char *jar_id, const char *jar,
             }
         }
         if (p[1].revents != 0) {
-            got = read(errp[0], buf, sizeof buf);
+            got = read(errp, buf, sizeof buf);
             if (got <= 0)
                 err_open = false;
             else
                 rest_child_stderr(o, buf, (size_t)got);
         }
     }
+    return true;
+}
+
+/* Waits for the child (killed, its process group with it, when killed is
+ * set or the deadline passes) and says how it ended. */
+static int
+rest_child_reap(struct rest_server *rs, const char *jar_id, pid_t pid, uint64_t deadline,
+                bool killed, const struct rest_child_out *o, spate_error *err)
+{
+    int status;
+
     /* Its pipes are closed: it is ending. Wait until the deadline, then kill
      * its process group. */
     while (!killed && waitpid(pid, &status, WNOHANG) == 0) {
@@ -524,15 +560,16 @@ rest_child_run(struct rest_server *rs, const char *jar_id, const char *jar,
         waitpid(pid, &status, 0);
         SPATE_LOG_WARN(REST_LOG, "the main of %s did not end within %lld ms: killed process %d",
                        jar_id, (long long)rs->plan_timeout_ms, (int)pid);
-        rc = spate_error_set(err, SPATE_ETIMEDOUT,
-                             "spate_job_main of '%s' did not return a JobGraph within %lld ms "
-                             "(web.submit.timeout): its process was killed",
-                             jar_id, (long long)rs->plan_timeout_ms);
-    } else if (WIFSIGNALED(status)) {
-        rc = spate_error_set(err, SPATE_EUSER,
-                             "spate_job_main of '%s' crashed: its process died of signal %d (%s)",
-                             jar_id, WTERMSIG(status), strsignal(WTERMSIG(status)));
-    } else if (WEXITSTATUS(status) != 0) {
+        return spate_error_set(err, SPATE_ETIMEDOUT,
+                               "spate_job_main of '%s' did not return a JobGraph within %lld ms "
+                               "(web.submit.timeout): its process was killed",
+                               jar_id, (long long)rs->plan_timeout_ms);
+    }
+    if (WIFSIGNALED(status))
+        return spate_error_set(err, SPATE_EUSER,
+                               "spate_job_main of '%s' crashed: its process died of signal %d (%s)",
+                               jar_id, WTERMSIG(status), strsignal(WTERMSIG(status)));
+    if (WEXITSTATUS(status) != 0) {
         const char *msg = o->err;
         const char *prefix = strstr(msg, "spate job-graph: ");
         const char *sanitizer = strstr(msg, "ERROR: AddressSanitizer: ");
@@ -543,10 +580,41 @@ rest_child_run(struct rest_server *rs, const char *jar_id, const char *jar,
             msg = prefix + strlen("spate job-graph: ");
         else if (sanitizer != NULL)
             msg = sanitizer + strlen("ERROR: ");
-        rc = spate_error_set(err, SPATE_EUSER, "the job's main failed: %.*s",
-                             (int)strcspn(msg, "\n") > 0 ? (int)strcspn(msg, "\n") : 200,
-                             *msg ? msg : "(it said nothing)");
+        return spate_error_set(err, SPATE_EUSER, "the job's main failed: %.*s",
+                               (int)strcspn(msg, "\n") > 0 ? (int)strcspn(msg, "\n") : 200,
+                               *msg ? msg : "(it said nothing)");
     }
+    return 0;
+}
+
+/* Runs the job's main in a child process (`spate job-graph`) and collects
+ * what it wrote within web.submit.timeout. */
+static int
+rest_child_run(struct rest_server *rs, const char *jar_id, const char *jar,
+               const struct rest_program *prog, struct rest_child_out *o, spate_error *err)
+{
+    char **argv = NULL, **envp = NULL, par[16];
+    int res[2] = { -1, -1 }, errp[2] = { -1, -1 }, rc;
+    uint64_t deadline = clock_mono_ms() + (uint64_t)rs->plan_timeout_ms;
+    bool done;
+    pid_t pid;
+
+    argv = rest_child_argv(rs, jar, prog, par);
+    envp = rest_child_envp();
+    if (rest_pipe(res) != 0 || rest_pipe(errp) != 0) {
+        rc = spate_error_set(err, SPATE_EIO, "cannot make pipes for the job's main: %s",
+                             strerror(errno));
+        goto out;
+    }
+    rc = rest_child_spawn(rs, argv, envp, res, errp, &pid, err);
+    close(res[1]);
+    close(errp[1]);
+    res[1] = errp[1] = -1;
+    if (rc != 0)
+        goto out;
+    SPATE_LOG_INFO(REST_LOG, "running the main of %s in process %d", jar_id, (int)pid);
+    done = rest_child_read(res[0], errp[0], deadline, o);
+    rc = rest_child_reap(rs, jar_id, pid, deadline, !done, o, err);
 out:
     for (int i = 0; i < 2; i++) {
         if (res[i] >= 0)
@@ -554,9 +622,7 @@ out:
         if (errp[i] >= 0)
             close(errp[i]);
     }
-    for (size_t i = 1; i <= nconf + (size_t)prog->nconf; i++)
-        free(argv[2 * i]); /* the -D values */
-    free(argv);
+    rest_child_argv_free(rs, prog, argv);
     free(envp);
     return rc;
 }
