@@ -1236,6 +1236,11 @@ const struct keyed_state_backend_ops heap_keyed_backend_ops = {
     .advance = heap_advance,
     .on_processing_time = heap_on_processing_time,
     .snapshot = heap_snapshot,
+    .snapshot_write = keyed_backend_snapshot_write,
+    .snapshot_write_operator = keyed_backend_snapshot_write_operator,
+    .snapshot_metas = keyed_backend_snapshot_metas,
     .snapshot_release = heap_snapshot_release,
+    .restore = keyed_backend_restore,
+    .restore_element = keyed_backend_restore_element,
     .dispose = heap_dispose,
 };

@@ -174,6 +174,20 @@ struct keyed_backend_snapshot {
 void keyed_backend_snapshot(struct heap_keyed_backend *b, struct keyed_backend_snapshot *s);
 void keyed_backend_snapshot_release(struct keyed_backend_snapshot *s);
 
+/* heap_snapshot.c: the table's snapshot_write, snapshot_write_operator,
+ * snapshot_metas, restore and restore_element. */
+Checkpoint__KeyedStateHandle *keyed_backend_snapshot_write(struct keyed_state_snapshot *s,
+                                                           struct state_file_writer *w,
+                                                           const char *path);
+void keyed_backend_snapshot_write_operator(struct keyed_state_snapshot *s,
+                                           struct state_file_writer *w,
+                                           Checkpoint__OperatorStateHandle *h);
+Checkpoint__StateMeta **keyed_backend_snapshot_metas(const struct keyed_state_snapshot *s,
+                                                     size_t *n);
+int keyed_backend_restore(struct keyed_state_backend *b, const Checkpoint__OperatorSubtaskState *st,
+                          const char *op_name, struct state_file_reader *r, spate_error *err);
+bool keyed_backend_restore_element(struct spate_state *st, const uint8_t *bytes, size_t len);
+
 /* Restore: one stored entry of state i, as it was written (hash and bytes). */
 void keyed_backend_restore_entry(struct heap_keyed_backend *b, int i, uint64_t hash,
                                  const void *key, size_t key_len, const void *value,

@@ -14,6 +14,8 @@
 
 #include <spate/spate.h>
 
+#include "proto/checkpoint.pb-c.h"
+
 /* A state's kind (Flink's StateDescriptor.Type). Written into checkpoints
  * (StateMeta.kind): the numbers never change. */
 enum state_kind {
@@ -120,6 +122,8 @@ struct byte_buf {
 void byte_buf_put(struct byte_buf *b, const void *p, size_t n);
 
 struct keyed_state_snapshot;
+struct state_file_reader;
+struct state_file_writer;
 
 struct keyed_state_backend_ops {
     const char *name;
@@ -159,11 +163,28 @@ struct keyed_state_backend_ops {
     void (*on_processing_time)(struct keyed_state_backend *b, uint64_t now,
                                keyed_timer_fire_fn fire);
 
-    /* Snapshots: the synchronous part freezes the state (task thread,
-     * between records); what it returns is read and released on any
-     * thread. */
+    /* Snapshots (state/state_file.h has the file): the synchronous part
+     * freezes the state (task thread, between records); the rest runs on
+     * the snapshot thread. snapshot_write writes the keyed states key
+     * group by key group, letting go of each once written, and returns
+     * the section's handle (path: the file's, for the handle);
+     * snapshot_write_operator adds the operator and broadcast states to h,
+     * an element per entry; snapshot_metas describes the keyed states for
+     * the acknowledgement; snapshot_release frees it, written or not. */
     struct keyed_state_snapshot *(*snapshot)(struct keyed_state_backend *b);
+    Checkpoint__KeyedStateHandle *(*snapshot_write)(struct keyed_state_snapshot *s,
+                                                    struct state_file_writer *w, const char *path);
+    void (*snapshot_write_operator)(struct keyed_state_snapshot *s, struct state_file_writer *w,
+                                    Checkpoint__OperatorStateHandle *h);
+    Checkpoint__StateMeta **(*snapshot_metas)(const struct keyed_state_snapshot *s, size_t *n);
     void (*snapshot_release)(struct keyed_state_snapshot *s);
+    /* Restore (task thread, before any record): the key groups of the
+     * backend's range that st's keyed handles hold, checked against the
+     * declared states (op_name for the errors); and one element of an
+     * operator or broadcast state (false: malformed). */
+    int (*restore)(struct keyed_state_backend *b, const Checkpoint__OperatorSubtaskState *st,
+                   const char *op_name, struct state_file_reader *r, spate_error *err);
+    bool (*restore_element)(struct spate_state *st, const uint8_t *bytes, size_t len);
     void (*dispose)(struct keyed_state_backend *b);
 };
 

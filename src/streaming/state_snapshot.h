@@ -1,22 +1,19 @@
 /* Checkpoints of a task's operator chain: the synchronous part on the task
- * thread (keyed state frozen copy-on-write, timers and operators' own state
- * copied), the asynchronous part on the task's snapshot thread (one state
- * file per subtask, and the state handles of the acknowledgement), and the
- * restore of a chain from the handles of a TaskRestore.
- *
- * The state file: "SPST", u32 version 1, then per operator with state its
- * keyed section, key group by key group (u32 states; per state u32 entries,
- * each u64 hash, u32 key length, key, u32 value length, value; then the key
- * group's timers as keyed_backend_snapshot writes them), then its operator
- * state elements (u32 length, bytes). The handles hold every offset. Little-
- * endian. Reading checks every length: the file comes from disk. */
+ * thread (each operator's keyed state backend frozen through its table,
+ * operators' own state copied), the asynchronous part on the task's
+ * snapshot thread (one state file per subtask, state/state_file.h: per
+ * operator its backend's keyed section, then its operator state elements,
+ * its own and its backend's operator-scope states'; and the state handles
+ * of the acknowledgement), and the restore of a chain from the handles of a
+ * TaskRestore. What is about state is the backend's; what is about
+ * operators (their own state, source positions) is here. */
 #ifndef SPATE_STREAMING_STATE_SNAPSHOT_H
 #define SPATE_STREAMING_STATE_SNAPSHOT_H
 
 #include <stdint.h>
 
 #include "proto/checkpoint.pb-c.h"
-#include "state/heap_keyed_backend.h"
+#include "state/keyed_state_backend.h"
 #include "streaming/operator_chain.h"
 
 struct op_snapshot;

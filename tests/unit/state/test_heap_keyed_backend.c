@@ -2,8 +2,9 @@
  * (state/keyed_state_backend.h), with no operator: states scoped by key and
  * namespace, each kind of state, TTL expiry (with a test clock), timers
  * fired in order once per key and time, a snapshot's frozen views unchanged
- * by later writes, restore of what a snapshot froze, the inline per-record
- * path, and the memory a key costs. Values are int64, through a serializer
+ * by later writes, restore of what a snapshot froze, a state file written
+ * and read back by other subtasks (rescaling) and refused when truncated or
+ * of other types, the inline per-record path, and the memory a key costs. Values are int64, through a serializer
  * of the test's own. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "core/key_group.h"
 #include "state/heap_keyed_backend.h"
+#include "state/state_file.h"
 
 /* ---- int64 values: their bytes are the value ---- */
 
@@ -383,6 +385,148 @@ Test(heap_keyed_backend, a_snapshot_stays_as_frozen_and_restores_what_it_froze)
     }
     f.kb->ops->dispose(f.kb);
     g.kb->ops->dispose(g.kb);
+}
+
+/* ---- the state file ---- */
+
+struct written {
+    char dir[64], path[96];
+    Checkpoint__OperatorSubtaskState st;
+    Checkpoint__KeyedStateHandle *keyed[1];
+};
+
+/* 1000 keys of "v" (value k * 7) and a timer at k for every 10th key,
+ * from one subtask, written as a state file. */
+static void
+write_file(struct written *out)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+    struct state_file_writer w;
+    struct keyed_state_snapshot *s;
+    struct fixture f;
+    spate_error err = { 0 };
+
+    fixture_init(&f, &d, 1, 1, 0);
+    for (int64_t k = 0; k < 1000; k++) {
+        int64_t v = k * 7;
+
+        set_key(&f, k, NULL, 0);
+        f.kb->ops->value_update(state(&f, "v"), &v);
+        if (k % 10 == 0)
+            f.kb->ops->register_timer(f.kb, true, k);
+    }
+    s = f.kb->ops->snapshot(f.kb);
+    strcpy(out->dir, "/tmp/spate-state-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(out->dir));
+    snprintf(out->path, sizeof out->path, "%s/0.state", out->dir);
+    cr_assert_eq(state_file_create(&w, out->path, &err), 0, "%s", err.message);
+    checkpoint__operator_subtask_state__init(&out->st);
+    out->keyed[0] = f.kb->ops->snapshot_write(s, &w, out->path);
+    out->st.keyed = out->keyed;
+    out->st.n_keyed = 1;
+    out->st.states = f.kb->ops->snapshot_metas(s, &out->st.n_states);
+    cr_assert_eq(state_file_finish(&w, out->path, &err), 0, "%s", err.message);
+    f.kb->ops->snapshot_release(s);
+    f.kb->ops->dispose(f.kb);
+}
+
+static void
+written_free(struct written *wr)
+{
+    for (size_t i = 0; i < wr->st.n_states; i++) {
+        free(wr->st.states[i]->name);
+        free(wr->st.states[i]->type_name);
+        free(wr->st.states[i]->key_type_name);
+        free(wr->st.states[i]);
+    }
+    free(wr->st.states);
+    free(wr->keyed[0]->path);
+    free(wr->keyed[0]->offsets);
+    free(wr->keyed[0]);
+    unlink(wr->path);
+    rmdir(wr->dir);
+}
+
+Test(heap_keyed_backend, a_state_file_restores_each_new_subtask_its_key_groups)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+    struct written wr;
+    struct fixture f[2];
+    int found = 0, timers = 0;
+
+    write_file(&wr);
+    for (int sub = 0; sub < 2; sub++) {
+        struct state_file_reader r = { 0 };
+        spate_error err = { 0 };
+
+        fixture_init(&f[sub], &d, 1, 2, sub);
+        cr_assert_eq(f[sub].kb->ops->restore(f[sub].kb, &wr.st, "op", &r, &err), 0, "%s",
+                     err.message);
+        state_file_reader_release(&r);
+        memset(&fired, 0, sizeof fired);
+        f[sub].kb->ops->advance(f[sub].kb, true, 1000, record_fire);
+        for (int i = 0; i < fired.n; i++)
+            cr_assert_eq(fired.key[i], fired.ts[i], "a timer comes back with its key");
+        timers += fired.n;
+    }
+    cr_assert_eq(timers, 100, "every timer restored once, not %d", timers);
+    for (int64_t k = 0; k < 1000; k++) {
+        uint32_t kg = key_group_of_key(&k, 8, 128);
+        int sub = kg < 64 ? 0 : 1;
+        int64_t v;
+
+        set_key(&f[sub], k, NULL, 0);
+        cr_assert(f[sub].kb->ops->value_get(state(&f[sub], "v"), &v), "key %lld in subtask %d",
+                  (long long)k, sub);
+        cr_assert_eq(v, k * 7);
+        set_key(&f[1 - sub], k, NULL, 0);
+        found += f[1 - sub].kb->ops->value_get(state(&f[1 - sub], "v"), &v);
+    }
+    cr_assert_eq(found, 0, "%d keys restored into the other subtask", found);
+    f[0].kb->ops->dispose(f[0].kb);
+    f[1].kb->ops->dispose(f[1].kb);
+    written_free(&wr);
+}
+
+Test(heap_keyed_backend, a_truncated_state_file_is_an_error_naming_it)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+    struct state_file_reader r = { 0 };
+    spate_error err = { 0 };
+    struct written wr;
+    struct fixture f;
+
+    write_file(&wr);
+    cr_assert_eq(truncate(wr.path, (off_t)(wr.keyed[0]->offsets[0] + wr.keyed[0]->length / 2)), 0);
+    fixture_init(&f, &d, 1, 1, 0);
+    cr_assert_neq(f.kb->ops->restore(f.kb, &wr.st, "op", &r, &err), 0);
+    cr_assert(strstr(err.message, wr.path) != NULL && strstr(err.message, "truncated") != NULL,
+              "%s", err.message);
+    state_file_reader_release(&r);
+    f.kb->ops->dispose(f.kb);
+    written_free(&wr);
+}
+
+Test(heap_keyed_backend, a_state_of_another_kind_or_type_is_not_restored)
+{
+    struct state_descriptor list = desc("v", STATE_LIST, 0), other = desc("v", STATE_VALUE, 0);
+    struct written wr;
+
+    write_file(&wr);
+    other.value.name = "int64-as-something-else";
+    for (int i = 0; i < 2; i++) {
+        struct state_file_reader r = { 0 };
+        spate_error err = { 0 };
+        struct fixture f;
+
+        fixture_init(&f, i == 0 ? &list : &other, 1, 1, 0);
+        cr_assert_neq(f.kb->ops->restore(f.kb, &wr.st, "op", &r, &err), 0);
+        cr_assert(strstr(err.message, "state 'v' of operator 'op' was written as int64") != NULL,
+                  "%s", err.message);
+        state_file_reader_release(&r);
+        f.kb->ops->dispose(f.kb);
+    }
+    written_free(&wr);
 }
 
 /* ---- memory ---- */
