@@ -12,7 +12,16 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spatetest import SPATE, SpateTestCase, wait_for  # noqa: E402,F401
+from spatetest import BUILD, SPATE, SpateTestCase, wait_for  # noqa: E402,F401
+
+TESTJOBS = os.path.join(BUILD, "tests", "jobs", "testjobs.so")
+
+
+def job_id_of(out):
+    """The id `spate run -d` printed ("Job has been submitted with JobID <id>")."""
+    m = re.search(r"JobID ([0-9a-f]{32})", out)
+    assert m, f"no JobID in {out!r}"
+    return m.group(1)
 
 
 class Proc:
@@ -115,11 +124,14 @@ class ClusterTestCase(SpateTestCase):
         return wait_for(ok, timeout, f"{taskmanagers} taskmanagers, {slots} slots, "
                                      f"{available} available")
 
-    def submit_job(self, slots, run_ms=0, *extra):
-        r = self.spate("-D", f"jobmanager.rpc.port={self.rpc_port}", *extra, "test-job",
-                       "--slots", str(slots), "--run-ms", str(run_ms))
+    def submit_job(self, slots, *args, conf=()):
+        """Submits testjobs' `slots` job (slots subtasks, a slot each; args:
+        its --run-ms or --until) detached over REST, as a user's job; conf:
+        the client's -D options. Returns its id."""
+        r = self.spate(*conf, "run", "-m", f"127.0.0.1:{self.rest_port}", "-d", TESTJOBS,
+                       "slots", "--slots", str(slots), *args)
         self.assertEqual(r.returncode, 0, r.stderr)
-        return r.stdout.strip()
+        return job_id_of(r.stdout)
 
     def job(self, jid):
         status, body = self.rest(f"/jobs/{jid}")

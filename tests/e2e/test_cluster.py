@@ -1,6 +1,7 @@
 """The cluster end to end (issue 4): a JobManager and TaskManagers as real
-processes, the REST API, and seed 004's slot flow driven by the test-only
-job. Test names cite the seed step or message they stand for."""
+processes, the REST API, and seed 004's slot flow driven by testjobs'
+`slots` job (N subtasks, a slot each). Test names cite the seed step or
+message they stand for."""
 
 import os
 import signal
@@ -73,23 +74,28 @@ class ClusterTest(ClusterTestCase):
         for _ in range(3):
             self.start_taskmanager(slots=2)
         self.wait_overview(3, slots=6, available=6)
-        jid = self.submit_job(8, run_ms=1500)
-        # 8 asked, 6 free: 6 granted, 2 wait.
-        wait_for(lambda: self.job(jid)["tasks"]["running"] == 6, 20, "6 tasks with slots")
-        self.assertEqual(self.job(jid)["tasks"]["scheduled"], 2)
-        self.assertEqual(self.job(jid)["state"], "RUNNING")
+        go = os.path.join(self.tmp, "go")
+        jid = self.submit_job(8, "--until", go)
+        # 8 asked, 6 free: 6 granted (their tasks SCHEDULED), 2 wait; no
+        # task is deployed before every one has its slot.
+        wait_for(lambda: self.job(jid)["tasks"]["scheduled"] == 6, 20, "6 tasks with slots")
+        job = self.job(jid)
+        self.assertEqual((job["tasks"]["created"], job["tasks"]["running"]), (2, 0), job)
+        self.assertEqual(job["state"], "RUNNING")
         self.assertEqual(self.overview()["slots-available"], 0)
         # A fourth TaskManager joins: the waiting requests get its slots.
         self.start_taskmanager(slots=2)
-        wait_for(lambda: self.job(jid)["tasks"]["running"] == 8, 20, "8 tasks with slots")
+        wait_for(lambda: self.job(jid)["tasks"]["running"] == 8, 20, "8 tasks running")
+        jm.wait_log(r"job " + jid + r": deploying 8 tasks")
         # The job ends; its slots are free again.
+        with open(go, "w"):
+            pass
         wait_for(lambda: self.job(jid)["state"] == "FINISHED", 20, "job finished")
         self.wait_overview(4, slots=8, available=8)
         status, body = self.rest("/jobs/overview")
         self.assertEqual(body["jobs"][0]["jid"], jid)
         self.assertEqual(body["jobs"][0]["state"], "FINISHED")
         self.assertEqual(self.overview()["jobs-finished"], 1)
-        jm.wait_log(r"task \d+ got slot \d+ of TaskManager")
 
     def test_slot_request_timeout(self):
         jm = self.start_jobmanager("-D", "slot.request.timeout=1500 ms")
@@ -99,7 +105,7 @@ class ClusterTest(ClusterTestCase):
         wait_for(lambda: self.job(jid)["state"] == "FAILED", 30, "job failed")
         body = self.job(jid)
         self.assertIn("within slot.request.timeout (1500 ms", body["failure"])
-        jm.wait_log(r"job [0-9a-f]{32} \(test job\) failed: could not allocate a slot .* "
+        jm.wait_log(r"job " + jid + r" \(Slots\) is failing: could not allocate a slot .* "
                     r"slot\.request\.timeout")
         # The two slots it held are free again.
         self.wait_overview(1, slots=2, available=2)

@@ -14,6 +14,10 @@ from spatetest import free_port  # noqa: E402
 
 # Quick heartbeats keep the hang test short; the mechanism is the default's.
 HB = ["-D", "heartbeat.interval=200 ms", "-D", "heartbeat.timeout=1500 ms"]
+# A job that restarts after a lost TaskManager (without, it fails).
+RESTARTS = ["-D", "restart-strategy.type=fixed-delay",
+            "-D", "restart-strategy.fixed-delay.attempts=100",
+            "-D", "restart-strategy.fixed-delay.delay=100 ms"]
 
 
 class ClusterFaultTest(ClusterTestCase):
@@ -30,15 +34,16 @@ class ClusterFaultTest(ClusterTestCase):
         jm = self.start_jobmanager()
         tms = [self.start_taskmanager(slots=2) for _ in range(2)]
         self.wait_overview(2, slots=4)
-        jid = self.submit_job(3)  # runs until cancelled
-        wait_for(lambda: self.job(jid)["tasks"]["running"] == 3, 20, "3 tasks with slots")
+        jid = self.submit_job(3, conf=RESTARTS)  # runs until cancelled
+        wait_for(lambda: self.job(jid)["tasks"]["running"] == 3, 20, "3 tasks running")
         holder = next(t for t in tms if "allocated slot" in t.text())
         holder.kill()
-        # The JobMaster hears of it and asks for those slots again; one slot
-        # is left in the cluster, so one task waits.
-        jm.wait_log(r"job [0-9a-f]{32}: TaskManager [0-9a-f]{32} lost with \d slots")
-        wait_for(lambda: self.job(jid)["tasks"]["scheduled"] >= 1, 20, "a task without a slot")
-        self.assertEqual(self.job(jid)["state"], "RUNNING")
+        # The JobMaster hears of it, restarts the job and asks for those
+        # slots again; two slots are left in the cluster, so a task waits.
+        jm.wait_log(r"job " + jid + r": \d+ of \d+ pipelined regions restart in \d+ ms: "
+                    r"TaskManager [0-9a-f]{32} was lost")
+        wait_for(lambda: (lambda j: j["state"] == "RUNNING" and j["tasks"]["created"] >= 1)(
+            self.job(jid)), 20, "the job running again with a task without a slot")
 
     def test_hung_taskmanager_dropped_after_heartbeat_timeout_seed000_Heartbeat_Disconnect(self):
         jm = self.start_jobmanager(*HB)

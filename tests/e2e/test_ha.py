@@ -2,8 +2,8 @@
 and a ZooKeeper server of this file's own (127.0.0.1, ephemeral port,
 temporary folder, tickTime=200, stopped by pid). Failover by kill -9 of the
 leader, ZooKeeper restarted, a leader paused past its session timeout, an
-unreachable quorum at start, garbage in a leader node. Jobs are the
-test-only job of `spate test-job`, and testjobs' exactly-once `checkpointed`
+unreachable quorum at start, garbage in a leader node. Jobs are testjobs'
+`slots` (N subtasks, a slot each) and its exactly-once `checkpointed`
 JobGraph, submitted with `spate run` through ZooKeeper, which a new leader
 (the standby, whose BlobServer restores the library from the HA blob store)
 resumes from its latest checkpoint, exactly once; a corrupt library in the
@@ -120,15 +120,19 @@ class HaTestCase(ClusterTestCase):
     def use_rest_of(self, jm):
         self.rest_port = jm.rest_port
 
-    def submit(self, slots, *extra):
-        """Submits through the leading Dispatcher, again while a leadership
-        change makes it refuse."""
+    def submit(self, slots, *extra, conf=()):
+        """Submits testjobs' `slots` job (extra: its --run-ms; conf: the
+        client's -D options) detached with `spate run` through ZooKeeper (no
+        -m: the CLI asks for the leading REST endpoint), again while a
+        leadership change makes it refuse."""
+        from clustertest import TESTJOBS, job_id_of
         last = []
 
         def once():
-            r = self.spate(*self.ha_args(), "test-job", "--slots", str(slots), *extra)
+            r = self.spate(*self.ha_args(), *conf, "run", "-d", TESTJOBS, "slots", "--slots",
+                           str(slots), *extra)
             last[:] = [r]
-            return r.stdout.strip() if r.returncode == 0 else None
+            return job_id_of(r.stdout) if r.returncode == 0 else None
         try:
             return wait_for(once, 30, "a submission accepted", interval=0.2)
         except AssertionError:
@@ -141,6 +145,15 @@ class HaTestCase(ClusterTestCase):
         if status != 200 or body["state"] != "RUNNING":
             return None
         return body["tasks"]["running"] == body["tasks"]["total"] or None
+
+    def holding(self, jm, jid, slots):
+        """jid RUNNING on jm with slots tasks that have a slot (SCHEDULED:
+        the job waits for the rest), or None."""
+        self.use_rest_of(jm)
+        status, body = self.rest(f"/jobs/{jid}")
+        if status != 200 or body["state"] != "RUNNING":
+            return None
+        return body["tasks"]["scheduled"] == slots or None
 
     def running_tasks(self, jm, jid):
         self.use_rest_of(jm)
@@ -193,7 +206,7 @@ class HaFailoverTest(HaTestCase):
         self.assertIn("not the leader", body["errors"][0])
         # The CLI finds the leading Dispatcher through ZooKeeper.
         jid = self.submit(3)
-        wait_for(lambda: self.running_tasks(jm1, jid) == 3, 20, "3 tasks with slots on jm1")
+        wait_for(lambda: self.running_tasks(jm1, jid) == 3, 20, "3 tasks running on jm1")
 
         jm1.popen.send_signal(signal.SIGKILL)
         jm1.popen.wait()
@@ -202,7 +215,7 @@ class HaFailoverTest(HaTestCase):
         jm2.wait_log(r"recovered job " + jid + " from the job graph store")
         self.use_rest_of(jm2)
         self.wait_overview(2, slots=4)
-        wait_for(lambda: self.running_tasks(jm2, jid) == 3, 30, "3 tasks with slots on jm2")
+        wait_for(lambda: self.running_tasks(jm2, jid) == 3, 30, "3 tasks running on jm2")
         for t in tms:
             t.wait_log(r"registered at the ResourceManager 127\.0\.0\.1:%d/resourcemanager"
                        % jm2.rpc_port)
@@ -482,14 +495,19 @@ class HaZooKeeperFaultTest(HaTestCase):
         tm = self.start_ha_taskmanager(slots=2)
         self.use_rest_of(jm1)
         self.wait_overview(1, slots=2)
-        jid = self.submit(1)
-        wait_for(lambda: self.running_tasks(jm1, jid) == 1, 20, "the job running on jm1")
+        # A job of 3 slots on 2: it holds both and waits for the third, no
+        # task runs. (Were one running, the TaskManager would cancel it for
+        # jm2 while jm1 is stopped, and jm1, resumed, could end the job on
+        # that news before it learns that it lost leadership.)
+        jid = self.submit(3)
+        wait_for(lambda: self.holding(jm1, jid, 2), 20, "the job holding 2 slots on jm1")
 
         jm1.signal(signal.SIGSTOP)
         jm2.wait_log(r"this JobManager was granted leadership", timeout=30)
         self.use_rest_of(jm2)
         self.wait_overview(1, slots=2)
-        wait_for(lambda: self.running_tasks(jm2, jid) == 1, 30, "the job running on jm2")
+        # jm2 runs the job; the slots are still jm1's.
+        wait_for(lambda: self.holding(jm2, jid, 0), 30, "the job recovered on jm2")
         jm1.signal(signal.SIGCONT)
         # The former leader stops leading as soon as its connection is
         # suspended (before it even learns that its session expired) ...
@@ -505,8 +523,9 @@ class HaZooKeeperFaultTest(HaTestCase):
         status, body = self.rest("/overview")
         self.assertEqual(status, 503, body)
         self.use_rest_of(jm2)
-        self.wait_overview(1, slots=2, available=1)
-        self.assertEqual(self.running_tasks(jm2, jid), 1)
+        # jm1 freed its slots with its job: jm2's job has them.
+        wait_for(lambda: self.holding(jm2, jid, 2), 30, "the job holding 2 slots on jm2")
+        self.wait_overview(1, slots=2, available=0)
         # The former leader stands by again.
         jm1.wait_log(r"standing by: latch node")
 

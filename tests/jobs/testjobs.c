@@ -12,6 +12,12 @@
  *             chain), env (chaining off for the whole job). --group: Route in
  *             slot sharing group "other".
  *   unbounded                                      runs until cancelled
+ *   slots     --slots N [--run-ms MS | --until PATH]
+ *             a source of N subtasks chained into a sink that drops its
+ *             records, one slot each (the cluster and HA tests' job): runs
+ *             until cancelled; --run-ms: each subtask emits 100 records a
+ *             second (at least 128 over all) and then finishes, after about
+ *             MS ms; --until: each subtask finishes once PATH exists
  *   fail      --at K                               Map fails at value K
  *   outside                                        a map function that is not
  *             in this library (libc's abort)
@@ -221,6 +227,57 @@ job_unbounded(spate_env *env)
     s = spate_params(spate_map(spate_rebalance(s), scale, spate_type_int64()), &p, sizeof p);
     spate_sink(s, discard);
     return spate_execute(env, "Unbounded");
+}
+
+/* ---- slots ---- */
+
+struct slots_params {
+    char until[512]; /* "": none */
+};
+
+/* The index; with --until, only once the file exists (each subtask's first
+ * record waits for it, the others find it at once). */
+static void
+gen_until(spate_ctx *ctx, uint64_t index, void *out)
+{
+    const struct slots_params *p = spate_ctx_params(ctx, NULL);
+    struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+    while (p->until[0] != '\0' && access(p->until, F_OK) != 0)
+        nanosleep(&ts, NULL);
+    *(int64_t *)out = (int64_t)index;
+}
+
+static int
+job_slots(spate_env *env, int argc, char **argv)
+{
+    int64_t n = arg_int(argc, argv, "--slots", 1);
+    int64_t run_ms = arg_int(argc, argv, "--run-ms", 0);
+    struct slots_params p = { "" };
+    uint64_t count = 0;
+    double rate = 0;
+    spate_stream *s;
+
+    if (n < 1 || n > 128 || run_ms < 0) {
+        /* 128: the default max parallelism, a split for every subtask. */
+        fprintf(stderr, "testjobs: slots: --slots must be 1 to 128 and --run-ms not "
+                        "negative\n");
+        return SPATE_EINVAL;
+    }
+    snprintf(p.until, sizeof p.until, "%s", arg_str(argc, argv, "--until", ""));
+    if (run_ms > 0) {
+        rate = 100.0 * (double)n;
+        count = (uint64_t)(rate * (double)run_ms / 1000.0);
+        count = count < 128 ? 128 : count; /* a record for every split */
+    } else if (p.until[0] != '\0') {
+        count = 128 * (uint64_t)n;
+    } else {
+        rate = 10.0 * (double)n; /* unbounded, slowly */
+    }
+    s = spate_source_generator(env, gen_until, spate_type_int64(), count, rate);
+    s = spate_set_parallelism(spate_params(spate_name(s, "Slots"), &p, sizeof p), (int)n);
+    spate_set_parallelism(spate_name(spate_sink(s, discard), "Discard"), (int)n);
+    return spate_execute(env, "Slots");
 }
 
 static void
@@ -1137,6 +1194,8 @@ spate_job_main(spate_env *env, int argc, char **argv)
         return job_partition(env, argc, argv);
     if (strcmp(job, "unbounded") == 0)
         return job_unbounded(env);
+    if (strcmp(job, "slots") == 0)
+        return job_slots(env, argc, argv);
     if (strcmp(job, "fail") == 0)
         return job_fail(env, argc, argv);
     if (strcmp(job, "outside") == 0)
@@ -1151,7 +1210,7 @@ spate_job_main(spate_env *env, int argc, char **argv)
         return job_windowed(env, argc, argv);
     if (strcmp(job, "operators") == 0)
         return job_operators(env, argc, argv);
-    fprintf(stderr, "testjobs: which job? params, partition, unbounded, fail, outside, stuck, "
-                    "checkpointed, windowed or operators\n");
+    fprintf(stderr, "testjobs: which job? params, partition, unbounded, slots, fail, outside, "
+                    "stuck, checkpointed, staggered, windowed or operators\n");
     return SPATE_EINVAL;
 }

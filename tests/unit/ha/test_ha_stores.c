@@ -74,7 +74,7 @@ check_job_graph_store(struct job_graph_store *s)
     id_random(&a);
     id_random(&b);
     r.job_id = a;
-    r.kind = "test-job";
+    r.kind = "job-graph";
     r.data = (uint8_t *)"graph-a";
     r.len = 7;
     cr_assert_eq(s->ops->put(s, &r, &err), 0, "%s", err.message);
@@ -91,7 +91,7 @@ check_job_graph_store(struct job_graph_store *s)
     free(ids);
 
     cr_assert_eq(s->ops->get(s, &b, &out, &err), 0, "%s", err.message);
-    cr_assert_str_eq(out.kind, "test-job");
+    cr_assert_str_eq(out.kind, "job-graph");
     cr_assert_eq(out.len, 8);
     cr_assert_eq(memcmp(out.data, "graph-B2", 8), 0);
     job_graph_record_release(&out);
@@ -155,7 +155,7 @@ Test(ha_stores, zookeeper_job_graph_with_corrupt_file_is_an_error)
     cr_assert_eq(ha->ops->job_graph_store(ha, &s, &err), 0, "%s", err.message);
     id_random(&a);
     r.job_id = a;
-    r.kind = "test-job";
+    r.kind = "job-graph";
     r.data = (uint8_t *)"0123456789";
     r.len = 10;
     cr_assert_eq(s->ops->put(s, &r, &err), 0, "%s", err.message);
