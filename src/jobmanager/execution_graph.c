@@ -8,32 +8,6 @@
 #include "jobmanager/execution_graph.h"
 #include "streaming/job_graph_codec.h"
 
-static const char *const state_names[EXEC_STATE_COUNT] = {
-    "CREATED",  "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING",
-    "FINISHED", "CANCELING", "CANCELED",  "FAILED",
-};
-
-const char *
-execution_state_name(enum execution_state s)
-{
-    return (unsigned)s < EXEC_STATE_COUNT ? state_names[s] : "?";
-}
-
-int
-execution_state_parse(const char *name)
-{
-    for (int i = 0; i < EXEC_STATE_COUNT; i++)
-        if (strcmp(state_names[i], name) == 0)
-            return i;
-    return -1;
-}
-
-bool
-execution_state_is_terminal(enum execution_state s)
-{
-    return s == EXEC_FINISHED || s == EXEC_CANCELED || s == EXEC_FAILED;
-}
-
 static int
 group_index(struct execution_graph *eg, const char *name)
 {

@@ -11,30 +11,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/execution_state.h"
 #include "core/id.h"
 #include "proto/checkpoint.pb-c.h"
 #include "proto/jobgraph.pb-c.h"
 #include "streaming/accumulators.h"
 #include "streaming/file_splits.h"
 #include "streaming/job_graph.h"
-
-enum execution_state {
-    EXEC_CREATED,
-    EXEC_SCHEDULED,
-    EXEC_DEPLOYING,
-    EXEC_INITIALIZING,
-    EXEC_RUNNING,
-    EXEC_FINISHED,
-    EXEC_CANCELING,
-    EXEC_CANCELED,
-    EXEC_FAILED,
-    EXEC_STATE_COUNT,
-};
-
-const char *execution_state_name(enum execution_state s);
-/* "RUNNING" -> EXEC_RUNNING; -1 for an unknown name. */
-int execution_state_parse(const char *name);
-bool execution_state_is_terminal(enum execution_state s);
 
 /* Where an execution runs. */
 struct slot_location {

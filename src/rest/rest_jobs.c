@@ -11,17 +11,11 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/execution_state.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "jobmanager/execution_graph.h"
-#include "jobmanager/job_master.h"
 #include "proto/jobgraph.pb-c.h"
 #include "rest/rest_int.h"
-
-static const char *const rest_exec_states[EXEC_STATE_COUNT] = {
-    "CREATED",  "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING",
-    "FINISHED", "CANCELING", "CANCELED",  "FAILED",
-};
 
 static bool
 rest_state_terminal(const char *state)
@@ -127,14 +121,14 @@ rest_vertex_json(const Cluster__VertexInfo *v, int64_t now, uint32_t *per_state)
     json_t *tasks = json_object();
     spate_id id;
     int64_t duration = -1;
+    int state;
 
     for (size_t s = 0; s < EXEC_STATE_COUNT; s++)
-        json_object_set_new(tasks, rest_exec_states[s],
+        json_object_set_new(tasks, execution_state_name((enum execution_state)s),
                             json_integer(s < v->n_task_counts ? v->task_counts[s] : 0));
     json_object_set_new(tasks, "RECONCILING", json_integer(0));
-    for (size_t s = 0; s < EXEC_STATE_COUNT; s++)
-        if (strcmp(rest_exec_states[s], v->state) == 0)
-            per_state[s]++;
+    if ((state = execution_state_parse(v->state)) >= 0)
+        per_state[state]++;
     if (v->start_time > 0)
         duration = (v->end_time > 0 ? v->end_time : now) - v->start_time;
     gw_id_get(&v->id, &id);
@@ -201,7 +195,8 @@ rest_job(struct rest_request *rq)
         json_array_append_new(vertices, rest_vertex_json(d->vertices[i], now, per_state));
     rest_vertices_add_metrics(rq, vertices);
     for (size_t s = 0; s < EXEC_STATE_COUNT; s++)
-        json_object_set_new(counts, rest_exec_states[s], json_integer(per_state[s]));
+        json_object_set_new(counts, execution_state_name((enum execution_state)s),
+                            json_integer(per_state[s]));
     json_object_set_new(counts, "RECONCILING", json_integer(0));
     for (size_t s = 0; s < ARRAY_SIZE(job_states); s++)
         json_object_set_new(times, job_states[s],

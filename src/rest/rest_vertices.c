@@ -10,51 +10,31 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/execution_state.h"
 #include "rest/rest_int.h"
 #include "rpc/gateways.h"
 
-/* spate's ExecutionStates in the order an execution goes through them. */
-static const char *const exec_states[] = {
-    "CREATED",  "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING",
-    "FINISHED", "CANCELING", "CANCELED",  "FAILED",
-};
-#define NSTATES ((int)(sizeof exec_states / sizeof exec_states[0]))
-
-/* Flink's ExecutionState names, for the "tasks" counts (RECONCILING is
- * never spate's). */
-static const char *const flink_states[] = {
-    "CREATED",   "SCHEDULED", "DEPLOYING", "RUNNING",     "FINISHED",
-    "CANCELING", "CANCELED",  "FAILED",    "RECONCILING", "INITIALIZING",
-};
-
 /* What status-duration reports, in Flink's order. */
-static const char *const duration_states[] = { "CREATED", "SCHEDULED", "INITIALIZING", "DEPLOYING",
-                                               "RUNNING" };
+static const enum execution_state duration_states[] = { EXEC_CREATED, EXEC_SCHEDULED,
+                                                        EXEC_INITIALIZING, EXEC_DEPLOYING,
+                                                        EXEC_RUNNING };
 #define NDURATIONS 5
-
-static int
-state_index(const char *name)
-{
-    for (int i = 0; i < NSTATES; i++)
-        if (name != NULL && strcmp(name, exec_states[i]) == 0)
-            return i;
-    return -1;
-}
 
 static bool
 state_is_terminal(const char *name)
 {
-    return strcmp(name, "FINISHED") == 0 || strcmp(name, "CANCELED") == 0 ||
-           strcmp(name, "FAILED") == 0;
+    int k = execution_state_parse(name);
+
+    return k >= 0 && execution_state_is_terminal((enum execution_state)k);
 }
 
-/* A subtask's state timestamps by exec_states index (0: never entered). */
+/* A subtask's state timestamps by execution state (0: never entered). */
 static void
-subtask_timestamps(const Cluster__SubtaskInfo *s, int64_t ts[NSTATES])
+subtask_timestamps(const Cluster__SubtaskInfo *s, int64_t ts[EXEC_STATE_COUNT])
 {
-    memset(ts, 0, NSTATES * sizeof *ts);
+    memset(ts, 0, EXEC_STATE_COUNT * sizeof *ts);
     for (size_t i = 0; i < s->n_timestamps; i++) {
-        int k = state_index(s->timestamps[i]->state);
+        int k = execution_state_parse(s->timestamps[i]->state);
 
         if (k >= 0)
             ts[k] = s->timestamps[i]->time;
@@ -140,18 +120,18 @@ io_json(const struct io_info *io)
 static void
 status_durations(const Cluster__SubtaskInfo *s, int64_t now, int64_t out[NDURATIONS])
 {
-    int64_t ts[NSTATES];
-    int current = state_index(s->state);
+    int64_t ts[EXEC_STATE_COUNT];
+    int current = execution_state_parse(s->state);
 
     subtask_timestamps(s, ts);
     for (int d = 0; d < NDURATIONS; d++) {
-        int k = state_index(duration_states[d]);
+        int k = (int)duration_states[d];
         int64_t end = 0;
 
         /* It ended when the next state it went to began. */
         if (k == current)
             end = now;
-        for (int j = k + 1; end == 0 && j < NSTATES; j++)
+        for (int j = k + 1; end == 0 && j < EXEC_STATE_COUNT; j++)
             end = ts[j];
         out[d] = ts[k] == 0 || end == 0 ? -1 : end - ts[k];
     }
@@ -162,21 +142,22 @@ static json_t *
 subtask_json(const Cluster__SubtaskInfo *s, const struct metric_store *store, const spate_id *job,
              const spate_id *vertex, int64_t now, struct io_info *io, int64_t durations[NDURATIONS])
 {
-    int64_t ts[NSTATES], start, end;
-    int current = state_index(s->state);
+    int64_t ts[EXEC_STATE_COUNT], start, end;
+    int current = execution_state_parse(s->state);
     char endpoint[160], tm[ID_HEX_LEN + 1] = "(unassigned)";
     bool assigned = s->resource_id.len == ID_BYTES;
     json_t *sd = json_object(), *j;
     spate_id rid;
 
     subtask_timestamps(s, ts);
-    start = ts[state_index("DEPLOYING")] > 0 ? ts[state_index("DEPLOYING")] : -1;
+    start = ts[EXEC_DEPLOYING] > 0 ? ts[EXEC_DEPLOYING] : -1;
     end = state_is_terminal(s->state) && current >= 0 && ts[current] > 0 ? ts[current] : -1;
     io_init(io);
     io_add_subtask(io, s, store, job, vertex);
     status_durations(s, now, durations);
     for (int d = 0; d < NDURATIONS; d++)
-        json_object_set_new(sd, duration_states[d], json_integer(durations[d]));
+        json_object_set_new(sd, execution_state_name(duration_states[d]),
+                            json_integer(durations[d]));
     if (assigned && gw_id_get(&s->resource_id, &rid))
         id_format(&rid, tm);
     snprintf(endpoint, sizeof endpoint, "%s:%d", s->host, s->data_port);
@@ -271,7 +252,8 @@ aggregated_json(const struct io_info *ios, int64_t (*durations)[NDURATIONS], siz
     for (int d = 0; d < NDURATIONS; d++) {
         for (size_t i = 0; i < n; i++)
             values[i] = durations[i][d];
-        json_object_set_new(sd, duration_states[d], statistics_json(values, n));
+        json_object_set_new(sd, execution_state_name(duration_states[d]),
+                            statistics_json(values, n));
     }
     free(values);
     return json_pack("{s:o, s:o}", "metrics", metrics, "status-duration", sd);
@@ -326,21 +308,21 @@ rest_vertex_details(struct rest_server *rs, struct MHD_Connection *c, const spat
 static const char *
 vertex_state(const int *per_state, int parallelism)
 {
-#define N(name) per_state[state_index(name)]
-    if (N("FAILED") > 0)
-        return "FAILED";
-    if (N("CANCELING") > 0)
-        return "CANCELING";
-    if (N("CANCELED") > 0)
-        return "CANCELED";
-    if (N("INITIALIZING") > 0)
-        return "INITIALIZING";
-    if (N("RUNNING") > 0)
-        return "RUNNING";
-    if (N("FINISHED") > 0)
-        return N("FINISHED") == parallelism ? "FINISHED" : "RUNNING";
-    return "CREATED";
-#undef N
+    enum execution_state st = EXEC_CREATED;
+
+    if (per_state[EXEC_FAILED] > 0)
+        st = EXEC_FAILED;
+    else if (per_state[EXEC_CANCELING] > 0)
+        st = EXEC_CANCELING;
+    else if (per_state[EXEC_CANCELED] > 0)
+        st = EXEC_CANCELED;
+    else if (per_state[EXEC_INITIALIZING] > 0)
+        st = EXEC_INITIALIZING;
+    else if (per_state[EXEC_RUNNING] > 0)
+        st = EXEC_RUNNING;
+    else if (per_state[EXEC_FINISHED] > 0)
+        st = per_state[EXEC_FINISHED] == parallelism ? EXEC_FINISHED : EXEC_RUNNING;
+    return execution_state_name(st);
 }
 
 /* JobDetailsVertexInfo of one vertex (JobDetailsHandler). */
@@ -348,7 +330,7 @@ static json_t *
 job_vertex_json(const Cluster__JobVertexInfo *v, const struct metric_store *store,
                 const spate_id *job, int64_t now)
 {
-    int per_state[NSTATES] = { 0 };
+    int per_state[EXEC_STATE_COUNT] = { 0 };
     int64_t start = INT64_MAX, end = 0, duration;
     bool all_ended = true;
     struct io_info io, one;
@@ -359,16 +341,16 @@ job_vertex_json(const Cluster__JobVertexInfo *v, const struct metric_store *stor
     io_init(&io);
     for (size_t i = 0; i < v->n_subtasks; i++) {
         const Cluster__SubtaskInfo *s = v->subtasks[i];
-        int k = state_index(s->state);
-        int64_t ts[NSTATES];
+        int k = execution_state_parse(s->state);
+        int64_t ts[EXEC_STATE_COUNT];
 
         subtask_timestamps(s, ts);
         if (k >= 0) {
             per_state[k]++;
             end = ts[k] > end ? ts[k] : end;
         }
-        if (ts[state_index("DEPLOYING")] > 0 && ts[state_index("DEPLOYING")] < start)
-            start = ts[state_index("DEPLOYING")];
+        if (ts[EXEC_DEPLOYING] > 0 && ts[EXEC_DEPLOYING] < start)
+            start = ts[EXEC_DEPLOYING];
         all_ended &= state_is_terminal(s->state);
         io_init(&one);
         io_add_subtask(&one, s, store, job, &vid);
@@ -392,11 +374,11 @@ job_vertex_json(const Cluster__JobVertexInfo *v, const struct metric_store *stor
         end = -1;
         duration = now - start;
     }
-    for (size_t i = 0; i < sizeof flink_states / sizeof flink_states[0]; i++) {
-        int k = state_index(flink_states[i]);
-
-        json_object_set_new(tasks, flink_states[i], json_integer(k >= 0 ? per_state[k] : 0));
-    }
+    for (int k = 0; k < EXEC_STATE_COUNT; k++)
+        json_object_set_new(tasks, execution_state_name((enum execution_state)k),
+                            json_integer(per_state[k]));
+    /* Flink's ExecutionState has RECONCILING too; spate never enters it. */
+    json_object_set_new(tasks, "RECONCILING", json_integer(0));
     return json_pack("{s:s, s:s, s:i, s:i, s:s, s:I, s:I, s:I, s:o, s:o}", "id", id_str(&vid).s,
                      "name", v->name ? v->name : "", "maxParallelism", v->max_parallelism,
                      "parallelism", v->parallelism, "status",

@@ -145,7 +145,18 @@ class MetricsTest(ClusterTestCase):
                   "accumulated-busy-time", "accumulated-idle-time",
                   "accumulated-backpressured-time"):
             self.assertIn(k, s["metrics"])
-        self.assertIn("RUNNING", s["status-duration"])
+        self.assertEqual(set(s["status-duration"]),
+                         {"CREATED", "SCHEDULED", "INITIALIZING", "DEPLOYING", "RUNNING"})
+        # Counts by every ExecutionState of Flink's (RECONCILING, which spate
+        # never enters, too), per vertex and for the job.
+        flink_states = {"CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING",
+                        "FINISHED", "CANCELING", "CANCELED", "FAILED", "RECONCILING"}
+        job = self.job(jid)
+        v = next(v for v in job["vertices"] if v["id"] == src)
+        self.assertEqual(set(v["tasks"]), flink_states)
+        self.assertEqual((v["tasks"]["RUNNING"], v["tasks"]["RECONCILING"]), (1, 0))
+        self.assertEqual(set(job["status-counts"]), flink_states)
+        self.assertEqual(sum(job["status-counts"].values()), len(job["vertices"]))
         self.assertIn("p95", d["aggregated"]["metrics"]["write-records"])
         # The JobManager's and a TaskManager's metrics.
         jm = {m["id"]: m["value"] for m in self.get(
