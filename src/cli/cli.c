@@ -46,7 +46,6 @@ static int cli_cmd_stop(struct cli_context *ctx);
 static int cli_cmd_savepoint(struct cli_context *ctx);
 static int cli_cmd_jobmanager(struct cli_context *ctx);
 static int cli_cmd_taskmanager(struct cli_context *ctx);
-static int cli_cmd_test_job(struct cli_context *ctx);
 static int cli_cmd_help(struct cli_context *ctx);
 static int cli_cmd_version(struct cli_context *ctx);
 
@@ -68,8 +67,6 @@ static const struct cli_command cli_commands[] = {
     { "taskmanager", cli_cmd_taskmanager, "[--count N]",
       "run a TaskManager (N TaskExecutors in one process for scale tests)",
       "  --count N\tTaskExecutors in this process (default 1)\n", NULL },
-    { "test-job", cli_cmd_test_job, "--slots N [--run-ms MS]",
-      "submit the test-only job that asks for N slots", "", NULL },
     { "config", cli_cmd_config, "[KEY...]", "print the effective configuration and its origins",
       "  KEY\tprint only this key's effective value\n", NULL },
     { "run", cli_cmd_run,
@@ -258,12 +255,6 @@ static int
 cli_cmd_taskmanager(struct cli_context *ctx)
 {
     return cli_taskmanager(ctx->conf, ctx->argc, ctx->argv);
-}
-
-static int
-cli_cmd_test_job(struct cli_context *ctx)
-{
-    return cli_test_job(ctx->conf, ctx->argc, ctx->argv);
 }
 
 /* One option's effective value and origin, as `spate config` prints it. */
