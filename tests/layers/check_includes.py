@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/[^"]*"')
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCE_SUFFIXES = ('.c', '.h')
 
 
@@ -62,6 +62,20 @@ def source_files(root, top):
                 yield os.path.join(dirpath, fn)
 
 
+def include_folder(root, rel, name):
+    """The folder of src/ an include names: "dir/x.h" is src/dir; a path
+    with ".." is resolved from the including file's folder, so that
+    "../dir/x.h" counts as src/dir too; None for "x.h" (the file's own
+    folder) and for what lies outside src/."""
+    if '..' in name.split('/'):
+        path = os.path.normpath(os.path.join(os.path.dirname(rel), name))
+        parts = path.split(os.sep)
+        return parts[1] if len(parts) > 2 and parts[0] == 'src' else None
+    if '/' not in name:
+        return None
+    return name.split('/', 1)[0]
+
+
 def check(graph, root):
     """The violations, one message each."""
     by_folder = {folder: name for name, (folder, _) in graph.items()}
@@ -81,7 +95,9 @@ def check(graph, root):
                 m = INCLUDE.match(line)
                 if m is None:
                     continue
-                target = m.group(1)
+                target = include_folder(root, rel, m.group(1))
+                if target is None:
+                    continue
                 inc = line.strip()
                 if top == 'include':
                     if target in src_dirs or target in graph:

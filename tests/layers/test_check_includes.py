@@ -80,6 +80,13 @@ class CheckIncludesTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn(f'src/rpc/frame.h:{n}: layer rpc (src/rpc) includes layer cli', r.stdout)
 
+    def test_a_relative_path_up_and_across_is_checked(self):
+        n = self.plant('src/metrics/metrics.c', '#include "../rest/rest_server.h"')
+        r = run_check(GRAPH, self.root)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f'src/metrics/metrics.c:{n}: layer metrics (src/metrics) includes layer '
+                      f'rest (src/rest)', r.stdout)
+
     def test_a_new_folder_without_a_layer_fails(self):
         os.makedirs(os.path.join(self.root, 'src', 'newdir'))
         with open(os.path.join(self.root, 'src', 'newdir', 'x.c'), 'w') as f:
