@@ -39,6 +39,10 @@ def read_graph(path):
         for d in deps:
             if d not in graph:
                 raise ValueError(f'layer {name!r} depends on {d!r}, which no spate_layer() declares')
+    for name in graph:
+        if name in reachable(graph, name):
+            raise ValueError(f'layer {name!r} depends on itself through its DEPS: '
+                             f'the layers must form a graph without cycles')
     return graph
 
 

@@ -130,6 +130,14 @@ class CheckIncludesTest(unittest.TestCase):
         self.assertIn("layer 'rpc' depends on 'nosuch', which no spate_layer() declares",
                       r.stderr)
 
+    def test_a_cycle_of_layers_is_an_error(self):
+        graph = os.path.join(self.tmp, 'layers.txt')
+        with open(graph, 'w', encoding='utf-8') as f:
+            f.write('core src/core\nrpc src/rpc core ha\nha src/ha rpc core\n')
+        r = run_check(graph, self.root)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("depends on itself through its DEPS", r.stderr)
+
 
 if __name__ == '__main__':
     if len(sys.argv) < 3:
