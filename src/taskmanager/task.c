@@ -9,6 +9,7 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/execution_state.h"
 #include "core/log.h"
 #include "core/notifier.h"
 #include "rpc/gateways.h"
@@ -41,7 +42,7 @@ struct task {
 /* ---- reports to the JobMaster ---- */
 
 static void
-task_report(struct task *t, const char *state, const char *failure)
+task_report(struct task *t, enum execution_state state, const char *failure)
 {
     Cluster__TaskExecutionState msg = CLUSTER__TASK_EXECUTION_STATE__INIT;
     Cluster__Accumulator *accs = NULL, **ptrs = NULL;
@@ -50,9 +51,9 @@ task_report(struct task *t, const char *state, const char *failure)
 
     msg.job_id = gw_id_bytes(&t->job_id);
     msg.attempt_id = gw_id_bytes(&t->attempt_id);
-    msg.state = (char *)state;
+    msg.state = (char *)execution_state_name(state);
     msg.failure = (char *)(failure ? failure : "");
-    if (strcmp(state, "FINISHED") == 0 && t->accumulators.count > 0) {
+    if (state == EXEC_FINISHED && t->accumulators.count > 0) {
         accs = xcalloc(t->accumulators.count, sizeof *accs);
         ptrs = xcalloc(t->accumulators.count, sizeof *ptrs);
         for (size_t i = 0; i < t->accumulators.count; i++) {
@@ -82,8 +83,8 @@ task_report(struct task *t, const char *state, const char *failure)
         rpc_future_unref(f);
         if (rc == 0)
             break;
-        SPATE_LOG_WARN(TASK_LOG, "task %s: cannot report %s to the JobMaster: %s", t->name, state,
-                       err.message);
+        SPATE_LOG_WARN(TASK_LOG, "task %s: cannot report %s to the JobMaster: %s", t->name,
+                       execution_state_name(state), err.message);
     }
     free(accs);
     free(ptrs);
@@ -174,7 +175,7 @@ task_notify_checkpoint(struct task *t, int64_t checkpoint_id, bool complete)
 static void
 task_on_running(void *data)
 {
-    task_report(data, "RUNNING", NULL);
+    task_report(data, EXEC_RUNNING, NULL);
 }
 
 /* The deployment descriptor's wiring as the StreamTask's. */
@@ -299,7 +300,7 @@ task_main(void *arg)
         if (sched_setscheduler(0, SCHED_BATCH, &sp) != 0)
             SPATE_LOG_DEBUG(TASK_LOG, "cannot run task thread as SCHED_BATCH: %s", strerror(errno));
     }
-    task_report(t, "INITIALIZING", NULL);
+    task_report(t, EXEC_INITIALIZING, NULL);
     rc = library_cache_acquire(
         t->host.libraries, &t->job_id, t->tdd->blob_server,
         t->tdd->library_sha256.len == 32 ? t->tdd->library_sha256.data : NULL, &lib, &err);
@@ -331,13 +332,13 @@ task_main(void *arg)
     }
     if (rc == 0) {
         SPATE_LOG_INFO(TASK_LOG, "task %s finished", t->name);
-        task_report(t, "FINISHED", NULL);
+        task_report(t, EXEC_FINISHED, NULL);
     } else if (rc == SPATE_ECANCELED || notifier_is_cancelled(&t->notifier)) {
         SPATE_LOG_INFO(TASK_LOG, "task %s was cancelled", t->name);
-        task_report(t, "CANCELED", NULL);
+        task_report(t, EXEC_CANCELED, NULL);
     } else {
         SPATE_LOG_WARN(TASK_LOG, "task %s failed: %s", t->name, err.message);
-        task_report(t, "FAILED", err.message);
+        task_report(t, EXEC_FAILED, err.message);
     }
     task_params_release(&p);
     job_graph_free(jg);
