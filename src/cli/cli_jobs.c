@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "checkpoint/checkpoint_storage.h"
 #include "cli/cli_jobs.h"
 #include "cli/rest_client.h"
 #include "core/alloc.h"
@@ -115,19 +116,16 @@ cli_list(const struct config *conf, int argc, char **argv)
 }
 
 /* An absolute path for the cluster: relative ones are the client's,
- * "file:" URIs their path (malloc'd). */
+ * "file:" URIs their path (malloc'd); one of another scheme goes as it is,
+ * and the JobManager's answer says what is wrong with it. */
 static char *
 jobs_absolute(const char *p)
 {
-    char cwd[PATH_MAX];
+    char cwd[PATH_MAX], *path;
 
-    if (strncmp(p, "file://", 7) == 0)
-        p += 7;
-    else if (strncmp(p, "file:", 5) == 0)
-        p += 5;
-    if (p[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+    if (checkpoint_storage_path(p, getcwd(cwd, sizeof cwd), &path, NULL) != 0)
         return xstrdup(p);
-    return xasprintf("%s/%s", cwd, p);
+    return path;
 }
 
 /* method path with body (may be NULL); the answer when its status is

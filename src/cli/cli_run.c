@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "checkpoint/checkpoint_storage.h"
 #include "cli/cli_run.h"
 #include "cli/mini_cluster.h"
 #include "cli/rest_client.h"
@@ -66,23 +67,20 @@ struct local_run {
 };
 
 /* -s and -n into the JobGraph: the savepoint's path made absolute (the
- * JobManager reads it), and the warning that operators without a uid match
- * their state by ids that change with the graph. */
-static void
-apply_resume(const struct run_options *ro, struct job_graph *jg)
+ * JobManager reads it; a relative one is the client's, a `file:` URI its
+ * path, another scheme an error), and the warning that operators without a
+ * uid match their state by ids that change with the graph. */
+static int
+apply_resume(const struct run_options *ro, struct job_graph *jg, spate_error *err)
 {
-    const char *p = ro->savepoint;
-    char cwd[PATH_MAX];
+    char cwd[PATH_MAX], *path;
 
-    if (p == NULL)
-        return;
-    if (strncmp(p, "file://", 7) == 0)
-        p += 7;
-    else if (strncmp(p, "file:", 5) == 0)
-        p += 5;
+    if (ro->savepoint == NULL)
+        return 0;
+    if (checkpoint_storage_path(ro->savepoint, getcwd(cwd, sizeof cwd), &path, err) != 0)
+        return spate_error_wrap(err, "-s");
     free(jg->savepoint_path);
-    jg->savepoint_path =
-        p[0] == '/' || getcwd(cwd, sizeof cwd) == NULL ? xstrdup(p) : xasprintf("%s/%s", cwd, p);
+    jg->savepoint_path = path;
     jg->allow_non_restored_state = ro->allow_non_restored;
     if (jg->derived_uids > 0)
         fprintf(stderr,
@@ -90,6 +88,7 @@ apply_resume(const struct run_options *ro, struct job_graph *jg)
                 "graph and change when it changes, so that their state in the savepoint may not "
                 "be found (give them one with spate_uid())\n",
                 jg->derived_uids);
+    return 0;
 }
 
 static const char *
@@ -301,7 +300,8 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
     if (r->status != NULL)
         return spate_error_set(err, SPATE_ESTATE,
                                "spate_execute was called twice: a job runs one dataflow");
-    apply_resume(r->ro, jg);
+    if ((rc = apply_resume(r->ro, jg, err)) != 0)
+        return rc;
     if ((rc = job_graph_encode(jg, env->library, &graph, &graph_len, err)) != 0)
         return rc;
     r->plan = job_graph_plan_json(jg);
@@ -484,7 +484,8 @@ remote_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_er
     if (r->status != NULL)
         return spate_error_set(err, SPATE_ESTATE,
                                "spate_execute was called twice: a job runs one dataflow");
-    apply_resume(r->ro, jg);
+    if ((rcode = apply_resume(r->ro, jg, err)) != 0)
+        return rcode;
     if ((rcode = rest_client_init(&rc, r->conf, r->ro->target, err)) != 0 ||
         (rcode = job_graph_encode(jg, env->library, &graph, &graph_len, err)) != 0)
         return rcode;

@@ -4,15 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "checkpoint/checkpoint_metadata.h"
+#include "checkpoint/checkpoint_storage.h"
 #include "core/alloc.h"
-#include "core/fs.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "jobmanager/checkpoint_coordinator.h"
 #include "rpc/gateways.h"
-#include "state/checkpoint_metadata.h"
 
 #define CC_LOG          "checkpoint"
 #define CC_MANUAL_KEPT  100  /* finished manual triggers remembered */
@@ -117,7 +116,9 @@ struct checkpoint_coordinator {
     struct checkpoint_coordinator_options o;
     const struct checkpoint_settings *cfg;
     struct execution_graph *eg;
-    char *job_dir;            /* <checkpoints dir>/<job id>; NULL without a folder */
+    /* <checkpoints dir>/<job id>; NULL without a folder (no_storage: why) */
+    struct checkpoint_storage *storage;
+    char *no_storage;
     struct list_node pending; /* oldest first */
     int npending, finalizing;
     bool periodic;        /* started */
@@ -436,7 +437,7 @@ abort_cleanup_work(void *arg)
     struct cc_pending *p = arg;
     spate_error err = { 0 };
 
-    if (p->dir != NULL && fs_remove_tree(p->dir, &err) != 0)
+    if (p->dir != NULL && checkpoint_storage_dispose_location(p->dir, &err) != 0)
         SPATE_LOG_WARN(CC_LOG, "cannot delete aborted checkpoint %llu: %s",
                        (unsigned long long)p->id, err.message);
 }
@@ -571,8 +572,8 @@ not_triggerable_for(struct checkpoint_coordinator *cc, bool savepoint, bool the_
 
     if (cc->shut_down)
         return "the job has ended";
-    if (!savepoint && cc->job_dir == NULL)
-        return "the job has no checkpoint folder (state.checkpoints.dir)";
+    if (!savepoint && cc->storage == NULL)
+        return cc->no_storage;
     if (cc->stopping && !the_stop)
         return "the job is stopping with a savepoint";
     for (int v = 0; v < eg->graph->nvertices; v++)
@@ -597,17 +598,6 @@ not_triggerable(struct checkpoint_coordinator *cc)
     return not_triggerable_as(cc, false);
 }
 
-/* 12 random hex digits (Flink's savepoint folder suffix). */
-static void
-random_hex12(char out[13])
-{
-    spate_id r;
-
-    id_random(&r);
-    memcpy(out, id_str(&r).s, 12);
-    out[12] = '\0';
-}
-
 static void
 init_work(void *arg)
 {
@@ -619,15 +609,11 @@ init_work(void *arg)
         (p->rc = cc->o.counter->ops->get_and_increment(cc->o.counter, &id, &p->err)) != 0)
         return;
     p->id = id;
-    if (p->savepoint) {
-        char rnd[13];
-
-        random_hex12(rnd);
-        p->dir = xasprintf("%s/savepoint-%.6s-%s", p->manual->target, cc_job(cc), rnd);
-    } else {
-        p->dir = xasprintf("%s/chk-%llu", cc->job_dir, (unsigned long long)id);
-    }
-    p->rc = fs_mkdirs(p->dir, &p->err);
+    if (p->savepoint)
+        p->rc = checkpoint_storage_init_savepoint(p->manual->target, &cc_graph(cc)->job_id, &p->dir,
+                                                  &p->err);
+    else
+        p->rc = checkpoint_storage_init_checkpoint(cc->storage, id, &p->dir, &p->err);
 }
 
 /* Whether a task producing for execution e has not finished. */
@@ -831,7 +817,7 @@ periodic_tick(void *arg)
 void
 checkpoint_coordinator_start(struct checkpoint_coordinator *cc)
 {
-    if (cc->periodic || cc->shut_down || cc->cfg->interval_ms <= 0 || cc->job_dir == NULL)
+    if (cc->periodic || cc->shut_down || cc->cfg->interval_ms <= 0 || cc->storage == NULL)
         return;
     cc->periodic = true;
     cc->tick = cc->o.ops->schedule(cc->o.owner, cc->cfg->interval_ms, periodic_tick, cc);
@@ -1063,7 +1049,7 @@ finalize_work(void *arg)
     uint64_t *before = NULL, *after = NULL;
     size_t nbefore = 0, nafter = 0;
 
-    if ((p->rc = checkpoint_metadata_write(p->md, p->dir, &p->metadata_path, &p->err)) != 0)
+    if ((p->rc = checkpoint_storage_write_metadata(p->dir, p->md, &p->metadata_path, &p->err)) != 0)
         return;
     if (p->savepoint)
         return; /* the user's: in no store, never subsumed */
@@ -1082,17 +1068,14 @@ finalize_work(void *arg)
     /* Subsumed: retained before, not after. Their folders go. */
     p->subsumed = xcalloc(nbefore + 1, sizeof *p->subsumed);
     for (size_t i = 0; i < nbefore; i++) {
-        char *dir;
         spate_error err = { 0 };
 
         if (contains(after, nafter, before[i]) || before[i] == p->id)
             continue;
         p->subsumed[p->nsubsumed++] = before[i];
-        dir = xasprintf("%s/chk-%llu", cc->job_dir, (unsigned long long)before[i]);
-        if (fs_remove_tree(dir, &err) != 0)
+        if (checkpoint_storage_dispose_checkpoint(cc->storage, before[i], &err) != 0)
             SPATE_LOG_WARN(CC_LOG, "cannot delete subsumed checkpoint %llu: %s",
                            (unsigned long long)before[i], err.message);
-        free(dir);
     }
     free(before);
     free(after);
@@ -1266,7 +1249,7 @@ load_work(void *arg)
         return;
     l->path = xstrndup((const char *)c.metadata, c.len);
     completed_checkpoint_release(&c);
-    if ((l->rc = checkpoint_metadata_read(l->path, &l->md, &l->err)) != 0) {
+    if ((l->rc = checkpoint_storage_read(l->path, &l->md, NULL, &l->err)) != 0) {
         /* Gone is no "no checkpoint": the store says there is one. */
         if (l->rc == SPATE_ENOENT)
             l->rc = SPATE_EIO;
@@ -1344,7 +1327,7 @@ struct cc_shutdown {
     struct checkpoint_coordinator *cc;
     struct completed_checkpoint_store *store;
     struct checkpoint_id_counter *counter;
-    char *job_dir;
+    const struct checkpoint_storage *storage; /* cc's, which outlives this work */
     bool globally, discard;
 };
 
@@ -1357,15 +1340,11 @@ shutdown_work(void *arg)
     size_t n = 0;
 
     if (s->discard && s->store != NULL && s->store->ops->ids(s->store, &ids, &n, &err) == 0) {
-        for (size_t i = 0; i < n; i++) {
-            char *dir = xasprintf("%s/chk-%llu", s->job_dir, (unsigned long long)ids[i]);
-
-            if (fs_remove_tree(dir, &err) != 0)
+        for (size_t i = 0; i < n; i++)
+            if (checkpoint_storage_dispose_checkpoint(s->storage, ids[i], &err) != 0)
                 SPATE_LOG_WARN(CC_LOG, "cannot delete checkpoint folder: %s", err.message);
-            free(dir);
-        }
         free(ids);
-        rmdir(s->job_dir); /* only when nothing else is left in it */
+        checkpoint_storage_dispose_job(s->storage); /* only when nothing else is left */
     }
     if (s->store != NULL && s->store->ops->shutdown(s->store, s->globally, &err) != 0)
         SPATE_LOG_WARN(CC_LOG, "cannot shut down the checkpoint store: %s", err.message);
@@ -1383,7 +1362,6 @@ shutdown_done(void *arg)
     struct cc_shutdown *s = arg;
     struct checkpoint_coordinator *cc = s->cc;
 
-    free(s->job_dir);
     free(s);
     cc_work_end(cc);
 }
@@ -1399,9 +1377,9 @@ shutdown_start(struct checkpoint_coordinator *cc)
     s->cc = cc;
     s->store = cc->o.store;
     s->counter = cc->o.counter;
-    s->job_dir = cc->job_dir ? xstrdup(cc->job_dir) : NULL;
+    s->storage = cc->storage;
     s->globally = cc->end != CC_JOB_SUSPENDED;
-    s->discard = cc->discard_at_end && s->job_dir != NULL;
+    s->discard = cc->discard_at_end && s->storage != NULL;
     cc->o.store = NULL;
     cc->o.counter = NULL;
     cc_run(cc, shutdown_work, shutdown_done, s);
@@ -1710,8 +1688,18 @@ checkpoint_coordinator_new(const struct checkpoint_coordinator_options *o)
         cc->o.history_size = 10;
     cc->eg = o->eg;
     cc->cfg = &jg->checkpointing;
-    if (jg->checkpointing.checkpoints_dir != NULL && o->store != NULL && o->counter != NULL)
-        cc->job_dir = xasprintf("%s/%s", jg->checkpointing.checkpoints_dir, id_str(&jg->job_id).s);
+    if (jg->checkpointing.checkpoints_dir != NULL && o->store != NULL && o->counter != NULL) {
+        spate_error err = { 0 };
+
+        if (checkpoint_storage_new(jg->checkpointing.checkpoints_dir, &jg->job_id, &cc->storage,
+                                   &err) != 0) {
+            SPATE_LOG_ERROR(CC_LOG, "job %s: no checkpoints: %s", id_str(&jg->job_id).s,
+                            err.message);
+            cc->no_storage = xasprintf("the job's checkpoint folder is unusable: %s", err.message);
+        }
+    }
+    if (cc->storage == NULL && cc->no_storage == NULL)
+        cc->no_storage = xstrdup("the job has no checkpoint folder (state.checkpoints.dir)");
     list_init(&cc->pending);
     list_init(&cc->loads);
     list_init(&cc->manuals);
@@ -1746,7 +1734,8 @@ cc_free_now(struct checkpoint_coordinator *cc)
         cc->o.counter->ops->free(cc->o.counter);
     free(cc->sizes);
     free(cc->durations);
-    free(cc->job_dir);
+    checkpoint_storage_free(cc->storage);
+    free(cc->no_storage);
     free(cc);
 }
 

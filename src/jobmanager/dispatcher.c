@@ -9,7 +9,7 @@
 #include "jobmanager/dispatcher.h"
 #include "jobmanager/job_vertices.h"
 #include "rpc/gateways.h"
-#include "state/checkpoint_metadata.h"
+#include "checkpoint/checkpoint_storage.h"
 #include "streaming/job_graph_codec.h"
 
 /* Kinds of job graph store records. */
@@ -650,7 +650,7 @@ disp_disposal_work(void *arg)
 {
     struct disp_disposal *x = arg;
 
-    x->rc = checkpoint_metadata_dispose(x->path, &x->err);
+    x->rc = checkpoint_storage_dispose_savepoint(x->path, &x->err);
 }
 
 static void
@@ -680,15 +680,16 @@ dh_dispose_savepoint(struct rpc_endpoint *ep, const Ckstats__DisposeRequest *req
     Ckstats__TriggerReply reply = CKSTATS__TRIGGER_REPLY__INIT;
     struct disp_disposal *x;
     struct list_node *n, *tmp;
+    spate_error err = { 0 };
+    char *path;
 
-    if (req->path == NULL || req->path[0] != '/') {
-        rpc_call_fail(call, SPATE_EINVAL, "the savepoint path '%s' is not an absolute path",
-                      req->path ? req->path : "");
+    if (checkpoint_storage_path(req->path, NULL, &path, &err) != 0) {
+        rpc_call_fail(call, SPATE_EINVAL, "cannot dispose of savepoint: %s", err.message);
         return;
     }
     x = xcalloc(1, sizeof *x);
     x->d = d;
-    x->path = xstrdup(req->path);
+    x->path = path;
     id_random(&x->trigger_id);
     /* Forget the oldest finished ones beyond what is kept. */
     list_for_each_safe(n, tmp, &d->disposals)

@@ -18,7 +18,7 @@
 #include "jobmanager/slot_pool.h"
 #include "jobmanager/state_assignment.h"
 #include "rpc/gateways.h"
-#include "state/checkpoint_metadata.h"
+#include "checkpoint/checkpoint_metadata.h"
 
 #define JM_LOG "jobmaster"
 

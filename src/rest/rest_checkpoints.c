@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint/checkpoint_storage.h"
 #include "core/util.h"
 #include "rest/rest_int.h"
 
@@ -307,15 +308,28 @@ rest_checkpoint_status(struct rest_request *rq)
 
 /* ---- savepoints ------------------------------------------------------------------ */
 
-/* A path given as Flink's URI "file:///x" or "file:/x" is the path "/x". */
-static const char *
-rest_local_path(const char *p)
+/* A savepoint path of the body's field name (Flink's URI "file:///x" or
+ * "file:/x", or the absolute path "/x") as the path the JobManager uses,
+ * written back into body so that it lives as long as body; an empty or
+ * missing one stays. False after answering 400 (another scheme, a relative
+ * path) into *ret. */
+static bool
+rest_storage_path(struct rest_request *rq, json_t *body, const char *name, const char **value,
+                  enum MHD_Result *ret)
 {
-    if (p != NULL && strncmp(p, "file://", 7) == 0)
-        return p + 7;
-    if (p != NULL && strncmp(p, "file:", 5) == 0)
-        return p + 5;
-    return p;
+    spate_error err = { 0 };
+    char *path;
+
+    if (*value == NULL || **value == '\0')
+        return true;
+    if (checkpoint_storage_path(*value, NULL, &path, &err) != 0) {
+        *ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "Bad request: '%s': %s", name, err.message);
+        return false;
+    }
+    json_object_set_new(body, name, json_string_nocheck(path));
+    free(path);
+    *value = json_string_value(json_object_get(body, name));
+    return true;
 }
 
 /* The JSON object of a request's body ({} without one); NULL after
@@ -398,6 +412,7 @@ rest_savepoint_trigger_as(struct rest_request *rq, bool stop)
     if ((body = rest_body_object(rq, &ret)) == NULL)
         return ret;
     if (!rest_field_string(rq, body, stop ? "targetDirectory" : "target-directory", &dir, &ret) ||
+        !rest_storage_path(rq, body, stop ? "targetDirectory" : "target-directory", &dir, &ret) ||
         !rest_field_bool(rq, body, stop ? "drain" : "cancel-job", &flag, &ret) ||
         !rest_field_string(rq, body, "triggerId", &tid, &ret)) {
         json_decref(body);
@@ -410,7 +425,7 @@ rest_savepoint_trigger_as(struct rest_request *rq, bool stop)
     req.job_id = gw_id_bytes(&job);
     if (tid != NULL)
         req.trigger_id = gw_id_bytes(&trigger);
-    req.target_directory = (char *)(dir != NULL ? rest_local_path(dir) : "");
+    req.target_directory = (char *)(dir != NULL ? dir : "");
     req.mode = stop   ? CKSTATS__SAVEPOINT_MODE__SAVEPOINT_STOP
                : flag ? CKSTATS__SAVEPOINT_MODE__SAVEPOINT_CANCEL
                       : CKSTATS__SAVEPOINT_MODE__SAVEPOINT_ONLY;
@@ -486,7 +501,8 @@ rest_disposal_trigger(struct rest_request *rq)
 
     if ((body = rest_body_object(rq, &ret)) == NULL)
         return ret;
-    if (!rest_field_string(rq, body, "savepoint-path", &path, &ret)) {
+    if (!rest_field_string(rq, body, "savepoint-path", &path, &ret) ||
+        !rest_storage_path(rq, body, "savepoint-path", &path, &ret)) {
         json_decref(body);
         return ret;
     }
@@ -495,7 +511,7 @@ rest_disposal_trigger(struct rest_request *rq)
         return rest_error(rq->c, MHD_HTTP_BAD_REQUEST,
                           "Bad request: 'savepoint-path' names the savepoint to dispose of");
     }
-    req.path = (char *)rest_local_path(path);
+    req.path = (char *)path;
     f = rest_ask(rq->c, dispatcher_dispose_savepoint(rq->rs->dispatcher, &req, REST_ASK_MS), &ret);
     json_decref(body);
     if (f == NULL)

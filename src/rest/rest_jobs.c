@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint/checkpoint_storage.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/execution_state.h"
@@ -411,6 +412,7 @@ rest_resume_parse(json_t *body, struct rest_resume *r, spate_error *err)
     json_t *v = json_object_get(body, "savepointPath");
     json_t *a = json_object_get(body, "allowNonRestoredState");
     const char *p;
+    char *path;
 
     r->path = NULL;
     r->allow_non_restored = false;
@@ -425,17 +427,15 @@ rest_resume_parse(json_t *body, struct rest_resume *r, spate_error *err)
     if (!json_is_string(v))
         return spate_error_set(err, SPATE_EINVAL, "savepointPath must be a string");
     p = json_string_value(v);
-    if (strncmp(p, "file://", 7) == 0)
-        p += 7;
-    else if (strncmp(p, "file:", 5) == 0)
-        p += 5;
     if (*p == '\0')
         return 0;
-    if (p[0] != '/')
-        return spate_error_set(
-            err, SPATE_EINVAL,
-            "savepointPath '%s' is not an absolute path (the JobManager reads it)", p);
-    r->path = p;
+    /* The JobManager reads it: an absolute path or a file: URI. */
+    if (checkpoint_storage_path(p, NULL, &path, err) != 0)
+        return spate_error_wrap(err, "savepointPath");
+    /* Kept in body, which r->path may point into as long as it lives. */
+    json_object_set_new(body, "savepointPath", json_string_nocheck(path));
+    free(path);
+    r->path = json_string_value(json_object_get(body, "savepointPath"));
     return 0;
 }
 

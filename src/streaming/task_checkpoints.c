@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint/checkpoint_storage.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -205,7 +206,7 @@ perform_checkpoint(struct stream_task *t, int64_t id, int64_t ts, int type, cons
     uint8_t *payload = xmalloc(n);
     struct task_snapshot *s;
     spate_error serr;
-    char path[4096];
+    char *path;
     int rc = 0;
 
     barrier_encode(&b, payload, n);
@@ -215,9 +216,13 @@ perform_checkpoint(struct stream_task *t, int64_t id, int64_t ts, int type, cons
     free(payload);
     if (rc != 0)
         return rc;
-    snprintf(path, sizeof path, "%s/%s-%d.state", location, id_str(&t->v->id).s,
-             t->p->info.subtask);
-    if ((s = task_snapshot_take(t->chain, t->v, id, ts, path, &serr)) == NULL) {
+    if (checkpoint_storage_state_file(location, &t->v->id, t->p->info.subtask, &path, &serr) != 0) {
+        decline(t, id, serr.message);
+        return 0;
+    }
+    s = task_snapshot_take(t->chain, t->v, id, ts, path, &serr);
+    free(path);
+    if (s == NULL) {
         decline(t, id, serr.message);
         return 0;
     }

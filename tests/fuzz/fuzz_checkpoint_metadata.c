@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/sha256.h"
-#include "state/checkpoint_metadata.h"
+#include "checkpoint/checkpoint_metadata.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

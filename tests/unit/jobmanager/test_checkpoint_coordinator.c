@@ -18,7 +18,8 @@
 #include "core/key_group.h"
 #include "jobmanager/checkpoint_coordinator.h"
 #include "rpc/gateways.h"
-#include "state/checkpoint_metadata.h"
+#include "checkpoint/checkpoint_metadata.h"
+#include "checkpoint/checkpoint_storage.h"
 #include "streaming/job_graph_codec.h"
 #include "streaming/types.h"
 
@@ -1169,11 +1170,11 @@ Test(checkpoint_coordinator, a_savepoint_has_its_own_folder_no_store_entry_and_c
         f = fopen(mine, "w");
         cr_assert_not_null(f);
         fclose(f);
-        cr_assert_eq(checkpoint_metadata_dispose(sp, &err), 0, "%s", err.message);
+        cr_assert_eq(checkpoint_storage_dispose_savepoint(sp, &err), 0, "%s", err.message);
         cr_assert_not(exists(sum0));
         cr_assert_not(exists(meta));
         cr_assert(exists(mine));
-        cr_assert_neq(checkpoint_metadata_dispose(sp, &err), 0);
+        cr_assert_neq(checkpoint_storage_dispose_savepoint(sp, &err), 0);
         cr_assert(strstr(err.message, "_metadata") != NULL, "%s", err.message);
         cr_assert(exists(mine));
     }

@@ -10,7 +10,7 @@
 #include "core/alloc.h"
 #include "core/sha256.h"
 #include "core/util.h"
-#include "state/checkpoint_metadata.h"
+#include "checkpoint/checkpoint_metadata.h"
 
 #define HEADER_BYTES 8
 
@@ -418,61 +418,4 @@ checkpoint_metadata_check_files(const Metadata *md, const char *path, spate_erro
         }
     }
     return 0;
-}
-
-/* Unlinks path when it lies inside dir (a missing file is no error). */
-static int
-dispose_file(const char *dir, const char *path, spate_error *err)
-{
-    size_t n = strlen(dir);
-
-    if (strncmp(path, dir, n) != 0 || path[n] != '/')
-        return 0; /* not the savepoint's own */
-    if (unlink(path) != 0 && errno != ENOENT)
-        return spate_error_set(err, -errno, "cannot delete '%s': %s", path, strerror(errno));
-    return 0;
-}
-
-int
-checkpoint_metadata_dispose(const char *path, spate_error *err)
-{
-    Metadata *md = NULL;
-    struct stat st;
-    char *file, *dir, *slash;
-    int rc;
-
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        file = xasprintf("%s/%s", path, CHECKPOINT_METADATA_FILE);
-    else
-        file = xstrdup(path);
-    if ((rc = checkpoint_metadata_read(file, &md, err)) != 0) {
-        free(file);
-        return rc;
-    }
-    dir = xstrdup(file);
-    slash = strrchr(dir, '/');
-    if (slash != NULL)
-        *slash = '\0';
-    else
-        strcpy(dir, ".");
-    for (size_t o = 0; rc == 0 && o < md->n_operators; o++) {
-        const Checkpoint__OperatorState *op = md->operators[o];
-
-        for (size_t s = 0; rc == 0 && s < op->n_subtasks; s++) {
-            const Checkpoint__OperatorSubtaskState *sub = op->subtasks[s];
-
-            for (size_t k = 0; rc == 0 && k < sub->n_keyed; k++)
-                rc = dispose_file(dir, sub->keyed[k]->path, err);
-            for (size_t k = 0; rc == 0 && k < sub->n_operator_; k++)
-                rc = dispose_file(dir, sub->operator_[k]->path, err);
-        }
-    }
-    if (rc == 0 && unlink(file) != 0 && errno != ENOENT)
-        rc = spate_error_set(err, -errno, "cannot delete '%s': %s", file, strerror(errno));
-    if (rc == 0)
-        rmdir(dir); /* only when nothing else is left in it */
-    checkpoint_metadata_free(md);
-    free(dir);
-    free(file);
-    return rc;
 }

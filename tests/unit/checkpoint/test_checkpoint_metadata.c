@@ -1,4 +1,4 @@
-/* Unit tests of src/state/checkpoint_metadata.c: the `_metadata` file's
+/* Unit tests of src/checkpoint/checkpoint_metadata.c: the `_metadata` file's
  * round trip with relative paths, a moved folder, and every kind of bad
  * file (truncated, bad magic, unknown version, checksum mismatch, a body
  * that does not decode, inconsistent handles, missing or short state
@@ -13,7 +13,7 @@
 
 #include "core/alloc.h"
 #include "core/sha256.h"
-#include "state/checkpoint_metadata.h"
+#include "checkpoint/checkpoint_metadata.h"
 
 static char dir[256];
 

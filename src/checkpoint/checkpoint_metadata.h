@@ -8,8 +8,8 @@
  * job restores (a restart, a new leader, a savepoint). The file is external
  * input: every check names the file and what is wrong. Any thread; calls
  * that touch files block. */
-#ifndef SPATE_STATE_CHECKPOINT_METADATA_H
-#define SPATE_STATE_CHECKPOINT_METADATA_H
+#ifndef SPATE_CHECKPOINT_CHECKPOINT_METADATA_H
+#define SPATE_CHECKPOINT_CHECKPOINT_METADATA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -50,14 +50,6 @@ int checkpoint_metadata_read(const char *path, Checkpoint__CheckpointMetadata **
  * missing file, its operator and subtask, and the metadata file (path). */
 int checkpoint_metadata_check_files(const Checkpoint__CheckpointMetadata *md, const char *path,
                                     spate_error *err);
-
-/* Disposes of a savepoint (Flink's disposeSavepoint): path is its folder
- * or its `_metadata`. Deletes the state files the `_metadata` names that
- * lie inside the savepoint's folder, then the `_metadata`, then the folder
- * when nothing else is left in it; other files are left alone. Errors: a
- * `_metadata` that cannot be read (nothing is deleted), a file that cannot
- * be deleted (named). */
-int checkpoint_metadata_dispose(const char *path, spate_error *err);
 
 /* A deep copy (protobuf-c's allocator: free with checkpoint_metadata_free
  * or the message's free_unpacked). */
