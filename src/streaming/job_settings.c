@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint/checkpoint_storage.h"
 #include "core/alloc.h"
 #include "core/log.h"
 #include "streaming/job_settings.h"
@@ -60,18 +61,17 @@ is_folder(const struct config_option *opt)
     return opt == CFG(STATE_CHECKPOINTS_DIR) || opt == CFG(STATE_SAVEPOINTS_DIR);
 }
 
-/* A folder as the JobManager and TaskManagers must see it: absolute. */
-static char *
-absolute_dir(const char *path)
+/* A folder (key's value: a path or a `file:` URI) as the JobManager and
+ * TaskManagers must see it: absolute, relative ones against the working
+ * folder; another scheme is an error naming it and the key. */
+static int
+absolute_dir(const char *key, const char *value, char **out, spate_error *err)
 {
     char cwd[4096];
-    size_t n = strlen(path);
 
-    while (n > 1 && path[n - 1] == '/')
-        n--;
-    if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
-        return xstrndup(path, n);
-    return xasprintf("%s/%.*s", cwd, (int)n, path);
+    if (checkpoint_storage_path(value, getcwd(cwd, sizeof cwd), out, err) != 0)
+        return spate_error_wrap(err, "%s", key);
+    return 0;
 }
 
 /* The first folder of io.tmp.dirs ("a;b" from a YAML list, or "a:b"). */
@@ -228,11 +228,13 @@ read_checkpointing(const struct config *conf, struct checkpoint_settings *cp, sp
     if ((rc = config_get_enum(conf, CFG(EXECUTION_CHECKPOINTING_RETENTION), &v, err)) != 0)
         return rc;
     cp->retention = v == 0 ? RETAIN_NEVER : v == 1 ? RETAIN_ON_FAILURE : RETAIN_ON_CANCELLATION;
-    if (config_get_string(conf, CFG(STATE_CHECKPOINTS_DIR), &dir, NULL) == 0 && dir && *dir)
-        cp->checkpoints_dir = absolute_dir(dir);
+    if (config_get_string(conf, CFG(STATE_CHECKPOINTS_DIR), &dir, NULL) == 0 && dir && *dir &&
+        (rc = absolute_dir("state.checkpoints.dir", dir, &cp->checkpoints_dir, err)) != 0)
+        return rc;
     dir = NULL;
-    if (config_get_string(conf, CFG(STATE_SAVEPOINTS_DIR), &dir, NULL) == 0 && dir && *dir)
-        cp->savepoints_dir = absolute_dir(dir);
+    if (config_get_string(conf, CFG(STATE_SAVEPOINTS_DIR), &dir, NULL) == 0 && dir && *dir &&
+        (rc = absolute_dir("state.savepoints.dir", dir, &cp->savepoints_dir, err)) != 0)
+        return rc;
     return 0;
 }
 
@@ -278,8 +280,11 @@ job_config_text(const struct config *conf, int64_t interval_ms, int mode)
         }
         if (value == NULL || (is_folder(opt) && *value == '\0'))
             continue;
-        if (is_folder(opt))
-            value = dir = absolute_dir(value);
+        if (is_folder(opt)) {
+            if (absolute_dir(opt->key, value, &dir, NULL) != 0)
+                dir = xstrdup(value); /* read_checkpointing says what is wrong */
+            value = dir;
+        }
         fprintf(f, "%s: ", opt->key);
         put_quoted(f, value);
         fputc('\n', f);

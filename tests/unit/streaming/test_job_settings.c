@@ -488,3 +488,30 @@ Test(job_settings, the_resolved_settings_reach_the_task_managers_graph)
     env_free(env);
     config_free(cluster);
 }
+
+Test(job_settings, folders_given_as_file_uris_are_paths_other_schemes_are_refused)
+{
+    static const char *const uris[] = {
+        "execution.checkpointing.interval",
+        "1 s",
+        "state.checkpoints.dir",
+        "file:///data/cps/",
+        "state.savepoints.dir",
+        "file:/data/sp",
+        NULL,
+    };
+    static const char *const s3[] = { "state.checkpoints.dir", "s3://bucket/cps", NULL };
+    static const char *const host[] = { "state.savepoints.dir", "file://elsewhere/sp", NULL };
+    struct config *c = conf_of(uris);
+    struct checkpoint_settings cp;
+    struct restart_settings rs;
+    spate_error err = { 0 };
+
+    cr_assert_eq(job_settings_from_config(c, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
+    cr_assert_str_eq(cp.checkpoints_dir, "/data/cps");
+    cr_assert_str_eq(cp.savepoints_dir, "/data/sp");
+    job_settings_release(&cp);
+    config_free(c);
+    expect_error(s3, "state.checkpoints.dir: 's3://bucket/cps': the scheme 's3' is not supported");
+    expect_error(host, "state.savepoints.dir");
+}
