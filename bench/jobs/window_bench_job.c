@@ -164,10 +164,10 @@ with_window(spate_ctx *ctx, spate_time_window w, spate_iter *results)
 {
     struct acc a;
     struct result r;
-    spate_bytes key = spate_ctx_current_key(ctx);
+    int64_t key = spate_ctx_current_key_int64(ctx);
 
     while (spate_list_next(results, &a)) {
-        memcpy(&r.key, key.data, sizeof r.key);
+        r.key = key;
         r.window_end = w.end;
         r.count = a.count;
         r.sum = a.sum;

@@ -91,7 +91,7 @@ to_average(spate_ctx *ctx, spate_time_window w, spate_iter *results)
 
     if (!spate_list_next(results, &a))
         return;
-    memcpy(&avg.sensor, spate_ctx_current_key(ctx).data, 8);
+    avg.sensor = spate_ctx_current_key_int64(ctx);
     avg.window_start = w.start;
     avg.count = a.count;
     avg.mean = a.count ? a.sum / a.count : 0;
@@ -118,6 +118,7 @@ spate_job_main(spate_env *env, int argc, char **argv)
     const spate_type *acc_t = spate_type_tuple(env, 2, t3);
     spate_aggregate agg = { acc_t, acc_t, acc_create, acc_add, acc_result, NULL };
     spate_watermark_strategy ws = spate_watermarks_bounded(reading_time, 2000);
+    spate_tag late = spate_output_tag(env, "late", reading);
     spate_stream *s, *w;
 
     for (int i = 1; i + 1 < argc; i += 2)
@@ -127,9 +128,9 @@ spate_job_main(spate_env *env, int argc, char **argv)
     s = spate_source_with_watermarks(s, &ws);
     w = spate_window(spate_key_by_field(s, 0), spate_tumbling_event_time(1000));
     spate_allowed_lateness(w, 1000);
-    spate_late_data_side_output(w, "late");
+    spate_late_data_side_output(w, late);
     w = spate_window_aggregate(w, &agg, to_average, average);
     spate_sink_print(w);
-    spate_sink_print(spate_map(spate_side_output(w, "late", reading), mark_late, reading));
+    spate_sink_print(spate_map(spate_side_output(w, late), mark_late, reading));
     return spate_execute(env, "Out-of-order sensor averages");
 }

@@ -294,10 +294,24 @@ typedef void (*spate_on_timer_fn)(spate_ctx *ctx, int64_t timestamp, bool event_
 /* A keyed process operator's timer callback (KeyedProcessFunction.onTimer). */
 SPATE_API spate_stream *spate_on_timer(spate_stream *op, spate_on_timer_fn fn);
 
-/* The stream of records an operator emits with spate_emit_side(ctx, tag,
- * rec): Flink's side outputs (also a window's late data). */
-SPATE_API spate_stream *spate_side_output(spate_stream *op, const char *tag,
-                                          const spate_type *type);
+/* Flink's OutputTag<T>: a side output's name and the type of its records,
+ * made once per job by spate_output_tag() (one name names one type in a
+ * job). A plain value, without pointers: an operator's functions get it as
+ * they get any parameter, in their spate_params, as a Flink function
+ * captures its OutputTag. */
+typedef struct spate_tag {
+    uint64_t id; /* 0: no tag */
+} spate_tag;
+
+SPATE_API spate_tag spate_output_tag(spate_env *env, const char *name, const spate_type *type);
+/* The stream of the records op sends to tag (Flink's getSideOutput), of
+ * tag's type. Process functions (spate_process, spate_co_process,
+ * spate_broadcast_process) and process window functions send them with
+ * spate_ctx_output; a window sends its late data to the tag of
+ * spate_late_data_side_output. A side output of any other operator, or of
+ * a window that sends nothing to tag, fails spate_execute with an error
+ * naming the tag and the operator. */
+SPATE_API spate_stream *spate_side_output(spate_stream *op, spate_tag tag);
 
 /* ---- windows ------------------------------------------------------------- */
 
@@ -433,7 +447,8 @@ SPATE_API spate_stream *spate_window_evictor(spate_stream *window, spate_evictor
 /* Records later than the watermark by up to ms still update (and refire)
  * their window; later ones are dropped, or sent to the side output tag. */
 SPATE_API spate_stream *spate_allowed_lateness(spate_stream *window, int64_t ms);
-SPATE_API spate_stream *spate_late_data_side_output(spate_stream *window, const char *tag);
+/* tag's type must be the window's input type. */
+SPATE_API spate_stream *spate_late_data_side_output(spate_stream *window, spate_tag tag);
 /* The window function. fn (may be NULL) gets the result of reduce or
  * aggregate with the window at hand; out_type is then fn's output type. */
 SPATE_API spate_stream *spate_window_reduce(spate_stream *window, spate_reduce_fn reduce,
@@ -492,10 +507,23 @@ SPATE_API int64_t spate_ctx_timestamp(const spate_ctx *ctx);
 SPATE_API int64_t spate_ctx_current_watermark(const spate_ctx *ctx);
 /* Processing time: the wall clock in milliseconds. */
 SPATE_API int64_t spate_ctx_current_processing_time(const spate_ctx *ctx);
-/* On a keyed stream: the current record's key bytes. */
+/* The current key of a keyed operator (its functions, timers, window
+ * functions), of the key's type: the record's (spate_key_by_value) or the
+ * field's (spate_key_by_field). A key of another type, or no key, fails the
+ * task with a message naming both types (and the call returns 0, an empty
+ * string, or false). Strings point into the key: valid for the call. */
+SPATE_API int64_t spate_ctx_current_key_int64(spate_ctx *ctx);
+SPATE_API double spate_ctx_current_key_double(spate_ctx *ctx);
+SPATE_API spate_str spate_ctx_current_key_string(spate_ctx *ctx);
+/* Any key type (tuples, user types): the key into out, type's in-memory
+ * size (strings inside point into the key). */
+SPATE_API bool spate_ctx_current_key_as(spate_ctx *ctx, const spate_type *type, void *out);
+/* The key's bytes, whatever its type: the only form of a key that a
+ * spate_key_by function made (the bytes it returned). */
 SPATE_API spate_bytes spate_ctx_current_key(const spate_ctx *ctx);
-/* A record to the side output `tag` (declared with spate_side_output). */
-SPATE_API void spate_emit_side(spate_ctx *ctx, const char *tag, const void *rec);
+/* A record of tag's type to the side output tag (spate_side_output);
+ * dropped when nothing reads it, as in Flink. */
+SPATE_API void spate_ctx_output(spate_ctx *ctx, spate_tag tag, const void *rec);
 
 /* Keyed state of the operator by name (NULL when not declared), scoped to the
  * current key. Values read point into state storage for strings: valid until

@@ -502,6 +502,14 @@ remote_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_er
     rcode = rest_client_upload(&rc, "/jobs", parts, 3, &status, &body, err);
     free(request_text);
     free(graph);
+    if (rcode == SPATE_ECONNREFUSED && r->ro->target == NULL) {
+        /* A first run without a cluster: say how to run without one. */
+        char why[sizeof err->message];
+
+        snprintf(why, sizeof why, "%s", err->message);
+        spate_error_set(err, rcode,
+                        "%s; or run the job on a mini cluster of its own: spate run --local", why);
+    }
     if (rcode != 0)
         return spate_error_wrap(err, "submitting the job");
     url = json_string_value(json_object_get(body, "jobUrl"));
@@ -569,26 +577,22 @@ parse_run_args(int argc, char **argv, struct run_options *ro)
     return 0;
 }
 
-/* Local unless a cluster is configured: execution.target, else whether
- * the configuration names a JobManager (rest.address, jobmanager.rpc.address)
- * or a ZooKeeper quorum to find the leading one through. */
+/* As `flink run`: on a cluster — -m's, else the configured one
+ * (rest.address and rest.port, by default localhost:8081, or the leader a
+ * ZooKeeper quorum names) — unless --local or execution.target: local ask
+ * for the mini cluster. */
 static bool
 runs_locally(const struct config *conf, const struct run_options *ro)
 {
-    int target, ha = 0;
+    int target;
 
     if (ro->local)
         return true;
     if (ro->target != NULL)
         return false;
     /* execution.target is an enum: "local|remote" (0 is local). */
-    if (config_is_set(conf, CFG(EXECUTION_TARGET)) &&
-        config_get_enum(conf, CFG(EXECUTION_TARGET), &target, NULL) == 0)
-        return target == 0;
-    /* high-availability.type is an enum: "none|embedded|zookeeper". */
-    config_get_enum(conf, CFG(HIGH_AVAILABILITY_TYPE), &ha, NULL);
-    return !config_is_set(conf, CFG(REST_ADDRESS)) &&
-           !config_is_set(conf, CFG(JOBMANAGER_RPC_ADDRESS)) && ha != 2;
+    return config_is_set(conf, CFG(EXECUTION_TARGET)) &&
+           config_get_enum(conf, CFG(EXECUTION_TARGET), &target, NULL) == 0 && target == 0;
 }
 
 static void

@@ -165,6 +165,7 @@ struct operator_vtable {
 /* Where an operator's side output `tag` goes. */
 struct side_output {
     const char *tag;
+    uint64_t id; /* output_tag_id(tag): what spate_ctx_output matches */
     struct output *out;
 };
 

@@ -187,6 +187,7 @@ operator_chain_new(const struct job_graph *jg, int vertex, const struct task_inf
                 continue;
             sides = xrealloc(sides, (size_t)(nsides + 1) * sizeof *sides);
             sides[nsides].tag = tags[k];
+            sides[nsides].id = output_tag_id(tags[k]);
             sides[nsides].out = chain_group(chain, targets, tags, t, tags[k]);
             nsides++;
         }

@@ -64,21 +64,6 @@ spate_emit(spate_ctx *ctx, const void *rec)
     operator_emit(ctx->op, rec, &ctx->meta);
 }
 
-void
-spate_emit_side(spate_ctx *ctx, const char *tag, const void *rec)
-{
-    struct stream_operator *op = ctx->op;
-
-    /* A handful of tags at most: a scan beats any map. */
-    for (int i = 0; i < op->nsides; i++) {
-        if (strcmp(op->sides[i].tag, tag) == 0) {
-            op->sides[i].out->collect(op->sides[i].out, rec, &ctx->meta);
-            return;
-        }
-    }
-    /* A side output nobody reads: dropped, as in Flink. */
-}
-
 int64_t
 spate_ctx_timestamp(const spate_ctx *ctx)
 {
@@ -422,4 +407,135 @@ operator_backend_init(struct stream_operator *op, struct heap_keyed_backend *b,
     rc = heap_keyed_backend_init(b, &c, err);
     free(descs);
     return rc;
+}
+
+/* ---- side outputs and the typed current key ---- */
+
+void
+spate_ctx_output(spate_ctx *ctx, spate_tag tag, const void *rec)
+{
+    struct stream_operator *op = ctx->op;
+
+    if (tag.id == 0) {
+        spate_ctx_fail(ctx,
+                       "spate_ctx_output in operator '%s': not a tag made by "
+                       "spate_output_tag (are the function's spate_params set?)",
+                       ctx->task_name);
+        return;
+    }
+    /* A handful of tags at most: a scan beats any map. */
+    for (int i = 0; i < op->nsides; i++) {
+        if (op->sides[i].id == tag.id) {
+            op->sides[i].out->collect(op->sides[i].out, rec, &ctx->meta);
+            return;
+        }
+    }
+    /* A side output nobody reads: dropped, as in Flink. */
+}
+
+/* The type of the current key of ctx's operator: the record's or the
+ * field's; NULL for a key_by function's bytes or no key. */
+static const struct spate_type *
+current_key_type(const spate_ctx *ctx)
+{
+    const struct spate_stream *c = ctx->op->config;
+
+    switch (c->key.kind) {
+    case KEY_VALUE:
+        return c->in_type;
+    case KEY_FIELD:
+        return c->in_type->fields[c->key.field];
+    default:
+        return NULL;
+    }
+}
+
+/* The current key's bytes when its type is want; else fails the task with
+ * the reason and gives NULL. */
+static const void *
+key_of_type(spate_ctx *ctx, const struct spate_type *want, const char *what, spate_bytes *key)
+{
+    const struct spate_type *have = current_key_type(ctx);
+    char h[256], w[256];
+
+    *key = spate_ctx_current_key(ctx);
+    if (have != NULL && key->data != NULL && types_same(have, want))
+        return key->data;
+    types_describe(want, w, sizeof w);
+    if (ctx->op->config->key.kind == KEY_NONE)
+        spate_ctx_fail(ctx, "%s in '%s': the operator is not keyed", what, ctx->task_name);
+    else if (have == NULL)
+        spate_ctx_fail(ctx,
+                       "%s in '%s': the key comes from a key_by function, as bytes: read it "
+                       "with spate_ctx_current_key",
+                       what, ctx->task_name);
+    else if (key->data == NULL)
+        spate_ctx_fail(ctx, "%s in '%s': no key is current here", what, ctx->task_name);
+    else {
+        types_describe(have, h, sizeof h);
+        spate_ctx_fail(ctx, "%s in '%s': the key is %s, not %s", what, ctx->task_name, h, w);
+    }
+    return NULL;
+}
+
+int64_t
+spate_ctx_current_key_int64(spate_ctx *ctx)
+{
+    spate_bytes key;
+    int64_t v = 0;
+
+    if (key_of_type(ctx, spate_type_int64(), "spate_ctx_current_key_int64", &key) != NULL)
+        memcpy(&v, key.data, sizeof v);
+    return v;
+}
+
+double
+spate_ctx_current_key_double(spate_ctx *ctx)
+{
+    spate_bytes key;
+    double v = 0;
+
+    if (key_of_type(ctx, spate_type_double(), "spate_ctx_current_key_double", &key) != NULL)
+        memcpy(&v, key.data, sizeof v);
+    return v;
+}
+
+spate_str
+spate_ctx_current_key_string(spate_ctx *ctx)
+{
+    spate_bytes key;
+
+    if (key_of_type(ctx, spate_type_string(), "spate_ctx_current_key_string", &key) == NULL)
+        return (spate_str){ "", 0 };
+    return (spate_str){ key.data, key.len };
+}
+
+bool
+spate_ctx_current_key_as(spate_ctx *ctx, const spate_type *type, void *out)
+{
+    spate_bytes key;
+
+    if (type == NULL || out == NULL) {
+        spate_ctx_fail(ctx, "spate_ctx_current_key_as in '%s': no type or no storage",
+                       ctx->task_name);
+        return false;
+    }
+    if (key_of_type(ctx, type, "spate_ctx_current_key_as", &key) == NULL)
+        return false;
+    /* The key's bytes are types_key_bytes': a string's bytes, a number's or
+     * a plain record's memory, or else the serialized record. */
+    if (type->kind == TYPE_STRING) {
+        *(spate_str *)out = (spate_str){ key.data, key.len };
+        return true;
+    }
+    if (type->kind == TYPE_INT64 || type->kind == TYPE_DOUBLE || type->plain) {
+        memcpy(out, key.data, type->size);
+        return true;
+    }
+    if (types_deserialize(type, key.data, key.len, out) != 0) {
+        spate_ctx_fail(ctx, "spate_ctx_current_key_as in '%s': the key does not read as %s",
+                       ctx->task_name, type->name);
+        return false;
+    }
+    return true;
 }

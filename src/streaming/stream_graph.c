@@ -2,10 +2,12 @@
  * StreamGraph they make (stream_graph.h). A misuse is recorded once in the
  * environment and reported by spate_execute; the calls then keep returning
  * usable handles so that nested calls never see NULL. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/util.h"
@@ -72,8 +74,11 @@ env_free(struct spate_env *env)
         node_free(env->nodes[i]);
     for (size_t i = 0; i < env->ntypes; i++)
         types_free(env->types[i]);
+    for (size_t i = 0; i < env->ntags; i++)
+        free(env->tags[i].name);
     free(env->nodes);
     free(env->types);
+    free(env->tags);
     free(env);
 }
 
@@ -191,13 +196,64 @@ spate_type_custom(spate_env *env, const spate_type_def *def)
     return env_own_type(env, types_new_custom(def));
 }
 
+/* A node's name as errors show it. */
+static const char *
+node_name(const struct spate_stream *n)
+{
+    return n->name ? n->name : operator_kind_name(n->kind);
+}
+
+/* Whether op sends records to the side output named tag: process
+ * functions may send to any, a window to its late data tag and, with a
+ * process window function, to any. */
+static bool
+sends_to(const struct spate_stream *op, const char *tag)
+{
+    switch (op->kind) {
+    case OP_PROCESS:
+    case OP_CO_PROCESS:
+    case OP_BROADCAST_PROCESS:
+        return true;
+    case OP_WINDOW:
+        return op->window.process != NULL ||
+               (op->window.late_tag != NULL && strcmp(op->window.late_tag, tag) == 0);
+    default:
+        return false;
+    }
+}
+
+/* Every side output comes out of an operator that sends records there:
+ * else it would stay empty, with no word why. */
+static int
+check_side_outputs(spate_env *env)
+{
+    for (size_t i = 0; i < env->nnodes; i++) {
+        const struct spate_stream *n = env->nodes[i], *op = n->input;
+
+        if (n->kind != OP_SIDE_OUTPUT || sends_to(op, n->tag))
+            continue;
+        if (op->kind == OP_WINDOW)
+            return env_fail(env,
+                            "side output '%s' of window '%s': the window sends nothing there (its "
+                            "late data goes to %s%s%s, and it has no process window function)",
+                            n->tag, node_name(op), op->window.late_tag ? "'" : "",
+                            op->window.late_tag ? op->window.late_tag : "no side output",
+                            op->window.late_tag ? "'" : "");
+        return env_fail(env,
+                        "side output '%s' of operator '%s': a %s sends no side outputs (process "
+                        "functions and windows do)",
+                        n->tag, node_name(op), operator_kind_name(op->kind));
+    }
+    return 0;
+}
+
 int
 spate_execute(spate_env *env, const char *job_name)
 {
     struct job_graph *jg = NULL;
     int rc;
 
-    if (env_failed(env))
+    if (env_failed(env) || check_side_outputs(env) != 0)
         return env->error.code;
     if ((rc = job_graph_build(env, job_name, &jg, &env->error)) != 0)
         return rc;
@@ -465,13 +521,33 @@ spate_source_socket(spate_env *env, const char *host, int port)
     return s;
 }
 
+/* A path of the job's as every process must see it: absolute, resolved
+ * here, where the job was built (its arguments were given relative to
+ * this process's folder), not by the JobManager or TaskManager that reads
+ * or writes it. A file: URI is its path. */
+static char *
+absolute_path(const char *path)
+{
+    char cwd[PATH_MAX];
+
+    if (strncmp(path, "file://", 7) == 0)
+        path += 7;
+    else if (strncmp(path, "file:", 5) == 0)
+        path += 5;
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;
+    if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+        return xstrdup(path);
+    return xasprintf("%s/%s", cwd, strcmp(path, ".") == 0 ? "" : path);
+}
+
 spate_stream *
 spate_source_text_file(spate_env *env, const char *path)
 {
     struct spate_stream *s = node_new(env, OP_SOURCE_FILE, NULL, spate_type_string());
 
     check(env, path != NULL && *path, "text file source needs a path");
-    s->path = xstrdup(path ? path : "");
+    s->path = absolute_path(path ? path : "");
     return s;
 }
 
@@ -917,15 +993,70 @@ spate_broadcast_process(spate_stream *connected, spate_flat_map_fn process_eleme
     return n;
 }
 
-spate_stream *
-spate_side_output(spate_stream *op, const char *tag, const spate_type *type)
-{
-    struct spate_stream *n = node_new(op->env, OP_SIDE_OUTPUT, op, type);
+/* ---- side outputs ---- */
 
-    check(op->env, tag != NULL && *tag && type != NULL, "a side output needs a tag and a type");
-    check(op->env, op->kind != OP_PARTITION && op->kind != OP_SIDE_OUTPUT,
-          "side outputs come out of an operator");
-    n->tag = xstrdup(tag ? tag : "");
+static const struct output_tag *
+tag_find(const spate_env *env, uint64_t id)
+{
+    for (size_t i = 0; i < env->ntags; i++)
+        if (env->tags[i].id == id)
+            return &env->tags[i];
+    return NULL;
+}
+
+spate_tag
+spate_output_tag(spate_env *env, const char *name, const spate_type *type)
+{
+    const struct output_tag *t;
+    char had[256], got[256];
+    uint64_t id;
+
+    if (!check(env, name != NULL && *name && type != NULL, "an output tag needs a name and a type"))
+        return (spate_tag){ 0 };
+    id = output_tag_id(name);
+    if ((t = tag_find(env, id)) != NULL) {
+        if (strcmp(t->name, name) != 0) {
+            env_fail(env, "output tags '%s' and '%s' have one id: rename one", t->name, name);
+            return (spate_tag){ 0 };
+        }
+        if (!types_same(t->type, type)) {
+            types_describe(t->type, had, sizeof had);
+            types_describe(type, got, sizeof got);
+            env_fail(env,
+                     "output tag '%s' was made with type %s and again with type %s: a tag's "
+                     "name names one type in a job",
+                     name, had, got);
+            return (spate_tag){ 0 };
+        }
+        return (spate_tag){ id };
+    }
+    xgrow((void **)&env->tags, &env->tags_cap, env->ntags + 1, sizeof *env->tags);
+    env->tags[env->ntags++] = (struct output_tag){ xstrdup(name), type, id };
+    return (spate_tag){ id };
+}
+
+/* The tag behind a spate_tag of env; NULL (env's error set) when it is none. */
+static const struct output_tag *
+tag_of(spate_env *env, spate_tag tag, const char *what)
+{
+    const struct output_tag *t = tag.id != 0 ? tag_find(env, tag.id) : NULL;
+
+    check(env, t != NULL, "%s: not a tag made by spate_output_tag for this job", what);
+    return t;
+}
+
+spate_stream *
+spate_side_output(spate_stream *op, spate_tag tag)
+{
+    const struct output_tag *t = tag_of(op->env, tag, "spate_side_output");
+    struct spate_stream *n =
+        node_new(op->env, OP_SIDE_OUTPUT, op, t ? t->type : spate_type_int64());
+
+    check(op->env, !stream_node_is_virtual(op),
+          "side output '%s' comes out of an operator, not out of a partitioning, union or "
+          "side output",
+          t ? t->name : "");
+    n->tag = xstrdup(t ? t->name : "");
     return n;
 }
 
@@ -1073,13 +1204,24 @@ spate_allowed_lateness(spate_stream *w, int64_t ms)
 }
 
 spate_stream *
-spate_late_data_side_output(spate_stream *w, const char *tag)
+spate_late_data_side_output(spate_stream *w, spate_tag tag)
 {
-    if (windowed(w, "spate_late_data_side_output") &&
-        check(w->env, tag != NULL && *tag, "the late data side output needs a tag")) {
-        free(w->window.late_tag);
-        w->window.late_tag = xstrdup(tag);
+    const struct output_tag *t = tag_of(w->env, tag, "spate_late_data_side_output");
+    char want[256], got[256];
+
+    if (t == NULL || !windowed(w, "spate_late_data_side_output"))
+        return w;
+    if (!types_same(t->type, w->in_type)) {
+        types_describe(t->type, got, sizeof got);
+        types_describe(w->in_type, want, sizeof want);
+        env_fail(w->env,
+                 "late data side output '%s' of window '%s' has type %s, but the window's "
+                 "records are %s",
+                 t->name, node_name(w), got, want);
+        return w;
     }
+    free(w->window.late_tag);
+    w->window.late_tag = xstrdup(t->name);
     return w;
 }
 
@@ -1154,7 +1296,7 @@ spate_sink_text_file(spate_stream *in, const char *path)
     struct spate_stream *n = node_new(in->env, OP_SINK_FILE, in, NULL);
 
     check(in->env, path != NULL && *path, "text file sink needs a path");
-    n->path = xstrdup(path ? path : "");
+    n->path = absolute_path(path ? path : "");
     return n;
 }
 
@@ -1216,9 +1358,13 @@ spate_uid(spate_stream *op, const char *uid)
 spate_stream *
 spate_name(spate_stream *op, const char *name)
 {
+    bool sink = op->kind == OP_SINK_PRINT || op->kind == OP_SINK_FILE || op->kind == OP_SINK;
+
     if (settable(op, "spate_name") && check(op->env, name != NULL, "name must not be NULL")) {
         free(op->name);
-        op->name = xstrdup(name);
+        /* A sink is "Sink: NAME", as Flink names it. */
+        op->name =
+            sink && strncmp(name, "Sink: ", 6) != 0 ? xasprintf("Sink: %s", name) : xstrdup(name);
     }
     return op;
 }

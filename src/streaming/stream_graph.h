@@ -165,7 +165,7 @@ struct spate_stream {
     int sum_field;
     struct state_decl *states;
     int nstates;
-    /* OP_SIDE_OUTPUT: the tag it selects. */
+    /* OP_SIDE_OUTPUT: the name of the tag it selects. */
     char *tag;
     /* OP_WINDOW */
     struct window_config window;
@@ -206,6 +206,26 @@ struct executor {
     void *data;
 };
 
+/* A side output tag of the job (spate_output_tag): one type per name. */
+struct output_tag {
+    char *name;
+    const spate_type *type;
+    uint64_t id; /* output_tag_id(name) */
+};
+
+/* The id a tag named name has in spate_tag (and in a running operator's
+ * side outputs): FNV-1a of the name, never 0. The job's tags are checked
+ * for two names of one id when they are made. */
+static inline uint64_t
+output_tag_id(const char *name)
+{
+    uint64_t h = 14695981039346656037ULL;
+
+    for (; *name; name++)
+        h = (h ^ (uint8_t)*name) * 1099511628211ULL;
+    return h != 0 ? h : 1;
+}
+
 struct spate_env {
     spate_error error; /* the first misuse or failure */
     int parallelism;
@@ -221,6 +241,8 @@ struct spate_env {
     size_t nnodes, cap;
     struct spate_type **types; /* owned tuples and user types */
     size_t ntypes, types_cap;
+    struct output_tag *tags; /* spate_output_tag */
+    size_t ntags, tags_cap;
     struct executor executor;
     const struct config *conf;
     /* The job library the user functions come from (set by whoever loaded

@@ -786,7 +786,7 @@ window_process_general(struct stream_operator *op, const void *rec, const struct
         op->ctx.keyctx.ns = NULL;
         op->ctx.keyctx.ns_len = 0;
         if (c->late_tag != NULL)
-            spate_emit_side(&op->ctx, c->late_tag, rec);
+            spate_ctx_output(&op->ctx, (spate_tag){ output_tag_id(c->late_tag) }, rec);
         else if (op->task->accumulators != NULL)
             spate_counter_add(spate_ctx_counter(&op->ctx, "numLateRecordsDropped"), 1);
     }

@@ -458,6 +458,46 @@ class SubmitTest(ClusterTestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("expected host:port", r.stderr)
 
+    def test_run_goes_to_the_configured_cluster_with_the_client_s_paths(self):
+        """`spate run JOB.so` with neither -m nor --local submits to the
+        cluster the configuration names, as `flink run` does; relative
+        --input and --output are the client's folder's, not the
+        JobManager's (which runs elsewhere)."""
+        self.cluster(tms=1)
+        here = os.path.join(self.tmp, "client")
+        os.makedirs(here)
+        with open(self.small) as src, open(os.path.join(here, "in.txt"), "w") as dst:
+            dst.write(src.read())
+        r = subprocess.run([SPATE, "-D", "rest.address=127.0.0.1", "-D",
+                            f"rest.port={self.rest_port}", "run", WORDCOUNT, "--input", "in.txt",
+                            "--output", "out"], cwd=here, capture_output=True, text=True,
+                           timeout=120, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        jid = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
+        status, job = self.http(f"/jobs/{jid}")
+        self.assertEqual((status, job.get("state")), (200, "FINISHED"), job)
+        self.assertIn("Sink: Text File", [v["name"].split(" -> ")[-1] for v in job["vertices"]])
+        self.check_counts(os.path.join(here, "out"), self.small_expected)
+
+    def test_run_without_a_cluster_says_how_to_run_locally(self):
+        """No cluster configured: `spate run` still goes to the default one
+        (localhost:rest.port), and the error says how to run without it;
+        execution.target: local runs the job on a mini cluster."""
+        conf = os.path.join(self.tmp, "conf")
+        os.makedirs(conf)
+        with open(os.path.join(conf, "config.yaml"), "w") as f:
+            f.write("parallelism.default: 1\n")
+        port = free_port()
+        r = self.spate("--conf-dir", conf, "-D", f"rest.port={port}", "run", WORDCOUNT)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn(f"cannot reach the JobManager's REST API at http://localhost:{port}",
+                      r.stderr)
+        self.assertIn("spate run --local", r.stderr)
+        r = self.spate("--conf-dir", conf, "-D", f"rest.port={port}", "-D",
+                       "execution.target=local", "run", WORDCOUNT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("has finished", r.stdout)
+
     def test_blobs_leave_with_the_archive(self):
         jm = self.cluster("-D", "jobstore.max-capacity=2", tms=1)
         store = jm.wait_log(r"BlobServer at [\d.:]+ stores in (\S+)").group(1)

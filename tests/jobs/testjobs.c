@@ -528,7 +528,7 @@ count_window(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
     struct result r = { 1, 0, w.end, 0 };
     struct event e;
 
-    memcpy(&r.key, spate_ctx_current_key(ctx).data, 8);
+    r.key = spate_ctx_current_key_int64(ctx);
     while (spate_list_next(elements, &e))
         r.count++;
     spate_emit(ctx, &r);
@@ -559,7 +559,7 @@ period_timer(spate_ctx *ctx, int64_t timestamp, bool event_time)
     if (!event_time || !spate_map_get(st, &r.end, &r.count))
         return;
     spate_map_remove(st, &r.end);
-    memcpy(&r.key, spate_ctx_current_key(ctx).data, 8);
+    r.key = spate_ctx_current_key_int64(ctx);
     spate_emit(ctx, &r);
 }
 
@@ -662,10 +662,7 @@ op_params_of(spate_ctx *ctx)
 static int64_t
 op_key_of(spate_ctx *ctx)
 {
-    int64_t key;
-
-    memcpy(&key, spate_ctx_current_key(ctx).data, sizeof key);
-    return key;
+    return spate_ctx_current_key_int64(ctx);
 }
 
 static void

@@ -275,7 +275,7 @@ count_window(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
     struct wres r = { 0, w.end, 0 };
     struct pair p;
 
-    memcpy(&r.key, spate_ctx_current_key(ctx).data, 8);
+    r.key = spate_ctx_current_key_int64(ctx);
     while (spate_list_next(elements, &p))
         r.count++;
     spate_emit(ctx, &r);
@@ -331,7 +331,7 @@ count_result(spate_ctx *ctx, spate_time_window w, spate_iter *results)
 {
     struct wres r = { 0, w.end, 0 };
 
-    memcpy(&r.key, spate_ctx_current_key(ctx).data, 8);
+    r.key = spate_ctx_current_key_int64(ctx);
     while (spate_list_next(results, &r.count))
         spate_emit(ctx, &r);
 }

@@ -67,7 +67,7 @@ timer_fired(spate_ctx *ctx, int64_t ts, bool event_time)
     struct ev out;
 
     cr_assert(event_time);
-    memcpy(&out.key, spate_ctx_current_key(ctx).data, 8);
+    out.key = spate_ctx_current_key_int64(ctx);
     out.ts = ts;
     cr_assert_eq(spate_ctx_timestamp(ctx), ts);
     spate_emit(ctx, &out);
@@ -236,8 +236,10 @@ Test(keyed, every_kind_of_state_is_scoped_to_its_key)
 static void
 split_odd(spate_ctx *ctx, const void *in)
 {
+    const spate_tag *odd = spate_ctx_params(ctx, NULL);
+
     if (((const struct ev *)in)->ts % 2)
-        spate_emit_side(ctx, "odd", in);
+        spate_ctx_output(ctx, *odd, in);
     else
         spate_emit(ctx, in);
 }
@@ -251,10 +253,12 @@ Test(keyed, side_outputs_reach_their_consumers_only)
     struct out_log *mp = &main_log, *sp = &side_log;
     struct accumulators acc;
     char *failure;
+    spate_tag tag = spate_output_tag(env, "odd", t);
     spate_stream *s, *odd;
 
     s = spate_process(spate_source_collection(env, t, input, 5), split_odd, t);
-    odd = spate_side_output(s, "odd", t);
+    spate_params(s, &tag, sizeof tag);
+    odd = spate_side_output(s, tag);
     spate_params(spate_sink(s, log_sink), &mp, sizeof mp);
     spate_params(spate_sink(spate_rebalance(odd), log_sink), &sp, sizeof sp);
     accumulators_init(&acc);

@@ -273,7 +273,7 @@ cs_window(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
 
     cr_assert(spate_list_next(elements, &r));
     cr_assert(!spate_list_next(elements, &r), "one pre-aggregated result");
-    memcpy(&q.k, spate_ctx_current_key(ctx).data, 8);
+    q.k = spate_ctx_current_key_int64(ctx);
     q.a = w.start;
     q.b = r.count;
     q.c = r.sum;
@@ -321,6 +321,7 @@ tumbling_event_time_with_lateness_and_late_data(void)
     struct lines *gp = &got, *lp = &got_late;
     struct ref ref = { 0 };
     int64_t wm = INT64_MIN;
+    spate_tag late;
     spate_stream *w;
 
     make_events();
@@ -330,11 +331,11 @@ tumbling_event_time_with_lateness_and_late_data(void)
     agg = (spate_aggregate){ cst, cst, cs_create, cs_add, cs_result, cs_merge };
     w = spate_window(event_source(env), spate_tumbling_event_time(TSIZE));
     spate_allowed_lateness(w, TLATE);
-    spate_late_data_side_output(w, "late");
+    late = spate_output_tag(env, "late", evt_type(env));
+    spate_late_data_side_output(w, late);
     w = spate_window_aggregate(w, &agg, cs_window, quad_type(env));
     spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
-    spate_params(spate_sink(spate_side_output(w, "late", evt_type(env)), late_sink), &lp,
-                 sizeof lp);
+    spate_params(spate_sink(spate_side_output(w, late), late_sink), &lp, sizeof lp);
     run(env);
 
     for (int i = 0; i < N; i++) {
@@ -476,16 +477,17 @@ Test(windows, session_event_time_merges_and_sends_late_data_aside)
     struct lines *gp = &got, *lp = &got_late;
     struct ref ref = { 0 };
     int64_t wm = INT64_MIN;
+    spate_tag late;
     spate_stream *w;
 
     make_events();
     env = env_new(NULL, NULL);
     w = spate_window(event_source(env), spate_session_event_time(GAP));
-    spate_late_data_side_output(w, "late");
+    late = spate_output_tag(env, "late", evt_type(env));
+    spate_late_data_side_output(w, late);
     w = spate_window_process(w, session_window, quad_type(env));
     spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
-    spate_params(spate_sink(spate_side_output(w, "late", evt_type(env)), late_sink), &lp,
-                 sizeof lp);
+    spate_params(spate_sink(spate_side_output(w, late), late_sink), &lp, sizeof lp);
     run(env);
 
     for (int i = 0; i < N; i++) {
