@@ -1,6 +1,6 @@
 /* The CheckpointCoordinator (checkpoint_coordinator.h): pending checkpoints
  * from trigger to `_metadata`, the periodic trigger, manual triggers,
- * restores and statistics. */
+ * restores; the statistics are checkpoint_stats_tracker.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +11,11 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "jobmanager/checkpoint_coordinator.h"
+#include "jobmanager/checkpoint_stats_tracker.h"
 #include "rpc/gateways.h"
 
-#define CC_LOG          "checkpoint"
-#define CC_MANUAL_KEPT  100  /* finished manual triggers remembered */
-#define CC_SUMMARY_KEPT 1000 /* completed checkpoints the summaries cover */
+#define CC_LOG         "checkpoint"
+#define CC_MANUAL_KEPT 100 /* finished manual triggers remembered */
 
 enum phase {
     PHASE_INIT,       /* the id and folder are being made */
@@ -48,24 +48,6 @@ struct cc_manual {
     char *location; /* the completed savepoint's folder */
     checkpoint_savepoint_done_fn done_fn;
     void *done_arg;
-};
-
-/* The statistics of one checkpoint (Flink's AbstractCheckpointStats). */
-struct cc_stats {
-    struct list_node node;
-    uint64_t id;
-    enum { ST_IN_PROGRESS, ST_COMPLETED, ST_FAILED } status;
-    int64_t trigger_ms, latest_ack_ms, failure_ms;
-    uint64_t state_size;
-    int num_subtasks, num_acked;
-    char *external_path;
-    bool discarded;
-    char *failure;
-    struct {
-        int num_subtasks, num_acked;
-        uint64_t state_size;
-        int64_t latest_ack_ms;
-    } * vertices;
 };
 
 struct cc_pending {
@@ -138,14 +120,7 @@ struct checkpoint_coordinator {
     bool shutdown_deferred;
     enum checkpoint_job_end end;
     bool discard_at_end; /* the shutdown deletes the job's checkpoints */
-    /* statistics */
-    struct list_node history; /* newest first */
-    int nhistory;
-    struct cc_stats *latest_completed, *latest_failed;
-    int64_t restored_count, total, completed, failed;
-    Ckstats__RestoredStats *restored;
-    int64_t *sizes, *durations; /* ring of the last CC_SUMMARY_KEPT completed */
-    int nsummary, summary_next;
+    struct checkpoint_stats_tracker *stats;
 };
 
 static void cc_maybe_trigger(struct checkpoint_coordinator *cc);
@@ -210,91 +185,6 @@ cc_work_end(struct checkpoint_coordinator *cc)
         shutdown_start(cc);
     if (cc->freed && cc->works == 0)
         cc_free_now(cc);
-}
-
-/* ---- statistics --------------------------------------------------------------------- */
-
-static struct cc_stats *
-stats_find(struct checkpoint_coordinator *cc, uint64_t id)
-{
-    struct list_node *n;
-
-    list_for_each(n, &cc->history)
-    {
-        struct cc_stats *s = container_of(n, struct cc_stats, node);
-
-        if (s->id == id)
-            return s;
-    }
-    return NULL;
-}
-
-static void
-stats_free(struct cc_stats *s)
-{
-    if (s == NULL)
-        return;
-    free(s->external_path);
-    free(s->failure);
-    free(s->vertices);
-    free(s);
-}
-
-static struct cc_stats *
-stats_copy(const struct cc_stats *s, int nvertices)
-{
-    struct cc_stats *c = xmalloc(sizeof *c);
-
-    *c = *s;
-    c->external_path = s->external_path ? xstrdup(s->external_path) : NULL;
-    c->failure = s->failure ? xstrdup(s->failure) : NULL;
-    c->vertices = xcalloc((size_t)nvertices, sizeof *c->vertices);
-    memcpy(c->vertices, s->vertices, (size_t)nvertices * sizeof *c->vertices);
-    return c;
-}
-
-static void
-stats_add(struct checkpoint_coordinator *cc, struct cc_pending *p)
-{
-    const struct job_graph *jg = cc_graph(cc);
-    struct cc_stats *s = xcalloc(1, sizeof *s);
-
-    s->id = p->id;
-    s->status = ST_IN_PROGRESS;
-    s->trigger_ms = p->trigger_ms;
-    s->num_subtasks = p->ntasks + p->nfinished;
-    s->vertices = xcalloc((size_t)jg->nvertices, sizeof *s->vertices);
-    for (int v = 0; v < jg->nvertices; v++)
-        s->vertices[v].num_subtasks = jg->vertices[v].parallelism;
-    /* Finished tasks count as acknowledged, as Flink shows them. */
-    s->num_acked = p->nfinished;
-    for (int f = 0; f < p->nfinished; f++)
-        s->vertices[p->finished[f]->vertex].num_acked++;
-    list_push_front(&cc->history, &s->node);
-    cc->total++;
-    /* Keep history_size entries, but never drop one in progress. */
-    if (++cc->nhistory > cc->o.history_size) {
-        struct list_node *n = cc->history.prev;
-
-        while (n != &cc->history &&
-               container_of(n, struct cc_stats, node)->status == ST_IN_PROGRESS)
-            n = n->prev;
-        if (n != &cc->history) {
-            list_remove(n);
-            stats_free(container_of(n, struct cc_stats, node));
-            cc->nhistory--;
-        }
-    }
-}
-
-static void
-summary_add(struct checkpoint_coordinator *cc, uint64_t size, int64_t duration)
-{
-    cc->sizes[cc->summary_next] = (int64_t)size;
-    cc->durations[cc->summary_next] = duration;
-    cc->summary_next = (cc->summary_next + 1) % CC_SUMMARY_KEPT;
-    if (cc->nsummary < CC_SUMMARY_KEPT)
-        cc->nsummary++;
 }
 
 /* ---- manual triggers ---------------------------------------------------------------- */
@@ -461,7 +351,6 @@ static void
 pending_abort(struct cc_pending *p, const char *reason, bool counted)
 {
     struct checkpoint_coordinator *cc = p->cc;
-    struct cc_stats *s;
 
     if (p->phase == PHASE_FINALIZING || p->aborted)
         return; /* its `_metadata` is being written: it completes or fails then */
@@ -478,14 +367,7 @@ pending_abort(struct cc_pending *p, const char *reason, bool counted)
         else
             SPATE_LOG_INFO(CC_LOG, "checkpoint %llu of job %s aborted: %s",
                            (unsigned long long)p->id, cc_job(cc), reason);
-        cc->failed++;
-        if ((s = stats_find(cc, p->id)) != NULL) {
-            s->status = ST_FAILED;
-            s->failure_ms = cc_now(cc);
-            s->failure = xstrdup(reason);
-            stats_free(cc->latest_failed);
-            cc->latest_failed = stats_copy(s, cc_graph(cc)->nvertices);
-        }
+        checkpoint_stats_tracker_report_failed(cc->stats, p->id, cc_now(cc), reason);
         notify_all(cc, p, false);
         cc->last_end_ms = cc_now(cc);
     }
@@ -661,6 +543,13 @@ send_triggers(struct checkpoint_coordinator *cc, struct cc_pending *p)
 }
 
 static void
+stats_pending(struct checkpoint_coordinator *cc, const struct cc_pending *p)
+{
+    checkpoint_stats_tracker_report_pending(cc->stats, p->id, p->trigger_ms, p->ntasks, p->finished,
+                                            p->nfinished);
+}
+
+static void
 init_done(void *arg)
 {
     struct cc_pending *p = arg;
@@ -682,11 +571,11 @@ init_done(void *arg)
                  p->savepoint ? "savepoint" : "checkpoint", p->err.message);
         p->phase = PHASE_TRIGGERED; /* its folder, if made, is cleaned up */
         if (p->id != 0)
-            stats_add(cc, p);
+            stats_pending(cc, p);
         pending_abort(p, msg, true);
     } else {
         p->phase = PHASE_TRIGGERED;
-        stats_add(cc, p);
+        stats_pending(cc, p);
         /* The executions may have changed while the id was fetched. */
         why = not_triggerable_for(cc, p->savepoint, is_stop(p->type));
         for (int t = 0; why == NULL && t < p->ntasks; t++)
@@ -1087,7 +976,6 @@ finalize_done(void *arg)
     struct cc_pending *p = arg;
     struct checkpoint_coordinator *cc = p->cc;
     struct list_node *n, *tmp;
-    struct cc_stats *s;
     int64_t now;
 
     metadata_release(p->md);
@@ -1109,19 +997,10 @@ finalize_done(void *arg)
         list_remove(&p->node);
         cc->npending--;
         now = cc_now(cc);
-        cc->completed++;
         cc->continuous_failures = 0;
         cc->last_end_ms = now;
-        if ((s = stats_find(cc, p->id)) != NULL) {
-            s->status = ST_COMPLETED;
-            s->external_path = xstrdup(p->dir);
-            stats_free(cc->latest_completed);
-            cc->latest_completed = stats_copy(s, cc_graph(cc)->nvertices);
-            summary_add(cc, s->state_size, s->latest_ack_ms - s->trigger_ms);
-        }
-        for (size_t i = 0; i < p->nsubsumed; i++)
-            if ((s = stats_find(cc, p->subsumed[i])) != NULL)
-                s->discarded = true;
+        checkpoint_stats_tracker_report_completed(cc->stats, p->id, p->dir, p->subsumed,
+                                                  p->nsubsumed);
         SPATE_LOG_INFO(CC_LOG, "completed %s %llu of job %s (%d tasks, %lld ms): '%s'",
                        p->savepoint ? "savepoint" : "checkpoint", (unsigned long long)p->id,
                        cc_job(cc), p->ntasks, (long long)(now - p->trigger_ms), p->metadata_path);
@@ -1164,7 +1043,6 @@ checkpoint_coordinator_acknowledge(struct checkpoint_coordinator *cc,
 {
     struct cc_pending *p = pending_find(cc, m->checkpoint_id);
     struct cc_task *t;
-    struct cc_stats *s;
     char name[300];
     int64_t now;
 
@@ -1206,14 +1084,7 @@ checkpoint_coordinator_acknowledge(struct checkpoint_coordinator *cc,
         t->ops[t->nops++] = c;
     }
     p->nacked++;
-    if ((s = stats_find(cc, p->id)) != NULL) {
-        s->num_acked++;
-        s->state_size += m->state_size;
-        s->latest_ack_ms = now;
-        s->vertices[t->e->vertex].num_acked++;
-        s->vertices[t->e->vertex].state_size += m->state_size;
-        s->vertices[t->e->vertex].latest_ack_ms = now;
-    }
+    checkpoint_stats_tracker_report_ack(cc->stats, p->id, t->e->vertex, m->state_size, now);
     if (p->nacked == p->ntasks)
         pending_complete(cc, p);
 }
@@ -1304,17 +1175,7 @@ void
 checkpoint_coordinator_restored(struct checkpoint_coordinator *cc,
                                 const Checkpoint__CheckpointMetadata *md, const char *path)
 {
-    if (cc->restored == NULL) {
-        cc->restored = xmalloc(sizeof *cc->restored);
-        ckstats__restored_stats__init(cc->restored);
-        cc->restored->external_path = NULL; /* not protobuf-c's static "" */
-    }
-    free(cc->restored->external_path);
-    cc->restored->id = md->checkpoint_id;
-    cc->restored->restore_timestamp = cc_now(cc);
-    cc->restored->is_savepoint = md->type != CHECKPOINT__CHECKPOINT_TYPE__CHECKPOINT;
-    cc->restored->external_path = xstrdup(path);
-    cc->restored_count++;
+    checkpoint_stats_tracker_report_restored(cc->stats, md, path, cc_now(cc));
     /* Without an id counter, ids go on past the restored one (a task
      * ignores barriers of ids up to the one it restored). */
     if ((uint64_t)md->checkpoint_id >= cc->next_id)
@@ -1536,131 +1397,10 @@ checkpoint_coordinator_trigger_statuses(struct checkpoint_coordinator *cc)
     return all;
 }
 
-/* ---- statistics for REST ------------------------------------------------------------ */
-
-static const char *const status_names[] = { "IN_PROGRESS", "COMPLETED", "FAILED" };
-
-static Ckstats__CheckpointStats *
-stats_message(const struct checkpoint_coordinator *cc, const struct cc_stats *s)
-{
-    const struct job_graph *jg = cc_graph(cc);
-    Ckstats__CheckpointStats *m = xmalloc(sizeof *m);
-
-    ckstats__checkpoint_stats__init(m);
-    m->id = (int64_t)s->id;
-    m->status = xstrdup(status_names[s->status]);
-    m->trigger_timestamp = s->trigger_ms;
-    m->latest_ack_timestamp = s->latest_ack_ms;
-    m->state_size = s->state_size;
-    m->end_to_end_duration = s->status == ST_FAILED ? s->failure_ms - s->trigger_ms
-                             : s->latest_ack_ms > 0 ? s->latest_ack_ms - s->trigger_ms
-                                                    : 0;
-    m->num_subtasks = s->num_subtasks;
-    m->num_acknowledged = s->num_acked;
-    m->external_path = xstrdup(s->external_path ? s->external_path : "");
-    m->discarded = s->discarded;
-    m->failure_timestamp = s->failure_ms;
-    m->failure_message = xstrdup(s->failure ? s->failure : "");
-    m->vertices = xcalloc((size_t)jg->nvertices + 1, sizeof *m->vertices);
-    for (int v = 0; v < jg->nvertices; v++) {
-        Ckstats__VertexStats *vs = xmalloc(sizeof *vs);
-
-        ckstats__vertex_stats__init(vs);
-        vs->vertex_id.len = ID_BYTES;
-        vs->vertex_id.data = xmalloc(ID_BYTES);
-        memcpy(vs->vertex_id.data, jg->vertices[v].id.bytes, ID_BYTES);
-        vs->num_subtasks = s->vertices[v].num_subtasks;
-        vs->num_acknowledged = s->vertices[v].num_acked;
-        vs->state_size = s->vertices[v].state_size;
-        vs->latest_ack_timestamp = s->vertices[v].latest_ack_ms;
-        m->vertices[m->n_vertices++] = vs;
-    }
-    return m;
-}
-
-static int
-cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-static Ckstats__Summary *
-summary_message(const int64_t *values, int n)
-{
-    Ckstats__Summary *m = xmalloc(sizeof *m);
-    int64_t *sorted;
-    int64_t sum = 0;
-
-    ckstats__summary__init(m);
-    m->count = n;
-    if (n == 0)
-        return m;
-    sorted = xcalloc((size_t)n, sizeof *sorted);
-    memcpy(sorted, values, (size_t)n * sizeof *sorted);
-    qsort(sorted, (size_t)n, sizeof *sorted, cmp_i64);
-    for (int i = 0; i < n; i++)
-        sum += sorted[i];
-    m->min = sorted[0];
-    m->max = sorted[n - 1];
-    m->avg = sum / n;
-    /* Nearest rank, as a histogram over the retained window would give. */
-#define PCT(q) ((double)sorted[(int)((q) * (n - 1) + 0.5)])
-    m->p50 = PCT(0.5);
-    m->p90 = PCT(0.9);
-    m->p95 = PCT(0.95);
-    m->p99 = PCT(0.99);
-    m->p999 = PCT(0.999);
-#undef PCT
-    free(sorted);
-    return m;
-}
-
 Ckstats__CheckpointingStats *
 checkpoint_coordinator_stats(const struct checkpoint_coordinator *cc, int64_t checkpoint_id)
 {
-    const struct checkpoint_settings *cfg = cc->cfg;
-    Ckstats__CheckpointingStats *m = xmalloc(sizeof *m);
-    struct list_node *n;
-
-    ckstats__checkpointing_stats__init(m);
-    m->enabled = cfg->interval_ms > 0;
-    m->interval_ms = cfg->interval_ms;
-    m->timeout_ms = cfg->timeout_ms;
-    m->min_pause_ms = cfg->min_pause_ms;
-    m->max_concurrent = cfg->max_concurrent;
-    m->tolerable_failures = cfg->tolerable_failures;
-    m->exactly_once = cfg->exactly_once;
-    m->externalized = cfg->retention != RETAIN_NEVER;
-    m->delete_on_cancellation = cfg->retention != RETAIN_ON_CANCELLATION;
-    m->checkpoints_dir = xstrdup(cfg->checkpoints_dir ? cfg->checkpoints_dir : "");
-    m->restored = cc->restored_count;
-    m->total = cc->total;
-    m->in_progress = 0;
-    m->completed = cc->completed;
-    m->failed = cc->failed;
-    m->history = xcalloc((size_t)cc->nhistory + 1, sizeof *m->history);
-    list_for_each(n, &cc->history)
-    {
-        const struct cc_stats *s = container_of(n, struct cc_stats, node);
-
-        m->in_progress += s->status == ST_IN_PROGRESS;
-        if (checkpoint_id <= 0 || (int64_t)s->id == checkpoint_id)
-            m->history[m->n_history++] = stats_message(cc, s);
-    }
-    if (cc->latest_completed != NULL)
-        m->latest_completed = stats_message(cc, cc->latest_completed);
-    if (cc->latest_failed != NULL)
-        m->latest_failed = stats_message(cc, cc->latest_failed);
-    if (cc->restored != NULL) {
-        m->latest_restored = xmalloc(sizeof *m->latest_restored);
-        *m->latest_restored = *cc->restored;
-        m->latest_restored->external_path = xstrdup(cc->restored->external_path);
-    }
-    m->state_size = summary_message(cc->sizes, cc->nsummary);
-    m->end_to_end_duration = summary_message(cc->durations, cc->nsummary);
-    return m;
+    return checkpoint_stats_tracker_snapshot(cc->stats, cc->cfg, checkpoint_id);
 }
 
 int
@@ -1672,7 +1412,7 @@ checkpoint_coordinator_pending_count(const struct checkpoint_coordinator *cc)
 int64_t
 checkpoint_coordinator_completed_count(const struct checkpoint_coordinator *cc)
 {
-    return cc->completed;
+    return checkpoint_stats_tracker_completed(cc->stats);
 }
 
 /* ---- life cycle --------------------------------------------------------------------- */
@@ -1703,10 +1443,8 @@ checkpoint_coordinator_new(const struct checkpoint_coordinator_options *o)
     list_init(&cc->pending);
     list_init(&cc->loads);
     list_init(&cc->manuals);
-    list_init(&cc->history);
     cc->next_id = 1;
-    cc->sizes = xcalloc(CC_SUMMARY_KEPT, sizeof *cc->sizes);
-    cc->durations = xcalloc(CC_SUMMARY_KEPT, sizeof *cc->durations);
+    cc->stats = checkpoint_stats_tracker_new(jg, cc->o.history_size);
     return cc;
 }
 
@@ -1715,25 +1453,16 @@ cc_free_now(struct checkpoint_coordinator *cc)
 {
     struct list_node *n;
 
-    while ((n = list_pop_front(&cc->history)) != NULL)
-        stats_free(container_of(n, struct cc_stats, node));
     while ((n = list_pop_front(&cc->manuals)) != NULL) {
         manual_release(container_of(n, struct cc_manual, node));
     }
     while ((n = list_pop_front(&cc->loads)) != NULL)
         free(container_of(n, struct cc_load, node));
-    stats_free(cc->latest_completed);
-    stats_free(cc->latest_failed);
-    if (cc->restored != NULL) {
-        free(cc->restored->external_path);
-        free(cc->restored);
-    }
+    checkpoint_stats_tracker_free(cc->stats);
     if (cc->o.store != NULL)
         cc->o.store->ops->free(cc->o.store);
     if (cc->o.counter != NULL)
         cc->o.counter->ops->free(cc->o.counter);
-    free(cc->sizes);
-    free(cc->durations);
     checkpoint_storage_free(cc->storage);
     free(cc->no_storage);
     free(cc);

@@ -15,7 +15,8 @@
  * fails the job. Once every source finished, each task that finishes asks
  * for a checkpoint at once (the final checkpoint that two-phase-commit sinks
  * wait for before they finish). It also loads the latest completed checkpoint for a
- * restore, takes manual checkpoints, and keeps the statistics REST shows.
+ * restore, takes manual checkpoints, and reports to the statistics REST shows
+ * (checkpoint_stats_tracker.h).
  *
  * Loop thread (the JobMaster's endpoint); everything that blocks (the id
  * counter, folders, `_metadata`, the stores) runs through ops->run_blocking.
