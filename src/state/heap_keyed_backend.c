@@ -345,26 +345,6 @@ clock_wall_ms_fn(void)
     return clock_wall_ms();
 }
 
-void
-keyed_state_init(struct keyed_state *ks, uint32_t max_parallelism, struct key_group_range range)
-{
-    ks->max_parallelism = max_parallelism;
-    ks->kg_mask = (max_parallelism & (max_parallelism - 1)) == 0 ? max_parallelism - 1 : 0;
-    ks->range = range;
-    ks->maps = xcalloc(range.end - range.start + 1, sizeof *ks->maps);
-}
-
-void
-keyed_state_release(struct keyed_state *ks)
-{
-    if (ks->maps == NULL)
-        return;
-    for (uint32_t i = 0; i <= ks->range.end - ks->range.start; i++)
-        state_map_release(&ks->maps[i]);
-    free(ks->maps);
-    ks->maps = NULL;
-}
-
 int
 heap_keyed_backend_init(struct heap_keyed_backend *b, const struct keyed_backend_config *config,
                         spate_error *err)
@@ -382,8 +362,6 @@ heap_keyed_backend_init(struct heap_keyed_backend *b, const struct keyed_backend
     b->key = config->key;
     b->user_ctx = config->user_ctx;
     b->base.user_ctx = config->user_ctx;
-    b->wake_ns = config->wake_ns;
-    b->owner = config->owner;
     b->now_ms = clock_wall_ms_fn;
     b->ns_last_len = SIZE_MAX;
     keyed_backend_buf_grow(b, 128);
@@ -406,17 +384,9 @@ heap_keyed_backend_init(struct heap_keyed_backend *b, const struct keyed_backend
         st->tmp = xcalloc(1, st->base.desc.value.size + 16);
         st->tmp2 = xcalloc(1, st->base.desc.value.size + 16);
     }
-    keyed_state_init(&b->timer_sets, maxp, range);
+    b->range = range;
+    timer_service_init(&b->timers, maxp, range, config->key, config->wake_ns, config->owner);
     return 0;
-}
-
-static void
-heap_release(struct timer_heap *h)
-{
-    for (size_t i = 0; i < h->count; i++)
-        free(h->items[i].timer);
-    free(h->items);
-    memset(h, 0, sizeof *h);
 }
 
 void
@@ -429,9 +399,7 @@ keyed_backend_release(struct heap_keyed_backend *b)
         free(b->states[i].wbuf);
     }
     free(b->states);
-    keyed_state_release(&b->timer_sets);
-    heap_release(&b->event);
-    heap_release(&b->processing);
+    timer_service_release(&b->timers);
     free(b->buf);
 }
 
@@ -876,181 +844,30 @@ heap_list_retain(struct spate_state *st, const bool *keep, size_t count)
     keyed_list_retain(heap_state_of(st), keep, count);
 }
 
-/* ---- timers ---- */
-
-/* The heap orders its slots by the timestamp they carry beside the timer:
- * a sift reads the heap array only, not the timers it points to (scattered
- * in memory, a cache miss per level when thousands of keys' windows end). */
-static void
-heap_push(struct timer_heap *h, struct timer *t)
-{
-    size_t i;
-
-    xgrow((void **)&h->items, &h->cap, h->count + 1, sizeof *h->items);
-    i = h->count++;
-    while (i > 0 && t->timestamp < h->items[(i - 1) / 2].timestamp) {
-        h->items[i] = h->items[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->items[i] = (struct timer_slot){ t->timestamp, t };
-}
-
-static struct timer *
-heap_pop(struct timer_heap *h)
-{
-    struct timer *top = h->items[0].timer;
-    struct timer_slot last = h->items[--h->count];
-    size_t i = 0;
-
-    for (;;) {
-        size_t c = 2 * i + 1;
-
-        if (c >= h->count)
-            break;
-        if (c + 1 < h->count && h->items[c + 1].timestamp < h->items[c].timestamp)
-            c++;
-        if (!(h->items[c].timestamp < last.timestamp))
-            break;
-        h->items[i] = h->items[c];
-        i = c;
-    }
-    if (h->count > 0)
-        h->items[i] = last;
-    return top;
-}
-
-/* The identity of a timer: [event][ts][klen][key][ns]. */
-static size_t
-timer_identity(struct heap_keyed_backend *b, bool event_time, int64_t ts, const uint8_t *key,
-               size_t klen, const void *ns, size_t nslen, uint64_t *hash, uint64_t key_hash)
-{
-    uint8_t *id = backend_buf(b, 1 + 8 + 4 + klen + nslen);
-    uint32_t k32 = (uint32_t)klen;
-
-    id[0] = event_time;
-    memcpy(id + 1, &ts, 8);
-    memcpy(id + 9, &k32, 4);
-    memcpy(id + 13, key, klen);
-    if (nslen)
-        memcpy(id + 13 + klen, ns, nslen);
-    *hash = key_hash ^ (XXH3_64bits(id, 13) << 16);
-    return 13 + klen + nslen;
-}
-
-void
-keyed_backend_register_timer(struct heap_keyed_backend *b, bool event_time, int64_t timestamp)
-{
-    const struct state_key_context *ctx = b->key;
-    struct state_map *set = keyed_state_map(&b->timer_sets, ctx->key_hash);
-    uint64_t hash;
-    size_t n = timer_identity(b, event_time, timestamp, ctx->key.data, ctx->key.len, ctx->ns,
-                              ctx->ns_len, &hash, ctx->key_hash);
-    struct timer *t;
-
-    if (state_map_get(set, hash, b->buf, n) != NULL)
-        return; /* one timer per key, namespace and timestamp */
-    state_map_put(set, hash, b->buf, n, "", 0);
-    t = xmalloc(sizeof *t + ctx->key.len + ctx->ns_len);
-    t->timestamp = timestamp;
-    t->key_hash = ctx->key_hash;
-    t->key_len = (uint32_t)ctx->key.len;
-    t->ns_len = (uint32_t)ctx->ns_len;
-    t->event_time = event_time;
-    memcpy(t->data, ctx->key.data, ctx->key.len);
-    if (ctx->ns_len)
-        memcpy(t->data + ctx->key.len, ctx->ns, ctx->ns_len);
-    heap_push(event_time ? &b->event : &b->processing, t);
-    if (!event_time) {
-        /* Wake the task for it: processing time is the wall clock. */
-        int64_t in_ms = timestamp - clock_wall_ms();
-        uint64_t at = clock_mono_ns() + (uint64_t)(in_ms > 0 ? in_ms : 0) * 1000000u;
-
-        if (*b->wake_ns == 0 || at < *b->wake_ns)
-            *b->wake_ns = at;
-    }
-}
-
-void
-keyed_backend_delete_timer(struct heap_keyed_backend *b, bool event_time, int64_t timestamp)
-{
-    const struct state_key_context *ctx = b->key;
-    struct state_map *set = keyed_state_map(&b->timer_sets, ctx->key_hash);
-    uint64_t hash;
-    size_t n = timer_identity(b, event_time, timestamp, ctx->key.data, ctx->key.len, ctx->ns,
-                              ctx->ns_len, &hash, ctx->key_hash);
-
-    /* The heap keeps the timer; it is skipped when it comes up. */
-    state_map_remove(set, hash, b->buf, n);
-}
-
-void
-keyed_backend_advance(struct heap_keyed_backend *b, bool event_time, int64_t time,
-                      keyed_timer_fire_fn fire)
-{
-    struct timer_heap *h = event_time ? &b->event : &b->processing;
-
-    while (h->count > 0 && h->items[0].timestamp <= time) {
-        struct timer *t = heap_pop(h);
-        struct state_map *set = keyed_state_map(&b->timer_sets, t->key_hash);
-        uint64_t hash;
-        size_t n = timer_identity(b, t->event_time, t->timestamp, t->data, t->key_len,
-                                  t->data + t->key_len, t->ns_len, &hash, t->key_hash);
-
-        if (state_map_remove(set, hash, b->buf, n) == 1) {
-            keyed_set_key(b->key, (spate_bytes){ t->data, t->key_len }, t->key_hash,
-                          t->ns_len ? t->data + t->key_len : NULL, t->ns_len);
-            fire(b->owner, t);
-        }
-        free(t);
-    }
-}
-
-int64_t
-keyed_backend_next_processing_time(const struct heap_keyed_backend *b)
-{
-    return b->processing.count ? b->processing.items[0].timestamp : INT64_MAX;
-}
-
-void
-keyed_backend_on_processing_time(struct heap_keyed_backend *b, uint64_t now,
-                                 keyed_timer_fire_fn fire)
-{
-    int64_t next;
-
-    *b->wake_ns = 0;
-    keyed_backend_advance(b, false, clock_wall_ms(), fire);
-    next = keyed_backend_next_processing_time(b);
-    if (next != INT64_MAX) {
-        int64_t in_ms = next - clock_wall_ms();
-
-        *b->wake_ns = now + (uint64_t)(in_ms > 0 ? in_ms : 0) * 1000000u;
-    }
-}
-
 /* ---- timers (the table's) ---- */
 
 static void
 heap_register_timer(struct keyed_state_backend *b, bool event_time, int64_t timestamp)
 {
-    keyed_backend_register_timer(heap_keyed_backend_of(b), event_time, timestamp);
+    timer_service_register(&heap_keyed_backend_of(b)->timers, event_time, timestamp);
 }
 
 static void
 heap_delete_timer(struct keyed_state_backend *b, bool event_time, int64_t timestamp)
 {
-    keyed_backend_delete_timer(heap_keyed_backend_of(b), event_time, timestamp);
+    timer_service_delete(&heap_keyed_backend_of(b)->timers, event_time, timestamp);
 }
 
 static void
 heap_advance(struct keyed_state_backend *b, bool event_time, int64_t time, keyed_timer_fire_fn fire)
 {
-    keyed_backend_advance(heap_keyed_backend_of(b), event_time, time, fire);
+    timer_service_advance(&heap_keyed_backend_of(b)->timers, event_time, time, fire);
 }
 
 static void
 heap_on_processing_time(struct keyed_state_backend *b, uint64_t now, keyed_timer_fire_fn fire)
 {
-    keyed_backend_on_processing_time(heap_keyed_backend_of(b), now, fire);
+    timer_service_on_processing_time(&heap_keyed_backend_of(b)->timers, now, fire);
 }
 
 /* ---- checkpoints ---- */
@@ -1066,45 +883,13 @@ byte_buf_put(struct byte_buf *b, const void *p, size_t n)
     b->len += n;
 }
 
-/* One live timer: u8 event time, i64 timestamp, u64 key hash, u32 key
- * length, u32 namespace length, key and namespace bytes. */
-static void
-snapshot_timers(struct heap_keyed_backend *b, const struct timer_heap *h,
-                struct keyed_backend_snapshot *s)
-{
-    for (size_t i = 0; i < h->count; i++) {
-        const struct timer *t = h->items[i].timer;
-        struct state_map *set = keyed_state_map(&b->timer_sets, t->key_hash);
-        uint32_t kg = (uint32_t)(set - b->timer_sets.maps) + s->kg_start;
-        struct byte_buf *out = &s->timers[kg - s->kg_start];
-        uint64_t hash;
-        size_t n = timer_identity(b, t->event_time, t->timestamp, t->data, t->key_len,
-                                  t->data + t->key_len, t->ns_len, &hash, t->key_hash);
-        uint8_t et = t->event_time;
-        uint32_t count;
-
-        if (state_map_get(set, hash, b->buf, n) == NULL)
-            continue; /* deleted: only its heap entry is left */
-        byte_buf_put(out, &et, 1);
-        byte_buf_put(out, &t->timestamp, 8);
-        byte_buf_put(out, &t->key_hash, 8);
-        byte_buf_put(out, &t->key_len, 4);
-        byte_buf_put(out, &t->ns_len, 4);
-        byte_buf_put(out, t->data, t->key_len + t->ns_len);
-        memcpy(&count, out->data, 4);
-        count++;
-        memcpy(out->data, &count, 4);
-    }
-}
-
 void
 keyed_backend_snapshot(struct heap_keyed_backend *b, struct keyed_backend_snapshot *s)
 {
-    uint32_t nkg = b->timer_sets.range.end - b->timer_sets.range.start + 1;
-    uint32_t zero = 0;
+    uint32_t nkg = b->range.end - b->range.start + 1;
 
-    s->kg_start = b->timer_sets.range.start;
-    s->kg_end = b->timer_sets.range.end;
+    s->kg_start = b->range.start;
+    s->kg_end = b->range.end;
     s->nstates = b->nstates;
     s->decls = xcalloc((size_t)b->nstates + 1, sizeof *s->decls);
     s->views = xcalloc((size_t)b->nstates * nkg + 1, sizeof *s->views);
@@ -1114,10 +899,7 @@ keyed_backend_snapshot(struct heap_keyed_backend *b, struct keyed_backend_snapsh
         for (uint32_t k = 0; k < nkg; k++)
             state_map_freeze(&b->states[i].maps.maps[k], &s->views[(size_t)i * nkg + k]);
     }
-    for (uint32_t k = 0; k < nkg; k++)
-        byte_buf_put(&s->timers[k], &zero, 4);
-    snapshot_timers(b, &b->event, s);
-    snapshot_timers(b, &b->processing, s);
+    timer_service_snapshot(&b->timers, s->timers);
 }
 
 void
@@ -1154,40 +936,6 @@ keyed_backend_restore_entry(struct heap_keyed_backend *b, int i, uint64_t hash, 
     old = e->value_len;
     e = state_map_put(map, hash, key, key_len, NULL, old + value_len - hdr);
     memcpy(state_entry_value(e) + old, (const uint8_t *)value + hdr, value_len - hdr);
-}
-
-int
-keyed_backend_restore_timers(struct heap_keyed_backend *b, const uint8_t *p, size_t len)
-{
-    const uint8_t *end = p + len;
-    uint32_t count;
-
-    if (len < 4)
-        return -1;
-    memcpy(&count, p, 4);
-    p += 4;
-    for (uint32_t i = 0; i < count; i++) {
-        uint8_t et;
-        int64_t ts;
-        uint64_t key_hash;
-        uint32_t klen, nslen;
-
-        if (end - p < 25)
-            return -1;
-        et = p[0];
-        memcpy(&ts, p + 1, 8);
-        memcpy(&key_hash, p + 9, 8);
-        memcpy(&klen, p + 17, 4);
-        memcpy(&nslen, p + 21, 4);
-        p += 25;
-        if ((size_t)(end - p) < (size_t)klen + nslen || et > 1)
-            return -1;
-        keyed_set_key(b->key, (spate_bytes){ p, klen }, key_hash, nslen ? p + klen : NULL, nslen);
-        keyed_backend_register_timer(b, et == 1, ts);
-        p += klen + nslen;
-    }
-    keyed_set_key(b->key, (spate_bytes){ "", 0 }, 0, NULL, 0);
-    return p == end ? 0 : -1;
 }
 
 /* ---- the table ---- */

@@ -2,7 +2,8 @@
  * InternalTimerService), keyed_state_backend.h's first implementation: one
  * operator instance's states, each a state map per key group of the
  * subtask, scoped by the current key and namespace (a window, or none); and
- * its timers, deduplicated per key group and fired in timestamp order.
+ * its timers (timer_service.h), deduplicated per key group and fired in
+ * timestamp order.
  * Entries are stored serialized, so snapshots and rescaling move bytes by
  * key group. The per-record calls are inline here (keyed_value_in_place,
  * keyed_current_at, keyed_backend_prefetch, ...): an operator that made a
@@ -18,48 +19,10 @@
 #include "core/bytes.h"
 #include "core/key_group.h"
 #include "core/util.h"
+#include "state/keyed_state.h"
 #include "state/keyed_state_backend.h"
 #include "state/state_map.h"
-
-/* One state's values: a state map per key group of the subtask. */
-struct keyed_state {
-    uint32_t max_parallelism;
-    uint32_t kg_mask; /* max_parallelism - 1 when a power of two (the default 128), else 0 */
-    struct key_group_range range;
-    struct state_map *maps;
-};
-
-void keyed_state_init(struct keyed_state *ks, uint32_t max_parallelism,
-                      struct key_group_range range);
-void keyed_state_release(struct keyed_state *ks);
-
-/* The map of the key group of hash. A key outside the subtask's key groups
- * (a bug upstream) maps to the first. */
-static inline struct state_map *
-keyed_state_map(struct keyed_state *ks, uint64_t hash)
-{
-    /* A power-of-two max parallelism (the default 128) needs no division. */
-    uint32_t kg = likely(ks->kg_mask != 0) || ks->max_parallelism == 1
-                      ? (uint32_t)(hash & ks->kg_mask)
-                      : key_group_of_hash(hash, ks->max_parallelism);
-    uint32_t i = kg - ks->range.start;
-
-    /* Unsigned: a key group below the range wraps past its end too. */
-    if (unlikely(i > ks->range.end - ks->range.start))
-        i = 0;
-    return &ks->maps[i];
-}
-
-/* Makes key (bytes and hash) and namespace current for state and timers. */
-static inline void
-keyed_set_key(struct state_key_context *k, spate_bytes key, uint64_t hash, const void *ns,
-              size_t ns_len)
-{
-    k->key = key;
-    k->key_hash = hash;
-    k->ns = ns;
-    k->ns_len = ns_len;
-}
+#include "state/timer_service.h"
 
 struct heap_keyed_backend;
 
@@ -79,16 +42,6 @@ struct heap_state {
     uint32_t value_size, value_align_mask; /* the type's size and alignment - 1 */
 };
 
-struct timer_slot {
-    int64_t timestamp; /* the timer's, beside it for the heap's sifts */
-    struct timer *timer;
-};
-
-struct timer_heap {
-    struct timer_slot *items;
-    size_t count, cap;
-};
-
 /* keyed_backend_prefetch fetches a key's slot, and its heap block this
  * many calls later, when the slot is there to say where the block is. */
 #define KEYED_PREFETCH_STAGE 4
@@ -97,12 +50,10 @@ struct heap_keyed_backend {
     struct keyed_state_backend base;
     struct state_key_context *key; /* the current key: the owner's */
     spate_ctx *user_ctx;
-    uint64_t *wake_ns;
-    void *owner;
     struct heap_state *states;
     int nstates;
-    struct keyed_state timer_sets; /* per key group: the live timers' identities */
-    struct timer_heap event, processing;
+    struct key_group_range range; /* the subtask's key groups */
+    struct timer_service timers;
     uint8_t *buf; /* scratch for composite keys and values */
     size_t buf_cap;
     /* keyed_backend_prefetch: the keys' hashes of its last calls. */
@@ -143,22 +94,21 @@ heap_state_of(struct spate_state *st)
     return (struct heap_state *)st;
 }
 
-/* Timers of the current key and namespace. */
-void keyed_backend_register_timer(struct heap_keyed_backend *b, bool event_time, int64_t timestamp);
-void keyed_backend_delete_timer(struct heap_keyed_backend *b, bool event_time, int64_t timestamp);
-/* Fires, in timestamp order, the timers due at `time` (event time: the
- * watermark; processing time: the wall clock in ms), setting each one's key
- * and namespace current before calling fire. */
-void keyed_backend_advance(struct heap_keyed_backend *b, bool event_time, int64_t time,
-                           keyed_timer_fire_fn fire);
-/* The earliest processing-time timer (INT64_MAX: none). */
-int64_t keyed_backend_next_processing_time(const struct heap_keyed_backend *b);
-/* The owner's processing-time callback: fires what is due by the wall
- * clock and sets the wake-up for the next one (now: monotonic). */
-void keyed_backend_on_processing_time(struct heap_keyed_backend *b, uint64_t now,
-                                      keyed_timer_fire_fn fire);
+/* Timers of the current key and namespace (timer_service.h's), called
+ * directly by the operators that made the backend. */
+static inline void
+keyed_backend_register_timer(struct heap_keyed_backend *b, bool event_time, int64_t timestamp)
+{
+    timer_service_register(&b->timers, event_time, timestamp);
+}
 
-/* ---- checkpoints (state_snapshot.c writes and reads the files) ---- */
+static inline void
+keyed_backend_delete_timer(struct heap_keyed_backend *b, bool event_time, int64_t timestamp)
+{
+    timer_service_delete(&b->timers, event_time, timestamp);
+}
+
+/* ---- checkpoints (heap_snapshot.c writes and reads the state file) ---- */
 
 /* The synchronous part of a snapshot of the backend: every state map frozen
  * (copy-on-write), the live timers serialized per key group. Readable on
@@ -193,8 +143,12 @@ void keyed_backend_restore_entry(struct heap_keyed_backend *b, int i, uint64_t h
                                  const void *key, size_t key_len, const void *value,
                                  size_t value_len);
 /* Restore: the serialized timers of one key group (keyed_backend_snapshot's
- * form); -1 when they are malformed. */
-int keyed_backend_restore_timers(struct heap_keyed_backend *b, const uint8_t *bytes, size_t len);
+ * form); false when they are malformed. */
+static inline bool
+keyed_backend_restore_timers(struct heap_keyed_backend *b, const uint8_t *bytes, size_t len)
+{
+    return timer_service_restore(&b->timers, bytes, len);
+}
 
 /* The state named name (NULL when not declared). */
 struct heap_state *keyed_backend_state(struct heap_keyed_backend *b, const char *name);

@@ -224,7 +224,7 @@ restore_key_group(struct heap_keyed_backend *b, struct state_file *f, uint64_t o
         }
     }
     if (!state_file_cursor_u32(&c, &tlen) || (size_t)(c.end - c.p) != tlen ||
-        keyed_backend_restore_timers(b, c.p, tlen) != 0)
+        !keyed_backend_restore_timers(b, c.p, tlen))
         rc = state_file_corrupt(f, off, "malformed timers", err);
 out:
     free(buf);
@@ -243,8 +243,8 @@ keyed_backend_restore(struct keyed_state_backend *kb, const Checkpoint__Operator
         goto out;
     for (size_t h = 0; h < st->n_keyed; h++) {
         const Checkpoint__KeyedStateHandle *kh = st->keyed[h];
-        uint32_t lo = MAX(kh->key_group_start, b->timer_sets.range.start);
-        uint32_t hi = MIN(kh->key_group_end, b->timer_sets.range.end);
+        uint32_t lo = MAX(kh->key_group_start, b->range.start);
+        uint32_t hi = MIN(kh->key_group_end, b->range.end);
         uint64_t section_end;
         struct state_file *f;
 

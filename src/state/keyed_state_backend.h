@@ -78,6 +78,17 @@ struct state_key_context {
     size_t ns_len;
 };
 
+/* Makes key (bytes and hash) and namespace current for state and timers. */
+static inline void
+keyed_set_key(struct state_key_context *k, spate_bytes key, uint64_t hash, const void *ns,
+              size_t ns_len)
+{
+    k->key = key;
+    k->key_hash = hash;
+    k->ns = ns;
+    k->ns_len = ns_len;
+}
+
 struct keyed_state_backend;
 
 /* One state of a backend (spate.h's spate_state): each backend's states
