@@ -150,7 +150,9 @@ SPATE_API spate_stream *spate_source_generator(spate_env *env, spate_generator_f
 /* Lines of text from a TCP server (spate_str records, without the newline). */
 SPATE_API spate_stream *spate_source_socket(spate_env *env, const char *host, int port);
 /* Lines of the files at path (a file or a folder of files), read in splits
- * that the JobMaster hands out to the subtasks. */
+ * that the JobMaster hands out to the subtasks. A relative path is the
+ * folder's of the process that builds the job (the client), made absolute
+ * here; a file: URI is its path. */
 SPATE_API spate_stream *spate_source_text_file(spate_env *env, const char *path);
 
 /* ---- event time ---------------------------------------------------------- */
@@ -464,10 +466,14 @@ SPATE_API spate_stream *spate_window_process(spate_stream *window, spate_process
 /* Each record's readable form on a line of the output (stdout of the process
  * that runs the subtask), prefixed "i> " by subtask when parallelism > 1. */
 SPATE_API spate_stream *spate_sink_print(spate_stream *in);
-/* Each record's readable form on a line of a file: path itself at
- * parallelism 1, else path/part-<subtask>. */
+/* Each record's readable form on a line of a part file in the folder path
+ * (made if missing; relative paths as for spate_source_text_file), as
+ * Flink's FileSink: subtask s writes part-s-n, committed by checkpoints or
+ * at the end of bounded input (see docs/api.md). */
 SPATE_API spate_stream *spate_sink_text_file(spate_stream *in, const char *path);
 SPATE_API spate_stream *spate_sink(spate_stream *in, spate_sink_fn fn);
+/* Sinks show as "Sink: Print to Std. Out", "Sink: Text File" and "Sink:
+ * Unnamed"; spate_name(sink, "Counts") shows "Sink: Counts". */
 
 /* ---- operator settings (return their argument) -------------------------- */
 
