@@ -418,7 +418,7 @@ spate_ctx_output(spate_ctx *ctx, spate_tag tag, const void *rec)
 
     if (tag.id == 0) {
         spate_ctx_fail(ctx,
-                       "spate_ctx_output in operator '%s': not a tag made by "
+                       "spate_ctx_output in '%s': not a tag made by "
                        "spate_output_tag (are the function's spate_params set?)",
                        ctx->task_name);
         return;
@@ -450,6 +450,13 @@ current_key_type(const spate_ctx *ctx)
     }
 }
 
+/* Keys of the type are its in-memory bytes (types_key_bytes). */
+static bool
+fixed_size(const struct spate_type *t)
+{
+    return t->kind == TYPE_INT64 || t->kind == TYPE_DOUBLE || (t->kind != TYPE_STRING && t->plain);
+}
+
 /* The current key's bytes when its type is want; else fails the task with
  * the reason and gives NULL. */
 static const void *
@@ -459,7 +466,8 @@ key_of_type(spate_ctx *ctx, const struct spate_type *want, const char *what, spa
     char h[256], w[256];
 
     *key = spate_ctx_current_key(ctx);
-    if (have != NULL && key->data != NULL && types_same(have, want))
+    if (have != NULL && key->data != NULL && types_same(have, want) &&
+        (!fixed_size(want) || key->len == want->size))
         return key->data;
     types_describe(want, w, sizeof w);
     if (ctx->op->config->key.kind == KEY_NONE)
@@ -471,6 +479,9 @@ key_of_type(spate_ctx *ctx, const struct spate_type *want, const char *what, spa
                        what, ctx->task_name);
     else if (key->data == NULL)
         spate_ctx_fail(ctx, "%s in '%s': no key is current here", what, ctx->task_name);
+    else if (types_same(have, want))
+        spate_ctx_fail(ctx, "%s in '%s': the key's %zu bytes are no %s (a key_by function's key?)",
+                       what, ctx->task_name, key->len, w);
     else {
         types_describe(have, h, sizeof h);
         spate_ctx_fail(ctx, "%s in '%s': the key is %s, not %s", what, ctx->task_name, h, w);

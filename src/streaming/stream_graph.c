@@ -916,6 +916,39 @@ spate_connect(spate_stream *a, spate_stream *b)
     return n;
 }
 
+/* The type of the keys k selects from records of type t; NULL for a
+ * key_by function's (bytes of no declared type). */
+static const spate_type *
+key_type(const struct key_selector *k, const spate_type *t)
+{
+    switch (k->kind) {
+    case KEY_VALUE:
+        return t;
+    case KEY_FIELD:
+        return t->kind == TYPE_TUPLE && k->field < t->nfields ? t->fields[k->field] : NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* Keyed inputs of a two-input operator share one key type, as Flink's
+ * ConnectedStreams require: the current key reads alike from either. */
+static void
+check_key_types(struct spate_stream *n, const char *what)
+{
+    const spate_type *k1 = key_type(&n->key, n->in_type), *k2 = key_type(&n->key2, n->in_type2);
+    char a[256], b[256];
+
+    if (k1 == NULL || k2 == NULL || types_same(k1, k2))
+        return;
+    types_describe(k1, a, sizeof a);
+    types_describe(k2, b, sizeof b);
+    env_fail(
+        n->env,
+        "%s: the keys of its two inputs are %s and %s: keyed streams connect by keys of one type",
+        what, a, b);
+}
+
 /* A two-input operator over a connected stream. */
 static struct spate_stream *
 co_operator(spate_stream *connected, enum operator_kind kind, void *fn1, void *fn2,
@@ -936,6 +969,8 @@ co_operator(spate_stream *connected, enum operator_kind kind, void *fn1, void *f
     n->key2 = input_key(n->input2);
     if (n->key.kind == KEY_NONE || n->key2.kind == KEY_NONE)
         n->key.kind = n->key2.kind = KEY_NONE; /* keyed only when both are */
+    else
+        check_key_types(n, what);
     return n;
 }
 

@@ -275,3 +275,31 @@ Test(runtime_context, a_tag_missing_from_the_params_fails_the_task)
     free(failure);
     env_free(env);
 }
+
+static void
+nothing(spate_ctx *ctx, const void *in)
+{
+    (void)ctx;
+    (void)in;
+}
+
+Test(runtime_context, a_key_of_the_wrong_size_is_no_number)
+{
+    spate_env *env = env_new(NULL, NULL);
+    struct seen got = { 0 };
+    struct params p = { &got, NULL, { 0 } };
+    spate_stream *c;
+    char *failure;
+
+    /* The second input's keys are a key_by function's 3 bytes ("ann"),
+     * the first's an int64 field: read as int64 in the second's calls. */
+    c = spate_connect(spate_key_by_field(click_source(env), 1),
+                      spate_key_by(click_source(env), user_of));
+    spate_params(spate_co_process(c, nothing, int64_key, click_type(env)), &p, sizeof p);
+    failure = run(env);
+    cr_assert_not_null(failure);
+    cr_assert(strstr(failure, "the key's 3 bytes are no int64") != NULL, "%s", failure);
+    cr_assert_str_eq(got.lines[0], "0", "the call gives 0 as the task fails");
+    free(failure);
+    env_free(env);
+}

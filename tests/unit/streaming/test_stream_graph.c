@@ -256,3 +256,37 @@ Test(stream_graph, file_paths_are_absolute_where_the_job_is_built)
     cr_assert_str_eq(abs->path, "/data/out");
     env_free(env);
 }
+
+static void
+on_words(spate_ctx *ctx, const void *in)
+{
+    (void)ctx;
+    (void)in;
+}
+
+static void
+words(spate_ctx *ctx, uint64_t i, void *out)
+{
+    (void)ctx;
+    *(spate_str *)out = (spate_str){ i % 2 ? "odd" : "even", i % 2 ? 3 : 4 };
+}
+
+Test(stream_graph, connected_keyed_streams_share_one_key_type)
+{
+    spate_env *env = env_new(NULL, NULL);
+    spate_stream *w = spate_source_generator(env, words, spate_type_string(), 10, 0);
+    spate_stream *c = spate_connect(spate_key_by_field(events(env), 0), spate_key_by_value(w));
+    const char *msg;
+
+    spate_sink(spate_co_process(c, route, on_words, ev_type(env)), sink);
+    cr_assert_eq(execute(env, &msg), SPATE_EINVAL);
+    cr_assert_str_eq(msg, "co_process: the keys of its two inputs are int64 and string: keyed "
+                          "streams connect by keys of one type");
+    env_free(env);
+
+    env = env_new(NULL, NULL);
+    c = spate_connect(spate_key_by_field(events(env), 0), spate_key_by_field(events(env), 1));
+    spate_sink(spate_co_process(c, route, route, ev_type(env)), sink);
+    cr_assert_eq(execute(env, &msg), SPATE_ESTATE, "%s", msg);
+    env_free(env);
+}
