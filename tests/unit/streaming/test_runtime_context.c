@@ -303,3 +303,50 @@ Test(runtime_context, a_key_of_the_wrong_size_is_no_number)
     free(failure);
     env_free(env);
 }
+
+static int64_t
+click_n(spate_ctx *ctx, const void *rec)
+{
+    (void)ctx;
+    return ((const struct click *)rec)->n;
+}
+
+/* Each window's clicks to the main output, its key to the side output. */
+static void
+window_route(spate_ctx *ctx, spate_time_window w, spate_iter *elements)
+{
+    struct click c;
+    spate_str user = spate_ctx_current_key_string(ctx);
+
+    (void)w;
+    while (spate_list_next(elements, &c))
+        spate_emit(ctx, &c);
+    spate_ctx_output(ctx, params_of(ctx)->tag, &user);
+}
+
+Test(runtime_context, a_process_window_function_sends_to_side_outputs)
+{
+    spate_env *env = env_new(NULL, NULL);
+    struct seen main_seen = { 0 }, side_seen = { 0 };
+    spate_tag keys = spate_output_tag(env, "keys", spate_type_string());
+    struct params p = { NULL, NULL, keys }, pm = { &main_seen, NULL, { 0 } },
+                  ps = { &side_seen, NULL, { 0 } };
+    spate_watermark_strategy ws = spate_watermarks_monotonous(click_n);
+    spate_stream *w;
+
+    w = spate_assign_timestamps_and_watermarks(click_source(env), &ws);
+    w = spate_window(spate_key_by_field(w, 0), spate_tumbling_event_time(10));
+    w = spate_params(spate_window_process(w, window_route, click_type(env)), &p, sizeof p);
+    spate_params(spate_sink(w, click_sink), &pm, sizeof pm);
+    spate_params(spate_sink(spate_side_output(w, keys), user_sink), &ps, sizeof ps);
+    cr_assert_null(run(env));
+    cr_assert_eq(main_seen.n, 2);
+    cr_assert_eq(side_seen.n, 2);
+    /* The windows fire in no promised order. */
+    cr_assert(strcmp(side_seen.lines[0], side_seen.lines[1]) != 0);
+    for (int i = 0; i < 2; i++)
+        cr_assert(strcmp(side_seen.lines[i], "side ann") == 0 ||
+                      strcmp(side_seen.lines[i], "side bob") == 0,
+                  "%s", side_seen.lines[i]);
+    env_free(env);
+}
