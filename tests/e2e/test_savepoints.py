@@ -424,6 +424,14 @@ class SavepointTest(ClusterTestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("_metadata", r.stderr)
         self.assertTrue(os.path.isfile(mine))
+        # A path of a scheme no storage reads is refused, naming it.
+        status, body = self.http("/savepoint-disposal", "POST",
+                                 {"savepoint-path": "s3://bucket/savepoint-1"})
+        self.assertEqual(status, 400, body)
+        self.assertIn("the scheme 's3' is not supported", body["errors"][0])
+        r = self.spate(*self.target(["savepoint", "-d", "s3://bucket/savepoint-1"]))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("the scheme 's3' is not supported", r.stderr)
 
     def test_a_failed_savepoint_or_stop_is_reported_and_the_job_keeps_running(self):
         out = os.path.join(self.tmp, "out")
