@@ -282,12 +282,12 @@ checkpoint_metadata_write(const Metadata *md, const char *dir, char **path, spat
     if ((rc = checkpoint_metadata_encode(md, dir, &buf, &len, err)) != 0)
         goto out;
     if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
-        rc = spate_error_set(err, -errno, "cannot create '%s': %s", tmp, strerror(errno));
+        rc = spate_error_set(err, -errno, "cannot create '%s': %s", tmp, spate_strerror(-errno));
         goto out;
     }
     if ((rc = write_all(fd, buf, len)) != 0 || fsync(fd) != 0) {
         rc = spate_error_set(err, rc ? rc : -errno, "cannot write '%s': %s", tmp,
-                             strerror(rc ? -rc : errno));
+                             spate_strerror(rc ? rc : -errno));
         close(fd);
         unlink(tmp);
         goto out;
@@ -295,7 +295,7 @@ checkpoint_metadata_write(const Metadata *md, const char *dir, char **path, spat
     close(fd);
     if (rename(tmp, final) != 0) {
         rc = spate_error_set(err, -errno, "cannot rename '%s' to '%s': %s", tmp, final,
-                             strerror(errno));
+                             spate_strerror(-errno));
         unlink(tmp);
         goto out;
     }
@@ -327,7 +327,8 @@ checkpoint_metadata_read(const char *path, Metadata **out, spate_error *err)
         path = file = xasprintf("%s/%s", path, CHECKPOINT_METADATA_FILE);
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
         rc = spate_error_set(err, errno == ENOENT ? SPATE_ENOENT : -errno,
-                             "cannot read checkpoint metadata '%s': %s", path, strerror(errno));
+                             "cannot read checkpoint metadata '%s': %s", path,
+                             spate_strerror(-errno));
         goto out;
     }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
@@ -345,7 +346,7 @@ checkpoint_metadata_read(const char *path, Metadata **out, spate_error *err)
             continue;
         if (n < 0) {
             rc = spate_error_set(err, -errno, "cannot read checkpoint metadata '%s': %s", path,
-                                 strerror(errno));
+                                 spate_strerror(-errno));
             goto out;
         }
         if (n == 0)
@@ -374,7 +375,7 @@ check_file(const Metadata *md, const char *mdpath, const Checkpoint__OperatorSta
                                "checkpoint %lld ('%s'): state file '%s' of operator '%s' (subtask "
                                "%d) is missing: %s",
                                (long long)md->checkpoint_id, mdpath, file, op->name ? op->name : "",
-                               subtask, strerror(errno));
+                               subtask, spate_strerror(-errno));
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < need)
         return spate_error_set(err, SPATE_EPROTO,
                                "checkpoint %lld ('%s'): state file '%s' of operator '%s' (subtask "

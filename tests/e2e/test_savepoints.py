@@ -366,7 +366,7 @@ class SavepointTest(ClusterTestCase):
             self.wait_overview(2, slots=8, available=8)
 
         missing = os.path.join(self.tmp, "no-such-savepoint")
-        fails(missing, "cannot resume", missing, "No such file")
+        fails(missing, "cannot resume", missing, "no such file")
         # A copy of the savepoint, spoiled one way at a time.
         bad = os.path.join(self.tmp, "bad", os.path.basename(sp))
         shutil.copytree(sp, bad)
