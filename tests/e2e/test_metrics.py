@@ -53,7 +53,7 @@ class MetricsTest(ClusterTestCase):
         bp = self.submit("backpressure", "1000")  # the sink sleeps 1 ms per record
         et = self.submit("eventtime", "2000")
         bpv = self.running_vertices(bp)
-        source, sink = bpv["Numbers"]["id"], bpv["Slow Sink"]["id"]
+        source, sink = bpv["Numbers"]["id"], bpv["Sink: Slow Sink"]["id"]
         etv = self.running_vertices(et)
         readings = next(v["id"] for n, v in etv.items() if n.startswith("Readings"))
         counts = next(v["id"] for n, v in etv.items() if n.startswith("Counts"))
@@ -192,7 +192,7 @@ class MetricsTest(ClusterTestCase):
         jid = self.submit("bounded", "5000")
         wait_for(lambda: self.job(jid)["state"] == "FINISHED", 60, "the job to finish")
         vs = {v["name"]: v for v in self.job(jid)["vertices"]}
-        source, sink = vs["Numbers"], vs["Slow Sink"]
+        source, sink = vs["Numbers"], vs["Sink: Slow Sink"]
         # Exactly the records: the watermark that ends the input is none.
         self.assertEqual(source["metrics"]["write-records"], 5000)
         self.assertEqual(sink["metrics"]["read-records"], 5000)
