@@ -51,7 +51,7 @@ state_file_create(struct state_file_writer *w, const char *path, spate_error *er
                                    "or state.checkpoints.dir is not shared with the JobManager)",
                                    path);
         return spate_error_set(err, -errno, "cannot create state file '%s': %s", path,
-                               strerror(errno));
+                               spate_strerror(-errno));
     }
     w->buf = xmalloc(STATE_FILE_BUFFER);
     state_file_put(w, STATE_FILE_MAGIC, 4);
@@ -71,7 +71,7 @@ state_file_finish(struct state_file_writer *w, const char *path, spate_error *er
         return 0;
     unlink(path);
     return spate_error_set(err, -w->error, "cannot write state file '%s': %s", path,
-                           strerror(w->error));
+                           spate_strerror(-w->error));
 }
 
 Checkpoint__OperatorStateEntry *
@@ -114,7 +114,7 @@ state_file_open(struct state_file_reader *r, const char *path, struct state_file
     memset(f, 0, sizeof *f);
     if ((f->f = fopen(path, "rbe")) == NULL)
         return spate_error_set(err, -errno, "cannot open state file '%s': %s", path,
-                               strerror(errno));
+                               spate_strerror(-errno));
     if (fstat(fileno(f->f), &st) != 0 || fread(magic, 1, 4, f->f) != 4 ||
         fread(&version, 1, 4, f->f) != 4 || memcmp(magic, STATE_FILE_MAGIC, 4) != 0) {
         fclose(f->f);

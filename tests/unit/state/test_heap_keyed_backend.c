@@ -488,6 +488,20 @@ Test(heap_keyed_backend, a_state_file_restores_each_new_subtask_its_key_groups)
     written_free(&wr);
 }
 
+Test(heap_keyed_backend, a_state_file_that_cannot_be_made_is_an_error_naming_it)
+{
+    char dir[] = "/tmp/spate-state-test-XXXXXX";
+    struct state_file_writer w;
+    spate_error err = { 0 };
+
+    cr_assert_not_null(mkdtemp(dir));
+    /* A folder where the file should be: open(2) fails with EISDIR. */
+    cr_assert_neq(state_file_create(&w, dir, &err), 0);
+    cr_assert(strstr(err.message, dir) != NULL && strstr(err.message, "directory") != NULL, "%s",
+              err.message);
+    rmdir(dir);
+}
+
 Test(heap_keyed_backend, a_truncated_state_file_is_an_error_naming_it)
 {
     struct state_descriptor d = desc("v", STATE_VALUE, 0);
