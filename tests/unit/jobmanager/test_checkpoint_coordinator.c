@@ -881,6 +881,39 @@ Test(checkpoint_coordinator, a_manual_checkpoint_reports_its_id)
     job_end(&j);
 }
 
+/* A checkpoint folder no storage reads (a graph that did not come through
+ * job_settings, which refuses one): no checkpoint, and the reason says why. */
+Test(checkpoint_coordinator, a_folder_no_storage_reads_takes_no_checkpoints_and_says_why)
+{
+    struct job j;
+    struct checkpoint_coordinator_options o = { 0 };
+    spate_id trig;
+    spate_error err = { 0 };
+    Ckstats__TriggerStatus status;
+
+    job_start(&j, NULL, 1);
+    checkpoint_coordinator_free(j.cc);
+    free(j.eg->graph->checkpointing.checkpoints_dir);
+    j.eg->graph->checkpointing.checkpoints_dir = strdup("s3://bucket/cps");
+    o.eg = j.eg;
+    o.store = j.store = ha_memory_checkpoint_store_new(1);
+    o.counter = ha_memory_checkpoint_id_counter_new();
+    o.ops = &fake_ops;
+    j.cc = checkpoint_coordinator_new(&o);
+    checkpoint_coordinator_start(j.cc);
+    tick();
+    id_random(&trig);
+    cr_assert_eq(checkpoint_coordinator_trigger_manual(j.cc, &trig, &err), 0, "%s", err.message);
+    drain();
+    cr_assert_eq(count_msgs(MSG_TRIGGER, 1), 0, "nothing was triggered");
+    cr_assert_eq(checkpoint_coordinator_trigger_status(j.cc, &trig, &status, &err), 0);
+    cr_assert(status.done);
+    cr_assert(strstr(status.failure, "the scheme 's3' is not supported") != NULL, "%s",
+              status.failure);
+    cr_assert(strstr(status.failure, "state.checkpoints.dir") != NULL, "%s", status.failure);
+    job_end(&j);
+}
+
 static struct {
     int calls, rc;
     int64_t id;
