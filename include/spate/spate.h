@@ -152,7 +152,7 @@ SPATE_API spate_stream *spate_source_socket(spate_env *env, const char *host, in
 /* Lines of the files at path (a file or a folder of files), read in splits
  * that the JobMaster hands out to the subtasks. A relative path is the
  * folder's of the process that builds the job (the client), made absolute
- * here; a file: URI is its path. */
+ * here; a file: URI is its path; another scheme (s3://...) is an error. */
 SPATE_API spate_stream *spate_source_text_file(spate_env *env, const char *path);
 
 /* ---- event time ---------------------------------------------------------- */

@@ -541,12 +541,26 @@ absolute_path(const char *path)
     return xasprintf("%s/%s", cwd, strcmp(path, ".") == 0 ? "" : path);
 }
 
+/* Whether path is a local path or a file: URI, the only ones the file
+ * source and sink read and write. */
+static bool
+local_path(spate_env *env, const char *path, const char *what)
+{
+    const char *scheme_end = strstr(path, "://");
+
+    return check(env, scheme_end == NULL || strncmp(path, "file:", 5) == 0,
+                 "%s '%s': only local files are read and written here (a path or a file: URI, "
+                 "not %.*s:)",
+                 what, path, (int)(scheme_end ? scheme_end - path : 0), path);
+}
+
 spate_stream *
 spate_source_text_file(spate_env *env, const char *path)
 {
     struct spate_stream *s = node_new(env, OP_SOURCE_FILE, NULL, spate_type_string());
 
-    check(env, path != NULL && *path, "text file source needs a path");
+    if (check(env, path != NULL && *path, "text file source needs a path"))
+        local_path(env, path, "text file source");
     s->path = absolute_path(path ? path : "");
     return s;
 }
@@ -1330,7 +1344,8 @@ spate_sink_text_file(spate_stream *in, const char *path)
 {
     struct spate_stream *n = node_new(in->env, OP_SINK_FILE, in, NULL);
 
-    check(in->env, path != NULL && *path, "text file sink needs a path");
+    if (check(in->env, path != NULL && *path, "text file sink needs a path"))
+        local_path(in->env, path, "text file sink");
     n->path = absolute_path(path ? path : "");
     return n;
 }

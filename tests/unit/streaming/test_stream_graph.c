@@ -254,6 +254,12 @@ Test(stream_graph, file_paths_are_absolute_where_the_job_is_built)
     cr_assert_str_eq(out->path, want);
     cr_assert_str_eq(uri->path, "/data/clicks");
     cr_assert_str_eq(abs->path, "/data/out");
+    cr_assert_null(spate_env_error(env));
+    spate_sink_text_file(in, "s3://bucket/out");
+    cr_assert_not_null(spate_env_error(env));
+    cr_assert_str_eq(spate_env_error(env)->message,
+                     "text file sink 's3://bucket/out': only local files are read and written "
+                     "here (a path or a file: URI, not s3:)");
     env_free(env);
 }
 
