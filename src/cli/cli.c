@@ -185,10 +185,11 @@ cli_usage(FILE *out)
         cli_print_entry(out, left, n, c->summary);
     }
     fprintf(out, "\n"
-                 "options (before the command or after its name):\n");
+                 "options:\n");
     cli_print_options(out, "  --conf-dir DIR\tread DIR/config.yaml (default: $SPATE_CONF_DIR, "
                            "else conf/ beside spate)\n"
-                           "  -D key=value\tset a configuration key, over the file's value\n"
+                           "  -D key=value\tset a configuration key, over the file's value "
+                           "(before the command or after its name)\n"
                            "  -h, --help\tprint this help (after a command: the command's)\n"
                            "  --version\tprint spate's version\n");
     fprintf(out, "\n"
