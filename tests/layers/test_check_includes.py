@@ -74,6 +74,14 @@ class CheckIncludesTest(unittest.TestCase):
         self.assertIn(f'src/taskmanager/task.c:{n}: layer taskmanager ({folder}) includes '
                       f'layer jobmanager', r.stdout)
 
+    def test_rest_includes_no_jobmanager_header(self):
+        # REST reaches the JobManager through RPC gateways only.
+        n = self.plant('src/rest/rest_jobs.c', '#include "jobmanager/dispatcher.h"')
+        r = run_check(GRAPH, self.root)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f'src/rest/rest_jobs.c:{n}: layer rest (src/rest) includes layer '
+                      f'jobmanager (src/jobmanager)', r.stdout)
+
     def test_a_header_is_checked_too(self):
         n = self.plant('src/rpc/frame.h', '#include "cli/cli.h"')
         r = run_check(GRAPH, self.root)
