@@ -155,9 +155,11 @@ function(spate_fuzz_target name)
     endif()
 endfunction()
 
-# spate_e2e_test(<name> COMMAND ... [TIMEOUT s])
+# spate_e2e_test(<name> COMMAND ... [TIMEOUT s] [RELEASE_ONLY])
+# RELEASE_ONLY: no asan-e2e/ twin (a test of what only the Release build
+# has, such as its installation).
 function(spate_e2e_test name)
-    cmake_parse_arguments(E "" "TIMEOUT" "COMMAND" ${ARGN})
+    cmake_parse_arguments(E "RELEASE_ONLY" "TIMEOUT" "COMMAND" ${ARGN})
     if(SPATE_SANITIZE)
         return()
     endif()
@@ -167,7 +169,7 @@ function(spate_e2e_test name)
     add_test(NAME e2e/${name} COMMAND ${E_COMMAND})
     set_tests_properties(e2e/${name} PROPERTIES LABELS e2e TIMEOUT ${E_TIMEOUT}
         ENVIRONMENT "SPATE_BUILD=${CMAKE_BINARY_DIR};SPATE_SOURCE=${PROJECT_SOURCE_DIR}")
-    if(SPATE_SANITIZER_SUITES)
+    if(SPATE_SANITIZER_SUITES AND NOT E_RELEASE_ONLY)
         # The same test against build-asan's spate (ASan+UBSan, debug
         # assertions such as the executing RPC endpoint's).
         add_test(NAME asan-e2e/${name} COMMAND ${E_COMMAND})
