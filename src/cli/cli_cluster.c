@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "cli/cli_cluster.h"
-#include "cli/cli_leader.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "blob/blob_server.h"
@@ -279,53 +278,4 @@ cli_taskmanager(const struct config *conf, int argc, char **argv)
         return 2;
     }
     return taskmanager_run(conf, count);
-}
-
-int
-cli_test_job(const struct config *conf, int argc, char **argv)
-{
-    struct rpc_service_options ro = { 0 };
-    Cluster__TestJob job = CLUSTER__TEST_JOB__INIT;
-    struct rpc_gateway *gw = NULL;
-    struct rpc_service *svc = NULL;
-    struct rpc_future *f = NULL;
-    spate_error err = { 0 };
-    char addr[512];
-    int status = 1;
-    spate_id id;
-
-    job.name = "test job";
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--slots") == 0 && i + 1 < argc)
-            job.slots = (uint32_t)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--run-ms") == 0 && i + 1 < argc)
-            job.run_ms = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
-            job.name = argv[++i];
-        else {
-            fprintf(stderr, "usage: spate test-job --slots N [--run-ms MS] [--name NAME]\n");
-            return 2;
-        }
-    }
-    /* The leading Dispatcher (standalone: the configured JobManager). */
-    if (rpc_service_options_from_config(conf, &ro, &err) != 0 ||
-        cli_find_leader(conf, CLI_LEADER_DISPATCHER, addr, sizeof addr, 30000, &err) != 0)
-        goto out;
-    ro.thread_name = "rpc";
-    if (rpc_service_new(&ro, &svc, &err) != 0 || rpc_service_start(svc, &err) != 0 ||
-        rpc_gateway_new(svc, addr, NULL, &gw, &err) != 0)
-        goto out;
-    f = dispatcher_submit_test_job(gw, &job, 0);
-    if (rpc_future_wait(f, -1, &err) != 0)
-        goto out;
-    gw_id_get(&((Cluster__JobId *)rpc_future_value(f))->job_id, &id);
-    printf("%s\n", id_str(&id).s);
-    status = 0;
-out:
-    if (status != 0)
-        fprintf(stderr, "spate test-job: %s\n", err.message);
-    rpc_future_unref(f);
-    rpc_gateway_free(gw);
-    rpc_service_free(svc);
-    return status;
 }

@@ -1,6 +1,6 @@
-/* The cluster commands of the spate command line: `spate jobmanager`,
- * `spate taskmanager` and the test-only `spate test-job`. Run on the main
- * thread, which only waits while the RPC and REST threads work. */
+/* The cluster commands of the spate command line: `spate jobmanager` and
+ * `spate taskmanager`. Run on the main thread, which only waits while the
+ * RPC and REST threads work. */
 #ifndef SPATE_CLI_CLI_CLUSTER_H
 #define SPATE_CLI_CLI_CLUSTER_H
 
@@ -9,6 +9,5 @@
 /* Each returns the process's exit status. argv[0] is the command's name. */
 int cli_jobmanager(const struct config *conf, int argc, char **argv);
 int cli_taskmanager(const struct config *conf, int argc, char **argv);
-int cli_test_job(const struct config *conf, int argc, char **argv);
 
 #endif

@@ -22,7 +22,7 @@
 
 struct job_graph_record {
     spate_id job_id;
-    char *kind;    /* the Dispatcher's tag: "test-job", "job-graph" */
+    char *kind;    /* the Dispatcher's tag: "job-graph" */
     uint8_t *data; /* the submission as the Dispatcher encoded it */
     size_t len;
 };

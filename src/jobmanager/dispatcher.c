@@ -12,8 +12,7 @@
 #include "checkpoint/checkpoint_storage.h"
 #include "streaming/job_graph_codec.h"
 
-/* Kinds of job graph store records. */
-#define DISP_KIND_TEST_JOB  "test-job"
+/* The kind of the job graph store's records. */
 #define DISP_KIND_JOB_GRAPH "job-graph"
 
 #define DISP_LOG "dispatcher"
@@ -130,7 +129,7 @@ disp_archive_vertices(struct disp_job *j, struct job_master *jm)
     const struct execution_graph *eg = job_master_execution_graph(jm);
     Cluster__JobVertices v;
 
-    if (eg == NULL || job_vertices_build(eg, NULL, &v) != 0)
+    if (job_vertices_build(eg, NULL, &v) != 0)
         return;
     j->vertices_len = cluster__job_vertices__get_packed_size(&v);
     j->vertices = xmalloc(j->vertices_len + 1);
@@ -219,57 +218,6 @@ disp_launch(struct dispatcher *d, struct disp_job *j, struct job_master_options 
     }
     disp_publish_job_master(d, j);
     return j;
-}
-
-/* Starts a test job's JobMaster (a new submission or a recovered one). */
-static struct disp_job *
-disp_start_test_job(struct dispatcher *d, const spate_id *job_id, const Cluster__TestJob *req,
-                    spate_error *err)
-{
-    struct job_master_options o = { 0 };
-    struct disp_job *j = xcalloc(1, sizeof *j);
-
-    j->job_id = *job_id;
-    o.name = req->name;
-    o.tasks = req->slots;
-    o.run_ms = req->run_ms;
-    if (disp_launch(d, j, &o, err) == NULL)
-        return NULL;
-    SPATE_LOG_INFO(DISP_LOG, "submitted job %s (%s) asking for %u slots", id_str(job_id).s,
-                   req->name, req->slots);
-    return j;
-}
-
-static void
-dh_submit_test_job(struct rpc_endpoint *ep, const Cluster__TestJob *req, struct rpc_call *call)
-{
-    struct dispatcher *d = disp_of(ep);
-    Cluster__JobId reply = CLUSTER__JOB_ID__INIT;
-    spate_error err = { 0 };
-    struct disp_job *j;
-    spate_id job_id;
-
-    if (d->shutting_down) {
-        rpc_call_fail(call, SPATE_ESTATE, "the cluster is shutting down");
-        return;
-    }
-    if (!disp_check_leader(d, call))
-        return;
-    if (req->slots == 0 || req->slots > 100000) {
-        rpc_call_fail(call, SPATE_EINVAL, "a test job needs 1 to 100000 slots, not %u", req->slots);
-        return;
-    }
-    id_random(&job_id);
-    if (d->jgs != NULL) {
-        disp_persist(d, &job_id, DISP_KIND_TEST_JOB, &req->base, NULL, call); /* runs once stored */
-        return;
-    }
-    if ((j = disp_start_test_job(d, &job_id, req, &err)) == NULL) {
-        rpc_call_fail(call, err.code, "%s", err.message);
-        return;
-    }
-    reply.job_id = gw_id_bytes(&j->job_id);
-    rpc_call_reply(call, &reply.base);
 }
 
 /* Starts a submitted JobGraph's JobMaster (a new submission or a recovered
@@ -437,7 +385,7 @@ dh_request_job_vertices(struct rpc_endpoint *ep, const Cluster__JobVertexQuery *
     }
     if (j->jm != NULL) {
         eg = job_master_execution_graph(j->jm);
-        if (eg == NULL ? one : job_vertices_build(eg, one ? &vertex : NULL, &out) != 0) {
+        if (job_vertices_build(eg, one ? &vertex : NULL, &out) != 0) {
             rpc_call_fail(call, SPATE_ENOENT, "vertex %s of job %s not found", id_str(&vertex).s,
                           id_str(&job).s);
             return;
@@ -880,7 +828,6 @@ dispatcher_shutdown(struct dispatcher *d, const char *reason)
 }
 
 static const struct dispatcher_handlers disp_handlers = {
-    .submit_test_job = dh_submit_test_job,
     .submit_job = dh_submit_job,
     .request_jobs = dh_request_jobs,
     .request_job = dh_request_job,
@@ -1064,33 +1011,23 @@ disp_persist_work(void *arg)
     p->rc = p->d->jgs->ops->put(p->d->jgs, &p->rec, &p->err);
 }
 
-/* Starts a stored job of either kind; NULL with err set when it cannot. */
+/* Starts a stored job; NULL with err set when it cannot. */
 static struct disp_job *
 disp_start_record(struct dispatcher *d, const struct job_graph_record *rec, spate_error *err)
 {
-    struct disp_job *j = NULL;
+    Cluster__JobSubmission *req;
+    struct disp_job *j;
 
-    if (strcmp(rec->kind, DISP_KIND_TEST_JOB) == 0) {
-        Cluster__TestJob *req = cluster__test_job__unpack(NULL, rec->len, rec->data);
-
-        if (req == NULL) {
-            spate_error_set(err, SPATE_EPROTO, "undecodable test job");
-            return NULL;
-        }
-        j = disp_start_test_job(d, &rec->job_id, req, err);
-        cluster__test_job__free_unpacked(req, NULL);
-    } else if (strcmp(rec->kind, DISP_KIND_JOB_GRAPH) == 0) {
-        Cluster__JobSubmission *req = cluster__job_submission__unpack(NULL, rec->len, rec->data);
-
-        if (req == NULL) {
-            spate_error_set(err, SPATE_EPROTO, "undecodable job submission");
-            return NULL;
-        }
-        j = disp_start_job(d, &rec->job_id, req, err);
-        cluster__job_submission__free_unpacked(req, NULL);
-    } else {
+    if (strcmp(rec->kind, DISP_KIND_JOB_GRAPH) != 0) {
         spate_error_set(err, SPATE_ENOTSUP, "jobs of kind '%s' cannot be run", rec->kind);
+        return NULL;
     }
+    if ((req = cluster__job_submission__unpack(NULL, rec->len, rec->data)) == NULL) {
+        spate_error_set(err, SPATE_EPROTO, "undecodable job submission");
+        return NULL;
+    }
+    j = disp_start_job(d, &rec->job_id, req, err);
+    cluster__job_submission__free_unpacked(req, NULL);
     if (j != NULL)
         j->persisted = true;
     return j;

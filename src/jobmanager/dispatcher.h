@@ -3,7 +3,7 @@
  * jobstore.max-capacity entries, the oldest go first), answers the overviews the REST API shows,
  * and shuts the cluster down (seed 000's StopCluster: the ResourceManager
  * tells every TaskManager to stop). Jobs are JobGraphs submitted by clients
- * (submit_job), or the test-only stand-in of job_master.h. Loop thread. */
+ * (submit_job). Loop thread. */
 #ifndef SPATE_JOBMANAGER_DISPATCHER_H
 #define SPATE_JOBMANAGER_DISPATCHER_H
 

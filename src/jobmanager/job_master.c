@@ -1,7 +1,7 @@
 /* The JobMaster (job_master.h): its ResourceManager connection, its
  * SlotPool, the TaskExecutors that registered with it, the job's
  * CheckpointCoordinator and failover (restart strategy, pipelined regions,
- * restore from the latest checkpoint), and the stand-in job's tasks. */
+ * restore from the latest checkpoint). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +21,6 @@
 #include "checkpoint/checkpoint_metadata.h"
 
 #define JM_LOG "jobmaster"
-
-enum task_state { TASK_SCHEDULED, TASK_RUNNING, TASK_FINISHED, TASK_CANCELED };
-
-struct jm_task {
-    enum task_state state;
-    spate_id allocation_id;
-    spate_id resource_id;
-};
 
 /* A TaskExecutor registered with this JobMaster. */
 struct jm_worker {
@@ -55,15 +47,14 @@ struct job_master {
     Cluster__ExceptionInfo *exceptions; /* failures, oldest first */
     size_t nexceptions;
     bool exceptions_truncated;
-    struct jm_task *tasks;
-    struct execution_graph *eg; /* a real job; NULL for the stand-in */
+    struct execution_graph *eg;
     int slots_needed;
     /* The shared slots the job holds or asked for, [slots_needed]. */
     struct jm_slot {
         bool have, pending;
         spate_id allocation_id, resource_id;
     } * slots;
-    /* Checkpoints and failover (real jobs). The coordinator exists once the
+    /* Checkpoints and failover. The coordinator exists once the
      * stores are made (prepared); deployments wait for it and for the
      * checkpoint they restore (restore_md, NULL: a fresh start). */
     struct checkpoint_coordinator *cc;
@@ -97,7 +88,6 @@ struct job_master {
     Cluster__Accumulator **acc_ptrs;
     struct slot_pool pool;
     struct hmap workers;
-    struct rpc_timer *finish_timer;
 
     struct leader_retrieval *rm_retrieval;
     char *rm_address;
@@ -223,17 +213,12 @@ jm_terminate(struct job_master *jm, enum job_status s, const char *failure)
 {
     if (job_status_is_terminal(jm->status))
         return;
-    rpc_timer_cancel(jm->finish_timer);
-    jm->finish_timer = NULL;
     if (failure != NULL) {
         free(jm->failure);
         jm->failure = xstrdup(failure);
         SPATE_LOG_ERROR(JM_LOG, "job %s (%s) failed: %s", id_str(&jm->o.job_id).s, jm->name,
                         failure);
     }
-    for (uint32_t i = 0; i < jm->o.tasks; i++)
-        if (jm->tasks[i].state != TASK_FINISHED)
-            jm->tasks[i].state = s == JOB_FINISHED ? TASK_FINISHED : TASK_CANCELED;
     rpc_timer_cancel(jm->restart_timer);
     jm->restart_timer = NULL;
     jm->restarting = false;
@@ -248,16 +233,7 @@ jm_terminate(struct job_master *jm, enum job_status s, const char *failure)
         jm->o.on_terminal(jm->o.arg, jm);
 }
 
-static void
-jm_on_finish(void *arg)
-{
-    struct job_master *jm = arg;
-
-    jm->finish_timer = NULL;
-    jm_terminate(jm, JOB_FINISHED, NULL);
-}
-
-/* ---- a real job: its ExecutionGraph ---------------------------------------------------- */
+/* ---- the ExecutionGraph's end ------------------------------------------------------------ */
 
 static void jm_check_end(struct job_master *jm);
 static void jm_try_restart(struct job_master *jm);
@@ -273,7 +249,7 @@ jm_check_end(struct job_master *jm)
 {
     struct execution_graph *eg = jm->eg;
 
-    if (eg == NULL || job_status_is_terminal(jm->status))
+    if (job_status_is_terminal(jm->status))
         return;
     if (jm->restarting) {
         jm_try_restart(jm);
@@ -814,27 +790,7 @@ jm_cancel_request(void *arg, const spate_id *allocation)
 static void
 jm_fulfilled(void *arg, const struct pool_slot *s)
 {
-    struct job_master *jm = arg;
-    struct jm_task *t;
-    uint32_t running = 0;
-
-    if (jm->eg != NULL) {
-        jm_assign_slot(jm, s);
-        return;
-    }
-    t = &jm->tasks[s->task];
-    t->state = TASK_RUNNING;
-    t->allocation_id = s->allocation_id;
-    t->resource_id = s->resource_id;
-    for (uint32_t i = 0; i < jm->o.tasks; i++)
-        running += jm->tasks[i].state == TASK_RUNNING;
-    SPATE_LOG_INFO(JM_LOG,
-                   "job %s: task %u got slot %u of TaskManager %s (%u of %u tasks have "
-                   "slots)",
-                   id_str(&jm->o.job_id).s, s->task, s->index, id_str(&s->resource_id).s, running,
-                   jm->o.tasks);
-    if (running == jm->o.tasks && jm->o.run_ms > 0 && jm->finish_timer == NULL)
-        jm->finish_timer = rpc_endpoint_schedule(&jm->ep, jm->o.run_ms, jm_on_finish, jm);
+    jm_assign_slot(arg, s);
 }
 
 static void
@@ -845,17 +801,12 @@ jm_timed_out(void *arg, uint32_t task, uint64_t waited_ms)
 
     snprintf(msg, sizeof msg,
              "could not allocate a slot for task %u within slot.request.timeout (%lld ms, waited "
-             "%llu ms): %zu of %u slots allocated, no free slot in the cluster",
+             "%llu ms): %zu of %d slots allocated, no free slot in the cluster",
              task, (long long)jm->o.slot_request_timeout_ms, (unsigned long long)waited_ms,
-             slot_pool_allocated_count(&jm->pool),
-             jm->eg ? (uint32_t)jm->slots_needed : jm->o.tasks);
-    if (jm->eg != NULL) {
-        jm->slots[task].pending = false; /* asked again at the restart */
-        jm_record_exception(jm, msg, NULL);
-        jm_failover(jm, msg, NULL);
-    } else {
-        jm_terminate(jm, JOB_FAILED, msg);
-    }
+             slot_pool_allocated_count(&jm->pool), jm->slots_needed);
+    jm->slots[task].pending = false; /* asked again at the restart */
+    jm_record_exception(jm, msg, NULL);
+    jm_failover(jm, msg, NULL);
 }
 
 /* ---- TaskExecutors ------------------------------------------------------------------- */
@@ -864,64 +815,41 @@ jm_timed_out(void *arg, uint32_t task, uint64_t waited_ms)
 static void
 jm_lose_worker(struct job_master *jm, const spate_id *id, const char *cause)
 {
-    uint32_t *tasks;
-
-    if (jm->eg != NULL) {
-        struct execution_graph *eg = jm->eg;
-        bool *regions = xcalloc((size_t)eg->nregions, sizeof *regions);
-        uint32_t *lost = xcalloc((size_t)jm->slots_needed + 1, sizeof *lost);
-        struct jm_worker *w = jm_find_worker(jm, id);
-        const struct execution *first = NULL;
-        size_t nlost;
-        char msg[600];
-
-        snprintf(msg, sizeof msg, "TaskManager %s was lost: %s", id_str(id).s, cause);
-        /* Its slots are gone: the restart asks for new ones. */
-        nlost = slot_pool_release_task_manager(&jm->pool, id, lost, (size_t)jm->slots_needed);
-        for (size_t i = 0; i < nlost && i < (size_t)jm->slots_needed; i++)
-            jm->slots[lost[i]].have = false;
-        for (int v = 0; v < eg->graph->nvertices; v++)
-            for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
-                struct execution *e = &eg->executions[v][i];
-
-                if (!e->assigned || !id_equal(&e->slot.resource_id, id))
-                    continue;
-                if (!execution_state_is_terminal(e->state)) {
-                    execution_set_state(eg, e, EXEC_FAILED, msg);
-                    regions[eg->region[v][i]] = true;
-                    first = first ? first : e;
-                }
-                e->assigned = false;
-            }
-        if (w != NULL)
-            jm_worker_free(jm, w);
-        if (first != NULL) {
-            jm_record_exception(jm, msg, first);
-            jm_failover(jm, msg, regions);
-        }
-        free(regions);
-        free(lost);
-        jm_check_end(jm);
-        return;
-    }
-    tasks = xcalloc(jm->o.tasks ? jm->o.tasks : 1, sizeof *tasks);
-    size_t n = slot_pool_release_task_manager(&jm->pool, id, tasks, jm->o.tasks);
+    struct execution_graph *eg = jm->eg;
+    bool *regions = xcalloc((size_t)eg->nregions, sizeof *regions);
+    uint32_t *lost = xcalloc((size_t)jm->slots_needed + 1, sizeof *lost);
     struct jm_worker *w = jm_find_worker(jm, id);
+    const struct execution *first = NULL;
+    size_t nlost;
+    char msg[600];
 
+    snprintf(msg, sizeof msg, "TaskManager %s was lost: %s", id_str(id).s, cause);
+    /* Its slots are gone: the restart asks for new ones. */
+    nlost = slot_pool_release_task_manager(&jm->pool, id, lost, (size_t)jm->slots_needed);
+    for (size_t i = 0; i < nlost && i < (size_t)jm->slots_needed; i++)
+        jm->slots[lost[i]].have = false;
+    for (int v = 0; v < eg->graph->nvertices; v++)
+        for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
+            struct execution *e = &eg->executions[v][i];
+
+            if (!e->assigned || !id_equal(&e->slot.resource_id, id))
+                continue;
+            if (!execution_state_is_terminal(e->state)) {
+                execution_set_state(eg, e, EXEC_FAILED, msg);
+                regions[eg->region[v][i]] = true;
+                first = first ? first : e;
+            }
+            e->assigned = false;
+        }
     if (w != NULL)
         jm_worker_free(jm, w);
-    if (n > 0)
-        SPATE_LOG_WARN(JM_LOG,
-                       "job %s: TaskManager %s lost with %zu slots (%s); requesting "
-                       "them again",
-                       id_str(&jm->o.job_id).s, id_str(id).s, n, cause);
-    rpc_timer_cancel(jm->finish_timer);
-    jm->finish_timer = NULL;
-    for (size_t i = 0; i < n && !job_status_is_terminal(jm->status); i++) {
-        jm->tasks[tasks[i]].state = TASK_SCHEDULED;
-        slot_pool_request_slot(&jm->pool, tasks[i]);
+    if (first != NULL) {
+        jm_record_exception(jm, msg, first);
+        jm_failover(jm, msg, regions);
     }
-    free(tasks);
+    free(regions);
+    free(lost);
+    jm_check_end(jm);
 }
 
 static void
@@ -1037,7 +965,7 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
     bool was_canceling;
     int state;
 
-    if (jm->eg == NULL || !gw_id_get(&req->attempt_id, &attempt) || req->state == NULL ||
+    if (!gw_id_get(&req->attempt_id, &attempt) || req->state == NULL ||
         (state = execution_state_parse(req->state)) < 0) {
         rpc_call_fail(call, SPATE_EINVAL, "malformed task execution state");
         return;
@@ -1105,10 +1033,6 @@ jmh_request_next_input_split(struct rpc_endpoint *ep, const Cluster__SplitReques
     spate_id attempt;
     int rc, subtask;
 
-    if (jm->eg == NULL) {
-        rpc_call_fail(call, SPATE_ESTATE, "this job has no input splits");
-        return;
-    }
     /* A split handed to an attempt that is being replaced would be lost. */
     if (!gw_id_get(&req->attempt_id, &attempt) ||
         (e = execution_graph_find(jm->eg, &attempt)) == NULL || e->vertex != req->vertex ||
@@ -1635,26 +1559,19 @@ jm_on_start(struct rpc_endpoint *ep)
 {
     struct job_master *jm = jm_of(ep);
     spate_error err = { 0 };
+    char strategy[300];
 
     jm->rm_retrieval = jm->o.ha->ops->resource_manager_retriever(jm->o.ha);
     if (leader_retrieval_start(jm->rm_retrieval, &jm_rm_listener, jm, &err) != 0)
         SPATE_LOG_ERROR(JM_LOG, "cannot retrieve the ResourceManager: %s", err.message);
     jm_set_status(jm, JOB_RUNNING);
-    if (jm->eg != NULL) {
-        char strategy[300];
-
-        restart_strategy_describe(&jm->restart, strategy, sizeof strategy);
-        SPATE_LOG_INFO(JM_LOG, "job %s: restart strategy %s; %s", id_str(&jm->o.job_id).s, strategy,
-                       jm->eg->graph->checkpointing.interval_ms > 0 ? "checkpoints on"
-                                                                    : "no periodic checkpoints");
-        jm_prepare(jm);
-        if (jm->eg->graph->savepoint_path == NULL)
-            jm_request_slots(jm);
-        return;
-    }
-    /* The stand-in job: one slot per task. */
-    for (uint32_t i = 0; i < jm->o.tasks; i++)
-        slot_pool_request_slot(&jm->pool, i);
+    restart_strategy_describe(&jm->restart, strategy, sizeof strategy);
+    SPATE_LOG_INFO(JM_LOG, "job %s: restart strategy %s; %s", id_str(&jm->o.job_id).s, strategy,
+                   jm->eg->graph->checkpointing.interval_ms > 0 ? "checkpoints on"
+                                                                : "no periodic checkpoints");
+    jm_prepare(jm);
+    if (jm->eg->graph->savepoint_path == NULL)
+        jm_request_slots(jm);
 }
 
 static void
@@ -1698,7 +1615,6 @@ jm_destroy(struct rpc_endpoint *ep)
     accumulators_release(&jm->accumulators);
     free(jm->acc_msgs);
     free(jm->acc_ptrs);
-    free(jm->tasks);
     free(jm->name);
     free(jm->failure);
     free(jm->plan_json);
@@ -1749,16 +1665,19 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
     static const struct heartbeat_listener tm_l = { jm_tm_lost, NULL, NULL };
     static const struct heartbeat_listener rm_l = { jm_rm_lost, NULL, NULL };
     struct heartbeat_options ho = o->heartbeat;
+    json_t *plan;
     char name[64];
     int rc;
 
-    if (o->graph != NULL &&
-        (rc = execution_graph_new(o->graph, o->graph_len, o->blob_server, &jm->eg, err)) != 0) {
+    if (o->graph == NULL) {
+        free(jm);
+        return spate_error_set(err, SPATE_EINVAL, "a JobMaster needs a JobGraph");
+    }
+    if ((rc = execution_graph_new(o->graph, o->graph_len, o->blob_server, &jm->eg, err)) != 0) {
         free(jm);
         return rc;
     }
-    if (jm->eg != NULL && o->library_key != NULL &&
-        !sha256_equal(o->library_key, jm->eg->graph->library_sha256)) {
+    if (o->library_key != NULL && !sha256_equal(o->library_key, jm->eg->graph->library_sha256)) {
         char a[SHA256_HEX_LEN + 1], b[SHA256_HEX_LEN + 1];
 
         rc = spate_error_set(err, SPATE_EINVAL,
@@ -1770,45 +1689,36 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
         free(jm);
         return rc;
     }
-    if (jm->eg != NULL && (rc = jm_resolve_settings(jm->eg, o->cluster_conf, err)) != 0) {
+    if ((rc = jm_resolve_settings(jm->eg, o->cluster_conf, err)) != 0) {
         execution_graph_free(jm->eg);
         free(jm);
         return rc;
     }
     accumulators_init(&jm->accumulators);
     jm->o = *o;
-    if (jm->eg != NULL) {
-        jm->slots_needed = execution_graph_slots_needed(jm->eg);
-        jm->o.job_id = jm->eg->graph->job_id;
-        jm->slots = xcalloc((size_t)jm->slots_needed + 1, sizeof *jm->slots);
-        jm->restart_regions = xcalloc((size_t)jm->eg->nregions + 1, sizeof *jm->restart_regions);
-        restart_strategy_init(&jm->restart, &jm->eg->graph->restart, 0);
-    }
+    jm->slots_needed = execution_graph_slots_needed(jm->eg);
+    jm->o.job_id = jm->eg->graph->job_id;
+    jm->slots = xcalloc((size_t)jm->slots_needed + 1, sizeof *jm->slots);
+    jm->restart_regions = xcalloc((size_t)jm->eg->nregions + 1, sizeof *jm->restart_regions);
+    restart_strategy_init(&jm->restart, &jm->eg->graph->restart, 0);
     jm->o.graph = NULL; /* the ExecutionGraph keeps its own copy */
-    jm->name = xstrdup(o->name && *o->name ? o->name
-                       : jm->eg != NULL    ? jm->eg->graph->name
-                                           : "test job");
+    jm->name = xstrdup(o->name && *o->name ? o->name : jm->eg->graph->name);
     jm->o.name = jm->name;
     jm->jm_id = o->job_master_id;
     if (id_is_zero(&jm->jm_id))
         id_random(&jm->jm_id);
     id_random(&jm->resource_id);
-    jm->tasks = xcalloc(o->tasks ? o->tasks : 1, sizeof *jm->tasks);
     jm->status = JOB_CREATED;
     jm->start_time = jm->last_modification = clock_wall_ms();
     jm->status_times[JOB_INITIALIZING] = jm->status_times[JOB_CREATED] = jm->start_time;
-    if (jm->eg != NULL) {
-        json_t *plan = job_graph_plan_json(jm->eg->graph);
-
-        jm->plan_json = json_dumps(plan, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        json_decref(plan);
-    }
+    plan = job_graph_plan_json(jm->eg->graph);
+    jm->plan_json = json_dumps(plan, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(plan);
     jm->end_time = -1;
     hmap_init(&jm->workers);
     snprintf(name, sizeof name, "jobmaster_%s", id_str(&jm->o.job_id).s);
     if ((rc = rpc_endpoint_init(&jm->ep, svc, name, &jm_ops, err)) != 0) {
         execution_graph_free(jm->eg);
-        free(jm->tasks);
         free(jm->name);
         free(jm);
         return rc;
@@ -1842,10 +1752,6 @@ void
 job_master_cancel(struct job_master *jm, const char *why)
 {
     SPATE_LOG_INFO(JM_LOG, "cancelling job %s: %s", id_str(&jm->o.job_id).s, why);
-    if (jm->eg == NULL) {
-        jm_terminate(jm, JOB_CANCELED, NULL);
-        return;
-    }
     if (job_status_is_terminal(jm->status) || jm->status == JOB_CANCELLING)
         return;
     jm_restart_stop(jm);
@@ -1871,24 +1777,21 @@ job_master_execution_graph(const struct job_master *jm)
 Ckstats__CheckpointingStats *
 job_master_checkpoint_stats(struct job_master *jm, int64_t checkpoint_id)
 {
+    const struct checkpoint_settings *cfg = &jm->eg->graph->checkpointing;
     Ckstats__CheckpointingStats *s;
 
     if (jm->cc != NULL)
         return checkpoint_coordinator_stats(jm->cc, checkpoint_id);
-    /* The stand-in job, or a job whose stores are still being opened. */
+    /* A job whose stores are still being opened. */
     s = xmalloc(sizeof *s);
     ckstats__checkpointing_stats__init(s);
-    if (jm->eg != NULL) {
-        const struct checkpoint_settings *cfg = &jm->eg->graph->checkpointing;
-
-        s->enabled = cfg->interval_ms > 0;
-        s->interval_ms = cfg->interval_ms;
-        s->timeout_ms = cfg->timeout_ms;
-        s->min_pause_ms = cfg->min_pause_ms;
-        s->max_concurrent = cfg->max_concurrent;
-        s->tolerable_failures = cfg->tolerable_failures;
-        s->exactly_once = cfg->exactly_once;
-    }
+    s->enabled = cfg->interval_ms > 0;
+    s->interval_ms = cfg->interval_ms;
+    s->timeout_ms = cfg->timeout_ms;
+    s->min_pause_ms = cfg->min_pause_ms;
+    s->max_concurrent = cfg->max_concurrent;
+    s->tolerable_failures = cfg->tolerable_failures;
+    s->exactly_once = cfg->exactly_once;
     s->checkpoints_dir = xstrdup("");
     return s;
 }
@@ -1897,9 +1800,8 @@ int
 job_master_trigger_checkpoint(struct job_master *jm, const spate_id *trigger_id, spate_error *err)
 {
     if (jm->cc == NULL)
-        return spate_error_set(err, SPATE_ESTATE, "job %s takes no checkpoints%s",
-                               id_str(&jm->o.job_id).s,
-                               jm->eg != NULL ? " yet: it is starting" : "");
+        return spate_error_set(err, SPATE_ESTATE, "job %s takes no checkpoints yet: it is starting",
+                               id_str(&jm->o.job_id).s);
     return checkpoint_coordinator_trigger_manual(jm->cc, trigger_id, err);
 }
 
@@ -1925,9 +1827,6 @@ job_master_trigger_savepoint(struct job_master *jm, const spate_id *trigger_id,
     struct checkpoint_savepoint_request r = { 0 };
     const char *dir = target_dir;
 
-    if (jm->eg == NULL)
-        return spate_error_set(err, SPATE_ESTATE, "job %s is a test job: it takes no savepoints",
-                               id_str(&jm->o.job_id).s);
     if (jm->cc == NULL)
         return spate_error_set(err, SPATE_ESTATE, "job %s takes no savepoints yet: it is starting",
                                id_str(&jm->o.job_id).s);
@@ -1997,6 +1896,9 @@ job_master_name(const struct job_master *jm)
 void
 job_master_info(struct job_master *jm, Cluster__JobInfo *info)
 {
+    struct execution_graph *eg = jm->eg;
+    size_t n = jm->accumulators.count;
+
     cluster__job_info__init(info);
     info->job_id = gw_id_bytes(&jm->o.job_id);
     info->name = jm->name;
@@ -2005,74 +1907,51 @@ job_master_info(struct job_master *jm, Cluster__JobInfo *info)
     info->end_time = jm->end_time;
     info->last_modification = jm->last_modification;
     info->failure = jm->failure ? jm->failure : "";
-    if (jm->eg != NULL) {
-        struct execution_graph *eg = jm->eg;
-        size_t n = jm->accumulators.count;
-
-        jm->acc_msgs = xrealloc(jm->acc_msgs, (n + 1) * sizeof *jm->acc_msgs);
-        jm->acc_ptrs = xrealloc(jm->acc_ptrs, (n + 1) * sizeof *jm->acc_ptrs);
-        for (size_t i = 0; i < n; i++) {
-            cluster__accumulator__init(&jm->acc_msgs[i]);
-            jm->acc_msgs[i].name = jm->accumulators.counters[i]->name;
-            jm->acc_msgs[i].value = jm->accumulators.counters[i]->value;
-            jm->acc_ptrs[i] = &jm->acc_msgs[i];
-        }
-        info->n_accumulators = n;
-        info->accumulators = jm->acc_ptrs;
-        info->tasks_total = (uint32_t)eg->total;
-        for (int v = 0; v < eg->graph->nvertices; v++) {
-            for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
-                switch (eg->executions[v][i].state) {
-                case EXEC_CREATED:
-                    info->tasks_created++;
-                    break;
-                case EXEC_SCHEDULED:
-                    info->tasks_scheduled++;
-                    break;
-                case EXEC_DEPLOYING:
-                    info->tasks_deploying++;
-                    break;
-                case EXEC_INITIALIZING:
-                    info->tasks_initializing++;
-                    break;
-                case EXEC_RUNNING:
-                    info->tasks_running++;
-                    break;
-                case EXEC_FINISHED:
-                    info->tasks_finished++;
-                    break;
-                case EXEC_CANCELING:
-                    info->tasks_canceling++;
-                    break;
-                case EXEC_CANCELED:
-                    info->tasks_canceled++;
-                    break;
-                case EXEC_FAILED:
-                case EXEC_STATE_COUNT:
-                    info->tasks_failed++;
-                    break;
-                }
+    jm->acc_msgs = xrealloc(jm->acc_msgs, (n + 1) * sizeof *jm->acc_msgs);
+    jm->acc_ptrs = xrealloc(jm->acc_ptrs, (n + 1) * sizeof *jm->acc_ptrs);
+    for (size_t i = 0; i < n; i++) {
+        cluster__accumulator__init(&jm->acc_msgs[i]);
+        jm->acc_msgs[i].name = jm->accumulators.counters[i]->name;
+        jm->acc_msgs[i].value = jm->accumulators.counters[i]->value;
+        jm->acc_ptrs[i] = &jm->acc_msgs[i];
+    }
+    info->n_accumulators = n;
+    info->accumulators = jm->acc_ptrs;
+    info->tasks_total = (uint32_t)eg->total;
+    for (int v = 0; v < eg->graph->nvertices; v++) {
+        for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
+            switch (eg->executions[v][i].state) {
+            case EXEC_CREATED:
+                info->tasks_created++;
+                break;
+            case EXEC_SCHEDULED:
+                info->tasks_scheduled++;
+                break;
+            case EXEC_DEPLOYING:
+                info->tasks_deploying++;
+                break;
+            case EXEC_INITIALIZING:
+                info->tasks_initializing++;
+                break;
+            case EXEC_RUNNING:
+                info->tasks_running++;
+                break;
+            case EXEC_FINISHED:
+                info->tasks_finished++;
+                break;
+            case EXEC_CANCELING:
+                info->tasks_canceling++;
+                break;
+            case EXEC_CANCELED:
+                info->tasks_canceled++;
+                break;
+            case EXEC_FAILED:
+            case EXEC_STATE_COUNT:
+                info->tasks_failed++;
+                break;
             }
         }
-        return;
     }
-    info->tasks_total = jm->o.tasks;
-    for (uint32_t i = 0; i < jm->o.tasks; i++) {
-        switch (jm->tasks[i].state) {
-        case TASK_SCHEDULED:
-            info->tasks_scheduled++;
-            break;
-        case TASK_RUNNING:
-            info->tasks_running++;
-            break;
-        case TASK_FINISHED:
-            info->tasks_finished++;
-            break;
-        case TASK_CANCELED:
-            break;
-        }
-    }
-    info->failure = jm->failure ? jm->failure : "";
 }
 
 /* Flink's ExecutionJobVertex#getAggregateJobVertexState. */
@@ -2107,7 +1986,7 @@ job_master_details_pack(struct job_master *jm, uint8_t **out, size_t *len)
     Cluster__ExceptionInfo **xps = NULL;
     uint32_t *counts = NULL;
     int64_t times[JOB_SUSPENDED + 1];
-    int nv = jm->eg != NULL ? jm->eg->graph->nvertices : 0;
+    int nv = jm->eg->graph->nvertices;
 
     job_master_info(jm, &info);
     d.info = &info;

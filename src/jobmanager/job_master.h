@@ -1,8 +1,7 @@
 /* The JobMaster (Flink's): one per job, endpoint "jobmaster_<jobid>", fenced
  * with its JobMasterId; registers at the ResourceManager, gets slots through
- * its SlotPool, heartbeats its TaskExecutors. Until the jobs issues bring
- * JobGraphs the job is a test-only stand-in: N tasks that each need one slot
- * and run for run_ms once all have theirs. Loop thread. */
+ * its SlotPool, heartbeats its TaskExecutors, runs the job's JobGraph.
+ * Loop thread. */
 #ifndef SPATE_JOBMANAGER_JOB_MASTER_H
 #define SPATE_JOBMANAGER_JOB_MASTER_H
 
@@ -44,15 +43,13 @@ struct job_master_options {
      * zero: a random one. */
     spate_id job_master_id;
     const char *name;
-    /* A real job: its encoded JobGraph, the BlobServer ("host:port") that
-     * holds its library and the library's key, which must be the one the
-     * graph was built from (else the stand-in). */
+    /* The job's encoded JobGraph (required), the BlobServer ("host:port")
+     * that holds its library and the library's key, which must be the one
+     * the graph was built from (NULL: not checked). */
     const uint8_t *graph;
     size_t graph_len;
     const char *blob_server;
     const uint8_t *library_key; /* SHA256_BYTES */
-    uint32_t tasks;             /* slots the stand-in job needs */
-    uint64_t run_ms;            /* 0: runs until cancelled */
     int64_t slot_request_timeout_ms;
     struct heartbeat_options heartbeat;
     struct registration_options registration;
@@ -65,8 +62,8 @@ struct job_master_options {
     void *arg;
 };
 
-/* Errors: a JobGraph that does not decode, a file source path that cannot
- * be read. */
+/* Errors: no JobGraph, one that does not decode or was built from another
+ * library, a file source path that cannot be read. */
 int job_master_start(struct rpc_service *svc, const struct job_master_options *o,
                      struct job_master **out, spate_error *err);
 /* Cancels the job (slots are freed); terminal callback follows. */
@@ -79,15 +76,14 @@ void job_master_info(struct job_master *jm, Cluster__JobInfo *info);
  * times) as a packed Cluster__JobDetails (malloc'd). */
 int job_master_details_pack(struct job_master *jm, uint8_t **out, size_t *len);
 enum job_status job_master_status(const struct job_master *jm);
-/* The job's ExecutionGraph (NULL for the stand-in job); valid while the
- * JobMaster runs, on its loop. */
+/* The job's ExecutionGraph; valid while the JobMaster runs, on its loop. */
 const struct execution_graph *job_master_execution_graph(const struct job_master *jm);
 /* Checkpoints (GET/POST /jobs/:jobid/checkpoints...): the statistics and
  * settings (checkpoint_id > 0: that checkpoint only), for
  * ckstats__checkpointing_stats__free_unpacked(s, NULL); a manual
- * checkpoint under trigger_id and its status. Errors: the stand-in job, a
- * job not yet or no longer running, one without a checkpoint folder, an
- * unknown trigger id (SPATE_ENOENT). */
+ * checkpoint under trigger_id and its status. Errors: a job not yet or no
+ * longer running, one without a checkpoint folder, an unknown trigger id
+ * (SPATE_ENOENT). */
 Ckstats__CheckpointingStats *job_master_checkpoint_stats(struct job_master *jm,
                                                          int64_t checkpoint_id);
 int job_master_trigger_checkpoint(struct job_master *jm, const spate_id *trigger_id,
@@ -100,7 +96,7 @@ int job_master_checkpoint_status(struct job_master *jm, const spate_id *trigger_
  * first) finishes the job once its savepoint completed; a cancel with a
  * savepoint stops the same way, the job then CANCELED. A failed savepoint
  * leaves the job running. Errors: no folder, a relative one, a job that is
- * not yet running or a test job, a trigger id used before. */
+ * not yet running, a trigger id used before. */
 enum job_savepoint_mode { JOB_SAVEPOINT_ONLY, JOB_SAVEPOINT_CANCEL, JOB_SAVEPOINT_STOP };
 int job_master_trigger_savepoint(struct job_master *jm, const spate_id *trigger_id,
                                  const char *target_dir, enum job_savepoint_mode mode, bool drain,

@@ -90,35 +90,33 @@ RPC_PROTOCOL_DECLARE(te, TE_METHODS)
 RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
 
 #define DISPATCHER_METHODS(X, P)                                                                   \
-    X(P, submit_test_job, 1, ASK, UNFENCED, Cluster__TestJob, cluster__test_job, Cluster__JobId,   \
-      cluster__job_id)                                                                             \
-    X(P, request_jobs, 2, ASK, UNFENCED, Cluster__Ack, cluster__ack, Cluster__JobsOverview,        \
+    X(P, request_jobs, 1, ASK, UNFENCED, Cluster__Ack, cluster__ack, Cluster__JobsOverview,        \
       cluster__jobs_overview)                                                                      \
-    X(P, request_job, 3, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__JobInfo,         \
+    X(P, request_job, 2, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__JobInfo,         \
       cluster__job_info)                                                                           \
-    X(P, shutdown_cluster, 4, ASK, UNFENCED, Cluster__StopCluster, cluster__stop_cluster,          \
+    X(P, shutdown_cluster, 3, ASK, UNFENCED, Cluster__StopCluster, cluster__stop_cluster,          \
       Cluster__Ack, cluster__ack)                                                                  \
-    X(P, request_cluster_overview, 5, ASK, UNFENCED, Cluster__Ack, cluster__ack,                   \
+    X(P, request_cluster_overview, 4, ASK, UNFENCED, Cluster__Ack, cluster__ack,                   \
       Cluster__ClusterOverview, cluster__cluster_overview)                                         \
-    X(P, cancel_job, 6, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__Ack,              \
+    X(P, cancel_job, 5, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__Ack,              \
       cluster__ack)                                                                                \
-    X(P, submit_job, 7, ASK, UNFENCED, Cluster__JobSubmission, cluster__job_submission,            \
+    X(P, submit_job, 6, ASK, UNFENCED, Cluster__JobSubmission, cluster__job_submission,            \
       Cluster__JobId, cluster__job_id)                                                             \
-    X(P, request_job_details, 8, ASK, UNFENCED, Cluster__JobId, cluster__job_id,                   \
+    X(P, request_job_details, 7, ASK, UNFENCED, Cluster__JobId, cluster__job_id,                   \
       Cluster__JobDetails, cluster__job_details)                                                   \
-    X(P, request_job_vertices, 9, ASK, UNFENCED, Cluster__JobVertexQuery,                          \
+    X(P, request_job_vertices, 8, ASK, UNFENCED, Cluster__JobVertexQuery,                          \
       cluster__job_vertex_query, Cluster__JobVertices, cluster__job_vertices)                      \
-    X(P, request_checkpoint_stats, 10, ASK, UNFENCED, Ckstats__StatsRequest,                       \
+    X(P, request_checkpoint_stats, 9, ASK, UNFENCED, Ckstats__StatsRequest,                        \
       ckstats__stats_request, Ckstats__CheckpointingStats, ckstats__checkpointing_stats)           \
-    X(P, trigger_checkpoint, 11, ASK, UNFENCED, Ckstats__TriggerRequest, ckstats__trigger_request, \
+    X(P, trigger_checkpoint, 10, ASK, UNFENCED, Ckstats__TriggerRequest, ckstats__trigger_request, \
       Ckstats__TriggerReply, ckstats__trigger_reply)                                               \
-    X(P, checkpoint_trigger_status, 12, ASK, UNFENCED, Ckstats__TriggerStatusRequest,              \
+    X(P, checkpoint_trigger_status, 11, ASK, UNFENCED, Ckstats__TriggerStatusRequest,              \
       ckstats__trigger_status_request, Ckstats__TriggerStatus, ckstats__trigger_status)            \
-    X(P, trigger_savepoint, 13, ASK, UNFENCED, Ckstats__SavepointRequest,                          \
+    X(P, trigger_savepoint, 12, ASK, UNFENCED, Ckstats__SavepointRequest,                          \
       ckstats__savepoint_request, Ckstats__TriggerReply, ckstats__trigger_reply)                   \
-    X(P, dispose_savepoint, 14, ASK, UNFENCED, Ckstats__DisposeRequest, ckstats__dispose_request,  \
+    X(P, dispose_savepoint, 13, ASK, UNFENCED, Ckstats__DisposeRequest, ckstats__dispose_request,  \
       Ckstats__TriggerReply, ckstats__trigger_reply)                                               \
-    X(P, dispose_status, 15, ASK, UNFENCED, Ckstats__DisposeStatusRequest,                         \
+    X(P, dispose_status, 14, ASK, UNFENCED, Ckstats__DisposeStatusRequest,                         \
       ckstats__dispose_status_request, Ckstats__TriggerStatus, ckstats__trigger_status)
 RPC_PROTOCOL_DECLARE(dispatcher, DISPATCHER_METHODS)
 
