@@ -151,6 +151,7 @@ struct call {
     size_t released;
     uint32_t tasks[8];
     size_t pending, allocated, available;
+    int fulfilled; /* requests fulfilled when the call returned, on the loop */
 };
 
 static void
@@ -168,6 +169,7 @@ call_on_loop(void *arg)
     c->pending = slot_pool_pending_count(p);
     c->allocated = slot_pool_allocated_count(p);
     c->available = slot_pool_available_count(p);
+    c->fulfilled = c->f->rec.nfulfilled;
 }
 
 static struct call
@@ -178,10 +180,10 @@ run(struct fixture *f, struct call c)
     return c;
 }
 
-static void
+static struct call
 request(struct fixture *f, uint32_t task)
 {
-    run(f, (struct call){ .op = 0, .task = task });
+    return run(f, (struct call){ .op = 0, .task = task });
 }
 
 static bool
@@ -266,9 +268,9 @@ Test(slot_pool, a_new_request_takes_an_available_slot_without_asking_the_resourc
     start(&f, 60000, 60000);
     cr_assert(offer(&f, 1, mkid(70), 0));
     cr_assert(offer(&f, 1, mkid(71), 1));
-    request(&f, 7);
-    /* Never inside the request call (the JobMaster may be in a loop). */
-    cr_assert_eq(f.rec.nfulfilled, 0);
+    /* Never inside the request call (the JobMaster may be in a loop): read
+     * on the loop as the call returns, before the loop runs anything else. */
+    cr_assert_eq(request(&f, 7).fulfilled, 0);
     WAIT_FOR(&f, f.rec.nfulfilled == 1, "the request to be met by the available slot");
     cr_assert_eq(f.rec.fulfilled_task[0], 7);
     cr_assert(same(&f.rec.fulfilled_alloc[0], 70), "the oldest available slot serves first");
