@@ -1,4 +1,4 @@
-/* libFuzzer target for the `_metadata` reader (state/checkpoint_metadata.c):
+/* libFuzzer target for the `_metadata` reader (checkpoint/checkpoint_metadata.c):
  * the input both as a whole file and as a message body framed with a valid
  * header and checksum, so that decoding, the handle checks and the path
  * resolution see arbitrary messages. None may crash, leak, or read out of
