@@ -107,7 +107,7 @@ bc_connect(const char *server, spate_error *err)
     freeaddrinfo(res);
     if (fd < 0)
         return spate_error_set(err, -saved, "cannot connect to the BlobServer at %s: %s", server,
-                               strerror(saved));
+                               spate_strerror(-saved));
     return fd;
 }
 
@@ -135,7 +135,7 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
     if (send(fd, req, sizeof req, MSG_NOSIGNAL) != (ssize_t)sizeof req ||
         (slen > 0 && send(fd, c->secret, slen, MSG_NOSIGNAL) != (ssize_t)slen)) {
         rc = spate_error_set(err, SPATE_EIO, "cannot send a request to the BlobServer at %s: %s",
-                             server, strerror(errno));
+                             server, spate_strerror(-errno));
         goto out;
     }
     if ((rc = blob_read_all(fd, &status, 1)) != 0) {
@@ -175,7 +175,7 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
         goto out;
     }
     if ((out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
-        rc = spate_error_set(err, -errno, "cannot create '%s': %s", path, strerror(errno));
+        rc = spate_error_set(err, -errno, "cannot create '%s': %s", path, spate_strerror(-errno));
         goto out;
     }
     sha256_init(&ctx);
@@ -195,7 +195,8 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
         sha256_update(&ctx, buf, (size_t)n);
         if (write(out, buf, (size_t)n) != n) {
             sha256_final(&ctx, digest);
-            rc = spate_error_set(err, SPATE_EIO, "cannot write '%s': %s", path, strerror(errno));
+            rc = spate_error_set(err, SPATE_EIO, "cannot write '%s': %s", path,
+                                 spate_strerror(-errno));
             goto out;
         }
         got += (uint64_t)n;
@@ -210,7 +211,7 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
     rc = 0;
 out:
     if (out >= 0 && close(out) != 0 && rc == 0)
-        rc = spate_error_set(err, SPATE_EIO, "cannot write '%s': %s", path, strerror(errno));
+        rc = spate_error_set(err, SPATE_EIO, "cannot write '%s': %s", path, spate_strerror(-errno));
     if (rc != 0 && out >= 0)
         unlink(path);
     close(fd);

@@ -265,7 +265,7 @@ blob_serve(struct blob_server *bs, int fd)
                     continue;
                 if (n <= 0) {
                     SPATE_LOG_WARN(BLOB_LOG, "sending blob %s failed: %s", hex,
-                                   n < 0 ? strerror(errno) : "short file");
+                                   n < 0 ? spate_strerror(-errno) : "short file");
                     break;
                 }
             }
@@ -363,7 +363,7 @@ blob_listen(struct blob_server *bs, const struct blob_server_options *o, spate_e
     bs->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (bs->listen_fd < 0)
         return spate_error_set(err, -errno, "cannot open the BlobServer's socket: %s",
-                               strerror(errno));
+                               spate_strerror(-errno));
     setsockopt(bs->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     for (int port = lo; port <= hi; port++) {
         sa.sin_port = htons((uint16_t)port);
@@ -376,7 +376,7 @@ blob_listen(struct blob_server *bs, const struct blob_server_options *o, spate_e
         }
     }
     return spate_error_set(err, SPATE_EADDRINUSE, "cannot bind the BlobServer to %s:%s: %s",
-                           o->bind_host, o->port, strerror(errno));
+                           o->bind_host, o->port, spate_strerror(-errno));
 }
 
 int
@@ -397,7 +397,7 @@ blob_server_start(const struct blob_server_options *o, struct blob_server **out,
     bs->dir = xasprintf("%s/spate-blobs-%s", o->storage_dir, id_str(&unique).s);
     if (mkdir(bs->dir, 0700) != 0) {
         rc = spate_error_set(err, -errno, "cannot make the BlobServer's folder '%s': %s", bs->dir,
-                             strerror(errno));
+                             spate_strerror(-errno));
         free(bs->dir);
         bs->dir = NULL;
         goto fail;
@@ -471,13 +471,13 @@ blob_copy_fd_hashing(int in, const char *from, int to, int64_t max, uint8_t key[
         if (blob_write_all(to, buf, (size_t)n, false) != 0) {
             close(in);
             sha256_final(&ctx, key);
-            return spate_error_set(err, -errno, "cannot write a blob: %s", strerror(errno));
+            return spate_error_set(err, -errno, "cannot write a blob: %s", spate_strerror(-errno));
         }
     }
     close(in);
     sha256_final(&ctx, key);
     if (n < 0)
-        return spate_error_set(err, -errno, "cannot read '%s': %s", from, strerror(errno));
+        return spate_error_set(err, -errno, "cannot read '%s': %s", from, spate_strerror(-errno));
     return 0;
 }
 
@@ -490,7 +490,7 @@ blob_copy_hashing(const char *from, int to, int64_t max, uint8_t key[SHA256_BYTE
     int in = open(from, O_RDONLY | O_CLOEXEC);
 
     if (in < 0)
-        return spate_error_set(err, -errno, "cannot open '%s': %s", from, strerror(errno));
+        return spate_error_set(err, -errno, "cannot open '%s': %s", from, spate_strerror(-errno));
     return blob_copy_fd_hashing(in, from, to, max, key, err);
 }
 
@@ -506,7 +506,7 @@ blob_server_put_file(struct blob_server *bs, const char *path, bool move, uint8_
 
     if (stat(path, &st) != 0)
         return spate_error_set(err, -errno, "cannot store '%s' as a blob: %s", path,
-                               strerror(errno));
+                               spate_strerror(-errno));
     if (st.st_size > bs->max_size)
         return spate_error_set(err, SPATE_EMSGSIZE,
                                "'%s' has %lld bytes, more than the blob size limit of %lld bytes "
@@ -525,10 +525,10 @@ blob_server_put_file(struct blob_server *bs, const char *path, bool move, uint8_
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0)
             return spate_error_set(err, -errno, "cannot make a blob in '%s': %s", bs->dir,
-                                   strerror(errno));
+                                   spate_strerror(-errno));
         rc = blob_copy_hashing(path, fd, bs->max_size, key, err);
         if (close(fd) != 0 && rc == 0)
-            rc = spate_error_set(err, SPATE_EIO, "cannot write a blob: %s", strerror(errno));
+            rc = spate_error_set(err, SPATE_EIO, "cannot write a blob: %s", spate_strerror(-errno));
         if (rc != 0) {
             unlink(tmp);
             return rc;
@@ -546,7 +546,8 @@ blob_server_put_file(struct blob_server *bs, const char *path, bool move, uint8_
         e->local = true;
     } else if (rename(tmp, final) != 0) {
         pthread_mutex_unlock(&bs->lock);
-        rc = spate_error_set(err, -errno, "cannot store blob '%s': %s", final, strerror(errno));
+        rc = spate_error_set(err, -errno, "cannot store blob '%s': %s", final,
+                             spate_strerror(-errno));
         unlink(tmp);
         return rc;
     } else {
@@ -611,16 +612,17 @@ blob_restore_from(struct blob_server *bs, const uint8_t key[SHA256_BYTES], const
     snprintf(tmp, sizeof tmp, "%s/incoming-%s", bs->dir, id_str(&unique).s);
     if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
         return spate_error_set(err, -errno, "cannot make a blob in '%s': %s", bs->dir,
-                               strerror(errno));
+                               spate_strerror(-errno));
     rc = blob_copy_hashing(path, fd, bs->max_size, digest, err);
     if (close(fd) != 0 && rc == 0)
-        rc = spate_error_set(err, SPATE_EIO, "cannot write a blob: %s", strerror(errno));
+        rc = spate_error_set(err, SPATE_EIO, "cannot write a blob: %s", spate_strerror(-errno));
     if (rc == 0 && !sha256_equal(digest, key))
         rc = spate_error_set(err, SPATE_EINVAL, "'%s' is corrupt: its SHA-256 is %s", path,
                              sha256_hex(digest, got));
     blob_path(bs, key, final, sizeof final);
     if (rc == 0 && rename(tmp, final) != 0)
-        rc = spate_error_set(err, -errno, "cannot store blob '%s': %s", final, strerror(errno));
+        rc = spate_error_set(err, -errno, "cannot store blob '%s': %s", final,
+                             spate_strerror(-errno));
     if (rc != 0) {
         unlink(tmp);
         return rc;
@@ -680,7 +682,7 @@ blob_server_persist_job_blob(struct blob_server *bs, const spate_id *job,
     blob_ha_path(bs, job, key, path, sizeof path);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     if ((out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
-        rc = spate_error_set(err, -errno, "cannot create '%s': %s", tmp, strerror(errno));
+        rc = spate_error_set(err, -errno, "cannot create '%s': %s", tmp, spate_strerror(-errno));
         close(in);
         return rc;
     }
@@ -689,11 +691,11 @@ blob_server_persist_job_blob(struct blob_server *bs, const spate_id *job,
         rc = spate_error_set(err, SPATE_EIO, "blob %s changed on disk: its SHA-256 is now %s", hex,
                              sha256_hex(digest, got));
     if (rc == 0 && fsync(out) != 0)
-        rc = spate_error_set(err, -errno, "cannot sync '%s': %s", tmp, strerror(errno));
+        rc = spate_error_set(err, -errno, "cannot sync '%s': %s", tmp, spate_strerror(-errno));
     if (close(out) != 0 && rc == 0)
-        rc = spate_error_set(err, -errno, "cannot write '%s': %s", tmp, strerror(errno));
+        rc = spate_error_set(err, -errno, "cannot write '%s': %s", tmp, spate_strerror(-errno));
     if (rc == 0 && rename(tmp, path) != 0)
-        rc = spate_error_set(err, -errno, "cannot rename '%s': %s", tmp, strerror(errno));
+        rc = spate_error_set(err, -errno, "cannot rename '%s': %s", tmp, spate_strerror(-errno));
     if (rc != 0) {
         unlink(tmp);
         return rc;

@@ -118,7 +118,7 @@ rc_connect(struct rest_client *rc, spate_error *err)
     }
     freeaddrinfo(res);
     if (fd < 0)
-        return rc_unreachable(rc, -saved, strerror(saved), err);
+        return rc_unreachable(rc, -saved, spate_strerror(-saved), err);
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
 }
@@ -146,7 +146,7 @@ rc_send_file(int fd, const char *path, spate_error *err)
     int in = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 
     if (in < 0)
-        return spate_error_set(err, -errno, "cannot read '%s': %s", path, strerror(errno));
+        return spate_error_set(err, -errno, "cannot read '%s': %s", path, spate_strerror(-errno));
     while (rc == 0 && (n = read(in, buf, sizeof buf)) > 0)
         rc = rc_send(fd, buf, (size_t)n);
     close(in);
@@ -184,7 +184,7 @@ rc_answer(struct rest_client *rc, int fd, int *status, json_t **body, spate_erro
         if (n < 0 && len > 0 && errno == ECONNRESET)
             break; /* the answer came before the reset */
         if (n < 0) {
-            rcode = rc_unreachable(rc, -errno, strerror(errno), err);
+            rcode = rc_unreachable(rc, -errno, spate_strerror(-errno), err);
             goto out;
         }
         if (n == 0)
@@ -252,7 +252,7 @@ rest_client_upload(struct rest_client *rc, const char *path, const struct rest_c
 
             if (f == NULL) {
                 rcode = spate_error_set(err, -errno, "cannot read '%s': %s", parts[i].path,
-                                        strerror(errno));
+                                        spate_strerror(-errno));
                 goto out;
             }
             fseek(f, 0, SEEK_END);

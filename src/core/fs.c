@@ -22,7 +22,7 @@ fs_mkdirs(const char *dir, spate_error *err)
             *s = '\0';
             if (*p != '\0' && mkdir(p, 0755) != 0 && errno != EEXIST) {
                 rc = spate_error_set(err, -errno, "cannot create folder '%s': %s", p,
-                                     strerror(errno));
+                                     spate_strerror(-errno));
                 break;
             }
             *s = c;
@@ -60,9 +60,9 @@ fs_remove_tree(const char *path, spate_error *err)
     struct stat st;
 
     if (lstat(path, &st) != 0)
-        return errno == ENOENT
-                   ? 0
-                   : spate_error_set(err, -errno, "cannot remove '%s': %s", path, strerror(errno));
+        return errno == ENOENT ? 0
+                               : spate_error_set(err, -errno, "cannot remove '%s': %s", path,
+                                                 spate_strerror(-errno));
     fs_failure.code = 0;
     if (nftw(path, fs_remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && fs_failure.code == 0) {
         fs_failure.code = -errno;
@@ -70,6 +70,6 @@ fs_remove_tree(const char *path, spate_error *err)
     }
     if (fs_failure.code != 0)
         return spate_error_set(err, fs_failure.code, "cannot remove '%s': %s", fs_failure.path,
-                               strerror(-fs_failure.code));
+                               spate_strerror(fs_failure.code));
     return 0;
 }

@@ -141,7 +141,7 @@ ha_write_atomic(const char *path, const uint8_t *data, size_t len, spate_error *
 
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        rc = spate_error_set(err, -errno, "cannot create '%s': %s", tmp, strerror(errno));
+        rc = spate_error_set(err, -errno, "cannot create '%s': %s", tmp, spate_strerror(-errno));
         goto out;
     }
     while (off < len) {
@@ -150,16 +150,16 @@ ha_write_atomic(const char *path, const uint8_t *data, size_t len, spate_error *
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0) {
-            rc = spate_error_set(err, -errno, "cannot write '%s': %s", tmp, strerror(errno));
+            rc = spate_error_set(err, -errno, "cannot write '%s': %s", tmp, spate_strerror(-errno));
             break;
         }
         off += (size_t)w;
     }
     if (rc == 0 && fsync(fd) != 0)
-        rc = spate_error_set(err, -errno, "cannot sync '%s': %s", tmp, strerror(errno));
+        rc = spate_error_set(err, -errno, "cannot sync '%s': %s", tmp, spate_strerror(-errno));
     close(fd);
     if (rc == 0 && rename(tmp, path) != 0)
-        rc = spate_error_set(err, -errno, "cannot rename '%s': %s", tmp, strerror(errno));
+        rc = spate_error_set(err, -errno, "cannot rename '%s': %s", tmp, spate_strerror(-errno));
     if (rc != 0)
         unlink(tmp);
 out:
@@ -175,7 +175,7 @@ ha_read_all(const char *path, uint8_t **data, size_t *len, spate_error *err)
     size_t cap = 0, n = 0;
 
     if (f == NULL)
-        return spate_error_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
+        return spate_error_set(err, -errno, "cannot open '%s': %s", path, spate_strerror(-errno));
     for (;;) {
         size_t r;
 
@@ -280,7 +280,8 @@ ha_file_remove(const uint8_t *pointer, size_t pointer_len, spate_error *err)
     if ((rc = ha_pointer_decode(pointer, pointer_len, &p, err)) != 0)
         return rc;
     if (unlink(p->path) != 0 && errno != ENOENT)
-        rc = spate_error_set(err, -errno, "cannot delete '%s': %s", p->path, strerror(errno));
+        rc =
+            spate_error_set(err, -errno, "cannot delete '%s': %s", p->path, spate_strerror(-errno));
     ha__state_pointer__free_unpacked(p, NULL);
     return rc;
 }
@@ -340,7 +341,7 @@ fjrs_mark_clean(struct job_result_store *base, const spate_id *job, spate_error 
         if (errno != ENOENT || access(clean, F_OK) != 0)
             rc = spate_error_set(err, errno == ENOENT ? SPATE_ENOENT : -errno,
                                  "cannot mark the result of job %s clean: %s", id_str(job).s,
-                                 strerror(errno));
+                                 spate_strerror(-errno));
     }
     free(dirty);
     free(clean);
@@ -378,9 +379,9 @@ fjrs_dirty_results(struct job_result_store *base, struct job_result **out, size_
     *out = NULL;
     *count = 0;
     if (d == NULL)
-        return errno == ENOENT
-                   ? 0
-                   : spate_error_set(err, -errno, "cannot list '%s': %s", s->dir, strerror(errno));
+        return errno == ENOENT ? 0
+                               : spate_error_set(err, -errno, "cannot list '%s': %s", s->dir,
+                                                 spate_strerror(-errno));
     while ((e = readdir(d)) != NULL) {
         size_t l = strlen(e->d_name);
         Ha__JobResultRecord *m;

@@ -16,6 +16,16 @@
 
 #include "ha/coord.h"
 
+/* errno's text, thread-safe (strerror is not, and the plugin has no libspate
+ * to ask: it links libzookeeper alone). */
+static const char *
+errno_text(int e)
+{
+    const char *text = strerrordesc_np(e);
+
+    return text != NULL ? text : "unknown error";
+}
+
 /* The handle is replaced after a session expired: calls hold the read lock
  * while they use it, reconnect the write lock. The watcher never takes the
  * lock (zookeeper_close joins the thread it runs on): it drops the events of
@@ -151,7 +161,7 @@ zk_connect(const char *quorum, int session_timeout_ms, coord_event_fn fn, void *
 
         pthread_rwlock_unlock(&c->lock);
         snprintf(errbuf, errlen, "cannot start a ZooKeeper client for quorum '%s': %s", quorum,
-                 strerror(e));
+                 errno_text(e));
         pthread_rwlock_destroy(&c->lock);
         free(c->quorum);
         free(c);
@@ -190,7 +200,7 @@ zk_reconnect(struct coord_client *c, char *errbuf, size_t errlen)
     pthread_rwlock_unlock(&c->lock);
     if (zh == NULL) {
         snprintf(errbuf, errlen, "cannot start a ZooKeeper client for quorum '%s': %s", c->quorum,
-                 strerror(errno));
+                 errno_text(errno));
         return SPATE_EIO;
     }
     return 0;

@@ -66,7 +66,7 @@ rest_jars_start(struct rest_server *rs, spate_error *err)
     web = xasprintf("%s/spate-web-%s", base, id_str(&unique).s);
     if (mkdir(web, 0700) != 0) {
         rc = spate_error_set(err, -errno, "cannot make the upload folder '%s' (web.upload.dir): %s",
-                             web, strerror(errno));
+                             web, spate_strerror(-errno));
         free(web);
         return rc;
     }
@@ -145,7 +145,7 @@ rest_jar_upload(struct rest_request *rq)
     if (rename(p->path, path) != 0) {
         enum MHD_Result ret =
             rest_error(rq->c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot keep the upload '%s': %s",
-                       p->filename, strerror(errno));
+                       p->filename, spate_strerror(-errno));
 
         free(id);
         free(path);
@@ -490,7 +490,7 @@ rest_child_spawn(struct rest_server *rs, char **argv, char **envp, const int res
     posix_spawnattr_destroy(&attr);
     if (rc != 0)
         return spate_error_set(err, -rc, "cannot start '%s' for the job's main: %s", rs->self_exe,
-                               strerror(rc));
+                               spate_strerror(-rc));
     return 0;
 }
 
@@ -603,7 +603,7 @@ rest_child_run(struct rest_server *rs, const char *jar_id, const char *jar,
     envp = rest_child_envp();
     if (rest_pipe(res) != 0 || rest_pipe(errp) != 0) {
         rc = spate_error_set(err, SPATE_EIO, "cannot make pipes for the job's main: %s",
-                             strerror(errno));
+                             spate_strerror(-errno));
         goto out;
     }
     rc = rest_child_spawn(rs, argv, envp, res, errp, &pid, err);

@@ -346,7 +346,7 @@ rest_post_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *
             p->fd = open(p->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
             if (p->fd < 0) {
                 rq->error =
-                    xasprintf("cannot store the upload '%s': %s", filename, strerror(errno));
+                    xasprintf("cannot store the upload '%s': %s", filename, spate_strerror(-errno));
                 SPATE_LOG_ERROR(REST_LOG, "%s", rq->error);
                 free(p->path);
                 p->path = NULL;
@@ -366,8 +366,8 @@ rest_post_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0) {
-                rq->error =
-                    xasprintf("cannot store the upload '%s': %s", p->filename, strerror(errno));
+                rq->error = xasprintf("cannot store the upload '%s': %s", p->filename,
+                                      spate_strerror(-errno));
                 return MHD_NO;
             }
             done += (size_t)n;
@@ -505,7 +505,7 @@ rest_dispatch(void *cls, struct MHD_Connection *c, const char *url, const char *
     for (size_t i = 0; i < rq->nparts; i++) {
         if (rq->parts[i].fd >= 0 && close(rq->parts[i].fd) != 0 && rq->error == NULL)
             rq->error = xasprintf("cannot store the upload '%s': %s", rq->parts[i].filename,
-                                  strerror(errno));
+                                  spate_strerror(-errno));
         rq->parts[i].fd = -1;
     }
     if (rq->error != NULL)

@@ -298,7 +298,8 @@ task_main(void *arg)
         struct sched_param sp = { 0 };
 
         if (sched_setscheduler(0, SCHED_BATCH, &sp) != 0)
-            SPATE_LOG_DEBUG(TASK_LOG, "cannot run task thread as SCHED_BATCH: %s", strerror(errno));
+            SPATE_LOG_DEBUG(TASK_LOG, "cannot run task thread as SCHED_BATCH: %s",
+                            spate_strerror(-errno));
     }
     task_report(t, EXEC_INITIALIZING, NULL);
     rc = library_cache_acquire(

@@ -270,7 +270,7 @@ Test(blob, ha_blob_store_serves_a_recovered_job_on_the_next_leader)
     cr_assert_eq(blob_cache_get(c, blob_server_address(next), key, &path, &err), SPATE_ENOENT);
     cr_assert(strstr(err.message, "its copy in the HA blob store is unusable") != NULL &&
                   strstr(err.message, id_str(&other).s) != NULL &&
-                  strstr(err.message, "No such file") != NULL,
+                  strstr(err.message, "no such file") != NULL,
               "%s", err.message);
     blob_server_unref(next, key);
     cr_assert_eq(blob_server_count(next), 0);
