@@ -3,12 +3,15 @@
  * operator instance's states, each a state map per key group of the
  * subtask, scoped by the current key and namespace (a window, or none); and
  * its timers (timer_service.h), deduplicated per key group and fired in
- * timestamp order.
+ * timestamp order; a TTL in processing time, expired entries cleaned a few
+ * per use; operator and broadcast state besides.
  * Entries are stored serialized, so snapshots and rescaling move bytes by
  * key group. The per-record calls are inline here (keyed_value_in_place,
  * keyed_current_at, keyed_backend_prefetch, ...): an operator that made a
- * heap backend calls them directly, the rest through the table. Task
- * thread only. */
+ * heap backend calls them directly, the rest through the table. A snapshot
+ * freezes every map copy-on-write and serializes the live timers per key
+ * group (heap_snapshot.c writes them); a restore puts entries back one by
+ * one and timers by key group. Task thread only. */
 #ifndef SPATE_STATE_HEAP_KEYED_BACKEND_H
 #define SPATE_STATE_HEAP_KEYED_BACKEND_H
 

@@ -1,8 +1,10 @@
 /* A state map: key bytes → value bytes, one per (state, key group), as
  * Flink's heap backend keeps a map per key group so that state moves between
  * subtasks by whole key groups. Open addressing with linear probing over the
- * keys' 64-bit hashes, which the caller computes once per record, in Robin
- * Hood order (state_map.c). Owned by one task thread.
+ * keys' 64-bit hashes, which the caller computes once per record (or
+ * carries with the record from the exchange), in Robin Hood order
+ * (state_map.c), with a tag byte per slot that lookups scan. Owned by one
+ * task thread.
  *
  * Snapshots are copy-on-write (Flink's CopyOnWriteStateMap, per map): a
  * freeze hands out a view of the current table, which from then on is
