@@ -1,5 +1,10 @@
-/* The spate command line (cli.h): global options, the command table, and the
- * commands that need no cluster. Runs on the main thread. */
+/* The spate command line (cli.h): global options, the command table (each
+ * command's usage and options, for `spate COMMAND --help` and `spate help
+ * COMMAND`), and the commands that need no cluster: config, version, help
+ * (whole lines, summaries wrapped at 100 columns), info (the plan as JSON)
+ * and the internal job-graph (a job's main run plan-only, its JobGraph
+ * written to a pipe: the JobManager's child for /jars/:jarid/run). Runs on
+ * the main thread. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* Finding the leaders from a client (the CLI): the Dispatcher's RPC address
- * and the REST endpoint's URL, through the HA services, so that commands
+ * and the REST endpoint's URL, through the HA services (standalone: the
+ * configured ones), so that commands
  * follow the leading JobManager. Main thread. */
 #ifndef SPATE_CLI_CLI_LEADER_H
 #define SPATE_CLI_CLI_LEADER_H

@@ -1,9 +1,18 @@
-/* `spate run [--local | -m HOST:PORT] [-d] [-p N] [--json FILE] JOB.so
- * [ARGS]`: runs the job library's main with an executor that runs its
- * dataflow on the embedded mini cluster, or (-m, or a cluster configured)
- * submits it to a cluster over REST; prints the job's id, a live status
- * line, the final status, runtime and accumulators (-d: only the id). --json
- * writes the result (and the plan) to FILE. Exit status 0 only when the job
+/* `spate run [--local | -m HOST:PORT] [-d] [-p N] [-s SAVEPOINT [-n]]
+ * [--json FILE] JOB.so [ARGS]`: runs the job library's spate_job_main
+ * (streaming/packaged_program.h) in the client with one of two executors:
+ * the mini cluster's (--local or execution.target: local; it starts the
+ * mini cluster, stores the library in its BlobServer and submits to its
+ * Dispatcher) or, by default as `flink run`, a cluster's over REST (-m,
+ * else rest.address and rest.port, localhost:8081: POST /jobs with the
+ * JobGraph and the library; a refused connection says how to run with
+ * --local). -s/--fromSavepoint resumes from a savepoint folder or its
+ * _metadata, made absolute and written into the JobGraph (a warning when
+ * operators have no uid); -n/--allowNonRestoredState. Prints the job's id,
+ * a live status line (on a TTY; state changes otherwise), the final status,
+ * runtime and accumulators (and the mini cluster's free slots; -d: only the
+ * id); SIGINT/SIGTERM cancel the job. --json writes the result and the plan
+ * to FILE, for tests and benchmarks. Exit status 0 only when the job
  * finished (or, detached, was submitted). */
 #ifndef SPATE_CLI_CLI_RUN_H
 #define SPATE_CLI_CLI_RUN_H

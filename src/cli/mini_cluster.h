@@ -3,7 +3,9 @@
  * in-process transport: same messages, no socket) with standalone leaders.
  * Each TaskExecutor has a network environment of its own, so data between
  * two of them crosses loopback TCP as on a cluster, and job libraries go
- * through a BlobServer to the TaskExecutors' BlobCaches. */
+ * through a BlobServer to the TaskExecutors' BlobCaches. `spate run
+ * --local` (cli_run.c) starts local.number-taskmanager TaskExecutors that
+ * share -p N slots (default: the cores), at least what the job needs. */
 #ifndef SPATE_CLI_MINI_CLUSTER_H
 #define SPATE_CLI_MINI_CLUSTER_H
 

@@ -1,9 +1,10 @@
 /* A small HTTP/1.1 client for the JobManager's REST API, as the spate
  * commands use it (run, list, cancel): one request per connection, JSON
- * bodies or multipart uploads streamed from files, timeouts on connect and
- * on the answer. The target comes from -m host:port, else with ZooKeeper
- * high availability from the REST leader's node, else rest.address and
- * rest.port. Main thread. */
+ * bodies or multipart uploads streamed from files, timeouts on connect and on
+ * the answer, a clear message when the JobManager cannot be reached. The
+ * target comes from -m host:port, else with ZooKeeper high availability from
+ * the REST leader's node (cli_find_leader, so that run, list and cancel
+ * follow the leader), else rest.address and rest.port. Main thread. */
 #ifndef SPATE_CLI_REST_CLIENT_H
 #define SPATE_CLI_REST_CLIENT_H
 
