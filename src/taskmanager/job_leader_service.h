@@ -1,8 +1,9 @@
 /* The JobLeaderService (Flink's): for each job the TaskExecutor holds slots
  * for, find the job's JobMaster (leader retrieval through the HA services)
- * and register there with the retrying registration; report the connection
- * to the TaskExecutor, which then offers the job's slots. Runs on the
- * TaskExecutor's endpoint. */
+ * and register there with the retrying registration; report the connection to
+ * the TaskExecutor, which then offers the job's slots; after a failover,
+ * follow the job to its new JobMaster (a new address or JobMasterId, the
+ * leader session). Runs on the TaskExecutor's endpoint. */
 #ifndef SPATE_TASKMANAGER_JOB_LEADER_SERVICE_H
 #define SPATE_TASKMANAGER_JOB_LEADER_SERVICE_H
 

@@ -1,8 +1,11 @@
-/* The TaskManager's job libraries (Flink's LibraryCacheManager): the first
- * of a job's tasks fetches the library from the BlobServer through the
- * BlobCache (verified by SHA-256) and loads a private copy RTLD_LOCAL; the
- * job's last task here closes it. Task threads acquire and release; a mutex
- * guards the table (never held while loading: the others wait). */
+/* The TaskManager's job libraries (Flink's LibraryCacheManager): the first of
+ * a job's tasks fetches the library from the BlobServer through the BlobCache
+ * (verified by SHA-256) and loads a private copy RTLD_LOCAL under
+ * blob.storage.directory (else io.tmp.dirs); the job's last task here closes
+ * it and drops the blob. A failed fetch or load is forgotten once its last
+ * waiter leaves, so that the job's next deployment (from a new leader, say)
+ * tries again. Task threads acquire and release; a mutex guards the table
+ * (never held while loading: the others wait). */
 #ifndef SPATE_TASKMANAGER_LIBRARY_CACHE_H
 #define SPATE_TASKMANAGER_LIBRARY_CACHE_H
 

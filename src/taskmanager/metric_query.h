@@ -1,7 +1,9 @@
 /* A TaskManager's metric dump (Flink's MetricQueryService): its own metrics
- * (network buffers, the process) and those of each task registered in its
- * registry, grouped by task, values as text. The TaskExecutor answers
- * request_metric_dump with it. Loop thread (the registry has its own lock). */
+ * (network buffers: Status.Shuffle.Netty.*MemorySegments; the process:
+ * Status.Process.*) and those of each task registered in its registry,
+ * grouped by job, vertex, subtask and attempt, values as text. The
+ * TaskExecutor answers request_metric_dump with it. Loop thread (the registry
+ * has its own lock). */
 #ifndef SPATE_TASKMANAGER_METRIC_QUERY_H
 #define SPATE_TASKMANAGER_METRIC_QUERY_H
 

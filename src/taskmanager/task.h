@@ -1,11 +1,13 @@
 /* A Task (Flink's org.apache.flink.runtime.taskmanager.Task): one deployed
  * subtask on its own thread. It loads the job's library through the
- * TaskManager's cache, decodes the JobGraph with it, runs the StreamTask, and
- * reports each ExecutionState (INITIALIZING, RUNNING, then FINISHED with the
- * accumulators, FAILED with the reason, or CANCELED) to its JobMaster, which
- * also hands it input splits. The TaskExecutor creates and cancels tasks from
- * its endpoint; the task thread owns everything else and says when it is
- * done through on_done (from the task thread). */
+ * TaskManager's cache, decodes the TaskDeploymentDescriptor's JobGraph with
+ * it, runs the StreamTask (stream_task_run) over the data plane with its I/O
+ * metrics registered in the TaskExecutor's registry, and reports each
+ * ExecutionState (INITIALIZING, RUNNING, then FINISHED with the accumulators
+ * and I/O totals, FAILED with the reason, or CANCELED) to its JobMaster,
+ * which also hands it input splits. The TaskExecutor creates and cancels
+ * tasks from its endpoint; the task thread owns everything else and says when
+ * it is done through on_done (from the task thread). */
 #ifndef SPATE_TASKMANAGER_TASK_H
 #define SPATE_TASKMANAGER_TASK_H
 

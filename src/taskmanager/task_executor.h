@@ -3,7 +3,23 @@
  * heartbeats with slot reports, allocates slots on requestSlot, offers them
  * to each job's JobMaster through the JobLeaderService, and runs the tasks
  * JobMasters deploy into them (task.h). Loop thread; several may share a
- * process (scale tests, the mini cluster). */
+ * process (scale tests, the mini cluster).
+ *
+ * The registration is fenced by the retrieved leader session: a reply from
+ * another session is a refusal, retried. taskmanager.registration.timeout
+ * runs from the start and from every reconnection, whether a leader is known
+ * or not, and ends the process. A slot no JobMaster accepted within
+ * taskmanager.slot.timeout is freed and the ResourceManager told. A
+ * disconnect from a ResourceManager it is not registered with (a former
+ * leader) is rejected. A JobMaster lost (heartbeat timed out, connection
+ * lost: a JobManager killed) has the job's tasks cancelled and its slots
+ * freed, as Flink's disconnectJobManagerConnection; one that is no longer the
+ * job's leader (the JobLeaderService heard of another: a paused former
+ * leader) has its tasks cancelled too, but the slots are kept for the new
+ * leader (inactive: offered to it, freed after taskmanager.slot.timeout if
+ * not accepted), so that a new leader's attempts never run beside the old
+ * ones. It also keeps the metric registry of its tasks (rates recomputed
+ * every second) and answers request_metric_dump and StopCluster. */
 #ifndef SPATE_TASKMANAGER_TASK_EXECUTOR_H
 #define SPATE_TASKMANAGER_TASK_EXECUTOR_H
 

@@ -1,7 +1,8 @@
-/* The TaskManager process (`spate taskmanager`): its RPC service, its
- * TaskExecutor (or, for scale tests, many in one process), until a signal,
- * the cluster's StopCluster, or a registration timeout ends it. Runs on the
- * process's main thread, which only waits. */
+/* The TaskManager process (`spate taskmanager`): its RPC service (on
+ * taskmanager.bind-host and taskmanager.rpc.port), its TaskExecutor (or, for
+ * scale tests, many in one process), until a signal, the cluster's
+ * StopCluster, or a registration timeout ends it. Runs on the process's main
+ * thread, which only waits. */
 #ifndef SPATE_TASKMANAGER_TASKMANAGER_H
 #define SPATE_TASKMANAGER_TASKMANAGER_H
 
