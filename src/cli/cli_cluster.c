@@ -112,7 +112,7 @@ jm_start_leadership(const struct config *conf, struct jm_process *p, int rest_po
 }
 
 /* Waits for the signalfd or the exit eventfd; returns which (0 signal, 1
- * exit), or -1 when timeout_ms passed. */
+ * exit), or SPATE_ETIMEDOUT when timeout_ms passed. */
 static int
 wait_for_exit(int sfd, int efd, int timeout_ms)
 {
@@ -121,7 +121,7 @@ wait_for_exit(int sfd, int efd, int timeout_ms)
         int n = poll(fds, 2, timeout_ms);
 
         if (n == 0)
-            return -1;
+            return SPATE_ETIMEDOUT;
         if (n < 0)
             continue;
         if (fds[0].revents & POLLIN) {

@@ -25,14 +25,14 @@ cli_default_conf_dir(char *out, size_t size)
     char *slash;
 
     if (n <= 0)
-        return -1;
+        return SPATE_ENOENT;
     exe[n] = '\0';
     if ((slash = strrchr(exe, '/')) == NULL)
-        return -1;
+        return SPATE_ENOENT;
     *slash = '\0';
     if ((size_t)snprintf(out, size, "%s/../conf", exe) >= size)
-        return -1;
-    return access(out, F_OK) == 0 ? 0 : -1;
+        return SPATE_ENOENT;
+    return access(out, F_OK) == 0 ? 0 : SPATE_ENOENT;
 }
 
 int

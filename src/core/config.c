@@ -453,7 +453,7 @@ parse_unit(const char *p, char *buf, size_t size)
     while (n > 0 && isspace((unsigned char)p[n - 1]))
         n--;
     if (n >= size)
-        return -1;
+        return SPATE_EINVAL;
     for (size_t i = 0; i < n; i++)
         buf[i] = (char)tolower((unsigned char)p[i]);
     buf[n] = '\0';

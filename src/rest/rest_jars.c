@@ -379,7 +379,7 @@ static int
 rest_pipe(int fds[2])
 {
     if (pipe2(fds, O_CLOEXEC) != 0)
-        return -1;
+        return -errno;
     for (int i = 0; i < 2; i++) {
         if (fds[i] < 10) {
             int moved = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
@@ -388,7 +388,7 @@ rest_pipe(int fds[2])
             fds[i] = moved;
         }
     }
-    return fds[0] >= 0 && fds[1] >= 0 ? 0 : -1;
+    return fds[0] >= 0 && fds[1] >= 0 ? 0 : SPATE_EIO;
 }
 
 /* `spate job-graph` for the jar with the program's arguments: the

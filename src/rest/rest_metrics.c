@@ -182,7 +182,7 @@ rest_vertex_route(struct rest_server *rs, struct MHD_Connection *c, const char *
 }
 
 /* Splits path (after its leading '/') into at most max segments of buf;
- * -1 when there are more, or an empty one. */
+ * SPATE_EINVAL when there are more, or an empty one. */
 static int
 split_path(const char *path, char *buf, size_t cap, char **parts, int max)
 {
@@ -193,14 +193,14 @@ split_path(const char *path, char *buf, size_t cap, char **parts, int max)
         char *slash = strchr(p, '/');
 
         if (n == max || *p == '/' || *p == '\0')
-            return -1;
+            return SPATE_EINVAL;
         parts[n++] = p;
         if (slash == NULL)
             return n;
         *slash = '\0';
         p = slash + 1;
     }
-    return -1;
+    return SPATE_EINVAL;
 }
 
 bool

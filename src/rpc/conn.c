@@ -373,7 +373,7 @@ conn_handshake(struct rpc_conn *c)
     if (c->outgoing) {
         if (handshake_check_reply(&c->svc->hs, c->rbuf, &err) != 0) {
             conn_close(c, LOG_LEVEL_WARN, "connection to %s closed: %s", c->peer, err.message);
-            return -1;
+            return SPATE_EPROTO;
         }
         c->state = CONN_OPEN;
         return 0;
@@ -383,7 +383,7 @@ conn_handshake(struct rpc_conn *c)
         handshake_encode_reply(&c->svc->hs, status, err.message, conn_reserve(c, HANDSHAKE_SIZE));
         conn_commit(c, HANDSHAKE_SIZE);
         conn_close_after_flush(c, "refused rpc connection from %s: %s", c->peer, err.message);
-        return -1;
+        return SPATE_EPROTO;
     }
     handshake_encode_reply(&c->svc->hs, HANDSHAKE_OK, NULL, conn_reserve(c, HANDSHAKE_SIZE));
     conn_commit(c, HANDSHAKE_SIZE);

@@ -21,18 +21,18 @@ element_read_other(const uint8_t *bytes, size_t len, struct element *e)
     switch (e->kind) {
     case ELEMENT_WATERMARK:
         if (len != 9 || tag != ELEMENT_WATERMARK)
-            return -1;
+            return SPATE_EPROTO;
         memcpy(&e->watermark, bytes + 1, 8);
         return 0;
     case ELEMENT_WATERMARK_STATUS:
         if (len != 2 || tag != ELEMENT_WATERMARK_STATUS)
-            return -1;
+            return SPATE_EPROTO;
         e->idle = bytes[1] != 0;
         return 0;
     case ELEMENT_RECORD:
         break;
     }
-    return -1;
+    return SPATE_EPROTO;
 }
 
 size_t
@@ -54,13 +54,13 @@ int
 barrier_decode(const uint8_t *bytes, size_t len, struct barrier *b)
 {
     if (len < 24)
-        return -1;
+        return SPATE_EPROTO;
     memcpy(&b->checkpoint_id, bytes, 8);
     memcpy(&b->timestamp, bytes + 8, 8);
     memcpy(&b->type, bytes + 16, 4);
     memcpy(&b->location_len, bytes + 20, 4);
     if (len - 24 != b->location_len || b->checkpoint_id <= 0)
-        return -1;
+        return SPATE_EPROTO;
     b->location = (const char *)bytes + 24;
     return 0;
 }

@@ -77,7 +77,7 @@ struct element {
 
 int element_read_other(const uint8_t *bytes, size_t len, struct element *e);
 
-/* Parses one element; -1 when malformed. Records inline (once per record
+/* Parses one element: SPATE_EPROTO when malformed. Records inline (once per record
  * on the consumer), the rest out of line. */
 static inline int
 element_read(const uint8_t *bytes, size_t len, struct element *e)
@@ -86,7 +86,7 @@ element_read(const uint8_t *bytes, size_t len, struct element *e)
     size_t n = 1;
 
     if (len < 1)
-        return -1;
+        return SPATE_EPROTO;
     tag = bytes[0];
     if (likely(tag == ELEMENT_KEYED_TS_TAG && len >= ELEMENT_KEYED_TS_HEADER)) {
         /* A keyed record with its time: the shape of most. */
@@ -101,19 +101,19 @@ element_read(const uint8_t *bytes, size_t len, struct element *e)
     if ((tag & ELEMENT_KIND_MASK) != ELEMENT_RECORD)
         return element_read_other(bytes, len, e);
     if (tag & ~(ELEMENT_KIND_MASK | ELEMENT_HAS_TIMESTAMP | ELEMENT_HAS_KEY_HASH))
-        return -1;
+        return SPATE_EPROTO;
     e->kind = ELEMENT_RECORD;
     e->meta.timestamp = RECORD_NO_TIMESTAMP;
     e->meta.has_key_hash = false;
     if (tag & ELEMENT_HAS_TIMESTAMP) {
         if (len < n + 8)
-            return -1;
+            return SPATE_EPROTO;
         memcpy(&e->meta.timestamp, bytes + n, 8);
         n += 8;
     }
     if (tag & ELEMENT_HAS_KEY_HASH) {
         if (len < n + 8)
-            return -1;
+            return SPATE_EPROTO;
         memcpy(&e->meta.key_hash, bytes + n, 8);
         e->meta.has_key_hash = true;
         n += 8;
@@ -139,7 +139,7 @@ struct barrier {
 
 /* The payload's size, written into out when it has room. */
 size_t barrier_encode(const struct barrier *b, uint8_t *out, size_t cap);
-/* -1 when malformed; b->location points into bytes. */
+/* SPATE_EPROTO when malformed; b->location points into bytes. */
 int barrier_decode(const uint8_t *bytes, size_t len, struct barrier *b);
 
 #endif

@@ -345,7 +345,7 @@ types_serialized_tail(const struct spate_type *t, size_t field_offset)
     return 0;
 }
 
-/* Reads one leaf value; returns the bytes it used, or -1 when malformed. */
+/* Reads one leaf value; returns the bytes it used, or SPATE_EPROTO when malformed. */
 static inline ssize_t
 de_leaf(const struct type_leaf *l, const uint8_t *in, size_t len, uint8_t *rec)
 {
@@ -357,14 +357,14 @@ de_leaf(const struct type_leaf *l, const uint8_t *in, size_t len, uint8_t *rec)
     case TYPE_INT64:
     case TYPE_DOUBLE:
         if (len < 8 || (l->last && len != 8))
-            return -1;
+            return SPATE_EPROTO;
         memcpy(v, in, 8);
         return 8;
     case TYPE_STRING:
         if (!l->last) {
             hdr = leb128_get(in, len, &n);
             if (hdr == 0 || n > len - hdr)
-                return -1;
+                return SPATE_EPROTO;
         }
         ((spate_str *)v)->data = (const char *)in + hdr;
         ((spate_str *)v)->len = (size_t)n;
@@ -372,22 +372,22 @@ de_leaf(const struct type_leaf *l, const uint8_t *in, size_t len, uint8_t *rec)
     case TYPE_CUSTOM:
         if (l->custom->plain) {
             if (len < l->custom->size || (l->last && len != l->custom->size))
-                return -1;
+                return SPATE_EPROTO;
             memcpy(v, in, l->custom->size);
             return (ssize_t)l->custom->size;
         }
         if (!l->last) {
             hdr = leb128_get(in, len, &n);
             if (hdr == 0 || n > len - hdr)
-                return -1;
+                return SPATE_EPROTO;
         }
         if (l->custom->deserialize(in + hdr, (size_t)n, v) != 0)
-            return -1;
+            return SPATE_EPROTO;
         return (ssize_t)(hdr + n);
     case TYPE_TUPLE:
         break;
     }
-    return -1;
+    return SPATE_EPROTO;
 }
 
 int
@@ -398,12 +398,12 @@ types_deserialize(const struct spate_type *t, const uint8_t *bytes, size_t len, 
 
     if (bytes == NULL) {
         if (len != 0)
-            return -1;
+            return SPATE_EPROTO;
         bytes = empty;
     }
     if (t->plain && t->kind != TYPE_CUSTOM) {
         if (len != t->size)
-            return -1;
+            return SPATE_EPROTO;
         memcpy(rec, bytes, len);
         return 0;
     }
@@ -411,10 +411,10 @@ types_deserialize(const struct spate_type *t, const uint8_t *bytes, size_t len, 
         ssize_t got = de_leaf(&t->leaves[i], bytes + used, len - used, rec);
 
         if (got < 0)
-            return -1;
+            return SPATE_EPROTO;
         used += (size_t)got;
     }
-    return used == len ? 0 : -1;
+    return used == len ? 0 : SPATE_EPROTO;
 }
 
 /* ---- readable form ---- */

@@ -59,7 +59,7 @@ size_t types_serialized_size(const struct spate_type *t, const void *rec);
  * starts in rec's serialized form. */
 size_t types_serialized_offset(const struct spate_type *t, const void *rec, size_t field_offset);
 /* Reads len bytes into rec (t->size bytes of storage); strings point into
- * bytes. 0, or -1 when the bytes are malformed. */
+ * bytes. 0, or SPATE_EPROTO when the bytes are malformed. */
 /* How far from the end of any serialized record the value at field_offset
  * (a leaf) starts, when that leaf and every one after it have a fixed size
  * (numbers, plain user types); 0 when they do not. */

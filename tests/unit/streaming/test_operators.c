@@ -245,10 +245,10 @@ Test(operators, element_framing_round_trip_and_garbage)
     cr_assert_eq(e.kind, ELEMENT_WATERMARK);
     cr_assert_eq(e.watermark, 99);
     buf[0] = 0xff;
-    cr_assert_eq(element_read(buf, n, &e), -1);
+    cr_assert_eq(element_read(buf, n, &e), SPATE_EPROTO);
     buf[0] = ELEMENT_RECORD | ELEMENT_HAS_TIMESTAMP;
-    cr_assert_eq(element_read(buf, 4, &e), -1);
-    cr_assert_eq(element_read(buf, 0, &e), -1);
+    cr_assert_eq(element_read(buf, 4, &e), SPATE_EPROTO);
+    cr_assert_eq(element_read(buf, 0, &e), SPATE_EPROTO);
 }
 
 Test(operators, pointwise_wiring_is_consistent)

@@ -81,11 +81,11 @@ Test(types, malformed_bytes_are_refused)
     uint8_t extra[] = { 1, 'a', 1, 2, 3, 4, 5, 6, 7, 8, 9 };
     int64_t i;
 
-    cr_assert_eq(types_deserialize(t, bad_len, sizeof bad_len, &out), -1);
-    cr_assert_eq(types_deserialize(t, unterminated, sizeof unterminated, &out), -1);
-    cr_assert_eq(types_deserialize(t, extra, sizeof extra, &out), -1);
-    cr_assert_eq(types_deserialize(spate_type_int64(), extra, 3, &i), -1);
-    cr_assert_eq(types_deserialize(t, NULL, 0, &out), -1);
+    cr_assert_eq(types_deserialize(t, bad_len, sizeof bad_len, &out), SPATE_EPROTO);
+    cr_assert_eq(types_deserialize(t, unterminated, sizeof unterminated, &out), SPATE_EPROTO);
+    cr_assert_eq(types_deserialize(t, extra, sizeof extra, &out), SPATE_EPROTO);
+    cr_assert_eq(types_deserialize(spate_type_int64(), extra, 3, &i), SPATE_EPROTO);
+    cr_assert_eq(types_deserialize(t, NULL, 0, &out), SPATE_EPROTO);
 }
 
 Test(types, readable_forms)
