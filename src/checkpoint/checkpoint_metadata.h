@@ -6,8 +6,10 @@
  * savepoint folder can move; reading resolves them against the folder the
  * file is in. Written by the JobMaster's CheckpointCoordinator, read when a
  * job restores (a restart, a new leader, a savepoint). The file is external
- * input: every check names the file and what is wrong. Any thread; calls
- * that touch files block. */
+ * input: every check (truncated, bad magic, unknown version, checksum,
+ * undecodable, handles that do not fit their operator) names the file and
+ * what is wrong; at restore, every state file it names must exist and be long
+ * enough. Any thread; calls that touch files block. */
 #ifndef SPATE_CHECKPOINT_CHECKPOINT_METADATA_H
 #define SPATE_CHECKPOINT_CHECKPOINT_METADATA_H
 

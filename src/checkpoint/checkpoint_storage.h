@@ -1,13 +1,16 @@
 /* Where checkpoints and savepoints live (Flink's CheckpointStorage and
- * CheckpointStorageAccess): pointers (local paths and `file:` URIs today;
- * an object store is another implementation of the table below), a job's
- * checkpoint locations `<state.checkpoints.dir>/<job id>/chk-<n>/`,
- * savepoint locations `<target>/savepoint-<6 hex of the job id>-<12 random
- * hex>/`, the file a task writes a checkpoint's state to, `_metadata`
- * written atomically and read back, disposal. Used by the JobManager's
+ * CheckpointStorageAccess): pointers (local paths and `file:` URIs today:
+ * `file:///x`, `file://localhost/x`, `file:/x` and plain paths; relative ones
+ * resolved against a caller's base or refused; other hosts and unknown
+ * schemes refused, named; an object store is another implementation of the
+ * table below), a job's checkpoint locations `<state.checkpoints.dir>/<job
+ * id>/chk-<n>/` (made, listed, disposed of), savepoint locations
+ * `<target>/savepoint-<6 hex of the job id>-<12 random hex>/`, the file a
+ * task writes a checkpoint's state to, `_metadata` written atomically and
+ * read back through any pointer, savepoint disposal. Used by the JobManager's
  * CheckpointCoordinator and Dispatcher, the task's snapshot writer, the CLI
- * and REST. Every call that touches storage blocks; any thread (a storage
- * is not changed after checkpoint_storage_new). */
+ * and REST. Every call that touches storage blocks; any thread (a storage is
+ * not changed after checkpoint_storage_new). */
 #ifndef SPATE_CHECKPOINT_CHECKPOINT_STORAGE_H
 #define SPATE_CHECKPOINT_CHECKPOINT_STORAGE_H
 

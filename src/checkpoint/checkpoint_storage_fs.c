@@ -1,7 +1,9 @@
 /* Checkpoint storage on the local file system (Flink's
  * FsCheckpointStorageAccess): locations are folders, `_metadata` a file
  * written to a temporary name, synced and renamed (checkpoint_metadata.c).
- * Absolute paths only: checkpoint_storage.c parsed them. */
+ * Disposing of a savepoint removes its own files only: the state files its
+ * `_metadata` names inside its folder, the `_metadata`, the folder when
+ * empty. Absolute paths only: checkpoint_storage.c parsed them. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
