@@ -1,8 +1,9 @@
-/* The BlobServer's wire protocol, shared by blob_server.c and blob_cache.c.
- * A client sends one request per connection: "SPBL", version 1, op GET,
- * the 32-byte SHA-256 key, a 16-bit secret length and the secret. The
- * server answers a status byte; OK is followed by a 64-bit size and the
- * bytes, an error by a 16-bit length and a message. Big-endian. */
+/* The BlobServer's wire protocol, shared by blob_server.c and blob_cache.c. A
+ * client sends one request per connection: "SPBL", version 1, op GET, the
+ * 32-byte SHA-256 key, a 16-bit secret length and the secret
+ * (security.rpc.secret). The server answers a status byte; OK is followed by
+ * a 64-bit size and the bytes, an error by a 16-bit length and a message.
+ * Big-endian. */
 #ifndef SPATE_BLOB_BLOB_INT_H
 #define SPATE_BLOB_BLOB_INT_H
 

@@ -1,15 +1,25 @@
-/* The BlobServer (Flink's): the JobManager's store of job libraries, keyed
- * by SHA-256, with a size limit per blob and a reference count per key (a
- * submitted job holds one until it and its archive entry are gone; the last
- * reference removes the file). TaskManagers fetch blobs over its TCP port
- * (blob_int.h), a thread per connection. Any thread may put, ref and unref:
- * a mutex guards the table.
+/* The BlobServer (Flink's): the JobManager's store of job libraries, keyed by
+ * SHA-256 (hashed as they are copied or moved in), with a size limit per blob
+ * (blob.max-size) and a reference count per key (a submitted job holds one
+ * until it and its archive entry are gone; the last reference removes the
+ * file). TaskManagers fetch blobs over its TCP port (blob.server.port;
+ * blob_int.h), a thread per connection. Any thread may put, ref and unref: a
+ * mutex guards the table.
  *
  * With high availability it also keeps each job's library in the HA blob
  * store (Flink's FileSystemBlobStore): <ha_dir>/job_<job id>/blob_p-<key>,
- * where ha_dir is <high-availability.storageDir>/<cluster-id>/blob. The
- * next leader's BlobServer, which never saw the upload, restores a
- * recovered job's library from there on the first fetch. */
+ * where ha_dir is <high-availability.storageDir>/<cluster-id>/blob. The next
+ * leader's BlobServer, which never saw the upload, restores a recovered job's
+ * library from there on the first fetch: one restore at a time, on the
+ * fetch's thread and without the mutex, while other fetches of the key wait.
+ * A missing or corrupt copy answers the fetch with an error naming the file
+ * and why, which the task fails with: the job's exceptions show it, its
+ * restart strategy decides, the JobManager stays. The Dispatcher copies a
+ * submitted job's library there before it stores the job graph (a failed copy
+ * refuses the submission) and removes the job's folder in its clean-up of a
+ * globally terminal job, with the job graph, before the result is marked
+ * clean. A JobManager that loses leadership drops only its local references:
+ * the HA copy stays for the next leader. */
 #ifndef SPATE_BLOB_BLOB_SERVER_H
 #define SPATE_BLOB_BLOB_SERVER_H
 
