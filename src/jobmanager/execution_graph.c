@@ -139,7 +139,7 @@ execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
                 continue;
             a = xcalloc(1, sizeof *a);
             eg->assigners[v * eg->max_ops + o] = a;
-            if ((rc = split_assigner_init(a, n->path, 0, err)) != 0) {
+            if ((rc = split_assigner_init(a, n->conn.file_source.path, 0, err)) != 0) {
                 execution_graph_free(eg);
                 return rc;
             }

@@ -11,12 +11,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "connectors/file_splits.h"
 #include "core/execution_state.h"
 #include "core/id.h"
 #include "proto/checkpoint.pb-c.h"
 #include "proto/jobgraph.pb-c.h"
 #include "streaming/accumulators.h"
-#include "streaming/file_splits.h"
 #include "streaming/job_graph.h"
 
 /* Where an execution runs. */

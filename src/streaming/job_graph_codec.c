@@ -139,6 +139,70 @@ enc_ints(struct enc *e, const int *v, int n)
     return out;
 }
 
+/* The built-in sources' and sinks' configuration (connector_config.h),
+ * one encoder per kind: each writes its struct's fields. */
+typedef void conn_encoder(struct enc *e, const void *conf, const char *name, PbOp *p);
+
+static void
+enc_collection(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct collection_source_config *c = conf;
+
+    UNUSED(e);
+    UNUSED(name);
+    p->records = bin(c->records, c->records_len);
+    p->nrecords = c->nrecords;
+}
+
+static void
+enc_generator(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct generator_source_config *c = conf;
+    char what[160];
+
+    snprintf(what, sizeof what, "the function of '%s'", name);
+    p->fn = enc_fn(e, (const void *)c->fn, what);
+    p->count = c->count;
+    p->rate = c->rate;
+}
+
+static void
+enc_socket(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct socket_source_config *c = conf;
+
+    UNUSED(e);
+    UNUSED(name);
+    p->host = c->host ? c->host : "";
+    p->port = c->port;
+}
+
+static void
+enc_file_source(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct file_source_config *c = conf;
+
+    UNUSED(e);
+    UNUSED(name);
+    p->path = c->path ? c->path : "";
+}
+
+static void
+enc_file_sink(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct file_sink_config *c = conf;
+
+    UNUSED(e);
+    UNUSED(name);
+    p->path = c->path ? c->path : "";
+}
+
+static conn_encoder *const conn_encoders[OP_PARTITION] = {
+    [OP_SOURCE_COLLECTION] = enc_collection, [OP_SOURCE_GENERATOR] = enc_generator,
+    [OP_SOURCE_SOCKET] = enc_socket,         [OP_SOURCE_FILE] = enc_file_source,
+    [OP_SINK_FILE] = enc_file_sink,
+};
+
 static PbOp *
 enc_operator(struct enc *e, const struct jg_operator *op)
 {
@@ -182,13 +246,10 @@ enc_operator(struct enc *e, const struct jg_operator *op)
     p->params = bin(n->params, n->params_len);
     p->key = enc_key(e, &n->key);
     p->sum_field = n->sum_field;
-    p->host = n->host ? n->host : "";
-    p->port = n->port;
-    p->path = n->path ? n->path : "";
-    p->count = n->count;
-    p->rate = n->rate;
-    p->records = bin(n->records, n->records_len);
-    p->nrecords = n->nrecords;
+    p->host = "";
+    p->path = "";
+    if (n->kind < OP_PARTITION && conn_encoders[n->kind] != NULL)
+        conn_encoders[n->kind](e, stream_node_conf(n), op->name, p);
     p->n_chained = (size_t)op->nchained;
     p->chained = enc_ints(e, op->chained, op->nchained);
     p->n_chained_tags = (size_t)op->nchained;
@@ -600,6 +661,90 @@ dec_window(struct dec *d, const PbWindow *w, struct spate_stream *n)
     return 0;
 }
 
+/* The built-in sources' and sinks' configuration, one decoder per kind:
+ * each fills its struct (connector_config.h) in n->conn from p, and checks
+ * it. The record types are decoded already. */
+typedef int conn_decoder(struct dec *d, const PbOp *p, struct spate_stream *n);
+
+static int
+dec_collection(struct dec *d, const PbOp *p, struct spate_stream *n)
+{
+    struct collection_source_config *c = &n->conn.collection;
+
+    UNUSED(d);
+    c->type = n->out_type;
+    if (p->records.len) {
+        c->records = xmalloc(p->records.len);
+        memcpy(c->records, p->records.data, p->records.len);
+        c->records_len = p->records.len;
+    }
+    c->nrecords = p->nrecords;
+    return 0;
+}
+
+static int
+dec_generator(struct dec *d, const PbOp *p, struct spate_stream *n)
+{
+    struct generator_source_config *c = &n->conn.generator;
+    int rc;
+
+    c->type = n->out_type;
+    if ((rc = dec_fn(d, p->fn, (void **)&c->fn)) != 0)
+        return rc;
+    if (d->lib != NULL && c->fn == NULL)
+        return bad(d, "operator without its function");
+    if (!(p->rate >= 0))
+        return bad(d, "a generator of a negative rate");
+    c->count = p->count;
+    c->rate = p->rate;
+    return 0;
+}
+
+static int
+dec_socket(struct dec *d, const PbOp *p, struct spate_stream *n)
+{
+    struct socket_source_config *c = &n->conn.socket;
+
+    if ((c->host = dup_or_null(p->host)) == NULL)
+        return bad(d, "source or sink without its address");
+    if (p->port <= 0 || p->port > 65535)
+        return bad(d, "a socket source's port is not within 1 to 65535");
+    c->port = p->port;
+    return 0;
+}
+
+static int
+dec_file_source(struct dec *d, const PbOp *p, struct spate_stream *n)
+{
+    if ((n->conn.file_source.path = dup_or_null(p->path)) == NULL)
+        return bad(d, "source or sink without its address");
+    return 0;
+}
+
+static int
+dec_file_sink(struct dec *d, const PbOp *p, struct spate_stream *n)
+{
+    n->conn.file_sink.type = n->in_type;
+    if ((n->conn.file_sink.path = dup_or_null(p->path)) == NULL)
+        return bad(d, "source or sink without its address");
+    return 0;
+}
+
+static int
+dec_print(struct dec *d, const PbOp *p, struct spate_stream *n)
+{
+    UNUSED(d);
+    UNUSED(p);
+    n->conn.print.type = n->in_type;
+    return 0;
+}
+
+static conn_decoder *const conn_decoders[OP_PARTITION] = {
+    [OP_SOURCE_COLLECTION] = dec_collection, [OP_SOURCE_GENERATOR] = dec_generator,
+    [OP_SOURCE_SOCKET] = dec_socket,         [OP_SOURCE_FILE] = dec_file_source,
+    [OP_SINK_FILE] = dec_file_sink,          [OP_SINK_PRINT] = dec_print,
+};
+
 static int
 dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, int nops, int nedges)
 {
@@ -633,8 +778,9 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
         return bad(d, "a two-input operator without its second input type, or the reverse");
     if ((rc = dec_fn(d, p->fn3, &n->fn3)) != 0 || (rc = dec_key(d, p->key2, n->in_type2, &n->key2)))
         return rc;
-    if ((rc = dec_fn(d, p->fn, &n->fn)) != 0 || (rc = dec_fn(d, p->fn2, &n->fn2)) != 0 ||
-        (rc = dec_fn(d, p->open, (void **)&n->open)) ||
+    /* A kind with its own configuration decodes its function there. */
+    if ((rc = dec_fn(d, conn_decoders[n->kind] ? NULL : p->fn, &n->fn)) != 0 ||
+        (rc = dec_fn(d, p->fn2, &n->fn2)) != 0 || (rc = dec_fn(d, p->open, (void **)&n->open)) ||
         (rc = dec_fn(d, p->close, (void **)&n->close)) != 0)
         return rc;
     if (d->lib != NULL && (n->fn == NULL || n->fn2 == NULL) &&
@@ -642,8 +788,7 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
         return bad(d, "two-input operator without its functions");
     if (d->lib != NULL && n->fn == NULL &&
         (n->kind == OP_MAP || n->kind == OP_FILTER || n->kind == OP_FLAT_MAP ||
-         n->kind == OP_PROCESS || n->kind == OP_REDUCE || n->kind == OP_SINK ||
-         n->kind == OP_SOURCE_GENERATOR))
+         n->kind == OP_PROCESS || n->kind == OP_REDUCE || n->kind == OP_SINK))
         return bad(d, "operator without its function");
     if (p->params.len) {
         n->params = xmalloc(p->params.len);
@@ -666,22 +811,10 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
         if (f->kind != TYPE_INT64 && f->kind != TYPE_DOUBLE)
             return bad(d, "sum of a field that is no number");
     }
-    n->host = dup_or_null(p->host);
-    n->port = p->port;
-    n->path = dup_or_null(p->path);
-    if ((n->kind == OP_SOURCE_SOCKET && n->host == NULL) ||
-        ((n->kind == OP_SOURCE_FILE || n->kind == OP_SINK_FILE) && n->path == NULL))
-        return bad(d, "source or sink without its address");
+    if (conn_decoders[n->kind] != NULL && (rc = conn_decoders[n->kind](d, p, n)) != 0)
+        return rc;
     if ((rc = dec_watermarks(d, p->watermarks, n)) != 0)
         return rc;
-    n->count = p->count;
-    n->rate = p->rate;
-    if (p->records.len) {
-        n->records = xmalloc(p->records.len);
-        memcpy(n->records, p->records.data, p->records.len);
-        n->records_len = p->records.len;
-    }
-    n->nrecords = p->nrecords;
     n->parallelism = p->parallelism;
     n->max_parallelism = p->max_parallelism;
     if ((rc = dec_ints(d, p->chained, p->n_chained, nops, &op->chained, &op->nchained,

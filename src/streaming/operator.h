@@ -60,6 +60,7 @@ struct scratch {
 };
 
 struct accumulators;
+struct connector_table;
 struct heap_keyed_backend;
 struct stream_operator;
 struct watermark_generator;
@@ -103,6 +104,9 @@ struct task_info {
     void *split_data;
     /* The job takes checkpoints: sinks commit by two-phase commit. */
     bool checkpointing;
+    /* The source and sink kinds (src/connectors/), installed by whoever
+     * runs the task (connectors_builtin): operator_new finds them here. */
+    const struct connector_table *connectors;
 };
 
 enum source_status {
@@ -162,6 +166,18 @@ struct operator_vtable {
     bool own_state_union;
 };
 
+/* A source or sink kind that a folder above streaming implements (the
+ * connectors): streaming makes it by kind without including that folder. */
+struct connector_entry {
+    enum operator_kind kind;
+    const struct operator_vtable *vt;
+};
+
+struct connector_table {
+    const struct connector_entry *entries;
+    size_t count;
+};
+
 /* Where an operator's side output `tag` goes. */
 struct side_output {
     const char *tag;
@@ -203,6 +219,10 @@ struct stream_operator {
     /* Records in and out on the main output (Flink's numRecordsIn and
      * numRecordsOut of an operator), reported with the job's result. */
     uint64_t records_in, records_out;
+    /* The kind's own configuration (connector_config.h: the sources' and
+     * sinks'), or NULL: what a connector reads instead of config. Last, so
+     * that the fields the per-record paths read keep their places. */
+    const void *conf;
 };
 
 /* Makes the running operator for config; out is where its records go. */
@@ -253,9 +273,6 @@ int operator_check_state(const struct stream_operator *op, spate_error *err);
 /* Adds one element of an operator's own state (snapshot_state). */
 void op_state_add(struct byte_buf *out, const void *bytes, size_t len);
 
-/* The text file sink, a folder of part files by two-phase commit (file_sink.c). */
-extern const struct operator_vtable file_sink_vtable;
-
 /* Advances op's event time: its process_watermark, or passes it on. */
 void operator_process_watermark(struct stream_operator *op, int64_t watermark);
 /* op->next_processing_ns passed: its watermark generator's tick, or its
@@ -264,5 +281,18 @@ void operator_on_processing_time(struct stream_operator *op, uint64_t now_ns);
 
 void scratch_reset(struct scratch *s);
 void scratch_release(struct scratch *s);
+
+/* Before a call into a user function: the scratch memory of the previous
+ * call is free again. */
+static inline void
+operator_before_call(struct stream_operator *op)
+{
+    if (op->ctx.scratch.used != 0)
+        scratch_reset(&op->ctx.scratch);
+}
+
+/* Zeroed storage for one record of type t, aligned for any field: where an
+ * operator builds the records it emits. */
+void *operator_out_storage(const struct spate_type *t);
 
 #endif

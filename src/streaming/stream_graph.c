@@ -53,9 +53,14 @@ stream_node_free_contents(struct spate_stream *n)
     free(n->uid);
     free(n->slot_sharing_group);
     free(n->params);
-    free(n->host);
-    free(n->path);
-    free(n->records);
+    if (n->kind == OP_SOURCE_COLLECTION)
+        free(n->conn.collection.records);
+    else if (n->kind == OP_SOURCE_SOCKET)
+        free(n->conn.socket.host);
+    else if (n->kind == OP_SOURCE_FILE)
+        free(n->conn.file_source.path);
+    else if (n->kind == OP_SINK_FILE)
+        free(n->conn.file_sink.path);
 }
 
 static void
@@ -424,6 +429,27 @@ stream_node_is_keyed(const struct spate_stream *n)
     return n->key.kind != KEY_NONE;
 }
 
+const void *
+stream_node_conf(const struct spate_stream *n)
+{
+    switch (n->kind) {
+    case OP_SOURCE_COLLECTION:
+        return &n->conn.collection;
+    case OP_SOURCE_GENERATOR:
+        return &n->conn.generator;
+    case OP_SOURCE_SOCKET:
+        return &n->conn.socket;
+    case OP_SOURCE_FILE:
+        return &n->conn.file_source;
+    case OP_SINK_FILE:
+        return &n->conn.file_sink;
+    case OP_SINK_PRINT:
+        return &n->conn.print;
+    default:
+        return NULL;
+    }
+}
+
 /* The key selector of a keyed input, or KEY_NONE. */
 static struct key_selector
 input_key(struct spate_stream *in)
@@ -461,20 +487,22 @@ spate_stream *
 spate_source_collection(spate_env *env, const spate_type *type, const void *records, size_t n)
 {
     struct spate_stream *s = node_new(env, OP_SOURCE_COLLECTION, NULL, type);
+    struct collection_source_config *c = &s->conn.collection;
     size_t cap = 0;
 
+    c->type = s->out_type;
     if (!check(env, type != NULL && (records != NULL || n == 0),
                "spate_source_collection needs a type and records"))
         return s;
-    s->nrecords = n;
+    c->nrecords = n;
     for (size_t i = 0; i < n; i++) {
         const void *rec = (const uint8_t *)records + i * type->size;
         size_t len = types_serialize(type, rec, NULL, 0);
 
-        xgrow((void **)&s->records, &cap, s->records_len + 4 + len, 1);
-        memcpy(s->records + s->records_len, &(uint32_t){ (uint32_t)len }, 4);
-        types_serialize(type, rec, s->records + s->records_len + 4, len);
-        s->records_len += 4 + len;
+        xgrow((void **)&c->records, &cap, c->records_len + 4 + len, 1);
+        memcpy(c->records + c->records_len, &(uint32_t){ (uint32_t)len }, 4);
+        types_serialize(type, rec, c->records + c->records_len + 4, len);
+        c->records_len += 4 + len;
     }
     return s;
 }
@@ -502,9 +530,8 @@ spate_source_generator(spate_env *env, spate_generator_fn gen, const spate_type 
 
     check(env, gen != NULL && type != NULL, "spate_source_generator needs a function and a type");
     check(env, rate_per_second >= 0, "generator rate %g is negative", rate_per_second);
-    s->fn = (void *)gen;
-    s->count = count;
-    s->rate = rate_per_second;
+    s->conn.generator =
+        (struct generator_source_config){ s->out_type, gen, count, rate_per_second };
     return s;
 }
 
@@ -514,8 +541,8 @@ spate_source_socket(spate_env *env, const char *host, int port)
     struct spate_stream *s = node_new(env, OP_SOURCE_SOCKET, NULL, spate_type_string());
 
     check(env, host != NULL && port > 0 && port < 65536, "socket source needs a host and a port");
-    s->host = xstrdup(host ? host : "");
-    s->port = port;
+    s->conn.socket.host = xstrdup(host ? host : "");
+    s->conn.socket.port = port;
     /* A socket has one reader, as Flink's socketTextStream. */
     s->parallelism = 1;
     return s;
@@ -561,7 +588,7 @@ spate_source_text_file(spate_env *env, const char *path)
 
     if (check(env, path != NULL && *path, "text file source needs a path"))
         local_path(env, path, "text file source");
-    s->path = absolute_path(path ? path : "");
+    s->conn.file_source.path = absolute_path(path ? path : "");
     return s;
 }
 
@@ -1336,7 +1363,10 @@ spate_window_process(spate_stream *w, spate_process_window_fn fn, const spate_ty
 spate_stream *
 spate_sink_print(spate_stream *in)
 {
-    return node_new(in->env, OP_SINK_PRINT, in, NULL);
+    struct spate_stream *n = node_new(in->env, OP_SINK_PRINT, in, NULL);
+
+    n->conn.print.type = n->in_type;
+    return n;
 }
 
 spate_stream *
@@ -1346,7 +1376,7 @@ spate_sink_text_file(spate_stream *in, const char *path)
 
     if (check(in->env, path != NULL && *path, "text file sink needs a path"))
         local_path(in->env, path, "text file sink");
-    n->path = absolute_path(path ? path : "");
+    n->conn.file_sink = (struct file_sink_config){ n->in_type, absolute_path(path ? path : "") };
     return n;
 }
 

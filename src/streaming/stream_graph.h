@@ -13,6 +13,7 @@
 #include <spate/spate.h>
 
 #include "core/config.h"
+#include "streaming/connector_config.h"
 #include "state/keyed_state_backend.h"
 
 enum ship_strategy {
@@ -174,15 +175,9 @@ struct spate_stream {
      * one a source carries (spate_source_with_watermarks). */
     struct watermark_config wm;
 
-    /* Sources: configuration; the collection's records serialized. */
-    char *host;
-    int port;
-    char *path;
-    uint64_t count;
-    double rate;
-    uint8_t *records; /* each a u32 length and the serialized bytes */
-    size_t records_len;
-    uint64_t nrecords;
+    /* Sources and sinks of the built-in kinds: the kind's own
+     * configuration (connector_config.h; by kind, see stream_node_conf). */
+    union connector_config conn;
 
     /* The input (NULL for sources), and for a virtual node the partitioner
      * it sets (with its key selector for SHIP_HASH). Two-input operators
@@ -292,6 +287,9 @@ stream_node_is_virtual(const struct spate_stream *n)
            n->kind == OP_CONNECTED;
 }
 bool stream_node_is_keyed(const struct spate_stream *n);
+/* The kind's configuration struct in n->conn (connector_config.h), or NULL
+ * for a kind that has none (operators read the node itself). */
+const void *stream_node_conf(const struct spate_stream *n);
 const char *operator_kind_name(enum operator_kind kind);
 const char *ship_strategy_name(enum ship_strategy kind);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "connectors/connectors.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/execution_state.h"
@@ -231,7 +232,8 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
                                   t->host.print_out,
                                   task_next_split,
                                   t,
-                                  false };
+                                  false,
+                                  connectors_builtin() };
     p->info.checkpointing = jg->checkpointing.interval_ms > 0;
     p->exactly_once = jg->checkpointing.exactly_once;
     p->mailbox = &t->mailbox;

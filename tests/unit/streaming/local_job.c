@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "connectors/connectors.h"
 #include "core/alloc.h"
 #include "core/config.h"
 #include "core/fs.h"
@@ -120,16 +121,13 @@ local_start(struct local_job *lj, spate_env *env)
             }
             p->graph = jg;
             p->vertex = v;
-            p->info = (struct task_info){ s,
-                                          vx->parallelism,
-                                          vx->max_parallelism,
-                                          0,
-                                          vx->name,
-                                          &t->acc,
-                                          stdout,
-                                          NULL,
-                                          NULL,
-                                          false };
+            p->info = (struct task_info){ .subtask = s,
+                                          .parallelism = vx->parallelism,
+                                          .max_parallelism = vx->max_parallelism,
+                                          .task_name = vx->name,
+                                          .accumulators = &t->acc,
+                                          .print_out = stdout,
+                                          .connectors = connectors_builtin() };
             p->info.checkpointing = lj->checkpointing;
             p->net = lj->net;
             p->notifier = &t->notifier;

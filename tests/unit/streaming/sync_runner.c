@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "connectors/connectors.h"
+#include "connectors/file_splits.h"
 #include "core/alloc.h"
 #include "streaming/exchange_output.h"
-#include "streaming/file_splits.h"
 #include "streaming/operator_chain.h"
 #include "streaming/state_snapshot.h"
 #include "streaming/stream_element.h"
@@ -172,7 +173,8 @@ sync_run_cut(struct job_graph *jg, struct accumulators *acc, char **failure,
                                   cut && cut->print_out ? cut->print_out : stdout,
                                   cut && cut->next_split ? cut->next_split : split_fn,
                                   cut && cut->next_split ? cut->split_data : split_data,
-                                  cut != NULL };
+                                  cut != NULL,
+                                  connectors_builtin() };
         struct exchange_output *xo = calloc((size_t)vx->noutputs + 1, sizeof *xo);
         struct output **outs = calloc((size_t)vx->noutputs + 1, sizeof *outs);
         struct operator_chain *chain;

@@ -71,6 +71,14 @@ Test(codec, encoded_graph_runs_from_a_private_copy_of_the_library)
      * first load. */
     cr_assert_eq((uintptr_t)jg->vertices[0].ops[1].node->fn - copy->base,
                  (uintptr_t)env->nodes[1]->fn - lib->base);
+    /* The generator's configuration is its own struct, its function too. */
+    cr_assert_eq(jg->vertices[0].ops[0].node->kind, OP_SOURCE_GENERATOR);
+    cr_assert_eq(jg->vertices[0].ops[0].node->conn.generator.count, 100);
+    cr_assert_eq(jg->vertices[0].ops[0].node->conn.generator.type,
+                 jg->vertices[0].ops[0].node->out_type);
+    cr_assert_eq((uintptr_t)jg->vertices[0].ops[0].node->conn.generator.fn - copy->base,
+                 (uintptr_t)env->nodes[0]->conn.generator.fn - lib->base);
+    cr_assert_null(jg->vertices[0].ops[0].node->fn);
     accumulators_init(&acc);
     sync_run(jg, &acc, &failure);
     cr_assert_null(failure);
@@ -117,6 +125,81 @@ Test(codec, a_function_outside_the_job_library_is_a_clear_error)
     cr_assert(strstr(err.message, "is outside the job library") != NULL, "%s", err.message);
     job_graph_free(jg);
     job_library_close(lib);
+    env_free(env);
+}
+
+/* Encodes env's graph and decodes it again (no library: no user code). */
+static int
+round_trip(spate_env *env, struct job_graph **back, spate_error *err)
+{
+    struct job_graph *jg;
+    uint8_t *bytes = NULL;
+    size_t len;
+    int rc;
+
+    cr_assert_eq(job_graph_build(env, "x", &jg, err), 0, "%s", err->message);
+    cr_assert_eq(job_graph_encode(jg, NULL, &bytes, &len, err), 0, "%s", err->message);
+    rc = job_graph_decode(bytes, len, NULL, back, err);
+    free(bytes);
+    job_graph_free(jg);
+    return rc;
+}
+
+/* The operator of kind `kind` in a decoded graph. */
+static const struct spate_stream *
+decoded(const struct job_graph *jg, enum operator_kind kind)
+{
+    for (int v = 0; v < jg->nvertices; v++)
+        for (int o = 0; o < jg->vertices[v].nops; o++)
+            if (jg->vertices[v].ops[o].node->kind == kind)
+                return jg->vertices[v].ops[o].node;
+    cr_assert_fail("no %s in the decoded graph", operator_kind_name(kind));
+    return NULL;
+}
+
+Test(codec, each_source_and_sink_decodes_into_its_own_configuration)
+{
+    spate_env *env = env_new(NULL, NULL);
+    struct job_graph *back;
+    spate_error err = { 0 };
+    int64_t v[3] = { 5, 6, 7 };
+    const struct collection_source_config *c;
+
+    spate_sink_text_file(spate_source_socket(env, "localhost", 9999), "/tmp/out-a");
+    spate_sink_print(spate_source_collection(env, spate_type_int64(), v, 3));
+    spate_sink_text_file(spate_source_text_file(env, "/tmp/in-b"), "/tmp/out-b");
+    cr_assert_eq(round_trip(env, &back, &err), 0, "%s", err.message);
+    cr_assert_str_eq(decoded(back, OP_SOURCE_SOCKET)->conn.socket.host, "localhost");
+    cr_assert_eq(decoded(back, OP_SOURCE_SOCKET)->conn.socket.port, 9999);
+    cr_assert_str_eq(decoded(back, OP_SOURCE_FILE)->conn.file_source.path, "/tmp/in-b");
+    c = &decoded(back, OP_SOURCE_COLLECTION)->conn.collection;
+    cr_assert_eq(c->nrecords, 3);
+    cr_assert_eq(c->records_len, env->nodes[2]->conn.collection.records_len);
+    cr_assert_eq(memcmp(c->records, env->nodes[2]->conn.collection.records, c->records_len), 0);
+    cr_assert_eq(c->type->kind, TYPE_INT64);
+    cr_assert_eq(decoded(back, OP_SINK_PRINT)->conn.print.type->kind, TYPE_INT64);
+    cr_assert_eq(decoded(back, OP_SINK_FILE)->conn.file_sink.type->kind, TYPE_STRING);
+    for (int i = 0; i < back->nvertices; i++)
+        if (back->vertices[i].ops[back->vertices[i].nops - 1].node->kind == OP_SINK_FILE)
+            cr_assert(
+                strncmp(back->vertices[i].ops[back->vertices[i].nops - 1].node->conn.file_sink.path,
+                        "/tmp/out-", 9) == 0);
+    job_graph_free(back);
+    env_free(env);
+}
+
+Test(codec, a_socket_source_of_a_port_out_of_range_is_refused_by_name)
+{
+    spate_env *env = env_new(NULL, NULL);
+    struct job_graph *back = NULL;
+    spate_error err = { 0 };
+    spate_stream *src = spate_source_socket(env, "localhost", 9999);
+
+    spate_sink_print(src);
+    src->conn.socket.port = 70000; /* as a client that skipped the API's check */
+    cr_assert_eq(round_trip(env, &back, &err), SPATE_EINVAL);
+    cr_assert_str_eq(err.message,
+                     "malformed job graph: a socket source's port is not within 1 to 65535");
     env_free(env);
 }
 

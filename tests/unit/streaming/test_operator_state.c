@@ -16,8 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "connectors/connectors.h"
 #include "core/alloc.h"
-#include "streaming/file_splits.h"
+#include "connectors/file_splits.h"
 #include "streaming/operator.h"
 #include "streaming/types.h"
 #include "sync_runner.h"
@@ -750,6 +751,7 @@ Test(operator_state, a_generator_restored_with_none_of_the_splits_emits_nothing)
     struct stream_operator *op;
     spate_error err = { 0 };
 
+    task.connectors = connectors_builtin();
     task.parallelism = 2;
     task.max_parallelism = 128;
     task.task_name = "generator";

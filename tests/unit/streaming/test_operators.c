@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "connectors/connectors.h"
 #include "core/alloc.h"
 #include "streaming/accumulators.h"
 #include "streaming/exchange_output.h"
@@ -295,9 +296,13 @@ mark_index(spate_ctx *ctx, const void *in)
 static struct operator_chain *
 gen_chain(struct job_graph *jg, int subtask, int p, struct accumulators *acc)
 {
-    struct task_info task = {
-        subtask, p, jg->vertices[0].max_parallelism, 0, "g", acc, stdout, NULL, NULL, false
-    };
+    struct task_info task = { .subtask = subtask,
+                              .parallelism = p,
+                              .max_parallelism = jg->vertices[0].max_parallelism,
+                              .task_name = "g",
+                              .accumulators = acc,
+                              .print_out = stdout,
+                              .connectors = connectors_builtin() };
     struct operator_chain *chain;
     spate_error err = { 0 };
 
@@ -413,6 +418,7 @@ Test(operators, a_file_sink_subtask_numbers_its_files_past_its_own_only)
 
     cr_assert_not_null(mkdtemp(dir));
     sink = spate_sink_text_file(spate_source_collection(env, spate_type_int64(), &v, 1), dir);
+    task.connectors = connectors_builtin();
     task.subtask = 1;
     task.parallelism = 2;
     task.max_parallelism = 128;

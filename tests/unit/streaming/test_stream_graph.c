@@ -249,11 +249,11 @@ Test(stream_graph, file_paths_are_absolute_where_the_job_is_built)
     uri = spate_source_text_file(env, "file:///data/clicks");
     abs = spate_sink_text_file(uri, "/data/out");
     snprintf(want, sizeof want, "%s/clicks.csv", cwd);
-    cr_assert_str_eq(in->path, want);
+    cr_assert_str_eq(in->conn.file_source.path, want);
     snprintf(want, sizeof want, "%s/out/counts", cwd);
-    cr_assert_str_eq(out->path, want);
-    cr_assert_str_eq(uri->path, "/data/clicks");
-    cr_assert_str_eq(abs->path, "/data/out");
+    cr_assert_str_eq(out->conn.file_sink.path, want);
+    cr_assert_str_eq(uri->conn.file_source.path, "/data/clicks");
+    cr_assert_str_eq(abs->conn.file_sink.path, "/data/out");
     cr_assert_null(spate_env_error(env));
     spate_sink_text_file(in, "s3://bucket/out");
     cr_assert_not_null(spate_env_error(env));

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "connectors/connectors.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/key_group.h"
@@ -711,9 +712,12 @@ Test(windows, a_snapshot_between_records_keeps_the_accumulator_of_its_moment)
             vx = v;
     cr_assert_geq(vx, 0);
     {
-        struct task_info task = {
-            0, 1, jg->vertices[vx].max_parallelism, 0, "w", &acc, stdout, NULL, NULL, false
-        };
+        struct task_info task = { .parallelism = 1,
+                                  .max_parallelism = jg->vertices[vx].max_parallelism,
+                                  .task_name = "w",
+                                  .accumulators = &acc,
+                                  .print_out = stdout,
+                                  .connectors = connectors_builtin() };
 
         cr_assert_eq(operator_chain_new(jg, vx, &task, NULL, &chain, &err), 0, "%s", err.message);
     }

@@ -4,8 +4,8 @@
  * split_size bytes; each split owns the lines that start inside it. The
  * assigner gives the next unassigned split to whichever subtask asks, so fast
  * subtasks take more. Owned by the JobMaster's endpoint; no locks. */
-#ifndef SPATE_STREAMING_FILE_SPLITS_H
-#define SPATE_STREAMING_FILE_SPLITS_H
+#ifndef SPATE_CONNECTORS_FILE_SPLITS_H
+#define SPATE_CONNECTORS_FILE_SPLITS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 
 #include "core/alloc.h"
-#include "streaming/file_splits.h"
+#include "connectors/file_splits.h"
 
 static void
 add_file(struct split_assigner *a, size_t *cap, const char *path, uint64_t size,

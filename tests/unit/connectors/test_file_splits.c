@@ -1,4 +1,4 @@
-/* Unit tests of src/streaming/file_splits.c and the file source's line
+/* Unit tests of src/connectors/file_splits.c and the file source's line
  * splitting: every line read exactly once whatever the split size. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -7,10 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "streaming/file_splits.h"
+#include "connectors/connectors.h"
+#include "connectors/file_splits.h"
 #include "streaming/operator.h"
-#include "sync_runner.h"
 #include "streaming/types.h"
+#include "sync_runner.h"
 
 static char dir[] = "/tmp/spate-test-splits-XXXXXX";
 
@@ -182,6 +183,7 @@ Test(file_splits, a_subtask_restored_with_several_splits_in_progress_reads_them_
      * progress: at line 10 and at line 60. */
     n1 = split_element(e1, path, at[10], at[50] - 1);
     n2 = split_element(e2, path, at[60], size - 1);
+    task.connectors = connectors_builtin();
     task.parallelism = 1;
     task.max_parallelism = 128;
     task.task_name = "restored";

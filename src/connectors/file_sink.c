@@ -25,6 +25,8 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "connectors/connectors_int.h"
+#include "streaming/connector_config.h"
 #include "streaming/operator.h"
 #include "streaming/types.h"
 
@@ -48,13 +50,19 @@ struct file_sink {
     size_t line_cap;
 };
 
+static inline const struct file_sink_config *
+fs_conf(const struct stream_operator *op)
+{
+    return op->conf;
+}
+
 /* The file `part` of writer subtask `writer`, in state (NULL: committed). */
 static char *
 writer_part_name(const struct stream_operator *op, int writer, uint32_t part, const char *state)
 {
     if (state == NULL)
-        return xasprintf("%s/part-%d-%u", op->config->path, writer, part);
-    return xasprintf("%s/.part-%d-%u.%s", op->config->path, writer, part, state);
+        return xasprintf("%s/part-%d-%u", fs_conf(op)->path, writer, part);
+    return xasprintf("%s/.part-%d-%u.%s", fs_conf(op)->path, writer, part, state);
 }
 
 static char *
@@ -93,12 +101,12 @@ parse_part_name(const char *name, int *writer, uint32_t *part, bool *hidden)
 static int
 fs_scan(struct stream_operator *op, uint32_t *next, spate_error *err)
 {
-    DIR *d = opendir(op->config->path);
+    DIR *d = opendir(fs_conf(op)->path);
     struct dirent *de;
 
     *next = 0;
     if (d == NULL)
-        return spate_error_set(err, -errno, "cannot read output folder '%s': %s", op->config->path,
+        return spate_error_set(err, -errno, "cannot read output folder '%s': %s", fs_conf(op)->path,
                                strerror(errno));
     while ((de = readdir(d)) != NULL) {
         int writer;
@@ -112,7 +120,7 @@ fs_scan(struct stream_operator *op, uint32_t *next, spate_error *err)
                 return spate_error_set(err, SPATE_ERANGE,
                                        "output folder '%s' has part file '%s': no number "
                                        "is left past it",
-                                       op->config->path, de->d_name);
+                                       fs_conf(op)->path, de->d_name);
             }
             *next = part + 1;
         }
@@ -124,7 +132,7 @@ fs_scan(struct stream_operator *op, uint32_t *next, spate_error *err)
 static int
 fs_open(struct stream_operator *op, spate_error *err)
 {
-    const char *path = op->config->path;
+    const char *path = fs_conf(op)->path;
     struct file_sink *s;
     struct stat st;
     uint32_t next;
@@ -157,7 +165,7 @@ fs_open(struct stream_operator *op, spate_error *err)
 static void
 fs_delete_uncommitted(struct stream_operator *op, int writer)
 {
-    DIR *d = opendir(op->config->path);
+    DIR *d = opendir(fs_conf(op)->path);
     struct dirent *de;
 
     if (d == NULL)
@@ -168,7 +176,7 @@ fs_delete_uncommitted(struct stream_operator *op, int writer)
         bool hidden;
 
         if (parse_part_name(de->d_name, &w, &part, &hidden) && hidden && w == writer) {
-            char *path = xasprintf("%s/%s", op->config->path, de->d_name);
+            char *path = xasprintf("%s/%s", fs_conf(op)->path, de->d_name);
 
             if (unlink(path) != 0 && errno != ENOENT)
                 SPATE_LOG_WARN("streaming", "task %s cannot delete uncommitted file '%s': %s",
@@ -217,11 +225,11 @@ fs_process(struct stream_operator *op, const void *rec, const struct record_meta
         free(name);
         setvbuf(s->f, NULL, _IOFBF, 1 << 20);
     }
-    n = types_format(op->config->in_type, rec, s->line, s->line_cap);
+    n = types_format(fs_conf(op)->type, rec, s->line, s->line_cap);
     if ((size_t)n >= s->line_cap) {
         s->line_cap = (size_t)n + 1;
         s->line = xrealloc(s->line, s->line_cap);
-        n = types_format(op->config->in_type, rec, s->line, s->line_cap);
+        n = types_format(fs_conf(op)->type, rec, s->line, s->line_cap);
     }
     fwrite(s->line, 1, (size_t)n, s->f);
     fputc('\n', s->f);

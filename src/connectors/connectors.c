@@ -1,0 +1,21 @@
+/* The table of the built-in sources and sinks (connectors.h). */
+#include "connectors/connectors.h"
+#include "connectors/connectors_int.h"
+#include "core/util.h"
+
+static const struct connector_entry builtin[] = {
+    { OP_SOURCE_COLLECTION, &collection_source_vtable },
+    { OP_SOURCE_GENERATOR, &generator_source_vtable },
+    { OP_SOURCE_SOCKET, &socket_source_vtable },
+    { OP_SOURCE_FILE, &file_source_vtable },
+    { OP_SINK_PRINT, &print_sink_vtable },
+    { OP_SINK_FILE, &file_sink_vtable },
+};
+
+static const struct connector_table builtin_table = { builtin, ARRAY_SIZE(builtin) };
+
+const struct connector_table *
+connectors_builtin(void)
+{
+    return &builtin_table;
+}

@@ -1,0 +1,74 @@
+/* The socket text source (Flink's socketTextStream): lines read from a TCP
+ * server, one reader (parallelism 1); nothing to checkpoint, as in Flink.
+ * Task thread only. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "connectors/connectors_int.h"
+#include "connectors/line_reader.h"
+#include "core/util.h"
+#include "streaming/connector_config.h"
+#include "streaming/operator.h"
+
+static int
+socket_open(struct stream_operator *op, spate_error *err)
+{
+    const struct socket_source_config *c = op->conf;
+    struct line_reader *l = line_reader_new();
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res = NULL, *ai;
+    char port[16];
+    int rc;
+
+    op->impl = l;
+    snprintf(port, sizeof port, "%d", c->port);
+    if ((rc = getaddrinfo(c->host, port, &hints, &res)) != 0)
+        return spate_error_set(err, SPATE_EINVAL, "cannot resolve '%s': %s", c->host,
+                               gai_strerror(rc));
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        l->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+        if (l->fd >= 0 && connect(l->fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        rc = -errno;
+        if (l->fd >= 0)
+            close(l->fd);
+        l->fd = -1;
+    }
+    freeaddrinfo(res);
+    if (l->fd < 0)
+        return spate_error_set(err, rc ? rc : SPATE_ECONNREFUSED,
+                               "cannot connect to socket source %s:%d: %s", c->host, c->port,
+                               spate_strerror(rc));
+    fcntl(l->fd, F_SETFL, fcntl(l->fd, F_GETFL) | O_NONBLOCK);
+    op->wait_fd = l->fd;
+    return 0;
+}
+
+static enum source_status
+socket_poll(struct stream_operator *op, int budget, spate_error *err)
+{
+    struct line_reader *l = op->impl;
+    int n;
+
+    if (line_reader_emit(op, l, budget, false) > 0)
+        return SOURCE_MORE;
+    n = line_reader_fill(l, err, "the socket source");
+    if (n < 0)
+        return SOURCE_END;
+    if (l->eof) {
+        line_reader_emit(op, l, budget, true);
+        return l->len ? SOURCE_MORE : SOURCE_END;
+    }
+    return n > 0 ? SOURCE_MORE : SOURCE_WAITING;
+}
+
+const struct operator_vtable socket_source_vtable = {
+    .state = OPERATOR_STATELESS,
+    .open = socket_open,
+    .close = line_reader_close,
+    .poll = socket_poll,
+};

@@ -1,0 +1,65 @@
+/* The configuration of each built-in source and sink kind, one struct per
+ * kind: what the API call sets (stream_graph.c), the JobGraph carries
+ * (job_graph_codec.c decodes it straight into the kind's struct) and the
+ * connector (src/connectors/) reads, through stream_operator.conf. Plain
+ * data, read-only once built; a node owns its strings and records. */
+#ifndef SPATE_STREAMING_CONNECTOR_CONFIG_H
+#define SPATE_STREAMING_CONNECTOR_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <spate/spate.h>
+
+/* OP_SOURCE_COLLECTION: records given to the job, serialized. */
+struct collection_source_config {
+    const spate_type *type;
+    uint8_t *records; /* each a u32 length and the serialized bytes */
+    size_t records_len;
+    uint64_t nrecords;
+};
+
+/* OP_SOURCE_GENERATOR: fn(index) for index 0, 1, ... (count 0: without
+ * end), at most rate records a second over all subtasks (0: unlimited).
+ * Its watermark strategy, as any source's, is the node's (wm). */
+struct generator_source_config {
+    const spate_type *type;
+    spate_generator_fn fn;
+    uint64_t count;
+    double rate;
+};
+
+/* OP_SOURCE_SOCKET: lines read from a TCP server. */
+struct socket_source_config {
+    char *host;
+    int port;
+};
+
+/* OP_SOURCE_FILE: the lines of a file or of a folder's files; the splits
+ * come from the JobMaster's assigner (connectors/file_splits.h). */
+struct file_source_config {
+    char *path; /* absolute */
+};
+
+/* OP_SINK_FILE: a folder of part files, each record a line. */
+struct file_sink_config {
+    const spate_type *type;
+    char *path; /* absolute */
+};
+
+/* OP_SINK_PRINT: each record a line on the task's print stream. */
+struct print_sink_config {
+    const spate_type *type;
+};
+
+/* One of the above, by the node's kind. */
+union connector_config {
+    struct collection_source_config collection;
+    struct generator_source_config generator;
+    struct socket_source_config socket;
+    struct file_source_config file_source;
+    struct file_sink_config file_sink;
+    struct print_sink_config print;
+};
+
+#endif
