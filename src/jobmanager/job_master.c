@@ -18,23 +18,6 @@
 
 static void jm_reconnect_rm(struct job_master *jm, const char *why);
 
-static const char *const job_status_names[] = {
-    "INITIALIZING", "CREATED",  "RUNNING",  "FAILING",    "FAILED",
-    "CANCELLING",   "CANCELED", "FINISHED", "RESTARTING", "SUSPENDED",
-};
-
-const char *
-job_status_name(enum job_status s)
-{
-    return (unsigned)s < ARRAY_SIZE(job_status_names) ? job_status_names[s] : "UNKNOWN";
-}
-
-bool
-job_status_is_terminal(enum job_status s)
-{
-    return s == JOB_FAILED || s == JOB_CANCELED || s == JOB_FINISHED;
-}
-
 /* The endpoint's state, from its handlers: only its own context may touch it. */
 static struct job_master *
 jm_of(struct rpc_endpoint *ep)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "core/id.h"
+#include "core/job_status.h"
 #include "ha/ha_services.h"
 #include "proto/checkpoint_stats.pb-c.h"
 #include "proto/cluster.pb-c.h"
@@ -20,22 +21,6 @@ struct config;
 
 struct job_master;
 struct execution_graph;
-
-enum job_status {
-    JOB_INITIALIZING,
-    JOB_CREATED,
-    JOB_RUNNING,
-    JOB_FAILING,
-    JOB_FAILED,
-    JOB_CANCELLING,
-    JOB_CANCELED,
-    JOB_FINISHED,
-    JOB_RESTARTING,
-    JOB_SUSPENDED,
-};
-
-const char *job_status_name(enum job_status s);
-bool job_status_is_terminal(enum job_status s);
 
 struct job_master_options {
     spate_id job_id;

@@ -13,16 +13,19 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/execution_state.h"
+#include "core/job_status.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "proto/jobgraph.pb-c.h"
 #include "rest/rest_int.h"
 
+/* A job status name that is globally terminal (FINISHED, FAILED, CANCELED). */
 static bool
-rest_state_terminal(const char *state)
+rest_status_terminal(const char *name)
 {
-    return strcmp(state, "FINISHED") == 0 || strcmp(state, "FAILED") == 0 ||
-           strcmp(state, "CANCELED") == 0;
+    int s = job_status_parse(name);
+
+    return s >= 0 && job_status_is_terminal((enum job_status)s);
 }
 
 /* Flink's JobDetails (the rows of /jobs/overview). */
@@ -174,10 +177,6 @@ rest_vertices_add_metrics(struct rest_request *rq, json_t *vertices)
 static enum MHD_Result
 rest_job(struct rest_request *rq)
 {
-    static const char *const job_states[] = { "INITIALIZING", "CREATED",    "RUNNING",
-                                              "FAILING",      "FAILED",     "CANCELLING",
-                                              "CANCELED",     "FINISHED",   "RESTARTING",
-                                              "SUSPENDED",    "RECONCILING" };
     uint32_t per_state[EXEC_STATE_COUNT] = { 0 };
     const Cluster__JobDetails *d;
     enum MHD_Result ret;
@@ -199,8 +198,8 @@ rest_job(struct rest_request *rq)
         json_object_set_new(counts, execution_state_name((enum execution_state)s),
                             json_integer(per_state[s]));
     json_object_set_new(counts, "RECONCILING", json_integer(0));
-    for (size_t s = 0; s < ARRAY_SIZE(job_states); s++)
-        json_object_set_new(times, job_states[s],
+    for (size_t s = 0; s < JOB_STATUS_COUNT; s++)
+        json_object_set_new(times, job_status_name((enum job_status)s),
                             json_integer(s < d->n_status_timestamps ? d->status_timestamps[s] : 0));
     /* JobDetails' fields, "tasks" (per state, all subtasks) included, and
      * JobDetailsInfo's. */
@@ -352,7 +351,7 @@ rest_job_execution_result(struct rest_request *rq)
         return ret;
     d = rpc_future_value(f);
     info = d->info;
-    if (!rest_state_terminal(info->state)) {
+    if (!rest_status_terminal(info->state)) {
         rpc_future_unref(f);
         return rest_send(rq->c, MHD_HTTP_OK, json_pack("{s:{s:s}}", "status", "id", "IN_PROGRESS"));
     }

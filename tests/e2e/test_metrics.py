@@ -157,6 +157,13 @@ class MetricsTest(ClusterTestCase):
         self.assertEqual((v["tasks"]["RUNNING"], v["tasks"]["RECONCILING"]), (1, 0))
         self.assertEqual(set(job["status-counts"]), flink_states)
         self.assertEqual(sum(job["status-counts"].values()), len(job["vertices"]))
+        # A timestamp per JobStatus of Flink's; a running job never finished.
+        self.assertEqual(set(job["timestamps"]),
+                         {"INITIALIZING", "CREATED", "RUNNING", "FAILING", "FAILED",
+                          "CANCELLING", "CANCELED", "FINISHED", "RESTARTING", "SUSPENDED",
+                          "RECONCILING"})
+        self.assertGreater(job["timestamps"]["RUNNING"], 0)
+        self.assertEqual(job["timestamps"]["FINISHED"], 0)
         self.assertIn("p95", d["aggregated"]["metrics"]["write-records"])
         # The JobManager's and a TaskManager's metrics.
         jm = {m["id"]: m["value"] for m in self.get(
