@@ -22,9 +22,9 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2), retur
 char *xvasprintf(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0), returns_nonnull));
 
-/* Sets the process's allocator up for spate, before any thread starts:
- * blocks up to 32 MB come from malloc's heaps, not from an mmap each (see
- * alloc.c). */
+/* Sets the process's allocator up for spate, before any thread starts
+ * (spate_cli_main calls it first): blocks up to 32 MB come from malloc's
+ * heaps, not from an mmap each (see alloc.c). */
 void alloc_init_process(void);
 
 /* Grows *items (of *cap elements of elem_size bytes) to hold at least need. */
