@@ -1,6 +1,8 @@
 /* Shared pieces of src/ha (ha_int.h): the listener guard, the files under
- * high-availability.storageDir and their pointers, the file-based job
- * result store, and the leader information's encoding. Any thread. */
+ * high-availability.storageDir (written to a temporary name, synced, renamed;
+ * read back with the size and SHA-256 their pointers hold) and their
+ * pointers, the file-based job result store, and the leader information's
+ * encoding. Any thread. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,18 @@
  * JobResultStore, CompletedCheckpointStore, CheckpointIDCounter). Two
  * implementations each: in memory (stores_memory.c: none, embedded) and
  * ZooKeeper pointers with the data in high-availability.storageDir
- * (stores_zk.c). Calls block; every one may run on any thread. */
+ * (stores_zk.c). Calls block; every one may run on any thread.
+ *
+ * Their users: the Dispatcher stores a submission (job_graph_store->put,
+ * kind job-graph: the submitted JobGraph with its library's key) before its
+ * JobMaster starts; a job that ends gets a dirty result, its graph removed,
+ * its result marked clean (disp_job_ended); on a grant,
+ * dispatcher_grant_leadership recovers every stored job graph without a
+ * job result (Flink's RecoverAllJobs). A job's JobMaster takes its
+ * checkpoint store (state.checkpoints.num-retained) and id counter; an
+ * entry's data is the path of the checkpoint's `_metadata`; a new leader
+ * restores from latest(); shutdown(globally_terminal) on the job's end
+ * (suspended: false, they stay for the next leader). */
 #ifndef SPATE_HA_STORES_H
 #define SPATE_HA_STORES_H
 

@@ -1,7 +1,21 @@
 /* ZooKeeper HA services (ha_services.h over coord.h's plugin): the
  * session, the JobManager's leader election (ephemeral sequential latch
  * nodes), leader retrieval with watches, publication of leader information.
- * Its own thread, "ha", does all of that; ZooKeeper's thread only queues. */
+ * Its own thread, "ha", does all of that; ZooKeeper's thread only queues.
+ *
+ * Leadership (tests/e2e/test_ha.py shows each rule): the process whose latch
+ * node is lowest leads; the next one watches the node before its own. A
+ * grant brings a fresh session id: the ResourceManagerId and the
+ * JobMasterIds are that id (as in Flink), so a former leader's fenced calls
+ * are rejected; the ResourceManager tells the TaskExecutors it drops its id,
+ * so that they reject a former leader's disconnects. Leadership is revoked as
+ * soon as the connection is suspended, before the session expires; after a
+ * reconnection within the session the process contends again with its node
+ * (a new session id), after an expiry with a new node. Garbage in a leader
+ * node is ignored with a log line; a corrupt store entry is an error naming
+ * it. An unreachable quorum at start is retried (connection-timeout per
+ * attempt, retry-wait doubling between, max-retry-attempts), then the
+ * process exits with an error naming the quorum. */
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
