@@ -2,7 +2,9 @@
  * asks its targets every heartbeat.interval, a receiver answers, payloads go
  * both ways; a target is lost after heartbeat.timeout of silence
  * (SPATE_ETIMEDOUT) or at once when its connection breaks (SPATE_ECONNLOST).
- * Loop thread, as the owning endpoint, which binds heartbeat_protocol. */
+ * Loop thread, as the owning endpoint, which binds heartbeat_protocol with
+ * heartbeat_default_handlers, makes its manager with heartbeat_manager_new
+ * and then calls heartbeat_monitor for each target. */
 #ifndef SPATE_RPC_HEARTBEAT_H
 #define SPATE_RPC_HEARTBEAT_H
 
