@@ -3,7 +3,8 @@
  * clicks of each user in tumbling event-time windows, and writes each
  * window's count as "user,window_start,window_end,count". Clicks that come
  * after their window was counted (later than the out-of-orderness allows)
- * go to a side output of their own: "user,url,event_time". Lines that are
+ * go to a side output of their own (a typed tag: spate_output_tag), written
+ * to a sink of their own: "user,url,event_time". Lines that are
  * not clicks are counted in the job's "malformed" accumulator.
  *
  *   spate run [--local] build/examples/click_count.so --input PATH

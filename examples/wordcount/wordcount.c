@@ -1,6 +1,8 @@
 /* WordCount, as Flink's streaming WordCount example: counts the words of a
  * text and emits every update "word count"; the last line of a word holds
  * its final count. A word is a run of ASCII letters and digits, lower-cased.
+ * The pipeline: a text source, flat_map into words, key_by the word, a
+ * rolling sum, a formatting map, a print or text-file sink.
  *
  *   spate run [--local] build/examples/wordcount.so [--input PATH] [--output PATH]
  *
