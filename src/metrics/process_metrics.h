@@ -1,6 +1,8 @@
-/* The process's own figures for a TaskManager's and the JobManager's
- * metrics (where Flink reports its JVM's): CPU time, resident memory and
- * threads, read from /proc/self. Any thread. */
+/* The process's own figures for a TaskManager's and the JobManager's metrics
+ * (where Flink reports its JVM's): CPU time, resident memory and threads,
+ * read from /proc/self/stat, reported as Status.Process.CPU.Time (ms),
+ * Status.Process.Memory.RSS (bytes) and Status.Process.Threads.Count. Any
+ * thread. */
 #ifndef SPATE_METRICS_PROCESS_METRICS_H
 #define SPATE_METRICS_PROCESS_METRICS_H
 

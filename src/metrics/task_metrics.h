@@ -1,8 +1,11 @@
 /* A task's I/O metrics with Flink's names (TaskIOMetricGroup): records and
  * bytes in and out, idle, back-pressured and busy time, the usage of its
- * buffer pools, its input and output watermarks. The task thread owns the
- * counters, timers and gauges; pool levels take adds from the threads that
- * request and recycle buffers; the registry's reader reads them all. */
+ * buffer pools, its input and output watermarks; its scope
+ * (<job>.<vertex>.<subtask>.<attempt>, which a TaskManager's metric dump
+ * parses back) and its totals when it ends (Flink's IOMetrics). The task
+ * thread owns the counters, timers and gauges; pool levels take adds from the
+ * threads that request and recycle buffers; the registry's reader reads them
+ * all. */
 #ifndef SPATE_METRICS_TASK_METRICS_H
 #define SPATE_METRICS_TASK_METRICS_H
 
