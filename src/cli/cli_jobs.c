@@ -15,17 +15,22 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/id.h"
+#include "core/job_status.h"
 
 static bool
 jobs_terminal(const char *s)
 {
-    return strcmp(s, "FINISHED") == 0 || strcmp(s, "FAILED") == 0 || strcmp(s, "CANCELED") == 0;
+    int st = job_status_parse(s);
+
+    return st >= 0 && job_status_is_terminal((enum job_status)st);
 }
 
 static bool
 jobs_scheduled(const char *s)
 {
-    return strcmp(s, "CREATED") == 0 || strcmp(s, "INITIALIZING") == 0;
+    int st = job_status_parse(s);
+
+    return st == JOB_CREATED || st == JOB_INITIALIZING;
 }
 
 /* Flink's line: "29.11.2026 17:32:09 : <jid> : <name> (<state>)". */

@@ -21,6 +21,7 @@
 #include "cli/rest_client.h"
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/job_status.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "network/net_env.h"
@@ -97,11 +98,13 @@ job_state_or(const char *s)
     return s != NULL && *s != '\0' ? s : "UNKNOWN";
 }
 
+/* Globally terminal, or SUSPENDED: nothing more to wait for here. */
 static bool
 job_state_terminal(const char *s)
 {
-    return strcmp(s, "FINISHED") == 0 || strcmp(s, "FAILED") == 0 || strcmp(s, "CANCELED") == 0 ||
-           strcmp(s, "SUSPENDED") == 0;
+    int st = job_status_parse(s);
+
+    return st == JOB_SUSPENDED || (st >= 0 && job_status_is_terminal((enum job_status)st));
 }
 
 /* Slots the job needs: per slot sharing group, its largest parallelism. */

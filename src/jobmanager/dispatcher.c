@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/job_status.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "jobmanager/dispatcher.h"
@@ -735,14 +736,20 @@ disp_overview_done(struct rpc_future *f, void *arg)
         Cluster__JobInfo info;
 
         disp_job_info(j, &info);
-        if (strcmp(info.state, "FINISHED") == 0)
+        switch (job_status_parse(info.state)) {
+        case JOB_FINISHED:
             o.jobs_finished++;
-        else if (strcmp(info.state, "CANCELED") == 0)
+            break;
+        case JOB_CANCELED:
             o.jobs_cancelled++;
-        else if (strcmp(info.state, "FAILED") == 0)
+            break;
+        case JOB_FAILED:
             o.jobs_failed++;
-        else
+            break;
+        default:
             o.jobs_running++;
+            break;
+        }
     }
     rpc_call_reply(oc->call, &o.base);
     free(oc);

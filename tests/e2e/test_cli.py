@@ -180,6 +180,11 @@ class DefineAfterNameClusterTest(ClusterTestCase):
         r = self.spate("list", "-a", *here)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(m.group(1), r.stdout)
+        # FINISHED is a terminal status: the job is listed under that
+        # heading, in no other section.
+        terminated = r.stdout.index("Terminated Jobs")
+        self.assertGreater(r.stdout.index(m.group(1)), terminated, r.stdout)
+        self.assertEqual(r.stdout.count(m.group(1)), 1, r.stdout)
 
 if __name__ == "__main__":
     unittest.main()
