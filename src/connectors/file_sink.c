@@ -107,7 +107,7 @@ fs_scan(struct stream_operator *op, uint32_t *next, spate_error *err)
     *next = 0;
     if (d == NULL)
         return spate_error_set(err, -errno, "cannot read output folder '%s': %s", fs_conf(op)->path,
-                               strerror(errno));
+                               spate_strerror(-errno));
     while ((de = readdir(d)) != NULL) {
         int writer;
         uint32_t part;
@@ -144,7 +144,7 @@ fs_open(struct stream_operator *op, spate_error *err)
     /* Never truncate what is there: an existing file stays as it is. */
     if (stat(path, &st) != 0)
         return spate_error_set(err, -errno, "cannot read output folder '%s': %s", path,
-                               strerror(errno));
+                               spate_strerror(-errno));
     if (!S_ISDIR(st.st_mode))
         return spate_error_set(err, SPATE_EEXIST,
                                "output '%s' is a file: the file sink writes a folder of part "
@@ -180,7 +180,7 @@ fs_delete_uncommitted(struct stream_operator *op, int writer)
 
             if (unlink(path) != 0 && errno != ENOENT)
                 SPATE_LOG_WARN("streaming", "task %s cannot delete uncommitted file '%s': %s",
-                               op->ctx.task_name, path, strerror(errno));
+                               op->ctx.task_name, path, spate_strerror(-errno));
             free(path);
         }
     }
@@ -218,7 +218,8 @@ fs_process(struct stream_operator *op, const void *rec, const struct record_meta
         name = part_name(op, s->part, "inprogress");
         s->f = fopen(name, "we");
         if (s->f == NULL) {
-            spate_ctx_fail(&op->ctx, "cannot open output file '%s': %s", name, strerror(errno));
+            spate_ctx_fail(&op->ctx, "cannot open output file '%s': %s", name,
+                           spate_strerror(-errno));
             free(name);
             return;
         }
@@ -257,7 +258,7 @@ fs_pre_commit(struct stream_operator *op, int64_t checkpoint_id)
     if (rc == 0 && rename(from, to) != 0)
         rc = -errno;
     if (rc != 0) {
-        spate_ctx_fail(&op->ctx, "cannot close output file '%s': %s", from, strerror(-rc));
+        spate_ctx_fail(&op->ctx, "cannot close output file '%s': %s", from, spate_strerror(rc));
     } else {
         xgrow((void **)&s->pending, &s->cap, s->npending + 1, sizeof *s->pending);
         s->pending[s->npending++] = (struct pending_file){ checkpoint_id, part };
@@ -274,7 +275,8 @@ fs_commit(struct stream_operator *op, int writer, uint32_t part)
 
     /* Idempotent: a commit repeated after a restore finds it done. */
     if (rename(from, to) != 0 && errno != ENOENT)
-        spate_ctx_fail(&op->ctx, "cannot commit output file '%s': %s", from, strerror(errno));
+        spate_ctx_fail(&op->ctx, "cannot commit output file '%s': %s", from,
+                       spate_strerror(-errno));
     free(from);
     free(to);
 }

@@ -167,7 +167,8 @@ queue_snapshot(struct task_checkpoints *cp, struct task_snapshot *s, spate_error
 
         if (rc != 0) {
             free(q);
-            return spate_error_set(err, -rc, "cannot start the snapshot thread: %s", strerror(rc));
+            return spate_error_set(err, -rc, "cannot start the snapshot thread: %s",
+                                   spate_strerror(-rc));
         }
         cp->started = true;
     }
