@@ -87,10 +87,12 @@ jm_release_resources(struct job_master *jm, const char *cause)
     struct list_node *n;
     struct hmap_node *h;
 
-    list_for_each(n, &jm->pool.allocated)
-        jm_free_slot(jm, container_of(n, struct pool_slot, node), cause);
-    list_for_each(n, &jm->pool.available)
-        jm_free_slot(jm, container_of(n, struct pool_slot, node), cause);
+    if (!jm->suspended) {
+        list_for_each(n, &jm->pool.allocated)
+            jm_free_slot(jm, container_of(n, struct pool_slot, node), cause);
+        list_for_each(n, &jm->pool.available)
+            jm_free_slot(jm, container_of(n, struct pool_slot, node), cause);
+    }
     if (jm->rm_connected) {
         Cluster__CancelSlotRequest c = CLUSTER__CANCEL_SLOT_REQUEST__INIT;
         Cluster__Disconnect d = CLUSTER__DISCONNECT__INIT;
@@ -554,6 +556,7 @@ jm_on_stop(struct rpc_endpoint *ep)
      * exits): its checkpoints stay for whoever recovers it. */
     if (jm->cc != NULL && !job_status_is_terminal(jm->status))
         checkpoint_coordinator_shutdown(jm->cc, CC_JOB_SUSPENDED);
+    jm->suspended = !job_status_is_terminal(jm->status);
     if (!job_status_is_terminal(jm->status))
         jm_terminate(jm, JOB_CANCELED, "the JobMaster stopped");
     jm_close_rm(jm);

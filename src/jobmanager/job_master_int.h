@@ -69,6 +69,11 @@ struct job_master {
     /* The job's slots were asked for (a job resuming from a savepoint asks
      * once the savepoint is found good: one that fails holds none). */
     bool slots_requested;
+    /* Stopped before the job ended (a new leader runs it, or the process
+     * exits): the job's slots stay with it at their TaskExecutors, which
+     * offer them to the next leader's JobMaster or free them once they
+     * lose this one, as Flink's do; only a job that ended frees them. */
+    bool suspended;
     /* A restart in progress: the executions of these regions are cancelled,
      * then, after the strategy's pause, deployed anew. */
     bool restarting;

@@ -89,6 +89,8 @@ static struct {
     struct deployed deployed[MAX_SEEN];
     int ncancelled;
     spate_id cancelled[MAX_SEEN];
+    int nfreed; /* free_slot calls, but the test's probe */
+    spate_id probe;
     int terminal; /* on_terminal calls */
 } seen;
 
@@ -97,6 +99,7 @@ static struct rpc_endpoint rm_ep, te_ep;
 static struct job_master *jm;
 static spate_id jm_id;
 static struct config *conf;
+static bool jm_stopped; /* by the test: the JobMaster may be freed */
 
 /* ---- fake ResourceManager ---------------------------------------------------------- */
 
@@ -166,8 +169,11 @@ teh_free_slot(struct rpc_endpoint *ep, const Cluster__FreeSlot *req, struct rpc_
 {
     Cluster__Ack ack = CLUSTER__ACK__INIT;
 
+    spate_id alloc;
+
     UNUSED(ep);
-    UNUSED(req);
+    cr_assert(gw_id_get(&req->allocation_id, &alloc));
+    seen.nfreed += !id_equal(&alloc, &seen.probe);
     rpc_call_reply(call, &ack.base);
 }
 
@@ -269,7 +275,7 @@ address_of(const char *endpoint)
 
 /* The fakes' view, the JobMaster's status and its tasks' states, read on the loop. */
 struct view {
-    int slot_requests, ndeployed, ncancelled, terminal;
+    int slot_requests, ndeployed, ncancelled, nfreed, terminal;
     enum job_status status;
     Cluster__JobInfo info;
 };
@@ -282,7 +288,10 @@ view_on_loop(void *arg)
     v->slot_requests = seen.slot_requests;
     v->ndeployed = seen.ndeployed;
     v->ncancelled = seen.ncancelled;
+    v->nfreed = seen.nfreed;
     v->terminal = seen.terminal;
+    if (jm_stopped) /* it may be gone */
+        return;
     v->status = job_master_status(jm);
     job_master_info(jm, &v->info);
 }
@@ -290,7 +299,7 @@ view_on_loop(void *arg)
 static struct view
 view(void)
 {
-    struct view v;
+    struct view v = { 0 };
 
     rpc_service_run_sync(svc, NULL, view_on_loop, &v);
     return v;
@@ -382,6 +391,7 @@ start_running(const char *strategy, struct deployed *d)
     struct rpc_service_options o = { .bind_host = "127.0.0.1", .port = "0" };
 
     memset(&seen, 0, sizeof seen);
+    jm_stopped = false;
     id_random(&seen.rm_leader);
     id_random(&seen.rm_resource);
     id_random(&seen.te_resource);
@@ -404,10 +414,35 @@ start_running(const char *strategy, struct deployed *d)
 }
 
 static void
+stop_jm_on_loop(void *arg)
+{
+    *(struct rpc_future **)arg = job_master_stop(jm);
+    jm_stopped = true;
+}
+
+/* A free_slot of the probe allocation to the fake TaskExecutor, on the
+ * connection every message of this service to it takes: once answered,
+ * whatever was sent to it before has been handled. */
+static void
+probe_on_loop(void *arg)
+{
+    Cluster__FreeSlot fs = CLUSTER__FREE_SLOT__INIT;
+    struct rpc_gateway *gw;
+
+    cr_assert_eq(rpc_gateway_new(svc, address_of(RPC_ENDPOINT_TASK_EXECUTOR), NULL, &gw, NULL), 0);
+    id_random(&seen.probe);
+    fs.allocation_id = gw_id_bytes(&seen.probe);
+    fs.cause = "probe";
+    *(struct rpc_future **)arg = te_free_slot(gw, &fs, 0);
+    rpc_gateway_free(gw);
+}
+
+static void
 stop_on_loop(void *arg)
 {
     UNUSED(arg);
-    rpc_future_unref(job_master_stop(jm));
+    if (!jm_stopped)
+        rpc_future_unref(job_master_stop(jm));
     rpc_future_unref(rpc_endpoint_stop(&te_ep));
     rpc_future_unref(rpc_endpoint_stop(&rm_ep));
 }
@@ -481,5 +516,28 @@ Test(job_master, a_failed_task_fails_the_job_when_the_strategy_refuses)
     cr_assert_eq(v.status, JOB_FAILED, "%s", job_status_name(v.status));
     cr_assert(strstr(v.info.failure, "boom") != NULL, "failure: %s", v.info.failure);
     cr_assert_eq(v.ndeployed, 4, "no restart");
+    /* A job that ended gives its two slots back. */
+    WAIT_FOR(view().nfreed == 2, "the job's slots freed");
+    finish();
+}
+
+/* Stopped while its job runs (a new leader takes the job over), the
+ * JobMaster leaves the job's slots to it: the TaskExecutor offers them to
+ * the next leader's JobMaster (freeing them here let a new leader's job be
+ * deployed into slots that were gone, test_ha's sigstop test). */
+Test(job_master, a_stopped_jobmaster_leaves_the_jobs_slots_to_it)
+{
+    struct deployed d[MAX_SEEN];
+    struct rpc_future *f;
+
+    start_running("restart-strategy.type: none\n", d);
+    rpc_service_run_sync(svc, NULL, stop_jm_on_loop, &f);
+    cr_assert_eq(rpc_future_wait(f, 10000, NULL), 0);
+    rpc_future_unref(f);
+    rpc_service_run_sync(svc, NULL, probe_on_loop, &f);
+    cr_assert_eq(rpc_future_wait(f, 10000, NULL), 0);
+    rpc_future_unref(f);
+    cr_assert_eq(view().nfreed, 0, "a slot freed by a JobMaster that was stopped");
+    cr_assert_eq(view().terminal, 1);
     finish();
 }
