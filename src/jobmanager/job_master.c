@@ -47,8 +47,7 @@ jm_set_status(struct job_master *jm, enum job_status s)
     jm->status = s;
     jm->last_modification = clock_wall_ms();
     jm->status_times[s] = jm->last_modification;
-    SPATE_LOG_INFO(JM_LOG, "job %s (%s) switched to %s", id_str(&jm->o.job_id).s, jm->name,
-                   job_status_name(s));
+    SPATE_LOG_INFO(JM_LOG, "job '%s' switched to %s", jm->name, job_status_name(s));
 }
 
 /* ---- ending the job ------------------------------------------------------------------- */
@@ -120,8 +119,7 @@ jm_terminate(struct job_master *jm, enum job_status s, const char *failure)
     if (failure != NULL) {
         free(jm->failure);
         jm->failure = xstrdup(failure);
-        SPATE_LOG_ERROR(JM_LOG, "job %s (%s) failed: %s", id_str(&jm->o.job_id).s, jm->name,
-                        failure);
+        SPATE_LOG_ERROR(JM_LOG, "job '%s' failed: %s", jm->name, failure);
     }
     rpc_timer_cancel(jm->restart_timer);
     jm->restart_timer = NULL;
@@ -261,10 +259,9 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
         rpc_call_reply(call, &ack.base); /* an older attempt's news */
         return;
     }
-    SPATE_LOG_DEBUG(JM_LOG, "job %s: %s (%d/%d) %s -> %s", id_str(&jm->o.job_id).s,
-                    jm->eg->graph->vertices[e->vertex].name, e->subtask + 1,
-                    jm->eg->graph->vertices[e->vertex].parallelism, execution_state_name(e->state),
-                    req->state);
+    SPATE_LOG_DEBUG(JM_LOG, "%s (%d/%d) %s -> %s", jm->eg->graph->vertices[e->vertex].name,
+                    e->subtask + 1, jm->eg->graph->vertices[e->vertex].parallelism,
+                    execution_state_name(e->state), req->state);
     if (execution_state_is_terminal((enum execution_state)state) && req->io != NULL) {
         e->io = (struct execution_io){ true,
                                        req->io->records_in,
@@ -433,8 +430,7 @@ jm_reg_success(void *arg, struct rpc_future *reply)
     jm->rm_connected = true;
     if (heartbeat_monitor(jm->hb_rm, &jm->rm_resource_id, jm->rm->address, &err) != 0)
         SPATE_LOG_WARN(JM_LOG, "cannot monitor the ResourceManager: %s", err.message);
-    SPATE_LOG_INFO(JM_LOG, "job %s: connected to ResourceManager %s", id_str(&jm->o.job_id).s,
-                   jm->rm_address);
+    SPATE_LOG_INFO(JM_LOG, "connected to ResourceManager %s", jm->rm_address);
     /* Requests made before (or lost with the previous leader) go now. */
     slot_pool_resend_pending(&jm->pool);
 }
@@ -464,8 +460,7 @@ jm_reconnect_rm(struct job_master *jm, const char *why)
         SPATE_LOG_ERROR(JM_LOG, "bad ResourceManager address: %s", err.message);
         return;
     }
-    SPATE_LOG_INFO(JM_LOG, "job %s: connecting to ResourceManager %s (%s)", id_str(&jm->o.job_id).s,
-                   jm->rm_address, why);
+    SPATE_LOG_INFO(JM_LOG, "connecting to ResourceManager %s (%s)", jm->rm_address, why);
     snprintf(target, sizeof target, "resource manager %s", jm->rm_address);
     jm->rm_registration = registration_start(&jm->ep, target, &jm->o.registration, &jm_reg_ops, jm);
 }
@@ -478,7 +473,7 @@ jm_rm_lost(void *arg, const spate_id *target, int reason, const char *message)
     UNUSED(target);
     UNUSED(reason);
     jm->rm_connected = false; /* no longer monitored */
-    SPATE_LOG_WARN(JM_LOG, "job %s: ResourceManager lost: %s", id_str(&jm->o.job_id).s, message);
+    SPATE_LOG_WARN(JM_LOG, "ResourceManager lost: %s", message);
     jm_reconnect_rm(jm, "the ResourceManager was lost");
 }
 
@@ -539,7 +534,7 @@ jm_on_start(struct rpc_endpoint *ep)
         SPATE_LOG_ERROR(JM_LOG, "cannot retrieve the ResourceManager: %s", err.message);
     jm_set_status(jm, JOB_RUNNING);
     restart_strategy_describe(&jm->restart, strategy, sizeof strategy);
-    SPATE_LOG_INFO(JM_LOG, "job %s: restart strategy %s; %s", id_str(&jm->o.job_id).s, strategy,
+    SPATE_LOG_INFO(JM_LOG, "restart strategy %s; %s", strategy,
                    jm->eg->graph->checkpointing.interval_ms > 0 ? "checkpoints on"
                                                                 : "no periodic checkpoints");
     jm_prepare(jm);
@@ -697,6 +692,8 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
         free(jm);
         return rc;
     }
+    /* Its lines carry job=ID: JobMasters share the RPC thread. */
+    rpc_endpoint_set_log_fields(&jm->ep, "job=%s", id_str(&jm->o.job_id).s);
     rpc_endpoint_bind(&jm->ep, &jm_protocol, &jm_handlers);
     rpc_endpoint_bind(&jm->ep, &heartbeat_protocol, &heartbeat_default_handlers);
     rpc_endpoint_set_fencing_token(&jm->ep, &jm->jm_id);

@@ -38,8 +38,7 @@ jmc_run_blocking(void *owner, void (*work)(void *), void (*done)(void *), void *
     struct job_master *jm = owner;
 
     if (rpc_endpoint_run_blocking(&jm->ep, work, done, arg) != 0) {
-        SPATE_LOG_WARN(JM_LOG, "job %s: no worker thread; checkpoint I/O on the loop",
-                       id_str(&jm->o.job_id).s);
+        SPATE_LOG_WARN(JM_LOG, "no worker thread; checkpoint I/O on the loop");
         work(arg);
         done(arg);
     }
@@ -60,8 +59,8 @@ jmc_trigger(void *owner, const struct execution *e, const Checkpoint__TriggerChe
     spate_error err = { 0 };
 
     if (w != NULL && te_trigger_checkpoint(w->gw, m, &err) != 0)
-        SPATE_LOG_WARN(JM_LOG, "job %s: cannot trigger checkpoint %lld: %s",
-                       id_str(&jm->o.job_id).s, (long long)m->checkpoint_id, err.message);
+        SPATE_LOG_WARN(JM_LOG, "cannot trigger checkpoint %lld: %s", (long long)m->checkpoint_id,
+                       err.message);
 }
 
 static void
@@ -176,8 +175,7 @@ jm_resume_from_savepoint(struct job_master *jm)
                                "a savepoint may not be found; give it one with spate_uid()",
                                id_str(&jm->o.job_id).s, jg->vertices[v].ops[o].name,
                                id_str(&jg->vertices[v].ops[o].operator_id).s);
-    SPATE_LOG_INFO(JM_LOG, "job %s: resuming from savepoint '%s' (%s)", id_str(&jm->o.job_id).s,
-                   jm->sp_path, jm->sp_md->job_name);
+    SPATE_LOG_INFO(JM_LOG, "resuming from savepoint '%s' (%s)", jm->sp_path, jm->sp_md->job_name);
     jm->restore_md = checkpoint_metadata_copy(jm->sp_md);
     jm->restore_path = xstrdup(jm->sp_path);
     jm_restore_splits(jm, jm->sp_md, true);
@@ -219,8 +217,7 @@ jm_start_loaded(void *arg, int rc, Checkpoint__CheckpointMetadata *md, const cha
         !jm_resume_from_savepoint(jm))
         return;
     if (rc == 0) {
-        SPATE_LOG_INFO(JM_LOG, "job %s: recovered; resuming from '%s'", id_str(&jm->o.job_id).s,
-                       path);
+        SPATE_LOG_INFO(JM_LOG, "recovered; resuming from '%s'", path);
         jm->restore_md = md;
         jm->restore_path = xstrdup(path);
         jm_restore_splits(jm, md, true);

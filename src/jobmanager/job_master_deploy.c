@@ -60,8 +60,7 @@ jm_try_deploy(struct job_master *jm)
         }
     if (n == 0)
         return;
-    SPATE_LOG_INFO(JM_LOG, "job %s: deploying %d tasks%s%s", id_str(&jm->o.job_id).s, n,
-                   jm->restore_path ? ", restoring " : "",
+    SPATE_LOG_INFO(JM_LOG, "deploying %d tasks%s%s", n, jm->restore_path ? ", restoring " : "",
                    jm->restore_path ? jm->restore_path : "");
     for (int v = 0; v < eg->graph->nvertices; v++) {
         for (int i = 0; i < eg->graph->vertices[v].parallelism; i++) {
@@ -140,8 +139,8 @@ jm_request_sent(struct rpc_future *f, void *arg)
     struct job_master *jm = arg;
 
     if (rpc_future_code(f) != 0 && rpc_endpoint_is_running(&jm->ep))
-        SPATE_LOG_WARN(JM_LOG, "job %s: slot request not taken by the ResourceManager: %s",
-                       id_str(&jm->o.job_id).s, rpc_future_message(f));
+        SPATE_LOG_WARN(JM_LOG, "slot request not taken by the ResourceManager: %s",
+                       rpc_future_message(f));
 }
 
 void

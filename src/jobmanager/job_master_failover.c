@@ -49,8 +49,7 @@ jm_cancel_sent(struct rpc_future *f, void *arg)
     struct job_master *jm = arg;
 
     if (rpc_future_code(f) != 0 && rpc_endpoint_is_running(&jm->ep))
-        SPATE_LOG_WARN(JM_LOG, "job %s: a cancel did not reach its task: %s",
-                       id_str(&jm->o.job_id).s, rpc_future_message(f));
+        SPATE_LOG_WARN(JM_LOG, "a cancel did not reach its task: %s", rpc_future_message(f));
 }
 
 /* Cancels every execution still alive (regions NULL), or those of the
@@ -135,8 +134,7 @@ jm_fail(struct job_master *jm, const char *failure)
     jm->failure = xstrdup(failure);
     if (jm->nexceptions == 0)
         jm_record_exception(jm, failure, NULL);
-    SPATE_LOG_ERROR(JM_LOG, "job %s (%s) is failing: %s", id_str(&jm->o.job_id).s, jm->name,
-                    failure);
+    SPATE_LOG_ERROR(JM_LOG, "job '%s' is failing: %s", jm->name, failure);
     jm_restart_stop(jm);
     if (jm->cc != NULL)
         checkpoint_coordinator_suspend(jm->cc, "the job is failing");
@@ -179,8 +177,7 @@ jm_failover(struct job_master *jm, const char *failure, const bool *regions)
     restart_strategy_notify_failure(&jm->restart, now);
     if (!restart_strategy_can_restart(&jm->restart, now)) {
         restart_strategy_describe(&jm->restart, strategy, sizeof strategy);
-        SPATE_LOG_INFO(JM_LOG, "job %s: recovery is suppressed by the restart strategy %s",
-                       id_str(&jm->o.job_id).s, strategy);
+        SPATE_LOG_INFO(JM_LOG, "recovery is suppressed by the restart strategy %s", strategy);
         jm_fail(jm, failure);
         return;
     }
@@ -199,9 +196,9 @@ jm_failover(struct job_master *jm, const char *failure, const bool *regions)
         checkpoint_coordinator_suspend(jm->cc, "a task failed; the job restarts");
     if (jm->status != JOB_RESTARTING)
         jm_set_status(jm, JOB_RESTARTING);
-    SPATE_LOG_WARN(JM_LOG, "job %s: %d of %d pipelined regions restart in %lld ms: %s",
-                   id_str(&jm->o.job_id).s, nrestart, eg->nregions,
-                   (long long)restart_strategy_backoff_ms(&jm->restart, now), failure);
+    SPATE_LOG_WARN(JM_LOG, "%d of %d pipelined regions restart in %lld ms: %s", nrestart,
+                   eg->nregions, (long long)restart_strategy_backoff_ms(&jm->restart, now),
+                   failure);
     jm_cancel_executions(jm, jm->restart_regions);
     rpc_timer_cancel(jm->restart_timer);
     jm->restart_pause_over = false;
@@ -306,7 +303,7 @@ jm_redeploy(struct job_master *jm)
     jm->failure = NULL;
     if (jm->restore_md != NULL && jm->cc != NULL)
         checkpoint_coordinator_restored(jm->cc, jm->restore_md, jm->restore_path);
-    SPATE_LOG_INFO(JM_LOG, "job %s: restarting %d tasks from %s", id_str(&jm->o.job_id).s, n,
+    SPATE_LOG_INFO(JM_LOG, "restarting %d tasks from %s", n,
                    jm->restore_path ? jm->restore_path : "their initial state");
     jm_set_status(jm, JOB_RUNNING);
     jm_try_deploy(jm);

@@ -86,7 +86,7 @@ class ClusterTest(ClusterTestCase):
         # A fourth TaskManager joins: the waiting requests get its slots.
         self.start_taskmanager(slots=2)
         wait_for(lambda: self.job(jid)["tasks"]["running"] == 8, 20, "8 tasks running")
-        jm.wait_log(r"job " + jid + r": deploying 8 tasks")
+        jm.wait_log(r"job=" + jid + r" deploying 8 tasks")
         # The job ends; its slots are free again.
         with open(go, "w"):
             pass
@@ -105,7 +105,7 @@ class ClusterTest(ClusterTestCase):
         wait_for(lambda: self.job(jid)["state"] == "FAILED", 30, "job failed")
         body = self.job(jid)
         self.assertIn("within slot.request.timeout (1500 ms", body["failure"])
-        jm.wait_log(r"job " + jid + r" \(Slots\) is failing: could not allocate a slot .* "
+        jm.wait_log(r"job=" + jid + r" job 'Slots' is failing: could not allocate a slot .* "
                     r"slot\.request\.timeout")
         # The two slots it held are free again.
         self.wait_overview(1, slots=2, available=2)

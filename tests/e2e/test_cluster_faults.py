@@ -40,7 +40,7 @@ class ClusterFaultTest(ClusterTestCase):
         holder.kill()
         # The JobMaster hears of it, restarts the job and asks for those
         # slots again; two slots are left in the cluster, so a task waits.
-        jm.wait_log(r"job " + jid + r": \d+ of \d+ pipelined regions restart in \d+ ms: "
+        jm.wait_log(r"job=" + jid + r" \d+ of \d+ pipelined regions restart in \d+ ms: "
                     r"TaskManager [0-9a-f]{32} was lost")
         wait_for(lambda: (lambda j: j["state"] == "RUNNING" and j["tasks"]["created"] >= 1)(
             self.job(jid)), 20, "the job running again with a task without a slot")

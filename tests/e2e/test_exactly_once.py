@@ -269,7 +269,7 @@ class WordCountHaTest(WordCountMixin, test_ha.OwnZooKeeper, test_ha.HaTestCase):
         jm1.popen.send_signal(signal.SIGKILL)
         jm1.popen.wait()
         jm2.wait_log(r"this JobManager was granted leadership", timeout=30)
-        m = jm2.wait_log(r"job " + jid + r": recovered; resuming from '(\S+)'", timeout=60)
+        m = jm2.wait_log(r"job=" + jid + r" recovered; resuming from '(\S+)'", timeout=60)
         self.assertRegex(m.group(1), r"/chk-\d+/_metadata$")
         self.use_rest_of(jm2)
         wait_for(lambda: (lambda st: st[1] if st[0] == 200 and st[1]["state"] in TERMINAL

@@ -280,7 +280,7 @@ class HaCheckpointTest(HaTestCase):
         # Its BlobServer never saw the upload: the HA blob store has it.
         jm2.wait_log(r"blob " + key + " of job " + jid + r" is not stored here: its first fetch "
                      r"restores it from the HA blob store")
-        m = jm2.wait_log(r"job " + jid + r": recovered; resuming from '(\S+)'", timeout=60)
+        m = jm2.wait_log(r"job=" + jid + r" recovered; resuming from '(\S+)'", timeout=60)
         self.assertRegex(m.group(1), r"/chk-\d+/_metadata$")
         for t in tms:
             t.wait_log(r"registered at the ResourceManager 127\.0\.0\.1:%d/resourcemanager"
@@ -384,7 +384,7 @@ class HaCheckpointTest(HaTestCase):
         ZK.stop()
         jm.wait_log(r"job " + jid + " suspended: the Dispatcher lost leadership")
         ZK.start()
-        m = jm.wait_log(r"job " + jid + r": recovered; resuming from '(\S+)'", timeout=60)
+        m = jm.wait_log(r"job=" + jid + r" recovered; resuming from '(\S+)'", timeout=60)
         self.assertRegex(m.group(1), r"/chk-\d+/_metadata$")
         wait_for(lambda: (lambda st: st[1] if st[0] == 200 and st[1]["state"] in
                           ("FINISHED", "FAILED", "CANCELED") else None)(self.rest(f"/jobs/{jid}")),
@@ -471,7 +471,7 @@ class HaZooKeeperFaultTest(HaTestCase):
             running = [jm for jm in (jm1, jm2) if self.all_running(jm, jid)]
             return running if len(running) == 1 else None
         leader = wait_for(one_leader_running_it, 40, "exactly one JobManager running the job")[0]
-        leader.wait_log(r"job " + jid + r": recovered; resuming from '\S+/chk-\d+/_metadata'")
+        leader.wait_log(r"job=" + jid + r" recovered; resuming from '\S+/chk-\d+/_metadata'")
         self.use_rest_of(leader)
         self.wait_overview(1, slots=2, available=0)
         status, body = self.rest("/jobs/overview")

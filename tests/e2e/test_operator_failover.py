@@ -425,7 +425,7 @@ class OperatorHaFailoverTest(OperatorJob, test_ha.OwnZooKeeper, test_ha.HaTestCa
 
         standby.wait_log(r"this JobManager was granted leadership", timeout=30)
         standby.wait_log(r"recovered job " + jid + " from the job graph store")
-        m = standby.wait_log(r"job " + jid + r": recovered; resuming from '(\S+/chk-(\d+)/"
+        m = standby.wait_log(r"job=" + jid + r" recovered; resuming from '(\S+/chk-(\d+)/"
                              r"_metadata)'", timeout=60)
         # Its latest checkpoint: the last one completed before the kill, or
         # one completed after it was read.
