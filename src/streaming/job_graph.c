@@ -120,7 +120,7 @@ resolve_links(struct build_node *b, spate_error *err)
 static int
 check_node(const struct spate_stream *n, spate_error *err)
 {
-    if (n->kind == OP_WINDOW && n->window.function == WINDOW_FN_NONE)
+    if (n->kind == OP_WINDOW && n->opconf.window.function == WINDOW_FN_NONE)
         return spate_error_set(err, SPATE_EINVAL,
                                "a windowed stream needs a window function (spate_window_reduce, "
                                "_aggregate or _process)");

@@ -139,9 +139,9 @@ enc_ints(struct enc *e, const int *v, int n)
     return out;
 }
 
-/* The built-in sources' and sinks' configuration (connector_config.h),
+/* Each kind's own configuration (connector_config.h, operator_config.h),
  * one encoder per kind: each writes its struct's fields. */
-typedef void conn_encoder(struct enc *e, const void *conf, const char *name, PbOp *p);
+typedef void kind_encoder(struct enc *e, const void *conf, const char *name, PbOp *p);
 
 static void
 enc_collection(struct enc *e, const void *conf, const char *name, PbOp *p)
@@ -197,10 +197,112 @@ enc_file_sink(struct enc *e, const void *conf, const char *name, PbOp *p)
     p->path = c->path ? c->path : "";
 }
 
-static conn_encoder *const conn_encoders[OP_PARTITION] = {
-    [OP_SOURCE_COLLECTION] = enc_collection, [OP_SOURCE_GENERATOR] = enc_generator,
-    [OP_SOURCE_SOCKET] = enc_socket,         [OP_SOURCE_FILE] = enc_file_source,
+/* The operator kinds' configuration (operator_config.h): their functions
+ * go in fn, fn2, fn3 by their place, a window's settings in window. */
+static void
+enc_function(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct function_config *c = conf;
+    char what[160];
+
+    snprintf(what, sizeof what, "the function of '%s'", name);
+    p->fn = enc_fn(e, c->fn.any, what);
+}
+
+static void
+enc_process(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct process_config *c = conf;
+    char what[160];
+
+    snprintf(what, sizeof what, "the function of '%s'", name);
+    p->fn = enc_fn(e, (const void *)c->fn, what);
+    snprintf(what, sizeof what, "the second function of '%s'", name);
+    p->fn2 = enc_fn(e, (const void *)c->on_timer, what);
+}
+
+static void
+enc_keyed_reduce(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct keyed_reduce_config *c = conf;
+    char what[160];
+
+    snprintf(what, sizeof what, "the function of '%s'", name);
+    p->fn = enc_fn(e, (const void *)c->reduce, what);
+    p->sum_field = c->sum_field;
+}
+
+static void
+enc_two_input(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct two_input_config *c = conf;
+    char what[160];
+
+    snprintf(what, sizeof what, "the function of '%s'", name);
+    p->fn = enc_fn(e, c->fn1, what);
+    snprintf(what, sizeof what, "the second function of '%s'", name);
+    p->fn2 = enc_fn(e, c->fn2, what);
+    snprintf(what, sizeof what, "the third function of '%s'", name);
+    p->fn3 = enc_fn(e, (const void *)c->on_timer, what);
+}
+
+static void
+enc_window(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct window_config *c = conf;
+    PbWindow *w = enc_alloc(e, sizeof *w);
+
+    UNUSED(name);
+    jobgraph__window_config__init(w);
+    w->assigner = (int32_t)c->assigner.kind;
+    w->event_time = c->assigner.event_time;
+    w->size_ms = c->assigner.size_ms;
+    w->slide_ms = c->assigner.slide_ms;
+    w->gap_ms = c->assigner.gap_ms;
+    w->offset_ms = c->assigner.offset_ms;
+    w->trigger = (int32_t)c->trigger;
+    w->trigger_count = c->trigger_count;
+    w->purging = c->purging;
+    w->on_element = enc_fn(e, (const void *)c->custom.on_element, "a trigger's on_element");
+    w->on_event_time =
+        enc_fn(e, (const void *)c->custom.on_event_time, "a trigger's on_event_time");
+    w->on_processing_time =
+        enc_fn(e, (const void *)c->custom.on_processing_time, "a trigger's on_processing_time");
+    w->evictor = (int32_t)c->evictor;
+    w->evictor_value = c->evictor_value;
+    w->evictor_fn = enc_fn(e, (const void *)c->evictor_fn, "an evictor");
+    w->lateness_ms = c->lateness_ms;
+    w->late_tag = c->late_tag ? c->late_tag : "";
+    w->function = (int32_t)c->function;
+    w->reduce = enc_fn(e, (const void *)c->reduce, "a window's reduce function");
+    w->acc_type = enc_type(e, c->agg.acc_type);
+    w->agg_out_type = enc_type(e, c->agg.out_type);
+    w->create = enc_fn(e, (const void *)c->agg.create, "an aggregate's create");
+    w->add = enc_fn(e, (const void *)c->agg.add, "an aggregate's add");
+    w->result = enc_fn(e, (const void *)c->agg.result, "an aggregate's result");
+    w->merge = enc_fn(e, (const void *)c->agg.merge, "an aggregate's merge");
+    w->process = enc_fn(e, (const void *)c->process, "a process window function");
+    p->window = w;
+}
+
+/* Each kind's encoder of its configuration struct (stream_node_conf). */
+static kind_encoder *const kind_encoders[OP_PARTITION] = {
+    [OP_SOURCE_COLLECTION] = enc_collection,
+    [OP_SOURCE_GENERATOR] = enc_generator,
+    [OP_SOURCE_SOCKET] = enc_socket,
+    [OP_SOURCE_FILE] = enc_file_source,
     [OP_SINK_FILE] = enc_file_sink,
+    [OP_MAP] = enc_function,
+    [OP_FILTER] = enc_function,
+    [OP_FLAT_MAP] = enc_function,
+    [OP_SINK] = enc_function,
+    [OP_PROCESS] = enc_process,
+    [OP_REDUCE] = enc_keyed_reduce,
+    [OP_SUM] = enc_keyed_reduce,
+    [OP_CO_MAP] = enc_two_input,
+    [OP_CO_PROCESS] = enc_two_input,
+    [OP_BROADCAST_PROCESS] = enc_two_input,
+    [OP_WINDOW] = enc_window,
 };
 
 static PbOp *
@@ -218,12 +320,6 @@ enc_operator(struct enc *e, const struct jg_operator *op)
     p->kind = (int32_t)n->kind;
     p->in_type = enc_type(e, n->in_type);
     p->out_type = enc_type(e, n->out_type);
-    snprintf(what, sizeof what, "the function of '%s'", op->name);
-    p->fn = enc_fn(e, n->fn, what);
-    snprintf(what, sizeof what, "the second function of '%s'", op->name);
-    p->fn2 = enc_fn(e, n->fn2, what);
-    snprintf(what, sizeof what, "the third function of '%s'", op->name);
-    p->fn3 = enc_fn(e, n->fn3, what);
     p->in_type2 = enc_type(e, n->in_type2);
     p->key2 = enc_key(e, &n->key2);
     if (n->wm.set) {
@@ -245,52 +341,17 @@ enc_operator(struct enc *e, const struct jg_operator *op)
     p->close = enc_fn(e, (const void *)n->close, what);
     p->params = bin(n->params, n->params_len);
     p->key = enc_key(e, &n->key);
-    p->sum_field = n->sum_field;
+    p->sum_field = -1;
     p->host = "";
     p->path = "";
-    if (n->kind < OP_PARTITION && conn_encoders[n->kind] != NULL)
-        conn_encoders[n->kind](e, stream_node_conf(n), op->name, p);
+    if (n->kind < OP_PARTITION && kind_encoders[n->kind] != NULL)
+        kind_encoders[n->kind](e, stream_node_conf(n), op->name, p);
     p->n_chained = (size_t)op->nchained;
     p->chained = enc_ints(e, op->chained, op->nchained);
     p->n_chained_tags = (size_t)op->nchained;
     p->chained_tags = enc_alloc(e, (size_t)(op->nchained + 1) * sizeof *p->chained_tags);
     for (int i = 0; i < op->nchained; i++)
         p->chained_tags[i] = op->chained_tags && op->chained_tags[i] ? op->chained_tags[i] : "";
-    if (n->kind == OP_WINDOW) {
-        const struct window_config *c = &n->window;
-        PbWindow *w = enc_alloc(e, sizeof *w);
-
-        jobgraph__window_config__init(w);
-        w->assigner = (int32_t)c->assigner.kind;
-        w->event_time = c->assigner.event_time;
-        w->size_ms = c->assigner.size_ms;
-        w->slide_ms = c->assigner.slide_ms;
-        w->gap_ms = c->assigner.gap_ms;
-        w->offset_ms = c->assigner.offset_ms;
-        w->trigger = (int32_t)c->trigger;
-        w->trigger_count = c->trigger_count;
-        w->purging = c->purging;
-        w->on_element = enc_fn(e, (const void *)c->custom.on_element, "a trigger's on_element");
-        w->on_event_time =
-            enc_fn(e, (const void *)c->custom.on_event_time, "a trigger's on_event_time");
-        w->on_processing_time =
-            enc_fn(e, (const void *)c->custom.on_processing_time, "a trigger's on_processing_time");
-        w->evictor = (int32_t)c->evictor;
-        w->evictor_value = c->evictor_value;
-        w->evictor_fn = enc_fn(e, (const void *)c->evictor_fn, "an evictor");
-        w->lateness_ms = c->lateness_ms;
-        w->late_tag = c->late_tag ? c->late_tag : "";
-        w->function = (int32_t)c->function;
-        w->reduce = enc_fn(e, (const void *)c->reduce, "a window's reduce function");
-        w->acc_type = enc_type(e, c->agg.acc_type);
-        w->agg_out_type = enc_type(e, c->agg.out_type);
-        w->create = enc_fn(e, (const void *)c->agg.create, "an aggregate's create");
-        w->add = enc_fn(e, (const void *)c->agg.add, "an aggregate's add");
-        w->result = enc_fn(e, (const void *)c->agg.result, "an aggregate's result");
-        w->merge = enc_fn(e, (const void *)c->agg.merge, "an aggregate's merge");
-        w->process = enc_fn(e, (const void *)c->process, "a process window function");
-        p->window = w;
-    }
     p->n_states = (size_t)n->nstates;
     p->states = enc_alloc(e, (size_t)(n->nstates + 1) * sizeof *p->states);
     for (int i = 0; i < n->nstates; i++) {
@@ -592,9 +653,10 @@ dec_ints(struct dec *d, const int32_t *in, size_t n, int limit, int **out, int *
 
 /* A window's settings; every reference checked against its kind. */
 static int
-dec_window(struct dec *d, const PbWindow *w, struct spate_stream *n)
+dec_window(struct dec *d, const PbOp *p, struct spate_stream *n)
 {
-    struct window_config *c = &n->window;
+    const PbWindow *w = p->window;
+    struct window_config *c = &n->opconf.window;
     void *fn;
     int rc = 0;
 
@@ -661,10 +723,76 @@ dec_window(struct dec *d, const PbWindow *w, struct spate_stream *n)
     return 0;
 }
 
-/* The built-in sources' and sinks' configuration, one decoder per kind:
- * each fills its struct (connector_config.h) in n->conn from p, and checks
- * it. The record types are decoded already. */
-typedef int conn_decoder(struct dec *d, const PbOp *p, struct spate_stream *n);
+/* Each kind's own configuration, one decoder per kind: each fills its
+ * struct (connector_config.h in n->conn, operator_config.h in n->opconf)
+ * from p, and checks it. The record types and key selectors are decoded
+ * already. */
+typedef int kind_decoder(struct dec *d, const PbOp *p, struct spate_stream *n);
+
+/* A function the kind cannot run without (checked when functions are
+ * resolved: the JobManager keeps references only). */
+static int
+dec_needed_fn(struct dec *d, const PbFnRef *r, void **fn, const char *missing)
+{
+    int rc = dec_fn(d, r, fn);
+
+    if (rc == 0 && d->lib != NULL && *fn == NULL)
+        rc = bad(d, missing);
+    return rc;
+}
+
+static int
+dec_function(struct dec *d, const PbOp *p, struct spate_stream *n)
+{
+    return dec_needed_fn(d, p->fn, &n->opconf.function.fn.any, "operator without its function");
+}
+
+static int
+dec_process(struct dec *d, const PbOp *p, struct spate_stream *n)
+{
+    struct process_config *c = &n->opconf.process;
+    int rc;
+
+    if ((rc = dec_needed_fn(d, p->fn, (void **)&c->fn, "operator without its function")) != 0)
+        return rc;
+    return dec_fn(d, p->fn2, (void **)&c->on_timer);
+}
+
+static int
+dec_keyed_reduce(struct dec *d, const PbOp *p, struct spate_stream *n)
+{
+    struct keyed_reduce_config *c = &n->opconf.keyed_reduce;
+    const struct spate_type *f = n->out_type;
+
+    if (n->key.kind == KEY_NONE)
+        return bad(d, "keyed operator without a key selector");
+    c->sum_field = -1;
+    if (n->kind == OP_REDUCE)
+        return dec_needed_fn(d, p->fn, (void **)&c->reduce, "operator without its function");
+    if (p->sum_field >= 0) {
+        if (f->kind != TYPE_TUPLE || p->sum_field >= f->nfields)
+            return bad(d, "sum field out of range");
+        f = f->fields[p->sum_field];
+    }
+    if (f->kind != TYPE_INT64 && f->kind != TYPE_DOUBLE)
+        return bad(d, "sum of a field that is no number");
+    c->sum_field = p->sum_field < 0 ? -1 : p->sum_field;
+    return 0;
+}
+
+static int
+dec_two_input(struct dec *d, const PbOp *p, struct spate_stream *n)
+{
+    struct two_input_config *c = &n->opconf.two_input;
+    int rc;
+
+    if ((rc = dec_fn(d, p->fn, &c->fn1)) != 0 || (rc = dec_fn(d, p->fn2, &c->fn2)) != 0 ||
+        (rc = dec_fn(d, p->fn3, (void **)&c->on_timer)) != 0)
+        return rc;
+    if (d->lib != NULL && (c->fn1 == NULL || c->fn2 == NULL))
+        return bad(d, "two-input operator without its functions");
+    return 0;
+}
 
 static int
 dec_collection(struct dec *d, const PbOp *p, struct spate_stream *n)
@@ -739,10 +867,24 @@ dec_print(struct dec *d, const PbOp *p, struct spate_stream *n)
     return 0;
 }
 
-static conn_decoder *const conn_decoders[OP_PARTITION] = {
-    [OP_SOURCE_COLLECTION] = dec_collection, [OP_SOURCE_GENERATOR] = dec_generator,
-    [OP_SOURCE_SOCKET] = dec_socket,         [OP_SOURCE_FILE] = dec_file_source,
-    [OP_SINK_FILE] = dec_file_sink,          [OP_SINK_PRINT] = dec_print,
+static kind_decoder *const kind_decoders[OP_PARTITION] = {
+    [OP_SOURCE_COLLECTION] = dec_collection,
+    [OP_SOURCE_GENERATOR] = dec_generator,
+    [OP_SOURCE_SOCKET] = dec_socket,
+    [OP_SOURCE_FILE] = dec_file_source,
+    [OP_SINK_FILE] = dec_file_sink,
+    [OP_SINK_PRINT] = dec_print,
+    [OP_MAP] = dec_function,
+    [OP_FILTER] = dec_function,
+    [OP_FLAT_MAP] = dec_function,
+    [OP_SINK] = dec_function,
+    [OP_PROCESS] = dec_process,
+    [OP_REDUCE] = dec_keyed_reduce,
+    [OP_SUM] = dec_keyed_reduce,
+    [OP_CO_MAP] = dec_two_input,
+    [OP_CO_PROCESS] = dec_two_input,
+    [OP_BROADCAST_PROCESS] = dec_two_input,
+    [OP_WINDOW] = dec_window,
 };
 
 static int
@@ -776,20 +918,10 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
     if ((n->kind == OP_CO_MAP || n->kind == OP_CO_PROCESS || n->kind == OP_BROADCAST_PROCESS) !=
         (n->in_type2 != NULL))
         return bad(d, "a two-input operator without its second input type, or the reverse");
-    if ((rc = dec_fn(d, p->fn3, &n->fn3)) != 0 || (rc = dec_key(d, p->key2, n->in_type2, &n->key2)))
-        return rc;
-    /* A kind with its own configuration decodes its function there. */
-    if ((rc = dec_fn(d, conn_decoders[n->kind] ? NULL : p->fn, &n->fn)) != 0 ||
-        (rc = dec_fn(d, p->fn2, &n->fn2)) != 0 || (rc = dec_fn(d, p->open, (void **)&n->open)) ||
+    if ((rc = dec_key(d, p->key2, n->in_type2, &n->key2)) != 0 ||
+        (rc = dec_fn(d, p->open, (void **)&n->open)) != 0 ||
         (rc = dec_fn(d, p->close, (void **)&n->close)) != 0)
         return rc;
-    if (d->lib != NULL && (n->fn == NULL || n->fn2 == NULL) &&
-        (n->kind == OP_CO_MAP || n->kind == OP_CO_PROCESS || n->kind == OP_BROADCAST_PROCESS))
-        return bad(d, "two-input operator without its functions");
-    if (d->lib != NULL && n->fn == NULL &&
-        (n->kind == OP_MAP || n->kind == OP_FILTER || n->kind == OP_FLAT_MAP ||
-         n->kind == OP_PROCESS || n->kind == OP_REDUCE || n->kind == OP_SINK))
-        return bad(d, "operator without its function");
     if (p->params.len) {
         n->params = xmalloc(p->params.len);
         memcpy(n->params, p->params.data, p->params.len);
@@ -797,22 +929,10 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
     }
     if ((rc = dec_key(d, p->key, n->in_type, &n->key)) != 0)
         return rc;
-    if ((n->kind == OP_REDUCE || n->kind == OP_SUM) && n->key.kind == KEY_NONE)
-        return bad(d, "keyed operator without a key selector");
-    n->sum_field = p->sum_field;
-    if (n->kind == OP_SUM) {
-        const struct spate_type *f = n->out_type;
-
-        if (p->sum_field >= 0) {
-            if (f->kind != TYPE_TUPLE || p->sum_field >= f->nfields)
-                return bad(d, "sum field out of range");
-            f = f->fields[p->sum_field];
-        }
-        if (f->kind != TYPE_INT64 && f->kind != TYPE_DOUBLE)
-            return bad(d, "sum of a field that is no number");
-    }
-    if (conn_decoders[n->kind] != NULL && (rc = conn_decoders[n->kind](d, p, n)) != 0)
+    if (kind_decoders[n->kind] != NULL && (rc = kind_decoders[n->kind](d, p, n)) != 0)
         return rc;
+    if (n->kind == OP_WINDOW && n->key.kind == KEY_NONE)
+        return bad(d, "window operator without a key selector");
     if ((rc = dec_watermarks(d, p->watermarks, n)) != 0)
         return rc;
     n->parallelism = p->parallelism;
@@ -825,11 +945,6 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
     op->chained_tags = xcalloc(p->n_chained + 1, sizeof *op->chained_tags);
     for (size_t i = 0; i < p->n_chained_tags; i++)
         op->chained_tags[i] = dup_or_null(p->chained_tags[i]);
-    if (n->kind == OP_WINDOW && (rc = dec_window(d, p->window, n)) != 0)
-        return rc;
-    if ((n->kind == OP_WINDOW || n->kind == OP_PROCESS) && n->key.kind == KEY_NONE &&
-        n->kind == OP_WINDOW)
-        return bad(d, "window operator without a key selector");
     if (p->n_states > 64)
         return bad(d, "too many states on one operator");
     n->states = xcalloc(p->n_states + 1, sizeof *n->states);

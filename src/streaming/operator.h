@@ -219,9 +219,11 @@ struct stream_operator {
     /* Records in and out on the main output (Flink's numRecordsIn and
      * numRecordsOut of an operator), reported with the job's result. */
     uint64_t records_in, records_out;
-    /* The kind's own configuration (connector_config.h: the sources' and
-     * sinks'), or NULL: what a connector reads instead of config. Last, so
-     * that the fields the per-record paths read keep their places. */
+    /* The kind's own configuration (operator_config.h, or
+     * connector_config.h for the sources and sinks), or NULL for a kind
+     * that has none: the kind's functions and settings are read here, not
+     * in config. Last, so that the fields the per-record paths read keep
+     * their places. */
     const void *conf;
 };
 

@@ -26,6 +26,25 @@ operator_out_storage(const struct spate_type *t)
     return xcalloc(1, t->size ? (t->size + 15) & ~(size_t)15 : 16);
 }
 
+/* The kind's configuration (operator_config.h), by family. */
+static inline const struct function_config *
+fn_conf(const struct stream_operator *op)
+{
+    return op->conf;
+}
+
+static inline const struct keyed_reduce_config *
+reduce_conf(const struct stream_operator *op)
+{
+    return op->conf;
+}
+
+static inline const struct two_input_config *
+two_conf(const struct stream_operator *op)
+{
+    return op->conf;
+}
+
 /* ---- map, filter, flat_map, process ---- */
 
 struct map_impl {
@@ -50,7 +69,7 @@ map_process(struct stream_operator *op, const void *rec, const struct record_met
 
     operator_before_call(op);
     record_meta_copy(&op->ctx.meta, meta);
-    ((spate_map_fn)op->config->fn)(&op->ctx, rec, m->out);
+    fn_conf(op)->fn.map(&op->ctx, rec, m->out);
     operator_emit(op, m->out, meta);
 }
 
@@ -70,7 +89,7 @@ filter_process(struct stream_operator *op, const void *rec, const struct record_
 {
     operator_before_call(op);
     record_meta_copy(&op->ctx.meta, meta);
-    if (((spate_filter_fn)op->config->fn)(&op->ctx, rec))
+    if (fn_conf(op)->fn.filter(&op->ctx, rec))
         operator_emit(op, rec, meta);
 }
 
@@ -81,7 +100,7 @@ flat_map_process(struct stream_operator *op, const void *rec, const struct recor
     record_meta_copy(&op->ctx.meta, meta);
     /* Keyed: the emitted records leave without the input's key hash. */
     op->ctx.meta.has_key_hash = false;
-    ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
+    fn_conf(op)->fn.flat_map(&op->ctx, rec);
 }
 
 /* ---- keyed process functions ---- */
@@ -125,7 +144,7 @@ keyed_process_process(struct stream_operator *op, const void *rec, const struct 
                       0);
     }
     op->ctx.meta.has_key_hash = false;
-    ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
+    ((const struct process_config *)op->conf)->fn(&op->ctx, rec);
 }
 
 static SPATE_INLINE void
@@ -161,14 +180,16 @@ process_fire(void *owner, const struct timer *t)
 {
     struct stream_operator *op = owner;
     /* KeyedProcessFunction.onTimer; a two-input one keeps it third. */
-    void *on_timer = op->config->kind == OP_PROCESS ? op->config->fn2 : op->config->fn3;
+    spate_on_timer_fn on_timer = op->config->kind == OP_PROCESS
+                                     ? ((const struct process_config *)op->conf)->on_timer
+                                     : two_conf(op)->on_timer;
 
     operator_before_call(op);
     /* Records emitted by a timer carry its timestamp (event time). */
     op->ctx.meta.timestamp = t->event_time ? t->timestamp : RECORD_NO_TIMESTAMP;
     op->ctx.meta.has_key_hash = false;
     if (on_timer != NULL)
-        ((spate_on_timer_fn)on_timer)(&op->ctx, t->timestamp, t->event_time);
+        on_timer(&op->ctx, t->timestamp, t->event_time);
 }
 
 /* ---- two-input operators ---- */
@@ -204,7 +225,7 @@ co_map_process(struct stream_operator *op, const void *rec, const struct record_
     operator_before_call(op);
     record_meta_copy(&op->ctx.meta, meta);
     op->ctx.meta.has_key_hash = false;
-    ((spate_map_fn)op->config->fn)(&op->ctx, rec, m->out);
+    ((spate_map_fn)two_conf(op)->fn1)(&op->ctx, rec, m->out);
     operator_emit(op, m->out, &op->ctx.meta);
 }
 
@@ -216,7 +237,7 @@ co_map_process2(struct stream_operator *op, const void *rec, const struct record
     operator_before_call(op);
     record_meta_copy(&op->ctx.meta, meta);
     op->ctx.meta.has_key_hash = false;
-    ((spate_map_fn)op->config->fn2)(&op->ctx, rec, m->out);
+    ((spate_map_fn)two_conf(op)->fn2)(&op->ctx, rec, m->out);
     operator_emit(op, m->out, &op->ctx.meta);
 }
 
@@ -227,7 +248,7 @@ co_process_process(struct stream_operator *op, const void *rec, const struct rec
     record_meta_copy(&op->ctx.meta, meta);
     co_set_key(op, 0, rec, meta);
     op->ctx.meta.has_key_hash = false;
-    ((spate_flat_map_fn)op->config->fn)(&op->ctx, rec);
+    ((spate_flat_map_fn)two_conf(op)->fn1)(&op->ctx, rec);
 }
 
 static void
@@ -239,7 +260,7 @@ co_process_process2(struct stream_operator *op, const void *rec, const struct re
     op->ctx.meta.has_key_hash = false;
     if (op->backend != NULL)
         op->backend->broadcast_writable = op->config->kind == OP_BROADCAST_PROCESS;
-    ((spate_flat_map_fn)op->config->fn2)(&op->ctx, rec);
+    ((spate_flat_map_fn)two_conf(op)->fn2)(&op->ctx, rec);
     if (op->backend != NULL)
         op->backend->broadcast_writable = false;
 }
@@ -286,6 +307,7 @@ static int
 keyed_open(struct stream_operator *op, spate_error *err)
 {
     struct keyed_impl *k = xcalloc(1, sizeof *k);
+    int field = reduce_conf(op)->sum_field;
     int rc;
 
     op->impl = k;
@@ -298,11 +320,9 @@ keyed_open(struct stream_operator *op, spate_error *err)
         return rc;
     k->value = &k->backend.states[op->config->nstates];
     if (op->config->kind == OP_SUM)
-        k->sum_tail =
-            op->config->sum_field >= 0
-                ? types_serialized_tail(op->config->out_type,
-                                        op->config->out_type->offsets[op->config->sum_field])
-                : 8;
+        k->sum_tail = field >= 0 ? types_serialized_tail(op->config->out_type,
+                                                         op->config->out_type->offsets[field])
+                                 : 8;
     k->acc = operator_out_storage(op->config->out_type);
     k->out = operator_out_storage(op->config->out_type);
     k->ser_cap = 256;
@@ -378,7 +398,7 @@ reduce_process(struct stream_operator *op, const void *rec, const struct record_
         spate_ctx_fail(&op->ctx, "corrupt reduce state for a key of '%s'", op->ctx.task_name);
         return;
     }
-    ((spate_reduce_fn)op->config->fn)(&op->ctx, k->acc, rec, k->out);
+    reduce_conf(op)->reduce(&op->ctx, k->acc, rec, k->out);
     /* The result may point into the stored value: serialize it first. The
      * function may have used state: the key's place is found again. */
     n = keyed_serialize(k, t, k->out);
@@ -414,7 +434,7 @@ sum_process(struct stream_operator *op, const void *rec, const struct record_met
 {
     struct keyed_impl *k = op->impl;
     const struct spate_type *t = op->config->out_type;
-    int field = op->config->sum_field;
+    int field = reduce_conf(op)->sum_field;
     const struct spate_type *ft = field >= 0 ? t->fields[field] : t;
     const uint8_t *in_field = field >= 0 ? (const uint8_t *)rec + t->offsets[field] : rec;
     struct state_entry *e;
@@ -457,7 +477,7 @@ sink_process(struct stream_operator *op, const void *rec, const struct record_me
 {
     operator_before_call(op);
     record_meta_copy(&op->ctx.meta, meta);
-    ((spate_sink_fn)op->config->fn)(&op->ctx, rec);
+    fn_conf(op)->fn.sink(&op->ctx, rec);
 }
 
 /* ---- timestamps and watermarks (the generator: watermark_generator.h) ---- */
@@ -624,7 +644,7 @@ kind_vtable(const struct spate_stream *config, const struct task_info *task, spa
     }
     if (config->kind == OP_WINDOW)
         return &window_operator_vtable;
-    if (stream_node_conf(config) == NULL)
+    if (!operator_kind_is_connector(config->kind))
         return &vtables[config->kind];
     for (size_t i = 0; t != NULL && i < t->count; i++)
         if (t->entries[i].kind == config->kind && t->entries[i].vt != NULL)

@@ -47,7 +47,8 @@ stream_node_free_contents(struct spate_stream *n)
         free(n->states[i].name);
     free(n->states);
     free(n->tag);
-    free(n->window.late_tag);
+    if (n->kind == OP_WINDOW)
+        free(n->opconf.window.late_tag);
     free(n->union_inputs);
     free(n->name);
     free(n->uid);
@@ -220,8 +221,8 @@ sends_to(const struct spate_stream *op, const char *tag)
     case OP_BROADCAST_PROCESS:
         return true;
     case OP_WINDOW:
-        return op->window.process != NULL ||
-               (op->window.late_tag != NULL && strcmp(op->window.late_tag, tag) == 0);
+        return op->opconf.window.process != NULL ||
+               (op->opconf.window.late_tag != NULL && strcmp(op->opconf.window.late_tag, tag) == 0);
     default:
         return false;
     }
@@ -241,9 +242,10 @@ check_side_outputs(spate_env *env)
             return env_fail(env,
                             "side output '%s' of window '%s': the window sends nothing there (its "
                             "late data goes to %s%s%s, and it has no process window function)",
-                            n->tag, node_name(op), op->window.late_tag ? "'" : "",
-                            op->window.late_tag ? op->window.late_tag : "no side output",
-                            op->window.late_tag ? "'" : "");
+                            n->tag, node_name(op), op->opconf.window.late_tag ? "'" : "",
+                            op->opconf.window.late_tag ? op->opconf.window.late_tag
+                                                       : "no side output",
+                            op->opconf.window.late_tag ? "'" : "");
         return env_fail(env,
                         "side output '%s' of operator '%s': a %s sends no side outputs (process "
                         "functions and windows do)",
@@ -331,7 +333,6 @@ node_new(spate_env *env, enum operator_kind kind, struct spate_stream *input,
     n->out_type = out_type ? out_type : (input ? input->out_type : spate_type_int64());
     n->partitioner = SHIP_DEFAULT;
     n->chaining = CHAINING_ALWAYS;
-    n->sum_field = -1;
     xgrow((void **)&env->nodes, &env->cap, env->nnodes + 1, sizeof *env->nodes);
     env->nodes[env->nnodes++] = n;
     return n;
@@ -445,9 +446,33 @@ stream_node_conf(const struct spate_stream *n)
         return &n->conn.file_sink;
     case OP_SINK_PRINT:
         return &n->conn.print;
+    case OP_MAP:
+    case OP_FILTER:
+    case OP_FLAT_MAP:
+    case OP_SINK:
+        return &n->opconf.function;
+    case OP_PROCESS:
+        return &n->opconf.process;
+    case OP_REDUCE:
+    case OP_SUM:
+        return &n->opconf.keyed_reduce;
+    case OP_CO_MAP:
+    case OP_CO_PROCESS:
+    case OP_BROADCAST_PROCESS:
+        return &n->opconf.two_input;
+    case OP_WINDOW:
+        return &n->opconf.window;
     default:
         return NULL;
     }
+}
+
+bool
+operator_kind_is_connector(enum operator_kind kind)
+{
+    return kind == OP_SOURCE_COLLECTION || kind == OP_SOURCE_GENERATOR ||
+           kind == OP_SOURCE_SOCKET || kind == OP_SOURCE_FILE || kind == OP_SINK_PRINT ||
+           kind == OP_SINK_FILE;
 }
 
 /* The key selector of a keyed input, or KEY_NONE. */
@@ -601,7 +626,10 @@ transform(spate_stream *in, enum operator_kind kind, void *fn, const spate_type 
     struct spate_stream *n = node_new(in->env, kind, in, out_type);
 
     check(in->env, fn != NULL, "%s needs a function", what);
-    n->fn = fn;
+    if (kind == OP_PROCESS)
+        n->opconf.process.fn = (spate_flat_map_fn)fn;
+    else
+        n->opconf.function.fn.any = fn;
     return n;
 }
 
@@ -673,7 +701,8 @@ keyed_op(spate_stream *in, enum operator_kind kind, void *fn, const char *what)
 {
     struct spate_stream *n = node_new(in->env, kind, in, NULL);
 
-    n->fn = fn;
+    if (kind == OP_REDUCE || kind == OP_SUM)
+        n->opconf.keyed_reduce = (struct keyed_reduce_config){ (spate_reduce_fn)fn, -1 };
     n->key = input_key(in);
     check(in->env, n->key.kind != KEY_NONE, "%s needs a keyed stream: call spate_key_by first",
           what);
@@ -702,7 +731,7 @@ spate_sum(spate_stream *keyed, int field)
     }
     check(keyed->env, f->kind == TYPE_INT64 || f->kind == TYPE_DOUBLE,
           "sum needs an int64 or double field, not '%s'", f->name);
-    n->sum_field = field;
+    n->opconf.keyed_reduce.sum_field = field;
     return n;
 }
 
@@ -900,9 +929,9 @@ spate_on_timer(spate_stream *op, spate_on_timer_fn fn)
                "spate_on_timer needs a process function on a keyed stream"))
         return op;
     if (op->kind == OP_PROCESS)
-        op->fn2 = (void *)fn;
+        op->opconf.process.on_timer = fn;
     else
-        op->fn3 = (void *)fn;
+        op->opconf.two_input.on_timer = fn;
     return op;
 }
 
@@ -1004,8 +1033,8 @@ co_operator(spate_stream *connected, enum operator_kind kind, void *fn1, void *f
     n->in_type2 = connected->in_type2;
     check(connected->env, fn1 != NULL && fn2 != NULL && out_type != NULL,
           "%s needs two functions and an output type", what);
-    n->fn = fn1;
-    n->fn2 = fn2;
+    n->opconf.two_input.fn1 = fn1;
+    n->opconf.two_input.fn2 = fn2;
     n->key = input_key(n->input);
     n->key2 = input_key(n->input2);
     if (n->key.kind == KEY_NONE || n->key2.kind == KEY_NONE)
@@ -1144,7 +1173,7 @@ spate_window(spate_stream *keyed, spate_window_assigner assigner)
     struct spate_stream *n = keyed_op(keyed, OP_WINDOW, NULL, "a window");
     const spate_window_assigner *a = &assigner;
 
-    n->window.assigner = assigner;
+    n->opconf.window.assigner = assigner;
     switch (a->kind) {
     case SPATE_WINDOW_TUMBLING:
         check(keyed->env, a->size_ms > 0, "a tumbling window needs a positive size");
@@ -1177,9 +1206,9 @@ spate_count_window(spate_stream *keyed, int64_t size)
     spate_stream *w = spate_window(keyed, spate_global_windows());
 
     check(keyed->env, size > 0, "a count window needs a positive size");
-    w->window.trigger = TRIGGER_COUNT;
-    w->window.trigger_count = size;
-    w->window.purging = true;
+    w->opconf.window.trigger = TRIGGER_COUNT;
+    w->opconf.window.trigger_count = size;
+    w->opconf.window.purging = true;
     return w;
 }
 
@@ -1190,10 +1219,10 @@ spate_count_window_sliding(spate_stream *keyed, int64_t size, int64_t slide)
 
     check(keyed->env, size > 0 && slide > 0, "a count window needs a positive size and slide");
     /* Flink: a count trigger every slide records over the last size. */
-    w->window.trigger = TRIGGER_COUNT;
-    w->window.trigger_count = slide;
-    w->window.evictor = EVICTOR_COUNT;
-    w->window.evictor_value = size;
+    w->opconf.window.trigger = TRIGGER_COUNT;
+    w->opconf.window.trigger_count = slide;
+    w->opconf.window.evictor = EVICTOR_COUNT;
+    w->opconf.window.evictor_value = size;
     return w;
 }
 
@@ -1201,7 +1230,7 @@ spate_stream *
 spate_window_trigger_event_time(spate_stream *w)
 {
     if (windowed(w, "spate_window_trigger_event_time"))
-        w->window.trigger = TRIGGER_EVENT_TIME;
+        w->opconf.window.trigger = TRIGGER_EVENT_TIME;
     return w;
 }
 
@@ -1209,7 +1238,7 @@ spate_stream *
 spate_window_trigger_processing_time(spate_stream *w)
 {
     if (windowed(w, "spate_window_trigger_processing_time"))
-        w->window.trigger = TRIGGER_PROCESSING_TIME;
+        w->opconf.window.trigger = TRIGGER_PROCESSING_TIME;
     return w;
 }
 
@@ -1218,9 +1247,9 @@ spate_window_trigger_count(spate_stream *w, int64_t count)
 {
     if (windowed(w, "spate_window_trigger_count") &&
         check(w->env, count > 0, "a count trigger needs a positive count")) {
-        w->window.trigger = TRIGGER_COUNT;
-        w->window.trigger_count = count;
-        w->window.purging = false;
+        w->opconf.window.trigger = TRIGGER_COUNT;
+        w->opconf.window.trigger_count = count;
+        w->opconf.window.purging = false;
     }
     return w;
 }
@@ -1231,8 +1260,8 @@ spate_window_trigger(spate_stream *w, const spate_trigger *trigger)
     if (windowed(w, "spate_window_trigger") &&
         check(w->env, trigger != NULL && trigger->on_element != NULL,
               "a custom trigger needs at least on_element")) {
-        w->window.trigger = TRIGGER_CUSTOM;
-        w->window.custom = *trigger;
+        w->opconf.window.trigger = TRIGGER_CUSTOM;
+        w->opconf.window.custom = *trigger;
     }
     return w;
 }
@@ -1242,8 +1271,8 @@ spate_window_evictor_count(spate_stream *w, int64_t count)
 {
     if (windowed(w, "spate_window_evictor_count") &&
         check(w->env, count > 0, "a count evictor needs a positive count")) {
-        w->window.evictor = EVICTOR_COUNT;
-        w->window.evictor_value = count;
+        w->opconf.window.evictor = EVICTOR_COUNT;
+        w->opconf.window.evictor_value = count;
     }
     return w;
 }
@@ -1253,8 +1282,8 @@ spate_window_evictor_time(spate_stream *w, int64_t keep_ms)
 {
     if (windowed(w, "spate_window_evictor_time") &&
         check(w->env, keep_ms >= 0, "a time evictor needs a non-negative span")) {
-        w->window.evictor = EVICTOR_TIME;
-        w->window.evictor_value = keep_ms;
+        w->opconf.window.evictor = EVICTOR_TIME;
+        w->opconf.window.evictor_value = keep_ms;
     }
     return w;
 }
@@ -1264,8 +1293,8 @@ spate_window_evictor(spate_stream *w, spate_evictor_fn fn)
 {
     if (windowed(w, "spate_window_evictor") &&
         check(w->env, fn != NULL, "a custom evictor needs a function")) {
-        w->window.evictor = EVICTOR_CUSTOM;
-        w->window.evictor_fn = fn;
+        w->opconf.window.evictor = EVICTOR_CUSTOM;
+        w->opconf.window.evictor_fn = fn;
     }
     return w;
 }
@@ -1275,7 +1304,7 @@ spate_allowed_lateness(spate_stream *w, int64_t ms)
 {
     if (windowed(w, "spate_allowed_lateness") &&
         check(w->env, ms >= 0, "allowed lateness must not be negative"))
-        w->window.lateness_ms = ms;
+        w->opconf.window.lateness_ms = ms;
     return w;
 }
 
@@ -1296,8 +1325,8 @@ spate_late_data_side_output(spate_stream *w, spate_tag tag)
                  t->name, node_name(w), got, want);
         return w;
     }
-    free(w->window.late_tag);
-    w->window.late_tag = xstrdup(t->name);
+    free(w->opconf.window.late_tag);
+    w->opconf.window.late_tag = xstrdup(t->name);
     return w;
 }
 
@@ -1307,9 +1336,10 @@ window_function(spate_stream *w, enum window_function_kind kind, const spate_typ
 {
     if (!windowed(w, what))
         return w;
-    if (!check(w->env, w->window.function == WINDOW_FN_NONE, "a window gets one window function"))
+    if (!check(w->env, w->opconf.window.function == WINDOW_FN_NONE,
+               "a window gets one window function"))
         return w;
-    w->window.function = kind;
+    w->opconf.window.function = kind;
     if (out_type != NULL)
         w->out_type = out_type;
     return w;
@@ -1323,8 +1353,10 @@ spate_window_reduce(spate_stream *w, spate_reduce_fn reduce, spate_process_windo
     check(w->env, fn != NULL || out_type == NULL || out_type == w->in_type,
           "window reduce without a window function emits the input type");
     w = window_function(w, WINDOW_FN_REDUCE, fn ? out_type : NULL, "spate_window_reduce");
-    w->window.reduce = reduce;
-    w->window.process = fn;
+    if (w->kind != OP_WINDOW)
+        return w;
+    w->opconf.window.reduce = reduce;
+    w->opconf.window.process = fn;
     check(w->env, fn == NULL || out_type != NULL, "a window function needs its output type");
     return w;
 }
@@ -1338,12 +1370,16 @@ spate_window_aggregate(spate_stream *w, const spate_aggregate *agg, spate_proces
                    agg->result,
                "window aggregate needs types, create, add and result"))
         return w;
-    check(w->env, w->window.assigner.kind != SPATE_WINDOW_SESSION || agg->merge != NULL,
+    check(w->env,
+          w->kind != OP_WINDOW || w->opconf.window.assigner.kind != SPATE_WINDOW_SESSION ||
+              agg->merge != NULL,
           "session windows need the aggregate's merge");
     w = window_function(w, WINDOW_FN_AGGREGATE, fn ? out_type : agg->out_type,
                         "spate_window_aggregate");
-    w->window.agg = *agg;
-    w->window.process = fn;
+    if (w->kind != OP_WINDOW)
+        return w;
+    w->opconf.window.agg = *agg;
+    w->opconf.window.process = fn;
     check(w->env, fn == NULL || out_type != NULL, "a window function needs its output type");
     return w;
 }
@@ -1354,7 +1390,8 @@ spate_window_process(spate_stream *w, spate_process_window_fn fn, const spate_ty
     check(w->env, fn != NULL && out_type != NULL,
           "process window needs a function and its output type");
     w = window_function(w, WINDOW_FN_PROCESS, out_type, "spate_window_process");
-    w->window.process = fn;
+    if (w->kind == OP_WINDOW)
+        w->opconf.window.process = fn;
     return w;
 }
 

@@ -14,6 +14,7 @@
 
 #include "core/config.h"
 #include "streaming/connector_config.h"
+#include "streaming/operator_config.h"
 #include "state/keyed_state_backend.h"
 
 enum ship_strategy {
@@ -73,47 +74,6 @@ struct key_selector {
     int field;
 };
 
-enum trigger_kind {
-    TRIGGER_DEFAULT, /* the assigner's: event time, processing time, never */
-    TRIGGER_EVENT_TIME,
-    TRIGGER_PROCESSING_TIME,
-    TRIGGER_COUNT,
-    TRIGGER_NEVER,
-    TRIGGER_CUSTOM,
-};
-
-enum evictor_kind {
-    EVICTOR_NONE,
-    EVICTOR_COUNT,
-    EVICTOR_TIME,
-    EVICTOR_CUSTOM,
-};
-
-enum window_function_kind {
-    WINDOW_FN_NONE, /* not given yet */
-    WINDOW_FN_REDUCE,
-    WINDOW_FN_AGGREGATE,
-    WINDOW_FN_PROCESS,
-};
-
-/* A window operator's settings (Flink's WindowOperator). */
-struct window_config {
-    spate_window_assigner assigner;
-    enum trigger_kind trigger;
-    int64_t trigger_count;
-    bool purging; /* count windows: fire and purge */
-    spate_trigger custom;
-    enum evictor_kind evictor;
-    int64_t evictor_value;
-    spate_evictor_fn evictor_fn;
-    int64_t lateness_ms;
-    char *late_tag;
-    enum window_function_kind function;
-    spate_reduce_fn reduce;
-    spate_aggregate agg;
-    spate_process_window_fn process;
-};
-
 /* A WatermarkStrategy (spate.h) as an operator carries it; milliseconds. */
 struct watermark_config {
     bool set;
@@ -150,11 +110,8 @@ struct spate_stream {
     const spate_type *in_type;
     const spate_type *out_type;
 
-    /* The user's functions, by operator kind: map, filter, flat_map/process,
-     * reduce, sink, generator. */
-    void *fn;
-    void *fn2; /* a second function: the second input, timers */
-    void *fn3; /* a third: a two-input process function's timers */
+    /* The user's open and close (any kind; the kind's own functions are
+     * in its configuration, opconf or conn). */
     spate_open_fn open;
     spate_close_fn close;
     uint8_t *params;
@@ -163,13 +120,10 @@ struct spate_stream {
     /* Keyed operators: the key selector of their keyed input, and their
      * declared states. */
     struct key_selector key;
-    int sum_field;
     struct state_decl *states;
     int nstates;
     /* OP_SIDE_OUTPUT: the name of the tag it selects. */
     char *tag;
-    /* OP_WINDOW */
-    struct window_config window;
 
     /* Event time: the strategy of a timestamps/watermarks operator, or the
      * one a source carries (spate_source_with_watermarks). */
@@ -178,6 +132,9 @@ struct spate_stream {
     /* Sources and sinks of the built-in kinds: the kind's own
      * configuration (connector_config.h; by kind, see stream_node_conf). */
     union connector_config conn;
+    /* The kinds streaming runs: the kind's own configuration
+     * (operator_config.h; by kind, see stream_node_conf). */
+    union operator_config opconf;
 
     /* The input (NULL for sources), and for a virtual node the partitioner
      * it sets (with its key selector for SHIP_HASH). Two-input operators
@@ -287,8 +244,12 @@ stream_node_is_virtual(const struct spate_stream *n)
            n->kind == OP_CONNECTED;
 }
 bool stream_node_is_keyed(const struct spate_stream *n);
-/* The kind's configuration struct in n->conn (connector_config.h), or NULL
- * for a kind that has none (operators read the node itself). */
+/* Sources and sinks of the built-in kinds (connector_config.h): made from
+ * the task's connector table. */
+bool operator_kind_is_connector(enum operator_kind kind);
+/* The kind's configuration struct: in n->conn (connector_config.h) for a
+ * source or sink, in n->opconf (operator_config.h) for the kinds streaming
+ * runs; NULL for a kind that has none (timestamps/watermarks, virtual). */
 const void *stream_node_conf(const struct spate_stream *n);
 const char *operator_kind_name(enum operator_kind kind);
 const char *ship_strategy_name(enum ship_strategy kind);

@@ -54,10 +54,12 @@ struct window_op {
     uint8_t key_scratch[256];
 };
 
+/* The window's settings (operator_config.h), resolved into fields of the
+ * operator's state at open wherever a per-record path reads them. */
 static const struct window_config *
 wcfg(const struct stream_operator *op)
 {
-    return &op->config->window;
+    return op->conf;
 }
 
 static inline int64_t
