@@ -866,11 +866,11 @@ build_metadata(struct checkpoint_coordinator *cc, struct cc_pending *p)
 
         for (int o = 0; o < vx->nops; o++) {
             Checkpoint__OperatorState *st = xmalloc(sizeof *st);
-            const struct spate_stream *node = vx->ops[o].node;
+            const char *uid = vx->ops[o].settings.uid;
 
             checkpoint__operator_state__init(st);
             st->operator_id = gw_id_bytes(&vx->ops[o].operator_id);
-            st->uid = vx->ops[o].uid_given && node && node->uid ? node->uid : "";
+            st->uid = (char *)(vx->ops[o].uid_given && uid ? uid : "");
             st->name = vx->ops[o].name;
             st->parallelism = vx->parallelism;
             st->max_parallelism = vx->max_parallelism;

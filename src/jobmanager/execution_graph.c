@@ -132,14 +132,15 @@ execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
     compute_regions(eg);
     for (int v = 0; v < jg->nvertices; v++) {
         for (int o = 0; o < jg->vertices[v].nops; o++) {
-            const struct spate_stream *n = jg->vertices[v].ops[o].node;
+            const struct operator_settings *n = &jg->vertices[v].ops[o].settings;
+            const struct file_source_config *fc = n->conf;
             struct split_assigner *a;
 
             if (n->kind != OP_SOURCE_FILE)
                 continue;
             a = xcalloc(1, sizeof *a);
             eg->assigners[v * eg->max_ops + o] = a;
-            if ((rc = split_assigner_init(a, n->conn.file_source.path, 0, err)) != 0) {
+            if ((rc = split_assigner_init(a, fc->path, 0, err)) != 0) {
                 execution_graph_free(eg);
                 return rc;
             }

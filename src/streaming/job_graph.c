@@ -194,6 +194,7 @@ add_operator(struct job_graph *jg, struct build_node *nodes, struct build_node *
     op = &v->ops[v->nops];
     memset(op, 0, sizeof *op);
     op->node = b->node;
+    stream_node_settings(b->node, &op->settings);
     op->name = xstrdup(b->node->name ? b->node->name : operator_kind_name(b->node->kind));
     operator_id(b, nodes, &op->operator_id, &op->uid_given);
     b->operator_id = op->operator_id;
@@ -323,6 +324,31 @@ fail:
 }
 
 void
+operator_settings_free_contents(struct jg_operator *op)
+{
+    struct operator_settings *s = &op->settings;
+
+    for (int i = 0; i < s->nstates; i++)
+        free(s->states[i].name);
+    free((void *)s->states);
+    free((void *)s->name);
+    free((void *)s->uid);
+    free((void *)s->params);
+    if (s->kind == OP_SOURCE_COLLECTION)
+        free(op->conn.collection.records);
+    else if (s->kind == OP_SOURCE_SOCKET)
+        free(op->conn.socket.host);
+    else if (s->kind == OP_SOURCE_FILE)
+        free(op->conn.file_source.path);
+    else if (s->kind == OP_SINK_FILE)
+        free(op->conn.file_sink.path);
+    else if (s->kind == OP_WINDOW)
+        free(op->opconf.window.late_tag);
+    memset(s, 0, sizeof *s);
+    op->owns_settings = false;
+}
+
+void
 job_graph_free(struct job_graph *jg)
 {
     if (jg == NULL)
@@ -331,6 +357,8 @@ job_graph_free(struct job_graph *jg)
         struct jg_vertex *v = &jg->vertices[i];
 
         for (int j = 0; j < v->nops; j++) {
+            if (v->ops[j].owns_settings)
+                operator_settings_free_contents(&v->ops[j]);
             for (int c = 0; c < v->ops[j].nchained; c++)
                 free(v->ops[j].chained_tags ? v->ops[j].chained_tags[c] : NULL);
             free(v->ops[j].chained_tags);
@@ -344,13 +372,8 @@ job_graph_free(struct job_graph *jg)
         free(v->inputs);
         free(v->outputs);
     }
-    for (int i = 0; i < jg->nowned_nodes; i++) {
-        stream_node_free_contents(jg->owned_nodes[i]);
-        free(jg->owned_nodes[i]);
-    }
     for (int i = 0; i < jg->nowned_types; i++)
         types_free(jg->owned_types[i]);
-    free(jg->owned_nodes);
     free(jg->owned_types);
     for (int i = 0; i < jg->nedges; i++)
         free(jg->edges[i].tag);
@@ -387,9 +410,9 @@ job_graph_plan_json(const struct job_graph *jg)
         for (int j = 0; j < v->nops; j++) {
             const struct jg_operator *op = &v->ops[j];
 
-            json_array_append_new(ops, json_pack("{s:s, s:s, s:s?}", "name", op->name, "id",
-                                                 id_str(&op->operator_id).s, "uid",
-                                                 op->node ? op->node->uid : NULL));
+            json_array_append_new(ops,
+                                  json_pack("{s:s, s:s, s:s?}", "name", op->name, "id",
+                                            id_str(&op->operator_id).s, "uid", op->settings.uid));
             for (int c = 0; c < op->nchained; c++)
                 json_array_append_new(chained, json_pack("{s:s, s:s}", "from", op->name, "to",
                                                          v->ops[op->chained[c]].name));

@@ -17,7 +17,10 @@
 /* One operator inside a vertex (Flink's StreamConfig). */
 struct jg_operator {
     struct spate_stream *node; /* the StreamGraph node (client side only) */
-    spate_id operator_id;      /* from the uid, or derived from the graph */
+    /* What the running operator is made from: pointers into node on the
+     * client, into this operator's own storage in a decoded graph. */
+    struct operator_settings settings;
+    spate_id operator_id; /* from the uid, or derived from the graph */
     bool uid_given;
     char *name;
     /* Indexes into the vertex's operators of the operators chained behind
@@ -27,6 +30,11 @@ struct jg_operator {
     int nchained;
     int *outputs;
     int noutputs;
+    /* A decoded graph's operator owns its settings' contents: the kind's
+     * configuration lives here, by kind. */
+    bool owns_settings;
+    union connector_config conn;
+    union operator_config opconf;
 };
 
 /* An exchange leaving a vertex (Flink's JobEdge + IntermediateDataSet). */
@@ -74,9 +82,7 @@ struct job_graph {
     /* The job library's SHA-256 and file name (from the client). */
     uint8_t library_sha256[32];
     char *library_name;
-    /* A decoded graph owns its operator configs and types. */
-    struct spate_stream **owned_nodes;
-    int nowned_nodes;
+    /* A decoded graph owns its types (and each operator its settings). */
     struct spate_type **owned_types;
     int nowned_types;
 };
@@ -104,6 +110,8 @@ uint32_t jg_input_channels(const struct job_graph *jg, const struct jg_edge *e, 
 int job_graph_build(struct spate_env *env, const char *name, struct job_graph **out,
                     spate_error *err);
 void job_graph_free(struct job_graph *jg);
+/* Frees what a decoded operator's settings own (owns_settings). */
+void operator_settings_free_contents(struct jg_operator *op);
 
 /* The plan in the JSON of Flink's /jobs/:jobid/plan ({"jid","name","type",
  * "nodes":[{"id","parallelism","operator","operator_strategy","description",

@@ -285,7 +285,7 @@ enc_window(struct enc *e, const void *conf, const char *name, PbOp *p)
     p->window = w;
 }
 
-/* Each kind's encoder of its configuration struct (stream_node_conf). */
+/* Each kind's encoder of its configuration struct (operator_settings.conf). */
 static kind_encoder *const kind_encoders[OP_PARTITION] = {
     [OP_SOURCE_COLLECTION] = enc_collection,
     [OP_SOURCE_GENERATOR] = enc_generator,
@@ -308,14 +308,14 @@ static kind_encoder *const kind_encoders[OP_PARTITION] = {
 static PbOp *
 enc_operator(struct enc *e, const struct jg_operator *op)
 {
-    const struct spate_stream *n = op->node;
+    const struct operator_settings *n = &op->settings;
     PbOp *p = enc_alloc(e, sizeof *p);
     char what[160];
 
     jobgraph__operator_config__init(p);
     p->operator_id = bin(op->operator_id.bytes, ID_BYTES);
     p->uid_given = op->uid_given;
-    p->uid = n->uid ? n->uid : "";
+    p->uid = (char *)(n->uid ? n->uid : "");
     p->name = op->name;
     p->kind = (int32_t)n->kind;
     p->in_type = enc_type(e, n->in_type);
@@ -345,7 +345,7 @@ enc_operator(struct enc *e, const struct jg_operator *op)
     p->host = "";
     p->path = "";
     if (n->kind < OP_PARTITION && kind_encoders[n->kind] != NULL)
-        kind_encoders[n->kind](e, stream_node_conf(n), op->name, p);
+        kind_encoders[n->kind](e, n->conf, op->name, p);
     p->n_chained = (size_t)op->nchained;
     p->chained = enc_ints(e, op->chained, op->nchained);
     p->n_chained_tags = (size_t)op->nchained;
@@ -499,7 +499,7 @@ dec_fn(struct dec *d, const PbFnRef *r, void **fn)
 /* A timestamps/watermarks operator's strategy (it must have one), or a
  * source's (it may). */
 static int
-dec_watermarks(struct dec *d, const PbWatermarks *w, struct spate_stream *n)
+dec_watermarks(struct dec *d, const PbWatermarks *w, struct operator_settings *n)
 {
     int rc;
 
@@ -508,7 +508,7 @@ dec_watermarks(struct dec *d, const PbWatermarks *w, struct spate_stream *n)
             return bad(d, "a timestamps/watermarks operator without its strategy");
         return 0;
     }
-    if (n->kind != OP_ASSIGN_TIMESTAMPS && !stream_node_is_source(n))
+    if (n->kind != OP_ASSIGN_TIMESTAMPS && !operator_kind_is_source(n->kind))
         return bad(d, "a watermark strategy on an operator that is no source");
     if (w->bound_ms < 0 || w->idleness_ms < 0 || w->interval_ms <= 0)
         return bad(d, "negative event-time settings, or no watermark interval");
@@ -653,10 +653,10 @@ dec_ints(struct dec *d, const int32_t *in, size_t n, int limit, int **out, int *
 
 /* A window's settings; every reference checked against its kind. */
 static int
-dec_window(struct dec *d, const PbOp *p, struct spate_stream *n)
+dec_window(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
     const PbWindow *w = p->window;
-    struct window_config *c = &n->opconf.window;
+    struct window_config *c = &o->opconf.window;
     void *fn;
     int rc = 0;
 
@@ -727,7 +727,7 @@ dec_window(struct dec *d, const PbOp *p, struct spate_stream *n)
  * struct (connector_config.h in n->conn, operator_config.h in n->opconf)
  * from p, and checks it. The record types and key selectors are decoded
  * already. */
-typedef int kind_decoder(struct dec *d, const PbOp *p, struct spate_stream *n);
+typedef int kind_decoder(struct dec *d, const PbOp *p, struct jg_operator *o);
 
 /* A function the kind cannot run without (checked when functions are
  * resolved: the JobManager keeps references only). */
@@ -742,15 +742,15 @@ dec_needed_fn(struct dec *d, const PbFnRef *r, void **fn, const char *missing)
 }
 
 static int
-dec_function(struct dec *d, const PbOp *p, struct spate_stream *n)
+dec_function(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
-    return dec_needed_fn(d, p->fn, &n->opconf.function.fn.any, "operator without its function");
+    return dec_needed_fn(d, p->fn, &o->opconf.function.fn.any, "operator without its function");
 }
 
 static int
-dec_process(struct dec *d, const PbOp *p, struct spate_stream *n)
+dec_process(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
-    struct process_config *c = &n->opconf.process;
+    struct process_config *c = &o->opconf.process;
     int rc;
 
     if ((rc = dec_needed_fn(d, p->fn, (void **)&c->fn, "operator without its function")) != 0)
@@ -759,15 +759,15 @@ dec_process(struct dec *d, const PbOp *p, struct spate_stream *n)
 }
 
 static int
-dec_keyed_reduce(struct dec *d, const PbOp *p, struct spate_stream *n)
+dec_keyed_reduce(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
-    struct keyed_reduce_config *c = &n->opconf.keyed_reduce;
-    const struct spate_type *f = n->out_type;
+    struct keyed_reduce_config *c = &o->opconf.keyed_reduce;
+    const struct spate_type *f = o->settings.out_type;
 
-    if (n->key.kind == KEY_NONE)
+    if (o->settings.key.kind == KEY_NONE)
         return bad(d, "keyed operator without a key selector");
     c->sum_field = -1;
-    if (n->kind == OP_REDUCE)
+    if (o->settings.kind == OP_REDUCE)
         return dec_needed_fn(d, p->fn, (void **)&c->reduce, "operator without its function");
     if (p->sum_field >= 0) {
         if (f->kind != TYPE_TUPLE || p->sum_field >= f->nfields)
@@ -781,9 +781,9 @@ dec_keyed_reduce(struct dec *d, const PbOp *p, struct spate_stream *n)
 }
 
 static int
-dec_two_input(struct dec *d, const PbOp *p, struct spate_stream *n)
+dec_two_input(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
-    struct two_input_config *c = &n->opconf.two_input;
+    struct two_input_config *c = &o->opconf.two_input;
     int rc;
 
     if ((rc = dec_fn(d, p->fn, &c->fn1)) != 0 || (rc = dec_fn(d, p->fn2, &c->fn2)) != 0 ||
@@ -795,12 +795,12 @@ dec_two_input(struct dec *d, const PbOp *p, struct spate_stream *n)
 }
 
 static int
-dec_collection(struct dec *d, const PbOp *p, struct spate_stream *n)
+dec_collection(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
-    struct collection_source_config *c = &n->conn.collection;
+    struct collection_source_config *c = &o->conn.collection;
 
     UNUSED(d);
-    c->type = n->out_type;
+    c->type = o->settings.out_type;
     if (p->records.len) {
         c->records = xmalloc(p->records.len);
         memcpy(c->records, p->records.data, p->records.len);
@@ -811,12 +811,12 @@ dec_collection(struct dec *d, const PbOp *p, struct spate_stream *n)
 }
 
 static int
-dec_generator(struct dec *d, const PbOp *p, struct spate_stream *n)
+dec_generator(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
-    struct generator_source_config *c = &n->conn.generator;
+    struct generator_source_config *c = &o->conn.generator;
     int rc;
 
-    c->type = n->out_type;
+    c->type = o->settings.out_type;
     if ((rc = dec_fn(d, p->fn, (void **)&c->fn)) != 0)
         return rc;
     if (d->lib != NULL && c->fn == NULL)
@@ -829,9 +829,9 @@ dec_generator(struct dec *d, const PbOp *p, struct spate_stream *n)
 }
 
 static int
-dec_socket(struct dec *d, const PbOp *p, struct spate_stream *n)
+dec_socket(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
-    struct socket_source_config *c = &n->conn.socket;
+    struct socket_source_config *c = &o->conn.socket;
 
     if ((c->host = dup_or_null(p->host)) == NULL)
         return bad(d, "source or sink without its address");
@@ -842,28 +842,28 @@ dec_socket(struct dec *d, const PbOp *p, struct spate_stream *n)
 }
 
 static int
-dec_file_source(struct dec *d, const PbOp *p, struct spate_stream *n)
+dec_file_source(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
-    if ((n->conn.file_source.path = dup_or_null(p->path)) == NULL)
+    if ((o->conn.file_source.path = dup_or_null(p->path)) == NULL)
         return bad(d, "source or sink without its address");
     return 0;
 }
 
 static int
-dec_file_sink(struct dec *d, const PbOp *p, struct spate_stream *n)
+dec_file_sink(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
-    n->conn.file_sink.type = n->in_type;
-    if ((n->conn.file_sink.path = dup_or_null(p->path)) == NULL)
+    o->conn.file_sink.type = o->settings.in_type;
+    if ((o->conn.file_sink.path = dup_or_null(p->path)) == NULL)
         return bad(d, "source or sink without its address");
     return 0;
 }
 
 static int
-dec_print(struct dec *d, const PbOp *p, struct spate_stream *n)
+dec_print(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
     UNUSED(d);
     UNUSED(p);
-    n->conn.print.type = n->in_type;
+    o->conn.print.type = o->settings.in_type;
     return 0;
 }
 
@@ -890,13 +890,12 @@ static kind_decoder *const kind_decoders[OP_PARTITION] = {
 static int
 dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, int nops, int nedges)
 {
-    struct spate_stream *n = xcalloc(1, sizeof *n);
+    struct operator_settings *n = &op->settings;
+    struct state_decl *states;
     int rc = 0;
 
-    d->jg->owned_nodes = xrealloc(d->jg->owned_nodes,
-                                  (size_t)(d->jg->nowned_nodes + 1) * sizeof *d->jg->owned_nodes);
-    d->jg->owned_nodes[d->jg->nowned_nodes++] = n;
-    op->node = n;
+    /* job_graph_free frees what is set of it, even half decoded. */
+    op->owns_settings = true;
     if ((rc = dec_id(d, p->operator_id, &op->operator_id, "operator id is not 16 bytes")) != 0)
         return rc;
     op->uid_given = p->uid_given;
@@ -910,7 +909,7 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
     n->out_type = dec_type_index(d, p->out_type, &rc);
     if (rc != 0)
         return rc;
-    if (n->out_type == NULL || (!stream_node_is_source(n) && n->in_type == NULL))
+    if (n->out_type == NULL || (!operator_kind_is_source(n->kind) && n->in_type == NULL))
         return bad(d, "operator without its record types");
     n->in_type2 = dec_type_index(d, p->in_type2, &rc);
     if (rc != 0)
@@ -923,14 +922,17 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
         (rc = dec_fn(d, p->close, (void **)&n->close)) != 0)
         return rc;
     if (p->params.len) {
-        n->params = xmalloc(p->params.len);
-        memcpy(n->params, p->params.data, p->params.len);
+        uint8_t *params = xmalloc(p->params.len);
+
+        memcpy(params, p->params.data, p->params.len);
+        n->params = params;
         n->params_len = p->params.len;
     }
     if ((rc = dec_key(d, p->key, n->in_type, &n->key)) != 0)
         return rc;
-    if (kind_decoders[n->kind] != NULL && (rc = kind_decoders[n->kind](d, p, n)) != 0)
+    if (kind_decoders[n->kind] != NULL && (rc = kind_decoders[n->kind](d, p, op)) != 0)
         return rc;
+    n->conf = operator_kind_conf(n->kind, &op->conn, &op->opconf);
     if (n->kind == OP_WINDOW && n->key.kind == KEY_NONE)
         return bad(d, "window operator without a key selector");
     if ((rc = dec_watermarks(d, p->watermarks, n)) != 0)
@@ -947,10 +949,11 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
         op->chained_tags[i] = dup_or_null(p->chained_tags[i]);
     if (p->n_states > 64)
         return bad(d, "too many states on one operator");
-    n->states = xcalloc(p->n_states + 1, sizeof *n->states);
+    states = xcalloc(p->n_states + 1, sizeof *states);
+    n->states = states;
     for (size_t i = 0; i < p->n_states; i++) {
         const PbState *ps = p->states[i];
-        struct state_decl *sd = &n->states[n->nstates];
+        struct state_decl *sd = &states[n->nstates];
         void *fn;
 
         if (ps->name == NULL || !*ps->name || ps->kind < STATE_VALUE ||
@@ -1111,7 +1114,7 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
             if ((rc = dec_operator(&d, pv->operators[j], &v->ops[j], (int)j, v->nops,
                                    jg->nedges)) != 0)
                 goto out;
-            if (j > 0 && stream_node_is_source(v->ops[j].node)) {
+            if (j > 0 && operator_kind_is_source(v->ops[j].settings.kind)) {
                 rc = bad(&d, "a source inside a chain");
                 goto out;
             }
@@ -1121,7 +1124,7 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
             (rc = dec_ints(&d, pv->outputs, pv->n_outputs, jg->nedges, &v->outputs, &v->noutputs,
                            "vertex output out of range")) != 0)
             goto out;
-        if ((v->ninputs == 0) != stream_node_is_source(v->ops[0].node)) {
+        if ((v->ninputs == 0) != operator_kind_is_source(v->ops[0].settings.kind)) {
             rc = bad(&d, "a vertex whose head is a source has inputs, or the reverse");
             goto out;
         }
@@ -1133,7 +1136,8 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
         for (int k = 0; k < v->ninputs; k++) {
             if (jg->edges[v->inputs[k]].target != i)
                 rc = bad(&d, "vertex input that is not an edge into it");
-            else if (jg->edges[v->inputs[k]].input_index == 1 && v->ops[0].node->in_type2 == NULL)
+            else if (jg->edges[v->inputs[k]].input_index == 1 &&
+                     v->ops[0].settings.in_type2 == NULL)
                 rc = bad(&d, "a second input into a one-input operator");
         }
         for (int k = 0; k < v->noutputs; k++)
@@ -1156,7 +1160,7 @@ job_graph_decode(const uint8_t *bytes, size_t len, const struct job_library *lib
             rc = bad(&d, "edge from an unknown operator");
             goto out;
         }
-        t = src->ops[e->source_operator].node->out_type;
+        t = src->ops[e->source_operator].settings.out_type;
         if ((rc = dec_key(&d, g->edges[i]->key, t, &e->key)) != 0)
             goto out;
         if (e->partitioner == SHIP_HASH && e->key.kind == KEY_NONE) {

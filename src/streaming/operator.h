@@ -187,8 +187,8 @@ struct side_output {
 
 struct stream_operator {
     const struct operator_vtable *vt;
-    const struct spate_stream *config; /* kind, functions, types, settings */
-    int index;                         /* in its chain */
+    const struct operator_settings *config; /* kind, types, keys, states, params */
+    int index;                              /* in its chain */
     struct spate_ctx ctx;
     struct output *out;
     struct side_output *sides; /* consumed side outputs */
@@ -233,7 +233,7 @@ struct stream_operator {
 int operator_backend_init(struct stream_operator *op, struct heap_keyed_backend *b,
                           const struct state_decl *extra, int nextra, spate_error *err);
 
-int operator_new(const struct spate_stream *config, int index, const struct task_info *task,
+int operator_new(const struct operator_settings *config, int index, const struct task_info *task,
                  struct output *out, struct stream_operator **opp, spate_error *err);
 void operator_free(struct stream_operator *op);
 

@@ -193,7 +193,7 @@ operator_chain_new(const struct job_graph *jg, int vertex, const struct task_inf
         }
         free(targets);
         free(tags);
-        if ((rc = operator_new(jop->node, i, task, main, &chain->ops[i], err)) != 0) {
+        if ((rc = operator_new(&jop->settings, i, task, main, &chain->ops[i], err)) != 0) {
             free(sides);
             spate_error_wrap(err, "cannot open operator '%s'", jop->name);
             operator_chain_free(chain);

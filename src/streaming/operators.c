@@ -608,7 +608,7 @@ operator_process_watermark(struct stream_operator *op, int64_t watermark)
 int
 operator_check_state(const struct stream_operator *op, spate_error *err)
 {
-    const struct spate_stream *c = op->config;
+    const struct operator_settings *c = op->config;
     unsigned state = op->vt->state;
     const char *name = c->name ? c->name : operator_kind_name(c->kind);
 
@@ -634,11 +634,11 @@ operator_check_state(const struct stream_operator *op, spate_error *err)
 /* The table of a kind: the window's, the task's connector table's for a
  * source or sink, or streaming's own; NULL when the kind cannot run. */
 static const struct operator_vtable *
-kind_vtable(const struct spate_stream *config, const struct task_info *task, spate_error *err)
+kind_vtable(const struct operator_settings *config, const struct task_info *task, spate_error *err)
 {
     const struct connector_table *t = task->connectors;
 
-    if (stream_node_is_virtual(config) || (unsigned)config->kind > OP_BROADCAST_PROCESS) {
+    if ((unsigned)config->kind > OP_BROADCAST_PROCESS) {
         spate_error_set(err, SPATE_EINVAL, "operator kind %d cannot run", (int)config->kind);
         return NULL;
     }
@@ -657,7 +657,7 @@ kind_vtable(const struct spate_stream *config, const struct task_info *task, spa
 }
 
 int
-operator_new(const struct spate_stream *config, int index, const struct task_info *task,
+operator_new(const struct operator_settings *config, int index, const struct task_info *task,
              struct output *out, struct stream_operator **opp, spate_error *err)
 {
     const struct operator_vtable *vt = kind_vtable(config, task, err);
@@ -669,7 +669,7 @@ operator_new(const struct spate_stream *config, int index, const struct task_inf
     op = xcalloc(1, sizeof *op);
     op->vt = vt;
     op->config = config;
-    op->conf = stream_node_conf(config);
+    op->conf = config->conf;
     op->index = index;
     op->task = task;
     op->out = out;
@@ -684,8 +684,9 @@ operator_new(const struct spate_stream *config, int index, const struct task_inf
     op->ctx.task_name = task->task_name;
     op->ctx.meta = no_meta;
     op->ctx.accumulators = task->accumulators;
-    if (config->wm.set ? config->kind != OP_ASSIGN_TIMESTAMPS && !stream_node_is_source(config)
-                       : config->kind == OP_ASSIGN_TIMESTAMPS) {
+    if (config->wm.set
+            ? config->kind != OP_ASSIGN_TIMESTAMPS && !operator_kind_is_source(config->kind)
+            : config->kind == OP_ASSIGN_TIMESTAMPS) {
         free(op);
         return spate_error_set(err, SPATE_EINVAL,
                                "operator '%s' (%s): a watermark strategy belongs to sources and "

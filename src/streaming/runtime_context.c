@@ -386,7 +386,7 @@ int
 operator_backend_init(struct stream_operator *op, struct heap_keyed_backend *b,
                       const struct state_decl *extra, int nextra, spate_error *err)
 {
-    const struct spate_stream *n = op->config;
+    const struct operator_settings *n = op->config;
     int count = n->nstates + nextra;
     struct state_descriptor *descs = xcalloc((size_t)count + 1, sizeof *descs);
     struct keyed_backend_config c = {
@@ -438,7 +438,7 @@ spate_ctx_output(spate_ctx *ctx, spate_tag tag, const void *rec)
 static const struct spate_type *
 current_key_type(const spate_ctx *ctx)
 {
-    const struct spate_stream *c = ctx->op->config;
+    const struct operator_settings *c = ctx->op->config;
 
     switch (c->key.kind) {
     case KEY_VALUE:

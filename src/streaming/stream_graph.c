@@ -40,7 +40,8 @@ env_new(const struct config *conf, const struct executor *executor)
     return env;
 }
 
-void
+/* What a node owns. */
+static void
 stream_node_free_contents(struct spate_stream *n)
 {
     for (int i = 0; i < n->nstates; i++)
@@ -421,7 +422,39 @@ stream_node_max_parallelism(const struct spate_stream *n)
 bool
 stream_node_is_source(const struct spate_stream *n)
 {
-    return n->kind <= OP_SOURCE_FILE;
+    return operator_kind_is_source(n->kind);
+}
+
+bool
+operator_kind_is_source(enum operator_kind kind)
+{
+    return kind <= OP_SOURCE_FILE;
+}
+
+void
+stream_node_settings(const struct spate_stream *n, struct operator_settings *out)
+{
+    *out = (struct operator_settings){
+        .kind = n->kind,
+        .name = n->name,
+        .uid = n->uid,
+        .parallelism = n->parallelism,
+        .max_parallelism = n->max_parallelism,
+        .chaining = n->chaining,
+        .in_type = n->in_type,
+        .in_type2 = n->in_type2,
+        .out_type = n->out_type,
+        .key = n->key,
+        .key2 = n->key2,
+        .states = n->states,
+        .nstates = n->nstates,
+        .params = n->params,
+        .params_len = n->params_len,
+        .open = n->open,
+        .close = n->close,
+        .wm = n->wm,
+        .conf = stream_node_conf(n),
+    };
 }
 
 bool
@@ -431,40 +464,47 @@ stream_node_is_keyed(const struct spate_stream *n)
 }
 
 const void *
-stream_node_conf(const struct spate_stream *n)
+operator_kind_conf(enum operator_kind kind, const union connector_config *conn,
+                   const union operator_config *opconf)
 {
-    switch (n->kind) {
+    switch (kind) {
     case OP_SOURCE_COLLECTION:
-        return &n->conn.collection;
+        return &conn->collection;
     case OP_SOURCE_GENERATOR:
-        return &n->conn.generator;
+        return &conn->generator;
     case OP_SOURCE_SOCKET:
-        return &n->conn.socket;
+        return &conn->socket;
     case OP_SOURCE_FILE:
-        return &n->conn.file_source;
+        return &conn->file_source;
     case OP_SINK_FILE:
-        return &n->conn.file_sink;
+        return &conn->file_sink;
     case OP_SINK_PRINT:
-        return &n->conn.print;
+        return &conn->print;
     case OP_MAP:
     case OP_FILTER:
     case OP_FLAT_MAP:
     case OP_SINK:
-        return &n->opconf.function;
+        return &opconf->function;
     case OP_PROCESS:
-        return &n->opconf.process;
+        return &opconf->process;
     case OP_REDUCE:
     case OP_SUM:
-        return &n->opconf.keyed_reduce;
+        return &opconf->keyed_reduce;
     case OP_CO_MAP:
     case OP_CO_PROCESS:
     case OP_BROADCAST_PROCESS:
-        return &n->opconf.two_input;
+        return &opconf->two_input;
     case OP_WINDOW:
-        return &n->opconf.window;
+        return &opconf->window;
     default:
         return NULL;
     }
+}
+
+const void *
+stream_node_conf(const struct spate_stream *n)
+{
+    return operator_kind_conf(n->kind, &n->conn, &n->opconf);
 }
 
 bool

@@ -97,6 +97,37 @@ struct state_decl {
     enum state_scope scope;
 };
 
+/* What the running operator is made from (Flink's StreamConfig): its
+ * kind's configuration struct (conf: operator_config.h or
+ * connector_config.h, NULL for a kind that has none) and the settings every
+ * kind has. The client fills it from the StreamGraph node when it builds
+ * the JobGraph (stream_node_settings: pointers into the node); the
+ * TaskManager's and JobManager's decoders fill it straight from the
+ * JobGraph (job_graph_codec.c), with no StreamGraph node. */
+struct operator_settings {
+    enum operator_kind kind;
+    const char *name; /* NULL: the kind's name */
+    const char *uid;  /* NULL: none given */
+    int parallelism;  /* 0: the environment's */
+    int max_parallelism;
+    enum chaining_strategy chaining;
+    const spate_type *in_type;  /* NULL for sources */
+    const spate_type *in_type2; /* two-input operators */
+    const spate_type *out_type;
+    /* The key selectors of a keyed input (KEY_NONE: not keyed). */
+    struct key_selector key;
+    struct key_selector key2;
+    const struct state_decl *states; /* declared on the operator */
+    int nstates;
+    const uint8_t *params;
+    size_t params_len;
+    spate_open_fn open;
+    spate_close_fn close;
+    /* A source's or a timestamps/watermarks operator's strategy. */
+    struct watermark_config wm;
+    const void *conf;
+};
+
 struct spate_stream {
     struct spate_env *env;
     int id; /* position in env->nodes */
@@ -231,8 +262,6 @@ struct stream_link {
 
 /* The links of node n (malloc'd; *count of them). */
 struct stream_link *stream_graph_links(const struct spate_stream *n, int *count);
-/* Frees what a node owns (for decoded graphs, which own their nodes). */
-void stream_node_free_contents(struct spate_stream *n);
 int stream_node_parallelism(const struct spate_stream *n);
 int stream_node_max_parallelism(const struct spate_stream *n);
 bool stream_node_is_source(const struct spate_stream *n);
@@ -247,10 +276,16 @@ bool stream_node_is_keyed(const struct spate_stream *n);
 /* Sources and sinks of the built-in kinds (connector_config.h): made from
  * the task's connector table. */
 bool operator_kind_is_connector(enum operator_kind kind);
+bool operator_kind_is_source(enum operator_kind kind);
+/* The settings of node n (pointers into n: valid while n is). */
+void stream_node_settings(const struct spate_stream *n, struct operator_settings *out);
 /* The kind's configuration struct: in n->conn (connector_config.h) for a
  * source or sink, in n->opconf (operator_config.h) for the kinds streaming
  * runs; NULL for a kind that has none (timestamps/watermarks, virtual). */
 const void *stream_node_conf(const struct spate_stream *n);
+/* The struct of kind's configuration in conn or opconf, or NULL. */
+const void *operator_kind_conf(enum operator_kind kind, const union connector_config *conn,
+                               const union operator_config *opconf);
 const char *operator_kind_name(enum operator_kind kind);
 const char *ship_strategy_name(enum ship_strategy kind);
 

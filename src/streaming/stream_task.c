@@ -72,7 +72,7 @@ task_open_outputs(struct stream_task *t, spate_error *err)
         if ((rc = record_writer_new(t->partitions[o], p->buffer_timeout_ms, p->metrics,
                                     &t->writers[o], err)) != 0)
             return rc;
-        exchange_output_init(&t->xouts[o], e, src->node->out_type, (int)d->nsubpartitions,
+        exchange_output_init(&t->xouts[o], e, src->settings.out_type, (int)d->nsubpartitions,
                              target->max_parallelism, p->info.subtask, &writer_ops, t->writers[o],
                              NULL);
         exchange_output_set_room(&t->xouts[o], record_writer_room(t->writers[o]));

@@ -57,6 +57,7 @@ Test(connectors, a_kind_missing_from_the_task_table_is_a_clear_error)
 {
     spate_env *env = env_new(NULL, NULL);
     spate_stream *src = spate_source_text_file(env, "/nonexistent/in.txt");
+    struct operator_settings settings;
     struct output out = { discard, discard_watermark, NULL };
     static const struct connector_entry only_print[] = { { OP_SINK_PRINT, NULL } };
     const struct connector_table print_table = { only_print, 1 };
@@ -67,21 +68,22 @@ Test(connectors, a_kind_missing_from_the_task_table_is_a_clear_error)
     task.parallelism = 1;
     task.max_parallelism = 128;
     task.task_name = "files";
+    stream_node_settings(src, &settings);
     /* No table at all, as a runner that installed none. */
-    cr_assert_eq(operator_new(src, 0, &task, &out, &op, &err), SPATE_EINVAL);
+    cr_assert_eq(operator_new(&settings, 0, &task, &out, &op, &err), SPATE_EINVAL);
     cr_assert_null(op);
     cr_assert_str_eq(err.message, "no connector for kind 'Source: File': the task's connector "
                                   "table (task_info.connectors) does not have it");
     /* A table without the kind. */
     task.connectors = &print_table;
     memset(&err, 0, sizeof err);
-    cr_assert_eq(operator_new(src, 0, &task, &out, &op, &err), SPATE_EINVAL);
+    cr_assert_eq(operator_new(&settings, 0, &task, &out, &op, &err), SPATE_EINVAL);
     cr_assert(strstr(err.message, "no connector for kind 'Source: File'") != NULL, "%s",
               err.message);
     /* The built-in table has it. */
     task.connectors = connectors_builtin();
     memset(&err, 0, sizeof err);
-    cr_assert_eq(operator_new(src, 0, &task, &out, &op, &err), 0, "%s", err.message);
+    cr_assert_eq(operator_new(&settings, 0, &task, &out, &op, &err), 0, "%s", err.message);
     cr_assert_eq(op->conf, &src->conn.file_source, "the source reads its own configuration");
     operator_free(op);
     env_free(env);

@@ -168,6 +168,7 @@ Test(file_splits, a_subtask_restored_with_several_splits_in_progress_reads_them_
     spate_env *env = env_new(NULL, NULL);
     struct task_info task = { 0 };
     struct line_counts out = { { count_line, no_watermark, NULL }, { 0 } };
+    struct operator_settings settings;
     struct stream_operator *op;
     spate_error err = { 0 };
 
@@ -188,8 +189,8 @@ Test(file_splits, a_subtask_restored_with_several_splits_in_progress_reads_them_
     task.max_parallelism = 128;
     task.task_name = "restored";
     task.next_split = no_more_splits;
-    cr_assert_eq(operator_new(spate_source_text_file(env, path), 0, &task, &out.base, &op, &err), 0,
-                 "%s", err.message);
+    stream_node_settings(spate_source_text_file(env, path), &settings);
+    cr_assert_eq(operator_new(&settings, 0, &task, &out.base, &op, &err), 0, "%s", err.message);
     cr_assert_eq(op->vt->restore_state(op, e1, n1, &err), 0, "%s", err.message);
     cr_assert_eq(op->vt->restore_state(op, e2, n2, &err), 0, "%s", err.message);
     while (op->vt->poll(op, 7, &err) != SOURCE_END)

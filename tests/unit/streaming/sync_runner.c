@@ -135,7 +135,7 @@ static bool
 vertex_has(const struct jg_vertex *vx, enum operator_kind kind)
 {
     for (int i = 0; i < vx->nops; i++)
-        if (vx->ops[i].node->kind == kind)
+        if (vx->ops[i].settings.kind == kind)
             return true;
     return false;
 }
@@ -187,7 +187,7 @@ sync_run_cut(struct job_graph *jg, struct accumulators *acc, char **failure,
             const struct jg_edge *e = &jg->edges[vx->outputs[o]];
             const struct jg_operator *src = &vx->ops[e->source_operator];
 
-            exchange_output_init(&xo[o], e, src->node->out_type, 1,
+            exchange_output_init(&xo[o], e, src->settings.out_type, 1,
                                  jg->vertices[e->target].max_parallelism, 0, &mem_ops,
                                  &ex[vx->outputs[o]], NULL);
             outs[o] = &xo[o].base;

@@ -69,15 +69,18 @@ Test(codec, encoded_graph_runs_from_a_private_copy_of_the_library)
     cr_assert_str_eq(jg->name, "testjob");
     /* The map's function lies in the copy, at the offset it had in the
      * first load. */
-    cr_assert_eq(jg->vertices[0].ops[1].node->kind, OP_MAP);
-    cr_assert_eq((uintptr_t)jg->vertices[0].ops[1].node->opconf.function.fn.any - copy->base,
+    cr_assert_null(jg->vertices[0].ops[1].node);
+    cr_assert_eq(jg->vertices[0].ops[1].settings.kind, OP_MAP);
+    cr_assert_eq(jg->vertices[0].ops[1].settings.params_len, sizeof(int64_t));
+    cr_assert_eq((uintptr_t)jg->vertices[0].ops[1].opconf.function.fn.any - copy->base,
                  (uintptr_t)env->nodes[1]->opconf.function.fn.any - lib->base);
     /* The generator's configuration is its own struct, its function too. */
-    cr_assert_eq(jg->vertices[0].ops[0].node->kind, OP_SOURCE_GENERATOR);
-    cr_assert_eq(jg->vertices[0].ops[0].node->conn.generator.count, 100);
-    cr_assert_eq(jg->vertices[0].ops[0].node->conn.generator.type,
-                 jg->vertices[0].ops[0].node->out_type);
-    cr_assert_eq((uintptr_t)jg->vertices[0].ops[0].node->conn.generator.fn - copy->base,
+    cr_assert_eq(jg->vertices[0].ops[0].settings.kind, OP_SOURCE_GENERATOR);
+    cr_assert_eq(jg->vertices[0].ops[0].settings.conf, &jg->vertices[0].ops[0].conn.generator);
+    cr_assert_eq(jg->vertices[0].ops[0].conn.generator.count, 100);
+    cr_assert_eq(jg->vertices[0].ops[0].conn.generator.type,
+                 jg->vertices[0].ops[0].settings.out_type);
+    cr_assert_eq((uintptr_t)jg->vertices[0].ops[0].conn.generator.fn - copy->base,
                  (uintptr_t)env->nodes[0]->conn.generator.fn - lib->base);
     accumulators_init(&acc);
     sync_run(jg, &acc, &failure);
@@ -145,14 +148,21 @@ round_trip(spate_env *env, struct job_graph **back, spate_error *err)
     return rc;
 }
 
-/* The operator of kind `kind` in a decoded graph. */
-static const struct spate_stream *
+/* The operator of kind `kind` in a decoded graph: its settings and the
+ * kind's configuration, which settings.conf points to, and no StreamGraph
+ * node. */
+static const struct jg_operator *
 decoded(const struct job_graph *jg, enum operator_kind kind)
 {
     for (int v = 0; v < jg->nvertices; v++)
         for (int o = 0; o < jg->vertices[v].nops; o++)
-            if (jg->vertices[v].ops[o].node->kind == kind)
-                return jg->vertices[v].ops[o].node;
+            if (jg->vertices[v].ops[o].settings.kind == kind) {
+                const struct jg_operator *op = &jg->vertices[v].ops[o];
+
+                cr_assert_null(op->node, "a decoded graph makes up no StreamGraph node");
+                cr_assert_eq(op->settings.conf, operator_kind_conf(kind, &op->conn, &op->opconf));
+                return op;
+            }
     cr_assert_fail("no %s in the decoded graph", operator_kind_name(kind));
     return NULL;
 }
@@ -180,10 +190,9 @@ Test(codec, each_source_and_sink_decodes_into_its_own_configuration)
     cr_assert_eq(decoded(back, OP_SINK_PRINT)->conn.print.type->kind, TYPE_INT64);
     cr_assert_eq(decoded(back, OP_SINK_FILE)->conn.file_sink.type->kind, TYPE_STRING);
     for (int i = 0; i < back->nvertices; i++)
-        if (back->vertices[i].ops[back->vertices[i].nops - 1].node->kind == OP_SINK_FILE)
-            cr_assert(
-                strncmp(back->vertices[i].ops[back->vertices[i].nops - 1].node->conn.file_sink.path,
-                        "/tmp/out-", 9) == 0);
+        if (back->vertices[i].ops[back->vertices[i].nops - 1].settings.kind == OP_SINK_FILE)
+            cr_assert(strncmp(back->vertices[i].ops[back->vertices[i].nops - 1].conn.file_sink.path,
+                              "/tmp/out-", 9) == 0);
     job_graph_free(back);
     env_free(env);
 }
@@ -206,7 +215,8 @@ Test(codec, each_operator_kind_decodes_into_its_own_configuration)
     const struct window_config *w;
     spate_stream *src = spate_source_collection(env, pair, recs, 2), *win;
 
-    spate_sink_print(spate_sum(spate_key_by_field(src, 0), 1));
+    spate_sink_print(
+        spate_uid(spate_name(spate_sum(spate_key_by_field(src, 0), 1), "Sums"), "sums"));
     win = spate_window(spate_key_by_field(src, 0), spate_tumbling_event_time(1000));
     spate_window_trigger_count(win, 7);
     spate_allowed_lateness(win, 250);
@@ -215,7 +225,11 @@ Test(codec, each_operator_kind_decodes_into_its_own_configuration)
     spate_sink_print(win);
     cr_assert_eq(round_trip(env, &back, &err), 0, "%s", err.message);
     cr_assert_eq(decoded(back, OP_SUM)->opconf.keyed_reduce.sum_field, 1);
-    cr_assert_eq(decoded(back, OP_SUM)->key.kind, KEY_FIELD);
+    cr_assert_eq(decoded(back, OP_SUM)->settings.key.kind, KEY_FIELD);
+    cr_assert_eq(decoded(back, OP_SUM)->settings.key.field, 0);
+    cr_assert_str_eq(decoded(back, OP_SUM)->settings.uid, "sums");
+    cr_assert_str_eq(decoded(back, OP_SUM)->settings.name, "Sums");
+    cr_assert_eq(decoded(back, OP_SUM)->settings.in_type->kind, TYPE_TUPLE);
     w = &decoded(back, OP_WINDOW)->opconf.window;
     cr_assert_eq(w->assigner.kind, SPATE_WINDOW_TUMBLING);
     cr_assert(w->assigner.event_time);

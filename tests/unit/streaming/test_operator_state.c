@@ -748,6 +748,7 @@ Test(operator_state, a_generator_restored_with_none_of_the_splits_emits_nothing)
         int n;
     } out = { { count_records, ignore_watermark, NULL }, 0 };
     struct task_info task = { 0 };
+    struct operator_settings settings;
     struct stream_operator *op;
     spate_error err = { 0 };
 
@@ -755,11 +756,10 @@ Test(operator_state, a_generator_restored_with_none_of_the_splits_emits_nothing)
     task.parallelism = 2;
     task.max_parallelism = 128;
     task.task_name = "generator";
+    stream_node_settings(spate_source_generator(env, gen_pair, pair_type(env), 1000, 0), &settings);
     for (int restored = 0; restored <= 1; restored++) {
         out.n = 0;
-        cr_assert_eq(operator_new(spate_source_generator(env, gen_pair, pair_type(env), 1000, 0), 0,
-                                  &task, &out.base, &op, &err),
-                     0, "%s", err.message);
+        cr_assert_eq(operator_new(&settings, 0, &task, &out.base, &op, &err), 0, "%s", err.message);
         op->restored = restored; /* as task_restore, given no element */
         while (op->vt->poll(op, 100, &err) != SOURCE_END)
             ;
@@ -773,7 +773,7 @@ Test(operator_state, a_generator_restored_with_none_of_the_splits_emits_nothing)
 Test(operator_state, a_snapshot_refuses_state_it_cannot_capture)
 {
     struct operator_vtable vt = { 0 };
-    struct spate_stream cfg = { 0 };
+    struct operator_settings cfg = { 0 };
     struct stream_operator op = { 0 };
     spate_error err = { 0 };
 

@@ -412,6 +412,7 @@ Test(operators, a_file_sink_subtask_numbers_its_files_past_its_own_only)
     struct task_info task = { 0 };
     const struct record_meta meta = { RECORD_NO_TIMESTAMP, 0, false };
     spate_stream *sink;
+    struct operator_settings settings;
     struct stream_operator *op;
     spate_error err = { 0 };
     FILE *f;
@@ -426,8 +427,9 @@ Test(operators, a_file_sink_subtask_numbers_its_files_past_its_own_only)
     snprintf(path, sizeof path, "%s/part-0-3", dir);
     cr_assert_not_null(f = fopen(path, "w"));
     fclose(f);
+    stream_node_settings(sink, &settings);
     for (int run = 0; run < 2; run++) {
-        cr_assert_eq(operator_new(sink, 0, &task, &out, &op, &err), 0, "%s", err.message);
+        cr_assert_eq(operator_new(&settings, 0, &task, &out, &op, &err), 0, "%s", err.message);
         operator_process(op, &v, &meta);
         op->vt->end_input(op);
         operator_free(op);
