@@ -2,7 +2,8 @@
  * kind: what the API call sets (stream_graph.c), the JobGraph carries
  * (job_graph_codec.c decodes it straight into the kind's struct) and the
  * connector (src/connectors/) reads, through stream_operator.conf. Plain
- * data, read-only once built; a node owns its strings and records. */
+ * data, read-only once built; a node (or a decoded jg_operator) owns its
+ * strings and records. */
 #ifndef SPATE_STREAMING_CONNECTOR_CONFIG_H
 #define SPATE_STREAMING_CONNECTOR_CONFIG_H
 

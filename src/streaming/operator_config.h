@@ -2,10 +2,11 @@
  * struct per kind family (the sources' and sinks' are connector_config.h):
  * what the running operator needs beyond the settings every kind has (name,
  * record types, key selectors, declared states, params, open and close).
- * The API calls set it in the StreamGraph node's `conf`
+ * The API calls set it in the StreamGraph node's `opconf`
  * (stream_graph.c), the JobGraph carries it (job_graph_codec.c decodes it
- * straight into the kind's struct) and the operator reads it through
- * stream_operator.conf. Plain data, read-only once built. */
+ * straight into the kind's struct, in the decoded jg_operator's `opconf`)
+ * and the operator reads it through stream_operator.conf
+ * (operator_settings.conf). Plain data, read-only once built. */
 #ifndef SPATE_STREAMING_OPERATOR_CONFIG_H
 #define SPATE_STREAMING_OPERATOR_CONFIG_H
 
