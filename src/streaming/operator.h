@@ -227,12 +227,12 @@ struct stream_operator {
     const void *conf;
 };
 
-/* Makes the running operator for config; out is where its records go. */
 /* Makes b, a heap keyed state backend for op's declared states and
  * nextra more (the kind's own: window contents, a reduce's value). */
 int operator_backend_init(struct stream_operator *op, struct heap_keyed_backend *b,
                           const struct state_decl *extra, int nextra, spate_error *err);
 
+/* Makes the running operator for config; out is where its records go. */
 int operator_new(const struct operator_settings *config, int index, const struct task_info *task,
                  struct output *out, struct stream_operator **opp, spate_error *err);
 void operator_free(struct stream_operator *op);
