@@ -17,42 +17,11 @@
 #include "rpc/gateways.h"
 #include "rpc/service.h"
 #include "taskmanager/job_leader_service.h"
+#include "../fake_retrieval.h"
 
 /* ---- fake HA: a job leader retrieval the test drives ---------------------------------- */
 
-struct fake_retrieval {
-    struct leader_retrieval base;
-    const struct leader_listener *l;
-    void *arg;
-    atomic_bool started;
-};
-
-static int
-fr_start(struct leader_retrieval *lr, const struct leader_listener *l, void *arg, spate_error *err)
-{
-    struct fake_retrieval *r = (struct fake_retrieval *)lr;
-
-    UNUSED(err);
-    r->l = l;
-    r->arg = arg;
-    atomic_store(&r->started, true);
-    return 0;
-}
-
-static void
-fr_stop(struct leader_retrieval *lr)
-{
-    atomic_store(&((struct fake_retrieval *)lr)->started, false);
-}
-
-static void
-fr_free(struct leader_retrieval *lr)
-{
-    UNUSED(lr); /* static */
-}
-
-static const struct leader_retrieval_ops fr_ops = { fr_start, fr_stop, fr_free };
-static struct fake_retrieval retrieval = { { &fr_ops }, NULL, NULL, false };
+static struct fake_retrieval retrieval = FAKE_RETRIEVAL_INIT;
 
 static struct leader_retrieval *
 fake_jm_retriever(struct ha_services *ha, const spate_id *job, const char *default_address)

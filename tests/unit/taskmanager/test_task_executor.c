@@ -16,44 +16,12 @@
 #include "rpc/gateways.h"
 #include "rpc/service.h"
 #include "taskmanager/task_executor.h"
+#include "../fake_retrieval.h"
 
 /* ---- fake HA: retrievers the test drives ------------------------------------------- */
 
-struct fake_retrieval {
-    struct leader_retrieval base;
-    const struct leader_listener *l;
-    void *arg;
-    atomic_bool started;
-};
-
-static int
-fr_start(struct leader_retrieval *lr, const struct leader_listener *l, void *arg, spate_error *err)
-{
-    struct fake_retrieval *r = (struct fake_retrieval *)lr;
-
-    UNUSED(err);
-    r->l = l;
-    r->arg = arg;
-    atomic_store(&r->started, true);
-    return 0;
-}
-
-static void
-fr_stop(struct leader_retrieval *lr)
-{
-    atomic_store(&((struct fake_retrieval *)lr)->started, false);
-}
-
-static void
-fr_free(struct leader_retrieval *lr)
-{
-    UNUSED(lr); /* static */
-}
-
-static const struct leader_retrieval_ops fr_ops = { fr_start, fr_stop, fr_free };
-
-static struct fake_retrieval rm_retrieval = { { &fr_ops }, NULL, NULL, false };
-static struct fake_retrieval jm_retrieval = { { &fr_ops }, NULL, NULL, false };
+static struct fake_retrieval rm_retrieval = FAKE_RETRIEVAL_INIT;
+static struct fake_retrieval jm_retrieval = FAKE_RETRIEVAL_INIT;
 
 static struct leader_retrieval *
 fake_rm_retriever(struct ha_services *ha)
