@@ -25,6 +25,7 @@
 #include "streaming/job_graph_codec.h"
 #include "streaming/stream_graph.h"
 #include "../fake_retrieval.h"
+#include "../wait.h"
 
 /* ---- fake HA: the ResourceManager's leader, told by the test ---------------------- */
 
@@ -221,16 +222,6 @@ start_on_loop(void *arg)
     free(bytes);
 }
 
-#define WAIT_FOR(cond, what)                                                   \
-    do {                                                                       \
-        uint64_t until_ = clock_mono_ms() + 10000;                             \
-        struct timespec ts_ = { 0, 2000000 };                                  \
-        while (!(cond)) {                                                      \
-            cr_assert_lt(clock_mono_ms(), until_, "waited 10 s for %s", what); \
-            nanosleep(&ts_, NULL);                                             \
-        }                                                                      \
-    } while (0)
-
 static const char *
 address_of(const char *endpoint)
 {
@@ -369,16 +360,16 @@ start_running(const char *strategy, struct deployed *d)
     cr_assert_eq(rpc_service_new(&o, &svc, NULL), 0);
     cr_assert_eq(rpc_service_start(svc, NULL), 0);
     rpc_service_run_sync(svc, NULL, start_on_loop, NULL);
-    WAIT_FOR(atomic_load(&rm_retrieval.started), "the JobMaster's ResourceManager retrieval");
+    WAIT_FOR(atomic_load(&rm_retrieval.started), 10, "the JobMaster's ResourceManager retrieval");
     rm_retrieval.l->notify_leader(rm_retrieval.arg, address_of(RPC_ENDPOINT_RESOURCE_MANAGER),
                                   &seen.rm_leader);
-    WAIT_FOR(view().slot_requests == 2, "a slot request per shared slot");
+    WAIT_FOR(view().slot_requests == 2, 10, "a slot request per shared slot");
     rpc_service_run_sync(svc, NULL, offer_on_loop, NULL);
-    WAIT_FOR(view().ndeployed == 4, "the four tasks deployed");
+    WAIT_FOR(view().ndeployed == 4, 10, "the four tasks deployed");
     rpc_service_run_sync(svc, NULL, copy_deployed, d);
     for (int i = 0; i < 4; i++)
         report(&d[i].attempt, "RUNNING", NULL);
-    WAIT_FOR(view().info.tasks_running == 4, "four tasks RUNNING");
+    WAIT_FOR(view().info.tasks_running == 4, 10, "four tasks RUNNING");
     cr_assert_eq(view().status, JOB_RUNNING);
 }
 
@@ -438,7 +429,7 @@ Test(job_master, a_failed_task_restarts_its_region_when_the_strategy_allows)
                   d);
     report(&d[0].attempt, "FAILED", "boom");
     /* The region's three other tasks are cancelled; the job restarts. */
-    WAIT_FOR(view().ncancelled == 3, "the region's other tasks cancelled");
+    WAIT_FOR(view().ncancelled == 3, 10, "the region's other tasks cancelled");
     v = view();
     cr_assert_eq(v.status, JOB_RESTARTING, "%s", job_status_name(v.status));
     rpc_service_run_sync(svc, NULL, copy_cancelled, cancelled);
@@ -454,7 +445,7 @@ Test(job_master, a_failed_task_restarts_its_region_when_the_strategy_allows)
     for (int k = 1; k < 4; k++)
         report(&d[k].attempt, "CANCELED", NULL);
     /* After the pause: four new attempts in the slots the job holds. */
-    WAIT_FOR(view().ndeployed == 8, "the region deployed again");
+    WAIT_FOR(view().ndeployed == 8, 10, "the region deployed again");
     v = view();
     cr_assert_eq(v.status, JOB_RUNNING, "%s", job_status_name(v.status));
     cr_assert_eq(v.slot_requests, 2, "the slots were kept: no new request");
@@ -474,19 +465,19 @@ Test(job_master, a_failed_task_fails_the_job_when_the_strategy_refuses)
 
     start_running("restart-strategy.type: none\n", d);
     report(&d[1].attempt, "FAILED", "boom");
-    WAIT_FOR(view().ncancelled == 3, "the other tasks cancelled");
+    WAIT_FOR(view().ncancelled == 3, 10, "the other tasks cancelled");
     v = view();
     cr_assert_eq(v.status, JOB_FAILING, "%s", job_status_name(v.status));
     for (int k = 0; k < 4; k++)
         if (k != 1)
             report(&d[k].attempt, "CANCELED", NULL);
-    WAIT_FOR(view().terminal == 1, "the job's end");
+    WAIT_FOR(view().terminal == 1, 10, "the job's end");
     v = view();
     cr_assert_eq(v.status, JOB_FAILED, "%s", job_status_name(v.status));
     cr_assert(strstr(v.info.failure, "boom") != NULL, "failure: %s", v.info.failure);
     cr_assert_eq(v.ndeployed, 4, "no restart");
     /* A job that ended gives its two slots back. */
-    WAIT_FOR(view().nfreed == 2, "the job's slots freed");
+    WAIT_FOR(view().nfreed == 2, 10, "the job's slots freed");
     finish();
 }
 

@@ -13,6 +13,7 @@
 #include "jobmanager/slot_pool.h"
 #include "rpc/future.h"
 #include "rpc/service.h"
+#include "../wait.h"
 
 /* What the pool told its JobMaster (read on the test thread after a
  * run_sync, which orders it after the loop's writes). */
@@ -199,17 +200,6 @@ counts(struct fixture *f)
     return run(f, (struct call){ .op = 3 });
 }
 
-/* Polls (on the loop) until cond holds or 10 s pass, failing with what. */
-#define WAIT_FOR(f, cond, what)                                                \
-    do {                                                                       \
-        uint64_t until_ = clock_mono_ms() + 10000;                             \
-        struct timespec ts_ = { 0, 2000000 };                                  \
-        while (counts(f), !(cond)) {                                           \
-            cr_assert_lt(clock_mono_ms(), until_, "waited 10 s for %s", what); \
-            nanosleep(&ts_, NULL);                                             \
-        }                                                                      \
-    } while (0)
-
 Test(slot_pool, an_offer_fulfils_its_allocations_request_else_the_oldest_one)
 {
     struct fixture f;
@@ -271,7 +261,8 @@ Test(slot_pool, a_new_request_takes_an_available_slot_without_asking_the_resourc
     /* Never inside the request call (the JobMaster may be in a loop): read
      * on the loop as the call returns, before the loop runs anything else. */
     cr_assert_eq(request(&f, 7).fulfilled, 0);
-    WAIT_FOR(&f, f.rec.nfulfilled == 1, "the request to be met by the available slot");
+    WAIT_FOR((counts(&f), f.rec.nfulfilled == 1), 10,
+             "the request to be met by the available slot");
     cr_assert_eq(f.rec.fulfilled_task[0], 7);
     cr_assert(same(&f.rec.fulfilled_alloc[0], 70), "the oldest available slot serves first");
     cr_assert_eq(f.rec.nsent, 0, "nothing asked of the ResourceManager");
@@ -279,7 +270,7 @@ Test(slot_pool, a_new_request_takes_an_available_slot_without_asking_the_resourc
     /* Two more requests, one slot left: one met, the other sent. */
     request(&f, 8);
     request(&f, 9);
-    WAIT_FOR(&f, f.rec.nfulfilled == 2 && f.rec.nsent == 1,
+    WAIT_FOR((counts(&f), f.rec.nfulfilled == 2 && f.rec.nsent == 1), 10,
              "one request met by the last available slot and the other sent");
     cr_assert_eq(f.rec.fulfilled_task[1], 8);
     c = counts(&f);
@@ -297,16 +288,16 @@ Test(slot_pool, an_available_slot_goes_back_after_the_idle_timeout)
     request(&f, 0);
     cr_assert(offer(&f, 1, f.rec.sent[0], 0)); /* in use: stays */
     cr_assert(offer(&f, 1, mkid(80), 1));      /* nothing waits: idle */
-    WAIT_FOR(&f, f.rec.nfreed == 1, "the idle slot to be freed");
+    WAIT_FOR((counts(&f), f.rec.nfreed == 1), 10, "the idle slot to be freed");
     cr_assert(same(&f.rec.freed[0], 80));
     cr_assert_eq(counts(&f).available, 0);
     cr_assert_eq(counts(&f).allocated, 1, "the slot in use is kept");
     /* A slot that served a request meanwhile is not freed as idle. */
     cr_assert(offer(&f, 1, mkid(81), 2));
     request(&f, 1);
-    WAIT_FOR(&f, f.rec.nfulfilled == 2, "the request to take the available slot");
+    WAIT_FOR((counts(&f), f.rec.nfulfilled == 2), 10, "the request to take the available slot");
     cr_assert(offer(&f, 1, mkid(82), 3));
-    WAIT_FOR(&f, f.rec.nfreed == 2, "the second idle slot to be freed");
+    WAIT_FOR((counts(&f), f.rec.nfreed == 2), 10, "the second idle slot to be freed");
     cr_assert(same(&f.rec.freed[1], 82), "freed the slot that served a request");
     cr_assert_eq(counts(&f).allocated, 2);
     finish(&f);
@@ -318,7 +309,7 @@ Test(slot_pool, a_request_nothing_meets_times_out)
 
     start(&f, 50, 60000);
     request(&f, 4);
-    WAIT_FOR(&f, f.rec.ntimed_out == 1, "slot.request.timeout");
+    WAIT_FOR((counts(&f), f.rec.ntimed_out == 1), 10, "slot.request.timeout");
     cr_assert_eq(f.rec.timed_out_task[0], 4);
     cr_assert_eq(counts(&f).pending, 0);
     /* Its slot, offered late, is kept as available. */
@@ -346,7 +337,7 @@ Test(slot_pool, a_lost_task_manager_takes_its_slots_with_it)
     cr_assert_eq(c.available, 1, "the other TaskManager's available slot stays");
     /* The remaining available slot is the second TaskManager's. */
     request(&f, 5);
-    WAIT_FOR(&f, f.rec.nfulfilled == 3, "the request to take the remaining slot");
+    WAIT_FOR((counts(&f), f.rec.nfulfilled == 3), 10, "the request to take the remaining slot");
     cr_assert(same(&f.rec.fulfilled_alloc[2], 93));
     finish(&f);
 }

@@ -18,6 +18,7 @@
 #include "rpc/service.h"
 #include "taskmanager/job_leader_service.h"
 #include "../fake_retrieval.h"
+#include "../wait.h"
 
 /* ---- fake HA: a job leader retrieval the test drives ---------------------------------- */
 
@@ -226,20 +227,10 @@ view(void)
     return v;
 }
 
-#define WAIT_FOR(cond, what)                                                   \
-    do {                                                                       \
-        uint64_t until_ = clock_mono_ms() + 10000;                             \
-        struct timespec ts_ = { 0, 2000000 };                                  \
-        while (!(cond)) {                                                      \
-            cr_assert_lt(clock_mono_ms(), until_, "waited 10 s for %s", what); \
-            nanosleep(&ts_, NULL);                                             \
-        }                                                                      \
-    } while (0)
-
 static void
 tell_leader(int i)
 {
-    WAIT_FOR(atomic_load(&retrieval.started), "the job's leader retrieval");
+    WAIT_FOR(atomic_load(&retrieval.started), 10, "the job's leader retrieval");
     retrieval.l->notify_leader(retrieval.arg, jms[i].address, &jms[i].jm_id);
 }
 
@@ -259,7 +250,7 @@ Test(job_leader_service, loses_and_regains_the_jobmaster_leader)
     start();
     slot_request(0, true);
     tell_leader(0);
-    WAIT_FOR(view().nconnected == 1, "the connection to the first JobMaster");
+    WAIT_FOR(view().nconnected == 1, 10, "the connection to the first JobMaster");
     v = view();
     cr_assert(v.connected);
     cr_assert(id_equal(&connected_to[0], &jms[0].resource_id));
@@ -268,7 +259,7 @@ Test(job_leader_service, loses_and_regains_the_jobmaster_leader)
 
     /* The second JobMaster takes over: the first lost its leadership. */
     tell_leader(1);
-    WAIT_FOR(view().nconnected == 2, "the connection to the new leader");
+    WAIT_FOR(view().nconnected == 2, 10, "the connection to the new leader");
     v = view();
     cr_assert_eq(v.nlost, 1);
     cr_assert(id_equal(&lost_from[0], &jms[0].resource_id), "the lost one is the first");
@@ -279,7 +270,7 @@ Test(job_leader_service, loses_and_regains_the_jobmaster_leader)
     /* The first one leads again, under a new session: connected back. */
     rpc_service_run_sync(svc, &jms[0].ep, new_session, &jms[0]);
     tell_leader(0);
-    WAIT_FOR(view().nconnected == 3, "the connection back to the first JobMaster");
+    WAIT_FOR(view().nconnected == 3, 10, "the connection back to the first JobMaster");
     v = view();
     cr_assert_eq(v.nlost, 2);
     cr_assert(id_equal(&lost_from[1], &jms[1].resource_id));
@@ -304,11 +295,11 @@ Test(job_leader_service, a_slot_request_naming_a_new_leader_moves_the_connection
     start();
     slot_request(0, true);
     tell_leader(0);
-    WAIT_FOR(view().nconnected == 1, "the connection to the first JobMaster");
+    WAIT_FOR(view().nconnected == 1, 10, "the connection to the first JobMaster");
     /* requestSlot names the second JobMaster (its RM registration came
      * before the retrieval told): the service follows it. */
     slot_request(1, false);
-    WAIT_FOR(view().nconnected == 2, "the connection to the JobMaster the request named");
+    WAIT_FOR(view().nconnected == 2, 10, "the connection to the JobMaster the request named");
     v = view();
     cr_assert_eq(v.nlost, 1);
     cr_assert(id_equal(&connected_to[1], &jms[1].resource_id));

@@ -17,6 +17,7 @@
 #include "rpc/service.h"
 #include "taskmanager/task_executor.h"
 #include "../fake_retrieval.h"
+#include "../wait.h"
 
 /* ---- fake HA: retrievers the test drives ------------------------------------------- */
 
@@ -201,20 +202,11 @@ view(void)
     return v;
 }
 
-#define WAIT_FOR(cond, what)                                                   \
-    do {                                                                       \
-        uint64_t until_ = clock_mono_ms() + 10000;                             \
-        struct timespec ts_ = { 0, 2000000 };                                  \
-        while (!(cond)) {                                                      \
-            cr_assert_lt(clock_mono_ms(), until_, "waited 10 s for %s", what); \
-            nanosleep(&ts_, NULL);                                             \
-        }                                                                      \
-    } while (0)
-
 static void
 tell_rm_leader(const char *address, const spate_id *session)
 {
-    WAIT_FOR(atomic_load(&rm_retrieval.started), "the TaskExecutor's ResourceManager retrieval");
+    WAIT_FOR(atomic_load(&rm_retrieval.started), 10,
+             "the TaskExecutor's ResourceManager retrieval");
     rm_retrieval.l->notify_leader(rm_retrieval.arg, address, session);
 }
 
@@ -233,7 +225,7 @@ Test(task_executor, the_registration_timeout_runs_while_no_leader_is_known)
 {
     start(300, 10000);
     /* The retrieval never names a ResourceManager: the TaskManager exits. */
-    WAIT_FOR(atomic_load(&exit_code) != 1, "taskmanager.registration.timeout without a leader");
+    WAIT_FOR(atomic_load(&exit_code) != 1, 10, "taskmanager.registration.timeout without a leader");
     cr_assert_eq(atomic_load(&exit_code), SPATE_ETIMEDOUT);
     cr_assert(strstr(exit_reason, "no leader known") != NULL, "reason: %s", exit_reason);
     cr_assert(strstr(exit_reason, "taskmanager.registration.timeout") != NULL, "reason: %s",
@@ -246,11 +238,11 @@ Test(task_executor, a_leader_gone_again_arms_the_registration_timeout)
 {
     start(400, 10000);
     tell_rm_leader(rm_address(), &rm.leader);
-    WAIT_FOR(view().registered, "the registration");
+    WAIT_FOR(view().registered, 10, "the registration");
     cr_assert_eq(atomic_load(&exit_code), 1, "registered in time: %s", exit_reason);
     /* The leader is gone (NULL, NULL): no leader, the timeout runs again. */
     tell_rm_leader(NULL, NULL);
-    WAIT_FOR(atomic_load(&exit_code) != 1,
+    WAIT_FOR(atomic_load(&exit_code) != 1, 10,
              "taskmanager.registration.timeout after the leader left");
     cr_assert_eq(atomic_load(&exit_code), SPATE_ETIMEDOUT);
     cr_assert(strstr(exit_reason, "no leader known") != NULL, "reason: %s", exit_reason);
@@ -273,15 +265,15 @@ Test(task_executor, the_retrieved_leader_session_fences_the_registration)
     id_random(&retrieved);
     other = rm.leader; /* the RM answers as another session than retrieved */
     tell_rm_leader(rm_address(), &retrieved);
-    WAIT_FOR(view().rm.registrations >= 3, "registration attempts refused and retried");
+    WAIT_FOR(view().rm.registrations >= 3, 10, "registration attempts refused and retried");
     v = view();
     cr_assert_not(v.registered, "registered with leader session %s, retrieved %s", id_str(&other).s,
                   id_str(&retrieved).s);
     cr_assert_eq(v.rm.slot_reports, 0);
     /* The RM at that address now answers as the retrieved session. */
     rpc_service_run_sync(svc, &rm.ep, set_rm_leader, &retrieved);
-    WAIT_FOR(view().registered, "the registration with the retrieved session");
-    WAIT_FOR(view().rm.slot_reports == 1, "the slot report, fenced with the retrieved session");
+    WAIT_FOR(view().registered, 10, "the registration with the retrieved session");
+    WAIT_FOR(view().rm.slot_reports == 1, 10, "the slot report, fenced with the retrieved session");
     cr_assert_eq(atomic_load(&exit_code), 1);
     finish();
 }
@@ -297,7 +289,7 @@ Test(task_executor, a_slot_no_jobmaster_accepts_is_freed_after_the_slot_timeout)
 
     start(60000, 200);
     tell_rm_leader(rm_address(), &rm.leader);
-    WAIT_FOR(view().rm.slot_reports == 1, "the registration and slot report");
+    WAIT_FOR(view().rm.slot_reports == 1, 10, "the registration and slot report");
     /* The ResourceManager's requestSlot for a job whose JobMaster never
      * connects (its retrieval tells nothing). */
     id_random(&job);
@@ -317,7 +309,8 @@ Test(task_executor, a_slot_no_jobmaster_accepts_is_freed_after_the_slot_timeout)
     cr_assert_eq(rpc_future_code(f), 0, "requestSlot: %s", rpc_future_message(f));
     rpc_future_unref(f);
     rpc_gateway_free(gw);
-    WAIT_FOR(view().rm.slots_available == 1, "the slot to be freed after taskmanager.slot.timeout");
+    WAIT_FOR(view().rm.slots_available == 1, 10,
+             "the slot to be freed after taskmanager.slot.timeout");
     v = view();
     cr_assert_eq(v.rm.available_index, 1);
     cr_assert(id_equal(&v.rm.available_alloc, &alloc));
