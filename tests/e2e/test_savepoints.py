@@ -161,14 +161,18 @@ class SavepointTest(ClusterTestCase):
                 shutil.copytree(self.tmp, os.environ["SPATE_KEEP"], dirs_exist_ok=True)
             raise
 
+    def all_running(self, jid):
+        """Whether every task of the job runs (a savepoint needs it)."""
+        j = self.job_state(jid)
+        if j["state"] in TERMINAL:
+            raise AssertionError(f"job {jid} ended {j['state']} too early")
+        t = j.get("tasks", {})
+        return j["state"] == "RUNNING" and t.get("running") == t.get("total")
+
     def wait_progress(self, jid, timeout=120.0):
         """Every task runs and a checkpoint has completed (records flow)."""
         def ok():
-            j = self.job_state(jid)
-            if j["state"] in TERMINAL:
-                raise AssertionError(f"job {jid} ended {j['state']} too early")
-            t = j.get("tasks", {})
-            if j["state"] != "RUNNING" or t.get("running") != t.get("total"):
+            if not self.all_running(jid):
                 return None
             status, s = self.http(f"/jobs/{jid}/checkpoints")
             return s if status == 200 and s["counts"]["completed"] >= 1 else None
@@ -266,6 +270,7 @@ class SavepointTest(ClusterTestCase):
         such a sink truncated its single output file when it opened.)"""
         out = os.path.join(self.tmp, "out")
         jid = self.run_job(out, "--interval", "0", parallelism=1)
+        wait_for(lambda: self.all_running(jid), 120, f"every task of job {jid} running")
 
         def committed():
             self.savepoint(jid, self.savepoints)
