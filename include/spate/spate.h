@@ -155,6 +155,19 @@ SPATE_API spate_stream *spate_source_socket(spate_env *env, const char *host, in
  * here; a file: URI is its path; another scheme (s3://...) is an error. */
 SPATE_API spate_stream *spate_source_text_file(spate_env *env, const char *path);
 
+/* Records of type from the connector named connector (Flink's fromSource,
+ * and the `connector` option of a table): "kafka" is the plugin library
+ * libspate_kafka.so, found in lib/plugins. options are key, value pairs
+ * ending in NULL, by the names of Flink's connector options, e.g.
+ *     const char *const opts[] = { "topic", "words",
+ *         "properties.bootstrap.servers", "localhost:9092",
+ *         "value.format", "string", NULL };
+ *     spate_from_source(env, "kafka", spate_type_string(), opts);
+ * copied now; the connector checks them when its tasks open it (an unknown
+ * connector or option fails the job with a message naming it). */
+SPATE_API spate_stream *spate_from_source(spate_env *env, const char *connector,
+                                          const spate_type *type, const char *const *options);
+
 /* ---- event time ---------------------------------------------------------- */
 
 /* A record's event timestamp, in milliseconds. */
@@ -472,6 +485,11 @@ SPATE_API spate_stream *spate_sink_print(spate_stream *in);
  * at the end of bounded input (see docs/api.md). */
 SPATE_API spate_stream *spate_sink_text_file(spate_stream *in, const char *path);
 SPATE_API spate_stream *spate_sink(spate_stream *in, spate_sink_fn fn);
+/* Writes the stream to the connector named connector (Flink's sinkTo),
+ * options as for spate_from_source, e.g. "kafka" with "topic",
+ * "properties.bootstrap.servers", "sink.delivery-guarantee". */
+SPATE_API spate_stream *spate_sink_to(spate_stream *in, const char *connector,
+                                      const char *const *options);
 /* Sinks show as "Sink: Print to Std. Out", "Sink: Text File" and "Sink:
  * Unnamed"; spate_name(sink, "Counts") shows "Sink: Counts". */
 

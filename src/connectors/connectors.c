@@ -10,6 +10,8 @@ static const struct connector_entry builtin[] = {
     { OP_SOURCE_FILE, &file_source_vtable },
     { OP_SINK_PRINT, &print_sink_vtable },
     { OP_SINK_FILE, &file_sink_vtable },
+    { OP_SOURCE_CONNECTOR, &named_source_vtable },
+    { OP_SINK_CONNECTOR, &named_sink_vtable },
 };
 
 static const struct connector_table builtin_table = { builtin, ARRAY_SIZE(builtin) };

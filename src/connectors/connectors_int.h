@@ -11,5 +11,13 @@ extern const struct operator_vtable socket_source_vtable;     /* socket_source.c
 extern const struct operator_vtable file_source_vtable;       /* file_source.c */
 extern const struct operator_vtable file_sink_vtable;         /* file_sink.c */
 extern const struct operator_vtable print_sink_vtable;        /* print_sink.c */
+extern const struct operator_vtable named_source_vtable;      /* named_source.c */
+extern const struct operator_vtable named_sink_vtable;        /* named_sink.c */
+
+struct connector_context;
+struct named_connector_config;
+/* The context a named connector's plugin gets for op (named_source.c). */
+void connector_context_init(struct connector_context *ctx, const struct stream_operator *op,
+                            const struct named_connector_config *c);
 
 #endif

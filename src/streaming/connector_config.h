@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <spate/spate.h>
 
@@ -53,6 +55,41 @@ struct print_sink_config {
     const spate_type *type;
 };
 
+/* OP_SOURCE_CONNECTOR, OP_SINK_CONNECTOR: a connector found by its name
+ * (Flink's `connector` option: "kafka" is libspate_kafka.so, found by
+ * connectors/connector_factory.h) with its options as Flink's connectors
+ * name them ("topic", "properties.bootstrap.servers", ...), all strings:
+ * the connector checks them when its task opens it. */
+struct named_connector_config {
+    const spate_type *type; /* the records read (a source's) or written (a sink's) */
+    char *connector;
+    char **options; /* key, value, key, value, ...: 2 * noptions strings */
+    size_t noptions;
+};
+
+/* The value of option key in c, or NULL. */
+static inline const char *
+named_connector_option(const struct named_connector_config *c, const char *key)
+{
+    for (size_t i = 0; i < c->noptions; i++)
+        if (strcmp(c->options[2 * i], key) == 0)
+            return c->options[2 * i + 1];
+    return NULL;
+}
+
+/* Frees what c owns (a node's or a decoded operator's). */
+static inline void
+named_connector_release(struct named_connector_config *c)
+{
+    for (size_t i = 0; i < 2 * c->noptions; i++)
+        free(c->options[i]);
+    free(c->options);
+    free(c->connector);
+    c->options = NULL;
+    c->connector = NULL;
+    c->noptions = 0;
+}
+
 /* One of the above, by the node's kind. */
 union connector_config {
     struct collection_source_config collection;
@@ -61,6 +98,7 @@ union connector_config {
     struct file_source_config file_source;
     struct file_sink_config file_sink;
     struct print_sink_config print;
+    struct named_connector_config named;
 };
 
 #endif

@@ -342,6 +342,8 @@ operator_settings_free_contents(struct jg_operator *op)
         free(op->conn.file_source.path);
     else if (s->kind == OP_SINK_FILE)
         free(op->conn.file_sink.path);
+    else if (s->kind == OP_SOURCE_CONNECTOR || s->kind == OP_SINK_CONNECTOR)
+        named_connector_release(&op->conn.named);
     else if (s->kind == OP_WINDOW)
         free(op->opconf.window.late_tag);
     memset(s, 0, sizeof *s);

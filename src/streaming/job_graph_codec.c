@@ -197,6 +197,24 @@ enc_file_sink(struct enc *e, const void *conf, const char *name, PbOp *p)
     p->path = c->path ? c->path : "";
 }
 
+static void
+enc_named_connector(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct named_connector_config *c = conf;
+    Jobgraph__ConnectorOption *opts = enc_alloc(e, (c->noptions + 1) * sizeof *opts);
+
+    UNUSED(name);
+    p->connector = c->connector ? c->connector : "";
+    p->n_options = c->noptions;
+    p->options = enc_alloc(e, (c->noptions + 1) * sizeof *p->options);
+    for (size_t i = 0; i < c->noptions; i++) {
+        jobgraph__connector_option__init(&opts[i]);
+        opts[i].key = c->options[2 * i];
+        opts[i].value = c->options[2 * i + 1];
+        p->options[i] = &opts[i];
+    }
+}
+
 /* The operator kinds' configuration (operator_config.h): their functions
  * go in fn, fn2, fn3 by their place, a window's settings in window. */
 static void
@@ -286,7 +304,9 @@ enc_window(struct enc *e, const void *conf, const char *name, PbOp *p)
 }
 
 /* Each kind's encoder of its configuration struct (operator_settings.conf). */
-static kind_encoder *const kind_encoders[OP_PARTITION] = {
+static kind_encoder *const kind_encoders[OP_KIND_COUNT] = {
+    [OP_SOURCE_CONNECTOR] = enc_named_connector,
+    [OP_SINK_CONNECTOR] = enc_named_connector,
     [OP_SOURCE_COLLECTION] = enc_collection,
     [OP_SOURCE_GENERATOR] = enc_generator,
     [OP_SOURCE_SOCKET] = enc_socket,
@@ -344,7 +364,7 @@ enc_operator(struct enc *e, const struct jg_operator *op)
     p->sum_field = -1;
     p->host = "";
     p->path = "";
-    if (n->kind < OP_PARTITION && kind_encoders[n->kind] != NULL)
+    if (operator_kind_runs(n->kind) && kind_encoders[n->kind] != NULL)
         kind_encoders[n->kind](e, n->conf, op->name, p);
     p->n_chained = (size_t)op->nchained;
     p->chained = enc_ints(e, op->chained, op->nchained);
@@ -867,7 +887,30 @@ dec_print(struct dec *d, const PbOp *p, struct jg_operator *o)
     return 0;
 }
 
-static kind_decoder *const kind_decoders[OP_PARTITION] = {
+static int
+dec_named_connector(struct dec *d, const PbOp *p, struct jg_operator *o)
+{
+    struct named_connector_config *c = &o->conn.named;
+
+    c->type = o->settings.kind == OP_SINK_CONNECTOR ? o->settings.in_type : o->settings.out_type;
+    if ((c->connector = dup_or_null(p->connector)) == NULL)
+        return bad(d, "connector without its name");
+    c->options = xcalloc(2 * p->n_options + 1, sizeof *c->options);
+    for (size_t i = 0; i < p->n_options; i++) {
+        const Jobgraph__ConnectorOption *opt = p->options[i];
+
+        if (opt == NULL || opt->key == NULL || !*opt->key || opt->value == NULL)
+            return bad(d, "connector option without its key or value");
+        c->options[2 * i] = xstrdup(opt->key);
+        c->options[2 * i + 1] = xstrdup(opt->value);
+        c->noptions = i + 1;
+    }
+    return 0;
+}
+
+static kind_decoder *const kind_decoders[OP_KIND_COUNT] = {
+    [OP_SOURCE_CONNECTOR] = dec_named_connector,
+    [OP_SINK_CONNECTOR] = dec_named_connector,
     [OP_SOURCE_COLLECTION] = dec_collection,
     [OP_SOURCE_GENERATOR] = dec_generator,
     [OP_SOURCE_SOCKET] = dec_socket,
@@ -900,7 +943,7 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
         return rc;
     op->uid_given = p->uid_given;
     op->name = xstrdup(p->name ? p->name : "");
-    if (p->kind < OP_SOURCE_COLLECTION || p->kind >= OP_PARTITION)
+    if (!operator_kind_runs(p->kind))
         return bad(d, "unknown operator kind");
     n->kind = (enum operator_kind)p->kind;
     n->name = xstrdup(op->name);

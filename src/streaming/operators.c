@@ -638,7 +638,7 @@ kind_vtable(const struct operator_settings *config, const struct task_info *task
 {
     const struct connector_table *t = task->connectors;
 
-    if ((unsigned)config->kind > OP_BROADCAST_PROCESS) {
+    if (!operator_kind_runs(config->kind)) {
         spate_error_set(err, SPATE_EINVAL, "operator kind %d cannot run", (int)config->kind);
         return NULL;
     }

@@ -63,6 +63,8 @@ stream_node_free_contents(struct spate_stream *n)
         free(n->conn.file_source.path);
     else if (n->kind == OP_SINK_FILE)
         free(n->conn.file_sink.path);
+    else if (n->kind == OP_SOURCE_CONNECTOR || n->kind == OP_SINK_CONNECTOR)
+        named_connector_release(&n->conn.named);
 }
 
 static void
@@ -298,6 +300,8 @@ static const char *const operator_names[] = {
     [OP_SIDE_OUTPUT] = "Side Output",
     [OP_UNION] = "Union",
     [OP_CONNECTED] = "Connected",
+    [OP_SOURCE_CONNECTOR] = "Source: Connector",
+    [OP_SINK_CONNECTOR] = "Sink: Connector",
     [OP_CO_MAP] = "Co-Map",
     [OP_CO_PROCESS] = "Co-Process",
     [OP_BROADCAST_PROCESS] = "Broadcast Process",
@@ -428,7 +432,7 @@ stream_node_is_source(const struct spate_stream *n)
 bool
 operator_kind_is_source(enum operator_kind kind)
 {
-    return kind <= OP_SOURCE_FILE;
+    return kind <= OP_SOURCE_FILE || kind == OP_SOURCE_CONNECTOR;
 }
 
 void
@@ -480,6 +484,9 @@ operator_kind_conf(enum operator_kind kind, const union connector_config *conn,
         return &conn->file_sink;
     case OP_SINK_PRINT:
         return &conn->print;
+    case OP_SOURCE_CONNECTOR:
+    case OP_SINK_CONNECTOR:
+        return &conn->named;
     case OP_MAP:
     case OP_FILTER:
     case OP_FLAT_MAP:
@@ -512,7 +519,13 @@ operator_kind_is_connector(enum operator_kind kind)
 {
     return kind == OP_SOURCE_COLLECTION || kind == OP_SOURCE_GENERATOR ||
            kind == OP_SOURCE_SOCKET || kind == OP_SOURCE_FILE || kind == OP_SINK_PRINT ||
-           kind == OP_SINK_FILE;
+           kind == OP_SINK_FILE || kind == OP_SOURCE_CONNECTOR || kind == OP_SINK_CONNECTOR;
+}
+
+bool
+operator_kind_runs(int kind)
+{
+    return kind >= 0 && kind < OP_KIND_COUNT && (kind < OP_PARTITION || kind > OP_CONNECTED);
 }
 
 /* The key selector of a keyed input, or KEY_NONE. */
@@ -655,6 +668,58 @@ spate_source_text_file(spate_env *env, const char *path)
         local_path(env, path, "text file source");
     s->conn.file_source.path = absolute_path(path ? path : "");
     return s;
+}
+
+/* The options of a named connector (spate_from_source, spate_sink_to),
+ * copied into c; false with the environment failed when they are not
+ * key, value pairs. */
+static bool
+named_connector_init(spate_env *env, struct named_connector_config *c, const char *connector,
+                     const spate_type *type, const char *const *options, const char *what)
+{
+    size_t n = 0;
+
+    c->type = type;
+    c->connector = xstrdup(connector ? connector : "");
+    if (!check(env, connector != NULL && *connector, "%s needs a connector name", what))
+        return false;
+    while (options != NULL && options[2 * n] != NULL) {
+        if (!check(env, *options[2 * n] != '\0' && options[2 * n + 1] != NULL,
+                   "%s '%s': option %zu %s", what, connector, n + 1,
+                   *options[2 * n] ? "has no value (options are key, value pairs ending in NULL)"
+                                   : "has an empty key"))
+            return false;
+        n++;
+    }
+    c->options = xcalloc(2 * n + 1, sizeof *c->options);
+    for (size_t i = 0; i < 2 * n; i++)
+        c->options[i] = xstrdup(options[i]);
+    c->noptions = n;
+    return true;
+}
+
+spate_stream *
+spate_from_source(spate_env *env, const char *connector, const spate_type *type,
+                  const char *const *options)
+{
+    struct spate_stream *s = node_new(env, OP_SOURCE_CONNECTOR, NULL, type);
+
+    check(env, type != NULL, "spate_from_source needs the type of the records");
+    if (named_connector_init(env, &s->conn.named, connector, s->out_type, options,
+                             "spate_from_source"))
+        s->name = xasprintf("Source: %s", connector);
+    return s;
+}
+
+spate_stream *
+spate_sink_to(spate_stream *in, const char *connector, const char *const *options)
+{
+    struct spate_stream *n = node_new(in->env, OP_SINK_CONNECTOR, in, NULL);
+
+    if (named_connector_init(in->env, &n->conn.named, connector, n->in_type, options,
+                             "spate_sink_to"))
+        n->name = xasprintf("Sink: %s", connector);
+    return n;
 }
 
 /* ---- transformations ---- */
@@ -1515,7 +1580,8 @@ spate_uid(spate_stream *op, const char *uid)
 spate_stream *
 spate_name(spate_stream *op, const char *name)
 {
-    bool sink = op->kind == OP_SINK_PRINT || op->kind == OP_SINK_FILE || op->kind == OP_SINK;
+    bool sink = op->kind == OP_SINK_PRINT || op->kind == OP_SINK_FILE || op->kind == OP_SINK ||
+                op->kind == OP_SINK_CONNECTOR;
 
     if (settable(op, "spate_name") && check(op->env, name != NULL, "name must not be NULL")) {
         free(op->name);

@@ -58,6 +58,11 @@ enum operator_kind {
     OP_SIDE_OUTPUT, /* virtual: the side output `tag` of its input */
     OP_UNION,       /* virtual: its inputs as one stream */
     OP_CONNECTED,   /* virtual: two streams awaiting a co-operator */
+    /* A connector found by name (a plugin library's, connector_plugin.h)
+     * with Flink-style string options: spate_from_source, spate_sink_to. */
+    OP_SOURCE_CONNECTOR,
+    OP_SINK_CONNECTOR,
+    OP_KIND_COUNT, /* not a kind: the number of kinds */
 };
 
 /* How a keyed operator (and a hash edge) finds a record's key. */
@@ -277,6 +282,8 @@ bool stream_node_is_keyed(const struct spate_stream *n);
  * the task's connector table. */
 bool operator_kind_is_connector(enum operator_kind kind);
 bool operator_kind_is_source(enum operator_kind kind);
+/* A kind a task can run: known, and not a virtual node. */
+bool operator_kind_runs(int kind);
 /* The settings of node n (pointers into n: valid while n is). */
 void stream_node_settings(const struct spate_stream *n, struct operator_settings *out);
 /* The kind's configuration struct: in n->conn (connector_config.h) for a

@@ -29,7 +29,8 @@ Test(connectors, the_builtin_table_has_every_source_and_sink_kind_once)
     /* The kinds that carry a configuration of their own (connector_config.h). */
     static const enum operator_kind kinds[] = { OP_SOURCE_COLLECTION, OP_SOURCE_GENERATOR,
                                                 OP_SOURCE_SOCKET,     OP_SOURCE_FILE,
-                                                OP_SINK_PRINT,        OP_SINK_FILE };
+                                                OP_SINK_PRINT,        OP_SINK_FILE,
+                                                OP_SOURCE_CONNECTOR,  OP_SINK_CONNECTOR };
 
     cr_assert_eq(t->count, sizeof kinds / sizeof kinds[0]);
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
@@ -43,7 +44,7 @@ Test(connectors, the_builtin_table_has_every_source_and_sink_kind_once)
             found++;
             cr_assert_neq(vt->state, 0, "%s declares no state", operator_kind_name(kinds[k]));
             cr_assert(vt->open != NULL && vt->close != NULL);
-            if (kinds[k] <= OP_SOURCE_FILE)
+            if (operator_kind_is_source(kinds[k]))
                 cr_assert(vt->poll != NULL, "%s cannot poll", operator_kind_name(kinds[k]));
             else
                 cr_assert(vt->process != NULL, "%s cannot take records",
@@ -86,5 +87,29 @@ Test(connectors, a_kind_missing_from_the_task_table_is_a_clear_error)
     cr_assert_eq(operator_new(&settings, 0, &task, &out, &op, &err), 0, "%s", err.message);
     cr_assert_eq(op->conf, &src->conn.file_source, "the source reads its own configuration");
     operator_free(op);
+    env_free(env);
+}
+
+Test(connectors, an_unknown_named_connector_is_a_clear_error_naming_it)
+{
+    spate_env *env = env_new(NULL, NULL);
+    const char *const opts[] = { "topic", "in", NULL };
+    spate_stream *src = spate_from_source(env, "no-such-thing", spate_type_string(), opts);
+    struct operator_settings settings;
+    struct output out = { discard, discard_watermark, NULL };
+    struct task_info task = { 0 };
+    struct stream_operator *op = NULL;
+    spate_error err = { 0 };
+
+    task.parallelism = 1;
+    task.max_parallelism = 128;
+    task.task_name = "named";
+    task.connectors = connectors_builtin();
+    stream_node_settings(src, &settings);
+    cr_assert_eq(operator_new(&settings, 0, &task, &out, &op, &err), SPATE_ENOENT, "%s",
+                 err.message);
+    cr_assert_null(op);
+    cr_assert(strstr(err.message, "unknown connector 'no-such-thing'") != NULL, "%s", err.message);
+    cr_assert(strstr(err.message, "libspate_no-such-thing.so") != NULL, "%s", err.message);
     env_free(env);
 }

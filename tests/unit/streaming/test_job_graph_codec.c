@@ -197,6 +197,45 @@ Test(codec, each_source_and_sink_decodes_into_its_own_configuration)
     env_free(env);
 }
 
+Test(codec, a_named_connector_keeps_its_name_and_options_in_order)
+{
+    spate_env *env = env_new(NULL, NULL);
+    const char *const src_opts[] = { "topic", "in", "scan.startup.mode", "earliest-offset", NULL };
+    const char *const sink_opts[] = { "topic", "out", NULL };
+    const struct named_connector_config *c;
+    struct job_graph *back;
+    spate_error err = { 0 };
+
+    spate_sink_to(spate_from_source(env, "kafka", spate_type_string(), src_opts), "kafka",
+                  sink_opts);
+    cr_assert_eq(round_trip(env, &back, &err), 0, "%s", err.message);
+    c = &decoded(back, OP_SOURCE_CONNECTOR)->conn.named;
+    cr_assert_str_eq(c->connector, "kafka");
+    cr_assert_eq(c->noptions, 2);
+    cr_assert_str_eq(c->options[0], "topic");
+    cr_assert_str_eq(c->options[1], "in");
+    cr_assert_str_eq(named_connector_option(c, "scan.startup.mode"), "earliest-offset");
+    cr_assert_eq(c->type->kind, TYPE_STRING);
+    c = &decoded(back, OP_SINK_CONNECTOR)->conn.named;
+    cr_assert_str_eq(named_connector_option(c, "topic"), "out");
+    cr_assert_null(named_connector_option(c, "scan.startup.mode"));
+    cr_assert_str_eq(decoded(back, OP_SINK_CONNECTOR)->settings.name, "Sink: kafka");
+    job_graph_free(back);
+    env_free(env);
+}
+
+Test(codec, named_connector_options_that_are_not_pairs_are_refused)
+{
+    spate_env *env = env_new(NULL, NULL);
+    const char *const odd[] = { "topic", NULL };
+
+    spate_from_source(env, "kafka", spate_type_string(), odd);
+    cr_assert_not_null(spate_env_error(env));
+    cr_assert(strstr(spate_env_error(env)->message, "option 1 has no value") != NULL, "%s",
+              spate_env_error(env)->message);
+    env_free(env);
+}
+
 /* The operator kinds' settings decode into their own structs
  * (operator_config.h); without a library no function is resolved, so the
  * window's function is set as a client would have it without user code. */

@@ -1,0 +1,18 @@
+/* Finds a connector by its name (Flink's FactoryUtil and the `connector`
+ * option): "kafka" is the plugin library libspate_kafka.so, looked up in
+ * $SPATE_PLUGIN_DIR, beside libspate (plugins/), beside the executable
+ * (../lib/plugins/), then the build's own folder. Any thread. */
+#ifndef SPATE_CONNECTORS_CONNECTOR_FACTORY_H
+#define SPATE_CONNECTORS_CONNECTOR_FACTORY_H
+
+#include <spate/error.h>
+
+#include "connectors/connector_plugin.h"
+
+/* The plugin of connector name, loaded once per process and never
+ * unloaded (its client library's threads must not outlive its code): 0,
+ * or SPATE_ENOENT naming the files tried, SPATE_EPROTO for a library of
+ * another ABI, SPATE_EINVAL for a bad name. */
+int connector_factory_find(const char *name, const struct connector_plugin **out, spate_error *err);
+
+#endif
