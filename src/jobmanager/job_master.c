@@ -285,11 +285,16 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
                         req->failure && *req->failure ? req->failure : NULL);
     if (state == EXEC_FINISHED && jm->cc != NULL)
         checkpoint_coordinator_task_finished(jm->cc, e);
-    if (state == EXEC_FAILED && !was_canceling) {
+    /* A task its TaskExecutor cancelled on its own (it freed the slot, or
+     * its job left this JobMaster) is a failure of that task: the restart
+     * strategy decides, as for FAILED. Only a cancel this JobMaster asked
+     * for ends a task quietly. */
+    if ((state == EXEC_FAILED || state == EXEC_CANCELED) && !was_canceling) {
         char msg[1200];
 
-        snprintf(msg, sizeof msg, "%s (%d/%d) failed: %s", jm->eg->graph->vertices[e->vertex].name,
+        snprintf(msg, sizeof msg, "%s (%d/%d) %s: %s", jm->eg->graph->vertices[e->vertex].name,
                  e->subtask + 1, jm->eg->graph->vertices[e->vertex].parallelism,
+                 state == EXEC_FAILED ? "failed" : "was cancelled by its TaskExecutor",
                  req->failure && *req->failure ? req->failure : "no reason given");
         jm_record_exception(jm, req->failure && *req->failure ? req->failure : "no reason given",
                             e);

@@ -40,7 +40,7 @@ jm_check_end(struct job_master *jm)
     else if (eg->finished == eg->total)
         jm_terminate(jm, jm->cancel_after_stop ? JOB_CANCELED : JOB_FINISHED, NULL);
     else
-        jm_terminate(jm, JOB_FAILED, NULL);
+        jm_terminate(jm, JOB_FAILED, "tasks ended without finishing, and no failure was reported");
 }
 
 static void

@@ -6,7 +6,8 @@
  * The test offers the slots the JobMaster asked for, reports the tasks'
  * states and reads what the JobMaster sent: a task fails and the restart
  * strategy allows a restart: the region's other tasks are cancelled, then
- * all four deployed anew; the strategy refuses: the job fails. */
+ * all four deployed anew; the strategy refuses: the job fails; a task its
+ * TaskExecutor cancelled unasked restarts like a failed one. */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -478,6 +479,34 @@ Test(job_master, a_failed_task_fails_the_job_when_the_strategy_refuses)
     cr_assert_eq(v.ndeployed, 4, "no restart");
     /* A job that ended gives its two slots back. */
     WAIT_FOR(view().nfreed == 2, 10, "the job's slots freed");
+    finish();
+}
+
+/* A task its TaskExecutor cancelled on its own (it freed the slot, its
+ * job went to another JobMaster) is a failure of that task, which the
+ * restart strategy decides on: it ended the job as FAILED, with no reason,
+ * when a paused former leader's TaskManagers had cancelled its tasks, and
+ * then that of the new leader (issue 30's sigstop-leader fault). */
+Test(job_master, a_task_its_taskexecutor_cancelled_restarts_its_region)
+{
+    struct deployed d[MAX_SEEN];
+    struct view v;
+
+    start_running("restart-strategy.type: fixed-delay\n"
+                  "restart-strategy.fixed-delay.attempts: 1\n"
+                  "restart-strategy.fixed-delay.delay: 50 ms\n",
+                  d);
+    report(&d[2].attempt, "CANCELED", NULL);
+    WAIT_FOR(view().ncancelled == 3, 10, "the region's other tasks cancelled");
+    v = view();
+    cr_assert_eq(v.status, JOB_RESTARTING, "%s", job_status_name(v.status));
+    for (int k = 0; k < 4; k++)
+        if (k != 2)
+            report(&d[k].attempt, "CANCELED", NULL);
+    WAIT_FOR(view().ndeployed == 8, 10, "the region deployed again");
+    v = view();
+    cr_assert_eq(v.status, JOB_RUNNING, "%s", job_status_name(v.status));
+    cr_assert_eq(v.terminal, 0);
     finish();
 }
 
