@@ -75,6 +75,7 @@ jm_free_slot(void *arg, const struct pool_slot *s, const char *cause)
         return;
     fs.cause = (char *)cause;
     fs.allocation_id = gw_id_bytes(&s->allocation_id);
+    fs.job_master_id = gw_id_bytes(&jm->jm_id);
     rpc_future_unref(te_free_slot(w->gw, &fs, 0));
 }
 

@@ -891,15 +891,34 @@ te_release_slot(struct task_executor *te, const spate_id *alloc, const char *cau
     }
 }
 
+/* A JobMaster frees a slot of its job. The slot may since have been
+ * offered to the job's next leader under the same allocation id: a former
+ * leader's JobMaster (its id is not the one the job is led by now) has no
+ * say over it, or a JobManager that lost leadership while it was paused
+ * would end the new leader's tasks. */
 static void
 teh_free_slot(struct rpc_endpoint *ep, const Cluster__FreeSlot *req, struct rpc_call *call)
 {
     struct task_executor *te = te_of(ep);
     Cluster__Ack ack = CLUSTER__ACK__INIT;
-    spate_id alloc;
+    struct task_slot *s;
+    struct job_entry *e;
+    spate_id alloc, from;
 
     if (!gw_id_get(&req->allocation_id, &alloc)) {
         rpc_call_fail(call, SPATE_EINVAL, "freeSlot: malformed allocation id");
+        return;
+    }
+    if (gw_id_get(&req->job_master_id, &from) && (s = task_slot_table_find(&te->slots, &alloc)) &&
+        (e = job_table_find(&te->jobs, &s->job_id)) != NULL && !id_is_zero(&e->jm_id) &&
+        !id_equal(&from, &e->jm_id)) {
+        SPATE_LOG_WARN(TE_LOG,
+                       "rejected freeSlot of allocation %s from JobMaster %s: job %s is led by "
+                       "JobMaster %s (%s)",
+                       id_str(&alloc).s, id_str(&from).s, id_str(&s->job_id).s, id_str(&e->jm_id).s,
+                       req->cause);
+        rpc_call_fail(call, SPATE_EPERM,
+                      "freeSlot refused: the job is led by another JobMaster now");
         return;
     }
     te_release_slot(te, &alloc, req->cause);

@@ -3,7 +3,8 @@
  * (seed 004 §2.2-2.4): the registration timeout runs while no
  * ResourceManager leader is known; the retrieved leader session fences the
  * registration; a slot the ResourceManager allocated and no JobMaster
- * accepted is freed after taskmanager.slot.timeout and reported. */
+ * accepted is freed after taskmanager.slot.timeout and reported; a former
+ * leader's JobMaster may not free a slot of the job. */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -219,6 +220,33 @@ rm_address(void)
     return a;
 }
 
+/* The ResourceManager's requestSlot of slot index for a new job whose
+ * JobMaster (jm_id) never connects (its retrieval tells nothing); a
+ * gateway to the TaskExecutor in *gw, the ids in *job and *alloc. */
+static void
+request_slot(uint32_t index, const spate_id *jm_id, spate_id *job, spate_id *alloc,
+             struct rpc_gateway **gw)
+{
+    Cluster__TaskExecutorSlotRequest req = CLUSTER__TASK_EXECUTOR_SLOT_REQUEST__INIT;
+    struct rpc_future *f;
+    char te_address[300];
+
+    id_random(job);
+    id_random(alloc);
+    req.job_id = gw_id_bytes(job);
+    req.allocation_id = gw_id_bytes(alloc);
+    req.resource_manager_id = gw_id_bytes(&rm.leader);
+    req.job_master_id = gw_id_bytes(jm_id);
+    req.target_address = "127.0.0.1:1/jobmaster_nobody";
+    req.index = index;
+    snprintf(te_address, sizeof te_address, "%s/%s", rpc_service_address(svc),
+             RPC_ENDPOINT_TASK_EXECUTOR);
+    cr_assert_eq(rpc_gateway_new(svc, te_address, NULL, gw, NULL), 0);
+    f = te_request_slot(*gw, &req, 5000);
+    cr_assert_eq(rpc_future_wait(f, 10000, NULL), 0, "requestSlot: %s", rpc_future_message(f));
+    rpc_future_unref(f);
+}
+
 /* ---- tests ----------------------------------------------------------------------------- */
 
 Test(task_executor, the_registration_timeout_runs_while_no_leader_is_known)
@@ -280,39 +308,61 @@ Test(task_executor, the_retrieved_leader_session_fences_the_registration)
 
 Test(task_executor, a_slot_no_jobmaster_accepts_is_freed_after_the_slot_timeout)
 {
-    Cluster__TaskExecutorSlotRequest req = CLUSTER__TASK_EXECUTOR_SLOT_REQUEST__INIT;
     struct rpc_gateway *gw;
-    struct rpc_future *f;
     spate_id job, alloc, jm_id;
-    char te_address[300];
     struct view v;
 
     start(60000, 200);
     tell_rm_leader(rm_address(), &rm.leader);
     WAIT_FOR(view().rm.slot_reports == 1, 10, "the registration and slot report");
-    /* The ResourceManager's requestSlot for a job whose JobMaster never
-     * connects (its retrieval tells nothing). */
-    id_random(&job);
-    id_random(&alloc);
     id_random(&jm_id);
-    req.job_id = gw_id_bytes(&job);
-    req.allocation_id = gw_id_bytes(&alloc);
-    req.resource_manager_id = gw_id_bytes(&rm.leader);
-    req.job_master_id = gw_id_bytes(&jm_id);
-    req.target_address = "127.0.0.1:1/jobmaster_nobody";
-    req.index = 1;
-    snprintf(te_address, sizeof te_address, "%s/%s", rpc_service_address(svc),
-             RPC_ENDPOINT_TASK_EXECUTOR);
-    cr_assert_eq(rpc_gateway_new(svc, te_address, NULL, &gw, NULL), 0);
-    f = te_request_slot(gw, &req, 5000);
-    cr_assert_eq(rpc_future_wait(f, 10000, NULL), 0);
-    cr_assert_eq(rpc_future_code(f), 0, "requestSlot: %s", rpc_future_message(f));
-    rpc_future_unref(f);
+    request_slot(1, &jm_id, &job, &alloc, &gw);
     rpc_gateway_free(gw);
     WAIT_FOR(view().rm.slots_available == 1, 10,
              "the slot to be freed after taskmanager.slot.timeout");
     v = view();
     cr_assert_eq(v.rm.available_index, 1);
     cr_assert(id_equal(&v.rm.available_alloc, &alloc));
+    finish();
+}
+
+/* A JobMaster's freeSlot (fenced by its JobMasterId, issue 30): the slot is
+ * led by the job's current JobMaster; a former leader's JobMaster, resumed
+ * after a pause, may not free it (it would end the new leader's tasks). */
+Test(task_executor, a_former_jobmasters_free_slot_is_refused)
+{
+    Cluster__FreeSlot fs = CLUSTER__FREE_SLOT__INIT;
+    struct rpc_gateway *gw;
+    struct rpc_future *f;
+    spate_id job, alloc, jm_id, former;
+    struct view v;
+
+    start(60000, 60000);
+    tell_rm_leader(rm_address(), &rm.leader);
+    WAIT_FOR(view().rm.slot_reports == 1, 10, "the registration and slot report");
+    id_random(&jm_id);
+    id_random(&former);
+    request_slot(0, &jm_id, &job, &alloc, &gw);
+
+    /* The former leader's JobMaster: refused, the slot stays the job's. */
+    fs.allocation_id = gw_id_bytes(&alloc);
+    fs.cause = "job ended";
+    fs.job_master_id = gw_id_bytes(&former);
+    f = te_free_slot(gw, &fs, 5000);
+    cr_assert_eq(rpc_future_wait(f, 10000, NULL), SPATE_EPERM, "a former JobMaster's freeSlot: %s",
+                 rpc_future_message(f));
+    rpc_future_unref(f);
+    cr_assert_eq(view().rm.slots_available, 0);
+
+    /* The job's JobMaster: the slot is free again. */
+    fs.job_master_id = gw_id_bytes(&jm_id);
+    f = te_free_slot(gw, &fs, 5000);
+    cr_assert_eq(rpc_future_wait(f, 10000, NULL), 0);
+    cr_assert_eq(rpc_future_code(f), 0, "freeSlot: %s", rpc_future_message(f));
+    rpc_future_unref(f);
+    WAIT_FOR(view().rm.slots_available == 1, 10, "the slot freed by its JobMaster");
+    v = view();
+    cr_assert(id_equal(&v.rm.available_alloc, &alloc));
+    rpc_gateway_free(gw);
     finish();
 }
