@@ -17,10 +17,10 @@ from spatetest import free_port
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 
 
-def four_letter(port, word, timeout=1.0):
+def four_letter(port, word, timeout=1.0, address="127.0.0.1"):
     """The server's answer to a four-letter word, or None."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        with socket.create_connection((address, port), timeout=timeout) as s:
             s.sendall(word.encode())
             chunks = []
             while True:
@@ -34,9 +34,16 @@ def four_letter(port, word, timeout=1.0):
 
 
 class ZooKeeperServer:
-    """start(), stop() (by pid), restart() on the same port and data."""
+    """start(), stop() (by pid), restart() on the same port and data.
 
-    def __init__(self, workdir=None, port=None, tick_ms=200):
+    On a test host of tests/chaos/netlab.py: host (its address, and the
+    process started in its namespace) and call (the lab's, to ask it
+    "ruok" from the lab's network)."""
+
+    def __init__(self, workdir=None, port=None, tick_ms=200, host=None, call=None):
+        self.host = host
+        self.address = host.addr if host is not None else "127.0.0.1"
+        self.call = call or (lambda fn, *args: fn(*args))
         self.own_dir = workdir is None
         self.dir = workdir or tempfile.mkdtemp(prefix="spate-zk-")
         self.port = port or free_port()
@@ -48,40 +55,44 @@ class ZooKeeperServer:
             f.write(f"tickTime={tick_ms}\n"
                     f"dataDir={os.path.join(self.dir, 'data')}\n"
                     f"clientPort={self.port}\n"
-                    "clientPortAddress=127.0.0.1\n"
+                    f"clientPortAddress={self.address}\n"
                     "admin.enableServer=false\n"
                     "4lw.commands.whitelist=ruok,srvr,stat,cons\n"
                     "maxClientCnxns=0\n")
 
     @property
     def quorum(self):
-        return f"127.0.0.1:{self.port}"
+        return f"{self.address}:{self.port}"
 
     def start(self, timeout=60.0):
         java = shutil.which("java")
         if java is None or not os.path.exists(ZOOKEEPER_JAR):
             raise RuntimeError("ZooKeeper needs Debian's zookeeper package and Java "
                                "(scripts/install-deps.sh installs both)")
-        log = open(os.path.join(self.dir, "zookeeper.log"), "a")
-        self.proc = subprocess.Popen(
-            [java, "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-             "-Dzookeeper.admin.enableServer=false",
-             "-cp", ZOOKEEPER_JAR, "org.apache.zookeeper.server.ZooKeeperServerMain", self.cfg],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        log.close()
+        args = [java, "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dzookeeper.admin.enableServer=false",
+                "-cp", ZOOKEEPER_JAR, "org.apache.zookeeper.server.ZooKeeperServerMain", self.cfg]
+        log = os.path.join(self.dir, "zookeeper.log")
+        if self.host is not None:
+            self.proc = self.host.start(args, log)
+        else:
+            with open(log, "a") as out:
+                self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
-        while four_letter(self.port, "ruok", 0.5) != "imok":
+        while self.call(four_letter, self.port, "ruok", 0.5, self.address) != "imok":
             if self.proc.poll() is not None:
                 raise RuntimeError(f"ZooKeeper exited with {self.proc.returncode}; see "
                                    f"{self.dir}/zookeeper.log")
             if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"ZooKeeper did not answer on port {self.port} in {timeout} s")
+                raise RuntimeError(f"ZooKeeper did not answer at {self.quorum} in {timeout} s")
             time.sleep(0.05)
         return self
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
         self.proc = None
