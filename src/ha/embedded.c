@@ -263,6 +263,15 @@ ee_has_leadership(struct leader_election *le, const spate_id *session)
     return yes;
 }
 
+/* Nothing to ask: leadership here is this process's own. */
+static int
+ee_verify(struct leader_election *le, const spate_id *session, spate_error *err)
+{
+    if (ee_has_leadership(le, session))
+        return 0;
+    return spate_error_set(err, SPATE_ESTATE, "leadership session %s is over", id_str(session).s);
+}
+
 static void
 ee_stop(struct leader_election *le)
 {
@@ -273,8 +282,8 @@ ee_stop(struct leader_election *le)
     pthread_mutex_unlock(&e->ha->mu);
 }
 
-static const struct leader_election_ops ee_ops = { ee_start, ee_confirm, ee_withdraw,
-                                                   ee_has_leadership, ee_stop };
+static const struct leader_election_ops ee_ops = { ee_start,          ee_confirm, ee_withdraw,
+                                                   ee_has_leadership, ee_verify,  ee_stop };
 
 static struct leader_election *
 eh_election(struct ha_services *base)

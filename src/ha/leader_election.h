@@ -37,6 +37,13 @@ struct leader_election_ops {
     /* Removes component's leader information (a job ended); asynchronous. */
     void (*withdraw)(struct leader_election *le, const char *component);
     bool (*has_leadership)(struct leader_election *le, const spate_id *session);
+    /* Proves that session is still this process's leadership with a round
+     * trip to the coordination service (ZooKeeper: this process's latch
+     * node still exists in a live session), before a write that no fencing
+     * token guards: a leader that was paused or cut off may not know yet
+     * that it lost. Blocking (up to the session timeout): a worker thread
+     * only. 0, or SPATE_ESTATE with why. */
+    int (*verify)(struct leader_election *le, const spate_id *session, spate_error *err);
     /* Stops contending and gives leadership up; once it returns, the
      * contender is called no more. Not from a contender callback. */
     void (*stop)(struct leader_election *le);
@@ -70,6 +77,12 @@ static inline bool
 leader_election_has_leadership(struct leader_election *le, const spate_id *session)
 {
     return le->ops->has_leadership(le, session);
+}
+
+static inline int
+leader_election_verify(struct leader_election *le, const spate_id *session, spate_error *err)
+{
+    return le->ops->verify(le, session, err);
 }
 
 static inline void

@@ -100,14 +100,23 @@ se_has_leadership(struct leader_election *le, const spate_id *session)
     return e->started && id_equal(&e->session, session);
 }
 
+/* Nothing to ask: leadership here is this process's own. */
+static int
+se_verify(struct leader_election *le, const spate_id *session, spate_error *err)
+{
+    if (se_has_leadership(le, session))
+        return 0;
+    return spate_error_set(err, SPATE_ESTATE, "leadership session %s is over", id_str(session).s);
+}
+
 static void
 se_stop(struct leader_election *le)
 {
     ((struct standalone_election *)le)->started = false;
 }
 
-static const struct leader_election_ops se_ops = { se_start, se_confirm, se_withdraw,
-                                                   se_has_leadership, se_stop };
+static const struct leader_election_ops se_ops = { se_start,          se_confirm, se_withdraw,
+                                                   se_has_leadership, se_verify,  se_stop };
 
 struct standalone_ha {
     struct ha_services base;

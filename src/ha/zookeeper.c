@@ -662,6 +662,106 @@ ze_has_leadership(struct leader_election *le, const spate_id *session)
     return yes;
 }
 
+/* leader_election_verify: the waiting thread and the HA thread share it;
+ * the last one out frees it (the waiter may give up first). */
+struct ze_verify {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    bool done;
+    spate_id session;
+    int rc;
+    char why[SPATE_ERROR_MESSAGE_MAX];
+};
+
+static void
+ze_verify_unref(struct ze_verify *v)
+{
+    bool last;
+
+    pthread_mutex_lock(&v->mu);
+    last = --v->refs == 0;
+    pthread_mutex_unlock(&v->mu);
+    if (last) {
+        pthread_mutex_destroy(&v->mu);
+        pthread_cond_destroy(&v->cv);
+        free(v);
+    }
+}
+
+static void
+ze_verify_finish(struct ze_verify *v, int rc, const char *why)
+{
+    pthread_mutex_lock(&v->mu);
+    v->rc = rc;
+    snprintf(v->why, sizeof v->why, "%s", why);
+    v->done = true;
+    pthread_cond_broadcast(&v->cv);
+    pthread_mutex_unlock(&v->mu);
+    ze_verify_unref(v);
+}
+
+static void
+ze_verify_drop(void *arg)
+{
+    ze_verify_finish(arg, SPATE_ESTATE, "the HA services are stopping");
+}
+
+/* HA thread: after every event queued before it (a revocation among them),
+ * the latch node of the granted session asked for in a round trip: gone,
+ * or the session gone, and leadership is over even if no event said so. */
+static void
+ze_verify_cmd(struct zk_ha *ha, void *arg)
+{
+    struct ze_verify *v = arg;
+    struct zk_election *e = &ha->election;
+    char errbuf[256], why[768];
+    bool leader;
+
+    pthread_mutex_lock(&ha->mu);
+    leader = e->leader && id_equal(&e->session, &v->session);
+    pthread_mutex_unlock(&ha->mu);
+    if (!leader) {
+        ze_verify_finish(v, SPATE_ESTATE, "leadership was revoked");
+        return;
+    }
+    if (ha->state != COORD_CONNECTED || e->node[0] == '\0' ||
+        ha->zk->exists(ha->client, e->node, 0, errbuf, sizeof errbuf) != 0) {
+        snprintf(why, sizeof why, "ZooKeeper does not confirm latch node %.400s: %s", e->node,
+                 ha->state != COORD_CONNECTED ? "not connected" : errbuf);
+        ze_verify_finish(v, SPATE_ESTATE, why);
+        return;
+    }
+    ze_verify_finish(v, 0, "");
+}
+
+static int
+ze_verify(struct leader_election *le, const spate_id *session, spate_error *err)
+{
+    struct zk_election *e = (struct zk_election *)le;
+    struct ze_verify *v = xcalloc(1, sizeof *v);
+    struct timespec until;
+    int rc;
+
+    pthread_mutex_init(&v->mu, NULL);
+    pthread_cond_init(&v->cv, NULL);
+    v->refs = 2;
+    v->session = *session;
+    zk_command(e->ha, ze_verify_cmd, ze_verify_drop, v);
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (e->ha->session_timeout_ms + e->ha->connection_timeout_ms) / 1000 + 1;
+    pthread_mutex_lock(&v->mu);
+    while (!v->done && pthread_cond_timedwait(&v->cv, &v->mu, &until) == 0)
+        ;
+    rc = v->done ? v->rc : SPATE_ESTATE;
+    if (rc != 0)
+        spate_error_set(err, SPATE_ESTATE, "leadership session %s not confirmed: %s",
+                        id_str(session).s, v->done ? v->why : "ZooKeeper did not answer in time");
+    pthread_mutex_unlock(&v->mu);
+    ze_verify_unref(v);
+    return rc;
+}
+
 static void
 ze_stop_cmd(struct zk_ha *ha, void *arg)
 {
@@ -687,8 +787,8 @@ ze_stop(struct leader_election *le)
     zk_command(e->ha, ze_stop_cmd, NULL, NULL);
 }
 
-static const struct leader_election_ops ze_ops = { ze_start, ze_confirm, ze_withdraw,
-                                                   ze_has_leadership, ze_stop };
+static const struct leader_election_ops ze_ops = { ze_start,          ze_confirm, ze_withdraw,
+                                                   ze_has_leadership, ze_verify,  ze_stop };
 
 /* ---- the session (HA thread) ---------------------------------------------------------------- */
 

@@ -1099,7 +1099,9 @@ disp_persist(struct dispatcher *d, const spate_id *job_id, const char *kind,
 struct disp_cleanup {
     struct job_graph_store *jgs;
     struct job_result_store *jrs;
-    struct blob_server *blobs; /* may be NULL */
+    struct blob_server *blobs;  /* may be NULL */
+    struct leader_election *le; /* NULL without high availability */
+    spate_id session;           /* the leadership the job ended under */
     struct job_result r;
 };
 
@@ -1109,6 +1111,19 @@ disp_cleanup_work(void *arg)
     struct disp_cleanup *c = arg;
     spate_error err = { 0 };
 
+    /* A JobManager that lost leadership while it was paused or cut off
+     * may learn that only after its job ended here: then the job runs on
+     * at the next leader, whose job graph, library and checkpoints these
+     * stores hold. Nothing fences these writes, so leadership is proven
+     * first (Flink's JobMasterServiceLeadershipRunner forwards a result
+     * only while it leads). */
+    if (c->le != NULL && leader_election_verify(c->le, &c->session, &err) != 0) {
+        SPATE_LOG_WARN(DISP_LOG,
+                       "job %s ended %s after this JobManager lost leadership (%s): its result "
+                       "and HA data are left to the leader",
+                       id_str(&c->r.job_id).s, c->r.state, err.message);
+        return;
+    }
     if (c->jrs->ops->create_dirty(c->jrs, &c->r, &err) != 0 && err.code != SPATE_EEXIST) {
         SPATE_LOG_ERROR(DISP_LOG, "cannot record the result of job %s: %s", id_str(&c->r.job_id).s,
                         err.message);
@@ -1146,6 +1161,8 @@ disp_job_ended(struct dispatcher *d, struct disp_job *j)
     c->jgs = d->jgs;
     c->jrs = d->jrs;
     c->blobs = j->holds_blob ? d->o.blobs : NULL;
+    c->le = d->le;
+    c->session = d->session;
     c->r.job_id = j->job_id;
     {
         const Cluster__JobInfo *info = j->archived->info;

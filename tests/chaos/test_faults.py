@@ -88,6 +88,18 @@ class FaultTest(unittest.TestCase):
     def test_sigstop_leader(self):
         self.run_fault("sigstop-leader")
 
+    def test_sigstop_leader_whose_job_fails_leaves_it_to_the_new_leader(self):
+        """Without restarts, the paused leader's job fails when it resumes
+        (its TaskManagers cancelled its tasks for the new leader). Its
+        Dispatcher must not record that result nor clean up the job's HA
+        data (the library the new leader's restarts fetch): it no longer
+        leads, though no event has told it yet."""
+        c, f = self.run_fault("sigstop-leader", conf=("-D", "restart-strategy.type=none"))
+        old = f.node.text()
+        self.assertRegex(old, r"job " + self.jid + r" ended \w+ after this JobManager lost "
+                         r"leadership \(.*\): its result and HA data are left to the leader")
+        self.assertNotIn(f"removed job {self.jid}'s folder of the HA blob store", old)
+
     def test_cut_taskmanager(self):
         self.run_fault("cut-taskmanager")
 
