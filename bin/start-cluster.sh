@@ -1,8 +1,12 @@
 #!/bin/sh
-# Starts a local spate cluster: the JobManagers of conf/masters (all of them
-# with high availability, else the first) and one TaskManager per line of
-# conf/workers (only this machine's names: localhost, 127.0.0.1, its host
-# name). Pid files and per-process logs go to env.log.dir (default log/).
+# Starts a spate cluster: the JobManagers of conf/masters (all of them with
+# high availability, else the first) and one TaskManager per line of
+# conf/workers, each by bin/spate-daemon.sh: on this machine for its own
+# names (localhost, 127.0.0.1, its host name), else over ssh with
+# env.ssh.opts, at the same installation path and configuration folder (as
+# Flink's scripts). A remote process binds and announces the name it has in
+# the file. Pid files and per-process logs go to env.log.dir (default log/)
+# on the host that runs the process.
 #   SPATE_CONF_DIR   the configuration folder (default: conf/ beside bin/)
 #   SPATE_BIN        the spate executable (default: bin/spate beside this
 #                    script when installed, else build/bin/spate)
@@ -25,28 +29,39 @@ is_local() {
     return 1
 }
 
+# Runs spate-daemon.sh with args on host: here when the host is local,
+# else over ssh (env.ssh.opts), with the same installation path and
+# configuration folder there (as Flink's scripts assume).
+on_host() {
+    h=$1
+    shift
+    if is_local "$h"; then
+        "$root/bin/spate-daemon.sh" "$@"
+    else
+        cmd="SPATE_CONF_DIR=$(quote "$SPATE_CONF_DIR") SPATE_BIN=$(quote "$spate")"
+        cmd="$cmd $(quote "$root/bin/spate-daemon.sh")"
+        for a in "$@"; do
+            cmd="$cmd $(quote "$a")"
+        done
+        # shellcheck disable=SC2086
+        ssh -n $sshopts "$h" -- "$cmd"
+    fi
+}
+
+# One word for a remote shell: single-quoted, inner quotes escaped.
+quote() {
+    printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"
+}
+
 for f in "$logdir"/spate-jobmanager*.pid; do
     if [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; then
         echo "start-cluster: a JobManager is running already (pid $(cat "$f"))" >&2
         exit 1
     fi
 done
+sshopts=$("$spate" config env.ssh.opts)
 
-# Waits for a JobManager's "JobManager started" line; prints it.
-wait_started() {
-    i=0
-    while ! grep -q "JobManager started" "$1" 2>/dev/null; do
-        i=$((i + 1))
-        if [ $i -gt 200 ] || ! kill -0 "$2" 2>/dev/null; then
-            echo "start-cluster: the JobManager did not start; see $1" >&2
-            exit 1
-        fi
-        sleep 0.05
-    done
-    grep -m1 "JobManager started" "$1"
-}
-
-# conf/masters: host:rest-port per line. With high availability every local
+# conf/masters: host:rest-port per line. With high availability every
 # master starts (one leads, the others stand by; TaskManagers and clients
 # find the leader through ZooKeeper); without, only the first.
 hatype=$("$spate" config high-availability.type)
@@ -54,52 +69,55 @@ masters=$(grep -v '^[[:space:]]*#' "$SPATE_CONF_DIR/masters" 2>/dev/null | tr -d
 [ -n "$masters" ] || masters=localhost # no conf/masters: one, with the configured ports
 m=0
 rpcport=""
+jmhost=""
 for line in $masters; do
     [ -n "$line" ] || continue
     [ $m -eq 0 ] || [ "$hatype" != none ] || break
     mhost=${line%%:*}
     mport=${line#*:}
     [ "$mport" != "$line" ] || mport=""
-    if ! is_local "$mhost"; then
-        echo "start-cluster: skipping master '$line': only local masters are supported" >&2
-        continue
-    fi
     set --
     [ -z "$mport" ] || set -- -D "rest.port=$mport"
-    # Standby JobManagers on one machine need RPC ports of their own.
-    [ "$hatype" = none ] || set -- "$@" -D jobmanager.rpc.port=0
-    jmlog=$logdir/spate-jobmanager-$m-$host.log
-    nohup "$spate" "$@" jobmanager >"$jmlog" 2>&1 </dev/null &
-    pid=$!
-    echo $pid >"$logdir/spate-jobmanager-$m.pid"
-    echo "Starting a JobManager (pid $pid, log $jmlog)"
-    line=$(wait_started "$jmlog" "$pid") || exit 1
-    [ -n "$rpcport" ] || rpcport=$(echo "$line" | sed -n 's/.*rpc at [^ ,]*:\([0-9]*\),.*/\1/p')
+    if is_local "$mhost"; then
+        # Standby JobManagers on one machine need RPC ports of their own.
+        [ "$hatype" = none ] || set -- "$@" -D jobmanager.rpc.port=0
+    else
+        set -- "$@" -D "jobmanager.rpc.address=$mhost" -D "jobmanager.bind-host=$mhost" \
+            -D "rest.address=$mhost" -D "rest.bind-address=$mhost"
+    fi
+    out=$(on_host "$mhost" start jobmanager "$m" "$mhost" "$@") || {
+        printf '%s\n' "$out"
+        exit 1
+    }
+    printf '%s\n' "$out" | grep -v "JobManager started" || true
+    line=$(printf '%s\n' "$out" | grep -m1 "JobManager started") || exit 1
+    if [ -z "$rpcport" ]; then
+        rpcport=$(echo "$line" | sed -n 's/.*rpc at [^ ,]*:\([0-9]*\),.*/\1/p')
+        jmhost=$mhost
+    fi
     echo "$line" | sed -n 's/.*REST at \(http[^ ]*\).*/The REST API and dashboard: \1/p'
     m=$((m + 1))
 done
-[ $m -gt 0 ] || { echo "start-cluster: no local master in conf/masters" >&2; exit 1; }
-# Without HA the TaskManagers are told the JobManager's port (a port of 0 is
-# chosen by the kernel); with HA they find the leader in ZooKeeper.
-tmargs=""
-[ "$hatype" != none ] || tmargs="-D jobmanager.rpc.port=$rpcport"
+[ $m -gt 0 ] || { echo "start-cluster: no master in conf/masters" >&2; exit 1; }
+# Without HA the TaskManagers are told the JobManager's address and port (a
+# local one's port is chosen by the kernel); with HA they find the leader in
+# ZooKeeper.
+set --
+if [ "$hatype" = none ]; then
+    set -- -D "jobmanager.rpc.port=$rpcport"
+    is_local "$jmhost" || set -- "$@" -D "jobmanager.rpc.address=$jmhost"
+fi
 
 workers=$SPATE_CONF_DIR/workers
 [ -f "$workers" ] || workers=/dev/null
 n=0
-grep -v '^[[:space:]]*#' "$workers" | while read -r w; do
+for w in $(grep -v '^[[:space:]]*#' "$workers" | tr -d ' '); do
     [ -n "$w" ] || continue
-    case $w in
-    localhost | 127.0.0.1 | "$host") ;;
-    *)
-        echo "start-cluster: skipping worker '$w': only local workers are supported" >&2
-        continue
-        ;;
-    esac
-    tmlog=$logdir/spate-taskmanager-$n-$host.log
-    # shellcheck disable=SC2086
-    nohup "$spate" $tmargs taskmanager >"$tmlog" 2>&1 </dev/null &
-    echo $! >"$logdir/spate-taskmanager-$n.pid"
-    echo "Starting a TaskManager on $w (pid $!, log $tmlog)"
+    if is_local "$w"; then
+        on_host "$w" start taskmanager "$n" "$w" "$@"
+    else
+        on_host "$w" start taskmanager "$n" "$w" "$@" -D "taskmanager.host=$w" \
+            -D "taskmanager.bind-host=$w"
+    fi
     n=$((n + 1))
 done

@@ -1,7 +1,9 @@
 #!/bin/sh
-# Stops the cluster start-cluster.sh started: the TaskManagers, then the
-# JobManagers, each with SIGTERM by the pid in its pid file (SIGKILL after
-# 10 s), and removes the pid files.
+# Stops the cluster start-cluster.sh started: the TaskManagers of
+# conf/workers, then the JobManagers of conf/masters, each by
+# bin/spate-daemon.sh on its host (over ssh with env.ssh.opts for a remote
+# one): SIGTERM by the pid in its pid file, SIGKILL after 10 s, the pid file
+# removed. Local pid files of processes no longer listed are stopped too.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 # The spate beside this script once installed (PREFIX/bin), else the build's.
@@ -11,37 +13,51 @@ spate=${SPATE_BIN:-$spate_default}
 export SPATE_CONF_DIR="${SPATE_CONF_DIR:-$root/conf}"
 logdir=$("$spate" config env.log.dir)
 case $logdir in /*) ;; *) logdir=$root/$logdir ;; esac
+sshopts=$("$spate" config env.ssh.opts)
+host=$(hostname)
 
-# Running, not a zombie waiting for a parent that no longer exists.
-alive() {
-    [ -r "/proc/$1/stat" ] || return 1
-    state=$(sed 's/.*) \([A-Z]\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
-    [ "$state" != Z ]
+is_local() {
+    case $1 in localhost | 127.0.0.1 | "$host") return 0 ;; esac
+    return 1
 }
 
-stop() {
-    pidfile=$1
-    pid=$(cat "$pidfile")
-    if alive "$pid"; then
-        echo "Stopping $(basename "$pidfile" .pid) (pid $pid)"
-        kill -TERM "$pid" 2>/dev/null || true
-        i=0
-        while alive "$pid" && [ $i -lt 200 ]; do
-            sleep 0.05
-            i=$((i + 1))
-        done
-        if alive "$pid"; then
-            echo "stop-cluster: pid $pid did not stop in 10 s: killing it" >&2
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
+quote() {
+    printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"
+}
+
+# spate-daemon.sh stop ROLE N on host h.
+stop_on() {
+    if is_local "$1"; then
+        "$root/bin/spate-daemon.sh" stop "$2" "$3"
+    else
+        # shellcheck disable=SC2086
+        ssh -n $sshopts "$1" -- "SPATE_CONF_DIR=$(quote "$SPATE_CONF_DIR") \
+SPATE_BIN=$(quote "$spate") $(quote "$root/bin/spate-daemon.sh") stop $2 $3" ||
+            echo "stop-cluster: cannot stop $2 $3 on $1" >&2
     fi
-    rm -f "$pidfile"
 }
 
 found=0
-for f in "$logdir"/spate-taskmanager-*.pid "$logdir"/spate-jobmanager*.pid; do
+n=0
+if [ -f "$SPATE_CONF_DIR/workers" ]; then
+    for w in $(grep -v '^[[:space:]]*#' "$SPATE_CONF_DIR/workers" | tr -d ' '); do
+        stop_on "$w" taskmanager "$n"
+        n=$((n + 1))
+        found=1
+    done
+fi
+masters=$(grep -v '^[[:space:]]*#' "$SPATE_CONF_DIR/masters" 2>/dev/null | tr -d ' ' || true)
+[ -n "$masters" ] || masters=localhost
+m=0
+for line in $masters; do
+    stop_on "${line%%:*}" jobmanager "$m"
+    m=$((m + 1))
+done
+# Whatever else this host's pid files name (a file edited since the start).
+for f in "$logdir"/spate-taskmanager-*.pid "$logdir"/spate-jobmanager-*.pid; do
     [ -f "$f" ] || continue
     found=1
-    stop "$f"
+    role=$(basename "$f" .pid | cut -d- -f2)
+    "$root/bin/spate-daemon.sh" stop "$role" "$(basename "$f" .pid | cut -d- -f3)"
 done
-[ $found -eq 1 ] || echo "stop-cluster: no spate processes to stop (no pid files in $logdir)"
+[ $found -eq 1 ] || [ $m -gt 0 ] || echo "stop-cluster: no spate processes to stop"

@@ -28,6 +28,8 @@ libzookeeper-mt-dev ZooKeeper C client of the HA plugin (libspate_zookeeper.so)
 zookeeper           ZooKeeper server (on the installed Java) the HA tests and ha_bench start
 iproute2            ip netns, veth, bridges: the chaos tests' test hosts (tests/chaos)
 nftables            packet filters of the chaos tests: partitions and packet loss
+openssh-server      sshd on the chaos tests' hosts: start-cluster.sh over ssh
+openssh-client      ssh and ssh-keygen: start-cluster.sh's remote hosts, their test
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')

@@ -261,7 +261,9 @@ struct config_option {
     X(LOG_LEVEL, "log.level", ENUM, "info", 0, 0, "trace|debug|info|warn|error|off", NULL,         \
       "log threshold (SPATE_LOG_LEVEL overrides it)")                                              \
     X(ENV_LOG_DIR, "env.log.dir", STRING, "log", 0, 0, NULL, NULL,                                 \
-      "folder of the per-process log files of the cluster processes")
+      "folder of the per-process log files of the cluster processes")                              \
+    X(ENV_SSH_OPTS, "env.ssh.opts", STRING, "", 0, 0, NULL, NULL,                                  \
+      "options of the ssh command start-cluster.sh and stop-cluster.sh run on remote hosts")
 
 enum config_option_id {
 #define CONFIG_OPTION_ENUM(name, ...) CONFIG_##name,

@@ -94,11 +94,16 @@ class Host:
         self.procs.append(p)
         return p
 
-    def run(self, args, timeout=60):
+    def run(self, args, timeout=60, env=None):
         """Runs args on this host to the end; the CompletedProcess."""
         return subprocess.run(self.exec_args(args), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                              timeout=timeout)
+                              timeout=timeout, env=env)
+
+    def owns(self, pid):
+        """Whether process pid runs in this host's network namespace."""
+        r = _run("ip", "netns", "identify", str(pid), check=False)
+        return r.returncode == 0 and self.ns in r.stdout.split()
 
     # ---- faults ----
 
