@@ -45,6 +45,20 @@ def checkpoint_disk(c, rng):
 # ---- what is done, and undone ----
 
 
+def jobmanagers(c, rng):
+    return c.jms
+
+
+def cut_from_zookeeper(c, jms):
+    for jm in jms:
+        c.lab.partition(jm.host, c.zk_host)
+
+
+def rejoin_zookeeper(c, jms):
+    for jm in jms:
+        c.lab.unpartition(jm.host, c.zk_host)
+
+
 def cut_off_jobmanagers(c, node, oneway):
     for jm in c.jms:
         c.lab.partition(node.host, jm.host, oneway=oneway)
@@ -87,6 +101,9 @@ KINDS = {
         leader, lambda c, n: c.lab.partition(n.host, c.zk_host),
         lambda c, n: c.lab.unpartition(n.host, c.zk_host),
         "the leading JobManager cut from ZooKeeper only (it still reaches the TaskManagers)"),
+    "partition-jobmanagers-zookeeper": (
+        jobmanagers, cut_from_zookeeper, rejoin_zookeeper,
+        "every JobManager cut from ZooKeeper: no leader until the heal"),
     "partition-taskmanager-jobmanagers": (
         taskmanager, lambda c, n: cut_off_jobmanagers(c, n, False), rejoin_jobmanagers,
         "a TaskManager cut from every JobManager (it still reaches the other TaskManagers "
@@ -114,8 +131,11 @@ class Fault:
         self.kind = kind
         self.c = cluster
         self.node = pick(cluster, rng)
-        self.victim = getattr(self.node, "name", None) or ("zk" if self.node is cluster.zk
-                                                            else str(self.node))
+        if isinstance(self.node, list):
+            self.victim = ",".join(n.name for n in self.node)
+        else:
+            self.victim = getattr(self.node, "name", None) or (
+                "zk" if self.node is cluster.zk else str(self.node))
 
     def describe(self):
         return f"{self.kind} {self.victim}"

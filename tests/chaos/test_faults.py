@@ -58,6 +58,7 @@ class FaultTest(unittest.TestCase):
         cc.wait_for(lambda: (c.latest_checkpoint(jid) or 0) >= 1, 60, "a first checkpoint",
                     interval=0.1)
         f = faults.make(kind, c, random.Random(30))
+        self.leader_before = c.leader()
         f.inject()
         time.sleep(HOLD)  # the fault holds; nothing is asserted until it is healed
         f.heal()
@@ -110,6 +111,10 @@ class FaultTest(unittest.TestCase):
     def test_partition_leader_from_zookeeper(self):
         c, f = self.run_fault("partition-leader-zookeeper")
         self.assertIn("leadership of this JobManager revoked", f.node.text())
+
+    def test_partition_jobmanagers_from_zookeeper(self):
+        self.run_fault("partition-jobmanagers-zookeeper")
+        self.assertIn("leadership of this JobManager revoked", self.leader_before.text())
 
     def test_partition_taskmanager_from_jobmanagers(self):
         self.run_fault("partition-taskmanager-jobmanagers")
