@@ -18,6 +18,7 @@
 #include "core/alloc.h"
 #include "core/id.h"
 #include "core/log.h"
+#include "rpc/handshake.h"
 
 #define BC_LOG "blobcache"
 
@@ -116,8 +117,9 @@ static int
 bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTES],
          const char *path, spate_error *err)
 {
-    uint8_t req[4 + 1 + 1 + SHA256_BYTES + 2], status, digest[SHA256_BYTES];
-    size_t slen = c->secret != NULL ? strlen(c->secret) : 0;
+    struct handshake_params hp = { HANDSHAKE_MAGIC_BLOB, BLOB_CLUSTER_ID, c->secret };
+    struct handshake_nonces nonces;
+    uint8_t hs[HANDSHAKE_SIZE + 1 + SHA256_BYTES], status, digest[SHA256_BYTES];
     char hex[SHA256_HEX_LEN + 1], buf[1 << 16];
     struct sha256_ctx ctx;
     uint64_t size = 0, got = 0;
@@ -126,16 +128,32 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
     sha256_hex(key, hex);
     if ((fd = bc_connect(server, err)) < 0)
         return fd;
-    memcpy(req, BLOB_MAGIC, 4);
-    req[4] = BLOB_VERSION;
-    req[5] = BLOB_OP_GET;
-    memcpy(req + 6, key, SHA256_BYTES);
-    req[6 + SHA256_BYTES] = (uint8_t)(slen >> 8);
-    req[7 + SHA256_BYTES] = (uint8_t)slen;
-    if (send(fd, req, sizeof req, MSG_NOSIGNAL) != (ssize_t)sizeof req ||
-        (slen > 0 && send(fd, c->secret, slen, MSG_NOSIGNAL) != (ssize_t)slen)) {
+    /* The handshake (blob_int.h); the request rides with the hello. */
+    if ((rc = blob_read_all(fd, hs, HANDSHAKE_SIZE)) != 0) {
+        rc = spate_error_set(err, rc, "the BlobServer at %s did not answer: %s", server,
+                             spate_strerror(rc));
+        goto out;
+    }
+    if ((rc = handshake_answer_challenge(&hp, hs, &nonces, hs, err)) != 0) {
+        spate_error_wrap(err, "BlobServer at %s", server);
+        if (hs[6] == HANDSHAKE_BUSY && err != NULL)
+            err->code = rc = SPATE_EBUSY; /* worth a retry */
+        goto out;
+    }
+    hs[HANDSHAKE_SIZE] = BLOB_OP_GET;
+    memcpy(hs + HANDSHAKE_SIZE + 1, key, SHA256_BYTES);
+    if (blob_write_all(fd, hs, sizeof hs, true) != 0) {
         rc = spate_error_set(err, SPATE_EIO, "cannot send a request to the BlobServer at %s: %s",
                              server, spate_strerror(-errno));
+        goto out;
+    }
+    if ((rc = blob_read_all(fd, hs, HANDSHAKE_SIZE)) != 0) {
+        rc = spate_error_set(err, rc, "the BlobServer at %s did not answer: %s", server,
+                             spate_strerror(rc));
+        goto out;
+    }
+    if ((rc = handshake_check_reply(&hp, &nonces, hs, err)) != 0) {
+        spate_error_wrap(err, "BlobServer at %s", server);
         goto out;
     }
     if ((rc = blob_read_all(fd, &status, 1)) != 0) {

@@ -1,9 +1,10 @@
-/* The BlobServer's wire protocol, shared by blob_server.c and blob_cache.c. A
- * client sends one request per connection: "SPBL", version 1, op GET, the
- * 32-byte SHA-256 key, a 16-bit secret length and the secret
- * (security.rpc.secret). The server answers a status byte; OK is followed by
- * a 64-bit size and the bytes, an error by a 16-bit length and a message.
- * Big-endian. */
+/* The BlobServer's wire protocol, shared by blob_server.c and blob_cache.c.
+ * Every connection opens with spate's handshake (rpc/handshake.h, magic
+ * "SPBL": the server's challenge, the client's hello proving
+ * security.rpc.secret, the server's reply); then the client sends one
+ * request: op GET and the 32-byte SHA-256 key. The server answers a status
+ * byte; OK is followed by a 64-bit size and the bytes, an error by a 16-bit
+ * length and a message. Big-endian. */
 #ifndef SPATE_BLOB_BLOB_INT_H
 #define SPATE_BLOB_BLOB_INT_H
 
@@ -14,13 +15,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define BLOB_MAGIC        "SPBL"
-#define BLOB_VERSION      1
+#define BLOB_CLUSTER_ID   "/default"
 #define BLOB_OP_GET       1
 #define BLOB_OK           0
 #define BLOB_NOT_FOUND    1
 #define BLOB_REFUSED      2
-#define BLOB_SECRET_MAX   1024
 #define BLOB_IO_TIMEOUT_S 30
 
 /* "blob_<64 hex digits>": a blob's file name in a store or cache folder. */

@@ -24,6 +24,7 @@
 #include "core/id.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "rpc/handshake.h"
 
 #define BLOB_LOG       "blobserver"
 #define BLOB_MAX_CONNS 64
@@ -189,42 +190,46 @@ blob_send_error(int fd, uint8_t status, const char *msg)
         blob_write_all(fd, msg, len, true);
 }
 
-/* In time independent of where the texts differ. */
-static bool
-blob_secret_equal(const char *given, size_t len, const char *secret)
+/* The handshake (blob_int.h): 0 when the client proved the secret. */
+static int
+blob_handshake(struct blob_server *bs, int fd, const char *peer)
 {
-    unsigned diff = len != strlen(secret);
+    struct handshake_params hp = { HANDSHAKE_MAGIC_BLOB, BLOB_CLUSTER_ID, bs->secret };
+    struct handshake_nonces n;
+    uint8_t msg[HANDSHAKE_SIZE];
+    enum handshake_status st;
+    spate_error err;
 
-    for (size_t i = 0; i < len; i++)
-        diff |= (unsigned char)given[i] ^ (unsigned char)secret[i % (strlen(secret) + 1)];
-    return diff == 0;
+    handshake_encode_challenge(&hp, &n, HANDSHAKE_OK, NULL, msg);
+    if (blob_write_all(fd, msg, sizeof msg, true) != 0 || blob_read_all(fd, msg, sizeof msg) != 0)
+        return SPATE_ECONNRESET;
+    if (handshake_check_hello(&hp, &n, msg, &st, &err) != 0) {
+        SPATE_LOG_WARN(BLOB_LOG, "refused a blob connection from %s: %s", peer, err.message);
+        handshake_encode_reply(&hp, &n, st, err.message, msg);
+        blob_write_all(fd, msg, sizeof msg, true);
+        return SPATE_EPROTO;
+    }
+    handshake_encode_reply(&hp, &n, HANDSHAKE_OK, NULL, msg);
+    return blob_write_all(fd, msg, sizeof msg, true);
 }
 
 static void
-blob_serve(struct blob_server *bs, int fd)
+blob_serve(struct blob_server *bs, int fd, const char *peer)
 {
-    uint8_t head[4 + 1 + 1 + SHA256_BYTES + 2];
-    uint8_t *key = head + 6;
-    char secret[BLOB_SECRET_MAX + 1], path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+    uint8_t req[1 + SHA256_BYTES];
+    const uint8_t *key = req + 1;
+    char path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
     struct blob_entry *e, *gone = NULL;
     spate_error restore_err = { 0 };
-    size_t slen;
     struct stat st;
     int file = -1;
 
-    if (blob_read_all(fd, head, sizeof head) != 0)
+    if (blob_handshake(bs, fd, peer) != 0 || blob_read_all(fd, req, sizeof req) != 0)
         return;
-    if (memcmp(head, BLOB_MAGIC, 4) != 0 || head[4] != BLOB_VERSION || head[5] != BLOB_OP_GET) {
-        SPATE_LOG_WARN(BLOB_LOG, "closing a connection that is not a blob fetch");
-        return;
-    }
-    slen = (size_t)head[4 + 1 + 1 + SHA256_BYTES] << 8 | head[4 + 1 + 1 + SHA256_BYTES + 1];
-    if (slen > BLOB_SECRET_MAX || blob_read_all(fd, secret, slen) != 0)
-        return;
-    secret[slen] = '\0';
-    if (bs->secret != NULL && !blob_secret_equal(secret, slen, bs->secret)) {
-        SPATE_LOG_WARN(BLOB_LOG, "refused a blob fetch: wrong secret");
-        blob_send_error(fd, BLOB_REFUSED, "wrong secret (security.rpc.secret)");
+    if (req[0] != BLOB_OP_GET) {
+        SPATE_LOG_WARN(BLOB_LOG, "closing the blob connection from %s: unknown operation %u", peer,
+                       req[0]);
+        blob_send_error(fd, BLOB_REFUSED, "unknown operation");
         return;
     }
     sha256_hex(key, hex);
@@ -274,6 +279,24 @@ blob_serve(struct blob_server *bs, int fd)
     close(file);
 }
 
+/* A connection over the cap gets a challenge that refuses it (non-blocking:
+ * the accept thread never waits on a client). */
+static void
+blob_refuse_busy(struct blob_server *bs, int fd)
+{
+    struct handshake_params hp = { HANDSHAKE_MAGIC_BLOB, BLOB_CLUSTER_ID, bs->secret };
+    struct handshake_nonces n;
+    uint8_t msg[HANDSHAKE_SIZE];
+    char reason[96];
+
+    SPATE_LOG_WARN(BLOB_LOG, "%d fetches in flight: refusing another", BLOB_MAX_CONNS);
+    snprintf(reason, sizeof reason, "busy: %d fetches in flight", BLOB_MAX_CONNS);
+    handshake_encode_challenge(&hp, &n, HANDSHAKE_BUSY, reason, msg);
+    if (send(fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        /* nothing more to do: the client sees the connection close */
+    }
+}
+
 struct blob_conn {
     struct blob_server *bs;
     int fd;
@@ -285,11 +308,20 @@ blob_conn_main(void *arg)
     struct blob_conn *c = arg;
     struct blob_server *bs = c->bs;
     struct timeval tv = { BLOB_IO_TIMEOUT_S, 0 };
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char peer[80] = "?", ip[64];
 
     log_set_thread_name("blob-conn");
     setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    blob_serve(bs, c->fd);
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)&ss;
+
+        inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof ip);
+        snprintf(peer, sizeof peer, "%s:%d", ip, ntohs(sin->sin_port));
+    }
+    blob_serve(bs, c->fd, peer);
     close(c->fd);
     free(c);
     pthread_mutex_lock(&bs->lock);
@@ -323,8 +355,7 @@ blob_accept_main(void *arg)
         pthread_mutex_lock(&bs->lock);
         if (bs->nconns >= BLOB_MAX_CONNS) {
             pthread_mutex_unlock(&bs->lock);
-            SPATE_LOG_WARN(BLOB_LOG, "%d fetches in flight: refusing another", BLOB_MAX_CONNS);
-            blob_send_error(fd, BLOB_REFUSED, "too many concurrent fetches");
+            blob_refuse_busy(bs, fd);
             close(fd);
             continue;
         }

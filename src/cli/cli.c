@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/cli_cluster.h"
 #include "cli/cli_config.h"
+#include "core/secret.h"
 #include "cli/cli_jobs.h"
 #include "cli/cli_run.h"
 #include "core/alloc.h"
@@ -254,13 +255,32 @@ cli_cmd_version(struct cli_context *ctx)
 static int
 cli_cmd_jobmanager(struct cli_context *ctx)
 {
+    spate_error err = { 0 };
+
+    if (secret_resolve(ctx->conf, &err) != 0) {
+        fprintf(stderr, "spate jobmanager: %s\n", err.message);
+        return 1;
+    }
     return cli_jobmanager(ctx->conf, ctx->argc, ctx->argv);
 }
 
 static int
 cli_cmd_taskmanager(struct cli_context *ctx)
 {
+    spate_error err = { 0 };
+
+    if (secret_resolve(ctx->conf, &err) != 0) {
+        fprintf(stderr, "spate taskmanager: %s\n", err.message);
+        return 1;
+    }
     return cli_taskmanager(ctx->conf, ctx->argc, ctx->argv);
+}
+
+/* A value as `spate config` shows it: secrets masked, as Flink's. */
+static const char *
+cli_shown(const char *key, const char *value)
+{
+    return config_key_is_sensitive(key) && value[0] != '\0' ? CONFIG_HIDDEN : value;
 }
 
 /* One option's effective value and origin, as `spate config` prints it. */
@@ -273,7 +293,7 @@ cli_print_option(const struct config *conf, const struct config_option *opt)
     if (value == NULL)
         printf("# %s: (unset)\n", opt->key);
     else
-        printf("%s: %s  # %s\n", opt->key, value, origin);
+        printf("%s: %s  # %s\n", opt->key, cli_shown(opt->key, value), origin);
 }
 
 static int
@@ -292,7 +312,7 @@ cli_cmd_config(struct cli_context *ctx)
                         opt ? "" : " and is not a spate option");
                 return 1;
             }
-            printf("%s\n", value);
+            printf("%s\n", cli_shown(ctx->argv[i], value));
         }
         return 0;
     }
@@ -304,7 +324,7 @@ cli_cmd_config(struct cli_context *ctx)
 
         config_entry(ctx->conf, i, &k, &v, &o);
         if (config_option_find(k) == NULL)
-            printf("%s: %s  # %s, not a spate option\n", k, v, o);
+            printf("%s: %s  # %s, not a spate option\n", k, cli_shown(k, v), o);
     }
     return 0;
 }

@@ -43,6 +43,7 @@ struct mini_cluster {
     char dispatcher_address[300];
     int start_error;
     spate_error err;
+    struct config *conf; /* the caller's, with this cluster's secret */
 };
 
 /* A TaskManager of the mini cluster is this process: one whose task will
@@ -123,13 +124,32 @@ mc_add_taskmanager(struct mini_cluster *mc, const struct config *conf,
     return 0;
 }
 
+/* Its listeners are on loopback, where other users are: unless the caller
+ * set security.rpc.secret, a random one of this cluster's own guards them. */
+static struct config *
+mc_config(const struct config *caller)
+{
+    struct config *conf = config_copy(caller);
+    char hex[2 * ID_BYTES + 1];
+    spate_id a;
+
+    if (config_is_set(conf, CFG(SECURITY_RPC_SECRET)))
+        return conf;
+    id_random(&a);
+    snprintf(hex, sizeof hex, "%s", id_str(&a).s);
+    config_set(conf, CFG(SECURITY_RPC_SECRET)->key, hex, "random, of this mini cluster");
+    explicit_bzero(hex, sizeof hex);
+    return conf;
+}
+
 int
-mini_cluster_start(const struct config *conf, const struct mini_cluster_options *mo,
+mini_cluster_start(const struct config *caller_conf, const struct mini_cluster_options *mo,
                    struct mini_cluster **out, spate_error *err)
 {
     struct mini_cluster *mc = xcalloc(1, sizeof *mc);
     struct rpc_service_options ro = { 0 };
     struct blob_server_options bo;
+    const struct config *conf;
     int rc;
 
     if (mo->taskmanagers < 1 || mo->slots_per_tm < 1) {
@@ -137,6 +157,8 @@ mini_cluster_start(const struct config *conf, const struct mini_cluster_options 
         return spate_error_set(err, SPATE_EINVAL,
                                "a mini cluster needs at least one TaskManager and one slot");
     }
+    mc->conf = mc_config(caller_conf);
+    conf = mc->conf;
     mc->ntms = mo->taskmanagers;
     mc->tms = xcalloc((size_t)mc->ntms, sizeof *mc->tms);
     if ((rc = rpc_service_options_from_config(conf, &ro, err)) != 0 ||
@@ -232,6 +254,7 @@ mini_cluster_stop(struct mini_cluster *mc)
     ha_services_free(mc->ha);
     blob_server_stop(mc->blobs);
     free(mc->tms);
+    config_free(mc->conf);
     free(mc);
 }
 

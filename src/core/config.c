@@ -885,3 +885,17 @@ config_validate(const struct config *conf, spate_error *err)
     }
     return 0;
 }
+
+bool
+config_key_is_sensitive(const char *key)
+{
+    static const char *const words[] = { "secret", "password", "token", "credentials" };
+    size_t len = strlen(key);
+
+    if (len >= 5 && strcmp(key + len - 5, "-file") == 0)
+        return false; /* a path; its file holds the secret */
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (strcasestr(key, words[i]) != NULL)
+            return true;
+    return false;
+}

@@ -34,6 +34,12 @@ int config_apply_override(struct config *conf, const char *assignment, spate_err
 /* Parses every known key that is set, so that a bad value fails at start-up. */
 int config_validate(const struct config *conf, spate_error *err);
 
+/* Whether key holds a secret (a password, token, secret or credentials, not
+ * a file that holds one): shown as CONFIG_HIDDEN, never passed on a command
+ * line. */
+#define CONFIG_HIDDEN "******"
+bool config_key_is_sensitive(const char *key);
+
 /* The raw value of key, or NULL when unset; valid until the key is set again. */
 const char *config_lookup(const struct config *conf, const char *key);
 /* The value that applies to opt (its key, else its fallback key, else its

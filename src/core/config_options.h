@@ -72,7 +72,11 @@ struct config_option {
     X(RPC_MAX_FRAME_SIZE, "rpc.max-frame-size", MEMORY, "10 mb", 1024, CFG_GB, NULL,               \
       "pekko.framesize", "largest RPC frame accepted or sent")                                     \
     X(SECURITY_RPC_SECRET, "security.rpc.secret", STRING, NULL, 0, 0, NULL, NULL,                  \
-      "shared secret every RPC and data connection must present")                                  \
+      "shared secret every RPC, data and blob connection proves (unset: the secret file; empty: "  \
+      "none)")                                                                                     \
+    X(SECURITY_RPC_SECRET_FILE, "security.rpc.secret-file", STRING, "~/.spate/secret", 0, 0, NULL, \
+      NULL,                                                                                        \
+      "where the secret is read (and made at first start) when security.rpc.secret is unset")      \
     X(HEARTBEAT_INTERVAL, "heartbeat.interval", DURATION, "1 s", 1, CFG_NOLIMIT_HI, NULL, NULL,    \
       "time between heartbeat requests")                                                           \
     X(HEARTBEAT_TIMEOUT, "heartbeat.timeout", DURATION, "5 s", 1, CFG_NOLIMIT_HI, NULL, NULL,      \

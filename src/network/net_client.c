@@ -298,11 +298,26 @@ net_client_on_frame(struct net_conn *c, const struct net_frame *f, const uint8_t
 /* ---- connections to remote producers ---- */
 
 void
+net_client_challenge(struct net_conn *c, const uint8_t *challenge)
+{
+    spate_error err;
+    uv_buf_t buf;
+
+    if (handshake_answer_challenge(&c->env->hs, challenge, &c->nonces, c->hs_out, &err) != 0) {
+        net_conn_close(c, SPATE_EPROTO, "data connection to %s: %s", c->peer, err.message);
+        return;
+    }
+    c->state = CONN_HANDSHAKE;
+    buf = uv_buf_init((char *)c->hs_out, HANDSHAKE_SIZE);
+    uv_write(&c->hs_req, (uv_stream_t *)&c->tcp, &buf, 1, NULL);
+}
+
+void
 net_client_handshake(struct net_conn *c, const uint8_t *reply)
 {
     spate_error err;
 
-    if (handshake_check_reply(&c->env->hs, reply, &err) != 0) {
+    if (handshake_check_reply(&c->env->hs, &c->nonces, reply, &err) != 0) {
         net_conn_close(c, SPATE_EPROTO, "data connection to %s: %s", c->peer, err.message);
         return;
     }
@@ -320,8 +335,6 @@ static void
 client_on_connect(uv_connect_t *req, int status)
 {
     struct net_conn *c = req->handle->data;
-    uv_buf_t buf;
-
     if (status == UV_ECANCELED || c->state == CONN_CLOSING)
         return;
     if (status < 0) {
@@ -330,10 +343,7 @@ client_on_connect(uv_connect_t *req, int status)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
-    c->state = CONN_HANDSHAKE;
-    handshake_encode_hello(&c->env->hs, c->hs_out);
-    buf = uv_buf_init((char *)c->hs_out, HANDSHAKE_SIZE);
-    uv_write(&c->hs_req, (uv_stream_t *)&c->tcp, &buf, 1, NULL);
+    c->state = CONN_CHALLENGE; /* the server speaks first */
     net_conn_read_start(c);
 }
 

@@ -89,7 +89,7 @@ conn_process_stage(struct net_conn *c)
     uint32_t off = 0;
     spate_error err;
 
-    while (c->state == CONN_HANDSHAKE || c->state == CONN_ACTIVE) {
+    while (c->state == CONN_CHALLENGE || c->state == CONN_HANDSHAKE || c->state == CONN_ACTIVE) {
         uint32_t avail = c->stage_len - off;
         const uint8_t *p = c->stage + off;
         struct net_frame f;
@@ -107,7 +107,7 @@ conn_process_stage(struct net_conn *c)
             net_client_end_buffer(c);
             continue;
         }
-        if (c->state == CONN_HANDSHAKE) {
+        if (c->state == CONN_CHALLENGE || c->state == CONN_HANDSHAKE) {
             if (c->is_server && avail >= 4 &&
                 ((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]) !=
                     HANDSHAKE_MAGIC_DATA) {
@@ -122,6 +122,8 @@ conn_process_stage(struct net_conn *c)
             off += HANDSHAKE_SIZE;
             if (c->is_server)
                 net_server_handshake(c, p);
+            else if (c->state == CONN_CHALLENGE)
+                net_client_challenge(c, p);
             else
                 net_client_handshake(c, p);
             continue;

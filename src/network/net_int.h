@@ -222,7 +222,9 @@ void input_gate_fail_channel(struct input_channel *ch, int code, const char *fmt
 #define NET_STAGE_SIZE     4096
 #define NET_COMPRESS_SLOTS 4
 
-enum conn_state { CONN_CONNECTING, CONN_HANDSHAKE, CONN_ACTIVE, CONN_CLOSING };
+/* CONN_CHALLENGE: a client waits for the server's challenge; CONN_HANDSHAKE:
+ * a server waits for the hello, a client for the reply (rpc/handshake.h). */
+enum conn_state { CONN_CONNECTING, CONN_CHALLENGE, CONN_HANDSHAKE, CONN_ACTIVE, CONN_CLOSING };
 enum rx_mode { RX_STAGE, RX_DIRECT, RX_DISCARD };
 
 struct net_reader;
@@ -259,8 +261,11 @@ struct net_conn {
     uint32_t scratch_size;
     /* sending */
     size_t bytes_in_flight;
-    uint8_t hs_out[HANDSHAKE_SIZE];
+    struct handshake_nonces nonces;
+    uint8_t hs_out[HANDSHAKE_SIZE]; /* the challenge (server) or the hello (client) */
     uv_write_t hs_req;
+    uint8_t hs_reply[HANDSHAKE_SIZE]; /* server: the reply */
+    uv_write_t hs_reply_req;
     bool close_after_handshake;
     /* server side (net_server.c) */
     struct hmap readers; /* struct net_reader by receiver */
@@ -298,6 +303,7 @@ void net_server_reader_available(struct net_cmd *cmd);
 void net_server_conn_closing(struct net_conn *c, const char *why);
 
 /* The client side (net_client.c): this TaskManager's remote channels. */
+void net_client_challenge(struct net_conn *c, const uint8_t *challenge);
 void net_client_handshake(struct net_conn *c, const uint8_t *reply);
 void net_client_on_frame(struct net_conn *c, const struct net_frame *f, const uint8_t *body);
 /* A BUFFER header arrived: where its body goes; its body is complete. */

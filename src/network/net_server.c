@@ -316,16 +316,16 @@ net_server_handshake(struct net_conn *c, const uint8_t *hello)
     spate_error err;
     uv_buf_t buf;
 
-    if (handshake_check_hello(&c->env->hs, hello, &st, &err) != 0) {
+    if (handshake_check_hello(&c->env->hs, &c->nonces, hello, &st, &err) != 0) {
         SPATE_LOG_WARN(NET_LOG, "dropping data connection from %s: %s", c->peer, err.message);
-        handshake_encode_reply(&c->env->hs, st, err.message, c->hs_out);
+        handshake_encode_reply(&c->env->hs, &c->nonces, st, err.message, c->hs_reply);
         c->close_after_handshake = true;
     } else {
-        handshake_encode_reply(&c->env->hs, HANDSHAKE_OK, NULL, c->hs_out);
+        handshake_encode_reply(&c->env->hs, &c->nonces, HANDSHAKE_OK, NULL, c->hs_reply);
         c->state = CONN_ACTIVE;
     }
-    buf = uv_buf_init((char *)c->hs_out, HANDSHAKE_SIZE);
-    uv_write(&c->hs_req, (uv_stream_t *)&c->tcp, &buf, 1, NULL);
+    buf = uv_buf_init((char *)c->hs_reply, HANDSHAKE_SIZE);
+    uv_write(&c->hs_reply_req, (uv_stream_t *)&c->tcp, &buf, 1, NULL);
     if (c->close_after_handshake)
         net_conn_close(c, SPATE_EPROTO, "handshake refused");
 }
@@ -361,6 +361,12 @@ net_server_on_connection(uv_stream_t *server, int status)
         }
     }
     c->state = CONN_HANDSHAKE;
+    handshake_encode_challenge(&env->hs, &c->nonces, HANDSHAKE_OK, NULL, c->hs_out);
+    {
+        uv_buf_t buf = uv_buf_init((char *)c->hs_out, HANDSHAKE_SIZE);
+
+        uv_write(&c->hs_req, (uv_stream_t *)&c->tcp, &buf, 1, NULL);
+    }
     net_conn_read_start(c);
 }
 

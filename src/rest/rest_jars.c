@@ -392,8 +392,10 @@ rest_pipe(int fds[2])
 }
 
 /* `spate job-graph` for the jar with the program's arguments: the
- * JobManager's configuration as -D, then flinkConfiguration. par is the
- * caller's storage for -p. Free with rest_child_argv_free. */
+ * JobManager's configuration as -D (but no secret: a command line is
+ * world-readable in /proc, and the plan needs none), then
+ * flinkConfiguration. par is the caller's storage for -p. Free with
+ * rest_child_argv_free. */
 static char **
 rest_child_argv(struct rest_server *rs, const char *jar, const struct rest_program *prog,
                 char par[16])
@@ -408,6 +410,8 @@ rest_child_argv(struct rest_server *rs, const char *jar, const struct rest_progr
         const char *k, *v, *origin;
 
         config_entry(rs->conf, i, &k, &v, &origin);
+        if (config_key_is_sensitive(k))
+            continue;
         argv[n++] = "-D";
         argv[n++] = xasprintf("%s=%s", k, v);
     }
@@ -430,10 +434,11 @@ rest_child_argv(struct rest_server *rs, const char *jar, const struct rest_progr
 }
 
 static void
-rest_child_argv_free(struct rest_server *rs, const struct rest_program *prog, char **argv)
+rest_child_argv_free(char **argv)
 {
-    for (size_t i = 1; i <= config_count(rs->conf) + (size_t)prog->nconf; i++)
-        free(argv[2 * i]); /* the -D values */
+    /* The -D values, up to the command. */
+    for (size_t i = 1; strcmp(argv[i], "job-graph") != 0; i += 2)
+        free(argv[i + 1]);
     free(argv);
 }
 
@@ -622,7 +627,7 @@ out:
         if (errp[i] >= 0)
             close(errp[i]);
     }
-    rest_child_argv_free(rs, prog, argv);
+    rest_child_argv_free(argv);
     free(envp);
     return rc;
 }

@@ -192,8 +192,9 @@ conn_flush_dirty(struct rpc_service *svc)
                 conn_local_deliver(c);
             continue;
         }
-        if (c->state == CONN_RESOLVING || c->state == CONN_CONNECTING || c->writing)
-            continue; /* flushed when connected or when the write completes */
+        if (c->state == CONN_RESOLVING || c->state == CONN_CONNECTING ||
+            c->state == CONN_CHALLENGE || c->writing)
+            continue; /* flushed when the challenge is answered or the write completes */
         if (c->olen > 0)
             conn_write(c);
         if (c->state == CONN_CLOSING && c->olen == 0 && !c->writing)
@@ -351,7 +352,7 @@ conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
                        "connection %s %s closed by the peer in a truncated %s (%zu bytes of it "
                        "arrived)",
                        c->outgoing ? "to" : "from", c->peer,
-                       c->state == CONN_HANDSHAKE ? "handshake" : "frame", c->rlen);
+                       c->state == CONN_OPEN ? "frame" : "handshake", c->rlen);
             return;
         }
         conn_close(c, LOG_LEVEL_INFO, "connection %s %s lost: %s", c->outgoing ? "to" : "from",
@@ -362,16 +363,28 @@ conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     conn_process(c);
 }
 
-/* The first HANDSHAKE_SIZE bytes of a connection: the client's hello on the
- * server side, the server's reply on the client side. */
+/* One handshake message in: the server's challenge or reply on the client
+ * side, the client's hello on the server side (handshake.h). */
 static int
-conn_handshake(struct rpc_conn *c)
+conn_handshake(struct rpc_conn *c, const uint8_t *in)
 {
     spate_error err = { 0 };
     enum handshake_status status;
 
+    if (c->outgoing && c->state == CONN_CHALLENGE) {
+        /* The hello goes in the slot conn_get kept before the queued frames. */
+        if (handshake_answer_challenge(&c->svc->hs, in, &c->nonces, c->obuf, &err) != 0) {
+            conn_close(c, LOG_LEVEL_WARN, "connection to %s closed: %s", c->peer, err.message);
+            return SPATE_EPROTO;
+        }
+        c->state = CONN_HANDSHAKE;
+        if (!list_linked(&c->dirty_node))
+            list_push_back(&c->svc->dirty, &c->dirty_node);
+        rpc_service_wake(c->svc);
+        return 0;
+    }
     if (c->outgoing) {
-        if (handshake_check_reply(&c->svc->hs, c->rbuf, &err) != 0) {
+        if (handshake_check_reply(&c->svc->hs, &c->nonces, in, &err) != 0) {
             conn_close(c, LOG_LEVEL_WARN, "connection to %s closed: %s", c->peer, err.message);
             return SPATE_EPROTO;
         }
@@ -379,16 +392,17 @@ conn_handshake(struct rpc_conn *c)
         return 0;
     }
     list_remove(&c->hs_node);
-    if (handshake_check_hello(&c->svc->hs, c->rbuf, &status, &err) != 0) {
-        handshake_encode_reply(&c->svc->hs, status, err.message, conn_reserve(c, HANDSHAKE_SIZE));
+    if (handshake_check_hello(&c->svc->hs, &c->nonces, in, &status, &err) != 0) {
+        handshake_encode_reply(&c->svc->hs, &c->nonces, status, err.message,
+                               conn_reserve(c, HANDSHAKE_SIZE));
         conn_commit(c, HANDSHAKE_SIZE);
         conn_close_after_flush(c, "refused rpc connection from %s: %s", c->peer, err.message);
         return SPATE_EPROTO;
     }
-    handshake_encode_reply(&c->svc->hs, HANDSHAKE_OK, NULL, conn_reserve(c, HANDSHAKE_SIZE));
+    handshake_encode_reply(&c->svc->hs, &c->nonces, HANDSHAKE_OK, NULL,
+                           conn_reserve(c, HANDSHAKE_SIZE));
     conn_commit(c, HANDSHAKE_SIZE);
     c->state = CONN_OPEN;
-    list_remove(&c->hs_node);
     return 0;
 }
 
@@ -400,12 +414,12 @@ conn_process(struct rpc_conn *c)
     struct frame fr;
     int rc;
 
-    if (c->state == CONN_HANDSHAKE) {
-        if (c->rlen < HANDSHAKE_SIZE)
+    while (c->state == CONN_CHALLENGE || c->state == CONN_HANDSHAKE) {
+        if (c->rlen - off < HANDSHAKE_SIZE)
+            break;
+        if (conn_handshake(c, c->rbuf + off) != 0)
             return;
-        if (conn_handshake(c) != 0)
-            return;
-        off = HANDSHAKE_SIZE;
+        off += HANDSHAKE_SIZE;
     }
     while (c->state == CONN_OPEN) {
         rc = frame_decode(c->rbuf + off, c->rlen - off, c->svc->max_frame_bytes, &fr, &err);
@@ -468,12 +482,10 @@ conn_on_connect(uv_connect_t *req, int status)
         conn_close(c, LOG_LEVEL_DEBUG, "cannot connect to %s: %s", c->peer, uv_strerror(status));
         return;
     }
-    c->state = CONN_HANDSHAKE;
+    /* The hello and what was queued meanwhile wait for the server's
+     * challenge. */
+    c->state = CONN_CHALLENGE;
     conn_start_reading(c);
-    /* The hello and what was queued meanwhile go out this turn. */
-    if (!list_linked(&c->dirty_node))
-        list_push_back(&c->svc->dirty, &c->dirty_node);
-    rpc_service_wake(c->svc);
 }
 
 static void
@@ -526,7 +538,8 @@ conn_get(struct rpc_service *svc, const char *peer)
     c = conn_new(svc, true, peer);
     uv_tcp_init(&svc->loop, &c->tcp);
     hmap_insert(&svc->pool, &c->pool_node, h == 0 ? 1 : h);
-    handshake_encode_hello(&svc->hs, conn_reserve(c, HANDSHAKE_SIZE));
+    /* The hello's slot, filled in when the server's challenge comes. */
+    memset(conn_reserve(c, HANDSHAKE_SIZE), 0, HANDSHAKE_SIZE);
     c->olen += HANDSHAKE_SIZE;
     c->state = CONN_RESOLVING;
 
@@ -600,6 +613,9 @@ conn_accept(struct rpc_service *svc)
     }
     c->state = CONN_HANDSHAKE;
     c->accepted_ms = uv_now(&svc->loop);
+    handshake_encode_challenge(&svc->hs, &c->nonces, HANDSHAKE_OK, NULL,
+                               conn_reserve(c, HANDSHAKE_SIZE));
+    conn_commit(c, HANDSHAKE_SIZE);
     if (list_empty(&svc->handshaking))
         uv_timer_start(&svc->handshake_timer, conn_on_handshake_timer,
                        (uint64_t)svc->handshake_timeout_ms, 0);

@@ -288,7 +288,17 @@ endpoint_on_request(struct rpc_conn *c, const struct frame *fr)
         conn_close_after_flush(c, "closing rpc connection from %s: %s", c->peer, reason);
         return;
     }
-    if (m->fenced && ep->fenced && !id_equal(&fr->token, &ep->fencing_token)) {
+    if (m->fence == RPC_FENCE_LOCAL && !c->local) {
+        /* A control of the cluster from another process: never served. */
+        snprintf(reason, sizeof reason,
+                 "refused %s from %s: only the process of '%s' may call it (use the REST API)",
+                 m->name, c->peer, ep->name);
+        SPATE_LOG_WARN("rpc", "%s", reason);
+        if (ask)
+            send_error(c, fr->method, fr->call_id, SPATE_EPERM, reason);
+        return;
+    }
+    if (m->fence == RPC_FENCE_TOKEN && ep->fenced && !id_equal(&fr->token, &ep->fencing_token)) {
         snprintf(reason, sizeof reason,
                  "fencing token %s rejected by '%s' for %s (its token is %s)", id_str(&fr->token).s,
                  ep->name, m->name, id_str(&ep->fencing_token).s);

@@ -2,7 +2,13 @@
  * TaskExecutorGateway, JobMasterGateway, DispatcherGateway): one line per
  * method, with the messages of proto/cluster.proto. Only the typed stubs
  * live here, below both sides; the logic is in src/jobmanager/ and
- * src/taskmanager/. Protocol ids: 3 RM, 4 TE, 5 JM, 6 Dispatcher. */
+ * src/taskmanager/. Protocol ids: 3 RM, 4 TE, 5 JM, 6 Dispatcher.
+ *
+ * Fencing (endpoint.h's enum rpc_fence): every connection is authenticated
+ * by its handshake (security.rpc.secret); FENCED methods also need the
+ * endpoint's current fencing token; LOCAL ones, the controls that change the
+ * cluster behind the REST API (submit, cancel, savepoints, shutdown), are
+ * served to this process only. */
 #ifndef SPATE_RPC_GATEWAYS_H
 #define SPATE_RPC_GATEWAYS_H
 
@@ -41,8 +47,8 @@
       Cluster__ResourceOverview, cluster__resource_overview)                                       \
     X(P, request_task_managers, 10, ASK, UNFENCED, Cluster__TaskManagerQuery,                      \
       cluster__task_manager_query, Cluster__TaskManagerInfos, cluster__task_manager_infos)         \
-    X(P, stop_cluster, 11, ASK, UNFENCED, Cluster__StopCluster, cluster__stop_cluster,             \
-      Cluster__Ack, cluster__ack)
+    X(P, stop_cluster, 11, ASK, LOCAL, Cluster__StopCluster, cluster__stop_cluster, Cluster__Ack,  \
+      cluster__ack)
 RPC_PROTOCOL_DECLARE(rm, RM_METHODS)
 
 #define TE_METHODS(X, P)                                                                           \
@@ -94,13 +100,12 @@ RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
       cluster__jobs_overview)                                                                      \
     X(P, request_job, 2, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__JobInfo,         \
       cluster__job_info)                                                                           \
-    X(P, shutdown_cluster, 3, ASK, UNFENCED, Cluster__StopCluster, cluster__stop_cluster,          \
+    X(P, shutdown_cluster, 3, ASK, LOCAL, Cluster__StopCluster, cluster__stop_cluster,             \
       Cluster__Ack, cluster__ack)                                                                  \
     X(P, request_cluster_overview, 4, ASK, UNFENCED, Cluster__Ack, cluster__ack,                   \
       Cluster__ClusterOverview, cluster__cluster_overview)                                         \
-    X(P, cancel_job, 5, ASK, UNFENCED, Cluster__JobId, cluster__job_id, Cluster__Ack,              \
-      cluster__ack)                                                                                \
-    X(P, submit_job, 6, ASK, UNFENCED, Cluster__JobSubmission, cluster__job_submission,            \
+    X(P, cancel_job, 5, ASK, LOCAL, Cluster__JobId, cluster__job_id, Cluster__Ack, cluster__ack)   \
+    X(P, submit_job, 6, ASK, LOCAL, Cluster__JobSubmission, cluster__job_submission,               \
       Cluster__JobId, cluster__job_id)                                                             \
     X(P, request_job_details, 7, ASK, UNFENCED, Cluster__JobId, cluster__job_id,                   \
       Cluster__JobDetails, cluster__job_details)                                                   \
@@ -108,13 +113,13 @@ RPC_PROTOCOL_DECLARE(jm, JM_METHODS)
       cluster__job_vertex_query, Cluster__JobVertices, cluster__job_vertices)                      \
     X(P, request_checkpoint_stats, 9, ASK, UNFENCED, Ckstats__StatsRequest,                        \
       ckstats__stats_request, Ckstats__CheckpointingStats, ckstats__checkpointing_stats)           \
-    X(P, trigger_checkpoint, 10, ASK, UNFENCED, Ckstats__TriggerRequest, ckstats__trigger_request, \
+    X(P, trigger_checkpoint, 10, ASK, LOCAL, Ckstats__TriggerRequest, ckstats__trigger_request,    \
       Ckstats__TriggerReply, ckstats__trigger_reply)                                               \
     X(P, checkpoint_trigger_status, 11, ASK, UNFENCED, Ckstats__TriggerStatusRequest,              \
       ckstats__trigger_status_request, Ckstats__TriggerStatus, ckstats__trigger_status)            \
-    X(P, trigger_savepoint, 12, ASK, UNFENCED, Ckstats__SavepointRequest,                          \
-      ckstats__savepoint_request, Ckstats__TriggerReply, ckstats__trigger_reply)                   \
-    X(P, dispose_savepoint, 13, ASK, UNFENCED, Ckstats__DisposeRequest, ckstats__dispose_request,  \
+    X(P, trigger_savepoint, 12, ASK, LOCAL, Ckstats__SavepointRequest, ckstats__savepoint_request, \
+      Ckstats__TriggerReply, ckstats__trigger_reply)                                               \
+    X(P, dispose_savepoint, 13, ASK, LOCAL, Ckstats__DisposeRequest, ckstats__dispose_request,     \
       Ckstats__TriggerReply, ckstats__trigger_reply)                                               \
     X(P, dispose_status, 14, ASK, UNFENCED, Ckstats__DisposeStatusRequest,                         \
       ckstats__dispose_status_request, Ckstats__TriggerStatus, ckstats__trigger_status)

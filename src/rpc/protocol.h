@@ -23,8 +23,9 @@
 #include "rpc/endpoint.h"
 #include "rpc/gateway.h"
 
-#define RPC__FENCED_FENCED   1
-#define RPC__FENCED_UNFENCED 0
+#define RPC__FENCED_FENCED   RPC_FENCE_TOKEN
+#define RPC__FENCED_UNFENCED RPC_FENCE_NONE
+#define RPC__FENCED_LOCAL    RPC_FENCE_LOCAL
 #define RPC__TELL_ASK        0
 #define RPC__TELL_TELL       1
 

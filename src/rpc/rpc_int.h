@@ -100,7 +100,8 @@ void rpc_service_peer_lost(struct rpc_service *svc, const char *peer, const char
 enum conn_state {
     CONN_RESOLVING,
     CONN_CONNECTING,
-    CONN_HANDSHAKE, /* connected; the hello or its reply is still due */
+    CONN_CHALLENGE, /* client: connected; the server's challenge is due, output waits */
+    CONN_HANDSHAKE, /* server: the client's hello is due; client: the server's reply */
     CONN_OPEN,
     CONN_CLOSING, /* flushing a last message, then closing */
     CONN_CLOSED,
@@ -119,6 +120,7 @@ struct rpc_conn {
     struct list_node dirty_node; /* svc->dirty */
     struct list_node hs_node;    /* svc->handshaking */
     uint64_t accepted_ms;
+    struct handshake_nonces nonces;
     struct list_node calls; /* pending asks sent on this connection */
     int refs;               /* calls being served hold one each */
 

@@ -132,13 +132,16 @@ class NetworkTest(SpateTestCase):
         s = socket.create_connection(("127.0.0.1", port), timeout=20)
         try:
             if read_reply:
-                s.sendall(payload[0])
-                got = b""
-                while len(got) < 256:
-                    chunk = s.recv(256 - len(got))
-                    self.assertTrue(chunk, "closed during the handshake")
-                    got += chunk
-                self.assertEqual(got[6], 0, "handshake refused")
+                # The server's challenge, our hello, the server's reply.
+                for i in range(2):
+                    if i == 1:
+                        s.sendall(payload[0])
+                    got = b""
+                    while len(got) < 256:
+                        chunk = s.recv(256 - len(got))
+                        self.assertTrue(chunk, "closed during the handshake")
+                        got += chunk
+                    self.assertEqual(got[6], 0, "handshake refused")
                 payload = payload[1]
             s.sendall(payload)
             while True:
@@ -160,8 +163,8 @@ class NetworkTest(SpateTestCase):
                  what="the log line")
         self.assertIn("not a spate data connection", prod.err())
         # A correct handshake, then a frame of an unknown type.
-        hello = (struct.pack(">IHBB", 0x53504454, 1, 0, 0) + b"/default".ljust(64, b"\0")
-                 + bytes(32 + 152))
+        hello = (struct.pack(">IHBB", 0x53504454, 2, 0, 0) + b"/default".ljust(64, b"\0")
+                 + os.urandom(32) + bytes(32 + 120))
         frame = struct.pack("<IBBHIIiI", 0, 99, 0, 0, 0, 0, 0, 0)
         self.garbage(port, (hello, frame + os.urandom(100)), read_reply=True)
         wait_for(lambda: "unknown frame type 99" in prod.err(), what="the log line")

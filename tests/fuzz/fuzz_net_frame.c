@@ -25,6 +25,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct record_deserializer d;
     struct net_frame f;
     enum handshake_status st;
+    struct handshake_nonces n;
+    uint8_t hello[HANDSHAKE_SIZE];
     spate_error err;
     size_t off = 0;
 
@@ -33,8 +35,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         net_frame_decode(data + i, 1, 32768, &f, &err);
     }
     if (size >= HANDSHAKE_SIZE) {
-        handshake_check_hello(&hs, data, &st, &err);
-        handshake_check_reply(&hs, data, &err);
+        memset(&n, 0x22, sizeof n);
+        handshake_answer_challenge(&hs, data, &n, hello, &err);
+        handshake_check_hello(&hs, &n, data, &st, &err);
+        handshake_check_reply(&hs, &n, data, &err);
     }
     /* First byte: how long each buffer is (1..256 bytes), then the stream. */
     if (size < 1)

@@ -18,12 +18,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const struct handshake_params plain = { HANDSHAKE_MAGIC_RPC, "spate", NULL };
     static const struct handshake_params secret = { HANDSHAKE_MAGIC_RPC, "spate", "s3cret" };
     enum handshake_status status;
+    struct handshake_nonces n;
+    uint8_t hello[HANDSHAKE_SIZE];
     size_t off = 0;
 
+    /* The authentication paths: a challenge answered, a hello and a reply
+     * checked, with and without a secret (the HMAC proofs). */
+    memset(&n, 0x11, sizeof n);
     if (size >= HANDSHAKE_SIZE) {
-        handshake_check_hello(&plain, data, &status, NULL);
-        handshake_check_hello(&secret, data, &status, NULL);
-        handshake_check_reply(&plain, data, NULL);
+        handshake_answer_challenge(&plain, data, &n, hello, NULL);
+        handshake_answer_challenge(&secret, data, &n, hello, NULL);
+        handshake_check_hello(&plain, &n, data, &status, NULL);
+        handshake_check_hello(&secret, &n, data, &status, NULL);
+        handshake_check_reply(&plain, &n, data, NULL);
+        handshake_check_reply(&secret, &n, data, NULL);
         /* The rest is a frame stream, as on a connection after its hello. */
         if (data[0] == 'S')
             off = HANDSHAKE_SIZE;

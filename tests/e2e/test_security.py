@@ -1,0 +1,296 @@
+"""Security end to end: the challenge-response handshake of RPC, data and
+blob connections (a replayed handshake captured from a real one is refused),
+control frames from unauthenticated or remote peers refused with a clear log
+line while the cluster keeps running, and no secret on a command line or in
+`spate config`'s output."""
+
+import hashlib
+import hmac
+import os
+import re
+import socket
+import struct
+import threading
+import unittest
+
+from clustertest import ClusterTestCase, wait_for
+
+HS = 256
+MAGIC_RPC = 0x53505243
+MAGIC_DATA = 0x53504454
+MAGIC_BLOB = 0x5350424C
+
+
+def read_exactly(s, n):
+    got = b""
+    while len(got) < n:
+        chunk = s.recv(n - len(got))
+        if not chunk:
+            raise ConnectionError(f"closed after {len(got)} of {n} bytes")
+        got += chunk
+    return got
+
+
+def read_to_eof(s):
+    """Everything until the peer closes (the connection must be closed)."""
+    got = b""
+    while True:
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:
+            return got
+        if not chunk:
+            return got
+        got += chunk
+
+
+def proof(secret, label, magic, cluster, ns, nc):
+    msg = (label.ljust(16, b"\0") + struct.pack(">I", magic) + cluster.ljust(64, b"\0")
+           + ns + nc)
+    return hmac.new(secret, msg, hashlib.sha256).digest()
+
+
+def hello(challenge, magic=MAGIC_RPC, cluster=b"spate", secret=None):
+    """The hello answering challenge: with the proof of secret, or none."""
+    ns = challenge[72:104]
+    nc = os.urandom(32)
+    flags = 1 if secret else 0
+    p = proof(secret, b"spate-hs2 client", magic, cluster, ns, nc) if secret else bytes(32)
+    return (struct.pack(">IHBB", magic, 2, 0, flags) + cluster.ljust(64, b"\0") + nc + p
+            + bytes(120))
+
+
+def frame(kind, method, target, payload=b"", call_id=7):
+    """An RPC frame: kind 1 ask, 2 tell."""
+    t = target.encode()
+    body = struct.pack(">BBHQ", 1, kind, method, call_id) + bytes(16) + bytes([len(t)]) + t
+    return struct.pack(">I", len(body) + len(payload)) + body + payload
+
+
+def job_id_payload(jid):
+    return b"\x0a\x10" + bytes.fromhex(jid)
+
+
+# The control frames of issue 29, each as an unauthenticated peer would send
+# them: (what, method id, endpoint, payload or a function of the job id).
+DISPATCHER_SHUTDOWN = (0x0603, "dispatcher")
+DISPATCHER_CANCEL = (0x0605, "dispatcher")
+RM_REGISTER = (0x0301, "resourcemanager")
+TE_STOP = (0x0405, None)  # the TaskExecutor's own name
+
+
+class Recorder:
+    """A TCP proxy that records what clients send through it."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sent = []  # bytes each client sent, per connection
+        self.lock = threading.Lock()
+        self.stopped = False
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while not self.stopped:
+            try:
+                c, _ = self.listener.accept()
+            except OSError:
+                return
+            u = socket.create_connection(("127.0.0.1", self.target))
+            with self.lock:
+                self.sent.append(bytearray())
+                rec = self.sent[-1]
+            threading.Thread(target=self.pipe, args=(c, u, rec), daemon=True).start()
+            threading.Thread(target=self.pipe, args=(u, c, None), daemon=True).start()
+
+    @staticmethod
+    def pipe(a, b, rec):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                if rec is not None:
+                    rec.extend(d)
+                b.sendall(d)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if rec is not None:
+            a.close()  # each pair's recording pipe closes both
+            b.close()
+
+    def close(self):
+        self.stopped = True
+        self.listener.close()
+
+
+class SecurityTest(ClusterTestCase):
+
+    def setUp(self):
+        super().setUp()
+        # A secret file of this test's own, made by the first daemon.
+        self.secret_file = os.path.join(self.tmp, "home", ".spate", "secret")
+        self.conf = ["-D", f"security.rpc.secret-file={self.secret_file}"]
+
+    def secret(self):
+        with open(self.secret_file, "rb") as f:
+            return f.read().strip()
+
+    def start_cluster(self, taskmanagers=1, slots=2):
+        jm = self.start_jobmanager(*self.conf)
+        tms = [self.start_taskmanager(*self.conf, slots=slots) for _ in range(taskmanagers)]
+        self.wait_overview(taskmanagers)
+        return jm, tms
+
+    def te_address(self, tm):
+        m = tm.wait_log(r"TaskExecutor [0-9a-f]+ started at 127\.0\.0\.1:(\d+)/(\S+) with")
+        return int(m.group(1)), m.group(2)
+
+    def connect(self, port):
+        s = socket.create_connection(("127.0.0.1", port), timeout=20)
+        return s, read_exactly(s, HS)
+
+    def test_the_secret_file_is_made_private_and_shared(self):
+        jm, tms = self.start_cluster()
+        st = os.stat(self.secret_file)
+        self.assertEqual(st.st_mode & 0o777, 0o600)
+        self.assertGreaterEqual(len(self.secret()), 32)
+        # spate config masks it; nothing prints the value.
+        r = self.spate(*self.conf, "-D", f"security.rpc.secret={self.secret().decode()}",
+                       "config")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("security.rpc.secret: ******", r.stdout)
+        self.assertNotIn(self.secret().decode(), r.stdout)
+        r = self.spate("-D", "security.rpc.secret=abc", "config", "security.rpc.secret")
+        self.assertEqual(r.stdout.strip(), "******")
+        # No process of the cluster has it on its command line.
+        for p in [jm, *tms]:
+            with open(f"/proc/{p.pid}/cmdline", "rb") as f:
+                self.assertNotIn(self.secret(), f.read())
+
+    def test_a_secret_file_others_can_read_is_refused(self):
+        os.makedirs(os.path.dirname(self.secret_file))
+        with open(self.secret_file, "w") as f:
+            f.write("an old secret\n")
+        os.chmod(self.secret_file, 0o644)
+        r = self.spate(*self.conf, "taskmanager")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("may be read by others (mode 0644", r.stderr)
+        self.assertIn("chmod 600", r.stderr)
+
+    def test_a_replayed_handshake_is_refused(self):
+        jm = self.start_jobmanager(*self.conf)
+        rec = Recorder(self.rpc_port)
+        self.addCleanup(rec.close)
+        # A real TaskManager registers through the recording proxy.
+        self.start_taskmanager(*self.conf, rpc_port=rec.port)
+        self.wait_overview(1)
+        with rec.lock:
+            captured = bytes(rec.sent[0])
+        self.assertGreater(len(captured), HS, "the TaskManager sent its hello and frames")
+        self.assertNotIn(self.secret(), captured, "the secret went over the wire")
+        # The attacker replays the hello and the registration that followed.
+        s, challenge = self.connect(self.rpc_port)
+        self.assertEqual(challenge[6], 0)
+        s.sendall(captured)
+        reply = read_to_eof(s)
+        s.close()
+        self.assertGreaterEqual(len(reply), HS)
+        self.assertNotEqual(reply[6], 0, "the replay was accepted")
+        self.assertIn(b"replayed", reply[136:])
+        jm.wait_log(r"refused rpc connection from 127\.0\.0\.1:\d+: peer's proof does not match "
+                    r"security\.rpc\.secret \(a wrong secret, or a replayed handshake\)")
+        self.assertTrue(jm.alive())
+        self.assertEqual(self.overview()["taskmanagers"], 1)
+
+    def unauthenticated(self, port, method, target, payload, proc, secret=None):
+        """Sends a hello without proof (or with a wrong secret's) and the
+        control frame after it; the connection must be refused before it."""
+        s, challenge = self.connect(port)
+        kind = 2 if method == TE_STOP[0] else 1
+        s.sendall(hello(challenge, secret=secret) + frame(kind, method, target, payload))
+        reply = read_to_eof(s)
+        s.close()
+        self.assertGreaterEqual(len(reply), HS)
+        self.assertNotEqual(reply[6], 0)
+        self.assertEqual(len(reply), HS, "the frame was answered")
+        proc.wait_log(r"refused rpc connection from 127\.0\.0\.1:\d+: peer")
+
+    def test_control_frames_of_unauthenticated_peers_are_refused(self):
+        jm, (tm,) = self.start_cluster()
+        jid = self.submit_job(1, "--run-ms", "600000")
+        wait_for(lambda: self.job(jid)["state"] == "RUNNING", 60, "the job running")
+        te_port, te_name = self.te_address(tm)
+        attacks = [(self.rpc_port, *DISPATCHER_SHUTDOWN, b"", jm),
+                   (self.rpc_port, *DISPATCHER_CANCEL, job_id_payload(jid), jm),
+                   (self.rpc_port, *RM_REGISTER, b"", jm),
+                   (te_port, TE_STOP[0], te_name, b"", tm)]
+        for port, method, target, payload, proc in attacks:
+            before = proc.count(r"refused rpc connection from")
+            self.unauthenticated(port, method, target, payload, proc)
+            self.unauthenticated(port, method, target, payload, proc, secret=b"a guess")
+            wait_for(lambda: proc.count(r"refused rpc connection from") >= before + 2, 10,
+                     "both refusals logged")
+        self.assertIn("peer presented no proof of the shared secret", jm.text())
+        self.assertIn("peer's proof does not match security.rpc.secret", tm.text())
+        # Nothing happened: both processes up, the job runs, the TaskManager
+        # is still the only one.
+        self.assertTrue(jm.alive() and tm.alive())
+        self.assertEqual(self.job(jid)["state"], "RUNNING")
+        self.assertEqual(self.overview()["taskmanagers"], 1)
+
+    def test_cluster_controls_are_served_to_their_own_process_only(self):
+        jm, (tm,) = self.start_cluster()
+        jid = self.submit_job(1, "--run-ms", "600000")
+        wait_for(lambda: self.job(jid)["state"] == "RUNNING", 60, "the job running")
+        # Even a peer that knows the secret (a TaskManager) cannot stop the
+        # cluster or cancel a job over RPC: that is the REST API's.
+        for method, payload in [(DISPATCHER_SHUTDOWN[0], b""),
+                                (DISPATCHER_CANCEL[0], job_id_payload(jid))]:
+            s, challenge = self.connect(self.rpc_port)
+            s.sendall(hello(challenge, secret=self.secret()) +
+                      frame(1, method, "dispatcher", payload))
+            reply = read_exactly(s, HS)
+            self.assertEqual(reply[6], 0, reply[136:])
+            head = read_exactly(s, 33)
+            self.assertEqual(head[5], 4, "an error frame")
+            s.close()
+        jm.wait_log(r"refused dispatcher\.shutdown_cluster from 127\.0\.0\.1:\d+: only the "
+                    r"process of 'dispatcher' may call it")
+        jm.wait_log(r"refused dispatcher\.cancel_job from")
+        self.assertTrue(jm.alive() and tm.alive())
+        self.assertEqual(self.job(jid)["state"], "RUNNING")
+
+    def test_data_and_blob_ports_refuse_an_unauthenticated_peer(self):
+        jm, (tm,) = self.start_cluster()
+        data_port = int(tm.wait_log(r"data port [\d.]+:(\d+)").group(1))
+        s, challenge = self.connect(data_port)
+        self.assertEqual(struct.unpack(">I", challenge[:4])[0], MAGIC_DATA)
+        s.sendall(hello(challenge, magic=MAGIC_DATA, cluster=b"/default"))
+        reply = read_to_eof(s)
+        s.close()
+        self.assertNotEqual(reply[6], 0)
+        tm.wait_log(r"dropping data connection from 127\.0\.0\.1:\d+: peer presented no proof")
+        # The BlobServer: same handshake, same refusal.
+        blob_port = int(jm.wait_log(r"BlobServer at 127\.0\.0\.1:(\d+)").group(1))
+        s, challenge = self.connect(blob_port)
+        self.assertEqual(struct.unpack(">I", challenge[:4])[0], MAGIC_BLOB)
+        s.sendall(hello(challenge, magic=MAGIC_BLOB, cluster=b"/default", secret=b"wrong")
+                  + b"\x01" + bytes(32))
+        reply = read_to_eof(s)
+        s.close()
+        self.assertNotEqual(reply[6], 0)
+        jm.wait_log(r"refused a blob connection from 127\.0\.0\.1:\d+: peer's proof does not")
+        # The cluster still runs jobs (their libraries come from the BlobServer).
+        jid = self.submit_job(1, "--run-ms", "100")
+        wait_for(lambda: self.job(jid)["state"] == "FINISHED", 60, "the job finished")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
