@@ -10,10 +10,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "cli/cli_leader.h"
 #include "cli/rest_client.h"
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/secret.h"
 
 #define RC_CONNECT_MS 5000
 #define RC_ANSWER_MAX (64 << 20)
@@ -22,6 +25,48 @@
  * to wait for a leader (a failover takes a session timeout or so) */
 #define RC_HA_ZOOKEEPER 2
 #define RC_LEADER_MS    30000
+
+/* The first token or user:password line of a file (the server's own
+ * files, shared by its user): written into out. */
+static bool
+rc_first_line(const char *path, char *out, size_t cap)
+{
+    char *text = xmalloc(64 * 1024), *save = NULL, *line;
+    bool found = false;
+
+    if (secret_file_read(path, text, 64 * 1024, NULL) == 0) {
+        for (line = strtok_r(text, "\r\n", &save); line != NULL && !found;
+             line = strtok_r(NULL, "\r\n", &save)) {
+            if (line[0] == '#' || line[strspn(line, " \t")] == '\0' || strlen(line) >= cap)
+                continue;
+            snprintf(out, cap, "%s", line);
+            found = true;
+        }
+    }
+    explicit_bzero(text, 64 * 1024);
+    free(text);
+    return found;
+}
+
+static void
+rc_auth(struct rest_client *rc, const struct config *conf)
+{
+    const char *path = NULL;
+    char line[600];
+    unsigned char b64[820];
+
+    rc->auth[0] = '\0';
+    if (config_get_string(conf, CFG(REST_AUTHENTICATION_TOKEN_FILE), &path, NULL) == 0 &&
+        path != NULL && rc_first_line(path, line, sizeof line)) {
+        snprintf(rc->auth, sizeof rc->auth, "Authorization: Bearer %s\r\n", line);
+    } else if (config_get_string(conf, CFG(REST_AUTHENTICATION_CREDENTIALS_FILE), &path, NULL) ==
+                   0 &&
+               path != NULL && rc_first_line(path, line, sizeof line)) {
+        EVP_EncodeBlock(b64, (const unsigned char *)line, (int)strlen(line));
+        snprintf(rc->auth, sizeof rc->auth, "Authorization: Basic %s\r\n", b64);
+    }
+    explicit_bzero(line, sizeof line);
+}
 
 int
 rest_client_init(struct rest_client *rc, const struct config *conf, const char *target,
@@ -73,6 +118,7 @@ rest_client_init(struct rest_client *rc, const struct config *conf, const char *
         rc->port = (int)port;
     }
     snprintf(rc->url, sizeof rc->url, "http://%s:%d", rc->host, rc->port);
+    rc_auth(rc, conf);
     return 0;
 }
 
@@ -212,7 +258,7 @@ int
 rest_client_call(struct rest_client *rc, const char *method, const char *path, const char *json,
                  int *status, json_t **body, spate_error *err)
 {
-    char head[1024];
+    char head[4096];
     size_t blen = json != NULL ? strlen(json) : 0;
     int fd, rcode;
 
@@ -221,8 +267,8 @@ rest_client_call(struct rest_client *rc, const char *method, const char *path, c
         return fd;
     snprintf(head, sizeof head,
              "%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nAccept: application/json\r\n"
-             "%sContent-Length: %zu\r\n\r\n",
-             method, path, rc->host, rc->port,
+             "%s%sContent-Length: %zu\r\n\r\n",
+             method, path, rc->host, rc->port, rc->auth,
              json != NULL ? "Content-Type: application/json\r\n" : "", blen);
     if ((rcode = rc_send(fd, head, strlen(head))) != 0 ||
         (blen > 0 && (rcode = rc_send(fd, json, blen)) != 0))
@@ -237,7 +283,7 @@ int
 rest_client_upload(struct rest_client *rc, const char *path, const struct rest_client_part *parts,
                    size_t nparts, int *status, json_t **body, spate_error *err)
 {
-    char head[1024], (*heads)[512] = xcalloc(nparts, sizeof *heads);
+    char head[4096], (*heads)[512] = xcalloc(nparts, sizeof *heads);
     const char *tail = "\r\n--" RC_BOUNDARY "--\r\n";
     size_t total = strlen(tail);
     int fd = -1, rcode = 0;
@@ -274,9 +320,9 @@ rest_client_upload(struct rest_client *rc, const char *path, const struct rest_c
     }
     snprintf(head, sizeof head,
              "POST %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nAccept: application/json\r\n"
-             "Content-Type: multipart/form-data; boundary=" RC_BOUNDARY "\r\n"
+             "%sContent-Type: multipart/form-data; boundary=" RC_BOUNDARY "\r\n"
              "Content-Length: %zu\r\n\r\n",
-             path, rc->host, rc->port, total);
+             path, rc->host, rc->port, rc->auth, total);
     rcode = rc_send(fd, head, strlen(head));
     for (size_t i = 0; rcode == 0 && i < nparts; i++) {
         rcode = rc_send(fd, heads[i], strlen(heads[i]));

@@ -19,11 +19,14 @@ struct rest_client {
     int port;
     char url[300]; /* "http://host:port", for messages */
     int timeout_ms;
+    char auth[1100]; /* "Authorization: ...\r\n" (rest.authentication.*), or "" */
 };
 
 /* target: "host:port" from -m, or NULL for the leading JobManager's REST
  * endpoint (ZooKeeper HA: waits up to 30 s for one) or rest.address and
- * rest.port. */
+ * rest.port. Every request carries the first bearer token of
+ * rest.authentication.token-file, else the first user:password of
+ * rest.authentication.credentials-file, when this user may read it. */
 int rest_client_init(struct rest_client *rc, const struct config *conf, const char *target,
                      spate_error *err);
 

@@ -103,8 +103,16 @@ struct config_option {
       "port or range the REST server binds (default: rest.port)")                                  \
     X(REST_SERVER_MAX_CONTENT_LENGTH, "rest.server.max-content-length", MEMORY, "100 mb", 1024,    \
       CFG_NOLIMIT_HI, NULL, NULL, "largest request body, uploads included")                        \
-    X(WEB_SUBMIT_ENABLE, "web.submit.enable", BOOL, "true", 0, 0, NULL, NULL,                      \
-      "whether job libraries may be uploaded (/jars) and run over REST")                           \
+    X(WEB_SUBMIT_ENABLE, "web.submit.enable", BOOL, "false", 0, 0, NULL, NULL,                     \
+      "whether job libraries may be uploaded (/jars) and run over REST (spate: off by default)")   \
+    X(REST_AUTHENTICATION_TOKEN_FILE, "rest.authentication.token-file", STRING, NULL, 0, 0, NULL,  \
+      NULL,                                                                                        \
+      "spate: bearer tokens, one a line; set, every REST request that changes something "          \
+      "needs one")                                                                                 \
+    X(REST_AUTHENTICATION_CREDENTIALS_FILE, "rest.authentication.credentials-file", STRING, NULL,  \
+      0, 0, NULL, NULL,                                                                            \
+      "spate: user:password lines for HTTP basic authentication of REST requests that change "     \
+      "something")                                                                                 \
     X(WEB_UPLOAD_DIR, "web.upload.dir", STRING, NULL, 0, 0, NULL, NULL,                            \
       "folder of uploaded job libraries (default: a folder in io.tmp.dirs)")                       \
     X(WEB_SUBMIT_TIMEOUT, "web.submit.timeout", DURATION, "30 s", 1, CFG_NOLIMIT_HI, NULL, NULL,   \

@@ -92,9 +92,8 @@ secret_create(const char *path, spate_error *err)
     return 0;
 }
 
-/* The file's first line; refused when others may read or write it. */
-static int
-secret_read(const char *path, char *out, size_t cap, spate_error *err)
+int
+secret_file_read(const char *path, char *out, size_t cap, spate_error *err)
 {
     struct stat st;
     ssize_t n;
@@ -116,15 +115,18 @@ secret_read(const char *path, char *out, size_t cap, spate_error *err)
                                "%u): make it the owner's alone (chmod 600)",
                                path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
     }
+    if (st.st_size >= (off_t)cap) {
+        close(fd);
+        return spate_error_set(err, SPATE_ECONFIG,
+                               "the secret file '%s' has %lld bytes, more than %zu", path,
+                               (long long)st.st_size, cap - 1);
+    }
     n = read(fd, out, cap - 1);
     close(fd);
     if (n < 0)
         return spate_error_set(err, -errno, "cannot read the secret file '%s': %s", path,
                                spate_strerror(-errno));
     out[n] = '\0';
-    out[strcspn(out, "\r\n")] = '\0';
-    if (out[0] == '\0')
-        return spate_error_set(err, SPATE_ECONFIG, "the secret file '%s' is empty", path);
     return 0;
 }
 
@@ -150,8 +152,11 @@ secret_resolve(struct config *conf, spate_error *err)
         return rc;
     if (access(path, F_OK) != 0 && (rc = secret_create(path, err)) != 0)
         return rc;
-    if ((rc = secret_read(path, secret, sizeof secret, err)) != 0)
+    if ((rc = secret_file_read(path, secret, sizeof secret, err)) != 0)
         return rc;
+    secret[strcspn(secret, "\r\n")] = '\0';
+    if (secret[0] == '\0')
+        return spate_error_set(err, SPATE_ECONFIG, "the secret file '%s' is empty", path);
     snprintf(origin, sizeof origin, "file %s", path);
     config_set(conf, CFG(SECURITY_RPC_SECRET)->key, secret, origin);
     explicit_bzero(secret, sizeof secret);

@@ -18,4 +18,10 @@
  * naming the file and the fix. */
 int secret_resolve(struct config *conf, spate_error *err);
 
+/* Reads a file holding secrets (this one, REST tokens and credentials)
+ * into out (NUL-terminated); refused when it is not a regular file of this
+ * user's that only this user may read and write, or holds cap bytes or
+ * more. */
+int secret_file_read(const char *path, char *out, size_t cap, spate_error *err);
+
 #endif

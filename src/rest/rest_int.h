@@ -36,6 +36,7 @@ struct rest_server {
     char *incoming_dir;      /* request bodies being received */
     char *self_exe;          /* the spate executable, for plan-only children */
     struct metric_fetcher *metrics;
+    struct rest_auth *auth; /* rest.authentication, NULL: off */
     /* Requests between their first call and their completion; stop waits
      * for them, so that DELETE /cluster's answer leaves before the process. */
     _Atomic int inflight;

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "rest/rest_auth.h"
 #include "rest/rest_int.h"
 #include "rest/rest_server.h"
 
@@ -394,8 +395,11 @@ rest_begin(struct rest_request *rq, const char *url, const char *method)
     struct MHD_Connection *c = rq->c;
     const char *path = strncmp(url, "/v1/", 4) == 0 ? url + 3 : url;
     const char *length;
+    enum MHD_Result denied;
     bool known;
 
+    if (!rest_auth_check(rq->rs->auth, c, method, url, &denied))
+        return denied;
     rq->route = rest_match(method, path, rq->params, &known);
     if (rq->route == NULL) {
         enum MHD_Result ret;
@@ -587,7 +591,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     rs->svc = o->svc;
     rs->conf = o->conf;
     rs->blobs = o->blobs;
-    rs->submit_enabled = true;
+    rs->submit_enabled = false;
     if ((rc = config_get_bool(o->conf, CFG(WEB_SUBMIT_ENABLE), &rs->submit_enabled, err)) != 0 ||
         (rc = config_get_memory_bytes(o->conf, CFG(REST_SERVER_MAX_CONTENT_LENGTH), &max, err)) !=
             0 ||
@@ -595,7 +599,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
                                      err)) != 0)
         goto fail;
     rs->max_body = (int64_t)max;
-    if ((rc = rest_jars_start(rs, err)) != 0)
+    if ((rc = rest_auth_new(o->conf, &rs->auth, err)) != 0 || (rc = rest_jars_start(rs, err)) != 0)
         goto fail;
     snprintf(addr, sizeof addr, "%s/%s", rpc_service_address(o->svc), RPC_ENDPOINT_DISPATCHER);
     rpc_gateway_new(o->svc, addr, NULL, &rs->dispatcher, NULL);
@@ -629,6 +633,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     *out = rs;
     return 0;
 fail:
+    rest_auth_free(rs->auth);
     rest_jars_stop(rs);
     metric_fetcher_free(rs->metrics);
     rpc_gateway_free(rs->dispatcher);
@@ -654,6 +659,7 @@ rest_server_stop(struct rest_server *rs)
     for (int i = 0; i < 400 && atomic_load(&rs->inflight) > 0; i++)
         nanosleep(&ts, NULL);
     MHD_stop_daemon(rs->daemon);
+    rest_auth_free(rs->auth);
     rest_jars_stop(rs);
     metric_fetcher_free(rs->metrics);
     rpc_gateway_free(rs->dispatcher);

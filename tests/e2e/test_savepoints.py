@@ -106,7 +106,7 @@ class SavepointTest(ClusterTestCase):
 
     def setUp(self):
         super().setUp()
-        self.jm = self.start_jobmanager()
+        self.jm = self.start_jobmanager("-D", "web.submit.enable=true")  # for /jars
         self.tms = [self.start_taskmanager(slots=4) for _ in range(2)]
         self.wait_overview(2, slots=8)
         self.savepoints = os.path.join(self.tmp, "savepoints")

@@ -12,8 +12,12 @@ import socket
 import struct
 import threading
 import unittest
+import base64
+import json
+import urllib.error
+import urllib.request
 
-from clustertest import ClusterTestCase, wait_for
+from clustertest import TESTJOBS as TESTJOBS_PATH, ClusterTestCase, wait_for
 
 HS = 256
 MAGIC_RPC = 0x53505243
@@ -290,6 +294,108 @@ class SecurityTest(ClusterTestCase):
         # The cluster still runs jobs (their libraries come from the BlobServer).
         jid = self.submit_job(1, "--run-ms", "100")
         wait_for(lambda: self.job(jid)["state"] == "FINISHED", 60, "the job finished")
+
+
+class RestSecurityTest(ClusterTestCase):
+    """REST: uploads off by default, authentication of requests that change
+    something, the CLI sending its credentials."""
+
+    def private_file(self, name, text):
+        path = os.path.join(self.tmp, name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return path
+
+    def http(self, path, method="GET", body=None, auth=None, ctype="application/json"):
+        """(status, JSON body, headers)."""
+        req = urllib.request.Request(f"http://127.0.0.1:{self.rest_port}{path}", data=body,
+                                     method=method)
+        if body is not None:
+            req.add_header("Content-Type", ctype)
+        if auth is not None:
+            req.add_header("Authorization", auth)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, json.loads(r.read() or b"{}"), r.headers
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}"), e.headers
+
+    def test_uploads_are_off_by_default(self):
+        self.start_jobmanager()
+        body = (b"--b\r\nContent-Disposition: form-data; name=\"jarfile\"; filename=\"x.so\"\r\n"
+                b"Content-Type: application/octet-stream\r\n\r\nELF\r\n--b--\r\n")
+        status, answer, _ = self.http("/jars/upload", "POST", body,
+                                      ctype="multipart/form-data; boundary=b")
+        self.assertEqual(status, 404)
+        self.assertIn("web.submit.enable is false", answer["errors"][0])
+        status, answer, _ = self.http("/jars")
+        self.assertEqual(status, 404)
+
+    def test_bearer_tokens_guard_every_change(self):
+        tokens = self.private_file("tokens", "# operators\nfirst-token\nsecond-token\n")
+        auth = ["-D", f"rest.authentication.token-file={tokens}"]
+        jm = self.start_jobmanager(*auth)
+        self.start_taskmanager()
+        self.wait_overview(1)
+        # Reading needs nothing.
+        self.assertEqual(self.http("/overview")[0], 200)
+        # The CLI sends the first token from the same configuration.
+        jid = self.submit_job(1, "--run-ms", "600000", conf=auth)
+        wait_for(lambda: self.job(jid)["state"] == "RUNNING", 60, "the job running")
+        r = self.spate(*auth, "list", "-m", f"127.0.0.1:{self.rest_port}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(jid, r.stdout)
+        # A client without the token, or with a wrong one, is refused: 401
+        # in Flink's error body, and a log line naming it.
+        for header in [None, "Bearer wrong-token", "Basic Zmlyc3QtdG9rZW46eA==", "Token x"]:
+            status, answer, headers = self.http(f"/jobs/{jid}?mode=cancel", "PATCH",
+                                                auth=header)
+            self.assertEqual(status, 401, header)
+            self.assertIn("Unauthorized", answer["errors"][0])
+            self.assertIn("Bearer", headers["WWW-Authenticate"])
+        jm.wait_log(r"refused PATCH /jobs/[0-9a-f]+ from 127\.0\.0\.1:\d+: no credentials")
+        jm.wait_log(r"refused PATCH /jobs/[0-9a-f]+ from 127\.0\.0\.1:\d+: unknown bearer token")
+        r = self.spate("cancel", "-m", f"127.0.0.1:{self.rest_port}", jid)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("Unauthorized", r.stderr)
+        self.assertEqual(self.job(jid)["state"], "RUNNING")
+        # The second token works as well as the first.
+        status, _, _ = self.http(f"/jobs/{jid}?mode=cancel", "PATCH", auth="Bearer second-token")
+        self.assertEqual(status, 202)
+        wait_for(lambda: self.job(jid)["state"] == "CANCELED", 60, "the job canceled")
+
+    def test_basic_credentials_and_the_cli(self):
+        creds = self.private_file("users", "alice:s3cr3t pass\n")
+        auth = ["-D", f"rest.authentication.credentials-file={creds}"]
+        jm = self.start_jobmanager(*auth)
+        self.start_taskmanager()
+        self.wait_overview(1)
+        r = self.spate("run", "-m", f"127.0.0.1:{self.rest_port}", "-d", TESTJOBS_PATH, "slots",
+                       "--slots", "1", "--run-ms", "100")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("Unauthorized", r.stderr)
+        jid = self.submit_job(1, "--run-ms", "100", conf=auth)
+        wait_for(lambda: self.job(jid)["state"] == "FINISHED", 60, "the job finished")
+        wrong = "Basic " + base64.b64encode(b"alice:guess").decode()
+        status, _, headers = self.http("/cluster", "DELETE", auth=wrong)
+        self.assertEqual(status, 401)
+        self.assertIn("Basic", headers["WWW-Authenticate"])
+        jm.wait_log(r"refused DELETE /cluster from 127\.0\.0\.1:\d+: unknown user or wrong "
+                    r"password")
+        self.assertTrue(jm.alive())
+        right = "Basic " + base64.b64encode(b"alice:s3cr3t pass").decode()
+        self.assertEqual(self.http("/cluster", "DELETE", auth=right)[0], 200)
+        jm.popen.wait(timeout=30)
+
+    def test_a_token_file_others_can_read_is_refused(self):
+        tokens = self.private_file("tokens", "t\n")
+        os.chmod(tokens, 0o644)
+        r = self.spate("-D", f"rest.authentication.token-file={tokens}", "-D",
+                       "jobmanager.rpc.port=0", "-D", "rest.port=0", "jobmanager", timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("rest.authentication.token-file", r.stderr)
+        self.assertIn("chmod 600", r.stderr)
 
 
 if __name__ == "__main__":

@@ -90,7 +90,8 @@ class SubmitTest(ClusterTestCase):
     # ---- helpers ----
 
     def cluster(self, *extra, tms=2, slots=2):
-        tmp = ["-D", f"io.tmp.dirs={self.tmp}"]
+        # /jars is off unless asked for (docs/security.md).
+        tmp = ["-D", f"io.tmp.dirs={self.tmp}", "-D", "web.submit.enable=true"]
         self.jm = self.start_jobmanager(*tmp, *extra)
         self.tms = [self.start_taskmanager(*tmp, *extra, slots=slots) for _ in range(tms)]
         if tms:

@@ -59,8 +59,19 @@ Test(config, defaults_are_spates)
     cr_assert_eq(config_get_memory_bytes(c, CFG(TASKMANAGER_MEMORY_SEGMENT_SIZE), &bytes, &err), 0);
     cr_assert_eq(bytes, 32768);
     cr_assert_eq(config_get_bool(c, CFG(WEB_SUBMIT_ENABLE), &b, &err), 0);
-    cr_assert(b);
+    cr_assert(!b, "job upload over REST is off unless asked for (docs/security.md)");
     config_free(c);
+}
+
+Test(config, secrets_are_known_by_their_keys)
+{
+    cr_assert(config_key_is_sensitive("security.rpc.secret"));
+    cr_assert(config_key_is_sensitive("s3.secret-key"));
+    cr_assert(config_key_is_sensitive("some.sink.password"));
+    cr_assert(config_key_is_sensitive("x.auth.token"));
+    cr_assert_not(config_key_is_sensitive("security.rpc.secret-file"));
+    cr_assert_not(config_key_is_sensitive("rest.authentication.token-file"));
+    cr_assert_not(config_key_is_sensitive("rest.port"));
 }
 
 Test(config, unset_without_default_is_enoent)

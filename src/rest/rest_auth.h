@@ -1,0 +1,27 @@
+/* REST authentication (rest.authentication.*): bearer tokens from
+ * rest.authentication.token-file and HTTP basic credentials (user:password
+ * lines) from rest.authentication.credentials-file. When either is set,
+ * every request that changes something (any method but GET, HEAD and
+ * OPTIONS) must present one, else it gets 401 with Flink's error body and a
+ * log line naming the peer. Read-only after start; any connection thread. */
+#ifndef SPATE_REST_REST_AUTH_H
+#define SPATE_REST_REST_AUTH_H
+
+#include <stdbool.h>
+
+#include <microhttpd.h>
+
+#include "core/config.h"
+
+struct rest_auth;
+
+/* NULL in *out when neither file is set (authentication off). A file that
+ * cannot be read, others may read, or that holds nothing is an error. */
+int rest_auth_new(const struct config *conf, struct rest_auth **out, spate_error *err);
+void rest_auth_free(struct rest_auth *a);
+/* Whether the request may go on; if not, the 401 is queued and *ret is
+ * what the access handler returns. a may be NULL (off). */
+bool rest_auth_check(const struct rest_auth *a, struct MHD_Connection *c, const char *method,
+                     const char *url, enum MHD_Result *ret);
+
+#endif
