@@ -11,16 +11,20 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blob/blob_cache.h"
 #include "blob/blob_int.h"
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/id.h"
 #include "core/log.h"
+#include "core/util.h"
 #include "rpc/handshake.h"
 
-#define BC_LOG "blobcache"
+#define BC_LOG      "blobcache"
+#define BC_RETRY_MS 60000
 
 struct bc_entry {
     struct bc_entry *next;
@@ -112,6 +116,34 @@ bc_connect(const char *server, spate_error *err)
     return fd;
 }
 
+static int bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTES],
+                    const char *path, spate_error *err);
+
+/* bc_fetch, tried again while the server is busy (its fetches or its
+ * connections at their caps) or cannot be reached for a moment: back-off
+ * from 50 ms, doubling to 2 s, for at most BC_RETRY_MS. */
+static int
+bc_fetch_retrying(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTES],
+                  const char *path, spate_error *err)
+{
+    uint64_t deadline = clock_mono_ms() + BC_RETRY_MS, backoff = 50;
+    int rc, tries = 1;
+
+    while ((rc = bc_fetch(c, server, key, path, err)) == SPATE_EBUSY &&
+           clock_mono_ms() + backoff < deadline) {
+        struct timespec ts = { backoff / 1000, (backoff % 1000) * 1000000 };
+
+        if (tries++ == 1)
+            SPATE_LOG_INFO(BC_LOG, "%s; trying again for up to %d s", err->message,
+                           BC_RETRY_MS / 1000);
+        nanosleep(&ts, NULL);
+        backoff = MIN(backoff * 2, 2000);
+    }
+    if (rc == SPATE_EBUSY)
+        spate_error_wrap(err, "after %d tries in %d s", tries, BC_RETRY_MS / 1000);
+    return rc;
+}
+
 /* Fetches key from server into path (a new file), verifying the bytes. */
 static int
 bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTES],
@@ -172,7 +204,10 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
                 len = 0;
             msg[len] = '\0';
         }
-        rc = spate_error_set(err, status == BLOB_NOT_FOUND ? SPATE_ENOENT : SPATE_EPERM,
+        rc = spate_error_set(err,
+                             status == BLOB_NOT_FOUND ? SPATE_ENOENT
+                             : status == BLOB_BUSY    ? SPATE_EBUSY
+                                                      : SPATE_EPERM,
                              "the BlobServer at %s refused blob %s: %s", server, hex, msg);
         goto out;
     }
@@ -308,7 +343,7 @@ blob_cache_get(struct blob_cache *c, const char *server, const uint8_t key[SHA25
     /* A unique name: a failed entry may linger while its waiters leave. */
     id_random(&unique);
     file = xasprintf("%s/blob_%s-%s", c->dir, sha256_hex(key, hex), id_str(&unique).s);
-    rc = bc_fetch(c, server, key, file, &fetch_err);
+    rc = bc_fetch_retrying(c, server, key, file, &fetch_err);
     if (rc == 0)
         SPATE_LOG_INFO(BC_LOG, "fetched blob %s from %s", hex, server);
     else

@@ -20,6 +20,7 @@
 #define BLOB_OK           0
 #define BLOB_NOT_FOUND    1
 #define BLOB_REFUSED      2
+#define BLOB_BUSY         3 /* too many fetches in flight: try again */
 #define BLOB_IO_TIMEOUT_S 30
 
 /* "blob_<64 hex digits>": a blob's file name in a store or cache folder. */

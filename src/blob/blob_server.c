@@ -23,11 +23,12 @@
 #include "core/fs.h"
 #include "core/id.h"
 #include "core/log.h"
+#include "core/clock.h"
 #include "core/util.h"
 #include "rpc/handshake.h"
 
-#define BLOB_LOG       "blobserver"
-#define BLOB_MAX_CONNS 64
+#define BLOB_LOG         "blobserver"
+#define BLOB_MAX_FETCHES 64 /* authenticated fetches served at once */
 
 struct blob_entry {
     struct blob_entry *next;
@@ -39,12 +40,24 @@ struct blob_entry {
     size_t njobs;
 };
 
+/* A connection still in its handshake (its thread's fd, for eviction). */
+struct blob_handshaking {
+    int fd;
+    int64_t started_ms;
+};
+
 struct blob_server {
-    pthread_mutex_t lock;    /* guards entries (and their fields), nconns, stopping */
+    pthread_mutex_t lock;    /* guards entries (and their fields), the counts, hs, stopping */
     pthread_cond_t idle;     /* nconns reached 0 */
     pthread_cond_t restored; /* a restore ended */
     struct blob_entry *entries;
-    int nconns;
+    int nconns;   /* connection threads */
+    int nfetches; /* of those, past the handshake and serving */
+    struct blob_handshaking *hs;
+    int nhs;
+    int max_conns, max_handshaking;
+    int64_t handshake_timeout_ms;
+    struct log_ratelimit refusals;
     bool stopping;
     char *dir;
     char *ha_dir; /* the HA blob store's folder, or NULL */
@@ -73,6 +86,18 @@ blob_server_options_from_config(const struct config *conf, struct blob_server_op
         (rc = config_get_memory_bytes(conf, CFG(BLOB_MAX_SIZE), &max, err)) != 0)
         return rc;
     o->max_size_bytes = (int64_t)max;
+    {
+        int64_t conns, handshaking;
+
+        if ((rc = config_get_int(conf, CFG(CLUSTER_CONNECTIONS_MAX), &conns, err)) != 0 ||
+            (rc = config_get_int(conf, CFG(CLUSTER_CONNECTIONS_MAX_HANDSHAKING), &handshaking,
+                                 err)) != 0 ||
+            (rc = config_get_duration_ms(conf, CFG(CLUSTER_CONNECTIONS_HANDSHAKE_TIMEOUT),
+                                         &o->handshake_timeout_ms, err)) != 0)
+            return rc;
+        o->max_connections = (int)conns;
+        o->max_handshaking = (int)handshaking;
+    }
     config_get_string(conf, CFG(SECURITY_RPC_SECRET), &o->secret, NULL);
     o->bind_host = "127.0.0.1";
     o->advertised_host = "127.0.0.1";
@@ -190,21 +215,57 @@ blob_send_error(int fd, uint8_t status, const char *msg)
         blob_write_all(fd, msg, len, true);
 }
 
+/* Reads len bytes before deadline_ms (clock_mono_ms): a client that
+ * trickles its handshake cannot hold a thread past it. */
+static int
+blob_read_deadline(int fd, void *buf, size_t len, int64_t deadline_ms)
+{
+    size_t got = 0;
+
+    while (got < len) {
+        int64_t left = deadline_ms - (int64_t)clock_mono_ms();
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        ssize_t n;
+
+        if (left <= 0)
+            return SPATE_ETIMEDOUT;
+        if (poll(&p, 1, (int)MIN(left, 1000)) <= 0)
+            continue;
+        n = read(fd, (char *)buf + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n == 0 ? -ECONNRESET : -errno;
+        got += (size_t)n;
+    }
+    return 0;
+}
+
 /* The handshake (blob_int.h): 0 when the client proved the secret. */
 static int
-blob_handshake(struct blob_server *bs, int fd, const char *peer)
+blob_handshake(struct blob_server *bs, int fd, const char *peer, int64_t deadline_ms)
 {
     struct handshake_params hp = { HANDSHAKE_MAGIC_BLOB, BLOB_CLUSTER_ID, bs->secret };
     struct handshake_nonces n;
     uint8_t msg[HANDSHAKE_SIZE];
     enum handshake_status st;
     spate_error err;
+    int rc;
 
     handshake_encode_challenge(&hp, &n, HANDSHAKE_OK, NULL, msg);
-    if (blob_write_all(fd, msg, sizeof msg, true) != 0 || blob_read_all(fd, msg, sizeof msg) != 0)
+    if (blob_write_all(fd, msg, sizeof msg, true) != 0)
         return SPATE_ECONNRESET;
+    if ((rc = blob_read_deadline(fd, msg, sizeof msg, deadline_ms)) != 0) {
+        if (rc == SPATE_ETIMEDOUT)
+            SPATE_LOG_LIMITED(&bs->refusals, LOG_LEVEL_WARN, BLOB_LOG,
+                              "closing the blob connection from %s: no handshake within %lld ms "
+                              "(cluster.connections.handshake-timeout)",
+                              peer, (long long)bs->handshake_timeout_ms);
+        return rc;
+    }
     if (handshake_check_hello(&hp, &n, msg, &st, &err) != 0) {
-        SPATE_LOG_WARN(BLOB_LOG, "refused a blob connection from %s: %s", peer, err.message);
+        SPATE_LOG_LIMITED(&bs->refusals, LOG_LEVEL_WARN, BLOB_LOG,
+                          "refused a blob connection from %s: %s", peer, err.message);
         handshake_encode_reply(&hp, &n, st, err.message, msg);
         blob_write_all(fd, msg, sizeof msg, true);
         return SPATE_EPROTO;
@@ -213,25 +274,71 @@ blob_handshake(struct blob_server *bs, int fd, const char *peer)
     return blob_write_all(fd, msg, sizeof msg, true);
 }
 
+/* The connection on fd passed (or failed) its handshake: no longer
+ * evictable. */
+static void
+blob_forget_handshake(struct blob_server *bs, int fd)
+{
+    pthread_mutex_lock(&bs->lock);
+    for (int i = 0; i < bs->nhs; i++) {
+        if (bs->hs[i].fd == fd) {
+            bs->hs[i] = bs->hs[--bs->nhs];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&bs->lock);
+}
+
+static void blob_fetch(struct blob_server *bs, int fd, const uint8_t *key);
+
 static void
 blob_serve(struct blob_server *bs, int fd, const char *peer)
 {
     uint8_t req[1 + SHA256_BYTES];
     const uint8_t *key = req + 1;
+    int64_t deadline = (int64_t)clock_mono_ms() + bs->handshake_timeout_ms;
+    bool busy;
+
+    if (blob_handshake(bs, fd, peer, deadline) != 0 ||
+        blob_read_deadline(fd, req, sizeof req, deadline) != 0) {
+        blob_forget_handshake(bs, fd);
+        return;
+    }
+    blob_forget_handshake(bs, fd);
+    if (req[0] != BLOB_OP_GET) {
+        SPATE_LOG_LIMITED(&bs->refusals, LOG_LEVEL_WARN, BLOB_LOG,
+                          "closing the blob connection from %s: unknown operation %u", peer,
+                          req[0]);
+        blob_send_error(fd, BLOB_REFUSED, "unknown operation");
+        return;
+    }
+    pthread_mutex_lock(&bs->lock);
+    busy = bs->nfetches >= BLOB_MAX_FETCHES;
+    if (!busy)
+        bs->nfetches++;
+    pthread_mutex_unlock(&bs->lock);
+    if (busy) {
+        SPATE_LOG_LIMITED(&bs->refusals, LOG_LEVEL_WARN, BLOB_LOG,
+                          "%d fetches in flight: %s is to try again", BLOB_MAX_FETCHES, peer);
+        blob_send_error(fd, BLOB_BUSY, "busy: too many fetches in flight, try again");
+        return;
+    }
+    blob_fetch(bs, fd, key);
+    pthread_mutex_lock(&bs->lock);
+    bs->nfetches--;
+    pthread_mutex_unlock(&bs->lock);
+}
+
+/* Sends the blob key names (or why not). */
+static void
+blob_fetch(struct blob_server *bs, int fd, const uint8_t *key)
+{
     char path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
     struct blob_entry *e, *gone = NULL;
     spate_error restore_err = { 0 };
     struct stat st;
     int file = -1;
 
-    if (blob_handshake(bs, fd, peer) != 0 || blob_read_all(fd, req, sizeof req) != 0)
-        return;
-    if (req[0] != BLOB_OP_GET) {
-        SPATE_LOG_WARN(BLOB_LOG, "closing the blob connection from %s: unknown operation %u", peer,
-                       req[0]);
-        blob_send_error(fd, BLOB_REFUSED, "unknown operation");
-        return;
-    }
     sha256_hex(key, hex);
     pthread_mutex_lock(&bs->lock);
     if ((e = blob_find(bs, key)) != NULL) {
@@ -289,8 +396,10 @@ blob_refuse_busy(struct blob_server *bs, int fd)
     uint8_t msg[HANDSHAKE_SIZE];
     char reason[96];
 
-    SPATE_LOG_WARN(BLOB_LOG, "%d fetches in flight: refusing another", BLOB_MAX_CONNS);
-    snprintf(reason, sizeof reason, "busy: %d fetches in flight", BLOB_MAX_CONNS);
+    SPATE_LOG_LIMITED(&bs->refusals, LOG_LEVEL_WARN, BLOB_LOG,
+                      "%d blob connections open: refusing another (cluster.connections.max)",
+                      bs->max_conns);
+    snprintf(reason, sizeof reason, "busy: %d connections open", bs->max_conns);
     handshake_encode_challenge(&hp, &n, HANDSHAKE_BUSY, reason, msg);
     if (send(fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
         /* nothing more to do: the client sees the connection close */
@@ -353,12 +462,29 @@ blob_accept_main(void *arg)
         if (fd < 0)
             continue;
         pthread_mutex_lock(&bs->lock);
-        if (bs->nconns >= BLOB_MAX_CONNS) {
+        if (bs->nconns >= bs->max_conns) {
             pthread_mutex_unlock(&bs->lock);
             blob_refuse_busy(bs, fd);
             close(fd);
             continue;
         }
+        /* Room among the handshakes: the oldest goes, so that a peer that
+         * opens many and says nothing cannot keep a TaskManager out. */
+        if (bs->nhs >= bs->max_handshaking) {
+            int oldest = 0;
+
+            for (int i = 1; i < bs->nhs; i++)
+                if (bs->hs[i].started_ms < bs->hs[oldest].started_ms)
+                    oldest = i;
+            SPATE_LOG_LIMITED(&bs->refusals, LOG_LEVEL_WARN, BLOB_LOG,
+                              "%d blob connections are in their handshake (the most kept): "
+                              "closing the oldest",
+                              bs->max_handshaking);
+            shutdown(bs->hs[oldest].fd, SHUT_RDWR); /* its thread sees the end and leaves */
+            bs->hs[oldest] = bs->hs[--bs->nhs];
+        }
+        bs->hs[bs->nhs].fd = fd;
+        bs->hs[bs->nhs++].started_ms = (int64_t)clock_mono_ms();
         bs->nconns++;
         pthread_mutex_unlock(&bs->lock);
         c = xmalloc(sizeof *c);
@@ -367,6 +493,7 @@ blob_accept_main(void *arg)
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         if (pthread_create(&t, &attr, blob_conn_main, c) != 0) {
+            blob_forget_handshake(bs, fd);
             close(fd);
             free(c);
             pthread_mutex_lock(&bs->lock);
@@ -423,6 +550,10 @@ blob_server_start(const struct blob_server_options *o, struct blob_server **out,
     bs->listen_fd = bs->wake[0] = bs->wake[1] = -1;
     bs->ha_dir = o->ha_dir != NULL && *o->ha_dir ? xstrdup(o->ha_dir) : NULL;
     bs->max_size = o->max_size_bytes;
+    bs->max_conns = o->max_connections > 0 ? o->max_connections : 1024;
+    bs->max_handshaking = o->max_handshaking > 0 ? o->max_handshaking : 128;
+    bs->handshake_timeout_ms = o->handshake_timeout_ms > 0 ? o->handshake_timeout_ms : 10000;
+    bs->hs = xcalloc((size_t)bs->max_handshaking, sizeof *bs->hs);
     bs->secret = o->secret != NULL && *o->secret ? xstrdup(o->secret) : NULL;
     id_random(&unique);
     bs->dir = xasprintf("%s/spate-blobs-%s", o->storage_dir, id_str(&unique).s);
@@ -457,6 +588,7 @@ fail:
     free(bs->dir);
     free(bs->secret);
     free(bs->ha_dir);
+    free(bs->hs);
     pthread_cond_destroy(&bs->restored);
     pthread_cond_destroy(&bs->idle);
     pthread_mutex_destroy(&bs->lock);
@@ -852,6 +984,7 @@ blob_server_stop(struct blob_server *bs)
     free(bs->dir);
     free(bs->secret);
     free(bs->ha_dir);
+    free(bs->hs);
     pthread_cond_destroy(&bs->restored);
     pthread_cond_destroy(&bs->idle);
     pthread_mutex_destroy(&bs->lock);

@@ -42,6 +42,10 @@ struct blob_server_options {
     int64_t max_size_bytes;
     const char *secret; /* security.rpc.secret, or NULL */
     const char *ha_dir; /* the HA blob store's folder, or NULL: none */
+    /* cluster.connections.*; 0: the defaults (1024, 128, 10 s) */
+    int max_connections;
+    int max_handshaking;
+    int64_t handshake_timeout_ms;
 };
 
 /* Reads blob.storage.directory (else io.tmp.dirs), blob.server.port,

@@ -71,6 +71,21 @@ struct config_option {
       "pekko.ask.timeout", "default timeout of an RPC ask")                                        \
     X(RPC_MAX_FRAME_SIZE, "rpc.max-frame-size", MEMORY, "10 mb", 1024, CFG_GB, NULL,               \
       "pekko.framesize", "largest RPC frame accepted or sent")                                     \
+    X(RPC_FRAME_TIMEOUT, "rpc.frame-timeout", DURATION, "60 s", 1, CFG_NOLIMIT_HI, NULL, NULL,     \
+      "spate: a frame whose first bytes came must be whole this soon, else its connection closes") \
+    X(RPC_MAX_BUFFERED, "rpc.max-buffered", MEMORY, "256 mb", 1024, 64 * CFG_GB, NULL, NULL,       \
+      "spate: most memory incoming RPC frames not yet whole may hold, all connections together")   \
+    X(CLUSTER_CONNECTIONS_MAX, "cluster.connections.max", INT, "1024", 1, 1000000, NULL, NULL,     \
+      "spate: connections each RPC, data and blob port keeps open at most; more are refused busy") \
+    X(CLUSTER_CONNECTIONS_MAX_PER_PEER, "cluster.connections.max-per-peer", INT, "256", 1,         \
+      1000000, NULL, NULL, "spate: of those, connections from one IP address at most")             \
+    X(CLUSTER_CONNECTIONS_MAX_HANDSHAKING, "cluster.connections.max-handshaking", INT, "128", 1,   \
+      1000000, NULL, NULL,                                                                         \
+      "spate: connections still in their handshake each port keeps; the oldest goes for a new "    \
+      "one")                                                                                       \
+    X(CLUSTER_CONNECTIONS_HANDSHAKE_TIMEOUT, "cluster.connections.handshake-timeout", DURATION,    \
+      "10 s", 1, CFG_NOLIMIT_HI, NULL, NULL,                                                       \
+      "spate: an accepted connection that has not finished its handshake this long is closed")     \
     X(SECURITY_RPC_SECRET, "security.rpc.secret", STRING, NULL, 0, 0, NULL, NULL,                  \
       "shared secret every RPC, data and blob connection proves (unset: the secret file; empty: "  \
       "none)")                                                                                     \

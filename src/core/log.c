@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 _Atomic int log_threshold = LOG_LEVEL_INFO;
@@ -191,6 +192,33 @@ log_writev(enum log_level level, const char *component, const char *fmt, va_list
     if (write(atomic_load_explicit(&log_fd, memory_order_relaxed), line, n) < 0) {
         /* Nowhere left to report it. */
     }
+}
+
+void
+log_limited_write(struct log_ratelimit *rl, enum log_level level, const char *component,
+                  const char *fmt, ...)
+{
+    long long now = (long long)clock_mono_ms();
+    long long start = atomic_load_explicit(&rl->window_start_ms, memory_order_relaxed);
+    int dropped = 0;
+    va_list ap;
+
+    if (now - start >= LOG_RATELIMIT_WINDOW_MS &&
+        atomic_compare_exchange_strong_explicit(&rl->window_start_ms, &start, now,
+                                                memory_order_relaxed, memory_order_relaxed)) {
+        dropped = atomic_exchange_explicit(&rl->suppressed, 0, memory_order_relaxed);
+        atomic_store_explicit(&rl->count, 0, memory_order_relaxed);
+    }
+    if (atomic_fetch_add_explicit(&rl->count, 1, memory_order_relaxed) >= LOG_RATELIMIT_BURST) {
+        atomic_fetch_add_explicit(&rl->suppressed, 1, memory_order_relaxed);
+        return;
+    }
+    if (dropped > 0)
+        log_write(level, component, "(%d lines like the next were not logged in the last %d s)",
+                  dropped, LOG_RATELIMIT_WINDOW_MS / 1000);
+    va_start(ap, fmt);
+    log_writev(level, component, fmt, ap);
+    va_end(ap);
 }
 
 void

@@ -35,6 +35,29 @@ extern _Atomic int log_threshold;
 #define SPATE_LOG_WARN(component, ...)  SPATE_LOG(LOG_LEVEL_WARN, component, __VA_ARGS__)
 #define SPATE_LOG_ERROR(component, ...) SPATE_LOG(LOG_LEVEL_ERROR, component, __VA_ARGS__)
 
+/* A line an outsider can make us repeat (a refused connection, a failed
+ * accept): at most LOG_RATELIMIT_BURST lines per LOG_RATELIMIT_WINDOW_MS per
+ * limiter; the first line of the next window says how many were dropped.
+ * The limiter lives in the object that logs (zeroed is ready); any thread
+ * (atomics, relaxed: a line more or less at a window's edge is fine). */
+#define LOG_RATELIMIT_BURST     20
+#define LOG_RATELIMIT_WINDOW_MS 10000
+
+struct log_ratelimit {
+    _Atomic long long window_start_ms;
+    _Atomic int count;
+    _Atomic int suppressed;
+};
+
+#define SPATE_LOG_LIMITED(rl, level, component, ...)                                    \
+    do {                                                                                \
+        if ((int)(level) >= atomic_load_explicit(&log_threshold, memory_order_relaxed)) \
+            log_limited_write((rl), (level), (component), __VA_ARGS__);                 \
+    } while (0)
+
+void log_limited_write(struct log_ratelimit *rl, enum log_level level, const char *component,
+                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 static inline int
 log_enabled(enum log_level level)
 {

@@ -239,7 +239,9 @@ net_conn_close(struct net_conn *c, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    if (code == SPATE_EPROTO)
+    if (code == SPATE_EPROTO && c->is_server) /* a peer can make us say it again */
+        SPATE_LOG_LIMITED(&env->refusals, LOG_LEVEL_WARN, NET_LOG, "%s", why);
+    else if (code == SPATE_EPROTO)
         SPATE_LOG_WARN(NET_LOG, "%s", why);
     else if (!env->stopping)
         SPATE_LOG_INFO(NET_LOG, "%s", why);

@@ -27,6 +27,7 @@ env_stop(struct net_env *env)
     uv_close((uv_handle_t *)&env->server, NULL);
     uv_timer_stop(&env->retry_timer);
     uv_close((uv_handle_t *)&env->retry_timer, NULL);
+    uv_close((uv_handle_t *)&env->sweep_timer, NULL);
     mailbox_close(&env->mailbox, NULL);
 }
 
@@ -146,6 +147,21 @@ net_env_config_load(const struct config *conf, struct net_env_config *cfg, spate
         goto out;
     }
     cfg->port = lo;
+    {
+        int64_t conns, per_peer, handshaking;
+
+        if ((rc = config_get_int(conf, CFG(CLUSTER_CONNECTIONS_MAX), &conns, err)) != 0 ||
+            (rc = config_get_int(conf, CFG(CLUSTER_CONNECTIONS_MAX_PER_PEER), &per_peer, err)) !=
+                0 ||
+            (rc = config_get_int(conf, CFG(CLUSTER_CONNECTIONS_MAX_HANDSHAKING), &handshaking,
+                                 err)) != 0 ||
+            (rc = config_get_duration_ms(conf, CFG(CLUSTER_CONNECTIONS_HANDSHAKE_TIMEOUT),
+                                         &cfg->handshake_timeout_ms, err)) != 0)
+            goto out;
+        cfg->max_connections = (int)conns;
+        cfg->max_connections_per_peer = (int)per_peer;
+        cfg->max_handshaking = (int)handshaking;
+    }
     cfg->secret = config_lookup(conf, CFG(SECURITY_RPC_SECRET)->key);
     cfg->cluster_id = "/default";
     if (empty != NULL) {
@@ -224,6 +240,14 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
     env->cfg.name = xstrdup(cfg->name ? cfg->name : "");
     if (env->cfg.buffers_per_channel == 0)
         env->cfg.buffers_per_channel = 2;
+    if (env->cfg.max_connections <= 0)
+        env->cfg.max_connections = 1024;
+    if (env->cfg.max_connections_per_peer <= 0)
+        env->cfg.max_connections_per_peer = 256;
+    if (env->cfg.max_handshaking <= 0)
+        env->cfg.max_handshaking = 128;
+    if (env->cfg.handshake_timeout_ms <= 0)
+        env->cfg.handshake_timeout_ms = 10000;
     env->hs.magic = HANDSHAKE_MAGIC_DATA;
     env->hs.cluster_id = env->cfg.cluster_id;
     env->hs.secret = env->cfg.secret;
@@ -236,6 +260,9 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
     env->mailbox.data = env;
     uv_timer_init(&env->loop, &env->retry_timer);
     env->retry_timer.data = env;
+    uv_timer_init(&env->loop, &env->sweep_timer);
+    env->sweep_timer.data = env;
+    uv_timer_start(&env->sweep_timer, net_server_sweep, 1000, 1000);
     uv_tcp_init(&env->loop, &env->server);
     env->server.data = env;
     rc = net_conn_resolve(env->cfg.bind_host, cfg->port, &ss);
@@ -270,6 +297,7 @@ fail_bind:
     env->stopping = true;
     uv_close((uv_handle_t *)&env->server, NULL);
     uv_close((uv_handle_t *)&env->retry_timer, NULL);
+    uv_close((uv_handle_t *)&env->sweep_timer, NULL);
     mailbox_close(&env->mailbox, NULL);
     uv_run(&env->loop, UV_RUN_DEFAULT);
     uv_loop_close(&env->loop);

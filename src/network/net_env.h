@@ -29,6 +29,11 @@ struct net_env_config {
     const char *cluster_id; /* handshake: must match the peers' */
     const char *secret;     /* security.rpc.secret, NULL for none */
     const char *name;       /* for log lines, e.g. the TaskManager's id */
+    /* Bounds on accepted connections (cluster.connections.*; 0: default). */
+    int max_connections;          /* open at once; 1024 */
+    int max_connections_per_peer; /* from one IP address; 256 */
+    int max_handshaking;          /* hello still due, the oldest goes first; 128 */
+    int64_t handshake_timeout_ms; /* the hello's deadline; 10 s */
 };
 
 /* Fills cfg from a configuration (NULL: the defaults). cfg's strings point

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "core/hmap.h"
+#include "core/log.h"
 #include "core/mailbox.h"
 #include "core/notifier.h"
 #include "metrics/task_metrics.h"
@@ -265,6 +266,7 @@ struct net_conn {
     uint8_t hs_out[HANDSHAKE_SIZE]; /* the challenge (server) or the hello (client) */
     uv_write_t hs_req;
     uint8_t hs_reply[HANDSHAKE_SIZE]; /* server: the reply */
+    uint64_t accepted_ms;             /* server: when accepted (the handshake's deadline) */
     uv_write_t hs_reply_req;
     bool close_after_handshake;
     /* server side (net_server.c) */
@@ -295,6 +297,8 @@ int net_conn_resolve(const char *host, int port, struct sockaddr_storage *ss);
 
 /* The server side (net_server.c): remote consumers' readers. */
 void net_server_on_connection(uv_stream_t *server, int status);
+/* Each second: closes accepted connections past their handshake deadline. */
+void net_server_sweep(uv_timer_t *t);
 void net_server_handshake(struct net_conn *c, const uint8_t *hello);
 void net_server_on_frame(struct net_conn *c, const struct net_frame *f, const uint8_t *body);
 /* A READER_AVAILABLE command from the mailbox. */
@@ -329,7 +333,9 @@ struct net_env {
     struct mailbox mailbox;
     uv_tcp_t server;
     uv_timer_t retry_timer;
-    pthread_mutex_t pm_lock; /* result_partition.c's: guards the partition manager's table */
+    uv_timer_t sweep_timer;        /* each second: handshakes past their deadline */
+    struct log_ratelimit refusals; /* lines about peers' bad input and refusals */
+    pthread_mutex_t pm_lock;       /* result_partition.c's: guards the partition manager's table */
     struct result_partition **parts;
     size_t num_parts, parts_cap;
     /* network I/O thread */

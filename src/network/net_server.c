@@ -317,7 +317,8 @@ net_server_handshake(struct net_conn *c, const uint8_t *hello)
     uv_buf_t buf;
 
     if (handshake_check_hello(&c->env->hs, &c->nonces, hello, &st, &err) != 0) {
-        SPATE_LOG_WARN(NET_LOG, "dropping data connection from %s: %s", c->peer, err.message);
+        SPATE_LOG_LIMITED(&c->env->refusals, LOG_LEVEL_WARN, NET_LOG,
+                          "dropping data connection from %s: %s", c->peer, err.message);
         handshake_encode_reply(&c->env->hs, &c->nonces, st, err.message, c->hs_reply);
         c->close_after_handshake = true;
     } else {
@@ -328,6 +329,76 @@ net_server_handshake(struct net_conn *c, const uint8_t *hello)
     uv_write(&c->hs_reply_req, (uv_stream_t *)&c->tcp, &buf, 1, NULL);
     if (c->close_after_handshake)
         net_conn_close(c, SPATE_EPROTO, "handshake refused");
+}
+
+void
+net_server_sweep(uv_timer_t *t)
+{
+    struct net_env *env = t->data;
+    uint64_t now = uv_now(&env->loop);
+    struct net_conn *c, *next;
+
+    for (c = env->conns; c != NULL; c = next) {
+        next = c->next;
+        if (c->is_server && c->state == CONN_HANDSHAKE &&
+            now - c->accepted_ms > (uint64_t)env->cfg.handshake_timeout_ms)
+            net_conn_close(c, SPATE_EPROTO,
+                           "dropping data connection from %s: no handshake within %lld ms "
+                           "(cluster.connections.handshake-timeout)",
+                           c->peer, (long long)env->cfg.handshake_timeout_ms);
+    }
+}
+
+static size_t
+server_ip_len(const char *peer)
+{
+    const char *colon = strrchr(peer, ':');
+
+    return colon != NULL ? (size_t)(colon - peer) : strlen(peer);
+}
+
+/* Why c may not stay (NULL: it may); makes room among connections still in
+ * their handshake by closing the oldest (a peer that opens many and says
+ * nothing cannot keep a real one out). */
+static const char *
+server_over_cap(struct net_env *env, struct net_conn *c, char *why, size_t cap)
+{
+    size_t iplen = server_ip_len(c->peer);
+    int open = 0, from_peer = 0, handshaking = 0;
+    struct net_conn *o, *oldest = NULL;
+
+    for (;;) {
+        open = from_peer = handshaking = 0;
+        oldest = NULL;
+        for (o = env->conns; o != NULL; o = o->next) {
+            if (!o->is_server || o == c)
+                continue;
+            open++;
+            if (server_ip_len(o->peer) == iplen && strncmp(o->peer, c->peer, iplen) == 0)
+                from_peer++;
+            if (o->state == CONN_HANDSHAKE) {
+                handshaking++;
+                if (oldest == NULL || o->accepted_ms <= oldest->accepted_ms)
+                    oldest = o;
+            }
+        }
+        if (handshaking < env->cfg.max_handshaking || oldest == NULL)
+            break;
+        net_conn_close(oldest, SPATE_EPROTO,
+                       "dropping data connection from %s: %d connections are in their "
+                       "handshake (the most kept); this one is the oldest",
+                       oldest->peer, env->cfg.max_handshaking);
+    }
+    if (open >= env->cfg.max_connections) {
+        snprintf(why, cap, "busy: %d data connections open (cluster.connections.max)", open);
+        return why;
+    }
+    if (from_peer >= env->cfg.max_connections_per_peer) {
+        snprintf(why, cap, "busy: %d data connections from %.*s (cluster.connections.max-per-peer)",
+                 from_peer, (int)iplen, c->peer);
+        return why;
+    }
+    return NULL;
 }
 
 void
@@ -361,11 +432,19 @@ net_server_on_connection(uv_stream_t *server, int status)
         }
     }
     c->state = CONN_HANDSHAKE;
-    handshake_encode_challenge(&env->hs, &c->nonces, HANDSHAKE_OK, NULL, c->hs_out);
+    c->accepted_ms = uv_now(&env->loop);
     {
+        char why[128];
+        const char *busy = server_over_cap(env, c, why, sizeof why);
         uv_buf_t buf = uv_buf_init((char *)c->hs_out, HANDSHAKE_SIZE);
 
+        handshake_encode_challenge(&env->hs, &c->nonces, busy ? HANDSHAKE_BUSY : HANDSHAKE_OK, busy,
+                                   c->hs_out);
         uv_write(&c->hs_req, (uv_stream_t *)&c->tcp, &buf, 1, NULL);
+        if (busy != NULL) {
+            net_conn_close(c, SPATE_EPROTO, "refused data connection from %s: %s", c->peer, busy);
+            return;
+        }
     }
     net_conn_read_start(c);
 }

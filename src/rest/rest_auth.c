@@ -156,8 +156,8 @@ auth_valid(const struct rest_auth *a, const char *h, const char **why)
 }
 
 bool
-rest_auth_check(const struct rest_auth *a, struct MHD_Connection *c, const char *method,
-                const char *url, enum MHD_Result *ret)
+rest_auth_check(const struct rest_auth *a, struct log_ratelimit *rl, struct MHD_Connection *c,
+                const char *method, const char *url, enum MHD_Result *ret)
 {
     const union MHD_ConnectionInfo *ci;
     struct MHD_Response *r;
@@ -178,8 +178,8 @@ rest_auth_check(const struct rest_auth *a, struct MHD_Connection *c, const char 
         inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof ip);
         snprintf(peer, sizeof peer, "%s:%d", ip, ntohs(sin->sin_port));
     }
-    SPATE_LOG_WARN(REST_LOG, "refused %s %s from %s: %s (rest.authentication)", method, url, peer,
-                   why);
+    SPATE_LOG_LIMITED(rl, LOG_LEVEL_WARN, REST_LOG,
+                      "refused %s %s from %s: %s (rest.authentication)", method, url, peer, why);
     body = json_pack("{s:[s]}", "errors",
                      "Unauthorized: this request needs a valid bearer token or basic "
                      "credentials (rest.authentication)");

@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 
 #include "core/config.h"
+#include "core/log.h"
 
 struct rest_auth;
 
@@ -19,9 +20,10 @@ struct rest_auth;
  * cannot be read, others may read, or that holds nothing is an error. */
 int rest_auth_new(const struct config *conf, struct rest_auth **out, spate_error *err);
 void rest_auth_free(struct rest_auth *a);
-/* Whether the request may go on; if not, the 401 is queued and *ret is
- * what the access handler returns. a may be NULL (off). */
-bool rest_auth_check(const struct rest_auth *a, struct MHD_Connection *c, const char *method,
-                     const char *url, enum MHD_Result *ret);
+/* Whether the request may go on; if not, the 401 is queued, *ret is what
+ * the access handler returns, and the refusal is logged through rl. a may
+ * be NULL (off). */
+bool rest_auth_check(const struct rest_auth *a, struct log_ratelimit *rl, struct MHD_Connection *c,
+                     const char *method, const char *url, enum MHD_Result *ret);
 
 #endif

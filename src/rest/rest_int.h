@@ -14,6 +14,7 @@
 
 #include "blob/blob_server.h"
 #include "core/config.h"
+#include "core/log.h"
 #include "rest/metric_fetcher.h"
 #include "rpc/gateways.h"
 #include "rpc/service.h"
@@ -36,7 +37,8 @@ struct rest_server {
     char *incoming_dir;      /* request bodies being received */
     char *self_exe;          /* the spate executable, for plan-only children */
     struct metric_fetcher *metrics;
-    struct rest_auth *auth; /* rest.authentication, NULL: off */
+    struct rest_auth *auth;        /* rest.authentication, NULL: off */
+    struct log_ratelimit refusals; /* libmicrohttpd's errors, refused requests */
     /* Requests between their first call and their completion; stop waits
      * for them, so that DELETE /cluster's answer leaves before the process. */
     _Atomic int inflight;

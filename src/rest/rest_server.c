@@ -398,7 +398,7 @@ rest_begin(struct rest_request *rq, const char *url, const char *method)
     enum MHD_Result denied;
     bool known;
 
-    if (!rest_auth_check(rq->rs->auth, c, method, url, &denied))
+    if (!rest_auth_check(rq->rs->auth, &rq->rs->refusals, c, method, url, &denied))
         return denied;
     rq->route = rest_match(method, path, rq->params, &known);
     if (rq->route == NULL) {
@@ -560,12 +560,14 @@ static void rest_log(void *cls, const char *fmt, va_list ap) __attribute__((form
 static void
 rest_log(void *cls, const char *fmt, va_list ap)
 {
+    struct rest_server *rs = cls;
     char msg[512];
 
-    UNUSED(cls);
     vsnprintf(msg, sizeof msg, fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
-    SPATE_LOG_WARN(REST_LOG, "%s", msg);
+    /* libmicrohttpd repeats itself when accept fails (no file descriptors
+     * left): a few lines, not hundreds of megabytes. */
+    SPATE_LOG_LIMITED(&rs->refusals, LOG_LEVEL_WARN, REST_LOG, "%s", msg);
 }
 
 int
@@ -618,8 +620,8 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
         rs->daemon = MHD_start_daemon(
             MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
                 MHD_USE_ERROR_LOG,
-            (uint16_t)port, NULL, NULL, rest_dispatch, rs, MHD_OPTION_EXTERNAL_LOGGER, rest_log,
-            NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
+            (uint16_t)port, NULL, NULL, rest_dispatch, rs, MHD_OPTION_EXTERNAL_LOGGER, rest_log, rs,
+            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
             rest_completed, rs, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
             MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
     }

@@ -55,6 +55,16 @@ conn_usable(const struct rpc_conn *c)
     return c->state != CONN_CLOSED && c->state != CONN_CLOSING;
 }
 
+/* Keeps svc->buffered, the read buffers of incoming connections, current. */
+static void
+conn_account(struct rpc_conn *c)
+{
+    if (c->outgoing || c->local)
+        return;
+    c->svc->buffered = c->svc->buffered - c->counted + c->rcap;
+    c->counted = c->rcap;
+}
+
 /* ---- output ------------------------------------------------------------------ */
 
 uint8_t *
@@ -213,6 +223,11 @@ conn_on_closed(uv_handle_t *h)
 static void
 conn_really_close(struct rpc_conn *c)
 {
+    if (!c->outgoing && !c->local) {
+        c->svc->buffered -= c->counted;
+        c->counted = 0;
+        c->svc->n_incoming--;
+    }
     c->state = CONN_CLOSED;
     list_remove(&c->dirty_node);
     list_remove(&c->hs_node);
@@ -238,7 +253,10 @@ conn_closev(struct rpc_conn *c, int level, const char *fmt, va_list ap)
     vsnprintf(reason, sizeof reason, fmt, ap);
     if (c->svc->stopping)
         level = LOG_LEVEL_DEBUG;
-    SPATE_LOG((enum log_level)level, "rpc", "%s", reason);
+    if (!c->outgoing && level >= LOG_LEVEL_WARN) /* a peer can make us say it again */
+        SPATE_LOG_LIMITED(&c->svc->refusals, (enum log_level)level, "rpc", "%s", reason);
+    else
+        SPATE_LOG((enum log_level)level, "rpc", "%s", reason);
     was_pooled = c->outgoing && !c->local && c->pool_node.hash != 0;
     if (was_pooled) {
         hmap_remove(&c->svc->pool, &c->pool_node);
@@ -271,7 +289,7 @@ conn_close_after_flush(struct rpc_conn *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
-    SPATE_LOG_WARN("rpc", "%s", reason);
+    SPATE_LOG_LIMITED(&c->svc->refusals, LOG_LEVEL_WARN, "rpc", "%s", reason);
     if (c->local) {
         /* The process talking to itself sent garbage: a bug, not input. */
         SPATE_LOG_ERROR("rpc", "in-process transport: %s", reason);
@@ -315,22 +333,30 @@ conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     size_t want = CONN_READ_MIN;
 
     UNUSED(suggested);
-    /* Room for the whole frame being read, once its length is known. */
+    /* Room for more of the frame being read, once its length is known: as
+     * much again as came, so that a peer that announces a large frame holds
+     * only what it sent. */
     if (c->rlen >= FRAME_PREFIX_BYTES && c->state == CONN_OPEN) {
         size_t need = ((size_t)c->rbuf[0] << 24 | (size_t)c->rbuf[1] << 16 |
                        (size_t)c->rbuf[2] << 8 | c->rbuf[3]) +
                       FRAME_PREFIX_BYTES;
 
         if (need <= c->svc->max_frame_bytes && need > c->rlen && need - c->rlen > want)
-            want = need - c->rlen;
+            want = MIN(need - c->rlen, MAX(want, c->rlen));
     }
     if (c->rcap - c->rlen < want) {
         size_t cap = c->rcap ? c->rcap : 8192;
 
         while (cap - c->rlen < want)
             cap *= 2;
+        if (!c->outgoing && !c->local &&
+            c->svc->buffered - c->counted + cap > c->svc->max_buffered_bytes) {
+            *buf = uv_buf_init(NULL, 0); /* conn_on_read gets UV_ENOBUFS and closes */
+            return;
+        }
         c->rbuf = xrealloc(c->rbuf, cap);
         c->rcap = cap;
+        conn_account(c);
     }
     *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
 }
@@ -344,6 +370,13 @@ conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         if (c->state == CONN_CLOSING) {
             conn_really_close(c);
+            return;
+        }
+        if (nread == UV_ENOBUFS) {
+            conn_close(c, LOG_LEVEL_WARN,
+                       "closing rpc connection from %s: incomplete frames of all connections "
+                       "would hold more than %zu bytes (rpc.max-buffered)",
+                       c->peer, c->svc->max_buffered_bytes);
             return;
         }
         if (nread == UV_EOF && c->rlen > 0) {
@@ -455,10 +488,16 @@ conn_process(struct rpc_conn *c)
         memmove(c->rbuf, c->rbuf + off, c->rlen - off);
         c->rlen -= off;
     }
+    /* rpc.frame-timeout runs from a frame's first bytes (conn_on_sweep). */
+    if (c->rlen == 0)
+        c->frame_started_ms = 0;
+    else if (off > 0 || c->frame_started_ms == 0)
+        c->frame_started_ms = uv_now(&c->svc->loop);
     if (c->rlen == 0 && c->rcap > CONN_BUF_KEEP) {
         free(c->rbuf);
         c->rbuf = NULL;
         c->rcap = 0;
+        conn_account(c);
     }
 }
 
@@ -593,14 +632,87 @@ conn_on_handshake_timer(uv_timer_t *t)
 }
 
 void
+conn_on_sweep(uv_timer_t *t)
+{
+    struct rpc_service *svc = t->data;
+    uint64_t now = uv_now(&svc->loop);
+    struct list_node *n, *next;
+
+    for (n = svc->conns.next; n != &svc->conns; n = next) {
+        struct rpc_conn *c = container_of(n, struct rpc_conn, all_node);
+
+        next = n->next;
+        if (c->outgoing || c->local || c->state != CONN_OPEN || c->frame_started_ms == 0 ||
+            now - c->frame_started_ms <= (uint64_t)svc->frame_timeout_ms)
+            continue;
+        conn_close(c, LOG_LEVEL_WARN,
+                   "closing rpc connection from %s: a frame begun %llu ms ago is still "
+                   "incomplete (%zu bytes came; rpc.frame-timeout is %lld ms)",
+                   c->peer, (unsigned long long)(now - c->frame_started_ms), c->rlen,
+                   (long long)svc->frame_timeout_ms);
+    }
+}
+
+/* The peer's IP address: "1.2.3.4" of "1.2.3.4:5678". */
+static size_t
+conn_ip_len(const char *peer)
+{
+    const char *colon = strrchr(peer, ':');
+
+    return colon != NULL ? (size_t)(colon - peer) : strlen(peer);
+}
+
+/* Why a new connection from c's peer may not stay (NULL: it may): the
+ * global and per-peer caps. Connections still in their handshake beyond
+ * max_handshaking make room for it, the oldest first: a peer that opens
+ * many and says nothing cannot keep a real one out. */
+static const char *
+conn_over_cap(struct rpc_service *svc, struct rpc_conn *c, char *why, size_t cap)
+{
+    size_t iplen = conn_ip_len(c->peer);
+    int handshaking = 0, from_peer = 0;
+    struct list_node *n;
+
+    for (n = svc->handshaking.next; n != &svc->handshaking; n = n->next)
+        handshaking++;
+    while (handshaking-- >= svc->max_handshaking) {
+        struct rpc_conn *old = container_of(svc->handshaking.next, struct rpc_conn, hs_node);
+
+        conn_close(old, LOG_LEVEL_WARN,
+                   "closing rpc connection from %s: %d connections are in their handshake "
+                   "(the most kept); this one is the oldest",
+                   old->peer, svc->max_handshaking);
+    }
+    for (n = svc->conns.next; n != &svc->conns; n = n->next) {
+        struct rpc_conn *o = container_of(n, struct rpc_conn, all_node);
+
+        if (o != c && !o->outgoing && !o->local && o->state != CONN_CLOSED &&
+            conn_ip_len(o->peer) == iplen && strncmp(o->peer, c->peer, iplen) == 0)
+            from_peer++;
+    }
+    if (svc->n_incoming > svc->max_connections) {
+        snprintf(why, cap, "busy: %d connections open (cluster.connections.max)",
+                 svc->n_incoming - 1);
+        return why;
+    }
+    if (from_peer >= svc->max_connections_per_peer) {
+        snprintf(why, cap, "busy: %d connections from %.*s (cluster.connections.max-per-peer)",
+                 from_peer, (int)iplen, c->peer);
+        return why;
+    }
+    return NULL;
+}
+
+void
 conn_accept(struct rpc_service *svc)
 {
     struct sockaddr_storage ss;
     int len = sizeof ss;
-    char ip[64] = "?";
+    char ip[64] = "?", why[128];
     struct rpc_conn *c = conn_new(svc, false, "?");
 
     uv_tcp_init(&svc->loop, &c->tcp);
+    svc->n_incoming++; /* counted down in conn_really_close */
     if (uv_accept((uv_stream_t *)&svc->listener, (uv_stream_t *)&c->tcp) != 0) {
         conn_really_close(c);
         return;
@@ -613,6 +725,13 @@ conn_accept(struct rpc_service *svc)
     }
     c->state = CONN_HANDSHAKE;
     c->accepted_ms = uv_now(&svc->loop);
+    if (conn_over_cap(svc, c, why, sizeof why) != NULL) {
+        handshake_encode_challenge(&svc->hs, &c->nonces, HANDSHAKE_BUSY, why,
+                                   conn_reserve(c, HANDSHAKE_SIZE));
+        conn_commit(c, HANDSHAKE_SIZE);
+        conn_close_after_flush(c, "refused rpc connection from %s: %s", c->peer, why);
+        return;
+    }
     handshake_encode_challenge(&svc->hs, &c->nonces, HANDSHAKE_OK, NULL,
                                conn_reserve(c, HANDSHAKE_SIZE));
     conn_commit(c, HANDSHAKE_SIZE);

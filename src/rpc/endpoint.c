@@ -293,7 +293,7 @@ endpoint_on_request(struct rpc_conn *c, const struct frame *fr)
         snprintf(reason, sizeof reason,
                  "refused %s from %s: only the process of '%s' may call it (use the REST API)",
                  m->name, c->peer, ep->name);
-        SPATE_LOG_WARN("rpc", "%s", reason);
+        SPATE_LOG_LIMITED(&c->svc->refusals, LOG_LEVEL_WARN, "rpc", "%s", reason);
         if (ask)
             send_error(c, fr->method, fr->call_id, SPATE_EPERM, reason);
         return;

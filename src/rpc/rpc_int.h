@@ -62,6 +62,13 @@ struct rpc_service {
     struct list_node handshaking; /* accepted connections whose hello is due, oldest first */
     uv_timer_t handshake_timer;
     int64_t handshake_timeout_ms;
+    uv_timer_t sweep_timer; /* each second: frames past their deadline */
+    int n_incoming;         /* accepted connections not closed */
+    size_t buffered;        /* bytes of incoming connections' read buffers */
+    int max_connections, max_connections_per_peer, max_handshaking;
+    int64_t frame_timeout_ms;
+    size_t max_buffered_bytes;
+    struct log_ratelimit refusals;                /* lines about peers' bad input and refusals */
     struct list_node dirty;                       /* connections with output to flush this turn */
     struct rpc_conn *local_client, *local_server; /* the in-process pair */
 
@@ -120,6 +127,8 @@ struct rpc_conn {
     struct list_node dirty_node; /* svc->dirty */
     struct list_node hs_node;    /* svc->handshaking */
     uint64_t accepted_ms;
+    uint64_t frame_started_ms; /* incoming: when the incomplete frame in rbuf began; 0: none */
+    size_t counted;            /* incoming: rcap as counted in svc->buffered */
     struct handshake_nonces nonces;
     struct list_node calls; /* pending asks sent on this connection */
     int refs;               /* calls being served hold one each */
@@ -140,6 +149,9 @@ struct rpc_conn {
  * use; the in-process one when peer is this service's own address. */
 struct rpc_conn *conn_get(struct rpc_service *svc, const char *peer);
 void conn_accept(struct rpc_service *svc);
+/* Each second: closes incoming connections whose frame is past
+ * rpc.frame-timeout. */
+void conn_on_sweep(uv_timer_t *t);
 void conn_local_pair(struct rpc_service *svc);
 /* Room for n more output bytes; conn_commit adds them to the next flush. */
 uint8_t *conn_reserve(struct rpc_conn *c, size_t n);

@@ -45,6 +45,26 @@ rpc_service_options_from_config(const struct config *conf, struct rpc_service_op
     o->max_frame_bytes = (size_t)frame;
     o->ask_timeout_ms = timeout;
     o->secret = secret;
+    {
+        int64_t conns, per_peer, handshaking;
+        uint64_t buffered;
+
+        if ((rc = config_get_int(conf, CFG(CLUSTER_CONNECTIONS_MAX), &conns, err)) != 0 ||
+            (rc = config_get_int(conf, CFG(CLUSTER_CONNECTIONS_MAX_PER_PEER), &per_peer, err)) !=
+                0 ||
+            (rc = config_get_int(conf, CFG(CLUSTER_CONNECTIONS_MAX_HANDSHAKING), &handshaking,
+                                 err)) != 0 ||
+            (rc = config_get_duration_ms(conf, CFG(CLUSTER_CONNECTIONS_HANDSHAKE_TIMEOUT),
+                                         &o->handshake_timeout_ms, err)) != 0 ||
+            (rc = config_get_duration_ms(conf, CFG(RPC_FRAME_TIMEOUT), &o->frame_timeout_ms,
+                                         err)) != 0 ||
+            (rc = config_get_memory_bytes(conf, CFG(RPC_MAX_BUFFERED), &buffered, err)) != 0)
+            return rc;
+        o->max_connections = (int)conns;
+        o->max_connections_per_peer = (int)per_peer;
+        o->max_handshaking = (int)handshaking;
+        o->max_buffered_bytes = (size_t)buffered;
+    }
     return 0;
 }
 
@@ -233,6 +253,7 @@ service_close_handles(struct rpc_service *svc)
     uv_close((uv_handle_t *)&svc->idle, NULL);
     uv_close((uv_handle_t *)&svc->call_timer, NULL);
     uv_close((uv_handle_t *)&svc->handshake_timer, NULL);
+    uv_close((uv_handle_t *)&svc->sweep_timer, NULL);
     if (svc->listening) {
         uv_close((uv_handle_t *)&svc->listener, NULL);
         svc->listening = false;
@@ -271,6 +292,12 @@ rpc_service_new(const struct rpc_service_options *o, struct rpc_service **out, s
     list_init(&svc->deadlines);
     list_init(&svc->handshaking);
     svc->handshake_timeout_ms = o->handshake_timeout_ms > 0 ? o->handshake_timeout_ms : 10000;
+    svc->max_connections = o->max_connections > 0 ? o->max_connections : 1024;
+    svc->max_connections_per_peer =
+        o->max_connections_per_peer > 0 ? o->max_connections_per_peer : 256;
+    svc->max_handshaking = o->max_handshaking > 0 ? o->max_handshaking : 128;
+    svc->frame_timeout_ms = o->frame_timeout_ms > 0 ? o->frame_timeout_ms : 60000;
+    svc->max_buffered_bytes = o->max_buffered_bytes > 0 ? o->max_buffered_bytes : 256u << 20;
     svc->next_call_id = 1;
 
     mailbox_init(&svc->loop, &svc->mailbox, service_on_mail);
@@ -287,10 +314,13 @@ rpc_service_new(const struct rpc_service_options *o, struct rpc_service **out, s
     svc->call_timer.data = svc;
     uv_timer_init(&svc->loop, &svc->handshake_timer);
     svc->handshake_timer.data = svc;
+    uv_timer_init(&svc->loop, &svc->sweep_timer);
+    svc->sweep_timer.data = svc;
 
     if (o->bind_host != NULL) {
         if ((rc = service_bind(svc, o->bind_host, o->port ? o->port : "0", err)) != 0)
             goto fail;
+        uv_timer_start(&svc->sweep_timer, conn_on_sweep, 1000, 1000);
         adv = o->advertised_host ? o->advertised_host : o->bind_host;
         if (strcmp(adv, "0.0.0.0") == 0 || strcmp(adv, "localhost") == 0)
             adv = "127.0.0.1";

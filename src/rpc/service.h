@@ -27,10 +27,17 @@ struct rpc_service_options {
     int64_t ask_timeout_ms;       /* 0: 10 s */
     int64_t handshake_timeout_ms; /* an accepted connection's hello; 0: 10 s */
     const char *thread_name;      /* the loop thread's name in logs; NULL: "rpc" */
+    /* Bounds on what peers may hold (docs/security.md); 0: the default. */
+    int max_connections;          /* accepted and open at once; 1024 */
+    int max_connections_per_peer; /* of those, from one IP address; 256 */
+    int max_handshaking;          /* accepted, hello still due (the oldest goes); 128 */
+    int64_t frame_timeout_ms;     /* a frame begun must be whole this soon; 60 s */
+    size_t max_buffered_bytes;    /* incomplete incoming frames, all connections; 256 MiB */
 };
 
 /* Options from the configuration: rpc.max-frame-size, rpc.ask.timeout,
- * security.rpc.secret. The caller fills in the address fields. */
+ * security.rpc.secret, cluster.connections.*, rpc.frame-timeout,
+ * rpc.max-buffered. The caller fills in the address fields. */
 int rpc_service_options_from_config(const struct config *conf, struct rpc_service_options *o,
                                     spate_error *err);
 
