@@ -144,3 +144,33 @@ Test(log, a_thread_name_is_the_os_thread_name_too)
     cr_assert_eq(pthread_getname_np(pthread_self(), got, sizeof got), 0);
     cr_assert_str_eq(got, "Window 12345678", "the kernel's 15 bytes of the name");
 }
+
+/* A line a peer can make repeat: a burst passes, the rest are counted and
+ * said by the first line of the next window. */
+Test(log, limited_lines_stop_at_the_burst_and_count_the_rest)
+{
+    char path[] = "/tmp/spate-test-log-XXXXXX";
+    struct log_ratelimit rl = { 0 };
+    int fd = mkstemp(path);
+    spate_error err;
+    char *text, *p;
+    int lines = 0;
+
+    close(fd);
+    cr_assert_eq(log_open_file(path, &err), 0);
+    log_set_level(LOG_LEVEL_INFO);
+    for (int i = 0; i < 1000; i++)
+        SPATE_LOG_LIMITED(&rl, LOG_LEVEL_WARN, "rpc", "refused connection %d", i);
+    /* The next window: its first line says how many were dropped. */
+    atomic_store(&rl.window_start_ms, atomic_load(&rl.window_start_ms) - LOG_RATELIMIT_WINDOW_MS);
+    SPATE_LOG_LIMITED(&rl, LOG_LEVEL_WARN, "rpc", "refused connection %d", 1000);
+    log_close_file();
+    text = slurp(path);
+    unlink(path);
+    for (p = text; (p = strstr(p, "refused connection")) != NULL; p++)
+        lines++;
+    cr_assert_eq(lines, LOG_RATELIMIT_BURST + 1, "%s", text);
+    cr_assert(strstr(text, "(980 lines like the next were not logged in the last 10 s)") != NULL,
+              "%s", text);
+    cr_assert(strstr(text, "refused connection 1000") != NULL);
+}
