@@ -14,10 +14,10 @@ static const struct connector_entry builtin[] = {
     { OP_SINK_CONNECTOR, &named_sink_vtable },
 };
 
-static const struct connector_table builtin_table = { builtin, ARRAY_SIZE(builtin) };
+const struct connector_table connectors_builtin_table = { builtin, ARRAY_SIZE(builtin), NULL };
 
 const struct connector_table *
 connectors_builtin(void)
 {
-    return &builtin_table;
+    return &connectors_builtin_table;
 }

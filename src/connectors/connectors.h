@@ -9,5 +9,7 @@
 
 /* Collection, generator, socket and file sources; print and file sinks. */
 const struct connector_table *connectors_builtin(void);
+/* The same table, for a table that leads to it (connector_table.next). */
+extern const struct connector_table connectors_builtin_table;
 
 #endif

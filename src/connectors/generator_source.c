@@ -156,13 +156,22 @@ generator_run_aligned(struct stream_operator *op, struct generator_impl *g, spat
     return n;
 }
 
+/* A generator without a function (SQL's datagen and nexmark): the record
+ * is its index, an int64, which the operator behind it turns into a row. */
+static void
+generator_index(spate_ctx *ctx, uint64_t index, void *out)
+{
+    UNUSED(ctx);
+    *(int64_t *)out = (int64_t)index;
+}
+
 static enum source_status
 generator_poll(struct stream_operator *op, int budget, spate_error *err)
 {
     const struct generator_source_config *conf = op->conf;
     struct generator_impl *g = op->impl;
     uint64_t count = conf->count;
-    spate_generator_fn gen = conf->fn;
+    spate_generator_fn gen = conf->fn != NULL ? conf->fn : generator_index;
     struct gen_split *s;
 
     UNUSED(err);

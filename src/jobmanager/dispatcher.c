@@ -234,25 +234,29 @@ disp_start_job(struct dispatcher *d, const spate_id *job_id, const Cluster__JobS
         spate_error_set(err, SPATE_ESTATE, "this Dispatcher has no BlobServer");
         return NULL;
     }
-    if (req->library_key.len != SHA256_BYTES) {
-        spate_error_set(err, SPATE_EINVAL, "a job submission needs its library's 32-byte key");
+    if (req->library_key.len != SHA256_BYTES && req->library_key.len != 0) {
+        spate_error_set(err, SPATE_EINVAL,
+                        "a job submission needs its library's 32-byte key, or none (a job of "
+                        "built-in operators only, as SQL's)");
         return NULL;
     }
     j = xcalloc(1, sizeof *j);
-    memcpy(j->library_key, req->library_key.data, SHA256_BYTES);
-    /* A recovered job's library may be in the HA blob store only: the
-     * first fetch restores it. */
-    if (blob_server_ref_job(d->o.blobs, job_id, j->library_key, err) != 0) {
-        free(j);
-        spate_error_wrap(err, "job library not uploaded");
-        return NULL;
+    if (req->library_key.len == SHA256_BYTES) {
+        memcpy(j->library_key, req->library_key.data, SHA256_BYTES);
+        /* A recovered job's library may be in the HA blob store only: the
+         * first fetch restores it. */
+        if (blob_server_ref_job(d->o.blobs, job_id, j->library_key, err) != 0) {
+            free(j);
+            spate_error_wrap(err, "job library not uploaded");
+            return NULL;
+        }
+        j->holds_blob = true;
+        o.library_key = j->library_key;
     }
-    j->holds_blob = true;
     j->job_id = *job_id;
     o.graph = req->job_graph.data;
     o.graph_len = req->job_graph.len;
     o.blob_server = blob_server_address(d->o.blobs);
-    o.library_key = j->library_key;
     if (disp_launch(d, j, &o, err) == NULL)
         return NULL;
     SPATE_LOG_INFO(DISP_LOG, "submitted job %s (%s)", id_str(job_id).s, job_master_name(j->jm));
@@ -284,14 +288,17 @@ dh_submit_job(struct rpc_endpoint *ep, const Cluster__JobSubmission *req, struct
         rpc_call_fail(call, SPATE_EEXIST, "job %s was submitted already", id_str(&job_id).s);
         return;
     }
-    if (req->library_key.len != SHA256_BYTES) {
-        rpc_call_fail(call, SPATE_EINVAL, "a job submission needs its library's 32-byte key");
+    if (req->library_key.len != SHA256_BYTES && req->library_key.len != 0) {
+        rpc_call_fail(call, SPATE_EINVAL,
+                      "a job submission needs its library's 32-byte key, or none (a job of "
+                      "built-in operators only, as SQL's)");
         return;
     }
     if (d->jgs != NULL) {
         /* The library goes to the HA blob store, then the graph to the job
          * graph store; the job runs once both are stored. */
-        disp_persist(d, &job_id, DISP_KIND_JOB_GRAPH, &req->base, req->library_key.data, call);
+        disp_persist(d, &job_id, DISP_KIND_JOB_GRAPH, &req->base,
+                     req->library_key.len ? req->library_key.data : NULL, call);
         return;
     }
     if ((j = disp_start_job(d, &job_id, req, &err)) == NULL) {

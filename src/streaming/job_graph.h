@@ -82,6 +82,9 @@ struct job_graph {
     /* The job library's SHA-256 and file name (from the client). */
     uint8_t library_sha256[32];
     char *library_name;
+    /* Decoded: some operator or type refers to a function of the job
+     * library (a graph of built-in operators only, as SQL's, needs none). */
+    bool has_user_code;
     /* A decoded graph owns its types (and each operator its settings). */
     struct spate_type **owned_types;
     int nowned_types;

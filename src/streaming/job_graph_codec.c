@@ -85,6 +85,7 @@ enc_type_desc(struct enc *e, const struct spate_type *t)
         d->fields = enc_alloc(e, (size_t)t->nfields * sizeof *d->fields);
         for (int i = 0; i < t->nfields; i++)
             d->fields[i] = enc_type_desc(e, t->fields[i]);
+        d->nullable = t->nullable;
     } else if (t->kind == TYPE_CUSTOM) {
         d->serialize = enc_fn(e, (const void *)t->serialize, "a type's serialize function");
         d->deserialize = enc_fn(e, (const void *)t->deserialize, "a type's deserialize function");
@@ -265,6 +266,16 @@ enc_two_input(struct enc *e, const void *conf, const char *name, PbOp *p)
 }
 
 static void
+enc_sql(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct sql_config *c = conf;
+
+    UNUSED(e);
+    UNUSED(name);
+    p->sql_program = bin(c->program, c->program_len);
+}
+
+static void
 enc_window(struct enc *e, const void *conf, const char *name, PbOp *p)
 {
     const struct window_config *c = conf;
@@ -323,6 +334,7 @@ static kind_encoder *const kind_encoders[OP_KIND_COUNT] = {
     [OP_CO_PROCESS] = enc_two_input,
     [OP_BROADCAST_PROCESS] = enc_two_input,
     [OP_WINDOW] = enc_window,
+    [OP_SQL_CALC] = enc_sql,
 };
 
 static PbOp *
@@ -508,6 +520,7 @@ dec_fn(struct dec *d, const PbFnRef *r, void **fn)
     *fn = NULL;
     if (r == NULL || !r->present)
         return 0;
+    d->jg->has_user_code = true;
     if (d->lib == NULL)
         return 0; /* the JobManager keeps references, not functions */
     memset(&ref, 0, sizeof ref);
@@ -576,7 +589,13 @@ dec_type(struct dec *d, const PbType *p, int depth, const struct spate_type **ou
         for (size_t i = 0; i < p->n_fields; i++)
             if ((rc = dec_type(d, p->fields[i], depth + 1, &fields[i])) != 0)
                 return rc;
-        *out = dec_own_type(d, types_new_tuple((int)p->n_fields, fields));
+        if (p->nullable) {
+            if (p->n_fields < 2 || fields[0] != spate_type_int64())
+                return bad(d, "row type without its NULL bitmap");
+            *out = dec_own_type(d, types_new_row((int)p->n_fields - 1, fields + 1));
+        } else {
+            *out = dec_own_type(d, types_new_tuple((int)p->n_fields, fields));
+        }
         return 0;
     }
     case TYPE_CUSTOM: {
@@ -839,7 +858,9 @@ dec_generator(struct dec *d, const PbOp *p, struct jg_operator *o)
     c->type = o->settings.out_type;
     if ((rc = dec_fn(d, p->fn, (void **)&c->fn)) != 0)
         return rc;
-    if (d->lib != NULL && c->fn == NULL)
+    /* Without a function the records are the indexes (int64). */
+    if (p->fn == NULL || !p->fn->present ? c->type != spate_type_int64()
+                                         : d->lib != NULL && c->fn == NULL)
         return bad(d, "operator without its function");
     if (!(p->rate >= 0))
         return bad(d, "a generator of a negative rate");
@@ -908,6 +929,20 @@ dec_named_connector(struct dec *d, const PbOp *p, struct jg_operator *o)
     return 0;
 }
 
+static int
+dec_sql(struct dec *d, const PbOp *p, struct jg_operator *o)
+{
+    struct sql_config *c = &o->opconf.sql;
+
+    if (p->sql_program.len == 0)
+        return bad(d, "SQL operator without its program");
+    /* src/sql checks the program itself when the operator opens. */
+    c->program = xmalloc(p->sql_program.len);
+    memcpy(c->program, p->sql_program.data, p->sql_program.len);
+    c->program_len = p->sql_program.len;
+    return 0;
+}
+
 static kind_decoder *const kind_decoders[OP_KIND_COUNT] = {
     [OP_SOURCE_CONNECTOR] = dec_named_connector,
     [OP_SINK_CONNECTOR] = dec_named_connector,
@@ -928,6 +963,7 @@ static kind_decoder *const kind_decoders[OP_KIND_COUNT] = {
     [OP_CO_PROCESS] = dec_two_input,
     [OP_BROADCAST_PROCESS] = dec_two_input,
     [OP_WINDOW] = dec_window,
+    [OP_SQL_CALC] = dec_sql,
 };
 
 static int

@@ -176,6 +176,9 @@ struct connector_entry {
 struct connector_table {
     const struct connector_entry *entries;
     size_t count;
+    /* Searched next (a folder's table before the one it builds on: SQL's
+     * operators, then the connectors); NULL: none. */
+    const struct connector_table *next;
 };
 
 /* Where an operator's side output `tag` goes. */

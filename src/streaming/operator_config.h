@@ -11,6 +11,7 @@
 #define SPATE_STREAMING_OPERATOR_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <spate/spate.h>
@@ -93,6 +94,13 @@ struct window_config {
     spate_process_window_fn process;
 };
 
+/* OP_SQL_CALC: SQL's compiled program (src/sql's sql.proto SqlCalc,
+ * encoded), which only src/sql reads: streaming carries the bytes. */
+struct sql_config {
+    uint8_t *program;
+    size_t program_len;
+};
+
 /* One of the above, by the node's kind (OP_ASSIGN_TIMESTAMPS has none: its
  * strategy is the watermark_config every node has, as a source's). */
 union operator_config {
@@ -101,6 +109,7 @@ union operator_config {
     struct keyed_reduce_config keyed_reduce;
     struct two_input_config two_input;
     struct window_config window;
+    struct sql_config sql;
 };
 
 #endif

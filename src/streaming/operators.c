@@ -644,11 +644,12 @@ kind_vtable(const struct operator_settings *config, const struct task_info *task
     }
     if (config->kind == OP_WINDOW)
         return &window_operator_vtable;
-    if (!operator_kind_is_connector(config->kind))
+    if (!operator_kind_is_external(config->kind))
         return &vtables[config->kind];
-    for (size_t i = 0; t != NULL && i < t->count; i++)
-        if (t->entries[i].kind == config->kind && t->entries[i].vt != NULL)
-            return t->entries[i].vt;
+    for (; t != NULL; t = t->next)
+        for (size_t i = 0; i < t->count; i++)
+            if (t->entries[i].kind == config->kind && t->entries[i].vt != NULL)
+                return t->entries[i].vt;
     spate_error_set(err, SPATE_EINVAL,
                     "no connector for kind '%s': the task's connector table (task_info."
                     "connectors) does not have it",

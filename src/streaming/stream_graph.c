@@ -50,6 +50,8 @@ stream_node_free_contents(struct spate_stream *n)
     free(n->tag);
     if (n->kind == OP_WINDOW)
         free(n->opconf.window.late_tag);
+    else if (n->kind == OP_SQL_CALC)
+        free(n->opconf.sql.program);
     free(n->union_inputs);
     free(n->name);
     free(n->uid);
@@ -167,7 +169,7 @@ spate_env_disable_chaining(spate_env *env)
     env->chaining_disabled = true;
 }
 
-static const spate_type *
+const spate_type *
 env_own_type(spate_env *env, struct spate_type *t)
 {
     xgrow((void **)&env->types, &env->types_cap, env->ntypes + 1, sizeof *env->types);
@@ -305,6 +307,7 @@ static const char *const operator_names[] = {
     [OP_CO_MAP] = "Co-Map",
     [OP_CO_PROCESS] = "Co-Process",
     [OP_BROADCAST_PROCESS] = "Broadcast Process",
+    [OP_SQL_CALC] = "Calc",
 };
 
 const char *
@@ -324,9 +327,9 @@ ship_strategy_name(enum ship_strategy kind)
     return names[kind];
 }
 
-static struct spate_stream *
-node_new(spate_env *env, enum operator_kind kind, struct spate_stream *input,
-         const spate_type *out_type)
+struct spate_stream *
+stream_node_new(spate_env *env, enum operator_kind kind, struct spate_stream *input,
+                const spate_type *out_type)
 {
     struct spate_stream *n = xcalloc(1, sizeof *n);
 
@@ -503,6 +506,8 @@ operator_kind_conf(enum operator_kind kind, const union connector_config *conn,
         return &opconf->two_input;
     case OP_WINDOW:
         return &opconf->window;
+    case OP_SQL_CALC:
+        return &opconf->sql;
     default:
         return NULL;
     }
@@ -526,6 +531,12 @@ bool
 operator_kind_runs(int kind)
 {
     return kind >= 0 && kind < OP_KIND_COUNT && (kind < OP_PARTITION || kind > OP_CONNECTED);
+}
+
+bool
+operator_kind_is_external(enum operator_kind kind)
+{
+    return operator_kind_is_connector(kind) || kind == OP_SQL_CALC;
 }
 
 /* The key selector of a keyed input, or KEY_NONE. */
@@ -564,7 +575,7 @@ check(spate_env *env, bool ok, const char *fmt, ...)
 spate_stream *
 spate_source_collection(spate_env *env, const spate_type *type, const void *records, size_t n)
 {
-    struct spate_stream *s = node_new(env, OP_SOURCE_COLLECTION, NULL, type);
+    struct spate_stream *s = stream_node_new(env, OP_SOURCE_COLLECTION, NULL, type);
     struct collection_source_config *c = &s->conn.collection;
     size_t cap = 0;
 
@@ -604,7 +615,7 @@ spate_stream *
 spate_source_generator(spate_env *env, spate_generator_fn gen, const spate_type *type,
                        uint64_t count, double rate_per_second)
 {
-    struct spate_stream *s = node_new(env, OP_SOURCE_GENERATOR, NULL, type);
+    struct spate_stream *s = stream_node_new(env, OP_SOURCE_GENERATOR, NULL, type);
 
     check(env, gen != NULL && type != NULL, "spate_source_generator needs a function and a type");
     check(env, rate_per_second >= 0, "generator rate %g is negative", rate_per_second);
@@ -616,7 +627,7 @@ spate_source_generator(spate_env *env, spate_generator_fn gen, const spate_type 
 spate_stream *
 spate_source_socket(spate_env *env, const char *host, int port)
 {
-    struct spate_stream *s = node_new(env, OP_SOURCE_SOCKET, NULL, spate_type_string());
+    struct spate_stream *s = stream_node_new(env, OP_SOURCE_SOCKET, NULL, spate_type_string());
 
     check(env, host != NULL && port > 0 && port < 65536, "socket source needs a host and a port");
     s->conn.socket.host = xstrdup(host ? host : "");
@@ -662,7 +673,7 @@ local_path(spate_env *env, const char *path, const char *what)
 spate_stream *
 spate_source_text_file(spate_env *env, const char *path)
 {
-    struct spate_stream *s = node_new(env, OP_SOURCE_FILE, NULL, spate_type_string());
+    struct spate_stream *s = stream_node_new(env, OP_SOURCE_FILE, NULL, spate_type_string());
 
     if (check(env, path != NULL && *path, "text file source needs a path"))
         local_path(env, path, "text file source");
@@ -702,7 +713,7 @@ spate_stream *
 spate_from_source(spate_env *env, const char *connector, const spate_type *type,
                   const char *const *options)
 {
-    struct spate_stream *s = node_new(env, OP_SOURCE_CONNECTOR, NULL, type);
+    struct spate_stream *s = stream_node_new(env, OP_SOURCE_CONNECTOR, NULL, type);
 
     check(env, type != NULL, "spate_from_source needs the type of the records");
     if (named_connector_init(env, &s->conn.named, connector, s->out_type, options,
@@ -714,7 +725,7 @@ spate_from_source(spate_env *env, const char *connector, const spate_type *type,
 spate_stream *
 spate_sink_to(spate_stream *in, const char *connector, const char *const *options)
 {
-    struct spate_stream *n = node_new(in->env, OP_SINK_CONNECTOR, in, NULL);
+    struct spate_stream *n = stream_node_new(in->env, OP_SINK_CONNECTOR, in, NULL);
 
     if (named_connector_init(in->env, &n->conn.named, connector, n->in_type, options,
                              "spate_sink_to"))
@@ -728,7 +739,7 @@ static struct spate_stream *
 transform(spate_stream *in, enum operator_kind kind, void *fn, const spate_type *out_type,
           const char *what)
 {
-    struct spate_stream *n = node_new(in->env, kind, in, out_type);
+    struct spate_stream *n = stream_node_new(in->env, kind, in, out_type);
 
     check(in->env, fn != NULL, "%s needs a function", what);
     if (kind == OP_PROCESS)
@@ -768,7 +779,7 @@ spate_process(spate_stream *in, spate_flat_map_fn fn, const spate_type *out_type
 static spate_stream *
 key_by(spate_stream *in, struct key_selector key)
 {
-    struct spate_stream *n = node_new(in->env, OP_PARTITION, in, NULL);
+    struct spate_stream *n = stream_node_new(in->env, OP_PARTITION, in, NULL);
 
     n->partitioner = SHIP_HASH;
     n->key = key;
@@ -804,7 +815,7 @@ spate_key_by_field(spate_stream *in, int field)
 static struct spate_stream *
 keyed_op(spate_stream *in, enum operator_kind kind, void *fn, const char *what)
 {
-    struct spate_stream *n = node_new(in->env, kind, in, NULL);
+    struct spate_stream *n = stream_node_new(in->env, kind, in, NULL);
 
     if (kind == OP_REDUCE || kind == OP_SUM)
         n->opconf.keyed_reduce = (struct keyed_reduce_config){ (spate_reduce_fn)fn, -1 };
@@ -868,7 +879,7 @@ watermark_config_set(spate_stream *n, const spate_watermark_strategy *strategy)
 spate_stream *
 spate_assign_timestamps_and_watermarks(spate_stream *in, const spate_watermark_strategy *strategy)
 {
-    struct spate_stream *n = node_new(in->env, OP_ASSIGN_TIMESTAMPS, in, NULL);
+    struct spate_stream *n = stream_node_new(in->env, OP_ASSIGN_TIMESTAMPS, in, NULL);
 
     watermark_config_set(n, strategy);
     return n;
@@ -890,7 +901,7 @@ spate_source_with_watermarks(spate_stream *source, const spate_watermark_strateg
 static spate_stream *
 partition(spate_stream *in, enum ship_strategy kind)
 {
-    struct spate_stream *n = node_new(in->env, OP_PARTITION, in, NULL);
+    struct spate_stream *n = stream_node_new(in->env, OP_PARTITION, in, NULL);
 
     n->partitioner = kind;
     return n;
@@ -1068,7 +1079,7 @@ spate_union_list_state(spate_stream *op, const char *name, const spate_type *typ
 spate_stream *
 spate_union(spate_stream *a, spate_stream *b)
 {
-    struct spate_stream *n = node_new(a->env, OP_UNION, NULL, a->out_type);
+    struct spate_stream *n = stream_node_new(a->env, OP_UNION, NULL, a->out_type);
 
     check(a->env, b != NULL && a->env == b->env, "union needs two streams of one job");
     check(a->env, b == NULL || types_same(a->out_type, b->out_type),
@@ -1083,7 +1094,7 @@ spate_union(spate_stream *a, spate_stream *b)
 spate_stream *
 spate_connect(spate_stream *a, spate_stream *b)
 {
-    struct spate_stream *n = node_new(a->env, OP_CONNECTED, a, NULL);
+    struct spate_stream *n = stream_node_new(a->env, OP_CONNECTED, a, NULL);
 
     check(a->env, b != NULL && a->env == b->env, "connect needs two streams of one job");
     n->input2 = b ? b : a;
@@ -1133,7 +1144,7 @@ co_operator(spate_stream *connected, enum operator_kind kind, void *fn1, void *f
 
     if (!check(connected->env, connected->kind == OP_CONNECTED, "%s needs spate_connect", what))
         return connected;
-    n = node_new(connected->env, kind, connected->input, out_type);
+    n = stream_node_new(connected->env, kind, connected->input, out_type);
     n->input2 = connected->input2;
     n->in_type2 = connected->in_type2;
     check(connected->env, fn1 != NULL && fn2 != NULL && out_type != NULL,
@@ -1167,7 +1178,7 @@ spate_stream *
 spate_broadcast_state(spate_stream *in, const char *name, const spate_type *key_type,
                       const spate_type *value_type)
 {
-    struct spate_stream *n = node_new(in->env, OP_PARTITION, in, NULL);
+    struct spate_stream *n = stream_node_new(in->env, OP_PARTITION, in, NULL);
 
     n->partitioner = SHIP_BROADCAST;
     check(in->env, key_type != NULL && value_type != NULL && types_keyable(key_type),
@@ -1260,7 +1271,7 @@ spate_side_output(spate_stream *op, spate_tag tag)
 {
     const struct output_tag *t = tag_of(op->env, tag, "spate_side_output");
     struct spate_stream *n =
-        node_new(op->env, OP_SIDE_OUTPUT, op, t ? t->type : spate_type_int64());
+        stream_node_new(op->env, OP_SIDE_OUTPUT, op, t ? t->type : spate_type_int64());
 
     check(op->env, !stream_node_is_virtual(op),
           "side output '%s' comes out of an operator, not out of a partitioning, union or "
@@ -1505,7 +1516,7 @@ spate_window_process(spate_stream *w, spate_process_window_fn fn, const spate_ty
 spate_stream *
 spate_sink_print(spate_stream *in)
 {
-    struct spate_stream *n = node_new(in->env, OP_SINK_PRINT, in, NULL);
+    struct spate_stream *n = stream_node_new(in->env, OP_SINK_PRINT, in, NULL);
 
     n->conn.print.type = n->in_type;
     return n;
@@ -1514,7 +1525,7 @@ spate_sink_print(spate_stream *in)
 spate_stream *
 spate_sink_text_file(spate_stream *in, const char *path)
 {
-    struct spate_stream *n = node_new(in->env, OP_SINK_FILE, in, NULL);
+    struct spate_stream *n = stream_node_new(in->env, OP_SINK_FILE, in, NULL);
 
     if (check(in->env, path != NULL && *path, "text file sink needs a path"))
         local_path(in->env, path, "text file sink");

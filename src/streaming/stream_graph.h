@@ -62,6 +62,9 @@ enum operator_kind {
      * with Flink-style string options: spate_from_source, spate_sink_to. */
     OP_SOURCE_CONNECTOR,
     OP_SINK_CONNECTOR,
+    /* SQL's fused projection and filter (src/sql/sql_calc.c), made from the
+     * task's table as the connectors are. */
+    OP_SQL_CALC,
     OP_KIND_COUNT, /* not a kind: the number of kinds */
 };
 
@@ -245,6 +248,8 @@ void env_free(struct spate_env *env);
 /* Records the first misuse; later ones are dropped. Returns SPATE_EINVAL. */
 int env_fail(struct spate_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool env_failed(const struct spate_env *env);
+/* The environment keeps t (a type made by types_new_*) for its life. */
+const spate_type *env_own_type(spate_env *env, struct spate_type *t);
 
 /* The real (non-virtual) node behind a stream, and the partitioner and key
  * selector that the virtual nodes in between set. */
@@ -278,6 +283,14 @@ stream_node_is_virtual(const struct spate_stream *n)
            n->kind == OP_CONNECTED;
 }
 bool stream_node_is_keyed(const struct spate_stream *n);
+/* A new node of kind behind input (NULL for a source), its records of
+ * out_type (NULL: its input's): for builders of graphs above streaming
+ * (src/sql) that set the kind's configuration themselves. */
+struct spate_stream *stream_node_new(spate_env *env, enum operator_kind kind,
+                                     struct spate_stream *input, const spate_type *out_type);
+/* Kinds a folder above streaming runs (the connectors, SQL's operators):
+ * made from the task's table (task_info.connectors). */
+bool operator_kind_is_external(enum operator_kind kind);
 /* Sources and sinks of the built-in kinds (connector_config.h): made from
  * the task's connector table. */
 bool operator_kind_is_connector(enum operator_kind kind);

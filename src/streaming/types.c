@@ -124,6 +124,22 @@ types_new_tuple(int n, const struct spate_type *const *fields)
 }
 
 struct spate_type *
+types_new_row(int n, const struct spate_type *const *fields)
+{
+    const struct spate_type *all[TYPES_ROW_MAX_FIELDS + 1];
+    struct spate_type *t;
+
+    SPATE_ASSERT(n >= 1 && n <= TYPES_ROW_MAX_FIELDS);
+    all[0] = &type_int64;
+    for (int i = 0; i < n; i++)
+        all[i + 1] = fields[i];
+    t = types_new_tuple(n + 1, all);
+    t->name = "row";
+    t->nullable = true;
+    return t;
+}
+
+struct spate_type *
 types_new_custom(const spate_type_def *def)
 {
     struct spate_type *t = xcalloc(1, sizeof *t);
@@ -455,8 +471,9 @@ types_format(const struct spate_type *t, const void *rec, char *buf, size_t cap)
     }
     case TYPE_TUPLE: {
         size_t used = 0;
+        int first = t->nullable ? 1 : 0;
 
-        for (int i = 0; i <= t->nfields; i++) {
+        for (int i = first; i <= t->nfields; i++) {
             size_t room = used < cap ? cap - used : 0;
             char *at = used < cap ? buf + used : NULL;
             int n;
@@ -464,11 +481,14 @@ types_format(const struct spate_type *t, const void *rec, char *buf, size_t cap)
             if (i == t->nfields) {
                 n = snprintf(at, room, ")");
             } else {
-                n = snprintf(at, room, i == 0 ? "(" : ",");
+                n = snprintf(at, room, i == first ? "(" : ",");
                 used += (size_t)n;
                 room = used < cap ? cap - used : 0;
                 at = used < cap ? buf + used : NULL;
-                n = types_format(t->fields[i], (const uint8_t *)rec + t->offsets[i], at, room);
+                if (t->nullable && types_row_is_null(rec, i))
+                    n = snprintf(at, room, "NULL");
+                else
+                    n = types_format(t->fields[i], (const uint8_t *)rec + t->offsets[i], at, room);
             }
             used += (size_t)(n > 0 ? n : 0);
         }
@@ -543,7 +563,7 @@ types_same(const struct spate_type *a, const struct spate_type *b)
     if (a->kind != b->kind || a->size != b->size)
         return false;
     if (a->kind == TYPE_TUPLE) {
-        if (a->nfields != b->nfields)
+        if (a->nfields != b->nfields || a->nullable != b->nullable)
             return false;
         for (int i = 0; i < a->nfields; i++)
             if (!types_same(a->fields[i], b->fields[i]))

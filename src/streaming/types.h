@@ -29,6 +29,9 @@ struct spate_type {
     /* The serialized form is the in-memory bytes: no pointers inside. */
     bool plain;
     /* TYPE_TUPLE */
+    /* A SQL row (types_new_row): field 0 is an int64 whose bit i-1 says
+     * field i is NULL (its value then zero); serialized as any tuple. */
+    bool nullable;
     int nfields;
     const struct spate_type **fields;
     size_t *offsets;
@@ -76,6 +79,18 @@ bool types_keyable(const struct spate_type *t);
 
 /* A tuple type of the given fields (allocated; free with types_free). */
 struct spate_type *types_new_tuple(int n, const struct spate_type *const *fields);
+/* A SQL row of n nullable fields: a tuple of n + 1, the NULL bitmap first
+ * (at most 63 fields). */
+struct spate_type *types_new_row(int n, const struct spate_type *const *fields);
+#define TYPES_ROW_MAX_FIELDS 63
+
+/* Whether field i (1-based, as in the tuple) of a row record is NULL. */
+static inline bool
+types_row_is_null(const void *rec, int i)
+{
+    return (*(const uint64_t *)rec >> (i - 1)) & 1;
+}
+
 struct spate_type *types_new_custom(const spate_type_def *def);
 /* Frees a type made by types_new_*; built-ins are ignored. */
 void types_free(struct spate_type *t);

@@ -61,7 +61,7 @@ Test(connectors, a_kind_missing_from_the_task_table_is_a_clear_error)
     struct operator_settings settings;
     struct output out = { discard, discard_watermark, NULL };
     static const struct connector_entry only_print[] = { { OP_SINK_PRINT, NULL } };
-    const struct connector_table print_table = { only_print, 1 };
+    const struct connector_table print_table = { only_print, 1, NULL };
     struct task_info task = { 0 };
     struct stream_operator *op = NULL;
     spate_error err = { 0 };

@@ -171,3 +171,45 @@ Test(types, custom_types_inside_tuples)
     types_free(t);
     types_free(pt);
 }
+
+/* A SQL row: field 0 the NULL bitmap, the fields after it; it travels as
+ * any tuple and reads NULL where its bit is set. */
+struct sql_row {
+    uint64_t nulls;
+    int64_t id;
+    spate_str name;
+    double score;
+};
+
+Test(types, sql_rows_carry_their_nulls)
+{
+    const struct spate_type *fields[] = { spate_type_int64(), spate_type_string(),
+                                          spate_type_double() };
+    struct spate_type *t = types_new_row(3, fields);
+    struct sql_row r = { 1u << 1, 7, { NULL, 0 }, 2.5 }, back;
+    uint8_t buf[64];
+    char text[64];
+    size_t n;
+
+    cr_assert(t->nullable);
+    cr_assert_eq(t->nfields, 4);
+    cr_assert_eq(t->size, sizeof(struct sql_row));
+    cr_assert_eq(t->offsets[2], offsetof(struct sql_row, name));
+    types_format(t, &r, text, sizeof text);
+    cr_assert_str_eq(text, "(7,NULL,2.5)");
+    n = types_serialize(t, &r, buf, sizeof buf);
+    cr_assert_eq(types_deserialize(t, buf, n, &back), 0);
+    cr_assert(types_row_is_null(&back, 2));
+    cr_assert(!types_row_is_null(&back, 1));
+    cr_assert_eq(back.id, 7);
+    {
+        const struct spate_type *all[] = { spate_type_int64(), spate_type_int64(),
+                                           spate_type_string(), spate_type_double() };
+        struct spate_type *tuple = types_new_tuple(4, all);
+
+        /* The same layout, but a tuple is no row. */
+        cr_assert(!types_same(t, tuple));
+        types_free(tuple);
+    }
+    types_free(t);
+}
