@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "connectors/connectors.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/execution_state.h"
 #include "core/log.h"
 #include "core/notifier.h"
 #include "rpc/gateways.h"
+#include "sql/sql_operators.h"
 #include "streaming/accumulators.h"
 #include "streaming/job_graph_codec.h"
 #include "streaming/stream_task.h"
@@ -233,7 +233,7 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
                                   task_next_split,
                                   t,
                                   false,
-                                  connectors_builtin() };
+                                  sql_operator_table() };
     p->info.checkpointing = jg->checkpointing.interval_ms > 0;
     p->exactly_once = jg->checkpointing.exactly_once;
     p->mailbox = &t->mailbox;
@@ -276,6 +276,16 @@ task_register_metrics(struct task *t, const struct jg_vertex *v)
     task_io_metrics_register(&t->io, t->host.metrics, scope, flags);
 }
 
+/* Whether the task's job has a library: a job of built-in operators only
+ * (SQL's) names none, its key all zero (or absent). */
+static bool
+task_has_library(const Jobgraph__TaskDeployment *tdd)
+{
+    static const uint8_t none[32];
+
+    return tdd->library_sha256.len == 32 && memcmp(tdd->library_sha256.data, none, 32) != 0;
+}
+
 static void *
 task_main(void *arg)
 {
@@ -304,12 +314,19 @@ task_main(void *arg)
                             spate_strerror(-errno));
     }
     task_report(t, EXEC_INITIALIZING, NULL);
-    rc = library_cache_acquire(
-        t->host.libraries, &t->job_id, t->tdd->blob_server,
-        t->tdd->library_sha256.len == 32 ? t->tdd->library_sha256.data : NULL, &lib, &err);
-    have_lib = rc == 0;
+    if (task_has_library(t->tdd)) {
+        rc = library_cache_acquire(
+            t->host.libraries, &t->job_id, t->tdd->blob_server,
+            t->tdd->library_sha256.len == 32 ? t->tdd->library_sha256.data : NULL, &lib, &err);
+        have_lib = rc == 0;
+    } else {
+        rc = 0; /* built-in operators only (a SQL job): no user code */
+    }
     if (rc == 0)
         rc = job_graph_decode(t->tdd->job_graph.data, t->tdd->job_graph.len, lib, &jg, &err);
+    if (rc == 0 && lib == NULL && jg->has_user_code)
+        rc = spate_error_set(&err, SPATE_EINVAL,
+                             "the job's graph refers to user functions but names no job library");
     if (rc == 0 && (t->tdd->vertex < 0 || t->tdd->vertex >= jg->nvertices))
         rc = spate_error_set(&err, SPATE_EINVAL, "deployment of vertex %d of %d", t->tdd->vertex,
                              jg->nvertices);

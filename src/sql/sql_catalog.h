@@ -1,0 +1,53 @@
+/* The session's catalog: tables (columns and their connector's WITH
+ * options, by Flink's option names) and views (their query, planned where
+ * they are used), found by name, with the nearest name suggested when one
+ * is not. Belongs to its session (sql_session.h): one thread. */
+#ifndef SPATE_SQL_SQL_CATALOG_H
+#define SPATE_SQL_SQL_CATALOG_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+#include <spate/spate.h>
+
+#include "sql/sql_program.h"
+
+struct sql_option {
+    char *key, *value;
+};
+
+struct sql_table {
+    char *name;
+    bool view;
+    bool temporary;
+    struct sql_column *cols;
+    int ncols;
+    struct sql_option *options; /* tables: WITH (...) */
+    int noptions;
+    /* views: the SELECT's parse tree and the script it was read from
+     * (locations in the tree are from offset there) */
+    json_t *query;
+    char *script;
+    size_t offset;
+};
+
+struct sql_catalog {
+    struct sql_table **tables;
+    int n;
+    size_t cap;
+};
+
+void sql_catalog_init(struct sql_catalog *c);
+void sql_catalog_release(struct sql_catalog *c);
+/* Takes t; SPATE_EEXIST when the name is taken. */
+int sql_catalog_add(struct sql_catalog *c, struct sql_table *t, spate_error *err);
+struct sql_table *sql_catalog_find(const struct sql_catalog *c, const char *name);
+/* The name nearest to name, or NULL. */
+const char *sql_catalog_nearest(const struct sql_catalog *c, const char *name);
+/* Removes and frees the table; SPATE_ENOENT when there is none. */
+int sql_catalog_drop(struct sql_catalog *c, const char *name);
+void sql_table_free(struct sql_table *t);
+/* A WITH option's value, or NULL. */
+const char *sql_table_option(const struct sql_table *t, const char *key);
+
+#endif

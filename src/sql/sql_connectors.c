@@ -1,0 +1,278 @@
+/* SQL's connectors (sql_connectors.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/util.h"
+#include "sql/sql_connectors.h"
+#include "streaming/stream_graph.h"
+
+static const char *const known[] = { "datagen", "filesystem", "print", "blackhole" };
+static const char *const later[] = { "kafka", "upsert-kafka",  "jdbc",  "nexmark",
+                                     "hbase", "elasticsearch", "socket" };
+
+static int
+int_option(const struct sql_table *t, const char *key, int64_t def, int64_t *out, spate_error *err)
+{
+    const char *v = sql_table_option(t, key);
+    char *end;
+
+    *out = def;
+    if (v == NULL)
+        return 0;
+    errno = 0;
+    *out = strtoll(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || errno != 0)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': option '%s' = '%s' is not an "
+                               "integer",
+                               t->name, key, v);
+    return 0;
+}
+
+static int
+connector_of(const struct sql_table *t, const char **out, spate_error *err)
+{
+    const char *c = sql_table_option(t, "connector");
+
+    if (c == NULL)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s' names no connector: WITH (connector = 'datagen' | "
+                               "'filesystem' | 'print' | 'blackhole', ...)",
+                               t->name);
+    for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+        if (strcmp(c, known[i]) == 0) {
+            *out = known[i];
+            return 0;
+        }
+    for (size_t i = 0; i < ARRAY_SIZE(later); i++)
+        if (strcmp(c, later[i]) == 0)
+            return spate_error_set(err, SPATE_ENOTSUP,
+                                   "not supported: connector '%s' (table "
+                                   "'%s')",
+                                   c, t->name);
+    return spate_error_set(err, SPATE_EINVAL,
+                           "table '%s': unknown connector '%s' (known: datagen, filesystem, "
+                           "print, blackhole)",
+                           t->name, c);
+}
+
+static int
+file_format(const struct sql_table *t, enum sql_format *f, spate_error *err)
+{
+    const char *v = sql_table_option(t, "format");
+
+    if (sql_table_option(t, "path") == NULL)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': the filesystem connector needs 'path'", t->name);
+    if (v == NULL)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': the filesystem connector needs 'format' ('csv' or "
+                               "'json')",
+                               t->name);
+    if (strcmp(v, "csv") == 0)
+        *f = SQL_FORMAT_CSV;
+    else if (strcmp(v, "json") == 0)
+        *f = SQL_FORMAT_JSON;
+    else
+        return spate_error_set(err, SPATE_ENOTSUP,
+                               "not supported: format '%s' (table '%s'): "
+                               "csv or json",
+                               v, t->name);
+    return 0;
+}
+
+/* The datagen fields of t, from fields.NAME.* options. */
+static int
+datagen_fields(const struct sql_table *t, struct sql_relation *rel, int64_t *bound,
+               spate_error *err)
+{
+    char key[160];
+    int rc = 0;
+
+    rel->datagen = xcalloc((size_t)t->ncols + 1, sizeof *rel->datagen);
+    *bound = 0;
+    for (int i = 0; i < t->ncols && rc == 0; i++) {
+        struct sql_datagen_field *f = &rel->datagen[i];
+        const struct sql_type *ty = &t->cols[i].type;
+        const char *kind, *nr;
+        int64_t dmin = 0, dmax = 1000;
+
+        snprintf(key, sizeof key, "fields.%s.kind", t->cols[i].name);
+        kind = sql_table_option(t, key);
+        if (kind != NULL && strcmp(kind, "sequence") != 0 && strcmp(kind, "random") != 0)
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "table '%s': '%s' is 'random' or 'sequence', not '%s'", t->name,
+                                   key, kind);
+        f->sequence = kind != NULL && strcmp(kind, "sequence") == 0;
+        if (ty->id == SQL_INT) {
+            dmin = INT32_MIN;
+            dmax = INT32_MAX;
+        } else if (ty->id == SQL_BIGINT) {
+            dmin = INT64_MIN / 2;
+            dmax = INT64_MAX / 2;
+        } else if (ty->id == SQL_DECIMAL) {
+            dmax = sql_pow10(ty->precision) - 1;
+        } else if (ty->id == SQL_TIMESTAMP) {
+            dmin = 1577836800000; /* 2020-01-01 */
+            dmax = dmin + 86400000LL * 366;
+        } else if (ty->id == SQL_DATE) {
+            dmin = 18262;
+            dmax = dmin + 366;
+        }
+#define FIELD_OPT(opt, var, def)                                  \
+    snprintf(key, sizeof key, "fields.%s." opt, t->cols[i].name); \
+    if ((rc = int_option(t, key, def, &f->var, err)) != 0)        \
+        return rc;
+        FIELD_OPT("min", min, dmin)
+        FIELD_OPT("max", max, dmax)
+        FIELD_OPT("length", length, 100)
+        FIELD_OPT("start", start, 0)
+        FIELD_OPT("end", end, INT64_MAX)
+        if (f->min > f->max)
+            return spate_error_set(err, SPATE_EINVAL, "table '%s': fields.%s.min > max", t->name,
+                                   t->cols[i].name);
+        snprintf(key, sizeof key, "fields.%s.null-rate", t->cols[i].name);
+        if ((nr = sql_table_option(t, key)) != NULL) {
+            char *end;
+
+            f->null_rate = strtod(nr, &end);
+            if (*end != '\0' || f->null_rate < 0 || f->null_rate > 1)
+                return spate_error_set(err, SPATE_EINVAL,
+                                       "table '%s': '%s' is a number from 0 to 1", t->name, key);
+        }
+        if (f->sequence) {
+            snprintf(key, sizeof key, "fields.%s.end", t->cols[i].name);
+            if (sql_table_option(t, key) == NULL || f->end < f->start)
+                return spate_error_set(err, SPATE_EINVAL,
+                                       "table '%s': a sequence field needs fields.%s.start and "
+                                       "end (end >= start)",
+                                       t->name, t->cols[i].name);
+            /* A sequence bounds the source: it ends with the sequence. */
+            if (*bound == 0 || f->end - f->start + 1 < *bound)
+                *bound = f->end - f->start + 1;
+        }
+    }
+    return rc;
+}
+
+int
+sql_connector_check(const struct sql_table *t, spate_error *err)
+{
+    struct sql_relation rel = { 0 };
+    enum sql_format f;
+    const char *c;
+    int64_t v;
+    int rc;
+
+    if ((rc = connector_of(t, &c, err)) != 0)
+        return rc;
+    if (strcmp(c, "filesystem") == 0)
+        return file_format(t, &f, err);
+    if (strcmp(c, "datagen") == 0) {
+        if ((rc = int_option(t, "rows-per-second", 10000, &v, err)) != 0 ||
+            (rc = int_option(t, "number-of-rows", 0, &v, err)) != 0)
+            return rc;
+        rc = datagen_fields(t, &rel, &v, err);
+        free(rel.datagen);
+        return rc;
+    }
+    return 0;
+}
+
+int
+sql_connector_source(struct spate_env *env, const struct sql_table *t, struct sql_relation *rel,
+                     spate_error *err)
+{
+    const char *c;
+    int rc;
+
+    if ((rc = connector_of(t, &c, err)) != 0)
+        return rc;
+    if (strcmp(c, "filesystem") == 0) {
+        const char *delim = sql_table_option(t, "csv.field-delimiter");
+        const char *ignore = sql_table_option(t, "csv.ignore-parse-errors");
+
+        if ((rc = file_format(t, &rel->format, err)) != 0)
+            return rc;
+        if (rel->format == SQL_FORMAT_JSON)
+            ignore = sql_table_option(t, "json.ignore-parse-errors");
+        if (delim != NULL && strlen(delim) != 1)
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "table '%s': 'csv.field-delimiter' is one character", t->name);
+        rel->csv_delimiter = delim ? delim[0] : ',';
+        rel->ignore_parse_errors = ignore != NULL && strcmp(ignore, "true") == 0;
+        rel->stream = spate_source_text_file(env, sql_table_option(t, "path"));
+        return 0;
+    }
+    if (strcmp(c, "datagen") == 0) {
+        int64_t rate, rows, bound;
+        struct spate_stream *s;
+
+        if ((rc = int_option(t, "rows-per-second", 10000, &rate, err)) != 0 ||
+            (rc = int_option(t, "number-of-rows", 0, &rows, err)) != 0 ||
+            (rc = datagen_fields(t, rel, &bound, err)) != 0)
+            return rc;
+        if (rate < 0 || rows < 0)
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "table '%s': rows-per-second and number-of-rows are not "
+                                   "negative",
+                                   t->name);
+        if (bound > 0 && (rows == 0 || bound < rows))
+            rows = bound;
+        s = stream_node_new(env, OP_SOURCE_GENERATOR, NULL, spate_type_int64());
+        s->conn.generator = (struct generator_source_config){ spate_type_int64(), NULL,
+                                                              (uint64_t)rows, (double)rate };
+        rel->stream = s;
+        rel->format = SQL_FORMAT_DATAGEN;
+        rel->datagen_seed = 0x5ba7e5ULL;
+        return 0;
+    }
+    return spate_error_set(err, SPATE_EINVAL,
+                           "table '%s': connector '%s' is a sink: it cannot "
+                           "be read",
+                           t->name, c);
+}
+
+int
+sql_connector_sink_format(const struct sql_table *t, enum sql_format *format, spate_error *err)
+{
+    const char *c;
+    int rc;
+
+    if ((rc = connector_of(t, &c, err)) != 0)
+        return rc;
+    if (strcmp(c, "filesystem") == 0)
+        return file_format(t, format, err);
+    if (strcmp(c, "print") == 0) {
+        *format = SQL_FORMAT_PRINT;
+        return 0;
+    }
+    if (strcmp(c, "blackhole") == 0) {
+        *format = SQL_FORMAT_NONE;
+        return 0;
+    }
+    return spate_error_set(err, SPATE_EINVAL,
+                           "table '%s': connector '%s' is a source: it cannot be written", t->name,
+                           c);
+}
+
+int
+sql_connector_sink(struct spate_env *env, const struct sql_table *t, struct spate_stream *in,
+                   spate_error *err)
+{
+    const char *c;
+    int rc;
+
+    UNUSED(env);
+    if ((rc = connector_of(t, &c, err)) != 0)
+        return rc;
+    if (strcmp(c, "filesystem") == 0)
+        spate_name(spate_sink_text_file(in, sql_table_option(t, "path")), t->name);
+    else if (strcmp(c, "print") == 0)
+        spate_name(spate_sink_print(in), t->name);
+    return 0;
+}

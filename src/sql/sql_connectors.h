@@ -1,0 +1,29 @@
+/* The connectors a SQL table names (WITH (connector = '...')), behind the
+ * two functions the planner calls: datagen, filesystem (CSV and JSON lines
+ * as source, and the exactly-once file sink), print and blackhole, with
+ * Flink's option names. A connector that spate has not built is "not
+ * supported" by name. Client thread. */
+#ifndef SPATE_SQL_SQL_CONNECTORS_H
+#define SPATE_SQL_SQL_CONNECTORS_H
+
+#include <spate/spate.h>
+
+#include "sql/sql_catalog.h"
+#include "sql/sql_planner.h"
+
+/* Checks a CREATE TABLE's options (a connector that exists, its required
+ * options, values that read), so that errors come at CREATE, not later. */
+int sql_connector_check(const struct sql_table *t, spate_error *err);
+
+/* The source of table t in env: rel->stream and the format its records
+ * have for the Calc behind it. */
+int sql_connector_source(struct spate_env *env, const struct sql_table *t, struct sql_relation *rel,
+                         spate_error *err);
+
+/* The format a Calc writes for table t's sink. */
+int sql_connector_sink_format(const struct sql_table *t, enum sql_format *format, spate_error *err);
+/* The sink of table t behind in (lines, or nothing for blackhole). */
+int sql_connector_sink(struct spate_env *env, const struct sql_table *t, struct spate_stream *in,
+                       spate_error *err);
+
+#endif

@@ -1,0 +1,288 @@
+/* Parser glue over libpg_query (sql_parser.h). */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <pg_query.h>
+
+#include "core/alloc.h"
+#include "core/util.h"
+#include "sql/sql_parser.h"
+
+int
+sql_error_at(spate_error *err, int code, const char *script, size_t offset, const char *fmt, ...)
+{
+    char msg[256];
+    size_t line_start = 0, line_end, len = strlen(script);
+    int line = 1, col, from, caret;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (offset > len)
+        offset = len;
+    for (size_t i = 0; i < offset; i++)
+        if (script[i] == '\n') {
+            line++;
+            line_start = i + 1;
+        }
+    for (line_end = line_start; line_end < len && script[line_end] != '\n'; line_end++)
+        ;
+    col = (int)(offset - line_start) + 1;
+    /* At most 100 characters of the line, the column among them. */
+    from = col - 1 > 70 ? col - 1 - 70 : 0;
+    caret = col - 1 - from;
+    if (err == NULL)
+        return code;
+    return spate_error_set(err, code, "line %d, column %d: %s\n  %.*s\n  %*s^", line, col, msg,
+                           (int)MIN(line_end - line_start - (size_t)from, 100),
+                           script + line_start + from, caret, "");
+}
+
+/* Skips a quoted string or comment starting at s[i]; returns the index
+ * after it (or i when there is none there). */
+static size_t
+skip_quoted(const char *s, size_t len, size_t i)
+{
+    char q = s[i];
+
+    if (q == '\'' || q == '"') {
+        for (i++; i < len; i++)
+            if (s[i] == q) {
+                if (i + 1 < len && s[i + 1] == q) {
+                    i++; /* doubled quote */
+                    continue;
+                }
+                return i + 1;
+            }
+        return len;
+    }
+    if (q == '-' && i + 1 < len && s[i + 1] == '-') {
+        while (i < len && s[i] != '\n')
+            i++;
+        return i;
+    }
+    if (q == '/' && i + 1 < len && s[i + 1] == '*') {
+        for (i += 2; i + 1 < len; i++)
+            if (s[i] == '*' && s[i + 1] == '/')
+                return i + 2;
+        return len;
+    }
+    return i;
+}
+
+int
+sql_is_blank(const char *s, size_t len)
+{
+    size_t i = 0;
+
+    while (i < len) {
+        size_t j;
+
+        if (isspace((unsigned char)s[i])) {
+            i++;
+            continue;
+        }
+        j = skip_quoted(s, len, i);
+        if (j == i || s[i] == '\'' || s[i] == '"')
+            return 0;
+        i = j;
+    }
+    return 1;
+}
+
+int
+sql_split(const char *script, struct sql_stmt_text **out, int *n)
+{
+    size_t len = strlen(script), start = 0, i = 0, cap = 0;
+
+    *out = NULL;
+    *n = 0;
+    while (i <= len) {
+        size_t j = i < len ? skip_quoted(script, len, i) : i;
+
+        if (j != i) {
+            i = j;
+            continue;
+        }
+        if (i == len || script[i] == ';') {
+            if (!sql_is_blank(script + start, i - start)) {
+                xgrow((void **)out, &cap, (size_t)*n + 1, sizeof **out);
+                (*out)[*n].offset = start;
+                (*out)[*n].len = i - start;
+                (*n)++;
+            }
+            start = i + 1;
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* The next word of s after *i (letters, digits, '_', '.', or a quoted
+ * string without its quotes), malloc'd, or NULL. */
+static char *
+next_token(const char *s, size_t len, size_t *i)
+{
+    size_t b;
+
+    while (*i < len && isspace((unsigned char)s[*i]))
+        (*i)++;
+    if (*i >= len)
+        return NULL;
+    if (s[*i] == '\'' || s[*i] == '"' || s[*i] == '`') {
+        char q = s[*i];
+        size_t e;
+
+        b = ++(*i);
+        for (e = b; e < len && s[e] != q; e++)
+            ;
+        if (e >= len)
+            return NULL;
+        *i = e + 1;
+        return xstrndup(s + b, e - b);
+    }
+    b = *i;
+    while (*i < len &&
+           (isalnum((unsigned char)s[*i]) || s[*i] == '_' || s[*i] == '.' || s[*i] == '-'))
+        (*i)++;
+    if (*i == b) {
+        (*i)++;
+        return xstrndup(s + b, 1);
+    }
+    return xstrndup(s + b, *i - b);
+}
+
+/* SET 'k' = 'v', RESET ['k'], DESCRIBE name: 1 when handled (or an
+ * error), 0 when PostgreSQL's grammar should read it. */
+static int
+parse_flink_statement(const char *script, const struct sql_stmt_text *st, struct sql_parsed *out,
+                      spate_error *err, int *rc)
+{
+    const char *s = script + st->offset;
+    size_t len = st->len, i = 0, at;
+    char *word = next_token(s, len, &i), *key = NULL, *eq = NULL, *value = NULL, *rest = NULL;
+    int handled = 0;
+
+    if (word == NULL)
+        return 0;
+    if (strcasecmp(word, "DESCRIBE") == 0 || strcasecmp(word, "DESC") == 0) {
+        at = i;
+        key = next_token(s, len, &i);
+        rest = next_token(s, len, &i);
+        handled = 1;
+        if (key == NULL || rest != NULL) {
+            *rc = sql_error_at(err, SPATE_EINVAL, script, st->offset + (key ? i : at),
+                               "DESCRIBE takes one table or view name");
+            goto out;
+        }
+        out->kind = SQL_STMT_DESCRIBE;
+        out->key = key;
+        key = NULL;
+        *rc = 0;
+    } else if (strcasecmp(word, "SET") == 0 || strcasecmp(word, "RESET") == 0) {
+        size_t j = i;
+
+        while (j < len && isspace((unsigned char)s[j]))
+            j++;
+        /* SET name = value (unquoted) is PostgreSQL's: its grammar reads it. */
+        if (j < len && s[j] != '\'' && strcasecmp(word, "SET") == 0)
+            goto out;
+        handled = 1;
+        at = i;
+        key = next_token(s, len, &i);
+        if (strcasecmp(word, "RESET") == 0) {
+            rest = key ? next_token(s, len, &i) : NULL;
+            if (rest != NULL) {
+                *rc = sql_error_at(err, SPATE_EINVAL, script, st->offset + at,
+                                   "RESET takes one quoted key, or none");
+                goto out;
+            }
+            out->kind = SQL_STMT_RESET;
+            out->key = key;
+            key = NULL;
+            *rc = 0;
+            goto out;
+        }
+        if (key == NULL) {
+            /* SET alone: list the session's settings. */
+            out->kind = SQL_STMT_SET;
+            *rc = 0;
+            goto out;
+        }
+        at = i;
+        eq = next_token(s, len, &i);
+        at = eq ? i : at;
+        value = eq ? next_token(s, len, &i) : NULL;
+        rest = value ? next_token(s, len, &i) : NULL;
+        if (eq == NULL || strcmp(eq, "=") != 0 || value == NULL || rest != NULL) {
+            *rc = sql_error_at(err, SPATE_EINVAL, script, st->offset + at,
+                               "SET takes 'key' = 'value'");
+            goto out;
+        }
+        out->kind = SQL_STMT_SET;
+        out->key = key;
+        out->value = value;
+        key = value = NULL;
+        *rc = 0;
+    }
+out:
+    free(word);
+    free(key);
+    free(eq);
+    free(value);
+    free(rest);
+    return handled;
+}
+
+int
+sql_parse(const char *script, const struct sql_stmt_text *st, struct sql_parsed *out,
+          spate_error *err)
+{
+    char *text = xstrndup(script + st->offset, st->len);
+    PgQueryParseResult r;
+    json_t *root, *stmts, *stmt;
+    json_error_t jerr;
+    int rc = 0;
+
+    memset(out, 0, sizeof *out);
+    out->offset = st->offset;
+    if (parse_flink_statement(script, st, out, err, &rc)) {
+        free(text);
+        return rc;
+    }
+    r = pg_query_parse(text);
+    free(text);
+    if (r.error != NULL) {
+        size_t pos = r.error->cursorpos > 0 ? (size_t)r.error->cursorpos - 1 : 0;
+
+        rc = sql_error_at(err, SPATE_EINVAL, script, st->offset + pos, "%s", r.error->message);
+        pg_query_free_parse_result(r);
+        return rc;
+    }
+    root = json_loads(r.parse_tree, 0, &jerr);
+    pg_query_free_parse_result(r);
+    stmts = json_object_get(root, "stmts");
+    if (!json_is_array(stmts) || json_array_size(stmts) != 1 ||
+        !json_is_object(stmt = json_object_get(json_array_get(stmts, 0), "stmt"))) {
+        json_decref(root);
+        return sql_error_at(err, SPATE_EINVAL, script, st->offset, "one statement expected here");
+    }
+    out->kind = SQL_STMT_PG;
+    out->tree = json_incref(stmt);
+    json_decref(root);
+    return 0;
+}
+
+void
+sql_parsed_release(struct sql_parsed *p)
+{
+    json_decref(p->tree);
+    free(p->key);
+    free(p->value);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,58 @@
+/* The planner: a query (PostgreSQL's SelectStmt tree) onto spate's
+ * operators in a StreamGraph — each table's source (sql_connectors.h),
+ * one Calc per SELECT with projection and WHERE fused and the source's
+ * format read in it, a view planned where it is used — and INSERT INTO's
+ * sink; the logical plan as text for EXPLAIN. Client thread. */
+#ifndef SPATE_SQL_SQL_PLANNER_H
+#define SPATE_SQL_SQL_PLANNER_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+#include <spate/spate.h>
+
+#include "sql/sql_catalog.h"
+#include "sql/sql_program.h"
+
+/* A relation on its way through the plan: a stream and its columns, its
+ * records rows, or the lines (CSV, JSON) or indexes (datagen) of a source
+ * that the next Calc reads. */
+struct sql_relation {
+    struct spate_stream *stream;
+    enum sql_format format;
+    struct sql_column *cols; /* owned */
+    int ncols;
+    char *name; /* the table's name or alias, for column references */
+    /* the source's settings the Calc needs (datagen, CSV) */
+    struct sql_datagen_field *datagen;
+    uint64_t datagen_seed;
+    char csv_delimiter;
+    bool ignore_parse_errors;
+};
+
+void sql_relation_release(struct sql_relation *r);
+
+struct sql_plan_context {
+    const struct sql_catalog *catalog;
+    struct spate_env *env;
+    const char *script;
+    size_t offset; /* of the statement in script */
+    FILE *explain; /* where the logical plan goes, or NULL */
+    int depth;     /* views inside views */
+    spate_error *err;
+};
+
+/* Plans a SELECT into rel (its output: rows, or the given sink format). */
+int sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format output,
+                    const struct sql_column *sink_cols, int nsink_cols, const char *sink_name,
+                    struct sql_relation *rel);
+
+/* Plans INSERT INTO sink SELECT ...: the Calc writes the sink's format, the
+ * sink's node follows. *job_name is malloc'd. */
+int sql_plan_insert(struct sql_plan_context *pc, json_t *insert, char **job_name);
+
+/* Plans a SELECT whose rows are printed as they arrive (Flink's tableau
+ * mode: +I[...] lines on the print stream). */
+int sql_plan_collect(struct sql_plan_context *pc, json_t *select);
+
+#endif

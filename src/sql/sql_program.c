@@ -1,0 +1,1081 @@
+/* SQL programs: encoding, the checks of a decoded one, and the evaluator
+ * (sql_program.h). */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/util.h"
+#include "proto/sql.pb-c.h"
+#include "sql/sql_program.h"
+
+#define SQL_MAX_REGS  4096
+#define SQL_MAX_CODE  65536
+#define TYPES_ROW_MAX 63
+
+/* ---- operand types ---- */
+
+enum { T_NONE, T_I, T_F, T_S, T_ANY, T_B };
+
+/* dst, a, b, c of each op; T_B is an int register of type BOOLEAN. */
+static const uint8_t signatures[SQLOP_COUNT][4] = {
+    [SQLOP_CONST] = { T_ANY, T_NONE, T_NONE, T_NONE },
+    [SQLOP_COPY] = { T_ANY, T_ANY, T_NONE, T_NONE },
+    [SQLOP_ADD_I] = { T_I, T_I, T_I, T_NONE },
+    [SQLOP_SUB_I] = { T_I, T_I, T_I, T_NONE },
+    [SQLOP_MUL_I] = { T_I, T_I, T_I, T_NONE },
+    [SQLOP_DIV_I] = { T_I, T_I, T_I, T_NONE },
+    [SQLOP_MOD_I] = { T_I, T_I, T_I, T_NONE },
+    [SQLOP_NEG_I] = { T_I, T_I, T_NONE, T_NONE },
+    [SQLOP_ABS_I] = { T_I, T_I, T_NONE, T_NONE },
+    [SQLOP_ADD_F] = { T_F, T_F, T_F, T_NONE },
+    [SQLOP_SUB_F] = { T_F, T_F, T_F, T_NONE },
+    [SQLOP_MUL_F] = { T_F, T_F, T_F, T_NONE },
+    [SQLOP_DIV_F] = { T_F, T_F, T_F, T_NONE },
+    [SQLOP_MOD_F] = { T_F, T_F, T_F, T_NONE },
+    [SQLOP_NEG_F] = { T_F, T_F, T_NONE, T_NONE },
+    [SQLOP_ABS_F] = { T_F, T_F, T_NONE, T_NONE },
+    [SQLOP_POW_F] = { T_F, T_F, T_F, T_NONE },
+    [SQLOP_SQRT_F] = { T_F, T_F, T_NONE, T_NONE },
+    [SQLOP_FLOOR_F] = { T_F, T_F, T_NONE, T_NONE },
+    [SQLOP_CEIL_F] = { T_F, T_F, T_NONE, T_NONE },
+    [SQLOP_ROUND_F] = { T_F, T_F, T_I, T_NONE },
+    [SQLOP_ROUND_I] = { T_I, T_I, T_I, T_NONE },
+    [SQLOP_I2F] = { T_F, T_I, T_NONE, T_NONE },
+    [SQLOP_F2I] = { T_I, T_F, T_NONE, T_NONE },
+    [SQLOP_RESCALE] = { T_I, T_I, T_NONE, T_NONE },
+    [SQLOP_TO_S] = { T_S, T_ANY, T_NONE, T_NONE },
+    [SQLOP_FROM_S] = { T_ANY, T_S, T_NONE, T_NONE },
+    [SQLOP_INT32] = { T_I, T_I, T_NONE, T_NONE },
+    [SQLOP_CMP_I] = { T_B, T_I, T_I, T_NONE },
+    [SQLOP_CMP_F] = { T_B, T_F, T_F, T_NONE },
+    [SQLOP_CMP_S] = { T_B, T_S, T_S, T_NONE },
+    [SQLOP_AND] = { T_B, T_B, T_B, T_NONE },
+    [SQLOP_OR] = { T_B, T_B, T_B, T_NONE },
+    [SQLOP_NOT] = { T_B, T_B, T_NONE, T_NONE },
+    [SQLOP_IS_NULL] = { T_B, T_ANY, T_NONE, T_NONE },
+    [SQLOP_IS_NOT_NULL] = { T_B, T_ANY, T_NONE, T_NONE },
+    [SQLOP_JMP] = { T_NONE, T_NONE, T_NONE, T_NONE },
+    [SQLOP_JMP_UNLESS_TRUE] = { T_NONE, T_B, T_NONE, T_NONE },
+    [SQLOP_JMP_IF_NOT_NULL] = { T_NONE, T_ANY, T_NONE, T_NONE },
+    [SQLOP_JMP_IF_FALSE] = { T_NONE, T_B, T_NONE, T_NONE },
+    [SQLOP_JMP_IF_TRUE] = { T_NONE, T_B, T_NONE, T_NONE },
+    [SQLOP_LIKE] = { T_B, T_S, T_NONE, T_NONE },
+    [SQLOP_CONCAT] = { T_S, T_S, T_S, T_NONE },
+    [SQLOP_UPPER] = { T_S, T_S, T_NONE, T_NONE },
+    [SQLOP_LOWER] = { T_S, T_S, T_NONE, T_NONE },
+    [SQLOP_LENGTH] = { T_I, T_S, T_NONE, T_NONE },
+    [SQLOP_SUBSTR] = { T_S, T_S, T_I, T_I },
+    [SQLOP_TRIM] = { T_S, T_S, T_NONE, T_NONE },
+    [SQLOP_REPLACE] = { T_S, T_S, T_S, T_S },
+    [SQLOP_POSITION] = { T_I, T_S, T_S, T_NONE },
+    [SQLOP_EXTRACT] = { T_I, T_I, T_NONE, T_NONE },
+    [SQLOP_EXTRACT_D] = { T_I, T_I, T_NONE, T_NONE },
+};
+
+static const char *const op_names[SQLOP_COUNT] = {
+    [SQLOP_CONST] = "const",
+    [SQLOP_COPY] = "copy",
+    [SQLOP_ADD_I] = "add.i",
+    [SQLOP_SUB_I] = "sub.i",
+    [SQLOP_MUL_I] = "mul.i",
+    [SQLOP_DIV_I] = "div.i",
+    [SQLOP_MOD_I] = "mod.i",
+    [SQLOP_NEG_I] = "neg.i",
+    [SQLOP_ABS_I] = "abs.i",
+    [SQLOP_ADD_F] = "add.f",
+    [SQLOP_SUB_F] = "sub.f",
+    [SQLOP_MUL_F] = "mul.f",
+    [SQLOP_DIV_F] = "div.f",
+    [SQLOP_MOD_F] = "mod.f",
+    [SQLOP_NEG_F] = "neg.f",
+    [SQLOP_ABS_F] = "abs.f",
+    [SQLOP_POW_F] = "pow.f",
+    [SQLOP_SQRT_F] = "sqrt.f",
+    [SQLOP_FLOOR_F] = "floor.f",
+    [SQLOP_CEIL_F] = "ceil.f",
+    [SQLOP_ROUND_F] = "round.f",
+    [SQLOP_ROUND_I] = "round.i",
+    [SQLOP_I2F] = "i2f",
+    [SQLOP_F2I] = "f2i",
+    [SQLOP_RESCALE] = "rescale",
+    [SQLOP_TO_S] = "to_s",
+    [SQLOP_FROM_S] = "from_s",
+    [SQLOP_INT32] = "int32",
+    [SQLOP_CMP_I] = "cmp.i",
+    [SQLOP_CMP_F] = "cmp.f",
+    [SQLOP_CMP_S] = "cmp.s",
+    [SQLOP_AND] = "and",
+    [SQLOP_OR] = "or",
+    [SQLOP_NOT] = "not",
+    [SQLOP_IS_NULL] = "is_null",
+    [SQLOP_IS_NOT_NULL] = "is_not_null",
+    [SQLOP_JMP] = "jmp",
+    [SQLOP_JMP_UNLESS_TRUE] = "jmp_unless_true",
+    [SQLOP_JMP_IF_NOT_NULL] = "jmp_if_not_null",
+    [SQLOP_JMP_IF_FALSE] = "jmp_if_false",
+    [SQLOP_JMP_IF_TRUE] = "jmp_if_true",
+    [SQLOP_LIKE] = "like",
+    [SQLOP_CONCAT] = "concat",
+    [SQLOP_UPPER] = "upper",
+    [SQLOP_LOWER] = "lower",
+    [SQLOP_LENGTH] = "length",
+    [SQLOP_SUBSTR] = "substr",
+    [SQLOP_TRIM] = "trim",
+    [SQLOP_REPLACE] = "replace",
+    [SQLOP_POSITION] = "position",
+    [SQLOP_EXTRACT] = "extract",
+    [SQLOP_EXTRACT_D] = "extract.d",
+};
+
+static int
+phys_of(const struct sql_type *t)
+{
+    switch (sql_type_phys(t->id)) {
+    case SQL_PHYS_DOUBLE:
+        return T_F;
+    case SQL_PHYS_STRING:
+        return T_S;
+    default:
+        return T_I;
+    }
+}
+
+static bool
+operand_ok(const struct sql_program *p, int want, int reg)
+{
+    if (want == T_NONE)
+        return true;
+    if (reg < 0 || reg >= p->nregs)
+        return false;
+    if (want == T_ANY)
+        return true;
+    if (want == T_B)
+        return p->regs[reg].id == SQL_BOOLEAN;
+    return phys_of(&p->regs[reg]) == want;
+}
+
+static bool
+is_jump(int op)
+{
+    return op >= SQLOP_JMP && op <= SQLOP_JMP_IF_TRUE;
+}
+
+static int
+bad_program(spate_error *err, const char *what, int at)
+{
+    return spate_error_set(err, SPATE_EINVAL, "malformed SQL program: %s (instruction %d)", what,
+                           at);
+}
+
+static bool
+type_ok(const struct sql_type *t)
+{
+    if (t->id <= SQL_NULL || t->id >= SQL_TYPE_COUNT)
+        return false;
+    if (t->id == SQL_DECIMAL)
+        return t->precision >= 1 && t->precision <= SQL_DECIMAL_MAX_PRECISION && t->scale >= 0 &&
+               t->scale <= t->precision;
+    return t->precision >= 0 && t->scale >= 0 && t->scale <= SQL_DECIMAL_MAX_PRECISION;
+}
+
+/* Everything a decoded program must satisfy before it runs. */
+static int
+check_program(const struct sql_program *p, spate_error *err)
+{
+    bool consts = true;
+
+    if (p->ninput < 0 || p->ninput > TYPES_ROW_MAX || p->noutput < 1 ||
+        p->noutput > TYPES_ROW_MAX || p->nregs < p->ninput || p->nregs > SQL_MAX_REGS ||
+        p->ncode > SQL_MAX_CODE)
+        return bad_program(err, "too many or too few columns, registers or instructions", -1);
+    if (p->input_format > SQL_FORMAT_DATAGEN || p->output_format < SQL_FORMAT_ROW ||
+        p->output_format > SQL_FORMAT_NONE || p->output_format == SQL_FORMAT_DATAGEN)
+        return bad_program(err, "unknown format", -1);
+    for (int i = 0; i < p->nregs; i++)
+        if (!type_ok(&p->regs[i]))
+            return bad_program(err, "register of an unknown type", -1);
+    for (int i = 0; i < p->ninput; i++)
+        if (p->input[i].type.id != p->regs[i].id || p->input[i].type.scale != p->regs[i].scale)
+            return bad_program(err, "input column and its register disagree", -1);
+    for (int i = 0; i < p->ncode; i++) {
+        const struct sql_insn *in = &p->code[i];
+        const uint8_t *sig;
+
+        if (in->op >= SQLOP_COUNT)
+            return bad_program(err, "unknown instruction", i);
+        sig = signatures[in->op];
+        if (!operand_ok(p, sig[0], in->dst) || !operand_ok(p, sig[1], in->a) ||
+            !operand_ok(p, sig[2], in->b) || !operand_ok(p, sig[3], in->c))
+            return bad_program(err, "operand out of range or of the wrong type", i);
+        if (in->op == SQLOP_CONST) {
+            if (!consts)
+                return bad_program(err, "constant after the first instruction", i);
+            if (in->dst < p->ninput)
+                return bad_program(err, "constant written over an input column", i);
+            continue;
+        }
+        consts = false;
+        if (sig[0] != T_NONE && in->dst < p->ninput)
+            return bad_program(err, "instruction writes an input column", i);
+        if (in->op == SQLOP_COPY && phys_of(&p->regs[in->dst]) != phys_of(&p->regs[in->a]))
+            return bad_program(err, "copy between registers of different kinds", i);
+        if (in->op == SQLOP_TO_S && ((in->imm & 0xff) != p->regs[in->a].id))
+            return bad_program(err, "to_s of a register of another type", i);
+        if (is_jump(in->op) && (in->imm <= i || in->imm > p->ncode))
+            return bad_program(err, "jump backwards or out of the program", i);
+        if ((in->op == SQLOP_CMP_I || in->op == SQLOP_CMP_F || in->op == SQLOP_CMP_S) &&
+            (in->imm < SQL_EQ || in->imm > SQL_GE))
+            return bad_program(err, "unknown comparison", i);
+        if ((in->op == SQLOP_EXTRACT || in->op == SQLOP_EXTRACT_D) &&
+            (in->imm < SQL_F_YEAR || in->imm > SQL_F_EPOCH_DAY))
+            return bad_program(err, "unknown date field", i);
+        if ((in->op == SQLOP_RESCALE && (in->imm < 0 || in->imm > 18 || in->c > 18)) ||
+            ((in->op == SQLOP_I2F || in->op == SQLOP_F2I || in->op == SQLOP_ROUND_I) &&
+             (in->imm < 0 || in->imm > 18)))
+            return bad_program(err, "scale out of range", i);
+    }
+    if (p->filter != -1 &&
+        (p->filter < 0 || p->filter >= p->nregs || p->regs[p->filter].id != SQL_BOOLEAN))
+        return bad_program(err, "filter that is no BOOLEAN register", -1);
+    for (int i = 0; i < p->noutput; i++)
+        if (p->outputs[i] < 0 || p->outputs[i] >= p->nregs ||
+            p->regs[p->outputs[i]].id != p->output[i].type.id)
+            return bad_program(err, "output column and its register disagree", -1);
+    return 0;
+}
+
+/* ---- encoding ---- */
+
+static Sqlplan__Column *
+enc_column(const struct sql_column *c)
+{
+    Sqlplan__Column *pc = xcalloc(1, sizeof *pc);
+
+    sqlplan__column__init(pc);
+    pc->name = c->name;
+    pc->type = c->type.id;
+    pc->precision = c->type.precision;
+    pc->scale = c->type.scale;
+    pc->nullable = c->type.nullable;
+    return pc;
+}
+
+static int32_t
+pack_type(const struct sql_type *t)
+{
+    return (int32_t)t->id | t->scale << 8 | t->precision << 16;
+}
+
+static struct sql_type
+unpack_type(int32_t v)
+{
+    struct sql_type t = { (enum sql_type_id)(v & 0xff), (v >> 16) & 0x7fff, (v >> 8) & 0xff, true };
+
+    return t;
+}
+
+int
+sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spate_error *err)
+{
+    Sqlplan__Calc c = SQLPLAN__CALC__INIT;
+    char delim[2] = { p->csv_delimiter, 0 };
+
+    UNUSED(err);
+    c.input_format = p->input_format;
+    c.output_format = p->output_format;
+    c.n_input = (size_t)p->ninput;
+    c.input = xcalloc((size_t)p->ninput + 1, sizeof *c.input);
+    for (int i = 0; i < p->ninput; i++)
+        c.input[i] = enc_column(&p->input[i]);
+    if (p->datagen != NULL) {
+        c.n_datagen = (size_t)p->ninput;
+        c.datagen = xcalloc((size_t)p->ninput + 1, sizeof *c.datagen);
+        for (int i = 0; i < p->ninput; i++) {
+            Sqlplan__DatagenField *f = xcalloc(1, sizeof *f);
+
+            sqlplan__datagen_field__init(f);
+            f->sequence = p->datagen[i].sequence;
+            f->min = p->datagen[i].min;
+            f->max = p->datagen[i].max;
+            f->length = p->datagen[i].length;
+            f->start = p->datagen[i].start;
+            f->end = p->datagen[i].end;
+            f->null_rate = p->datagen[i].null_rate;
+            c.datagen[i] = f;
+        }
+    }
+    c.datagen_seed = (int64_t)p->datagen_seed;
+    c.csv_delimiter = delim;
+    c.ignore_parse_errors = p->ignore_parse_errors;
+    c.n_reg_types = (size_t)p->nregs;
+    c.reg_types = xcalloc((size_t)p->nregs + 1, sizeof *c.reg_types);
+    for (int i = 0; i < p->nregs; i++)
+        c.reg_types[i] = pack_type(&p->regs[i]);
+    c.n_program = (size_t)p->ncode;
+    c.program = xcalloc((size_t)p->ncode + 1, sizeof *c.program);
+    for (int i = 0; i < p->ncode; i++) {
+        Sqlplan__Insn *in = xcalloc(1, sizeof *in);
+        const struct sql_insn *s = &p->code[i];
+
+        sqlplan__insn__init(in);
+        in->op = s->op;
+        in->dst = s->dst;
+        in->a = s->a;
+        in->b = s->b;
+        in->c = s->c;
+        in->imm = s->imm;
+        in->fimm = s->fimm;
+        in->sval.data = (uint8_t *)s->sval;
+        in->sval.len = s->slen;
+        c.program[i] = in;
+    }
+    c.filter = p->filter;
+    c.n_outputs = (size_t)p->noutput;
+    c.outputs = xcalloc((size_t)p->noutput + 1, sizeof *c.outputs);
+    c.n_output = (size_t)p->noutput;
+    c.output = xcalloc((size_t)p->noutput + 1, sizeof *c.output);
+    for (int i = 0; i < p->noutput; i++) {
+        c.outputs[i] = p->outputs[i];
+        c.output[i] = enc_column(&p->output[i]);
+    }
+    *len = sqlplan__calc__get_packed_size(&c);
+    *out = xmalloc(*len);
+    sqlplan__calc__pack(&c, *out);
+    for (size_t i = 0; i < c.n_input; i++)
+        free(c.input[i]);
+    for (size_t i = 0; i < c.n_datagen; i++)
+        free(c.datagen[i]);
+    for (size_t i = 0; i < c.n_program; i++)
+        free(c.program[i]);
+    for (size_t i = 0; i < c.n_output; i++)
+        free(c.output[i]);
+    free(c.input);
+    free(c.datagen);
+    free(c.reg_types);
+    free(c.program);
+    free(c.outputs);
+    free(c.output);
+    return 0;
+}
+
+static void
+dec_column(const Sqlplan__Column *pc, struct sql_column *c)
+{
+    c->name = xstrdup(pc->name ? pc->name : "");
+    c->type.id = (enum sql_type_id)pc->type;
+    c->type.precision = pc->precision;
+    c->type.scale = pc->scale;
+    c->type.nullable = pc->nullable;
+}
+
+int
+sql_program_decode(const uint8_t *bytes, size_t len, struct sql_program **out, spate_error *err)
+{
+    Sqlplan__Calc *c = sqlplan__calc__unpack(NULL, len, bytes);
+    struct sql_program *p;
+    int rc;
+
+    *out = NULL;
+    if (c == NULL)
+        return spate_error_set(err, SPATE_EINVAL, "malformed SQL program: not a Calc message");
+    if (c->n_input > TYPES_ROW_MAX || c->n_output > TYPES_ROW_MAX ||
+        c->n_reg_types > SQL_MAX_REGS || c->n_program > SQL_MAX_CODE ||
+        c->n_outputs != c->n_output || (c->n_datagen != 0 && c->n_datagen != c->n_input)) {
+        sqlplan__calc__free_unpacked(c, NULL);
+        return bad_program(err, "counts that do not match", -1);
+    }
+    p = xcalloc(1, sizeof *p);
+    p->input_format = (enum sql_format)c->input_format;
+    p->output_format = (enum sql_format)c->output_format;
+    p->ninput = (int)c->n_input;
+    p->input = xcalloc(c->n_input + 1, sizeof *p->input);
+    for (size_t i = 0; i < c->n_input; i++)
+        dec_column(c->input[i], &p->input[i]);
+    if (c->n_datagen) {
+        p->datagen = xcalloc(c->n_datagen, sizeof *p->datagen);
+        for (size_t i = 0; i < c->n_datagen; i++) {
+            const Sqlplan__DatagenField *f = c->datagen[i];
+
+            p->datagen[i] = (struct sql_datagen_field){ f->sequence, f->min, f->max,      f->length,
+                                                        f->start,    f->end, f->null_rate };
+        }
+    }
+    p->datagen_seed = (uint64_t)c->datagen_seed;
+    p->csv_delimiter = c->csv_delimiter && c->csv_delimiter[0] ? c->csv_delimiter[0] : ',';
+    p->ignore_parse_errors = c->ignore_parse_errors;
+    p->nregs = (int)c->n_reg_types;
+    p->regs = xcalloc(c->n_reg_types + 1, sizeof *p->regs);
+    for (size_t i = 0; i < c->n_reg_types; i++)
+        p->regs[i] = unpack_type(c->reg_types[i]);
+    p->ncode = (int)c->n_program;
+    p->code = xcalloc(c->n_program + 1, sizeof *p->code);
+    for (size_t i = 0; i < c->n_program; i++) {
+        const Sqlplan__Insn *in = c->program[i];
+        struct sql_insn *s = &p->code[i];
+        bool range = in->op >= 0 && in->op < SQLOP_COUNT && in->dst >= 0 && in->dst < 65536 &&
+                     in->a >= 0 && in->a < 65536 && in->b >= 0 && in->b < 65536 && in->c >= -1 &&
+                     in->c < 65536;
+
+        s->op = range ? (uint16_t)in->op : SQLOP_COUNT;
+        s->dst = (uint16_t)in->dst;
+        s->a = (uint16_t)in->a;
+        s->b = (uint16_t)in->b;
+        s->c = (uint16_t)(in->c < 0 ? 0 : in->c);
+        s->imm = in->imm;
+        s->fimm = in->fimm;
+        if (in->sval.len) {
+            s->sval = xmalloc(in->sval.len + 1);
+            memcpy(s->sval, in->sval.data, in->sval.len);
+            s->sval[in->sval.len] = '\0';
+            s->slen = in->sval.len;
+        }
+    }
+    p->filter = c->filter;
+    p->noutput = (int)c->n_output;
+    p->outputs = xcalloc(c->n_output + 1, sizeof *p->outputs);
+    p->output = xcalloc(c->n_output + 1, sizeof *p->output);
+    for (size_t i = 0; i < c->n_output; i++) {
+        p->outputs[i] = c->outputs[i];
+        dec_column(c->output[i], &p->output[i]);
+    }
+    sqlplan__calc__free_unpacked(c, NULL);
+    if ((rc = check_program(p, err)) != 0) {
+        sql_program_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void
+sql_program_free(struct sql_program *p)
+{
+    if (p == NULL)
+        return;
+    for (int i = 0; i < p->ninput; i++)
+        free(p->input[i].name);
+    for (int i = 0; i < p->noutput; i++)
+        free(p->output[i].name);
+    for (int i = 0; i < p->ncode; i++)
+        free(p->code[i].sval);
+    free(p->input);
+    free(p->datagen);
+    free(p->regs);
+    free(p->code);
+    free(p->outputs);
+    free(p->output);
+    free(p);
+}
+
+char *
+sql_program_describe(const struct sql_program *p)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+
+    for (int i = 0; i < p->ncode; i++) {
+        const struct sql_insn *in = &p->code[i];
+        const uint8_t *sig = signatures[in->op];
+
+        fprintf(f, "    %3d  %-16s", i, op_names[in->op]);
+        if (sig[0] != T_NONE)
+            fprintf(f, " r%d", in->dst);
+        if (sig[1] != T_NONE)
+            fprintf(f, " r%d", in->a);
+        if (sig[2] != T_NONE)
+            fprintf(f, " r%d", in->b);
+        if (sig[3] != T_NONE)
+            fprintf(f, " r%d", in->c);
+        if (in->op == SQLOP_CONST) {
+            struct sql_value v = { .null = in->a == 1 };
+            char buf[128];
+
+            if (v.null) {
+                fprintf(f, " NULL");
+            } else if (sql_type_phys(p->regs[in->dst].id) == SQL_PHYS_STRING) {
+                fprintf(f, " '%.*s'", (int)MIN(in->slen, 60), in->sval ? in->sval : "");
+            } else {
+                if (sql_type_phys(p->regs[in->dst].id) == SQL_PHYS_DOUBLE)
+                    v.f = in->fimm;
+                else
+                    v.i = in->imm;
+                sql_value_format(&p->regs[in->dst], &v, buf, sizeof buf);
+                fprintf(f, " %s", buf);
+            }
+        } else if (is_jump(in->op)) {
+            fprintf(f, " -> %lld", (long long)in->imm);
+        } else if (in->op == SQLOP_LIKE) {
+            fprintf(f, " '%.*s'", (int)MIN(in->slen, 60), in->sval ? in->sval : "");
+        } else if (in->imm != 0) {
+            fprintf(f, " #%lld", (long long)in->imm);
+        }
+        fputc('\n', f);
+    }
+    fclose(f);
+    return out;
+}
+
+/* ---- evaluation ---- */
+
+#define ARENA_CHUNK 65536
+
+static void arena_reset(struct sql_eval *e);
+
+int
+sql_eval_init(struct sql_eval *e, const struct sql_program *p)
+{
+    memset(e, 0, sizeof *e);
+    e->p = p;
+    e->r = xcalloc((size_t)p->nregs + 1, sizeof *e->r);
+    for (int i = 0; i < p->nregs; i++)
+        e->r[i].null = true;
+    e->cap = ARENA_CHUNK;
+    e->arena = xmalloc(e->cap);
+    /* The constants, once. */
+    for (e->start = 0; e->start < p->ncode && p->code[e->start].op == SQLOP_CONST; e->start++) {
+        const struct sql_insn *in = &p->code[e->start];
+        struct sql_value *d = &e->r[in->dst];
+
+        d->null = in->a == 1;
+        switch (sql_type_phys(p->regs[in->dst].id)) {
+        case SQL_PHYS_DOUBLE:
+            d->f = in->fimm;
+            break;
+        case SQL_PHYS_STRING:
+            d->s.p = in->sval ? in->sval : "";
+            d->s.len = in->slen;
+            break;
+        default:
+            d->i = in->imm;
+            break;
+        }
+    }
+    return 0;
+}
+
+void
+sql_eval_release(struct sql_eval *e)
+{
+    free(e->r);
+    arena_reset(e);
+    free(e->old);
+    free(e->arena);
+    memset(e, 0, sizeof *e);
+}
+
+char *
+sql_eval_alloc(struct sql_eval *e, size_t n)
+{
+    char *p;
+
+    n = (n + 7) & ~(size_t)7;
+    if (e->used + n > e->cap) {
+        /* A new chunk: strings already made in the old one stay valid
+         * until the record ends, when the old chunks go. */
+        size_t cap = MAX(n, (size_t)ARENA_CHUNK);
+
+        xgrow((void **)&e->old, &e->old_cap, e->nold + 1, sizeof *e->old);
+        e->old[e->nold++] = e->arena;
+        e->arena = xmalloc(cap);
+        e->cap = cap;
+        e->used = 0;
+    }
+    p = e->arena + e->used;
+    e->used += n;
+    return p;
+}
+
+static void
+arena_reset(struct sql_eval *e)
+{
+    for (size_t i = 0; i < e->nold; i++)
+        free(e->old[i]);
+    e->nold = 0;
+    e->used = 0;
+}
+
+void
+sql_eval_begin(struct sql_eval *e)
+{
+    if (e->nold != 0 || e->used != 0)
+        arena_reset(e);
+}
+
+bool
+sql_like(const char *s, size_t slen, const char *pat, size_t plen, char escape)
+{
+    size_t si = 0, pi = 0, star_p = SIZE_MAX, star_s = 0;
+
+    /* Iterative matching with backtracking to the last %. Bytes, not
+     * characters: _ matches one byte of a multi-byte character. */
+    while (si < slen) {
+        if (pi < plen && pat[pi] == '%') {
+            star_p = ++pi;
+            star_s = si;
+            continue;
+        }
+        if (pi < plen) {
+            char pc = pat[pi];
+            bool lit = false;
+
+            if (escape && pc == escape && pi + 1 < plen) {
+                pc = pat[pi + 1];
+                lit = true;
+            }
+            if ((!lit && pc == '_') || pc == s[si]) {
+                si++;
+                pi += lit ? 2 : 1;
+                continue;
+            }
+        }
+        if (star_p == SIZE_MAX)
+            return false;
+        pi = star_p;
+        si = ++star_s;
+    }
+    while (pi < plen && pat[pi] == '%')
+        pi++;
+    return pi == plen;
+}
+
+static size_t
+utf8_len(const char *s, size_t n)
+{
+    size_t c = 0;
+
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return c;
+}
+
+/* The byte offset of character k (0-based) of s, or n. */
+static size_t
+utf8_offset(const char *s, size_t n, int64_t k)
+{
+    size_t i = 0;
+
+    for (; i < n && k > 0; k--)
+        for (i++; i < n && ((unsigned char)s[i] & 0xc0) == 0x80; i++)
+            ;
+    return i;
+}
+
+static int64_t
+extract(int64_t ms, int field)
+{
+    int64_t days = ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);
+    int64_t in_day = ms - days * 86400000, y;
+    unsigned m, d;
+
+    switch (field) {
+    case SQL_F_HOUR:
+        return in_day / 3600000;
+    case SQL_F_MINUTE:
+        return in_day / 60000 % 60;
+    case SQL_F_SECOND:
+        return in_day / 1000 % 60;
+    case SQL_F_MILLISECOND:
+        return in_day % 60000;
+    case SQL_F_EPOCH:
+        return ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+    case SQL_F_DOW:
+        return ((days % 7) + 11) % 7; /* 1970-01-01 was a Thursday (4); Sunday is 0 */
+    case SQL_F_EPOCH_DAY:
+        return days;
+    default:
+        break;
+    }
+    sql_civil_from_days(days, &y, &m, &d);
+    switch (field) {
+    case SQL_F_YEAR:
+        return y;
+    case SQL_F_MONTH:
+        return m;
+    case SQL_F_DAY:
+        return d;
+    case SQL_F_DOY:
+        return days - sql_days_from_civil(y, 1, 1) + 1;
+    default:
+        return 0;
+    }
+}
+
+static int
+cmp_result(int c, int64_t how)
+{
+    switch (how) {
+    case SQL_EQ:
+        return c == 0;
+    case SQL_NE:
+        return c != 0;
+    case SQL_LT:
+        return c < 0;
+    case SQL_LE:
+        return c <= 0;
+    case SQL_GT:
+        return c > 0;
+    default:
+        return c >= 0;
+    }
+}
+
+/* Rounds v (of scale from) to scale to, half away from zero. */
+static int64_t
+rescale(int64_t v, int from, int to)
+{
+    if (to >= from)
+        return (int64_t)((uint64_t)v * (uint64_t)sql_pow10(to - from));
+    {
+        int64_t p = sql_pow10(from - to), q = v / p, r = v % p;
+
+        if (r * 2 >= p)
+            q++;
+        else if (r * 2 <= -p)
+            q--;
+        return q;
+    }
+}
+
+static void
+to_string(struct sql_eval *e, const struct sql_insn *in, struct sql_value *d,
+          const struct sql_value *a)
+{
+    struct sql_type t = { (enum sql_type_id)(in->imm & 0xff), 18, (int)((in->imm >> 8) & 0xff),
+                          true };
+    char buf[64];
+    int n;
+
+    if (t.id == SQL_VARCHAR) {
+        d->s = a->s;
+        return;
+    }
+    n = sql_value_format(&t, a, buf, sizeof buf);
+    d->s.len = (size_t)MIN(n, (int)sizeof buf - 1);
+    d->s.p = memcpy(sql_eval_alloc(e, d->s.len), buf, d->s.len);
+}
+
+void
+sql_eval_run(struct sql_eval *e)
+{
+    const struct sql_program *p = e->p;
+    struct sql_value *r = e->r;
+    const struct sql_insn *code = p->code;
+    int n = p->ncode;
+
+    for (int pc = e->start; pc < n; pc++) {
+        const struct sql_insn *in = &code[pc];
+        struct sql_value *d = &r[in->dst];
+        const struct sql_value *a = &r[in->a], *b = &r[in->b], *c = &r[in->c];
+
+        switch ((enum sql_op)in->op) {
+        case SQLOP_CONST:
+            break;
+        case SQLOP_COPY:
+            *d = *a;
+            break;
+#define BIN_I(expr)                                      \
+    if (!(d->null = a->null || b->null)) {               \
+        uint64_t x = (uint64_t)a->i, y = (uint64_t)b->i; \
+        d->i = (int64_t)(expr);                          \
+    }                                                    \
+    break;
+        case SQLOP_ADD_I:
+            BIN_I(x + y)
+        case SQLOP_SUB_I:
+            BIN_I(x - y)
+        case SQLOP_MUL_I:
+            BIN_I(x * y)
+        case SQLOP_DIV_I:
+            if (!(d->null = a->null || b->null || b->i == 0))
+                d->i = (b->i == -1) ? (int64_t)(0 - (uint64_t)a->i) : a->i / b->i;
+            break;
+        case SQLOP_MOD_I:
+            if (!(d->null = a->null || b->null || b->i == 0))
+                d->i = b->i == -1 ? 0 : a->i % b->i;
+            break;
+        case SQLOP_NEG_I:
+            if (!(d->null = a->null))
+                d->i = (int64_t)(0 - (uint64_t)a->i);
+            break;
+        case SQLOP_ABS_I:
+            if (!(d->null = a->null))
+                d->i = a->i < 0 ? (int64_t)(0 - (uint64_t)a->i) : a->i;
+            break;
+#define BIN_F(expr)                      \
+    if (!(d->null = a->null || b->null)) \
+        d->f = (expr);                   \
+    break;
+        case SQLOP_ADD_F:
+            BIN_F(a->f + b->f)
+        case SQLOP_SUB_F:
+            BIN_F(a->f - b->f)
+        case SQLOP_MUL_F:
+            BIN_F(a->f * b->f)
+        case SQLOP_DIV_F:
+            if (!(d->null = a->null || b->null || b->f == 0))
+                d->f = a->f / b->f;
+            break;
+        case SQLOP_MOD_F:
+            if (!(d->null = a->null || b->null || b->f == 0))
+                d->f = fmod(a->f, b->f);
+            break;
+        case SQLOP_POW_F:
+            BIN_F(pow(a->f, b->f))
+        case SQLOP_NEG_F:
+            if (!(d->null = a->null))
+                d->f = -a->f;
+            break;
+        case SQLOP_ABS_F:
+            if (!(d->null = a->null))
+                d->f = fabs(a->f);
+            break;
+        case SQLOP_SQRT_F:
+            if (!(d->null = a->null || a->f < 0))
+                d->f = sqrt(a->f);
+            break;
+        case SQLOP_FLOOR_F:
+            if (!(d->null = a->null))
+                d->f = floor(a->f);
+            break;
+        case SQLOP_CEIL_F:
+            if (!(d->null = a->null))
+                d->f = ceil(a->f);
+            break;
+        case SQLOP_ROUND_F:
+            if (!(d->null = a->null || b->null)) {
+                double m = pow(10, (double)b->i);
+
+                d->f = round(a->f * m) / m;
+            }
+            break;
+        case SQLOP_ROUND_I:
+            if (!(d->null = a->null || b->null)) {
+                int digits = b->i < 0 ? 0 : b->i > in->imm ? (int)in->imm : (int)b->i;
+
+                d->i = rescale(rescale(a->i, (int)in->imm, digits), digits, (int)in->imm);
+            }
+            break;
+        case SQLOP_I2F:
+            if (!(d->null = a->null))
+                d->f = in->imm ? (double)a->i / (double)sql_pow10((int)in->imm) : (double)a->i;
+            break;
+        case SQLOP_F2I:
+            if (!(d->null = a->null || isnan(a->f) ||
+                            fabs(a->f * (double)sql_pow10((int)in->imm)) >= 9.2e18))
+                d->i = in->imm ? (int64_t)llround(a->f * (double)sql_pow10((int)in->imm))
+                               : (int64_t)a->f;
+            break;
+        case SQLOP_RESCALE:
+            if (!(d->null = a->null))
+                d->i = in->fimm != 0 && in->c < in->imm ? a->i / sql_pow10((int)in->imm - in->c)
+                                                        : rescale(a->i, (int)in->imm, in->c);
+            break;
+        case SQLOP_TO_S:
+            if (!(d->null = a->null))
+                to_string(e, in, d, a);
+            break;
+        case SQLOP_FROM_S:
+            if (!(d->null = a->null)) {
+                struct sql_value v;
+
+                if (sql_value_parse(&p->regs[in->dst], a->s.p, a->s.len, &v, NULL) != 0)
+                    d->null = true;
+                else
+                    *d = v;
+            }
+            break;
+        case SQLOP_INT32:
+            if (!(d->null = a->null))
+                d->i = (int32_t)(uint32_t)(uint64_t)a->i;
+            break;
+        case SQLOP_CMP_I:
+            if (!(d->null = a->null || b->null))
+                d->i = cmp_result((a->i > b->i) - (a->i < b->i), in->imm);
+            break;
+        case SQLOP_CMP_F:
+            if (!(d->null = a->null || b->null))
+                d->i = cmp_result((a->f > b->f) - (a->f < b->f), in->imm);
+            break;
+        case SQLOP_CMP_S:
+            if (!(d->null = a->null || b->null)) {
+                size_t m = MIN(a->s.len, b->s.len);
+                int k = m ? memcmp(a->s.p, b->s.p, m) : 0;
+
+                if (k == 0)
+                    k = (a->s.len > b->s.len) - (a->s.len < b->s.len);
+                d->i = cmp_result(k, in->imm);
+            }
+            break;
+        case SQLOP_AND:
+            /* FALSE wins over NULL. */
+            if ((!a->null && !a->i) || (!b->null && !b->i)) {
+                d->null = false;
+                d->i = 0;
+            } else {
+                d->null = a->null || b->null;
+                d->i = 1;
+            }
+            break;
+        case SQLOP_OR:
+            if ((!a->null && a->i) || (!b->null && b->i)) {
+                d->null = false;
+                d->i = 1;
+            } else {
+                d->null = a->null || b->null;
+                d->i = 0;
+            }
+            break;
+        case SQLOP_NOT:
+            if (!(d->null = a->null))
+                d->i = !a->i;
+            break;
+        case SQLOP_IS_NULL:
+            d->null = false;
+            d->i = a->null;
+            break;
+        case SQLOP_IS_NOT_NULL:
+            d->null = false;
+            d->i = !a->null;
+            break;
+        case SQLOP_JMP:
+            pc = (int)in->imm - 1;
+            break;
+        case SQLOP_JMP_UNLESS_TRUE:
+            if (a->null || !a->i)
+                pc = (int)in->imm - 1;
+            break;
+        case SQLOP_JMP_IF_NOT_NULL:
+            if (!a->null)
+                pc = (int)in->imm - 1;
+            break;
+        case SQLOP_JMP_IF_FALSE:
+            if (!a->null && !a->i)
+                pc = (int)in->imm - 1;
+            break;
+        case SQLOP_JMP_IF_TRUE:
+            if (!a->null && a->i)
+                pc = (int)in->imm - 1;
+            break;
+        case SQLOP_LIKE:
+            if (!(d->null = a->null))
+                d->i = sql_like(a->s.p, a->s.len, in->sval, in->slen, (char)in->imm);
+            break;
+        case SQLOP_CONCAT:
+            if (!(d->null = a->null || b->null)) {
+                char *s = sql_eval_alloc(e, a->s.len + b->s.len);
+
+                if (a->s.len)
+                    memcpy(s, a->s.p, a->s.len);
+                if (b->s.len)
+                    memcpy(s + a->s.len, b->s.p, b->s.len);
+                d->s.p = s;
+                d->s.len = a->s.len + b->s.len;
+            }
+            break;
+        case SQLOP_UPPER:
+        case SQLOP_LOWER:
+            if (!(d->null = a->null)) {
+                char *s = sql_eval_alloc(e, a->s.len);
+
+                for (size_t i = 0; i < a->s.len; i++)
+                    s[i] = (char)(in->op == SQLOP_UPPER ? toupper((unsigned char)a->s.p[i])
+                                                        : tolower((unsigned char)a->s.p[i]));
+                d->s.p = s;
+                d->s.len = a->s.len;
+            }
+            break;
+        case SQLOP_LENGTH:
+            if (!(d->null = a->null))
+                d->i = (int64_t)utf8_len(a->s.p, a->s.len);
+            break;
+        case SQLOP_SUBSTR:
+            if (!(d->null = a->null || b->null || (!in->imm && c->null))) {
+                /* PostgreSQL's: characters from b (1-based, may be <= 0) for c. */
+                int64_t from = b->i, end;
+                size_t o1, o2;
+
+                if (!in->imm && c->i < 0) {
+                    d->null = true;
+                    break;
+                }
+                end = in->imm ? INT64_MAX : from + c->i;
+                if (from < 1)
+                    from = 1;
+                o1 = utf8_offset(a->s.p, a->s.len, from - 1);
+                o2 = end == INT64_MAX ? a->s.len
+                     : end <= from    ? o1
+                                      : utf8_offset(a->s.p, a->s.len, end - 1);
+                d->s.p = a->s.p + o1;
+                d->s.len = o2 > o1 ? o2 - o1 : 0;
+            }
+            break;
+        case SQLOP_TRIM:
+            if (!(d->null = a->null)) {
+                const char *s = a->s.p;
+                size_t len = a->s.len;
+
+                while ((in->imm & 1) && len > 0 && *s == ' ')
+                    s++, len--;
+                while ((in->imm & 2) && len > 0 && s[len - 1] == ' ')
+                    len--;
+                d->s.p = s;
+                d->s.len = len;
+            }
+            break;
+        case SQLOP_REPLACE:
+            if (!(d->null = a->null || b->null || c->null)) {
+                size_t cnt = 0, i, o = 0;
+                char *s;
+
+                if (b->s.len == 0) {
+                    d->s = a->s;
+                    break;
+                }
+                for (i = 0; i + b->s.len <= a->s.len;)
+                    if (memcmp(a->s.p + i, b->s.p, b->s.len) == 0) {
+                        cnt++;
+                        i += b->s.len;
+                    } else {
+                        i++;
+                    }
+                s = sql_eval_alloc(e, a->s.len + cnt * c->s.len);
+                for (i = 0; i < a->s.len;)
+                    if (i + b->s.len <= a->s.len && memcmp(a->s.p + i, b->s.p, b->s.len) == 0) {
+                        if (c->s.len)
+                            memcpy(s + o, c->s.p, c->s.len);
+                        o += c->s.len;
+                        i += b->s.len;
+                    } else {
+                        s[o++] = a->s.p[i++];
+                    }
+                d->s.p = s;
+                d->s.len = o;
+            }
+            break;
+        case SQLOP_POSITION:
+            if (!(d->null = a->null || b->null)) {
+                d->i = 0;
+                for (size_t i = 0; i + b->s.len <= a->s.len; i++)
+                    if (memcmp(a->s.p + i, b->s.p, b->s.len) == 0) {
+                        d->i = (int64_t)utf8_len(a->s.p, i) + 1;
+                        break;
+                    }
+            }
+            break;
+        case SQLOP_EXTRACT:
+            if (!(d->null = a->null))
+                d->i = extract(a->i, (int)in->imm);
+            break;
+        case SQLOP_EXTRACT_D:
+            if (!(d->null = a->null))
+                d->i = extract(a->i * 86400000, (int)in->imm);
+            break;
+        case SQLOP_COUNT:
+            break;
+        }
+    }
+}

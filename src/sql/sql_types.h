@@ -1,0 +1,72 @@
+/* SQL's types (BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p, s), VARCHAR, DATE,
+ * TIMESTAMP(3), INTERVAL) and their values: what the binder types
+ * expressions with, how each travels in a row (streaming/types.h: int64,
+ * double or string, NULL in the row's bitmap), and their text forms, read
+ * and written as PostgreSQL and Flink write them. Plain data: any thread. */
+#ifndef SPATE_SQL_SQL_TYPES_H
+#define SPATE_SQL_SQL_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <spate/spate.h>
+
+enum sql_type_id {
+    SQL_NULL, /* the type of a bare NULL literal, before it is cast */
+    SQL_BOOLEAN,
+    SQL_INT,
+    SQL_BIGINT,
+    SQL_DOUBLE,
+    SQL_DECIMAL,   /* an int64 of value * 10^scale, precision at most 18 */
+    SQL_VARCHAR,   /* precision: its length, 0 for none (TEXT) */
+    SQL_DATE,      /* days since 1970-01-01 */
+    SQL_TIMESTAMP, /* milliseconds since 1970-01-01 00:00:00, no time zone */
+    SQL_INTERVAL,  /* milliseconds */
+    SQL_TYPE_COUNT,
+};
+
+struct sql_type {
+    enum sql_type_id id;
+    int precision;
+    int scale;
+    bool nullable;
+};
+
+#define SQL_DECIMAL_MAX_PRECISION 18
+
+/* What a value of the type is in a row: SPATE's int64, double or string. */
+enum sql_phys { SQL_PHYS_INT, SQL_PHYS_DOUBLE, SQL_PHYS_STRING };
+enum sql_phys sql_type_phys(enum sql_type_id id);
+const spate_type *sql_type_spate(enum sql_type_id id);
+/* The type's SQL name, e.g. "DECIMAL(10, 2)", "VARCHAR"; buf of 32 bytes. */
+const char *sql_type_name(const struct sql_type *t, char buf[32]);
+bool sql_type_is_numeric(enum sql_type_id id);
+
+/* A value as the evaluator holds it. */
+struct sql_value {
+    union {
+        int64_t i;
+        double f;
+        struct {
+            const char *p;
+            size_t len;
+        } s;
+    };
+    bool null;
+};
+
+int64_t sql_pow10(int n);
+
+/* Text → value of type t ("" is no NULL: the caller decides); strings
+ * point into text. 0, or SPATE_EINVAL with err saying what is wrong. */
+int sql_value_parse(const struct sql_type *t, const char *text, size_t len, struct sql_value *v,
+                    spate_error *err);
+/* Value → text (no quotes; "NULL" is the caller's): like snprintf. */
+int sql_value_format(const struct sql_type *t, const struct sql_value *v, char *buf, size_t cap);
+
+/* Dates: days since the epoch ↔ y-m-d (proleptic Gregorian). */
+int64_t sql_days_from_civil(int64_t y, unsigned m, unsigned d);
+void sql_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
+
+#endif
