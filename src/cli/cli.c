@@ -15,6 +15,7 @@
 #include "core/secret.h"
 #include "cli/cli_jobs.h"
 #include "cli/cli_run.h"
+#include "cli/cli_sql.h"
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -45,6 +46,7 @@ struct cli_command {
 static int cli_cmd_config(struct cli_context *ctx);
 static int cli_cmd_info(struct cli_context *ctx);
 static int cli_cmd_run(struct cli_context *ctx);
+static int cli_cmd_sql(struct cli_context *ctx);
 static int cli_cmd_job_graph(struct cli_context *ctx);
 static int cli_cmd_list(struct cli_context *ctx);
 static int cli_cmd_cancel(struct cli_context *ctx);
@@ -87,6 +89,14 @@ static const struct cli_command cli_commands[] = {
       "  --json FILE\twrite the job's outcome as JSON to FILE\n"
       "  ARGS\tthe job's own arguments (after JOB.so, -D and -h are the job's)\n",
       cli_run_valued },
+    { "sql", cli_cmd_sql, "[--local | -m HOST:PORT] [-p N] [-f FILE] [-e STATEMENTS]",
+      "the SQL client: statements from FILE, -e or standard input (a prompt on a terminal); "
+      "INSERT INTO and SELECT run as jobs",
+      "  --local\trun jobs on a mini cluster inside this process\n" CLI_OPT_TARGET
+      "  -p, --parallelism N\tthe jobs' default parallelism\n"
+      "  -f, --file FILE\trun the statements of FILE\n"
+      "  -e, --execute TEXT\trun the statements of TEXT\n",
+      NULL },
     { "list", cli_cmd_list, "[-a] [-m HOST:PORT]", "list a cluster's running jobs (-a: all)",
       "  -a, --all\tlist finished jobs too\n" CLI_OPT_TARGET, NULL },
     { "cancel", cli_cmd_cancel, "[-m HOST:PORT] [-s [DIR]] JOBID",
@@ -367,6 +377,12 @@ static int
 cli_cmd_run(struct cli_context *ctx)
 {
     return cli_run(ctx->conf, ctx->argc, ctx->argv);
+}
+
+static int
+cli_cmd_sql(struct cli_context *ctx)
+{
+    return cli_sql(ctx->conf, ctx->argc, ctx->argv);
 }
 
 static int

@@ -323,14 +323,16 @@ local_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_err
     if (rc != 0 || (rc = rpc_gateway_new(mini_cluster_service(mc),
                                          mini_cluster_dispatcher_address(mc), NULL, &gw, err)) != 0)
         goto out;
-    if ((rc = blob_server_put_file(mini_cluster_blob_server(mc), r->library_path, false, key,
-                                   err)) != 0)
-        goto out;
-    have_key = true; /* the client's reference, until the job holds its own */
     sub.job_graph.data = graph;
     sub.job_graph.len = graph_len;
-    sub.library_key.data = key;
-    sub.library_key.len = sizeof key;
+    if (r->library_path != NULL) {
+        if ((rc = blob_server_put_file(mini_cluster_blob_server(mc), r->library_path, false, key,
+                                       err)) != 0)
+            goto out;
+        have_key = true; /* the client's reference, until the job holds its own */
+        sub.library_key.data = key;
+        sub.library_key.len = sizeof key;
+    } /* else built-in operators only (a SQL job): no library */
     r->submitted_at_us = clock_wall_us();
     f = dispatcher_submit_job(gw, &sub, 0);
     if ((rc = rpc_future_wait(f, -1, err)) != 0) {
@@ -475,8 +477,9 @@ remote_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_er
     struct local_run *r = data;
     struct rest_client rc;
     struct rest_client_part parts[3];
-    const char *lib_name =
-        strrchr(r->library_path, '/') ? strrchr(r->library_path, '/') + 1 : r->library_path;
+    const char *lib_name = r->library_path == NULL         ? NULL
+                           : strrchr(r->library_path, '/') ? strrchr(r->library_path, '/') + 1
+                                                           : r->library_path;
     const char *url;
     json_t *request, *body = NULL;
     uint8_t *graph = NULL;
@@ -493,8 +496,12 @@ remote_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_er
         (rcode = job_graph_encode(jg, env->library, &graph, &graph_len, err)) != 0)
         return rcode;
     r->plan = job_graph_plan_json(jg);
-    request = json_pack("{s:s, s:[s], s:[]}", "jobGraphFileName", "job.graph", "jobJarFileNames",
-                        lib_name, "jobArtifactFileNames");
+    if (lib_name != NULL)
+        request = json_pack("{s:s, s:[s], s:[]}", "jobGraphFileName", "job.graph",
+                            "jobJarFileNames", lib_name, "jobArtifactFileNames");
+    else
+        request = json_pack("{s:s, s:[], s:[]}", "jobGraphFileName", "job.graph", "jobJarFileNames",
+                            "jobArtifactFileNames");
     request_text = json_dumps(request, JSON_COMPACT);
     json_decref(request);
     parts[0] =
@@ -502,7 +509,7 @@ remote_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_er
     parts[1] = (struct rest_client_part){ "file_0", "job.graph", NULL, graph, graph_len };
     parts[2] = (struct rest_client_part){ "file_1", lib_name, r->library_path, NULL, 0 };
     r->submitted_at_us = clock_wall_us();
-    rcode = rest_client_upload(&rc, "/jobs", parts, 3, &status, &body, err);
+    rcode = rest_client_upload(&rc, "/jobs", parts, lib_name != NULL ? 3 : 2, &status, &body, err);
     free(request_text);
     free(graph);
     if (rcode == SPATE_ECONNREFUSED && r->ro->target == NULL) {
@@ -673,4 +680,75 @@ cli_run(const struct config *conf, int argc, char **argv)
     free(r.library_path);
     close(r.sfd);
     return rc == 0 ? 0 : 1;
+}
+
+/* ---- jobs without a library (spate sql) ---------------------------------------------- */
+
+struct cli_job_executor {
+    struct run_options ro;
+    struct local_run r;
+    bool remote;
+};
+
+/* Runs one job: the result of the previous one is dropped first, since a
+ * session runs one job per INSERT. */
+static int
+job_executor_execute(void *data, struct spate_env *env, struct job_graph *jg, spate_error *err)
+{
+    struct cli_job_executor *x = data;
+    struct local_run *r = &x->r;
+
+    free(r->status);
+    free(r->failure);
+    json_decref(r->accumulators);
+    json_decref(r->plan);
+    json_decref(r->taskmanagers);
+    r->status = r->failure = NULL;
+    r->accumulators = r->plan = r->taskmanagers = NULL;
+    r->have_slots = false;
+    return x->remote ? remote_execute(r, env, jg, err) : local_execute(r, env, jg, err);
+}
+
+struct cli_job_executor *
+cli_job_executor_new(const struct config *conf, bool local, const char *target, int parallelism)
+{
+    struct cli_job_executor *x = xcalloc(1, sizeof *x);
+    sigset_t set;
+
+    x->ro.local = local;
+    x->ro.target = target;
+    x->ro.parallelism = parallelism;
+    x->r.conf = conf;
+    x->r.ro = &x->ro;
+    x->r.tty = isatty(STDERR_FILENO);
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    x->r.sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    x->remote = !runs_locally(conf, &x->ro);
+    return x;
+}
+
+struct executor
+cli_job_executor_get(struct cli_job_executor *x)
+{
+    struct executor e = { x->remote ? "cluster over REST" : "mini cluster", job_executor_execute,
+                          x };
+
+    return e;
+}
+
+void
+cli_job_executor_free(struct cli_job_executor *x)
+{
+    if (x == NULL)
+        return;
+    free(x->r.status);
+    free(x->r.failure);
+    json_decref(x->r.accumulators);
+    json_decref(x->r.plan);
+    json_decref(x->r.taskmanagers);
+    close(x->r.sfd);
+    free(x);
 }

@@ -17,8 +17,22 @@
 #ifndef SPATE_CLI_CLI_RUN_H
 #define SPATE_CLI_CLI_RUN_H
 
+#include <stdbool.h>
+
 #include "core/config.h"
+#include "streaming/stream_graph.h"
 
 int cli_run(const struct config *conf, int argc, char **argv);
+
+/* The executor of jobs of built-in operators only (SQL's: no library),
+ * each run as `spate run` runs one — on a mini cluster of its own (local,
+ * or execution.target: local) or on a cluster over REST (target, else the
+ * configured one) — one job per execute; SIGINT/SIGTERM cancel the one
+ * running (they are blocked here, for the signalfd). */
+struct cli_job_executor;
+struct cli_job_executor *cli_job_executor_new(const struct config *conf, bool local,
+                                              const char *target, int parallelism);
+struct executor cli_job_executor_get(struct cli_job_executor *x);
+void cli_job_executor_free(struct cli_job_executor *x);
 
 #endif

@@ -1,0 +1,187 @@
+/* `spate sql` (cli_sql.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli_run.h"
+#include "cli/cli_sql.h"
+#include "core/alloc.h"
+#include "core/fs.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "sql/sql_parser.h"
+#include "sql/sql_session.h"
+
+static int
+usage(void)
+{
+    fprintf(stderr, "usage: spate sql [--local | -m HOST:PORT] [-p N] [-f FILE] [-e "
+                    "STATEMENTS]\n");
+    return 2;
+}
+
+static char *
+read_all(FILE *f)
+{
+    size_t len = 0, cap = 4096;
+    char *buf = xmalloc(cap);
+    size_t n;
+
+    while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (cap - len < 2)
+            buf = xrealloc(buf, cap *= 2);
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+/* Runs text; an error is printed, the session goes on. */
+static int
+run_text(struct sql_session *s, const char *text)
+{
+    spate_error err = { 0 };
+    int rc = sql_session_run(s, text, &err);
+
+    if (rc != 0)
+        fprintf(stderr, "[ERROR] %s\n", err.message);
+    return rc;
+}
+
+/* Reads statements at a prompt: lines gather until one ends a statement
+ * with ';' outside quotes; each complete script runs. */
+static int
+prompt(struct sql_session *s)
+{
+    char *buf = NULL, line[4096];
+    size_t len = 0;
+    int failed = 0;
+
+    for (;;) {
+        struct sql_stmt_text *st;
+        int n;
+
+        fputs(len == 0 ? "spate sql> " : "        -> ", stdout);
+        fflush(stdout);
+        if (fgets(line, sizeof line, stdin) == NULL)
+            break;
+        buf = xrealloc(buf, len + strlen(line) + 1);
+        memcpy(buf + len, line, strlen(line) + 1);
+        len += strlen(line);
+        /* Complete when the last statement ends with ';' (what follows it
+         * is blank). */
+        sql_split(buf, &st, &n);
+        if (n > 0) {
+            size_t end = st[n - 1].offset + st[n - 1].len;
+
+            if (end < len && buf[end] == ';' && sql_is_blank(buf + end + 1, len - end - 1)) {
+                failed |= run_text(s, buf) != 0;
+                len = 0;
+            }
+        } else if (sql_is_blank(buf, len)) {
+            len = 0;
+        }
+        free(st);
+        if (len == 0 && buf != NULL)
+            buf[0] = '\0';
+    }
+    fputc('\n', stdout);
+    if (len > 0 && !sql_is_blank(buf, len))
+        failed |= run_text(s, buf) != 0;
+    free(buf);
+    return failed;
+}
+
+int
+cli_sql(const struct config *conf, int argc, char **argv)
+{
+    const char *file = NULL, *text = NULL, *target = NULL;
+    struct sql_session_options so = { 0 };
+    struct cli_job_executor *x;
+    struct sql_session *s;
+    bool local = false;
+    int parallelism = 0, rc = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+
+        if (strcmp(a, "--local") == 0) {
+            local = true;
+        } else if ((strcmp(a, "-m") == 0 || strcmp(a, "--jobmanager") == 0) && i + 1 < argc) {
+            target = argv[++i];
+        } else if ((strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) && i + 1 < argc) {
+            file = argv[++i];
+        } else if ((strcmp(a, "-e") == 0 || strcmp(a, "--execute") == 0) && i + 1 < argc) {
+            text = argv[++i];
+        } else if ((strcmp(a, "-p") == 0 || strcmp(a, "--parallelism") == 0) && i + 1 < argc) {
+            char *end;
+            long p = strtol(argv[++i], &end, 10);
+
+            if (*end != '\0' || p < 1 || p > 32768) {
+                fprintf(stderr, "spate sql: parallelism '%s' is not a number from 1 to 32768\n",
+                        argv[i]);
+                return 2;
+            }
+            parallelism = (int)p;
+        } else {
+            fprintf(stderr, "spate sql: unknown option '%s'\n", a);
+            return usage();
+        }
+    }
+    if (local && target != NULL) {
+        fprintf(stderr, "spate sql: --local runs jobs in this process: it takes no -m\n");
+        return 2;
+    }
+    if (getenv("SPATE_LOG_LEVEL") == NULL && !config_is_set(conf, CFG(LOG_LEVEL)))
+        log_set_level(LOG_LEVEL_WARN);
+    x = cli_job_executor_new(conf, local, target, parallelism);
+    so.conf = conf;
+    so.executor = cli_job_executor_get(x);
+    so.out = stdout;
+    s = sql_session_new(&so);
+    if (parallelism > 0) {
+        char p[16];
+        spate_error err = { 0 };
+        char *set;
+
+        snprintf(p, sizeof p, "%d", parallelism);
+        /* -p: the session's parallelism.default, as SET would make it. */
+        set = xasprintf("SET 'parallelism.default' = '%s';", p);
+        sql_session_run(s, set, &err);
+        free(set);
+    }
+    if (file != NULL) {
+        FILE *f = fopen(file, "r");
+        char *script;
+
+        if (f == NULL) {
+            fprintf(stderr, "spate sql: cannot open '%s': %s\n", file, spate_strerror(-errno));
+            rc = 1;
+            goto out;
+        }
+        script = read_all(f);
+        fclose(f);
+        rc = run_text(s, script) != 0;
+        free(script);
+        if (rc != 0)
+            goto out;
+    }
+    if (text != NULL) {
+        rc = run_text(s, text) != 0;
+    } else if (file == NULL) {
+        if (isatty(STDIN_FILENO)) {
+            rc = prompt(s);
+        } else {
+            char *script = read_all(stdin);
+
+            rc = run_text(s, script) != 0;
+            free(script);
+        }
+    }
+out:
+    sql_session_free(s);
+    cli_job_executor_free(x);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,341 @@
+"""spate SQL against an oracle: each query runs in spate (spate sql --local,
+a CSV file in, CREATE TABLE ... AS SELECT into a CSV folder out) and in
+Python's sqlite3 over the same rows, and the results must be equal as
+multisets, NULLs included (sqloracle.py). Then the errors: a syntax error's
+line, column and caret, an unknown table or column with the nearest name,
+"not supported: ...", type mismatches naming both types, a prompt that
+survives every error."""
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import spatetest  # noqa: E402
+from sqloracle import Oracle, Table  # noqa: E402
+
+
+def rows_t():
+    """40 rows with NULL in every column somewhere, negatives, zero, the
+    empty string and strings with commas and quotes."""
+    words = ["alpha", "Beta", "gamma", "", "delta,x", 'q"uote', "ALPHA", "al%pha", "a_b",
+             "zeta"]
+    rows = []
+    for i in range(40):
+        a = None if i % 7 == 3 else (i * 37) % 23 - 11
+        b = None if i % 11 == 5 else (i * 1000003) % 99991 - 50000
+        x = None if i % 9 == 4 else round(((i * 7919) % 1000) / 8.0 - 60.0, 3)
+        s = None if i % 8 == 6 else words[(i * 3) % len(words)]
+        f = None if i % 10 == 9 else (i % 3 == 0)
+        rows.append((i, a, b, x, s, f))
+    return rows
+
+
+COLUMNS = [("id", "INT", "INTEGER"), ("a", "INT", "INTEGER"), ("b", "BIGINT", "INTEGER"),
+           ("x", "DOUBLE PRECISION", "REAL"), ("s", "VARCHAR", "TEXT"),
+           ("f", "BOOLEAN", "INTEGER")]
+
+# Expressions, each checked as SELECT id, <expr> FROM t.
+EXPRESSIONS = [
+    "a", "b", "x", "s", "f", "a + 1", "a - b", "a * 3", "a / 4", "a % 5", "-a", "b / 7",
+    "b % 13", "a * b", "x + 1.5", "x - a", "x * 2", "x / 4", "a / 0", "x / 0", "b % 0",
+    "a + b * 2 - 7", "(a + 3) * (a - 3)", "abs(a)", "abs(x)", "a = 1", "a <> 1", "a < 0",
+    "a <= 0", "a > b", "a >= 3", "x > 10", "x < a", "s = 'alpha'", "s <> 'alpha'",
+    "s < 'b'", "s >= 'gamma'", "a = b", "f", "NOT f", "f AND a > 0", "f OR a > 0",
+    "NOT (a > 0 OR x < 0)", "(a > 0) AND (x > 0)", "a IS NULL", "a IS NOT NULL",
+    "s IS NULL", "f IS NULL", "x IS NOT NULL", "a IN (1, 2, 3, -5)", "a NOT IN (1, 2, 3)",
+    "s IN ('alpha', 'Beta', '')", "a IN (1, NULL)", "a NOT IN (1, NULL)",
+    "a BETWEEN -3 AND 3", "a NOT BETWEEN -3 AND 3", "x BETWEEN 0 AND 50",
+    "s LIKE 'al%'", "s LIKE '%a'", "s LIKE '_eta'", "s NOT LIKE '%l%'", "s LIKE '%'",
+    "s LIKE 'a_b'", "CASE WHEN a > 0 THEN 'pos' WHEN a < 0 THEN 'neg' ELSE 'zero' END",
+    "CASE WHEN a > 0 THEN a END", "CASE a WHEN 1 THEN 'one' WHEN 2 THEN 'two' END",
+    "CASE WHEN f THEN x ELSE a END", "CASE WHEN s IS NULL THEN 'none' ELSE s END",
+    "COALESCE(a, b)", "COALESCE(a, 0)", "COALESCE(s, 'n/a')", "COALESCE(a, b, id)",
+    "COALESCE(x, a)", "NULLIF(a, 1)", "NULLIF(s, '')", "upper(s)", "lower(s)",
+    "length(s)", "substr(s, 2, 3)", "substr(s, 1, 1)", "substr(s, 3)", "trim(s)",
+    "replace(s, 'a', 'A')", "s || '!'", "s || s", "'<' || s || '>'", "CAST(a AS BIGINT)",
+    "CAST(x AS INT)", "CAST(a AS DOUBLE PRECISION)", "CAST(a AS VARCHAR)",
+    "CAST(b AS VARCHAR)", "round(x)", "round(x, 1)", "floor(x)", "ceil(x)", "sqrt(abs(x))",
+    "power(a, 2)", "mod(a, 3)", "a + 0.5", "x * a + b", "a > 0 AND b > 0 AND f",
+    "a > 0 OR b > 0 OR f", "NOT NOT f", "(a IS NULL) = (b IS NULL)", "a * 2 = b",
+    "CASE WHEN a IS NULL THEN NULL ELSE a * 2 END", "id % 2 = 0", "-x", "x <> x",
+    "COALESCE(NULLIF(a, 0), -1)", "upper(lower(s)) = upper(s)", "length(s || s)",
+]
+
+# Filters, each checked as SELECT id, s FROM t WHERE <pred>.
+FILTERS = [
+    "a > 0", "a < 0 OR b > 0", "f", "NOT f", "f IS NULL", "s LIKE '%a%'", "a IS NULL",
+    "a BETWEEN 1 AND 5", "s IN ('alpha', 'zeta')", "x > 0 AND x < 20", "a = b",
+    "COALESCE(a, 0) = 0", "CASE WHEN f THEN a > 0 ELSE b > 0 END", "length(s) > 4",
+    "s = ''", "id % 3 = 1", "a IN (1, NULL)", "NOT (a IN (1, NULL))", "x IS NULL OR x > 50",
+    "upper(s) = 'ALPHA'", "a > 0 AND NOT f", "b / 1000 > 10", "s <> 'alpha'",
+    "a NOT BETWEEN -5 AND 5", "substr(s, 1, 1) = 'a'", "f = TRUE", "f <> FALSE",
+    "a * a > 50", "x < a", "id < 0",
+]
+
+# Whole queries (select lists with aliases, *, nested views, subqueries).
+QUERIES = [
+    ("SELECT * FROM t", None),
+    ("SELECT id, a AS first, b AS second FROM t WHERE a > b", None),
+    ("SELECT t.id, t.s FROM t WHERE t.a IS NOT NULL", None),
+    ("SELECT q.id FROM t AS q WHERE q.x > 0", None),
+    ("SELECT id, k FROM (SELECT id, a + b AS k FROM t) AS sub WHERE k > 0",
+     None),
+    ("SELECT n * 2 FROM (SELECT a + 1 AS n FROM (SELECT a FROM t WHERE a IS NOT NULL) AS u) "
+     "AS v", None),
+    ("SELECT id FROM t WHERE 1 = 0", None),
+    ("SELECT id, NULL FROM t", "SELECT id, NULL FROM t"),
+    ("SELECT id, 'x', 42, 2.5, TRUE FROM t", None),
+]
+
+
+class SqlOracleTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="spate-sql-")
+        cls.oracle = Oracle(cls.tmp, [Table("t", COLUMNS, rows_t())])
+
+    def test_expressions(self):
+        for e in EXPRESSIONS:
+            with self.subTest(expression=e):
+                self.oracle.check(self, f"SELECT id, {e} FROM t")
+
+    def test_filters(self):
+        for p in FILTERS:
+            with self.subTest(where=p):
+                self.oracle.check(self, f"SELECT id, s FROM t WHERE {p}")
+
+    def test_queries(self):
+        for q, o in QUERIES:
+            with self.subTest(query=q):
+                self.oracle.check(self, q, o)
+
+    def test_views(self):
+        """A view planned where it is used: the oracle is the same view in
+        sqlite."""
+        self.oracle.db.execute("CREATE VIEW IF NOT EXISTS pos AS SELECT id, a, s FROM t "
+                               "WHERE a > 0")
+        self.oracle.ddl.append("CREATE TEMPORARY VIEW pos AS SELECT id, a, s FROM t WHERE "
+                               "a > 0;")
+        try:
+            for q in ["SELECT * FROM pos", "SELECT id, a * 10 FROM pos WHERE s IS NOT NULL",
+                      "SELECT upper(s) FROM pos WHERE a < 5"]:
+                with self.subTest(query=q):
+                    self.oracle.check(self, q)
+        finally:
+            self.oracle.ddl.pop()
+
+    def test_a_python_oracle(self):
+        """The harness takes a Python function of the rows where sqlite
+        cannot be the oracle (windows, later): here a filter, to check the
+        harness itself."""
+        self.oracle.check(self, "SELECT id FROM t WHERE a > 5",
+                          lambda tables: [(r[0],) for r in tables[0].rows
+                                          if r[1] is not None and r[1] > 5])
+
+    def test_count(self):
+        n = len(EXPRESSIONS) + len(FILTERS) + len(QUERIES) + 3 + 1
+        self.assertGreaterEqual(n, 150, "the suite checks at least 150 queries")
+
+
+def run_sql(args, script=None, timeout=60):
+    return subprocess.run([spatetest.SPATE, "sql", "--local"] + args, input=script,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+class SqlErrorTest(unittest.TestCase):
+    DDL = ("CREATE TABLE orders (id INT, customer VARCHAR, amount DOUBLE PRECISION) WITH "
+           "(connector = 'datagen', \"number-of-rows\" = '5');\n")
+
+    def error_of(self, script):
+        p = run_sql([], self.DDL + script)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn("[ERROR]", p.stderr)
+        return p.stderr
+
+    def test_a_syntax_error_shows_line_column_and_caret(self):
+        err = self.error_of("SELECT id\nFROM orders\nWHER id > 1;\n")
+        self.assertIn("line 4, column 6: syntax error at or near \"id\"", err)
+        lines = err.splitlines()
+        i = next(k for k, l in enumerate(lines) if l.strip() == "WHER id > 1;")
+        self.assertEqual(lines[i + 1].index("^"), lines[i].index("id"), err)
+
+    def test_an_unknown_column_names_it_and_the_nearest(self):
+        err = self.error_of("SELECT id, custmer FROM orders;")
+        self.assertIn("column 'custmer' does not exist in orders; did you mean 'customer'?",
+                      err)
+        self.assertIn("line 2, column 12", err)
+
+    def test_an_unknown_table_names_it_and_the_nearest(self):
+        err = self.error_of("SELECT id FROM order;")
+        self.assertIn("syntax error", err)  # ORDER is a keyword
+        err = self.error_of("SELECT id FROM ordrs;")
+        self.assertIn("table 'ordrs' does not exist; did you mean 'orders'?", err)
+        err = self.error_of("DESCRIBE ordres;")
+        self.assertIn("did you mean 'orders'?", err)
+
+    def test_an_unknown_function_names_the_nearest(self):
+        err = self.error_of("SELECT uper(customer) FROM orders;")
+        self.assertIn("function uper() does not exist; did you mean upper()?", err)
+
+    def test_unsupported_constructs_say_not_supported(self):
+        for q, what in [("SELECT id FROM orders ORDER BY id;", "not supported: ORDER BY"),
+                        ("SELECT count(*) FROM orders;", "not supported: aggregate function"),
+                        ("SELECT id FROM orders GROUP BY id;", "not supported: GROUP BY"),
+                        ("SELECT o.id FROM orders o JOIN orders p ON o.id = p.id;",
+                         "not supported: joins"),
+                        ("SELECT id FROM orders WHERE id IN (SELECT id FROM orders);",
+                         "not supported: subqueries"),
+                        ("SELECT id FROM orders LIMIT 3;", "not supported: LIMIT"),
+                        ("UPDATE orders SET id = 1;", "not supported: UPDATE"),
+                        ("SELECT id FROM orders UNION SELECT id FROM orders;",
+                         "not supported: UNION"),
+                        ("CREATE TABLE k (a INT) WITH (connector = 'kafka');",
+                         "not supported: connector 'kafka'")]:
+            with self.subTest(query=q):
+                self.assertIn(what, self.error_of(q))
+
+    def test_a_type_mismatch_names_both_types(self):
+        err = self.error_of("SELECT id + customer FROM orders;")
+        self.assertIn("cannot apply '+' to INT and VARCHAR", err)
+        err = self.error_of("SELECT id FROM orders WHERE customer > 3;")
+        self.assertIn("'3'", err) if "'3'" in err else self.assertIn("VARCHAR", err)
+        err = self.error_of("SELECT id FROM orders WHERE amount;")
+        self.assertIn("WHERE needs a BOOLEAN, not DOUBLE", err)
+        err = self.error_of(
+            "CREATE TABLE p (id INT, c INT) WITH (connector = 'print');\n"
+            "INSERT INTO p SELECT id, customer FROM orders;")
+        self.assertIn("type mismatch: column 'c' of 'p' is INT, the query gives VARCHAR", err)
+        err = self.error_of("SELECT CASE WHEN id > 1 THEN 'a' ELSE 2 END FROM orders;")
+        self.assertIn("VARCHAR and INT", err)
+
+    def test_a_bad_literal_names_its_type(self):
+        err = self.error_of("SELECT id FROM orders WHERE id > 'abc';")
+        self.assertIn("'abc' is not a INT", err)
+
+    def test_the_prompt_survives_every_error(self):
+        """At a terminal: errors are printed and the prompt goes on; a
+        statement may span lines."""
+        master, slave = pty.openpty()
+        p = subprocess.Popen([spatetest.SPATE, "sql", "--local"], stdin=slave, stdout=slave,
+                             stderr=slave, close_fds=True)
+        os.close(slave)
+        out = b""
+
+        def read_until(text, timeout=30):
+            nonlocal out
+            deadline = time.monotonic() + timeout
+            while text.encode() not in out:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"timed out waiting for {text!r}; got {out!r}")
+                r, _, _ = select.select([master], [], [], left)
+                if r:
+                    try:
+                        out += os.read(master, 4096)
+                    except OSError:
+                        break
+            return out
+
+        try:
+            read_until("spate sql> ")
+            for line in ["SELEC 1;\n", "SELECT nope FROM nothing;\n",
+                         self.DDL, "SELECT id + customer FROM orders;\n",
+                         "DESCRIBE\n", "orders;\n"]:
+                os.write(master, line.encode())
+            read_until("amount")
+            os.write(master, b"SHOW TABLES;\n")
+            read_until("1 row in set")
+            text = out.decode(errors="replace")
+            self.assertIn('syntax error at or near "SELEC"', text)
+            self.assertIn("table 'nothing' does not exist", text)
+            self.assertIn("cannot apply '+' to INT and VARCHAR", text)
+            self.assertIn("        -> ", text)  # the continuation prompt
+        finally:
+            os.close(master)
+            p.kill()
+            p.wait(timeout=10)
+
+
+class SqlSessionTest(unittest.TestCase):
+    def test_ddl_show_describe_drop_set_explain(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            script = (
+                f"CREATE TABLE src (id BIGINT NOT NULL, name VARCHAR(20), price DECIMAL(10, 2), "
+                f"day DATE, ts TIMESTAMP(3)) WITH (connector = 'datagen', "
+                f"\"number-of-rows\" = '10');\n"
+                f"CREATE TABLE dst (id BIGINT, name VARCHAR) WITH (connector = 'filesystem', "
+                f"path = '{tmp}/out', format = 'json');\n"
+                "CREATE TEMPORARY VIEW v AS SELECT id, name FROM src WHERE id > 0;\n"
+                "SHOW TABLES;\nDESCRIBE src;\n"
+                "SET 'parallelism.default' = '2';\nSET;\n"
+                "EXPLAIN INSERT INTO dst SELECT id, upper(name) FROM v;\n"
+                "DROP VIEW v;\nDROP TABLE IF EXISTS nothing;\nSHOW TABLES;\n")
+            p = run_sql([], script)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out = p.stdout
+            self.assertIn("| src ", out)
+            self.assertIn("price                DECIMAL(10, 2)   TRUE", out)
+            self.assertIn("id                   BIGINT           FALSE", out)
+            self.assertIn("'parallelism.default' = '2'", out)
+            self.assertIn("== Logical Plan ==", out)
+            self.assertIn("Sink(table=[dst], connector=[filesystem])", out)
+            self.assertIn("TableSourceScan(table=[src], connector=[datagen])", out)
+            self.assertIn("== JobGraph ==", out)
+            self.assertIn('"parallelism": 2', out)
+            self.assertTrue(out.rstrip().endswith("2 rows in set"), out)
+
+    def test_set_refuses_a_bad_value(self):
+        p = run_sql([], "SET 'parallelism.default' = 'many';")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("parallelism.default", p.stderr)
+
+    def test_datagen_json_sink_and_print(self):
+        """datagen's sequence in, JSON lines out; and a SELECT's rows printed
+        with Flink's +I."""
+        with tempfile.TemporaryDirectory() as tmp:
+            script = (
+                "CREATE TABLE g (n BIGINT, w VARCHAR) WITH (connector = 'datagen', "
+                "\"fields.n.kind\" = 'sequence', \"fields.n.start\" = '1', "
+                "\"fields.n.end\" = '100', \"fields.w.length\" = '5');\n"
+                f"CREATE TABLE j (n BIGINT, sq BIGINT, w VARCHAR) WITH (connector = "
+                f"'filesystem', path = '{tmp}/j', format = 'json');\n"
+                "INSERT INTO j SELECT n, n * n, w FROM g WHERE n % 10 = 0;\n"
+                "SELECT n, n IS NULL FROM g WHERE n <= 3;\n")
+            p = run_sql(["-p", "1"], script)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            import json
+            rows = []
+            for name in os.listdir(f"{tmp}/j"):
+                if not name.startswith("."):
+                    with open(f"{tmp}/j/{name}") as f:
+                        rows += [json.loads(line) for line in f]
+            self.assertEqual(sorted(r["n"] for r in rows), list(range(10, 101, 10)))
+            self.assertTrue(all(r["sq"] == r["n"] ** 2 and len(r["w"]) == 5 for r in rows))
+            for n in (1, 2, 3):
+                self.assertIn(f"+I[{n}, false]", p.stdout)
+
+    def test_a_bad_csv_line_fails_the_job_naming_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(f"{tmp}/in.csv", "w") as f:
+                f.write("1,ok\nzwei,bad\n")
+            ddl = (f"CREATE TABLE c (n INT, w VARCHAR) WITH (connector = 'filesystem', "
+                   f"path = '{tmp}/in.csv', format = 'csv'{{}});\n"
+                   "CREATE TABLE p (n INT, w VARCHAR) WITH (connector = 'print');\n"
+                   "INSERT INTO p SELECT * FROM c;\n")
+            p = run_sql(["-p", "1"], ddl.format(""))
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("CSV line 'zwei,bad': column 'n': 'zwei' is not a INT", p.stderr)
+            p = run_sql(["-p", "1"], ddl.format(", \"csv.ignore-parse-errors\" = 'true'"))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("+I[1, ok]", p.stdout)
+            self.assertNotIn("zwei", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
