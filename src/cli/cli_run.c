@@ -697,6 +697,7 @@ job_executor_execute(void *data, struct spate_env *env, struct job_graph *jg, sp
 {
     struct cli_job_executor *x = data;
     struct local_run *r = &x->r;
+    const char *sync, *unclaimed;
 
     free(r->status);
     free(r->failure);
@@ -706,6 +707,14 @@ job_executor_execute(void *data, struct spate_env *env, struct job_graph *jg, sp
     r->status = r->failure = NULL;
     r->accumulators = r->plan = r->taskmanagers = NULL;
     r->have_slots = false;
+    /* On a cluster an INSERT is submitted and left running, as Flink's SQL
+     * client does, unless 'table.dml-sync' = 'true'; the session's SET
+     * 'execution.savepoint.path' resumes it from a savepoint. */
+    sync = config_lookup(env->conf, "table.dml-sync");
+    x->ro.detached = x->remote && !(sync != NULL && strcmp(sync, "true") == 0);
+    x->ro.savepoint = config_lookup(env->conf, "execution.savepoint.path");
+    unclaimed = config_lookup(env->conf, "execution.savepoint.ignore-unclaimed-state");
+    x->ro.allow_non_restored = unclaimed != NULL && strcmp(unclaimed, "true") == 0;
     return x->remote ? remote_execute(r, env, jg, err) : local_execute(r, env, jg, err);
 }
 

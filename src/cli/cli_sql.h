@@ -3,7 +3,8 @@
  * standard input: read whole when it is no terminal, else at a prompt
  * (statements end at ';' and may span lines; an error is printed and the
  * prompt goes on). INSERT INTO and SELECT run as jobs on a mini cluster of
- * their own (--local) or a cluster over REST; a SELECT's rows print as they
+ * their own (--local, waited for) or a cluster over REST (submitted and left
+ * running unless 'table.dml-sync' is true); a SELECT's rows print as they
  * arrive. Exit status 0 when every statement succeeded. */
 #ifndef SPATE_CLI_CLI_SQL_H
 #define SPATE_CLI_CLI_SQL_H

@@ -119,7 +119,8 @@ struct rest_resume {
 int rest_resume_parse(json_t *body, struct rest_resume *r, spate_error *err);
 
 /* rest_jobs.c: submits an encoded JobGraph whose library is the stored
- * blob key (the caller keeps its own reference), resuming as resume says
+ * blob key (the caller keeps its own reference; NULL: none, a job of
+ * built-in operators only), resuming as resume says
  * (NULL: as the graph says); the job id or an error. */
 int rest_submit_graph(struct rest_server *rs, const uint8_t *graph, size_t len,
                       const uint8_t key[SHA256_BYTES], const struct rest_resume *resume,

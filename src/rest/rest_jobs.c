@@ -478,7 +478,7 @@ rest_submit_graph(struct rest_server *rs, const uint8_t *graph, size_t len,
     sub.job_graph.data = (uint8_t *)graph;
     sub.job_graph.len = len;
     sub.library_key.data = (uint8_t *)key;
-    sub.library_key.len = SHA256_BYTES;
+    sub.library_key.len = key != NULL ? SHA256_BYTES : 0; /* none: built-in operators only */
     f = dispatcher_submit_job(rs->dispatcher, &sub, REST_ASK_MS);
     if ((rc = rpc_future_wait(f, REST_ASK_MS + 1000, err)) == 0)
         gw_id_get(&((const Cluster__JobId *)rpc_future_value(f))->job_id, job);
@@ -569,36 +569,42 @@ rest_job_submit(struct rest_request *rq)
     graph_name = json_string_value(json_object_get(body, "jobGraphFileName"));
     jars = json_object_get(body, "jobJarFileNames");
     lib_name = json_string_value(json_array_get(jars, 0));
-    if (graph_name == NULL || lib_name == NULL || json_array_size(jars) != 1) {
+    if (graph_name == NULL || !json_is_array(jars) || json_array_size(jars) > 1 ||
+        (json_array_size(jars) == 1 && lib_name == NULL)) {
         ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST,
-                         "'request' must name the JobGraph file (jobGraphFileName) and exactly "
-                         "one job library (jobJarFileNames)");
+                         "'request' must name the JobGraph file (jobGraphFileName) and at most "
+                         "one job library (jobJarFileNames; none for a job of built-in "
+                         "operators only, as SQL's)");
     } else if ((gp = rest_file_named(rq, graph_name)) == NULL ||
-               (lp = rest_file_named(rq, lib_name)) == NULL) {
+               (lib_name != NULL && (lp = rest_file_named(rq, lib_name)) == NULL)) {
         ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "the body has no file named '%s'",
                          gp == NULL ? graph_name : lib_name);
-    } else if (rest_resume_parse(body, &resume, &err) != 0 || rest_check_elf(lp, &err) != 0 ||
+    } else if (rest_resume_parse(body, &resume, &err) != 0 ||
+               (lp != NULL && rest_check_elf(lp, &err) != 0) ||
                rest_read_part(gp, &graph, &err) != 0) {
         ret = rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "%s", err.message);
-    } else if (blob_server_put_file(rq->rs->blobs, lp->path, true, key, &err) != 0) {
+    } else if (lp != NULL && blob_server_put_file(rq->rs->blobs, lp->path, true, key, &err) != 0) {
         ret = rest_error(rq->c,
                          err.code == SPATE_EMSGSIZE ? MHD_HTTP_CONTENT_TOO_LARGE
                                                     : MHD_HTTP_INTERNAL_SERVER_ERROR,
                          "%s", err.message);
     } else {
-        if (rest_submit_graph(rq->rs, graph, gp->len, key, &resume, &job, &err) != 0) {
+        if (rest_submit_graph(rq->rs, graph, gp->len, lp != NULL ? key : NULL, &resume, &job,
+                              &err) != 0) {
             ret = rest_error(rq->c,
                              err.code == SPATE_ETIMEDOUT || err.code == SPATE_ESTATE
                                  ? MHD_HTTP_SERVICE_UNAVAILABLE
                                  : MHD_HTTP_BAD_REQUEST,
                              "job submission failed: %s", err.message);
         } else {
-            SPATE_LOG_INFO(REST_LOG, "job %s submitted over REST (%s)", id_str(&job).s, lib_name);
+            SPATE_LOG_INFO(REST_LOG, "job %s submitted over REST (%s)", id_str(&job).s,
+                           lib_name != NULL ? lib_name : "no library");
             ret = rest_send(rq->c, MHD_HTTP_ACCEPTED,
                             json_pack("{s:s+}", "jobUrl", "/jobs/", id_str(&job).s));
         }
         /* The job holds its own reference now (or none: it was refused). */
-        blob_server_unref(rq->rs->blobs, key);
+        if (lp != NULL)
+            blob_server_unref(rq->rs->blobs, key);
     }
     free(graph);
     json_decref(body);

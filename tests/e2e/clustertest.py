@@ -103,6 +103,30 @@ class ClusterTestCase(SpateTestCase):
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"{}")
 
+    def job_state(self, jid):
+        status, job = self.rest(f"/jobs/{jid}")
+        self.assertEqual(status, 200, job)
+        return job
+
+    def wait_state(self, jid, states, timeout=180.0):
+        return wait_for(lambda: (lambda j: j if j["state"] in states else None)(
+            self.job_state(jid)), timeout, f"job {jid} in {states}")
+
+    def wait_checkpoint_while_running(self, jid, timeout=60.0):
+        """Waits for a completed checkpoint with every task running; fails
+        if the job ended first (the failure would land after the job)."""
+        def ok():
+            j = self.job_state(jid)
+            if j["state"] in ("FINISHED", "FAILED", "CANCELED"):
+                raise AssertionError(f"job {jid} ended {j['state']} before a checkpoint "
+                                     "completed: the input is too small for this machine")
+            t = j.get("tasks", {})
+            if j["state"] != "RUNNING" or t.get("running") != t.get("total"):
+                return None
+            status, s = self.rest(f"/jobs/{jid}/checkpoints")
+            return s if status == 200 and s["counts"]["completed"] >= 1 else None
+        return wait_for(ok, timeout, f"a completed checkpoint of {jid} while it runs")
+
     def overview(self):
         status, body = self.rest("/overview")
         self.assertEqual(status, 200, body)

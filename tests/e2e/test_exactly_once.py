@@ -97,34 +97,10 @@ class WordCountMixin:
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         return re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
 
-    def job_state(self, jid):
-        status, job = self.rest(f"/jobs/{jid}")
-        self.assertEqual(status, 200, job)
-        return job
-
-    def wait_state(self, jid, states, timeout=180.0):
-        return wait_for(lambda: (lambda j: j if j["state"] in states else None)(
-            self.job_state(jid)), timeout, f"job {jid} in {states}")
-
     def stats(self, jid):
         status, s = self.rest(f"/jobs/{jid}/checkpoints")
         self.assertEqual(status, 200, s)
         return s
-
-    def wait_checkpoint_while_running(self, jid, timeout=60.0):
-        """Waits for a completed checkpoint with every task running; fails
-        if the job ended first (the failure would land after the job)."""
-        def ok():
-            j = self.job_state(jid)
-            if j["state"] in TERMINAL:
-                raise AssertionError(f"job {jid} ended {j['state']} before a checkpoint "
-                                     "completed: the input is too small for this machine")
-            t = j.get("tasks", {})
-            if j["state"] != "RUNNING" or t.get("running") != t.get("total"):
-                return None
-            status, s = self.rest(f"/jobs/{jid}/checkpoints")
-            return s if status == 200 and s["counts"]["completed"] >= 1 else None
-        return wait_for(ok, timeout, f"a completed checkpoint of {jid} while it runs")
 
     def check_output(self, out, expected, what):
         """Every committed record of out checked against expected; the

@@ -1,0 +1,120 @@
+"""SQL jobs on a cluster: `spate sql -m` submits INSERT jobs over REST with no
+library; a SQL job through kill -9 of a TaskManager with checkpoints writes
+every row exactly once into the filesystem sink; a savepoint of a SQL job
+resumed at another parallelism continues into the same folder, every row
+once."""
+
+import os
+import re
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import exactly_once  # noqa: E402
+from clustertest import ClusterTestCase, wait_for  # noqa: E402
+
+TERMINAL = ("FINISHED", "FAILED", "CANCELED")
+
+
+def ddl(out, rows, rate, parallelism, extra=""):
+    """n from 1 to rows (datagen's sequence, rows a second over all
+    subtasks), into a CSV folder: n, n * 2 and a word, rows with n % 3 = 0
+    left out."""
+    return (f"SET 'parallelism.default' = '{parallelism}';\n"
+            "SET 'execution.checkpointing.interval' = '200 ms';\n" + extra +
+            "CREATE TABLE src (n BIGINT, w VARCHAR) WITH (connector = 'datagen', "
+            f"\"rows-per-second\" = '{rate}', \"fields.n.kind\" = 'sequence', "
+            f"\"fields.n.start\" = '1', \"fields.n.end\" = '{rows}', \"fields.w.length\" = '4');\n"
+            f"CREATE TABLE out (n BIGINT, twice BIGINT, w VARCHAR) WITH (connector = "
+            f"'filesystem', path = '{out}', format = 'csv');\n"
+            "INSERT INTO out SELECT n, n * 2, upper(w) FROM src WHERE n % 3 <> 0;\n")
+
+
+class SqlClusterTest(ClusterTestCase):
+    def setUp(self):
+        super().setUp()
+        self.start_jobmanager()
+        self.tms = [self.start_taskmanager(slots=2) for _ in range(3)]
+        self.wait_overview(3, slots=6)
+        self.target = ["-m", f"127.0.0.1:{self.rest_port}"]
+
+    def sql(self, script, timeout=120):
+        r = self.spate("sql", *self.target, input=script, timeout=timeout)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        return r.stdout
+
+    def committed_rows(self, out):
+        rows = []
+        for path in exactly_once.committed_files(out):
+            with open(path) as f:
+                rows += [line.rstrip("\n").split(",") for line in f]
+        return rows
+
+    def check_exactly_once(self, out, rows):
+        got = self.committed_rows(out)
+        ns = [int(r[0]) for r in got]
+        want = [n for n in range(1, rows + 1) if n % 3 != 0]
+        dup = len(ns) - len(set(ns))
+        missing = sorted(set(want) - set(ns))[:5]
+        sys.stderr.write(f"\n{self.id().split('.')[-1]}: {len(ns)} rows committed, "
+                         f"{len(want)} expected, {dup} duplicates, missing {missing}\n")
+        self.assertEqual(sorted(ns), want)
+        for r in got:
+            self.assertEqual(int(r[1]), 2 * int(r[0]), r)
+            self.assertTrue(len(r[2]) == 4 and r[2].isupper(), r)
+
+    def test_an_insert_over_rest_needs_no_library(self):
+        out = os.path.join(self.tmp, "out")
+        text = self.sql(ddl(out, 1000, 0, 2, "SET 'table.dml-sync' = 'true';\n"))
+        self.assertIn("has finished", text)
+        self.check_exactly_once(out, 1000)
+
+    def test_kill9_of_a_taskmanager_every_row_exactly_once(self):
+        out = os.path.join(self.tmp, "out")
+        rows = 60000
+        text = self.sql(ddl(out, rows, 10000, 2))
+        jid = re.search(r"JobID ([0-9a-f]{32})", text).group(1)
+        self.wait_checkpoint_while_running(jid)
+        victim = self.tms.pop(0)
+        ids = set()
+        for v in self.job_state(jid)["vertices"]:
+            status, d = self.rest(f"/jobs/{jid}/vertices/{v['id']}")
+            ids |= {s["taskmanager-id"] for s in d["subtasks"] if s["status"] == "RUNNING"}
+        for tm in [victim] + self.tms:
+            if tm.wait_log(r"TaskExecutor (\S+) started at").group(1) in ids:
+                victim = tm
+                break
+        if victim in self.tms:
+            self.tms.remove(victim)
+        victim.kill()
+        job = self.wait_state(jid, TERMINAL)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        status, s = self.rest(f"/jobs/{jid}/checkpoints")
+        self.assertGreaterEqual(s["counts"]["restored"], 1, "no restore after the kill")
+        self.check_exactly_once(out, rows)
+
+    def test_a_savepoint_resumed_at_another_parallelism(self):
+        out = os.path.join(self.tmp, "out")
+        savepoints = os.path.join(self.tmp, "savepoints")
+        rows = 40000
+        text = self.sql(ddl(out, rows, 8000, 2))
+        jid = re.search(r"JobID ([0-9a-f]{32})", text).group(1)
+        self.wait_checkpoint_while_running(jid)
+        r = self.spate("stop", *self.target, "-p", savepoints, jid, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        sp = re.search(r"Savepoint completed\. Path: (\S+)", r.stdout).group(1)
+        self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "FINISHED")
+        before = len(self.committed_rows(out))
+        self.assertGreater(before, 0, "nothing committed before the savepoint")
+        self.assertLess(before, rows * 2 // 3, "the job had ended before the savepoint")
+        text = self.sql(ddl(out, rows, 0, 3, f"SET 'execution.savepoint.path' = '{sp}';\n"
+                            "SET 'table.dml-sync' = 'true';\n"))
+        self.assertIn("has finished", text)
+        jid2 = re.search(r"JobID ([0-9a-f]{32})", text).group(1)
+        status, s = self.rest(f"/jobs/{jid2}/checkpoints")
+        self.assertTrue(s["latest"]["restored"]["is_savepoint"], s)
+        self.check_exactly_once(out, rows)
+
+
+if __name__ == "__main__":
+    unittest.main()
