@@ -7,12 +7,18 @@
 
 #include "core/alloc.h"
 #include "core/util.h"
+#include "connectors/connector_factory.h"
 #include "sql/sql_connectors.h"
 #include "streaming/stream_graph.h"
 
 static const char *const known[] = { "datagen", "filesystem", "print", "blackhole" };
-static const char *const later[] = { "kafka", "upsert-kafka",  "jdbc",  "nexmark",
-                                     "hbase", "elasticsearch", "socket" };
+static const char *const later[] = { "upsert-kafka", "jdbc",          "nexmark",
+                                     "hbase",        "elasticsearch", "socket" };
+
+/* Any other connector is found by name (connectors/connector_factory.h:
+ * "kafka" is libspate_kafka.so): it moves the lines the Calc reads and
+ * writes (its value.format raw), the table's other options its own. */
+#define NAMED "named"
 
 static int
 int_option(const struct sql_table *t, const char *key, int64_t def, int64_t *out, spate_error *err)
@@ -50,14 +56,56 @@ connector_of(const struct sql_table *t, const char **out, spate_error *err)
         }
     for (size_t i = 0; i < ARRAY_SIZE(later); i++)
         if (strcmp(c, later[i]) == 0)
-            return spate_error_set(err, SPATE_ENOTSUP,
-                                   "not supported: connector '%s' (table "
-                                   "'%s')",
+            return spate_error_set(err, SPATE_ENOTSUP, "not supported: connector '%s' (table '%s')",
                                    c, t->name);
-    return spate_error_set(err, SPATE_EINVAL,
-                           "table '%s': unknown connector '%s' (known: datagen, filesystem, "
-                           "print, blackhole)",
-                           t->name, c);
+    *out = NAMED;
+    return 0;
+}
+
+/* A named connector's lines: the table's format (format or value.format),
+ * json or csv, which the Calc reads and writes. */
+static int
+named_format(const struct sql_table *t, enum sql_format *f, spate_error *err)
+{
+    const char *v = sql_table_option(t, "value.format");
+
+    if (v == NULL)
+        v = sql_table_option(t, "format");
+    if (v != NULL && strcmp(v, "json") == 0)
+        *f = SQL_FORMAT_JSON;
+    else if (v != NULL && strcmp(v, "csv") == 0)
+        *f = SQL_FORMAT_CSV;
+    else
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': connector '%s' needs 'format' (or 'value.format') "
+                               "'json' or 'csv'%s%s%s",
+                               t->name, sql_table_option(t, "connector"), v ? ", not '" : "",
+                               v ? v : "", v ? "'" : "");
+    return 0;
+}
+
+/* The table's options for a named connector: all but those SQL reads
+ * itself, and value.format raw (lines). NULL-ended key, value pairs; free
+ * with free() (the strings are the table's). */
+static const char **
+named_options(const struct sql_table *t)
+{
+    const char **o = xcalloc(2 * (size_t)t->noptions + 3, sizeof *o);
+    size_t n = 0;
+
+    for (int i = 0; i < t->noptions; i++) {
+        const char *k = t->options[i].key;
+
+        if (strcmp(k, "connector") == 0 || strcmp(k, "format") == 0 ||
+            strcmp(k, "value.format") == 0 || strncmp(k, "csv.", 4) == 0 ||
+            strncmp(k, "json.", 5) == 0)
+            continue;
+        o[n++] = k;
+        o[n++] = t->options[i].value;
+    }
+    o[n++] = "value.format";
+    o[n++] = "raw";
+    return o;
 }
 
 static int
@@ -172,6 +220,13 @@ sql_connector_check(const struct sql_table *t, spate_error *err)
         return rc;
     if (strcmp(c, "filesystem") == 0)
         return file_format(t, &f, err);
+    if (strcmp(c, NAMED) == 0) {
+        const struct connector_plugin *plugin;
+
+        if ((rc = connector_factory_find(sql_table_option(t, "connector"), &plugin, err)) != 0)
+            return spate_error_wrap(err, "table '%s'", t->name);
+        return named_format(t, &f, err);
+    }
     if (strcmp(c, "datagen") == 0) {
         if ((rc = int_option(t, "rows-per-second", 10000, &v, err)) != 0 ||
             (rc = int_option(t, "number-of-rows", 0, &v, err)) != 0)
@@ -206,6 +261,23 @@ sql_connector_source(struct spate_env *env, const struct sql_table *t, struct sq
         rel->csv_delimiter = delim ? delim[0] : ',';
         rel->ignore_parse_errors = ignore != NULL && strcmp(ignore, "true") == 0;
         rel->stream = spate_source_text_file(env, sql_table_option(t, "path"));
+        return 0;
+    }
+    if (strcmp(c, NAMED) == 0) {
+        const char **o = named_options(t);
+        const char *ignore = sql_table_option(t, "json.ignore-parse-errors");
+
+        if ((rc = named_format(t, &rel->format, err)) != 0) {
+            free(o);
+            return rc;
+        }
+        if (rel->format == SQL_FORMAT_CSV)
+            ignore = sql_table_option(t, "csv.ignore-parse-errors");
+        rel->ignore_parse_errors = ignore != NULL && strcmp(ignore, "true") == 0;
+        rel->csv_delimiter = ',';
+        rel->stream =
+            spate_from_source(env, sql_table_option(t, "connector"), spate_type_string(), o);
+        free(o);
         return 0;
     }
     if (strcmp(c, "datagen") == 0) {
@@ -247,6 +319,8 @@ sql_connector_sink_format(const struct sql_table *t, enum sql_format *format, sp
         return rc;
     if (strcmp(c, "filesystem") == 0)
         return file_format(t, format, err);
+    if (strcmp(c, NAMED) == 0)
+        return named_format(t, format, err);
     if (strcmp(c, "print") == 0) {
         *format = SQL_FORMAT_PRINT;
         return 0;
@@ -274,5 +348,11 @@ sql_connector_sink(struct spate_env *env, const struct sql_table *t, struct spat
         spate_name(spate_sink_text_file(in, sql_table_option(t, "path")), t->name);
     else if (strcmp(c, "print") == 0)
         spate_name(spate_sink_print(in), t->name);
+    else if (strcmp(c, NAMED) == 0) {
+        const char **o = named_options(t);
+
+        spate_name(spate_sink_to(in, sql_table_option(t, "connector"), o), t->name);
+        free(o);
+    }
     return 0;
 }

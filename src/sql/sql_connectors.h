@@ -1,8 +1,10 @@
 /* The connectors a SQL table names (WITH (connector = '...')), behind the
- * two functions the planner calls: datagen, filesystem (CSV and JSON lines
- * as source, and the exactly-once file sink), print and blackhole, with
- * Flink's option names. A connector that spate has not built is "not
- * supported" by name. Client thread. */
+ * functions the planner calls: datagen, filesystem (CSV and JSON lines as
+ * source, and the exactly-once file sink), print and blackhole, with
+ * Flink's option names; any other name is a connector found by name
+ * (streaming's OP_SOURCE_CONNECTOR and OP_SINK_CONNECTOR: "kafka" is
+ * libspate_kafka.so) carrying the lines the Calc reads and writes. Client
+ * thread. */
 #ifndef SPATE_SQL_SQL_CONNECTORS_H
 #define SPATE_SQL_SQL_CONNECTORS_H
 

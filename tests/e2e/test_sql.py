@@ -195,8 +195,8 @@ class SqlErrorTest(unittest.TestCase):
                         ("UPDATE orders SET id = 1;", "not supported: UPDATE"),
                         ("SELECT id FROM orders UNION SELECT id FROM orders;",
                          "not supported: UNION"),
-                        ("CREATE TABLE k (a INT) WITH (connector = 'kafka');",
-                         "not supported: connector 'kafka'")]:
+                        ("CREATE TABLE k (a INT) WITH (connector = 'jdbc');",
+                         "not supported: connector 'jdbc'")]:
             with self.subTest(query=q):
                 self.assertIn(what, self.error_of(q))
 
@@ -213,6 +213,13 @@ class SqlErrorTest(unittest.TestCase):
         self.assertIn("type mismatch: column 'c' of 'p' is INT, the query gives VARCHAR", err)
         err = self.error_of("SELECT CASE WHEN id > 1 THEN 'a' ELSE 2 END FROM orders;")
         self.assertIn("VARCHAR and INT", err)
+
+    def test_a_connector_found_by_name_must_exist(self):
+        """A connector SQL does not build itself is a plugin found by name
+        (kafka: libspate_kafka.so), checked at CREATE TABLE."""
+        err = self.error_of("CREATE TABLE k (a INT) WITH (connector = 'nosuch', format = "
+                            "'json');")
+        self.assertIn("table 'k': unknown connector 'nosuch': cannot load its plugin", err)
 
     def test_a_bad_literal_names_its_type(self):
         err = self.error_of("SELECT id FROM orders WHERE id > 'abc';")
