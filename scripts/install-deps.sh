@@ -24,6 +24,7 @@ libmicrohttpd-dev   the REST server (its own epoll thread)
 libjansson-dev      JSON of the REST API and of plans
 libxxhash-dev       XXH3: key groups of keyed streams
 liblz4-dev          lz4 compression of network buffers
+libpg-query-dev     the PostgreSQL parser of src/sql (libpg_query; static, no pkg-config)
 libzookeeper-mt-dev ZooKeeper C client of the HA plugin (libspate_zookeeper.so)
 zookeeper           ZooKeeper server (on the installed Java) the HA tests and ha_bench start
 iproute2            ip netns, veth, bridges: the chaos tests' test hosts (tests/chaos)
