@@ -180,6 +180,10 @@ cli_sql(const struct config *conf, int argc, char **argv)
             free(script);
         }
     }
+    if (rc == 0 && sql_session_in_set(s)) {
+        fprintf(stderr, "[ERROR] a statement set was not ended: END runs it\n");
+        rc = 1;
+    }
 out:
     sql_session_free(s);
     cli_job_executor_free(x);

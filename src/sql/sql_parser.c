@@ -170,7 +170,45 @@ parse_flink_statement(const char *script, const struct sql_stmt_text *st, struct
 
     if (word == NULL)
         return 0;
-    if (strcasecmp(word, "DESCRIBE") == 0 || strcasecmp(word, "DESC") == 0) {
+    if (strcasecmp(word, "END") == 0 && (rest = next_token(s, len, &i)) == NULL) {
+        out->kind = SQL_STMT_SET_END;
+        *rc = 0;
+        handled = 1;
+    } else if (strcasecmp(word, "BEGIN") == 0 || strcasecmp(word, "EXECUTE") == 0) {
+        /* BEGIN STATEMENT SET | EXECUTE STATEMENT SET BEGIN <INSERT> */
+        static const char *const words[] = { "STATEMENT", "SET", "BEGIN" };
+        bool execute = strcasecmp(word, "EXECUTE") == 0;
+        size_t n = execute ? 3 : 2, k = 0;
+
+        for (; k < n; k++) {
+            free(rest);
+            if ((rest = next_token(s, len, &i)) == NULL || strcasecmp(rest, words[k]) != 0)
+                break;
+        }
+        if (k < n)
+            goto out; /* PostgreSQL's BEGIN or EXECUTE: its grammar says */
+        handled = 1;
+        out->kind = SQL_STMT_SET_BEGIN;
+        *rc = 0;
+        while (i < len && isspace((unsigned char)s[i]))
+            i++;
+        if (!sql_is_blank(s + i, len - i)) {
+            struct sql_stmt_text inner = { st->offset + i, len - i };
+            struct sql_parsed first;
+
+            if (!execute) {
+                *rc = sql_error_at(err, SPATE_EINVAL, script, st->offset + i,
+                                   "BEGIN STATEMENT SET ends with ';'");
+                goto out;
+            }
+            if ((*rc = sql_parse(script, &inner, &first, err)) != 0)
+                goto out;
+            out->tree = first.tree;
+            out->offset = inner.offset; /* where the INSERT's locations count from */
+            first.tree = NULL;
+            sql_parsed_release(&first);
+        }
+    } else if (strcasecmp(word, "DESCRIBE") == 0 || strcasecmp(word, "DESC") == 0) {
         at = i;
         key = next_token(s, len, &i);
         rest = next_token(s, len, &i);

@@ -31,6 +31,11 @@ enum sql_stmt_kind {
     SQL_STMT_SET,      /* SET 'key' = 'value': *key and *value */
     SQL_STMT_RESET,    /* RESET 'key', or RESET: *key or NULL */
     SQL_STMT_DESCRIBE, /* DESCRIBE name: *key */
+    /* A statement set (several INSERTs, one job): BEGIN STATEMENT SET, or
+     * EXECUTE STATEMENT SET BEGIN followed by its first INSERT (then
+     * *tree is that INSERT); END runs it. */
+    SQL_STMT_SET_BEGIN,
+    SQL_STMT_SET_END,
 };
 
 struct sql_parsed {

@@ -22,6 +22,10 @@ struct sql_session {
     struct executor executor;
     FILE *out;
     struct sql_catalog catalog;
+    /* A statement set being gathered (BEGIN STATEMENT SET ... END): its
+     * INSERTs planned into one environment, run as one job at END. */
+    struct spate_env *set_env;
+    char *set_name;
 };
 
 struct sql_session *
@@ -43,6 +47,9 @@ sql_session_free(struct sql_session *s)
     if (s == NULL)
         return;
     sql_catalog_release(&s->catalog);
+    if (s->set_env != NULL)
+        env_free(s->set_env);
+    free(s->set_name);
     config_free(s->conf);
     free(s);
 }
@@ -442,17 +449,54 @@ reset(struct sql_session *s, const char *key)
 
 /* INSERT, SELECT and EXPLAIN: planned into a new environment; run unless
  * explained. */
+/* An INSERT inside a statement set: planned into the set's environment,
+ * run at END with the others. */
+static int
+gather_insert(struct stmt *st, json_t *node, json_t *q)
+{
+    struct sql_plan_context pc = { &st->s->catalog, st->s->set_env, st->script, st->offset, NULL, 0,
+                                   st->err };
+    json_t *ins = json_object_get(q, "InsertStmt");
+    char *name = NULL;
+    int rc;
+
+    if (ins == NULL)
+        return stmt_error(st, node, SPATE_EINVAL,
+                          "a statement set holds INSERT statements only (END runs it)");
+    if ((rc = sql_plan_insert(&pc, ins, &name)) != 0)
+        return rc;
+    if (st->s->set_name == NULL) {
+        st->s->set_name = name;
+    } else {
+        char *both = xasprintf("%s,%s", st->s->set_name, name + strlen("insert-into_"));
+
+        free(st->s->set_name);
+        free(name);
+        st->s->set_name = both;
+    }
+    return 0;
+}
+
 static int
 run_query(struct stmt *st, json_t *node, json_t *q, bool explain)
 {
-    struct spate_env *env = env_new(st->s->conf, explain ? NULL : &st->s->executor);
+    struct spate_env *env;
+
     char *text = NULL, *job_name = NULL;
     size_t len = 0;
-    FILE *ex = explain ? open_memstream(&text, &len) : NULL;
-    struct sql_plan_context pc = { &st->s->catalog, env, st->script, st->offset, ex, 0, st->err };
+    FILE *ex = NULL;
+    struct sql_plan_context pc = {
+        &st->s->catalog, NULL, st->script, st->offset, NULL, 0, st->err
+    };
     json_t *ins = json_object_get(q, "InsertStmt"), *sel = json_object_get(q, "SelectStmt");
     int rc;
 
+    if (st->s->set_env != NULL && !explain)
+        return gather_insert(st, node, q);
+    env = env_new(st->s->conf, explain ? NULL : &st->s->executor);
+    pc.env = env;
+    if (explain)
+        pc.explain = ex = open_memstream(&text, &len);
     if (ins != NULL) {
         rc = sql_plan_insert(&pc, ins, &job_name);
     } else if (sel != NULL) {
@@ -542,6 +586,30 @@ run_pg(struct stmt *st, json_t *tree)
                                                     : kind);
 }
 
+/* END: the statement set's INSERTs as one job. */
+static int
+run_set(struct sql_session *s, const char *script, size_t offset, spate_error *err)
+{
+    struct spate_env *env = s->set_env;
+    char *name = s->set_name;
+    int rc;
+
+    s->set_env = NULL;
+    s->set_name = NULL;
+    if (env == NULL)
+        return sql_error_at(err, SPATE_EINVAL, script, offset, "END without BEGIN STATEMENT SET");
+    if (name == NULL)
+        rc = sql_error_at(err, SPATE_EINVAL, script, offset,
+                          "an empty statement set: no INSERT to run");
+    else if (s->executor.execute == NULL)
+        rc = spate_error_set(err, SPATE_ESTATE, "this session plans only: it runs no jobs");
+    else if ((rc = spate_execute(env, name)) != 0)
+        spate_error_set(err, rc, "%s", spate_env_error(env)->message);
+    env_free(env);
+    free(name);
+    return rc;
+}
+
 int
 sql_session_run(struct sql_session *s, const char *script, spate_error *err)
 {
@@ -555,6 +623,13 @@ sql_session_run(struct sql_session *s, const char *script, spate_error *err)
 
         if ((rc = sql_parse(script, &stmts[i], &p, err)) != 0)
             break;
+        if (s->set_env != NULL && p.kind != SQL_STMT_SET_END &&
+            !(p.kind == SQL_STMT_PG && json_object_get(p.tree, "InsertStmt") != NULL)) {
+            rc = sql_error_at(err, SPATE_EINVAL, script, stmts[i].offset,
+                              "a statement set holds INSERT statements only (END runs it)");
+            sql_parsed_release(&p);
+            break;
+        }
         switch (p.kind) {
         case SQL_STMT_PG:
             rc = run_pg(&st, p.tree);
@@ -570,10 +645,31 @@ sql_session_run(struct sql_session *s, const char *script, spate_error *err)
         case SQL_STMT_DESCRIBE:
             rc = describe(&st, p.key);
             break;
+        case SQL_STMT_SET_BEGIN:
+            if (s->set_env != NULL) {
+                rc = sql_error_at(err, SPATE_EINVAL, script, stmts[i].offset,
+                                  "a statement set is open already (END runs it)");
+                break;
+            }
+            s->set_env = env_new(s->conf, &s->executor);
+            if (p.tree != NULL) {
+                st.offset = p.offset;
+                rc = gather_insert(&st, p.tree, p.tree);
+            }
+            break;
+        case SQL_STMT_SET_END:
+            rc = run_set(s, script, stmts[i].offset, err);
+            break;
         }
         sql_parsed_release(&p);
     }
     free(stmts);
     fflush(s->out);
     return rc;
+}
+
+bool
+sql_session_in_set(const struct sql_session *s)
+{
+    return s->set_env != NULL;
 }

@@ -9,6 +9,7 @@
 #ifndef SPATE_SQL_SQL_SESSION_H
 #define SPATE_SQL_SQL_SESSION_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <spate/spate.h>
@@ -31,6 +32,8 @@ void sql_session_free(struct sql_session *s);
 /* Runs script's statements in order, stopping at the first error (err:
  * where and why). */
 int sql_session_run(struct sql_session *s, const char *script, spate_error *err);
+/* Whether a statement set is open (BEGIN STATEMENT SET without its END). */
+bool sql_session_in_set(const struct sql_session *s);
 /* The session's configuration (with what SET changed). */
 const struct config *sql_session_config(const struct sql_session *s);
 

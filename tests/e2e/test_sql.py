@@ -327,6 +327,41 @@ class SqlSessionTest(unittest.TestCase):
             for n in (1, 2, 3):
                 self.assertIn(f"+I[{n}, false]", p.stdout)
 
+    def test_a_statement_set_is_one_job(self):
+        """EXECUTE STATEMENT SET BEGIN ... END (and BEGIN STATEMENT SET; ...
+        END;): its INSERTs run as one job."""
+        with tempfile.TemporaryDirectory() as tmp:
+            script = (
+                "CREATE TABLE g (n BIGINT) WITH (connector = 'datagen', "
+                "\"fields.n.kind\" = 'sequence', \"fields.n.start\" = '1', "
+                "\"fields.n.end\" = '20');\n"
+                f"CREATE TABLE a (n BIGINT) WITH (connector = 'filesystem', path = '{tmp}/a', "
+                "format = 'csv');\n"
+                f"CREATE TABLE b (n BIGINT) WITH (connector = 'filesystem', path = '{tmp}/b', "
+                "format = 'csv');\n"
+                "EXECUTE STATEMENT SET\nBEGIN\nINSERT INTO a SELECT n FROM g WHERE n % 2 = 0;\n"
+                "INSERT INTO b SELECT n * 10 FROM g WHERE n <= 3;\nEND;\n"
+                "BEGIN STATEMENT SET;\nINSERT INTO b SELECT -n FROM g WHERE n = 1;\nEND;\n")
+            p = run_sql(["-p", "1"], script)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout.count("Job has been submitted"), 2, p.stdout)
+
+            def values(d):
+                out = []
+                for name in os.listdir(d):
+                    if not name.startswith("."):
+                        with open(os.path.join(d, name)) as f:
+                            out += [int(line) for line in f]
+                return sorted(out)
+            self.assertEqual(values(f"{tmp}/a"), list(range(2, 21, 2)))
+            self.assertEqual(values(f"{tmp}/b"), [-1, 10, 20, 30])
+        err = run_sql([], "BEGIN STATEMENT SET;\nSHOW TABLES;\n").stderr
+        self.assertIn("a statement set holds INSERT statements only (END runs it)", err)
+        err = run_sql([], "BEGIN STATEMENT SET;\n").stderr
+        self.assertIn("a statement set was not ended: END runs it", err)
+        err = run_sql([], "END;\n").stderr
+        self.assertIn("END without BEGIN STATEMENT SET", err)
+
     def test_a_bad_csv_line_fails_the_job_naming_it(self):
         with tempfile.TemporaryDirectory() as tmp:
             with open(f"{tmp}/in.csv", "w") as f:

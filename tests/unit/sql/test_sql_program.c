@@ -340,3 +340,34 @@ Test(sql_program, a_decoded_program_is_checked_before_it_runs)
     cr_assert_eq(decode(c, &err), SPATE_EINVAL);
     sqlplan__calc__free_unpacked(c, NULL);
 }
+
+Test(sql_parser, statement_sets_begin_and_end)
+{
+    const char *s = "EXECUTE STATEMENT SET\nBEGIN\nINSERT INTO a SELECT x FROM b; END; "
+                    "BEGIN STATEMENT SET; BEGIN";
+    struct sql_stmt_text *st;
+    struct sql_parsed p;
+    spate_error err = { 0 };
+    int n;
+
+    sql_split(s, &st, &n);
+    cr_assert_eq(n, 4);
+    cr_assert_eq(sql_parse(s, &st[0], &p, &err), 0, "%s", err.message);
+    cr_assert_eq(p.kind, SQL_STMT_SET_BEGIN);
+    cr_assert_not_null(json_object_get(p.tree, "InsertStmt"));
+    cr_assert_eq(p.offset, (size_t)(strstr(s, "INSERT") - s));
+    sql_parsed_release(&p);
+    cr_assert_eq(sql_parse(s, &st[1], &p, &err), 0);
+    cr_assert_eq(p.kind, SQL_STMT_SET_END);
+    sql_parsed_release(&p);
+    cr_assert_eq(sql_parse(s, &st[2], &p, &err), 0);
+    cr_assert_eq(p.kind, SQL_STMT_SET_BEGIN);
+    cr_assert_null(p.tree);
+    sql_parsed_release(&p);
+    /* PostgreSQL's own BEGIN: its grammar reads it (and the session says
+     * it is not supported). */
+    cr_assert_eq(sql_parse(s, &st[3], &p, &err), 0);
+    cr_assert_eq(p.kind, SQL_STMT_PG);
+    sql_parsed_release(&p);
+    free(st);
+}
