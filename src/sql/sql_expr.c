@@ -187,7 +187,8 @@ sql_compiler_finish(struct sql_compiler *c)
 
     xgrow((void **)&p->code, &c->code_cap, (size_t)p->ncode + (size_t)k + 1, sizeof *p->code);
     memmove(p->code + k, p->code, (size_t)p->ncode * sizeof *p->code);
-    memcpy(p->code, c->consts, (size_t)k * sizeof *p->code);
+    if (k > 0)
+        memcpy(p->code, c->consts, (size_t)k * sizeof *p->code);
     p->ncode += k;
     for (int i = k; i < p->ncode; i++)
         if (p->code[i].op >= SQLOP_JMP && p->code[i].op <= SQLOP_JMP_IF_TRUE)

@@ -365,9 +365,9 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     return 0;
 fail:
     free(below_text);
-    free(c.consts);
     for (int i = 0; i < c.nconsts; i++)
         free(c.consts[i].sval);
+    free(c.consts);
     sql_relation_release(&in);
     sql_program_free(p);
     return rc;

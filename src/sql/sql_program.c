@@ -222,7 +222,7 @@ check_program(const struct sql_program *p, spate_error *err)
             return bad_program(err, "instruction writes an input column", i);
         if (in->op == SQLOP_COPY && phys_of(&p->regs[in->dst]) != phys_of(&p->regs[in->a]))
             return bad_program(err, "copy between registers of different kinds", i);
-        if (in->op == SQLOP_TO_S && ((in->imm & 0xff) != p->regs[in->a].id))
+        if (in->op == SQLOP_TO_S && (in->imm != (p->regs[in->a].id | p->regs[in->a].scale << 8)))
             return bad_program(err, "to_s of a register of another type", i);
         if (is_jump(in->op) && (in->imm <= i || in->imm > p->ncode))
             return bad_program(err, "jump backwards or out of the program", i);
@@ -664,11 +664,11 @@ utf8_offset(const char *s, size_t n, int64_t k)
     return i;
 }
 
+/* A field of a day (days since the epoch) and a time in it (ms). */
 static int64_t
-extract(int64_t ms, int field)
+extract(int64_t days, int64_t in_day, int field)
 {
-    int64_t days = ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);
-    int64_t in_day = ms - days * 86400000, y;
+    int64_t y;
     unsigned m, d;
 
     switch (field) {
@@ -680,8 +680,8 @@ extract(int64_t ms, int field)
         return in_day / 1000 % 60;
     case SQL_F_MILLISECOND:
         return in_day % 60000;
-    case SQL_F_EPOCH:
-        return ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+    case SQL_F_EPOCH: /* wrapping, as the arithmetic does */
+        return (int64_t)((uint64_t)days * 86400 + (uint64_t)(in_day / 1000));
     case SQL_F_DOW:
         return ((days % 7) + 11) % 7; /* 1970-01-01 was a Thursday (4); Sunday is 0 */
     case SQL_F_EPOCH_DAY:
@@ -702,6 +702,14 @@ extract(int64_t ms, int field)
     default:
         return 0;
     }
+}
+
+static int64_t
+extract_ms(int64_t ms, int field)
+{
+    int64_t days = sql_floor_div(ms, 86400000);
+
+    return extract(days, ms - days * 86400000, field);
 }
 
 static int
@@ -1002,7 +1010,8 @@ sql_eval_run(struct sql_eval *e)
                     d->null = true;
                     break;
                 }
-                end = in->imm ? INT64_MAX : from + c->i;
+                if (in->imm || __builtin_add_overflow(from, c->i, &end))
+                    end = INT64_MAX; /* to the end */
                 if (from < 1)
                     from = 1;
                 o1 = utf8_offset(a->s.p, a->s.len, from - 1);
@@ -1068,11 +1077,11 @@ sql_eval_run(struct sql_eval *e)
             break;
         case SQLOP_EXTRACT:
             if (!(d->null = a->null))
-                d->i = extract(a->i, (int)in->imm);
+                d->i = extract_ms(a->i, (int)in->imm);
             break;
         case SQLOP_EXTRACT_D:
             if (!(d->null = a->null))
-                d->i = extract(a->i * 86400000, (int)in->imm);
+                d->i = extract(a->i, 0, (int)in->imm);
             break;
         case SQLOP_COUNT:
             break;

@@ -65,7 +65,9 @@ sql_pow10(int n)
 {
     int64_t p = 1;
 
-    while (n-- > 0)
+    /* At most 10^18, the largest in an int64: scales are checked to be at
+     * most 18 where they are read, this keeps a slip from overflowing. */
+    for (n = n > 18 ? 18 : n; n > 0; n--)
         p *= 10;
     return p;
 }
@@ -91,6 +93,9 @@ sql_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     int64_t era;
     unsigned doe, yoe, doy, mp;
 
+    z = z > ((int64_t)1 << 40)    ? ((int64_t)1 << 40)
+        : z < -((int64_t)1 << 40) ? -((int64_t)1 << 40)
+                                  : z;
     z += 719468;
     era = (z >= 0 ? z : z - 146096) / 146097;
     doe = (unsigned)(z - era * 146097);
@@ -434,7 +439,7 @@ sql_value_format(const struct sql_type *t, const struct sql_value *v, char *buf,
         return snprintf(buf, cap, "%04" PRId64 "-%02u-%02u", y, m, d);
     }
     case SQL_TIMESTAMP: {
-        int64_t days = v->i >= 0 ? v->i / 86400000 : -((-v->i + 86399999) / 86400000);
+        int64_t days = sql_floor_div(v->i, 86400000);
         int64_t ms = v->i - days * 86400000, y;
         unsigned m, d;
 

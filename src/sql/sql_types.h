@@ -65,7 +65,17 @@ int sql_value_parse(const struct sql_type *t, const char *text, size_t len, stru
 /* Value → text (no quotes; "NULL" is the caller's): like snprintf. */
 int sql_value_format(const struct sql_type *t, const struct sql_value *v, char *buf, size_t cap);
 
-/* Dates: days since the epoch ↔ y-m-d (proleptic Gregorian). */
+/* a / b rounded toward minus infinity (b > 0), for any a. */
+static inline int64_t
+sql_floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+/* Dates: days since the epoch ↔ y-m-d (proleptic Gregorian); days beyond
+ * ±2^40 (about 3 billion years) are taken as that bound. */
 int64_t sql_days_from_civil(int64_t y, unsigned m, unsigned d);
 void sql_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
 

@@ -1,0 +1,1 @@
+SELECT CAST(s AS INT), CAST(a AS DECIMAL(5, 2)) * d, ts + INTERVAL '10' SECOND, EXTRACT(HOUR FROM ts), day - 1, substring(s FROM 2 FOR 3), NULLIF(a, 0), round(x, 2), trim(s), replace(s, 'a', 'b'), position('a' IN s), -i FROM t

@@ -1,0 +1,57 @@
+/* libFuzzer target: a SQL operator's program as a TaskManager receives it
+ * in the JobGraph (OperatorConfig.sql_program): decoded and checked
+ * (sql_program_decode), then, when it passes, run over input registers
+ * filled from the rest of the bytes. A program that passes the checks
+ * must run without crashing, whatever its registers hold. */
+#include <stdint.h>
+#include <string.h>
+
+#include "sql/sql_program.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct sql_program *p = NULL;
+    struct sql_eval e;
+    spate_error err;
+    size_t cut, at;
+
+    /* The first two bytes say where the program ends; the rest are the
+     * input columns' values. */
+    if (size < 2)
+        return 0;
+    cut = ((size_t)data[0] << 8 | data[1]) % (size - 1);
+    if (sql_program_decode(data + 2, cut, &p, &err) != 0)
+        return 0;
+    sql_eval_init(&e, p);
+    for (int round = 0; round < 2; round++) {
+        at = 2 + cut;
+        sql_eval_begin(&e);
+        for (int i = 0; i < p->ninput; i++) {
+            struct sql_value *v = &e.r[i];
+            uint8_t k = at < size ? data[at++] : 0;
+
+            v->null = k & 1;
+            if (sql_type_phys(p->regs[i].id) == SQL_PHYS_STRING) {
+                size_t n = at < size ? data[at++] % 32 : 0;
+
+                if (n > size - at)
+                    n = size - at;
+                v->s.p = (const char *)data + at;
+                v->s.len = n;
+                at += n;
+            } else if (size - at >= 8) {
+                memcpy(&v->i, data + at, 8);
+                at += 8;
+            } else {
+                v->i = k;
+            }
+        }
+        sql_eval_run(&e);
+    }
+    sql_eval_release(&e);
+    sql_program_free(p);
+    return 0;
+}
