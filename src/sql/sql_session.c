@@ -522,7 +522,10 @@ run_query(struct stmt *st, json_t *node, json_t *q, bool explain)
     } else if (rc == 0) {
         if (st->s->executor.execute == NULL)
             rc = spate_error_set(st->err, SPATE_ESTATE, "this session plans only: it runs no jobs");
-        else if ((rc = spate_execute(env, job_name)) != 0)
+        else if ((rc = spate_execute(env, job_name)) == SPATE_ECANCELED && sel != NULL)
+            /* Ctrl-C ends a SELECT's rows, as in Flink's SQL client. */
+            rc = fprintf(st->s->out, "[INFO] Query cancelled.\n") < 0 ? SPATE_EIO : 0;
+        else if (rc != 0)
             spate_error_set(st->err, rc, "%s", spate_env_error(env)->message);
     }
     free(text);

@@ -362,6 +362,32 @@ class SqlSessionTest(unittest.TestCase):
         err = run_sql([], "END;\n").stderr
         self.assertIn("END without BEGIN STATEMENT SET", err)
 
+    def test_a_select_prints_rows_as_they_arrive_until_ctrl_c(self):
+        """Flink's tableau mode: an endless SELECT prints +I rows as they
+        come; SIGINT cancels its job and the client ends normally."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out_path = os.path.join(tmp, "out")
+            with open(out_path, "w") as out:
+                p = subprocess.Popen(
+                    [spatetest.SPATE, "sql", "--local", "-p", "1", "-e",
+                     "CREATE TABLE g (n BIGINT) WITH (connector = 'datagen', "
+                     "\"rows-per-second\" = '200', \"fields.n.kind\" = 'sequence', "
+                     "\"fields.n.start\" = '1', \"fields.n.end\" = '1000000000');\n"
+                     "SELECT n, n * n FROM g;"], stdout=out, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL)
+            try:
+                spatetest.wait_for(lambda: "+I[5, 25]" in open(out_path).read(), 30,
+                                   "the SELECT's fifth row")
+                p.send_signal(2)
+                self.assertEqual(p.wait(timeout=30), 0, open(out_path).read())
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            text = open(out_path).read()
+            self.assertIn("+I[1, 1]", text)
+            self.assertIn("[INFO] Query cancelled.", text)
+
     def test_a_bad_csv_line_fails_the_job_naming_it(self):
         with tempfile.TemporaryDirectory() as tmp:
             with open(f"{tmp}/in.csv", "w") as f:
