@@ -36,6 +36,62 @@ def rows_t():
     return rows
 
 
+def rows_e():
+    """30 rows of DECIMAL, DATE and TIMESTAMP(3), NULLs in each column."""
+    import datetime
+    rows = []
+    for i in range(30):
+        d = None if i % 6 == 2 else f"{((i * 7919) % 4000 - 1500) / 100:.2f}"
+        day = None if i % 7 == 4 else (datetime.date(2024, 1, 1) +
+                                       datetime.timedelta(days=(i * 13) % 120)).isoformat()
+        ts = None if i % 8 == 5 else (
+            datetime.datetime(2024, 2, 27, 0, 0) +
+            datetime.timedelta(milliseconds=(i * 98765431) % (86400000 * 5))
+        ).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        rows.append((i, d, day, ts))
+    return rows
+
+
+COLUMNS_E = [("id", "INT", "INTEGER"), ("d", "DECIMAL(10, 2)", "REAL"), ("day", "DATE", "TEXT"),
+             ("ts", "TIMESTAMP(3)", "TEXT")]
+
+# DECIMAL, DATE and TIMESTAMP: spate's query and sqlite's (its dates and
+# timestamps are text in the same form; None: the same text).
+TIME_QUERIES = [
+    ("SELECT id, d FROM e", None),
+    ("SELECT id, d + 1.25 FROM e", None),
+    ("SELECT id, d * 2 FROM e", None),
+    ("SELECT id, d * d FROM e", None),
+    ("SELECT id, d - id FROM e", None),
+    ("SELECT id FROM e WHERE d > 10.5", None),
+    ("SELECT id FROM e WHERE d BETWEEN -5 AND 5", None),
+    ("SELECT id, CAST(d AS INT) FROM e", "SELECT id, CAST(d AS INTEGER) FROM e"),
+    ("SELECT id, CAST(d AS DOUBLE PRECISION) / 4 FROM e", "SELECT id, d / 4.0 FROM e"),
+    ("SELECT id, day FROM e", None),
+    ("SELECT id FROM e WHERE day >= DATE '2024-02-01'",
+     "SELECT id FROM e WHERE day >= '2024-02-01'"),
+    ("SELECT id, day - 1 FROM e", "SELECT id, date(day, '-1 day') FROM e"),
+    ("SELECT id, day + 30 FROM e", "SELECT id, date(day, '+30 day') FROM e"),
+    ("SELECT id, EXTRACT(YEAR FROM day), EXTRACT(MONTH FROM day), EXTRACT(DAY FROM day) "
+     "FROM e", "SELECT id, CAST(strftime('%Y', day) AS INTEGER), CAST(strftime('%m', day) AS "
+     "INTEGER), CAST(strftime('%d', day) AS INTEGER) FROM e"),
+    ("SELECT id, ts FROM e", None),
+    ("SELECT id, EXTRACT(HOUR FROM ts), EXTRACT(MINUTE FROM ts) FROM e",
+     "SELECT id, CAST(strftime('%H', ts) AS INTEGER), CAST(strftime('%M', ts) AS INTEGER) "
+     "FROM e"),
+    ("SELECT id FROM e WHERE ts < TIMESTAMP '2024-03-01 00:00:00'",
+     "SELECT id FROM e WHERE ts < '2024-03-01 00:00:00.000'"),
+    ("SELECT id, ts + INTERVAL '1' HOUR FROM e",
+     "SELECT id, strftime('%Y-%m-%d %H:%M:%f', ts, '+1 hour') FROM e"),
+    ("SELECT id, ts - INTERVAL '90 seconds' FROM e",
+     "SELECT id, strftime('%Y-%m-%d %H:%M:%f', ts, '-90 seconds') FROM e"),
+    ("SELECT id, CAST(ts AS DATE) FROM e", "SELECT id, date(ts) FROM e"),
+    ("SELECT id, CAST(day AS TIMESTAMP) FROM e", "SELECT id, day || ' 00:00:00.000' FROM e"),
+    ("SELECT id, COALESCE(day, DATE '2000-01-01') FROM e",
+     "SELECT id, COALESCE(day, '2000-01-01') FROM e"),
+    ("SELECT id, CASE WHEN ts IS NULL THEN d ELSE d * 10 END FROM e", None),
+]
+
 COLUMNS = [("id", "INT", "INTEGER"), ("a", "INT", "INTEGER"), ("b", "BIGINT", "INTEGER"),
            ("x", "DOUBLE PRECISION", "REAL"), ("s", "VARCHAR", "TEXT"),
            ("f", "BOOLEAN", "INTEGER")]
@@ -98,7 +154,8 @@ class SqlOracleTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="spate-sql-")
-        cls.oracle = Oracle(cls.tmp, [Table("t", COLUMNS, rows_t())])
+        cls.oracle = Oracle(cls.tmp, [Table("t", COLUMNS, rows_t()),
+                                      Table("e", COLUMNS_E, rows_e())])
 
     def test_expressions(self):
         for e in EXPRESSIONS:
@@ -112,6 +169,11 @@ class SqlOracleTest(unittest.TestCase):
 
     def test_queries(self):
         for q, o in QUERIES:
+            with self.subTest(query=q):
+                self.oracle.check(self, q, o)
+
+    def test_decimal_date_timestamp(self):
+        for q, o in TIME_QUERIES:
             with self.subTest(query=q):
                 self.oracle.check(self, q, o)
 
@@ -139,7 +201,7 @@ class SqlOracleTest(unittest.TestCase):
                                           if r[1] is not None and r[1] > 5])
 
     def test_count(self):
-        n = len(EXPRESSIONS) + len(FILTERS) + len(QUERIES) + 3 + 1
+        n = len(EXPRESSIONS) + len(FILTERS) + len(QUERIES) + len(TIME_QUERIES) + 3 + 1
         self.assertGreaterEqual(n, 150, "the suite checks at least 150 queries")
 
 
