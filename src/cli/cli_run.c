@@ -739,6 +739,12 @@ cli_job_executor_new(const struct config *conf, bool local, const char *target, 
     return x;
 }
 
+bool
+cli_job_executor_remote(const struct cli_job_executor *x)
+{
+    return x->remote;
+}
+
 struct executor
 cli_job_executor_get(struct cli_job_executor *x)
 {

@@ -33,6 +33,8 @@ struct cli_job_executor;
 struct cli_job_executor *cli_job_executor_new(const struct config *conf, bool local,
                                               const char *target, int parallelism);
 struct executor cli_job_executor_get(struct cli_job_executor *x);
+/* Whether its jobs run on a cluster over REST (else on a mini cluster). */
+bool cli_job_executor_remote(const struct cli_job_executor *x);
 void cli_job_executor_free(struct cli_job_executor *x);
 
 #endif

@@ -140,6 +140,7 @@ cli_sql(const struct config *conf, int argc, char **argv)
     so.conf = conf;
     so.executor = cli_job_executor_get(x);
     so.out = stdout;
+    so.remote = cli_job_executor_remote(x);
     s = sql_session_new(&so);
     if (parallelism > 0) {
         char p[16];

@@ -21,6 +21,7 @@ struct sql_session {
     struct config *conf;
     struct executor executor;
     FILE *out;
+    bool remote;
     struct sql_catalog catalog;
     /* A statement set being gathered (BEGIN STATEMENT SET ... END): its
      * INSERTs planned into one environment, run as one job at END. */
@@ -36,6 +37,7 @@ sql_session_new(const struct sql_session_options *o)
     s->base = o->conf;
     s->conf = o->conf ? config_copy(o->conf) : config_new();
     s->executor = o->executor;
+    s->remote = o->remote;
     s->out = o->out ? o->out : stdout;
     sql_catalog_init(&s->catalog);
     return s;
@@ -499,6 +501,10 @@ run_query(struct stmt *st, json_t *node, json_t *q, bool explain)
         pc.explain = ex = open_memstream(&text, &len);
     if (ins != NULL) {
         rc = sql_plan_insert(&pc, ins, &job_name);
+    } else if (sel != NULL && st->s->remote && !explain) {
+        rc = stmt_error(st, node, SPATE_ENOTSUP,
+                        "not supported: a SELECT's rows from a cluster (-m): they would print "
+                        "on its TaskManagers; INSERT INTO a table, or run with --local");
     } else if (sel != NULL) {
         rc = sql_plan_collect(&pc, sel);
         job_name = xstrdup("collect");

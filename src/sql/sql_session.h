@@ -25,6 +25,9 @@ struct sql_session_options {
      * plans only (INSERT and SELECT say they cannot run). */
     struct executor executor;
     FILE *out; /* results of SHOW, DESCRIBE, EXPLAIN, SET and DDL */
+    /* Jobs run on a cluster: a SELECT's rows would print on its
+     * TaskManagers, not here, so a SELECT without INSERT is refused. */
+    bool remote;
 };
 
 struct sql_session *sql_session_new(const struct sql_session_options *o);

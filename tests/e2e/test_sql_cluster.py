@@ -69,6 +69,12 @@ class SqlClusterTest(ClusterTestCase):
         self.assertIn("has finished", text)
         self.check_exactly_once(out, 1000)
 
+    def test_a_select_without_insert_is_refused_on_a_cluster(self):
+        script = ddl(os.path.join(self.tmp, "out"), 10, 0, 1).split("INSERT")[0]
+        r = self.spate("sql", *self.target, input=script + "SELECT n FROM src;\n", timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not supported: a SELECT's rows from a cluster (-m)", r.stderr)
+
     def test_kill9_of_a_taskmanager_every_row_exactly_once(self):
         out = os.path.join(self.tmp, "out")
         rows = 60000
