@@ -26,6 +26,8 @@ struct calc_impl {
     const struct spate_type *out_type; /* SQL_FORMAT_ROW */
     void *out_rec;
     uint64_t bad_records; /* skipped by ignore-parse-errors */
+    int *not_null;        /* outputs of a NOT NULL sink column, checked per row */
+    int nnot_null;
 };
 
 static int
@@ -70,6 +72,10 @@ calc_open(struct stream_operator *op, spate_error *err)
             }
     impl = xcalloc(1, sizeof *impl);
     impl->p = p;
+    impl->not_null = xcalloc((size_t)p->noutput + 1, sizeof *impl->not_null);
+    for (int i = 0; i < p->noutput; i++)
+        if (!p->output[i].type.nullable)
+            impl->not_null[impl->nnot_null++] = i;
     sql_eval_init(&impl->ev, p);
     if (p->output_format == SQL_FORMAT_ROW) {
         impl->out_type = s->out_type;
@@ -88,6 +94,7 @@ calc_close(struct stream_operator *op)
         return;
     sql_eval_release(&impl->ev);
     sql_program_free(impl->p);
+    free(impl->not_null);
     free(impl->out_rec);
     free(impl);
     op->impl = NULL;
@@ -523,6 +530,15 @@ calc_process(struct stream_operator *op, const void *rec, const struct record_me
     sql_eval_run(ev);
     if (p->filter >= 0 && (ev->r[p->filter].null || !ev->r[p->filter].i))
         return;
+    for (int i = 0; i < impl->nnot_null; i++)
+        if (ev->r[p->outputs[impl->not_null[i]]].null) {
+            /* Flink's table.exec.sink.not-null-enforcer, ERROR. */
+            spate_ctx_fail(&op->ctx,
+                           "column '%s' is NOT NULL, however, a null value is being written "
+                           "into it",
+                           p->output[impl->not_null[i]].name);
+            return;
+        }
     if (p->output_format == SQL_FORMAT_ROW) {
         write_row(impl, ev->r);
         operator_emit(op, impl->out_rec, meta);

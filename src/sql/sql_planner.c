@@ -207,6 +207,7 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     struct spate_stream *node;
     uint8_t *bytes = NULL;
     size_t len = 0;
+    struct sql_column *out_cols = NULL;
     int rc, n = 0;
 
     if (select == NULL)
@@ -330,6 +331,12 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         }
     }
     sql_compiler_finish(&c);
+    out_cols = columns_copy(p->output, p->noutput);
+    /* The Calc enforces NOT NULL for a sink's columns only (Flink's
+     * table.exec.sink.not-null-enforcer); elsewhere a column's NOT NULL is
+     * the planner's knowledge, not a check per row. */
+    for (int i = 0; sink_cols == NULL && i < p->noutput; i++)
+        p->output[i].type.nullable = true;
     if (output == SQL_FORMAT_ROW) {
         const spate_type *fields[TYPES_ROW_MAX_FIELDS];
 
@@ -358,7 +365,7 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     sql_relation_release(rel);
     rel->stream = node;
     rel->format = SQL_FORMAT_ROW;
-    rel->cols = columns_copy(p->output, p->noutput);
+    rel->cols = out_cols;
     rel->ncols = p->noutput;
     sql_relation_release(&in);
     sql_program_free(p);

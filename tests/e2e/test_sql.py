@@ -450,6 +450,18 @@ class SqlSessionTest(unittest.TestCase):
             self.assertIn("+I[1, 1]", text)
             self.assertIn("[INFO] Query cancelled.", text)
 
+    def test_a_null_into_a_not_null_column_fails_the_job(self):
+        script = ("CREATE TABLE g (n BIGINT) WITH (connector = 'datagen', "
+                  "\"number-of-rows\" = '10', \"fields.n.null-rate\" = '0.5');\n"
+                  "CREATE TABLE p (n BIGINT NOT NULL) WITH (connector = 'print');\n"
+                  "INSERT INTO p SELECT n FROM g;\n")
+        p = run_sql(["-p", "1"], script)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("column 'n' is NOT NULL, however, a null value is being written into it",
+                      p.stderr)
+        p = run_sql(["-p", "1"], script.replace("SELECT n FROM", "SELECT COALESCE(n, 0) FROM"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+
     def test_a_bad_csv_line_fails_the_job_naming_it(self):
         with tempfile.TemporaryDirectory() as tmp:
             with open(f"{tmp}/in.csv", "w") as f:
