@@ -382,11 +382,11 @@ write_csv(struct line *l, const struct sql_program *p, const struct sql_value *r
         const struct sql_type *t = &p->output[i].type;
 
         if (i > 0)
-            line_put(l, &p->csv_delimiter, 1);
+            line_put(l, &p->csv_out_delimiter, 1);
         if (v->null)
             continue;
         if (t->id == SQL_VARCHAR &&
-            (v->s.len == 0 || memchr(v->s.p, p->csv_delimiter, v->s.len) ||
+            (v->s.len == 0 || memchr(v->s.p, p->csv_out_delimiter, v->s.len) ||
              memchr(v->s.p, '"', v->s.len) || memchr(v->s.p, '\n', v->s.len) ||
              memchr(v->s.p, '\r', v->s.len))) {
             line_put(l, "\"", 1);

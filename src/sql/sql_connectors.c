@@ -218,8 +218,16 @@ sql_connector_check(const struct sql_table *t, spate_error *err)
 
     if ((rc = connector_of(t, &c, err)) != 0)
         return rc;
-    if (strcmp(c, "filesystem") == 0)
+    if (strcmp(c, "filesystem") == 0) {
+        const char *delim = sql_table_option(t, "csv.field-delimiter");
+
+        if (delim != NULL && (strlen(delim) != 1 || *delim == '"' || *delim == '\n'))
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "table '%s': 'csv.field-delimiter' is one character, not a "
+                                   "quote or a newline",
+                                   t->name);
         return file_format(t, &f, err);
+    }
     if (strcmp(c, NAMED) == 0) {
         const struct connector_plugin *plugin;
 

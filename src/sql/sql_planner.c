@@ -66,7 +66,7 @@ plan_from(struct sql_plan_context *pc, json_t *select, struct sql_relation *rel)
         alias = json_string_value(json_object_get(json_object_get(rv, "alias"), "aliasname"));
         if (sub == NULL)
             return plan_error(pc, item, SPATE_ENOTSUP, "not supported: this subquery");
-        if ((rc = sql_plan_select(pc, sub, SQL_FORMAT_ROW, NULL, 0, NULL, rel)) != 0)
+        if ((rc = sql_plan_select(pc, sub, SQL_FORMAT_ROW, NULL, rel)) != 0)
             return rc;
         free(rel->name);
         rel->name = alias ? xstrdup(alias) : NULL;
@@ -96,7 +96,7 @@ plan_from(struct sql_plan_context *pc, json_t *select, struct sql_relation *rel)
         vc.script = t->script;
         vc.offset = t->offset;
         vc.depth++;
-        if ((rc = sql_plan_select(&vc, q, SQL_FORMAT_ROW, NULL, 0, NULL, rel)) != 0)
+        if ((rc = sql_plan_select(&vc, q, SQL_FORMAT_ROW, NULL, rel)) != 0)
             return spate_error_wrap(pc->err, "in view '%s'", t->name);
         free(rel->name);
         rel->name = xstrdup(alias ? alias : name);
@@ -195,9 +195,11 @@ add_output(struct sql_program *p, int reg, const char *name, const struct sql_ty
 
 int
 sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format output,
-                const struct sql_column *sink_cols, int nsink_cols, const char *sink_name,
-                struct sql_relation *rel)
+                const struct sql_table *sink, struct sql_relation *rel)
 {
+    const struct sql_column *sink_cols = sink ? sink->cols : NULL;
+    const char *sink_name = sink ? sink->name : NULL;
+    int nsink_cols = sink ? sink->ncols : 0;
     struct sql_relation in = { 0 };
     struct sql_program *p = xcalloc(1, sizeof *p);
     struct sql_compiler c;
@@ -248,6 +250,9 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     in.datagen = NULL;
     p->datagen_seed = in.datagen_seed;
     p->csv_delimiter = in.csv_delimiter ? in.csv_delimiter : ',';
+    p->csv_out_delimiter = ',';
+    if (sink != NULL && sql_table_option(sink, "csv.field-delimiter") != NULL)
+        p->csv_out_delimiter = sql_table_option(sink, "csv.field-delimiter")[0];
     p->ignore_parse_errors = in.ignore_parse_errors;
     p->output_format = output;
     if ((where = json_object_get(select, "whereClause")) != NULL) {
@@ -414,7 +419,7 @@ sql_plan_insert(struct sql_plan_context *pc, json_t *insert, char **job_name)
         fprintf(pc->explain, "Sink(table=[%s], connector=[%s])\n", t->name,
                 sql_table_option(t, "connector"));
     pc->depth++;
-    rc = sql_plan_select(pc, sel, format, t->cols, t->ncols, t->name, &rel);
+    rc = sql_plan_select(pc, sel, format, t, &rel);
     pc->depth--;
     if (rc == 0)
         rc = sql_connector_sink(pc->env, t, rel.stream, pc->err);
@@ -433,7 +438,7 @@ sql_plan_collect(struct sql_plan_context *pc, json_t *select)
     if (pc->explain)
         fprintf(pc->explain, "Sink(table=[*collect*], connector=[print])\n");
     pc->depth++;
-    rc = sql_plan_select(pc, select, SQL_FORMAT_PRINT, NULL, 0, NULL, &rel);
+    rc = sql_plan_select(pc, select, SQL_FORMAT_PRINT, NULL, &rel);
     pc->depth--;
     if (rc == 0)
         spate_name(spate_sink_print(rel.stream), "collect");

@@ -42,10 +42,10 @@ struct sql_plan_context {
     spate_error *err;
 };
 
-/* Plans a SELECT into rel (its output: rows, or the given sink format). */
+/* Plans a SELECT into rel (its output: rows, or the format of sink, whose
+ * columns it then fills, cast to their types; NULL: none). */
 int sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format output,
-                    const struct sql_column *sink_cols, int nsink_cols, const char *sink_name,
-                    struct sql_relation *rel);
+                    const struct sql_table *sink, struct sql_relation *rel);
 
 /* Plans INSERT INTO sink SELECT ...: the Calc writes the sink's format, the
  * sink's node follows. *job_name is malloc'd. */

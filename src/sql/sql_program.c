@@ -281,7 +281,7 @@ int
 sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spate_error *err)
 {
     Sqlplan__Calc c = SQLPLAN__CALC__INIT;
-    char delim[2] = { p->csv_delimiter, 0 };
+    char delim[2] = { p->csv_delimiter, 0 }, out_delim[2] = { p->csv_out_delimiter, 0 };
 
     UNUSED(err);
     c.input_format = p->input_format;
@@ -309,6 +309,7 @@ sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spat
     }
     c.datagen_seed = (int64_t)p->datagen_seed;
     c.csv_delimiter = delim;
+    c.csv_out_delimiter = out_delim;
     c.ignore_parse_errors = p->ignore_parse_errors;
     c.n_reg_types = (size_t)p->nregs;
     c.reg_types = xcalloc((size_t)p->nregs + 1, sizeof *c.reg_types);
@@ -405,6 +406,8 @@ sql_program_decode(const uint8_t *bytes, size_t len, struct sql_program **out, s
     }
     p->datagen_seed = (uint64_t)c->datagen_seed;
     p->csv_delimiter = c->csv_delimiter && c->csv_delimiter[0] ? c->csv_delimiter[0] : ',';
+    p->csv_out_delimiter =
+        c->csv_out_delimiter && c->csv_out_delimiter[0] ? c->csv_out_delimiter[0] : ',';
     p->ignore_parse_errors = c->ignore_parse_errors;
     p->nregs = (int)c->n_reg_types;
     p->regs = xcalloc(c->n_reg_types + 1, sizeof *p->regs);

@@ -138,7 +138,8 @@ struct sql_program {
     int ninput;
     struct sql_datagen_field *datagen; /* ninput of them */
     uint64_t datagen_seed;
-    char csv_delimiter;
+    char csv_delimiter;     /* the input's */
+    char csv_out_delimiter; /* the output's */
     bool ignore_parse_errors;
     struct sql_type *regs; /* the input columns' first */
     int nregs;

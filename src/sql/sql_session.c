@@ -234,7 +234,7 @@ query_columns(struct stmt *st, json_t *select, struct sql_relation *rel)
 {
     struct spate_env *env = env_new(st->s->conf, NULL);
     struct sql_plan_context pc = { &st->s->catalog, env, st->script, st->offset, NULL, 0, st->err };
-    int rc = sql_plan_select(&pc, select, SQL_FORMAT_ROW, NULL, 0, NULL, rel);
+    int rc = sql_plan_select(&pc, select, SQL_FORMAT_ROW, NULL, rel);
 
     env_free(env);
     if (rc != 0)

@@ -450,6 +450,26 @@ class SqlSessionTest(unittest.TestCase):
             self.assertIn("+I[1, 1]", text)
             self.assertIn("[INFO] Query cancelled.", text)
 
+    def test_csv_delimiters_of_source_and_sink_are_their_own(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(f"{tmp}/in.csv", "w") as f:
+                f.write('1;a,b\n2;"x;y"\n3;\n')
+            script = (f"CREATE TABLE c (n INT, w VARCHAR) WITH (connector = 'filesystem', "
+                      f"path = '{tmp}/in.csv', format = 'csv', \"csv.field-delimiter\" = ';');\n"
+                      f"CREATE TABLE o (n INT, w VARCHAR) WITH (connector = 'filesystem', "
+                      f"path = '{tmp}/out', format = 'csv', \"csv.field-delimiter\" = '|');\n"
+                      "INSERT INTO o SELECT n * 10, w FROM c;\n")
+            p = run_sql(["-p", "1"], script)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lines = []
+            for name in os.listdir(f"{tmp}/out"):
+                if not name.startswith("."):
+                    with open(f"{tmp}/out/{name}") as f:
+                        lines += f.read().splitlines()
+            self.assertEqual(sorted(lines), ["10|a,b", "20|x;y", "30|"])
+            p = run_sql([], script.replace("'|'", "'||'"))
+            self.assertIn("'csv.field-delimiter' is one character", p.stderr)
+
     def test_a_null_into_a_not_null_column_fails_the_job(self):
         script = ("CREATE TABLE g (n BIGINT) WITH (connector = 'datagen', "
                   "\"number-of-rows\" = '10', \"fields.n.null-rate\" = '0.5');\n"
