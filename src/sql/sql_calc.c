@@ -492,6 +492,7 @@ calc_process(struct stream_operator *op, const void *rec, const struct record_me
     struct calc_impl *impl = op->impl;
     const struct sql_program *p = impl->p;
     struct sql_eval *ev = &impl->ev;
+    struct record_meta stamped;
     spate_error err = { 0 };
     int rc = 0;
 
@@ -539,6 +540,14 @@ calc_process(struct stream_operator *op, const void *rec, const struct record_me
                            p->output[impl->not_null[i]].name);
             return;
         }
+    if (p->rowtime >= 0) {
+        /* Event time: the record carries its rowtime. */
+        const struct sql_value *t = &ev->r[p->rowtime];
+
+        record_meta_copy(&stamped, meta);
+        stamped.timestamp = t->null ? RECORD_NO_TIMESTAMP : t->i;
+        meta = &stamped;
+    }
     if (p->output_format == SQL_FORMAT_ROW) {
         write_row(impl, ev->r);
         operator_emit(op, impl->out_rec, meta);

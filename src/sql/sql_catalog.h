@@ -22,6 +22,11 @@ struct sql_table {
     bool temporary;
     struct sql_column *cols;
     int ncols;
+    /* Event time (WATERMARK FOR rowtime AS rowtime - INTERVAL ...): the
+     * TIMESTAMP(3) column records are stamped with, -1: none, and the
+     * bounded out-of-orderness of the watermarks. */
+    int rowtime;
+    int64_t watermark_bound_ms;
     struct sql_option *options; /* tables: WITH (...) */
     int noptions;
     /* views: the SELECT's parse tree and the script it was read from

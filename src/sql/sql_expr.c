@@ -175,6 +175,7 @@ sql_compiler_init(struct sql_compiler *c, struct sql_program *p, const struct sq
     c->offset = offset;
     c->err = err;
     p->filter = -1;
+    p->rowtime = -1;
     for (int i = 0; i < scope->ncols; i++)
         new_reg(c, &scope->cols[i].type);
 }

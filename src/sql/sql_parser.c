@@ -277,9 +277,84 @@ out:
     return handled;
 }
 
-int
-sql_parse(const char *script, const struct sql_stmt_text *st, struct sql_parsed *out,
-          spate_error *err)
+/* In a CREATE TABLE's text, WATERMARK FOR col AS expr at the column list's
+ * level: out gets the column and the expression's place (offsets into
+ * text), and the clause with the comma before it is blanked in text. 0, 1
+ * when there was none, or SPATE_EINVAL. */
+static int
+take_watermark(char *text, size_t len, size_t base, const char *script, struct sql_parsed *out,
+               spate_error *err)
+{
+    size_t i = 0, comma = SIZE_MAX, start, e;
+    int depth = 0;
+
+    for (; i < len; i++) {
+        size_t j = skip_quoted(text, len, i);
+
+        if (j != i) {
+            i = j - 1;
+            continue;
+        }
+        if (text[i] == '(')
+            depth++;
+        else if (text[i] == ')')
+            depth--;
+        else if (depth == 1 && text[i] == ',')
+            comma = i;
+        else if (depth == 1 && strncasecmp(text + i, "WATERMARK", 9) == 0 &&
+                 (i == 0 || !isalnum((unsigned char)text[i - 1])) &&
+                 isspace((unsigned char)text[i + 9]))
+            break;
+    }
+    if (i >= len)
+        return 1;
+    start = i;
+    {
+        size_t k = i + 9;
+        char *word, *col, *as;
+
+        word = next_token(text, len, &k);
+        col = next_token(text, len, &k);
+        as = next_token(text, len, &k);
+        if (word == NULL || strcasecmp(word, "FOR") != 0 || col == NULL || as == NULL ||
+            strcasecmp(as, "AS") != 0) {
+            free(word);
+            free(col);
+            free(as);
+            return sql_error_at(err, SPATE_EINVAL, script, base + start,
+                                "a watermark is WATERMARK FOR column AS expression");
+        }
+        free(word);
+        free(as);
+        out->watermark_column = col;
+        i = k;
+    }
+    /* The expression runs to the next ',' or the ')' of the column list. */
+    for (e = i, depth = 1; e < len; e++) {
+        size_t j = skip_quoted(text, len, e);
+
+        if (j != e) {
+            e = j - 1;
+            continue;
+        }
+        if (text[e] == '(')
+            depth++;
+        else if (text[e] == ')' && --depth == 0)
+            break;
+        else if (text[e] == ',' && depth == 1)
+            break;
+    }
+    out->watermark_at = base + i;
+    out->watermark_len = e - i;
+    if (comma != SIZE_MAX && comma < start)
+        start = comma;
+    memset(text + start, ' ', e - start);
+    return 0;
+}
+
+static int
+parse_statement(const char *script, const struct sql_stmt_text *st, struct sql_parsed *out,
+                spate_error *err)
 {
     char *text = xstrndup(script + st->offset, st->len);
     PgQueryParseResult r;
@@ -293,6 +368,12 @@ sql_parse(const char *script, const struct sql_stmt_text *st, struct sql_parsed 
         free(text);
         return rc;
     }
+    if (strncasecmp(text + strspn(text, " \t\r\n"), "CREATE", 6) == 0 &&
+        (rc = take_watermark(text, st->len, st->offset, script, out, err)) < 0) {
+        free(text);
+        return rc;
+    }
+    rc = 0;
     r = pg_query_parse(text);
     free(text);
     if (r.error != NULL) {
@@ -316,10 +397,23 @@ sql_parse(const char *script, const struct sql_stmt_text *st, struct sql_parsed 
     return 0;
 }
 
+int
+sql_parse(const char *script, const struct sql_stmt_text *st, struct sql_parsed *out,
+          spate_error *err)
+{
+    int rc = parse_statement(script, st, out, err);
+
+    /* A failed parse leaves nothing to release. */
+    if (rc != 0)
+        sql_parsed_release(out);
+    return rc;
+}
+
 void
 sql_parsed_release(struct sql_parsed *p)
 {
     json_decref(p->tree);
+    free(p->watermark_column);
     free(p->key);
     free(p->value);
     memset(p, 0, sizeof *p);

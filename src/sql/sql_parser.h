@@ -45,6 +45,12 @@ struct sql_parsed {
     /* Where the statement starts in the script: locations in the tree are
      * from here. */
     size_t offset;
+    /* CREATE TABLE's WATERMARK FOR column AS expression (Flink's), which
+     * PostgreSQL's grammar lacks: taken out of the text it parses (blanked,
+     * so that locations stay), the column and where the expression is in
+     * the script. */
+    char *watermark_column;
+    size_t watermark_at, watermark_len;
 };
 
 /* Parses script's statement st. 0, or SPATE_EINVAL with an error that

@@ -108,6 +108,8 @@ plan_from(struct sql_plan_context *pc, json_t *select, struct sql_relation *rel)
     rel->cols = columns_copy(t->cols, t->ncols);
     rel->ncols = t->ncols;
     rel->name = xstrdup(alias ? alias : name);
+    rel->rowtime = t->rowtime;
+    rel->watermark_bound_ms = t->watermark_bound_ms;
     if (pc->explain)
         fprintf(pc->explain, "%*sTableSourceScan(table=[%s], connector=[%s])\n", pc->depth * 3, "",
                 t->name, sql_table_option(t, "connector"));
@@ -254,6 +256,10 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     if (sink != NULL && sql_table_option(sink, "csv.field-delimiter") != NULL)
         p->csv_out_delimiter = sql_table_option(sink, "csv.field-delimiter")[0];
     p->ignore_parse_errors = in.ignore_parse_errors;
+    /* A source with event time: the Calc that reads it stamps the records
+     * with its rowtime; watermarks follow it (below). */
+    p->rowtime =
+        in.format != SQL_FORMAT_ROW && in.stream != NULL && in.rowtime >= 0 ? in.rowtime : -1;
     p->output_format = output;
     if ((where = json_object_get(select, "whereClause")) != NULL) {
         struct sql_operand w;
@@ -356,9 +362,20 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     node->opconf.sql.program = bytes;
     node->opconf.sql.program_len = len;
     spate_name(node, "Calc");
+    if (p->rowtime >= 0) {
+        /* Flink's WatermarkAssigner: bounded out-of-orderness over the
+         * timestamps the Calc set. */
+        spate_watermark_strategy wm = spate_watermarks_bounded(NULL, in.watermark_bound_ms);
+
+        node = spate_name(spate_assign_timestamps_and_watermarks(node, &wm), "WatermarkAssigner");
+    }
     if (pc->explain) {
         char *code = sql_program_describe(p);
 
+        if (p->rowtime >= 0)
+            fprintf(pc->explain, "%*sWatermarkAssigner(rowtime=[%s], watermark=[%s - %lld ms])\n",
+                    pc->depth * 3, "", p->input[p->rowtime].name, p->input[p->rowtime].name,
+                    (long long)in.watermark_bound_ms);
         fprintf(pc->explain, "%*sCalc(select=[", pc->depth * 3, "");
         for (int i = 0; i < p->noutput; i++)
             fprintf(pc->explain, "%s%s", i ? ", " : "", p->output[i].name);

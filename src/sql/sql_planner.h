@@ -28,6 +28,9 @@ struct sql_relation {
     uint64_t datagen_seed;
     char csv_delimiter;
     bool ignore_parse_errors;
+    /* a source's event time: its rowtime column, -1: none */
+    int rowtime;
+    int64_t watermark_bound_ms;
 };
 
 void sql_relation_release(struct sql_relation *r);

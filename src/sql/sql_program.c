@@ -334,6 +334,7 @@ sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spat
         c.program[i] = in;
     }
     c.filter = p->filter;
+    c.rowtime = p->rowtime + 1; /* 0, proto's default, is none */
     c.n_outputs = (size_t)p->noutput;
     c.outputs = xcalloc((size_t)p->noutput + 1, sizeof *c.outputs);
     c.n_output = (size_t)p->noutput;
@@ -437,6 +438,7 @@ sql_program_decode(const uint8_t *bytes, size_t len, struct sql_program **out, s
         }
     }
     p->filter = c->filter;
+    p->rowtime = c->rowtime - 1;
     p->noutput = (int)c->n_output;
     p->outputs = xcalloc(c->n_output + 1, sizeof *p->outputs);
     p->output = xcalloc(c->n_output + 1, sizeof *p->output);

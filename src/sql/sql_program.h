@@ -145,7 +145,8 @@ struct sql_program {
     int nregs;
     struct sql_insn *code;
     int ncode;
-    int filter; /* -1: none */
+    int filter;  /* -1: none */
+    int rowtime; /* the input column records are stamped with (event time), -1: none */
     int *outputs;
     struct sql_column *output;
     int noutput;

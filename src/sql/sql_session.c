@@ -68,6 +68,7 @@ struct stmt {
     const char *script;
     size_t offset;
     spate_error *err;
+    const struct sql_parsed *parsed;
 };
 
 #define stmt_error(st, node, code, ...) \
@@ -133,6 +134,91 @@ read_options(struct stmt *st, json_t *opts, struct sql_table *t)
         t->noptions++;
     }
     return 0;
+}
+
+/* WATERMARK FOR col AS expr: col a TIMESTAMP(3) of t, expr col or col
+ * minus a constant interval (Flink's bounded out-of-orderness). The
+ * expression is compiled from a copy of the script blanked but for it (so
+ * that errors point into the script) and run for two rows, which must
+ * give the same bound. */
+static int
+read_watermark(struct stmt *st, struct sql_table *t)
+{
+    const struct sql_parsed *p = st->parsed;
+    size_t at = p ? p->watermark_at : 0, n = p ? p->watermark_len : 0;
+    struct sql_scope scope = { t->name, t->cols, t->ncols };
+    struct sql_stmt_text sel;
+    struct sql_parsed parsed = { 0 };
+    struct sql_program prog = { 0 };
+    struct sql_compiler c;
+    struct sql_operand o;
+    struct sql_eval e;
+    int64_t bound[2];
+    char *copy;
+    int rc;
+
+    t->rowtime = -1;
+    if (p == NULL || p->watermark_column == NULL)
+        return 0;
+    for (int i = 0; i < t->ncols; i++)
+        if (strcmp(t->cols[i].name, p->watermark_column) == 0)
+            t->rowtime = i;
+    if (t->rowtime < 0 || t->cols[t->rowtime].type.id != SQL_TIMESTAMP) {
+        char b[32];
+
+        return sql_error_at(st->err, SPATE_EINVAL, st->script, at,
+                            t->rowtime < 0 ? "the watermark's column '%s' is not in table '%s'"
+                                           : "the watermark's column '%s' of '%s' is %s, not "
+                                             "TIMESTAMP(3)",
+                            p->watermark_column, t->name,
+                            t->rowtime < 0 ? "" : sql_type_name(&t->cols[t->rowtime].type, b));
+    }
+    copy = xstrdup(st->script);
+    for (size_t i = 0; copy[i]; i++)
+        if ((i < at || i >= at + n) && copy[i] != '\n')
+            copy[i] = ' ';
+    memcpy(copy + at - 7, "SELECT ", 7); /* "WATERMARK FOR x AS " is before it */
+    sel = (struct sql_stmt_text){ at - 7, n + 7 };
+    rc = sql_parse(copy, &sel, &parsed, st->err);
+    if (rc == 0) {
+        json_t *target = json_object_get(
+            json_object_get(
+                json_array_get(
+                    json_object_get(json_object_get(parsed.tree, "SelectStmt"), "targetList"), 0),
+                "ResTarget"),
+            "val");
+
+        /* The original script: the expression's text is the same there, and
+         * its errors show the statement as written. */
+        sql_compiler_init(&c, &prog, &scope, st->script, at - 7, st->err);
+        prog.input = t->cols;
+        prog.ninput = t->ncols;
+        if ((rc = sql_compile(&c, target, &o)) == 0 && o.type.id != SQL_TIMESTAMP)
+            rc = sql_error_at(st->err, SPATE_EINVAL, st->script, at,
+                              "a watermark expression gives a TIMESTAMP(3)");
+        sql_compiler_finish(&c);
+        for (int k = 0; rc == 0 && k < 2; k++) {
+            sql_eval_init(&e, &prog);
+            sql_eval_begin(&e);
+            e.r[t->rowtime].null = false;
+            e.r[t->rowtime].i = k ? 1700000000000 : 1600000000000;
+            sql_eval_run(&e);
+            bound[k] = e.r[o.reg].null ? -1 : e.r[t->rowtime].i - e.r[o.reg].i;
+            sql_eval_release(&e);
+        }
+        if (rc == 0 && (bound[0] != bound[1] || bound[0] < 0))
+            rc = sql_error_at(st->err, SPATE_ENOTSUP, st->script, at,
+                              "not supported: a watermark other than column or column - "
+                              "INTERVAL '...'");
+        t->watermark_bound_ms = rc == 0 ? bound[0] : 0;
+        for (int k = 0; k < prog.ncode; k++)
+            free(prog.code[k].sval);
+        free(prog.code);
+        free(prog.regs);
+    }
+    sql_parsed_release(&parsed);
+    free(copy);
+    return rc;
 }
 
 static int
@@ -210,7 +296,7 @@ create_table(struct stmt *st, json_t *node, json_t *cs)
             }
         }
     }
-    if ((rc = read_options(st, opts, t)) != 0)
+    if ((rc = read_options(st, opts, t)) != 0 || (rc = read_watermark(st, t)) != 0)
         goto fail;
     if ((rc = sql_connector_check(t, st->err)) != 0) {
         stmt_error(st, node, rc, "%s", st->err->message);
@@ -267,6 +353,7 @@ create_table_as(struct stmt *st, json_t *node, json_t *cs)
         return rc;
     t = xcalloc(1, sizeof *t);
     t->name = xstrdup(name);
+    t->rowtime = -1;
     t->cols = rel.cols;
     t->ncols = rel.ncols;
     rel.cols = NULL;
@@ -307,6 +394,7 @@ create_view(struct stmt *st, json_t *node, json_t *vs)
     sql_catalog_drop(&st->s->catalog, name);
     t = xcalloc(1, sizeof *t);
     t->name = xstrdup(name);
+    t->rowtime = -1;
     t->view = true;
     t->temporary = true;
     t->cols = rel.cols;
@@ -389,12 +477,15 @@ describe(struct stmt *st, const char *name)
         return sql_error_at(st->err, SPATE_EINVAL, st->script, st->offset,
                             "table '%s' does not exist", name);
     }
-    fprintf(o, "%-20s %-16s %s\n", "name", "type", "null");
+    fprintf(o, "%-20s %-16s %-5s %s\n", "name", "type", "null", "watermark");
     for (int i = 0; i < t->ncols; i++) {
-        char b[32];
+        char b[32], wm[64] = "";
 
-        fprintf(o, "%-20s %-16s %s\n", t->cols[i].name, sql_type_name(&t->cols[i].type, b),
-                t->cols[i].type.nullable ? "TRUE" : "FALSE");
+        if (i == t->rowtime)
+            snprintf(wm, sizeof wm, "%s - %lld ms", t->cols[i].name,
+                     (long long)t->watermark_bound_ms);
+        fprintf(o, "%-20s %-16s %-5s %s\n", t->cols[i].name, sql_type_name(&t->cols[i].type, b),
+                t->cols[i].type.nullable ? "TRUE" : "FALSE", wm);
     }
     fprintf(o, "%d row%s in set\n", t->ncols, t->ncols == 1 ? "" : "s");
     return 0;
@@ -628,7 +719,7 @@ sql_session_run(struct sql_session *s, const char *script, spate_error *err)
     sql_split(script, &stmts, &n);
     for (int i = 0; i < n && rc == 0; i++) {
         struct sql_parsed p;
-        struct stmt st = { s, script, stmts[i].offset, err };
+        struct stmt st = { s, script, stmts[i].offset, err, NULL };
 
         if ((rc = sql_parse(script, &stmts[i], &p, err)) != 0)
             break;
@@ -639,6 +730,7 @@ sql_session_run(struct sql_session *s, const char *script, spate_error *err)
             sql_parsed_release(&p);
             break;
         }
+        st.parsed = &p;
         switch (p.kind) {
         case SQL_STMT_PG:
             rc = run_pg(&st, p.tree);

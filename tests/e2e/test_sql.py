@@ -359,6 +359,40 @@ class SqlSessionTest(unittest.TestCase):
             self.assertIn('"parallelism": 2', out)
             self.assertTrue(out.rstrip().endswith("2 rows in set"), out)
 
+    def test_event_time_declared_by_a_watermark(self):
+        """WATERMARK FOR ts AS ts - INTERVAL ...: DESCRIBE shows it, the plan
+        stamps records in the Calc and a WatermarkAssigner follows; bad
+        watermarks are errors at their place."""
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(f"{tmp}/ev.csv", "w") as f:
+                f.write("1,2024-01-01 00:00:05.000\n2,2024-01-01 00:00:01.000\n3,\n")
+            ddl = ("CREATE TABLE ev (id INT, ts TIMESTAMP(3),\n"
+                   "  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (connector = "
+                   f"'filesystem', path = '{tmp}/ev.csv', format = 'csv');\n")
+            p = run_sql(["-p", "1"], ddl + "DESCRIBE ev;\nEXPLAIN SELECT id FROM ev;\n"
+                        "SELECT id, ts FROM ev WHERE id < 3;\n")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("ts - 5000 ms", p.stdout)
+            self.assertIn("WatermarkAssigner(rowtime=[ts], watermark=[ts - 5000 ms])", p.stdout)
+            self.assertIn('"description": "ev -> Calc -> WatermarkAssigner -> Sink: collect"',
+                          p.stdout)
+            self.assertIn("+I[2, 2024-01-01 00:00:01.000]", p.stdout)
+        for wm, what in [("WATERMARK FOR id AS id - 1", "the watermark's column 'id' of 'e' is "
+                          "INT, not TIMESTAMP(3)"),
+                         ("WATERMARK FOR nope AS nope", "the watermark's column 'nope' is not "
+                          "in table 'e'"),
+                         ("WATERMARK FOR ts AS ts + INTERVAL '1' SECOND",
+                          "not supported: a watermark other than column or column - INTERVAL"),
+                         ("WATERMARK FOR ts AS tz", "column 'tz' does not exist in e; did you "
+                          "mean 'ts'?"),
+                         ("WATERMARK ts AS ts", "a watermark is WATERMARK FOR column AS "
+                          "expression")]:
+            with self.subTest(watermark=wm):
+                p = run_sql([], f"CREATE TABLE e (id INT, ts TIMESTAMP(3), {wm}) WITH "
+                                "(connector = 'blackhole');")
+                self.assertNotEqual(p.returncode, 0)
+                self.assertIn(what, p.stderr)
+
     def test_set_refuses_a_bad_value(self):
         p = run_sql([], "SET 'parallelism.default' = 'many';")
         self.assertNotEqual(p.returncode, 0)

@@ -1,0 +1,3 @@
+CREATE TABLE w (id INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (connector = 'datagen');
+EXPLAIN SELECT id, ts FROM w WHERE id > 0;
+DESCRIBE w;
