@@ -31,6 +31,8 @@ iproute2            ip netns, veth, bridges: the chaos tests' test hosts (tests/
 nftables            packet filters of the chaos tests: partitions and packet loss
 openssh-server      sshd on the chaos tests' hosts: start-cluster.sh over ssh
 openssh-client      ssh and ssh-keygen: start-cluster.sh's remote hosts, their test
+librdkafka-dev      Kafka client of the Kafka connector plugin (libspate_kafka.so)
+maven               fetches the Apache Kafka broker's jars for the Kafka tests (kafka_jars below)
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')
@@ -41,8 +43,24 @@ for p in $names; do
     fi
 done
 
+# The Apache Kafka broker (KRaft mode, on the installed Java) that the
+# Kafka tests and kafka_bench start: its jars from Maven Central, pinned by
+# scripts/kafka/pom.xml, copied once into the cache (tests/e2e/kafkaserver.py
+# reads them there).
+kafka_jars() {
+    libs="${SPATE_CACHE:-$HOME/.cache/spate}/kafka-4.1.1/libs"
+    if ls "$libs"/kafka_2.13-4.1.1.jar >/dev/null 2>&1; then
+        return 0
+    fi
+    echo "install-deps: fetching the Kafka broker's jars into $libs"
+    mkdir -p "$libs"
+    (cd "$(dirname "$0")/kafka" && mvn -q -B dependency:copy-dependencies \
+        -DincludeScope=runtime -DoutputDirectory="$libs" </dev/null)
+}
+
 if [ -z "$missing" ]; then
     echo "install-deps: all $(echo $names | wc -w) packages present"
+    kafka_jars
     exit 0
 fi
 
@@ -58,4 +76,5 @@ if ! $SUDO apt-get install -y -q --no-install-recommends $missing </dev/null; th
     $SUDO apt-get update -q </dev/null
     $SUDO apt-get install -y -q --no-install-recommends $missing </dev/null
 fi
+kafka_jars
 echo "install-deps: done"

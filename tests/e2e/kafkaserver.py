@@ -1,0 +1,130 @@
+"""An Apache Kafka broker of its own for a test or benchmark: Kafka 4.x in
+KRaft mode (one process, broker and controller) on the installed Java, its
+jars from Maven Central in the cache that scripts/install-deps.sh fills
+(scripts/kafka/pom.xml, pinned), on 127.0.0.1 with free ports, a temporary
+log folder, started and stopped (kill -9) by pid. restart() keeps its ports
+and data, as a broker that went away and came back."""
+
+import base64
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+
+from spatetest import free_port
+
+KAFKA_VERSION = "4.1.1"
+KAFKA_LIBS = os.path.join(os.environ.get("SPATE_CACHE", os.path.expanduser("~/.cache/spate")),
+                          f"kafka-{KAFKA_VERSION}", "libs")
+
+
+def available():
+    """Why the broker cannot start here, or None."""
+    if shutil.which("java") is None:
+        return "no java (scripts/install-deps.sh installs it)"
+    if not glob.glob(os.path.join(KAFKA_LIBS, "kafka_2.13-*.jar")):
+        return f"no Kafka jars in {KAFKA_LIBS} (scripts/install-deps.sh fetches them)"
+    return None
+
+
+def _answers(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class KafkaServer:
+    """start(), stop() (kill -9 by pid), restart(), close();
+    bootstrap is "127.0.0.1:port"."""
+
+    def __init__(self, workdir=None):
+        self.own_dir = workdir is None
+        self.dir = workdir or tempfile.mkdtemp(prefix="spate-kafka-")
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.proc = None
+        self.logs = os.path.join(self.dir, "data")
+        self.cfg = os.path.join(self.dir, "server.properties")
+        with open(self.cfg, "w") as f:
+            f.write("process.roles=broker,controller\n"
+                    "node.id=1\n"
+                    f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}\n"
+                    f"listeners=PLAINTEXT://127.0.0.1:{self.port},"
+                    f"CONTROLLER://127.0.0.1:{self.controller_port}\n"
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}\n"
+                    "controller.listener.names=CONTROLLER\n"
+                    "inter.broker.listener.name=PLAINTEXT\n"
+                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+                    f"log.dirs={self.logs}\n"
+                    "num.partitions=1\n"
+                    "offsets.topic.replication.factor=1\n"
+                    "offsets.topic.num.partitions=4\n"
+                    "transaction.state.log.replication.factor=1\n"
+                    "transaction.state.log.min.isr=1\n"
+                    "transaction.state.log.num.partitions=4\n"
+                    "group.initial.rebalance.delay.ms=0\n"
+                    "auto.create.topics.enable=false\n"
+                    # Aborted transactions of killed writers end soon.
+                    "transaction.abort.timed.out.transaction.cleanup.interval.ms=1000\n"
+                    "transaction.max.timeout.ms=900000\n")
+        self.formatted = False
+
+    @property
+    def bootstrap(self):
+        return f"127.0.0.1:{self.port}"
+
+    def _java(self, main, *args, log=None):
+        cmd = [shutil.which("java"), "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "-Dlog4j2.level=WARN", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+               "-cp", os.path.join(KAFKA_LIBS, "*"), main, *args]
+        return subprocess.Popen(cmd, stdout=log or subprocess.DEVNULL,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def start(self, timeout=90.0):
+        why = available()
+        if why is not None:
+            raise RuntimeError(f"the Kafka broker cannot start: {why}")
+        log = open(os.path.join(self.dir, "kafka.log"), "a")
+        if not self.formatted:
+            cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            fmt = self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", self.cfg,
+                             log=log)
+            if fmt.wait(timeout) != 0:
+                log.close()
+                raise RuntimeError(f"formatting the Kafka log folder failed; see "
+                                   f"{self.dir}/kafka.log")
+            self.formatted = True
+        self.proc = self._java("kafka.Kafka", self.cfg, log=log)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while not _answers(self.port):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"Kafka exited with {self.proc.returncode}; see "
+                                   f"{self.dir}/kafka.log")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"Kafka did not answer on port {self.port} in {timeout} s")
+            time.sleep(0.1)
+        return self
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+        self.proc = None
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def close(self):
+        self.stop()
+        if self.own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
