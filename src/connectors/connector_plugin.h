@@ -48,6 +48,7 @@ struct connector_record {
     int64_t timestamp_ms; /* INT64_MIN: none */
     const char *split;    /* its split, for messages: "topic 'in' partition 2" */
     int64_t position;     /* its place in the split: an offset */
+    uint32_t split_id;    /* the reader's small number for its split (per-split watermarks) */
 };
 
 /* Hands the engine one element of state (a split, a committable). */

@@ -16,8 +16,10 @@ extern const struct operator_vtable named_sink_vtable;        /* named_sink.c */
 
 struct connector_context;
 struct named_connector_config;
-/* The context a named connector's plugin gets for op (named_source.c). */
+/* The context a named connector's plugin gets for op (named_source.c):
+ * c's options but the formats' (formats.h), in *options, which the caller
+ * frees after the plugin's reader or writer is closed. */
 void connector_context_init(struct connector_context *ctx, const struct stream_operator *op,
-                            const struct named_connector_config *c);
+                            const struct named_connector_config *c, const char ***options);
 
 #endif

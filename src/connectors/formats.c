@@ -85,6 +85,19 @@ format_release(struct record_format *f)
     f->doc = NULL;
 }
 
+bool
+format_owns_option(const char *key)
+{
+    static const char *const own[] = {
+        "format", "value.format", "key.format", "fields", "json.ignore-parse-errors", "key.fields"
+    };
+
+    for (size_t i = 0; i < ARRAY_SIZE(own); i++)
+        if (strcmp(own[i], key) == 0)
+            return true;
+    return false;
+}
+
 int
 format_field_index(const struct record_format *f, const char *name)
 {

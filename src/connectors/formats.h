@@ -43,6 +43,11 @@ int format_decode(struct record_format *f, const void *bytes, size_t len, void *
 /* Appends rec's encoded form to out. */
 void format_encode(struct record_format *f, const void *rec, struct byte_buf *out);
 
+/* Whether key is an option of the formats (read here, never passed to a
+ * connector's plugin): format, value.format, key.format, fields,
+ * json.ignore-parse-errors, key.fields. */
+bool format_owns_option(const char *key);
+
 /* The index of the tuple field named name in `fields` (or a field number),
  * or -1. */
 int format_field_index(const struct record_format *f, const char *name);

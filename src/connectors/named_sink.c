@@ -21,7 +21,8 @@ struct named_sink {
     const struct connector_sink_ops *ops;
     void *writer;
     struct record_format format;
-    int key_field; /* -1: records without a key */
+    const char **options; /* the plugin's (connector_context_init) */
+    int key_field;        /* -1: records without a key */
     struct byte_buf value, key;
     char msg[512];
 };
@@ -51,7 +52,7 @@ nk_open(struct stream_operator *op, spate_error *err)
                                "(a name of fields, or a field number)",
                                c->connector, key);
     s->ops = plugin->sink;
-    connector_context_init(&ctx, op, c);
+    connector_context_init(&ctx, op, c, &s->options);
     if ((s->writer = s->ops->open(&ctx, s->msg, sizeof s->msg)) == NULL)
         return spate_error_set(err, SPATE_EINVAL, "%s", s->msg);
     return 0;
@@ -67,6 +68,7 @@ nk_close(struct stream_operator *op)
     if (s->writer != NULL)
         s->ops->close(s->writer);
     format_release(&s->format);
+    free(s->options);
     free(s->value.data);
     free(s->key.data);
     free(s);

@@ -26,11 +26,20 @@ struct named_source {
     const struct connector_source_ops *ops;
     void *reader;
     struct record_format format;
-    void *rec; /* the record being emitted (the out type's storage) */
+    const char **options; /* the plugin's (connector_context_init) */
+    void *rec;            /* the record being emitted (the out type's storage) */
     bool started;
     bool failed; /* emit failed: the fetch's error is in err */
     spate_error *err;
     uint64_t skipped; /* malformed records skipped (json.ignore-parse-errors) */
+    /* Per-split watermarks: each split's largest timestamp and when its
+     * last record came (CLOCK_MONOTONIC ns), by split_id. */
+    struct split_time {
+        int64_t max_timestamp; /* INT64_MIN: no record yet */
+        uint64_t last_ns;
+    } * splits;
+    uint32_t nsplits;
+    uint64_t now_ns; /* of the fetch running */
     char msg[512];
 };
 
@@ -49,11 +58,21 @@ connector_log(void *arg, enum connector_log_level level, const char *msg)
 
 void
 connector_context_init(struct connector_context *ctx, const struct stream_operator *op,
-                       const struct named_connector_config *c)
+                       const struct named_connector_config *c, const char ***options)
 {
+    const char **own = xcalloc(2 * c->noptions + 1, sizeof *own);
+    size_t n = 0;
+
+    for (size_t i = 0; i < c->noptions; i++)
+        if (!format_owns_option(c->options[2 * i])) {
+            own[2 * n] = c->options[2 * i];
+            own[2 * n + 1] = c->options[2 * i + 1];
+            n++;
+        }
+    *options = own;
     *ctx = (struct connector_context){
-        .options = (const char *const *)c->options,
-        .noptions = c->noptions,
+        .options = own,
+        .noptions = n,
         .operator_name = op->config->name ? op->config->name : c->connector,
         .subtask = op->task->subtask,
         .parallelism = op->task->parallelism,
@@ -82,7 +101,7 @@ ns_open(struct stream_operator *op, spate_error *err)
         return rc;
     s->ops = plugin->source;
     s->rec = operator_out_storage(c->type);
-    connector_context_init(&ctx, op, c);
+    connector_context_init(&ctx, op, c, &s->options);
     if ((s->reader = s->ops->open(&ctx, s->msg, sizeof s->msg)) == NULL)
         return spate_error_set(err, SPATE_EINVAL, "%s", s->msg);
     return 0;
@@ -98,9 +117,27 @@ ns_close(struct stream_operator *op)
     if (s->reader != NULL)
         s->ops->close(s->reader);
     format_release(&s->format);
+    free(s->options);
+    free(s->splits);
     free(s->rec);
     free(s);
     op->impl = NULL;
+}
+
+static void
+split_seen(struct named_source *s, uint32_t id, int64_t timestamp)
+{
+    if (id >= s->nsplits) {
+        uint32_t n = id + 1;
+
+        s->splits = xrealloc(s->splits, n * sizeof *s->splits);
+        for (uint32_t i = s->nsplits; i < n; i++)
+            s->splits[i] = (struct split_time){ INT64_MIN, 0 };
+        s->nsplits = n;
+    }
+    if (timestamp > s->splits[id].max_timestamp)
+        s->splits[id].max_timestamp = timestamp;
+    s->splits[id].last_ns = s->now_ns;
 }
 
 static void
@@ -136,6 +173,7 @@ ns_emit(void *arg, const struct connector_record *r)
     }
     if (op->watermarks != NULL) {
         m.timestamp = watermark_generator_on_event(op, op->watermarks, s->rec, m.timestamp);
+        split_seen(s, r->split_id, m.timestamp);
         operator_emit(op, s->rec, &m);
         if (op->watermarks->watermark_fn != NULL)
             watermark_generator_punctuated(op, op->watermarks, s->rec, m.timestamp);
@@ -144,6 +182,29 @@ ns_emit(void *arg, const struct connector_record *r)
     if (m.timestamp == INT64_MIN)
         m.timestamp = RECORD_NO_TIMESTAMP;
     operator_emit(op, s->rec, &m);
+}
+
+/* Per-split watermarks (Flink's per-partition watermarks): the generator
+ * makes its watermark from the smallest of the splits' largest
+ * timestamps, so a split that is behind holds event time back; a split
+ * without records, or idle (the strategy's idleness), does not. */
+static void
+splits_watermark(struct stream_operator *op, struct named_source *s)
+{
+    uint64_t idle_ns = op->watermarks->idleness_ns;
+    int64_t min = INT64_MAX;
+
+    for (uint32_t i = 0; i < s->nsplits; i++) {
+        const struct split_time *t = &s->splits[i];
+
+        if (t->max_timestamp == INT64_MIN || (idle_ns && s->now_ns - t->last_ns > idle_ns))
+            continue;
+        if (t->max_timestamp < min)
+            min = t->max_timestamp;
+    }
+    /* The generator never emits a watermark below one it sent. */
+    if (min != INT64_MAX)
+        op->watermarks->max_timestamp = min;
 }
 
 static enum source_status
@@ -164,6 +225,7 @@ ns_poll(struct stream_operator *op, int budget, spate_error *err)
         return SOURCE_END;
     s->err = err;
     s->failed = false;
+    s->now_ns = clock_mono_ns();
     if (s->ops->fetch(s->reader, budget, ns_emit, op, &wait_ms, &status, s->msg, sizeof s->msg) !=
         0) {
         if (!s->failed)
@@ -172,6 +234,8 @@ ns_poll(struct stream_operator *op, int budget, spate_error *err)
     }
     if (s->failed)
         return SOURCE_END;
+    if (op->watermarks != NULL && s->nsplits > 1)
+        splits_watermark(op, s);
     if (status == CONNECTOR_FETCH_END)
         return SOURCE_END;
     if (status == CONNECTOR_FETCH_WAITING) {
