@@ -3,8 +3,8 @@
  *   kafka_tool BROKERS create TOPIC PARTITIONS
  *   kafka_tool BROKERS partitions TOPIC TOTAL      (adds partitions)
  *   kafka_tool BROKERS produce TOPIC [TS0 STEP]   (stdin lines, one record
- *       each, partition from "P<TAB>" before the line when given;
- *       timestamps TS0, TS0+STEP, ... when given)
+ *       each; timestamps TS0, TS0+STEP, ... when given; "P<n><TAB>" before
+ *       a line chooses its partition, "T<ms><TAB>" its timestamp)
  *   kafka_tool BROKERS consume TOPIC IDLE_MS      (read_committed, from the
  *       start of every partition; each record "P OFFSET VALUE" a line;
  *       ends when no record came for IDLE_MS after reaching the end)
@@ -128,20 +128,24 @@ produce(const char *brokers, const char *topic, long long ts0, long long step)
     }
     while ((len = getline(&line, &cap, stdin)) > 0) {
         int32_t partition = RD_KAFKA_PARTITION_UA;
+        long long line_ts = step ? ts : 0;
         char *v = line, *tab;
         rd_kafka_resp_err_t e;
 
         if (line[len - 1] == '\n')
             line[--len] = '\0';
-        if (line[0] == 'P' && (tab = strchr(line, '\t')) != NULL) {
-            partition = atoi(line + 1);
+        while ((v[0] == 'P' || v[0] == 'T') && (tab = strchr(v, '\t')) != NULL) {
+            if (v[0] == 'P')
+                partition = atoi(v + 1);
+            else
+                line_ts = atoll(v + 1);
             v = tab + 1;
         }
         do {
             e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                  RD_KAFKA_V_VALUE(v, strlen(v)),
-                                  RD_KAFKA_V_TIMESTAMP(step ? ts : 0), RD_KAFKA_V_END);
+                                  RD_KAFKA_V_VALUE(v, strlen(v)), RD_KAFKA_V_TIMESTAMP(line_ts),
+                                  RD_KAFKA_V_END);
             if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
                 rd_kafka_poll(rk, 10);
         } while (e == RD_KAFKA_RESP_ERR__QUEUE_FULL);

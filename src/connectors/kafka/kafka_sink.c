@@ -405,16 +405,20 @@ kw_prepare_commit(void *writer, int64_t checkpoint_id, connector_add_fn *add, vo
     if (w->guarantee == GUARANTEE_AT_LEAST_ONCE)
         return flush_all(w, w->rk, err, errlen);
     w->last_checkpoint = checkpoint_id;
-    if (w->rk == NULL)
-        return 0; /* nothing written since the last barrier: no transaction */
-    if (flush_all(w, w->rk, err, errlen) != 0)
+    if (w->rk != NULL && flush_all(w, w->rk, err, errlen) != 0)
         return -1;
-    len = strlen(w->txn_id);
+    /* A committable at every barrier, an empty id when nothing was written
+     * since the last one: a restored subtask learns the checkpoint's id
+     * from it, and so which transactional ids come next. */
+    len = w->rk != NULL ? strlen(w->txn_id) : 0;
     buf[0] = 1;
     memcpy(buf + 1, &subtask, 4);
     memcpy(buf + 5, &checkpoint_id, 8);
-    memcpy(buf + 13, w->txn_id, len);
+    if (len)
+        memcpy(buf + 13, w->txn_id, len);
     add(arg, buf, 13 + len);
+    if (w->rk == NULL)
+        return 0;
     w->pending = realloc(w->pending, (size_t)(w->npending + 1) * sizeof *w->pending);
     w->pending[w->npending++] = (struct txn){ w->rk, w->txn_id, checkpoint_id };
     rd_kafka_topic_destroy(w->rkt);
@@ -480,7 +484,7 @@ kw_recover(void *writer, const void *committable, size_t len, char *err, size_t 
 
     if (w->guarantee != GUARANTEE_EXACTLY_ONCE)
         return 0; /* a committable of an exactly-once run: nothing to do now */
-    if (len < 14 || b[0] != 1 || len - 13 >= sizeof id)
+    if (len < 13 || b[0] != 1 || len - 13 >= sizeof id)
         return kafka_fail(err, errlen,
                           "kafka sink: a committable of the restored state is malformed (%zu "
                           "bytes)",
@@ -493,10 +497,13 @@ kw_recover(void *writer, const void *committable, size_t len, char *err, size_t 
     if (checkpoint_id > w->last_checkpoint)
         w->last_checkpoint = checkpoint_id;
     /* Finishes the transaction: committed if its commit had begun. */
-    if ((rk = producer_new(w, id, err, errlen)) == NULL)
-        return -1;
-    rc = init_transactions(w, rk, id, err, errlen);
-    rd_kafka_destroy(rk);
+    rc = 0;
+    if (id[0] != '\0') {
+        if ((rk = producer_new(w, id, err, errlen)) == NULL)
+            return -1;
+        rc = init_transactions(w, rk, id, err, errlen);
+        rd_kafka_destroy(rk);
+    }
     /* A subtask the job no longer has: nobody else aborts what it left
      * open after the checkpoint. */
     if (rc == 0 && subtask >= w->ctx.parallelism)

@@ -1,0 +1,332 @@
+"""The Kafka connector against a real Apache Kafka broker (4.1.1, KRaft
+mode: kafkaserver.py), every output record read back with a read_committed
+consumer (tests/bin/kafka_tool) and checked (issue 25):
+
+- kafka_wordcount (words per 1 s event-time window, exactly once) fed
+  while it runs, through three kill -9 of TaskManagers: each (window, word)
+  once, with the count Python computes from the input;
+- a keyed stateful job (a rolling count per word) through three kill -9 of
+  TaskManagers: every update "word n" once (exactly_once.py's check);
+- a savepoint of the keyed job at p2 resumed at p3: it goes on from the
+  savepoint's offsets (every update once across both runs);
+- a partition added to the input topic mid-job is found and read;
+- a malformed JSON record fails the job naming its topic, partition and
+  offset, or is skipped and counted with json.ignore-parse-errors;
+- a missing topic and a wrong bootstrap address fail the job with a clear
+  error, and the cluster stays up;
+- the broker stopped (kill -9) for 30 s mid-job and started again: the job
+  recovers and nothing is lost or doubled.
+"""
+
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.dirname(__file__))
+import exactly_once  # noqa: E402
+from clustertest import ClusterTestCase, wait_for  # noqa: E402
+from kafkaserver import KafkaServer  # noqa: E402
+from spatetest import BUILD  # noqa: E402
+
+TOOL = os.path.join(BUILD, "tests", "bin", "kafka_tool")
+WORDCOUNT = os.path.join(BUILD, "examples", "kafka_wordcount.so")
+JOBS = os.path.join(BUILD, "tests", "e2e", "jobs", "job_kafka.so")
+TERMINAL = ("FINISHED", "FAILED", "CANCELED")
+# Restarts as often as the faults need, quickly.
+RESTART = ["-D", "restart-strategy.type=fixed-delay",
+           "-D", "restart-strategy.fixed-delay.attempts=1000",
+           "-D", "restart-strategy.fixed-delay.delay=500 ms"]
+NO_RESTART = ["-D", "restart-strategy.type=none"]
+T0 = 1_700_000_000_000  # the input's first event time (ms)
+
+KAFKA = None
+
+
+def setUpModule():
+    global KAFKA
+    KAFKA = KafkaServer().start()
+
+
+def tearDownModule():
+    if KAFKA is not None:
+        KAFKA.close()
+
+
+def tool(*args, input=None, timeout=120):
+    r = subprocess.run([TOOL, KAFKA.bootstrap, *args], input=input, capture_output=True,
+                       timeout=timeout)
+    if r.returncode != 0:
+        raise AssertionError(f"kafka_tool {' '.join(args)}: {r.stderr.decode(errors='replace')}")
+    return r.stdout.decode()
+
+
+def new_topic(name, partitions):
+    topic = f"{name}-{uuid.uuid4().hex[:8]}"
+    tool("create", topic, str(partitions))
+    return topic
+
+
+def produce(topic, lines, ts0=None, step=None):
+    """lines: values, each "P<n>\\t" before it to choose the partition."""
+    data = ("\n".join(lines) + "\n").encode()
+    if ts0 is None:
+        tool("produce", topic, input=data)
+    else:
+        tool("produce", topic, str(ts0), str(step), input=data)
+
+
+def consume(topic, idle_ms=1000):
+    """Every committed record of topic: [(partition, offset, value)]."""
+    out = []
+    for line in tool("consume", topic, str(idle_ms), timeout=300).splitlines():
+        p, o, v = line.split(" ", 2)
+        out.append((int(p), int(o), v))
+    return out
+
+
+class Feeder:
+    """Writes lines into a topic at about `rate` lines a second from a
+    thread (a kafka_tool producer fed through its stdin), with event times
+    T0 + i * step, line i to partition i mod partitions; then, when tail is
+    given, that line into every partition an hour of event time later, so
+    that every window of the lines closes."""
+
+    def __init__(self, topic, lines, partitions, rate, step, tail=None):
+        self.lines = lines
+        self.tail = tail
+        self.tail_ts = T0 + len(lines) * step + 3_600_000
+        self.partitions = partitions
+        self.rate = rate
+        self.proc = subprocess.Popen([TOOL, KAFKA.bootstrap, "produce", topic, str(T0),
+                                      str(step)], stdin=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        batch = max(1, self.rate // 20)
+        try:
+            for i in range(0, len(self.lines), batch):
+                chunk = "".join(f"P{j % self.partitions}\t{self.lines[j]}\n"
+                                for j in range(i, min(i + batch, len(self.lines))))
+                self.proc.stdin.write(chunk.encode())
+                self.proc.stdin.flush()
+                time.sleep(0.05)
+            if self.tail is not None:
+                self.proc.stdin.write("".join(f"P{p}\tT{self.tail_ts}\t{self.tail}\n"
+                                              for p in range(self.partitions)).encode())
+            self.proc.stdin.close()
+            self.proc.wait(120)
+        finally:
+            self.done.set()
+
+    def wait(self):
+        self.done.wait(600)
+        if self.proc.returncode != 0:
+            raise AssertionError(f"the feeder failed: {self.proc.stderr.read().decode()}")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def word_lines(n, seed=3, vocabulary=50):
+    """n lines of 1 to 4 words from a skewed vocabulary, deterministic."""
+    import random
+    rnd = random.Random(seed)
+    words = [f"w{k}" for k in range(vocabulary)]
+    weights = [1.0 / (k + 1) for k in range(vocabulary)]
+    return [" ".join(rnd.choices(words, weights, k=rnd.randint(1, 4))) for _ in range(n)]
+
+
+class KafkaTestCase(ClusterTestCase):
+    def run_detached(self, library, *args, parallelism, conf=(), savepoint=None):
+        cmd = [*conf, "-D", f"state.checkpoints.dir={self.tmp}/checkpoints",
+               "-D", f"state.savepoints.dir={self.tmp}/savepoints",
+               "run", "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", str(parallelism)]
+        if savepoint is not None:
+            cmd += ["-s", savepoint]
+        r = self.spate(*cmd, library, *args, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        return re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
+
+    def job_state(self, jid):
+        status, job = self.rest(f"/jobs/{jid}")
+        self.assertEqual(status, 200, job)
+        return job
+
+    def wait_state(self, jid, states, timeout=180.0):
+        return wait_for(lambda: (lambda j: j if j["state"] in states else None)(
+            self.job_state(jid)), timeout, f"job {jid} in {states}")
+
+    def checkpoints(self, jid):
+        status, s = self.rest(f"/jobs/{jid}/checkpoints")
+        self.assertEqual(status, 200, s)
+        return s
+
+    def wait_running_with_checkpoint(self, jid, after=0, timeout=120.0):
+        """Every task running and a checkpoint completed with an id above
+        after: the checkpoint's id."""
+        def ok():
+            j = self.job_state(jid)
+            if j["state"] in TERMINAL:
+                raise AssertionError(f"job {jid} ended {j['state']}: {j.get('failure')}")
+            t = j.get("tasks", {})
+            if j["state"] != "RUNNING" or t.get("running") != t.get("total"):
+                return None
+            latest = (self.checkpoints(jid).get("latest") or {}).get("completed")
+            return latest["id"] if latest and latest["id"] > after else None
+        return wait_for(ok, timeout, f"job {jid} running with a checkpoint after {after}")
+
+    def resource_id(self, tm):
+        return tm.wait_log(r"TaskExecutor (\S+) started at").group(1)
+
+    def taskmanagers_of(self, jid):
+        ids = set()
+        for v in self.job_state(jid)["vertices"]:
+            status, d = self.rest(f"/jobs/{jid}/vertices/{v['id']}")
+            self.assertEqual(status, 200, d)
+            ids |= {s["taskmanager-id"] for s in d["subtasks"] if s["status"] == "RUNNING"}
+        return ids
+
+    def kill_taskmanagers(self, jid, kills):
+        """kills times: a checkpoint completed with every task running, then
+        kill -9 of a TaskManager running the job."""
+        last = 0
+        for _ in range(kills):
+            last = self.wait_running_with_checkpoint(jid, after=last)
+            running = self.taskmanagers_of(jid)
+            victim = next((tm for tm in self.tms if self.resource_id(tm) in running), None)
+            self.assertIsNotNone(victim, f"no TaskManager of ours runs {jid}: {running}")
+            victim.kill()
+            self.tms.remove(victim)
+        return self.wait_running_with_checkpoint(jid, after=last)
+
+    def cancel(self, jid):
+        r = self.spate("cancel", "-m", f"127.0.0.1:{self.rest_port}", jid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.wait_state(jid, TERMINAL)
+
+    def exceptions(self, jid):
+        status, body = self.rest(f"/jobs/{jid}/exceptions")
+        self.assertEqual(status, 200, body)
+        return json.dumps(body)
+
+    def wait_records(self, topic, n, timeout=180.0):
+        """The topic's committed records once there are n of them; then once
+        more a while later, so that a record committed twice shows."""
+        seen = [0]
+
+        def enough():
+            seen[0] = len(consume(topic, 300))
+            return seen[0] >= n or None
+        try:
+            wait_for(enough, timeout, f"{n} committed records in {topic}", interval=1.0)
+        except AssertionError as e:
+            # The check that follows names what is missing.
+            sys.stderr.write(f"\n{e} (there are {seen[0]})\n")
+        time.sleep(2)
+        return consume(topic)
+
+
+def expected_windows(lines, step, window_ms=1000):
+    """{(window start, word): count} of kafka_wordcount over lines (line i
+    at T0 + i * step)."""
+    counts = collections.Counter()
+    for i, line in enumerate(lines):
+        ts = T0 + i * step
+        for w in re.findall(r"[a-z0-9]+", line.lower()):
+            counts[(ts - ts % window_ms, w)] += 1
+    return counts
+
+
+def check_windows(testcase, records, expected):
+    seen = collections.Counter()
+    wrong = []
+    for _, _, v in records:
+        r = json.loads(v)
+        key = (r["window"], r["word"])
+        seen[key] += 1
+        if expected.get(key) != r["count"]:
+            wrong.append((key, r["count"], expected.get(key)))
+    twice = {k: c for k, c in seen.items() if c > 1}
+    lost = [k for k in expected if k not in seen]
+    sys.stderr.write(f"\n{testcase.id().split('.')[-1]}: {len(expected)} windowed counts "
+                     f"expected, {len(records)} committed, {len(lost)} lost, {len(twice)} "
+                     f"twice, {len(wrong)} wrong\n")
+    testcase.assertEqual((lost[:5], twice, wrong[:5]), ([], {}, []))
+
+
+class ExactlyOnceKillTest(KafkaTestCase):
+    """Three kill -9 of TaskManagers while jobs read and write Kafka; five
+    TaskManagers of one slot, so that the two slots of p2 remain."""
+
+    def setUp(self):
+        super().setUp()
+        self.start_jobmanager(*RESTART)
+        self.tms = [self.start_taskmanager(slots=1) for _ in range(5)]
+        self.wait_overview(5, slots=5)
+
+    def test_kafka_wordcount_exactly_once_through_three_kills(self):
+        words = new_topic("words", 4)
+        counts = new_topic("counts", 2)
+        step = 2  # ms of event time per line: 500 lines a window
+        lines = word_lines(24000)
+        jid = self.run_detached(WORDCOUNT, "--brokers", KAFKA.bootstrap, "--input-topic", words,
+                                "--output-topic", counts, "--checkpoint-ms", "300",
+                                parallelism=2, conf=RESTART)
+        feeder = Feeder(words, lines, 4, rate=1500, step=step, tail="end")
+        try:
+            self.kill_taskmanagers(jid, int(os.environ.get("KILLS", "3")))
+            feeder.wait()
+        finally:
+            feeder.kill()
+        # The tail's window stays open: "end" is in no window written.
+        expected = expected_windows(lines, step)
+        records = self.wait_records(counts, len(expected))
+        s = self.checkpoints(jid)
+        self.assertGreaterEqual(s["counts"]["restored"], int(os.environ.get("KILLS", "3")), s["counts"])
+        self.cancel(jid)
+        check_windows(self, records, expected)
+
+    def test_keyed_job_exactly_once_through_three_kills(self):
+        words = new_topic("keyed-in", 3)
+        out = new_topic("keyed-out", 2)
+        lines = word_lines(20000, seed=5)
+        jid = self.run_detached(
+            JOBS, "keyed", "-c", "300",
+            "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+            "--source", f"topic={words}", "--source", "scan.startup.mode=earliest-offset",
+            "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}", "--sink", f"topic={out}",
+            "--sink", "sink.delivery-guarantee=exactly-once",
+            "--sink", f"sink.transactional-id-prefix=keyed-{out}",
+            parallelism=2, conf=RESTART)
+        feeder = Feeder(words, lines, 3, rate=1500, step=1)
+        try:
+            self.kill_taskmanagers(jid, 3)
+            feeder.wait()
+        finally:
+            feeder.kill()
+        expected = collections.Counter(w for line in lines for w in line.split())
+        records = self.wait_records(out, sum(expected.values()))
+        self.cancel(jid)
+        updates = collections.defaultdict(list)
+        for _, _, v in records:
+            word, n = exactly_once.parse_word_count(v.encode())
+            updates[word].append(n)
+        r = exactly_once.check_rolling_counts(dict(updates), dict(expected))
+        sys.stderr.write(f"\nkeyed job, three kills: {r.message(keys=3)}\n")
+        self.assertTrue(r.ok, r.message())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
