@@ -234,6 +234,10 @@ class KafkaTestCase(ClusterTestCase):
         except AssertionError as e:
             # The check that follows names what is missing.
             sys.stderr.write(f"\n{e} (there are {seen[0]})\n")
+            # What a read_uncommitted reader sees besides, in the log.
+            every = tool("consume", topic, "1000", "read_uncommitted").splitlines()
+            sys.stderr.write(f"read_uncommitted: {len(every)} records, the first "
+                             f"{every[:3]}\n")
         time.sleep(2)
         return consume(topic)
 
@@ -302,30 +306,230 @@ class ExactlyOnceKillTest(KafkaTestCase):
         words = new_topic("keyed-in", 3)
         out = new_topic("keyed-out", 2)
         lines = word_lines(20000, seed=5)
-        jid = self.run_detached(
-            JOBS, "keyed", "-c", "300",
-            "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
-            "--source", f"topic={words}", "--source", "scan.startup.mode=earliest-offset",
-            "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}", "--sink", f"topic={out}",
-            "--sink", "sink.delivery-guarantee=exactly-once",
-            "--sink", f"sink.transactional-id-prefix=keyed-{out}",
-            parallelism=2, conf=RESTART)
+        jid = self.run_detached(JOBS, *keyed_args(words, out), parallelism=2, conf=RESTART)
         feeder = Feeder(words, lines, 3, rate=1500, step=1)
         try:
             self.kill_taskmanagers(jid, 3)
             feeder.wait()
         finally:
             feeder.kill()
-        expected = collections.Counter(w for line in lines for w in line.split())
-        records = self.wait_records(out, sum(expected.values()))
+        records = self.wait_records(out, sum(len(line.split()) for line in lines))
         self.cancel(jid)
-        updates = collections.defaultdict(list)
-        for _, _, v in records:
-            word, n = exactly_once.parse_word_count(v.encode())
-            updates[word].append(n)
-        r = exactly_once.check_rolling_counts(dict(updates), dict(expected))
-        sys.stderr.write(f"\nkeyed job, three kills: {r.message(keys=3)}\n")
-        self.assertTrue(r.ok, r.message())
+        check_keyed(self, records, lines, "keyed job, three kills")
+
+def keyed_args(inp, out, guarantee="exactly-once", extra=()):
+    """The keyed job's arguments: checkpoints every 300 ms, from the
+    earliest offsets of inp into out."""
+    return ["keyed", "-c", "300",
+            "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+            "--source", f"topic={inp}", "--source", "scan.startup.mode=earliest-offset",
+            "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}", "--sink", f"topic={out}",
+            "--sink", f"sink.delivery-guarantee={guarantee}",
+            "--sink", f"sink.transactional-id-prefix=keyed-{out}", *extra]
+
+
+def check_keyed(testcase, records, lines, what):
+    expected = collections.Counter(w for line in lines for w in line.split())
+    updates = collections.defaultdict(list)
+    for _, _, v in records:
+        word, n = exactly_once.parse_word_count(v.encode())
+        updates[word].append(n)
+    r = exactly_once.check_rolling_counts(dict(updates), dict(expected))
+    sys.stderr.write(f"\n{what}: {r.message(keys=3)}\n")
+    testcase.assertTrue(r.ok, r.message())
+
+
+class KafkaJobsTest(KafkaTestCase):
+    """Discovery, rescaling, bad input: two TaskManagers of three slots."""
+
+    def setUp(self):
+        super().setUp()
+        self.start_jobmanager()
+        self.tms = [self.start_taskmanager(slots=3) for _ in range(2)]
+        self.wait_overview(2, slots=6)
+
+    def copy_args(self, inp, out, *extra):
+        return ["copy", "-c", "200",
+                "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                "--source", f"topic={inp}", "--source", "scan.startup.mode=earliest-offset",
+                "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                "--sink", f"topic={out}", *extra]
+
+    def test_a_partition_added_mid_job_is_read_from_its_start(self):
+        inp = new_topic("grow", 1)
+        out = new_topic("grow-out", 1)
+        produce(inp, [f"a{i}" for i in range(100)])
+        jid = self.run_detached(JOBS, *self.copy_args(
+            inp, out, "--source", "scan.topic-partition-discovery.interval=500 ms"),
+            parallelism=2, conf=NO_RESTART)
+        self.wait_records(out, 100, timeout=60)
+        tool("partitions", inp, "2")
+        produce(inp, [f"P1\tb{i}" for i in range(100)])
+        values = sorted(v for _, _, v in self.wait_records(out, 200, timeout=60))
+        self.assertEqual(values, sorted([f"a{i}" for i in range(100)] +
+                                        [f"b{i}" for i in range(100)]))
+        logs = "".join(tm.text() for tm in self.tms)
+        self.assertRegex(logs, rf"partition discovery: reading new topic '{inp}' partition 1 "
+                               r"from offset 0")
+        self.assertEqual(self.job_state(jid)["state"], "RUNNING")
+        self.cancel(jid)
+
+    def test_savepoint_at_p2_resumed_at_p3_continues_from_its_offsets(self):
+        inp = new_topic("rescale", 3)
+        out = new_topic("rescale-out", 2)
+        lines = word_lines(9000, seed=11)
+        produce(inp, [f"P{i % 3}\t{line}" for i, line in enumerate(lines[:6000])])
+        jid = self.run_detached(JOBS, *keyed_args(inp, out), parallelism=2)
+        self.wait_running_with_checkpoint(jid)
+        r = self.spate("stop", "-m", f"127.0.0.1:{self.rest_port}", "-p",
+                       f"{self.tmp}/savepoints", jid, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sp = re.search(r"Savepoint completed\. Path: (\S+)", r.stdout).group(1)
+        before = len(consume(out))
+        self.assertGreater(before, 0)
+        produce(inp, [f"P{i % 3}\t{line}" for i, line in enumerate(lines[6000:])])
+        jid2 = self.run_detached(JOBS, *keyed_args(inp, out), parallelism=3, savepoint=sp)
+        total = sum(len(line.split()) for line in lines)
+        records = self.wait_records(out, total)
+        self.cancel(jid2)
+        check_keyed(self, records, lines,
+                    f"savepoint at p2 after {before} updates, resumed at p3")
+
+    def json_input(self, topic):
+        good = [json.dumps({"word": f"w{i}", "n": i}) for i in range(6)]
+        produce(topic, good[:3] + ['{"word": "broken", "n": '] + good[3:])
+        return [f"w{i} {i}" for i in range(6)]
+
+    def json_args(self, inp, out, *extra):
+        return ["json", "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                "--source", f"topic={inp}", "--source", "scan.startup.mode=earliest-offset",
+                "--source", "scan.bounded.mode=latest-offset", "--source", "value.format=json",
+                "--source", "fields=word,n", "--sink",
+                f"properties.bootstrap.servers={KAFKA.bootstrap}", "--sink", f"topic={out}",
+                *extra]
+
+    def test_a_malformed_json_record_fails_the_job_naming_its_offset(self):
+        inp = new_topic("json", 1)
+        out = new_topic("json-out", 1)
+        self.json_input(inp)
+        jid = self.run_detached(JOBS, *self.json_args(inp, out), parallelism=1,
+                                conf=NO_RESTART)
+        job = self.wait_state(jid, TERMINAL, timeout=60)
+        self.assertEqual(job["state"], "FAILED")
+        self.assertRegex(job.get("failure", "") + self.exceptions(jid),
+                         rf"topic '{inp}' partition 0 offset 3 \(json.ignore-parse-errors "
+                         r"skips it\): malformed JSON")
+        self.wait_overview(2, slots=6, available=6)
+
+    def test_a_malformed_json_record_is_skipped_and_counted_when_told(self):
+        inp = new_topic("json-skip", 1)
+        out = new_topic("json-skip-out", 1)
+        expected = self.json_input(inp)
+        jid = self.run_detached(JOBS, *self.json_args(
+            inp, out, "--source", "json.ignore-parse-errors=true"), parallelism=1,
+            conf=NO_RESTART)
+        job = self.wait_state(jid, TERMINAL, timeout=60)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        self.assertEqual([v for _, _, v in consume(out)], expected)
+        logs = "".join(tm.text() for tm in self.tms)
+        self.assertRegex(logs, rf"skipped 1 malformed records, the last at topic '{inp}' "
+                               r"partition 0 offset 3")
+
+    def test_a_missing_topic_fails_the_job_and_the_cluster_stays_up(self):
+        out = new_topic("missing-out", 1)
+        jid = self.run_detached(JOBS, *self.copy_args("no-such-topic", out), parallelism=1,
+                                conf=NO_RESTART)
+        job = self.wait_state(jid, TERMINAL, timeout=60)
+        self.assertEqual(job["state"], "FAILED")
+        self.assertIn(f"topic 'no-such-topic' does not exist on the brokers "
+                      f"'{KAFKA.bootstrap}'", job.get("failure", "") + self.exceptions(jid))
+        self.wait_overview(2, slots=6, available=6)
+
+    def test_a_wrong_bootstrap_address_fails_the_job_and_the_cluster_stays_up(self):
+        jid = self.run_detached(JOBS, "copy", "--source",
+                                "properties.bootstrap.servers=127.0.0.1:1", "--source",
+                                "topic=words", "--sink", "properties.bootstrap.servers=127.0.0.1:1",
+                                "--sink", "topic=out", parallelism=1, conf=NO_RESTART)
+        job = self.wait_state(jid, TERMINAL, timeout=90)
+        self.assertEqual(job["state"], "FAILED")
+        self.assertRegex(job.get("failure", "") + self.exceptions(jid),
+                         r"cannot reach the Kafka brokers '127\.0\.0\.1:1' in 10000 ms")
+        self.wait_overview(2, slots=6, available=6)
+
+    def test_an_unknown_option_fails_the_job_naming_it(self):
+        jid = self.run_detached(JOBS, *self.copy_args("words", "out", "--sink", "sink.bogus=1"),
+                                parallelism=1, conf=NO_RESTART)
+        job = self.wait_state(jid, TERMINAL, timeout=60)
+        self.assertEqual(job["state"], "FAILED")
+        self.assertIn("unsupported option 'sink.bogus'", job.get("failure", "") +
+                      self.exceptions(jid))
+
+
+class BrokerOutageTest(KafkaTestCase):
+    """The broker killed for 30 s under a running exactly-once job, then
+    started again on its ports and data: a broker of its own."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.broker = KafkaServer().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.broker.close()
+
+    def setUp(self):
+        super().setUp()
+        self.start_jobmanager(*RESTART)
+        self.tms = [self.start_taskmanager(slots=2) for _ in range(2)]
+        self.wait_overview(2, slots=4)
+
+    def test_the_job_recovers_after_the_broker_was_down_30_s(self):
+        global KAFKA
+        module_broker, KAFKA = KAFKA, self.broker
+        try:
+            inp = new_topic("outage", 2)
+            out = new_topic("outage-out", 2)
+            lines = word_lines(8000, seed=17)
+            produce(inp, [f"P{i % 2}\t{line}" for i, line in enumerate(lines[:4000])])
+            jid = self.run_detached(JOBS, *keyed_args(inp, out), parallelism=2, conf=RESTART)
+            first = self.wait_running_with_checkpoint(jid)
+            self.broker.stop()
+            time.sleep(30)  # the outage itself, not a wait for a condition
+            self.broker.start()
+            produce(inp, [f"P{i % 2}\t{line}" for i, line in enumerate(lines[4000:])])
+            self.wait_running_with_checkpoint(jid, after=first, timeout=180)
+            total = sum(len(line.split()) for line in lines)
+            records = self.wait_records(out, total)
+            self.cancel(jid)
+            check_keyed(self, records, lines, "broker down 30 s")
+        finally:
+            KAFKA = module_broker
+
+
+class SinkRecoveryTest(unittest.TestCase):
+    """The sink's committables restored when the task died between its
+    checkpoint's completion and its commit (a window no kill can hit on
+    purpose): the transaction is aborted by the restore, its mark is not in
+    the group, its records are written again; and when it had committed,
+    nothing is written twice."""
+
+    def check(self, how):
+        topic = new_topic(f"recovery-{how}", 2)
+        r = subprocess.run([os.path.join(BUILD, "tests", "bin", "kafka_sink_check"),
+                            KAFKA.bootstrap, topic, f"check-{topic}", how, "500"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        values = sorted(v for _, _, v in consume(topic))
+        self.assertEqual(values, sorted(f"r{i}" for i in range(500)))
+        return r.stderr
+
+    def test_a_transaction_that_never_committed_is_written_again_once(self):
+        log = self.check("lost")
+        self.assertIn("had not committed: wrote its 500 records again", log)
+
+    def test_a_committed_transaction_is_not_written_again(self):
+        log = self.check("committed")
+        self.assertNotIn("wrote its", log)
 
 
 if __name__ == "__main__":

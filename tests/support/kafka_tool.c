@@ -5,7 +5,8 @@
  *   kafka_tool BROKERS produce TOPIC [TS0 STEP]   (stdin lines, one record
  *       each; timestamps TS0, TS0+STEP, ... when given; "P<n><TAB>" before
  *       a line chooses its partition, "T<ms><TAB>" its timestamp)
- *   kafka_tool BROKERS consume TOPIC IDLE_MS      (read_committed, from the
+ *   kafka_tool BROKERS consume TOPIC IDLE_MS [ISOLATION] (read_committed
+ *       unless ISOLATION is read_uncommitted; from the
  *       start of every partition; each record "P OFFSET VALUE" a line;
  *       ends when no record came for IDLE_MS after reaching the end)
  * Exit 0, or 1 with a message on stderr. */
@@ -166,12 +167,12 @@ produce(const char *brokers, const char *topic, long long ts0, long long step)
 }
 
 static int
-consume(const char *brokers, const char *topic, int idle_ms)
+consume(const char *brokers, const char *topic, int idle_ms, const char *isolation)
 {
     const char *const extra[] = { "group.id",
                                   "kafka-tool",
                                   "isolation.level",
-                                  "read_committed",
+                                  isolation,
                                   "enable.auto.commit",
                                   "false",
                                   "enable.partition.eof",
@@ -236,7 +237,7 @@ main(int argc, char **argv)
         return produce(argv[1], argv[3], argc >= 6 ? atoll(argv[4]) : 0,
                        argc >= 6 ? atoll(argv[5]) : 0);
     if (argc >= 5 && strcmp(argv[2], "consume") == 0)
-        return consume(argv[1], argv[3], atoi(argv[4]));
+        return consume(argv[1], argv[3], atoi(argv[4]), argc >= 6 ? argv[5] : "read_committed");
     fprintf(stderr, "usage: kafka_tool BROKERS create|partitions|produce|consume TOPIC ...\n");
     return 1;
 }

@@ -4,13 +4,18 @@
  * every record written so far) and exactly-once (Kafka transactions: the
  * records between two barriers go in one transaction of its own
  * transactional producer, `<prefix>-<subtask>-<n>` with n one past the
- * last barrier's checkpoint id; the barrier flushes it and makes it a
- * committable; the checkpoint's completion commits it). On restore the
- * committables of the checkpoint are finished (librdkafka cannot resume a
- * transaction: initializing its id completes a commit that had begun and
- * aborts one that had not) and the transactions earlier attempts may have
- * left open after the checkpoint are aborted, so that read_committed
- * readers never wait for them. Task thread only. */
+ * last barrier's checkpoint id; the barrier flushes it, marks it with the
+ * checkpoint's id as an offset of the group `<prefix>-<subtask>`, committed
+ * with the transaction, and makes it a committable that holds its records;
+ * the checkpoint's completion commits it). On restore each committable's
+ * transaction is finished (initializing its id completes a commit that had
+ * begun and aborts one that had not: librdkafka cannot resume another
+ * producer's transaction, as Flink's Java producer does by reflection);
+ * when its mark is not in the group, the commit never happened and its
+ * records are written again in a transaction of their own, with the mark.
+ * The transactions earlier attempts may have left open after the
+ * checkpoint are aborted, so that read_committed readers never wait for
+ * them. Task thread only. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +60,11 @@ struct kwriter {
     struct txn *pending;
     int npending;
     uint64_t writes;
+    /* Exactly-once: the records of the open transaction (key length or
+     * UINT32_MAX for none, key, value length, value, timestamp), kept in
+     * its committable so that a restore can write them again. */
+    uint8_t *log;
+    size_t log_len, log_cap;
     bool failed; /* a delivery failed: the message is in failure */
     char failure[512];
 };
@@ -262,6 +272,7 @@ kw_close(void *writer)
         free(w->pending[i].id);
     }
     free(w->pending);
+    free(w->log);
     free(w);
 }
 
@@ -299,7 +310,7 @@ ensure_transaction(struct kwriter *w, char *err, size_t errlen)
         /* The first transaction of a restarted attempt: its own id fences
          * the earlier attempt's; the ids after it are aborted here. */
         if ((w->restored || w->ctx.attempt > 0) &&
-            abort_ids(w, w->ctx.subtask, w->last_checkpoint + 2, KAFKA_LINGERING_IDS - 1, err,
+            abort_ids(w, w->ctx.subtask, w->last_checkpoint + 1, KAFKA_LINGERING_IDS, err,
                       errlen) != 0)
             return -1;
         w->aborted_lingering = true;
@@ -337,6 +348,36 @@ partition_of(struct kwriter *w)
     }
 }
 
+static void
+log_put(struct kwriter *w, const void *p, size_t n)
+{
+    if (w->log_len + n > w->log_cap) {
+        size_t cap = w->log_cap ? w->log_cap : 4096;
+
+        while (cap < w->log_len + n)
+            cap *= 2;
+        if ((w->log = realloc(w->log, cap)) == NULL)
+            abort(); /* control-plane sized: out of memory ends the process */
+        w->log_cap = cap;
+    }
+    memcpy(w->log + w->log_len, p, n);
+    w->log_len += n;
+}
+
+static void
+log_record(struct kwriter *w, const void *key, size_t key_len, const void *value, size_t value_len,
+           int64_t timestamp_ms)
+{
+    uint32_t kl = key ? (uint32_t)key_len : UINT32_MAX, vl = (uint32_t)value_len;
+
+    log_put(w, &kl, 4);
+    if (key)
+        log_put(w, key, key_len);
+    log_put(w, &vl, 4);
+    log_put(w, value, value_len);
+    log_put(w, &timestamp_ms, 8);
+}
+
 static int
 kw_write(void *writer, const void *key, size_t key_len, const void *value, size_t value_len,
          int64_t timestamp_ms, char *err, size_t errlen)
@@ -366,6 +407,8 @@ kw_write(void *writer, const void *key, size_t key_len, const void *value, size_
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
         return kafka_fail(err, errlen, "kafka sink: cannot write to topic '%s': %s", w->topic,
                           rd_kafka_err2str(e));
+    if (w->guarantee == GUARANTEE_EXACTLY_ONCE)
+        log_record(w, key, key_len, value, value_len, timestamp_ms);
     return 0;
 }
 
@@ -391,32 +434,72 @@ flush_all(struct kwriter *w, rd_kafka_t *rk, char *err, size_t errlen)
 
 /* A committable: u8 version 1, i32 subtask, i64 checkpoint id, the
  * transactional id's bytes. */
+/* Adds the mark of checkpoint_id to rk's transaction: the offset
+ * checkpoint_id of the output topic's partition 0 in the group
+ * `<prefix>-<subtask>`, which Kafka commits with the transaction. */
+static int
+mark_transaction(struct kwriter *w, rd_kafka_t *rk, int32_t subtask, int64_t checkpoint_id,
+                 char *err, size_t errlen)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_consumer_group_metadata_t *g;
+    rd_kafka_error_t *e;
+    char group[600];
+
+    snprintf(group, sizeof group, "%s-%d", w->prefix, subtask);
+    g = rd_kafka_consumer_group_metadata_new(group);
+    rd_kafka_topic_partition_list_add(l, w->topic, 0)->offset = checkpoint_id;
+    e = rd_kafka_send_offsets_to_transaction(rk, l, g, KAFKA_REQUEST_TIMEOUT_MS);
+    rd_kafka_consumer_group_metadata_destroy(g);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (e == NULL)
+        return 0;
+    kafka_fail(err, errlen,
+               "kafka sink: cannot mark the transaction of checkpoint %" PRId64
+               " in group '%s': %s",
+               checkpoint_id, group, rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    return -1;
+}
+
+/* A committable: u8 version 2, i32 subtask, i64 checkpoint id, u16 length
+ * and bytes of the transactional id (empty: nothing was written since the
+ * last barrier), then the transaction's records (log_record's form). */
 static int
 kw_prepare_commit(void *writer, int64_t checkpoint_id, connector_add_fn *add, void *arg, char *err,
                   size_t errlen)
 {
     struct kwriter *w = writer;
-    uint8_t buf[13 + 512];
-    size_t len;
     int32_t subtask = w->ctx.subtask;
+    uint8_t *buf;
+    uint16_t idlen;
 
     if (w->guarantee == GUARANTEE_NONE)
         return 0;
     if (w->guarantee == GUARANTEE_AT_LEAST_ONCE)
         return flush_all(w, w->rk, err, errlen);
     w->last_checkpoint = checkpoint_id;
-    if (w->rk != NULL && flush_all(w, w->rk, err, errlen) != 0)
+    if (w->rk != NULL && (flush_all(w, w->rk, err, errlen) != 0 ||
+                          mark_transaction(w, w->rk, subtask, checkpoint_id, err, errlen) != 0))
         return -1;
     /* A committable at every barrier, an empty id when nothing was written
      * since the last one: a restored subtask learns the checkpoint's id
      * from it, and so which transactional ids come next. */
-    len = w->rk != NULL ? strlen(w->txn_id) : 0;
-    buf[0] = 1;
+    idlen = (uint16_t)(w->rk != NULL ? strlen(w->txn_id) : 0);
+    buf = malloc(15 + idlen + w->log_len);
+    if (buf == NULL)
+        abort();
+    buf[0] = 2;
     memcpy(buf + 1, &subtask, 4);
     memcpy(buf + 5, &checkpoint_id, 8);
-    if (len)
-        memcpy(buf + 13, w->txn_id, len);
-    add(arg, buf, 13 + len);
+    memcpy(buf + 13, &idlen, 2);
+    if (idlen)
+        memcpy(buf + 15, w->txn_id, idlen);
+    if (w->log_len)
+        memcpy(buf + 15 + idlen, w->log, w->log_len);
+    add(arg, buf, 15 + idlen + w->log_len);
+    free(buf);
+    w->log_len = 0;
     if (w->rk == NULL)
         return 0;
     w->pending = realloc(w->pending, (size_t)(w->npending + 1) * sizeof *w->pending);
@@ -471,43 +554,181 @@ kw_commit(void *writer, int64_t checkpoint_id, char *err, size_t errlen)
     return rc;
 }
 
+/* The mark of group `<prefix>-<subtask>`: the last checkpoint id whose
+ * transaction committed, -1 for none; -2 with err set on failure. */
+static int64_t
+committed_mark(struct kwriter *w, int32_t subtask, char *err, size_t errlen)
+{
+    char group[600], why[512];
+    const char *const extra[] = {
+        "group.id", group, "isolation.level", "read_committed", "enable.auto.commit", "false", NULL
+    };
+    rd_kafka_topic_partition_list_t *l;
+    rd_kafka_conf_t *conf;
+    rd_kafka_resp_err_t e;
+    int64_t mark = -1;
+    rd_kafka_t *rk;
+
+    snprintf(group, sizeof group, "%s-%d", w->prefix, subtask);
+    if ((conf = kafka_conf_new(&w->ctx, extra, err, errlen)) == NULL)
+        return -2;
+    if ((rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why)) == NULL) {
+        rd_kafka_conf_destroy(conf);
+        kafka_fail(err, errlen, "kafka sink: cannot make a consumer: %s", why);
+        return -2;
+    }
+    l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, w->topic, 0);
+    e = rd_kafka_committed(rk, l, KAFKA_REQUEST_TIMEOUT_MS * 3);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && l->elems[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+        mark = l->elems[0].offset >= 0 ? l->elems[0].offset : -1;
+    else
+        kafka_fail(err, errlen, "kafka sink: cannot read the commits of group '%s': %s", group,
+                   rd_kafka_err2str(e ? e : l->elems[0].err));
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_destroy(rk);
+    return e == RD_KAFKA_RESP_ERR_NO_ERROR && mark >= -1 ? mark : -2;
+}
+
+/* Writes the records of a committable whose transaction never committed
+ * again, in a transaction of the same id with its mark. */
+static int
+rewrite(struct kwriter *w, const char *id, int32_t subtask, int64_t checkpoint_id, const uint8_t *p,
+        const uint8_t *end, char *err, size_t errlen)
+{
+    rd_kafka_topic_t *rkt;
+    rd_kafka_error_t *e;
+    rd_kafka_t *rk;
+    struct txn t;
+    uint64_t n = 0;
+    int rc = -1;
+
+    if ((rk = producer_new(w, id, err, errlen)) == NULL)
+        return -1;
+    if (init_transactions(w, rk, id, err, errlen) != 0)
+        goto out;
+    if ((e = rd_kafka_begin_transaction(rk)) != NULL) {
+        kafka_fail(err, errlen, "kafka sink: cannot begin a transaction of '%s': %s", id,
+                   rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        goto out;
+    }
+    rkt = rd_kafka_topic_new(rk, w->topic, NULL);
+    while (p < end) {
+        uint32_t kl, vl;
+        const uint8_t *key = NULL, *value;
+        int64_t ts;
+        rd_kafka_resp_err_t pe;
+
+        if (end - p < 4)
+            break;
+        memcpy(&kl, p, 4);
+        p += 4;
+        if (kl != UINT32_MAX) {
+            if ((size_t)(end - p) < kl)
+                break;
+            key = p;
+            p += kl;
+        }
+        if (end - p < 4)
+            break;
+        memcpy(&vl, p, 4);
+        p += 4;
+        if ((size_t)(end - p) < (size_t)vl + 8)
+            break;
+        value = p;
+        p += vl;
+        memcpy(&ts, p, 8);
+        p += 8;
+        do {
+            pe = rd_kafka_producev(
+                rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                RD_KAFKA_V_VALUE((void *)value, vl), RD_KAFKA_V_KEY((void *)key, key ? kl : 0),
+                RD_KAFKA_V_TIMESTAMP(ts == INT64_MIN ? 0 : ts), RD_KAFKA_V_END);
+            if (pe == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                rd_kafka_poll(rk, 10);
+        } while (pe == RD_KAFKA_RESP_ERR__QUEUE_FULL);
+        if (pe != RD_KAFKA_RESP_ERR_NO_ERROR)
+            break;
+        n++;
+    }
+    rd_kafka_topic_destroy(rkt);
+    if (p != end) {
+        kafka_fail(err, errlen,
+                   "kafka sink: the records of transaction '%s' in the restored "
+                   "state are malformed or cannot be written",
+                   id);
+        goto out;
+    }
+    t = (struct txn){ rk, (char *)id, checkpoint_id };
+    if (flush_all(w, rk, err, errlen) != 0 ||
+        mark_transaction(w, rk, subtask, checkpoint_id, err, errlen) != 0 ||
+        commit_one(w, &t, err, errlen) != 0)
+        goto out;
+    kw_log(w, CONNECTOR_LOG_WARN,
+           "transaction '%s' of checkpoint %" PRId64 " had not committed: wrote its %" PRIu64
+           " records again and committed them",
+           id, checkpoint_id, n);
+    rc = 0;
+out:
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
 static int
 kw_recover(void *writer, const void *committable, size_t len, char *err, size_t errlen)
 {
     struct kwriter *w = writer;
     const uint8_t *b = committable;
     int32_t subtask;
-    int64_t checkpoint_id;
+    int64_t checkpoint_id, mark;
+    uint16_t idlen;
     char id[512];
     rd_kafka_t *rk;
-    int rc;
+    int rc = 0;
 
     if (w->guarantee != GUARANTEE_EXACTLY_ONCE)
         return 0; /* a committable of an exactly-once run: nothing to do now */
-    if (len < 13 || b[0] != 1 || len - 13 >= sizeof id)
+    if (len < 15 || b[0] != 2 || (memcpy(&idlen, b + 13, 2), (size_t)idlen + 15 > len) ||
+        idlen >= sizeof id)
         return kafka_fail(err, errlen,
                           "kafka sink: a committable of the restored state is malformed (%zu "
                           "bytes)",
                           len);
     memcpy(&subtask, b + 1, 4);
     memcpy(&checkpoint_id, b + 5, 8);
-    memcpy(id, b + 13, len - 13);
-    id[len - 13] = '\0';
+    memcpy(id, b + 15, idlen);
+    id[idlen] = '\0';
     w->restored = true;
     if (checkpoint_id > w->last_checkpoint)
         w->last_checkpoint = checkpoint_id;
-    /* Finishes the transaction: committed if its commit had begun. */
-    rc = 0;
-    if (id[0] != '\0') {
+    /* The transactions the subtask left open after the checkpoint hold
+     * back read_committed readers, and the group's mark while they are
+     * open: aborted first, where no subtask of this attempt writes with
+     * those ids (its own index, or one the job no longer has; another
+     * subtask's own it aborts itself). */
+    if (subtask == w->ctx.subtask || subtask >= w->ctx.parallelism) {
+        if (abort_ids(w, subtask, checkpoint_id + 1, KAFKA_LINGERING_IDS, err, errlen) != 0)
+            return -1;
+        if (subtask == w->ctx.subtask)
+            w->aborted_lingering = true;
+    }
+    if (idlen > 0) {
+        /* Finishes the transaction: committed if its commit had begun,
+         * else aborted; the mark tells which. */
         if ((rk = producer_new(w, id, err, errlen)) == NULL)
             return -1;
         rc = init_transactions(w, rk, id, err, errlen);
         rd_kafka_destroy(rk);
+        if (rc == 0 && (mark = committed_mark(w, subtask, err, errlen)) < -1)
+            rc = -1;
+        if (rc == 0 && mark < checkpoint_id)
+            rc = rewrite(w, id, subtask, checkpoint_id, b + 15 + idlen, b + len, err, errlen);
+        else if (rc == 0)
+            kw_log(w, CONNECTOR_LOG_INFO,
+                   "transaction '%s' of checkpoint %" PRId64 " had committed (mark %" PRId64 ")",
+                   id, checkpoint_id, mark);
     }
-    /* A subtask the job no longer has: nobody else aborts what it left
-     * open after the checkpoint. */
-    if (rc == 0 && subtask >= w->ctx.parallelism)
-        rc = abort_ids(w, subtask, checkpoint_id + 1, KAFKA_LINGERING_IDS, err, errlen);
     return rc;
 }
 
@@ -531,6 +752,7 @@ kw_finish(void *writer, char *err, size_t errlen)
         w->rk = NULL;
         w->rkt = NULL;
         w->txn_id = NULL;
+        w->log_len = 0;
         if (rc != 0)
             return rc;
     }
