@@ -128,3 +128,19 @@ class KafkaServer:
         self.stop()
         if self.own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    # `python3 kafkaserver.py serve`: a broker for a benchmark; prints
+    # "bootstrap HOST:PORT" once it answers, stops on SIGTERM or SIGINT.
+    import sys
+    if sys.argv[1:] != ["serve"]:
+        sys.exit("usage: kafkaserver.py serve")
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    server = KafkaServer()
+    try:
+        server.start()
+        print(f"bootstrap {server.bootstrap}", flush=True)
+        signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    finally:
+        server.close()

@@ -29,6 +29,7 @@ enum startup_mode {
 
 struct ksplit {
     char *topic;
+    char *where; /* "topic 't' partition p", for messages */
     int32_t partition;
     int64_t next; /* the next offset to read */
     int64_t stop; /* bounded: the split ends before it; -1 unbounded */
@@ -72,7 +73,6 @@ struct kreader {
     struct pending_commit *pending;
     int npending;
     struct ksplit *last; /* the split of the last record: records come in runs */
-    char where[256];
     uint64_t warned_errors;
 };
 
@@ -265,8 +265,10 @@ ks_close(void *reader)
     free(r->topics);
     if (r->has_pattern)
         regfree(&r->pattern);
-    for (int i = 0; i < r->nsplits; i++)
+    for (int i = 0; i < r->nsplits; i++) {
         free(r->splits[i].topic);
+        free(r->splits[i].where);
+    }
     free(r->splits);
     for (int i = 0; i < r->nknown; i++)
         free(r->known[i].topic);
@@ -302,7 +304,9 @@ split_add(struct kreader *r, const char *topic, int32_t partition, int64_t next)
 
     r->splits = realloc(r->splits, (size_t)(r->nsplits + 1) * sizeof *r->splits);
     s = &r->splits[r->nsplits++];
-    *s = (struct ksplit){ strdup(topic), partition, next, -1, false };
+    *s = (struct ksplit){ strdup(topic), NULL, partition, next, -1, false };
+    if (asprintf(&s->where, "topic '%s' partition %d", topic, partition) < 0)
+        abort();    /* control-plane sized: out of memory ends the process */
     r->last = NULL; /* the array moved */
     return s;
 }
@@ -660,14 +664,13 @@ ks_fetch(void *reader, int max, connector_emit_fn *emit, void *arg, int *wait_ms
             rd_kafka_message_destroy(m);
             continue;
         }
-        snprintf(r->where, sizeof r->where, "topic '%s' partition %d", topic, m->partition);
         rec = (struct connector_record){
             .key = m->key,
             .key_len = m->key_len,
             .value = m->payload,
             .value_len = m->len,
             .timestamp_ms = rd_kafka_message_timestamp(m, &tstype),
-            .split = r->where,
+            .split = s->where,
             .position = m->offset,
             .split_id = (uint32_t)(s - r->splits),
         };
