@@ -71,6 +71,9 @@ class KafkaServer:
                     "transaction.state.log.num.partitions=4\n"
                     "group.initial.rebalance.delay.ms=0\n"
                     "auto.create.topics.enable=false\n"
+                    # Records keep their event times, which the tests set
+                    # years back: time-based retention would delete them.
+                    "log.retention.ms=-1\n"
                     # Aborted transactions of killed writers end soon.
                     "transaction.abort.timed.out.transaction.cleanup.interval.ms=1000\n"
                     "transaction.max.timeout.ms=900000\n")

@@ -15,13 +15,17 @@ consumer (tests/bin/kafka_tool) and checked (issue 25):
 - a missing topic and a wrong bootstrap address fail the job with a clear
   error, and the cluster stays up;
 - the broker stopped (kill -9) for 30 s mid-job and started again: the job
-  recovers and nothing is lost or doubled.
+  recovers and nothing is lost or doubled;
+- ZooKeeper HA: kill -9 of the leading JobManager under the keyed job;
+- the sink's recovery of a transaction whose commit never happened
+  (kafka_sink_check), and of one that had committed.
 """
 
 import collections
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +35,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
 import exactly_once  # noqa: E402
+import test_ha  # noqa: E402
 from clustertest import ClusterTestCase, wait_for  # noqa: E402
 from kafkaserver import KafkaServer  # noqa: E402
 from spatetest import BUILD  # noqa: E402
@@ -504,6 +509,44 @@ class BrokerOutageTest(KafkaTestCase):
             check_keyed(self, records, lines, "broker down 30 s")
         finally:
             KAFKA = module_broker
+
+
+class KafkaHaTest(KafkaTestCase, test_ha.OwnZooKeeper, test_ha.HaTestCase):
+    """Two JobManagers with ZooKeeper HA (a ZooKeeper server of this
+    class's own), two TaskManagers of two slots: kill -9 of the leader
+    under the keyed job; the standby recovers it from its latest
+    checkpoint, and every update is committed once."""
+
+    def test_kill9_of_the_leading_jobmanager_every_update_once(self):
+        jm1, jm2, tms = self.leader_standby_taskmanagers(2)
+        inp = new_topic("ha-in", 2)
+        out = new_topic("ha-out", 2)
+        lines = word_lines(12000, seed=23)
+        last = None
+        for _ in range(30):  # a leadership being settled refuses a submission
+            last = self.spate(*self.ha_args(), *RESTART, "-D",
+                              f"state.checkpoints.dir={self.tmp}/checkpoints", "run", "-d",
+                              "-p", "2", JOBS, *keyed_args(inp, out), timeout=120)
+            if last.returncode == 0:
+                break
+            time.sleep(0.2)
+        self.assertEqual(last.returncode, 0, last.stderr)
+        jid = re.search(r"JobID ([0-9a-f]{32})", last.stdout).group(1)
+        self.use_rest_of(jm1)
+        feeder = Feeder(inp, lines, 2, rate=1500, step=1)
+        try:
+            self.wait_running_with_checkpoint(jid)
+            jm1.popen.send_signal(signal.SIGKILL)
+            jm1.popen.wait()
+            jm2.wait_log(r"this JobManager was granted leadership", timeout=30)
+            m = jm2.wait_log(r"job=" + jid + r" recovered; resuming from '(\S+)'", timeout=60)
+            self.use_rest_of(jm2)
+            feeder.wait()
+        finally:
+            feeder.kill()
+        records = self.wait_records(out, sum(len(line.split()) for line in lines))
+        self.cancel(jid)
+        check_keyed(self, records, lines, f"kill -9 of the leader, resumed from {m.group(1)}")
 
 
 class SinkRecoveryTest(unittest.TestCase):
