@@ -97,8 +97,9 @@ class KafkaServer:
         log = open(os.path.join(self.dir, "kafka.log"), "a")
         if not self.formatted:
             cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-            fmt = self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", self.cfg,
-                             log=log)
+            # "=": an id that starts with '-' would read as an option.
+            fmt = self._java("kafka.tools.StorageTool", "format", f"--cluster-id={cluster}",
+                             "-c", self.cfg, log=log)
             if fmt.wait(timeout) != 0:
                 log.close()
                 raise RuntimeError(f"formatting the Kafka log folder failed; see "
