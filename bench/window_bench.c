@@ -9,11 +9,23 @@
  * end), generator included. Last line: a JSON object, with each round's
  * figures beside the medians ("rounds"): on a shared machine they spread.
  *
- * WINDOW_BENCH_EVENTS (default 20,000,000) and WINDOW_BENCH_RUNS (5). */
+ * WINDOW_BENCH_EVENTS (default 20,000,000) and WINDOW_BENCH_RUNS (5).
+ * WINDOW_BENCH_PROMETHEUS=1: the runs start the Prometheus reporter
+ * (metrics.reporter.prom.*, through a copy of the build's conf/ with those
+ * keys) and a thread of the benchmark scrapes it every second, as a
+ * Prometheus server would; compare with runs without it, interleaved, for
+ * the reporter's overhead. */
+#include <arpa/inet.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench_data.h"
@@ -136,6 +148,104 @@ run_engine(const char *workload, int p, uint64_t n, struct engine_run *out)
     json_decref(r);
 }
 
+/* ---- the Prometheus scraper (WINDOW_BENCH_PROMETHEUS=1) ---- */
+
+struct scraper {
+    int port;
+    atomic_bool stop;
+    atomic_long scrapes; /* answers with Flink's metric names */
+    pthread_t thread;
+};
+
+/* GET /metrics every second (no answer while no job runs: the next try). */
+static void *
+scrape_loop(void *arg)
+{
+    struct scraper *s = arg;
+
+    while (!atomic_load(&s->stop)) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s->port) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const char *req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+        char buf[1 << 16];
+        ssize_t n;
+        bool flink = false;
+
+        inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+            write(fd, req, strlen(req)) == (ssize_t)strlen(req)) {
+            while ((n = read(fd, buf, sizeof buf - 1)) > 0) {
+                buf[n] = '\0';
+                flink = flink || strstr(buf, "flink_taskmanager_") != NULL;
+            }
+        }
+        close(fd);
+        if (flink)
+            atomic_fetch_add(&s->scrapes, 1);
+        bench_sleep_ms(1000);
+    }
+    return NULL;
+}
+
+/* A free port below the ephemeral range, a config folder with the
+ * reporter's keys for the runs (SPATE_CONF_DIR), the scraper started. */
+static void
+scraper_start(struct scraper *s, const char *bindir)
+{
+    char src[PATH_MAX + 32], conf[128];
+    FILE *in, *out;
+    int c;
+
+    s->port = 0;
+    for (int port = 19249; port < 19449 && s->port == 0; port++) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+        if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+            s->port = port;
+        close(fd);
+    }
+    if (s->port == 0)
+        bench_fail("no free port for the Prometheus reporter in 19249-19448");
+    snprintf(conf, sizeof conf, "%s/conf", tmpdir);
+    mkdir(conf, 0755);
+    snprintf(src, sizeof src, "%s/../conf/config.yaml", bindir);
+    strncat(conf, "/config.yaml", sizeof conf - strlen(conf) - 1);
+    if ((out = fopen(conf, "w")) == NULL)
+        bench_fail("cannot write %s", conf);
+    if ((in = fopen(src, "r")) != NULL) {
+        while ((c = fgetc(in)) != EOF)
+            fputc(c, out);
+        fclose(in);
+    }
+    fprintf(out,
+            "\nmetrics.reporter.prom.factory.class: prometheus\n"
+            "metrics.reporter.prom.port: %d\n",
+            s->port);
+    fclose(out);
+    *strrchr(conf, '/') = '\0';
+    setenv("SPATE_CONF_DIR", conf, 1);
+    atomic_store(&s->stop, false);
+    atomic_store(&s->scrapes, 0);
+    if (pthread_create(&s->thread, NULL, scrape_loop, s) != 0)
+        bench_fail("cannot start the scraper thread");
+}
+
+static long
+scraper_stop(struct scraper *s)
+{
+    char conf[128];
+
+    atomic_store(&s->stop, true);
+    pthread_join(s->thread, NULL);
+    snprintf(conf, sizeof conf, "%s/conf/config.yaml", tmpdir);
+    unlink(conf);
+    *strrchr(conf, '/') = '\0';
+    rmdir(conf);
+    return atomic_load(&s->scrapes);
+}
+
 static void
 check(const char *what, const struct checksums *engine, const struct checksums *loop)
 {
@@ -156,8 +266,10 @@ main(void)
     double base[16], ysb_base[16], p1[16], p2[16], ysb2[16];
     struct checksums wc, yc;
     json_t *plan = NULL, *ysb_plan = NULL, *rounds = json_array(), *out;
-    long rss_kb = 0;
+    long rss_kb = 0, scrapes = -1;
     char dir[PATH_MAX];
+    bool prom = (e = getenv("WINDOW_BENCH_PROMETHEUS")) != NULL && strcmp(e, "1") == 0;
+    struct scraper scraper;
 
     bench_name = "window_bench";
     if (runs < 1 || runs > 16)
@@ -170,7 +282,10 @@ main(void)
     strcpy(tmpdir, "/tmp/spate-window-bench-XXXXXX");
     if (mkdtemp(tmpdir) == NULL)
         bench_fail("cannot make %s", tmpdir);
-    fprintf(stderr, "window_bench: %llu events per run, %d rounds\n", (unsigned long long)n, runs);
+    fprintf(stderr, "window_bench: %llu events per run, %d rounds%s\n", (unsigned long long)n, runs,
+            prom ? ", the Prometheus reporter scraped every second" : "");
+    if (prom)
+        scraper_start(&scraper, dir);
     for (int i = 0; i < runs; i++) {
         struct engine_run a, b, y;
         uint64_t t0 = clock_mono_ns();
@@ -205,6 +320,8 @@ main(void)
                 "loop %.1f M/s, p2 %.1f M/s\n",
                 i + 1, base[i] / 1e6, p1[i] / 1e6, p2[i] / 1e6, ysb_base[i] / 1e6, ysb2[i] / 1e6);
     }
+    if (prom)
+        scrapes = scraper_stop(&scraper);
     {
         char log[128];
 
@@ -218,15 +335,16 @@ main(void)
                y2 = bench_median(ysb2, runs);
         char *s;
 
-        out = json_pack(
-            "{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
-            "s:I, s:I, s:o, s:o, s:o}",
-            "bench", "window_bench", "events", (json_int_t)n, "runs", runs, "baseline_events_per_s",
-            b, "events_per_s_p1", m1, "events_per_s_p2", m2, "ratio_p1", m1 / b, "ratio_p2", m2 / b,
-            "p2_over_p1", m2 / m1, "ysb_baseline_events_per_s", yb, "ysb_events_per_s_p2", y2,
-            "ysb_ratio_p2", y2 / yb, "rss_kb", (json_int_t)rss_kb, "checksum_count",
-            (json_int_t)wc.count, "checksum_sum", (json_int_t)wc.sum, "windows",
-            (json_int_t)wc.windows, "rounds", rounds, "plan", plan, "ysb_plan", ysb_plan);
+        out = json_pack("{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
+                        "s:I, s:I, s:b, s:I, s:o, s:o, s:o}",
+                        "bench", "window_bench", "events", (json_int_t)n, "runs", runs,
+                        "baseline_events_per_s", b, "events_per_s_p1", m1, "events_per_s_p2", m2,
+                        "ratio_p1", m1 / b, "ratio_p2", m2 / b, "p2_over_p1", m2 / m1,
+                        "ysb_baseline_events_per_s", yb, "ysb_events_per_s_p2", y2, "ysb_ratio_p2",
+                        y2 / yb, "rss_kb", (json_int_t)rss_kb, "checksum_count",
+                        (json_int_t)wc.count, "checksum_sum", (json_int_t)wc.sum, "windows",
+                        (json_int_t)wc.windows, "prometheus", prom, "prometheus_scrapes",
+                        (json_int_t)scrapes, "rounds", rounds, "plan", plan, "ysb_plan", ysb_plan);
         s = json_dumps(out, JSON_COMPACT);
         printf("%s\n", s);
         free(s);

@@ -33,6 +33,7 @@ openssh-server      sshd on the chaos tests' hosts: start-cluster.sh over ssh
 openssh-client      ssh and ssh-keygen: start-cluster.sh's remote hosts, their test
 librdkafka-dev      Kafka client of the Kafka connector plugin (libspate_kafka.so)
 maven               fetches the Apache Kafka broker's jars for the Kafka tests (kafka_jars below)
+prometheus          Prometheus server that scrapes the reporters in test_prometheus.py
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')

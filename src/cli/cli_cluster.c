@@ -19,6 +19,8 @@
 #include "jobmanager/dispatcher.h"
 #include "jobmanager/jm_leadership.h"
 #include "jobmanager/resource_manager.h"
+#include "metrics/process_metrics.h"
+#include "metrics/prometheus_reporter.h"
 #include "rest/rest_server.h"
 #include "rpc/gateways.h"
 #include "taskmanager/taskmanager.h"
@@ -38,7 +40,80 @@ struct jm_process {
     int exit_fd;
     int start_error;
     spate_error err;
+    /* The JobManager's metrics (Flink's JobManagerMetricGroup) and their
+     * Prometheus reporter; the reporter's thread refreshes the gauges. */
+    struct metric_registry *metrics;
+    struct metric_group *jm_group;
+    struct process_metric_gauges process;
+    struct metric_gauge taskmanagers, running_jobs, slots_available, slots_total;
+    struct rpc_gateway *dispatcher_gw;
+    struct prometheus_reporter *prom;
 };
+
+#define JM_METRICS_ASK_MS 2000
+
+/* The reporter's thread, before a scrape: the process's figures, and the
+ * cluster's from the Dispatcher (kept as they were when it does not answer,
+ * e.g. while another JobManager leads). */
+static void
+jm_refresh_metrics(void *arg)
+{
+    struct jm_process *p = arg;
+    Cluster__Ack req = CLUSTER__ACK__INIT;
+    struct rpc_future *f;
+
+    process_metric_gauges_refresh(&p->process);
+    f = dispatcher_request_cluster_overview(p->dispatcher_gw, &req, JM_METRICS_ASK_MS);
+    if (rpc_future_wait(f, JM_METRICS_ASK_MS + 1000, NULL) == 0) {
+        const Cluster__ClusterOverview *o = rpc_future_value(f);
+
+        metric_gauge_set(&p->taskmanagers, o->taskmanagers);
+        metric_gauge_set(&p->running_jobs, o->jobs_running);
+        metric_gauge_set(&p->slots_available, o->slots_free);
+        metric_gauge_set(&p->slots_total, o->slots_total);
+    }
+    rpc_future_unref(f);
+}
+
+/* The JobManager's metric group with Flink's names, and the Prometheus
+ * reporter when the configuration asks for one. */
+static int
+jm_start_metrics(const struct config *conf, struct jm_process *p, const char *bind_host,
+                 spate_error *err)
+{
+    struct prometheus_reporter_options po = { .bind_host = bind_host,
+                                              .refresh = jm_refresh_metrics,
+                                              .arg = p };
+    const char *labels[] = { "host", "localhost", NULL };
+    char addr[400];
+
+    config_get_string(conf, CFG(JOBMANAGER_RPC_ADDRESS), &labels[1], NULL);
+    if (labels[1] == NULL)
+        labels[1] = "localhost";
+    p->metrics = metric_registry_new();
+    p->jm_group = metric_group_new_scoped(p->metrics, "jobmanager", "jobmanager", labels);
+    process_metric_gauges_register(&p->process, p->jm_group);
+    metric_group_gauge(p->jm_group, "numRegisteredTaskManagers", &p->taskmanagers);
+    metric_group_gauge(p->jm_group, "numRunningJobs", &p->running_jobs);
+    metric_group_gauge(p->jm_group, "taskSlotsAvailable", &p->slots_available);
+    metric_group_gauge(p->jm_group, "taskSlotsTotal", &p->slots_total);
+    snprintf(addr, sizeof addr, "%s/%s", rpc_service_address(p->svc), RPC_ENDPOINT_DISPATCHER);
+    rpc_gateway_new(p->svc, addr, NULL, &p->dispatcher_gw, NULL);
+    return prometheus_reporter_from_config(conf, &p->metrics, 1, &po, &p->prom, err);
+}
+
+static void
+jm_stop_metrics(struct jm_process *p)
+{
+    prometheus_reporter_stop(p->prom);
+    p->prom = NULL;
+    rpc_gateway_free(p->dispatcher_gw);
+    p->dispatcher_gw = NULL;
+    metric_group_free(p->jm_group);
+    p->jm_group = NULL;
+    metric_registry_free(p->metrics);
+    p->metrics = NULL;
+}
 
 static void
 jm_on_shutdown(void *arg, const char *reason)
@@ -221,6 +296,8 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
         goto fail;
     SPATE_LOG_INFO(JM_LOG, "JobManager started: rpc at %s, REST at http://%s:%d",
                    rpc_service_address(p.svc), rest_bind, rest_server_port(rest));
+    if (jm_start_metrics(conf, &p, bind_host, &err) != 0)
+        goto fail;
     if (jm_start_leadership(conf, &p, rest_server_port(rest), &err) != 0)
         goto fail;
 
@@ -241,6 +318,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     p.leadership = NULL;
     rest_server_stop(rest);
     rest = NULL;
+    jm_stop_metrics(&p);
     rpc_service_run_sync(p.svc, NULL, jm_stop_endpoints, &p);
     SPATE_LOG_INFO(JM_LOG, "JobManager stopped");
 fail:
@@ -250,6 +328,7 @@ fail:
     }
     jm_leadership_stop(p.leadership);
     rest_server_stop(rest);
+    jm_stop_metrics(&p);
     rpc_service_free(p.svc);
     blob_server_stop(p.blobs);
     ha_services_free(p.ha);

@@ -13,6 +13,7 @@
 #include "jobmanager/dispatcher.h"
 #include "jobmanager/jm_leadership.h"
 #include "jobmanager/resource_manager.h"
+#include "metrics/prometheus_reporter.h"
 #include "network/net_env.h"
 #include "rpc/gateways.h"
 #include "taskmanager/library_cache.h"
@@ -39,6 +40,7 @@ struct mini_cluster {
     struct blob_server *blobs;
     struct mc_taskmanager *tms;
     int ntms;
+    struct prometheus_reporter *prom; /* over the TaskManagers' registries */
     int64_t cancellation_timeout_ms;
     char dispatcher_address[300];
     int start_error;
@@ -142,6 +144,24 @@ mc_config(const struct config *caller)
     return conf;
 }
 
+/* As Flink's MiniCluster, the configured reporter: one for the process,
+ * over every TaskManager's registry. */
+static int
+mc_start_reporter(struct mini_cluster *mc, const struct config *conf, spate_error *err)
+{
+    struct prometheus_reporter_options po = { .bind_host = "127.0.0.1" };
+    struct metric_registry **rs = xcalloc((size_t)mc->ntms, sizeof *rs);
+    size_t n = 0;
+    int rc;
+
+    for (int i = 0; i < mc->ntms; i++)
+        if ((rs[n] = task_executor_metric_registry(mc->tms[i].te)) != NULL)
+            n++;
+    rc = prometheus_reporter_from_config(conf, rs, n, &po, &mc->prom, err);
+    free(rs);
+    return rc;
+}
+
 int
 mini_cluster_start(const struct config *caller_conf, const struct mini_cluster_options *mo,
                    struct mini_cluster **out, spate_error *err)
@@ -194,6 +214,8 @@ mini_cluster_start(const struct config *caller_conf, const struct mini_cluster_o
         goto fail;
     snprintf(mc->dispatcher_address, sizeof mc->dispatcher_address, "%s/%s",
              rpc_service_address(mc->svc), RPC_ENDPOINT_DISPATCHER);
+    if ((rc = mc_start_reporter(mc, conf, err)) != 0)
+        goto fail;
     SPATE_LOG_INFO(MC_LOG, "mini cluster started: %d TaskManager%s with %d slot%s each", mc->ntms,
                    mc->ntms == 1 ? "" : "s", mo->slots_per_tm, mo->slots_per_tm == 1 ? "" : "s");
     *out = mc;
@@ -230,6 +252,8 @@ mini_cluster_stop(struct mini_cluster *mc)
     if (mc == NULL)
         return;
     wait_ms = mc->cancellation_timeout_ms > 0 ? mc->cancellation_timeout_ms : 30000;
+    prometheus_reporter_stop(mc->prom); /* before the registries go */
+    mc->prom = NULL;
     /* Tasks end first, while their TaskExecutors can still report. */
     for (int i = 0; i < mc->ntms; i++)
         if (mc->tms[i].te != NULL)

@@ -145,6 +145,15 @@ struct config_option {
       CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
       "how old the REST server's copy of the TaskManagers' metrics may get before it asks again "  \
       "(Flink: 10 s)")                                                                             \
+    X(METRICS_REPORTERS, "metrics.reporters", STRING, NULL, 0, 0, NULL, NULL,                      \
+      "names of the configured reporters to start (default: every configured one)")                \
+    X(METRICS_REPORTER_PROM_FACTORY_CLASS, "metrics.reporter.prom.factory.class", STRING, NULL, 0, \
+      0, NULL, "metrics.reporter.prom.class",                                                      \
+      "the Prometheus reporter: org.apache.flink.metrics.prometheus.PrometheusReporterFactory or " \
+      "spate's short form prometheus")                                                             \
+    X(METRICS_REPORTER_PROM_PORT, "metrics.reporter.prom.port", STRING, "9249", 0, 0, NULL, NULL,  \
+      "port or range the Prometheus reporter's HTTP server binds, the first free one (0: "         \
+      "ephemeral)")                                                                                \
     /* jobs */                                                                                     \
     X(PARALLELISM_DEFAULT, "parallelism.default", INT, "1", 1, 32768, NULL, NULL,                  \
       "parallelism of operators that do not set one")                                              \

@@ -35,6 +35,8 @@ struct metric {
 struct metric_group {
     struct metric_registry *registry;
     char *scope;
+    char *kind;   /* "" when none */
+    char *labels; /* Prometheus label text, "" when none */
     struct metric *metrics;
     size_t count, cap;
     struct metric_group *next;
@@ -127,13 +129,51 @@ metric_registry_free(struct metric_registry *r)
     free(r);
 }
 
+/* `key="value",...` with Prometheus' escapes (backslash, quote, newline) in
+ * values; keys are Flink's variable names, already [a-z_]. */
+static char *
+labels_format(const char *const *labels)
+{
+    size_t cap = 1, n = 0;
+    char *out;
+
+    for (size_t i = 0; labels != NULL && labels[i] != NULL && labels[i + 1] != NULL; i += 2)
+        cap += strlen(labels[i]) + 2 * strlen(labels[i + 1]) + 4;
+    out = xmalloc(cap);
+    for (size_t i = 0; labels != NULL && labels[i] != NULL && labels[i + 1] != NULL; i += 2) {
+        if (n > 0)
+            out[n++] = ',';
+        n += (size_t)sprintf(out + n, "%s=\"", labels[i]);
+        for (const char *v = labels[i + 1]; *v != '\0'; v++) {
+            if (*v == '\\' || *v == '"' || *v == '\n') {
+                out[n++] = '\\';
+                out[n++] = *v == '\n' ? 'n' : *v;
+            } else {
+                out[n++] = *v;
+            }
+        }
+        out[n++] = '"';
+    }
+    out[n] = '\0';
+    return out;
+}
+
 struct metric_group *
 metric_group_new(struct metric_registry *r, const char *scope)
+{
+    return metric_group_new_scoped(r, scope, NULL, NULL);
+}
+
+struct metric_group *
+metric_group_new_scoped(struct metric_registry *r, const char *scope, const char *kind,
+                        const char *const *labels)
 {
     struct metric_group *g = xcalloc(1, sizeof *g);
 
     g->registry = r;
     g->scope = xstrdup(scope);
+    g->kind = xstrdup(kind != NULL ? kind : "");
+    g->labels = labels_format(labels);
     pthread_mutex_lock(&r->lock);
     g->next = r->groups;
     r->groups = g;
@@ -161,6 +201,8 @@ metric_group_free(struct metric_group *g)
         free(g->metrics[i].name);
     free(g->metrics);
     free(g->scope);
+    free(g->kind);
+    free(g->labels);
     free(g);
 }
 
@@ -363,6 +405,8 @@ metric_registry_snapshot(struct metric_registry *r, struct metric_sample **out)
             xgrow((void **)&s, &cap, n + 1, sizeof *s);
             s[n].scope = xstrdup(g->scope);
             s[n].name = xstrdup(g->metrics[i].name);
+            s[n].kind = xstrdup(g->kind);
+            s[n].labels = xstrdup(g->labels);
             metric_read(&g->metrics[i], now, &s[n]);
             n++;
         }
@@ -378,6 +422,8 @@ metric_samples_free(struct metric_sample *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(s[i].scope);
         free(s[i].name);
+        free(s[i].kind);
+        free(s[i].labels);
     }
     free(s);
 }

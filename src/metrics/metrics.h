@@ -91,6 +91,12 @@ void metric_registry_free(struct metric_registry *r);
 
 /* A group of metrics under scope (e.g. "<tm>.<job>.<vertex>.<subtask>"). */
 struct metric_group *metric_group_new(struct metric_registry *r, const char *scope);
+/* The same, with what a reporter names the group by: Flink's logical scope
+ * (kind: "taskmanager", "taskmanager_job_task", "jobmanager_job", ...) and its
+ * variables, labels[0..] = key, value, key, value, ..., NULL (job_id,
+ * job_name, task_name, subtask_index, ...). Either may be NULL. */
+struct metric_group *metric_group_new_scoped(struct metric_registry *r, const char *scope,
+                                             const char *kind, const char *const *labels);
 /* Unregisters: once it returns, no reader touches the group's sources. */
 void metric_group_free(struct metric_group *g);
 
@@ -128,6 +134,10 @@ int metric_registry_get(struct metric_registry *r, const char *scope, const char
 struct metric_sample {
     char *scope;
     char *name;
+    /* The group's kind ("" when it has none) and variables as Prometheus
+     * label text, `key="value",...` escaped ("" when none). */
+    char *kind;
+    char *labels;
     double value;
     /* Counts, gauges and accumulated times are integers: value is exact
      * only within 2^53, int_value always. */

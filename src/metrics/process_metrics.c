@@ -36,3 +36,24 @@ process_metrics_read(struct process_metrics *pm)
     pm->rss_bytes = rss * sysconf(_SC_PAGESIZE);
     return 0;
 }
+
+void
+process_metric_gauges_register(struct process_metric_gauges *pg, struct metric_group *g)
+{
+    process_metric_gauges_refresh(pg);
+    metric_group_gauge(g, "Status.Process.CPU.Time", &pg->cpu_time_ms);
+    metric_group_gauge(g, "Status.Process.Memory.RSS", &pg->rss_bytes);
+    metric_group_gauge(g, "Status.Process.Threads.Count", &pg->threads);
+}
+
+void
+process_metric_gauges_refresh(struct process_metric_gauges *pg)
+{
+    struct process_metrics pm;
+
+    if (process_metrics_read(&pm) != 0)
+        return; /* keep the last figures */
+    metric_gauge_set(&pg->cpu_time_ms, pm.cpu_time_ms);
+    metric_gauge_set(&pg->rss_bytes, pm.rss_bytes);
+    metric_gauge_set(&pg->threads, pm.threads);
+}

@@ -15,9 +15,9 @@ task_io_metrics_init(struct task_io_metrics *m)
 
 void
 task_io_metrics_register(struct task_io_metrics *m, struct metric_registry *r, const char *scope,
-                         unsigned flags)
+                         const char *const *labels, unsigned flags)
 {
-    struct metric_group *g = metric_group_new(r, scope);
+    struct metric_group *g = metric_group_new_scoped(r, scope, "taskmanager_job_task", labels);
 
     m->start_ns = clock_mono_ns();
     metric_group_counter(g, "numRecordsIn", &m->num_records_in);

@@ -40,13 +40,15 @@ enum {
 
 /* Zeroes m; watermarks start at INT64_MIN. */
 void task_io_metrics_init(struct task_io_metrics *m);
-/* Registers m's metrics under scope: numRecordsIn, numRecordsOut, numBytesIn,
+/* Registers m's metrics under scope (a reporter's kind
+ * "taskmanager_job_task" with labels, key, value, ..., NULL; may be NULL):
+ * numRecordsIn, numRecordsOut, numBytesIn,
  * numBytesOut, their ...PerSecond meters, busyTimeMsPerSecond,
  * idleTimeMsPerSecond, backPressuredTimeMsPerSecond, accumulatedBusyTimeMs,
  * accumulatedIdleTimeMs, accumulatedBackPressuredTimeMs, buffers.inPoolUsage,
  * buffers.outPoolUsage, and the watermarks flags asks for. */
 void task_io_metrics_register(struct task_io_metrics *m, struct metric_registry *r,
-                              const char *scope, unsigned flags);
+                              const char *scope, const char *const *labels, unsigned flags);
 /* Unregisters (if registered). */
 void task_io_metrics_release(struct task_io_metrics *m);
 

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "metrics/process_metrics.h"
 #include "metrics/task_metrics.h"
 #include "rpc/gateways.h"
 #include "taskmanager/metric_query.h"
@@ -28,15 +27,6 @@ list_add(struct metric_list *l, const char *name, const char *value)
 }
 
 static void
-list_add_int(struct metric_list *l, const char *name, long long value)
-{
-    char text[32];
-
-    snprintf(text, sizeof text, "%lld", value);
-    list_add(l, name, text);
-}
-
-static void
 metrics_free(Cluster__Metric **items, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -47,33 +37,53 @@ metrics_free(Cluster__Metric **items, size_t n)
     free(items);
 }
 
-/* The TaskManager's own: Flink's Status.Shuffle.Netty names for the
- * network buffers, Status.Process for what Flink reports of its JVM. */
-static void
-dump_taskmanager(struct net_env *net, struct metric_list *l)
+void
+tm_metric_group_register(struct tm_metric_group *m, struct metric_registry *r, struct net_env *net,
+                         const spate_id *resource_id, const char *host)
 {
-    struct process_metrics pm;
+    id_text tm = id_str(resource_id);
+    const char *labels[] = { "host", host, "tm_id", tm.s, NULL };
+    char scope[ID_HEX_LEN + 16];
 
+    memset(m, 0, sizeof *m);
+    m->net = net;
+    snprintf(scope, sizeof scope, "taskmanager.%s", tm.s);
+    m->group = metric_group_new_scoped(r, scope, "taskmanager", labels);
+    process_metric_gauges_register(&m->process, m->group);
+    tm_metric_group_refresh(m);
     if (net != NULL) {
-        struct net_env_stats st;
-
-        net_env_stats(net, &st);
-        list_add_int(l, "Status.Shuffle.Netty.TotalMemorySegments", (long long)st.buffers_total);
-        list_add_int(l, "Status.Shuffle.Netty.AvailableMemorySegments",
-                     (long long)st.buffers_available);
-        list_add_int(l, "Status.Shuffle.Netty.UsedMemorySegments",
-                     (long long)(st.buffers_total - st.buffers_available));
-    }
-    if (process_metrics_read(&pm) == 0) {
-        list_add_int(l, "Status.Process.CPU.Time", (long long)pm.cpu_time_ms);
-        list_add_int(l, "Status.Process.Memory.RSS", (long long)pm.rss_bytes);
-        list_add_int(l, "Status.Process.Threads.Count", (long long)pm.threads);
+        /* Flink's Status.Shuffle.Netty names for the network buffers. */
+        metric_group_gauge(m->group, "Status.Shuffle.Netty.TotalMemorySegments",
+                           &m->segments_total);
+        metric_group_gauge(m->group, "Status.Shuffle.Netty.AvailableMemorySegments",
+                           &m->segments_available);
+        metric_group_gauge(m->group, "Status.Shuffle.Netty.UsedMemorySegments", &m->segments_used);
     }
 }
 
 void
-metric_query_dump(struct metric_registry *r, struct net_env *net, const spate_id *resource_id,
-                  Cluster__MetricDump *out)
+tm_metric_group_refresh(struct tm_metric_group *m)
+{
+    process_metric_gauges_refresh(&m->process);
+    if (m->net != NULL) {
+        struct net_env_stats st;
+
+        net_env_stats(m->net, &st);
+        metric_gauge_set(&m->segments_total, (int64_t)st.buffers_total);
+        metric_gauge_set(&m->segments_available, (int64_t)st.buffers_available);
+        metric_gauge_set(&m->segments_used, (int64_t)(st.buffers_total - st.buffers_available));
+    }
+}
+
+void
+tm_metric_group_release(struct tm_metric_group *m)
+{
+    metric_group_free(m->group);
+    m->group = NULL;
+}
+
+void
+metric_query_dump(struct metric_registry *r, const spate_id *resource_id, Cluster__MetricDump *out)
 {
     struct metric_list tm = { 0 };
     struct metric_sample *s = NULL;
@@ -83,7 +93,6 @@ metric_query_dump(struct metric_registry *r, struct net_env *net, const spate_id
 
     cluster__metric_dump__init(out);
     out->resource_id = gw_id_bytes(resource_id);
-    dump_taskmanager(net, &tm);
     /* A group's samples come together: one TaskMetrics per run of equal
      * scopes. Scopes that are not a task's are the TaskManager's. */
     for (size_t i = 0; i < n;) {

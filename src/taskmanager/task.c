@@ -260,9 +260,31 @@ task_params_release(struct stream_task_params *p)
 
 /* The task's I/O metrics, under the scope a metric dump names it by. */
 static void
-task_register_metrics(struct task *t, const struct jg_vertex *v)
+task_register_metrics(struct task *t, const struct job_graph *jg, const struct jg_vertex *v)
 {
-    char scope[TASK_IO_SCOPE_MAX];
+    char scope[TASK_IO_SCOPE_MAX], subtask[16], attempt[16];
+    id_text tm = id_str(&t->host.resource_id), job = id_str(&t->job_id), task = id_str(&v->id),
+            attempt_id = id_str(&t->attempt_id);
+    /* Flink's variables of a task's metric group. */
+    const char *labels[] = { "host",
+                             t->host.host != NULL ? t->host.host : "localhost",
+                             "tm_id",
+                             tm.s,
+                             "job_id",
+                             job.s,
+                             "job_name",
+                             jg->name != NULL ? jg->name : "",
+                             "task_id",
+                             task.s,
+                             "task_attempt_id",
+                             attempt_id.s,
+                             "task_name",
+                             v->name != NULL ? v->name : "",
+                             "subtask_index",
+                             subtask,
+                             "task_attempt_num",
+                             attempt,
+                             NULL };
     unsigned flags = 0;
 
     if (t->host.metrics == NULL)
@@ -273,7 +295,9 @@ task_register_metrics(struct task *t, const struct jg_vertex *v)
         flags |= TASK_IO_OUTPUT_WATERMARK;
     task_io_scope_format(scope, sizeof scope, &t->job_id, &v->id, t->tdd->subtask,
                          t->tdd->attempt_number);
-    task_io_metrics_register(&t->io, t->host.metrics, scope, flags);
+    snprintf(subtask, sizeof subtask, "%d", t->tdd->subtask);
+    snprintf(attempt, sizeof attempt, "%d", t->tdd->attempt_number);
+    task_io_metrics_register(&t->io, t->host.metrics, scope, labels, flags);
 }
 
 /* Whether the task's job has a library: a job of built-in operators only
@@ -344,7 +368,7 @@ task_main(void *arg)
     }
     if (rc == 0) {
         SPATE_LOG_INFO(TASK_LOG, "task %s of job %s starts", t->name, id_str(&t->job_id).s);
-        task_register_metrics(t, &jg->vertices[t->tdd->vertex]);
+        task_register_metrics(t, jg, &jg->vertices[t->tdd->vertex]);
         rc = stream_task_run(&p, &err);
         task_io_metrics_totals(&t->io, clock_mono_ns(), &t->io_totals);
         t->has_io_totals = true;

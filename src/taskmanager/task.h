@@ -34,6 +34,7 @@ struct task_host {
     void *arg;
     /* Where the task's I/O metrics are registered (NULL: nowhere). */
     struct metric_registry *metrics;
+    const char *host; /* the metrics' host variable */
     /* The task's thread runs as SCHED_BATCH (task_main). */
     bool batch_scheduling;
 };

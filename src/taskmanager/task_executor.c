@@ -48,6 +48,7 @@ struct task_executor {
      * timer that recomputes their rates (Flink's ViewUpdater). */
     struct metric_registry *metrics;
     struct rpc_timer *metrics_timer;
+    struct tm_metric_group own_metrics; /* with metrics: the TaskManager's own */
     /* Tasks whose threads have not ended, for task_executor_wait_tasks
      * (read by the process's main thread: a mutex and a condition). */
     pthread_mutex_t live_lock;
@@ -98,6 +99,7 @@ task_executor_options_from_config(const struct config *conf, struct task_executo
                               err)) != 0)
         return rc;
     o->slots = (uint32_t)slots;
+    config_get_string(conf, CFG(TASKMANAGER_HOST), &o->host, NULL);
     if (config_get_string(conf, CFG(TASKMANAGER_RESOURCE_ID), &rid, NULL) == 0 && rid != NULL) {
         /* Flink's ResourceID is any string; spate's are 32 hex digits. */
         if ((rc = id_parse(rid, &o->resource_id, err)) != 0)
@@ -717,6 +719,7 @@ teh_submit_task(struct rpc_endpoint *ep, const Jobgraph__TaskDeployment *req, st
                                .print_out = te->o.print_out,
                                .on_done = te_task_done,
                                .metrics = te->metrics,
+                               .host = te->o.host != NULL ? te->o.host : "localhost",
                                .batch_scheduling = te->o.batch_scheduling };
     tt = xcalloc(1, sizeof *tt);
     tt->te = te;
@@ -1002,7 +1005,9 @@ teh_request_metric_dump(struct rpc_endpoint *ep, const Cluster__Ack *req, struct
     Cluster__MetricDump dump;
 
     UNUSED(req);
-    metric_query_dump(te->metrics, te->o.net, &te->o.resource_id, &dump);
+    if (te->metrics != NULL)
+        tm_metric_group_refresh(&te->own_metrics);
+    metric_query_dump(te->metrics, &te->o.resource_id, &dump);
     rpc_call_reply(call, &dump.base);
     metric_query_dump_release(&dump);
 }
@@ -1016,6 +1021,7 @@ te_update_metrics(void *arg)
     if (!rpc_endpoint_is_running(&te->ep))
         return;
     metric_registry_update(te->metrics, clock_mono_ns());
+    tm_metric_group_refresh(&te->own_metrics);
     te->metrics_timer = rpc_endpoint_schedule(&te->ep, TE_METRICS_UPDATE_MS, te_update_metrics, te);
 }
 
@@ -1086,6 +1092,8 @@ te_destroy(struct rpc_endpoint *ep)
 
     task_slot_table_release(&te->slots);
     job_table_release(&te->jobs);
+    if (te->metrics != NULL)
+        tm_metric_group_release(&te->own_metrics);
     metric_registry_free(te->metrics);
     pthread_mutex_destroy(&te->live_lock);
     pthread_cond_destroy(&te->live_changed);
@@ -1107,13 +1115,18 @@ task_executor_start(struct rpc_service *svc, const struct task_executor_options 
     int rc;
 
     te->o = *o;
-    if (o->net != NULL)
+    if (o->net != NULL) {
         te->metrics = metric_registry_new();
+        tm_metric_group_register(&te->own_metrics, te->metrics, o->net, &o->resource_id,
+                                 o->host != NULL ? o->host : "localhost");
+    }
     pthread_mutex_init(&te->live_lock, NULL);
     pthread_cond_init(&te->live_changed, NULL);
     if ((rc = rpc_endpoint_init(&te->ep, svc, o->endpoint_name, &te_ops, err)) != 0) {
         pthread_mutex_destroy(&te->live_lock);
         pthread_cond_destroy(&te->live_changed);
+        if (te->metrics != NULL)
+            tm_metric_group_release(&te->own_metrics);
         metric_registry_free(te->metrics);
         free(te);
         return rc;
@@ -1168,6 +1181,12 @@ bool
 task_executor_is_registered(const struct task_executor *te)
 {
     return te->rm_established;
+}
+
+struct metric_registry *
+task_executor_metric_registry(const struct task_executor *te)
+{
+    return te->metrics;
 }
 
 const spate_id *

@@ -43,6 +43,7 @@ struct task_executor;
 struct task_executor_options {
     const char *endpoint_name; /* "taskexecutor" */
     spate_id resource_id;
+    const char *host; /* taskmanager.host: the metrics' host variable */
     uint32_t slots;
     int data_port; /* the network environment's */
     /* Running tasks (NULL: this TaskExecutor takes none, as in scale tests). */
@@ -73,6 +74,10 @@ int task_executor_start(struct rpc_service *svc, const struct task_executor_opti
 /* Loop thread: tells the ResourceManager it goes, stops the endpoint (freed
  * once its last reference is gone). Returns the termination future. */
 struct rpc_future *task_executor_stop(struct task_executor *te, const char *reason);
+
+/* The registry of this TaskExecutor's metrics (its own group and its
+ * tasks'), or NULL when it runs no tasks; valid until it is stopped. */
+struct metric_registry *task_executor_metric_registry(const struct task_executor *te);
 
 /* Loop thread: how many tasks run (tests and logs). */
 size_t task_executor_task_count(const struct task_executor *te);

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "ha/ha_services.h"
+#include "metrics/prometheus_reporter.h"
 #include "network/net_env.h"
 #include "rpc/gateways.h"
 #include "taskmanager/task_executor.h"
@@ -28,10 +29,11 @@ struct tm_process {
     struct task_executor **tes;
     int count;
     struct task_executor_options o;
-    struct net_env *net;             /* count == 1 only: the others run no tasks */
-    struct library_cache *libraries; /* likewise */
-    int exit_fd;                     /* eventfd: exit code + 1 */
-    int start_error;                 /* set by tm_start_all */
+    struct net_env *net;              /* count == 1 only: the others run no tasks */
+    struct library_cache *libraries;  /* likewise */
+    struct prometheus_reporter *prom; /* likewise: metrics.reporter.prom.* */
+    int exit_fd;                      /* eventfd: exit code + 1 */
+    int start_error;                  /* set by tm_start_all */
     spate_error err;
 };
 
@@ -168,6 +170,13 @@ taskmanager_run(const struct config *conf, int count)
         err = p.err;
         goto fail;
     }
+    if (p.net != NULL) {
+        struct prometheus_reporter_options po = { .bind_host = bind_host };
+        struct metric_registry *r = task_executor_metric_registry(p.tes[0]);
+
+        if (prometheus_reporter_from_config(conf, &r, 1, &po, &p.prom, &err) != 0)
+            goto fail_started;
+    }
     SPATE_LOG_INFO(TM_LOG, "TaskManager started with %d TaskExecutor%s at %s", count,
                    count == 1 ? "" : "s", rpc_service_address(p.svc));
 
@@ -194,6 +203,8 @@ taskmanager_run(const struct config *conf, int count)
             break;
         }
     }
+    prometheus_reporter_stop(p.prom);
+    p.prom = NULL;
     ended = tm_end_tasks(&p);
     rpc_service_run_sync(p.svc, NULL, tm_stop_all, &p);
     if (ended)
@@ -205,6 +216,9 @@ taskmanager_run(const struct config *conf, int count)
     close(p.exit_fd);
     SPATE_LOG_INFO(TM_LOG, "TaskManager stopped");
     return status;
+fail_started:
+    /* The TaskExecutor runs: stop it before what it uses goes. */
+    rpc_service_run_sync(p.svc, NULL, tm_stop_all, &p);
 fail:
     SPATE_LOG_ERROR(TM_LOG, "TaskManager failed: %s", err.message);
     fprintf(stderr, "spate taskmanager: %s\n", err.message);

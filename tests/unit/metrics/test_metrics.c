@@ -19,7 +19,7 @@ Test(metrics, task_metrics_with_flink_names)
     double v;
 
     task_io_metrics_init(&m);
-    task_io_metrics_register(&m, r, "tm.job.map.0", 0);
+    task_io_metrics_register(&m, r, "tm.job.map.0", NULL, 0);
     metric_counter_add(&m.num_records_out, 5);
     metric_counter_add(&m.num_bytes_in, 4096);
     metric_level_add(&m.out_pool_capacity, 10);
@@ -85,7 +85,8 @@ Test(metrics, a_reader_thread_sees_consistent_values, .timeout = 60)
 
     task_io_metrics_init(&h.m);
     atomic_init(&h.done, false);
-    task_io_metrics_register(&h.m, r, "t", TASK_IO_INPUT_WATERMARK | TASK_IO_OUTPUT_WATERMARK);
+    task_io_metrics_register(&h.m, r, "t", NULL,
+                             TASK_IO_INPUT_WATERMARK | TASK_IO_OUTPUT_WATERMARK);
     pthread_create(&t, NULL, task_thread, &h);
     while (!atomic_load(&h.done)) {
         struct metric_sample *s;
@@ -136,7 +137,7 @@ Test(metrics, watermarks_and_values_as_flinks_dumps_write_them)
     double v;
 
     task_io_metrics_init(&m);
-    task_io_metrics_register(&m, r, "s", TASK_IO_INPUT_WATERMARK);
+    task_io_metrics_register(&m, r, "s", NULL, TASK_IO_INPUT_WATERMARK);
     /* No watermark yet: Long.MIN_VALUE, exactly, as Flink shows it. */
     sample_text(r, "currentInputWatermark", text, sizeof text);
     cr_assert_str_eq(text, "-9223372036854775808");

@@ -21,6 +21,7 @@ Test(metric_query, a_dump_per_task_and_the_taskmanagers_own)
 {
     struct metric_registry *r = metric_registry_new();
     struct task_io_metrics a, b;
+    struct tm_metric_group own;
     struct metric_counter other = { 0 };
     struct metric_group *g = metric_group_new(r, "not a task");
     char scope[TASK_IO_SCOPE_MAX];
@@ -34,13 +35,14 @@ Test(metric_query, a_dump_per_task_and_the_taskmanagers_own)
     task_io_metrics_init(&a);
     task_io_metrics_init(&b);
     task_io_scope_format(scope, sizeof scope, &job, &vertex, 0, 0);
-    task_io_metrics_register(&a, r, scope, TASK_IO_INPUT_WATERMARK);
+    task_io_metrics_register(&a, r, scope, NULL, TASK_IO_INPUT_WATERMARK);
     task_io_scope_format(scope, sizeof scope, &job, &vertex, 1, 2);
-    task_io_metrics_register(&b, r, scope, 0);
+    task_io_metrics_register(&b, r, scope, NULL, 0);
     metric_counter_add(&a.num_records_in, 42);
     metric_gauge_set(&a.input_watermark, 77);
 
-    metric_query_dump(r, NULL, &tm, &d);
+    tm_metric_group_register(&own, r, NULL, &tm, "localhost");
+    metric_query_dump(r, &tm, &d);
     cr_assert(gw_id_get(&d.resource_id, &id) && id_equal(&id, &tm));
     cr_assert_eq(d.n_tasks, 2);
     for (size_t i = 0; i < d.n_tasks; i++) {
@@ -68,6 +70,7 @@ Test(metric_query, a_dump_per_task_and_the_taskmanagers_own)
     metric_query_dump_release(&d);
     task_io_metrics_release(&a);
     task_io_metrics_release(&b);
+    tm_metric_group_release(&own);
     metric_group_free(g);
     metric_registry_free(r);
 }
