@@ -75,17 +75,12 @@ jm_refresh_metrics(void *arg)
     rpc_future_unref(f);
 }
 
-/* The JobManager's metric group with Flink's names, and the Prometheus
- * reporter when the configuration asks for one. */
-static int
-jm_start_metrics(const struct config *conf, struct jm_process *p, const char *bind_host,
-                 spate_error *err)
+/* The JobManager's metric registry and group with Flink's names (before
+ * the Dispatcher starts: its JobMasters register their jobs' groups). */
+static void
+jm_new_metrics(const struct config *conf, struct jm_process *p)
 {
-    struct prometheus_reporter_options po = { .bind_host = bind_host,
-                                              .refresh = jm_refresh_metrics,
-                                              .arg = p };
     const char *labels[] = { "host", "localhost", NULL };
-    char addr[400];
 
     config_get_string(conf, CFG(JOBMANAGER_RPC_ADDRESS), &labels[1], NULL);
     if (labels[1] == NULL)
@@ -97,18 +92,38 @@ jm_start_metrics(const struct config *conf, struct jm_process *p, const char *bi
     metric_group_gauge(p->jm_group, "numRunningJobs", &p->running_jobs);
     metric_group_gauge(p->jm_group, "taskSlotsAvailable", &p->slots_available);
     metric_group_gauge(p->jm_group, "taskSlotsTotal", &p->slots_total);
+    p->dso.metrics = p->metrics;
+    p->dso.host = labels[1];
+}
+
+/* The Prometheus reporter, when the configuration asks for one. */
+static int
+jm_start_reporter(const struct config *conf, struct jm_process *p, const char *bind_host,
+                  spate_error *err)
+{
+    struct prometheus_reporter_options po = { .bind_host = bind_host,
+                                              .refresh = jm_refresh_metrics,
+                                              .arg = p };
+    char addr[400];
+
     snprintf(addr, sizeof addr, "%s/%s", rpc_service_address(p->svc), RPC_ENDPOINT_DISPATCHER);
     rpc_gateway_new(p->svc, addr, NULL, &p->dispatcher_gw, NULL);
     return prometheus_reporter_from_config(conf, &p->metrics, 1, &po, &p->prom, err);
 }
 
 static void
-jm_stop_metrics(struct jm_process *p)
+jm_stop_reporter(struct jm_process *p)
 {
     prometheus_reporter_stop(p->prom);
     p->prom = NULL;
     rpc_gateway_free(p->dispatcher_gw);
     p->dispatcher_gw = NULL;
+}
+
+/* After the endpoints stopped (their groups are gone). */
+static void
+jm_free_metrics(struct jm_process *p)
+{
     metric_group_free(p->jm_group);
     p->jm_group = NULL;
     metric_registry_free(p->metrics);
@@ -280,6 +295,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     if (rc != 0)
         goto fail;
     p.dso.blobs = p.blobs;
+    jm_new_metrics(conf, &p);
     p.dso.on_shutdown = jm_on_shutdown;
     p.dso.arg = &p;
     rpc_service_run_sync(p.svc, NULL, jm_start_endpoints, &p);
@@ -296,7 +312,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
         goto fail;
     SPATE_LOG_INFO(JM_LOG, "JobManager started: rpc at %s, REST at http://%s:%d",
                    rpc_service_address(p.svc), rest_bind, rest_server_port(rest));
-    if (jm_start_metrics(conf, &p, bind_host, &err) != 0)
+    if (jm_start_reporter(conf, &p, bind_host, &err) != 0)
         goto fail;
     if (jm_start_leadership(conf, &p, rest_server_port(rest), &err) != 0)
         goto fail;
@@ -318,7 +334,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     p.leadership = NULL;
     rest_server_stop(rest);
     rest = NULL;
-    jm_stop_metrics(&p);
+    jm_stop_reporter(&p);
     rpc_service_run_sync(p.svc, NULL, jm_stop_endpoints, &p);
     SPATE_LOG_INFO(JM_LOG, "JobManager stopped");
 fail:
@@ -328,8 +344,9 @@ fail:
     }
     jm_leadership_stop(p.leadership);
     rest_server_stop(rest);
-    jm_stop_metrics(&p);
+    jm_stop_reporter(&p);
     rpc_service_free(p.svc);
+    jm_free_metrics(&p);
     blob_server_stop(p.blobs);
     ha_services_free(p.ha);
     if (sfd >= 0)

@@ -40,7 +40,8 @@ struct mini_cluster {
     struct blob_server *blobs;
     struct mc_taskmanager *tms;
     int ntms;
-    struct prometheus_reporter *prom; /* over the TaskManagers' registries */
+    struct prometheus_reporter *prom;   /* over the TaskManagers' registries */
+    struct metric_registry *jm_metrics; /* the JobMasters' job groups */
     int64_t cancellation_timeout_ms;
     char dispatcher_address[300];
     int start_error;
@@ -150,10 +151,11 @@ static int
 mc_start_reporter(struct mini_cluster *mc, const struct config *conf, spate_error *err)
 {
     struct prometheus_reporter_options po = { .bind_host = "127.0.0.1" };
-    struct metric_registry **rs = xcalloc((size_t)mc->ntms, sizeof *rs);
+    struct metric_registry **rs = xcalloc((size_t)mc->ntms + 1, sizeof *rs);
     size_t n = 0;
     int rc;
 
+    rs[n++] = mc->jm_metrics;
     for (int i = 0; i < mc->ntms; i++)
         if ((rs[n] = task_executor_metric_registry(mc->tms[i].te)) != NULL)
             n++;
@@ -201,6 +203,9 @@ mini_cluster_start(const struct config *caller_conf, const struct mini_cluster_o
     mc->rmo.heartbeat = mc->dso.heartbeat;
     mc->dso.ha = mc->ha;
     mc->dso.blobs = mc->blobs;
+    mc->jm_metrics = metric_registry_new();
+    mc->dso.metrics = mc->jm_metrics;
+    mc->dso.host = "localhost";
     for (int i = 0; i < mc->ntms; i++)
         if ((rc = mc_add_taskmanager(mc, conf, mo, i, err)) != 0)
             goto fail;
@@ -277,6 +282,7 @@ mini_cluster_stop(struct mini_cluster *mc)
     }
     ha_services_free(mc->ha);
     blob_server_stop(mc->blobs);
+    metric_registry_free(mc->jm_metrics);
     free(mc->tms);
     config_free(mc->conf);
     free(mc);

@@ -1397,6 +1397,13 @@ checkpoint_coordinator_trigger_statuses(struct checkpoint_coordinator *cc)
     return all;
 }
 
+void
+checkpoint_coordinator_stats_counts(const struct checkpoint_coordinator *cc,
+                                    struct checkpoint_stats_counts *c)
+{
+    checkpoint_stats_tracker_counts(cc->stats, c);
+}
+
 Ckstats__CheckpointingStats *
 checkpoint_coordinator_stats(const struct checkpoint_coordinator *cc, int64_t checkpoint_id)
 {

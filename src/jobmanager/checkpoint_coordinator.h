@@ -173,6 +173,11 @@ checkpoint_coordinator_trigger_statuses(struct checkpoint_coordinator *cc);
 Ckstats__CheckpointingStats *checkpoint_coordinator_stats(const struct checkpoint_coordinator *cc,
                                                           int64_t checkpoint_id);
 
+/* The job's checkpoint metrics (numberOfCompletedCheckpoints, ...). */
+struct checkpoint_stats_counts;
+void checkpoint_coordinator_stats_counts(const struct checkpoint_coordinator *cc,
+                                         struct checkpoint_stats_counts *c);
+
 /* For tests and logs: checkpoints in progress, completed since start. */
 int checkpoint_coordinator_pending_count(const struct checkpoint_coordinator *cc);
 int64_t checkpoint_coordinator_completed_count(const struct checkpoint_coordinator *cc);

@@ -320,6 +320,23 @@ checkpoint_stats_tracker_snapshot(const struct checkpoint_stats_tracker *t,
     return m;
 }
 
+void
+checkpoint_stats_tracker_counts(const struct checkpoint_stats_tracker *t,
+                                struct checkpoint_stats_counts *c)
+{
+    const struct cc_stats *l = t->latest_completed;
+
+    c->total = t->total;
+    c->completed = t->completed;
+    c->failed = t->failed;
+    c->in_progress = t->total - t->completed - t->failed;
+    c->restored = t->restored_count;
+    c->last_id = l != NULL ? (int64_t)l->id : -1;
+    c->last_duration_ms = l != NULL ? l->latest_ack_ms - l->trigger_ms : -1;
+    c->last_size = l != NULL ? (int64_t)l->state_size : -1;
+    c->last_restore_ms = t->restored != NULL ? t->restored->restore_timestamp : -1;
+}
+
 int64_t
 checkpoint_stats_tracker_completed(const struct checkpoint_stats_tracker *t)
 {

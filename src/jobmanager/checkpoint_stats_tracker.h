@@ -52,6 +52,16 @@ void checkpoint_stats_tracker_report_restored(struct checkpoint_stats_tracker *t
 Ckstats__CheckpointingStats *
 checkpoint_stats_tracker_snapshot(const struct checkpoint_stats_tracker *t,
                                   const struct checkpoint_settings *cfg, int64_t checkpoint_id);
+/* The job's checkpoint metrics (Flink's CheckpointStatsTracker gauges):
+ * counts, and the latest completed one's duration and size (-1: none yet),
+ * the latest restore's time (-1: none). */
+struct checkpoint_stats_counts {
+    int64_t total, in_progress, completed, failed, restored;
+    int64_t last_id, last_duration_ms, last_size, last_restore_ms;
+};
+void checkpoint_stats_tracker_counts(const struct checkpoint_stats_tracker *t,
+                                     struct checkpoint_stats_counts *c);
+
 /* Checkpoints completed since the tracker was made. */
 int64_t checkpoint_stats_tracker_completed(const struct checkpoint_stats_tracker *t);
 

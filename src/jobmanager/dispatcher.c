@@ -209,6 +209,8 @@ disp_launch(struct dispatcher *d, struct disp_job *j, struct job_master_options 
     o->registration = d->o.registration;
     o->ha = d->o.ha;
     o->cluster_conf = d->o.conf;
+    o->metrics = d->o.metrics;
+    o->host = d->o.host;
     o->on_terminal = disp_on_terminal;
     o->arg = d;
     hmap_insert(&d->jobs, &j->node, id_hash(&j->job_id));

@@ -24,6 +24,10 @@ struct dispatcher_options {
     /* The JobManager's configuration, for the jobs' settings they do not
      * set themselves (outlives the Dispatcher; may be NULL). */
     const struct config *conf;
+    /* The JobManager's metric registry, where JobMasters register their
+     * jobs' metrics (NULL: none), and the host variable of their groups. */
+    struct metric_registry *metrics;
+    const char *host;
     /* The cluster was told to stop; the process should end (as the endpoint). */
     void (*on_shutdown)(void *arg, const char *reason);
     void *arg;

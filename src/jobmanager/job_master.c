@@ -544,6 +544,7 @@ jm_on_start(struct rpc_endpoint *ep)
                    jm->eg->graph->checkpointing.interval_ms > 0 ? "checkpoints on"
                                                                 : "no periodic checkpoints");
     jm_prepare(jm);
+    jm_metrics_start(jm);
     if (jm->eg->graph->savepoint_path == NULL)
         jm_request_slots(jm);
 }
@@ -553,6 +554,7 @@ jm_on_stop(struct rpc_endpoint *ep)
 {
     struct job_master *jm = jm_of(ep);
 
+    jm_metrics_stop(jm);
     /* Stopped before the job ended (a new leader takes over, the process
      * exits): its checkpoints stay for whoever recovers it. */
     if (jm->cc != NULL && !job_status_is_terminal(jm->status))

@@ -10,6 +10,7 @@
 #include "core/id.h"
 #include "core/job_status.h"
 #include "ha/ha_services.h"
+#include "metrics/metrics.h"
 #include "proto/checkpoint_stats.pb-c.h"
 #include "proto/cluster.pb-c.h"
 #include "rpc/future.h"
@@ -42,6 +43,11 @@ struct job_master_options {
     /* The JobManager's configuration (may be NULL): the checkpointing and
      * restart settings the job does not set (job_settings_complete). */
     const struct config *cluster_conf;
+    /* Where the job's metrics go (Flink's JobManagerJobMetricGroup: uptime,
+     * numRestarts, checkpoint counts, ...; NULL: nowhere) and the host
+     * variable of their group. */
+    struct metric_registry *metrics;
+    const char *host;
     /* The job reached a terminal state (called as the JobMaster). */
     void (*on_terminal)(void *arg, struct job_master *jm);
     void *arg;

@@ -184,6 +184,7 @@ jm_failover(struct job_master *jm, const char *failure, const bool *regions)
     if (!jm->restarting) {
         memset(jm->restart_regions, 0, (size_t)eg->nregions * sizeof *jm->restart_regions);
         jm->restart_pause_over = false;
+        jm->num_restarts++;
     }
     for (int r = 0; r < eg->nregions; r++) {
         jm->restart_regions[r] |= regions == NULL || regions[r];

@@ -24,6 +24,17 @@ struct jm_worker {
     struct rpc_gateway *gw;
 };
 
+/* The job's metric group (job_master_metrics.c): gauges the JobMaster sets. */
+struct jm_job_metrics {
+    struct metric_group *group; /* NULL: no registry */
+    struct rpc_timer *timer;
+    struct metric_gauge uptime, downtime, restarting_time, num_restarts, full_restarts;
+    struct metric_gauge total_checkpoints, in_progress_checkpoints, completed_checkpoints,
+        failed_checkpoints;
+    struct metric_gauge last_checkpoint_duration, last_checkpoint_size, last_checkpoint_restore,
+        last_completed_checkpoint_id;
+};
+
 struct job_master {
     struct rpc_endpoint ep;
     struct job_master_options o;
@@ -51,6 +62,8 @@ struct job_master {
      * checkpoint they restore (restore_md, NULL: a fresh start). */
     struct checkpoint_coordinator *cc;
     struct restart_strategy restart;
+    int64_t num_restarts; /* restarts begun (numRestarts) */
+    struct jm_job_metrics metrics;
     bool prepared;
     bool restore_loading;
     Checkpoint__CheckpointMetadata *restore_md;
@@ -131,5 +144,10 @@ void jm_lose_worker(struct job_master *jm, const spate_id *id, const char *cause
 
 /* job_master_checkpoint.c */
 void jm_prepare(struct job_master *jm);
+
+/* job_master_metrics.c */
+void jm_metrics_start(struct job_master *jm);
+void jm_metrics_refresh(struct job_master *jm);
+void jm_metrics_stop(struct job_master *jm);
 
 #endif

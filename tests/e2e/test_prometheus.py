@@ -138,6 +138,69 @@ class PrometheusTest(ClusterTestCase):
         self.assertEqual(len(rss), 2, rss)
         self.assertTrue(all(float(s["value"][1]) > 0 for s in rss), rss)
 
+    def series(self, port, name):
+        """{labels text: value} of a family in a reporter's answer."""
+        _, _, text = http_get(f"http://127.0.0.1:{port}/metrics")
+        rx = re.compile(r"^" + re.escape(name) + r"\{([^}]*)\} (\S+)$", re.M)
+        return {m.group(1): float(m.group(2)) for m in rx.finditer(text)}
+
+    def job_gauge(self, port, name, jid):
+        for labels, value in self.series(port, f"flink_jobmanager_job_{name}").items():
+            if f'job_id="{jid}"' in labels:
+                return value
+        return None
+
+    def test_job_metrics_checkpoints_and_restarts(self):
+        """The JobManager reports each job's gauges with Flink's names:
+        uptime, checkpoint counts and figures, numRestarts after a kill -9
+        of the TaskManager that ran it."""
+        jm = self.start_jobmanager("-D", "metrics.reporter.prom.factory.class=prometheus",
+                                   "-D", "metrics.reporter.prom.port=0",
+                                   "-D", "execution.checkpointing.interval=200 ms",
+                                   "-D", f"state.checkpoints.dir={self.tmp}/checkpoints")
+        port = self.reporter(jm)
+        tm = self.start_taskmanager(slots=1)
+        self.wait_overview(1, slots=1)
+        r = self.spate("run", "-m", f"127.0.0.1:{self.rest_port}", "-d", JOB, "eventtime", "2000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        jid = job_id_of(r.stdout)
+
+        done = wait_for(lambda: (self.job_gauge(port, "numberOfCompletedCheckpoints", jid) or 0)
+                        >= 2, 60, "two completed checkpoints in the job's metrics")
+        self.assertTrue(done)
+        labels = next(k for k in self.series(port, "flink_jobmanager_job_uptime")
+                      if f'job_id="{jid}"' in k)
+        self.assertIn('job_name="eventtime"', labels)
+        self.assertIn("host=", labels)
+        self.assertGreater(self.job_gauge(port, "uptime", jid), 0)
+        self.assertEqual(self.job_gauge(port, "downtime", jid), 0)
+        self.assertEqual(self.job_gauge(port, "numRestarts", jid), 0)
+        self.assertGreaterEqual(self.job_gauge(port, "lastCheckpointDuration", jid), 0)
+        self.assertGreater(self.job_gauge(port, "lastCheckpointSize", jid), 0)
+        self.assertGreaterEqual(self.job_gauge(port, "lastCompletedCheckpointId", jid), 2)
+        self.assertEqual(self.job_gauge(port, "numberOfFailedCheckpoints", jid), 0)
+        self.assertGreaterEqual(self.job_gauge(port, "totalNumberOfCheckpoints", jid),
+                                self.job_gauge(port, "numberOfCompletedCheckpoints", jid))
+
+        # kill -9 of its TaskManager: the job restarts on a new one.
+        tm.kill()
+        self.start_taskmanager(slots=1)
+        wait_for(lambda: (self.job_gauge(port, "numRestarts", jid) or 0) >= 1, 60,
+                 "numRestarts to count the restart")
+        wait_for(lambda: (self.job_gauge(port, "uptime", jid) or 0) > 0, 60,
+                 "the job running again")
+        self.assertGreater(self.job_gauge(port, "restartingTime", jid), 0)
+        self.assertEqual(self.job_gauge(port, "fullRestarts", jid),
+                         self.job_gauge(port, "numRestarts", jid))
+        wait_for(lambda: (self.job_gauge(port, "lastCheckpointRestoreTimestamp", jid) or -1) > 0,
+                 30, "the restore's timestamp")
+
+        # A cancelled job's group goes with its JobMaster.
+        status, _ = self.rest(f"/jobs/{jid}?mode=cancel", method="PATCH")
+        self.assertEqual(status, 202)
+        wait_for(lambda: self.job_gauge(port, "uptime", jid) is None, 30,
+                 "the job's metrics to go")
+
     def test_bad_reporter_configuration_is_a_clear_error(self):
         r = subprocess.run([os.path.join(BUILD, "bin", "spate"), "-D", "jobmanager.rpc.port=0",
                             "-D", "rest.port=0", "-D",
