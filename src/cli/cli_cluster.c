@@ -308,6 +308,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     so.svc = p.svc;
     so.conf = conf;
     so.blobs = p.blobs;
+    so.metrics = p.metrics;
     if (rest_server_start(&so, &rest, &err) != 0)
         goto fail;
     SPATE_LOG_INFO(JM_LOG, "JobManager started: rpc at %s, REST at http://%s:%d",

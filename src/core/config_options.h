@@ -145,6 +145,13 @@ struct config_option {
       CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
       "how old the REST server's copy of the TaskManagers' metrics may get before it asks again "  \
       "(Flink: 10 s)")                                                                             \
+    X(HISTORYSERVER_LOG_JOBMANAGER_URL_PATTERN, "historyserver.log.jobmanager.url-pattern",        \
+      STRING, NULL, 0, 0, NULL, NULL,                                                              \
+      "URL of a job's JobManager log elsewhere, <jobid> filled in "                                \
+      "(/jobs/:jobid/jobmanager/log-url)")                                                         \
+    X(HISTORYSERVER_LOG_TASKMANAGER_URL_PATTERN, "historyserver.log.taskmanager.url-pattern",      \
+      STRING, NULL, 0, 0, NULL, NULL,                                                              \
+      "URL of a TaskManager's log elsewhere, <jobid> and <tmid> filled in")                        \
     X(METRICS_REPORTERS, "metrics.reporters", STRING, NULL, 0, 0, NULL, NULL,                      \
       "names of the configured reporters to start (default: every configured one)")                \
     X(METRICS_REPORTER_PROM_FACTORY_CLASS, "metrics.reporter.prom.factory.class", STRING, NULL, 0, \

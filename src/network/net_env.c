@@ -350,6 +350,7 @@ net_env_stats(struct net_env *env, struct net_env_stats *st)
 {
     st->buffers_total = network_buffer_pool_total(env->pool);
     st->buffers_available = network_buffer_pool_available(env->pool);
+    st->segment_size = env->cfg.segment_size;
     st->client_connections = atomic_load_explicit(&env->n_client, memory_order_relaxed);
     st->server_connections = atomic_load_explicit(&env->n_server, memory_order_relaxed);
     st->connections_dropped = atomic_load_explicit(&env->n_dropped, memory_order_relaxed);

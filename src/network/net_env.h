@@ -54,6 +54,7 @@ uint64_t net_env_busy_poll_ns(const struct net_env *env);
 
 struct net_env_stats {
     size_t buffers_total, buffers_available;
+    size_t segment_size;       /* bytes of each buffer */
     size_t client_connections; /* to remote producers */
     size_t server_connections; /* from remote consumers */
     size_t partitions;         /* registered result partitions */

@@ -161,6 +161,19 @@ metric_store_taskmanager(const struct metric_store *s, const spate_id *tm)
     return NULL;
 }
 
+size_t
+metric_store_taskmanager_count(const struct metric_store *s)
+{
+    return s->ntms;
+}
+
+const struct metric_component *
+metric_store_taskmanager_at(const struct metric_store *s, size_t i, spate_id *id)
+{
+    *id = s->tms[i].id;
+    return &s->tms[i].metrics;
+}
+
 const struct metric_component *
 metric_store_subtask(const struct metric_store *s, const spate_id *job, const spate_id *vertex,
                      int subtask)

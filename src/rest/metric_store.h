@@ -39,6 +39,10 @@ size_t metric_store_add(struct metric_store *s, const Cluster__MetricDump *dump)
 /* A TaskManager's own metrics, or NULL. */
 const struct metric_component *metric_store_taskmanager(const struct metric_store *s,
                                                         const spate_id *tm);
+/* How many TaskManagers the store has, and the i-th's id and metrics. */
+size_t metric_store_taskmanager_count(const struct metric_store *s);
+const struct metric_component *metric_store_taskmanager_at(const struct metric_store *s, size_t i,
+                                                           spate_id *id);
 /* The metrics of subtask of a vertex (its latest attempt), or NULL. */
 const struct metric_component *metric_store_subtask(const struct metric_store *s,
                                                     const spate_id *job, const spate_id *vertex,

@@ -332,9 +332,7 @@ rest_storage_path(struct rest_request *rq, json_t *body, const char *name, const
     return true;
 }
 
-/* The JSON object of a request's body ({} without one); NULL after
- * answering 400 into *ret. */
-static json_t *
+json_t *
 rest_body_object(struct rest_request *rq, enum MHD_Result *ret)
 {
     json_error_t jerr;

@@ -21,6 +21,8 @@
 
 #define REST_LOG    "rest"
 #define REST_ASK_MS 10000
+/* A log file over REST: at most its last 16 MB. */
+#define REST_LOG_MAX_BYTES (16u << 20)
 
 struct rest_server {
     struct MHD_Daemon *daemon;
@@ -39,6 +41,8 @@ struct rest_server {
     struct metric_fetcher *metrics;
     struct rest_auth *auth;        /* rest.authentication, NULL: off */
     struct log_ratelimit refusals; /* libmicrohttpd's errors, refused requests */
+    /* The JobManager's own registry (its jobs' groups; may be NULL). */
+    struct metric_registry *registry;
     /* Requests between their first call and their completion; stop waits
      * for them, so that DELETE /cluster's answer leaves before the process. */
     _Atomic int inflight;
@@ -88,6 +92,8 @@ struct rest_route {
 
 /* Sends body (taken) with status. */
 enum MHD_Result rest_send(struct MHD_Connection *c, unsigned status, json_t *body);
+/* Sends text (taken, len bytes) as text/plain with status. */
+enum MHD_Result rest_send_text(struct MHD_Connection *c, unsigned status, char *text, size_t len);
 /* Flink's error body: {"errors": ["..."]}. */
 enum MHD_Result rest_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -103,6 +109,8 @@ const struct rest_part *rest_part_find(const struct rest_request *req, const cha
 extern const struct rest_route rest_jobs_routes[];
 extern const struct rest_route rest_jars_routes[];
 extern const struct rest_route rest_checkpoints_routes[];
+extern const struct rest_route rest_jobmanager_routes[];
+extern const struct rest_route rest_diagnostics_routes[];
 
 /* rest_jars.c: the upload folder (made at start, removed at stop). */
 int rest_jars_start(struct rest_server *rs, spate_error *err);
@@ -125,6 +133,9 @@ int rest_resume_parse(json_t *body, struct rest_resume *r, spate_error *err);
 int rest_submit_graph(struct rest_server *rs, const uint8_t *graph, size_t len,
                       const uint8_t key[SHA256_BYTES], const struct rest_resume *resume,
                       spate_id *job, spate_error *err);
+/* The JSON object of a request's body ({} without one); NULL after
+ * answering 400 into *ret. */
+json_t *rest_body_object(struct rest_request *rq, enum MHD_Result *ret);
 /* A query parameter (URL-decoded), or NULL. */
 const char *rest_query(struct MHD_Connection *c, const char *name);
 
@@ -135,6 +146,11 @@ bool rest_metrics_route(struct rest_server *rs, struct MHD_Connection *c, const 
 /* GET /jobs/:jobid/vertices/:vertexid (JobVertexDetailsInfo). */
 enum MHD_Result rest_vertex_details(struct rest_server *rs, struct MHD_Connection *c,
                                     const spate_id *job, const spate_id *vertex);
+/* GET /jobs/:jobid/vertices/:vertexid/ + parts: accumulators,
+ * subtasks/accumulators, subtasks/:i, subtasks/:i/attempts/:a (and
+ * /accumulators), subtasktimes, taskmanagers; 404 for other parts. */
+enum MHD_Result rest_vertex_view(struct rest_server *rs, struct MHD_Connection *c,
+                                 const spate_id *job, const spate_id *vertex, char **parts, int n);
 /* The "vertices" of GET /jobs/:jobid (JobDetailsVertexInfo each); an empty
  * array when they cannot be had. */
 json_t *rest_job_vertices(struct rest_server *rs, const spate_id *job);

@@ -611,6 +611,106 @@ rest_job_submit(struct rest_request *rq)
     return ret;
 }
 
+/* GET /jobs/:jobid/status (JobStatusInfo). */
+static enum MHD_Result
+rest_job_status(struct rest_request *rq)
+{
+    const Cluster__JobDetails *d;
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    json_t *j;
+
+    if ((f = rest_details(rq, &ret)) == NULL)
+        return ret;
+    d = rpc_future_value(f);
+    j = json_pack("{s:s}", "status", d->info->state);
+    rpc_future_unref(f);
+    return rest_send(rq->c, MHD_HTTP_OK, j);
+}
+
+/* PATCH /jobs/:jobid/clientHeartbeat {"expiredTimestamp"}: Flink's
+ * attached clients keep a job alive with it (execution.attached with
+ * client.heartbeat.*); spate's jobs do not end with their client, so it is
+ * acknowledged for a known job. 202, no body. */
+static enum MHD_Result
+rest_job_client_heartbeat(struct rest_request *rq)
+{
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    json_t *body, *ts;
+
+    if ((body = rest_body_object(rq, &ret)) == NULL)
+        return ret;
+    ts = json_object_get(body, "expiredTimestamp");
+    if (ts == NULL || !json_is_integer(ts)) {
+        json_decref(body);
+        return rest_error(rq->c, MHD_HTTP_BAD_REQUEST,
+                          "Bad request: the body needs \"expiredTimestamp\", an integer");
+    }
+    json_decref(body);
+    if ((f = rest_details(rq, &ret)) == NULL)
+        return ret;
+    rpc_future_unref(f);
+    return rest_send(rq->c, MHD_HTTP_ACCEPTED, json_object());
+}
+
+/* PATCH /jobs/:jobid/rescaling and GET .../rescaling/:triggerid: Flink's
+ * own answer since FLINK-12312. A job changes its parallelism through a
+ * savepoint and a restart (stop with a savepoint, run with -s and -p). */
+static enum MHD_Result
+rest_job_rescaling(struct rest_request *rq)
+{
+    return rest_error(rq->c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                      "Rescaling is temporarily disabled. See FLINK-12312. (spate: stop the job "
+                      "with a savepoint and run it from there with another parallelism)");
+}
+
+/* GET /jobs/:jobid/resource-requirements (JobResourceRequirementsBody):
+ * per vertex, the parallelism bounds the scheduler works with (from 1 to
+ * the vertex's parallelism, as Flink's default scheduler reports them). */
+static enum MHD_Result
+rest_job_resource_requirements(struct rest_request *rq)
+{
+    const Cluster__JobDetails *d;
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    json_t *j = json_object();
+
+    if ((f = rest_details(rq, &ret)) == NULL) {
+        json_decref(j);
+        return ret;
+    }
+    d = rpc_future_value(f);
+    for (size_t i = 0; i < d->n_vertices; i++) {
+        spate_id vid;
+
+        gw_id_get(&d->vertices[i]->id, &vid);
+        json_object_set_new(j, id_str(&vid).s,
+                            json_pack("{s:{s:i, s:i}}", "parallelism", "lowerBound", 1,
+                                      "upperBound", (int)d->vertices[i]->parallelism));
+    }
+    rpc_future_unref(f);
+    return rest_send(rq->c, MHD_HTTP_OK, j);
+}
+
+/* PUT /jobs/:jobid/resource-requirements: Flink's default scheduler
+ * refuses it (only the adaptive scheduler changes a running job's
+ * parallelism); spate's scheduler is that default one. */
+static enum MHD_Result
+rest_job_resource_requirements_update(struct rest_request *rq)
+{
+    enum MHD_Result ret;
+    struct rpc_future *f;
+
+    if ((f = rest_details(rq, &ret)) == NULL)
+        return ret;
+    rpc_future_unref(f);
+    return rest_error(rq->c, MHD_HTTP_BAD_REQUEST,
+                      "The scheduler does not support changing the parallelism without a job "
+                      "restart (Flink: only the AdaptiveScheduler does). Stop the job with a "
+                      "savepoint and run it from there with another parallelism.");
+}
+
 const struct rest_route rest_jobs_routes[] = {
     { "GET", "/jobs", rest_jobs, REST_BODY_NONE, 0 },
     { "POST", "/jobs", rest_job_submit, REST_BODY_MULTIPART, 0 },
@@ -622,5 +722,13 @@ const struct rest_route rest_jobs_routes[] = {
     { "GET", "/jobs/:jobid/exceptions", rest_job_exceptions, REST_BODY_NONE, 0 },
     { "GET", "/jobs/:jobid/execution-result", rest_job_execution_result, REST_BODY_NONE, 0 },
     { "GET", "/jobs/:jobid/accumulators", rest_job_accumulators, REST_BODY_NONE, 0 },
+    { "GET", "/jobs/:jobid/status", rest_job_status, REST_BODY_NONE, 0 },
+    { "PATCH", "/jobs/:jobid/clientHeartbeat", rest_job_client_heartbeat, REST_BODY_JSON, 0 },
+    { "PATCH", "/jobs/:jobid/rescaling", rest_job_rescaling, REST_BODY_NONE, 0 },
+    { "GET", "/jobs/:jobid/rescaling/:triggerid", rest_job_rescaling, REST_BODY_NONE, 0 },
+    { "GET", "/jobs/:jobid/resource-requirements", rest_job_resource_requirements, REST_BODY_NONE,
+      0 },
+    { "PUT", "/jobs/:jobid/resource-requirements", rest_job_resource_requirements_update,
+      REST_BODY_JSON, 0 },
     { NULL, NULL, NULL, REST_BODY_NONE, 0 },
 };

@@ -12,7 +12,7 @@
 #include "rest/rest_int.h"
 #include "rpc/gateways.h"
 
-#define REST_MAX_SEGMENTS 8
+#define REST_MAX_SEGMENTS 10
 
 /* GET /jobmanager/metrics: Flink's JobManager gauges, from the Dispatcher's
  * overview, and the process's figures. */
@@ -59,6 +59,128 @@ rest_taskmanager_metrics(struct rest_server *rs, struct MHD_Connection *c, const
     store = metric_fetcher_acquire(rs->metrics, NULL);
     out = metric_json_values(metric_store_taskmanager(store, &id), rest_query(c, "get"));
     metric_fetcher_release(rs->metrics);
+    return rest_send(c, MHD_HTTP_OK, out);
+}
+
+/* The components to aggregate, chosen by a comma-separated list of ids
+ * in query parameter `param` (none: all); SPATE_EINVAL for a bad id. */
+static int
+rest_chosen(const char *param, const spate_id *id, bool *chosen, spate_error *err)
+{
+    char word[80];
+
+    *chosen = param == NULL || *param == '\0';
+    for (const char *p = param; p != NULL && *p != '\0';) {
+        size_t n = strcspn(p, ",");
+        spate_id want;
+
+        snprintf(word, sizeof word, "%.*s", (int)MIN(n, sizeof word - 1), p);
+        if (id_parse(word, &want, err) != 0)
+            return SPATE_EINVAL;
+        *chosen |= id_equal(&want, id);
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+/* GET /taskmanagers/metrics (AggregatingTaskManagersMetricsHandler):
+ * ?get=, ?agg=, ?taskmanagers=id,id. */
+static enum MHD_Result
+rest_taskmanagers_metrics(struct rest_server *rs, struct MHD_Connection *c)
+{
+    const struct metric_store *store = metric_fetcher_acquire(rs->metrics, NULL);
+    size_t n = metric_store_taskmanager_count(store), k = 0;
+    const struct metric_component **cs = xcalloc(n + 1, sizeof *cs);
+    spate_error err = { 0 };
+    json_t *out = NULL;
+    unsigned aggs;
+
+    if (metric_parse_aggregations(rest_query(c, "agg"), &aggs, &err) == 0) {
+        for (size_t i = 0; i < n && err.code == 0; i++) {
+            spate_id id;
+            const struct metric_component *m = metric_store_taskmanager_at(store, i, &id);
+            bool chosen;
+
+            if (rest_chosen(rest_query(c, "taskmanagers"), &id, &chosen, &err) == 0 && chosen)
+                cs[k++] = m;
+        }
+    }
+    if (err.code == 0)
+        out = metric_json_aggregate(cs, k, rest_query(c, "get"), aggs);
+    metric_fetcher_release(rs->metrics);
+    free(cs);
+    if (out == NULL)
+        return rest_error(c, MHD_HTTP_BAD_REQUEST, "Bad request: %s", err.message);
+    return rest_send(c, MHD_HTTP_OK, out);
+}
+
+/* The jobs' metric groups of the JobManager's registry ("job.<id>"), as
+ * components; ids[i] is component i's job. */
+static size_t
+rest_job_components(struct rest_server *rs, struct metric_component **out, spate_id **ids)
+{
+    struct metric_sample *s = NULL;
+    size_t n = rs->registry != NULL ? metric_registry_snapshot(rs->registry, &s) : 0, k = 0;
+
+    *out = xcalloc(n + 1, sizeof **out);
+    *ids = xcalloc(n + 1, sizeof **ids);
+    for (size_t i = 0; i < n; i++) {
+        char value[64];
+        spate_id id;
+        size_t j;
+
+        if (strncmp(s[i].scope, "job.", 4) != 0 || id_parse(s[i].scope + 4, &id, NULL) != 0)
+            continue;
+        for (j = 0; j < k && !id_equal(&(*ids)[j], &id); j++)
+            ;
+        if (j == k)
+            (*ids)[k++] = id;
+        metric_sample_format(&s[i], value, sizeof value);
+        metric_component_put(&(*out)[j], s[i].name, value);
+    }
+    metric_samples_free(s, n);
+    return k;
+}
+
+/* GET /jobs/:jobid/metrics (JobMetricsHandler) and /jobs/metrics
+ * (AggregatingJobsMetricsHandler: ?get=, ?agg=, ?jobs=id,id). */
+static enum MHD_Result
+rest_jobs_metrics(struct rest_server *rs, struct MHD_Connection *c, const char *jobtext)
+{
+    struct metric_component *cs;
+    const struct metric_component **chosen;
+    spate_error err = { 0 };
+    spate_id *ids, job;
+    json_t *out = NULL;
+    size_t n, k = 0;
+    unsigned aggs;
+
+    if (jobtext != NULL && id_parse(jobtext, &job, &err) != 0)
+        return rest_error(c, MHD_HTTP_BAD_REQUEST, "Bad request: %s", err.message);
+    n = rest_job_components(rs, &cs, &ids);
+    chosen = xcalloc(n + 1, sizeof *chosen);
+    if (jobtext != NULL) {
+        for (size_t i = 0; i < n; i++)
+            if (id_equal(&ids[i], &job))
+                chosen[k++] = &cs[i];
+        out = metric_json_values(k > 0 ? chosen[0] : NULL, rest_query(c, "get"));
+    } else if (metric_parse_aggregations(rest_query(c, "agg"), &aggs, &err) == 0) {
+        for (size_t i = 0; i < n && err.code == 0; i++) {
+            bool pick;
+
+            if (rest_chosen(rest_query(c, "jobs"), &ids[i], &pick, &err) == 0 && pick)
+                chosen[k++] = &cs[i];
+        }
+        if (err.code == 0)
+            out = metric_json_aggregate(chosen, k, rest_query(c, "get"), aggs);
+    }
+    for (size_t i = 0; i < n; i++)
+        metric_component_release(&cs[i]);
+    free(cs);
+    free(ids);
+    free(chosen);
+    if (out == NULL)
+        return rest_error(c, MHD_HTTP_BAD_REQUEST, "Bad request: %s", err.message);
     return rest_send(c, MHD_HTTP_OK, out);
 }
 
@@ -130,6 +252,7 @@ rest_vertex_route(struct rest_server *rs, struct MHD_Connection *c, const char *
     long subtask = 0;
     json_t *out = NULL;
 
+    UNUSED(path);
     if (id_parse(parts[0], &job, &err) != 0 || id_parse(parts[2], &vertex, &err) != 0)
         return rest_error(c, MHD_HTTP_BAD_REQUEST, "Bad request: %s", err.message);
     if (n == 3)
@@ -154,7 +277,7 @@ rest_vertex_route(struct rest_server *rs, struct MHD_Connection *c, const char *
                               "Bad request: subtask index '%s' is not a non-negative integer",
                               parts[4]);
     } else {
-        return rest_error(c, MHD_HTTP_NOT_FOUND, "Not found: %s", path);
+        return rest_vertex_view(rs, c, &job, &vertex, parts + 3, n - 3);
     }
     store = metric_fetcher_acquire(rs->metrics, &fetched);
     switch (view) {
@@ -216,6 +339,20 @@ rest_metrics_route(struct rest_server *rs, struct MHD_Connection *c, const char 
         return false;
     if (n == 2 && strcmp(parts[0], "jobmanager") == 0 && strcmp(parts[1], "metrics") == 0) {
         *ret = get ? rest_jobmanager_metrics(rs, c)
+                   : rest_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "Method %s is not allowed for %s.",
+                                method, path);
+        return true;
+    }
+    if (n == 2 && strcmp(parts[1], "metrics") == 0 &&
+        (strcmp(parts[0], "taskmanagers") == 0 || strcmp(parts[0], "jobs") == 0)) {
+        *ret = !get ? rest_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "Method %s is not allowed for %s.",
+                                 method, path)
+               : parts[0][0] == 't' ? rest_taskmanagers_metrics(rs, c)
+                                    : rest_jobs_metrics(rs, c, NULL);
+        return true;
+    }
+    if (n == 3 && strcmp(parts[0], "jobs") == 0 && strcmp(parts[2], "metrics") == 0) {
+        *ret = get ? rest_jobs_metrics(rs, c, parts[1])
                    : rest_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "Method %s is not allowed for %s.",
                                 method, path);
         return true;

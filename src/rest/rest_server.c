@@ -117,12 +117,12 @@ rest_overview(struct rest_request *rq)
     if (f == NULL)
         return ret;
     o = rpc_future_value(f);
-    j = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:s}", "taskmanagers",
+    j = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:s}", "taskmanagers",
                   (int)o->taskmanagers, "slots-total", (int)o->slots_total, "slots-available",
                   (int)o->slots_free, "slots-free-and-blocked", 0, "jobs-running",
                   (int)o->jobs_running, "jobs-finished", (int)o->jobs_finished, "jobs-cancelled",
-                  (int)o->jobs_cancelled, "jobs-failed", (int)o->jobs_failed, "flink-version",
-                  SPATE_VERSION, "flink-commit", "");
+                  (int)o->jobs_cancelled, "jobs-failed", (int)o->jobs_failed,
+                  "taskmanagers-blocked", 0, "flink-version", SPATE_VERSION, "flink-commit", "");
     rpc_future_unref(f);
     return rest_send(c, MHD_HTTP_OK, j);
 }
@@ -148,15 +148,65 @@ rest_resource(double cpu)
                      "extendedResources");
 }
 
+/* A TaskManager's metric as a number from the store (0: not there). */
+static json_int_t
+rest_tm_metric(const struct metric_component *m, const char *name)
+{
+    const char *v = m != NULL ? metric_component_get(m, name) : NULL;
+
+    return v != NULL ? (json_int_t)strtoll(v, NULL, 10) : 0;
+}
+
+/* Flink's TaskExecutorMemoryConfiguration. spate has no JVM: its one
+ * configured memory is the network buffers (taskmanager.memory.segment-size
+ * times their number), which is all of its "Flink memory"; the heap and
+ * JVM parts are 0. */
 static json_t *
-rest_tm_json(const Cluster__TaskManagerInfo *t, bool details)
+rest_tm_memory_configuration(const struct metric_component *m)
+{
+    json_int_t network = rest_tm_metric(m, "Status.Shuffle.Netty.TotalMemory");
+
+    return json_pack("{s:i, s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:I, s:I}", "frameworkHeap", 0,
+                     "taskHeap", 0, "frameworkOffHeap", 0, "taskOffHeap", 0, "networkMemory",
+                     network, "managedMemory", 0, "jvmMetaspace", 0, "jvmOverhead", 0,
+                     "totalFlinkMemory", network, "totalProcessMemory", network);
+}
+
+/* Flink's TaskManagerMetricsInfo from the TaskManager's metrics: the
+ * process's resident memory where Flink reports its heap, the network
+ * buffers (segments and bytes); no direct or mapped JVM buffers, no GC. */
+static json_t *
+rest_tm_metrics(const struct metric_component *m)
+{
+    json_int_t rss = rest_tm_metric(m, "Status.Process.Memory.RSS");
+    json_int_t seg_total = rest_tm_metric(m, "Status.Shuffle.Netty.TotalMemorySegments");
+    json_int_t seg_avail = rest_tm_metric(m, "Status.Shuffle.Netty.AvailableMemorySegments");
+
+    return json_pack(
+        "{s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, "
+        "s:I, s:I, s:I, s:I, s:I, s:[]}",
+        "heapUsed", rss, "heapCommitted", rss, "heapMax", rss, "nonHeapUsed", 0, "nonHeapCommitted",
+        0, "nonHeapMax", 0, "directCount", 0, "directUsed", 0, "directMax", 0, "mappedCount", 0,
+        "mappedUsed", 0, "mappedMax", 0, "memorySegmentsAvailable", seg_avail,
+        "memorySegmentsTotal", seg_total, "nettyShuffleMemorySegmentsAvailable", seg_avail,
+        "nettyShuffleMemorySegmentsUsed",
+        rest_tm_metric(m, "Status.Shuffle.Netty.UsedMemorySegments"),
+        "nettyShuffleMemorySegmentsTotal", seg_total, "nettyShuffleMemoryAvailable",
+        rest_tm_metric(m, "Status.Shuffle.Netty.AvailableMemory"), "nettyShuffleMemoryUsed",
+        rest_tm_metric(m, "Status.Shuffle.Netty.UsedMemory"), "nettyShuffleMemoryTotal",
+        rest_tm_metric(m, "Status.Shuffle.Netty.TotalMemory"), "garbageCollectors");
+}
+
+/* m: the TaskManager's metrics from the store (NULL: none yet). */
+static json_t *
+rest_tm_json(const Cluster__TaskManagerInfo *t, bool details, const struct metric_component *m)
 {
     spate_id id;
     Cluster__Hardware *hw = t->hardware;
     json_t *j;
 
     gw_id_get(&t->resource_id, &id);
-    j = json_pack("{s:s, s:s, s:i, s:i, s:I, s:i, s:i, s:o, s:o, s:{s:I, s:I, s:I, s:I}, s:{}, "
+    j = json_pack("{s:s, s:s, s:i, s:i, s:I, s:i, s:i, s:o, s:o, s:{s:I, s:I, s:I, s:I}, s:o, "
                   "s:b}",
                   "id", id_str(&id).s, "path", t->address, "dataPort", t->data_port, "jmxPort", -1,
                   "timeSinceLastHeartbeat", (json_int_t)t->last_heartbeat_ms, "slotsNumber",
@@ -166,7 +216,7 @@ rest_tm_json(const Cluster__TaskManagerInfo *t, bool details)
                   (json_int_t)(hw ? hw->cpu_cores : 0), "physicalMemory",
                   (json_int_t)(hw ? hw->physical_memory : 0), "freeMemory",
                   (json_int_t)(hw ? hw->free_memory : 0), "managedMemory", (json_int_t)0,
-                  "memoryConfiguration", "blocked", 0);
+                  "memoryConfiguration", rest_tm_memory_configuration(m), "blocked", 0);
     if (details) {
         json_t *slots = json_array();
 
@@ -178,11 +228,7 @@ rest_tm_json(const Cluster__TaskManagerInfo *t, bool details)
                                                    "resource", rest_resource(1.0)));
         }
         json_object_set_new(j, "allocatedSlots", slots);
-        json_object_set_new(j, "metrics",
-                            json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:[]}", "heapUsed", 0,
-                                      "heapCommitted", 0, "heapMax", 0, "nonHeapUsed", 0,
-                                      "memorySegmentsAvailable", 0, "memorySegmentsTotal", 0,
-                                      "garbageCollectors"));
+        json_object_set_new(j, "metrics", rest_tm_metrics(m));
     }
     return j;
 }
@@ -191,6 +237,7 @@ static enum MHD_Result
 rest_taskmanagers_of(struct rest_server *rs, struct MHD_Connection *c, const char *idtext)
 {
     Cluster__TaskManagerQuery q = CLUSTER__TASK_MANAGER_QUERY__INIT;
+    const struct metric_store *store;
     Cluster__TaskManagerInfos *infos;
     enum MHD_Result ret;
     struct rpc_future *f;
@@ -206,19 +253,28 @@ rest_taskmanagers_of(struct rest_server *rs, struct MHD_Connection *c, const cha
     if (f == NULL)
         return ret;
     infos = rpc_future_value(f);
-    if (idtext != NULL) {
-        if (infos->n_taskmanagers == 0) {
-            rpc_future_unref(f);
-            return rest_error(c, MHD_HTTP_NOT_FOUND, "Could not find TaskManager %s.", idtext);
-        }
-        ret = rest_send(c, MHD_HTTP_OK, rest_tm_json(infos->taskmanagers[0], true));
+    if (idtext != NULL && infos->n_taskmanagers == 0) {
         rpc_future_unref(f);
-        return ret;
+        return rest_error(c, MHD_HTTP_NOT_FOUND, "Could not find TaskManager %s.", idtext);
     }
+    store = metric_fetcher_acquire(rs->metrics, NULL);
     arr = json_array();
-    for (size_t i = 0; i < infos->n_taskmanagers; i++)
-        json_array_append_new(arr, rest_tm_json(infos->taskmanagers[i], false));
+    for (size_t i = 0; i < infos->n_taskmanagers; i++) {
+        const Cluster__TaskManagerInfo *t = infos->taskmanagers[i];
+        spate_id tm;
+
+        gw_id_get(&t->resource_id, &tm);
+        json_array_append_new(
+            arr, rest_tm_json(t, idtext != NULL, metric_store_taskmanager(store, &tm)));
+    }
+    metric_fetcher_release(rs->metrics);
     rpc_future_unref(f);
+    if (idtext != NULL) {
+        json_t *one = json_incref(json_array_get(arr, 0));
+
+        json_decref(arr);
+        return rest_send(c, MHD_HTTP_OK, one);
+    }
     return rest_send(c, MHD_HTTP_OK, json_pack("{s:o}", "taskmanagers", arr));
 }
 
@@ -263,8 +319,10 @@ static const struct rest_route rest_server_routes[] = {
 };
 
 /* Every module's table; literal paths win over parameters. */
-static const struct rest_route *const rest_tables[] = { rest_server_routes, rest_jobs_routes,
-                                                        rest_jars_routes, rest_checkpoints_routes };
+static const struct rest_route *const rest_tables[] = {
+    rest_server_routes,      rest_jobs_routes,       rest_jars_routes,
+    rest_checkpoints_routes, rest_jobmanager_routes, rest_diagnostics_routes
+};
 
 /* Whether path matches pattern; fills params (at most 2, each < 128). */
 static bool
@@ -400,14 +458,15 @@ rest_begin(struct rest_request *rq, const char *url, const char *method)
 
     if (!rest_auth_check(rq->rs->auth, &rq->rs->refusals, c, method, url, &denied))
         return denied;
-    rq->route = rest_match(method, path, rq->params, &known);
-    if (rq->route == NULL) {
+    {
         enum MHD_Result ret;
 
-        /* The metric and vertex paths route themselves (rest_metrics.c). */
+        /* The metric and vertex paths route themselves (rest_metrics.c),
+         * before the tables: /jobs/metrics is no :jobid. */
         if (rest_metrics_route(rq->rs, c, path, method, &ret))
             return ret;
     }
+    rq->route = rest_match(method, path, rq->params, &known);
     if (rq->route == NULL && known)
         return rest_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "Method %s is not allowed for %s.",
                           method, url);
@@ -593,6 +652,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     rs->svc = o->svc;
     rs->conf = o->conf;
     rs->blobs = o->blobs;
+    rs->registry = o->metrics;
     rs->submit_enabled = false;
     if ((rc = config_get_bool(o->conf, CFG(WEB_SUBMIT_ENABLE), &rs->submit_enabled, err)) != 0 ||
         (rc = config_get_memory_bytes(o->conf, CFG(REST_SERVER_MAX_CONTENT_LENGTH), &max, err)) !=

@@ -7,6 +7,7 @@
 #define SPATE_REST_REST_SERVER_H
 
 #include "blob/blob_server.h"
+#include "metrics/metrics.h"
 #include "core/config.h"
 #include "rpc/service.h"
 
@@ -18,6 +19,9 @@ struct rest_server_options {
     struct rpc_service *svc;  /* the JobManager's */
     const struct config *conf;
     struct blob_server *blobs; /* where submitted job libraries go */
+    /* The JobManager's metric registry (the jobs' groups; may be NULL),
+     * which outlives the server. */
+    struct metric_registry *metrics;
 };
 
 int rest_server_start(const struct rest_server_options *o, struct rest_server **out,

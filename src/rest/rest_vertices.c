@@ -261,11 +261,36 @@ aggregated_json(const struct io_info *ios, int64_t (*durations)[NDURATIONS], siz
 
 /* ---- handlers ------------------------------------------------------------------------------ */
 
+/* Asks the Dispatcher for one vertex of a job; NULL after answering (404
+ * for an unknown job or vertex) into *ret. */
+static struct rpc_future *
+ask_vertex(struct rest_server *rs, struct MHD_Connection *c, const spate_id *job,
+           const spate_id *vertex, const Cluster__JobVertexInfo **v, enum MHD_Result *ret)
+{
+    Cluster__JobVertexQuery q = CLUSTER__JOB_VERTEX_QUERY__INIT;
+    const Cluster__JobVertices *vs;
+    struct rpc_future *f;
+
+    q.job_id = gw_id_bytes(job);
+    q.vertex_id = gw_id_bytes(vertex);
+    f = rest_ask(c, dispatcher_request_job_vertices(rs->dispatcher, &q, REST_ASK_MS), ret);
+    if (f == NULL)
+        return NULL;
+    vs = rpc_future_value(f);
+    if (vs->n_vertices != 1) {
+        rpc_future_unref(f);
+        *ret = rest_error(c, MHD_HTTP_NOT_FOUND, "vertex %s of job %s not found", id_str(vertex).s,
+                          id_str(job).s);
+        return NULL;
+    }
+    *v = vs->vertices[0];
+    return f;
+}
+
 enum MHD_Result
 rest_vertex_details(struct rest_server *rs, struct MHD_Connection *c, const spate_id *job,
                     const spate_id *vertex)
 {
-    Cluster__JobVertexQuery q = CLUSTER__JOB_VERTEX_QUERY__INIT;
     const struct metric_store *store;
     const Cluster__JobVertexInfo *v;
     int64_t now = clock_wall_ms();
@@ -275,17 +300,8 @@ rest_vertex_details(struct rest_server *rs, struct MHD_Connection *c, const spat
     struct rpc_future *f;
     json_t *subtasks, *j;
 
-    q.job_id = gw_id_bytes(job);
-    q.vertex_id = gw_id_bytes(vertex);
-    f = rest_ask(c, dispatcher_request_job_vertices(rs->dispatcher, &q, REST_ASK_MS), &ret);
-    if (f == NULL)
+    if ((f = ask_vertex(rs, c, job, vertex, &v, &ret)) == NULL)
         return ret;
-    if (((const Cluster__JobVertices *)rpc_future_value(f))->n_vertices != 1) {
-        rpc_future_unref(f);
-        return rest_error(c, MHD_HTTP_NOT_FOUND, "vertex %s of job %s not found", id_str(vertex).s,
-                          id_str(job).s);
-    }
-    v = ((const Cluster__JobVertices *)rpc_future_value(f))->vertices[0];
     store = metric_fetcher_acquire(rs->metrics, NULL);
     ios = xcalloc(v->n_subtasks + 1, sizeof *ios);
     durations = xcalloc(v->n_subtasks + 1, sizeof *durations);
@@ -419,4 +435,209 @@ rest_job_vertices(struct rest_server *rs, const spate_id *job)
         metric_fetcher_release(rs->metrics);
     rpc_future_unref(f);
     return out;
+}
+
+/* ---- a vertex's subtasks, times, TaskManagers and accumulators -------------------------- */
+
+/* UserAccumulator rows: spate's accumulators are the job's, summed over its
+ * tasks (/jobs/:jobid/accumulators); a vertex's and a subtask's are empty. */
+static json_t *
+user_accumulators(void)
+{
+    return json_array();
+}
+
+/* The subtask s of v by its index (NULL: none). */
+static const Cluster__SubtaskInfo *
+find_subtask(const Cluster__JobVertexInfo *v, long index)
+{
+    for (size_t i = 0; i < v->n_subtasks; i++)
+        if (v->subtasks[i]->subtask == index)
+            return v->subtasks[i];
+    return NULL;
+}
+
+/* SubtasksTimesInfo: each subtask's state timestamps. */
+static json_t *
+subtask_times_json(const Cluster__JobVertexInfo *v, const spate_id *vertex, int64_t now)
+{
+    json_t *subtasks = json_array();
+
+    for (size_t i = 0; i < v->n_subtasks; i++) {
+        const Cluster__SubtaskInfo *s = v->subtasks[i];
+        int64_t ts[EXEC_STATE_COUNT], first = 0, last = 0;
+        json_t *times = json_object();
+
+        subtask_timestamps(s, ts);
+        for (int k = 0; k < EXEC_STATE_COUNT; k++) {
+            if (ts[k] <= 0)
+                continue;
+            json_object_set_new(times, execution_state_name((enum execution_state)k),
+                                json_integer(ts[k]));
+            first = first == 0 || ts[k] < first ? ts[k] : first;
+            last = ts[k] > last ? ts[k] : last;
+        }
+        json_array_append_new(
+            subtasks,
+            json_pack(
+                "{s:i, s:s, s:I, s:o}", "subtask", s->subtask, "host",
+                s->resource_id.len == ID_BYTES ? s->host : "(unassigned)", "duration",
+                (json_int_t)(first > 0 ? (state_is_terminal(s->state) ? last : now) - first : -1),
+                "timestamps", times));
+    }
+    return json_pack("{s:s, s:s, s:I, s:o}", "id", id_str(vertex).s, "name", v->name ? v->name : "",
+                     "now", (json_int_t)now, "subtasks", subtasks);
+}
+
+/* JobVertexTaskManagersInfo: the vertex's subtasks grouped by TaskManager. */
+static json_t *
+vertex_taskmanagers_json(const Cluster__JobVertexInfo *v, const struct metric_store *store,
+                         const spate_id *job, const spate_id *vertex, int64_t now)
+{
+    json_t *tms = json_array();
+    bool *done = xcalloc(v->n_subtasks + 1, sizeof *done);
+
+    for (size_t i = 0; i < v->n_subtasks; i++) {
+        const Cluster__SubtaskInfo *first = v->subtasks[i];
+        int per_state[EXEC_STATE_COUNT] = { 0 }, n = 0;
+        int64_t start = INT64_MAX, end = 0, (*durations)[NDURATIONS];
+        struct io_info io, *ios;
+        bool all_ended = true;
+        json_t *counts = json_object();
+        char tm[ID_HEX_LEN + 1] = "(unassigned)";
+        spate_id rid;
+
+        if (done[i])
+            continue;
+        ios = xcalloc(v->n_subtasks + 1, sizeof *ios);
+        durations = xcalloc(v->n_subtasks + 1, sizeof *durations);
+        io_init(&io);
+        for (size_t k = i; k < v->n_subtasks; k++) {
+            const Cluster__SubtaskInfo *s = v->subtasks[k];
+            int64_t ts[EXEC_STATE_COUNT];
+            int st = execution_state_parse(s->state);
+
+            if (done[k] || s->resource_id.len != first->resource_id.len ||
+                memcmp(s->resource_id.data, first->resource_id.data, s->resource_id.len) != 0)
+                continue;
+            done[k] = true;
+            subtask_timestamps(s, ts);
+            if (st >= 0) {
+                per_state[st]++;
+                end = ts[st] > end ? ts[st] : end;
+            }
+            if (ts[EXEC_DEPLOYING] > 0 && ts[EXEC_DEPLOYING] < start)
+                start = ts[EXEC_DEPLOYING];
+            all_ended &= state_is_terminal(s->state);
+            io_add_subtask(&ios[n], s, store, job, vertex);
+            status_durations(s, now, durations[n]);
+            io.read_bytes += ios[n].read_bytes;
+            io.write_bytes += ios[n].write_bytes;
+            io.read_records += ios[n].read_records;
+            io.write_records += ios[n].write_records;
+            io.backpressured_ms += ios[n].backpressured_ms;
+            io.idle_ms += ios[n].idle_ms;
+            io.busy_ms += ios[n].busy_ms;
+            n++;
+        }
+        for (int k = 0; k < EXEC_STATE_COUNT; k++)
+            json_object_set_new(counts, execution_state_name((enum execution_state)k),
+                                json_integer(per_state[k]));
+        if (first->resource_id.len == ID_BYTES && gw_id_get(&first->resource_id, &rid))
+            id_format(&rid, tm);
+        if (start == INT64_MAX)
+            start = -1;
+        json_array_append_new(
+            tms, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o}", "endpoint",
+                           first->host, "host", first->host, "taskmanager-id", tm, "status",
+                           vertex_state(per_state, n), "start-time", (json_int_t)start, "end-time",
+                           (json_int_t)(all_ended ? end : -1), "duration",
+                           (json_int_t)(start > 0 ? (all_ended ? end : now) - start : -1),
+                           "metrics", io_json(&io), "status-counts", counts, "aggregated",
+                           aggregated_json(ios, durations, (size_t)n)));
+        free(ios);
+        free(durations);
+    }
+    free(done);
+    return json_pack("{s:s, s:s, s:I, s:o}", "id", id_str(vertex).s, "name", v->name ? v->name : "",
+                     "now", (json_int_t)now, "taskmanagers", tms);
+}
+
+enum MHD_Result
+rest_vertex_view(struct rest_server *rs, struct MHD_Connection *c, const spate_id *job,
+                 const spate_id *vertex, char **parts, int n)
+{
+    const Cluster__JobVertexInfo *v;
+    const Cluster__SubtaskInfo *s = NULL;
+    const struct metric_store *store;
+    int64_t now = clock_wall_ms(), durations[NDURATIONS];
+    struct io_info io;
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    json_t *out = NULL;
+    long index = -1, attempt = -1;
+    char *end;
+
+    /* parts: what follows the vertex id. */
+    if (n >= 2 && strcmp(parts[0], "subtasks") == 0 && strcmp(parts[1], "accumulators") != 0) {
+        index = strtol(parts[1], &end, 10);
+        if (*end != '\0' || end == parts[1] || index < 0)
+            return rest_error(c, MHD_HTTP_BAD_REQUEST,
+                              "Bad request: subtask index '%s' is not a non-negative integer",
+                              parts[1]);
+        if (n >= 4 && strcmp(parts[2], "attempts") == 0) {
+            attempt = strtol(parts[3], &end, 10);
+            if (*end != '\0' || end == parts[3] || attempt < 0)
+                return rest_error(c, MHD_HTTP_BAD_REQUEST,
+                                  "Bad request: attempt '%s' is not a non-negative integer",
+                                  parts[3]);
+        }
+    }
+    if ((f = ask_vertex(rs, c, job, vertex, &v, &ret)) == NULL)
+        return ret;
+    if (index >= 0 && (s = find_subtask(v, index)) == NULL) {
+        rpc_future_unref(f);
+        return rest_error(c, MHD_HTTP_NOT_FOUND, "Invalid subtask index %ld for vertex %s", index,
+                          id_str(vertex).s);
+    }
+    /* spate keeps each subtask's current attempt: an earlier one is gone. */
+    if (attempt >= 0 && attempt != s->attempt) {
+        rpc_future_unref(f);
+        return rest_error(c, MHD_HTTP_NOT_FOUND,
+                          "Attempt %ld of subtask %ld is not known (the current one is %d).",
+                          attempt, index, s->attempt);
+    }
+    store = metric_fetcher_acquire(rs->metrics, NULL);
+    if (n == 1 && strcmp(parts[0], "accumulators") == 0) {
+        out = json_pack("{s:s, s:o}", "id", id_str(vertex).s, "user-accumulators",
+                        user_accumulators());
+    } else if (n == 2 && strcmp(parts[0], "subtasks") == 0 &&
+               strcmp(parts[1], "accumulators") == 0) {
+        json_t *subtasks = json_array();
+
+        for (size_t i = 0; i < v->n_subtasks; i++)
+            json_array_append_new(subtasks, json_pack("{s:i, s:i, s:s, s:o}", "subtask",
+                                                      v->subtasks[i]->subtask, "attempt",
+                                                      v->subtasks[i]->attempt, "host",
+                                                      v->subtasks[i]->resource_id.len == ID_BYTES
+                                                          ? v->subtasks[i]->host
+                                                          : "(unassigned)",
+                                                      "user-accumulators", user_accumulators()));
+        out = json_pack("{s:s, s:i, s:o}", "id", id_str(vertex).s, "parallelism", v->parallelism,
+                        "subtasks", subtasks);
+    } else if ((n == 2 && s != NULL) || (n == 4 && s != NULL && attempt >= 0)) {
+        out = subtask_json(s, store, job, vertex, now, &io, durations);
+    } else if (n == 5 && s != NULL && attempt >= 0 && strcmp(parts[4], "accumulators") == 0) {
+        out = json_pack("{s:i, s:i, s:s, s:o}", "subtask", s->subtask, "attempt", s->attempt, "id",
+                        id_str(vertex).s, "user-accumulators", user_accumulators());
+    } else if (n == 1 && strcmp(parts[0], "subtasktimes") == 0) {
+        out = subtask_times_json(v, vertex, now);
+    } else if (n == 1 && strcmp(parts[0], "taskmanagers") == 0) {
+        out = vertex_taskmanagers_json(v, store, job, vertex, now);
+    }
+    metric_fetcher_release(rs->metrics);
+    rpc_future_unref(f);
+    if (out == NULL)
+        return rest_error(c, MHD_HTTP_NOT_FOUND, "Not found: the vertex has no such resource");
+    return rest_send(c, MHD_HTTP_OK, out);
 }

@@ -73,7 +73,13 @@ RPC_PROTOCOL_DECLARE(rm, RM_METHODS)
     X(P, notify_checkpoint_aborted, 10, TELL, UNFENCED, Checkpoint__CheckpointNotification,        \
       checkpoint__checkpoint_notification, void, none)                                             \
     X(P, request_metric_dump, 11, ASK, UNFENCED, Cluster__Ack, cluster__ack, Cluster__MetricDump,  \
-      cluster__metric_dump)
+      cluster__metric_dump)                                                                        \
+    X(P, request_thread_dump, 12, ASK, UNFENCED, Cluster__Ack, cluster__ack, Cluster__ThreadDump,  \
+      cluster__thread_dump)                                                                        \
+    X(P, request_log_list, 13, ASK, UNFENCED, Cluster__Ack, cluster__ack, Cluster__LogList,        \
+      cluster__log_list)                                                                           \
+    X(P, request_log_file, 14, ASK, UNFENCED, Cluster__LogFileRequest, cluster__log_file_request,  \
+      Cluster__LogFile, cluster__log_file)
 RPC_PROTOCOL_DECLARE(te, TE_METHODS)
 
 #define JM_METHODS(X, P)                                                                           \

@@ -58,6 +58,9 @@ tm_metric_group_register(struct tm_metric_group *m, struct metric_registry *r, s
         metric_group_gauge(m->group, "Status.Shuffle.Netty.AvailableMemorySegments",
                            &m->segments_available);
         metric_group_gauge(m->group, "Status.Shuffle.Netty.UsedMemorySegments", &m->segments_used);
+        metric_group_gauge(m->group, "Status.Shuffle.Netty.TotalMemory", &m->memory_total);
+        metric_group_gauge(m->group, "Status.Shuffle.Netty.AvailableMemory", &m->memory_available);
+        metric_group_gauge(m->group, "Status.Shuffle.Netty.UsedMemory", &m->memory_used);
     }
 }
 
@@ -72,6 +75,10 @@ tm_metric_group_refresh(struct tm_metric_group *m)
         metric_gauge_set(&m->segments_total, (int64_t)st.buffers_total);
         metric_gauge_set(&m->segments_available, (int64_t)st.buffers_available);
         metric_gauge_set(&m->segments_used, (int64_t)(st.buffers_total - st.buffers_available));
+        metric_gauge_set(&m->memory_total, (int64_t)(st.buffers_total * st.segment_size));
+        metric_gauge_set(&m->memory_available, (int64_t)(st.buffers_available * st.segment_size));
+        metric_gauge_set(&m->memory_used,
+                         (int64_t)((st.buffers_total - st.buffers_available) * st.segment_size));
     }
 }
 

@@ -19,6 +19,7 @@ struct tm_metric_group {
     struct net_env *net; /* NULL: no network metrics */
     struct process_metric_gauges process;
     struct metric_gauge segments_total, segments_available, segments_used;
+    struct metric_gauge memory_total, memory_available, memory_used; /* bytes */
     struct metric_group *group;
 };
 

@@ -12,6 +12,8 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/log_files.h"
+#include "core/thread_dump.h"
 #include "core/util.h"
 #include "rpc/gateways.h"
 #include "taskmanager/job_leader_service.h"
@@ -20,6 +22,9 @@
 #include "taskmanager/task.h"
 #include "taskmanager/task_executor.h"
 #include "taskmanager/task_slot_table.h"
+
+/* A log file over RPC: its last 8 MB (frames are at most 10 MiB). */
+#define TE_LOG_MAX_BYTES (8u << 20)
 
 struct task_executor {
     struct rpc_endpoint ep;
@@ -1012,6 +1017,92 @@ teh_request_metric_dump(struct rpc_endpoint *ep, const Cluster__Ack *req, struct
     metric_query_dump_release(&dump);
 }
 
+/* Flink's requestThreadDump: every thread's name and native stack. */
+static void
+teh_request_thread_dump(struct rpc_endpoint *ep, const Cluster__Ack *req, struct rpc_call *call)
+{
+    Cluster__ThreadDump out = CLUSTER__THREAD_DUMP__INIT;
+    struct thread_stack *t;
+    spate_error err = { 0 };
+    size_t n;
+
+    UNUSED(ep);
+    UNUSED(req);
+    if (thread_dump_collect(&t, &n, &err) != 0) {
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
+    }
+    out.threads = xcalloc(n + 1, sizeof *out.threads);
+    for (size_t i = 0; i < n; i++) {
+        out.threads[i] = xmalloc(sizeof *out.threads[i]);
+        cluster__thread_stack__init(out.threads[i]);
+        out.threads[i]->name = t[i].name;
+        out.threads[i]->tid = t[i].tid;
+        out.threads[i]->text = t[i].text;
+    }
+    out.n_threads = n;
+    rpc_call_reply(call, &out.base);
+    for (size_t i = 0; i < n; i++)
+        free(out.threads[i]);
+    free(out.threads);
+    thread_dump_free(t, n);
+}
+
+/* Flink's requestLogList: the files of the TaskManager's log folder. */
+static void
+teh_request_log_list(struct rpc_endpoint *ep, const Cluster__Ack *req, struct rpc_call *call)
+{
+    Cluster__LogList out = CLUSTER__LOG_LIST__INIT;
+    Cluster__LogFileInfo *infos;
+    struct log_file *f = NULL;
+    char dir[4096];
+    size_t n = 0;
+
+    UNUSED(ep);
+    UNUSED(req);
+    if (log_files_dir(NULL, dir, sizeof dir, NULL) == 0)
+        n = log_files_list(dir, &f);
+    infos = xcalloc(n + 1, sizeof *infos);
+    out.logs = xcalloc(n + 1, sizeof *out.logs);
+    for (size_t i = 0; i < n; i++) {
+        cluster__log_file_info__init(&infos[i]);
+        infos[i].name = f[i].name;
+        infos[i].size = f[i].size;
+        infos[i].mtime = f[i].mtime_ms;
+        out.logs[i] = &infos[i];
+    }
+    out.n_logs = n;
+    rpc_call_reply(call, &out.base);
+    free(out.logs);
+    free(infos);
+    log_files_free(f, n);
+}
+
+/* Flink's requestFileUploadByName (the seeds' RequestTaskManagerLog): the
+ * last max_bytes of one log file. */
+static void
+teh_request_log_file(struct rpc_endpoint *ep, const Cluster__LogFileRequest *req,
+                     struct rpc_call *call)
+{
+    Cluster__LogFile out = CLUSTER__LOG_FILE__INIT;
+    spate_error err = { 0 };
+    char dir[4096], *data;
+    size_t len;
+
+    UNUSED(ep);
+    if (log_files_dir(NULL, dir, sizeof dir, &err) != 0 ||
+        log_files_read(dir, req->name != NULL ? req->name : "",
+                       req->max_bytes > 0 && req->max_bytes < TE_LOG_MAX_BYTES ? req->max_bytes
+                                                                               : TE_LOG_MAX_BYTES,
+                       &data, &len, &err) != 0) {
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
+    }
+    out.data = (ProtobufCBinaryData){ len, (uint8_t *)data };
+    rpc_call_reply(call, &out.base);
+    free(data);
+}
+
 static void
 te_update_metrics(void *arg)
 {
@@ -1037,6 +1128,9 @@ static const struct te_handlers te_handlers = {
     .notify_checkpoint_complete = teh_notify_checkpoint_complete,
     .notify_checkpoint_aborted = teh_notify_checkpoint_aborted,
     .request_metric_dump = teh_request_metric_dump,
+    .request_thread_dump = teh_request_thread_dump,
+    .request_log_list = teh_request_log_list,
+    .request_log_file = teh_request_log_file,
 };
 
 /* ---- life cycle ---------------------------------------------------------------------- */
