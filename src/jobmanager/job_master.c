@@ -966,8 +966,11 @@ job_master_details_pack(struct job_master *jm, uint8_t **out, size_t *len)
     uint32_t *counts = NULL;
     int64_t times[JOB_SUSPENDED + 1];
     int nv = jm->eg->graph->nvertices;
+    char restart[300];
 
     job_master_info(jm, &info);
+    restart_strategy_flink_description(&jm->restart, restart, sizeof restart);
+    d.restart_strategy = restart;
     d.info = &info;
     d.plan = jm->plan_json != NULL ? jm->plan_json : "";
     memcpy(times, jm->status_times, sizeof times);

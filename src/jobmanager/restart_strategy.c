@@ -148,3 +148,34 @@ restart_strategy_describe(const struct restart_strategy *r, char *buf, size_t si
         break;
     }
 }
+
+void
+restart_strategy_flink_description(const struct restart_strategy *r, char *buf, size_t size)
+{
+    const struct restart_settings *s = &r->s;
+
+    switch (s->kind) {
+    case RESTART_NONE:
+        snprintf(buf, size, "Restart deactivated.");
+        break;
+    case RESTART_FIXED_DELAY:
+        snprintf(buf, size, "Restart with fixed delay (%lld ms). #%d restart attempts.",
+                 (long long)s->delay_ms, s->attempts);
+        break;
+    case RESTART_EXPONENTIAL_DELAY:
+        snprintf(buf, size,
+                 "Restart with exponential delay: starting at %lld ms, increasing by %g, with "
+                 "maximum %lld ms. Delay resets after %lld ms with jitter %g.",
+                 (long long)s->initial_backoff_ms, s->backoff_multiplier,
+                 (long long)s->max_backoff_ms, (long long)s->reset_backoff_threshold_ms,
+                 s->jitter_factor);
+        break;
+    case RESTART_FAILURE_RATE:
+        snprintf(buf, size,
+                 "Failure rate restart with maximum of %d failures within interval %lld ms and "
+                 "fixed delay %lld ms.",
+                 s->max_failures_per_interval, (long long)s->failure_rate_interval_ms,
+                 (long long)s->delay_ms);
+        break;
+    }
+}

@@ -39,5 +39,9 @@ bool restart_strategy_can_restart(const struct restart_strategy *r, int64_t now_
 int64_t restart_strategy_backoff_ms(const struct restart_strategy *r, int64_t now_ms);
 /* For logs and failure messages: "fixed-delay (attempts 3, delay 1000 ms)". */
 void restart_strategy_describe(const struct restart_strategy *r, char *buf, size_t size);
+/* As Flink's RestartStrategy#getDescription words it, for the REST API's
+ * /jobs/:jobid/config: "Restart deactivated.", "Restart with fixed delay
+ * (1000 ms). #3 restart attempts.", ... */
+void restart_strategy_flink_description(const struct restart_strategy *r, char *buf, size_t size);
 
 #endif

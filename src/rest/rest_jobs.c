@@ -249,8 +249,10 @@ rest_job_config(struct rest_request *rq)
     gw_id_get(&d->info->job_id, &id);
     j = json_pack("{s:s, s:s, s:{s:s, s:s, s:i, s:b, s:{}}}", "jid", id_str(&id).s, "name",
                   d->info->name, "execution-config", "execution-mode", "PIPELINED",
-                  "restart-strategy", "Restart deactivated.", "job-parallelism", d->parallelism,
-                  "object-reuse-mode", 0, "user-config");
+                  "restart-strategy",
+                  d->restart_strategy != NULL && *d->restart_strategy ? d->restart_strategy
+                                                                      : "Restart deactivated.",
+                  "job-parallelism", d->parallelism, "object-reuse-mode", 0, "user-config");
     rpc_future_unref(f);
     return rest_send(rq->c, MHD_HTTP_OK, j);
 }

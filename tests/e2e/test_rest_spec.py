@@ -303,6 +303,11 @@ class RestSpecTest(ClusterTestCase):
         env = self.ok("/jobmanager/environment")
         self.assertIn("jobmanager", env["jvm"]["options"])
         self.assertEqual(self.ok(f"/jobs/{jid}/status"), {"status": "RUNNING"})
+        # The job's real restart strategy: with checkpoints, spate's default
+        # exponential delay (50 ms to 10 s).
+        self.assertEqual(self.ok(f"/jobs/{jid}/config")["execution-config"]["restart-strategy"],
+                         "Restart with exponential delay: starting at 50 ms, increasing by 1.5, "
+                         "with maximum 10000 ms. Delay resets after 3600000 ms with jitter 0.1.")
 
         # A TaskManager's memory: its network buffers, its resident set.
         d = wait_for(lambda: (lambda d: d if d["metrics"]["heapUsed"] > 0 else None)(
