@@ -545,8 +545,8 @@ send_triggers(struct checkpoint_coordinator *cc, struct cc_pending *p)
 static void
 stats_pending(struct checkpoint_coordinator *cc, const struct cc_pending *p)
 {
-    checkpoint_stats_tracker_report_pending(cc->stats, p->id, p->trigger_ms, p->ntasks, p->finished,
-                                            p->nfinished);
+    checkpoint_stats_tracker_report_pending(cc->stats, p->id, p->savepoint, p->trigger_ms,
+                                            p->ntasks, p->finished, p->nfinished);
 }
 
 static void

@@ -13,6 +13,7 @@
 struct cc_stats {
     struct list_node node;
     uint64_t id;
+    bool savepoint;
     enum { ST_IN_PROGRESS, ST_COMPLETED, ST_FAILED } status;
     int64_t trigger_ms, latest_ack_ms, failure_ms;
     uint64_t state_size;
@@ -32,7 +33,7 @@ struct checkpoint_stats_tracker {
     int history_size;
     struct list_node history; /* newest first */
     int nhistory;
-    struct cc_stats *latest_completed, *latest_failed;
+    struct cc_stats *latest_completed, *latest_failed, *latest_savepoint;
     int64_t restored_count, total, completed, failed;
     Ckstats__RestoredStats *restored;
     int64_t *sizes, *durations; /* ring of the last STATS_SUMMARY_KEPT completed */
@@ -80,7 +81,7 @@ stats_copy(const struct cc_stats *s, int nvertices)
 
 void
 checkpoint_stats_tracker_report_pending(struct checkpoint_stats_tracker *t, uint64_t id,
-                                        int64_t trigger_ms, int ntasks,
+                                        bool savepoint, int64_t trigger_ms, int ntasks,
                                         const struct execution *const *finished, int nfinished)
 {
     const struct job_graph *jg = t->jg;
@@ -88,6 +89,7 @@ checkpoint_stats_tracker_report_pending(struct checkpoint_stats_tracker *t, uint
 
     s->id = id;
     s->status = ST_IN_PROGRESS;
+    s->savepoint = savepoint;
     s->trigger_ms = trigger_ms;
     s->num_subtasks = ntasks + nfinished;
     s->vertices = xcalloc((size_t)jg->nvertices, sizeof *s->vertices);
@@ -150,8 +152,13 @@ checkpoint_stats_tracker_report_completed(struct checkpoint_stats_tracker *t, ui
     if ((s = stats_find(t, id)) != NULL) {
         s->status = ST_COMPLETED;
         s->external_path = xstrdup(external_path);
-        stats_free(t->latest_completed);
-        t->latest_completed = stats_copy(s, t->jg->nvertices);
+        if (s->savepoint) {
+            stats_free(t->latest_savepoint);
+            t->latest_savepoint = stats_copy(s, t->jg->nvertices);
+        } else {
+            stats_free(t->latest_completed);
+            t->latest_completed = stats_copy(s, t->jg->nvertices);
+        }
         summary_add(t, s->state_size, s->latest_ack_ms - s->trigger_ms);
     }
     for (size_t i = 0; i < nsubsumed; i++)
@@ -206,6 +213,7 @@ stats_message(const struct checkpoint_stats_tracker *t, const struct cc_stats *s
     ckstats__checkpoint_stats__init(m);
     m->id = (int64_t)s->id;
     m->status = xstrdup(status_names[s->status]);
+    m->is_savepoint = s->savepoint;
     m->trigger_timestamp = s->trigger_ms;
     m->latest_ack_timestamp = s->latest_ack_ms;
     m->state_size = s->state_size;
@@ -310,6 +318,8 @@ checkpoint_stats_tracker_snapshot(const struct checkpoint_stats_tracker *t,
         m->latest_completed = stats_message(t, t->latest_completed);
     if (t->latest_failed != NULL)
         m->latest_failed = stats_message(t, t->latest_failed);
+    if (t->latest_savepoint != NULL)
+        m->latest_savepoint = stats_message(t, t->latest_savepoint);
     if (t->restored != NULL) {
         m->latest_restored = xmalloc(sizeof *m->latest_restored);
         *m->latest_restored = *t->restored;
@@ -368,6 +378,7 @@ checkpoint_stats_tracker_free(struct checkpoint_stats_tracker *t)
     while ((n = list_pop_front(&t->history)) != NULL)
         stats_free(container_of(n, struct cc_stats, node));
     stats_free(t->latest_completed);
+    stats_free(t->latest_savepoint);
     stats_free(t->latest_failed);
     if (t->restored != NULL) {
         free(t->restored->external_path);

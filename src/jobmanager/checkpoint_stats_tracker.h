@@ -8,6 +8,7 @@
 #ifndef SPATE_JOBMANAGER_CHECKPOINT_STATS_TRACKER_H
 #define SPATE_JOBMANAGER_CHECKPOINT_STATS_TRACKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,11 +24,11 @@ struct checkpoint_stats_tracker *checkpoint_stats_tracker_new(const struct job_g
                                                               int history_size);
 void checkpoint_stats_tracker_free(struct checkpoint_stats_tracker *t);
 
-/* Checkpoint id was triggered at trigger_ms, waiting for ntasks running
- * tasks; the plan's finished tasks count as acknowledged, as Flink shows
- * them. */
+/* Checkpoint id (a savepoint when savepoint is set) was triggered at
+ * trigger_ms, waiting for ntasks running tasks; the plan's finished tasks
+ * count as acknowledged, as Flink shows them. */
 void checkpoint_stats_tracker_report_pending(struct checkpoint_stats_tracker *t, uint64_t id,
-                                             int64_t trigger_ms, int ntasks,
+                                             bool savepoint, int64_t trigger_ms, int ntasks,
                                              const struct execution *const *finished,
                                              int nfinished);
 /* A task of vertex acknowledged id with state_size bytes at now_ms. */

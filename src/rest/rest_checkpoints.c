@@ -136,18 +136,18 @@ rest_checkpoints(struct rest_request *rq)
                    : json_pack("{s:I, s:I, s:b, s:s}", "id", (json_int_t)r->id, "restore_timestamp",
                                (json_int_t)r->restore_timestamp, "is_savepoint", r->is_savepoint,
                                "external_path", r->external_path);
-    j = json_pack("{s:{s:I, s:I, s:i, s:I, s:I}, s:{s:o, s:o, s:o, s:o, s:o, s:o}, "
-                  "s:{s:o, s:n, s:o, s:o}, s:o}",
-                  "counts", "restored", (json_int_t)s->restored, "total", (json_int_t)s->total,
-                  "in_progress", s->in_progress, "completed", (json_int_t)s->completed, "failed",
-                  (json_int_t)s->failed, "summary", "checkpointed_size",
-                  rest_summary_json(s->state_size), "state_size", rest_summary_json(s->state_size),
-                  "end_to_end_duration", rest_summary_json(s->end_to_end_duration),
-                  "alignment_buffered", rest_summary_json(NULL), "processed_data",
-                  rest_summary_json(NULL), "persisted_data", rest_summary_json(NULL), "latest",
-                  "completed", rest_checkpoint_json(s->latest_completed, false), "savepoint",
-                  "failed", rest_checkpoint_json(s->latest_failed, false), "restored", restored,
-                  "history", history);
+    j = json_pack(
+        "{s:{s:I, s:I, s:i, s:I, s:I}, s:{s:o, s:o, s:o, s:o, s:o, s:o}, "
+        "s:{s:o, s:o, s:o, s:o}, s:o}",
+        "counts", "restored", (json_int_t)s->restored, "total", (json_int_t)s->total, "in_progress",
+        s->in_progress, "completed", (json_int_t)s->completed, "failed", (json_int_t)s->failed,
+        "summary", "checkpointed_size", rest_summary_json(s->state_size), "state_size",
+        rest_summary_json(s->state_size), "end_to_end_duration",
+        rest_summary_json(s->end_to_end_duration), "alignment_buffered", rest_summary_json(NULL),
+        "processed_data", rest_summary_json(NULL), "persisted_data", rest_summary_json(NULL),
+        "latest", "completed", rest_checkpoint_json(s->latest_completed, false), "savepoint",
+        rest_checkpoint_json(s->latest_savepoint, false), "failed",
+        rest_checkpoint_json(s->latest_failed, false), "restored", restored, "history", history);
     rpc_future_unref(f);
     return rest_send(rq->c, MHD_HTTP_OK, j);
 }

@@ -144,6 +144,16 @@ class RestSpecTest(ClusterTestCase):
                              {"target-directory": sps, "cancel-job": False})["request-id"]
         savepoint = wait_for(lambda: self.ok(f"/jobs/{jid}/savepoints/{sp_trigger}")
                              .get("operation", {}).get("location"), 60, "the savepoint")
+        # A savepoint is in the statistics as one (latest.savepoint, its
+        # history entry), not as the latest completed checkpoint.
+        stats = wait_for(lambda: (lambda s: s if s["latest"]["savepoint"] else None)(
+            self.ok(f"/jobs/{jid}/checkpoints")), 30, "the savepoint in the statistics")
+        sp = stats["latest"]["savepoint"]
+        self.assertEqual((sp["is_savepoint"], sp["checkpoint_type"], sp["status"]),
+                         (True, "SAVEPOINT", "COMPLETED"))
+        self.assertEqual(sp["external_path"].rstrip("/"), savepoint.rstrip("/"))
+        self.assertFalse(stats["latest"]["completed"]["is_savepoint"])
+        self.assertIn(sp["id"], [h["id"] for h in stats["history"] if h["is_savepoint"]])
         disposal = self.ok("/savepoint-disposal", "POST",
                            {"savepoint-path": savepoint})["request-id"]
         dataset_trigger = self.ok("/datasets/0123456789abcdef0123456789abcdef", "DELETE")[

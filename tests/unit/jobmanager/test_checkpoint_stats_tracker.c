@@ -1,7 +1,8 @@
 /* Unit tests of src/jobmanager/checkpoint_stats_tracker.c: counts, the
  * history (bounded, never dropping a checkpoint in progress), per-vertex
  * acknowledgements, the latest completed, failed and restored checkpoints,
- * discarded (subsumed) ones and the summaries over completed checkpoints. */
+ * discarded (subsumed) ones and the summaries over completed checkpoints;
+ * savepoints apart from checkpoints; the counts of the job's metrics. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -35,7 +36,7 @@ graph_init(struct graph *g)
 static void
 complete(struct checkpoint_stats_tracker *t, uint64_t id, const uint64_t *subsumed, size_t n)
 {
-    checkpoint_stats_tracker_report_pending(t, id, (int64_t)(100 * id), 3, NULL, 0);
+    checkpoint_stats_tracker_report_pending(t, id, false, (int64_t)(100 * id), 3, NULL, 0);
     for (int v = 0; v < 2; v++)
         for (int s = 0; s < (v == 0 ? 2 : 1); s++)
             checkpoint_stats_tracker_report_ack(t, id, v, 10, (int64_t)(107 * id));
@@ -66,10 +67,10 @@ Test(checkpoint_stats_tracker, counts_acks_per_vertex_and_the_latest_of_each_kin
     complete(t, 1, NULL, 0);
     complete(t, 2, subsumed, 1);
     /* 3 fails after one ack; 4 is in progress with a finished task. */
-    checkpoint_stats_tracker_report_pending(t, 3, 300, 3, NULL, 0);
+    checkpoint_stats_tracker_report_pending(t, 3, false, 300, 3, NULL, 0);
     checkpoint_stats_tracker_report_ack(t, 3, 1, 5, 310);
     checkpoint_stats_tracker_report_failed(t, 3, 350, "declined by Sink (1/1): full");
-    checkpoint_stats_tracker_report_pending(t, 4, 400, 2, fin, 1);
+    checkpoint_stats_tracker_report_pending(t, 4, false, 400, 2, fin, 1);
     m = checkpoint_stats_tracker_snapshot(t, &g.cfg, 0);
     cr_assert_eq(m->total, 4);
     cr_assert_eq(m->completed, 2);
@@ -122,13 +123,13 @@ Test(checkpoint_stats_tracker, the_history_is_bounded_but_keeps_checkpoints_in_p
     t = checkpoint_stats_tracker_new(&g.jg, 3);
     /* 1..3 in progress: the fourth finds nothing to drop. */
     for (uint64_t id = 1; id <= 4; id++)
-        checkpoint_stats_tracker_report_pending(t, id, 10, 3, NULL, 0);
+        checkpoint_stats_tracker_report_pending(t, id, false, 10, 3, NULL, 0);
     m = checkpoint_stats_tracker_snapshot(t, &g.cfg, 0);
     cr_assert_eq(m->n_history, 4);
     ckstats__checkpointing_stats__free_unpacked(m, NULL);
     checkpoint_stats_tracker_report_failed(t, 2, 20, "timeout");
     /* The next one drops the oldest that is not in progress: 2. */
-    checkpoint_stats_tracker_report_pending(t, 5, 30, 3, NULL, 0);
+    checkpoint_stats_tracker_report_pending(t, 5, false, 30, 3, NULL, 0);
     m = checkpoint_stats_tracker_snapshot(t, &g.cfg, 0);
     cr_assert_eq(m->n_history, 4);
     cr_assert_null(in_history(m, 2));
@@ -166,5 +167,41 @@ Test(checkpoint_stats_tracker, summaries_cover_completed_checkpoints_and_restore
     cr_assert_eq(m->latest_restored->restore_timestamp, 9000);
     cr_assert_str_eq(m->latest_restored->external_path, "/sp/savepoint-1/_metadata");
     ckstats__checkpointing_stats__free_unpacked(m, NULL);
+    checkpoint_stats_tracker_free(t);
+}
+
+Test(checkpoint_stats_tracker, a_savepoint_is_the_latest_savepoint_not_the_latest_checkpoint)
+{
+    struct graph g;
+    struct checkpoint_stats_tracker *t;
+    Ckstats__CheckpointingStats *m;
+    struct checkpoint_stats_counts c;
+
+    graph_init(&g);
+    t = checkpoint_stats_tracker_new(&g.jg, 10);
+    complete(t, 1, NULL, 0);
+    checkpoint_stats_tracker_report_pending(t, 2, true, 200, 3, NULL, 0);
+    for (int v = 0; v < 2; v++)
+        for (int s = 0; s < (v == 0 ? 2 : 1); s++)
+            checkpoint_stats_tracker_report_ack(t, 2, v, 10, 230);
+    checkpoint_stats_tracker_report_completed(t, 2, "/sps/savepoint-1", NULL, 0);
+    m = checkpoint_stats_tracker_snapshot(t, &g.cfg, 0);
+    cr_assert_eq(m->latest_completed->id, 1);
+    cr_assert_not(m->latest_completed->is_savepoint);
+    cr_assert_not_null(m->latest_savepoint);
+    cr_assert_eq(m->latest_savepoint->id, 2);
+    cr_assert(m->latest_savepoint->is_savepoint);
+    cr_assert_str_eq(m->latest_savepoint->external_path, "/sps/savepoint-1");
+    cr_assert(in_history(m, 2)->is_savepoint);
+    cr_assert_not(in_history(m, 1)->is_savepoint);
+    ckstats__checkpointing_stats__free_unpacked(m, NULL);
+    /* The job's metrics count both; the last one's figures are the last's. */
+    checkpoint_stats_tracker_counts(t, &c);
+    cr_assert_eq(c.completed, 2);
+    cr_assert_eq(c.total, 2);
+    cr_assert_eq(c.in_progress, 0);
+    cr_assert_eq(c.last_id, 1, "the latest completed checkpoint, not the savepoint");
+    cr_assert_eq(c.last_size, 30);
+    cr_assert_eq(c.last_duration_ms, 7);
     checkpoint_stats_tracker_free(t);
 }
