@@ -460,9 +460,10 @@ rest_child_envp(void)
     return envp;
 }
 
-/* Starts the child in a process group of its own: standard input and output
- * /dev/null, standard error errp[1], the result res[1] as fd 3, nothing else
- * of ours; default signal handling. */
+/* Starts the child in a process group of its own: standard input
+ * /dev/null, standard output and error errp[1] (the job's own words, which
+ * a failure reports), the result res[1] as fd 3, nothing else of ours;
+ * default signal handling. */
 static int
 rest_child_spawn(struct rest_server *rs, char **argv, char **envp, const int res[2],
                  const int errp[2], pid_t *pid, spate_error *err)
@@ -474,7 +475,7 @@ rest_child_spawn(struct rest_server *rs, char **argv, char **envp, const int res
 
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, errp[1], 1);
     posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
     posix_spawn_file_actions_adddup2(&fa, res[1], 3);
     /* Nothing else of the JobManager's (descriptors some library opened
@@ -578,13 +579,23 @@ rest_child_reap(struct rest_server *rs, const char *jar_id, pid_t pid, uint64_t 
         const char *msg = o->err;
         const char *prefix = strstr(msg, "spate job-graph: ");
         const char *sanitizer = strstr(msg, "ERROR: AddressSanitizer: ");
+        int own = prefix != NULL ? (int)(prefix - o->err) : 0;
 
-        /* Its own words; or, under a sanitizer, the sanitizer's report of
-         * a crash. */
+        /* spate's line says how it failed; or, under a sanitizer, the
+         * sanitizer's report of a crash. */
         if (prefix != NULL)
             msg = prefix + strlen("spate job-graph: ");
         else if (sanitizer != NULL)
             msg = sanitizer + strlen("ERROR: ");
+        /* What the job's main printed before it (its usage, its reasons),
+         * as Flink reports a program's System.out and System.err. */
+        while (own > 0 && (o->err[own - 1] == '\n' || o->err[own - 1] == ' '))
+            own--;
+        if (own > 0)
+            return spate_error_set(err, SPATE_EUSER,
+                                   "the job's main failed: %.*s; its output:\n%.*s",
+                                   (int)strcspn(msg, "\n") > 0 ? (int)strcspn(msg, "\n") : 200, msg,
+                                   own > 400 ? 400 : own, o->err + (own > 400 ? own - 400 : 0));
         return spate_error_set(err, SPATE_EUSER, "the job's main failed: %.*s",
                                (int)strcspn(msg, "\n") > 0 ? (int)strcspn(msg, "\n") : 200,
                                *msg ? msg : "(it said nothing)");

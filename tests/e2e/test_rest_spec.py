@@ -346,6 +346,22 @@ class RestSpecTest(ClusterTestCase):
         self.assertEqual([(t["taskmanager-id"], t["status-counts"]["RUNNING"]) for t in tms],
                          [(tmid, 1)])
 
+    def test_a_failing_main_answers_with_its_own_output(self):
+        """/jars/:jarid/plan and /run of a main that fails: the answer has
+        the job's own words (what it printed), not only how it ended."""
+        self.start_jobmanager()
+        with open(TESTJOBS, "rb") as f:
+            body, ctype = multipart({}, [("jarfile", "testjobs.so", f.read())])
+        jarid = os.path.basename(self.ok("/jars/upload", "POST", body, ctype)["filename"])
+        for op in ("plan", "run"):
+            status, answer = self.http(f"/jars/{jarid}/{op}", "POST",
+                                       {"programArgsList": ["nosuchjob"]})
+            self.assertGreaterEqual(status, 400, answer)
+            text = " ".join(answer["errors"])
+            self.assertIn("the job's main failed", text)
+            self.assertIn("testjobs: which job?", text)
+        self.assertEqual(self.ok("/jobs")["jobs"], [])
+
     def http_submit_job(self, path):
         """POST /jobs as Flink's client sends it: the JobGraph (made by
         `spate job-graph`, the JobManager's plan-only child) and the library
