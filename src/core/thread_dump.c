@@ -5,6 +5,11 @@
  * process-wide state a signal handler can reach; dump_lock serializes dumps
  * so that only one thread is ever asked at a time. */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <pthread.h>
@@ -140,6 +145,157 @@ ask_thread(int tid, void **frames)
     n = atomic_load(&dump_nframes);
     memcpy(frames, dump_frames, (size_t)n * sizeof *frames);
     return n;
+}
+
+int
+thread_dump_sample(int tid, void **frames, int max, bool *on_cpu)
+{
+    void *all[DUMP_MAX_FRAMES];
+    char name[16], state;
+    int n;
+
+    pthread_once(&dump_once, dump_init);
+    if (dump_init_rc != 0)
+        return 0;
+    thread_info(tid, name, &state);
+    *on_cpu = state == 'R';
+    pthread_mutex_lock(&dump_lock);
+    n = tid == (int)syscall(SYS_gettid) ? backtrace(all, DUMP_MAX_FRAMES) : ask_thread(tid, all);
+    pthread_mutex_unlock(&dump_lock);
+    if (n > max)
+        n = max;
+    memcpy(frames, all, (size_t)n * sizeof *frames);
+    return n;
+}
+
+/* ---- symbols ---- */
+
+struct sym_object {
+    char *path;
+    uint8_t *map;
+    size_t size;
+    const Elf64_Sym *syms;
+    size_t nsyms;
+    const char *strs;
+    size_t strs_size;
+};
+
+struct thread_symbolizer {
+    struct sym_object *objs;
+    size_t n, cap;
+};
+
+struct thread_symbolizer *
+thread_symbolizer_new(void)
+{
+    return xcalloc(1, sizeof(struct thread_symbolizer));
+}
+
+void
+thread_symbolizer_free(struct thread_symbolizer *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->objs[i].map != NULL)
+            munmap(s->objs[i].map, s->objs[i].size);
+        free(s->objs[i].path);
+    }
+    free(s->objs);
+    free(s);
+}
+
+/* The object file at path, mapped, with its .symtab (else .dynsym). A file
+ * that is no ELF64 object has no symbols: its frames stay offsets. */
+static struct sym_object *
+sym_object(struct thread_symbolizer *s, const char *path)
+{
+    struct sym_object *o;
+    const Elf64_Ehdr *eh;
+    const Elf64_Shdr *sh;
+    struct stat st;
+    int fd;
+
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->objs[i].path, path) == 0)
+            return &s->objs[i];
+    xgrow((void **)&s->objs, &s->cap, s->n + 1, sizeof *s->objs);
+    o = &s->objs[s->n++];
+    memset(o, 0, sizeof *o);
+    o->path = xstrdup(path);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return o;
+    if (fstat(fd, &st) == 0 && (size_t)st.st_size > sizeof *eh) {
+        o->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (o->map == MAP_FAILED)
+            o->map = NULL;
+        else
+            o->size = (size_t)st.st_size;
+    }
+    close(fd);
+    if (o->map == NULL)
+        return o;
+    eh = (const Elf64_Ehdr *)o->map;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shoff == 0 || eh->e_shoff + (size_t)eh->e_shnum * sizeof *sh > o->size)
+        return o;
+    sh = (const Elf64_Shdr *)(o->map + eh->e_shoff);
+    for (int want = SHT_SYMTAB; want >= SHT_SYMTAB && o->syms == NULL;
+         want = want == SHT_SYMTAB ? SHT_DYNSYM : -1) {
+        for (int i = 0; i < eh->e_shnum; i++) {
+            const Elf64_Shdr *strsh;
+
+            if (sh[i].sh_type != (Elf64_Word)want || sh[i].sh_link >= eh->e_shnum)
+                continue;
+            strsh = &sh[sh[i].sh_link];
+            if (sh[i].sh_offset + sh[i].sh_size > o->size ||
+                strsh->sh_offset + strsh->sh_size > o->size)
+                continue;
+            o->syms = (const Elf64_Sym *)(o->map + sh[i].sh_offset);
+            o->nsyms = sh[i].sh_size / sizeof(Elf64_Sym);
+            o->strs = (const char *)(o->map + strsh->sh_offset);
+            o->strs_size = strsh->sh_size;
+            break;
+        }
+        if (want == SHT_DYNSYM)
+            break;
+    }
+    return o;
+}
+
+void
+thread_symbolize(struct thread_symbolizer *s, void *addr, char *buf, size_t cap)
+{
+    Dl_info info;
+    struct sym_object *o;
+    const char *best = NULL, *base;
+    uintptr_t off;
+
+    /* A return address points after the call: look up the byte before. */
+    if (dladdr((char *)addr - 1, &info) == 0 || info.dli_fname == NULL) {
+        snprintf(buf, cap, "%p", addr);
+        return;
+    }
+    off = (uintptr_t)addr - 1 - (uintptr_t)info.dli_fbase;
+    o = sym_object(s, info.dli_fname);
+    for (size_t i = 0; i < o->nsyms; i++) {
+        const Elf64_Sym *y = &o->syms[i];
+
+        if (ELF64_ST_TYPE(y->st_info) != STT_FUNC || y->st_value == 0 || y->st_name >= o->strs_size)
+            continue;
+        if (off >= y->st_value && off < y->st_value + (y->st_size > 0 ? y->st_size : 1)) {
+            best = o->strs + y->st_name;
+            break;
+        }
+    }
+    if (best == NULL && info.dli_sname != NULL)
+        best = info.dli_sname;
+    if (best != NULL) {
+        snprintf(buf, cap, "%s", best);
+        return;
+    }
+    base = strrchr(info.dli_fname, '/');
+    snprintf(buf, cap, "%s+0x%lx", base != NULL ? base + 1 : info.dli_fname, (unsigned long)off);
 }
 
 int

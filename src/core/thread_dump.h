@@ -6,6 +6,7 @@
 #ifndef SPATE_CORE_THREAD_DUMP_H
 #define SPATE_CORE_THREAD_DUMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <spate/error.h>
@@ -23,5 +24,18 @@ struct thread_stack {
  * thread_dump_free. */
 int thread_dump_collect(struct thread_stack **out, size_t *n, spate_error *err);
 void thread_dump_free(struct thread_stack *t, size_t n);
+
+/* One sample of thread tid (Flink's thread info sample, for flame graphs):
+ * up to max return addresses, innermost first, into frames, and whether it
+ * was on a CPU (/proc's state R) into *on_cpu. 0 frames: it did not answer. */
+int thread_dump_sample(int tid, void **frames, int max, bool *on_cpu);
+
+/* Names of return addresses: "function" from the ELF symbol tables of the
+ * object each is in (static functions too, unless stripped), else
+ * "object+0xoffset". One symbolizer caches the objects it opened. */
+struct thread_symbolizer;
+struct thread_symbolizer *thread_symbolizer_new(void);
+void thread_symbolizer_free(struct thread_symbolizer *s);
+void thread_symbolize(struct thread_symbolizer *s, void *addr, char *buf, size_t cap);
 
 #endif

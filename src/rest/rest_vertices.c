@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/alloc.h"
 #include "core/clock.h"
@@ -563,6 +564,109 @@ vertex_taskmanagers_json(const Cluster__JobVertexInfo *v, const struct metric_st
                      "now", (json_int_t)now, "taskmanagers", tms);
 }
 
+/* ---- flame graphs (Flink's VertexFlameGraph) ------------------------------------------------ */
+
+#define FLAME_SAMPLES  50 /* per thread (Flink: rest.flamegraph.num-samples, 100) */
+#define FLAME_DELAY_MS 10 /* between samples (Flink: 50 ms) */
+
+/* Adds a sample's frames (outermost first) under node. */
+static void
+flame_add(json_t *node, char *const *frames, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_t *children = json_object_get(node, "children"), *child = NULL, *c;
+        size_t k;
+
+        json_array_foreach(children, k, c)
+        {
+            if (strcmp(json_string_value(json_object_get(c, "name")), frames[i]) == 0) {
+                child = c;
+                break;
+            }
+        }
+        if (child == NULL) {
+            child = json_pack("{s:s, s:I, s:[]}", "name", frames[i], "value", (json_int_t)0,
+                              "children");
+            json_array_append_new(children, child);
+        }
+        json_object_set_new(child, "value",
+                            json_integer(json_integer_value(json_object_get(child, "value")) + 1));
+        node = child;
+    }
+}
+
+/* GET .../flamegraph?type=full|on_cpu|off_cpu: samples of the vertex's
+ * running task threads from each TaskManager that runs some, merged into
+ * one tree of frames whose values count the samples through them. */
+static json_t *
+flamegraph_json(struct rest_server *rs, struct MHD_Connection *c, const Cluster__JobVertexInfo *v,
+                const spate_id *job, const spate_id *vertex, enum MHD_Result *ret)
+{
+    const char *type = rest_query(c, "type");
+    int want = 0; /* 0 full, 1 on-CPU only, 2 off-CPU only */
+    json_t *root;
+    bool *asked = xcalloc(v->n_subtasks + 1, sizeof *asked);
+
+    if (type != NULL && strcasecmp(type, "on_cpu") == 0)
+        want = 1;
+    else if (type != NULL && strcasecmp(type, "off_cpu") == 0)
+        want = 2;
+    else if (type != NULL && strcasecmp(type, "full") != 0) {
+        free(asked);
+        *ret = rest_error(c, MHD_HTTP_BAD_REQUEST,
+                          "Bad request: type '%s' is none of full, on_cpu, off_cpu", type);
+        return NULL;
+    }
+    root = json_pack("{s:s, s:I, s:[]}", "name", "root", "value", (json_int_t)0, "children");
+    for (size_t i = 0; i < v->n_subtasks; i++) {
+        Cluster__TaskManagerQuery q = CLUSTER__TASK_MANAGER_QUERY__INIT;
+        Cluster__ThreadSamplesRequest req = CLUSTER__THREAD_SAMPLES_REQUEST__INIT;
+        const Cluster__SubtaskInfo *s = v->subtasks[i];
+        const Cluster__TaskManagerInfos *infos;
+        struct rpc_gateway *gw = NULL;
+        struct rpc_future *f;
+        spate_error err = { 0 };
+
+        if (asked[i] || s->resource_id.len != ID_BYTES || state_is_terminal(s->state))
+            continue;
+        /* One request per TaskManager: it samples all the vertex's threads. */
+        for (size_t k = i; k < v->n_subtasks; k++)
+            asked[k] |= v->subtasks[k]->resource_id.len == s->resource_id.len &&
+                        memcmp(v->subtasks[k]->resource_id.data, s->resource_id.data,
+                               s->resource_id.len) == 0;
+        q.resource_id = s->resource_id;
+        f = rm_request_task_managers(rs->rm, &q, REST_ASK_MS);
+        if (rpc_future_wait(f, REST_ASK_MS + 1000, &err) != 0 ||
+            (infos = rpc_future_value(f))->n_taskmanagers == 0 ||
+            rpc_gateway_new(rs->svc, infos->taskmanagers[0]->address, NULL, &gw, &err) != 0) {
+            rpc_future_unref(f);
+            continue; /* a TaskManager gone meanwhile: the others' samples */
+        }
+        rpc_future_unref(f);
+        req.job_id = gw_id_bytes(job);
+        req.vertex_id = gw_id_bytes(vertex);
+        req.num_samples = FLAME_SAMPLES;
+        req.delay_ms = FLAME_DELAY_MS;
+        f = te_request_thread_samples(gw, &req, REST_ASK_MS);
+        if (rpc_future_wait(f, REST_ASK_MS + 1000, &err) == 0) {
+            const Cluster__ThreadSamples *ts = rpc_future_value(f);
+
+            for (size_t k = 0; k < ts->n_samples; k++) {
+                if ((want == 1 && !ts->samples[k]->on_cpu) || (want == 2 && ts->samples[k]->on_cpu))
+                    continue;
+                json_object_set_new(
+                    root, "value",
+                    json_integer(json_integer_value(json_object_get(root, "value")) + 1));
+                flame_add(root, ts->samples[k]->frames, ts->samples[k]->n_frames);
+            }
+        }
+        rpc_future_unref(f);
+        rpc_gateway_free(gw);
+    }
+    free(asked);
+    return json_pack("{s:I, s:o}", "endTimestamp", (json_int_t)clock_wall_ms(), "data", root);
+}
+
 enum MHD_Result
 rest_vertex_view(struct rest_server *rs, struct MHD_Connection *c, const spate_id *job,
                  const spate_id *vertex, char **parts, int n)
@@ -636,6 +740,15 @@ rest_vertex_view(struct rest_server *rs, struct MHD_Connection *c, const spate_i
         out = vertex_taskmanagers_json(v, store, job, vertex, now);
     }
     metric_fetcher_release(rs->metrics);
+    if (out == NULL && n == 1 && strcmp(parts[0], "flamegraph") == 0) {
+        /* Not under the fetcher's lock: sampling takes a while. */
+        ret = MHD_NO;
+        out = flamegraph_json(rs, c, v, job, vertex, &ret);
+        if (out == NULL) {
+            rpc_future_unref(f);
+            return ret;
+        }
+    }
     rpc_future_unref(f);
     if (out == NULL)
         return rest_error(c, MHD_HTTP_NOT_FOUND, "Not found: the vertex has no such resource");

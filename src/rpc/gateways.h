@@ -79,7 +79,9 @@ RPC_PROTOCOL_DECLARE(rm, RM_METHODS)
     X(P, request_log_list, 13, ASK, UNFENCED, Cluster__Ack, cluster__ack, Cluster__LogList,        \
       cluster__log_list)                                                                           \
     X(P, request_log_file, 14, ASK, UNFENCED, Cluster__LogFileRequest, cluster__log_file_request,  \
-      Cluster__LogFile, cluster__log_file)
+      Cluster__LogFile, cluster__log_file)                                                         \
+    X(P, request_thread_samples, 15, ASK, UNFENCED, Cluster__ThreadSamplesRequest,                 \
+      cluster__thread_samples_request, Cluster__ThreadSamples, cluster__thread_samples)
 RPC_PROTOCOL_DECLARE(te, TE_METHODS)
 
 #define JM_METHODS(X, P)                                                                           \

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/clock.h"
@@ -38,6 +40,10 @@ struct task {
     struct task_io_metrics io; /* registered while the StreamTask runs */
     struct task_io_totals io_totals;
     bool has_io_totals;
+    /* Set by the task thread once it runs its operators: its vertex, then
+     * (release) its thread id, which task_thread reads (acquire). */
+    spate_id vertex_id;
+    _Atomic int tid;
 };
 
 /* ---- reports to the JobMaster ---- */
@@ -297,6 +303,9 @@ task_register_metrics(struct task *t, const struct job_graph *jg, const struct j
                          t->tdd->attempt_number);
     snprintf(subtask, sizeof subtask, "%d", t->tdd->subtask);
     snprintf(attempt, sizeof attempt, "%d", t->tdd->attempt_number);
+    /* For samples of this thread (flame graphs): its vertex, then its id. */
+    t->vertex_id = v->id;
+    atomic_store_explicit(&t->tid, (int)syscall(SYS_gettid), memory_order_release);
     task_io_metrics_register(&t->io, t->host.metrics, scope, labels, flags);
 }
 
@@ -467,6 +476,19 @@ const spate_id *
 task_attempt_id(const struct task *t)
 {
     return &t->attempt_id;
+}
+
+bool
+task_thread(const struct task *t, spate_id *vertex, int *subtask, int *tid)
+{
+    int id = atomic_load_explicit(&((struct task *)t)->tid, memory_order_acquire);
+
+    if (id == 0 || atomic_load(&((struct task *)t)->done))
+        return false;
+    *vertex = t->vertex_id;
+    *subtask = t->tdd->subtask;
+    *tid = id;
+    return true;
 }
 
 const spate_id *

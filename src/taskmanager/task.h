@@ -55,6 +55,9 @@ void task_free(struct task *t);
 
 const spate_id *task_attempt_id(const struct task *t);
 const spate_id *task_job_id(const struct task *t);
+/* Any thread: the running task's vertex, subtask and thread id (for
+ * samples of its stack); false before its operators run or once it ended. */
+bool task_thread(const struct task *t, spate_id *vertex, int *subtask, int *tid);
 bool task_is_done(const struct task *t);
 
 #endif

@@ -23,6 +23,12 @@
 #include "taskmanager/task_executor.h"
 #include "taskmanager/task_slot_table.h"
 
+/* Thread samples: at most this many threads, rounds and ms between them
+ * (the loop waits through them). */
+#define TE_SAMPLE_MAX_THREADS  64
+#define TE_SAMPLE_MAX_ROUNDS   100
+#define TE_SAMPLE_MAX_DELAY_MS 20
+
 /* A log file over RPC: its last 8 MB (frames are at most 10 MiB). */
 #define TE_LOG_MAX_BYTES (8u << 20)
 
@@ -1103,6 +1109,76 @@ teh_request_log_file(struct rpc_endpoint *ep, const Cluster__LogFileRequest *req
     free(data);
 }
 
+/* Flink's requestThreadInfoSamples: num_samples stacks of each running
+ * task thread of the vertex, delay_ms apart (bounded: the loop waits),
+ * symbolized, outermost frame first. */
+static void
+teh_request_thread_samples(struct rpc_endpoint *ep, const Cluster__ThreadSamplesRequest *req,
+                           struct rpc_call *call)
+{
+    struct task_executor *te = te_of(ep);
+    Cluster__ThreadSamples out = CLUSTER__THREAD_SAMPLES__INIT;
+    struct thread_symbolizer *sym;
+    int tids[TE_SAMPLE_MAX_THREADS], subtasks[TE_SAMPLE_MAX_THREADS], nthreads = 0;
+    int rounds = req->num_samples > 0 ? MIN(req->num_samples, TE_SAMPLE_MAX_ROUNDS) : 1;
+    int delay_ms = MIN(MAX(req->delay_ms, 0), TE_SAMPLE_MAX_DELAY_MS);
+    spate_id job, vertex;
+
+    if (!gw_id_get(&req->job_id, &job) || !gw_id_get(&req->vertex_id, &vertex)) {
+        rpc_call_fail(call, SPATE_EINVAL, "requestThreadInfoSamples: malformed ids");
+        return;
+    }
+    for (struct te_task *tt = te->tasks; tt != NULL && nthreads < TE_SAMPLE_MAX_THREADS;
+         tt = tt->next) {
+        spate_id v;
+        int subtask, tid;
+
+        if (id_equal(task_job_id(tt->task), &job) && task_thread(tt->task, &v, &subtask, &tid) &&
+            id_equal(&v, &vertex)) {
+            tids[nthreads] = tid;
+            subtasks[nthreads++] = subtask;
+        }
+    }
+    sym = thread_symbolizer_new();
+    out.samples = xcalloc((size_t)(rounds * nthreads) + 1, sizeof *out.samples);
+    for (int r = 0; r < rounds && nthreads > 0; r++) {
+        if (r > 0 && delay_ms > 0)
+            usleep((useconds_t)delay_ms * 1000);
+        for (int i = 0; i < nthreads; i++) {
+            void *frames[64];
+            bool on_cpu;
+            int nf = thread_dump_sample(tids[i], frames, 64, &on_cpu);
+            Cluster__ThreadSample *smp;
+
+            if (nf <= 2)
+                continue;
+            smp = xmalloc(sizeof *smp);
+            cluster__thread_sample__init(smp);
+            smp->subtask = subtasks[i];
+            smp->on_cpu = on_cpu;
+            /* The two innermost frames are the signal handler's own. */
+            smp->n_frames = (size_t)(nf - 2);
+            smp->frames = xcalloc(smp->n_frames, sizeof *smp->frames);
+            for (int f = nf - 1, k = 0; f >= 2; f--, k++) {
+                char name[256];
+
+                thread_symbolize(sym, frames[f], name, sizeof name);
+                smp->frames[k] = xstrdup(name);
+            }
+            out.samples[out.n_samples++] = smp;
+        }
+    }
+    thread_symbolizer_free(sym);
+    rpc_call_reply(call, &out.base);
+    for (size_t i = 0; i < out.n_samples; i++) {
+        for (size_t f = 0; f < out.samples[i]->n_frames; f++)
+            free(out.samples[i]->frames[f]);
+        free(out.samples[i]->frames);
+        free(out.samples[i]);
+    }
+    free(out.samples);
+}
+
 static void
 te_update_metrics(void *arg)
 {
@@ -1131,6 +1207,7 @@ static const struct te_handlers te_handlers = {
     .request_thread_dump = teh_request_thread_dump,
     .request_log_list = teh_request_log_list,
     .request_log_file = teh_request_log_file,
+    .request_thread_samples = teh_request_thread_samples,
 };
 
 /* ---- life cycle ---------------------------------------------------------------------- */

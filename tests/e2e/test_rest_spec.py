@@ -24,8 +24,6 @@ TESTJOBS = os.path.join(BUILD, "tests", "jobs", "testjobs.so")
 
 # At most 4, each with its reason.
 LEFT_OUT = {
-    ("get", "/jobs/{jobid}/vertices/{vertexid}/flamegraph"):
-        "flame graphs (sampled stacks of the vertex's task threads) are the next slice",
     ("get", "/jobs/{jobid}/checkpoints/details/{checkpointid}/subtasks/{vertexid}"):
         "the checkpoint statistics keep figures per vertex; per subtask needs the "
         "acknowledgements' subtask index (the next slice)",
@@ -345,6 +343,42 @@ class RestSpecTest(ClusterTestCase):
         tms = self.ok(f"/jobs/{jid}/vertices/{vid}/taskmanagers")["taskmanagers"]
         self.assertEqual([(t["taskmanager-id"], t["status-counts"]["RUNNING"]) for t in tms],
                          [(tmid, 1)])
+
+    def test_flame_graph_of_a_busy_window_job(self):
+        """A flame graph of the window vertex of a busy event-time job: the
+        sampled stacks of its task threads, merged, name the window
+        operator's functions; on-CPU and off-CPU samples split them."""
+        self.start_jobmanager()
+        self.start_taskmanager(slots=2)
+        self.wait_overview(1, slots=2)
+        r = self.spate("run", "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", "2", JOB,
+                       "eventtime", "400000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        jid = job_id_of(r.stdout)
+        job = self.wait_running(jid)
+        counts = next(v["id"] for v in job["vertices"] if v["name"].startswith("Counts"))
+
+        def names(node, out):
+            out.add(node["name"])
+            for c in node["children"]:
+                self.assertLessEqual(c["value"], node["value"])
+                names(c, out)
+            return out
+
+        def window_functions():
+            g = self.ok(f"/jobs/{jid}/vertices/{counts}/flamegraph")
+            self.assertGreater(g["endTimestamp"], 0)
+            found = {n for n in names(g["data"], set()) if n.startswith("window_")}
+            return (g, found) if found else None
+        g, found = wait_for(window_functions, 60, "the window operator's functions in a flame graph")
+        self.assertEqual(g["data"]["name"], "root")
+        # Each sample is one path from the root: the root counts them all.
+        self.assertEqual(g["data"]["value"], sum(c["value"] for c in g["data"]["children"]))
+        on = self.ok(f"/jobs/{jid}/vertices/{counts}/flamegraph?type=on_cpu")["data"]["value"]
+        off = self.ok(f"/jobs/{jid}/vertices/{counts}/flamegraph?type=off_cpu")["data"]["value"]
+        self.assertGreater(on + off, 0)
+        self.assertEqual(self.http(f"/jobs/{jid}/vertices/{counts}/flamegraph?type=nope")[0], 400)
+        self.assertTrue(self.wait_running(jid))
 
     def test_a_failing_main_answers_with_its_own_output(self):
         """/jars/:jarid/plan and /run of a main that fails: the answer has
