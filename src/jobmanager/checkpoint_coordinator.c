@@ -1084,7 +1084,8 @@ checkpoint_coordinator_acknowledge(struct checkpoint_coordinator *cc,
         t->ops[t->nops++] = c;
     }
     p->nacked++;
-    checkpoint_stats_tracker_report_ack(cc->stats, p->id, t->e->vertex, m->state_size, now);
+    checkpoint_stats_tracker_report_ack(cc->stats, p->id, t->e->vertex, t->e->subtask,
+                                        m->state_size, now);
     if (p->nacked == p->ntasks)
         pending_complete(cc, p);
 }

@@ -25,7 +25,10 @@ struct cc_stats {
         int num_subtasks, num_acked;
         uint64_t state_size;
         int64_t latest_ack_ms;
+        int64_t *sub_ack_ms; /* [num_subtasks]: 0 until it acknowledged */
+        uint64_t *sub_size;  /* [num_subtasks] */
     } * vertices;
+    int nvertices;
 };
 
 struct checkpoint_stats_tracker {
@@ -62,6 +65,10 @@ stats_free(struct cc_stats *s)
         return;
     free(s->external_path);
     free(s->failure);
+    for (int v = 0; s->vertices != NULL && v < s->nvertices; v++) {
+        free(s->vertices[v].sub_ack_ms);
+        free(s->vertices[v].sub_size);
+    }
     free(s->vertices);
     free(s);
 }
@@ -76,6 +83,14 @@ stats_copy(const struct cc_stats *s, int nvertices)
     c->failure = s->failure ? xstrdup(s->failure) : NULL;
     c->vertices = xcalloc((size_t)nvertices, sizeof *c->vertices);
     memcpy(c->vertices, s->vertices, (size_t)nvertices * sizeof *c->vertices);
+    for (int v = 0; v < nvertices; v++) {
+        size_t n = (size_t)s->vertices[v].num_subtasks;
+
+        c->vertices[v].sub_ack_ms = xcalloc(n + 1, sizeof(int64_t));
+        c->vertices[v].sub_size = xcalloc(n + 1, sizeof(uint64_t));
+        memcpy(c->vertices[v].sub_ack_ms, s->vertices[v].sub_ack_ms, n * sizeof(int64_t));
+        memcpy(c->vertices[v].sub_size, s->vertices[v].sub_size, n * sizeof(uint64_t));
+    }
     return c;
 }
 
@@ -93,12 +108,23 @@ checkpoint_stats_tracker_report_pending(struct checkpoint_stats_tracker *t, uint
     s->trigger_ms = trigger_ms;
     s->num_subtasks = ntasks + nfinished;
     s->vertices = xcalloc((size_t)jg->nvertices, sizeof *s->vertices);
-    for (int v = 0; v < jg->nvertices; v++)
+    s->nvertices = jg->nvertices;
+    for (int v = 0; v < jg->nvertices; v++) {
         s->vertices[v].num_subtasks = jg->vertices[v].parallelism;
-    /* Finished tasks count as acknowledged, as Flink shows them. */
+        s->vertices[v].sub_ack_ms =
+            xcalloc((size_t)jg->vertices[v].parallelism + 1, sizeof(int64_t));
+        s->vertices[v].sub_size =
+            xcalloc((size_t)jg->vertices[v].parallelism + 1, sizeof(uint64_t));
+    }
+    /* Finished tasks count as acknowledged at the trigger, as Flink shows
+     * them. */
     s->num_acked = nfinished;
-    for (int f = 0; f < nfinished; f++)
+    for (int f = 0; f < nfinished; f++) {
         s->vertices[finished[f]->vertex].num_acked++;
+        if (finished[f]->subtask >= 0 &&
+            finished[f]->subtask < s->vertices[finished[f]->vertex].num_subtasks)
+            s->vertices[finished[f]->vertex].sub_ack_ms[finished[f]->subtask] = trigger_ms;
+    }
     list_push_front(&t->history, &s->node);
     t->total++;
     /* Keep history_size entries, but never drop one in progress. */
@@ -117,7 +143,7 @@ checkpoint_stats_tracker_report_pending(struct checkpoint_stats_tracker *t, uint
 
 void
 checkpoint_stats_tracker_report_ack(struct checkpoint_stats_tracker *t, uint64_t id, int vertex,
-                                    uint64_t state_size, int64_t now_ms)
+                                    int subtask, uint64_t state_size, int64_t now_ms)
 {
     struct cc_stats *s = stats_find(t, id);
 
@@ -129,6 +155,10 @@ checkpoint_stats_tracker_report_ack(struct checkpoint_stats_tracker *t, uint64_t
     s->vertices[vertex].num_acked++;
     s->vertices[vertex].state_size += state_size;
     s->vertices[vertex].latest_ack_ms = now_ms;
+    if (subtask >= 0 && subtask < s->vertices[vertex].num_subtasks) {
+        s->vertices[vertex].sub_ack_ms[subtask] = now_ms;
+        s->vertices[vertex].sub_size[subtask] = state_size;
+    }
 }
 
 static void
@@ -238,6 +268,16 @@ stats_message(const struct checkpoint_stats_tracker *t, const struct cc_stats *s
         vs->num_acknowledged = s->vertices[v].num_acked;
         vs->state_size = s->vertices[v].state_size;
         vs->latest_ack_timestamp = s->vertices[v].latest_ack_ms;
+        vs->subtasks = xcalloc((size_t)s->vertices[v].num_subtasks + 1, sizeof *vs->subtasks);
+        for (int i = 0; i < s->vertices[v].num_subtasks; i++) {
+            Ckstats__SubtaskStats *ss = xmalloc(sizeof *ss);
+
+            ckstats__subtask_stats__init(ss);
+            ss->index = i;
+            ss->ack_timestamp = s->vertices[v].sub_ack_ms[i];
+            ss->state_size = s->vertices[v].sub_size[i];
+            vs->subtasks[vs->n_subtasks++] = ss;
+        }
         m->vertices[m->n_vertices++] = vs;
     }
     return m;

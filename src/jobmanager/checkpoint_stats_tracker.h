@@ -31,9 +31,10 @@ void checkpoint_stats_tracker_report_pending(struct checkpoint_stats_tracker *t,
                                              bool savepoint, int64_t trigger_ms, int ntasks,
                                              const struct execution *const *finished,
                                              int nfinished);
-/* A task of vertex acknowledged id with state_size bytes at now_ms. */
+/* Subtask of vertex acknowledged id with state_size bytes at now_ms. */
 void checkpoint_stats_tracker_report_ack(struct checkpoint_stats_tracker *t, uint64_t id,
-                                         int vertex, uint64_t state_size, int64_t now_ms);
+                                         int vertex, int subtask, uint64_t state_size,
+                                         int64_t now_ms);
 /* id completed in external_path; the checkpoints it subsumed are
  * discarded. */
 void checkpoint_stats_tracker_report_completed(struct checkpoint_stats_tracker *t, uint64_t id,

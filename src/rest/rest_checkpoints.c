@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "checkpoint/checkpoint_storage.h"
+#include "core/alloc.h"
 #include "core/util.h"
 #include "rest/rest_int.h"
 
@@ -211,6 +212,132 @@ rest_checkpoint_details(struct rest_request *rq)
     ret = rest_send(rq->c, MHD_HTTP_OK, rest_checkpoint_json(s->history[0], true));
     rpc_future_unref(f);
     return ret;
+}
+
+static int
+rest_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Flink's StatsSummaryDto of n values (sorted here): min, max, avg and the
+ * nearest-rank percentiles. */
+static json_t *
+rest_min_max_avg(int64_t *v, size_t n)
+{
+    static const struct {
+        const char *name;
+        double q;
+    } ps[] = {
+        { "p50", 0.5 }, { "p90", 0.9 }, { "p95", 0.95 }, { "p99", 0.99 }, { "p999", 0.999 }
+    };
+    int64_t sum = 0;
+    json_t *j;
+
+    if (n > 1)
+        qsort(v, n, sizeof *v, rest_cmp_i64);
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    j = json_pack("{s:I, s:I, s:I}", "min", (json_int_t)(n > 0 ? v[0] : 0), "max",
+                  (json_int_t)(n > 0 ? v[n - 1] : 0), "avg",
+                  (json_int_t)(n > 0 ? sum / (int64_t)n : 0));
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+        size_t rank = n > 0 ? (size_t)(ps[k].q * (double)n + 0.999999) : 0;
+
+        json_object_set_new(j, ps[k].name,
+                            json_real(n > 0 ? (double)v[rank > 0 ? rank - 1 : 0] : 0.0));
+    }
+    return j;
+}
+
+/* GET /jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid:
+ * TaskCheckpointStatisticsWithSubtaskDetails, each subtask "completed"
+ * (acknowledged: its time, size and duration since the trigger) or
+ * "pending_or_failed". spate measures no alignment, no sync/async split
+ * and no start delay: those are 0. */
+static enum MHD_Result
+rest_checkpoint_subtasks(struct rest_request *rq)
+{
+    const Ckstats__CheckpointingStats *s;
+    const Ckstats__CheckpointStats *c;
+    const Ckstats__VertexStats *vs = NULL;
+    enum MHD_Result ret;
+    struct rpc_future *f;
+    json_t *subtasks, *j, *zero;
+    int64_t *sizes, *durations;
+    spate_id vid, id;
+    size_t n = 0;
+    char *end;
+    long long cp = strtoll(rq->params[1], &end, 10);
+
+    if (*end != '\0' || cp <= 0)
+        return rest_error(rq->c, MHD_HTTP_BAD_REQUEST,
+                          "Bad request: '%s' is no checkpoint id (a positive number)",
+                          rq->params[1]);
+    if (id_parse(rq->params[2], &vid, NULL) != 0)
+        return rest_error(rq->c, MHD_HTTP_BAD_REQUEST, "Bad request: '%s' is no vertex id",
+                          rq->params[2]);
+    if ((f = rest_stats(rq, cp, &ret)) == NULL)
+        return ret;
+    s = rpc_future_value(f);
+    c = s->n_history > 0 ? s->history[0] : NULL;
+    for (size_t v = 0; c != NULL && v < c->n_vertices; v++)
+        if (gw_id_get(&c->vertices[v]->vertex_id, &id) && id_equal(&id, &vid))
+            vs = c->vertices[v];
+    if (vs == NULL) {
+        rpc_future_unref(f);
+        return rest_error(rq->c, MHD_HTTP_NOT_FOUND,
+                          "Could not find checkpointing statistics for checkpoint %lld and "
+                          "vertex %s.",
+                          cp, rq->params[2]);
+    }
+    subtasks = json_array();
+    sizes = xcalloc(vs->n_subtasks + 1, sizeof *sizes);
+    durations = xcalloc(vs->n_subtasks + 1, sizeof *durations);
+    for (size_t i = 0; i < vs->n_subtasks; i++) {
+        const Ckstats__SubtaskStats *st = vs->subtasks[i];
+
+        if (st->ack_timestamp <= 0) {
+            json_array_append_new(subtasks, json_pack("{s:i, s:s}", "index", st->index, "status",
+                                                      "pending_or_failed"));
+            continue;
+        }
+        sizes[n] = (int64_t)st->state_size;
+        durations[n] = st->ack_timestamp - c->trigger_timestamp;
+        json_array_append_new(
+            subtasks,
+            json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:{s:i, s:i}, s:{s:i, s:i, s:i, s:i}, s:i, "
+                      "s:b, s:b}",
+                      "index", st->index, "status", "completed", "ack_timestamp",
+                      (json_int_t)st->ack_timestamp, "end_to_end_duration",
+                      (json_int_t)durations[n], "state_size", (json_int_t)st->state_size,
+                      "checkpointed_size", (json_int_t)st->state_size, "checkpoint", "sync", 0,
+                      "async", 0, "alignment", "buffered", 0, "processed", 0, "persisted", 0,
+                      "duration", 0, "start_delay", 0, "unaligned_checkpoint", 0, "aborted", 0));
+        n++;
+    }
+    zero = rest_min_max_avg(NULL, 0);
+    j = json_pack(
+        "{s:I, s:s, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i, s:{s:o, s:o, s:o, s:{s:O, s:O}, "
+        "s:{s:O, s:O, s:O, s:O}, s:O}, s:o}",
+        "id", (json_int_t)c->id, "status", c->status, "latest_ack_timestamp",
+        (json_int_t)vs->latest_ack_timestamp, "checkpointed_size", (json_int_t)vs->state_size,
+        "state_size", (json_int_t)vs->state_size, "end_to_end_duration",
+        (json_int_t)(vs->latest_ack_timestamp > 0 ? vs->latest_ack_timestamp - c->trigger_timestamp
+                                                  : 0),
+        "alignment_buffered", 0, "processed_data", 0, "persisted_data", 0, "num_subtasks",
+        vs->num_subtasks, "num_acknowledged_subtasks", vs->num_acknowledged, "summary",
+        "checkpointed_size", rest_min_max_avg(sizes, n), "state_size", rest_min_max_avg(sizes, n),
+        "end_to_end_duration", rest_min_max_avg(durations, n), "checkpoint_duration", "sync", zero,
+        "async", zero, "alignment", "buffered", zero, "processed", zero, "persisted", zero,
+        "duration", zero, "start_delay", zero, "subtasks", subtasks);
+    json_decref(zero);
+    free(sizes);
+    free(durations);
+    rpc_future_unref(f);
+    return rest_send(rq->c, MHD_HTTP_OK, j);
 }
 
 /* POST /jobs/:jobid/checkpoints: a manual checkpoint; the body's triggerId
@@ -552,6 +679,8 @@ const struct rest_route rest_checkpoints_routes[] = {
     { "GET", "/jobs/:jobid/checkpoints", rest_checkpoints, REST_BODY_NONE, 0 },
     { "POST", "/jobs/:jobid/checkpoints", rest_checkpoint_trigger, REST_BODY_JSON, 0 },
     { "GET", "/jobs/:jobid/checkpoints/config", rest_checkpoints_config, REST_BODY_NONE, 0 },
+    { "GET", "/jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid",
+      rest_checkpoint_subtasks, REST_BODY_NONE, 0 },
     { "GET", "/jobs/:jobid/checkpoints/details/:checkpointid", rest_checkpoint_details,
       REST_BODY_NONE, 0 },
     { "GET", "/jobs/:jobid/checkpoints/:triggerid", rest_checkpoint_status, REST_BODY_NONE, 0 },

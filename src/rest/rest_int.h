@@ -19,8 +19,9 @@
 #include "rpc/gateways.h"
 #include "rpc/service.h"
 
-#define REST_LOG    "rest"
-#define REST_ASK_MS 10000
+#define REST_LOG        "rest"
+#define REST_ASK_MS     10000
+#define REST_MAX_PARAMS 3 /* :params in one route's path */
 /* A log file over REST: at most its last 16 MB. */
 #define REST_LOG_MAX_BYTES (16u << 20)
 
@@ -64,7 +65,7 @@ struct rest_request {
     struct rest_server *rs;
     struct MHD_Connection *c;
     const struct rest_route *route;
-    char params[2][128]; /* :jobid, :jarid */
+    char params[REST_MAX_PARAMS][128]; /* :jobid, :jarid, ... in path order */
     enum rest_body_kind kind;
     int64_t received;
     bool too_large; /* the body passed max_body: the answer is 413 */

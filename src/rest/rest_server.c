@@ -324,9 +324,11 @@ static const struct rest_route *const rest_tables[] = {
     rest_checkpoints_routes, rest_jobmanager_routes, rest_diagnostics_routes
 };
 
-/* Whether path matches pattern; fills params (at most 2, each < 128). */
+/* Whether path matches pattern; fills params (at most REST_MAX_PARAMS,
+ * each < 128). */
 static bool
-rest_path_matches(const char *pattern, const char *path, char params[2][128], int *nparams)
+rest_path_matches(const char *pattern, const char *path, char params[REST_MAX_PARAMS][128],
+                  int *nparams)
 {
     int np = 0;
 
@@ -335,7 +337,7 @@ rest_path_matches(const char *pattern, const char *path, char params[2][128], in
         size_t plen = (size_t)(pe - pattern - 1), slen = (size_t)(se - path - 1);
 
         if (pattern[1] == ':') {
-            if (slen == 0 || slen >= 128 || np == 2)
+            if (slen == 0 || slen >= 128 || np == REST_MAX_PARAMS)
                 return false;
             memcpy(params[np], path + 1, slen);
             params[np++][slen] = '\0';
@@ -352,10 +354,10 @@ rest_path_matches(const char *pattern, const char *path, char params[2][128], in
 /* The route for method and path; NULL with *known set when only the
  * method is wrong. */
 static const struct rest_route *
-rest_match(const char *method, const char *path, char params[2][128], bool *known)
+rest_match(const char *method, const char *path, char params[REST_MAX_PARAMS][128], bool *known)
 {
     *known = false;
-    for (int want = 0; want <= 2; want++) {
+    for (int want = 0; want <= REST_MAX_PARAMS; want++) {
         for (size_t t = 0; t < ARRAY_SIZE(rest_tables); t++) {
             for (const struct rest_route *r = rest_tables[t]; r->pattern != NULL; r++) {
                 int np;
