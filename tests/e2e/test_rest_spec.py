@@ -107,7 +107,8 @@ class RestSpecTest(ClusterTestCase):
     def test_every_operation_of_the_spec(self):
         spec = json.load(open(SPEC))
         chk, sps = f"{self.tmp}/checkpoints", f"{self.tmp}/savepoints"
-        self.start_jobmanager("-D", "execution.checkpointing.interval=200 ms",
+        self.start_jobmanager("-D", "web.submit.enable=true",
+                              "-D", "execution.checkpointing.interval=200 ms",
                               "-D", f"state.checkpoints.dir={chk}",
                               "-D", f"state.savepoints.dir={sps}",
                               "-D", f"io.tmp.dirs={self.tmp}",
@@ -391,7 +392,7 @@ class RestSpecTest(ClusterTestCase):
     def test_a_failing_main_answers_with_its_own_output(self):
         """/jars/:jarid/plan and /run of a main that fails: the answer has
         the job's own words (what it printed), not only how it ended."""
-        self.start_jobmanager()
+        self.start_jobmanager("-D", "web.submit.enable=true")
         with open(TESTJOBS, "rb") as f:
             body, ctype = multipart({}, [("jarfile", "testjobs.so", f.read())])
         jarid = os.path.basename(self.ok("/jars/upload", "POST", body, ctype)["filename"])
