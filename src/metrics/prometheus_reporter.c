@@ -218,6 +218,8 @@ prom_answer(void *cls, struct MHD_Connection *c, const char *url, const char *me
     return ret;
 }
 
+static void prom_log(void *arg, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 static void
 prom_log(void *arg, const char *fmt, va_list ap)
 {

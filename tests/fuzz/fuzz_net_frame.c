@@ -45,16 +45,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     record_deserializer_init(&d);
     for (size_t step = (size_t)data[0] + 1, pos = 1; pos < size; pos += step) {
-        size_t n = pos + step <= size ? step : size - pos;
-        struct net_buffer *buf = malloc(sizeof *buf + n);
+        size_t len_buf = pos + step <= size ? step : size - pos;
+        struct net_buffer *buf = malloc(sizeof *buf + len_buf);
         const uint8_t *rec;
         uint32_t len;
         int rc;
 
         memset(buf, 0, sizeof *buf);
         buf->data = (uint8_t *)(buf + 1);
-        memcpy(buf->data, data + pos, n);
-        buf->size = buf->capacity = (uint32_t)n;
+        memcpy(buf->data, data + pos, len_buf);
+        buf->size = buf->capacity = (uint32_t)len_buf;
         buf->recycler = fuzz_recycle;
         record_deserializer_set_buffer(&d, buf);
         while ((rc = record_deserializer_next(&d, &rec, &len, &err)) == 1)
