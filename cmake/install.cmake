@@ -1,7 +1,7 @@
 # `cmake --install` (make install PREFIX=... DESTDIR=...): the layout the
 # installed spate finds its parts in, relative to its own place:
 #   bin/spate, bin/start-cluster.sh, bin/stop-cluster.sh, bin/spate-daemon.sh
-#   lib/libspate.so, lib/plugins/ (beside libspate: the ZooKeeper HA and Kafka plugins)
+#   lib/libspate.so, lib/plugins/ (beside libspate: the ZooKeeper HA, Kafka and RocksDB state plugins)
 #   lib/pkgconfig/spate.pc (a job author's cflags and libs)
 #   include/spate/ (the public API), conf/ (bin/../conf: the default config)
 # The directories are fixed, not GNUInstallDirs', because spate finds
@@ -13,7 +13,7 @@ endif()
 set_target_properties(spate_cmd PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
 install(TARGETS spate_cmd RUNTIME DESTINATION bin)
 install(TARGETS spate LIBRARY DESTINATION lib)
-install(TARGETS spate_zookeeper_plugin spate_kafka_plugin LIBRARY DESTINATION lib/plugins)
+install(TARGETS spate_zookeeper_plugin spate_kafka_plugin spate_rocksdb_plugin LIBRARY DESTINATION lib/plugins)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/bin/start-cluster.sh ${PROJECT_SOURCE_DIR}/bin/stop-cluster.sh
         ${PROJECT_SOURCE_DIR}/bin/spate-daemon.sh
         DESTINATION bin)

@@ -26,6 +26,7 @@ libxxhash-dev       XXH3: key groups of keyed streams
 liblz4-dev          lz4 compression of network buffers
 libpg-query-dev     the PostgreSQL parser of src/sql (libpg_query; static, no pkg-config)
 libzookeeper-mt-dev ZooKeeper C client of the HA plugin (libspate_zookeeper.so)
+librocksdb-dev      RocksDB's C API of the state backend plugin (libspate_rocksdb.so)
 zookeeper           ZooKeeper server (on the installed Java) the HA tests and ha_bench start
 iproute2            ip netns, veth, bridges: the chaos tests' test hosts (tests/chaos)
 nftables            packet filters of the chaos tests: partitions and packet loss

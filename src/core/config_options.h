@@ -274,6 +274,17 @@ struct config_option {
       "(default: spate-checkpoints under the first io.tmp.dirs)")                                  \
     X(STATE_SAVEPOINTS_DIR, "state.savepoints.dir", STRING, NULL, 0, 0, NULL, NULL,                \
       "default folder for savepoints")                                                             \
+    X(STATE_BACKEND_TYPE, "state.backend.type", ENUM, "hashmap", 0, 0, "hashmap|rocksdb",          \
+      "state.backend",                                                                             \
+      "where keyed state lives: the TaskManager's heap, or RocksDB on local disk (a plugin)")      \
+    X(STATE_BACKEND_ROCKSDB_LOCALDIR, "state.backend.rocksdb.localdir", STRING, NULL, 0, 0, NULL,  \
+      NULL,                                                                                        \
+      "folder of RocksDB's working folders, one per operator instance (default: io.tmp.dirs)")     \
+    X(STATE_BACKEND_ROCKSDB_BLOCK_CACHE_SIZE, "state.backend.rocksdb.block.cache-size", MEMORY,    \
+      "64 mb", 0, CFG_NOLIMIT_HI, NULL, NULL, "block cache of each RocksDB instance")              \
+    X(STATE_BACKEND_ROCKSDB_WRITEBUFFER_SIZE, "state.backend.rocksdb.writebuffer.size", MEMORY,    \
+      "16 mb", 0, CFG_NOLIMIT_HI, NULL, NULL,                                                      \
+      "memtable of each state (column family) of a RocksDB instance")                              \
     /* high availability */                                                                        \
     X(HIGH_AVAILABILITY_TYPE, "high-availability.type", ENUM, "none", 0, 0,                        \
       "none|embedded|zookeeper", "high-availability", "high-availability services")                \

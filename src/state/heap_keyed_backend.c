@@ -362,7 +362,7 @@ heap_keyed_backend_init(struct heap_keyed_backend *b, const struct keyed_backend
     b->key = config->key;
     b->user_ctx = config->user_ctx;
     b->base.user_ctx = config->user_ctx;
-    b->now_ms = clock_wall_ms_fn;
+    b->now_ms = config->now_ms != NULL ? config->now_ms : clock_wall_ms_fn;
     b->ns_last_len = SIZE_MAX;
     keyed_backend_buf_grow(b, 128);
     b->states = xcalloc((size_t)config->nstates + 1, sizeof *b->states);
@@ -572,7 +572,7 @@ keyed_list_next_timestamped(spate_iter *it, void *out, int64_t *timestamp)
         it->at = it->end;
         return true;
     }
-    tsz = heap_state_of(it->st)->base.desc.timestamped ? 8 : 0;
+    tsz = it->st->desc.timestamped ? 8 : 0;
     if (it->at == NULL || (size_t)(it->end - it->at) < 4 + tsz)
         return false;
     memcpy(&n, it->at, 4);
@@ -580,8 +580,7 @@ keyed_list_next_timestamped(spate_iter *it, void *out, int64_t *timestamp)
         return false;
     if (timestamp != NULL && tsz)
         memcpy(timestamp, it->at + 4, 8);
-    if (out != NULL &&
-        ser_read(&heap_state_of(it->st)->base.desc.value, it->at + 4 + tsz, n, out) != 0)
+    if (out != NULL && ser_read(&it->st->desc.value, it->at + 4 + tsz, n, out) != 0)
         return false;
     it->at += 4 + tsz + n;
     return true;

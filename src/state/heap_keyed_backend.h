@@ -139,6 +139,20 @@ Checkpoint__StateMeta **keyed_backend_snapshot_metas(const struct keyed_state_sn
                                                      size_t *n);
 int keyed_backend_restore(struct keyed_state_backend *b, const Checkpoint__OperatorSubtaskState *st,
                           const char *op_name, struct state_file_reader *r, spate_error *err);
+
+/* One stored entry of state i of a restore (hash, key and value as the
+ * state file has them): a backend's own; 0 or an error. */
+typedef int (*keyed_restore_entry_fn)(void *arg, int i, uint64_t hash, const uint8_t *key,
+                                      uint32_t key_len, const uint8_t *value, uint32_t value_len,
+                                      spate_error *err);
+
+/* keyed_backend_restore with the entries given to entry: for a backend
+ * that keeps its keyed state elsewhere but its state declarations, key
+ * groups and timers in the heap backend b. */
+int keyed_backend_restore_to(struct heap_keyed_backend *b,
+                             const Checkpoint__OperatorSubtaskState *st, const char *op_name,
+                             struct state_file_reader *r, keyed_restore_entry_fn entry, void *arg,
+                             spate_error *err);
 bool keyed_backend_restore_element(struct spate_state *st, const uint8_t *bytes, size_t len);
 
 /* Restore: one stored entry of state i, as it was written (hash and bytes). */
@@ -312,7 +326,9 @@ bool keyed_list_add_timestamped(struct heap_state *st, int64_t timestamp, const 
 bool keyed_reducing_add(struct heap_state *st, const void *value);
 bool keyed_aggregating_add(struct heap_state *st, const void *in);
 /* The next element and its timestamp (timestamped lists); it->st NULL:
- * the one record in memory [at, end), a pre-aggregated window result. */
+ * the one record in memory [at, end), a pre-aggregated window result.
+ * Reads only [at, end) and the state's descriptor: every backend's
+ * list_next, whose list_iter points them at the list's bytes. */
 bool keyed_list_next_timestamped(spate_iter *it, void *out, int64_t *timestamp);
 /* Replaces the current key's list with the elements of the old one whose
  * keep[i] is set (timestamped lists: evictors). */

@@ -188,9 +188,15 @@ map_states(const struct heap_keyed_backend *b, const Checkpoint__OperatorSubtask
     return 0;
 }
 
+/* Where a restore puts the entries it reads. */
+struct restore_sink {
+    keyed_restore_entry_fn entry;
+    void *arg;
+};
+
 static int
 restore_key_group(struct heap_keyed_backend *b, struct state_file *f, uint64_t off, uint64_t len,
-                  const int *index, size_t nmeta, spate_error *err)
+                  const int *index, size_t nmeta, const struct restore_sink *sink, spate_error *err)
 {
     struct state_file_cursor c;
     uint32_t nstates, tlen;
@@ -220,7 +226,8 @@ restore_key_group(struct heap_keyed_backend *b, struct state_file *f, uint64_t o
                 rc = state_file_corrupt(f, off, "a truncated state entry", err);
                 goto out;
             }
-            keyed_backend_restore_entry(b, index[s], hash, key, klen, value, vlen);
+            if ((rc = sink->entry(sink->arg, index[s], hash, key, klen, value, vlen, err)) != 0)
+                goto out;
         }
     }
     if (!state_file_cursor_u32(&c, &tlen) || (size_t)(c.end - c.p) != tlen ||
@@ -231,11 +238,30 @@ out:
     return rc;
 }
 
+static int
+heap_restore_entry(void *arg, int i, uint64_t hash, const uint8_t *key, uint32_t key_len,
+                   const uint8_t *value, uint32_t value_len, spate_error *err)
+{
+    UNUSED(err);
+    keyed_backend_restore_entry(arg, i, hash, key, key_len, value, value_len);
+    return 0;
+}
+
 int
 keyed_backend_restore(struct keyed_state_backend *kb, const Checkpoint__OperatorSubtaskState *st,
                       const char *op_name, struct state_file_reader *r, spate_error *err)
 {
     struct heap_keyed_backend *b = heap_keyed_backend_of(kb);
+
+    return keyed_backend_restore_to(b, st, op_name, r, heap_restore_entry, b, err);
+}
+
+int
+keyed_backend_restore_to(struct heap_keyed_backend *b, const Checkpoint__OperatorSubtaskState *st,
+                         const char *op_name, struct state_file_reader *r,
+                         keyed_restore_entry_fn entry, void *arg, spate_error *err)
+{
+    struct restore_sink sink = { entry, arg };
     int *index = xcalloc(st->n_states + 1, sizeof *index);
     int rc;
 
@@ -266,7 +292,7 @@ keyed_backend_restore(struct keyed_state_backend *kb, const Checkpoint__Operator
                 goto out;
             }
             if ((rc = restore_key_group(b, f, kh->offsets[k], next - kh->offsets[k], index,
-                                        st->n_states, err)) != 0)
+                                        st->n_states, &sink, err)) != 0)
                 goto out;
         }
     }

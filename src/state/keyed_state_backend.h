@@ -122,6 +122,12 @@ struct keyed_backend_config {
      * on_processing_time then. */
     uint64_t *wake_ns;
     void *owner; /* what timers' fire gets */
+    /* Processing time for TTL, in ms (NULL: the wall clock; tests put in
+     * their own). */
+    int64_t (*now_ms)(void);
+    /* A state call failed where it cannot return an error (RocksDB's disk
+     * full): the task fails with message (NULL: the message is logged). */
+    void (*fail)(spate_ctx *ctx, const char *message);
 };
 
 /* Serialized bytes, growing. */

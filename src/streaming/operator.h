@@ -62,6 +62,7 @@ struct scratch {
 struct accumulators;
 struct connector_table;
 struct heap_keyed_backend;
+struct state_backend_options;
 struct stream_operator;
 struct watermark_generator;
 
@@ -107,6 +108,8 @@ struct task_info {
     /* The source and sink kinds (src/connectors/), installed by whoever
      * runs the task (connectors_builtin): operator_new finds them here. */
     const struct connector_table *connectors;
+    /* Which keyed state backend operators get (NULL: the heap). */
+    const struct state_backend_options *state_backend;
 };
 
 enum source_status {
@@ -230,10 +233,13 @@ struct stream_operator {
     const void *conf;
 };
 
-/* Makes b, a heap keyed state backend for op's declared states and
- * nextra more (the kind's own: window contents, a reduce's value). */
-int operator_backend_init(struct stream_operator *op, struct heap_keyed_backend *b,
-                          const struct state_decl *extra, int nextra, spate_error *err);
+/* Makes op->backend, a keyed state backend of the task's type
+ * (task_info.state_backend) for op's declared states and nextra more (the
+ * kind's own: window contents, a reduce's value); operator_backend_free
+ * disposes of it. */
+int operator_backend_init(struct stream_operator *op, const struct state_decl *extra, int nextra,
+                          spate_error *err);
+void operator_backend_free(struct stream_operator *op);
 
 /* Makes the running operator for config; out is where its records go. */
 int operator_new(const struct operator_settings *config, int index, const struct task_info *task,

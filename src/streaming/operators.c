@@ -108,22 +108,15 @@ flat_map_process(struct stream_operator *op, const void *rec, const struct recor
 static int
 process_open(struct stream_operator *op, spate_error *err)
 {
-    struct heap_keyed_backend *b;
-
     if (op->config->key.kind == KEY_NONE && op->config->nstates == 0)
         return 0;
-    b = xcalloc(1, sizeof *b);
-    op->backend = &b->base;
-    return operator_backend_init(op, b, NULL, 0, err);
+    return operator_backend_init(op, NULL, 0, err);
 }
 
 static void
 process_close(struct stream_operator *op)
 {
-    if (op->backend != NULL)
-        op->backend->ops->dispose(op->backend);
-    free(op->backend);
-    op->backend = NULL;
+    operator_backend_free(op);
     free(op->impl);
     op->impl = NULL;
 }
@@ -163,8 +156,9 @@ keyed_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain, 
 {
     int k;
 
-    /* The backend is the heap backend process_open made. */
-    if (op->backend != NULL && heap_keyed_backend_of(op->backend)->nstates > 0)
+    /* The heap backend's state is fetched ahead. */
+    if (op->backend != NULL && op->backend->ops == &heap_keyed_backend_ops &&
+        heap_keyed_backend_of(op->backend)->nstates > 0)
         k = keyed_run_either(op, keyed_process_process, process_ahead,
                              heap_keyed_backend_of(op->backend), in_rec, plain, pos, end, max,
                              timed);
@@ -290,9 +284,11 @@ process_on_processing_time(struct stream_operator *op, uint64_t now)
 #define KEYED_REDUCE_STATE "_op_state"
 
 struct keyed_impl {
-    struct heap_keyed_backend backend; /* op->backend: snapshots and restores it */
-    struct state_decl decl;            /* KEYED_REDUCE_STATE: ValueState<out_type> */
+    struct state_decl decl; /* KEYED_REDUCE_STATE: ValueState<out_type> */
+    /* The state in op->backend: the heap backend's, found inline; or any
+     * backend's, through its table (keyed_table_vtables). */
     struct heap_state *value;
+    spate_state *value_st;
     void *acc;    /* the stored value, deserialized */
     void *out;    /* the reduce function's result */
     uint8_t *ser; /* its serialized form */
@@ -302,6 +298,8 @@ struct keyed_impl {
      * stored value (0: found by walking the value's fields). */
     size_t sum_tail;
 };
+
+static const struct operator_vtable keyed_table_vtables[2];
 
 static int
 keyed_open(struct stream_operator *op, spate_error *err)
@@ -315,10 +313,13 @@ keyed_open(struct stream_operator *op, spate_error *err)
         KEYED_REDUCE_STATE, STATE_VALUE, op->config->out_type, NULL, NULL, { 0 }, 0, false,
         SCOPE_KEYED
     };
-    op->backend = &k->backend.base;
-    if ((rc = operator_backend_init(op, &k->backend, &k->decl, 1, err)) != 0)
+    if ((rc = operator_backend_init(op, &k->decl, 1, err)) != 0)
         return rc;
-    k->value = &k->backend.states[op->config->nstates];
+    k->value_st = op->backend->ops->state(op->backend, KEYED_REDUCE_STATE);
+    if (op->backend->ops == &heap_keyed_backend_ops)
+        k->value = heap_state_of(k->value_st);
+    else
+        op->vt = &keyed_table_vtables[op->config->kind == OP_SUM];
     if (op->config->kind == OP_SUM)
         k->sum_tail = field >= 0 ? types_serialized_tail(op->config->out_type,
                                                          op->config->out_type->offsets[field])
@@ -337,9 +338,7 @@ keyed_close(struct stream_operator *op)
 
     if (k == NULL)
         return;
-    if (op->backend == &k->backend.base)
-        keyed_backend_release(&k->backend);
-    op->backend = NULL;
+    operator_backend_free(op);
     free(k->acc);
     free(k->out);
     free(k->ser);
@@ -362,16 +361,24 @@ keyed_serialize(struct keyed_impl *k, const struct spate_type *t, const void *re
 }
 
 /* Makes the record's key current (its hash taken from the exchange when it
- * came with the record) and finds where its value is stored. */
+ * came with the record). */
 static SPATE_INLINE void
-keyed_lookup(struct stream_operator *op, struct keyed_impl *k, const void *rec,
-             const struct record_meta *meta, struct keyed_at *at)
+keyed_set_current(struct stream_operator *op, struct keyed_impl *k, const void *rec,
+                  const struct record_meta *meta)
 {
     spate_bytes key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec,
                                    k->key_scratch, sizeof k->key_scratch);
 
     keyed_set_key(&op->ctx.keyctx, key,
                   meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
+}
+
+/* keyed_set_current, and where the key's value is stored (the heap). */
+static SPATE_INLINE void
+keyed_lookup(struct stream_operator *op, struct keyed_impl *k, const void *rec,
+             const struct record_meta *meta, struct keyed_at *at)
+{
+    keyed_set_current(op, k, rec, meta);
     keyed_current_at(k->value, at);
 }
 
@@ -469,6 +476,64 @@ sum_process(struct stream_operator *op, const void *rec, const struct record_met
 corrupt:
     spate_ctx_fail(&op->ctx, "corrupt sum state for a key of '%s'", op->ctx.task_name);
 }
+
+/* Keyed reduce and sum on a backend other than the heap: the value through
+ * the backend's table. */
+static void
+reduce_process_table(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct keyed_impl *k = op->impl;
+    const struct keyed_state_backend_ops *ops = op->backend->ops;
+
+    operator_before_call(op);
+    record_meta_copy(&op->ctx.meta, meta);
+    keyed_set_current(op, k, rec, meta);
+    if (!ops->value_get(k->value_st, k->acc)) {
+        ops->value_update(k->value_st, rec);
+        operator_emit(op, rec, meta);
+        return;
+    }
+    reduce_conf(op)->reduce(&op->ctx, k->acc, rec, k->out);
+    /* The function may have used state: the key is made current again. */
+    keyed_set_current(op, k, rec, meta);
+    ops->value_update(k->value_st, k->out);
+    operator_emit(op, k->out, meta);
+}
+
+static void
+sum_process_table(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct keyed_impl *k = op->impl;
+    const struct keyed_state_backend_ops *ops = op->backend->ops;
+    const struct spate_type *t = op->config->out_type;
+    int field = reduce_conf(op)->sum_field;
+    const struct spate_type *ft = field >= 0 ? t->fields[field] : t;
+
+    record_meta_copy(&op->ctx.meta, meta);
+    keyed_set_current(op, k, rec, meta);
+    if (!ops->value_get(k->value_st, k->out)) {
+        /* The stored value is the record: ValueState<out_type>. */
+        ops->value_update(k->value_st, rec);
+        operator_emit(op, rec, meta);
+        return;
+    }
+    sum_add(ft, (uint8_t *)k->out, field >= 0 ? t->offsets[field] : 0,
+            field >= 0 ? (const uint8_t *)rec + t->offsets[field] : rec);
+    ops->value_update(k->value_st, k->out);
+    operator_emit(op, k->out, meta);
+}
+
+/* keyed_open replaces the kind's table with these on another backend. */
+static const struct operator_vtable keyed_table_vtables[2] = {
+    { .state = OPERATOR_KEYED_STATE,
+      .open = keyed_open,
+      .process = reduce_process_table,
+      .close = keyed_close },
+    { .state = OPERATOR_KEYED_STATE,
+      .open = keyed_open,
+      .process = sum_process_table,
+      .close = keyed_close },
+};
 
 /* ---- the user function sink ---- */
 
@@ -700,11 +765,8 @@ operator_new(const struct operator_settings *config, int index, const struct tas
         goto fail;
     if (config->nstates > 0 && op->backend == NULL) {
         /* Operator state on an operator of another kind (a source, a map). */
-        struct heap_keyed_backend *b = xcalloc(1, sizeof *b);
-
-        op->backend = &b->base;
         op->owns_backend = true;
-        if ((rc = operator_backend_init(op, b, NULL, 0, err)) != 0)
+        if ((rc = operator_backend_init(op, NULL, 0, err)) != 0)
             goto fail;
     }
     op->opened = true;
@@ -732,11 +794,8 @@ operator_free(struct stream_operator *op)
     if (op->opened && op->config->close != NULL)
         op->config->close(&op->ctx);
     op->vt->close(op);
-    if (op->owns_backend) {
-        op->backend->ops->dispose(op->backend);
-        free(op->backend);
-        op->backend = NULL;
-    }
+    if (op->owns_backend)
+        operator_backend_free(op);
     watermark_generator_free(op->watermarks);
     free(op->sides);
     scratch_release(&op->ctx.scratch);

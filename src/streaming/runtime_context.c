@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "state/heap_keyed_backend.h"
+#include "state/state_backend.h"
 #include "streaming/accumulators.h"
 #include "streaming/operator.h"
 #include "streaming/types.h"
@@ -382,9 +383,16 @@ state_descriptor_of(const struct state_decl *d)
     };
 }
 
+/* A state call that cannot return an error failed: the task fails. */
+static void
+backend_fail(spate_ctx *ctx, const char *message)
+{
+    spate_ctx_fail(ctx, "state of '%s': %s", ctx->task_name, message);
+}
+
 int
-operator_backend_init(struct stream_operator *op, struct heap_keyed_backend *b,
-                      const struct state_decl *extra, int nextra, spate_error *err)
+operator_backend_init(struct stream_operator *op, const struct state_decl *extra, int nextra,
+                      spate_error *err)
 {
     const struct operator_settings *n = op->config;
     int count = n->nstates + nextra;
@@ -399,14 +407,27 @@ operator_backend_init(struct stream_operator *op, struct heap_keyed_backend *b,
         .subtask = op->task->subtask,
         .wake_ns = &op->next_processing_ns,
         .owner = op,
+        .fail = backend_fail,
     };
     int rc;
 
     for (int i = 0; i < count; i++)
         descs[i] = state_descriptor_of(i < n->nstates ? &n->states[i] : &extra[i - n->nstates]);
-    rc = heap_keyed_backend_init(b, &c, err);
+    rc = state_backend_create(op->task->state_backend, &c, op->ctx.task_name, &op->backend, err);
     free(descs);
+    if (rc != 0)
+        spate_error_wrap(err, "the state of '%s'", op->ctx.task_name);
     return rc;
+}
+
+void
+operator_backend_free(struct stream_operator *op)
+{
+    if (op->backend == NULL)
+        return;
+    op->backend->ops->dispose(op->backend);
+    free(op->backend);
+    op->backend = NULL;
 }
 
 /* ---- side outputs and the typed current key ---- */

@@ -15,6 +15,7 @@
 #include "core/key_group.h"
 #include "core/util.h"
 #include "state/heap_keyed_backend.h"
+#include "state/state_backend.h"
 #include "streaming/keys.h"
 #include "streaming/keyed_run.h"
 #include "streaming/types.h"
@@ -27,10 +28,15 @@
 enum { WS_CONTENTS, WS_COUNT, WS_SESSIONS, WS_COUNT_OF };
 
 struct window_op {
-    struct heap_keyed_backend backend; /* op->backend */
+    /* op->backend's heap backend (state_backend_heap): the timers, called
+     * inline, and the heap's state when op->backend is it. */
+    struct heap_keyed_backend *heap;
     struct state_decl decls[WS_COUNT_OF];
     struct spate_type *session_type; /* (start, end) */
-    struct heap_state *contents;     /* found inline on the per-record path */
+    /* The heap backend's contents, found inline on the per-record path
+     * (NULL on another backend); and the same through the table. */
+    struct heap_state *contents;
+    spate_state *contents_st;
     spate_state *count, *sessions;
     void *rec;    /* a copy target for elements and results */
     void *result; /* the aggregate's result */
@@ -145,11 +151,11 @@ trigger_on_element(struct stream_operator *op, struct window_op *w, const void *
             return SPATE_TRIGGER_FIRE; /* a late record within the lateness refires */
         /* Registered with the window's first element; deduplicated anyway. */
         if (new_window)
-            keyed_backend_register_timer(&w->backend, true, max_ts);
+            keyed_backend_register_timer(w->heap, true, max_ts);
         return SPATE_TRIGGER_CONTINUE;
     case TRIGGER_PROCESSING_TIME:
         if (new_window)
-            keyed_backend_register_timer(&w->backend, false, max_ts);
+            keyed_backend_register_timer(w->heap, false, max_ts);
         return SPATE_TRIGGER_CONTINUE;
     case TRIGGER_COUNT: {
         int64_t n = 0;
@@ -206,6 +212,8 @@ buffers_elements(const struct stream_operator *op)
 static inline bool
 contents_add(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts)
 {
+    if (unlikely(w->contents == NULL)) /* not the heap backend: its table */
+        return op->backend->ops->add(w->contents_st, ts, rec);
     if (buffers_elements(op))
         return keyed_list_add_timestamped(w->contents, ts, rec);
     if (wcfg(op)->function == WINDOW_FN_REDUCE)
@@ -225,7 +233,7 @@ evict(struct stream_operator *op, struct window_op *w, spate_time_window win, bo
 
     if (c->evictor == EVICTOR_NONE || (before == false && c->evictor != EVICTOR_CUSTOM))
         return; /* the built-in evictors evict before, as Flink's by default */
-    spate_list_iter(&w->contents->base, &it);
+    spate_list_iter(w->contents_st, &it);
     for (;;) {
         int64_t t;
 
@@ -255,7 +263,7 @@ evict(struct stream_operator *op, struct window_op *w, spate_time_window win, bo
     case EVICTOR_NONE:
         break;
     }
-    keyed_list_retain(w->contents, keep, n);
+    op->backend->ops->list_retain(w->contents_st, keep, n);
 out:
     free(ts);
     free(keep);
@@ -274,7 +282,7 @@ emit_window(struct stream_operator *op, struct window_op *w, spate_time_window w
         scratch_reset(&op->ctx.scratch);
     if (buffers_elements(op)) {
         evict(op, w, win, true);
-        spate_list_iter(&w->contents->base, &it);
+        spate_list_iter(w->contents_st, &it);
         if (c->function == WINDOW_FN_PROCESS) {
             c->process(&op->ctx, win, &it);
         } else {
@@ -322,7 +330,7 @@ emit_window(struct stream_operator *op, struct window_op *w, spate_time_window w
         evict(op, w, win, false);
         return;
     }
-    if (!spate_value_get(&w->contents->base, w->result))
+    if (!spate_value_get(w->contents_st, w->result))
         return;
     if (c->process != NULL) {
         const struct spate_type *t =
@@ -339,7 +347,7 @@ static void
 clear_window(struct stream_operator *op, struct window_op *w)
 {
     UNUSED(op);
-    spate_state_clear(&w->contents->base);
+    spate_state_clear(w->contents_st);
     if (w->trigger == TRIGGER_COUNT) /* only the count trigger keeps a count */
         spate_state_clear(w->count);
 }
@@ -350,7 +358,7 @@ act(struct stream_operator *op, struct window_op *w, spate_trigger_result r, spa
     if (r == SPATE_TRIGGER_FIRE || r == SPATE_TRIGGER_FIRE_AND_PURGE)
         emit_window(op, w, win);
     if (r == SPATE_TRIGGER_PURGE || r == SPATE_TRIGGER_FIRE_AND_PURGE)
-        spate_state_clear(&w->contents->base);
+        spate_state_clear(w->contents_st);
 }
 
 /* ---- session merging ---- */
@@ -371,7 +379,7 @@ merge_contents(struct stream_operator *op, struct window_op *w, spate_time_windo
         void **recs = NULL;
 
         /* Read all first: writing the other window may move the entry. */
-        spate_list_iter(&w->contents->base, &it);
+        spate_list_iter(w->contents_st, &it);
         copy = it.at ? xmalloc((size_t)(it.end - it.at) + 1) : NULL;
         if (copy != NULL) {
             memcpy(copy, it.at, (size_t)(it.end - it.at));
@@ -393,14 +401,14 @@ merge_contents(struct stream_operator *op, struct window_op *w, spate_time_windo
         }
         set_window(op, &into);
         for (size_t i = 0; i < n; i++) {
-            keyed_list_add_timestamped(w->contents, ts[i], recs[i]);
+            op->backend->ops->add(w->contents_st, ts[i], recs[i]);
             free(recs[i]);
         }
         free(recs);
         free(ts);
         free(copy);
     } else if (c->function == WINDOW_FN_REDUCE) {
-        if (spate_value_get(&w->contents->base, w->rec)) {
+        if (spate_value_get(w->contents_st, w->rec)) {
             void *v = xmalloc(op->config->in_type->size + 16);
             size_t len = types_serialized_size(op->config->in_type, w->rec);
             uint8_t *bytes = xmalloc(len + 1);
@@ -409,14 +417,14 @@ merge_contents(struct stream_operator *op, struct window_op *w, spate_time_windo
             types_serialize(op->config->in_type, w->rec, bytes, len);
             types_deserialize(op->config->in_type, bytes, len, v);
             set_window(op, &into);
-            spate_reducing_add(&w->contents->base, v);
+            spate_reducing_add(w->contents_st, v);
             free(v);
             free(bytes);
         }
     } else {
         /* Aggregates merge accumulator into accumulator. */
         const struct spate_type *at = c->agg.acc_type;
-        spate_state *st = &w->contents->base;
+        spate_state *st = w->contents_st;
         size_t len;
         uint8_t *bytes;
         void *from_acc = xcalloc(1, at->size + 16);
@@ -445,8 +453,8 @@ merge_contents(struct stream_operator *op, struct window_op *w, spate_time_windo
     }
     set_window(op, &from);
     clear_window(op, w);
-    keyed_backend_delete_timer(&w->backend, is_event_time(op), window_max_timestamp(from));
-    keyed_backend_delete_timer(&w->backend, is_event_time(op), cleanup_time(op, from));
+    keyed_backend_delete_timer(w->heap, is_event_time(op), window_max_timestamp(from));
+    keyed_backend_delete_timer(w->heap, is_event_time(op), cleanup_time(op, from));
 }
 
 /* Adds [ts, ts + gap) to the key's sessions, merging what overlaps; returns
@@ -564,13 +572,15 @@ window_open(struct stream_operator *op, spate_error *err)
     w->decls[WS_SESSIONS] = (struct state_decl){
         "__window_sessions", STATE_LIST, w->session_type, NULL, NULL, { 0 }, 0, false, SCOPE_KEYED
     };
-    op->backend = &w->backend.base;
-    if ((rc = operator_backend_init(op, &w->backend, w->decls, WS_COUNT_OF, err)) != 0)
+    if ((rc = operator_backend_init(op, w->decls, WS_COUNT_OF, err)) != 0)
         return rc;
-    w->contents = &w->backend.states[op->config->nstates + WS_CONTENTS];
+    w->heap = state_backend_heap(op->backend);
+    w->contents_st = op->backend->ops->state(op->backend, w->decls[WS_CONTENTS].name);
+    if (op->backend == &w->heap->base)
+        w->contents = heap_state_of(w->contents_st);
     w->fast = c->assigner.kind == SPATE_WINDOW_TUMBLING && !w->buffers &&
               (w->trigger == TRIGGER_EVENT_TIME || w->trigger == TRIGGER_PROCESSING_TIME) &&
-              w->contents->in_place;
+              w->contents != NULL && w->contents->in_place;
     if (w->fast && w->key.len != 0) {
         uint32_t klen = w->key.len;
 
@@ -581,8 +591,8 @@ window_open(struct stream_operator *op, spate_error *err)
                   LEAF_CKEY + w->contents->value_size <= STATE_INLINE_BYTES &&
                   w->contents->value_align_mask < 16;
     }
-    w->count = &w->backend.states[op->config->nstates + WS_COUNT].base;
-    w->sessions = &w->backend.states[op->config->nstates + WS_SESSIONS].base;
+    w->count = op->backend->ops->state(op->backend, w->decls[WS_COUNT].name);
+    w->sessions = op->backend->ops->state(op->backend, w->decls[WS_SESSIONS].name);
     w->rec = xcalloc(1, op->config->in_type->size + 16);
     w->result = xcalloc(1, MAX(op->config->in_type->size, op->config->out_type->size) +
                                (c->agg.out_type ? c->agg.out_type->size : 0) + 16);
@@ -596,7 +606,7 @@ window_close(struct stream_operator *op)
 
     if (w == NULL)
         return;
-    op->backend->ops->dispose(op->backend);
+    operator_backend_free(op);
     types_free(w->session_type);
     free(w->rec);
     free(w->result);
@@ -629,7 +639,7 @@ add_to_window(struct stream_operator *op, struct window_op *w, const void *rec, 
     if (r != SPATE_TRIGGER_CONTINUE)
         act(op, w, r, win);
     if (fresh && cleanup != max_ts && cleanup != INT64_MAX)
-        keyed_backend_register_timer(&w->backend, is_event_time(op), cleanup);
+        keyed_backend_register_timer(w->heap, is_event_time(op), cleanup);
 }
 
 /* A record outside the last tumbling window: its window, and that
@@ -643,7 +653,7 @@ tumbling_window_of(struct stream_operator *op, struct window_op *w, int64_t ts)
     w->last_window.end = w->last_window.start + a->size_ms;
     w->last_max = window_max_timestamp(w->last_window);
     w->last_cleanup = cleanup_time(op, w->last_window);
-    w->last_ns_hash = keyed_ns_hash(&w->backend, &w->last_window, sizeof w->last_window);
+    w->last_ns_hash = keyed_ns_hash(w->heap, &w->last_window, sizeof w->last_window);
     if (w->ckey != NULL) {
         uint32_t nlen = sizeof w->last_window;
 
@@ -898,13 +908,23 @@ window_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain,
                          const uint8_t **pos, const uint8_t *end, int max, bool timed)
 {
     struct window_op *w = op->impl;
-    const struct keyed_state *ks = &w->contents->maps;
+    const struct keyed_state *ks;
+    struct window_ahead ahead;
+    int k;
+
+    if (w->contents == NULL) { /* not the heap backend: nothing to fetch ahead */
+        k = keyed_run_either(op, window_process_inline, NULL, NULL, in_rec, plain, pos, end, max,
+                             timed);
+        op->records_in += (uint64_t)k;
+        return k;
+    }
+    ks = &w->contents->maps;
     /* Key groups by mask only (a power-of-two max parallelism): else none. */
-    struct window_ahead ahead = { ks->maps, ks->kg_mask, ks->range.start,
-                                  ks->kg_mask != 0 ? ks->range.end - ks->range.start + 1 : 0,
-                                  keyed_composite_hash(0, w->last_ns_hash) };
-    int k = keyed_run_either(op, window_process_inline, window_ahead, &ahead, in_rec, plain, pos,
-                             end, max, timed);
+    ahead = (struct window_ahead){ ks->maps, ks->kg_mask, ks->range.start,
+                                   ks->kg_mask != 0 ? ks->range.end - ks->range.start + 1 : 0,
+                                   keyed_composite_hash(0, w->last_ns_hash) };
+    k = keyed_run_either(op, window_process_inline, window_ahead, &ahead, in_rec, plain, pos, end,
+                         max, timed);
 
     op->records_in += (uint64_t)k;
     return k;

@@ -239,8 +239,10 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
                                   task_next_split,
                                   t,
                                   false,
-                                  sql_operator_table() };
+                                  sql_operator_table(),
+                                  NULL };
     p->info.checkpointing = jg->checkpointing.interval_ms > 0;
+    p->info.state_backend = t->host.state_backend;
     p->exactly_once = jg->checkpointing.exactly_once;
     p->mailbox = &t->mailbox;
     p->restore = d->restore;

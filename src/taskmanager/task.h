@@ -18,6 +18,8 @@
 #include "network/net_env.h"
 #include "proto/jobgraph.pb-c.h"
 #include "rpc/service.h"
+
+struct state_backend_options;
 #include "taskmanager/library_cache.h"
 
 struct task;
@@ -37,6 +39,8 @@ struct task_host {
     const char *host; /* the metrics' host variable */
     /* The task's thread runs as SCHED_BATCH (task_main). */
     bool batch_scheduling;
+    /* Which keyed state backend the task's operators get (NULL: the heap). */
+    const struct state_backend_options *state_backend;
 };
 
 /* Copies the deployment descriptor and starts the task's thread. Errors: a

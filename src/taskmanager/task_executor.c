@@ -107,7 +107,8 @@ task_executor_options_from_config(const struct config *conf, struct task_executo
         (rc = config_get_duration_ms(conf, CFG(TASK_CANCELLATION_TIMEOUT),
                                      &o->cancellation_timeout_ms, err)) != 0 ||
         (rc = config_get_bool(conf, CFG(TASKMANAGER_TASKS_BATCH_SCHEDULING), &o->batch_scheduling,
-                              err)) != 0)
+                              err)) != 0 ||
+        (rc = state_backend_options_from_config(conf, &o->state_backend, err)) != 0)
         return rc;
     o->slots = (uint32_t)slots;
     config_get_string(conf, CFG(TASKMANAGER_HOST), &o->host, NULL);
@@ -731,7 +732,8 @@ teh_submit_task(struct rpc_endpoint *ep, const Jobgraph__TaskDeployment *req, st
                                .on_done = te_task_done,
                                .metrics = te->metrics,
                                .host = te->o.host != NULL ? te->o.host : "localhost",
-                               .batch_scheduling = te->o.batch_scheduling };
+                               .batch_scheduling = te->o.batch_scheduling,
+                               .state_backend = &te->o.state_backend };
     tt = xcalloc(1, sizeof *tt);
     tt->te = te;
     host.arg = tt;

@@ -34,6 +34,7 @@
 #include "rpc/heartbeat.h"
 #include "rpc/registration.h"
 #include "rpc/service.h"
+#include "state/state_backend.h"
 #include "taskmanager/library_cache.h"
 
 struct net_env;
@@ -49,9 +50,10 @@ struct task_executor_options {
     /* Running tasks (NULL: this TaskExecutor takes none, as in scale tests). */
     struct net_env *net;
     struct library_cache *libraries;
-    FILE *print_out;                 /* print sinks' stream: stdout */
-    int64_t cancellation_timeout_ms; /* task.cancellation.timeout; 0: never */
-    bool batch_scheduling;           /* taskmanager.tasks.batch-scheduling */
+    FILE *print_out;                            /* print sinks' stream: stdout */
+    int64_t cancellation_timeout_ms;            /* task.cancellation.timeout; 0: never */
+    bool batch_scheduling;                      /* taskmanager.tasks.batch-scheduling */
+    struct state_backend_options state_backend; /* state.backend.* */
     struct registration_options registration;
     int64_t registration_timeout_ms; /* taskmanager.registration.timeout */
     int64_t slot_timeout_ms;         /* taskmanager.slot.timeout */

@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "core/fs.h"
 #include "local_job.h"
+#include "sync_runner.h"
 #include "network/net_env.h"
 
 /* As the JobMaster does on a failure: cancel every other task. */
@@ -127,7 +128,8 @@ local_start(struct local_job *lj, spate_env *env)
                                           .task_name = vx->name,
                                           .accumulators = &t->acc,
                                           .print_out = stdout,
-                                          .connectors = connectors_builtin() };
+                                          .connectors = connectors_builtin(),
+                                          .state_backend = test_state_backend() };
             p->info.checkpointing = lj->checkpointing;
             p->net = lj->net;
             p->notifier = &t->notifier;

@@ -7,6 +7,7 @@
 #include "connectors/connectors.h"
 #include "connectors/file_splits.h"
 #include "core/alloc.h"
+#include "state/state_backend.h"
 #include "streaming/exchange_output.h"
 #include "streaming/operator_chain.h"
 #include "streaming/state_snapshot.h"
@@ -48,6 +49,26 @@ mem_commit(void *sink, uint32_t len, spate_error *err)
 }
 
 static const struct exchange_sink_ops mem_ops = { mem_reserve, mem_commit };
+
+const struct state_backend_options *
+test_state_backend(void)
+{
+    static struct state_backend_options o;
+    static int made; /* 1: the heap, 2: RocksDB */
+    const char *want = getenv("SPATE_TEST_STATE_BACKEND");
+    const char *tmp = getenv("TMPDIR");
+
+    if (made == 0) {
+        made = 1;
+        if (want != NULL && strcmp(want, "rocksdb") == 0) {
+            cr_assert_eq(state_backend_options_from_config(NULL, &o, NULL), 0);
+            o.type = STATE_BACKEND_ROCKSDB;
+            snprintf(o.localdir, sizeof o.localdir, "%s", tmp != NULL && *tmp ? tmp : "/tmp");
+            made = 2;
+        }
+    }
+    return made == 2 ? &o : NULL;
+}
 
 int
 sync_split_next(void *data, int op, char **path, uint64_t *start, uint64_t *length,
@@ -174,7 +195,8 @@ sync_run_cut(struct job_graph *jg, struct accumulators *acc, char **failure,
                                   cut && cut->next_split ? cut->next_split : split_fn,
                                   cut && cut->next_split ? cut->split_data : split_data,
                                   cut != NULL,
-                                  connectors_builtin() };
+                                  connectors_builtin(),
+                                  test_state_backend() };
         struct exchange_output *xo = calloc((size_t)vx->noutputs + 1, sizeof *xo);
         struct output **outs = calloc((size_t)vx->noutputs + 1, sizeof *outs);
         struct operator_chain *chain;

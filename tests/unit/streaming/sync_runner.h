@@ -11,6 +11,14 @@
 #include "streaming/accumulators.h"
 #include "streaming/job_graph.h"
 
+struct state_backend_options;
+
+/* The keyed state backend the tests' tasks get: RocksDB when the
+ * environment's SPATE_TEST_STATE_BACKEND is rocksdb (its working folders
+ * under $TMPDIR or /tmp), else the heap (NULL). The same tests run on
+ * both (tests/unit/CMakeLists.txt registers them twice). */
+const struct state_backend_options *test_state_backend(void);
+
 /* Builds env's JobGraph and runs it; *failure is a user function's failure
  * (malloc'd) or NULL. */
 void sync_run_env(spate_env *env, struct accumulators *acc, char **failure);

@@ -302,7 +302,8 @@ gen_chain(struct job_graph *jg, int subtask, int p, struct accumulators *acc)
                               .task_name = "g",
                               .accumulators = acc,
                               .print_out = stdout,
-                              .connectors = connectors_builtin() };
+                              .connectors = connectors_builtin(),
+                              .state_backend = test_state_backend() };
     struct operator_chain *chain;
     spate_error err = { 0 };
 

@@ -1,11 +1,14 @@
-/* Unit tests of the heap keyed state backend through its table
- * (state/keyed_state_backend.h), with no operator: states scoped by key and
- * namespace, each kind of state, TTL expiry (with a test clock), timers
- * fired in order once per key and time, a snapshot's frozen views unchanged
- * by later writes, restore of what a snapshot froze, a state file written
- * and read back by other subtasks (rescaling) and refused when truncated or
- * of other types, the inline per-record path, and the memory a key costs. Values are int64, through a serializer
- * of the test's own. */
+/* Unit tests of the keyed state backends through their table
+ * (state/keyed_state_backend.h), with no operator: the same tests build
+ * twice, test_state_keyed_backend_heap and, with TEST_ROCKSDB,
+ * test_state_keyed_backend_rocksdb. States scoped by key and namespace,
+ * each kind of state, TTL expiry (with a test clock), timers fired in
+ * order once per key and time, a snapshot unchanged by later writes, a
+ * state file written and read back by other subtasks (rescaling) and by
+ * the other backend, refused by name when truncated or of other types.
+ * The heap's own: its inline per-record path, its TTL clean-up, and the
+ * memory a key costs. Values are int64, through a serializer of the
+ * test's own. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +17,14 @@
 
 #include "core/key_group.h"
 #include "state/heap_keyed_backend.h"
+#include "state/state_backend.h"
 #include "state/state_file.h"
+
+#ifdef TEST_ROCKSDB
+#define SUITE keyed_backend_rocksdb
+#else
+#define SUITE keyed_backend_heap
+#endif
 
 /* ---- int64 values: their bytes are the value ---- */
 
@@ -86,9 +96,30 @@ count_result(spate_ctx *ctx, const void *acc, void *out)
     *(int64_t *)out = *(const int64_t *)acc * 10;
 }
 
+/* The backend under test's options (NULL: the heap), or the other's. */
+static const struct state_backend_options *
+backend_options(bool other)
+{
+    static struct state_backend_options o;
+    const char *tmp = getenv("TMPDIR");
+    bool rocksdb = false;
+
+#ifdef TEST_ROCKSDB
+    rocksdb = true;
+#endif
+    if (rocksdb == other)
+        return NULL;
+    cr_assert_eq(state_backend_options_from_config(NULL, &o, NULL), 0);
+    o.type = STATE_BACKEND_ROCKSDB;
+    snprintf(o.localdir, sizeof o.localdir, "%s", tmp != NULL && *tmp ? tmp : "/tmp");
+    return &o;
+}
+
+/* The clock fixture_init gives backends (NULL: the wall clock). */
+static int64_t (*fixture_clock)(void);
+
 /* A backend of one subtask of parallelism p over the given states. */
 struct fixture {
-    struct heap_keyed_backend b;
     struct keyed_state_backend *kb;
     struct state_key_context key;
     int64_t key_bytes;
@@ -96,7 +127,8 @@ struct fixture {
 };
 
 static void
-fixture_init(struct fixture *f, const struct state_descriptor *states, int n, int p, int subtask)
+fixture_init_of(struct fixture *f, const struct state_descriptor *states, int n, int p, int subtask,
+                bool other)
 {
     struct keyed_backend_config c = { .states = states,
                                       .nstates = n,
@@ -105,12 +137,27 @@ fixture_init(struct fixture *f, const struct state_descriptor *states, int n, in
                                       .parallelism = p,
                                       .subtask = subtask,
                                       .wake_ns = &f->wake_ns,
-                                      .owner = f };
+                                      .owner = f,
+                                      .now_ms = fixture_clock };
     spate_error err = { 0 };
 
     memset(f, 0, sizeof *f);
-    cr_assert_eq(heap_keyed_backend_init(&f->b, &c, &err), 0, "%s", err.message);
-    f->kb = &f->b.base;
+    cr_assert_eq(state_backend_create(backend_options(other), &c, "test", &f->kb, &err), 0, "%s",
+                 err.message);
+}
+
+static void
+fixture_init(struct fixture *f, const struct state_descriptor *states, int n, int p, int subtask)
+{
+    fixture_init_of(f, states, n, p, subtask, false);
+}
+
+static void
+fixture_free(struct fixture *f)
+{
+    f->kb->ops->dispose(f->kb);
+    free(f->kb);
+    f->kb = NULL;
 }
 
 /* Makes key k (and namespace ns, or none) current. */
@@ -131,10 +178,10 @@ state(struct fixture *f, const char *name)
     return st;
 }
 
-Test(heap_keyed_backend, a_bad_parallelism_is_an_error_not_a_backend)
+Test(SUITE, a_bad_parallelism_is_an_error_not_a_backend)
 {
     struct state_descriptor d = desc("v", STATE_VALUE, 0);
-    struct heap_keyed_backend b;
+    struct keyed_state_backend *b = NULL;
     struct state_key_context key = { 0 };
     uint64_t wake = 0;
     struct keyed_backend_config c = { .states = &d,
@@ -145,12 +192,12 @@ Test(heap_keyed_backend, a_bad_parallelism_is_an_error_not_a_backend)
                                       .wake_ns = &wake };
     spate_error err = { 0 };
 
-    cr_assert_neq(heap_keyed_backend_init(&b, &c, &err), 0);
+    cr_assert_neq(state_backend_create(backend_options(false), &c, "test", &b, &err), 0);
+    cr_assert_null(b);
     cr_assert(strstr(err.message, "parallelism") != NULL, "%s", err.message);
-    b.base.ops->dispose(&b.base);
 }
 
-Test(heap_keyed_backend, each_kind_of_state_is_scoped_to_its_key_and_namespace)
+Test(SUITE, each_kind_of_state_is_scoped_to_its_key_and_namespace)
 {
     struct state_descriptor d[] = { desc("v", STATE_VALUE, 0), desc("l", STATE_LIST, 0),
                                     desc("m", STATE_MAP, 0), desc("r", STATE_REDUCING, 0),
@@ -206,10 +253,11 @@ Test(heap_keyed_backend, each_kind_of_state_is_scoped_to_its_key_and_namespace)
         cr_assert(!ops->exists(state(&f, "v")));
         cr_assert(ops->exists(state(&f, "l")));
     }
-    ops->dispose(f.kb);
+    fixture_free(&f);
 }
 
-Test(heap_keyed_backend, the_inline_path_changes_a_value_where_it_is_stored)
+#ifndef TEST_ROCKSDB
+Test(SUITE, the_inline_path_changes_a_value_where_it_is_stored)
 {
     struct state_descriptor d = desc("count", STATE_VALUE, 0);
     struct fixture f;
@@ -226,8 +274,9 @@ Test(heap_keyed_backend, the_inline_path_changes_a_value_where_it_is_stored)
         ++*(int64_t *)keyed_value_in_place(st);
     cr_assert(f.kb->ops->value_get(&st->base, &got));
     cr_assert_eq(got, 10);
-    f.kb->ops->dispose(f.kb);
+    fixture_free(&f);
 }
+#endif
 
 static int64_t fake_now;
 
@@ -237,17 +286,16 @@ fake_clock(void)
     return fake_now;
 }
 
-Test(heap_keyed_backend, ttl_expires_values_and_cleans_up)
+Test(SUITE, ttl_expires_values_and_cleans_up)
 {
     struct state_descriptor d = desc("v", STATE_VALUE, 50);
     struct fixture f;
     struct spate_state *st;
-    struct heap_state *hs;
     int64_t v = 42, got;
-    size_t live = 0;
 
+    fixture_clock = fake_clock;
     fixture_init(&f, &d, 1, 1, 0);
-    f.b.now_ms = fake_clock;
+    fixture_clock = NULL;
     st = state(&f, "v");
     fake_now = 1000;
     for (int64_t k = 0; k < 100; k++) {
@@ -263,11 +311,60 @@ Test(heap_keyed_backend, ttl_expires_values_and_cleans_up)
     /* Clean-up reaches the other expired entries as state is used. */
     for (int i = 0; i < 2000; i++)
         f.kb->ops->value_get(st, &got);
-    hs = heap_state_of(st);
-    for (uint32_t g = 0; g <= hs->maps.range.end - hs->maps.range.start; g++)
-        live += hs->maps.maps[g].count;
-    cr_assert_eq(live, 0, "%zu expired entries left", live);
-    f.kb->ops->dispose(f.kb);
+#ifndef TEST_ROCKSDB
+    {
+        struct heap_state *hs = heap_state_of(st);
+        size_t live = 0;
+
+        for (uint32_t g = 0; g <= hs->maps.range.end - hs->maps.range.start; g++)
+            live += hs->maps.maps[g].count;
+        cr_assert_eq(live, 0, "%zu expired entries left", live);
+    }
+#endif
+    fixture_free(&f);
+}
+
+Test(SUITE, ttl_expires_lists_and_map_entries_and_a_write_renews_it)
+{
+    struct state_descriptor d[] = { desc("l", STATE_LIST, 50), desc("m", STATE_MAP, 50) };
+    struct fixture f;
+    int64_t e, k, v, n = 0;
+    spate_iter it;
+
+    d[1].key = i64;
+    fixture_clock = fake_clock;
+    fixture_init(&f, d, 2, 1, 0);
+    fixture_clock = NULL;
+    fake_now = 5000;
+    set_key(&f, 3, NULL, 0);
+    for (e = 0; e < 3; e++)
+        f.kb->ops->add(state(&f, "l"), 0, &e);
+    k = 1, v = 10;
+    f.kb->ops->map_put(state(&f, "m"), &k, &v);
+    fake_now = 5040;
+    k = 2, v = 20;
+    f.kb->ops->map_put(state(&f, "m"), &k, &v);
+    e = 3;
+    f.kb->ops->add(state(&f, "l"), 0, &e); /* renews the list's time */
+    fake_now = 5060;
+    f.kb->ops->list_iter(state(&f, "l"), &it);
+    while (f.kb->ops->list_next(&it, &e, NULL))
+        cr_assert_eq(e, n++);
+    cr_assert_eq(n, 4, "the list lives on from its last write, %lld elements", (long long)n);
+    cr_assert(!f.kb->ops->map_get(state(&f, "m"), &(int64_t){ 1 }, &v), "entry 1 expired");
+    cr_assert(f.kb->ops->map_get(state(&f, "m"), &(int64_t){ 2 }, &v));
+    cr_assert_eq(v, 20);
+    memset(&it, 0, sizeof it);
+    it.st = state(&f, "m");
+    n = 0;
+    while (f.kb->ops->map_next(&it, &k, &v)) {
+        cr_assert_eq(k, 2, "only the live entry iterates");
+        n++;
+    }
+    cr_assert_eq(n, 1);
+    fake_now = 5100;
+    cr_assert(!f.kb->ops->exists(state(&f, "l")), "the list expired");
+    fixture_free(&f);
 }
 
 /* ---- timers ---- */
@@ -292,7 +389,7 @@ record_fire(void *owner, const struct timer *t)
     fired.ts[fired.n++] = t->timestamp;
 }
 
-Test(heap_keyed_backend, timers_fire_in_order_once_per_key_and_time)
+Test(SUITE, timers_fire_in_order_once_per_key_and_time)
 {
     struct fixture f;
     const struct keyed_state_backend_ops *ops;
@@ -320,72 +417,10 @@ Test(heap_keyed_backend, timers_fire_in_order_once_per_key_and_time)
         cr_assert_neq(fired.key[i], 3, "key 3's deleted timer fired");
     ops->advance(f.kb, true, 2000, record_fire);
     cr_assert_eq(fired.n, 9, "a timer fires once");
-    ops->dispose(f.kb);
+    fixture_free(&f);
 }
 
 /* ---- snapshots ---- */
-
-Test(heap_keyed_backend, a_snapshot_stays_as_frozen_and_restores_what_it_froze)
-{
-    struct state_descriptor d = desc("v", STATE_VALUE, 0);
-    struct fixture f, g;
-    struct keyed_backend_snapshot *s;
-    struct spate_state *st;
-    int64_t v, got;
-    uint32_t nkg;
-
-    fixture_init(&f, &d, 1, 1, 0);
-    st = state(&f, "v");
-    for (int64_t k = 0; k < 1000; k++) {
-        set_key(&f, k, NULL, 0);
-        v = k;
-        f.kb->ops->value_update(st, &v);
-        if (k % 20 == 0)
-            f.kb->ops->register_timer(f.kb, true, k);
-    }
-    s = (struct keyed_backend_snapshot *)f.kb->ops->snapshot(f.kb);
-    /* Writes after the synchronous part change the live state only. */
-    for (int64_t k = 0; k < 1000; k++) {
-        set_key(&f, k, NULL, 0);
-        v = -1;
-        f.kb->ops->value_update(st, &v);
-    }
-    fixture_init(&g, &d, 1, 1, 0);
-    nkg = s->kg_end - s->kg_start + 1;
-    for (uint32_t k = 0; k < nkg; k++) {
-        const struct state_map_view *view = &s->views[k];
-
-        for (size_t j = 0; view->slots != NULL && j <= view->mask; j++) {
-            const struct state_entry *e = &view->slots[j];
-
-            if (state_entry_used(e))
-                keyed_backend_restore_entry(&g.b, 0, e->hash, state_entry_key(e),
-                                            state_entry_key_len(e), state_entry_value(e),
-                                            e->value_len);
-        }
-        cr_assert(keyed_backend_restore_timers(&g.b, s->timers[k].data, s->timers[k].len));
-    }
-    cr_assert(!keyed_backend_restore_timers(&g.b, s->timers[0].data, 3),
-              "truncated timers are refused");
-    f.kb->ops->snapshot_release((struct keyed_state_snapshot *)s);
-    for (int64_t k = 0; k < 1000; k++) {
-        set_key(&g, k, NULL, 0);
-        cr_assert(g.kb->ops->value_get(state(&g, "v"), &got), "key %lld restored", (long long)k);
-        cr_assert_eq(got, k, "key %lld: the frozen value", (long long)k);
-        set_key(&f, k, NULL, 0);
-        cr_assert(f.kb->ops->value_get(st, &got));
-        cr_assert_eq(got, -1, "the live value");
-    }
-    memset(&fired, 0, sizeof fired);
-    g.kb->ops->advance(g.kb, true, 1000, record_fire);
-    cr_assert_eq(fired.n, 50, "the 50 timers restored, not %d", fired.n);
-    for (int i = 0; i < fired.n; i++) {
-        cr_assert_eq(fired.ts[i], i * 20, "in timestamp order");
-        cr_assert_eq(fired.key[i], i * 20, "with their keys");
-    }
-    f.kb->ops->dispose(f.kb);
-    g.kb->ops->dispose(g.kb);
-}
 
 /* ---- the state file ---- */
 
@@ -395,18 +430,36 @@ struct written {
     Checkpoint__KeyedStateHandle *keyed[1];
 };
 
-/* 1000 keys of "v" (value k * 7) and a timer at k for every 10th key,
- * from one subtask, written as a state file. */
+/* Writes snapshot s of f's backend as a state file into a fresh folder. */
 static void
-write_file(struct written *out)
+write_snapshot(struct fixture *f, struct keyed_state_snapshot *s, struct written *out)
 {
-    struct state_descriptor d = desc("v", STATE_VALUE, 0);
     struct state_file_writer w;
-    struct keyed_state_snapshot *s;
-    struct fixture f;
     spate_error err = { 0 };
 
-    fixture_init(&f, &d, 1, 1, 0);
+    strcpy(out->dir, "/tmp/spate-state-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(out->dir));
+    snprintf(out->path, sizeof out->path, "%s/0.state", out->dir);
+    cr_assert_eq(state_file_create(&w, out->path, &err), 0, "%s", err.message);
+    checkpoint__operator_subtask_state__init(&out->st);
+    out->keyed[0] = f->kb->ops->snapshot_write(s, &w, out->path);
+    out->st.keyed = out->keyed;
+    out->st.n_keyed = 1;
+    out->st.states = f->kb->ops->snapshot_metas(s, &out->st.n_states);
+    cr_assert_eq(state_file_finish(&w, out->path, &err), 0, "%s", err.message);
+}
+
+/* 1000 keys of "v" (value k * 7) and a timer at k for every 10th key,
+ * from one subtask of this backend (or the other), written as a state
+ * file. */
+static void
+write_file_of(struct written *out, bool other)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+    struct keyed_state_snapshot *s;
+    struct fixture f;
+
+    fixture_init_of(&f, &d, 1, 1, 0, other);
     for (int64_t k = 0; k < 1000; k++) {
         int64_t v = k * 7;
 
@@ -416,18 +469,15 @@ write_file(struct written *out)
             f.kb->ops->register_timer(f.kb, true, k);
     }
     s = f.kb->ops->snapshot(f.kb);
-    strcpy(out->dir, "/tmp/spate-state-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(out->dir));
-    snprintf(out->path, sizeof out->path, "%s/0.state", out->dir);
-    cr_assert_eq(state_file_create(&w, out->path, &err), 0, "%s", err.message);
-    checkpoint__operator_subtask_state__init(&out->st);
-    out->keyed[0] = f.kb->ops->snapshot_write(s, &w, out->path);
-    out->st.keyed = out->keyed;
-    out->st.n_keyed = 1;
-    out->st.states = f.kb->ops->snapshot_metas(s, &out->st.n_states);
-    cr_assert_eq(state_file_finish(&w, out->path, &err), 0, "%s", err.message);
+    write_snapshot(&f, s, out);
     f.kb->ops->snapshot_release(s);
-    f.kb->ops->dispose(f.kb);
+    fixture_free(&f);
+}
+
+static void
+write_file(struct written *out)
+{
+    write_file_of(out, false);
 }
 
 static void
@@ -447,7 +497,7 @@ written_free(struct written *wr)
     rmdir(wr->dir);
 }
 
-Test(heap_keyed_backend, a_state_file_restores_each_new_subtask_its_key_groups)
+Test(SUITE, a_state_file_restores_each_new_subtask_its_key_groups)
 {
     struct state_descriptor d = desc("v", STATE_VALUE, 0);
     struct written wr;
@@ -483,12 +533,166 @@ Test(heap_keyed_backend, a_state_file_restores_each_new_subtask_its_key_groups)
         found += f[1 - sub].kb->ops->value_get(state(&f[1 - sub], "v"), &v);
     }
     cr_assert_eq(found, 0, "%d keys restored into the other subtask", found);
-    f[0].kb->ops->dispose(f[0].kb);
-    f[1].kb->ops->dispose(f[1].kb);
+    fixture_free(&f[0]);
+    fixture_free(&f[1]);
     written_free(&wr);
 }
 
-Test(heap_keyed_backend, a_state_file_that_cannot_be_made_is_an_error_naming_it)
+Test(SUITE, a_snapshot_stays_as_taken_and_restores_what_it_took)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+    struct state_file_reader r = { 0 };
+    struct keyed_state_snapshot *s;
+    spate_error err = { 0 };
+    struct fixture f, g;
+    struct spate_state *st;
+    struct written wr;
+    int64_t v, got;
+
+    fixture_init(&f, &d, 1, 1, 0);
+    st = state(&f, "v");
+    for (int64_t k = 0; k < 1000; k++) {
+        set_key(&f, k, NULL, 0);
+        v = k;
+        f.kb->ops->value_update(st, &v);
+        if (k % 20 == 0)
+            f.kb->ops->register_timer(f.kb, true, k);
+    }
+    s = f.kb->ops->snapshot(f.kb);
+    /* Writes after the synchronous part change the live state only. */
+    for (int64_t k = 0; k < 1000; k++) {
+        set_key(&f, k, NULL, 0);
+        v = -1;
+        f.kb->ops->value_update(st, &v);
+    }
+    set_key(&f, 5, NULL, 0);
+    f.kb->ops->register_timer(f.kb, true, 5000);
+    write_snapshot(&f, s, &wr);
+    f.kb->ops->snapshot_release(s);
+    fixture_init(&g, &d, 1, 1, 0);
+    cr_assert_eq(g.kb->ops->restore(g.kb, &wr.st, "op", &r, &err), 0, "%s", err.message);
+    state_file_reader_release(&r);
+    for (int64_t k = 0; k < 1000; k++) {
+        set_key(&g, k, NULL, 0);
+        cr_assert(g.kb->ops->value_get(state(&g, "v"), &got), "key %lld restored", (long long)k);
+        cr_assert_eq(got, k, "key %lld: the value when the snapshot was taken", (long long)k);
+        set_key(&f, k, NULL, 0);
+        cr_assert(f.kb->ops->value_get(st, &got));
+        cr_assert_eq(got, -1, "the live value");
+    }
+    memset(&fired, 0, sizeof fired);
+    g.kb->ops->advance(g.kb, true, 10000, record_fire);
+    cr_assert_eq(fired.n, 50, "the 50 timers restored, not %d", fired.n);
+    for (int i = 0; i < fired.n; i++) {
+        cr_assert_eq(fired.ts[i], i * 20, "in timestamp order");
+        cr_assert_eq(fired.key[i], i * 20, "with their keys");
+    }
+    fixture_free(&f);
+    fixture_free(&g);
+    written_free(&wr);
+}
+
+/* Every kind of state, in namespaces, for keys 0..49 (each_kind's data). */
+static void
+fill_every_kind(struct fixture *f)
+{
+    int64_t ns1 = 1, v, k2;
+
+    for (int64_t k = 0; k < 50; k++) {
+        set_key(f, k, &ns1, 8);
+        v = k * 3;
+        f->kb->ops->value_update(state(f, "v"), &v);
+        for (int64_t i = 0; i <= k % 4; i++) {
+            int64_t e = k + i;
+
+            f->kb->ops->add(state(f, "l"), 0, &e);
+            f->kb->ops->add(state(f, "r"), 0, &e);
+            f->kb->ops->add(state(f, "a"), 0, &e);
+        }
+        for (int64_t m = 0; m < 3; m++) {
+            int64_t mk = k * 100 + m;
+
+            k2 = mk + 1000;
+            f->kb->ops->map_put(state(f, "m"), &mk, &k2);
+        }
+    }
+}
+
+static void
+check_every_kind(struct fixture *f)
+{
+    int64_t ns1 = 1, ns2 = 2, v, k2, sum;
+    spate_iter it;
+
+    for (int64_t k = 0; k < 50; k++) {
+        int64_t n = 0, first, seen = 0;
+
+        set_key(f, k, &ns2, 8);
+        cr_assert(!f->kb->ops->value_get(state(f, "v"), &v), "another namespace holds nothing");
+        set_key(f, k, &ns1, 8);
+        cr_assert(f->kb->ops->value_get(state(f, "v"), &v), "key %lld's value", (long long)k);
+        cr_assert_eq(v, k * 3);
+        f->kb->ops->list_iter(state(f, "l"), &it);
+        while (f->kb->ops->list_next(&it, &first, NULL))
+            cr_assert_eq(first, k + n++);
+        cr_assert_eq(n, k % 4 + 1);
+        cr_assert(f->kb->ops->value_get(state(f, "r"), &sum));
+        cr_assert_eq(sum, (k % 4 + 1) * k + (k % 4) * (k % 4 + 1) / 2);
+        cr_assert(f->kb->ops->value_get(state(f, "a"), &v));
+        cr_assert_eq(v, (k % 4 + 1) * 10, "the aggregate's result");
+        for (int64_t m = 0; m < 3; m++) {
+            int64_t mk = k * 100 + m;
+
+            cr_assert(f->kb->ops->map_get(state(f, "m"), &mk, &k2), "map key %lld", (long long)mk);
+            cr_assert_eq(k2, mk + 1000);
+        }
+        memset(&it, 0, sizeof it);
+        it.st = state(f, "m");
+        while (f->kb->ops->map_next(&it, &k2, &v)) {
+            cr_assert_eq(k2 / 100, k, "a map entry of another key");
+            cr_assert_eq(v, k2 + 1000);
+            seen++;
+        }
+        cr_assert_eq(seen, 3, "key %lld iterates its 3 map entries, not %lld", (long long)k,
+                     (long long)seen);
+    }
+}
+
+/* Each way: what one backend wrote, the other restores (a savepoint taken
+ * on the heap resumes on RocksDB and back). */
+Test(SUITE, every_kind_of_state_moves_between_the_backends_through_a_state_file)
+{
+    struct state_descriptor d[] = { desc("v", STATE_VALUE, 0), desc("l", STATE_LIST, 0),
+                                    desc("m", STATE_MAP, 0), desc("r", STATE_REDUCING, 0),
+                                    desc("a", STATE_AGGREGATING, 0) };
+
+    d[2].key = i64;
+    d[3].reduce = sum_reduce;
+    d[4].agg = (spate_aggregate){ NULL, NULL, count_create, count_add, count_result, NULL };
+    for (int way = 0; way < 2; way++) {
+        struct state_file_reader r = { 0 };
+        struct keyed_state_snapshot *s;
+        spate_error err = { 0 };
+        struct fixture f, g;
+        struct written wr;
+
+        fixture_init_of(&f, d, 5, 1, 0, way == 1);
+        fill_every_kind(&f);
+        check_every_kind(&f);
+        s = f.kb->ops->snapshot(f.kb);
+        write_snapshot(&f, s, &wr);
+        f.kb->ops->snapshot_release(s);
+        fixture_free(&f);
+        fixture_init_of(&g, d, 5, 1, 0, way == 0);
+        cr_assert_eq(g.kb->ops->restore(g.kb, &wr.st, "op", &r, &err), 0, "%s", err.message);
+        state_file_reader_release(&r);
+        check_every_kind(&g);
+        fixture_free(&g);
+        written_free(&wr);
+    }
+}
+
+Test(SUITE, a_state_file_that_cannot_be_made_is_an_error_naming_it)
 {
     char dir[] = "/tmp/spate-state-test-XXXXXX";
     struct state_file_writer w;
@@ -502,26 +706,35 @@ Test(heap_keyed_backend, a_state_file_that_cannot_be_made_is_an_error_naming_it)
     rmdir(dir);
 }
 
-Test(heap_keyed_backend, a_truncated_state_file_is_an_error_naming_it)
+/* A checkpoint's file cut short or gone: the restore fails, naming it. */
+Test(SUITE, a_truncated_or_missing_state_file_is_an_error_naming_it)
 {
     struct state_descriptor d = desc("v", STATE_VALUE, 0);
-    struct state_file_reader r = { 0 };
-    spate_error err = { 0 };
-    struct written wr;
-    struct fixture f;
 
-    write_file(&wr);
-    cr_assert_eq(truncate(wr.path, (off_t)(wr.keyed[0]->offsets[0] + wr.keyed[0]->length / 2)), 0);
-    fixture_init(&f, &d, 1, 1, 0);
-    cr_assert_neq(f.kb->ops->restore(f.kb, &wr.st, "op", &r, &err), 0);
-    cr_assert(strstr(err.message, wr.path) != NULL && strstr(err.message, "truncated") != NULL,
-              "%s", err.message);
-    state_file_reader_release(&r);
-    f.kb->ops->dispose(f.kb);
-    written_free(&wr);
+    for (int missing = 0; missing < 2; missing++) {
+        struct state_file_reader r = { 0 };
+        spate_error err = { 0 };
+        struct written wr;
+        struct fixture f;
+
+        write_file(&wr);
+        if (missing)
+            cr_assert_eq(unlink(wr.path), 0);
+        else
+            cr_assert_eq(
+                truncate(wr.path, (off_t)(wr.keyed[0]->offsets[0] + wr.keyed[0]->length / 2)), 0);
+        fixture_init(&f, &d, 1, 1, 0);
+        cr_assert_neq(f.kb->ops->restore(f.kb, &wr.st, "op", &r, &err), 0);
+        cr_assert(strstr(err.message, wr.path) != NULL &&
+                      (missing || strstr(err.message, "truncated") != NULL),
+                  "%s", err.message);
+        state_file_reader_release(&r);
+        fixture_free(&f);
+        written_free(&wr);
+    }
 }
 
-Test(heap_keyed_backend, a_state_of_another_kind_or_type_is_not_restored)
+Test(SUITE, a_state_of_another_kind_or_type_is_not_restored)
 {
     struct state_descriptor list = desc("v", STATE_LIST, 0), other = desc("v", STATE_VALUE, 0);
     struct written wr;
@@ -538,12 +751,14 @@ Test(heap_keyed_backend, a_state_of_another_kind_or_type_is_not_restored)
         cr_assert(strstr(err.message, "state 'v' of operator 'op' was written as int64") != NULL,
                   "%s", err.message);
         state_file_reader_release(&r);
-        f.kb->ops->dispose(f.kb);
+        fixture_free(&f);
     }
     written_free(&wr);
 }
 
-/* ---- memory ---- */
+/* ---- memory (the heap's: RocksDB keeps its state on disk) ---- */
+
+#ifndef TEST_ROCKSDB
 
 static long
 rss_kb(void)
@@ -557,7 +772,7 @@ rss_kb(void)
     return rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-Test(heap_keyed_backend, a_million_keys_of_value_state_cost_at_most_200_bytes_each, .timeout = 120)
+Test(SUITE, a_million_keys_of_value_state_cost_at_most_200_bytes_each, .timeout = 120)
 {
     struct state_descriptor d = desc("count", STATE_VALUE, 0);
     struct fixture f;
@@ -604,5 +819,6 @@ Test(heap_keyed_backend, a_million_keys_of_value_state_cost_at_most_200_bytes_ea
     if (SPATE_MEASURES_MEMORY)
         cr_assert_leq((after - before) * 1024 / keys, 200, "%ld bytes per key",
                       (after - before) * 1024 / keys);
-    f.kb->ops->dispose(f.kb);
+    fixture_free(&f);
 }
+#endif

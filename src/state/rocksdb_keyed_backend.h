@@ -1,0 +1,31 @@
+/* The RocksDB keyed state backend (Flink's RocksDBKeyedStateBackend):
+ * keyed_state_backend.h's table over a RocksDB database in a working
+ * folder of its own (the RocksDB plugin, rocksdb_plugin.h), for state
+ * larger than memory. Flink's layout: a column family per keyed state;
+ * an entry's key is its key group (2 bytes, big-endian, so that a key
+ * group's entries lie together), then the heap backend's composite key
+ * ([u32 key length][key][u32 namespace length][namespace][map key]); its
+ * value the heap backend's (an 8-byte write time first with a TTL, list
+ * elements framed and appended by a merge). Map state iterates a prefix.
+ * Operator and broadcast state and every timer stay on the heap, in a
+ * heap backend inside (Flink's default, heap timers).
+ * Snapshots are the canonical state file of the heap backend (a full
+ * snapshot: a RocksDB snapshot taken on the task thread, walked key group
+ * by key group on the snapshot thread), so that either backend restores
+ * the other's checkpoints and savepoints, at any parallelism. Task thread
+ * only, but for a snapshot's asynchronous part. */
+#ifndef SPATE_STATE_ROCKSDB_KEYED_BACKEND_H
+#define SPATE_STATE_ROCKSDB_KEYED_BACKEND_H
+
+#include "state/state_backend.h"
+
+/* A RocksDB backend for config's states, in a fresh working folder under
+ * o->localdir (removed by dispose); the plugin is loaded on first use. */
+int rocksdb_keyed_backend_create(const struct state_backend_options *o,
+                                 const struct keyed_backend_config *config, const char *name,
+                                 struct keyed_state_backend **out, spate_error *err);
+
+/* The heap backend inside b (a RocksDB backend): its timers. */
+struct heap_keyed_backend *rocksdb_keyed_backend_heap(struct keyed_state_backend *b);
+
+#endif

@@ -1,0 +1,74 @@
+/* The state backend of a TaskManager's tasks (state_backend.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/config_options.h"
+#include "state/heap_keyed_backend.h"
+#include "state/rocksdb_keyed_backend.h"
+#include "state/state_backend.h"
+
+int
+state_backend_options_from_config(const struct config *conf, struct state_backend_options *o,
+                                  spate_error *err)
+{
+    struct config *defaults = conf == NULL ? config_new() : NULL;
+    const char *dir = NULL, *tmp = NULL;
+    uint64_t cache = 0, wb = 0;
+    int type = 0, rc;
+
+    memset(o, 0, sizeof *o);
+    if (conf == NULL)
+        conf = defaults;
+    if ((rc = config_get_enum(conf, CFG(STATE_BACKEND_TYPE), &type, err)) != 0 ||
+        (rc = config_get_memory_bytes(conf, CFG(STATE_BACKEND_ROCKSDB_BLOCK_CACHE_SIZE), &cache,
+                                      err)) != 0 ||
+        (rc = config_get_memory_bytes(conf, CFG(STATE_BACKEND_ROCKSDB_WRITEBUFFER_SIZE), &wb,
+                                      err)) != 0)
+        goto out;
+    o->type = (enum state_backend_type)type;
+    o->block_cache_bytes = (size_t)cache;
+    o->write_buffer_bytes = (size_t)wb;
+    if (config_get_string(conf, CFG(STATE_BACKEND_ROCKSDB_LOCALDIR), &dir, NULL) == 0 &&
+        dir != NULL && *dir) {
+        snprintf(o->localdir, sizeof o->localdir, "%s", dir);
+    } else {
+        /* The first folder of io.tmp.dirs ("a;b" from a YAML list, or "a:b"). */
+        if (config_get_string(conf, CFG(IO_TMP_DIRS), &tmp, NULL) != 0 || tmp == NULL || !*tmp)
+            tmp = "/tmp";
+        snprintf(o->localdir, sizeof o->localdir, "%.*s", (int)strcspn(tmp, ";:,"), tmp);
+    }
+out:
+    config_free(defaults);
+    return rc;
+}
+
+int
+state_backend_create(const struct state_backend_options *o,
+                     const struct keyed_backend_config *config, const char *name,
+                     struct keyed_state_backend **out, spate_error *err)
+{
+    struct heap_keyed_backend *b;
+    int rc;
+
+    if (o != NULL && o->type == STATE_BACKEND_ROCKSDB)
+        return rocksdb_keyed_backend_create(o, config, name, out, err);
+    b = xcalloc(1, sizeof *b);
+    if ((rc = heap_keyed_backend_init(b, config, err)) != 0) {
+        keyed_backend_release(b);
+        free(b);
+        *out = NULL;
+        return rc;
+    }
+    *out = &b->base;
+    return 0;
+}
+
+struct heap_keyed_backend *
+state_backend_heap(struct keyed_state_backend *b)
+{
+    if (b->ops == &heap_keyed_backend_ops)
+        return heap_keyed_backend_of(b);
+    return rocksdb_keyed_backend_heap(b);
+}

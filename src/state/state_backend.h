@@ -1,0 +1,46 @@
+/* The state backend of a TaskManager's tasks (Flink's StateBackend):
+ * which keyed state backend an operator instance gets, hashmap (the heap,
+ * heap_keyed_backend.h) or rocksdb (rocksdb_keyed_backend.h, over the
+ * RocksDB plugin), and the settings it is made with, read from the
+ * configuration once. Any thread. */
+#ifndef SPATE_STATE_STATE_BACKEND_H
+#define SPATE_STATE_STATE_BACKEND_H
+
+#include <stddef.h>
+
+#include "core/config.h"
+#include "state/keyed_state_backend.h"
+
+enum state_backend_type {
+    STATE_BACKEND_HASHMAP, /* config_options.h's order: "hashmap|rocksdb" */
+    STATE_BACKEND_ROCKSDB,
+};
+
+struct state_backend_options {
+    enum state_backend_type type;
+    /* RocksDB: where working folders go (state.backend.rocksdb.localdir,
+     * else the first of io.tmp.dirs), its block cache and write buffers. */
+    char localdir[4096];
+    size_t block_cache_bytes;
+    size_t write_buffer_bytes;
+};
+
+/* The options of conf (NULL: the defaults); an unknown backend type is a
+ * configuration error naming the key and the types there are. Plain data:
+ * copied as it is. */
+int state_backend_options_from_config(const struct config *conf, struct state_backend_options *o,
+                                      spate_error *err);
+
+/* A keyed state backend of o's type (NULL: the heap) for config's
+ * operator instance; name says which in a working folder's name and in
+ * errors. Freed by its table's dispose, then free(). */
+int state_backend_create(const struct state_backend_options *o,
+                         const struct keyed_backend_config *config, const char *name,
+                         struct keyed_state_backend **out, spate_error *err);
+
+/* The heap backend that keeps b's timers: b itself when it is the heap
+ * backend, the one inside a RocksDB backend; for operators that call the
+ * heap's timer calls inline. */
+struct heap_keyed_backend *state_backend_heap(struct keyed_state_backend *b);
+
+#endif
