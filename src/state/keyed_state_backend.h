@@ -153,7 +153,9 @@ struct keyed_state_backend_ops {
     void (*value_update)(struct spate_state *st, const void *value);
     /* List, reducing and aggregating states: adds (merges) value, with its
      * timestamp in timestamped lists; true when the key and namespace had
-     * no value (a window new for the key). */
+     * no value (a window new for the key), or, for a list that a backend
+     * appends to without reading it (RocksDB's), when it may have had
+     * none: callers register timers with it, deduplicated anyway. */
     bool (*add)(struct spate_state *st, int64_t timestamp, const void *value);
     void (*clear)(struct spate_state *st);
     bool (*exists)(struct spate_state *st);

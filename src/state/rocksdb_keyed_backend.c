@@ -278,14 +278,19 @@ rdb_value_update(struct spate_state *base, const void *value)
     store(st, k, klen, p, len);
 }
 
-/* A list element's frame: [u32 length][i64 time when timestamped][bytes]. */
+/* A list element's frame: [u32 length][i64 time when timestamped][bytes].
+ * Appended by a merge, without reading the list (a read would apply
+ * every element merged since the last compaction: a window buffer of n
+ * elements would cost n^2): true, the list may have been empty (callers
+ * register timers with it, which are deduplicated). With a TTL the write
+ * time is renewed: the list is read and written again. */
 static bool
 list_add(struct rocksdb_state *st, int64_t timestamp, const void *value)
 {
     struct rocksdb_keyed_backend *b = st->b;
     size_t tsz = st->base.desc.timestamped ? 8 : 0, klen, len, old_len = 0;
     const uint8_t *k = entry_key(b, NULL, 0, &klen), *old;
-    uint8_t *frame;
+    uint8_t *frame, *copy;
     uint32_t n32;
 
     serialize(&st->base.desc.value, value, &st->ser, 4 + tsz, &len);
@@ -294,22 +299,19 @@ list_add(struct rocksdb_state *st, int64_t timestamp, const void *value)
     memcpy(frame, &n32, 4);
     if (tsz)
         memcpy(frame + 4, &timestamp, 8);
-    old = load(st, k, klen, &old_len);
-    if (old == NULL) {
+    if (!hdr_of(st)) {
+        rdb_failed(b, b->p->merge(b->db, st->cf, k, klen, frame, 4 + tsz + len, b->errbuf,
+                                  sizeof b->errbuf));
+        return true;
+    }
+    if ((old = load(st, k, klen, &old_len)) == NULL) {
         store(st, k, klen, frame, 4 + tsz + len);
         return true;
     }
-    if (hdr_of(st)) {
-        /* The write time is renewed: the list is written again. */
-        uint8_t *copy = xmalloc(old_len + 1);
-
-        memcpy(copy, old, old_len);
-        store2(st, k, klen, copy, old_len, frame, 4 + tsz + len);
-        free(copy);
-        return false;
-    }
-    rdb_failed(
-        b, b->p->merge(b->db, st->cf, k, klen, frame, 4 + tsz + len, b->errbuf, sizeof b->errbuf));
+    copy = xmalloc(old_len + 1);
+    memcpy(copy, old, old_len);
+    store2(st, k, klen, copy, old_len, frame, 4 + tsz + len);
+    free(copy);
     return false;
 }
 

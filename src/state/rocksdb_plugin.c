@@ -164,6 +164,10 @@ rdb_open(const char *dir, int ncf, const char *const *names, const struct rdb_op
     rocksdb_options_set_info_log_level(d->opts, 4 /* HEADER_LEVEL: nothing */);
     rocksdb_options_set_keep_log_file_num(d->opts, 1);
     rocksdb_options_set_max_background_jobs(d->opts, 2);
+    /* One writer, the task thread: no concurrent memtable inserts, no
+     * spinning for a write group. */
+    rocksdb_options_set_allow_concurrent_memtable_write(d->opts, 0);
+    rocksdb_options_set_enable_write_thread_adaptive_yield(d->opts, 0);
     d->table = rocksdb_block_based_options_create();
     if (o->block_cache_bytes) {
         d->cache = rocksdb_cache_create_lru(o->block_cache_bytes);
