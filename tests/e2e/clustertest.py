@@ -16,6 +16,28 @@ from spatetest import BUILD, SPATE, SpateTestCase, wait_for  # noqa: E402,F401
 
 TESTJOBS = os.path.join(BUILD, "tests", "jobs", "testjobs.so")
 
+# The keyed state backend of the TaskManagers the tests start: the heap
+# (hashmap, the default), or the one SPATE_E2E_STATE_BACKEND names
+# (rocksdb). tests/e2e/CMakeLists.txt runs some test files once per
+# backend: the same tests, not copies.
+STATE_BACKEND = os.environ.get("SPATE_E2E_STATE_BACKEND", "hashmap")
+
+
+def state_backend_args(tmp):
+    """A TaskManager's -D options for STATE_BACKEND; RocksDB's working
+    folders go under tmp/rocksdb (see rocksdb_folders)."""
+    if STATE_BACKEND == "hashmap":
+        return []
+    return ["-D", f"state.backend.type={STATE_BACKEND}",
+            "-D", f"state.backend.rocksdb.localdir={os.path.join(tmp, 'rocksdb')}"]
+
+
+def rocksdb_folders(tmp):
+    """The RocksDB working folders of the TaskManagers' running operators
+    (none on the heap): one per operator instance with keyed state."""
+    d = os.path.join(tmp, "rocksdb")
+    return [n for n in os.listdir(d) if n.startswith("spate-rocksdb-")] if os.path.isdir(d) else []
+
 
 def job_id_of(out):
     """The id `spate run -d` printed ("Job has been submitted with JobID <id>")."""
@@ -92,7 +114,8 @@ class ClusterTestCase(SpateTestCase):
         port = rpc_port if rpc_port is not None else self.rpc_port
         return self.launch(["-D", f"jobmanager.rpc.port={port}",
                             "-D", f"taskmanager.numberOfTaskSlots={slots}",
-                            *self.FAST, *extra, "taskmanager"], "taskmanager")
+                            *self.FAST, *state_backend_args(self.tmp), *extra, "taskmanager"],
+                           "taskmanager")
 
     def rest(self, path, method="GET"):
         """(status, parsed JSON body) of a REST call."""

@@ -20,7 +20,7 @@ import unittest
 import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
-from clustertest import ClusterTestCase, Proc, wait_for  # noqa: E402
+from clustertest import ClusterTestCase, Proc, state_backend_args, wait_for  # noqa: E402
 from spatetest import BUILD, free_port  # noqa: E402
 from zkserver import ZooKeeperServer  # noqa: E402
 
@@ -91,7 +91,7 @@ class HaTestCase(ClusterTestCase):
 
     def start_ha_taskmanager(self, slots=2):
         return self.launch([*self.ha_args(), "-D", f"taskmanager.numberOfTaskSlots={slots}",
-                            "taskmanager"], "taskmanager")
+                            *state_backend_args(self.tmp), "taskmanager"], "taskmanager")
 
     def overview(self):
         """/overview, or no TaskManagers while a JobManager is not (yet) the

@@ -7,6 +7,8 @@ JobManager and TaskManagers on 127.0.0.1:
   replacement started;
 - p4 on two TaskManagers, a kill -9 of one after a checkpoint committed
   output, a replacement started;
+- p2 on two TaskManagers through three kill -9 in a row, each after a
+  checkpoint completed since the last restore, each replaced;
 - p4 cancelled with a savepoint mid-run and resumed from it at p3 into the
   same output folders;
 - p4 with ZooKeeper HA (a ZooKeeper server of this file's own, test_ha's
@@ -40,7 +42,12 @@ records with gaps of G ms):
 - broadcast: a keyed BroadcastProcessFunction: the rules counted in the
   broadcast state, the elements in a ValueState;
 - the generator's splits and the sinks' transactions are operator (union)
-  list state."""
+  list state.
+
+Run with SPATE_E2E_STATE_BACKEND=rocksdb (ctest's
+e2e/operator_failover_rocksdb), every test runs with the TaskManagers'
+keyed state in RocksDB (clustertest.state_backend_args), and checks that
+the operators worked in RocksDB folders of their own."""
 
 import collections
 import os
@@ -49,7 +56,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from clustertest import ClusterTestCase, wait_for  # noqa: E402
+from clustertest import STATE_BACKEND, ClusterTestCase, rocksdb_folders, wait_for  # noqa: E402
 from exactly_once import check_rolling_counts  # noqa: E402
 from spatetest import BUILD  # noqa: E402
 import test_ha  # noqa: E402
@@ -59,7 +66,17 @@ TERMINAL = ("FINISHED", "FAILED", "CANCELED")
 # The sanitized build runs several times slower: fewer records, the same
 # length in time.
 ASAN = "asan" in BUILD
-COUNT, RATE = (6_000, 1_000) if ASAN else (40_000, 6_000)
+# RocksDB: a slower rate, the job a few seconds longer. A session window
+# whose session grows moves its elements to the grown window's namespace,
+# element by element (a write each), so the session branches cost a RocksDB
+# write per element per record of the session (Flink keeps a merged
+# window's state namespace instead).
+if ASAN:
+    COUNT, RATE = 6_000, 1_000
+elif STATE_BACKEND == "rocksdb":
+    COUNT, RATE = 12_000, 500
+else:
+    COUNT, RATE = 40_000, 6_000
 # The job's parameters, passed to it explicitly.
 # overdue: an entry of the states branch still pending after a third of
 # its key's records has lost its processing-time timer (its due time is 100
@@ -283,13 +300,13 @@ class OperatorJob:
         """(options before `run`, options of `run` that name the cluster)."""
         return [], ["-m", f"127.0.0.1:{self.rest_port}"]
 
-    def submit(self, parallelism, savepoint=None):
+    def submit(self, parallelism, savepoint=None, count=COUNT):
         conf, target = self.client_args()
         args = [*conf, "-D", f"state.checkpoints.dir={self.tmp}/checkpoints", "run",
                 *target, "-d", "-p", str(parallelism)]
         if savepoint:
             args += ["-s", savepoint]
-        r = self.spate(*args, TESTJOBS, *job_args(self.out), timeout=120)
+        r = self.spate(*args, TESTJOBS, *job_args(self.out, count=count), timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         return re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
 
@@ -323,9 +340,12 @@ class OperatorJob:
                 return None
             return len(read_records(os.path.join(self.out, "sum"))) >= COUNT // 5
         wait_for(ok, 90, f"job {jid} running with a fifth of its output committed")
+        if STATE_BACKEND == "rocksdb":
+            self.assertTrue(rocksdb_folders(self.tmp),
+                            "state.backend.type: rocksdb, but no RocksDB working folder")
 
-    def check_output(self, what):
-        problems, sizes = check_branches(self.out, self.expected)
+    def check_output(self, what, expected=None):
+        problems, sizes = check_branches(self.out, expected or self.expected)
         if problems:
             ok = [b for b in BRANCHES if b not in problems]
             self.fail(f"{what}: {len(problems)} of {len(BRANCHES)} branches not exactly once "
@@ -342,10 +362,23 @@ class OperatorFailoverTest(OperatorJob, ClusterTestCase):
             self.taskmanagers.append(self.start_taskmanager(slots=slots))
         self.wait_overview(taskmanagers, slots=slots * taskmanagers)
 
+    def running_the_job(self, jid):
+        """The index in self.taskmanagers of one that runs subtasks of jid
+        (a replacement may have taken them all, the other one idle)."""
+        ids = set()
+        for v in self.job(jid)["vertices"]:
+            status, d = self.rest(f"/jobs/{jid}/vertices/{v['id']}")
+            self.assertEqual(status, 200, d)
+            ids |= {s["taskmanager-id"] for s in d["subtasks"] if s["status"] == "RUNNING"}
+        for i, tm in enumerate(self.taskmanagers):
+            if tm.wait_log(r"TaskExecutor (\S+) started at").group(1) in ids:
+                return i
+        self.fail(f"no TaskManager of ours runs {jid}: {ids}")
+
     def kill_and_replace(self, jid, slots):
         self.wait_committed(jid)
         before = self.checkpoints(jid)["counts"]["restored"]
-        self.taskmanagers.pop(0).kill()
+        self.taskmanagers.pop(self.running_the_job(jid)).kill()
         self.assertNotIn(self.job(jid)["state"], TERMINAL, "the kill came after the job's end")
         self.taskmanagers.append(self.start_taskmanager(slots=slots))
         wait_for(lambda: self.checkpoints(jid)["counts"]["restored"] > before, 90,
@@ -366,6 +399,23 @@ class OperatorFailoverTest(OperatorJob, ClusterTestCase):
         job = self.wait_state(jid, TERMINAL)
         self.assertEqual(job["state"], "FINISHED", job.get("failure"))
         self.check_output("p4 through a kill -9")
+
+    def test_p2_three_kill9_of_taskmanagers_in_a_row(self):
+        # Three times the records: the job outlasts three restores.
+        self.cluster(2, slots=2)
+        jid = self.submit(2, count=3 * COUNT)
+        for kill in range(3):
+            # Each kill after a checkpoint that completed since the last
+            # restore: state in every branch has moved on from it.
+            done = self.checkpoints(jid)["counts"]["completed"]
+            wait_for(lambda: self.checkpoints(jid)["counts"]["completed"] > done or
+                     self.job(jid)["state"] in TERMINAL, 90,
+                     f"a checkpoint of {jid} before kill {kill + 1}")
+            self.kill_and_replace(jid, slots=2)
+        self.assertGreaterEqual(self.checkpoints(jid)["counts"]["restored"], 3)
+        job = self.wait_state(jid, TERMINAL)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        self.check_output("p2 through three kill -9 in a row", expected_output(count=3 * COUNT))
 
     def test_p4_savepoint_resumed_at_p3(self):
         self.cluster(2, slots=2)
