@@ -254,9 +254,9 @@ bench_cluster_start(struct bench_cluster *c, const char *spate, const char *dir,
 void
 bench_cluster_start_tm(struct bench_cluster *c, int i, int slots)
 {
-    char rpc[64], nslots[64], rid[64], tmp[PATH_MAX + 32], log[PATH_MAX + 32];
-    char *argv[] = { (char *)c->spate, "-D", rpc, "-D", nslots, "-D", rid, "-D", tmp,
-                     "taskmanager",    NULL };
+    char rpc[64], nslots[64], rid[64], tmp[PATH_MAX + 32], log[PATH_MAX + 32], backend[64];
+    char *argv[] = { (char *)c->spate, "-D",          rpc, "-D", nslots, "-D", rid, "-D", tmp, "-D",
+                     backend,          "taskmanager", NULL };
 
     if (i < 0 || i >= BENCH_MAX_TMS)
         bench_fail("TaskManager %d: at most %d", i, BENCH_MAX_TMS);
@@ -264,6 +264,8 @@ bench_cluster_start_tm(struct bench_cluster *c, int i, int slots)
     snprintf(nslots, sizeof nslots, "taskmanager.numberOfTaskSlots=%d", slots);
     snprintf(rid, sizeof rid, "taskmanager.resource-id=%032x", 0xb0 + i);
     snprintf(tmp, sizeof tmp, "io.tmp.dirs=%s", c->dir);
+    snprintf(backend, sizeof backend, "state.backend.type=%s",
+             c->state_backend != NULL ? c->state_backend : "hashmap");
     snprintf(log, sizeof log, "%s/taskmanager-%d.log", c->dir, i);
     c->tm[i] = bench_spawn(argv, log, log);
     if (i >= c->ntms)

@@ -53,6 +53,8 @@ struct bench_cluster {
     pid_t tm[BENCH_MAX_TMS]; /* 0: stopped */
     int ntms;
     int rpc_port, rest_port;
+    /* The TaskManagers' state.backend.type (NULL: the default, hashmap). */
+    const char *state_backend;
 };
 
 /* Starts the JobManager (ephemeral ports, read from its log) with extra

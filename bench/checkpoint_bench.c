@@ -22,18 +22,26 @@
  *                             the parallelism: `spate run -s` to every task
  *                             running with its key groups read
  *
+ *   rocksdb_records_per_s_*   the same job with its state in RocksDB
+ *                             (state.backend.type: rocksdb: a second
+ *                             cluster of one TaskManager of two slots),
+ *                             without and with checkpoints (full ones),
+ *                             in the same rounds
+ *
  * Beside them, in the same run, a hand-written C loop doing the job's work
  * (the same tuples, the same 96-byte update per key) gives the baseline and
  * the checksum every run must match. Last line: a JSON object.
  *
  * CHECKPOINT_BENCH_RECORDS (default 30,000,000), CHECKPOINT_BENCH_RUNS (3),
- * CHECKPOINT_BENCH_P (2). */
+ * CHECKPOINT_BENCH_P (2), CHECKPOINT_BENCH_ROCKSDB_RECORDS (records of the
+ * RocksDB runs, default 5,000,000; 0: none). */
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,6 +92,9 @@ loop_rate(uint64_t n, uint64_t keys, int64_t *checksum)
 static char spate[PATH_MAX + 16], job[PATH_MAX + 64], tmpdir[64], chkdir[128];
 static int parallelism = 2;
 static struct bench_cluster cluster;
+/* The RocksDB cluster, and the cluster the calls below talk to. */
+static struct bench_cluster rcluster;
+static struct bench_cluster *cur = &cluster;
 
 /* GET /jobs/<jid><more>. */
 static json_t *
@@ -92,7 +103,7 @@ rest(const char *jid, const char *more)
     char path[256];
 
     snprintf(path, sizeof path, "/jobs/%s%s", jid, more);
-    return bench_cluster_rest(&cluster, "GET", path);
+    return bench_cluster_rest(cur, "GET", path);
 }
 
 /* Submits the job: count records (0: unbounded) over keys keys. */
@@ -107,7 +118,7 @@ submit(uint64_t count, uint64_t keys, bool checkpoints, char jid[33])
     snprintf(k, sizeof k, "%llu", (unsigned long long)keys);
     snprintf(p, sizeof p, "%d", parallelism);
     snprintf(dir, sizeof dir, "state.checkpoints.dir=%s", chkdir);
-    bench_cluster_submit(&cluster, checkpoints ? conf : NULL, args, jid);
+    bench_cluster_submit(cur, checkpoints ? conf : NULL, args, jid);
 }
 
 struct run {
@@ -130,7 +141,7 @@ run_job(uint64_t n, bool checkpoints, struct run *r)
 
     memset(r, 0, sizeof *r);
     submit(n, KEYS_100MB, checkpoints, jid);
-    j = bench_cluster_wait_job(&cluster, jid, "FINISHED", 600000);
+    j = bench_cluster_wait_job(cur, jid, "FINISHED", 1800000);
     r->records_per_s =
         (double)n / ((double)json_integer_value(json_object_get(j, "duration")) / 1e3);
     r->plan = json_incref(json_object_get(j, "plan"));
@@ -339,11 +350,14 @@ main(void)
     uint64_t n = (e = getenv("CHECKPOINT_BENCH_RECORDS")) ? strtoull(e, NULL, 10) : 30000000;
     int runs = (e = getenv("CHECKPOINT_BENCH_RUNS")) ? atoi(e) : 3;
     double base[16], with[16], without[16], durations[16 * 256], rec[16], rec100[16];
-    double sp[16], rs[16], sp_mb = 0;
+    double sp[16], rs[16], sp_mb = 0, rwo[16], rw[16], rdurations[16 * 256], rstate_mb = 0;
+    uint64_t rn =
+        (e = getenv("CHECKPOINT_BENCH_ROCKSDB_RECORDS")) ? strtoull(e, NULL, 10) : 5000000;
+    int rnd = 0;
     double state_mb = 0, small_mb = 0, big_mb = 0;
     int nd = 0, completed = 0;
     json_t *plan = NULL;
-    int64_t expect = 0;
+    int64_t expect = 0, rexpect = 0;
     char dir[PATH_MAX];
     json_t *out;
     char *s;
@@ -369,6 +383,17 @@ main(void)
     for (int t = 0; t < TMS + 1; t++)
         bench_cluster_start_tm(&cluster, t, SLOTS);
     bench_cluster_wait_slots(&cluster, TMS + 1, (TMS + 1) * SLOTS);
+    if (rn > 0) {
+        char rdir[sizeof tmpdir + 16];
+
+        snprintf(rdir, sizeof rdir, "%s/rocksdb", tmpdir);
+        if (mkdir(rdir, 0700) != 0)
+            bench_fail("cannot make %s", rdir);
+        bench_cluster_start(&rcluster, spate, rdir, NULL);
+        rcluster.state_backend = "rocksdb";
+        bench_cluster_start_tm(&rcluster, 0, SLOTS);
+        bench_cluster_wait_slots(&rcluster, 1, SLOTS);
+    }
 
     for (int i = 0; i < runs; i++) {
         struct run a, b;
@@ -396,7 +421,32 @@ main(void)
                 "%.2f M/s (%d checkpoints, last %.1f MB)\n",
                 i + 1, base[i] / 1e6, a.records_per_s / 1e6, b.records_per_s / 1e6, b.completed,
                 b.state_mb);
+        if (rn == 0)
+            continue;
+        /* The same job on RocksDB, fewer records (its checksum: the loop's
+         * over as many). */
+        loop_rate(rn, KEYS_100MB, &rexpect);
+        cur = &rcluster;
+        run_job(rn, false, &a);
+        run_job(rn, true, &b);
+        cur = &cluster;
+        if (a.checksum != rexpect || b.checksum != rexpect)
+            bench_fail("RocksDB: checksums %lld and %lld are not the loop's %lld",
+                       (long long)a.checksum, (long long)b.checksum, (long long)rexpect);
+        rwo[i] = a.records_per_s;
+        rw[i] = b.records_per_s;
+        for (int d = 0; d < b.ndurations; d++)
+            rdurations[rnd++] = b.durations[d];
+        rstate_mb = b.state_mb;
+        json_decref(a.plan);
+        json_decref(b.plan);
+        fprintf(stderr,
+                "checkpoint_bench: round %d: RocksDB without checkpoints %.2f M/s, with %.2f M/s "
+                "(%d checkpoints, last %.1f MB)\n",
+                i + 1, a.records_per_s / 1e6, b.records_per_s / 1e6, b.completed, b.state_mb);
     }
+    if (rn > 0)
+        bench_cluster_stop(&rcluster);
     for (int i = 0; i < runs; i++) {
         rec[i] = recovery(KEYS_SMALL, 0.1, &small_mb);
         rec100[i] = recovery(KEYS_100MB, 90, &big_mb);
@@ -431,6 +481,20 @@ main(void)
             "savepoint_state_mb", sp_mb, "restore_ms_100mb_rescaled", bench_median(rs, runs),
             "restore_parallelism", 2 * parallelism, "checksum", (json_int_t)expect, "plan",
             plan != NULL ? plan : json_null());
+    }
+    if (rn > 0) {
+        double wo = bench_median(rwo, runs), w = bench_median(rw, runs);
+
+        json_object_set_new(out, "rocksdb_records", json_integer((json_int_t)rn));
+        json_object_set_new(out, "rocksdb_records_per_s_without_checkpoints", json_real(wo));
+        json_object_set_new(out, "rocksdb_records_per_s_with_checkpoints", json_real(w));
+        json_object_set_new(out, "rocksdb_throughput_overhead_pct",
+                            json_real((wo - w) / wo * 100.0));
+        json_object_set_new(out, "rocksdb_checkpoint_duration_ms_p50",
+                            json_real(bench_percentile(rdurations, rnd, 50)));
+        json_object_set_new(out, "rocksdb_checkpoint_duration_ms_p99",
+                            json_real(bench_percentile(rdurations, rnd, 99)));
+        json_object_set_new(out, "rocksdb_state_mb", json_real(rstate_mb));
     }
     s = json_dumps(out, JSON_COMPACT);
     printf("%s\n", s);

@@ -173,7 +173,11 @@ rdb_open(const char *dir, int ncf, const char *const *names, const struct rdb_op
         d->cache = rocksdb_cache_create_lru(o->block_cache_bytes);
         rocksdb_block_based_options_set_block_cache(d->table, d->cache);
     }
+    /* A bloom filter per table: a read of a key that a table lacks (most
+     * reads, most tables) skips it without a block read. */
+    rocksdb_block_based_options_set_filter_policy(d->table, rocksdb_filterpolicy_create_bloom(10));
     rocksdb_block_based_options_set_cache_index_and_filter_blocks(d->table, 1);
+    rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(d->table, 1);
     rocksdb_options_set_block_based_table_factory(d->opts, d->table);
     if (o->write_buffer_bytes)
         rocksdb_options_set_write_buffer_size(d->opts, o->write_buffer_bytes);
