@@ -406,19 +406,21 @@ write_json(struct line *l, const struct sql_program *p, const struct sql_value *
     for (int i = 0; i < p->noutput; i++) {
         const struct sql_value *v = &r[p->outputs[i]];
         const struct sql_type *t = &p->output[i].type;
+        json_t *j;
         char *s;
 
         if (i > 0)
             line_put(l, ",", 1);
-        s = json_dumps(json_string(p->output[i].name), JSON_ENCODE_ANY);
+        j = json_string(p->output[i].name);
+        s = json_dumps(j, JSON_ENCODE_ANY);
+        json_decref(j);
         line_put(l, s, strlen(s));
         free(s);
         line_put(l, ":", 1);
         if (v->null) {
             line_put(l, "null", 4);
         } else if (t->id == SQL_VARCHAR) {
-            json_t *j = json_stringn_nocheck(v->s.p, v->s.len);
-
+            j = json_stringn_nocheck(v->s.p, v->s.len);
             s = json_dumps(j, JSON_ENCODE_ANY);
             json_decref(j);
             line_put(l, s, strlen(s));

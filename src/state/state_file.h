@@ -61,7 +61,11 @@ state_file_room(struct state_file_writer *w, size_t n)
 static inline void
 state_file_put(struct state_file_writer *w, const void *p, size_t n)
 {
-    uint8_t *at = state_file_room(w, n);
+    uint8_t *at;
+
+    if (n == 0)
+        return; /* p may be NULL (an empty value), which memcpy may not take */
+    at = state_file_room(w, n);
 
     if (at != NULL) {
         memcpy(at, p, n);
