@@ -1201,6 +1201,15 @@ shutdown_work(void *arg)
     uint64_t *ids = NULL;
     size_t n = 0;
 
+    if (s->globally && s->cc->o.ops->confirm_leadership != NULL &&
+        s->cc->o.ops->confirm_leadership(s->cc->o.owner, &err) != 0) {
+        SPATE_LOG_WARN(CC_LOG,
+                       "the job ended after its JobMaster lost leadership (%s): its checkpoints "
+                       "are left to the leader",
+                       err.message);
+        s->globally = false;
+        s->discard = false;
+    }
     if (s->discard && s->store != NULL && s->store->ops->ids(s->store, &ids, &n, &err) == 0) {
         for (size_t i = 0; i < n; i++)
             if (checkpoint_storage_dispose_checkpoint(s->storage, ids[i], &err) != 0)

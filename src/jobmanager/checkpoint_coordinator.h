@@ -54,6 +54,12 @@ struct checkpoint_coordinator_ops {
     /* More failed checkpoints in a row than tolerated: a global failure of
      * the job (its restart strategy decides what follows). */
     void (*fail_job)(void *owner, const char *reason);
+    /* Blocking, on a worker thread: 0 while the owner still leads (its
+     * leadership confirmed by the HA services), else an error saying why.
+     * The job's checkpoints are deleted only when this confirms: a former
+     * leader, paused or cut off until its job ended, would delete what the
+     * new leader recovers from. NULL: the owner always leads. */
+    int (*confirm_leadership)(void *owner, spate_error *err);
 };
 
 struct checkpoint_coordinator_options {

@@ -208,6 +208,7 @@ disp_launch(struct dispatcher *d, struct disp_job *j, struct job_master_options 
     o->heartbeat = d->o.heartbeat;
     o->registration = d->o.registration;
     o->ha = d->o.ha;
+    o->leader_election = d->le;
     o->cluster_conf = d->o.conf;
     o->metrics = d->o.metrics;
     o->host = d->o.host;

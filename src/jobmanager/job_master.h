@@ -40,6 +40,10 @@ struct job_master_options {
     struct heartbeat_options heartbeat;
     struct registration_options registration;
     struct ha_services *ha;
+    /* The leadership the JobMaster runs under (job_master_id is its
+     * session; NULL without high availability): confirmed before the job's
+     * checkpoints are deleted at its end. */
+    struct leader_election *leader_election;
     /* The JobManager's configuration (may be NULL): the checkpointing and
      * restart settings the job does not set (job_settings_complete). */
     const struct config *cluster_conf;

@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "ha/leader_election.h"
 #include "jobmanager/job_master_int.h"
 #include "jobmanager/state_assignment.h"
 #include "rpc/gateways.h"
@@ -87,8 +88,19 @@ jmc_fail_job(void *owner, const char *reason)
     jm_failover(jm, reason, NULL);
 }
 
+static int
+jmc_confirm_leadership(void *owner, spate_error *err)
+{
+    struct job_master *jm = owner;
+
+    if (jm->o.leader_election == NULL)
+        return 0;
+    return leader_election_verify(jm->o.leader_election, &jm->o.job_master_id, err);
+}
+
 static const struct checkpoint_coordinator_ops jm_cc_ops = {
-    jmc_schedule, jmc_cancel, jmc_run_blocking, jmc_now, jmc_trigger, jmc_notify, jmc_fail_job,
+    jmc_schedule, jmc_cancel, jmc_run_blocking, jmc_now,
+    jmc_trigger,  jmc_notify, jmc_fail_job,     jmc_confirm_leadership,
 };
 
 /* The job's checkpoint stores (blocking: ZooKeeper), then its latest

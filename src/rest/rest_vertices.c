@@ -706,10 +706,12 @@ rest_vertex_view(struct rest_server *rs, struct MHD_Connection *c, const spate_i
     }
     /* spate keeps each subtask's current attempt: an earlier one is gone. */
     if (attempt >= 0 && attempt != s->attempt) {
+        /* s lives in f's reply: answered before f goes. */
+        ret = rest_error(c, MHD_HTTP_NOT_FOUND,
+                         "Attempt %ld of subtask %ld is not known (the current one is %d).",
+                         attempt, index, s->attempt);
         rpc_future_unref(f);
-        return rest_error(c, MHD_HTTP_NOT_FOUND,
-                          "Attempt %ld of subtask %ld is not known (the current one is %d).",
-                          attempt, index, s->attempt);
+        return ret;
     }
     store = metric_fetcher_acquire(rs->metrics, NULL);
     if (n == 1 && strcmp(parts[0], "accumulators") == 0) {

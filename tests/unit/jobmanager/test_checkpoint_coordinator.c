@@ -57,6 +57,8 @@ static struct {
     int nmsgs;
     char failure[1024];
     int nfailures;
+    bool deposed;      /* confirm_leadership fails */
+    int confirmations; /* confirm_leadership calls */
 } F;
 
 static char dir[256];
@@ -135,8 +137,19 @@ f_fail_job(void *owner, const char *reason)
     F.nfailures++;
 }
 
+static int
+f_confirm_leadership(void *owner, spate_error *err)
+{
+    (void)owner;
+    F.confirmations++;
+    if (F.deposed)
+        return spate_error_set(err, SPATE_ESTATE, "leadership was revoked");
+    return 0;
+}
+
 static const struct checkpoint_coordinator_ops fake_ops = {
-    f_schedule, f_cancel, f_run_blocking, f_now, f_trigger, f_notify, f_fail_job,
+    f_schedule, f_cancel, f_run_blocking, f_now,
+    f_trigger,  f_notify, f_fail_job,     f_confirm_leadership,
 };
 
 /* Runs the timers due up to now + ms, in order, then sets the clock. */
@@ -1071,6 +1084,42 @@ Test(checkpoint_coordinator, the_end_of_the_job_deletes_its_checkpoints_unless_r
     checkpoint_coordinator_shutdown(j.cc, CC_JOB_FAILED);
     drain();
     cr_assert(exists(chk_dir(&j, 1)));
+    job_end(&j);
+}
+
+/* A JobMaster paused while another JobManager took over its job, whose job
+ * then ended here (e2e/chaos_faults: a SIGSTOPped leader without restarts):
+ * deleting the job's checkpoints and id counter would reset the new
+ * leader's counter, whose next checkpoints the tasks then ignored as old,
+ * and the job never ended. Leadership is confirmed first. */
+Test(checkpoint_coordinator, a_deposed_leader_leaves_the_checkpoints_to_the_new_one)
+{
+    struct job j;
+
+    job_start(&j, NULL, 1);
+    checkpoint_coordinator_start(j.cc);
+    tick();
+    ack_all(&j, 1);
+    drain();
+    F.deposed = true;
+    checkpoint_coordinator_shutdown(j.cc, CC_JOB_FAILED);
+    drain();
+    cr_assert_eq(F.confirmations, 1);
+    cr_assert(exists(chk_dir(&j, 1)));
+    job_end(&j);
+
+    /* Still the leader: deleted as before (after confirming). */
+    timers_free();
+    memset(&F, 0, sizeof F);
+    job_start(&j, NULL, 1);
+    checkpoint_coordinator_start(j.cc);
+    tick();
+    ack_all(&j, 1);
+    drain();
+    checkpoint_coordinator_shutdown(j.cc, CC_JOB_FINISHED);
+    drain();
+    cr_assert_eq(F.confirmations, 1);
+    cr_assert_not(exists(chk_dir(&j, 1)));
     job_end(&j);
 }
 
