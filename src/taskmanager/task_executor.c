@@ -1025,35 +1025,63 @@ teh_request_metric_dump(struct rpc_endpoint *ep, const Cluster__Ack *req, struct
     metric_query_dump_release(&dump);
 }
 
-/* Flink's requestThreadDump: every thread's name and native stack. */
+/* Flink's requestThreadDump: every thread's name and native stack, taken
+ * and symbolized on a worker (the loop keeps answering heartbeats). */
+struct te_dump {
+    struct rpc_call *call;
+    struct thread_stack *t;
+    size_t n;
+    int rc;
+    spate_error err;
+};
+
+static void
+te_dump_work(void *arg)
+{
+    struct te_dump *w = arg;
+
+    w->rc = thread_dump_collect(&w->t, &w->n, &w->err);
+}
+
+static void
+te_dump_done(void *arg)
+{
+    struct te_dump *w = arg;
+    Cluster__ThreadDump out = CLUSTER__THREAD_DUMP__INIT;
+
+    if (w->rc != 0) {
+        rpc_call_fail(w->call, w->err.code, "%s", w->err.message);
+        free(w);
+        return;
+    }
+    out.threads = xcalloc(w->n + 1, sizeof *out.threads);
+    for (size_t i = 0; i < w->n; i++) {
+        out.threads[i] = xmalloc(sizeof *out.threads[i]);
+        cluster__thread_stack__init(out.threads[i]);
+        out.threads[i]->name = w->t[i].name;
+        out.threads[i]->tid = w->t[i].tid;
+        out.threads[i]->text = w->t[i].text;
+    }
+    out.n_threads = w->n;
+    rpc_call_reply(w->call, &out.base);
+    for (size_t i = 0; i < w->n; i++)
+        free(out.threads[i]);
+    free(out.threads);
+    thread_dump_free(w->t, w->n);
+    free(w);
+}
+
 static void
 teh_request_thread_dump(struct rpc_endpoint *ep, const Cluster__Ack *req, struct rpc_call *call)
 {
-    Cluster__ThreadDump out = CLUSTER__THREAD_DUMP__INIT;
-    struct thread_stack *t;
-    spate_error err = { 0 };
-    size_t n;
+    struct te_dump *w = xcalloc(1, sizeof *w);
 
-    UNUSED(ep);
     UNUSED(req);
-    if (thread_dump_collect(&t, &n, &err) != 0) {
-        rpc_call_fail(call, err.code, "%s", err.message);
-        return;
+    w->call = call;
+    if (rpc_endpoint_run_blocking(ep, te_dump_work, te_dump_done, w) != 0) {
+        rpc_call_fail(call, SPATE_EAGAIN, "requestThreadDump: no worker thread");
+        free(w);
     }
-    out.threads = xcalloc(n + 1, sizeof *out.threads);
-    for (size_t i = 0; i < n; i++) {
-        out.threads[i] = xmalloc(sizeof *out.threads[i]);
-        cluster__thread_stack__init(out.threads[i]);
-        out.threads[i]->name = t[i].name;
-        out.threads[i]->tid = t[i].tid;
-        out.threads[i]->text = t[i].text;
-    }
-    out.n_threads = n;
-    rpc_call_reply(call, &out.base);
-    for (size_t i = 0; i < n; i++)
-        free(out.threads[i]);
-    free(out.threads);
-    thread_dump_free(t, n);
 }
 
 /* Flink's requestLogList: the files of the TaskManager's log folder. */
@@ -1112,51 +1140,38 @@ teh_request_log_file(struct rpc_endpoint *ep, const Cluster__LogFileRequest *req
 }
 
 /* Flink's requestThreadInfoSamples: num_samples stacks of each running
- * task thread of the vertex, delay_ms apart (bounded: the loop waits),
- * symbolized, outermost frame first. */
+ * task thread of the vertex, delay_ms apart (bounded), symbolized,
+ * outermost frame first. The sampling and the symbolizing (seconds under
+ * ASan) run on a worker: the loop keeps answering heartbeats meanwhile. */
+struct te_sampling {
+    struct rpc_call *call;
+    int tids[TE_SAMPLE_MAX_THREADS], subtasks[TE_SAMPLE_MAX_THREADS], nthreads;
+    int rounds, delay_ms;
+    Cluster__ThreadSamples out;
+};
+
 static void
-teh_request_thread_samples(struct rpc_endpoint *ep, const Cluster__ThreadSamplesRequest *req,
-                           struct rpc_call *call)
+te_sampling_work(void *arg)
 {
-    struct task_executor *te = te_of(ep);
-    Cluster__ThreadSamples out = CLUSTER__THREAD_SAMPLES__INIT;
-    struct thread_symbolizer *sym;
-    int tids[TE_SAMPLE_MAX_THREADS], subtasks[TE_SAMPLE_MAX_THREADS], nthreads = 0;
-    int rounds = req->num_samples > 0 ? MIN(req->num_samples, TE_SAMPLE_MAX_ROUNDS) : 1;
-    int delay_ms = MIN(MAX(req->delay_ms, 0), TE_SAMPLE_MAX_DELAY_MS);
-    spate_id job, vertex;
+    struct te_sampling *w = arg;
+    Cluster__ThreadSamples *out = &w->out;
+    struct thread_symbolizer *sym = thread_symbolizer_new();
 
-    if (!gw_id_get(&req->job_id, &job) || !gw_id_get(&req->vertex_id, &vertex)) {
-        rpc_call_fail(call, SPATE_EINVAL, "requestThreadInfoSamples: malformed ids");
-        return;
-    }
-    for (struct te_task *tt = te->tasks; tt != NULL && nthreads < TE_SAMPLE_MAX_THREADS;
-         tt = tt->next) {
-        spate_id v;
-        int subtask, tid;
-
-        if (id_equal(task_job_id(tt->task), &job) && task_thread(tt->task, &v, &subtask, &tid) &&
-            id_equal(&v, &vertex)) {
-            tids[nthreads] = tid;
-            subtasks[nthreads++] = subtask;
-        }
-    }
-    sym = thread_symbolizer_new();
-    out.samples = xcalloc((size_t)(rounds * nthreads) + 1, sizeof *out.samples);
-    for (int r = 0; r < rounds && nthreads > 0; r++) {
-        if (r > 0 && delay_ms > 0)
-            usleep((useconds_t)delay_ms * 1000);
-        for (int i = 0; i < nthreads; i++) {
+    out->samples = xcalloc((size_t)(w->rounds * w->nthreads) + 1, sizeof *out->samples);
+    for (int r = 0; r < w->rounds && w->nthreads > 0; r++) {
+        if (r > 0 && w->delay_ms > 0)
+            usleep((useconds_t)w->delay_ms * 1000);
+        for (int i = 0; i < w->nthreads; i++) {
             void *frames[64];
             bool on_cpu;
-            int nf = thread_dump_sample(tids[i], frames, 64, &on_cpu);
+            int nf = thread_dump_sample(w->tids[i], frames, 64, &on_cpu);
             Cluster__ThreadSample *smp;
 
             if (nf <= 2)
                 continue;
             smp = xmalloc(sizeof *smp);
             cluster__thread_sample__init(smp);
-            smp->subtask = subtasks[i];
+            smp->subtask = w->subtasks[i];
             smp->on_cpu = on_cpu;
             /* The two innermost frames are the signal handler's own. */
             smp->n_frames = (size_t)(nf - 2);
@@ -1167,18 +1182,61 @@ teh_request_thread_samples(struct rpc_endpoint *ep, const Cluster__ThreadSamples
                 thread_symbolize(sym, frames[f], name, sizeof name);
                 smp->frames[k] = xstrdup(name);
             }
-            out.samples[out.n_samples++] = smp;
+            out->samples[out->n_samples++] = smp;
         }
     }
     thread_symbolizer_free(sym);
-    rpc_call_reply(call, &out.base);
-    for (size_t i = 0; i < out.n_samples; i++) {
-        for (size_t f = 0; f < out.samples[i]->n_frames; f++)
-            free(out.samples[i]->frames[f]);
-        free(out.samples[i]->frames);
-        free(out.samples[i]);
+}
+
+static void
+te_sampling_done(void *arg)
+{
+    struct te_sampling *w = arg;
+    Cluster__ThreadSamples *out = &w->out;
+
+    rpc_call_reply(w->call, &out->base);
+    for (size_t i = 0; i < out->n_samples; i++) {
+        for (size_t f = 0; f < out->samples[i]->n_frames; f++)
+            free(out->samples[i]->frames[f]);
+        free(out->samples[i]->frames);
+        free(out->samples[i]);
     }
-    free(out.samples);
+    free(out->samples);
+    free(w);
+}
+
+static void
+teh_request_thread_samples(struct rpc_endpoint *ep, const Cluster__ThreadSamplesRequest *req,
+                           struct rpc_call *call)
+{
+    struct task_executor *te = te_of(ep);
+    struct te_sampling *w;
+    spate_id job, vertex;
+
+    if (!gw_id_get(&req->job_id, &job) || !gw_id_get(&req->vertex_id, &vertex)) {
+        rpc_call_fail(call, SPATE_EINVAL, "requestThreadInfoSamples: malformed ids");
+        return;
+    }
+    w = xcalloc(1, sizeof *w);
+    cluster__thread_samples__init(&w->out);
+    w->call = call;
+    w->rounds = req->num_samples > 0 ? MIN(req->num_samples, TE_SAMPLE_MAX_ROUNDS) : 1;
+    w->delay_ms = MIN(MAX(req->delay_ms, 0), TE_SAMPLE_MAX_DELAY_MS);
+    for (struct te_task *tt = te->tasks; tt != NULL && w->nthreads < TE_SAMPLE_MAX_THREADS;
+         tt = tt->next) {
+        spate_id v;
+        int subtask, tid;
+
+        if (id_equal(task_job_id(tt->task), &job) && task_thread(tt->task, &v, &subtask, &tid) &&
+            id_equal(&v, &vertex)) {
+            w->tids[w->nthreads] = tid;
+            w->subtasks[w->nthreads++] = subtask;
+        }
+    }
+    if (rpc_endpoint_run_blocking(ep, te_sampling_work, te_sampling_done, w) != 0) {
+        rpc_call_fail(call, SPATE_EAGAIN, "requestThreadInfoSamples: no worker thread");
+        free(w);
+    }
 }
 
 static void
