@@ -23,6 +23,7 @@
 #include "core/fs.h"
 #include "core/id.h"
 #include "core/log.h"
+#include "core/tmp_dir.h"
 #include "core/clock.h"
 #include "core/util.h"
 #include "rpc/handshake.h"
@@ -59,8 +60,9 @@ struct blob_server {
     int64_t handshake_timeout_ms;
     struct log_ratelimit refusals;
     bool stopping;
-    char *dir;
-    char *ha_dir; /* the HA blob store's folder, or NULL */
+    struct tmp_dir tmp; /* the folder of its blobs */
+    const char *dir;    /* tmp.path */
+    char *ha_dir;       /* the HA blob store's folder, or NULL */
     char address[300];
     int64_t max_size;
     char *secret;
@@ -78,10 +80,8 @@ blob_server_options_from_config(const struct config *conf, struct blob_server_op
 
     memset(o, 0, sizeof *o);
     if (config_get_string(conf, CFG(BLOB_STORAGE_DIRECTORY), &o->storage_dir, NULL) != 0 ||
-        o->storage_dir == NULL) {
-        if ((rc = config_get_string(conf, CFG(IO_TMP_DIRS), &o->storage_dir, err)) != 0)
-            return rc;
-    }
+        o->storage_dir == NULL)
+        o->storage_dir = tmp_dir_base(conf, o->storage_buf, sizeof o->storage_buf);
     if ((rc = config_get_string(conf, CFG(BLOB_SERVER_PORT), &o->port, err)) != 0 ||
         (rc = config_get_memory_bytes(conf, CFG(BLOB_MAX_SIZE), &max, err)) != 0)
         return rc;
@@ -541,7 +541,6 @@ int
 blob_server_start(const struct blob_server_options *o, struct blob_server **out, spate_error *err)
 {
     struct blob_server *bs = xcalloc(1, sizeof *bs);
-    spate_id unique;
     int rc;
 
     pthread_mutex_init(&bs->lock, NULL);
@@ -555,15 +554,12 @@ blob_server_start(const struct blob_server_options *o, struct blob_server **out,
     bs->handshake_timeout_ms = o->handshake_timeout_ms > 0 ? o->handshake_timeout_ms : 10000;
     bs->hs = xcalloc((size_t)bs->max_handshaking, sizeof *bs->hs);
     bs->secret = o->secret != NULL && *o->secret ? xstrdup(o->secret) : NULL;
-    id_random(&unique);
-    bs->dir = xasprintf("%s/spate-blobs-%s", o->storage_dir, id_str(&unique).s);
-    if (mkdir(bs->dir, 0700) != 0) {
-        rc = spate_error_set(err, -errno, "cannot make the BlobServer's folder '%s': %s", bs->dir,
-                             spate_strerror(-errno));
-        free(bs->dir);
-        bs->dir = NULL;
+    bs->tmp.lock_fd = -1;
+    if ((rc = tmp_dir_make(o->storage_dir, "blobs", &bs->tmp, err)) != 0) {
+        spate_error_wrap(err, "the BlobServer's folder");
         goto fail;
     }
+    bs->dir = bs->tmp.path;
     if ((rc = blob_listen(bs, o, err)) != 0)
         goto fail;
     if (pipe2(bs->wake, O_CLOEXEC) != 0 ||
@@ -583,9 +579,7 @@ fail:
     }
     if (bs->listen_fd >= 0)
         close(bs->listen_fd);
-    if (bs->dir != NULL)
-        rmdir(bs->dir);
-    free(bs->dir);
+    tmp_dir_remove(&bs->tmp);
     free(bs->secret);
     free(bs->ha_dir);
     free(bs->hs);
@@ -978,10 +972,9 @@ blob_server_stop(struct blob_server *bs)
         }
         blob_entry_free(e);
     }
-    rmdir(bs->dir);
+    tmp_dir_remove(&bs->tmp);
     close(bs->wake[0]);
     close(bs->wake[1]);
-    free(bs->dir);
     free(bs->secret);
     free(bs->ha_dir);
     free(bs->hs);

@@ -36,6 +36,7 @@ struct blob_server;
 
 struct blob_server_options {
     const char *storage_dir; /* a folder of its own is made inside */
+    char storage_buf[512];   /* storage_dir when it is io.tmp.dirs' first */
     const char *bind_host;
     const char *port;            /* a port or range; "0": ephemeral */
     const char *advertised_host; /* what TaskManagers connect to */

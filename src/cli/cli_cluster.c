@@ -13,6 +13,7 @@
 
 #include "cli/cli_cluster.h"
 #include "core/log.h"
+#include "core/tmp_dir.h"
 #include "core/util.h"
 #include "blob/blob_server.h"
 #include "ha/ha_services.h"
@@ -257,6 +258,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
     p.exit_fd = eventfd(0, EFD_CLOEXEC);
+    tmp_dir_sweep_config(conf);
 
     if (config_get_string(conf, CFG(JOBMANAGER_BIND_HOST), &bind_host, &err) != 0 ||
         config_get_string(conf, CFG(JOBMANAGER_RPC_ADDRESS), &adv, &err) != 0 ||
@@ -374,5 +376,6 @@ cli_taskmanager(const struct config *conf, int argc, char **argv)
         fprintf(stderr, "spate taskmanager: --count must be 1 to 100000\n");
         return 2;
     }
+    tmp_dir_sweep_config(conf);
     return taskmanager_run(conf, count);
 }

@@ -62,8 +62,8 @@ struct config_option {
     X(TASK_CANCELLATION_TIMEOUT, "task.cancellation.timeout", DURATION, "180 s", 0,                \
       CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
       "a task that does not stop this long after cancel ends its TaskManager (0: never)")          \
-    X(IO_TMP_DIRS, "io.tmp.dirs", STRING, "/tmp", 0, 0, NULL, NULL,                                \
-      "folder for temporary files (the TaskManager's copies of job libraries)")                    \
+    X(IO_TMP_DIRS, "io.tmp.dirs", STRING, NULL, 0, 0, NULL, NULL,                                  \
+      "folder for temporary files (default: $TMPDIR, else /tmp)")                                  \
     X(LOCAL_NUMBER_TASKMANAGER, "local.number-taskmanager", INT, "1", 1, 1024, NULL, NULL,         \
       "TaskManagers of the embedded mini cluster (spate run --local)")                             \
     /* RPC */                                                                                      \

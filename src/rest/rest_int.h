@@ -15,6 +15,7 @@
 #include "blob/blob_server.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/tmp_dir.h"
 #include "rest/metric_fetcher.h"
 #include "rpc/gateways.h"
 #include "rpc/service.h"
@@ -36,7 +37,8 @@ struct rest_server {
     bool submit_enabled;     /* web.submit.enable */
     int64_t max_body;        /* rest.server.max-content-length */
     int64_t plan_timeout_ms; /* web.submit.timeout */
-    char *upload_dir;        /* uploaded job libraries (/jars), ours alone */
+    struct tmp_dir web_dir;  /* ours alone (tmp_dir.h): upload_dir, incoming_dir */
+    char *upload_dir;        /* uploaded job libraries (/jars) */
     char *incoming_dir;      /* request bodies being received */
     char *self_exe;          /* the spate executable, for plan-only children */
     struct metric_fetcher *metrics;

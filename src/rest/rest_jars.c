@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "core/id.h"
 #include "core/log.h"
+#include "core/tmp_dir.h"
 #include "core/util.h"
 #include "rest/rest_int.h"
 
@@ -29,50 +30,20 @@ extern char **environ;
 #define REST_CHILD_MAX_RESULT (256 << 20)
 #define REST_CHILD_STDERR_MAX 4000
 
-static void
-rest_rm_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        char *path;
-
-        if (e->d_name[0] == '.')
-            continue;
-        path = xasprintf("%s/%s", dir, e->d_name);
-        unlink(path);
-        free(path);
-    }
-    if (d != NULL)
-        closedir(d);
-    rmdir(dir);
-}
-
 int
 rest_jars_start(struct rest_server *rs, spate_error *err)
 {
     const char *base = NULL;
-    char exe[PATH_MAX];
-    spate_id unique;
-    char *web;
+    char exe[PATH_MAX], buf[512];
     ssize_t n;
     int rc;
 
     if (config_get_string(rs->conf, CFG(WEB_UPLOAD_DIR), &base, NULL) != 0 || base == NULL)
-        if ((rc = config_get_string(rs->conf, CFG(IO_TMP_DIRS), &base, err)) != 0)
-            return rc;
-    id_random(&unique);
-    web = xasprintf("%s/spate-web-%s", base, id_str(&unique).s);
-    if (mkdir(web, 0700) != 0) {
-        rc = spate_error_set(err, -errno, "cannot make the upload folder '%s' (web.upload.dir): %s",
-                             web, spate_strerror(-errno));
-        free(web);
-        return rc;
-    }
-    rs->upload_dir = xasprintf("%s/jars", web);
-    rs->incoming_dir = xasprintf("%s/incoming", web);
-    free(web);
+        base = tmp_dir_base(rs->conf, buf, sizeof buf);
+    if ((rc = tmp_dir_make(base, "web", &rs->web_dir, err)) != 0)
+        return spate_error_wrap(err, "the upload folder (web.upload.dir)");
+    rs->upload_dir = xasprintf("%s/jars", rs->web_dir.path);
+    rs->incoming_dir = xasprintf("%s/incoming", rs->web_dir.path);
     mkdir(rs->upload_dir, 0700);
     mkdir(rs->incoming_dir, 0700);
     n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -84,15 +55,9 @@ rest_jars_start(struct rest_server *rs, spate_error *err)
 void
 rest_jars_stop(struct rest_server *rs)
 {
-    char *web;
-
     if (rs->upload_dir == NULL)
         return;
-    web = xstrndup(rs->upload_dir, strlen(rs->upload_dir) - strlen("/jars"));
-    rest_rm_files(rs->upload_dir);
-    rest_rm_files(rs->incoming_dir);
-    rmdir(web);
-    free(web);
+    tmp_dir_remove(&rs->web_dir);
     free(rs->upload_dir);
     free(rs->incoming_dir);
     free(rs->self_exe);

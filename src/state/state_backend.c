@@ -5,6 +5,7 @@
 
 #include "core/alloc.h"
 #include "core/config_options.h"
+#include "core/tmp_dir.h"
 #include "state/heap_keyed_backend.h"
 #include "state/rocksdb_keyed_backend.h"
 #include "state/state_backend.h"
@@ -14,7 +15,7 @@ state_backend_options_from_config(const struct config *conf, struct state_backen
                                   spate_error *err)
 {
     struct config *defaults = conf == NULL ? config_new() : NULL;
-    const char *dir = NULL, *tmp = NULL;
+    const char *dir = NULL;
     uint64_t cache = 0, wb = 0;
     int type = 0, rc;
 
@@ -34,10 +35,7 @@ state_backend_options_from_config(const struct config *conf, struct state_backen
         dir != NULL && *dir) {
         snprintf(o->localdir, sizeof o->localdir, "%s", dir);
     } else {
-        /* The first folder of io.tmp.dirs ("a;b" from a YAML list, or "a:b"). */
-        if (config_get_string(conf, CFG(IO_TMP_DIRS), &tmp, NULL) != 0 || tmp == NULL || !*tmp)
-            tmp = "/tmp";
-        snprintf(o->localdir, sizeof o->localdir, "%.*s", (int)strcspn(tmp, ";:,"), tmp);
+        tmp_dir_base(conf, o->localdir, sizeof o->localdir);
     }
 out:
     config_free(defaults);

@@ -7,6 +7,7 @@
 #include "checkpoint/checkpoint_storage.h"
 #include "core/alloc.h"
 #include "core/log.h"
+#include "core/tmp_dir.h"
 #include "streaming/job_settings.h"
 
 static const char *const restart_names[] = { "none", "fixed-delay", "exponential-delay",
@@ -74,19 +75,12 @@ absolute_dir(const char *key, const char *value, char **out, spate_error *err)
     return 0;
 }
 
-/* The first folder of io.tmp.dirs ("a;b" from a YAML list, or "a:b"). */
 static char *
 default_checkpoints_dir(const struct config *conf)
 {
-    const char *tmp = "/tmp";
-    size_t n;
+    char buf[512];
 
-    if (conf != NULL)
-        config_get_string(conf, CFG(IO_TMP_DIRS), &tmp, NULL);
-    if (tmp == NULL || *tmp == '\0')
-        tmp = "/tmp";
-    n = strcspn(tmp, ";:,");
-    return xasprintf("%.*s/spate-checkpoints", (int)n, tmp);
+    return xasprintf("%s/spate-checkpoints", tmp_dir_base(conf, buf, sizeof buf));
 }
 
 static void

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/tmp_dir.h"
 #include "taskmanager/library_cache.h"
 
 struct lib_entry {
@@ -24,45 +25,45 @@ struct library_cache {
     pthread_mutex_t lock; /* guards entries and their fields */
     pthread_cond_t loaded;
     struct lib_entry *entries;
-    char *copy_dir;
+    struct tmp_dir tmp; /* the libraries' copies, and the BlobCache's blobs */
     struct blob_cache *blobs;
 };
 
-struct library_cache *
-library_cache_new(const char *copy_dir, const char *secret, int64_t max_blob_bytes)
+int
+library_cache_new(const char *base, const char *secret, int64_t max_blob_bytes,
+                  struct library_cache **out, spate_error *err)
 {
     struct library_cache *c = xcalloc(1, sizeof *c);
     char *blobs;
+    int rc;
 
+    if ((rc = tmp_dir_make(base, "libraries", &c->tmp, err)) != 0) {
+        free(c);
+        return spate_error_wrap(err, "the job libraries' folder");
+    }
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->loaded, NULL);
-    c->copy_dir = xstrdup(copy_dir);
-    mkdir(copy_dir, 0700);
-    blobs = xasprintf("%s/blobs", copy_dir);
+    blobs = xasprintf("%s/blobs", c->tmp.path);
     c->blobs = blob_cache_new(blobs, secret, max_blob_bytes);
     free(blobs);
-    return c;
+    *out = c;
+    return 0;
 }
 
 int
-library_cache_from_config(const struct config *conf, const char *name, struct library_cache **out,
-                          spate_error *err)
+library_cache_from_config(const struct config *conf, struct library_cache **out, spate_error *err)
 {
     const char *dir = NULL, *secret = NULL;
+    char buf[512];
     uint64_t max;
-    char *path;
     int rc;
 
     if (config_get_string(conf, CFG(BLOB_STORAGE_DIRECTORY), &dir, NULL) != 0 || dir == NULL)
-        if ((rc = config_get_string(conf, CFG(IO_TMP_DIRS), &dir, err)) != 0)
-            return rc;
+        dir = tmp_dir_base(conf, buf, sizeof buf);
     if ((rc = config_get_memory_bytes(conf, CFG(BLOB_MAX_SIZE), &max, err)) != 0)
         return rc;
     config_get_string(conf, CFG(SECURITY_RPC_SECRET), &secret, NULL);
-    path = xasprintf("%s/spate-libraries-%s", dir, name);
-    *out = library_cache_new(path, secret, (int64_t)max);
-    free(path);
-    return 0;
+    return library_cache_new(dir, secret, (int64_t)max, out, err);
 }
 
 static void
@@ -88,8 +89,7 @@ library_cache_free(struct library_cache *c)
     blob_cache_free(c->blobs);
     pthread_cond_destroy(&c->loaded);
     pthread_mutex_destroy(&c->lock);
-    rmdir(c->copy_dir); /* empty once every copy is closed */
-    free(c->copy_dir);
+    tmp_dir_remove(&c->tmp);
     free(c);
 }
 
@@ -161,7 +161,7 @@ library_cache_acquire(struct library_cache *c, const spate_id *job, const char *
         rc = blob_cache_get(c->blobs, blob_server, sha256, &path, &load_err);
         e->have_blob = rc == 0;
         if (rc == 0)
-            rc = job_library_open(path, c->copy_dir, sha256, &lib, &load_err);
+            rc = job_library_open(path, c->tmp.path, sha256, &lib, &load_err);
         if (rc != 0 && e->have_blob) {
             blob_cache_release(c->blobs, e->key);
             e->have_blob = false;

@@ -18,15 +18,16 @@
 
 struct library_cache;
 
-/* copy_dir: where fetched blobs and per-job copies go (created if
- * missing); secret and max_blob_bytes as for the BlobCache. */
-struct library_cache *library_cache_new(const char *copy_dir, const char *secret,
-                                        int64_t max_blob_bytes);
-/* One from the configuration: a folder "spate-libraries-<name>" in
- * blob.storage.directory (else io.tmp.dirs), security.rpc.secret,
- * blob.max-size. */
-int library_cache_from_config(const struct config *conf, const char *name,
-                              struct library_cache **out, spate_error *err);
+/* Fetched blobs and per-job copies go into a folder of this process's
+ * under base ("spate-libraries-<id>", tmp_dir.h: removed when the cache is
+ * freed, swept after a kill); secret and max_blob_bytes as for the
+ * BlobCache. */
+int library_cache_new(const char *base, const char *secret, int64_t max_blob_bytes,
+                      struct library_cache **out, spate_error *err);
+/* One from the configuration: its folder in blob.storage.directory (else
+ * the first of io.tmp.dirs), security.rpc.secret, blob.max-size. */
+int library_cache_from_config(const struct config *conf, struct library_cache **out,
+                              spate_error *err);
 /* Every library must have been released. */
 void library_cache_free(struct library_cache *c);
 

@@ -90,8 +90,7 @@ tm_start_runtime(struct tm_process *p, const struct config *conf, spate_error *e
     nc.name = id_str(&p->o.resource_id).s;
     if ((rc = net_env_new(&nc, &p->net, err)) != 0)
         return rc;
-    if ((rc = library_cache_from_config(conf, id_str(&p->o.resource_id).s, &p->libraries, err)) !=
-        0)
+    if ((rc = library_cache_from_config(conf, &p->libraries, err)) != 0)
         return rc;
     p->o.net = p->net;
     p->o.libraries = p->libraries;

@@ -133,6 +133,7 @@ class ChaosCluster:
                 "-D", "high-availability.zookeeper.client.connection-timeout=5 s",
                 "-D", "high-availability.zookeeper.client.retry-wait=200 ms",
                 "-D", f"state.checkpoints.dir={self.checkpoints}",
+                "-D", f"io.tmp.dirs={self.tmp}",
                 "-D", "cluster.registration.error-delay=200 ms",
                 "-D", "cluster.registration.refused-registration-delay=200 ms",
                 *self.extra]

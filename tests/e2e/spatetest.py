@@ -95,8 +95,16 @@ class SpateTestCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="spate-e2e-")
         self.procs = []
+        # The processes it starts make their folders (io.tmp.dirs' default)
+        # in the test's: gone with it, even after a kill -9.
+        self._tmpdir = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = self.tmp
 
     def tearDown(self):
+        if self._tmpdir is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = self._tmpdir
         for p in self.procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)

@@ -30,6 +30,33 @@ class ClusterFaultTest(ClusterTestCase):
         jm.wait_log(r"TaskManager [0-9a-f]{32} at .* lost: connection lost")
         self.assertEqual(jm.count(r"lost: heartbeat timed out"), 0)
 
+    def test_folders_of_killed_processes_are_swept_at_the_next_start(self):
+        """Each process's folders in io.tmp.dirs (the test's, through
+        TMPDIR) are removed when it stops; those of a process killed by
+        kill -9 are removed by the next JobManager or TaskManager to start,
+        and those of live processes are kept."""
+        def folders(kind):
+            return sorted(n for n in os.listdir(self.tmp) if n.startswith(f"spate-{kind}-"))
+
+        jm = self.start_jobmanager()
+        tms = [self.start_taskmanager(slots=1) for _ in range(2)]
+        self.wait_overview(2, slots=2)
+        self.assertEqual(len(folders("blobs")), 1)
+        self.assertEqual(len(folders("libraries")), 2)
+        killed_libraries = set(folders("libraries"))
+        tms[0].kill()
+        jm.kill()
+        self.assertEqual(set(folders("libraries")), killed_libraries, "nothing removes them yet")
+        jm2 = self.start_jobmanager()
+        jm2.wait_log(r"removed '.*/spate-blobs-[0-9a-f]{32}', left by a process that is gone")
+        self.assertEqual(len(folders("blobs")), 1, "the new JobManager's own")
+        self.assertEqual(len(folders("libraries")), 1, "the live TaskManager's")
+        self.assertEqual(jm2.count(r"removed '.*/spate-libraries-"), 1)
+        # A TaskManager stopped by SIGTERM removes its own.
+        tms[1].signal(signal.SIGTERM)
+        tms[1].popen.wait(timeout=30)
+        self.assertEqual(folders("libraries"), [])
+
     def test_lost_taskmanager_is_told_to_its_jobmaster(self):
         jm = self.start_jobmanager()
         tms = [self.start_taskmanager(slots=2) for _ in range(2)]
