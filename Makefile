@@ -6,9 +6,13 @@
 # make asan, make tsan, make format, make clean.
 
 JOBS ?= $(shell nproc)
+# ctest's slots: two per core. Most e2e tests wait on processes that idle;
+# those that keep the cores busy take more slots (PROCESSORS in
+# cmake/spate.cmake's spate_e2e_test).
+TEST_JOBS ?= $(shell echo $$(( 2 * $$(nproc) )))
 CMAKE ?= cmake
 CTEST ?= ctest
-CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
+CTEST_FLAGS ?= --output-on-failure -j $(TEST_JOBS)
 PREFIX ?= /usr/local
 
 .DEFAULT_GOAL := build

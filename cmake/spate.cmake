@@ -151,29 +151,49 @@ function(spate_fuzz_target name)
                          ${SPATE_ASAN_DIR}/tests/fuzz/${name}
                          ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/${name} ${F_SECONDS})
         math(EXPR limit "${F_SECONDS} * 3 + 60")
-        set_tests_properties(fuzz/${name} PROPERTIES LABELS fuzz TIMEOUT ${limit})
+        # A fuzzer keeps a core busy for its whole time: it counts as two
+        # of ctest's -j slots (the Makefile's TEST_JOBS), one core's worth.
+        set_tests_properties(fuzz/${name} PROPERTIES LABELS fuzz TIMEOUT ${limit} PROCESSORS 2)
     endif()
 endfunction()
 
-# spate_e2e_test(<name> COMMAND ... [TIMEOUT s] [RELEASE_ONLY])
+# spate_e2e_test(<name> COMMAND ... [TIMEOUT s] [RELEASE_ONLY] [PROCESSORS n]
+#                [COST s])
 # RELEASE_ONLY: no asan-e2e/ twin (a test of what only the Release build
-# has, such as its installation).
+# has, such as its installation). PROCESSORS: ctest -j slots the test takes
+# (default 1). The Makefile runs ctest with two slots per core: most e2e
+# tests wait on processes that idle (rate-limited jobs, timeouts), and a
+# test whose processes keep the cores busy (a broker, a cluster of six
+# processes, full-speed jobs) says so with 2 to 4. COST: about how long it
+# takes (seconds); ctest starts the longest first, so that they do not end
+# a run alone.
 function(spate_e2e_test name)
-    cmake_parse_arguments(E "RELEASE_ONLY" "TIMEOUT" "COMMAND" ${ARGN})
+    cmake_parse_arguments(E "RELEASE_ONLY" "TIMEOUT;PROCESSORS;COST" "COMMAND" ${ARGN})
     if(SPATE_SANITIZE)
         return()
     endif()
     if(NOT E_TIMEOUT)
         set(E_TIMEOUT 120)
     endif()
+    if(NOT E_PROCESSORS)
+        set(E_PROCESSORS 1)
+    endif()
     add_test(NAME e2e/${name} COMMAND ${E_COMMAND})
     set_tests_properties(e2e/${name} PROPERTIES LABELS e2e TIMEOUT ${E_TIMEOUT}
+        PROCESSORS ${E_PROCESSORS}
         ENVIRONMENT "SPATE_BUILD=${CMAKE_BINARY_DIR};SPATE_SOURCE=${PROJECT_SOURCE_DIR}")
+    if(E_COST)
+        set_tests_properties(e2e/${name} PROPERTIES COST ${E_COST})
+    endif()
     if(SPATE_SANITIZER_SUITES AND NOT E_RELEASE_ONLY)
         # The same test against build-asan's spate (ASan+UBSan, debug
         # assertions such as the executing RPC endpoint's).
         add_test(NAME asan-e2e/${name} COMMAND ${E_COMMAND})
+        if(E_COST)
+            set_tests_properties(asan-e2e/${name} PROPERTIES COST ${E_COST})
+        endif()
         set_tests_properties(asan-e2e/${name} PROPERTIES LABELS asan TIMEOUT ${E_TIMEOUT}
+            PROCESSORS ${E_PROCESSORS}
             ENVIRONMENT "SPATE_BUILD=${SPATE_ASAN_DIR};SPATE_SOURCE=${PROJECT_SOURCE_DIR};ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
     endif()
 endfunction()
