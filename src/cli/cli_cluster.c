@@ -258,6 +258,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
     p.exit_fd = eventfd(0, EFD_CLOEXEC);
+    config_warn_misspelled(conf);
     tmp_dir_sweep_config(conf);
 
     if (config_get_string(conf, CFG(JOBMANAGER_BIND_HOST), &bind_host, &err) != 0 ||
@@ -376,6 +377,7 @@ cli_taskmanager(const struct config *conf, int argc, char **argv)
         fprintf(stderr, "spate taskmanager: --count must be 1 to 100000\n");
         return 2;
     }
+    config_warn_misspelled(conf);
     tmp_dir_sweep_config(conf);
     return taskmanager_run(conf, count);
 }

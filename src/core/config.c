@@ -11,6 +11,8 @@
 
 #include "core/alloc.h"
 #include "core/config.h"
+#include "core/log.h"
+#include "core/nearest.h"
 #include "core/util.h"
 
 struct config_entry {
@@ -898,4 +900,42 @@ config_key_is_sensitive(const char *key)
         if (strcasestr(key, words[i]) != NULL)
             return true;
     return false;
+}
+
+int
+config_warn_misspelled(const struct config *conf)
+{
+    const char *known[2 * CONFIG_OPTION_COUNT];
+    size_t nknown = 0;
+    int warned = 0;
+
+    for (size_t i = 0; i < CONFIG_OPTION_COUNT; i++) {
+        known[nknown++] = config_options[i].key;
+        if (config_options[i].fallback_key != NULL)
+            known[nknown++] = config_options[i].fallback_key;
+    }
+    for (size_t i = 0; i < config_count(conf); i++) {
+        const char *key, *value, *origin, *near;
+        bool is_known = false;
+
+        config_entry(conf, i, &key, &value, &origin);
+        for (size_t k = 0; k < nknown && !is_known; k++)
+            is_known = strcmp(key, known[k]) == 0;
+        if (is_known)
+            continue;
+        /* A slip of a letter or two; a longer key may hold a longer slip. */
+        near = nearest_name(key, known, nknown, MIN(3, MAX(1, (int)strlen(key) / 10)));
+        if (near != NULL && strcasecmp(near, key) != 0) {
+            SPATE_LOG_WARN("config", "unknown key '%s' (%s) is ignored: did you mean '%s'?", key,
+                           origin, near);
+            warned++;
+        } else if (near != NULL) {
+            SPATE_LOG_WARN("config",
+                           "unknown key '%s' (%s) is ignored: keys are case-sensitive; "
+                           "did you mean '%s'?",
+                           key, origin, near);
+            warned++;
+        }
+    }
+    return warned;
 }

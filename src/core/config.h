@@ -33,6 +33,12 @@ void config_set(struct config *conf, const char *key, const char *value, const c
 int config_apply_override(struct config *conf, const char *assignment, spate_error *err);
 /* Parses every known key that is set, so that a bad value fails at start-up. */
 int config_validate(const struct config *conf, spate_error *err);
+/* A key set that spate does not know but that is a few edits from one it
+ * does (a misspelling, which would otherwise leave the option at its
+ * default without a word): a warning naming both and where the key was
+ * set. Keys far from every known one (a connector's, a user's) pass. The
+ * number of warnings. */
+int config_warn_misspelled(const struct config *conf);
 
 /* Whether key holds a secret (a password, token, secret or credentials, not
  * a file that holds one): shown as CONFIG_HIDDEN, never passed on a command

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "core/alloc.h"
+#include "core/nearest.h"
 #include "core/util.h"
 #include "sql/sql_expr.h"
 #include "sql/sql_parser.h"
@@ -48,45 +49,10 @@ sql_error_in(spate_error *err, const char *script, size_t offset, json_t *node, 
     return sql_error_at(err, code, script, offset + (size_t)(loc >= 0 ? loc : 0), "%s", msg);
 }
 
-static int
-distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    int row[64], prev;
-
-    if (la >= 63 || lb >= 63)
-        return 99;
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        prev = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int cur = row[j];
-            int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
-
-            row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1), prev + cost);
-            prev = cur;
-        }
-    }
-    return row[lb];
-}
-
 const char *
 sql_nearest(const char *name, const char *const *names, int n)
 {
-    const char *best = NULL;
-    int best_d = 99, limit = MAX(2, (int)strlen(name) / 3);
-
-    for (int i = 0; i < n; i++) {
-        int d = distance(name, names[i]);
-
-        if (d < best_d) {
-            best_d = d;
-            best = names[i];
-        }
-    }
-    return best_d <= limit ? best : NULL;
+    return nearest_name(name, names, n > 0 ? (size_t)n : 0, MAX(2, (int)strlen(name) / 3));
 }
 
 /* ---- building the program ---- */

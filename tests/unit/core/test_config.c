@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/log.h"
 
 static struct config *
 load(const char *yaml, int expect_rc, spate_error *err)
@@ -407,4 +408,42 @@ Test(config_parse, ints_bools_ports)
     cr_assert_neq(config_parse_port_range("70000", &lo, &hi, &err), 0);
     cr_assert_neq(config_parse_port_range("80-", &lo, &hi, &err), 0);
     cr_assert_neq(config_parse_port_range("http", &lo, &hi, &err), 0);
+}
+
+/* A misspelled key would leave its option at the default without a word:
+ * a warning names the key, where it was set and the nearest known key;
+ * keys far from every known one (a connector's options) pass. */
+Test(config, a_misspelled_key_is_named_with_the_nearest_known_one)
+{
+    char path[] = "/tmp/spate-config-log-XXXXXX", text[4096];
+    spate_error err = { 0 };
+    struct config *c = load("taskmanager.numberOfTaskSlot: 4\n"
+                            "jobmanager.rpc.adress: jm1\n"
+                            "Rest.Port: 9000\n"
+                            "rest.port: 8081\n"
+                            "properties.bootstrap.servers: k:9092\n"
+                            "my.own.key: 1\n",
+                            0, &err);
+    FILE *f;
+    size_t n;
+    int fd = mkstemp(path);
+
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(log_open_file(path, &err), 0, "%s", err.message);
+    cr_assert_eq(config_warn_misspelled(c), 3);
+    log_close_file();
+    f = fopen(path, "r");
+    n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    unlink(path);
+    assert_contains(text, "unknown key 'taskmanager.numberOfTaskSlot' (test.yaml:1) is ignored: "
+                          "did you mean 'taskmanager.numberOfTaskSlots'?");
+    assert_contains(text, "did you mean 'jobmanager.rpc.address'?");
+    assert_contains(text, "unknown key 'Rest.Port' (test.yaml:3) is ignored: keys are "
+                          "case-sensitive; did you mean 'rest.port'?");
+    cr_assert_null(strstr(text, "bootstrap"));
+    cr_assert_null(strstr(text, "my.own.key"));
+    config_free(c);
 }
