@@ -33,6 +33,10 @@ def four_letter(port, word, timeout=1.0, address="127.0.0.1"):
         return None
 
 
+class PortTaken(Exception):
+    """Another process took the port chosen for ZooKeeper before it bound it."""
+
+
 class ZooKeeperServer:
     """start(), stop() (by pid), restart() on the same port and data.
 
@@ -46,25 +50,49 @@ class ZooKeeperServer:
         self.call = call or (lambda fn, *args: fn(*args))
         self.own_dir = workdir is None
         self.dir = workdir or tempfile.mkdtemp(prefix="spate-zk-")
+        # A port of its own choosing may be taken by another test between
+        # free_port() and ZooKeeper's bind: start() then tries another.
+        self.port_chosen = port is None
         self.port = port or free_port()
         self.tick_ms = tick_ms
         self.proc = None
-        os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        self.data = os.path.join(self.dir, "data")
+        os.makedirs(self.data, exist_ok=True)
         self.cfg = os.path.join(self.dir, "zoo.cfg")
+        self.write_cfg()
+
+    def write_cfg(self):
         with open(self.cfg, "w") as f:
-            f.write(f"tickTime={tick_ms}\n"
-                    f"dataDir={os.path.join(self.dir, 'data')}\n"
+            f.write(f"tickTime={self.tick_ms}\n"
+                    f"dataDir={self.data}\n"
                     f"clientPort={self.port}\n"
                     f"clientPortAddress={self.address}\n"
                     "admin.enableServer=false\n"
-                    "4lw.commands.whitelist=ruok,srvr,stat,cons\n"
+                    "4lw.commands.whitelist=ruok,srvr,stat,cons,conf\n"
                     "maxClientCnxns=0\n")
+
+    def answers(self):
+        """This server answers on its port: another test's ZooKeeper on a
+        port taken meanwhile would say "imok" too, so its data folder is
+        asked for."""
+        conf = self.call(four_letter, self.port, "conf", 0.5, self.address)
+        return conf is not None and f"dataDir={self.data}" in conf
 
     @property
     def quorum(self):
         return f"{self.address}:{self.port}"
 
     def start(self, timeout=60.0):
+        for attempt in range(5):
+            try:
+                return self.start_once(timeout)
+            except PortTaken:
+                self.port = free_port()
+                self.write_cfg()
+        raise RuntimeError(f"ZooKeeper found no free port in 5 attempts; see "
+                           f"{self.dir}/zookeeper.log")
+
+    def start_once(self, timeout):
         java = shutil.which("java")
         if java is None or not os.path.exists(ZOOKEEPER_JAR):
             raise RuntimeError("ZooKeeper needs Debian's zookeeper package and Java "
@@ -80,8 +108,11 @@ class ZooKeeperServer:
                 self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
-        while self.call(four_letter, self.port, "ruok", 0.5, self.address) != "imok":
+        while not self.answers():
             if self.proc.poll() is not None:
+                if self.port_chosen and self.call(four_letter, self.port, "ruok", 0.5,
+                                                  self.address) is not None:
+                    raise PortTaken()
                 raise RuntimeError(f"ZooKeeper exited with {self.proc.returncode}; see "
                                    f"{self.dir}/zookeeper.log")
             if time.monotonic() > deadline:
@@ -98,8 +129,9 @@ class ZooKeeperServer:
         self.proc = None
 
     def restart(self):
+        """On the same port: its clients know only that one."""
         self.stop()
-        return self.start()
+        return self.start_once(60.0)
 
     def close(self):
         self.stop()
