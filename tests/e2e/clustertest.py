@@ -184,3 +184,16 @@ class ClusterTestCase(SpateTestCase):
         status, body = self.rest(f"/jobs/{jid}")
         self.assertEqual(status, 200, body)
         return body
+
+    def run_detached(self, *args):
+        """Runs `spate run -d args...` on this cluster; the job's id."""
+        r = self.spate("run", "-m", f"127.0.0.1:{self.rest_port}", "-d", *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return job_id_of(r.stdout)
+
+    def wait_tasks_running(self, jid, timeout=60.0):
+        """Waits for every task of the job to run; returns its details."""
+        def running():
+            j = self.job(jid)
+            return j if j["tasks"]["running"] == j["tasks"]["total"] else None
+        return wait_for(running, timeout, f"every task of {jid} running")

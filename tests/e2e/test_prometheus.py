@@ -78,12 +78,8 @@ class PrometheusTest(ClusterTestCase):
         for port in ports[1:]:
             self.assertTrue(lo <= port <= lo + 50, (port, tm_range))
 
-        r = self.spate("run", "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", "2", JOB,
-                       "eventtime", "2000")
-        self.assertEqual(r.returncode, 0, r.stderr)
-        jid = job_id_of(r.stdout)
-        wait_for(lambda: self.job(jid)["tasks"]["running"] == self.job(jid)["tasks"]["total"],
-                 30, "every task running")
+        jid = self.run_detached("-p", "2", JOB, "eventtime", "2000")
+        self.wait_tasks_running(jid)
 
         # The reporter's own answer: Prometheus' text format, Flink's names.
         status, ctype, text = http_get(f"http://127.0.0.1:{ports[1]}/metrics")
