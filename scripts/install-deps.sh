@@ -35,6 +35,7 @@ openssh-client      ssh and ssh-keygen: start-cluster.sh's remote hosts, their t
 librdkafka-dev      Kafka client of the Kafka connector plugin (libspate_kafka.so)
 maven               fetches the Apache Kafka broker's jars for the Kafka tests (kafka_jars below)
 prometheus          Prometheus server that scrapes the reporters in test_prometheus.py
+chromium            headless browser of the dashboard's test (tests/e2e/test_dashboard.py)
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')

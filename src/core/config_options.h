@@ -120,6 +120,10 @@ struct config_option {
       CFG_NOLIMIT_HI, NULL, NULL, "largest request body, uploads included")                        \
     X(WEB_SUBMIT_ENABLE, "web.submit.enable", BOOL, "false", 0, 0, NULL, NULL,                     \
       "whether job libraries may be uploaded (/jars) and run over REST (spate: off by default)")   \
+    X(WEB_CANCEL_ENABLE, "web.cancel.enable", BOOL, "true", 0, 0, NULL, NULL,                      \
+      "whether the dashboard offers to cancel jobs (the REST API cancels either way, as Flink's)") \
+    X(WEB_REFRESH_INTERVAL, "web.refresh-interval", DURATION, "3 s", 100, CFG_NOLIMIT_HI, NULL,    \
+      NULL, "how often the dashboard fetches its figures again")                                   \
     X(REST_AUTHENTICATION_TOKEN_FILE, "rest.authentication.token-file", STRING, NULL, 0, 0, NULL,  \
       NULL,                                                                                        \
       "spate: bearer tokens, one a line; set, every REST request that changes something "          \

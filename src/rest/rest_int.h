@@ -26,6 +26,8 @@
 /* A log file over REST: at most its last 16 MB. */
 #define REST_LOG_MAX_BYTES (16u << 20)
 
+struct web_asset;
+
 struct rest_server {
     struct MHD_Daemon *daemon;
     int port;
@@ -35,6 +37,8 @@ struct rest_server {
     struct rpc_gateway *dispatcher;
     struct rpc_gateway *rm;
     bool submit_enabled;     /* web.submit.enable */
+    bool cancel_enabled;     /* web.cancel.enable: the dashboard's button */
+    int64_t refresh_ms;      /* web.refresh-interval: the dashboard's */
     int64_t max_body;        /* rest.server.max-content-length */
     int64_t plan_timeout_ms; /* web.submit.timeout */
     struct tmp_dir web_dir;  /* ours alone (tmp_dir.h): upload_dir, incoming_dir */
@@ -157,5 +161,16 @@ enum MHD_Result rest_vertex_view(struct rest_server *rs, struct MHD_Connection *
 /* The "vertices" of GET /jobs/:jobid (JobDetailsVertexInfo each); an empty
  * array when they cannot be had. */
 json_t *rest_job_vertices(struct rest_server *rs, const spate_id *job);
+
+/* rest_web.c: the dashboard's files (web/) for GET and HEAD of url; true
+ * with the answer queued into *ret when url is one of them, or a path that
+ * would leave the web root (404 saying so). */
+bool rest_web_route(struct MHD_Connection *c, const char *url, const char *method,
+                    enum MHD_Result *ret);
+/* The file of path ("/" is "/index.html"), or NULL: also for any path with
+ * a "." or ".." segment or a backslash. */
+const struct web_asset *rest_web_find(const char *path);
+/* Whether an Accept-Encoding header (may be NULL) takes gzip. */
+bool rest_web_takes_gzip(const char *accept_encoding);
 
 #endif

@@ -130,14 +130,15 @@ rest_overview(struct rest_request *rq)
 static enum MHD_Result
 rest_config(struct rest_request *rq)
 {
-    bool submit = rq->rs->submit_enabled;
+    const struct rest_server *rs = rq->rs;
 
     return rest_send(rq->c, MHD_HTTP_OK,
-                     json_pack("{s:i, s:s, s:i, s:s, s:s, s:{s:b, s:b, s:b, s:b}}",
-                               "refresh-interval", 3000, "timezone-name",
+                     json_pack("{s:I, s:s, s:i, s:s, s:s, s:{s:b, s:b, s:b, s:b}}",
+                               "refresh-interval", (json_int_t)rs->refresh_ms, "timezone-name",
                                "Coordinated Universal Time", "timezone-offset", 0, "flink-version",
                                SPATE_VERSION, "flink-revision", "", "features", "web-submit",
-                               submit, "web-cancel", 1, "web-rescale", 0, "web-history", 0));
+                               rs->submit_enabled, "web-cancel", rs->cancel_enabled, "web-rescale",
+                               0, "web-history", 0));
 }
 
 static json_t *
@@ -472,8 +473,14 @@ rest_begin(struct rest_request *rq, const char *url, const char *method)
     if (rq->route == NULL && known)
         return rest_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "Method %s is not allowed for %s.",
                           method, url);
-    if (rq->route == NULL)
+    if (rq->route == NULL) {
+        enum MHD_Result ret;
+
+        /* The dashboard's files: whatever no REST route takes. */
+        if (rest_web_route(c, url, method, &ret))
+            return ret;
         return rest_error(c, MHD_HTTP_NOT_FOUND, "Not found: %s", url);
+    }
     if ((rq->route->flags & REST_SUBMIT) && !rq->rs->submit_enabled) {
         rq->route = NULL;
         return rest_error(c, MHD_HTTP_NOT_FOUND,
@@ -657,6 +664,9 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     rs->registry = o->metrics;
     rs->submit_enabled = false;
     if ((rc = config_get_bool(o->conf, CFG(WEB_SUBMIT_ENABLE), &rs->submit_enabled, err)) != 0 ||
+        (rc = config_get_bool(o->conf, CFG(WEB_CANCEL_ENABLE), &rs->cancel_enabled, err)) != 0 ||
+        (rc = config_get_duration_ms(o->conf, CFG(WEB_REFRESH_INTERVAL), &rs->refresh_ms, err)) !=
+            0 ||
         (rc = config_get_memory_bytes(o->conf, CFG(REST_SERVER_MAX_CONTENT_LENGTH), &max, err)) !=
             0 ||
         (rc = config_get_duration_ms(o->conf, CFG(WEB_SUBMIT_TIMEOUT), &rs->plan_timeout_ms,
