@@ -123,13 +123,17 @@ class StaticFilesTest(ClusterTestCase):
 @unittest.skipIf(CHROMIUM is None, "Debian's chromium is not installed "
                  "(scripts/install-deps.sh installs it)")
 class DashboardTest(ClusterTestCase):
+    @classmethod
+    def setUpClass(cls):
+        # This run's screenshots only (each test adds its own).
+        shutil.rmtree(ARTIFACTS, ignore_errors=True)
+        os.makedirs(ARTIFACTS)
+
     def setUp(self):
         super().setUp()
         self.browser = None
         # The browser's profile apart: its binary files are no test logs.
         self.profile = tempfile.mkdtemp(prefix="spate-chromium-")
-        shutil.rmtree(ARTIFACTS, ignore_errors=True)
-        os.makedirs(ARTIFACTS)
 
     def tearDown(self):
         if self.browser is not None:
@@ -186,6 +190,8 @@ class DashboardTest(ClusterTestCase):
                      "the running job in the overview's list")
         self.assertEqual(self.js("document.querySelector('[data-field=slots-total]').textContent"),
                          "2")
+        # web.submit.enable is off: no page to submit from.
+        self.assertTrue(self.js("document.querySelector('#nav-submit').hidden"))
         self.shot("overview.png")
 
         # The job's graph: both vertices, their parallelism, and rates that
@@ -266,6 +272,14 @@ class DashboardTest(ClusterTestCase):
                      f"?.getAttribute('width') === '{width}'", "the zoomed frame at full width")
         self.shot("flamegraph-zoomed.png")
 
+        # The job's other tabs: its (empty) exception history, its configuration.
+        self.show(f"/job/{jid}/exceptions")
+        self.wait_js("document.querySelector('#job-exceptions')?.textContent === 'No exceptions.'",
+                     "the job's exceptions: none")
+        self.show(f"/job/{jid}/configuration")
+        self.wait_js("document.querySelector('#job-configuration')?.textContent"
+                     ".includes('restart-strategy')", "the job's configuration")
+
         # The JobManager's configuration.
         self.show("/jobmanager/config")
         self.wait_js("document.querySelector('#jobmanager-config')?.textContent"
@@ -283,6 +297,38 @@ class DashboardTest(ClusterTestCase):
                      "the job shown CANCELED")
         self.assertFalse(self.js("!!document.querySelector('#cancel-job')"))
         self.shot("job-canceled.png")
+        self.assertEqual(self.browser.page_errors(), [])
+
+    def test_submit_a_job_from_the_dashboard(self):
+        """web.submit.enable: a job library uploaded through the page's file
+        chooser, run with arguments and a parallelism, its page opened."""
+        self.start_jobmanager("-D", "web.submit.enable=true")
+        self.start_taskmanager(slots=2)
+        self.wait_overview(1, slots=2)
+        self.browser = Browser(self.profile, os.path.join(self.tmp, "chromium.out"))
+        self.show("/submit")
+        self.wait_js("!!document.querySelector('#jar-file') && "
+                     "!document.querySelector('#nav-submit').hidden", "the submit page")
+        # The file as a user picks it in the chooser.
+        doc = self.browser.call("DOM.getDocument")["root"]["nodeId"]
+        node = self.browser.call("DOM.querySelector", nodeId=doc, selector="#jar-file")["nodeId"]
+        self.browser.call("DOM.setFileInputFiles", nodeId=node, files=[JOB])
+        self.js("document.querySelector('#upload-form').requestSubmit()")
+        self.wait_js("document.querySelector('#jar-list')?.textContent.includes('metricsjob.so')",
+                     "the uploaded library in the list")
+        self.js("document.querySelector('#jar-list button.run').click()")
+        self.wait_js("!!document.querySelector('#run-form')", "the run form")
+        self.js("document.querySelector('#program-args').value = 'eventtime 2000';"
+                "document.querySelector('#parallelism').value = '2';"
+                "document.querySelector('#run-form').requestSubmit()")
+        jid = self.wait_js("(m => m && m[1])(location.hash.match(/^#\\/job\\/([0-9a-f]{32})/))",
+                           "the new job's page")
+        job = self.wait_tasks_running(jid)
+        self.assertEqual(job["name"], "eventtime")
+        self.assertEqual([v["parallelism"] for v in job["vertices"]], [2, 2])
+        self.wait_js("document.querySelector('[data-field=job-name]')?.textContent === 'eventtime'",
+                     "the job's name on its page")
+        self.shot("submitted.png")
         self.assertEqual(self.browser.page_errors(), [])
 
 

@@ -11,9 +11,9 @@ export async function submit(root, { config }) {
     }
     const file = el("input", { type: "file", accept: ".so", id: "jar-file" });
     const upload = el("button", { type: "submit" }, "Upload");
-    const list = el("div"), result = el("p", { class: "note" });
+    const list = el("div", { id: "jar-list" }), result = el("div", { id: "run" });
     root.append(el("h1", {}, "Submit New Job"),
-        el("form", { class: "stack", onsubmit: async (e) => {
+        el("form", { class: "stack", id: "upload-form", onsubmit: async (e) => {
             e.preventDefault();
             if (!file.files.length) return;
             const form = new FormData();
@@ -23,9 +23,10 @@ export async function submit(root, { config }) {
         } }, el("label", {}, "Job library (.so)", file), upload), list, result);
 
     const run = (jar) => {
-        const args = el("input", { type: "text", placeholder: "program arguments" });
-        const par = el("input", { type: "number", min: 1, placeholder: "parallelism" });
-        const form = el("form", { class: "stack", onsubmit: async (e) => {
+        const args = el("input", { type: "text", id: "program-args", placeholder: "program arguments" });
+        const par = el("input", { type: "number", id: "parallelism", min: 1, placeholder: "parallelism" });
+        const error = el("p", { class: "note", role: "alert" });
+        const form = el("form", { class: "stack", id: "run-form", onsubmit: async (e) => {
             e.preventDefault();
             const body = { programArgs: args.value };
             if (par.value) body.parallelism = Number(par.value);
@@ -33,10 +34,10 @@ export async function submit(root, { config }) {
                 const r = await send("POST", `jars/${jar.id}/run`, body);
                 location.hash = `#/job/${r.jobid}`;
             } catch (err) {
-                result.textContent = err.message;
+                error.textContent = err.message;
             }
         } }, el("label", {}, "Program arguments", args), el("label", {}, "Parallelism", par),
-        el("button", { type: "submit" }, `Run ${jar.name}`));
+        el("button", { type: "submit" }, `Run ${jar.name}`), error);
         result.replaceChildren(form);
     };
     async function refresh() {
@@ -44,7 +45,7 @@ export async function submit(root, { config }) {
         list.replaceChildren(table([
             { title: "Name", value: (f) => f.name },
             { title: "Uploaded", value: (f) => time(f.uploaded) },
-            { title: "", value: (f) => el("button", { onclick: () => run(f) }, "Run…") },
+            { title: "", value: (f) => el("button", { class: "run", onclick: () => run(f) }, "Run…") },
             { title: "", value: (f) => el("button", { onclick: async () => {
                 await send("DELETE", `jars/${f.id}`);
                 await refresh();
