@@ -25,9 +25,10 @@ function showError(e) {
     document.getElementById("error").textContent = e ? e.message : "";
 }
 
-// Runs fn now and every refresh interval while the view of gen is shown.
+// Runs fn now and every refresh interval (or every slowest ms, if that is
+// longer) while the view of gen is shown.
 function liveFor(gen) {
-    return (fn) => {
+    return (fn, slowest = 0) => {
         const tick = async () => {
             if (gen !== generation) return;
             try {
@@ -38,7 +39,7 @@ function liveFor(gen) {
             } catch (e) {
                 showError(e);
             }
-            if (gen === generation) setTimeout(tick, config["refresh-interval"]);
+            if (gen === generation) setTimeout(tick, Math.max(config["refresh-interval"], slowest));
         };
         return tick();
     };

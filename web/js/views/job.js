@@ -10,6 +10,11 @@ const TERMINAL = new Set(["FINISHED", "FAILED", "CANCELED"]);
 const TABS = [["overview", "Overview"], ["checkpoints", "Checkpoints"],
     ["exceptions", "Exceptions"], ["configuration", "Configuration"],
     ["flamegraph", "Flame Graph"]];
+// Each flame graph makes the TaskManagers sample their task threads (50
+// samples 10 ms apart): at most one every 10 s, as Flink's cache of them
+// (rest.flamegraph.refresh-interval) keeps the samplers from running
+// back to back; "Sample Again" asks at once.
+const FLAME_REFRESH_MS = 10000;
 const FIGURES = ["numRecordsInPerSecond", "numRecordsOutPerSecond", "busyTimeMsPerSecond",
     "backPressuredTimeMsPerSecond"];
 
@@ -41,8 +46,12 @@ function pct(x) {
     return x === undefined ? "–" : `${Math.round(x * 100)}%`;
 }
 
-function header(root, j, config, jid) {
-    const cancel = el("button", { class: "danger", id: "cancel-job" }, "Cancel Job");
+// The job's heading, made once per page (so that a refresh keeps the
+// cancel button's state: its first click asks, its second cancels);
+// update(j) shows the job's latest details.
+function jobHeader(root, config, jid) {
+    const name = el("h1", { "data-field": "job-name" }), meta = el("div", { class: "meta" });
+    const status = el("span"), cancel = el("button", { class: "danger", id: "cancel-job" }, "Cancel Job");
     let armed = false;
     cancel.addEventListener("click", async () => {
         if (!armed) {
@@ -51,23 +60,36 @@ function header(root, j, config, jid) {
             return;
         }
         cancel.disabled = true;
-        await send("PATCH", `jobs/${jid}?mode=cancel`);
         cancel.textContent = "Cancelling…";
+        try {
+            await send("PATCH", `jobs/${jid}?mode=cancel`);
+        } catch (e) {
+            // Refused (rest.authentication, say): its reason, and try again.
+            cancel.disabled = armed = false;
+            cancel.textContent = "Cancel Job";
+            cancel.title = e.message;
+            meta.textContent = `Cancel failed: ${e.message}`;
+        }
     });
-    const showCancel = config.features["web-cancel"] && !TERMINAL.has(j.state);
-    root.replaceChildren(el("h1", { "data-field": "job-name" }, j.name),
-        el("div", { class: "meta" }, `Job ID ${j.jid} · started ${time(j["start-time"])} · `
-            + `duration ${duration(j.duration)}`),
-        state(j.state), showCancel ? cancel : null);
+    root.replaceChildren(name, meta, status);
+    return (j) => {
+        name.textContent = j.name;
+        meta.textContent = `Job ID ${j.jid} · started ${time(j["start-time"])} · `
+            + `duration ${duration(j.duration)}`;
+        status.replaceChildren(state(j.state));
+        const offer = config.features["web-cancel"] && !TERMINAL.has(j.state);
+        if (offer && !cancel.isConnected) root.append(cancel);
+        else if (!offer && cancel.isConnected) cancel.remove();
+    };
 }
 
-async function overviewTab(body, jid, live, head, config) {
+async function overviewTab(body, jid, live, header) {
     let graph = null;
     const vertexTable = el("div");
     body.append(el("div", { class: "graph", id: "dataflow" }), el("h2", {}, "Vertices"), vertexTable);
     await live(async () => {
         const j = await get(`jobs/${jid}`);
-        header(head, j, config, jid);
+        header(j);
         if (!graph) {
             graph = dataflowGraph(j.plan, Object.fromEntries(j.vertices.map((v) => [v.id, v.name])));
             body.querySelector("#dataflow").append(graph.node);
@@ -204,8 +226,9 @@ async function flameGraphTab(body, jid, vid, live) {
         ["off_cpu", "Off-CPU"]].map(([v, t]) => el("option", { value: v }, t)));
     const graph = el("div", { id: "flamegraph" }), meta = el("p", { class: "note" });
     let last = null, focus = []; // the frames' names from the root to the one zoomed into
+    const again = el("button", { id: "flame-sample" }, "Sample Again");
     pick.addEventListener("change", () => { location.hash = `#/job/${jid}/flamegraph/${pick.value}`; });
-    body.append(el("div", { class: "head" }, "Vertex", pick, "Threads", type), meta, graph);
+    body.append(el("div", { class: "head" }, "Vertex", pick, "Threads", type, again), meta, graph);
     const draw = async () => {
         const g = await get(`jobs/${jid}/vertices/${pick.value}/flamegraph?type=${type.value}`);
         meta.textContent = g.data && g.data.value > 0
@@ -220,16 +243,18 @@ async function flameGraphTab(body, jid, vid, live) {
             (path) => { focus = path; show(); }));
     };
     type.addEventListener("change", draw);
-    await live(draw);
+    again.addEventListener("click", draw);
+    await live(draw, FLAME_REFRESH_MS);
 }
 
 export async function job(root, { params, config, live }) {
     const [jid, tab = "overview", vid] = params;
     const head = el("div", { class: "head" }), body = el("div", { id: `job-${tab}` });
     root.append(head, tabs(`#/job/${jid}`, TABS, tab), body);
+    const header = jobHeader(head, config, jid);
     const j = await get(`jobs/${jid}`);
-    header(head, j, config, jid);
-    if (tab === "overview") await overviewTab(body, jid, live, head, config);
+    header(j);
+    if (tab === "overview") await overviewTab(body, jid, live, header);
     else if (tab === "checkpoints") await checkpointsTab(body, jid, live);
     else if (tab === "exceptions") await exceptionsTab(body, jid, live);
     else if (tab === "configuration") await configurationTab(body, jid);
