@@ -2,7 +2,8 @@
  * the files of web/, compiled into the library (web_assets.h), answered to
  * GET and HEAD of a path no REST route takes. Gzipped when the client takes
  * gzip; an ETag with Cache-Control: no-cache, so that a browser asks again
- * on each load and gets 304 while the file is the same. Only the table's
+ * on each load and gets 304 while the file is the same; a Content-Security-
+ * Policy of the page's own files only. Only the table's
  * paths exist: nothing is read from disk, and a path with a ".." segment
  * (libmicrohttpd has decoded %2e%2e and %2f by now) is refused by name. */
 #include <stdbool.h>
@@ -100,6 +101,11 @@ rest_web_route(struct MHD_Connection *c, const char *url, const char *method, en
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    /* The page runs its own files only: no inline script, nothing from
+     * elsewhere, whatever text (a log, an exception) it shows. */
+    MHD_add_response_header(r, "Content-Security-Policy",
+                            "default-src 'self'; object-src 'none'; base-uri 'none'; "
+                            "frame-ancestors 'self'");
     *ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return true;

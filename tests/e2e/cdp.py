@@ -60,6 +60,7 @@ class Browser:
         self.session = self.call("Target.attachToTarget", targetId=target,
                                  flatten=True)["sessionId"]
         self.call("Runtime.enable")
+        self.call("Log.enable")
         self.call("Page.enable")
         self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
                   deviceScaleFactor=1, mobile=False)
@@ -111,7 +112,9 @@ class Browser:
         return r["result"].get("value")
 
     def page_errors(self):
-        """The page's uncaught exceptions and console.error lines so far."""
+        """The page's uncaught exceptions, console.error lines and the
+        browser's own errors about it (a file that failed to load, a
+        Content-Security-Policy violation) so far."""
         self.call("Runtime.evaluate", expression="0")  # collect the events up to now
         out = []
         for e in self.events:
@@ -121,6 +124,9 @@ class Browser:
             elif e["method"] == "Runtime.consoleAPICalled" and e["params"]["type"] == "error":
                 out.append(" ".join(str(a.get("value", a.get("description")))
                                     for a in e["params"]["args"]))
+            elif e["method"] == "Log.entryAdded" and e["params"]["entry"]["level"] == "error":
+                entry = e["params"]["entry"]
+                out.append(f"{entry['text']} ({entry.get('url', '')})")
         return out
 
     def screenshot(self, path):

@@ -46,6 +46,8 @@ class StaticFilesTest(ClusterTestCase):
         self.assertEqual(h["content-type"], "text/html; charset=utf-8")
         self.assertEqual(h["cache-control"], "no-cache")
         self.assertNotIn("content-encoding", h)
+        self.assertIn("default-src 'self'", h["content-security-policy"])
+        self.assertEqual(h["x-content-type-options"], "nosniff")
         etag = h["etag"]
         self.assertRegex(etag, r'^"[0-9a-f]{20}"$')
 
@@ -259,9 +261,12 @@ class DashboardTest(ClusterTestCase):
 
         # The window vertex's flame graph: the window operator's functions.
         self.show(f"/job/{jid}/flamegraph/{window}")
+        # A sample without them (the threads waiting for input, on a busy
+        # machine): Sample Again, as a user would.
         frames = self.wait_js("(() => { const n = [...document.querySelectorAll('#flamegraph "
                               ".frame')].map(f => f.dataset.name).filter(n => "
-                              "n.startsWith('window_')); return n.length ? n : null; })()",
+                              "n.startsWith('window_')); if (n.length) return n; "
+                              "document.querySelector('#flame-sample')?.click(); return null; })()",
                               "the window operator's functions in the flame graph")
         print(f"window frames: {sorted(set(frames))}", file=sys.stderr)
         self.shot("flamegraph.png")
@@ -306,6 +311,10 @@ class DashboardTest(ClusterTestCase):
                      "the job shown CANCELED")
         self.assertFalse(self.js("!!document.querySelector('#cancel-job')"))
         self.shot("job-canceled.png")
+        self.show("/jobs/completed")
+        self.wait_js("(t => t?.includes('eventtime') && t.includes('CANCELED'))(document"
+                     ".querySelector('#view table')?.textContent)", "the job among the completed")
+        self.assertEqual(self.js("document.querySelectorAll('#view table tbody tr').length"), 1)
         self.assertEqual(self.browser.page_errors(), [])
 
     def test_submit_a_job_from_the_dashboard(self):

@@ -229,14 +229,16 @@ async function flameGraphTab(body, jid, vid, live) {
     const again = el("button", { id: "flame-sample" }, "Sample Again");
     pick.addEventListener("change", () => { location.hash = `#/job/${jid}/flamegraph/${pick.value}`; });
     body.append(el("div", { class: "head" }, "Vertex", pick, "Threads", type, again), meta, graph);
-    const draw = async () => {
+    // One sampling at a time: a click while one runs waits for it.
+    let sampling = null;
+    const draw = () => (sampling ||= (async () => {
         const g = await get(`jobs/${jid}/vertices/${pick.value}/flamegraph?type=${type.value}`);
         meta.textContent = g.data && g.data.value > 0
             ? `${g.data.value} samples of the vertex's task threads, taken ${time(g.endTimestamp)}`
             : "Sampling the task threads…";
         last = g.data;
         show();
-    };
+    })().finally(() => { sampling = null; }));
     const show = () => {
         if (!last) return;
         graph.replaceChildren(flameGraph(last, Math.max(600, body.clientWidth - 4), focus,
