@@ -43,8 +43,13 @@ foreach(f ${files})
     set(gz ${WORK_DIR}/asset${i}.gz)
     file(ARCHIVE_CREATE OUTPUT ${gz} PATHS ${WEB_DIR}/${f} FORMAT raw COMPRESSION GZip
          COMPRESSION_LEVEL 9)
-    # libarchive writes the time into the header: a fixed one instead.
+    # libarchive writes the time into the 10-byte header: a fixed one
+    # instead (a header with optional fields, FLG not 0, would be longer).
     file(READ ${gz} gzhex HEX)
+    string(SUBSTRING "${gzhex}" 6 2 flags)
+    if(NOT flags STREQUAL "00")
+        message(FATAL_ERROR "web/${f}: libarchive's gzip header has flags ${flags}")
+    endif()
     string(SUBSTRING "${gzhex}" 20 -1 gzhex)
     file(REMOVE ${gz})
     string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," gzbytes "1f8b08000000000002ff${gzhex}")

@@ -2,10 +2,11 @@
  * the files of web/, compiled into the library (web_assets.h), answered to
  * GET and HEAD of a path no REST route takes. Gzipped when the client takes
  * gzip; an ETag with Cache-Control: no-cache, so that a browser asks again
- * on each load and gets 304 while the file is the same; a Content-Security-
- * Policy of the page's own files only. Only the table's
- * paths exist: nothing is read from disk, and a path with a ".." segment
- * (libmicrohttpd has decoded %2e%2e and %2f by now) is refused by name. */
+ * on each load and gets 304 while the file is the same; a
+ * Content-Security-Policy of the page's own files only. Only the table's
+ * paths exist: nothing is read from disk, and a path with a "." or ".."
+ * segment or a backslash (libmicrohttpd has decoded %2e%2e, %2f and %5c by
+ * now) is refused, saying why. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
