@@ -313,9 +313,17 @@ take_watermark(char *text, size_t len, size_t base, const char *script, struct s
         size_t k = i + 9;
         char *word, *col, *as;
 
+        bool quoted;
+
         word = next_token(text, len, &k);
+        while (k < len && isspace((unsigned char)text[k]))
+            k++;
+        quoted = k < len && text[k] == '"';
         col = next_token(text, len, &k);
         as = next_token(text, len, &k);
+        /* PostgreSQL's identifiers: folded to lower case unless quoted. */
+        for (char *q = col; !quoted && q != NULL && *q; q++)
+            *q = (char)tolower((unsigned char)*q);
         if (word == NULL || strcasecmp(word, "FOR") != 0 || col == NULL || as == NULL ||
             strcasecmp(as, "AS") != 0) {
             free(word);
@@ -352,6 +360,22 @@ take_watermark(char *text, size_t len, size_t base, const char *script, struct s
     return 0;
 }
 
+/* Whether the statement is a CREATE, after its blanks and comments. */
+static bool
+starts_with_create(const char *text, size_t len)
+{
+    size_t i = 0, j;
+
+    for (;;) {
+        while (i < len && isspace((unsigned char)text[i]))
+            i++;
+        if (i >= len || (text[i] != '-' && text[i] != '/') || (j = skip_quoted(text, len, i)) == i)
+            break;
+        i = j;
+    }
+    return len - i >= 6 && strncasecmp(text + i, "CREATE", 6) == 0;
+}
+
 static int
 parse_statement(const char *script, const struct sql_stmt_text *st, struct sql_parsed *out,
                 spate_error *err)
@@ -368,7 +392,7 @@ parse_statement(const char *script, const struct sql_stmt_text *st, struct sql_p
         free(text);
         return rc;
     }
-    if (strncasecmp(text + strspn(text, " \t\r\n"), "CREATE", 6) == 0 &&
+    if (starts_with_create(text, st->len) &&
         (rc = take_watermark(text, st->len, st->offset, script, out, err)) < 0) {
         free(text);
         return rc;

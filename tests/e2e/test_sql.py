@@ -393,6 +393,17 @@ class SqlSessionTest(unittest.TestCase):
                 self.assertNotEqual(p.returncode, 0)
                 self.assertIn(what, p.stderr)
 
+    def test_watermark_after_a_comment_in_any_case(self):
+        """A CREATE TABLE after a comment (bench/nexmark/ddl.sql's) still has
+        its WATERMARK taken out, and the watermark's column is folded to
+        lower case as PostgreSQL folds the columns' names."""
+        p = run_sql([], "-- the table's comment, (with a quote)\n/* and 'another' */\n"
+                        "CREATE TABLE e (id INT, eventTime TIMESTAMP(3),\n"
+                        "  WATERMARK FOR eventTime AS eventTime - INTERVAL '1' SECOND) WITH "
+                        "(connector = 'blackhole');\nDESCRIBE e;\n")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("eventtime - 1000 ms", p.stdout)
+
     def test_set_refuses_a_bad_value(self):
         p = run_sql([], "SET 'parallelism.default' = 'many';")
         self.assertNotEqual(p.returncode, 0)
