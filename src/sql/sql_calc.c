@@ -25,8 +25,9 @@ struct calc_impl {
     struct sql_eval ev;
     const struct spate_type *out_type; /* SQL_FORMAT_ROW */
     void *out_rec;
-    uint64_t bad_records; /* skipped by ignore-parse-errors */
-    int *not_null;        /* outputs of a NOT NULL sink column, checked per row */
+    uint64_t bad_records;           /* skipped by ignore-parse-errors */
+    struct sql_nexmark_gen nexmark; /* SQL_FORMAT_NEXMARK */
+    int *not_null;                  /* outputs of a NOT NULL sink column, checked per row */
     int nnot_null;
 };
 
@@ -44,8 +45,9 @@ calc_open(struct stream_operator *op, spate_error *err)
     /* The records' types must be what the program reads and writes. */
     if ((p->input_format == SQL_FORMAT_ROW
              ? s->in_type == NULL || !s->in_type->nullable || s->in_type->nfields != p->ninput + 1
-         : p->input_format == SQL_FORMAT_DATAGEN ? s->in_type != spate_type_int64()
-                                                 : s->in_type != spate_type_string()) ||
+         : p->input_format == SQL_FORMAT_DATAGEN || p->input_format == SQL_FORMAT_NEXMARK
+             ? s->in_type != spate_type_int64()
+             : s->in_type != spate_type_string()) ||
         (p->output_format == SQL_FORMAT_ROW
              ? !s->out_type->nullable || s->out_type->nfields != p->noutput + 1
              : s->out_type != spate_type_string())) {
@@ -77,6 +79,12 @@ calc_open(struct stream_operator *op, spate_error *err)
         if (!p->output[i].type.nullable)
             impl->not_null[impl->nnot_null++] = i;
     sql_eval_init(&impl->ev, p);
+    if (p->input_format == SQL_FORMAT_NEXMARK) {
+        const char *why;
+        int ok = sql_nexmark_gen_init(&impl->nexmark, &p->nexmark->config, &why);
+
+        SPATE_ASSERT(ok == 0); /* sql_program_decode checked the configuration */
+    }
     if (p->output_format == SQL_FORMAT_ROW) {
         impl->out_type = s->out_type;
         impl->out_rec = operator_out_storage(s->out_type);
@@ -93,6 +101,8 @@ calc_close(struct stream_operator *op)
     if (impl == NULL)
         return;
     sql_eval_release(&impl->ev);
+    if (impl->p->input_format == SQL_FORMAT_NEXMARK)
+        sql_nexmark_gen_release(&impl->nexmark);
     sql_program_free(impl->p);
     free(impl->not_null);
     free(impl->out_rec);
@@ -335,6 +345,31 @@ read_datagen(struct calc_impl *impl, int64_t index)
     }
 }
 
+/* A nexmark event's fields, when it is of the table's kind (false: the
+ * record is another kind's, skipped). */
+static bool
+read_nexmark(struct calc_impl *impl, int64_t index)
+{
+    const struct sql_program *p = impl->p;
+    struct sql_nexmark_event ev;
+
+    if (sql_nexmark_kind_of(&impl->nexmark, index) != p->nexmark->kind)
+        return false;
+    sql_nexmark_next(&impl->nexmark, index, &ev);
+    for (int i = 0; i < p->ninput; i++) {
+        struct sql_value *r = &impl->ev.r[i];
+        struct sql_nexmark_str str;
+
+        r->null = false;
+        sql_nexmark_field_get(&ev, (enum sql_nexmark_field)p->nexmark->fields[i], &r->i, &str);
+        if (sql_type_phys(p->input[i].type.id) == SQL_PHYS_STRING) {
+            r->s.p = str.p;
+            r->s.len = str.len;
+        }
+    }
+    return true;
+}
+
 /* ---- output ---- */
 
 /* Appends text to the line being built in the arena. */
@@ -511,6 +546,10 @@ calc_process(struct stream_operator *op, const void *rec, const struct record_me
         break;
     case SQL_FORMAT_DATAGEN:
         read_datagen(impl, *(const int64_t *)rec);
+        break;
+    case SQL_FORMAT_NEXMARK:
+        if (!read_nexmark(impl, *(const int64_t *)rec))
+            return;
         break;
     default:
         break;

@@ -4,16 +4,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/util.h"
 #include "connectors/connector_factory.h"
 #include "sql/sql_connectors.h"
 #include "streaming/stream_graph.h"
 
-static const char *const known[] = { "datagen", "filesystem", "print", "blackhole" };
-static const char *const later[] = { "upsert-kafka", "jdbc",          "nexmark",
-                                     "hbase",        "elasticsearch", "socket" };
+static const char *const known[] = { "datagen", "filesystem", "print", "blackhole", "nexmark" };
+static const char *const later[] = { "upsert-kafka", "jdbc", "hbase", "elasticsearch", "socket" };
 
 /* Any other connector is found by name (connectors/connector_factory.h:
  * "kafka" is libspate_kafka.so): it moves the lines the Calc reads and
@@ -47,7 +48,7 @@ connector_of(const struct sql_table *t, const char **out, spate_error *err)
     if (c == NULL)
         return spate_error_set(err, SPATE_EINVAL,
                                "table '%s' names no connector: WITH (connector = 'datagen' | "
-                               "'filesystem' | 'print' | 'blackhole', ...)",
+                               "'nexmark' | 'filesystem' | 'print' | 'blackhole', ...)",
                                t->name);
     for (size_t i = 0; i < ARRAY_SIZE(known); i++)
         if (strcmp(c, known[i]) == 0) {
@@ -207,6 +208,184 @@ datagen_fields(const struct sql_table *t, struct sql_relation *rel, int64_t *bou
     return rc;
 }
 
+/* Flink's MemorySize as the nexmark options write it: bytes, or with b,
+ * kb or mb. */
+static int
+size_option(const struct sql_table *t, const char *key, int32_t def, int32_t *out, spate_error *err)
+{
+    const char *v = sql_table_option(t, key);
+    long long n;
+    char *end;
+
+    *out = def;
+    if (v == NULL)
+        return 0;
+    errno = 0;
+    n = strtoll(v, &end, 10);
+    if (end != v && errno == 0 && n >= 0) {
+        long long unit = strcmp(end, "") == 0 || strcmp(end, "b") == 0     ? 1
+                         : strcmp(end, "kb") == 0 || strcmp(end, "k") == 0 ? 1024
+                         : strcmp(end, "mb") == 0 || strcmp(end, "m") == 0 ? 1024 * 1024
+                                                                           : 0;
+
+        if (unit != 0 && n <= INT32_MAX / unit) {
+            *out = (int32_t)(n * unit);
+            return 0;
+        }
+    }
+    return spate_error_set(err, SPATE_EINVAL,
+                           "table '%s': option '%s' = '%s' is not a size (as '200b' or '1kb')",
+                           t->name, key, v);
+}
+
+static int
+int32_option(const struct sql_table *t, const char *key, int32_t def, int32_t *out,
+             spate_error *err)
+{
+    int64_t v;
+    int rc = int_option(t, key, def, &v, err);
+
+    if (rc == 0 && (v < 1 || v > INT32_MAX))
+        return spate_error_set(err, SPATE_EINVAL, "table '%s': option '%s' is from 1 to %d",
+                               t->name, key, INT32_MAX);
+    *out = (int32_t)v;
+    return rc;
+}
+
+/* The nexmark connector's options: the Nexmark repository's Flink
+ * connector's (NexmarkSourceOptions), and spate's 'table' (which of its
+ * events the table holds) and 'base-time'. */
+static const char *const nexmark_options[] = {
+    "connector",
+    "table",
+    "base-time",
+    "events.num",
+    "first-event.rate",
+    "next-event.rate",
+    "rate.shape",
+    "rate.period",
+    "rate.limited",
+    "max-emit-speed",
+    "person.proportion",
+    "auction.proportion",
+    "bid.proportion",
+    "person.avg-size",
+    "auction.avg-size",
+    "bid.avg-size",
+    "bid.hot-ratio.auctions",
+    "bid.hot-ratio.bidders",
+    "auction.hot-ratio.sellers",
+};
+
+/* A nexmark table: its generator's configuration, the event field of each
+ * column, its event count (0: without end) and its emission rate a second
+ * (0: as fast as it goes). */
+static int
+nexmark_source(const struct sql_table *t, struct sql_nexmark_source **out, int64_t *events,
+               double *rate, spate_error *err)
+{
+    static const char *const kinds[] = { "person", "auction", "bid" };
+    const char *table = sql_table_option(t, "table"), *next, *fast, *why;
+    struct sql_nexmark_config c;
+    struct sql_nexmark_gen g;
+    struct sql_nexmark_source *n;
+    int64_t base;
+    int kind = -1, rc;
+
+    *out = NULL;
+    for (int i = 0; i < t->noptions; i++) {
+        bool ok = false;
+
+        for (size_t k = 0; k < ARRAY_SIZE(nexmark_options) && !ok; k++)
+            ok = strcmp(t->options[i].key, nexmark_options[k]) == 0;
+        if (!ok)
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "table '%s': the nexmark connector has no option '%s'", t->name,
+                                   t->options[i].key);
+    }
+    if (table == NULL)
+        table = t->name; /* a table named bid, auction or person */
+    for (int i = 0; i < (int)ARRAY_SIZE(kinds); i++)
+        if (strcasecmp(table, kinds[i]) == 0)
+            kind = i;
+    if (kind < 0)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': the nexmark connector needs 'table' = 'bid', "
+                               "'auction' or 'person'%s%s%s",
+                               t->name, sql_table_option(t, "table") ? ", not '" : "",
+                               sql_table_option(t, "table") ? table : "",
+                               sql_table_option(t, "table") ? "'" : "");
+    sql_nexmark_config_default(&c);
+    if ((rc = int_option(t, "events.num", 0, events, err)) != 0 ||
+        (rc = int_option(t, "first-event.rate", c.first_event_rate, &c.first_event_rate, err)) !=
+            0 ||
+        (rc = int_option(t, "base-time", clock_wall_ms(), &base, err)) != 0 ||
+        (rc = int32_option(t, "person.proportion", c.person_proportion, &c.person_proportion,
+                           err)) != 0 ||
+        (rc = int32_option(t, "auction.proportion", c.auction_proportion, &c.auction_proportion,
+                           err)) != 0 ||
+        (rc = int32_option(t, "bid.proportion", c.bid_proportion, &c.bid_proportion, err)) != 0 ||
+        (rc = int32_option(t, "bid.hot-ratio.auctions", c.hot_auction_ratio, &c.hot_auction_ratio,
+                           err)) != 0 ||
+        (rc = int32_option(t, "bid.hot-ratio.bidders", c.hot_bidders_ratio, &c.hot_bidders_ratio,
+                           err)) != 0 ||
+        (rc = int32_option(t, "auction.hot-ratio.sellers", c.hot_sellers_ratio,
+                           &c.hot_sellers_ratio, err)) != 0 ||
+        (rc = size_option(t, "person.avg-size", c.avg_person_size, &c.avg_person_size, err)) != 0 ||
+        (rc = size_option(t, "auction.avg-size", c.avg_auction_size, &c.avg_auction_size, err)) !=
+            0 ||
+        (rc = size_option(t, "bid.avg-size", c.avg_bid_size, &c.avg_bid_size, err)) != 0)
+        return rc;
+    c.base_time_ms = base;
+    if (*events < 0)
+        return spate_error_set(err, SPATE_EINVAL, "table '%s': 'events.num' is not negative",
+                               t->name);
+    next = sql_table_option(t, "next-event.rate");
+    if (next != NULL && strtoll(next, NULL, 10) != c.first_event_rate)
+        return spate_error_set(err, SPATE_ENOTSUP,
+                               "not supported: 'next-event.rate' other than 'first-event.rate' "
+                               "(table '%s'): the generator has one rate",
+                               t->name);
+    if (sql_nexmark_gen_init(&g, &c, &why) != 0)
+        return spate_error_set(err, SPATE_EINVAL, "table '%s': %s", t->name, why);
+    sql_nexmark_gen_release(&g);
+    fast = sql_table_option(t, "max-emit-speed");
+    *rate = fast != NULL && strcmp(fast, "true") == 0 ? 0 : (double)c.first_event_rate;
+    n = xcalloc(1, sizeof *n);
+    n->config = c;
+    n->kind = (enum sql_nexmark_kind)kind;
+    n->fields = xcalloc((size_t)t->ncols + 1, sizeof *n->fields);
+    for (int i = 0; i < t->ncols; i++) {
+        static const enum sql_type_id want[] = { SQL_BIGINT, SQL_VARCHAR, SQL_TIMESTAMP };
+        static const char *const names[] = { "BIGINT", "VARCHAR", "TIMESTAMP(3)" };
+        enum sql_nexmark_value v;
+        int f = sql_nexmark_field_find(n->kind, t->cols[i].name, &v);
+
+        if (f < 0) {
+            rc = spate_error_set(
+                err, SPATE_EINVAL, "table '%s': column '%s' is no field of a nexmark %s (%s)",
+                t->name, t->cols[i].name, kinds[kind], sql_nexmark_field_names(n->kind));
+            break;
+        }
+        if (t->cols[i].type.id != want[v]) {
+            char b[32];
+
+            rc = spate_error_set(err, SPATE_EINVAL,
+                                 "table '%s': column '%s' is %s, not %s, in a nexmark %s", t->name,
+                                 t->cols[i].name, names[v], sql_type_name(&t->cols[i].type, b),
+                                 kinds[kind]);
+            break;
+        }
+        n->fields[i] = f;
+    }
+    if (rc != 0) {
+        sql_nexmark_source_free(n);
+        return rc;
+    }
+    *out = n;
+    return 0;
+}
+
 int
 sql_connector_check(const struct sql_table *t, spate_error *err)
 {
@@ -234,6 +413,14 @@ sql_connector_check(const struct sql_table *t, spate_error *err)
         if ((rc = connector_factory_find(sql_table_option(t, "connector"), &plugin, err)) != 0)
             return spate_error_wrap(err, "table '%s'", t->name);
         return named_format(t, &f, err);
+    }
+    if (strcmp(c, "nexmark") == 0) {
+        struct sql_nexmark_source *n;
+        double rate;
+
+        rc = nexmark_source(t, &n, &v, &rate, err);
+        sql_nexmark_source_free(n);
+        return rc;
     }
     if (strcmp(c, "datagen") == 0) {
         if ((rc = int_option(t, "rows-per-second", 10000, &v, err)) != 0 ||
@@ -309,6 +496,22 @@ sql_connector_source(struct spate_env *env, const struct sql_table *t, struct sq
         rel->stream = s;
         rel->format = SQL_FORMAT_DATAGEN;
         rel->datagen_seed = 0x5ba7e5ULL;
+        return 0;
+    }
+    if (strcmp(c, "nexmark") == 0) {
+        int64_t events;
+        double rate;
+        struct spate_stream *s;
+
+        if ((rc = nexmark_source(t, &rel->nexmark, &events, &rate, err)) != 0)
+            return rc;
+        /* The generator's records are event numbers; the Calc makes each
+         * event and keeps those of the table's kind. */
+        s = stream_node_new(env, OP_SOURCE_GENERATOR, NULL, spate_type_int64());
+        s->conn.generator =
+            (struct generator_source_config){ spate_type_int64(), NULL, (uint64_t)events, rate };
+        rel->stream = s;
+        rel->format = SQL_FORMAT_NEXMARK;
         return 0;
     }
     return spate_error_set(err, SPATE_EINVAL,

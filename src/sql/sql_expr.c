@@ -1,5 +1,6 @@
 /* The binder and compiler of SQL expressions (sql_expr.h). */
 #include <ctype.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1299,6 +1300,44 @@ compile_func(struct sql_compiler *c, json_t *node, json_t *f, struct sql_operand
                 return SPATE_EINVAL;
         dst = result(c, out, SQL_VARCHAR, nullable);
         emit(c, SQLOP_REPLACE, dst, a[0].reg, a[1].reg, a[2].reg);
+        return 0;
+    }
+    if (!strcmp(lname, "split_index")) {
+        ARGS(3, 3)
+        if (need_string(c, node, &a[0], lname) || need_string(c, node, &a[1], lname) ||
+            need_int(c, node, &a[2], lname))
+            return SPATE_EINVAL;
+        dst = result(c, out, SQL_VARCHAR, true); /* NULL past the last piece */
+        emit(c, SQLOP_SPLIT_INDEX, dst, a[0].reg, a[1].reg, a[2].reg);
+        return 0;
+    }
+    if (!strcmp(lname, "regexp_extract")) {
+        json_t *k = json_object_get(json_array_get(args, 1), "A_Const");
+        const char *pat = json_string_value(json_object_get(json_object_get(k, "sval"), "sval"));
+        struct sql_insn *in;
+        regex_t re;
+        int rc;
+
+        ARGS(2, 3)
+        if (pat == NULL)
+            return sql_error_node(c, node, SPATE_ENOTSUP,
+                                  "not supported: regexp_extract() with a pattern that is not a "
+                                  "string constant");
+        if ((rc = regcomp(&re, pat, REG_EXTENDED)) != 0) {
+            char why[128];
+
+            regerror(rc, &re, why, sizeof why);
+            return sql_error_node(c, node, SPATE_EINVAL, "regexp_extract(): pattern '%s': %s", pat,
+                                  why);
+        }
+        regfree(&re);
+        if (need_string(c, node, &a[0], lname) || (n == 3 && need_int(c, node, &a[2], lname)))
+            return SPATE_EINVAL;
+        dst = result(c, out, SQL_VARCHAR, true); /* NULL without a match */
+        in = emit(c, SQLOP_REGEXP_EXTRACT, dst, a[0].reg,
+                  n == 3 ? a[2].reg : const_int(c, SQL_INT, 0, 0), -1);
+        in->sval = xstrdup(pat);
+        in->slen = strlen(pat);
         return 0;
     }
     if (!strcmp(lname, "position") || !strcmp(lname, "strpos")) {

@@ -23,6 +23,7 @@ sql_relation_release(struct sql_relation *r)
     free(r->cols);
     free(r->name);
     free(r->datagen);
+    sql_nexmark_source_free(r->nexmark);
     memset(r, 0, sizeof *r);
 }
 
@@ -251,6 +252,8 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     p->datagen = in.datagen;
     in.datagen = NULL;
     p->datagen_seed = in.datagen_seed;
+    p->nexmark = in.nexmark;
+    in.nexmark = NULL;
     p->csv_delimiter = in.csv_delimiter ? in.csv_delimiter : ',';
     p->csv_out_delimiter = ',';
     if (sink != NULL && sql_table_option(sink, "csv.field-delimiter") != NULL)

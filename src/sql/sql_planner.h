@@ -15,7 +15,7 @@
 #include "sql/sql_program.h"
 
 /* A relation on its way through the plan: a stream and its columns, its
- * records rows, or the lines (CSV, JSON) or indexes (datagen) of a source
+ * records rows, or the lines (CSV, JSON) or indexes (datagen, nexmark) of a source
  * that the next Calc reads. */
 struct sql_relation {
     struct spate_stream *stream;
@@ -26,6 +26,7 @@ struct sql_relation {
     /* the source's settings the Calc needs (datagen, CSV) */
     struct sql_datagen_field *datagen;
     uint64_t datagen_seed;
+    struct sql_nexmark_source *nexmark; /* owned */
     char csv_delimiter;
     bool ignore_parse_errors;
     /* a source's event time: its rowtime column, -1: none */

@@ -2,6 +2,7 @@
  * (sql_program.h). */
 #include <ctype.h>
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,8 @@ static const uint8_t signatures[SQLOP_COUNT][4] = {
     [SQLOP_POSITION] = { T_I, T_S, T_S, T_NONE },
     [SQLOP_EXTRACT] = { T_I, T_I, T_NONE, T_NONE },
     [SQLOP_EXTRACT_D] = { T_I, T_I, T_NONE, T_NONE },
+    [SQLOP_SPLIT_INDEX] = { T_S, T_S, T_S, T_I },
+    [SQLOP_REGEXP_EXTRACT] = { T_S, T_S, T_I, T_NONE },
 };
 
 static const char *const op_names[SQLOP_COUNT] = {
@@ -128,6 +131,8 @@ static const char *const op_names[SQLOP_COUNT] = {
     [SQLOP_POSITION] = "position",
     [SQLOP_EXTRACT] = "extract",
     [SQLOP_EXTRACT_D] = "extract.d",
+    [SQLOP_SPLIT_INDEX] = "split_index",
+    [SQLOP_REGEXP_EXTRACT] = "regexp_extract",
 };
 
 static int
@@ -181,19 +186,54 @@ type_ok(const struct sql_type *t)
     return t->precision >= 0 && t->scale >= 0 && t->scale <= SQL_DECIMAL_MAX_PRECISION;
 }
 
+/* A nexmark table's: a kind, each input column one of its fields of the
+ * column's type, a configuration that generates. */
+static int
+check_nexmark(const struct sql_program *p, spate_error *err)
+{
+    const struct sql_nexmark_source *n = p->nexmark;
+    struct sql_nexmark_gen g;
+    const char *why;
+
+    if ((n != NULL) != (p->input_format == SQL_FORMAT_NEXMARK))
+        return bad_program(err, "nexmark settings without their format, or the other way", -1);
+    if (n == NULL)
+        return 0;
+    if (n->kind < SQL_NEXMARK_PERSON || n->kind > SQL_NEXMARK_BID)
+        return bad_program(err, "unknown nexmark event kind", -1);
+    for (int i = 0; i < p->ninput; i++) {
+        enum sql_nexmark_value v = SQL_NEXMARK_BIGINT;
+        int f = n->fields[i];
+
+        if (f < 0 || sql_nexmark_field_find(n->kind, p->input[i].name, &v) != f ||
+            (v == SQL_NEXMARK_BIGINT && p->input[i].type.id != SQL_BIGINT) ||
+            (v == SQL_NEXMARK_VARCHAR && p->input[i].type.id != SQL_VARCHAR) ||
+            (v == SQL_NEXMARK_TIMESTAMP && p->input[i].type.id != SQL_TIMESTAMP))
+            return bad_program(err, "nexmark column that is no field of its event", -1);
+    }
+    if (sql_nexmark_gen_init(&g, &n->config, &why) != 0)
+        return spate_error_set(err, SPATE_EINVAL, "malformed SQL program: nexmark: %s", why);
+    sql_nexmark_gen_release(&g);
+    return 0;
+}
+
 /* Everything a decoded program must satisfy before it runs. */
 static int
 check_program(const struct sql_program *p, spate_error *err)
 {
     bool consts = true;
+    int rc;
 
     if (p->ninput < 0 || p->ninput > TYPES_ROW_MAX || p->noutput < 1 ||
         p->noutput > TYPES_ROW_MAX || p->nregs < p->ninput || p->nregs > SQL_MAX_REGS ||
         p->ncode > SQL_MAX_CODE)
         return bad_program(err, "too many or too few columns, registers or instructions", -1);
-    if (p->input_format > SQL_FORMAT_DATAGEN || p->output_format < SQL_FORMAT_ROW ||
-        p->output_format > SQL_FORMAT_NONE || p->output_format == SQL_FORMAT_DATAGEN)
+    if ((p->input_format > SQL_FORMAT_DATAGEN && p->input_format != SQL_FORMAT_NEXMARK) ||
+        p->output_format < SQL_FORMAT_ROW || p->output_format > SQL_FORMAT_NONE ||
+        p->output_format == SQL_FORMAT_DATAGEN)
         return bad_program(err, "unknown format", -1);
+    if ((rc = check_nexmark(p, err)) != 0)
+        return rc;
     for (int i = 0; i < p->nregs; i++)
         if (!type_ok(&p->regs[i]))
             return bad_program(err, "register of an unknown type", -1);
@@ -232,6 +272,13 @@ check_program(const struct sql_program *p, spate_error *err)
         if ((in->op == SQLOP_EXTRACT || in->op == SQLOP_EXTRACT_D) &&
             (in->imm < SQL_F_YEAR || in->imm > SQL_F_EPOCH_DAY))
             return bad_program(err, "unknown date field", i);
+        if (in->op == SQLOP_REGEXP_EXTRACT) {
+            regex_t re;
+
+            if (in->sval == NULL || regcomp(&re, in->sval, REG_EXTENDED) != 0)
+                return bad_program(err, "regular expression that does not compile", i);
+            regfree(&re);
+        }
         if ((in->op == SQLOP_RESCALE && (in->imm < 0 || in->imm > 18 || in->c > 18)) ||
             ((in->op == SQLOP_I2F || in->op == SQLOP_F2I || in->op == SQLOP_ROUND_I) &&
              (in->imm < 0 || in->imm > 18)))
@@ -281,6 +328,7 @@ int
 sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spate_error *err)
 {
     Sqlplan__Calc c = SQLPLAN__CALC__INIT;
+    Sqlplan__Nexmark nexmark;
     char delim[2] = { p->csv_delimiter, 0 }, out_delim[2] = { p->csv_out_delimiter, 0 };
 
     UNUSED(err);
@@ -308,6 +356,28 @@ sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spat
         }
     }
     c.datagen_seed = (int64_t)p->datagen_seed;
+    if (p->nexmark != NULL) {
+        const struct sql_nexmark_config *g = &p->nexmark->config;
+
+        sqlplan__nexmark__init(&nexmark);
+        nexmark.kind = p->nexmark->kind;
+        nexmark.n_fields = (size_t)p->ninput;
+        nexmark.fields = p->nexmark->fields;
+        nexmark.first_event_rate = g->first_event_rate;
+        nexmark.person_proportion = g->person_proportion;
+        nexmark.auction_proportion = g->auction_proportion;
+        nexmark.bid_proportion = g->bid_proportion;
+        nexmark.avg_person_size = g->avg_person_size;
+        nexmark.avg_auction_size = g->avg_auction_size;
+        nexmark.avg_bid_size = g->avg_bid_size;
+        nexmark.hot_auction_ratio = g->hot_auction_ratio;
+        nexmark.hot_bidders_ratio = g->hot_bidders_ratio;
+        nexmark.hot_sellers_ratio = g->hot_sellers_ratio;
+        nexmark.num_in_flight_auctions = g->num_in_flight_auctions;
+        nexmark.num_active_people = g->num_active_people;
+        nexmark.base_time = g->base_time_ms;
+        c.nexmark = &nexmark;
+    }
     c.csv_delimiter = delim;
     c.csv_out_delimiter = out_delim;
     c.ignore_parse_errors = p->ignore_parse_errors;
@@ -406,6 +476,30 @@ sql_program_decode(const uint8_t *bytes, size_t len, struct sql_program **out, s
         }
     }
     p->datagen_seed = (uint64_t)c->datagen_seed;
+    if (c->nexmark != NULL) {
+        const Sqlplan__Nexmark *n = c->nexmark;
+
+        p->nexmark = xcalloc(1, sizeof *p->nexmark);
+        p->nexmark->kind = (enum sql_nexmark_kind)n->kind;
+        p->nexmark->fields = xcalloc(c->n_input + 1, sizeof *p->nexmark->fields);
+        for (size_t i = 0; i < c->n_input; i++)
+            p->nexmark->fields[i] = i < n->n_fields ? n->fields[i] : -1;
+        p->nexmark->config = (struct sql_nexmark_config){
+            .first_event_rate = n->first_event_rate,
+            .person_proportion = n->person_proportion,
+            .auction_proportion = n->auction_proportion,
+            .bid_proportion = n->bid_proportion,
+            .avg_person_size = n->avg_person_size,
+            .avg_auction_size = n->avg_auction_size,
+            .avg_bid_size = n->avg_bid_size,
+            .hot_auction_ratio = n->hot_auction_ratio,
+            .hot_bidders_ratio = n->hot_bidders_ratio,
+            .hot_sellers_ratio = n->hot_sellers_ratio,
+            .num_in_flight_auctions = n->num_in_flight_auctions,
+            .num_active_people = n->num_active_people,
+            .base_time_ms = n->base_time,
+        };
+    }
     p->csv_delimiter = c->csv_delimiter && c->csv_delimiter[0] ? c->csv_delimiter[0] : ',';
     p->csv_out_delimiter =
         c->csv_out_delimiter && c->csv_out_delimiter[0] ? c->csv_out_delimiter[0] : ',';
@@ -456,6 +550,14 @@ sql_program_decode(const uint8_t *bytes, size_t len, struct sql_program **out, s
 }
 
 void
+sql_nexmark_source_free(struct sql_nexmark_source *s)
+{
+    if (s != NULL)
+        free(s->fields);
+    free(s);
+}
+
+void
 sql_program_free(struct sql_program *p)
 {
     if (p == NULL)
@@ -468,6 +570,7 @@ sql_program_free(struct sql_program *p)
         free(p->code[i].sval);
     free(p->input);
     free(p->datagen);
+    sql_nexmark_source_free(p->nexmark);
     free(p->regs);
     free(p->code);
     free(p->outputs);
@@ -513,7 +616,7 @@ sql_program_describe(const struct sql_program *p)
             }
         } else if (is_jump(in->op)) {
             fprintf(f, " -> %lld", (long long)in->imm);
-        } else if (in->op == SQLOP_LIKE) {
+        } else if (in->op == SQLOP_LIKE || in->op == SQLOP_REGEXP_EXTRACT) {
             fprintf(f, " '%.*s'", (int)MIN(in->slen, 60), in->sval ? in->sval : "");
         } else if (in->imm != 0) {
             fprintf(f, " #%lld", (long long)in->imm);
@@ -540,6 +643,16 @@ sql_eval_init(struct sql_eval *e, const struct sql_program *p)
         e->r[i].null = true;
     e->cap = ARENA_CHUNK;
     e->arena = xmalloc(e->cap);
+    /* The regular expressions, once (sql_program_decode saw each compile). */
+    for (int i = 0; i < p->ncode; i++)
+        if (p->code[i].op == SQLOP_REGEXP_EXTRACT) {
+            int rc;
+
+            if (e->regex == NULL)
+                e->regex = xcalloc((size_t)p->ncode, sizeof(regex_t));
+            rc = regcomp((regex_t *)e->regex + i, p->code[i].sval, REG_EXTENDED);
+            SPATE_ASSERT(rc == 0);
+        }
     /* The constants, once. */
     for (e->start = 0; e->start < p->ncode && p->code[e->start].op == SQLOP_CONST; e->start++) {
         const struct sql_insn *in = &p->code[e->start];
@@ -565,6 +678,10 @@ sql_eval_init(struct sql_eval *e, const struct sql_program *p)
 void
 sql_eval_release(struct sql_eval *e)
 {
+    for (int i = 0; e->regex != NULL && i < e->p->ncode; i++)
+        if (e->p->code[i].op == SQLOP_REGEXP_EXTRACT)
+            regfree((regex_t *)e->regex + i);
+    free(e->regex);
     free(e->r);
     arena_reset(e);
     free(e->old);
@@ -1087,6 +1204,46 @@ sql_eval_run(struct sql_eval *e)
         case SQLOP_EXTRACT_D:
             if (!(d->null = a->null))
                 d->i = extract(a->i, 0, (int)in->imm);
+            break;
+        case SQLOP_SPLIT_INDEX:
+            /* Flink's: the pieces between each whole b, empty ones kept;
+             * NULL for a negative index or one past the last. */
+            if (!(d->null = a->null || b->null || c->null || c->i < 0 || a->s.len == 0)) {
+                const char *s = a->s.p, *end = s + a->s.len, *at;
+                int64_t k = c->i;
+
+                for (;;) {
+                    at = b->s.len ? memmem(s, (size_t)(end - s), b->s.p, b->s.len) : NULL;
+                    if (k == 0 || at == NULL)
+                        break;
+                    s = at + b->s.len;
+                    k--;
+                }
+                if (k > 0) {
+                    d->null = true;
+                    break;
+                }
+                d->s.p = s;
+                d->s.len = (size_t)((at ? at : end) - s);
+            }
+            break;
+        case SQLOP_REGEXP_EXTRACT:
+            if (!(d->null = a->null || b->null)) {
+                const regex_t *re = (const regex_t *)e->regex + pc;
+                int64_t g = b->i;
+                regmatch_t m[10];
+
+                m[0].rm_so = 0;
+                m[0].rm_eo = (regoff_t)a->s.len;
+                /* REG_STARTEND: the string is not NUL-terminated. */
+                if (g < 0 || g > (int64_t)re->re_nsub || g >= 10 ||
+                    regexec(re, a->s.p, 10, m, REG_STARTEND) != 0 || m[g].rm_so < 0) {
+                    d->null = true;
+                    break;
+                }
+                d->s.p = a->s.p + m[g].rm_so;
+                d->s.len = (size_t)(m[g].rm_eo - m[g].rm_so);
+            }
             break;
         case SQLOP_COUNT:
             break;

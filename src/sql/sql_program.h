@@ -15,6 +15,7 @@
 
 #include <spate/spate.h>
 
+#include "sql/sql_nexmark.h"
 #include "sql/sql_types.h"
 
 /* Operand types of each op: i int64 (BOOLEAN, INT, BIGINT, DECIMAL, DATE,
@@ -82,6 +83,9 @@ enum sql_op {
     /* date and time: imm the field (enum sql_time_field) */
     SQLOP_EXTRACT,   /* a TIMESTAMP (milliseconds) */
     SQLOP_EXTRACT_D, /* a DATE (days) */
+    /* Flink's string functions */
+    SQLOP_SPLIT_INDEX,    /* piece c (0-based) of a cut at each b; NULL past the last */
+    SQLOP_REGEXP_EXTRACT, /* group b of sval's first match in a (POSIX ERE); NULL: none */
     SQLOP_COUNT,
 };
 
@@ -118,6 +122,7 @@ enum sql_format {
     SQL_FORMAT_DATAGEN, /* input only: an int64 index, the columns made from it */
     SQL_FORMAT_PRINT,   /* output only: Flink's print form, +I[a, b] */
     SQL_FORMAT_NONE,    /* output only: nothing (blackhole) */
+    SQL_FORMAT_NEXMARK, /* input only: an int64 event number, the columns of its event */
 };
 
 struct sql_column {
@@ -131,6 +136,16 @@ struct sql_datagen_field {
     double null_rate;
 };
 
+/* The nexmark connector's table: its kind of event (the other kinds'
+ * records are skipped), the event field of each input column. */
+struct sql_nexmark_source {
+    struct sql_nexmark_config config;
+    enum sql_nexmark_kind kind;
+    int *fields; /* enum sql_nexmark_field, one per input column */
+};
+
+void sql_nexmark_source_free(struct sql_nexmark_source *s);
+
 /* A program as the planner builds it and the operator runs it. */
 struct sql_program {
     enum sql_format input_format, output_format;
@@ -138,8 +153,9 @@ struct sql_program {
     int ninput;
     struct sql_datagen_field *datagen; /* ninput of them */
     uint64_t datagen_seed;
-    char csv_delimiter;     /* the input's */
-    char csv_out_delimiter; /* the output's */
+    struct sql_nexmark_source *nexmark; /* SQL_FORMAT_NEXMARK */
+    char csv_delimiter;                 /* the input's */
+    char csv_out_delimiter;             /* the output's */
     bool ignore_parse_errors;
     struct sql_type *regs; /* the input columns' first */
     int nregs;
@@ -172,6 +188,7 @@ struct sql_eval {
     size_t used, cap;
     char **old; /* chunks outgrown during this record, freed at the next */
     size_t nold, old_cap;
+    void *regex; /* regex_t of each REGEXP_EXTRACT instruction, by its index */
 };
 
 int sql_eval_init(struct sql_eval *e, const struct sql_program *p);

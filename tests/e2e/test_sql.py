@@ -404,6 +404,30 @@ class SqlSessionTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("eventtime - 1000 ms", p.stdout)
 
+    def test_split_index_and_regexp_extract(self):
+        """Flink's SPLIT_INDEX and REGEXP_EXTRACT (Nexmark q21, q22): the
+        pieces with empty ones kept, NULL past the last, for an empty
+        string and a negative index; a group of the first match, NULL
+        without a match or such a group; a pattern that does not compile is
+        an error at planning."""
+        p = run_sql(["-p", "1"], "CREATE TABLE one (x INT) WITH (connector = 'datagen', "
+                    "\"number-of-rows\" = '1');\n"
+                    "SELECT SPLIT_INDEX('https://h.com/a/b/i.htm', '/', 3), "
+                    "SPLIT_INDEX('a,,b', ',', 1), SPLIT_INDEX('a,,b', ',', 2), "
+                    "SPLIT_INDEX('a,,b', ',', 3), SPLIT_INDEX('a::b', '::', 1), "
+                    "SPLIT_INDEX('', ',', 0), SPLIT_INDEX('a', ',', -1), "
+                    "REGEXP_EXTRACT('q=1&channel_id=77&y', '(&|^)channel_id=([^&]*)', 2), "
+                    "REGEXP_EXTRACT('channel_id=5', '(&|^)channel_id=([^&]*)', 2), "
+                    "REGEXP_EXTRACT('abc', 'z'), REGEXP_EXTRACT('abc', 'b+c'), "
+                    "REGEXP_EXTRACT('abc', '(b)', 5), REGEXP_EXTRACT('abc', '(x)?b', 1) "
+                    "FROM one;\n")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("+I[a, , b, null, b, null, null, 77, 5, null, bc, null, null]", p.stdout)
+        p = run_sql([], "CREATE TABLE one (x INT) WITH (connector = 'datagen');\n"
+                    "SELECT REGEXP_EXTRACT('abc', '(b') FROM one;\n")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("regexp_extract(): pattern '(b':", p.stderr)
+
     def test_set_refuses_a_bad_value(self):
         p = run_sql([], "SET 'parallelism.default' = 'many';")
         self.assertNotEqual(p.returncode, 0)

@@ -1,0 +1,277 @@
+"""The nexmark connector and the Nexmark queries (issue 26). The events
+spate's connector generates are compared row by row with those of
+nexmark_ref.py, a port to Python of the Nexmark repository's Java generator
+computed outside spate, for a few configurations (the default, others with
+every option changed, parallelism 2); then the queries of bench/nexmark/
+(q0, q1, q2, q21, q22) run in spate SQL over those events and their results
+are compared with the same queries computed in Python over the reference's
+events; then the connector's errors."""
+
+import datetime
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import nexmark_ref as ref  # noqa: E402
+import spatetest  # noqa: E402
+from sqloracle import parse_csv_line  # noqa: E402
+
+QUERIES = os.path.join(spatetest.SOURCE, "bench", "nexmark")
+
+TYPES = {"id": "BIGINT", "initialBid": "BIGINT", "reserve": "BIGINT", "seller": "BIGINT",
+         "category": "BIGINT", "auction": "BIGINT", "bidder": "BIGINT", "price": "BIGINT",
+         "dateTime": "TIMESTAMP(3)", "expires": "TIMESTAMP(3)"}
+
+
+def ts_text(ms):
+    t = datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+    return t.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def text(col, v):
+    """A reference value as spate's CSV sink writes it."""
+    if v is None:
+        return None
+    return ts_text(v) if col in ("dateTime", "expires") else str(v)
+
+
+def options(conf):
+    """The connector's WITH options for a reference configuration."""
+    return (f"connector = 'nexmark', \"events.num\" = '{conf.events}', "
+            f"\"first-event.rate\" = '{round(1000000.0 / conf.delay_us)}', "
+            f"\"person.proportion\" = '{conf.person}', "
+            f"\"auction.proportion\" = '{conf.auction}', \"bid.proportion\" = '{conf.bid}', "
+            f"\"person.avg-size\" = '{conf.person_size}b', "
+            f"\"auction.avg-size\" = '{conf.auction_size}b', "
+            f"\"bid.avg-size\" = '{conf.bid_size}b', "
+            f"\"bid.hot-ratio.auctions\" = '{conf.hot_auctions}', "
+            f"\"bid.hot-ratio.bidders\" = '{conf.hot_bidders}', "
+            f"\"auction.hot-ratio.sellers\" = '{conf.hot_sellers}', "
+            f"\"base-time\" = '{conf.base_time}'")
+
+
+class NexmarkTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="spate-nexmark-")
+        self.runs = 0
+
+    def tearDown(self):
+        subprocess.run(["rm", "-rf", self.tmp], check=False)
+
+    def sql(self, script, parallelism=1, ok=True):
+        p = subprocess.run([spatetest.SPATE, "sql", "--local", "-p", str(parallelism)],
+                           input=script, capture_output=True, text=True, timeout=120)
+        if ok and p.returncode != 0:
+            raise AssertionError(f"spate sql failed:\n{p.stderr}\n{p.stdout}\n{script}")
+        return p
+
+    def out_path(self):
+        self.runs += 1
+        return os.path.join(self.tmp, f"out{self.runs}")
+
+    @staticmethod
+    def rows(path):
+        rows = []
+        for name in sorted(os.listdir(path)) if os.path.isdir(path) else []:
+            if not name.startswith("."):
+                with open(os.path.join(path, name)) as f:
+                    rows += [parse_csv_line(line.rstrip("\n")) for line in f]
+        return rows
+
+    def generated(self, conf, parallelism=1):
+        """spate's rows of each table (person, auction, bid) under conf."""
+        script, outs = [], {}
+        for kind, cols in ref.COLUMNS.items():
+            decl = ", ".join(f"{c} {TYPES.get(c, 'VARCHAR')}" for c in cols)
+            outs[kind] = self.out_path()
+            script.append(f"CREATE TABLE {kind} ({decl}) WITH ({options(conf)});")
+            script.append(f"CREATE TABLE out_{kind} WITH (connector = 'filesystem', "
+                          f"path = '{outs[kind]}', format = 'csv') AS SELECT * FROM {kind};")
+        self.sql("\n".join(script), parallelism)
+        return {kind: self.rows(path) for kind, path in outs.items()}
+
+    def reference(self, conf):
+        want = {kind: [] for kind in ref.COLUMNS}
+        for kind, fields in ref.events(conf):
+            want[kind].append([text(c, fields[c]) for c in ref.COLUMNS[kind]])
+        return want
+
+    def assert_same_events(self, conf, parallelism=1):
+        got, want = self.generated(conf, parallelism), self.reference(conf)
+        for kind in ref.COLUMNS:
+            g, w = got[kind], want[kind]
+            if parallelism > 1:  # the subtasks' files: the same rows, in another order
+                g, w = sorted(g, key=repr), sorted(w, key=repr)
+            self.assertEqual(len(g), len(w), f"{kind}: {len(g)} rows, the reference {len(w)}")
+            for i, (a, b) in enumerate(zip(g, w)):
+                self.assertEqual(a, b, f"{kind} row {i} differs from the reference")
+            self.assertGreater(len(w), 0, kind)
+
+    def test_default_configuration(self):
+        """The connector's defaults (Flink's: 1/3/46, sizes 200/500/100,
+        hot ratios 2/4/4, 10,000 events a second): 3,000 events."""
+        self.assert_same_events(ref.Config(events=3000, base_time=0))
+
+    def test_every_option_changed(self):
+        """Other proportions, sizes (a bid's extra empty: its 32 bytes are
+        over the average), hot ratios, a rate of 1 M events a second
+        (several events in a millisecond) and a base time."""
+        self.assert_same_events(ref.Config(events=2500, rate=1000000, person=2, auction=5,
+                                           bid=13, person_size=300, auction_size=1024,
+                                           bid_size=20, hot_auctions=3, hot_bidders=5,
+                                           hot_sellers=7, base_time=1700000000123))
+
+    def test_parallelism_two(self):
+        """Two subtasks generate the same events between them."""
+        self.assert_same_events(ref.Config(events=4000, rate=20000, base_time=86400000), 2)
+
+    def test_reference_primitives_are_javas(self):
+        """nexmark_ref.py's port of java.util.Random, Math.pow and
+        Math.round as the generator uses them, Integer.reverse, Java's
+        remainder and division and String.trim, against the real JDK's
+        (JavaRandomProbe.java, run by java): the reference is Java's."""
+        import shutil
+        import struct
+        java = shutil.which("java")
+        self.assertIsNotNone(java, "java (the JDK the Kafka and ZooKeeper tests run on)")
+        probe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "JavaRandomProbe.java")
+        p = subprocess.run([java, probe, "400"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        bounds = [2, 3, 4, 5, 6, 7, 9, 10, 11, 13, 26, 46, 100, 1010, 10000, 2147483647]
+        lines = p.stdout.splitlines()
+        self.assertEqual(len(lines), 403)
+        for seed, line in zip(range(-3, 400), lines):
+            s = seed * 7919 + (123456789012 if ref.jmod(seed, 5) == 0 else 0)
+            r = ref.JavaRandom(s)
+            got = [str(s)] + [str(r.next_int(b)) for b in bounds]
+            got += [str(r.next_int()), str(r.next_long())]
+            d = r.next_double()
+            got.append(str(struct.unpack("<q", struct.pack("<d", d))[0]))
+            got.append(str(ref.java_round(ref.math.pow(10.0, d * 6.0) * 100.0)))
+            got.append(str(ref.java_round((seed & 1023) * 0.2)))
+            ch = abs(seed) % 10000
+            rev = ref.integer_reverse(ch)
+            got.append(str(rev if rev == -2**31 else abs(rev)))
+            got += [str(ref.jmod(ch, 26)), str(ref.jmod(-ch, 26)), str(ref.jdiv(-ch, 26))]
+            got.append("[" + "  a b "[abs(seed) % 3:].strip(" ") + "]")
+            self.assertEqual(" ".join(got), line, f"seed {s}")
+
+    # ---- the queries ----
+
+    def query(self, name, conf, parallelism=1):
+        """bench/nexmark/<name>.sql over bench/nexmark/ddl.sql with conf, its
+        sink a CSV folder: the rows."""
+        with open(os.path.join(QUERIES, "ddl.sql")) as f:
+            ddl = f.read()
+        for k, v in {"TPS": round(1000000.0 / conf.delay_us), "EVENTS_NUM": conf.events,
+                     "PERSON_PROPORTION": conf.person, "AUCTION_PROPORTION": conf.auction,
+                     "BID_PROPORTION": conf.bid, "BASE_TIME": conf.base_time}.items():
+            ddl = ddl.replace("${" + k + "}", str(v))
+        with open(os.path.join(QUERIES, f"{name}.sql")) as f:
+            q = f.read()
+        out = self.out_path()
+        q, n = re.subn(r"connector = 'blackhole'",
+                       f"connector = 'filesystem', path = '{out}', format = 'csv'", q)
+        self.assertEqual(n, 1, f"{name}.sql has one blackhole sink")
+        self.sql(ddl + "\n" + q, parallelism)
+        return sorted(self.rows(out), key=repr)
+
+    _bids = {}
+
+    def bids(self, conf):
+        if id(conf) not in self._bids:
+            self._bids[id(conf)] = [f for kind, f in ref.events(conf) if kind == "bid"]
+        return self._bids[id(conf)]
+
+    def check_query(self, name, conf, want, parallelism=1):
+        got = self.query(name, conf, parallelism)
+        want = sorted(([None if v is None else str(v) for v in row] for row in want),
+                      key=repr)
+        self.assertGreater(len(want), 0, f"{name}: the reference has rows")
+        self.assertEqual(len(got), len(want), f"{name}: {len(got)} rows, the reference "
+                         f"{len(want)}")
+        self.assertEqual(got, want, f"{name} differs from the reference")
+
+    # 20,000 events, 5 µs apart: the source paces them at that rate.
+    CONF = ref.Config(events=20000, rate=200000, base_time=1600000000000)
+
+    def test_q0_pass_through(self):
+        want = [(b["auction"], b["bidder"], b["price"], ts_text(b["dateTime"]), b["extra"])
+                for b in self.bids(self.CONF)]
+        self.check_query("q0", self.CONF, want)
+
+    def test_q1_currency_conversion(self):
+        # 0.908 * price exactly, at DECIMAL's scale 3
+        want = [(b["auction"], b["bidder"], "%d.%03d" % divmod(b["price"] * 908, 1000),
+                 ts_text(b["dateTime"]), b["extra"]) for b in self.bids(self.CONF)]
+        self.check_query("q1", self.CONF, want)
+
+    def test_q2_selection(self):
+        want = [(b["auction"], b["price"]) for b in self.bids(self.CONF)
+                if b["auction"] % 123 == 0]
+        self.check_query("q2", self.CONF, want)
+        self.check_query("q2", self.CONF, want, parallelism=2)
+
+    def test_q21_channel_id(self):
+        ids = {"apple": "0", "google": "1", "facebook": "2", "baidu": "3"}
+        want = []
+        for b in self.bids(self.CONF):
+            m = re.search(r"(&|^)channel_id=([^&]*)", b["url"])
+            extracted = m.group(2) if m else None
+            ch = b["channel"].lower()
+            if extracted is not None or ch in ids:
+                want.append((b["auction"], b["bidder"], b["price"], b["channel"],
+                             ids.get(ch, extracted)))
+        self.check_query("q21", self.CONF, want)
+
+    def test_q22_url_directories(self):
+        def piece(url, i):
+            parts = url.split("/")
+            return parts[i] if i < len(parts) else None
+
+        want = [(b["auction"], b["bidder"], b["price"], b["channel"], piece(b["url"], 3),
+                 piece(b["url"], 4), piece(b["url"], 5)) for b in self.bids(self.CONF)]
+        self.check_query("q22", self.CONF, want)
+        self.check_query("q22", self.CONF, want, parallelism=2)
+
+    # ---- errors ----
+
+    def error_of(self, ddl):
+        p = self.sql(ddl + "\nSELECT * FROM bid;\n", ok=False)
+        self.assertNotEqual(p.returncode, 0, f"accepted: {ddl}")
+        return p.stderr + p.stdout
+
+    def test_errors(self):
+        cases = [
+            ("CREATE TABLE bid (auction BIGINT) WITH (connector = 'nexmark', tps = '5');",
+             "the nexmark connector has no option 'tps'"),
+            ("CREATE TABLE b (auction BIGINT) WITH (connector = 'nexmark');",
+             "needs 'table' = 'bid', 'auction' or 'person'"),
+            ("CREATE TABLE bid (auction BIGINT) WITH (connector = 'nexmark', table = 'bids');",
+             "not 'bids'"),
+            ("CREATE TABLE bid (seller BIGINT) WITH (connector = 'nexmark');",
+             "column 'seller' is no field of a nexmark bid (auction, bidder, price, channel"),
+            ("CREATE TABLE bid (price INT) WITH (connector = 'nexmark');",
+             "column 'price' is BIGINT, not INT, in a nexmark bid"),
+            ("CREATE TABLE bid (price BIGINT) WITH (connector = 'nexmark', "
+             "\"first-event.rate\" = '10', \"next-event.rate\" = '20');",
+             "not supported: 'next-event.rate' other than 'first-event.rate'"),
+            ("CREATE TABLE bid (price BIGINT) WITH (connector = 'nexmark', "
+             "\"bid.proportion\" = '0');", "option 'bid.proportion' is from 1 to"),
+            ("CREATE TABLE bid (price BIGINT) WITH (connector = 'nexmark', "
+             "\"bid.avg-size\" = '1 gigabyte');", "option 'bid.avg-size' = '1 gigabyte' is not a "
+             "size"),
+            ("CREATE TABLE bid (price BIGINT) WITH (connector = 'nexmark', "
+             "\"events.num\" = 'many');", "option 'events.num' = 'many' is not an integer"),
+        ]
+        for ddl, want in cases:
+            with self.subTest(ddl=ddl):
+                self.assertIn(want, self.error_of(ddl))
+
+
+if __name__ == "__main__":
+    unittest.main()
