@@ -27,6 +27,7 @@ struct calc_impl {
     void *out_rec;
     uint64_t bad_records;           /* skipped by ignore-parse-errors */
     struct sql_nexmark_gen nexmark; /* SQL_FORMAT_NEXMARK */
+    int *nexmark_read;              /* the input columns the program reads, -1 after the last */
     int *not_null;                  /* outputs of a NOT NULL sink column, checked per row */
     int nnot_null;
 };
@@ -81,9 +82,18 @@ calc_open(struct stream_operator *op, spate_error *err)
     sql_eval_init(&impl->ev, p);
     if (p->input_format == SQL_FORMAT_NEXMARK) {
         const char *why;
-        int ok = sql_nexmark_gen_init(&impl->nexmark, &p->nexmark->config, &why);
+        int ok = sql_nexmark_gen_init(&impl->nexmark, &p->nexmark->config, &why), n = 0;
+        bool *read = xcalloc((size_t)p->ninput + 1, sizeof *read);
 
         SPATE_ASSERT(ok == 0); /* sql_program_decode checked the configuration */
+        /* Only the columns the program reads are filled in each record. */
+        sql_program_inputs_read(p, read);
+        impl->nexmark_read = xcalloc((size_t)p->ninput + 1, sizeof *impl->nexmark_read);
+        for (int i = 0; i < p->ninput; i++)
+            if (read[i])
+                impl->nexmark_read[n++] = i;
+        impl->nexmark_read[n] = -1;
+        free(read);
     }
     if (p->output_format == SQL_FORMAT_ROW) {
         impl->out_type = s->out_type;
@@ -103,6 +113,7 @@ calc_close(struct stream_operator *op)
     sql_eval_release(&impl->ev);
     if (impl->p->input_format == SQL_FORMAT_NEXMARK)
         sql_nexmark_gen_release(&impl->nexmark);
+    free(impl->nexmark_read);
     sql_program_free(impl->p);
     free(impl->not_null);
     free(impl->out_rec);
@@ -356,13 +367,13 @@ read_nexmark(struct calc_impl *impl, int64_t index)
     if (sql_nexmark_kind_of(&impl->nexmark, index) != p->nexmark->kind)
         return false;
     sql_nexmark_next(&impl->nexmark, index, &ev);
-    for (int i = 0; i < p->ninput; i++) {
-        struct sql_value *r = &impl->ev.r[i];
-        struct sql_nexmark_str str;
+    for (const int *i = impl->nexmark_read; *i >= 0; i++) {
+        struct sql_value *r = &impl->ev.r[*i];
+        struct sql_nexmark_str str = { NULL, 0 };
 
         r->null = false;
-        sql_nexmark_field_get(&ev, (enum sql_nexmark_field)p->nexmark->fields[i], &r->i, &str);
-        if (sql_type_phys(p->input[i].type.id) == SQL_PHYS_STRING) {
+        sql_nexmark_field_get(&ev, (enum sql_nexmark_field)p->nexmark->fields[*i], &r->i, &str);
+        if (str.p != NULL) {
             r->s.p = str.p;
             r->s.len = str.len;
         }
@@ -530,7 +541,7 @@ calc_process(struct stream_operator *op, const void *rec, const struct record_me
     const struct sql_program *p = impl->p;
     struct sql_eval *ev = &impl->ev;
     struct record_meta stamped;
-    spate_error err = { 0 };
+    spate_error err; /* set by the line formats' readers when they fail */
     int rc = 0;
 
     sql_eval_begin(ev); /* the previous record's strings go */

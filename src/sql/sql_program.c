@@ -294,6 +294,121 @@ check_program(const struct sql_program *p, spate_error *err)
     return 0;
 }
 
+void
+sql_program_inputs_read(const struct sql_program *p, bool *read)
+{
+    for (int i = 0; i < p->ninput; i++)
+        read[i] = false;
+#define READ(reg)                        \
+    if ((reg) >= 0 && (reg) < p->ninput) \
+        read[(reg)] = true;
+    for (int i = 0; i < p->ncode; i++) {
+        const struct sql_insn *in = &p->code[i];
+        const uint8_t *sig = signatures[in->op];
+
+        if (sig[1] != T_NONE)
+            READ(in->a)
+        if (sig[2] != T_NONE)
+            READ(in->b)
+        if (sig[3] != T_NONE)
+            READ(in->c)
+    }
+    for (int i = 0; i < p->noutput; i++)
+        READ(p->outputs[i])
+    READ(p->filter)
+    READ(p->rowtime)
+#undef READ
+}
+
+/* A compiled REGEXP_EXTRACT pattern and a literal every match contains,
+ * looked for first: most strings that do not match are turned away by a
+ * memmem, not by the regular expression machine. */
+struct sql_regex {
+    regex_t re;
+    char literal[64];
+    size_t literal_len;
+};
+
+/* A character that stands for itself anywhere outside a bracket. */
+static bool
+regex_plain(char c)
+{
+    return c != '\0' && (isalnum((unsigned char)c) || strchr(" _=-/:@&,;'\"<>!%#~`", c) != NULL);
+}
+
+/* The longest run of plain characters at the pattern's top level (outside
+ * groups and bracket expressions) that every match contains; none when
+ * the pattern may alternate at its top. A form not read here (a
+ * backslash or a bracket inside a group, a class in a bracket) ends the
+ * reading. Conservative: a character a quantifier follows is left out. */
+static void
+regex_literal(const char *pat, struct sql_regex *out)
+{
+    char run[sizeof out->literal];
+    size_t n = 0, i = 0;
+
+    out->literal_len = 0;
+    for (;;) {
+        char c = pat[i];
+
+        if (regex_plain(c) && strchr("*?{", pat[i + 1]) == NULL) {
+            if (n < sizeof run)
+                run[n++] = c;
+            i++;
+            if (pat[i] != '+')
+                continue;
+        }
+        if (n > out->literal_len) {
+            memcpy(out->literal, run, n);
+            out->literal_len = n;
+        }
+        n = 0;
+        c = pat[i];
+        if (c == '\0')
+            return;
+        if (c == '|')
+            break; /* alternatives at the top: no run is needed */
+        if (c == '\\') {
+            if (pat[i + 1] == '\0')
+                return;
+            i += 2; /* an escape: not read, it ends the run */
+        } else if (c == '{') {
+            while (pat[i] != '\0' && pat[i] != '}')
+                i++;
+        } else if (c == '[') {
+            /* [ ^? ]? ... ]: no escapes inside; give up on [: classes */
+            i += 1 + (pat[i + 1] == '^');
+            i += pat[i] == ']';
+            while (pat[i] != '\0' && pat[i] != ']' && pat[i] != '[')
+                i++;
+            if (pat[i] != ']')
+                break;
+            i++;
+        } else if (c == '(') {
+            int depth = 0;
+
+            for (; pat[i] != '\0'; i++) {
+                if (pat[i] == '\\' || pat[i] == '[')
+                    goto none; /* not read inside a group */
+                if (pat[i] == '(')
+                    depth++;
+                else if (pat[i] == ')' && --depth == 0)
+                    break;
+            }
+            if (pat[i] == '\0')
+                return;
+            i++;
+        } else {
+            i++; /* . ^ $ * ? + ) } ]: specials, they end the run */
+        }
+    }
+none:
+    /* Read up to i, with no alternatives at the top there: the run found
+     * is needed unless an alternative may follow. */
+    if (strchr(pat + i, '|') != NULL)
+        out->literal_len = 0;
+}
+
 /* ---- encoding ---- */
 
 static Sqlplan__Column *
@@ -648,9 +763,13 @@ sql_eval_init(struct sql_eval *e, const struct sql_program *p)
         if (p->code[i].op == SQLOP_REGEXP_EXTRACT) {
             int rc;
 
+            struct sql_regex *re;
+
             if (e->regex == NULL)
-                e->regex = xcalloc((size_t)p->ncode, sizeof(regex_t));
-            rc = regcomp((regex_t *)e->regex + i, p->code[i].sval, REG_EXTENDED);
+                e->regex = xcalloc((size_t)p->ncode, sizeof(struct sql_regex));
+            re = (struct sql_regex *)e->regex + i;
+            rc = regcomp(&re->re, p->code[i].sval, REG_EXTENDED);
+            regex_literal(p->code[i].sval, re);
             SPATE_ASSERT(rc == 0);
         }
     /* The constants, once. */
@@ -680,7 +799,7 @@ sql_eval_release(struct sql_eval *e)
 {
     for (int i = 0; e->regex != NULL && i < e->p->ncode; i++)
         if (e->p->code[i].op == SQLOP_REGEXP_EXTRACT)
-            regfree((regex_t *)e->regex + i);
+            regfree(&((struct sql_regex *)e->regex + i)->re);
     free(e->regex);
     free(e->r);
     arena_reset(e);
@@ -1229,15 +1348,17 @@ sql_eval_run(struct sql_eval *e)
             break;
         case SQLOP_REGEXP_EXTRACT:
             if (!(d->null = a->null || b->null)) {
-                const regex_t *re = (const regex_t *)e->regex + pc;
+                const struct sql_regex *re = (const struct sql_regex *)e->regex + pc;
                 int64_t g = b->i;
                 regmatch_t m[10];
 
                 m[0].rm_so = 0;
                 m[0].rm_eo = (regoff_t)a->s.len;
                 /* REG_STARTEND: the string is not NUL-terminated. */
-                if (g < 0 || g > (int64_t)re->re_nsub || g >= 10 ||
-                    regexec(re, a->s.p, 10, m, REG_STARTEND) != 0 || m[g].rm_so < 0) {
+                if (g < 0 || g > (int64_t)re->re.re_nsub || g >= 10 ||
+                    (re->literal_len > 0 &&
+                     memmem(a->s.p, a->s.len, re->literal, re->literal_len) == NULL) ||
+                    regexec(&re->re, a->s.p, 10, m, REG_STARTEND) != 0 || m[g].rm_so < 0) {
                     d->null = true;
                     break;
                 }

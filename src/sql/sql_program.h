@@ -179,6 +179,10 @@ int sql_program_decode(const uint8_t *bytes, size_t len, struct sql_program **ou
 /* One line per instruction, for EXPLAIN. */
 char *sql_program_describe(const struct sql_program *p);
 
+/* Whether the program reads input column i (an instruction's operand, an
+ * output, the filter or the rowtime): read[ninput], filled in. */
+void sql_program_inputs_read(const struct sql_program *p, bool *read);
+
 /* A running program: its registers and its string arena. */
 struct sql_eval {
     const struct sql_program *p;

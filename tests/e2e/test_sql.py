@@ -423,6 +423,17 @@ class SqlSessionTest(unittest.TestCase):
                     "FROM one;\n")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("+I[a, , b, null, b, null, null, 77, 5, null, bc, null, null]", p.stdout)
+        # patterns whose literal runs the evaluator looks for before the
+        # regular expression: alternatives, quantifiers, escapes, brackets
+        p = run_sql(["-p", "1"], "CREATE TABLE one (x INT) WITH (connector = 'datagen', "
+                    "\"number-of-rows\" = '1');\n"
+                    "SELECT REGEXP_EXTRACT('xbz', 'abc|b'), REGEXP_EXTRACT('yz', 'x*yz'), "
+                    "REGEXP_EXTRACT('abbbc', 'ab+c'), REGEXP_EXTRACT('qd', '[a-z]+d'), "
+                    "REGEXP_EXTRACT('aab', 'a{2}b'), REGEXP_EXTRACT('w.com', '\\.com'), "
+                    "REGEXP_EXTRACT('k=v', '(a|k)=(v|w)', 2), REGEXP_EXTRACT('ab', 'a(x)?b'), "
+                    "REGEXP_EXTRACT('a]b', '[]]b'), REGEXP_EXTRACT('zz', '(z)z|q') FROM one;\n")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("+I[b, yz, abbbc, qd, aab, .com, v, ab, ]b, zz]", p.stdout)
         p = run_sql([], "CREATE TABLE one (x INT) WITH (connector = 'datagen');\n"
                     "SELECT REGEXP_EXTRACT('abc', '(b') FROM one;\n")
         self.assertNotEqual(p.returncode, 0)
