@@ -25,6 +25,7 @@ libjansson-dev      JSON of the REST API and of plans
 libxxhash-dev       XXH3: key groups of keyed streams
 liblz4-dev          lz4 compression of network buffers
 libpg-query-dev     the PostgreSQL parser of src/sql (libpg_query; static, no pkg-config)
+libedit-dev         the line editor of the spate sql prompt (history, editing)
 libzookeeper-mt-dev ZooKeeper C client of the HA plugin (libspate_zookeeper.so)
 librocksdb-dev      RocksDB's C API of the state backend plugin (libspate_rocksdb.so)
 zookeeper           ZooKeeper server (on the installed Java) the HA tests and ha_bench start

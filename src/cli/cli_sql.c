@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <editline/readline.h>
+
 #include "cli/cli_run.h"
 #include "cli/cli_sql.h"
 #include "core/alloc.h"
@@ -50,26 +52,69 @@ run_text(struct sql_session *s, const char *text)
     return rc;
 }
 
-/* Reads statements at a prompt: lines gather until one ends a statement
- * with ';' outside quotes; each complete script runs. */
+/* The prompt's history: ~/.spate_sql_history, at most this many entries. */
+#define HISTORY_MAX 1000
+
+static char *
+history_path(void)
+{
+    const char *home = getenv("HOME");
+    char *path;
+
+    if (home == NULL || *home == '\0')
+        return NULL;
+    path = xmalloc(strlen(home) + 24);
+    sprintf(path, "%s/.spate_sql_history", home);
+    return path;
+}
+
+/* A statement into the history as one line (its lines joined by spaces),
+ * so that recalling it brings the whole statement back. */
+static void
+remember(const char *text, size_t len)
+{
+    char *line = xstrndup(text, len);
+
+    size_t n = strlen(line);
+
+    for (char *q = line; *q; q++)
+        if (*q == '\n' || *q == '\r' || *q == '\t')
+            *q = ' ';
+    while (n > 0 && line[n - 1] == ' ')
+        line[--n] = '\0';
+    if (!sql_is_blank(line, n))
+        add_history(line);
+    free(line);
+}
+
+/* Reads statements at a prompt with libedit (line editing, the history of
+ * earlier sessions): lines gather until one ends a statement with ';'
+ * outside quotes; each complete script runs. */
 static int
 prompt(struct sql_session *s)
 {
-    char *buf = NULL, line[4096];
+    char *buf = NULL, *line, *hist = history_path();
     size_t len = 0;
     int failed = 0;
 
+    using_history();
+    stifle_history(HISTORY_MAX);
+    if (hist != NULL)
+        read_history(hist);
     for (;;) {
         struct sql_stmt_text *st;
+        size_t n_line;
         int n;
 
-        fputs(len == 0 ? "spate sql> " : "        -> ", stdout);
-        fflush(stdout);
-        if (fgets(line, sizeof line, stdin) == NULL)
+        if ((line = readline(len == 0 ? "spate sql> " : "        -> ")) == NULL)
             break;
-        buf = xrealloc(buf, len + strlen(line) + 1);
-        memcpy(buf + len, line, strlen(line) + 1);
-        len += strlen(line);
+        n_line = strlen(line);
+        buf = xrealloc(buf, len + n_line + 2);
+        memcpy(buf + len, line, n_line);
+        len += n_line;
+        buf[len++] = '\n';
+        buf[len] = '\0';
+        free(line);
         /* Complete when the last statement ends with ';' (what follows it
          * is blank). */
         sql_split(buf, &st, &n);
@@ -77,6 +122,7 @@ prompt(struct sql_session *s)
             size_t end = st[n - 1].offset + st[n - 1].len;
 
             if (end < len && buf[end] == ';' && sql_is_blank(buf + end + 1, len - end - 1)) {
+                remember(buf, len);
                 failed |= run_text(s, buf) != 0;
                 len = 0;
             }
@@ -88,8 +134,13 @@ prompt(struct sql_session *s)
             buf[0] = '\0';
     }
     fputc('\n', stdout);
-    if (len > 0 && !sql_is_blank(buf, len))
+    if (len > 0 && !sql_is_blank(buf, len)) {
+        remember(buf, len);
         failed |= run_text(s, buf) != 0;
+    }
+    if (hist != NULL && write_history(hist) != 0)
+        fprintf(stderr, "[WARN] cannot write the history to '%s': %s\n", hist, strerror(errno));
+    free(hist);
     free(buf);
     return failed;
 }

@@ -287,12 +287,13 @@ class SqlErrorTest(unittest.TestCase):
         err = self.error_of("SELECT id FROM orders WHERE id > 'abc';")
         self.assertIn("'abc' is not a INT", err)
 
-    def test_the_prompt_survives_every_error(self):
-        """At a terminal: errors are printed and the prompt goes on; a
-        statement may span lines."""
+    def terminal(self, home):
+        """spate sql --local at a pseudo-terminal, HOME (its history's
+        folder) home: the terminal's fd, the process, and read_until(text)
+        that reads until text has come."""
         master, slave = pty.openpty()
         p = subprocess.Popen([spatetest.SPATE, "sql", "--local"], stdin=slave, stdout=slave,
-                             stderr=slave, close_fds=True)
+                             stderr=slave, close_fds=True, env=dict(os.environ, HOME=home))
         os.close(slave)
         out = b""
 
@@ -311,6 +312,48 @@ class SqlErrorTest(unittest.TestCase):
                         break
             return out
 
+        return master, p, read_until
+
+    def test_the_prompt_keeps_a_history(self):
+        """The prompt (libedit) keeps a history across sessions in
+        ~/.spate_sql_history, a statement of several lines as one entry:
+        the up arrow brings the last statement back, Enter runs it."""
+        with tempfile.TemporaryDirectory() as home:
+            master, p, read_until = self.terminal(home)
+            try:
+                read_until("spate sql> ")
+                os.write(master, b"CREATE TABLE hist (a INT)\n")
+                read_until("        -> ")
+                os.write(master, b"WITH (connector = 'blackhole');\n")
+                read_until("[INFO] Execute statement succeeded.")
+                os.write(master, b"\x04")  # Ctrl-D: the session ends
+                self.assertEqual(p.wait(timeout=30), 0)
+            finally:
+                os.close(master)
+            with open(os.path.join(home, ".spate_sql_history")) as f:
+                # libedit's file: strvis-encoded lines (a space is \040)
+                lines = f.read().replace("\\040", " ").splitlines()
+            self.assertIn("CREATE TABLE hist (a INT) WITH (connector = 'blackhole');", lines)
+            master, p, read_until = self.terminal(home)
+            try:
+                read_until("spate sql> ")
+                os.write(master, b"\x1b[A\n")  # up arrow, Enter: the CREATE again
+                read_until("[INFO] Execute statement succeeded.")
+                os.write(master, b"SHOW TABLES;\n")
+                text = read_until("1 row in set").decode(errors="replace")
+                self.assertIn("hist", text)
+            finally:
+                os.close(master)
+                p.kill()
+                p.wait(timeout=10)
+
+    def test_the_prompt_survives_every_error(self):
+        """At a terminal: errors are printed and the prompt goes on; a
+        statement may span lines."""
+        home = tempfile.mkdtemp(prefix="spate-sql-home-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", home], check=False)
+        master, p, read_until = self.terminal(home)
+
         try:
             read_until("spate sql> ")
             for line in ["SELEC 1;\n", "SELECT nope FROM nothing;\n",
@@ -319,8 +362,7 @@ class SqlErrorTest(unittest.TestCase):
                 os.write(master, line.encode())
             read_until("amount")
             os.write(master, b"SHOW TABLES;\n")
-            read_until("1 row in set")
-            text = out.decode(errors="replace")
+            text = read_until("1 row in set").decode(errors="replace")
             self.assertIn('syntax error at or near "SELEC"', text)
             self.assertIn("table 'nothing' does not exist", text)
             self.assertIn("cannot apply '+' to INT and VARCHAR", text)
