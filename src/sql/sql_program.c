@@ -1352,13 +1352,23 @@ sql_eval_run(struct sql_eval *e)
                 int64_t g = b->i;
                 regmatch_t m[10];
 
-                m[0].rm_so = 0;
-                m[0].rm_eo = (regoff_t)a->s.len;
-                /* REG_STARTEND: the string is not NUL-terminated. */
+                char *str;
+
                 if (g < 0 || g > (int64_t)re->re.re_nsub || g >= 10 ||
                     (re->literal_len > 0 &&
-                     memmem(a->s.p, a->s.len, re->literal, re->literal_len) == NULL) ||
-                    regexec(&re->re, a->s.p, 10, m, REG_STARTEND) != 0 || m[g].rm_so < 0) {
+                     memmem(a->s.p, a->s.len, re->literal, re->literal_len) == NULL)) {
+                    d->null = true;
+                    break;
+                }
+                /* A string ends with a NUL for regexec (whose interceptors
+                 * read to it); REG_STARTEND: NULs inside are matched. */
+                str = sql_eval_alloc(e, a->s.len + 1);
+                if (a->s.len > 0)
+                    memcpy(str, a->s.p, a->s.len);
+                str[a->s.len] = '\0';
+                m[0].rm_so = 0;
+                m[0].rm_eo = (regoff_t)a->s.len;
+                if (regexec(&re->re, str, 10, m, REG_STARTEND) != 0 || m[g].rm_so < 0) {
                     d->null = true;
                     break;
                 }
