@@ -42,11 +42,12 @@ struct blob_cache {
     struct bc_entry *entries;
     char *dir;
     char *secret;
+    struct tls_context *tls; /* security.ssl.internal, or NULL */
     int64_t max_size;
 };
 
 struct blob_cache *
-blob_cache_new(const char *dir, const char *secret, int64_t max_size_bytes)
+blob_cache_new(const char *dir, const char *secret, struct tls_context *tls, int64_t max_size_bytes)
 {
     struct blob_cache *c = xcalloc(1, sizeof *c);
 
@@ -54,6 +55,7 @@ blob_cache_new(const char *dir, const char *secret, int64_t max_size_bytes)
     pthread_cond_init(&c->fetched, NULL);
     c->dir = xstrdup(dir);
     c->secret = secret != NULL && *secret ? xstrdup(secret) : NULL;
+    c->tls = tls != NULL ? tls_context_ref(tls) : NULL;
     c->max_size = max_size_bytes;
     mkdir(dir, 0700);
     return c;
@@ -78,6 +80,7 @@ blob_cache_free(struct blob_cache *c)
     pthread_mutex_destroy(&c->lock);
     free(c->dir);
     free(c->secret);
+    tls_context_unref(c->tls);
     free(c);
 }
 
@@ -155,13 +158,24 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
     char hex[SHA256_HEX_LEN + 1], buf[1 << 16];
     struct sha256_ctx ctx;
     uint64_t size = 0, got = 0;
-    int fd, out = -1, rc;
+    struct blob_sock s = { -1, NULL };
+    int64_t deadline;
+    int out = -1, rc;
 
     sha256_hex(key, hex);
-    if ((fd = bc_connect(server, err)) < 0)
-        return fd;
+    if ((rc = bc_connect(server, err)) < 0)
+        return rc;
+    s.fd = rc;
+    deadline = (int64_t)clock_mono_ms() + BLOB_IO_TIMEOUT_S * 1000;
+    if (c->tls != NULL) {
+        s.tls = tls_session_new(c->tls, TLS_CLIENT);
+        if ((rc = tls_fd_handshake(s.tls, s.fd, deadline, err)) != 0) {
+            spate_error_wrap(err, "BlobServer at %s", server);
+            goto out;
+        }
+    }
     /* The handshake (blob_int.h); the request rides with the hello. */
-    if ((rc = blob_read_all(fd, hs, HANDSHAKE_SIZE)) != 0) {
+    if ((rc = blob_sock_read(&s, hs, HANDSHAKE_SIZE, deadline)) != 0) {
         rc = spate_error_set(err, rc, "the BlobServer at %s did not answer: %s", server,
                              spate_strerror(rc));
         goto out;
@@ -174,12 +188,12 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
     }
     hs[HANDSHAKE_SIZE] = BLOB_OP_GET;
     memcpy(hs + HANDSHAKE_SIZE + 1, key, SHA256_BYTES);
-    if (blob_write_all(fd, hs, sizeof hs, true) != 0) {
+    if (blob_sock_write(&s, hs, sizeof hs) != 0) {
         rc = spate_error_set(err, SPATE_EIO, "cannot send a request to the BlobServer at %s: %s",
                              server, spate_strerror(-errno));
         goto out;
     }
-    if ((rc = blob_read_all(fd, hs, HANDSHAKE_SIZE)) != 0) {
+    if ((rc = blob_sock_read(&s, hs, HANDSHAKE_SIZE, deadline)) != 0) {
         rc = spate_error_set(err, rc, "the BlobServer at %s did not answer: %s", server,
                              spate_strerror(rc));
         goto out;
@@ -188,7 +202,7 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
         spate_error_wrap(err, "BlobServer at %s", server);
         goto out;
     }
-    if ((rc = blob_read_all(fd, &status, 1)) != 0) {
+    if ((rc = blob_sock_read(&s, &status, 1, deadline)) != 0) {
         rc = spate_error_set(err, rc, "the BlobServer at %s did not answer: %s", server,
                              spate_strerror(rc));
         goto out;
@@ -198,9 +212,9 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
         char msg[1001] = "";
         size_t len;
 
-        if (blob_read_all(fd, l, 2) == 0) {
+        if (blob_sock_read(&s, l, 2, deadline) == 0) {
             len = (size_t)l[0] << 8 | l[1];
-            if (len > 1000 || blob_read_all(fd, msg, len) != 0)
+            if (len > 1000 || blob_sock_read(&s, msg, len, deadline) != 0)
                 len = 0;
             msg[len] = '\0';
         }
@@ -212,14 +226,14 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
         goto out;
     }
     {
-        uint8_t s[8];
+        uint8_t sz[8];
 
-        if ((rc = blob_read_all(fd, s, 8)) != 0) {
+        if ((rc = blob_sock_read(&s, sz, 8, deadline)) != 0) {
             rc = spate_error_set(err, rc, "blob %s from %s: truncated answer", hex, server);
             goto out;
         }
         for (int i = 0; i < 8; i++)
-            size = size << 8 | s[i];
+            size = size << 8 | sz[i];
     }
     if (size > (uint64_t)c->max_size) {
         rc = spate_error_set(err, SPATE_EMSGSIZE,
@@ -234,10 +248,9 @@ bc_fetch(struct blob_cache *c, const char *server, const uint8_t key[SHA256_BYTE
     sha256_init(&ctx);
     while (got < size) {
         size_t want = size - got < sizeof buf ? (size_t)(size - got) : sizeof buf;
-        ssize_t n = read(fd, buf, want);
+        ssize_t n =
+            blob_sock_read_some(&s, buf, want, (int64_t)clock_mono_ms() + BLOB_IO_TIMEOUT_S * 1000);
 
-        if (n < 0 && errno == EINTR)
-            continue;
         if (n <= 0) {
             sha256_final(&ctx, digest);
             rc = spate_error_set(err, SPATE_ECONNRESET,
@@ -267,7 +280,8 @@ out:
         rc = spate_error_set(err, SPATE_EIO, "cannot write '%s': %s", path, spate_strerror(-errno));
     if (rc != 0 && out >= 0)
         unlink(path);
-    close(fd);
+    close(s.fd);
+    tls_session_free(s.tls);
     return rc;
 }
 

@@ -11,12 +11,15 @@
 #include <spate/error.h>
 
 #include "core/sha256.h"
+#include "core/tls.h"
 
 struct blob_cache;
 
 /* dir: where the copies go (created if missing). secret: NULL or the
- * cluster's security.rpc.secret. */
-struct blob_cache *blob_cache_new(const char *dir, const char *secret, int64_t max_size_bytes);
+ * cluster's security.rpc.secret; tls: security.ssl.internal (borrowed) or
+ * NULL. */
+struct blob_cache *blob_cache_new(const char *dir, const char *secret, struct tls_context *tls,
+                                  int64_t max_size_bytes);
 /* Every blob must have been released. */
 void blob_cache_free(struct blob_cache *c);
 

@@ -57,6 +57,7 @@ struct blob_server {
     struct blob_handshaking *hs;
     int nhs;
     int max_conns, max_handshaking;
+    struct tls_context *tls; /* security.ssl.internal, or NULL */
     int64_t handshake_timeout_ms;
     struct log_ratelimit refusals;
     bool stopping;
@@ -206,44 +207,18 @@ blob_ensure_local_locked(struct blob_server *bs, struct blob_entry *e, spate_err
 /* ---- serving one fetch -------------------------------------------------------------- */
 
 static void
-blob_send_error(int fd, uint8_t status, const char *msg)
+blob_send_error(struct blob_sock *s, uint8_t status, const char *msg)
 {
     size_t len = strlen(msg) > 1000 ? 1000 : strlen(msg);
     uint8_t head[3] = { status, (uint8_t)(len >> 8), (uint8_t)len };
 
-    if (blob_write_all(fd, head, sizeof head, true) == 0)
-        blob_write_all(fd, msg, len, true);
-}
-
-/* Reads len bytes before deadline_ms (clock_mono_ms): a client that
- * trickles its handshake cannot hold a thread past it. */
-static int
-blob_read_deadline(int fd, void *buf, size_t len, int64_t deadline_ms)
-{
-    size_t got = 0;
-
-    while (got < len) {
-        int64_t left = deadline_ms - (int64_t)clock_mono_ms();
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        ssize_t n;
-
-        if (left <= 0)
-            return SPATE_ETIMEDOUT;
-        if (poll(&p, 1, (int)MIN(left, 1000)) <= 0)
-            continue;
-        n = read(fd, (char *)buf + got, len - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n == 0 ? -ECONNRESET : -errno;
-        got += (size_t)n;
-    }
-    return 0;
+    if (blob_sock_write(s, head, sizeof head) == 0)
+        blob_sock_write(s, msg, len);
 }
 
 /* The handshake (blob_int.h): 0 when the client proved the secret. */
 static int
-blob_handshake(struct blob_server *bs, int fd, const char *peer, int64_t deadline_ms)
+blob_handshake(struct blob_server *bs, struct blob_sock *s, const char *peer, int64_t deadline_ms)
 {
     struct handshake_params hp = { HANDSHAKE_MAGIC_BLOB, BLOB_CLUSTER_ID, bs->secret };
     struct handshake_nonces n;
@@ -252,10 +227,15 @@ blob_handshake(struct blob_server *bs, int fd, const char *peer, int64_t deadlin
     spate_error err;
     int rc;
 
+    if (s->tls != NULL && (rc = tls_fd_handshake(s->tls, s->fd, deadline_ms, &err)) != 0) {
+        SPATE_LOG_LIMITED(&bs->refusals, LOG_LEVEL_WARN, BLOB_LOG,
+                          "refused a blob connection from %s: %s", peer, err.message);
+        return rc;
+    }
     handshake_encode_challenge(&hp, &n, HANDSHAKE_OK, NULL, msg);
-    if (blob_write_all(fd, msg, sizeof msg, true) != 0)
+    if (blob_sock_write(s, msg, sizeof msg) != 0)
         return SPATE_ECONNRESET;
-    if ((rc = blob_read_deadline(fd, msg, sizeof msg, deadline_ms)) != 0) {
+    if ((rc = blob_sock_read(s, msg, sizeof msg, deadline_ms)) != 0) {
         if (rc == SPATE_ETIMEDOUT)
             SPATE_LOG_LIMITED(&bs->refusals, LOG_LEVEL_WARN, BLOB_LOG,
                               "closing the blob connection from %s: no handshake within %lld ms "
@@ -267,11 +247,11 @@ blob_handshake(struct blob_server *bs, int fd, const char *peer, int64_t deadlin
         SPATE_LOG_LIMITED(&bs->refusals, LOG_LEVEL_WARN, BLOB_LOG,
                           "refused a blob connection from %s: %s", peer, err.message);
         handshake_encode_reply(&hp, &n, st, err.message, msg);
-        blob_write_all(fd, msg, sizeof msg, true);
+        blob_sock_write(s, msg, sizeof msg);
         return SPATE_EPROTO;
     }
     handshake_encode_reply(&hp, &n, HANDSHAKE_OK, NULL, msg);
-    return blob_write_all(fd, msg, sizeof msg, true);
+    return blob_sock_write(s, msg, sizeof msg);
 }
 
 /* The connection on fd passed (or failed) its handshake: no longer
@@ -289,28 +269,30 @@ blob_forget_handshake(struct blob_server *bs, int fd)
     pthread_mutex_unlock(&bs->lock);
 }
 
-static void blob_fetch(struct blob_server *bs, int fd, const uint8_t *key);
+static void blob_fetch(struct blob_server *bs, struct blob_sock *s, const uint8_t *key);
 
 static void
 blob_serve(struct blob_server *bs, int fd, const char *peer)
 {
+    struct blob_sock sock = { fd, bs->tls != NULL ? tls_session_new(bs->tls, TLS_SERVER) : NULL };
+
     uint8_t req[1 + SHA256_BYTES];
     const uint8_t *key = req + 1;
     int64_t deadline = (int64_t)clock_mono_ms() + bs->handshake_timeout_ms;
     bool busy;
 
-    if (blob_handshake(bs, fd, peer, deadline) != 0 ||
-        blob_read_deadline(fd, req, sizeof req, deadline) != 0) {
+    if (blob_handshake(bs, &sock, peer, deadline) != 0 ||
+        blob_sock_read(&sock, req, sizeof req, deadline) != 0) {
         blob_forget_handshake(bs, fd);
-        return;
+        goto out;
     }
     blob_forget_handshake(bs, fd);
     if (req[0] != BLOB_OP_GET) {
         SPATE_LOG_LIMITED(&bs->refusals, LOG_LEVEL_WARN, BLOB_LOG,
                           "closing the blob connection from %s: unknown operation %u", peer,
                           req[0]);
-        blob_send_error(fd, BLOB_REFUSED, "unknown operation");
-        return;
+        blob_send_error(&sock, BLOB_REFUSED, "unknown operation");
+        goto out;
     }
     pthread_mutex_lock(&bs->lock);
     busy = bs->nfetches >= BLOB_MAX_FETCHES;
@@ -320,18 +302,40 @@ blob_serve(struct blob_server *bs, int fd, const char *peer)
     if (busy) {
         SPATE_LOG_LIMITED(&bs->refusals, LOG_LEVEL_WARN, BLOB_LOG,
                           "%d fetches in flight: %s is to try again", BLOB_MAX_FETCHES, peer);
-        blob_send_error(fd, BLOB_BUSY, "busy: too many fetches in flight, try again");
-        return;
+        blob_send_error(&sock, BLOB_BUSY, "busy: too many fetches in flight, try again");
+        goto out;
     }
-    blob_fetch(bs, fd, key);
+    blob_fetch(bs, &sock, key);
     pthread_mutex_lock(&bs->lock);
     bs->nfetches--;
     pthread_mutex_unlock(&bs->lock);
+out:
+    tls_session_free(sock.tls);
+}
+
+/* Some of file from *off on: sendfile in plaintext, else read and encrypted. */
+static ssize_t
+blob_send_file(struct blob_sock *s, int file, off_t *off, uint64_t size)
+{
+    char buf[1 << 16];
+    ssize_t n;
+
+    if (s->tls == NULL)
+        return sendfile(s->fd, file, off, (size_t)(size - (uint64_t)*off));
+    n = pread(file, buf, (size_t)MIN(sizeof buf, size - (uint64_t)*off), *off);
+    if (n <= 0)
+        return n;
+    if (blob_sock_write(s, buf, (size_t)n) != 0) {
+        errno = ECONNRESET;
+        return -1;
+    }
+    *off += n;
+    return n;
 }
 
 /* Sends the blob key names (or why not). */
 static void
-blob_fetch(struct blob_server *bs, int fd, const uint8_t *key)
+blob_fetch(struct blob_server *bs, struct blob_sock *s, const uint8_t *key)
 {
     char path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
     struct blob_entry *e, *gone = NULL;
@@ -359,7 +363,7 @@ blob_fetch(struct blob_server *bs, int fd, const uint8_t *key)
             snprintf(msg, sizeof msg, "%s", restore_err.message);
         else
             snprintf(msg, sizeof msg, "blob %s is not stored", hex);
-        blob_send_error(fd, BLOB_NOT_FOUND, msg);
+        blob_send_error(s, BLOB_NOT_FOUND, msg);
         return;
     }
     if (fstat(file, &st) == 0) {
@@ -369,9 +373,9 @@ blob_fetch(struct blob_server *bs, int fd, const uint8_t *key)
 
         for (int i = 0; i < 8; i++)
             ok[1 + i] = (uint8_t)(size >> (56 - 8 * i));
-        if (blob_write_all(fd, ok, sizeof ok, true) == 0) {
+        if (blob_sock_write(s, ok, sizeof ok) == 0) {
             while ((uint64_t)off < size) {
-                ssize_t n = sendfile(fd, file, &off, (size_t)(size - (uint64_t)off));
+                ssize_t n = blob_send_file(s, file, &off, size);
 
                 if (n < 0 && errno == EINTR)
                     continue;
@@ -401,7 +405,8 @@ blob_refuse_busy(struct blob_server *bs, int fd)
                       bs->max_conns);
     snprintf(reason, sizeof reason, "busy: %d connections open", bs->max_conns);
     handshake_encode_challenge(&hp, &n, HANDSHAKE_BUSY, reason, msg);
-    if (send(fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+    /* Under TLS the client sees its handshake fail when the socket closes. */
+    if (bs->tls == NULL && send(fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
         /* nothing more to do: the client sees the connection close */
     }
 }
@@ -554,6 +559,7 @@ blob_server_start(const struct blob_server_options *o, struct blob_server **out,
     bs->handshake_timeout_ms = o->handshake_timeout_ms > 0 ? o->handshake_timeout_ms : 10000;
     bs->hs = xcalloc((size_t)bs->max_handshaking, sizeof *bs->hs);
     bs->secret = o->secret != NULL && *o->secret ? xstrdup(o->secret) : NULL;
+    bs->tls = o->tls != NULL ? tls_context_ref(o->tls) : NULL;
     bs->tmp.lock_fd = -1;
     if ((rc = tmp_dir_make(o->storage_dir, "blobs", &bs->tmp, err)) != 0) {
         spate_error_wrap(err, "the BlobServer's folder");
@@ -581,6 +587,7 @@ fail:
         close(bs->listen_fd);
     tmp_dir_remove(&bs->tmp);
     free(bs->secret);
+    tls_context_unref(bs->tls);
     free(bs->ha_dir);
     free(bs->hs);
     pthread_cond_destroy(&bs->restored);
@@ -976,6 +983,7 @@ blob_server_stop(struct blob_server *bs)
     close(bs->wake[0]);
     close(bs->wake[1]);
     free(bs->secret);
+    tls_context_unref(bs->tls);
     free(bs->ha_dir);
     free(bs->hs);
     pthread_cond_destroy(&bs->restored);

@@ -31,6 +31,7 @@
 #include "core/config.h"
 #include "core/id.h"
 #include "core/sha256.h"
+#include "core/tls.h"
 
 struct blob_server;
 
@@ -41,8 +42,9 @@ struct blob_server_options {
     const char *port;            /* a port or range; "0": ephemeral */
     const char *advertised_host; /* what TaskManagers connect to */
     int64_t max_size_bytes;
-    const char *secret; /* security.rpc.secret, or NULL */
-    const char *ha_dir; /* the HA blob store's folder, or NULL: none */
+    const char *secret;      /* security.rpc.secret, or NULL */
+    struct tls_context *tls; /* security.ssl.internal (borrowed), or NULL */
+    const char *ha_dir;      /* the HA blob store's folder, or NULL: none */
     /* cluster.connections.*; 0: the defaults (1024, 128, 10 s) */
     int max_connections;
     int max_handshaking;

@@ -14,6 +14,7 @@
 #include "cli/cli_cluster.h"
 #include "core/log.h"
 #include "core/tmp_dir.h"
+#include "core/tls.h"
 #include "core/util.h"
 #include "blob/blob_server.h"
 #include "ha/ha_services.h"
@@ -192,12 +193,14 @@ jm_start_leadership(const struct config *conf, struct jm_process *p, int rest_po
                     spate_error *err)
 {
     const char *host = "127.0.0.1";
+    bool https = false;
     char url[300];
 
     config_get_string(conf, CFG(REST_ADDRESS), &host, NULL);
+    config_get_bool(conf, CFG(SECURITY_SSL_REST_ENABLED), &https, NULL);
     if (host == NULL || strcmp(host, "localhost") == 0)
         host = "127.0.0.1";
-    snprintf(url, sizeof url, "http://%s:%d", host, rest_port);
+    snprintf(url, sizeof url, "%s://%s:%d", https ? "https" : "http", host, rest_port);
     return jm_leadership_start(p->ha->ops->election(p->ha), p->rm, p->dispatcher, url,
                                &p->leadership, err);
 }
@@ -218,8 +221,15 @@ wait_for_exit(int sfd, int efd, int timeout_ms)
         if (fds[0].revents & POLLIN) {
             struct signalfd_siginfo si;
 
-            if (read(sfd, &si, sizeof si) == sizeof si)
-                SPATE_LOG_INFO(JM_LOG, "received signal %u", si.ssi_signo);
+            if (read(sfd, &si, sizeof si) != sizeof si)
+                continue;
+            if (si.ssi_signo == SIGHUP) {
+                SPATE_LOG_INFO(JM_LOG, "SIGHUP: certificates are read again for the next "
+                                       "connections (security.ssl.*)");
+                tls_reload_request();
+                continue;
+            }
+            SPATE_LOG_INFO(JM_LOG, "received signal %u", si.ssi_signo);
             return 0;
         }
         if (fds[1].revents & POLLIN) {
@@ -239,6 +249,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     struct rest_server_options so = { 0 };
     struct blob_server_options bo;
     struct rest_server *rest = NULL;
+    struct tls_context *tls = NULL;
     spate_error err = { 0 };
     const char *bind_host, *adv, *rest_bind, *rest_port = NULL;
     int64_t port, rport;
@@ -255,13 +266,15 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
     p.exit_fd = eventfd(0, EFD_CLOEXEC);
     config_warn_misspelled(conf);
     tmp_dir_sweep_config(conf);
 
-    if (config_get_string(conf, CFG(JOBMANAGER_BIND_HOST), &bind_host, &err) != 0 ||
+    if (tls_context_from_config(conf, TLS_INTERNAL, &tls, &err) != 0 ||
+        config_get_string(conf, CFG(JOBMANAGER_BIND_HOST), &bind_host, &err) != 0 ||
         config_get_string(conf, CFG(JOBMANAGER_RPC_ADDRESS), &adv, &err) != 0 ||
         config_get_int(conf, CFG(JOBMANAGER_RPC_PORT), &port, &err) != 0 ||
         config_get_string(conf, CFG(REST_BIND_ADDRESS), &rest_bind, &err) != 0 ||
@@ -277,6 +290,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     ro.port = port_text;
     ro.advertised_host = adv;
     ro.thread_name = "rpc";
+    ro.tls = tls;
     if (rpc_service_new(&ro, &p.svc, &err) != 0 || rpc_service_start(p.svc, &err) != 0)
         goto fail;
     if (jm_open_ha(conf, &p, &err) != 0)
@@ -293,6 +307,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     if (p.ha->ops->blob_store_dir(p.ha, &ha_blobs, &err) != 0)
         goto fail;
     bo.ha_dir = ha_blobs;
+    bo.tls = tls;
     rc = blob_server_start(&bo, &p.blobs, &err);
     free(ha_blobs);
     if (rc != 0)
@@ -314,8 +329,9 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     so.metrics = p.metrics;
     if (rest_server_start(&so, &rest, &err) != 0)
         goto fail;
-    SPATE_LOG_INFO(JM_LOG, "JobManager started: rpc at %s, REST at http://%s:%d",
-                   rpc_service_address(p.svc), rest_bind, rest_server_port(rest));
+    SPATE_LOG_INFO(JM_LOG, "JobManager started: rpc at %s%s, REST at %s://%s:%d",
+                   rpc_service_address(p.svc), tls != NULL ? " (TLS)" : "",
+                   rest_server_https(rest) ? "https" : "http", rest_bind, rest_server_port(rest));
     if (jm_start_reporter(conf, &p, bind_host, &err) != 0)
         goto fail;
     if (jm_start_leadership(conf, &p, rest_server_port(rest), &err) != 0)
@@ -353,6 +369,7 @@ fail:
     jm_free_metrics(&p);
     blob_server_stop(p.blobs);
     ha_services_free(p.ha);
+    tls_context_unref(tls);
     if (sfd >= 0)
         close(sfd);
     if (p.exit_fd >= 0)

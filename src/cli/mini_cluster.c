@@ -111,7 +111,7 @@ mc_add_taskmanager(struct mini_cluster *mc, const struct config *conf,
     nc.port = 0; /* several data ports on one host */
     if ((rc = net_env_new(&nc, &tm->net, err)) != 0)
         return rc;
-    if ((rc = library_cache_from_config(conf, &tm->libraries, err)) != 0)
+    if ((rc = library_cache_from_config(conf, NULL, &tm->libraries, err)) != 0)
         return rc;
     tm->o.endpoint_name = tm->name;
     tm->o.slots = (uint32_t)mo->slots_per_tm;

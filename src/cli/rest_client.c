@@ -17,6 +17,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/secret.h"
+#include "core/tls.h"
 
 #define RC_CONNECT_MS 5000
 #define RC_ANSWER_MAX (64 << 20)
@@ -103,7 +104,9 @@ rest_client_init(struct rest_client *rc, const struct config *conf, const char *
         if ((rcode = cli_find_leader(conf, CLI_LEADER_REST, url, sizeof url, RC_LEADER_MS, err)) !=
             0)
             return spate_error_wrap(err, "cannot find the leading JobManager's REST API");
-        host = strncmp(url, "http://", 7) == 0 ? url + 7 : url;
+        host = strncmp(url, "http://", 7) == 0    ? url + 7
+               : strncmp(url, "https://", 8) == 0 ? url + 8
+                                                  : url;
         if ((colon = strrchr(host, ':')) == NULL || (p = strtol(colon + 1, NULL, 10)) < 1 ||
             p > 65535)
             return spate_error_set(err, SPATE_EPROTO,
@@ -117,7 +120,19 @@ rest_client_init(struct rest_client *rc, const struct config *conf, const char *
         snprintf(rc->host, sizeof rc->host, "%s", host);
         rc->port = (int)port;
     }
-    snprintf(rc->url, sizeof rc->url, "http://%s:%d", rc->host, rc->port);
+    /* HTTPS with security.ssl.rest.enabled: the server's certificate must
+     * chain to security.ssl.rest.truststore; this side's is sent when set. */
+    {
+        struct tls_context *tls = NULL;
+
+        if ((rcode = tls_context_from_config(conf, TLS_REST, &tls, err)) != 0)
+            return rcode;
+        rc->https = tls != NULL;
+        tls_context_unref(tls);
+    }
+    rc->conf = conf;
+    snprintf(rc->url, sizeof rc->url, "%s://%s:%d", rc->https ? "https" : "http", rc->host,
+             rc->port);
     rc_auth(rc, conf);
     return 0;
 }
@@ -131,9 +146,25 @@ rc_unreachable(struct rest_client *rc, int code, const char *why, spate_error *e
                            rc->url, why);
 }
 
+/* One request's connection: its socket and, over HTTPS, its TLS. */
+struct rc_conn {
+    int fd;
+    struct tls_session *tls;
+};
+
+static void
+rc_close(struct rc_conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    tls_session_free(c->tls);
+    c->fd = -1;
+    c->tls = NULL;
+}
+
 /* Connects with a timeout; the socket or a negative code. */
 static int
-rc_connect(struct rest_client *rc, spate_error *err)
+rc_connect_tcp(struct rest_client *rc, spate_error *err)
 {
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *ai;
     char port[16];
@@ -169,11 +200,42 @@ rc_connect(struct rest_client *rc, spate_error *err)
     return fd;
 }
 
+/* The connection (with its TLS handshake over HTTPS): 0 or an error. */
 static int
-rc_send(int fd, const void *buf, size_t len)
+rc_connect(struct rest_client *rc, struct rc_conn *c, spate_error *err)
 {
+    struct tls_context *tls = NULL;
+    spate_error terr = { 0 };
+    int rcode;
+
+    c->tls = NULL;
+    if ((c->fd = rc_connect_tcp(rc, err)) < 0)
+        return c->fd;
+    if (!rc->https)
+        return 0;
+    /* The files are read per request (checked already by init). */
+    if ((rcode = tls_context_from_config(rc->conf, TLS_REST, &tls, err)) != 0) {
+        rc_close(c);
+        return rcode;
+    }
+    c->tls = tls_session_new(tls, TLS_CLIENT);
+    tls_context_unref(tls); /* the session holds what it needs */
+    rcode = tls_fd_handshake(c->tls, c->fd, (int64_t)clock_mono_ms() + RC_CONNECT_MS, &terr);
+    if (rcode != 0) {
+        rc_close(c);
+        return spate_error_set(err, rcode, "cannot talk to the JobManager's REST API at %s: %s",
+                               rc->url, terr.message);
+    }
+    return 0;
+}
+
+static int
+rc_send(struct rc_conn *c, const void *buf, size_t len)
+{
+    if (c->tls != NULL)
+        return tls_fd_write(c->tls, c->fd, buf, len, (int64_t)clock_mono_ms() + 60000, NULL);
     for (size_t done = 0; done < len;) {
-        ssize_t n = send(fd, (const char *)buf + done, len - done, MSG_NOSIGNAL);
+        ssize_t n = send(c->fd, (const char *)buf + done, len - done, MSG_NOSIGNAL);
 
         if (n < 0 && errno == EINTR)
             continue;
@@ -185,7 +247,7 @@ rc_send(int fd, const void *buf, size_t len)
 }
 
 static int
-rc_send_file(int fd, const char *path, spate_error *err)
+rc_send_file(struct rc_conn *c, const char *path, spate_error *err)
 {
     char buf[1 << 16];
     ssize_t n;
@@ -194,7 +256,7 @@ rc_send_file(int fd, const char *path, spate_error *err)
     if (in < 0)
         return spate_error_set(err, -errno, "cannot read '%s': %s", path, spate_strerror(-errno));
     while (rc == 0 && (n = read(in, buf, sizeof buf)) > 0)
-        rc = rc_send(fd, buf, (size_t)n);
+        rc = rc_send(c, buf, (size_t)n);
     close(in);
     if (rc != 0)
         return spate_error_set(err, rc,
@@ -205,7 +267,7 @@ rc_send_file(int fd, const char *path, spate_error *err)
 
 /* Reads the answer until the server closes; parses status and body. */
 static int
-rc_answer(struct rest_client *rc, int fd, int *status, json_t **body, spate_error *err)
+rc_answer(struct rest_client *rc, struct rc_conn *c, int *status, json_t **body, spate_error *err)
 {
     uint64_t deadline = clock_mono_ms() + (uint64_t)rc->timeout_ms;
     char *buf = NULL, *head_end;
@@ -213,18 +275,30 @@ rc_answer(struct rest_client *rc, int fd, int *status, json_t **body, spate_erro
     int rcode = 0;
 
     for (;;) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
+        struct pollfd p = { .fd = c->fd, .events = POLLIN };
         uint64_t now = clock_mono_ms();
         ssize_t n;
 
-        if (now >= deadline || poll(&p, 1, (int)(deadline - now)) == 0) {
+        if (now >= deadline || (c->tls == NULL && poll(&p, 1, (int)(deadline - now)) == 0)) {
             rcode = spate_error_set(err, SPATE_ETIMEDOUT,
                                     "the JobManager at %s did not answer within %d ms", rc->url,
                                     rc->timeout_ms);
             goto out;
         }
         xgrow((void **)&buf, &cap, len + 65536 + 1, 1);
-        n = read(fd, buf + len, cap - len - 1);
+        if (c->tls != NULL) {
+            spate_error terr = { 0 };
+
+            n = tls_fd_read(c->tls, c->fd, buf + len, cap - len - 1, (int64_t)deadline, &terr);
+            if (n == SPATE_ETIMEDOUT)
+                continue; /* the deadline above says so */
+            if (n < 0) {
+                rcode = rc_unreachable(rc, (int)n, terr.message, err);
+                goto out;
+            }
+        } else {
+            n = read(c->fd, buf + len, cap - len - 1);
+        }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && len > 0 && errno == ECONNRESET)
@@ -260,22 +334,23 @@ rest_client_call(struct rest_client *rc, const char *method, const char *path, c
 {
     char head[4096];
     size_t blen = json != NULL ? strlen(json) : 0;
-    int fd, rcode;
+    struct rc_conn c;
+    int rcode;
 
     *body = NULL;
-    if ((fd = rc_connect(rc, err)) < 0)
-        return fd;
+    if ((rcode = rc_connect(rc, &c, err)) < 0)
+        return rcode;
     snprintf(head, sizeof head,
              "%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nAccept: application/json\r\n"
              "%s%sContent-Length: %zu\r\n\r\n",
              method, path, rc->host, rc->port, rc->auth,
              json != NULL ? "Content-Type: application/json\r\n" : "", blen);
-    if ((rcode = rc_send(fd, head, strlen(head))) != 0 ||
-        (blen > 0 && (rcode = rc_send(fd, json, blen)) != 0))
+    if ((rcode = rc_send(&c, head, strlen(head))) != 0 ||
+        (blen > 0 && (rcode = rc_send(&c, json, blen)) != 0))
         rcode = rc_unreachable(rc, rcode, spate_strerror(rcode), err);
     else
-        rcode = rc_answer(rc, fd, status, body, err);
-    close(fd);
+        rcode = rc_answer(rc, &c, status, body, err);
+    rc_close(&c);
     return rcode;
 }
 
@@ -286,7 +361,8 @@ rest_client_upload(struct rest_client *rc, const char *path, const struct rest_c
     char head[4096], (*heads)[512] = xcalloc(nparts, sizeof *heads);
     const char *tail = "\r\n--" RC_BOUNDARY "--\r\n";
     size_t total = strlen(tail);
-    int fd = -1, rcode = 0;
+    struct rc_conn c = { -1, NULL };
+    int rcode = 0;
 
     *body = NULL;
     /* Each part's header; files are measured for the Content-Length. */
@@ -313,31 +389,27 @@ rest_client_upload(struct rest_client *rc, const char *path, const struct rest_c
                  parts[i].filename ? "application/octet-stream" : "application/json");
         total += strlen(heads[i]) + len;
     }
-    if ((fd = rc_connect(rc, err)) < 0) {
-        rcode = fd;
-        fd = -1;
+    if ((rcode = rc_connect(rc, &c, err)) < 0)
         goto out;
-    }
     snprintf(head, sizeof head,
              "POST %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nAccept: application/json\r\n"
              "%sContent-Type: multipart/form-data; boundary=" RC_BOUNDARY "\r\n"
              "Content-Length: %zu\r\n\r\n",
              path, rc->host, rc->port, rc->auth, total);
-    rcode = rc_send(fd, head, strlen(head));
+    rcode = rc_send(&c, head, strlen(head));
     for (size_t i = 0; rcode == 0 && i < nparts; i++) {
-        rcode = rc_send(fd, heads[i], strlen(heads[i]));
+        rcode = rc_send(&c, heads[i], strlen(heads[i]));
         if (rcode == 0 && parts[i].path != NULL)
-            rcode = rc_send_file(fd, parts[i].path, err);
+            rcode = rc_send_file(&c, parts[i].path, err);
         else if (rcode == 0)
-            rcode = rc_send(fd, parts[i].data, parts[i].len);
+            rcode = rc_send(&c, parts[i].data, parts[i].len);
     }
     if (rcode == 0)
-        rcode = rc_send(fd, tail, strlen(tail));
+        rcode = rc_send(&c, tail, strlen(tail));
     /* A server that refused the body early (413) has answered already. */
-    rcode = rc_answer(rc, fd, status, body, err);
+    rcode = rc_answer(rc, &c, status, body, err);
 out:
-    if (fd >= 0)
-        close(fd);
+    rc_close(&c);
     free(heads);
     return rcode;
 }

@@ -8,6 +8,7 @@
 #ifndef SPATE_CLI_REST_CLIENT_H
 #define SPATE_CLI_REST_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -17,9 +18,11 @@
 struct rest_client {
     char host[256];
     int port;
-    char url[300]; /* "http://host:port", for messages */
+    char url[300]; /* "http://host:port" (https with TLS), for messages */
     int timeout_ms;
-    char auth[1100]; /* "Authorization: ...\r\n" (rest.authentication.*), or "" */
+    char auth[1100];           /* "Authorization: ...\r\n" (rest.authentication.*), or "" */
+    const struct config *conf; /* outlives the client: security.ssl.rest.* */
+    bool https;                /* security.ssl.rest.enabled */
 };
 
 /* target: "host:port" from -m, or NULL for the leading JobManager's REST

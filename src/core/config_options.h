@@ -92,6 +92,30 @@ struct config_option {
     X(SECURITY_RPC_SECRET_FILE, "security.rpc.secret-file", STRING, "~/.spate/secret", 0, 0, NULL, \
       NULL,                                                                                        \
       "where the secret is read (and made at first start) when security.rpc.secret is unset")      \
+    X(SECURITY_SSL_INTERNAL_ENABLED, "security.ssl.internal.enabled", BOOL, "false", 0, 0, NULL,   \
+      NULL, "TLS with mutual authentication on every RPC, data and blob connection")               \
+    X(SECURITY_SSL_INTERNAL_CERT, "security.ssl.internal.cert", STRING, NULL, 0, 0, NULL, NULL,    \
+      "spate: PEM file of this process's certificate (chain) for internal connections")            \
+    X(SECURITY_SSL_INTERNAL_KEY, "security.ssl.internal.key", STRING, NULL, 0, 0, NULL, NULL,      \
+      "spate: PEM file of the private key of security.ssl.internal.cert")                          \
+    X(SECURITY_SSL_INTERNAL_TRUSTSTORE, "security.ssl.internal.truststore", STRING, NULL, 0, 0,    \
+      NULL, NULL, "PEM file of the CA certificates a peer's certificate must chain to")            \
+    X(SECURITY_SSL_REST_ENABLED, "security.ssl.rest.enabled", BOOL, "false", 0, 0, NULL, NULL,     \
+      "HTTPS on the REST endpoint (and for the CLI that calls it)")                                \
+    X(SECURITY_SSL_REST_CERT, "security.ssl.rest.cert", STRING, NULL, 0, 0, NULL, NULL,            \
+      "spate: PEM file of the REST server's certificate (chain)")                                  \
+    X(SECURITY_SSL_REST_KEY, "security.ssl.rest.key", STRING, NULL, 0, 0, NULL, NULL,              \
+      "spate: PEM file of the private key of security.ssl.rest.cert")                              \
+    X(SECURITY_SSL_REST_TRUSTSTORE, "security.ssl.rest.truststore", STRING, NULL, 0, 0, NULL,      \
+      NULL,                                                                                        \
+      "PEM file of the CA certificates the REST server's (and clients') certificates chain to")    \
+    X(SECURITY_SSL_REST_AUTHENTICATION_ENABLED, "security.ssl.rest.authentication-enabled", BOOL,  \
+      "false", 0, 0, NULL, NULL, "REST clients must present a certificate the truststore trusts")  \
+    X(SECURITY_SSL_PROTOCOL, "security.ssl.protocol", ENUM, "TLSv1.2", 0, 0, "TLSv1.2|TLSv1.3",    \
+      NULL, "the lowest TLS version spoken")                                                       \
+    X(SECURITY_SSL_ALGORITHMS, "security.ssl.algorithms", STRING, NULL, 0, 0, NULL, NULL,          \
+      "spate: TLS 1.2 cipher suites in OpenSSL's names, colon separated (unset: OpenSSL's "        \
+      "default)")                                                                                  \
     X(HEARTBEAT_INTERVAL, "heartbeat.interval", DURATION, "1 s", 1, CFG_NOLIMIT_HI, NULL, NULL,    \
       "time between heartbeat requests")                                                           \
     X(HEARTBEAT_TIMEOUT, "heartbeat.timeout", DURATION, "5 s", 1, CFG_NOLIMIT_HI, NULL, NULL,      \

@@ -309,7 +309,7 @@ net_client_challenge(struct net_conn *c, const uint8_t *challenge)
     }
     c->state = CONN_HANDSHAKE;
     buf = uv_buf_init((char *)c->hs_out, HANDSHAKE_SIZE);
-    uv_write(&c->hs_req, (uv_stream_t *)&c->tcp, &buf, 1, NULL);
+    net_conn_write(c, &c->hs_req, &buf, 1, NULL);
 }
 
 void

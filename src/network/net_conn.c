@@ -45,7 +45,7 @@ net_conn_send_ctl(struct net_conn *c, struct net_frame *f, const void *body, uin
     if (len > 0)
         memcpy(w->bytes + NET_FRAME_HEADER_SIZE, body, len);
     buf = uv_buf_init((char *)w->bytes, NET_FRAME_HEADER_SIZE + len);
-    rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, ctl_write_done);
+    rc = net_conn_write(c, &w->req, &buf, 1, ctl_write_done);
     if (rc != 0) {
         free(w);
         net_conn_close(c, SPATE_ECONNLOST, "cannot write to %s: %s", c->peer, uv_strerror(rc));
@@ -65,7 +65,7 @@ net_conn_send_error(struct net_conn *c, uint32_t receiver, int code, const char 
 /* ---- reading ---- */
 
 static void
-conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
+conn_alloc_plain(uv_handle_t *h, size_t suggested, uv_buf_t *out)
 {
     struct net_conn *c = h->data;
 
@@ -160,7 +160,7 @@ conn_process_stage(struct net_conn *c)
 }
 
 static void
-conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+conn_read_plain(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 {
     struct net_conn *c = s->data;
 
@@ -169,7 +169,11 @@ conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     if (nread == 0 || c->state == CONN_CLOSING)
         return;
     if (nread < 0) {
-        if (nread == UV_EOF)
+        if (nread == UV_EPROTO && c->tls != NULL)
+            net_conn_close(c, SPATE_EPROTO, "%s data connection %s %s: %s",
+                           c->is_server ? "refused" : "dropping", c->is_server ? "from" : "to",
+                           c->peer, tls_stream_error(c->tls));
+        else if (nread == UV_EOF)
             net_conn_close(c, SPATE_ECONNLOST, "%s closed the connection", c->peer);
         else
             net_conn_close(c, SPATE_ECONNLOST, "connection to %s failed: %s", c->peer,
@@ -186,10 +190,36 @@ conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         net_client_end_buffer(c);
 }
 
+static void
+conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
+{
+    struct net_conn *c = h->data;
+
+    if (c->tls != NULL)
+        tls_stream_alloc(c->tls, out);
+    else
+        conn_alloc_plain(h, suggested, out);
+}
+
+static void
+conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+    struct net_conn *c = s->data;
+
+    if (c->tls != NULL && nread > 0 && c->state != CONN_CLOSING)
+        tls_stream_on_read(c->tls, nread);
+    else
+        conn_read_plain(s, nread, b);
+}
+
 void
 net_conn_read_start(struct net_conn *c)
 {
     uv_read_start((uv_stream_t *)&c->tcp, conn_alloc, conn_on_read);
+    /* A client's TLS speaks first (the ClientHello). */
+    if (c->tls != NULL && !c->is_server && tls_stream_start(c->tls) != 0)
+        net_conn_close(c, SPATE_EPROTO, "dropping data connection to %s: %s", c->peer,
+                       tls_stream_error(c->tls));
 }
 
 /* ---- life cycle ---- */
@@ -205,6 +235,9 @@ net_conn_new(struct net_env *env, bool is_server)
     c->scratch = xmalloc(c->scratch_size);
     uv_tcp_init(&env->loop, &c->tcp);
     c->tcp.data = c;
+    if (env->cfg.tls != NULL)
+        c->tls = tls_stream_new(env->cfg.tls, is_server ? TLS_SERVER : TLS_CLIENT,
+                                (uv_stream_t *)&c->tcp, conn_alloc_plain, conn_read_plain);
     c->next = env->conns;
     env->conns = c;
     if (is_server)
@@ -219,6 +252,7 @@ conn_closed(uv_handle_t *h)
 {
     struct net_conn *c = h->data;
 
+    tls_stream_free(c->tls); /* after libuv cancelled its writes */
     for (int i = 0; i < NET_COMPRESS_SLOTS; i++)
         free(c->slots[i].data);
     hmap_release(&c->readers);

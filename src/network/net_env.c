@@ -237,6 +237,7 @@ net_env_new(const struct net_env_config *cfg, struct net_env **out, spate_error 
     env->cfg.bind_host = xstrdup(cfg->bind_host ? cfg->bind_host : "127.0.0.1");
     env->cfg.cluster_id = xstrdup(cfg->cluster_id ? cfg->cluster_id : "/default");
     env->cfg.secret = cfg->secret ? xstrdup(cfg->secret) : NULL;
+    env->cfg.tls = cfg->tls ? tls_context_ref(cfg->tls) : NULL;
     env->cfg.name = xstrdup(cfg->name ? cfg->name : "");
     if (env->cfg.buffers_per_channel == 0)
         env->cfg.buffers_per_channel = 2;
@@ -307,6 +308,7 @@ fail_pool:
     free((char *)env->cfg.bind_host);
     free((char *)env->cfg.cluster_id);
     free((char *)env->cfg.secret);
+    tls_context_unref(env->cfg.tls);
     free((char *)env->cfg.name);
     free(env);
     return rc;
@@ -329,6 +331,7 @@ net_env_free(struct net_env *env)
     free((char *)env->cfg.bind_host);
     free((char *)env->cfg.cluster_id);
     free((char *)env->cfg.secret);
+    tls_context_unref(env->cfg.tls);
     free((char *)env->cfg.name);
     free(env);
 }

@@ -12,6 +12,8 @@
 
 #include <spate/error.h>
 
+#include "core/tls.h"
+
 struct config;
 struct net_env;
 
@@ -22,13 +24,14 @@ struct net_env_config {
     uint32_t floating_per_gate;
     uint64_t backoff_initial_ms; /* partition request retries */
     uint64_t backoff_max_ms;
-    bool lz4;               /* taskmanager.network.compression.codec: lz4 */
-    uint64_t busy_poll_ns;  /* taskmanager.network.busy-poll */
-    const char *bind_host;  /* taskmanager.bind-host */
-    int port;               /* taskmanager.data.port; 0: ephemeral */
-    const char *cluster_id; /* handshake: must match the peers' */
-    const char *secret;     /* security.rpc.secret, NULL for none */
-    const char *name;       /* for log lines, e.g. the TaskManager's id */
+    bool lz4;                /* taskmanager.network.compression.codec: lz4 */
+    uint64_t busy_poll_ns;   /* taskmanager.network.busy-poll */
+    const char *bind_host;   /* taskmanager.bind-host */
+    int port;                /* taskmanager.data.port; 0: ephemeral */
+    const char *cluster_id;  /* handshake: must match the peers' */
+    const char *secret;      /* security.rpc.secret, NULL for none */
+    struct tls_context *tls; /* security.ssl.internal (borrowed), NULL for none */
+    const char *name;        /* for log lines, e.g. the TaskManager's id */
     /* Bounds on accepted connections (cluster.connections.*; 0: default). */
     int max_connections;          /* open at once; 1024 */
     int max_connections_per_peer; /* from one IP address; 256 */

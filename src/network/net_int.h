@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/mailbox.h"
 #include "core/notifier.h"
+#include "core/tls.h"
 #include "metrics/task_metrics.h"
 #include "network/buffer.h"
 #include "network/input_gate.h"
@@ -244,6 +245,7 @@ struct compress_slot {
  * its buffers). */
 struct net_conn {
     uv_tcp_t tcp;
+    struct tls_stream *tls; /* security.ssl.internal; NULL: plaintext */
     struct net_env *env;
     struct net_conn *next;
     bool is_server;
@@ -279,6 +281,17 @@ struct net_conn {
     struct input_channel *pending; /* waiting for the handshake */
     uint32_t next_receiver;
 };
+
+/* Writes on c as uv_write does; under TLS the bytes are encrypted first
+ * (on this thread, the I/O thread). The plaintext path is uv_write itself. */
+static inline int
+net_conn_write(struct net_conn *c, uv_write_t *req, const uv_buf_t bufs[], unsigned int nbufs,
+               uv_write_cb cb)
+{
+    if (c->tls != NULL)
+        return tls_stream_write(c->tls, req, bufs, nbufs, cb);
+    return uv_write(req, (uv_stream_t *)&c->tcp, bufs, nbufs, cb);
+}
 
 /* A connection in env->conns, its socket open, nothing read yet. */
 struct net_conn *net_conn_new(struct net_env *env, bool is_server);

@@ -156,7 +156,7 @@ send_compressed(struct net_conn *c, struct net_frame *f, struct net_buffer *buf)
     bufs[0] = uv_buf_init((char *)s->header, NET_FRAME_HEADER_SIZE);
     bufs[1] = uv_buf_init((char *)s->data, (unsigned)n);
     c->bytes_in_flight += s->len + NET_FRAME_HEADER_SIZE;
-    n = uv_write(&s->req, (uv_stream_t *)&c->tcp, bufs, 2, slot_written);
+    n = net_conn_write(c, &s->req, bufs, 2, slot_written);
     if (n != 0) {
         s->busy = false;
         c->bytes_in_flight -= s->len + NET_FRAME_HEADER_SIZE;
@@ -185,7 +185,7 @@ send_buffer(struct net_conn *c, struct net_reader *r, struct net_buffer *buf, ui
     bufs[0] = uv_buf_init((char *)buf->header, NET_FRAME_HEADER_SIZE);
     bufs[1] = uv_buf_init((char *)buf->data, buf->size);
     c->bytes_in_flight += buf->size + NET_FRAME_HEADER_SIZE;
-    rc = uv_write(&buf->write_req, (uv_stream_t *)&c->tcp, bufs, buf->size ? 2 : 1, buffer_written);
+    rc = net_conn_write(c, &buf->write_req, bufs, buf->size ? 2 : 1, buffer_written);
     if (rc != 0) {
         c->bytes_in_flight -= buf->size + NET_FRAME_HEADER_SIZE;
         net_buffer_recycle(buf);
@@ -326,7 +326,7 @@ net_server_handshake(struct net_conn *c, const uint8_t *hello)
         c->state = CONN_ACTIVE;
     }
     buf = uv_buf_init((char *)c->hs_reply, HANDSHAKE_SIZE);
-    uv_write(&c->hs_reply_req, (uv_stream_t *)&c->tcp, &buf, 1, NULL);
+    net_conn_write(c, &c->hs_reply_req, &buf, 1, NULL);
     if (c->close_after_handshake)
         net_conn_close(c, SPATE_EPROTO, "handshake refused");
 }
@@ -440,7 +440,7 @@ net_server_on_connection(uv_stream_t *server, int status)
 
         handshake_encode_challenge(&env->hs, &c->nonces, busy ? HANDSHAKE_BUSY : HANDSHAKE_OK, busy,
                                    c->hs_out);
-        uv_write(&c->hs_req, (uv_stream_t *)&c->tcp, &buf, 1, NULL);
+        net_conn_write(c, &c->hs_req, &buf, 1, NULL);
         if (busy != NULL) {
             net_conn_close(c, SPATE_EPROTO, "refused data connection from %s: %s", c->peer, busy);
             return;

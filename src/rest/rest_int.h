@@ -46,7 +46,11 @@ struct rest_server {
     char *incoming_dir;      /* request bodies being received */
     char *self_exe;          /* the spate executable, for plan-only children */
     struct metric_fetcher *metrics;
-    struct rest_auth *auth;        /* rest.authentication, NULL: off */
+    struct rest_auth *auth; /* rest.authentication, NULL: off */
+    /* HTTPS (security.ssl.rest.*): the PEM texts libmicrohttpd reads while
+     * it runs; NULL: plain HTTP. */
+    char *tls_cert, *tls_key, *tls_trust;
+    bool tls_client_auth;          /* security.ssl.rest.authentication-enabled */
     struct log_ratelimit refusals; /* libmicrohttpd's errors, refused requests */
     /* The JobManager's own registry (its jobs' groups; may be NULL). */
     struct metric_registry *registry;

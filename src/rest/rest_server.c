@@ -12,9 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gnutls/gnutls.h>
+
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/tls.h"
 #include "core/util.h"
 #include "rest/rest_auth.h"
 #include "rest/rest_int.h"
@@ -449,6 +452,28 @@ rest_post_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *
     return MHD_YES;
 }
 
+/* security.ssl.rest.authentication-enabled: the client's certificate chains
+ * to the truststore (libmicrohttpd asks for it; GnuTLS checks it here). */
+static bool
+rest_client_certified(struct rest_server *rs, struct MHD_Connection *c, const char *method,
+                      const char *url)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    unsigned int status = 0;
+    int rc;
+
+    if (info == NULL)
+        return false;
+    rc = gnutls_certificate_verify_peers2((gnutls_session_t)info->tls_session, &status);
+    if (rc == 0 && status == 0)
+        return true;
+    SPATE_LOG_LIMITED(&rs->refusals, LOG_LEVEL_WARN, REST_LOG,
+                      "refused %s %s: %s (security.ssl.rest.authentication-enabled)", method, url,
+                      rc != 0 ? gnutls_strerror(rc) : "the client's certificate is not trusted");
+    return false;
+}
+
 /* The first call of a request: its route and how its body is taken. */
 static enum MHD_Result
 rest_begin(struct rest_request *rq, const char *url, const char *method)
@@ -459,6 +484,10 @@ rest_begin(struct rest_request *rq, const char *url, const char *method)
     enum MHD_Result denied;
     bool known;
 
+    if (rq->rs->tls_client_auth && !rest_client_certified(rq->rs, c, method, url))
+        return rest_error(c, MHD_HTTP_UNAUTHORIZED,
+                          "Unauthorized: this server needs a client certificate its truststore "
+                          "trusts (security.ssl.rest.authentication-enabled)");
     if (!rest_auth_check(rq->rs->auth, &rq->rs->refusals, c, method, url, &denied))
         return denied;
     {
@@ -638,6 +667,101 @@ rest_log(void *cls, const char *fmt, va_list ap)
     SPATE_LOG_LIMITED(&rs->refusals, LOG_LEVEL_WARN, REST_LOG, "%s", msg);
 }
 
+static char *
+rest_read_pem(const char *key, const char *path, spate_error *err)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+
+    if (f == NULL) {
+        spate_error_set(err, SPATE_ECONFIG, "%s: cannot read '%s': %s", key, path, strerror(errno));
+        return NULL;
+    }
+    do {
+        if (cap - len < 4096)
+            buf = xrealloc(buf, cap = cap * 2 + 4096);
+        n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+    } while (n > 0);
+    fclose(f);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* HTTPS, when security.ssl.rest.enabled: the files are checked as for
+ * every TLS context (tls.h), then given to libmicrohttpd as PEM text. */
+static int
+rest_tls_load(struct rest_server *rs, const struct config *conf, spate_error *err)
+{
+    struct tls_context *ctx = NULL;
+    const char *trust;
+    int rc;
+
+    if ((rc = tls_context_from_config(conf, TLS_REST, &ctx, err)) != 0 || ctx == NULL)
+        return rc;
+    config_get_bool(conf, CFG(SECURITY_SSL_REST_AUTHENTICATION_ENABLED), &rs->tls_client_auth,
+                    NULL);
+    trust = tls_context_truststore_file(ctx);
+    if (tls_context_cert_file(ctx) == NULL) {
+        tls_context_unref(ctx);
+        return spate_error_set(err, SPATE_ECONFIG,
+                               "%s: not set (HTTPS needs the REST server's certificate)",
+                               CFG(SECURITY_SSL_REST_CERT)->key);
+    }
+    if ((rs->tls_cert = rest_read_pem(CFG(SECURITY_SSL_REST_CERT)->key, tls_context_cert_file(ctx),
+                                      err)) == NULL ||
+        (rs->tls_key = rest_read_pem(CFG(SECURITY_SSL_REST_KEY)->key, tls_context_key_file(ctx),
+                                     err)) == NULL ||
+        (rs->tls_client_auth && (rs->tls_trust = rest_read_pem(
+                                     CFG(SECURITY_SSL_REST_TRUSTSTORE)->key, trust, err)) == NULL))
+        rc = err != NULL ? err->code : SPATE_ECONFIG;
+    tls_context_unref(ctx);
+    return rc;
+}
+
+static void
+rest_tls_free(struct rest_server *rs)
+{
+    free(rs->tls_cert);
+    free(rs->tls_key);
+    free(rs->tls_trust);
+}
+
+/* The daemon on port, over HTTPS when rs has a certificate. */
+static struct MHD_Daemon *
+rest_daemon_start(struct rest_server *rs, const struct config *conf, int port,
+                  struct sockaddr_in *sa)
+{
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                         MHD_USE_POLL | MHD_USE_ERROR_LOG;
+    struct MHD_OptionItem tls[5] = { { MHD_OPTION_END, 0, NULL } };
+    int proto = 0, n = 0;
+
+    if (rs->tls_cert != NULL) {
+        flags |= MHD_USE_TLS;
+        config_get_enum(conf, CFG(SECURITY_SSL_PROTOCOL), &proto, NULL);
+        tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, rs->tls_cert };
+        tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, rs->tls_key };
+        tls[n++] =
+            (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                     proto == 1 ? "NORMAL:-VERS-ALL:+VERS-TLS1.3"
+                                                : "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2" };
+        if (rs->tls_trust != NULL)
+            tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, rs->tls_trust };
+        tls[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+    }
+    sa->sin_port = htons((uint16_t)port);
+    /* A thread per connection: a handler may wait for a job's main in its
+     * child process (web.submit.timeout) without holding up the other
+     * requests. */
+    return MHD_start_daemon(
+        flags, (uint16_t)port, NULL, NULL, rest_dispatch, rs, MHD_OPTION_EXTERNAL_LOGGER, rest_log,
+        rs, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)sa, MHD_OPTION_NOTIFY_COMPLETED,
+        rest_completed, rs, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+}
+
 int
 rest_server_start(const struct rest_server_options *o, struct rest_server **out, spate_error *err)
 {
@@ -684,19 +808,10 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
                                      err)) != 0)
         goto fail;
     rs->metrics = metric_fetcher_new(o->svc, rs->rm, interval, REST_METRICS_FETCH_MS);
-    for (int port = lo; port <= hi && rs->daemon == NULL; port++) {
-        sa.sin_port = htons((uint16_t)port);
-        /* A thread per connection: a handler may wait for a job's main
-         * in its child process (web.submit.timeout) without holding up
-         * the other requests. */
-        rs->daemon = MHD_start_daemon(
-            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
-                MHD_USE_ERROR_LOG,
-            (uint16_t)port, NULL, NULL, rest_dispatch, rs, MHD_OPTION_EXTERNAL_LOGGER, rest_log, rs,
-            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
-            rest_completed, rs, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-            MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
-    }
+    if ((rc = rest_tls_load(rs, o->conf, err)) != 0)
+        goto fail;
+    for (int port = lo; port <= hi && rs->daemon == NULL; port++)
+        rs->daemon = rest_daemon_start(rs, o->conf, port, &sa);
     if (rs->daemon == NULL) {
         rc = spate_error_set(err, SPATE_EADDRINUSE, "cannot start the REST server on %s:%s",
                              o->bind_address, o->port);
@@ -707,6 +822,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     *out = rs;
     return 0;
 fail:
+    rest_tls_free(rs);
     rest_auth_free(rs->auth);
     rest_jars_stop(rs);
     metric_fetcher_free(rs->metrics);
@@ -714,6 +830,12 @@ fail:
     rpc_gateway_free(rs->rm);
     free(rs);
     return rc;
+}
+
+bool
+rest_server_https(const struct rest_server *rs)
+{
+    return rs->tls_cert != NULL;
 }
 
 int
@@ -733,6 +855,7 @@ rest_server_stop(struct rest_server *rs)
     for (int i = 0; i < 400 && atomic_load(&rs->inflight) > 0; i++)
         nanosleep(&ts, NULL);
     MHD_stop_daemon(rs->daemon);
+    rest_tls_free(rs);
     rest_auth_free(rs->auth);
     rest_jars_stop(rs);
     metric_fetcher_free(rs->metrics);

@@ -27,6 +27,8 @@ struct rest_server_options {
 int rest_server_start(const struct rest_server_options *o, struct rest_server **out,
                       spate_error *err);
 int rest_server_port(const struct rest_server *rs);
+/* Whether it speaks HTTPS (security.ssl.rest.enabled). */
+bool rest_server_https(const struct rest_server *rs);
 /* Stops the thread and frees; NULL is fine. */
 void rest_server_stop(struct rest_server *rs);
 

@@ -128,7 +128,8 @@ conn_write(struct rpc_conn *c)
     size_t tcap;
     int n, rc;
 
-    n = uv_try_write((uv_stream_t *)&c->tcp, &buf, 1);
+    /* Under TLS every byte is encrypted into a write of its own. */
+    n = c->tls != NULL ? UV_EAGAIN : uv_try_write((uv_stream_t *)&c->tcp, &buf, 1);
     if (n == UV_EAGAIN) {
         n = 0;
     } else if (n < 0) {
@@ -155,7 +156,8 @@ conn_write(struct rpc_conn *c)
     buf = uv_buf_init((char *)c->wbuf + n, (unsigned)(c->wlen - (size_t)n));
     c->wreq.data = c;
     c->writing = true;
-    rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &buf, 1, conn_on_write);
+    rc = c->tls != NULL ? tls_stream_write(c->tls, &c->wreq, &buf, 1, conn_on_write)
+                        : uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &buf, 1, conn_on_write);
     if (rc != 0) {
         c->writing = false;
         conn_close(c, LOG_LEVEL_INFO, "connection to %s lost: %s", c->peer, uv_strerror(rc));
@@ -217,7 +219,11 @@ conn_flush_dirty(struct rpc_service *svc)
 static void
 conn_on_closed(uv_handle_t *h)
 {
-    conn_unref(h->data);
+    struct rpc_conn *c = h->data;
+
+    tls_stream_free(c->tls); /* after libuv cancelled its writes */
+    c->tls = NULL;
+    conn_unref(c);
 }
 
 static void
@@ -302,6 +308,8 @@ conn_close_after_flush(struct rpc_conn *c, const char *fmt, ...)
     gateway_fail_conn_calls(c, SPATE_ECONNLOST, reason);
     c->state = CONN_CLOSING;
     uv_read_stop((uv_stream_t *)&c->tcp);
+    if (c->tls != NULL)
+        tls_stream_read_stop(c->tls);
     if (!list_linked(&c->dirty_node))
         list_push_back(&c->svc->dirty, &c->dirty_node);
     rpc_service_wake(c->svc);
@@ -326,8 +334,9 @@ conn_close_all(struct rpc_service *svc)
 
 /* ---- input ----------------------------------------------------------------- */
 
+/* Room for plaintext: the socket's, or TLS's (tls_stream_on_read). */
 static void
-conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+conn_alloc_plain(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     struct rpc_conn *c = h->data;
     size_t want = CONN_READ_MIN;
@@ -362,11 +371,17 @@ conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 }
 
 static void
-conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+conn_read_plain(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct rpc_conn *c = s->data;
 
     UNUSED(buf);
+    if (nread == UV_EPROTO && c->tls != NULL) {
+        conn_close(c, LOG_LEVEL_WARN, "%s rpc connection %s %s: %s",
+                   c->outgoing ? "closing" : "refused", c->outgoing ? "to" : "from", c->peer,
+                   tls_stream_error(c->tls));
+        return;
+    }
     if (nread < 0) {
         if (c->state == CONN_CLOSING) {
             conn_really_close(c);
@@ -394,6 +409,28 @@ conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     c->rlen += (size_t)nread;
     conn_process(c);
+}
+
+static void
+conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct rpc_conn *c = h->data;
+
+    if (c->tls != NULL)
+        tls_stream_alloc(c->tls, buf);
+    else
+        conn_alloc_plain(h, suggested, buf);
+}
+
+static void
+conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct rpc_conn *c = s->data;
+
+    if (c->tls != NULL && nread > 0)
+        tls_stream_on_read(c->tls, nread);
+    else
+        conn_read_plain(s, nread, buf);
 }
 
 /* One handshake message in: the server's challenge or reply on the client
@@ -504,6 +541,14 @@ conn_process(struct rpc_conn *c)
 /* ---- opening ----------------------------------------------------------------- */
 
 static void
+conn_use_tls(struct rpc_conn *c, enum tls_role role)
+{
+    if (c->svc->tls != NULL)
+        c->tls = tls_stream_new(c->svc->tls, role, (uv_stream_t *)&c->tcp, conn_alloc_plain,
+                                conn_read_plain);
+}
+
+static void
 conn_start_reading(struct rpc_conn *c)
 {
     uv_tcp_nodelay(&c->tcp, 1);
@@ -525,6 +570,9 @@ conn_on_connect(uv_connect_t *req, int status)
      * challenge. */
     c->state = CONN_CHALLENGE;
     conn_start_reading(c);
+    if (c->tls != NULL && tls_stream_start(c->tls) != 0)
+        conn_close(c, LOG_LEVEL_WARN, "connection to %s closed: %s", c->peer,
+                   tls_stream_error(c->tls));
 }
 
 static void
@@ -576,6 +624,7 @@ conn_get(struct rpc_service *svc, const char *peer)
     }
     c = conn_new(svc, true, peer);
     uv_tcp_init(&svc->loop, &c->tcp);
+    conn_use_tls(c, TLS_CLIENT);
     hmap_insert(&svc->pool, &c->pool_node, h == 0 ? 1 : h);
     /* The hello's slot, filled in when the server's challenge comes. */
     memset(conn_reserve(c, HANDSHAKE_SIZE), 0, HANDSHAKE_SIZE);
@@ -626,8 +675,9 @@ conn_on_handshake_timer(uv_timer_t *t)
         }
         conn_close(c, LOG_LEVEL_WARN,
                    "closing rpc connection from %s: no handshake within %lld ms (%zu bytes "
-                   "came)",
-                   c->peer, (long long)svc->handshake_timeout_ms, c->rlen);
+                   "came%s)",
+                   c->peer, (long long)svc->handshake_timeout_ms, c->rlen,
+                   c->tls != NULL ? "; TLS is on here: a plaintext client?" : "");
     }
 }
 
@@ -712,6 +762,7 @@ conn_accept(struct rpc_service *svc)
     struct rpc_conn *c = conn_new(svc, false, "?");
 
     uv_tcp_init(&svc->loop, &c->tcp);
+    conn_use_tls(c, TLS_SERVER);
     svc->n_incoming++; /* counted down in conn_really_close */
     if (uv_accept((uv_stream_t *)&svc->listener, (uv_stream_t *)&c->tcp) != 0) {
         conn_really_close(c);
@@ -726,6 +777,10 @@ conn_accept(struct rpc_service *svc)
     c->state = CONN_HANDSHAKE;
     c->accepted_ms = uv_now(&svc->loop);
     if (conn_over_cap(svc, c, why, sizeof why) != NULL) {
+        if (c->tls != NULL) { /* the busy challenge would wait for a TLS handshake */
+            conn_close(c, LOG_LEVEL_WARN, "refused rpc connection from %s: %s", c->peer, why);
+            return;
+        }
         handshake_encode_challenge(&svc->hs, &c->nonces, HANDSHAKE_BUSY, why,
                                    conn_reserve(c, HANDSHAKE_SIZE));
         conn_commit(c, HANDSHAKE_SIZE);

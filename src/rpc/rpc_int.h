@@ -19,6 +19,7 @@
 #include "rpc/frame.h"
 #include "rpc/future.h"
 #include "rpc/gateway.h"
+#include "core/tls.h"
 #include "rpc/handshake.h"
 #include "rpc/service.h"
 
@@ -83,6 +84,7 @@ struct rpc_service {
     char cluster_id[HANDSHAKE_CLUSTER_ID_MAX + 1];
     char *secret;
     struct handshake_params hs;
+    struct tls_context *tls; /* security.ssl.internal; NULL: plaintext */
     size_t max_frame_bytes;
     int64_t ask_timeout_ms;
     char thread_name[16];
@@ -117,6 +119,7 @@ enum conn_state {
 struct rpc_conn {
     struct rpc_service *svc;
     uv_tcp_t tcp;
+    struct tls_stream *tls; /* NULL: plaintext (or in-process) */
     enum conn_state state;
     bool outgoing;
     bool local;                  /* the in-process transport: no socket */

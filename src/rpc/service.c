@@ -279,6 +279,7 @@ rpc_service_new(const struct rpc_service_options *o, struct rpc_service **out, s
     svc->hs.magic = HANDSHAKE_MAGIC_RPC;
     svc->hs.cluster_id = svc->cluster_id;
     svc->hs.secret = svc->secret;
+    svc->tls = o->tls != NULL ? tls_context_ref(o->tls) : NULL;
     svc->max_frame_bytes = o->max_frame_bytes ? o->max_frame_bytes : 10u << 20;
     svc->ask_timeout_ms = o->ask_timeout_ms > 0 ? o->ask_timeout_ms : 10000;
     snprintf(svc->thread_name, sizeof svc->thread_name, "%s",
@@ -336,6 +337,7 @@ fail:
     uv_run(&svc->loop, UV_RUN_DEFAULT);
     uv_loop_close(&svc->loop);
     free(svc->secret);
+    tls_context_unref(svc->tls);
     free(svc);
     return rc;
 }
@@ -474,6 +476,7 @@ rpc_service_free(struct rpc_service *svc)
     for (int i = 0; i < RPC_TOMBSTONES; i++)
         free(svc->tombstones[i]);
     free(svc->secret);
+    tls_context_unref(svc->tls);
     free(svc);
 }
 

@@ -13,6 +13,7 @@
 #include <spate/error.h>
 
 #include "core/config.h"
+#include "core/tls.h"
 
 struct rpc_service;
 struct rpc_endpoint;
@@ -23,6 +24,7 @@ struct rpc_service_options {
     const char *advertised_host;  /* what peers connect to; NULL: bind_host */
     const char *cluster_id;       /* handshake; NULL: "spate" */
     const char *secret;           /* security.rpc.secret; NULL: none */
+    struct tls_context *tls;      /* security.ssl.internal (borrowed); NULL: plaintext */
     size_t max_frame_bytes;       /* 0: 10 MiB */
     int64_t ask_timeout_ms;       /* 0: 10 s */
     int64_t handshake_timeout_ms; /* an accepted connection's hello; 0: 10 s */

@@ -30,8 +30,8 @@ struct library_cache {
 };
 
 int
-library_cache_new(const char *base, const char *secret, int64_t max_blob_bytes,
-                  struct library_cache **out, spate_error *err)
+library_cache_new(const char *base, const char *secret, struct tls_context *tls,
+                  int64_t max_blob_bytes, struct library_cache **out, spate_error *err)
 {
     struct library_cache *c = xcalloc(1, sizeof *c);
     char *blobs;
@@ -44,14 +44,15 @@ library_cache_new(const char *base, const char *secret, int64_t max_blob_bytes,
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->loaded, NULL);
     blobs = xasprintf("%s/blobs", c->tmp.path);
-    c->blobs = blob_cache_new(blobs, secret, max_blob_bytes);
+    c->blobs = blob_cache_new(blobs, secret, tls, max_blob_bytes);
     free(blobs);
     *out = c;
     return 0;
 }
 
 int
-library_cache_from_config(const struct config *conf, struct library_cache **out, spate_error *err)
+library_cache_from_config(const struct config *conf, struct tls_context *tls,
+                          struct library_cache **out, spate_error *err)
 {
     const char *dir = NULL, *secret = NULL;
     char buf[512];
@@ -63,7 +64,7 @@ library_cache_from_config(const struct config *conf, struct library_cache **out,
     if ((rc = config_get_memory_bytes(conf, CFG(BLOB_MAX_SIZE), &max, err)) != 0)
         return rc;
     config_get_string(conf, CFG(SECURITY_RPC_SECRET), &secret, NULL);
-    return library_cache_new(dir, secret, (int64_t)max, out, err);
+    return library_cache_new(dir, secret, tls, (int64_t)max, out, err);
 }
 
 static void

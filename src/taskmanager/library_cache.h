@@ -14,20 +14,22 @@
 #include "blob/blob_cache.h"
 #include "core/config.h"
 #include "core/id.h"
+#include "core/tls.h"
 #include "streaming/user_code.h"
 
 struct library_cache;
 
 /* Fetched blobs and per-job copies go into a folder of this process's
  * under base ("spate-libraries-<id>", tmp_dir.h: removed when the cache is
- * freed, swept after a kill); secret and max_blob_bytes as for the
+ * freed, swept after a kill); secret, tls and max_blob_bytes as for the
  * BlobCache. */
-int library_cache_new(const char *base, const char *secret, int64_t max_blob_bytes,
-                      struct library_cache **out, spate_error *err);
+int library_cache_new(const char *base, const char *secret, struct tls_context *tls,
+                      int64_t max_blob_bytes, struct library_cache **out, spate_error *err);
 /* One from the configuration: its folder in blob.storage.directory (else
- * the first of io.tmp.dirs), security.rpc.secret, blob.max-size. */
-int library_cache_from_config(const struct config *conf, struct library_cache **out,
-                              spate_error *err);
+ * the first of io.tmp.dirs), security.rpc.secret, blob.max-size; tls is the
+ * process's security.ssl.internal (or NULL). */
+int library_cache_from_config(const struct config *conf, struct tls_context *tls,
+                              struct library_cache **out, spate_error *err);
 /* Every library must have been released. */
 void library_cache_free(struct library_cache *c);
 

@@ -13,6 +13,7 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "core/tls.h"
 #include "core/util.h"
 #include "ha/ha_services.h"
 #include "metrics/prometheus_reporter.h"
@@ -32,6 +33,7 @@ struct tm_process {
     struct net_env *net;              /* count == 1 only: the others run no tasks */
     struct library_cache *libraries;  /* likewise */
     struct prometheus_reporter *prom; /* likewise: metrics.reporter.prom.* */
+    struct tls_context *tls;          /* security.ssl.internal, or NULL */
     int exit_fd;                      /* eventfd: exit code + 1 */
     int start_error;                  /* set by tm_start_all */
     spate_error err;
@@ -88,9 +90,10 @@ tm_start_runtime(struct tm_process *p, const struct config *conf, spate_error *e
     if ((rc = net_env_config_load(conf, &nc, err)) != 0)
         return rc;
     nc.name = id_str(&p->o.resource_id).s;
+    nc.tls = p->tls;
     if ((rc = net_env_new(&nc, &p->net, err)) != 0)
         return rc;
-    if ((rc = library_cache_from_config(conf, &p->libraries, err)) != 0)
+    if ((rc = library_cache_from_config(conf, p->tls, &p->libraries, err)) != 0)
         return rc;
     p->o.net = p->net;
     p->o.libraries = p->libraries;
@@ -140,12 +143,14 @@ taskmanager_run(const struct config *conf, int count)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
     p.exit_fd = eventfd(0, EFD_CLOEXEC);
     p.tes = xcalloc((size_t)count, sizeof *p.tes);
 
-    if (config_get_string(conf, CFG(TASKMANAGER_BIND_HOST), &bind_host, &err) != 0 ||
+    if (tls_context_from_config(conf, TLS_INTERNAL, &p.tls, &err) != 0 ||
+        config_get_string(conf, CFG(TASKMANAGER_BIND_HOST), &bind_host, &err) != 0 ||
         config_get_string(conf, CFG(TASKMANAGER_RPC_PORT), &port, &err) != 0 ||
         config_get_string(conf, CFG(TASKMANAGER_HOST), &host, &err) != 0 ||
         rpc_service_options_from_config(conf, &ro, &err) != 0 ||
@@ -155,6 +160,7 @@ taskmanager_run(const struct config *conf, int count)
     ro.bind_host = bind_host;
     ro.port = port;
     ro.advertised_host = host;
+    ro.tls = p.tls;
     if (rpc_service_new(&ro, &p.svc, &err) != 0 || rpc_service_start(p.svc, &err) != 0)
         goto fail;
     /* Before the TaskExecutor, so that the data port goes into its
@@ -188,8 +194,15 @@ taskmanager_run(const struct config *conf, int count)
         if (fds[0].revents & POLLIN) {
             struct signalfd_siginfo si;
 
-            if (read(sfd, &si, sizeof si) == sizeof si)
-                SPATE_LOG_INFO(TM_LOG, "received signal %u: shutting down", si.ssi_signo);
+            if (read(sfd, &si, sizeof si) != sizeof si)
+                continue;
+            if (si.ssi_signo == SIGHUP) {
+                SPATE_LOG_INFO(TM_LOG, "SIGHUP: certificates are read again for the next "
+                                       "connections (security.ssl.*)");
+                tls_reload_request();
+                continue;
+            }
+            SPATE_LOG_INFO(TM_LOG, "received signal %u: shutting down", si.ssi_signo);
             status = 0;
             break;
         }
@@ -210,6 +223,7 @@ taskmanager_run(const struct config *conf, int count)
         tm_free_runtime(&p);
     rpc_service_free(p.svc);
     ha_services_free(p.ha);
+    tls_context_unref(p.tls);
     free(p.tes);
     close(sfd);
     close(p.exit_fd);
@@ -224,6 +238,7 @@ fail:
     tm_free_runtime(&p);
     rpc_service_free(p.svc);
     ha_services_free(p.ha);
+    tls_context_unref(p.tls);
     free(p.tes);
     if (sfd >= 0)
         close(sfd);

@@ -91,6 +91,8 @@ class ClusterTestCase(SpateTestCase):
         super().setUp()
         self.rpc_port = None
         self.rest_port = None
+        self.rest_scheme = "http"
+        self.ssl_context = None  # an ssl.SSLContext for a JobManager that speaks HTTPS
         self.nprocs = 0
 
     def launch(self, args, name):
@@ -106,8 +108,9 @@ class ClusterTestCase(SpateTestCase):
     def start_jobmanager(self, *extra, rpc_port=0, rest_port=0):
         jm = self.launch(["-D", f"jobmanager.rpc.port={rpc_port}", "-D", f"rest.port={rest_port}",
                           *self.FAST, *extra, "jobmanager"], "jobmanager")
-        m = jm.wait_log(r"JobManager started: rpc at 127\.0\.0\.1:(\d+), REST at http://[\d.]+:(\d+)")
-        self.rpc_port, self.rest_port = int(m.group(1)), int(m.group(2))
+        m = jm.wait_log(r"JobManager started: rpc at 127\.0\.0\.1:(\d+)(?: \(TLS\))?, "
+                        r"REST at (https?)://[\d.]+:(\d+)")
+        self.rpc_port, self.rest_scheme, self.rest_port = int(m.group(1)), m.group(2), int(m.group(3))
         return jm
 
     def start_taskmanager(self, *extra, slots=2, rpc_port=None):
@@ -119,9 +122,10 @@ class ClusterTestCase(SpateTestCase):
 
     def rest(self, path, method="GET"):
         """(status, parsed JSON body) of a REST call."""
-        req = urllib.request.Request(f"http://127.0.0.1:{self.rest_port}{path}", method=method)
+        req = urllib.request.Request(f"{self.rest_scheme}://127.0.0.1:{self.rest_port}{path}",
+                                     method=method)
         try:
-            with urllib.request.urlopen(req, timeout=15) as r:
+            with urllib.request.urlopen(req, timeout=15, context=self.ssl_context) as r:
                 return r.status, json.loads(r.read() or b"{}")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"{}")

@@ -86,7 +86,7 @@ Test(blob, put_fetch_release)
     bs = start(1 << 24, "s3cret");
     src = write_file("lib.so", 300000, 7);
     cache_dir = xasprintf("%s/cache", dir);
-    c = blob_cache_new(cache_dir, "s3cret", 1 << 24);
+    c = blob_cache_new(cache_dir, "s3cret", NULL, 1 << 24);
     cr_assert_eq(blob_server_put_file(bs, src, false, key, &err), 0, "%s", err.message);
     cr_assert_eq(sha256_file(src, digest, NULL), 0);
     cr_assert(sha256_equal(key, digest));
@@ -141,8 +141,8 @@ Test(blob, refusals_are_clear)
     small = write_file("small", 500, 1);
     big = write_file("big", 5000, 2);
     cache_dir = xasprintf("%s/cache", dir);
-    wrong = blob_cache_new(cache_dir, "wrong", 1 << 20);
-    tiny = blob_cache_new(cache_dir, "right", 100);
+    wrong = blob_cache_new(cache_dir, "wrong", NULL, 1 << 20);
+    tiny = blob_cache_new(cache_dir, "right", NULL, 100);
 
     cr_assert_eq(blob_server_put_file(bs, big, false, key, &err), SPATE_EMSGSIZE);
     cr_assert(strstr(err.message, "blob.max-size") != NULL, "%s", err.message);
@@ -203,7 +203,7 @@ Test(blob, concurrent_fetches_share_one_copy)
     bs = start(1 << 24, NULL);
     src = write_file("lib.so", 1 << 20, 3);
     cache_dir = xasprintf("%s/cache", dir);
-    c = blob_cache_new(cache_dir, NULL, 1 << 24);
+    c = blob_cache_new(cache_dir, NULL, NULL, 1 << 24);
     cr_assert_eq(blob_server_put_file(bs, src, false, key, &err), 0, "%s", err.message);
     for (int i = 0; i < 8; i++) {
         f[i] = (struct fetcher){ c, blob_server_address(bs), key, NULL, -1 };
@@ -253,7 +253,7 @@ Test(blob, ha_blob_store_serves_a_recovered_job_on_the_next_leader)
     first = start_ha(1 << 24, NULL, ha_dir);
     src = write_file("lib.so", 200000, 5);
     cache_dir = xasprintf("%s/cache", dir);
-    c = blob_cache_new(cache_dir, NULL, 1 << 24);
+    c = blob_cache_new(cache_dir, NULL, NULL, 1 << 24);
     id_random(&job);
     id_random(&other);
     cr_assert_eq(blob_server_put_file(first, src, false, key, &err), 0, "%s", err.message);
