@@ -1,8 +1,10 @@
 /* network_bench: the data plane between two net_harness processes on loopback
  * (throughput 1→1 and 2×2, 16 B and 1 KiB records, a local channel, ping-pong
  * latency) beside a plain TCP stream of 32 KiB writes and a bare TCP ping-pong
- * measured in the same run. Interleaved runs, medians; NETWORK_BENCH_RUNS
- * (default 5). Last line: a JSON object. */
+ * measured in the same run; and 1→1 again with TLS (security.ssl.internal,
+ * certificates from scripts/make-test-certs.sh), interleaved with the
+ * plaintext runs. Medians of NETWORK_BENCH_RUNS (default 5). Last line: a
+ * JSON object. */
 #include <arpa/inet.h>
 #include <libgen.h>
 #include <limits.h>
@@ -29,6 +31,7 @@ extern char **environ;
 #define PINGPONG_ROUNDS 4000
 
 static char harness[PATH_MAX];
+static char tls_dir[PATH_MAX]; /* test certificates for the TLS runs */
 
 struct proc {
     pid_t pid;
@@ -135,7 +138,8 @@ partition_id(char out[70])
 /* producers × subs by hash (1 × 1 forward); returns records per second at the
  * consumers; *bytes_per_s their payload bytes per second. */
 static double
-spate_stream(int producers, int subs, unsigned long long records, int size, double *bytes_per_s)
+spate_stream(int producers, int subs, unsigned long long records, int size, bool tls,
+             double *bytes_per_s)
 {
     char ids[2][70], rec[32], sz[16], sb[16], gates[2][400];
     char *pargv[16], *cargv[16];
@@ -162,6 +166,10 @@ spate_stream(int producers, int subs, unsigned long long records, int size, doub
     pargv[pc++] = sb;
     pargv[pc++] = "--partitioner";
     pargv[pc++] = subs > 1 ? "hash" : "forward";
+    if (tls) {
+        pargv[pc++] = "--tls";
+        pargv[pc++] = tls_dir;
+    }
     pargv[pc] = NULL;
     spawn(&prod, pargv, false);
     port = read_port(&prod);
@@ -175,6 +183,10 @@ spate_stream(int producers, int subs, unsigned long long records, int size, doub
                             i ? "," : "", ids[i], s, port);
         cargv[cc++] = "--gate";
         cargv[cc++] = gates[s];
+    }
+    if (tls) {
+        cargv[cc++] = "--tls";
+        cargv[cc++] = tls_dir;
     }
     cargv[cc] = NULL;
     spawn(&cons, cargv, false);
@@ -415,7 +427,7 @@ main(int argc, char **argv)
     int runs = env_runs ? atoi(env_runs) : 5;
     double r16[MAX_RUNS], r2x2[MAX_RUNS], mb1k[MAX_RUNS], local[MAX_RUNS], tcp[MAX_RUNS];
     double l50[MAX_RUNS], l99[MAX_RUNS], b50[MAX_RUNS], b99[MAX_RUNS];
-    double n50[MAX_RUNS], n99[MAX_RUNS];
+    double n50[MAX_RUNS], n99[MAX_RUNS], t16[MAX_RUNS], tmb1k[MAX_RUNS];
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 
@@ -431,24 +443,38 @@ main(int argc, char **argv)
     setenv("SPATE_LOG_LEVEL", "warn", 1);
     if (runs < 1 || runs > MAX_RUNS)
         runs = 5;
+    {
+        char cmd[2 * PATH_MAX];
+
+        snprintf(tls_dir, sizeof tls_dir, "/tmp/network-bench-tls-XXXXXX");
+        if (mkdtemp(tls_dir) == NULL)
+            fail("mkdtemp");
+        snprintf(cmd, sizeof cmd, "sh '%s/make-test-certs.sh' '%s' >/dev/null", SPATE_SCRIPTS_DIR,
+                 tls_dir);
+        if (system(cmd) != 0)
+            fail("scripts/make-test-certs.sh failed");
+    }
     for (int r = 0; r < runs; r++) {
         double bytes;
 
         tcp[r] = baseline_tcp(1ull << 30) / 1e6;
-        spate_stream(1, 1, 1ull << 20, 1024, &bytes);
+        spate_stream(1, 1, 1ull << 20, 1024, false, &bytes);
         mb1k[r] = bytes / 1e6;
-        r16[r] = spate_stream(1, 1, 20000000, 16, NULL);
-        r2x2[r] = spate_stream(2, 2, 10000000, 16, NULL);
+        spate_stream(1, 1, 1ull << 20, 1024, true, &bytes);
+        tmb1k[r] = bytes / 1e6;
+        r16[r] = spate_stream(1, 1, 20000000, 16, false, NULL);
+        t16[r] = spate_stream(1, 1, 20000000, 16, true, NULL);
+        r2x2[r] = spate_stream(2, 2, 10000000, 16, false, NULL);
         local[r] = spate_local(30000000);
         baseline_pingpong(&b50[r], &b99[r]);
         spate_pingpong(true, &l50[r], &l99[r]);
         spate_pingpong(false, &n50[r], &n99[r]);
         fprintf(stderr,
-                "run %d: tcp %.0f MB/s, 1KiB %.0f MB/s, 16B 1to1 %.2fM/s, 2x2 %.2fM/s, "
-                "local %.2fM/s, ping-pong p50/p99 %.0f/%.0f us (no busy-poll %.0f/%.0f us, "
-                "tcp %.0f/%.0f us)\n",
-                r, tcp[r], mb1k[r], r16[r] / 1e6, r2x2[r] / 1e6, local[r] / 1e6, l50[r], l99[r],
-                n50[r], n99[r], b50[r], b99[r]);
+                "run %d: tcp %.0f MB/s, 1KiB %.0f MB/s (TLS %.0f), 16B 1to1 %.2fM/s (TLS "
+                "%.2fM/s), 2x2 %.2fM/s, local %.2fM/s, ping-pong p50/p99 %.0f/%.0f us (no "
+                "busy-poll %.0f/%.0f us, tcp %.0f/%.0f us)\n",
+                r, tcp[r], mb1k[r], tmb1k[r], r16[r] / 1e6, t16[r] / 1e6, r2x2[r] / 1e6,
+                local[r] / 1e6, l50[r], l99[r], n50[r], n99[r], b50[r], b99[r]);
     }
     {
         double m_tcp = median(tcp, runs), m_1k = median(mb1k, runs), m16 = median(r16, runs);
@@ -456,6 +482,12 @@ main(int argc, char **argv)
         double ml50 = median(l50, runs), ml99 = median(l99, runs);
         double mb50 = median(b50, runs), mb99 = median(b99, runs);
         double mn50 = median(n50, runs), mn99 = median(n99, runs);
+        double mt16 = median(t16, runs), mt1k = median(tmb1k, runs);
+        char cmd[PATH_MAX + 16];
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tls_dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "network_bench: cannot remove %s\n", tls_dir);
 
         printf("{\"bench\":\"network\",\"runs\":%d,\"records_per_s_16b_1to1\":%.0f,"
                "\"records_per_s_16b_2x2\":%.0f,\"mb_per_s_1kib\":%.0f,"
@@ -464,13 +496,17 @@ main(int argc, char **argv)
                "\"baseline_pingpong_p99_us\":%.1f,\"ratio_mb_per_s_1kib_to_tcp\":%.3f,"
                "\"ratio_latency_p99_to_pingpong_p99\":%.2f,"
                "\"latency_us_p50_no_busy_poll\":%.1f,\"latency_us_p99_no_busy_poll\":%.1f,"
+               "\"tls_records_per_s_16b_1to1\":%.0f,\"tls_mb_per_s_1kib\":%.0f,"
+               "\"tls_cost_16b_1to1\":%.3f,\"tls_cost_1kib\":%.3f,"
                "\"targets\":{\"mb_per_s_1kib_ge_0.7x_tcp\":%s,\"records_per_s_16b_1to1_ge_10M\":%s,"
-               "\"local_ge_30M\":%s,\"latency_p99_lt_1000us\":%s,\"latency_p99_le_3x_pingpong\":%s}"
+               "\"local_ge_30M\":%s,\"latency_p99_lt_1000us\":%s,\"latency_p99_le_3x_pingpong\":%s,"
+               "\"tls_cost_16b_1to1_lt_0.3\":%s}"
                "}\n",
                runs, m16, m2x2, m_1k, mloc, ml50, ml99, m_tcp, mb50, mb99, m_1k / m_tcp,
-               ml99 / mb99, mn50, mn99, m_1k >= 0.7 * m_tcp ? "true" : "false",
-               m16 >= 1e7 ? "true" : "false", mloc >= 3e7 ? "true" : "false",
-               ml99 < 1000 ? "true" : "false", ml99 <= 3 * mb99 ? "true" : "false");
+               ml99 / mb99, mn50, mn99, mt16, mt1k, 1 - mt16 / m16, 1 - mt1k / m_1k,
+               m_1k >= 0.7 * m_tcp ? "true" : "false", m16 >= 1e7 ? "true" : "false",
+               mloc >= 3e7 ? "true" : "false", ml99 < 1000 ? "true" : "false",
+               ml99 <= 3 * mb99 ? "true" : "false", 1 - mt16 / m16 < 0.3 ? "true" : "false");
     }
     return 0;
 }

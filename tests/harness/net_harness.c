@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/tls.h"
 #include "core/util.h"
 #include "network/input_gate.h"
 #include "network/record_reader.h"
@@ -70,6 +71,30 @@ die(const char *fmt, ...)
  *   net_harness pong --partition ID --peer-partition ID --peer-port P
  * Common: --network-memory-mb M, --segment-kb K, --lz4, --port P, --busy-poll-us U
  * (how long the I/O loop and the tasks poll before they sleep). */
+/* --tls DIR: security.ssl.internal with DIR/node.pem, node.key and ca.pem
+ * (scripts/make-test-certs.sh). Lives as long as the process. */
+static struct tls_context *
+harness_tls(const char *dir)
+{
+    struct config *conf = config_new();
+    struct tls_context *tls = NULL;
+    spate_error err;
+    char *cert = xasprintf("%s/node.pem", dir), *key = xasprintf("%s/node.key", dir);
+    char *ca = xasprintf("%s/ca.pem", dir);
+
+    config_set(conf, "security.ssl.internal.enabled", "true", "--tls");
+    config_set(conf, "security.ssl.internal.cert", cert, "--tls");
+    config_set(conf, "security.ssl.internal.key", key, "--tls");
+    config_set(conf, "security.ssl.internal.truststore", ca, "--tls");
+    if (tls_context_from_config(conf, TLS_INTERNAL, &tls, &err) != 0)
+        die("--tls %s: %s", dir, err.message);
+    config_free(conf);
+    free(cert);
+    free(key);
+    free(ca);
+    return tls;
+}
+
 static void
 parse(int argc, char **argv, struct opts *o)
 {
@@ -92,6 +117,7 @@ parse(int argc, char **argv, struct opts *o)
         { "port", 1, 0, 'o' },
         { "peer-port", 1, 0, 'Q' },
         { "busy-poll-us", 1, 0, 'B' },
+        { "tls", 1, 0, 'T' },
         { 0, 0, 0, 0 },
     };
     spate_error err;
@@ -163,6 +189,9 @@ parse(int argc, char **argv, struct opts *o)
         case 'B':
             o->cfg.busy_poll_ns = strtoull(optarg, NULL, 10) * 1000;
             o->spin_set = true;
+            break;
+        case 'T':
+            o->cfg.tls = harness_tls(optarg);
             break;
         case 'S':
             o->cfg.segment_size = (size_t)atoi(optarg) * 1024;
