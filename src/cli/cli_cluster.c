@@ -224,9 +224,7 @@ wait_for_exit(int sfd, int efd, int timeout_ms)
             if (read(sfd, &si, sizeof si) != sizeof si)
                 continue;
             if (si.ssi_signo == SIGHUP) {
-                SPATE_LOG_INFO(JM_LOG, "SIGHUP: certificates are read again for the next "
-                                       "connections (security.ssl.*)");
-                tls_reload_request();
+                tls_reload_on_sighup();
                 continue;
             }
             SPATE_LOG_INFO(JM_LOG, "received signal %u", si.ssi_signo);

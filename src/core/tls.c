@@ -61,6 +61,14 @@ tls_reload_request(void)
     atomic_fetch_add_explicit(&tls_generation, 1, memory_order_relaxed);
 }
 
+void
+tls_reload_on_sighup(void)
+{
+    SPATE_LOG_INFO("tls", "SIGHUP: certificates are read again for the next connections "
+                          "(security.ssl.*)");
+    tls_reload_request();
+}
+
 /* OpenSSL's reasons for the last failure, drained from its queue. */
 static const char *
 tls_reasons(char *buf, size_t cap)
@@ -394,6 +402,8 @@ tls_bio_write(BIO *bio, const char *in, int n)
     struct tls_buf *b = BIO_get_data(bio);
 
     BIO_clear_retry_flags(bio);
+    if (n <= 0)
+        return 0;
     memcpy(tls_buf_reserve(b, (size_t)n), in, (size_t)n);
     b->len += (size_t)n;
     return n;
@@ -495,6 +505,8 @@ tls_session_free(struct tls_session *s)
 void
 tls_session_put_input(struct tls_session *s, const void *buf, size_t len)
 {
+    if (len == 0)
+        return;
     memcpy(tls_buf_reserve(&s->in, len), buf, len);
     s->in.len += len;
 }
@@ -607,6 +619,8 @@ tls_session_take_output(struct tls_session *s, void *buf, size_t cap)
 {
     size_t n = MIN(cap, s->out.len - s->out.off);
 
+    if (n == 0)
+        return 0;
     memcpy(buf, s->out.data + s->out.off, n);
     s->out.off += n;
     if (s->out.off == s->out.len)
@@ -888,7 +902,8 @@ tls_stream_write(struct tls_stream *ts, uv_write_t *req, const uv_buf_t bufs[], 
     p->cb = cb;
     p->len = len;
     for (unsigned int i = 0; i < nbufs; i++) {
-        memcpy(p->data + off, bufs[i].base, bufs[i].len);
+        if (bufs[i].len > 0)
+            memcpy(p->data + off, bufs[i].base, bufs[i].len);
         off += bufs[i].len;
     }
     if (ts->pending_tail != NULL)

@@ -48,6 +48,8 @@ const char *tls_context_truststore_file(const struct tls_context *ctx);
 /* Async-signal-safe: every context reads its files again before its next
  * connection (SIGHUP). */
 void tls_reload_request(void);
+/* A daemon's SIGHUP (from its signalfd's thread): the same, with a log line. */
+void tls_reload_on_sighup(void);
 
 /* ---- one connection's TLS over memory BIOs ---- */
 

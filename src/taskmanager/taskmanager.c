@@ -197,9 +197,7 @@ taskmanager_run(const struct config *conf, int count)
             if (read(sfd, &si, sizeof si) != sizeof si)
                 continue;
             if (si.ssi_signo == SIGHUP) {
-                SPATE_LOG_INFO(TM_LOG, "SIGHUP: certificates are read again for the next "
-                                       "connections (security.ssl.*)");
-                tls_reload_request();
+                tls_reload_on_sighup();
                 continue;
             }
             SPATE_LOG_INFO(TM_LOG, "received signal %u: shutting down", si.ssi_signo);

@@ -7,8 +7,9 @@ security.ssl.internal.* (RPC, data, blob) and security.ssl.rest.* (HTTPS).
   restored and finished exactly once; `spate list` and the REST API over
   HTTPS; plain HTTP on the REST port gets no answer;
 - refusals, each with a log line saying why, the JobManager unaffected: a
-  plaintext client on the TLS RPC port, a certificate of another CA, an
-  expired certificate, and a TaskManager with another CA's certificate;
+  plaintext client on the TLS RPC, blob and data ports, a certificate of
+  another CA, an expired certificate, and a TaskManager with another CA's
+  certificate;
 - configuration errors refused at start, naming the key and the file: a
   missing file, a file without PEM, a key that does not match, an expired
   certificate;
@@ -160,7 +161,7 @@ class TlsTest(ClusterTestCase):
     def test_refusals_plaintext_other_ca_and_expired_leave_the_cluster_unaffected(self):
         conf = self.tls_conf(rest=False)
         jm = self.start_jobmanager(*conf)
-        self.start_taskmanager(*conf, slots=1)
+        tm = self.start_taskmanager(*conf, slots=1)
         self.wait_overview(1, slots=1)
 
         # A good client reads spate's challenge inside TLS.
@@ -176,6 +177,20 @@ class TlsTest(ClusterTestCase):
                 pass
         jm.wait_log(r"refused rpc connection from 127\.0\.0\.1:\d+: TLS handshake failed: .*"
                     r"the peer does not speak TLS")
+        # The same on the BlobServer's and a TaskManager's data port.
+        blob_port = int(jm.wait_log(r"BlobServer at [\d.]+:(\d+)").group(1))
+        data_port = int(tm.wait_log(r"data port [\d.]+:(\d+)").group(1))
+        for port in (blob_port, data_port):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(b"SPDT" + bytes(252))
+                try:
+                    s.recv(4096)
+                except OSError:
+                    pass
+        jm.wait_log(r"refused a blob connection from 127\.0\.0\.1:\d+: TLS handshake failed: "
+                    r".*the peer does not speak TLS")
+        tm.wait_log(r"refused data connection from 127\.0\.0\.1:\d+: TLS handshake failed: "
+                    r".*the peer does not speak TLS")
 
         # Another CA's certificate, an expired one.
         self.assertIsInstance(self.tls_exchange(self.rpc_port, "other"), (Exception, bytes))
