@@ -28,9 +28,13 @@ each_path(Metadata *md, int (*fn)(char **path, void *arg), void *arg)
         for (size_t s = 0; s < op->n_subtasks; s++) {
             Checkpoint__OperatorSubtaskState *st = op->subtasks[s];
 
-            for (size_t k = 0; k < st->n_keyed; k++)
+            for (size_t k = 0; k < st->n_keyed; k++) {
                 if ((rc = fn(&st->keyed[k]->path, arg)) != 0)
                     return rc;
+                for (size_t f = 0; f < st->keyed[k]->n_files; f++)
+                    if ((rc = fn(&st->keyed[k]->files[f]->path, arg)) != 0)
+                        return rc;
+            }
             for (size_t k = 0; k < st->n_operator_; k++)
                 if ((rc = fn(&st->operator_[k]->path, arg)) != 0)
                     return rc;
@@ -191,6 +195,15 @@ check_message(const Metadata *md, const char *path, spate_error *err)
                                            "groups %u-%u and %zu offsets (max parallelism %d)",
                                            path, name, st->subtask, h->key_group_start,
                                            h->key_group_end, h->n_offsets, op->max_parallelism);
+                for (size_t f = 0; f < h->n_files; f++)
+                    if (h->files[f]->path == NULL || h->files[f]->path[0] == '\0' ||
+                        h->files[f]->name == NULL || h->files[f]->name[0] == '\0' ||
+                        h->files[f]->name[0] == '.' || strchr(h->files[f]->name, '/') != NULL)
+                        return spate_error_set(err, SPATE_EPROTO,
+                                               "checkpoint metadata '%s': operator '%s' subtask "
+                                               "%d has a RocksDB file without a path or a plain "
+                                               "name",
+                                               path, name, st->subtask);
             }
             for (size_t k = 0; k < st->n_operator_; k++)
                 if (st->operator_[k]->path == NULL || st->operator_[k]->path[0] == '\0')
@@ -385,6 +398,27 @@ check_file(const Metadata *md, const char *mdpath, const Checkpoint__OperatorSta
     return 0;
 }
 
+/* A file of an incremental RocksDB checkpoint: exactly as long as it was
+ * written (an SST file cut short or grown is no longer the one). */
+static int
+check_db_file(const Metadata *md, const char *mdpath, const Checkpoint__OperatorState *op,
+              int subtask, const Checkpoint__DbFile *f, spate_error *err)
+{
+    struct stat st;
+    int rc;
+
+    if ((rc = check_file(md, mdpath, op, subtask, f->path, f->size, err)) != 0)
+        return rc;
+    if (stat(f->path, &st) == 0 && (uint64_t)st.st_size != f->size)
+        return spate_error_set(err, SPATE_EPROTO,
+                               "checkpoint %lld ('%s'): RocksDB file '%s' of operator '%s' "
+                               "(subtask %d) has %lld bytes, the checkpoint wrote %llu",
+                               (long long)md->checkpoint_id, mdpath, f->path,
+                               op->name ? op->name : "", subtask, (long long)st.st_size,
+                               (unsigned long long)f->size);
+    return 0;
+}
+
 int
 checkpoint_metadata_check_files(const Metadata *md, const char *path, spate_error *err)
 {
@@ -404,6 +438,9 @@ checkpoint_metadata_check_files(const Metadata *md, const char *path, spate_erro
                     need = h->offsets[i] > need ? h->offsets[i] : need;
                 if ((rc = check_file(md, path, op, st->subtask, h->path, need, err)) != 0)
                     return rc;
+                for (size_t f = 0; f < h->n_files; f++)
+                    if ((rc = check_db_file(md, path, op, st->subtask, h->files[f], err)) != 0)
+                        return rc;
             }
             for (size_t k = 0; k < st->n_operator_; k++) {
                 const Checkpoint__OperatorStateHandle *h = st->operator_[k];

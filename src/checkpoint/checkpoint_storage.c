@@ -234,6 +234,23 @@ checkpoint_storage_state_file(const char *location, const spate_id *vertex, int 
     return 0;
 }
 
+char *
+checkpoint_storage_shared_dir(const char *location)
+{
+    const struct checkpoint_storage_ops *ops;
+    spate_error err = { 0 };
+    char *loc, *slash, *dir;
+
+    if (storage_for(location, NULL, &ops, &loc, &err) != 0)
+        return NULL;
+    slash = strrchr(loc, '/');
+    dir = slash != NULL && slash != loc
+              ? xasprintf("%.*s/%s", (int)(slash - loc), loc, CHECKPOINT_STORAGE_SHARED_DIR)
+              : NULL;
+    free(loc);
+    return dir;
+}
+
 int
 checkpoint_storage_write_metadata(const char *location, const Checkpoint__CheckpointMetadata *md,
                                   char **metadata, spate_error *err)

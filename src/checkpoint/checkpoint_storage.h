@@ -24,6 +24,8 @@
 
 /* A checkpoint folder: chk-<id>. */
 #define CHECKPOINT_STORAGE_CHK_PREFIX "chk-"
+/* The files incremental checkpoints share: <job>/shared. */
+#define CHECKPOINT_STORAGE_SHARED_DIR "shared"
 /* A savepoint folder: savepoint-<6 hex of the job id>-<12 random hex>. */
 #define CHECKPOINT_STORAGE_SAVEPOINT_PREFIX "savepoint-"
 
@@ -91,6 +93,11 @@ int checkpoint_storage_init_savepoint(const char *target, const spate_id *job, c
  * <location>/<vertex id>-<subtask>.state. */
 int checkpoint_storage_state_file(const char *location, const spate_id *vertex, int subtask,
                                   char **path, spate_error *err);
+/* The folder where a checkpoint at location (chk-<n> of a job) puts the
+ * files later checkpoints share: the job's shared/ (Flink's
+ * CheckpointedStateScope.SHARED), malloc'd; NULL when location is no
+ * storage's. */
+char *checkpoint_storage_shared_dir(const char *location);
 /* Writes `_metadata` in location atomically (paths of state files inside
  * it stored relative); *metadata (may be NULL) is its path. */
 int checkpoint_storage_write_metadata(const char *location,

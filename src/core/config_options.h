@@ -313,6 +313,9 @@ struct config_option {
     X(STATE_BACKEND_ROCKSDB_WRITEBUFFER_SIZE, "state.backend.rocksdb.writebuffer.size", MEMORY,    \
       "16 mb", 0, CFG_NOLIMIT_HI, NULL, NULL,                                                      \
       "memtable of each state (column family) of a RocksDB instance")                              \
+    X(EXECUTION_CHECKPOINTING_INCREMENTAL, "execution.checkpointing.incremental", BOOL, "false",   \
+      0, 0, NULL, "state.backend.incremental",                                                     \
+      "RocksDB checkpoints upload only the files that are new since the last completed one")       \
     /* high availability */                                                                        \
     X(HIGH_AVAILABILITY_TYPE, "high-availability.type", ENUM, "none", 0, 0,                        \
       "none|embedded|zookeeper", "high-availability", "high-availability services")                \

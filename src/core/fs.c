@@ -1,10 +1,12 @@
 /* Folders on the local file system (fs.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/fs.h"
@@ -72,4 +74,69 @@ fs_remove_tree(const char *path, spate_error *err)
         return spate_error_set(err, fs_failure.code, "cannot remove '%s': %s", fs_failure.path,
                                spate_strerror(fs_failure.code));
     return 0;
+}
+
+int
+fs_copy_file(const char *src, const char *dst, uint64_t *size, spate_error *err)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
+    uint64_t total = 0;
+    char *buf = NULL;
+
+    if (in < 0)
+        return spate_error_set(err, -errno, "cannot open '%s': %s", src, spate_strerror(-errno));
+    if ((out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
+        rc = spate_error_set(err, -errno, "cannot create '%s': %s", dst, spate_strerror(-errno));
+        close(in);
+        return rc;
+    }
+    buf = xmalloc(1u << 20);
+    for (;;) {
+        ssize_t n = read(in, buf, 1u << 20), w = 0;
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = spate_error_set(err, -errno, "cannot read '%s': %s", src, spate_strerror(-errno));
+            break;
+        }
+        if (n == 0)
+            break;
+        while (w < n) {
+            ssize_t k = write(out, buf + w, (size_t)(n - w));
+
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0) {
+                rc = spate_error_set(err, -errno, "cannot write '%s': %s", dst,
+                                     spate_strerror(-errno));
+                goto out;
+            }
+            w += k;
+        }
+        total += (uint64_t)n;
+    }
+    if (rc == 0 && fsync(out) != 0)
+        rc = spate_error_set(err, -errno, "cannot sync '%s': %s", dst, spate_strerror(-errno));
+out:
+    free(buf);
+    close(in);
+    if (close(out) != 0 && rc == 0)
+        rc = spate_error_set(err, -errno, "cannot write '%s': %s", dst, spate_strerror(-errno));
+    if (rc != 0)
+        unlink(dst);
+    else if (size != NULL)
+        *size = total;
+    return rc;
+}
+
+int
+fs_link_or_copy(const char *src, const char *dst, spate_error *err)
+{
+    if (link(src, dst) == 0)
+        return 0;
+    if (errno != EXDEV && errno != EPERM && errno != EMLINK)
+        return spate_error_set(err, -errno, "cannot link '%s' to '%s': %s", dst, src,
+                               spate_strerror(-errno));
+    return fs_copy_file(src, dst, NULL, err);
 }

@@ -7,6 +7,8 @@
 
 #include "checkpoint/checkpoint_metadata.h"
 #include "checkpoint/checkpoint_storage.h"
+#include "checkpoint/shared_state_registry.h"
+#include "core/fs.h"
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -101,6 +103,9 @@ struct checkpoint_coordinator {
     /* <checkpoints dir>/<job id>; NULL without a folder (no_storage: why) */
     struct checkpoint_storage *storage;
     char *no_storage;
+    /* The shared files of the retained checkpoints (with storage); the
+     * workers use it (it locks itself). */
+    struct shared_state_registry *registry;
     struct list_node pending; /* oldest first */
     int npending, finalizing;
     bool periodic;        /* started */
@@ -929,6 +934,30 @@ contains(const uint64_t *ids, size_t n, uint64_t id)
     return false;
 }
 
+/* Registers the retained checkpoints ids the registry does not know yet
+ * (a new leader's, a restored job's): their `_metadata` says which shared
+ * files they reference. */
+static void
+register_retained(struct checkpoint_coordinator *cc, const uint64_t *ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        Checkpoint__CheckpointMetadata *md = NULL;
+        spate_error err = { 0 };
+        char *loc;
+
+        if (shared_state_registry_contains(cc->registry, ids[i]))
+            continue;
+        loc = xasprintf("%s/" CHECKPOINT_STORAGE_CHK_PREFIX "%llu",
+                        checkpoint_storage_job_dir(cc->storage), (unsigned long long)ids[i]);
+        if (checkpoint_storage_read(loc, &md, NULL, &err) != 0 ||
+            shared_state_registry_register(cc->registry, ids[i], md, &err) != 0)
+            SPATE_LOG_WARN(CC_LOG, "job %s: shared files of checkpoint %llu unknown: %s",
+                           cc_job(cc), (unsigned long long)ids[i], err.message);
+        checkpoint_metadata_free(md);
+        free(loc);
+    }
+}
+
 static void
 finalize_work(void *arg)
 {
@@ -948,7 +977,15 @@ finalize_work(void *arg)
     c.len = strlen(p->metadata_path);
     if (p->store->ops->ids(p->store, &before, &nbefore, NULL) != 0)
         nbefore = 0;
+    /* The shared files it references are counted before any subsumed
+     * checkpoint lets go of them. */
+    register_retained(cc, before, nbefore);
+    if ((p->rc = shared_state_registry_register(cc->registry, p->id, p->md, &p->err)) != 0) {
+        free(before);
+        return;
+    }
     if ((p->rc = p->store->ops->add(p->store, &c, &p->err)) != 0) {
+        shared_state_registry_unregister(cc->registry, p->id);
         free(before);
         return;
     }
@@ -962,6 +999,7 @@ finalize_work(void *arg)
         if (contains(after, nafter, before[i]) || before[i] == p->id)
             continue;
         p->subsumed[p->nsubsumed++] = before[i];
+        shared_state_registry_unregister(cc->registry, before[i]);
         if (checkpoint_storage_dispose_checkpoint(cc->storage, before[i], &err) != 0)
             SPATE_LOG_WARN(CC_LOG, "cannot delete subsumed checkpoint %llu: %s",
                            (unsigned long long)before[i], err.message);
@@ -1107,6 +1145,29 @@ checkpoint_coordinator_decline(struct checkpoint_coordinator *cc,
 
 /* ---- restores ----------------------------------------------------------------------- */
 
+/* Before a restore (no checkpoint of the restored tasks is in progress):
+ * the shared files no retained checkpoint references go, those of
+ * checkpoints aborted or cut short by a crash mid-upload. A checkpoint
+ * that would still reference one is refused when it completes (the
+ * registry checks new files exist). */
+static void
+sweep_shared(struct checkpoint_coordinator *cc, struct completed_checkpoint_store *store)
+{
+    uint64_t *ids = NULL;
+    size_t n = 0, swept;
+    char *dir;
+
+    if (store->ops->ids(store, &ids, &n, NULL) != 0)
+        return;
+    register_retained(cc, ids, n);
+    free(ids);
+    dir = xasprintf("%s/" CHECKPOINT_STORAGE_SHARED_DIR, checkpoint_storage_job_dir(cc->storage));
+    if ((swept = shared_state_registry_sweep(cc->registry, dir)) > 0)
+        SPATE_LOG_INFO(CC_LOG, "job %s: deleted %zu shared files no checkpoint references",
+                       cc_job(cc), swept);
+    free(dir);
+}
+
 static void
 load_work(void *arg)
 {
@@ -1132,7 +1193,10 @@ load_work(void *arg)
             l->rc = SPATE_EIO;
         checkpoint_metadata_free(l->md);
         l->md = NULL;
+        return;
     }
+    if (l->cc->registry != NULL)
+        sweep_shared(l->cc, l->store);
 }
 
 static void
@@ -1199,6 +1263,7 @@ shutdown_work(void *arg)
     struct cc_shutdown *s = arg;
     spate_error err = { 0 };
     uint64_t *ids = NULL;
+    char *shared;
     size_t n = 0;
 
     if (s->globally && s->cc->o.ops->confirm_leadership != NULL &&
@@ -1215,6 +1280,12 @@ shutdown_work(void *arg)
             if (checkpoint_storage_dispose_checkpoint(s->storage, ids[i], &err) != 0)
                 SPATE_LOG_WARN(CC_LOG, "cannot delete checkpoint folder: %s", err.message);
         free(ids);
+        /* Every checkpoint went: no file of the shared folder is used. */
+        shared =
+            xasprintf("%s/" CHECKPOINT_STORAGE_SHARED_DIR, checkpoint_storage_job_dir(s->storage));
+        if (fs_remove_tree(shared, &err) != 0)
+            SPATE_LOG_WARN(CC_LOG, "cannot delete the shared checkpoint files: %s", err.message);
+        free(shared);
         checkpoint_storage_dispose_job(s->storage); /* only when nothing else is left */
     }
     if (s->store != NULL && s->store->ops->shutdown(s->store, s->globally, &err) != 0)
@@ -1457,6 +1528,8 @@ checkpoint_coordinator_new(const struct checkpoint_coordinator_options *o)
     }
     if (cc->storage == NULL && cc->no_storage == NULL)
         cc->no_storage = xstrdup("the job has no checkpoint folder (state.checkpoints.dir)");
+    if (cc->storage != NULL)
+        cc->registry = shared_state_registry_new();
     list_init(&cc->pending);
     list_init(&cc->loads);
     list_init(&cc->manuals);
@@ -1481,6 +1554,7 @@ cc_free_now(struct checkpoint_coordinator *cc)
     if (cc->o.counter != NULL)
         cc->o.counter->ops->free(cc->o.counter);
     checkpoint_storage_free(cc->storage);
+    shared_state_registry_free(cc->registry);
     free(cc->no_storage);
     free(cc);
 }

@@ -133,6 +133,14 @@ keyed_cut(const KeyedHandle *h, uint32_t lo, uint32_t hi)
     end =
         hi < h->key_group_end ? h->offsets[hi - h->key_group_start + 1] : h->offsets[0] + h->length;
     c->length = end - c->offsets[0];
+    /* An incremental RocksDB checkpoint's database: the whole of it, the
+     * backend clips it to its key groups. */
+    if (h->n_files > 0) {
+        c->n_files = h->n_files;
+        c->files = xcalloc(h->n_files, sizeof *c->files);
+        for (size_t i = 0; i < h->n_files; i++)
+            c->files[i] = copy_message(&h->files[i]->base);
+    }
     return c;
 }
 

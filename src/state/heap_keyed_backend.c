@@ -940,10 +940,11 @@ keyed_backend_restore_entry(struct heap_keyed_backend *b, int i, uint64_t hash, 
 /* ---- the table ---- */
 
 static struct keyed_state_snapshot *
-heap_snapshot(struct keyed_state_backend *b)
+heap_snapshot(struct keyed_state_backend *b, const struct keyed_snapshot_request *req)
 {
     struct keyed_backend_snapshot *s = xcalloc(1, sizeof *s);
 
+    UNUSED(req); /* the heap's are whole, always */
     keyed_backend_snapshot(heap_keyed_backend_of(b), s);
     return (struct keyed_state_snapshot *)s;
 }

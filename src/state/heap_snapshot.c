@@ -253,6 +253,15 @@ keyed_backend_restore(struct keyed_state_backend *kb, const Checkpoint__Operator
 {
     struct heap_keyed_backend *b = heap_keyed_backend_of(kb);
 
+    /* Its entries are in RocksDB's files, which only RocksDB reads. */
+    for (size_t k = 0; k < st->n_keyed; k++)
+        if (st->keyed[k]->n_files > 0)
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "the keyed state of operator '%s' is an incremental RocksDB "
+                                   "checkpoint ('%s'), which the hashmap backend cannot read: "
+                                   "restore it with state.backend.type rocksdb, or move "
+                                   "backends through a savepoint",
+                                   op_name, st->keyed[k]->path);
     return keyed_backend_restore_to(b, st, op_name, r, heap_restore_entry, b, err);
 }
 

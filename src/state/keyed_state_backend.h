@@ -138,6 +138,15 @@ struct byte_buf {
 
 void byte_buf_put(struct byte_buf *b, const void *p, size_t n);
 
+/* What a snapshot is for. */
+struct keyed_snapshot_request {
+    int64_t checkpoint_id;
+    /* Where an incremental checkpoint puts the files later checkpoints
+     * share (the job's shared folder); NULL: a savepoint, canonical and
+     * whole (a job may move to the other backend across it). */
+    const char *shared_dir;
+};
+
 struct keyed_state_snapshot;
 struct state_file_reader;
 struct state_file_writer;
@@ -189,14 +198,19 @@ struct keyed_state_backend_ops {
      * the section's handle (path: the file's, for the handle);
      * snapshot_write_operator adds the operator and broadcast states to h,
      * an element per entry; snapshot_metas describes the keyed states for
-     * the acknowledgement; snapshot_release frees it, written or not. */
-    struct keyed_state_snapshot *(*snapshot)(struct keyed_state_backend *b);
+     * the acknowledgement; snapshot_release frees it, written or not.
+     * checkpoint_complete (NULL: nothing to do) says that checkpoint id
+     * completed (task thread): an incremental backend's next checkpoint
+     * may reference the files it uploaded. */
+    struct keyed_state_snapshot *(*snapshot)(struct keyed_state_backend *b,
+                                             const struct keyed_snapshot_request *req);
     Checkpoint__KeyedStateHandle *(*snapshot_write)(struct keyed_state_snapshot *s,
                                                     struct state_file_writer *w, const char *path);
     void (*snapshot_write_operator)(struct keyed_state_snapshot *s, struct state_file_writer *w,
                                     Checkpoint__OperatorStateHandle *h);
     Checkpoint__StateMeta **(*snapshot_metas)(const struct keyed_state_snapshot *s, size_t *n);
     void (*snapshot_release)(struct keyed_state_snapshot *s);
+    void (*checkpoint_complete)(struct keyed_state_backend *b, int64_t checkpoint_id);
     /* Restore (task thread, before any record): the key groups of the
      * backend's range that st's keyed handles hold, checked against the
      * declared states (op_name for the errors); and one element of an

@@ -16,44 +16,11 @@
 #include "core/util.h"
 #include "state/heap_keyed_backend.h"
 #include "state/rocksdb_keyed_backend.h"
+#include "state/rocksdb_keyed_backend_int.h"
 #include "state/rocksdb_plugin.h"
 #include "state/state_file.h"
 
 #define TTL_HEADER 8
-#define KG_BYTES   2 /* an entry key's key group, big-endian */
-
-struct rocksdb_keyed_backend;
-
-/* A state of the RocksDB backend. */
-struct rocksdb_state {
-    struct spate_state base;
-    struct rocksdb_keyed_backend *b;
-    int cf;                   /* keyed state: its column family */
-    struct spate_state *heap; /* operator and broadcast state: the heap's */
-    void *tmp, *tmp2;         /* values of the type, for reduce and aggregate */
-    struct byte_buf ser;      /* a value being serialized (a list element framed) */
-    struct byte_buf read;     /* a list being iterated; a map's entries */
-};
-
-struct rocksdb_keyed_backend {
-    struct keyed_state_backend base;
-    /* Operator and broadcast state, the timers, and the declarations that
-     * a restore checks the checkpoint's states against. */
-    struct heap_keyed_backend heap;
-    const struct rocksdb_plugin *p;
-    struct rdb *db;
-    char *dir; /* the working folder */
-    struct rocksdb_state *states;
-    int nstates;
-    struct state_key_context *key; /* the current key: the owner's */
-    uint32_t max_parallelism, kg_mask;
-    struct key_group_range range;
-    struct byte_buf k; /* the entry key being read or written */
-    struct byte_buf v; /* the value being written */
-    int64_t (*now_ms)(void);
-    void (*fail)(spate_ctx *ctx, const char *message);
-    char errbuf[512];
-};
 
 static const struct keyed_state_backend_ops rocksdb_keyed_backend_ops;
 
@@ -76,7 +43,7 @@ clock_wall_ms_fn(void)
 }
 
 /* A RocksDB call failed (rc, the message in errbuf): the task fails. */
-static void
+void
 rdb_failed(struct rocksdb_keyed_backend *b, int rc)
 {
     if (rc == 0)
@@ -664,23 +631,19 @@ rdb_on_processing_time(struct keyed_state_backend *b, uint64_t now, keyed_timer_
 
 /* ---- snapshots ---- */
 
-/* The synchronous part: a RocksDB snapshot, and the heap backend's (its
- * operator state and timers). */
-struct rdb_snapshot_state {
-    struct keyed_backend_snapshot heap;
-    struct rocksdb_keyed_backend *b;
-    struct rdb_snapshot *snap;
-};
-
+/* A checkpoint is incremental when so configured; a savepoint, whole. */
 static struct keyed_state_snapshot *
-rdb_snapshot(struct keyed_state_backend *kb)
+rdb_snapshot(struct keyed_state_backend *kb, const struct keyed_snapshot_request *req)
 {
     struct rocksdb_keyed_backend *b = rdb_backend_of(kb);
     struct rdb_snapshot_state *s = xcalloc(1, sizeof *s);
 
     keyed_backend_snapshot(&b->heap, &s->heap);
     s->b = b;
-    s->snap = b->p->snapshot(b->db);
+    if (b->opts.incremental && req->shared_dir != NULL)
+        rdb_incremental_take(s, req);
+    else
+        s->snap = b->p->snapshot(b->db);
     return (struct keyed_state_snapshot *)s;
 }
 
@@ -772,12 +735,27 @@ rdb_snapshot_write(struct keyed_state_snapshot *ks, struct state_file_writer *w,
     h->key_group_end = s->heap.kg_end;
     h->n_offsets = nkg;
     h->offsets = xcalloc(nkg, sizeof *h->offsets);
+    /* Incremental: the entries are in the database's files, uploaded
+     * here; the key groups of the state file hold no entries. */
+    if (s->local != NULL && !rdb_incremental_upload(s, path, h, errbuf, sizeof errbuf) &&
+        w->error == 0) {
+        SPATE_LOG_ERROR("rocksdb", "checkpoint of '%s' into '%s': %s", b->dir, path, errbuf);
+        w->error = EIO; /* the file is refused (state_file_finish): the checkpoint fails */
+    }
+    if (s->local == NULL && s->snap == NULL && w->error == 0) {
+        SPATE_LOG_ERROR("rocksdb", "checkpoint of '%s': %s", b->dir, s->error);
+        w->error = EIO;
+    }
     for (uint32_t k = 0; k < nkg; k++) {
         h->offsets[k] = w->off;
         state_file_u32(w, nkeyed);
         for (int i = 0; i < b->nstates; i++) {
             if (b->states[i].heap != NULL)
                 continue;
+            if (s->snap == NULL) {
+                state_file_u32(w, 0);
+                continue;
+            }
             if (!write_key_group(s, &b->states[i], s->heap.kg_start + k, w, &buf, errbuf,
                                  sizeof errbuf) &&
                 w->error == 0) {
@@ -819,7 +797,9 @@ rdb_snapshot_release(struct keyed_state_snapshot *ks)
     if (s == NULL)
         return;
     keyed_backend_snapshot_release(&s->heap);
-    s->b->p->snapshot_release(s->b->db, s->snap);
+    if (s->snap != NULL)
+        s->b->p->snapshot_release(s->b->db, s->snap);
+    rdb_incremental_snapshot_release(s);
     free(s);
 }
 
@@ -860,8 +840,20 @@ rdb_restore(struct keyed_state_backend *kb, const Checkpoint__OperatorSubtaskSta
             const char *op_name, struct state_file_reader *r, spate_error *err)
 {
     struct rocksdb_keyed_backend *b = rdb_backend_of(kb);
+    int rc;
 
-    return keyed_backend_restore_to(&b->heap, st, op_name, r, restore_entry, b, err);
+    /* The heap's part first: it checks the checkpoint's states against
+     * the declared ones, and restores the timers (and the entries of a
+     * full snapshot); then the files of an incremental one. */
+    if ((rc = keyed_backend_restore_to(&b->heap, st, op_name, r, restore_entry, b, err)) != 0)
+        return rc;
+    return rdb_incremental_restore(b, st, err);
+}
+
+static void
+rdb_checkpoint_complete(struct keyed_state_backend *kb, int64_t checkpoint_id)
+{
+    rdb_incremental_complete(rdb_backend_of(kb), checkpoint_id);
 }
 
 /* ---- set-up ---- */
@@ -890,6 +882,7 @@ rdb_dispose(struct keyed_state_backend *kb)
     free(b->v.data);
     free(b->dir);
     b->dir = NULL;
+    rdb_incremental_release(&b->inc);
 }
 
 static const struct rocksdb_plugin *loaded;
@@ -924,13 +917,31 @@ load_plugin(void)
 }
 
 int
+rdb_open_states(struct rocksdb_keyed_backend *b, const char *dir, struct rdb **out)
+{
+    const char **names = xcalloc((size_t)b->nstates + 1, sizeof *names);
+    bool *append = xcalloc((size_t)b->nstates + 1, sizeof *append);
+    struct rdb_options ro = { append, b->opts.block_cache_bytes, b->opts.write_buffer_bytes };
+    int ncf = 0, rc;
+
+    for (int i = 0; i < b->nstates; i++) {
+        if (b->states[i].heap != NULL)
+            continue;
+        names[ncf] = b->states[i].base.desc.name;
+        append[ncf++] = b->states[i].base.desc.kind == STATE_LIST;
+    }
+    rc = b->p->open(dir, ncf, names, &ro, out, b->errbuf, sizeof b->errbuf);
+    free(names);
+    free(append);
+    return rc;
+}
+
+int
 rocksdb_keyed_backend_create(const struct state_backend_options *o,
                              const struct keyed_backend_config *config, const char *name,
                              struct keyed_state_backend **out, spate_error *err)
 {
     struct rocksdb_keyed_backend *b;
-    const char **names;
-    bool *append;
     char safe[64];
     int ncf = 0, rc;
     size_t j = 0;
@@ -955,10 +966,10 @@ rocksdb_keyed_backend_create(const struct state_backend_options *o,
     b->range = b->heap.range;
     b->now_ms = config->now_ms != NULL ? config->now_ms : clock_wall_ms_fn;
     b->fail = config->fail;
+    b->opts = *o;
+    rdb_incremental_init(&b->inc);
     b->nstates = config->nstates;
     b->states = xcalloc((size_t)config->nstates + 1, sizeof *b->states);
-    names = xcalloc((size_t)config->nstates + 1, sizeof *names);
-    append = xcalloc((size_t)config->nstates + 1, sizeof *append);
     for (int i = 0; i < b->nstates; i++) {
         struct rocksdb_state *st = &b->states[i];
 
@@ -969,9 +980,7 @@ rocksdb_keyed_backend_create(const struct state_backend_options *o,
             st->heap = &b->heap.states[i].base;
             continue;
         }
-        st->cf = ncf;
-        names[ncf] = st->base.desc.name;
-        append[ncf++] = st->base.desc.kind == STATE_LIST;
+        st->cf = ncf++;
         st->tmp = xcalloc(1, st->base.desc.value.size + 16);
         st->tmp2 = xcalloc(1, st->base.desc.value.size + 16);
     }
@@ -995,21 +1004,13 @@ rocksdb_keyed_backend_create(const struct state_backend_options *o,
         b->dir = NULL;
         goto fail;
     }
-    {
-        struct rdb_options ro = { append, o->block_cache_bytes, o->write_buffer_bytes };
-
-        if ((rc = b->p->open(b->dir, ncf, names, &ro, &b->db, b->errbuf, sizeof b->errbuf)) != 0) {
-            rc = spate_error_set(err, rc, "%s", b->errbuf);
-            goto fail;
-        }
+    if ((rc = rdb_open_states(b, b->dir, &b->db)) != 0) {
+        rc = spate_error_set(err, rc, "%s", b->errbuf);
+        goto fail;
     }
-    free(names);
-    free(append);
     *out = &b->base;
     return 0;
 fail:
-    free(names);
-    free(append);
     rdb_dispose(&b->base);
     free(b);
     return rc;
@@ -1045,6 +1046,7 @@ static const struct keyed_state_backend_ops rocksdb_keyed_backend_ops = {
     .snapshot_write_operator = rdb_snapshot_write_operator,
     .snapshot_metas = rdb_snapshot_metas,
     .snapshot_release = rdb_snapshot_release,
+    .checkpoint_complete = rdb_checkpoint_complete,
     .restore = rdb_restore,
     .restore_element = rdb_restore_element,
     .dispose = rdb_dispose,

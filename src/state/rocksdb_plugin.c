@@ -372,6 +372,27 @@ rdb_iter_free(struct rdb_iter *it)
     free(it);
 }
 
+static int
+rdb_checkpoint(struct rdb *d, const char *dir, char *errbuf, size_t errlen)
+{
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_checkpoint_t *cp;
+    char *e = NULL;
+
+    rocksdb_flushoptions_set_wait(fo, 1);
+    for (int i = 0; i < d->ncf && e == NULL; i++)
+        rocksdb_flush_cf(d->db, fo, d->cfs[i], &e);
+    rocksdb_flushoptions_destroy(fo);
+    if (e != NULL)
+        return rdb_error(e, "flush", errbuf, errlen);
+    if ((cp = rocksdb_checkpoint_object_create(d->db, &e)) == NULL || e != NULL)
+        return rdb_error(e, "checkpoint", errbuf, errlen);
+    /* log_size_for_flush 0: RocksDB flushes too (nothing is left to). */
+    rocksdb_checkpoint_create(cp, dir, 0, &e);
+    rocksdb_checkpoint_object_destroy(cp);
+    return e != NULL ? rdb_error(e, "checkpoint", errbuf, errlen) : 0;
+}
+
 static const struct rocksdb_plugin rdb_plugin = {
     .abi_version = ROCKSDB_ABI_VERSION,
     .open = rdb_open,
@@ -390,6 +411,7 @@ static const struct rocksdb_plugin rdb_plugin = {
     .iter_value = rdb_iter_value,
     .iter_status = rdb_iter_status,
     .iter_free = rdb_iter_free,
+    .checkpoint = rdb_checkpoint,
 };
 
 /* The plugin's one export (rocksdb_plugin.h's ROCKSDB_PLUGIN_SYMBOL). */

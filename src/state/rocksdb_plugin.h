@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ROCKSDB_ABI_VERSION   1
+#define ROCKSDB_ABI_VERSION   2
 #define ROCKSDB_PLUGIN_SYMBOL "spate_state_rocksdb_plugin"
 #define ROCKSDB_PLUGIN_FILE   "libspate_rocksdb.so"
 
@@ -35,8 +35,9 @@ struct rdb_options {
 
 struct rocksdb_plugin {
     int abi_version;
-    /* Creates the database in dir (which must be empty or absent) with a
-     * column family per name. */
+    /* Opens the database in dir, made when absent (or empty), with a
+     * column family per name (made when missing): a restore opens the
+     * files of an incremental checkpoint put into dir. */
     int (*open)(const char *dir, int ncf, const char *const *names, const struct rdb_options *o,
                 struct rdb **out, char *errbuf, size_t errlen);
     void (*close)(struct rdb *db);
@@ -69,6 +70,11 @@ struct rocksdb_plugin {
     /* After the iterator became invalid: 0, or why it stopped early. */
     int (*iter_status)(struct rdb_iter *it, char *errbuf, size_t errlen);
     void (*iter_free)(struct rdb_iter *it);
+    /* Flushes every column family's memtable (writes skip the log: the
+     * files must hold everything), then makes dir (absent) a RocksDB
+     * checkpoint of the database: hard links to its SST files, copies of
+     * its MANIFEST, CURRENT and OPTIONS. */
+    int (*checkpoint)(struct rdb *db, const char *dir, char *errbuf, size_t errlen);
 };
 
 typedef const struct rocksdb_plugin *(*rocksdb_plugin_entry_fn)(void);

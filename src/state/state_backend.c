@@ -26,7 +26,9 @@ state_backend_options_from_config(const struct config *conf, struct state_backen
         (rc = config_get_memory_bytes(conf, CFG(STATE_BACKEND_ROCKSDB_BLOCK_CACHE_SIZE), &cache,
                                       err)) != 0 ||
         (rc = config_get_memory_bytes(conf, CFG(STATE_BACKEND_ROCKSDB_WRITEBUFFER_SIZE), &wb,
-                                      err)) != 0)
+                                      err)) != 0 ||
+        (rc = config_get_bool(conf, CFG(EXECUTION_CHECKPOINTING_INCREMENTAL), &o->incremental,
+                              err)) != 0)
         goto out;
     o->type = (enum state_backend_type)type;
     o->block_cache_bytes = (size_t)cache;

@@ -23,6 +23,9 @@ struct state_backend_options {
     char localdir[4096];
     size_t block_cache_bytes;
     size_t write_buffer_bytes;
+    /* RocksDB checkpoints upload only new files
+     * (execution.checkpointing.incremental). */
+    bool incremental;
 };
 
 /* The options of conf (NULL: the defaults); an unknown backend type is a

@@ -39,8 +39,10 @@ op_state_add(struct byte_buf *out, const void *bytes, size_t len)
 
 struct task_snapshot *
 task_snapshot_take(const struct operator_chain *chain, const struct jg_vertex *v,
-                   int64_t checkpoint_id, int64_t timestamp, const char *path, spate_error *err)
+                   int64_t checkpoint_id, int64_t timestamp, const char *shared_dir,
+                   const char *path, spate_error *err)
 {
+    const struct keyed_snapshot_request req[1] = { { checkpoint_id, shared_dir } };
     struct task_snapshot *s;
     uint64_t t0 = clock_mono_ns();
 
@@ -65,7 +67,7 @@ task_snapshot_take(const struct operator_chain *chain, const struct jg_vertex *v
         os->subtask = op->task->subtask;
         if (op->backend != NULL) {
             os->backend = op->backend->ops;
-            os->kb = op->backend->ops->snapshot(op->backend);
+            os->kb = op->backend->ops->snapshot(op->backend, req);
         }
         if (op->vt->snapshot_state != NULL) {
             op->vt->snapshot_state(op, checkpoint_id, &os->own);
@@ -185,6 +187,12 @@ task_ack_free(Checkpoint__AcknowledgeCheckpoint *ack)
         Checkpoint__OperatorSubtaskState *st = ack->operators[i];
 
         for (size_t k = 0; k < st->n_keyed; k++) {
+            for (size_t f = 0; f < st->keyed[k]->n_files; f++) {
+                free(st->keyed[k]->files[f]->name);
+                free(st->keyed[k]->files[f]->path);
+                free(st->keyed[k]->files[f]);
+            }
+            free(st->keyed[k]->files);
             free(st->keyed[k]->path);
             free(st->keyed[k]->offsets);
             free(st->keyed[k]);

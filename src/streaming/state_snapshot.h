@@ -29,12 +29,15 @@ struct task_snapshot {
 };
 
 /* The synchronous part: nothing of the chain changes while it runs (task
- * thread). path: the state file, in the checkpoint's folder. NULL, with
+ * thread). path: the state file, in the checkpoint's folder; shared_dir:
+ * the job's folder of files incremental checkpoints share, NULL for a
+ * savepoint (canonical, never incremental). NULL, with
  * err naming the operator, when an operator holds state the snapshot
  * cannot capture (operator_check_state): the checkpoint is declined. */
 struct task_snapshot *task_snapshot_take(const struct operator_chain *chain,
                                          const struct jg_vertex *v, int64_t checkpoint_id,
-                                         int64_t timestamp, const char *path, spate_error *err);
+                                         int64_t timestamp, const char *shared_dir,
+                                         const char *path, spate_error *err);
 /* The asynchronous part (any thread): writes the state file and builds the
  * acknowledgement's operator states (checkpoint__acknowledge_checkpoint__
  * free_unpacked-compatible: free it with task_ack_free). */

@@ -207,7 +207,7 @@ perform_checkpoint(struct stream_task *t, int64_t id, int64_t ts, int type, cons
     uint8_t *payload = xmalloc(n);
     struct task_snapshot *s;
     spate_error serr;
-    char *path;
+    char *path, *shared;
     int rc = 0;
 
     barrier_encode(&b, payload, n);
@@ -221,7 +221,11 @@ perform_checkpoint(struct stream_task *t, int64_t id, int64_t ts, int type, cons
         decline(t, id, serr.message);
         return 0;
     }
-    s = task_snapshot_take(t->chain, t->v, id, ts, path, &serr);
+    shared = type == CHECKPOINT__CHECKPOINT_TYPE__CHECKPOINT
+                 ? checkpoint_storage_shared_dir(location)
+                 : NULL;
+    s = task_snapshot_take(t->chain, t->v, id, ts, shared, path, &serr);
+    free(shared);
     free(path);
     if (s == NULL) {
         decline(t, id, serr.message);
@@ -414,6 +418,8 @@ task_run_mails(struct stream_task *t, spate_error *err)
 
                     if (op->vt->checkpoint_complete != NULL)
                         op->vt->checkpoint_complete(op, m->checkpoint_id);
+                    if (op->backend != NULL && op->backend->ops->checkpoint_complete != NULL)
+                        op->backend->ops->checkpoint_complete(op->backend, m->checkpoint_id);
                 }
                 if (m->checkpoint_id == t->terminal_id)
                     t->terminal_done = true;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/key_group.h"
 #include "state/heap_keyed_backend.h"
 #include "state/state_backend.h"
@@ -116,6 +117,9 @@ backend_options(bool other)
     snprintf(o.localdir, sizeof o.localdir, "%s", tmp != NULL && *tmp ? tmp : "/tmp");
     return &o;
 }
+
+/* A snapshot whole and canonical (a savepoint's). */
+static const struct keyed_snapshot_request full_request = { 1, NULL };
 
 /* The clock fixture_init gives backends (NULL: the wall clock). */
 static int64_t (*fixture_clock)(void);
@@ -473,7 +477,7 @@ write_file_of(struct written *out, bool other)
         if (k % 10 == 0)
             f.kb->ops->register_timer(f.kb, true, k);
     }
-    s = f.kb->ops->snapshot(f.kb);
+    s = f.kb->ops->snapshot(f.kb, &full_request);
     write_snapshot(&f, s, out);
     f.kb->ops->snapshot_release(s);
     fixture_free(&f);
@@ -563,7 +567,7 @@ Test(SUITE, a_snapshot_stays_as_taken_and_restores_what_it_took)
         if (k % 20 == 0)
             f.kb->ops->register_timer(f.kb, true, k);
     }
-    s = f.kb->ops->snapshot(f.kb);
+    s = f.kb->ops->snapshot(f.kb, &full_request);
     /* Writes after the synchronous part change the live state only. */
     for (int64_t k = 0; k < 1000; k++) {
         set_key(&f, k, NULL, 0);
@@ -684,7 +688,7 @@ Test(SUITE, every_kind_of_state_moves_between_the_backends_through_a_state_file)
         fixture_init_of(&f, d, 5, 1, 0, way == 1);
         fill_every_kind(&f);
         check_every_kind(&f);
-        s = f.kb->ops->snapshot(f.kb);
+        s = f.kb->ops->snapshot(f.kb, &full_request);
         write_snapshot(&f, s, &wr);
         f.kb->ops->snapshot_release(s);
         fixture_free(&f);
@@ -825,5 +829,383 @@ Test(SUITE, a_million_keys_of_value_state_cost_at_most_200_bytes_each, .timeout 
         cr_assert_leq((after - before) * 1024 / keys, 200, "%ld bytes per key",
                       (after - before) * 1024 / keys);
     fixture_free(&f);
+}
+#endif
+
+#ifdef TEST_ROCKSDB
+/* ---- incremental checkpoints (RocksDB's own) ---- */
+
+/* A job's checkpoint folder as the storage lays it out: <job>/chk-<n>/
+ * with the state files, <job>/shared/ with the shared SST files. */
+struct inc_job {
+    char dir[64], shared[96];
+};
+
+struct inc_written {
+    char path[160];
+    Checkpoint__OperatorSubtaskState st;
+    Checkpoint__KeyedStateHandle *keyed[2];
+};
+
+static void
+inc_job_init(struct inc_job *j)
+{
+    strcpy(j->dir, "/tmp/spate-inc-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(j->dir));
+    snprintf(j->shared, sizeof j->shared, "%s/shared", j->dir);
+}
+
+static void
+inc_job_free(struct inc_job *j)
+{
+    spate_error err = { 0 };
+
+    fs_remove_tree(j->dir, &err);
+}
+
+static struct fixture *
+inc_fixture(struct fixture *f, const struct state_descriptor *d, int n, int p, int subtask)
+{
+    struct state_backend_options o = *backend_options(false);
+    struct keyed_backend_config c = { .states = d,
+                                      .nstates = n,
+                                      .key = &f->key,
+                                      .max_parallelism = 128,
+                                      .parallelism = p,
+                                      .subtask = subtask,
+                                      .wake_ns = &f->wake_ns,
+                                      .owner = f };
+    spate_error err = { 0 };
+
+    o.incremental = true;
+    memset(f, 0, sizeof *f);
+    cr_assert_eq(state_backend_create(&o, &c, "test", &f->kb, &err), 0, "%s", err.message);
+    return f;
+}
+
+/* Checkpoint id of f's backend, incremental, into j's chk-<id>, as
+ * subtask sub; its handle in out (appended to out->st's keyed handles). */
+static Checkpoint__KeyedStateHandle *
+inc_checkpoint(struct fixture *f, struct inc_job *j, int64_t id, int sub, struct inc_written *out)
+{
+    const struct keyed_snapshot_request req = { id, j->shared };
+    struct keyed_state_snapshot *s = f->kb->ops->snapshot(f->kb, &req);
+    struct state_file_writer w;
+    spate_error err = { 0 };
+    Checkpoint__KeyedStateHandle *h;
+    char chk[128];
+
+    snprintf(chk, sizeof chk, "%s/chk-%lld", j->dir, (long long)id);
+    cr_assert_eq(fs_mkdirs(chk, &err), 0, "%s", err.message);
+    snprintf(out->path, sizeof out->path, "%s/%d.state", chk, sub);
+    cr_assert_eq(state_file_create(&w, out->path, &err), 0, "%s", err.message);
+    h = f->kb->ops->snapshot_write(s, &w, out->path);
+    if (out->st.n_keyed == 0) {
+        checkpoint__operator_subtask_state__init(&out->st);
+        out->st.keyed = out->keyed;
+        out->st.states = f->kb->ops->snapshot_metas(s, &out->st.n_states);
+    }
+    out->keyed[out->st.n_keyed++] = h;
+    cr_assert_eq(state_file_finish(&w, out->path, &err), 0, "%s", err.message);
+    f->kb->ops->snapshot_release(s);
+    return h;
+}
+
+static void
+inc_written_free(struct inc_written *wr)
+{
+    for (size_t i = 0; i < wr->st.n_states; i++) {
+        free(wr->st.states[i]->name);
+        free(wr->st.states[i]->type_name);
+        free(wr->st.states[i]->key_type_name);
+        free(wr->st.states[i]);
+    }
+    free(wr->st.states);
+    for (size_t k = 0; k < wr->st.n_keyed; k++) {
+        Checkpoint__KeyedStateHandle *h = wr->keyed[k];
+
+        for (size_t i = 0; i < h->n_files; i++) {
+            free(h->files[i]->name);
+            free(h->files[i]->path);
+            free(h->files[i]);
+        }
+        free(h->files);
+        free(h->path);
+        free(h->offsets);
+        free(h);
+    }
+    memset(wr, 0, sizeof *wr);
+}
+
+/* Keys 0..n-1 of "v", each its own value. */
+static void
+fill_values(struct fixture *f, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) {
+        set_key(f, k, NULL, 0);
+        f->kb->ops->value_update(state(f, "v"), &k);
+    }
+}
+
+static int
+inc_restore(struct fixture *g, const struct inc_written *wr, spate_error *err)
+{
+    struct state_file_reader r = { 0 };
+    int rc = g->kb->ops->restore(g->kb, &wr->st, "op", &r, err);
+
+    state_file_reader_release(&r);
+    return rc;
+}
+
+/* The shared files of h and their bytes. */
+static size_t
+shared_files(const Checkpoint__KeyedStateHandle *h, uint64_t *bytes)
+{
+    size_t n = 0;
+
+    *bytes = 0;
+    for (size_t i = 0; i < h->n_files; i++)
+        if (h->files[i]->shared) {
+            n++;
+            *bytes += h->files[i]->size;
+        }
+    return n;
+}
+
+static bool
+references(const Checkpoint__KeyedStateHandle *h, const char *path)
+{
+    for (size_t i = 0; i < h->n_files; i++)
+        if (strcmp(h->files[i]->path, path) == 0)
+            return true;
+    return false;
+}
+
+static const struct state_descriptor *
+every_kind(struct state_descriptor d[5])
+{
+    d[0] = desc("v", STATE_VALUE, 0);
+    d[1] = desc("l", STATE_LIST, 0);
+    d[2] = desc("m", STATE_MAP, 0);
+    d[3] = desc("r", STATE_REDUCING, 0);
+    d[4] = desc("a", STATE_AGGREGATING, 0);
+    d[2].key = i64;
+    d[3].reduce = sum_reduce;
+    d[4].agg = (spate_aggregate){ NULL, NULL, count_create, count_add, count_result, NULL };
+    return d;
+}
+
+Test(SUITE, an_incremental_checkpoint_restores_every_kind_of_state_and_the_timers)
+{
+    struct state_descriptor d[5];
+    struct inc_written wr = { 0 };
+    spate_error err = { 0 };
+    struct fixture f, g;
+    struct inc_job j;
+    Checkpoint__KeyedStateHandle *h;
+    uint64_t bytes;
+
+    inc_job_init(&j);
+    inc_fixture(&f, every_kind(d), 5, 1, 0);
+    fill_every_kind(&f);
+    set_key(&f, 7, NULL, 0);
+    f.kb->ops->register_timer(f.kb, true, 77);
+    h = inc_checkpoint(&f, &j, 1, 0, &wr);
+    cr_assert_gt(shared_files(h, &bytes), 0, "the SST files are shared");
+    for (size_t i = 0; i < h->n_files; i++)
+        cr_assert(strncmp(h->files[i]->path, h->files[i]->shared ? j.shared : h->path,
+                          strlen(h->files[i]->shared ? j.shared : j.dir)) == 0,
+                  "'%s' where it belongs", h->files[i]->path);
+    fixture_free(&f);
+    inc_fixture(&g, d, 5, 1, 0);
+    cr_assert_eq(inc_restore(&g, &wr, &err), 0, "%s", err.message);
+    check_every_kind(&g);
+    memset(&fired, 0, sizeof fired);
+    g.kb->ops->advance(g.kb, true, 100, record_fire);
+    cr_assert_eq(fired.n, 1, "the timer restored");
+    cr_assert_eq(fired.key[0], 7);
+    fixture_free(&g);
+    inc_written_free(&wr);
+    inc_job_free(&j);
+}
+
+/* 20 000 keys, then 1 % of them changed: the second checkpoint references
+ * the first one's files and uploads only what is new, and restores the
+ * changed values. */
+Test(SUITE, an_incremental_checkpoint_uploads_only_files_new_since_the_last_completed_one)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+    struct inc_written w1 = { 0 }, w2 = { 0 };
+    uint64_t bytes1, bytes2 = 0, reused = 0;
+    spate_error err = { 0 };
+    struct fixture f, g;
+    struct inc_job j;
+    Checkpoint__KeyedStateHandle *h1, *h2;
+
+    inc_job_init(&j);
+    inc_fixture(&f, &d, 1, 1, 0);
+    fill_values(&f, 20000);
+    h1 = inc_checkpoint(&f, &j, 1, 0, &w1);
+    shared_files(h1, &bytes1);
+    f.kb->ops->checkpoint_complete(f.kb, 1);
+    for (int64_t k = 0; k < 20000; k += 100) {
+        int64_t v = -k;
+
+        set_key(&f, k, NULL, 0);
+        f.kb->ops->value_update(state(&f, "v"), &v);
+    }
+    h2 = inc_checkpoint(&f, &j, 2, 0, &w2);
+    for (size_t i = 0; i < h2->n_files; i++) {
+        if (!h2->files[i]->shared)
+            continue;
+        if (references(h1, h2->files[i]->path))
+            reused += h2->files[i]->size;
+        else
+            bytes2 += h2->files[i]->size;
+    }
+    cr_assert_eq(reused, bytes1, "every file of checkpoint 1 is referenced, not copied again");
+    cr_assert_lt(bytes2 * 10, bytes1, "checkpoint 2 uploaded %llu bytes, checkpoint 1 %llu",
+                 (unsigned long long)bytes2, (unsigned long long)bytes1);
+    fixture_free(&f);
+    inc_fixture(&g, &d, 1, 1, 0);
+    cr_assert_eq(inc_restore(&g, &w2, &err), 0, "%s", err.message);
+    for (int64_t k = 0; k < 20000; k++) {
+        int64_t v;
+
+        set_key(&g, k, NULL, 0);
+        cr_assert(g.kb->ops->value_get(state(&g, "v"), &v), "key %lld", (long long)k);
+        cr_assert_eq(v, k % 100 == 0 ? -k : k, "key %lld", (long long)k);
+    }
+    fixture_free(&g);
+    inc_written_free(&w1);
+    inc_written_free(&w2);
+    inc_job_free(&j);
+}
+
+/* A checkpoint not (yet) completed is never referenced: its files may go. */
+Test(SUITE, an_incremental_checkpoint_references_no_file_of_one_not_completed)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+    struct inc_written w1 = { 0 }, w2 = { 0 };
+    struct fixture f;
+    struct inc_job j;
+    Checkpoint__KeyedStateHandle *h1, *h2;
+
+    inc_job_init(&j);
+    inc_fixture(&f, &d, 1, 1, 0);
+    fill_values(&f, 1000);
+    h1 = inc_checkpoint(&f, &j, 1, 0, &w1);
+    h2 = inc_checkpoint(&f, &j, 2, 0, &w2);
+    for (size_t i = 0; i < h2->n_files; i++)
+        cr_assert(!references(h1, h2->files[i]->path), "'%s' of checkpoint 1 referenced",
+                  h2->files[i]->path);
+    fixture_free(&f);
+    inc_written_free(&w1);
+    inc_written_free(&w2);
+    inc_job_free(&j);
+}
+
+/* Rescaling: two subtasks' databases into one (each opened aside, its
+ * key groups copied), and one into two (clipped to each one's key
+ * groups). */
+Test(SUITE, incremental_checkpoints_restore_at_another_parallelism_by_key_groups)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+    struct inc_written two = { 0 }, one = { 0 };
+    spate_error err = { 0 };
+    struct fixture f[2], g, h[2];
+    struct inc_job j;
+
+    inc_job_init(&j);
+    for (int sub = 0; sub < 2; sub++) {
+        inc_fixture(&f[sub], &d, 1, 2, sub);
+        for (int64_t k = 0; k < 2000; k++) {
+            uint32_t kg = key_group_of_key(&k, 8, 128);
+
+            if ((kg < 64 ? 0 : 1) != sub)
+                continue;
+            set_key(&f[sub], k, NULL, 0);
+            f[sub].kb->ops->value_update(state(&f[sub], "v"), &k);
+        }
+        inc_checkpoint(&f[sub], &j, 1, sub, &two);
+        fixture_free(&f[sub]);
+    }
+    inc_fixture(&g, &d, 1, 1, 0);
+    cr_assert_eq(inc_restore(&g, &two, &err), 0, "%s", err.message);
+    for (int64_t k = 0; k < 2000; k++) {
+        int64_t v;
+
+        set_key(&g, k, NULL, 0);
+        cr_assert(g.kb->ops->value_get(state(&g, "v"), &v), "key %lld", (long long)k);
+        cr_assert_eq(v, k);
+    }
+    inc_checkpoint(&g, &j, 2, 0, &one);
+    fixture_free(&g);
+    for (int sub = 0; sub < 2; sub++) {
+        int found = 0;
+
+        inc_fixture(&h[sub], &d, 1, 2, sub);
+        cr_assert_eq(inc_restore(&h[sub], &one, &err), 0, "%s", err.message);
+        for (int64_t k = 0; k < 2000; k++) {
+            uint32_t kg = key_group_of_key(&k, 8, 128);
+            int64_t v;
+
+            set_key(&h[sub], k, NULL, 0);
+            if (h[sub].kb->ops->value_get(state(&h[sub], "v"), &v)) {
+                cr_assert_eq(kg < 64 ? 0 : 1, sub, "key %lld restored outside its key groups",
+                             (long long)k);
+                found++;
+            }
+        }
+        cr_assert_gt(found, 900, "subtask %d has its keys (%d)", sub, found);
+        fixture_free(&h[sub]);
+    }
+    inc_written_free(&two);
+    inc_written_free(&one);
+    inc_job_free(&j);
+}
+
+/* A shared SST file that is gone or cut short: the restore fails, naming
+ * it; so does the heap backend, which cannot read RocksDB's files. */
+Test(SUITE, an_incremental_checkpoint_with_a_missing_or_truncated_file_fails_naming_it)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+
+    for (int missing = 0; missing < 2; missing++) {
+        struct inc_written wr = { 0 };
+        spate_error err = { 0 };
+        struct fixture f, g;
+        struct inc_job j;
+        Checkpoint__KeyedStateHandle *h;
+        const char *victim = NULL;
+
+        inc_job_init(&j);
+        inc_fixture(&f, &d, 1, 1, 0);
+        for (int64_t k = 0; k < 1000; k++) {
+            set_key(&f, k, NULL, 0);
+            f.kb->ops->value_update(state(&f, "v"), &k);
+        }
+        h = inc_checkpoint(&f, &j, 1, 0, &wr);
+        fixture_free(&f);
+        for (size_t i = 0; i < h->n_files && victim == NULL; i++)
+            if (h->files[i]->shared)
+                victim = h->files[i]->path;
+        cr_assert_not_null(victim);
+        if (missing)
+            cr_assert_eq(unlink(victim), 0);
+        else
+            cr_assert_eq(truncate(victim, 10), 0);
+        inc_fixture(&g, &d, 1, 1, 0);
+        cr_assert_neq(inc_restore(&g, &wr, &err), 0);
+        cr_assert(strstr(err.message, victim) != NULL, "the error names '%s': %s", victim,
+                  err.message);
+        fixture_free(&g);
+        fixture_init_of(&g, &d, 1, 1, 0, true);
+        cr_assert_neq(inc_restore(&g, &wr, &err), 0);
+        cr_assert(strstr(err.message, "incremental") != NULL, "the heap refuses: %s", err.message);
+        fixture_free(&g);
+        inc_written_free(&wr);
+        inc_job_free(&j);
+    }
 }
 #endif

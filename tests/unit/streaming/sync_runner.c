@@ -131,7 +131,7 @@ cut_chain(struct job_graph *jg, int v, struct task_info *task, struct output **o
     char path[4200];
 
     snprintf(path, sizeof path, "%s/%d.state", cut->dir, v);
-    s = task_snapshot_take(chain, vx, 1, 0, path, &err);
+    s = task_snapshot_take(chain, vx, 1, 0, NULL, path, &err);
     cr_assert_not_null(s, "the snapshot of '%s' is refused: %s", vx->name, err.message);
     cr_assert_eq(task_snapshot_write(s, &ack, &err), 0, "%s", err.message);
     task_snapshot_free(s);
