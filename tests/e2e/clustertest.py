@@ -21,6 +21,10 @@ TESTJOBS = os.path.join(BUILD, "tests", "jobs", "testjobs.so")
 # (rocksdb). tests/e2e/CMakeLists.txt runs some test files once per
 # backend: the same tests, not copies.
 STATE_BACKEND = os.environ.get("SPATE_E2E_STATE_BACKEND", "hashmap")
+# SPATE_E2E_CHECKPOINTS_INCREMENTAL=1 (with rocksdb): incremental
+# checkpoints (execution.checkpointing.incremental), shared SST files in
+# the job's checkpoint folder's shared/.
+INCREMENTAL = os.environ.get("SPATE_E2E_CHECKPOINTS_INCREMENTAL") == "1"
 
 
 def state_backend_args(tmp):
@@ -28,8 +32,11 @@ def state_backend_args(tmp):
     folders go under tmp/rocksdb (see rocksdb_folders)."""
     if STATE_BACKEND == "hashmap":
         return []
-    return ["-D", f"state.backend.type={STATE_BACKEND}",
+    args = ["-D", f"state.backend.type={STATE_BACKEND}",
             "-D", f"state.backend.rocksdb.localdir={os.path.join(tmp, 'rocksdb')}"]
+    if INCREMENTAL:
+        args += ["-D", "execution.checkpointing.incremental=true"]
+    return args
 
 
 def rocksdb_folders(tmp):

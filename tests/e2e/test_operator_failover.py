@@ -47,7 +47,14 @@ records with gaps of G ms):
 Run with SPATE_E2E_STATE_BACKEND=rocksdb (ctest's
 e2e/operator_failover_rocksdb), every test runs with the TaskManagers'
 keyed state in RocksDB (clustertest.state_backend_args), and checks that
-the operators worked in RocksDB folders of their own."""
+the operators worked in RocksDB folders of their own. With
+SPATE_E2E_CHECKPOINTS_INCREMENTAL=1 besides (ctest's
+e2e/operator_failover_rocksdb_incremental: the three kills and the test
+below), the checkpoints are incremental: the runs check that shared SST
+files were uploaded to the job's shared/ folder and that it went with the
+job's checkpoints at its end; and a checkpoint whose shared SST files were
+cut short fails the restore after a kill -9 with an error naming one,
+while the cluster stays up and runs the next job."""
 
 import collections
 import os
@@ -56,7 +63,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from clustertest import STATE_BACKEND, ClusterTestCase, rocksdb_folders, wait_for  # noqa: E402
+from clustertest import (INCREMENTAL, STATE_BACKEND, ClusterTestCase, rocksdb_folders,  # noqa: E402
+                         wait_for)
 from exactly_once import check_rolling_counts  # noqa: E402
 from spatetest import BUILD  # noqa: E402
 import test_ha  # noqa: E402
@@ -343,6 +351,14 @@ class OperatorJob:
         if STATE_BACKEND == "rocksdb":
             self.assertTrue(rocksdb_folders(self.tmp),
                             "state.backend.type: rocksdb, but no RocksDB working folder")
+        if INCREMENTAL:
+            self.assertTrue(self.shared_files(jid),
+                            "incremental checkpoints completed, but no shared SST file")
+
+    def shared_files(self, jid):
+        """The files of the job's shared/ checkpoint folder."""
+        d = os.path.join(self.tmp, "checkpoints", jid, "shared")
+        return [os.path.join(d, n) for n in os.listdir(d)] if os.path.isdir(d) else []
 
     def check_output(self, what, expected=None):
         problems, sizes = check_branches(self.out, expected or self.expected)
@@ -416,6 +432,35 @@ class OperatorFailoverTest(OperatorJob, ClusterTestCase):
         job = self.wait_state(jid, TERMINAL)
         self.assertEqual(job["state"], "FINISHED", job.get("failure"))
         self.check_output("p2 through three kill -9 in a row", expected_output(count=3 * COUNT))
+        if INCREMENTAL:
+            # Its checkpoints were discarded at its end: their shared files too.
+            wait_for(lambda: not self.shared_files(jid), 30,
+                     f"the shared checkpoint files of {jid} deleted with its checkpoints")
+
+    @unittest.skipUnless(INCREMENTAL, "incremental checkpoints only")
+    def test_p1_a_truncated_shared_sst_fails_the_restore_naming_it(self):
+        self.cluster(1, slots=2)
+        jid = self.submit(1)
+        self.wait_committed(jid)
+        # Every shared file cut short: the latest checkpoint references some.
+        files = self.shared_files(jid)
+        for f in files:
+            os.truncate(f, 1)
+        self.taskmanagers.pop(0).kill()
+        self.taskmanagers.append(self.start_taskmanager(slots=2))
+        job = self.wait_state(jid, TERMINAL)
+        self.assertEqual(job["state"], "FAILED", "a restore from cut files succeeded")
+        failure = str(job.get("failure"))
+        self.assertTrue(any(f in failure for f in files),
+                        f"the failure names no shared file: {failure}")
+        print(f"the job failed as it should: {failure}", file=sys.stderr)
+        # The cluster stays up: it runs the next job to its end.
+        self.wait_overview(1, slots=2)
+        self.out = os.path.join(self.tmp, "out2")
+        os.mkdir(self.out)
+        jid2 = self.submit(1, count=COUNT // 4)
+        job = self.wait_state(jid2, TERMINAL)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
 
     def test_p4_savepoint_resumed_at_p3(self):
         self.cluster(2, slots=2)
