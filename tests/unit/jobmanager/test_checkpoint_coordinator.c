@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/key_group.h"
 #include "jobmanager/checkpoint_coordinator.h"
 #include "rpc/gateways.h"
@@ -329,6 +330,37 @@ target_of(struct job *j, int64_t id)
     return chk_dir(j, id);
 }
 
+/* The shared SST files subtask 0 of the sum references in the next
+ * acknowledgements (an incremental RocksDB checkpoint), by name in the
+ * job's shared/ folder; NULL-terminated. */
+static const char *const *ack_shared;
+
+static char *
+shared_path(struct job *j, const char *name)
+{
+    static char buf[4][600];
+    static int next;
+    char *p = buf[next++ % 4];
+
+    snprintf(p, sizeof buf[0], "%s/shared/%s", j->job_dir, name);
+    return p;
+}
+
+/* Makes the job's shared file name, as a task's upload does. */
+static void
+upload(struct job *j, const char *name)
+{
+    spate_error err = { 0 };
+    char d[600];
+    FILE *f;
+
+    snprintf(d, sizeof d, "%s/shared", j->job_dir);
+    cr_assert_eq(fs_mkdirs(d, &err), 0, "%s", err.message);
+    cr_assert_not_null(f = fopen(shared_path(j, name), "w"));
+    fputs("sst", f);
+    fclose(f);
+}
+
 /* The acknowledgement of subtask s of vertex v: the sum operator (vertex 1)
  * has keyed state in a 40-byte file of the checkpoint's folder. */
 static void
@@ -340,7 +372,8 @@ ack(struct job *j, int v, int s, int64_t id)
     const struct execution *e = &j->eg->executions[v][s];
     struct key_group_range r = key_group_range_for_operator(8, 2, (uint32_t)s);
     uint64_t offsets[8];
-    char path[700];
+    Checkpoint__DbFile files[8], *fps[8];
+    char path[700], spaths[8][600];
     FILE *f;
 
     m.job_id = gw_id_bytes(&j->eg->graph->job_id);
@@ -361,6 +394,17 @@ ack(struct job *j, int v, int s, int64_t id)
         kh.offsets = offsets;
         kh.n_offsets = r.end - r.start + 1;
         kh.length = 40;
+        for (size_t i = 0; s == 0 && ack_shared != NULL && ack_shared[i] != NULL; i++) {
+            checkpoint__db_file__init(&files[i]);
+            snprintf(spaths[i], sizeof spaths[i], "%s", shared_path(j, ack_shared[i]));
+            files[i].path = spaths[i];
+            files[i].name = (char *)ack_shared[i];
+            files[i].size = 3;
+            files[i].shared = true;
+            fps[i] = &files[i];
+            kh.n_files = i + 1;
+        }
+        kh.files = fps;
         khs[0] = &kh;
         st.operator_id = gw_id_bytes(&j->eg->graph->vertices[1].ops[0].operator_id);
         st.keyed = khs;
@@ -1050,6 +1094,60 @@ Test(checkpoint_coordinator, statistics_show_counts_history_and_per_vertex_acks)
     cr_assert_eq(st->n_history, 1);
     cr_assert_eq(st->history[0]->id, 1);
     ckstats__checkpointing_stats__free_unpacked(st, NULL);
+    job_end(&j);
+}
+
+/* Incremental checkpoints: a subsumed checkpoint deletes only the shared
+ * files no retained checkpoint references; one that names a shared file
+ * already gone is refused, naming it; a restore sweeps what no checkpoint
+ * references; the end of the job takes the shared folder. */
+Test(checkpoint_coordinator, shared_files_go_when_no_retained_checkpoint_references_them)
+{
+    static const char *const one[] = { "a.sst", "b.sst", NULL };
+    static const char *const two[] = { "b.sst", "c.sst", NULL };
+    static const char *const three[] = { "a.sst", "c.sst", NULL };
+    struct job j;
+
+    job_start(&j, NULL, 1);
+    checkpoint_coordinator_start(j.cc);
+    upload(&j, "a.sst");
+    upload(&j, "b.sst");
+    ack_shared = one;
+    tick();
+    ack_all(&j, 1);
+    drain();
+    upload(&j, "c.sst");
+    ack_shared = two;
+    tick();
+    ack_all(&j, 2);
+    drain();
+    cr_assert_eq(checkpoint_coordinator_completed_count(j.cc), 2);
+    cr_assert_not(exists(shared_path(&j, "a.sst")), "only subsumed checkpoint 1 used a");
+    cr_assert(exists(shared_path(&j, "b.sst")), "checkpoint 2 uses b");
+    cr_assert(exists(shared_path(&j, "c.sst")));
+    /* A task that had not heard of checkpoint 2 references a of 1. */
+    ack_shared = three;
+    tick();
+    ack_all(&j, 3);
+    drain();
+    cr_assert_eq(checkpoint_coordinator_completed_count(j.cc), 2, "checkpoint 3 is refused");
+    cr_assert_eq(F.nfailures, 1);
+    cr_assert(strstr(F.failure, shared_path(&j, "a.sst")) != NULL, "%s", F.failure);
+    cr_assert(exists(shared_path(&j, "b.sst")) && exists(shared_path(&j, "c.sst")),
+              "checkpoint 2's files stay");
+    /* An upload that a crash cut short: swept before a restore. */
+    upload(&j, "orphan.sst");
+    memset(&loaded, 0, sizeof loaded);
+    checkpoint_coordinator_load_latest(j.cc, on_loaded, NULL);
+    drain();
+    cr_assert_eq(loaded.rc, 0, "%s", loaded.message);
+    cr_assert_eq(loaded.id, 2);
+    cr_assert_not(exists(shared_path(&j, "orphan.sst")));
+    cr_assert(exists(shared_path(&j, "b.sst")) && exists(shared_path(&j, "c.sst")));
+    ack_shared = NULL;
+    checkpoint_coordinator_shutdown(j.cc, CC_JOB_CANCELED);
+    drain();
+    cr_assert_not(exists(j.job_dir), "the shared folder went with the checkpoints");
     job_end(&j);
 }
 
