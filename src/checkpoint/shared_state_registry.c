@@ -228,6 +228,29 @@ shared_state_registry_unregister(struct shared_state_registry *r, uint64_t id)
     return deleted;
 }
 
+size_t
+shared_state_registry_discard(struct shared_state_registry *r,
+                              const Checkpoint__OperatorSubtaskState *st)
+{
+    size_t deleted = 0;
+
+    pthread_mutex_lock(&r->lock);
+    for (size_t k = 0; k < st->n_keyed; k++)
+        for (size_t f = 0; f < st->keyed[k]->n_files; f++) {
+            const Checkpoint__DbFile *file = st->keyed[k]->files[f];
+
+            if (!file->shared || find_file(r, file->path) != NULL)
+                continue;
+            if (unlink(file->path) == 0)
+                deleted++;
+            else if (errno != ENOENT)
+                SPATE_LOG_WARN(REG_LOG, "cannot delete shared file '%s': %s", file->path,
+                               strerror(errno));
+        }
+    pthread_mutex_unlock(&r->lock);
+    return deleted;
+}
+
 int
 shared_state_registry_refs(struct shared_state_registry *r, const char *path)
 {

@@ -38,6 +38,12 @@ bool shared_state_registry_contains(struct shared_state_registry *r, uint64_t id
  * references go, and the files no registered checkpoint references any
  * longer are deleted. Returns how many were. An unknown id: 0. */
 size_t shared_state_registry_unregister(struct shared_state_registry *r, uint64_t id);
+/* A checkpoint that will not complete (aborted, refused): the shared
+ * files st names that no registered checkpoint references are deleted
+ * (its own uploads: a task references only the files of completed
+ * checkpoints). Returns how many were. */
+size_t shared_state_registry_discard(struct shared_state_registry *r,
+                                     const Checkpoint__OperatorSubtaskState *st);
 /* How many registered checkpoints reference the file at path. */
 int shared_state_registry_refs(struct shared_state_registry *r, const char *path);
 /* Deletes the files of dir (a job's shared folder) that no registered

@@ -335,6 +335,10 @@ abort_cleanup_work(void *arg)
     if (p->dir != NULL && checkpoint_storage_dispose_location(p->dir, &err) != 0)
         SPATE_LOG_WARN(CC_LOG, "cannot delete aborted checkpoint %llu: %s",
                        (unsigned long long)p->id, err.message);
+    /* The shared files its tasks uploaded: no other checkpoint uses them. */
+    for (int t = 0; p->cc->registry != NULL && t < p->ntasks; t++)
+        for (size_t o = 0; o < p->tasks[t].nops; o++)
+            shared_state_registry_discard(p->cc->registry, p->tasks[t].ops[o]);
 }
 
 static void

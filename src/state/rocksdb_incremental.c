@@ -158,7 +158,7 @@ rdb_incremental_upload(struct rdb_snapshot_state *s, const char *path,
                        Checkpoint__KeyedStateHandle *h, char *errbuf, size_t errlen)
 {
     struct rocksdb_keyed_backend *b = s->b;
-    struct rdb_file_set uploaded = { s->checkpoint_id, NULL, 0 };
+    struct rdb_file_set uploaded = { s->checkpoint_id, NULL, 0 }, fresh = { 0, NULL, 0 };
     const char *shared = s->shared;
     char *private;
     const char *base_name = strrchr(b->dir, '/') ? strrchr(b->dir, '/') + 1 : b->dir;
@@ -205,6 +205,7 @@ rdb_incremental_upload(struct rdb_snapshot_state *s, const char *path,
             if ((ok = fs_copy_file(src, dst, &size, &err) == 0)) {
                 h->files[h->n_files++] = db_file(e->d_name, dst, size, true);
                 file_set_add(&uploaded, e->d_name, dst, size);
+                file_set_add(&fresh, e->d_name, dst, size);
             }
             free(dst);
         } else {
@@ -219,6 +220,10 @@ rdb_incremental_upload(struct rdb_snapshot_state *s, const char *path,
         h->files = xrealloc(h->files, (h->n_files + 1) * sizeof *h->files);
     }
     closedir(d);
+    /* A checkpoint that failed takes back its uploads: no other
+     * checkpoint references them. */
+    for (size_t i = 0; !ok && i < fresh.n; i++)
+        unlink(fresh.files[i].path);
     if (ok) {
         /* Referenced by later checkpoints once this one completed. */
         pthread_mutex_lock(&b->inc.lock);
@@ -230,6 +235,7 @@ rdb_incremental_upload(struct rdb_snapshot_state *s, const char *path,
     }
 out:
     rdb_file_set_release(&uploaded);
+    rdb_file_set_release(&fresh);
     free(private);
     return ok;
 }

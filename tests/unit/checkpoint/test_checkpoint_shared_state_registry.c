@@ -162,3 +162,20 @@ Test(shared_state_registry, a_sweep_deletes_what_no_checkpoint_references_and_no
                  "no shared folder: nothing to sweep");
     shared_state_registry_free(r);
 }
+
+Test(shared_state_registry, a_checkpoint_that_will_not_complete_takes_back_only_its_own_uploads)
+{
+    struct shared_state_registry *r = shared_state_registry_new();
+    const char *kept = file(0, "kept.sst", true), *fresh = file(1, "fresh.sst", true);
+    const char *retained[] = { kept }, *aborted[] = { kept, fresh };
+    struct md m1, m2;
+    spate_error err = { 0 };
+
+    md_init(&m1, retained, 1);
+    md_init(&m2, aborted, 2);
+    cr_assert_eq(shared_state_registry_register(r, 1, &m1.md, &err), 0, "%s", err.message);
+    cr_assert_eq(shared_state_registry_discard(r, &m2.st), 1);
+    cr_assert(exists(kept), "a retained checkpoint's file stays");
+    cr_assert(!exists(fresh), "the aborted checkpoint's upload goes");
+    shared_state_registry_free(r);
+}

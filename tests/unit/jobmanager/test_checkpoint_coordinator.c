@@ -346,6 +346,16 @@ shared_path(struct job *j, const char *name)
     return p;
 }
 
+/* The id of the latest checkpoint triggered. */
+static int64_t
+latest_trigger(void)
+{
+    for (int i = F.nmsgs; i-- > 0;)
+        if (F.msgs[i].kind == MSG_TRIGGER)
+            return F.msgs[i].id;
+    return 0;
+}
+
 /* Makes the job's shared file name, as a task's upload does. */
 static void
 upload(struct job *j, const char *name)
@@ -1106,6 +1116,7 @@ Test(checkpoint_coordinator, shared_files_go_when_no_retained_checkpoint_referen
     static const char *const one[] = { "a.sst", "b.sst", NULL };
     static const char *const two[] = { "b.sst", "c.sst", NULL };
     static const char *const three[] = { "a.sst", "c.sst", NULL };
+    static const char *const four[] = { "b.sst", "d.sst", NULL };
     struct job j;
 
     job_start(&j, NULL, 1);
@@ -1144,6 +1155,16 @@ Test(checkpoint_coordinator, shared_files_go_when_no_retained_checkpoint_referen
     cr_assert_eq(loaded.id, 2);
     cr_assert_not(exists(shared_path(&j, "orphan.sst")));
     cr_assert(exists(shared_path(&j, "b.sst")) && exists(shared_path(&j, "c.sst")));
+    /* A checkpoint declined after a task uploaded: its upload goes. */
+    upload(&j, "d.sst");
+    ack_shared = four;
+    checkpoint_coordinator_start(j.cc);
+    tick();
+    ack(&j, 1, 0, latest_trigger());
+    decline(&j, 1, 1, latest_trigger(), "disk full");
+    drain();
+    cr_assert_not(exists(shared_path(&j, "d.sst")), "the declined checkpoint's upload");
+    cr_assert(exists(shared_path(&j, "b.sst")), "checkpoint 2's file stays");
     ack_shared = NULL;
     checkpoint_coordinator_shutdown(j.cc, CC_JOB_CANCELED);
     drain();
