@@ -12,7 +12,9 @@
  * Snapshots are the canonical state file of the heap backend (a full
  * snapshot: a RocksDB snapshot taken on the task thread, walked key group
  * by key group on the snapshot thread), so that either backend restores
- * the other's checkpoints and savepoints, at any parallelism. Task thread
+ * the other's checkpoints and savepoints, at any parallelism. With
+ * incremental checkpoints (rocksdb_incremental.c) a checkpoint is the
+ * database's files instead, which only this backend restores. Task thread
  * only, but for a snapshot's asynchronous part. */
 #ifndef SPATE_STATE_ROCKSDB_KEYED_BACKEND_H
 #define SPATE_STATE_ROCKSDB_KEYED_BACKEND_H
