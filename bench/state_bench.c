@@ -11,6 +11,10 @@
  *
  *   keys, value_bytes, state_bytes       the state: keys x (8 + 96)
  *   load_keys_per_s, load_cpu_us_per_key its loading, a put per key
+ *   first_incremental_bytes              the first checkpoint: everything
+ *   warmup_incremental_bytes             the interval after it, apart: its
+ *                                        flush sets off the compactions of
+ *                                        the load, which rewrite it all
  *   changed_bytes_per_interval           keys changed x (8 + 96)
  *   full_bytes_per_checkpoint_p50        the canonical state file
  *   incremental_bytes_per_checkpoint_*   new SST files + MANIFEST, CURRENT,
@@ -23,7 +27,8 @@
  *   restore_ms_full, restore_ms_incremental
  *
  * Knobs: STATE_BENCH_KEYS (2,000,000), STATE_BENCH_INTERVALS (8),
- * STATE_BENCH_CHANGE_PCT (1). */
+ * STATE_BENCH_CHANGE_PCT (1), STATE_BENCH_COMPACTION (LEVEL, or UNIVERSAL:
+ * state.backend.rocksdb.compaction.style). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +44,9 @@
 #include "state/state_file.h"
 
 #define VALUE_BYTES 96
+
+/* STATE_BENCH_COMPACTION=UNIVERSAL: RocksDB's universal compaction. */
+static bool universal;
 
 struct value {
     uint8_t b[VALUE_BYTES];
@@ -103,6 +111,7 @@ backend_init(struct backend *b, const char *localdir)
         bench_fail("options: %s", err.message);
     o.type = STATE_BACKEND_ROCKSDB;
     o.incremental = true;
+    o.universal_compaction = universal;
     snprintf(o.localdir, sizeof o.localdir, "%s", localdir);
     if (state_backend_create(&o, &c, "bench", &b->kb, &err) != 0)
         bench_fail("a RocksDB backend: %s", err.message);
@@ -295,13 +304,16 @@ main(void)
     double *inc_b = calloc((size_t)intervals, sizeof(double));
     double *full_ms = calloc((size_t)intervals, sizeof(double));
     double *inc_ms = calloc((size_t)intervals, sizeof(double));
-    double inc_mean = 0, inc_max = 0, first_b, load_s, load_cpu_us, restore_full, restore_inc;
+    double inc_mean = 0, inc_max = 0, first_b, warmup_b = 0, load_s, load_cpu_us, restore_full,
+           restore_inc;
     struct taken full = { 0 }, inc = { 0 }, first = { 0 };
     json_t *seen = json_object(), *out;
     uint64_t rng = 0x9e3779b97f4a7c15ull, t0, cpu0;
     struct backend b;
     struct value v;
 
+    universal = getenv("STATE_BENCH_COMPACTION") != NULL &&
+                strcmp(getenv("STATE_BENCH_COMPACTION"), "UNIVERSAL") == 0;
     if (keys < 100 || intervals < 1 || pct < 1 || pct > 100 || version == NULL)
         bench_fail("STATE_BENCH_KEYS >= 100, STATE_BENCH_INTERVALS >= 1, "
                    "STATE_BENCH_CHANGE_PCT 1-100");
@@ -336,8 +348,12 @@ main(void)
             first_b / 1e6, first.ms);
     b.kb->ops->checkpoint_complete(b.kb, 1);
 
-    for (int i = 0; i < intervals; i++) {
-        int64_t id = 2 + 2 * i;
+    /* Interval 0 is a warm-up, reported apart: its checkpoint's flush is
+     * the one that sets off the compactions of the load, which rewrite
+     * about everything. */
+    for (int i = -1; i < intervals; i++) {
+        int64_t id = 4 + 2 * i;
+        int at = i < 0 ? 0 : i;
         char old[512];
 
         /* changed distinct-enough keys: a random walk over the key space */
@@ -360,24 +376,29 @@ main(void)
         }
         taken_release(&inc);
         for (int o = 0; o < 2; o++) {
-            if ((o == 0) == (i % 2 == 0)) {
+            if ((o == 0) == (at % 2 == 0)) {
                 take(&b, dir, NULL, id, &full);
-                full_b[i] = (double)file_size(full.path);
-                full_ms[i] = full.ms;
+                full_b[at] = (double)file_size(full.path);
+                full_ms[at] = full.ms;
             } else {
                 take(&b, dir, shared, id + 1, &inc);
-                inc_b[i] = (double)written(&inc, seen);
-                inc_ms[i] = inc.ms;
+                inc_b[at] = (double)written(&inc, seen);
+                inc_ms[at] = inc.ms;
                 b.kb->ops->checkpoint_complete(b.kb, id + 1);
             }
         }
+        fprintf(stderr,
+                "state_bench: interval %d%s: %lld keys changed (%.2f MB): full %.1f MB in %.0f "
+                "ms, incremental %.2f MB in %.0f ms\n",
+                i + 1, i < 0 ? " (warm-up)" : "", (long long)changed,
+                (double)changed * (8 + VALUE_BYTES) / 1e6, full_b[at] / 1e6, full_ms[at],
+                inc_b[at] / 1e6, inc_ms[at]);
+        if (i < 0) {
+            warmup_b = inc_b[0];
+            continue;
+        }
         inc_mean += inc_b[i] / intervals;
         inc_max = inc_b[i] > inc_max ? inc_b[i] : inc_max;
-        fprintf(stderr,
-                "state_bench: interval %d: %lld keys changed (%.2f MB): full %.1f MB in %.0f ms, "
-                "incremental %.2f MB in %.0f ms\n",
-                i + 1, (long long)changed, (double)changed * (8 + VALUE_BYTES) / 1e6,
-                full_b[i] / 1e6, full_ms[i], inc_b[i] / 1e6, inc_ms[i]);
     }
     backend_free(&b);
     restore_full = restore_and_check(&full, localdir, version, keys);
@@ -388,6 +409,7 @@ main(void)
     out = json_object();
     json_object_set_new(out, "benchmark", json_string("state_bench"));
     json_object_set_new(out, "backend", json_string("rocksdb"));
+    json_object_set_new(out, "compaction", json_string(universal ? "UNIVERSAL" : "LEVEL"));
     json_object_set_new(out, "keys", json_integer((json_int_t)keys));
     json_object_set_new(out, "value_bytes", json_integer(VALUE_BYTES));
     json_object_set_new(out, "state_bytes", json_integer((json_int_t)(keys * (8 + VALUE_BYTES))));
@@ -398,6 +420,7 @@ main(void)
     json_object_set_new(out, "load_keys_per_s", json_real((double)keys / load_s));
     json_object_set_new(out, "load_cpu_us_per_key", json_real(load_cpu_us));
     json_object_set_new(out, "first_incremental_bytes", json_real(first_b));
+    json_object_set_new(out, "warmup_incremental_bytes", json_real(warmup_b));
     json_object_set_new(out, "full_bytes_per_checkpoint_p50",
                         json_real(bench_median(full_b, intervals)));
     json_object_set_new(out, "incremental_bytes_per_checkpoint_p50",

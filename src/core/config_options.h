@@ -313,6 +313,10 @@ struct config_option {
     X(STATE_BACKEND_ROCKSDB_WRITEBUFFER_SIZE, "state.backend.rocksdb.writebuffer.size", MEMORY,    \
       "16 mb", 0, CFG_NOLIMIT_HI, NULL, NULL,                                                      \
       "memtable of each state (column family) of a RocksDB instance")                              \
+    X(STATE_BACKEND_ROCKSDB_COMPACTION_STYLE, "state.backend.rocksdb.compaction.style", ENUM,      \
+      "LEVEL", 0, 0, "LEVEL|UNIVERSAL", NULL,                                                      \
+      "RocksDB's compaction: LEVEL, or UNIVERSAL (tiered: incremental checkpoints upload less, "   \
+      "reads go over more files)")                                                                 \
     X(EXECUTION_CHECKPOINTING_INCREMENTAL, "execution.checkpointing.incremental", BOOL, "false",   \
       0, 0, NULL, "state.backend.incremental",                                                     \
       "RocksDB checkpoints upload only the files that are new since the last completed one")       \

@@ -921,7 +921,8 @@ rdb_open_states(struct rocksdb_keyed_backend *b, const char *dir, struct rdb **o
 {
     const char **names = xcalloc((size_t)b->nstates + 1, sizeof *names);
     bool *append = xcalloc((size_t)b->nstates + 1, sizeof *append);
-    struct rdb_options ro = { append, b->opts.block_cache_bytes, b->opts.write_buffer_bytes };
+    struct rdb_options ro = { append, b->opts.block_cache_bytes, b->opts.write_buffer_bytes,
+                              b->opts.universal_compaction };
     int ncf = 0, rc;
 
     for (int i = 0; i < b->nstates; i++) {

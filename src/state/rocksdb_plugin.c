@@ -181,6 +181,8 @@ rdb_open(const char *dir, int ncf, const char *const *names, const struct rdb_op
     rocksdb_options_set_block_based_table_factory(d->opts, d->table);
     if (o->write_buffer_bytes)
         rocksdb_options_set_write_buffer_size(d->opts, o->write_buffer_bytes);
+    if (o->universal_compaction)
+        rocksdb_options_set_compaction_style(d->opts, rocksdb_universal_compaction);
     all[0] = "default";
     allopts[0] = d->opts;
     for (int i = 0; i < ncf; i++) {

@@ -31,6 +31,11 @@ struct rdb_options {
     const bool *append;
     size_t block_cache_bytes;  /* 0: RocksDB's default */
     size_t write_buffer_bytes; /* per column family; 0: RocksDB's default */
+    /* Universal (tiered) compaction instead of leveled: files merged with
+     * files of their size, so an incremental checkpoint uploads little
+     * beyond what changed (leveled compaction rewrites all of L1 each time
+     * L0 spills into it), for reads over more sorted runs. */
+    bool universal_compaction;
 };
 
 struct rocksdb_plugin {

@@ -17,7 +17,7 @@ state_backend_options_from_config(const struct config *conf, struct state_backen
     struct config *defaults = conf == NULL ? config_new() : NULL;
     const char *dir = NULL;
     uint64_t cache = 0, wb = 0;
-    int type = 0, rc;
+    int type = 0, style = 0, rc;
 
     memset(o, 0, sizeof *o);
     if (conf == NULL)
@@ -28,8 +28,10 @@ state_backend_options_from_config(const struct config *conf, struct state_backen
         (rc = config_get_memory_bytes(conf, CFG(STATE_BACKEND_ROCKSDB_WRITEBUFFER_SIZE), &wb,
                                       err)) != 0 ||
         (rc = config_get_bool(conf, CFG(EXECUTION_CHECKPOINTING_INCREMENTAL), &o->incremental,
-                              err)) != 0)
+                              err)) != 0 ||
+        (rc = config_get_enum(conf, CFG(STATE_BACKEND_ROCKSDB_COMPACTION_STYLE), &style, err)) != 0)
         goto out;
+    o->universal_compaction = style == 1; /* "LEVEL|UNIVERSAL" */
     o->type = (enum state_backend_type)type;
     o->block_cache_bytes = (size_t)cache;
     o->write_buffer_bytes = (size_t)wb;

@@ -26,6 +26,8 @@ struct state_backend_options {
     /* RocksDB checkpoints upload only new files
      * (execution.checkpointing.incremental). */
     bool incremental;
+    /* state.backend.rocksdb.compaction.style: UNIVERSAL, else LEVEL. */
+    bool universal_compaction;
 };
 
 /* The options of conf (NULL: the defaults); an unknown backend type is a

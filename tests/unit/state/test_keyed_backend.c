@@ -184,6 +184,25 @@ state(struct fixture *f, const char *name)
     return st;
 }
 
+Test(SUITE, the_rocksdb_settings_come_from_the_configuration_and_bad_ones_are_named)
+{
+    struct config *conf = config_new();
+    struct state_backend_options o;
+    spate_error err = { 0 };
+
+    cr_assert_eq(state_backend_options_from_config(conf, &o, &err), 0, "%s", err.message);
+    cr_assert(!o.incremental && !o.universal_compaction, "full checkpoints, leveled: defaults");
+    config_set(conf, "state.backend.incremental", "true", "test"); /* the older key */
+    config_set(conf, "state.backend.rocksdb.compaction.style", "UNIVERSAL", "test");
+    cr_assert_eq(state_backend_options_from_config(conf, &o, &err), 0, "%s", err.message);
+    cr_assert(o.incremental && o.universal_compaction);
+    config_set(conf, "state.backend.rocksdb.compaction.style", "TIERED", "test");
+    cr_assert_neq(state_backend_options_from_config(conf, &o, &err), 0);
+    cr_assert(strstr(err.message, "state.backend.rocksdb.compaction.style") != NULL, "%s",
+              err.message);
+    config_free(conf);
+}
+
 Test(SUITE, a_bad_parallelism_is_an_error_not_a_backend)
 {
     struct state_descriptor d = desc("v", STATE_VALUE, 0);
