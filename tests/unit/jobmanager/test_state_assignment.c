@@ -219,6 +219,42 @@ Test(state_assignment, scaling_up_cuts_keyed_handles_to_each_key_group_range)
     job_graph_free(jg);
 }
 
+/* An incremental RocksDB checkpoint's handle cut to a subtask's key groups
+ * keeps every file of its database: the backend clips the entries (a cut
+ * without them would restore nothing, silently). */
+Test(state_assignment, scaling_up_keeps_every_rocksdb_file_of_a_cut_handle)
+{
+    struct job_graph *jg = make_graph(4);
+    Checkpoint__DbFile files[2], *fps[2] = { &files[0], &files[1] };
+    struct meta m;
+
+    meta_init(&m, jg);
+    for (int i = 0; i < 2; i++) {
+        checkpoint__db_file__init(&files[i]);
+        files[i].path = (char *)(i == 0 ? "/c/shared/x-000007.sst" : "/c/chk-9/MANIFEST-000005");
+        files[i].name = (char *)(i == 0 ? "000007.sst" : "MANIFEST-000005");
+        files[i].size = 100u + (uint64_t)i;
+        files[i].shared = i == 0;
+    }
+    m.kh[0].files = fps;
+    m.kh[0].n_files = 2;
+    for (int s = 0; s < 2; s++) {
+        Checkpoint__TaskRestore *r = state_assignment_subtask(&m.md, jg, 1, s);
+        const Checkpoint__KeyedStateHandle *h = sum_state(r)->keyed[0];
+
+        cr_assert_eq(h->key_group_end - h->key_group_start, 1, "cut to subtask %d's groups", s);
+        cr_assert_eq(h->n_files, 2, "subtask %d gets the database's files", s);
+        for (int i = 0; i < 2; i++) {
+            cr_assert_str_eq(h->files[i]->path, files[i].path);
+            cr_assert_str_eq(h->files[i]->name, files[i].name);
+            cr_assert_eq(h->files[i]->size, files[i].size);
+            cr_assert_eq(h->files[i]->shared, files[i].shared);
+        }
+        checkpoint__task_restore__free_unpacked(r, NULL);
+    }
+    job_graph_free(jg);
+}
+
 Test(state_assignment, scaling_down_gives_one_subtask_every_handle)
 {
     struct job_graph *jg = make_graph(1);
