@@ -148,6 +148,8 @@ struct config_option {
       "whether the dashboard offers to cancel jobs (the REST API cancels either way, as Flink's)") \
     X(WEB_REFRESH_INTERVAL, "web.refresh-interval", DURATION, "3 s", 100, CFG_NOLIMIT_HI, NULL,    \
       NULL, "how often the dashboard fetches its figures again")                                   \
+    X(WEB_CHECKPOINTS_HISTORY, "web.checkpoints.history", INT, "10", 1, 1000000, NULL, NULL,       \
+      "checkpoints of a job whose statistics REST and the dashboard keep")                         \
     X(REST_AUTHENTICATION_TOKEN_FILE, "rest.authentication.token-file", STRING, NULL, 0, 0, NULL,  \
       NULL,                                                                                        \
       "spate: bearer tokens, one a line; set, every REST request that changes something "          \

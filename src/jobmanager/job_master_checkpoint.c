@@ -251,6 +251,12 @@ jm_make_coordinator(struct job_master *jm, struct completed_checkpoint_store *st
     o.counter = counter;
     o.ops = &jm_cc_ops;
     o.owner = jm;
+    if (jm->o.cluster_conf != NULL) {
+        int64_t history = 0;
+
+        if (config_get_int(jm->o.cluster_conf, CFG(WEB_CHECKPOINTS_HISTORY), &history, NULL) == 0)
+            o.history_size = (int)history;
+    }
     jm->cc = checkpoint_coordinator_new(&o);
 }
 
