@@ -164,9 +164,10 @@ endfunction()
 # (default 1). The Makefile runs ctest with two slots per core: most e2e
 # tests wait on processes that idle (rate-limited jobs, timeouts), and a
 # test whose processes keep the cores busy (a broker, a cluster of six
-# processes, full-speed jobs) says so with 2 to 4. COST: about how long it
-# takes (seconds); ctest starts the longest first, so that they do not end
-# a run alone.
+# processes, full-speed jobs) says so with 2 (no more: ctest starts a test
+# only when its slots are free, so one of 3 or 4 waits for the others and
+# then runs alone at the end). COST: about how long it takes (seconds);
+# ctest starts the longest first, so that they do not end a run alone.
 function(spate_e2e_test name)
     cmake_parse_arguments(E "RELEASE_ONLY" "TIMEOUT;PROCESSORS;COST" "COMMAND" ${ARGN})
     if(SPATE_SANITIZE)
