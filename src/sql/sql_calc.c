@@ -487,7 +487,8 @@ write_json(struct line *l, const struct sql_program *p, const struct sql_value *
 static void
 write_print(struct line *l, const struct sql_program *p, const struct sql_value *r)
 {
-    line_put(l, "+I[", 3);
+    line_put(l, p->kind_reg >= 0 ? sql_row_kind_string(r[p->kind_reg].i) : "+I", 2);
+    line_put(l, "[", 1);
     for (int i = 0; i < p->noutput; i++) {
         const struct sql_value *v = &r[p->outputs[i]];
 
@@ -583,6 +584,15 @@ calc_process(struct stream_operator *op, const void *rec, const struct record_me
     sql_eval_run(ev);
     if (p->filter >= 0 && (ev->r[p->filter].null || !ev->r[p->filter].i))
         return;
+    if (p->key_reg >= 0) {
+        /* GROUP BY's key, which the exchange after this Calc keys by. */
+        struct sql_value *k = &ev->r[p->key_reg];
+        char *b = sql_eval_alloc(ev, sql_key_size(p->regs, ev->r, p->key_regs, p->nkey) + 1);
+
+        k->s.len = sql_key_encode(p->regs, ev->r, p->key_regs, p->nkey, b);
+        k->s.p = b;
+        k->null = false;
+    }
     for (int i = 0; i < impl->nnot_null; i++)
         if (ev->r[p->outputs[impl->not_null[i]]].null) {
             /* Flink's table.exec.sink.not-null-enforcer, ERROR. */
@@ -630,6 +640,7 @@ const struct operator_vtable sql_calc_vtable = {
 
 static const struct connector_entry sql_entries[] = {
     { OP_SQL_CALC, &sql_calc_vtable },
+    { OP_SQL_AGG, &sql_agg_vtable },
 };
 
 const struct connector_table *

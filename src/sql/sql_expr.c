@@ -143,8 +143,16 @@ sql_compiler_init(struct sql_compiler *c, struct sql_program *p, const struct sq
     c->err = err;
     p->filter = -1;
     p->rowtime = -1;
+    p->key_reg = -1;
+    p->kind_reg = -1;
     for (int i = 0; i < scope->ncols; i++)
         new_reg(c, &scope->cols[i].type);
+}
+
+int
+sql_compile_temp(struct sql_compiler *c, const struct sql_type *t)
+{
+    return new_reg(c, t);
 }
 
 void
@@ -1198,7 +1206,8 @@ compile_func(struct sql_compiler *c, json_t *node, json_t *f, struct sql_operand
         !strcmp(lname, "count") || !strcmp(lname, "sum") || !strcmp(lname, "min") ||
         !strcmp(lname, "max") || !strcmp(lname, "avg"))
         return sql_error_node(c, node, SPATE_ENOTSUP,
-                              "not supported: aggregate function %s() (GROUP BY comes later)",
+                              "not supported: aggregate function %s() here (aggregates go in "
+                              "the SELECT list and HAVING)",
                               lname);
     if ((!strcmp(lname, "extract") || !strcmp(lname, "date_part")) && n == 2) {
         json_t *k = json_object_get(json_array_get(args, 0), "A_Const");

@@ -52,6 +52,8 @@ int sql_compile(struct sql_compiler *c, json_t *node, struct sql_operand *out);
 /* Converts op to type t (CAST's rules); "cannot cast" names both types. */
 int sql_compile_cast(struct sql_compiler *c, struct sql_operand *op, const struct sql_type *t,
                      int location);
+/* A register of type t that no instruction writes (the operator fills it). */
+int sql_compile_temp(struct sql_compiler *c, const struct sql_type *t);
 /* Puts the constants in front and fixes the jumps: the program is done. */
 void sql_compiler_finish(struct sql_compiler *c);
 

@@ -6,6 +6,7 @@
 
 #include "core/alloc.h"
 #include "core/util.h"
+#include "sql/sql_aggregate.h"
 #include "sql/sql_connectors.h"
 #include "sql/sql_expr.h"
 #include "sql/sql_parser.h"
@@ -14,6 +15,13 @@
 #include "streaming/types.h"
 
 #define SQL_MAX_VIEW_DEPTH 16
+
+/* A window table function in FROM (TUMBLE, HOP, SESSION). */
+struct sql_window {
+    enum sql_window_kind kind;
+    int64_t size_ms, slide_ms, gap_ms;
+    json_t *node; /* for errors */
+};
 
 void
 sql_relation_release(struct sql_relation *r)
@@ -42,12 +50,17 @@ columns_copy(const struct sql_column *c, int n)
     return out;
 }
 
+static int plan_table(struct sql_plan_context *pc, json_t *item, const char *name,
+                      const char *alias, struct sql_relation *rel);
+static int plan_window_tvf(struct sql_plan_context *pc, json_t *item, struct sql_relation *rel,
+                           struct sql_window *win);
+
 static int
-plan_from(struct sql_plan_context *pc, json_t *select, struct sql_relation *rel)
+plan_from(struct sql_plan_context *pc, json_t *select, struct sql_relation *rel,
+          struct sql_window *win)
 {
     json_t *from = json_object_get(select, "fromClause"), *item, *rv;
     const char *name, *alias;
-    struct sql_table *t;
     int rc;
 
     if (json_array_size(from) == 0)
@@ -58,9 +71,7 @@ plan_from(struct sql_plan_context *pc, json_t *select, struct sql_relation *rel)
         return plan_error(pc, json_array_get(from, json_array_size(from) > 1 ? 1 : 0),
                           SPATE_ENOTSUP, "not supported: joins (more than one table in FROM)");
     if (json_object_get(item, "RangeFunction"))
-        return plan_error(pc, item, SPATE_ENOTSUP,
-                          "not supported: table functions in FROM (TUMBLE, HOP, SESSION come "
-                          "with windows)");
+        return plan_window_tvf(pc, item, rel, win);
     if ((rv = json_object_get(item, "RangeSubselect")) != NULL) {
         json_t *sub = json_object_get(json_object_get(rv, "subquery"), "SelectStmt");
 
@@ -77,6 +88,17 @@ plan_from(struct sql_plan_context *pc, json_t *select, struct sql_relation *rel)
         return plan_error(pc, item, SPATE_ENOTSUP, "not supported: this FROM item");
     name = json_string_value(json_object_get(rv, "relname"));
     alias = json_string_value(json_object_get(json_object_get(rv, "alias"), "aliasname"));
+    return plan_table(pc, item, name, alias, rel);
+}
+
+/* The table or view name (as alias) in FROM. */
+static int
+plan_table(struct sql_plan_context *pc, json_t *item, const char *name, const char *alias,
+           struct sql_relation *rel)
+{
+    struct sql_table *t;
+    int rc;
+
     if (name == NULL)
         return plan_error(pc, item, SPATE_EINVAL, "a table without a name");
     if ((t = sql_catalog_find(pc->catalog, name)) == NULL) {
@@ -137,8 +159,6 @@ unsupported_clauses(struct sql_plan_context *pc, json_t *select)
     static const struct {
         const char *key, *what;
     } clauses[] = {
-        { "groupClause", "GROUP BY (aggregates come with windows)" },
-        { "havingClause", "HAVING" },
         { "sortClause", "ORDER BY on a stream" },
         { "limitCount", "LIMIT" },
         { "limitOffset", "OFFSET" },
@@ -196,18 +216,36 @@ add_output(struct sql_program *p, int reg, const char *name, const struct sql_ty
     p->noutput++;
 }
 
-int
-sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format output,
-                const struct sql_table *sink, struct sql_relation *rel)
+/* What a Calc is asked for beyond its SELECT list and WHERE. */
+struct calc_request {
+    json_t *targets, *where;
+    enum sql_format output;
+    const struct sql_table *sink;
+    /* GROUP BY above: the first nkey outputs are the group key, and a
+     * $key column of their bytes goes before them (the exchange's key). */
+    bool keyed;
+    int nkey;
+    /* A changelog: the input column of the row kind, -1: none. */
+    int kind_col;
+    const char *where_what; /* "WHERE" or "HAVING" */
+};
+
+/* One Calc over in (taken), its explanation followed by below_text
+ * (taken). */
+static int
+plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct calc_request *req,
+          char *below_text, struct sql_relation *rel)
 {
+    const struct sql_table *sink = req->sink;
+    enum sql_format output = req->output;
     const struct sql_column *sink_cols = sink ? sink->cols : NULL;
     const char *sink_name = sink ? sink->name : NULL;
     int nsink_cols = sink ? sink->ncols : 0;
-    struct sql_relation in = { 0 };
+    struct sql_relation in = *in_rel;
     struct sql_program *p = xcalloc(1, sizeof *p);
     struct sql_compiler c;
     struct sql_scope scope;
-    json_t *targets = json_object_get(select, "targetList"), *where;
+    json_t *targets = req->targets, *where = req->where;
     const spate_type *out_type;
     struct spate_stream *node;
     uint8_t *bytes = NULL;
@@ -215,35 +253,7 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     struct sql_column *out_cols = NULL;
     int rc, n = 0;
 
-    if (select == NULL)
-        return spate_error_set(pc->err, SPATE_ENOTSUP, "not supported: a query that is no SELECT");
-    FILE *explain = pc->explain, *below = NULL;
-    char *below_text = NULL;
-    size_t below_len = 0;
-
-    if ((rc = unsupported_clauses(pc, select)) != 0) {
-        free(p);
-        return rc;
-    }
-    /* What is below this Calc is explained below it: kept until the Calc
-     * line is out. */
-    if (explain != NULL) {
-        below = open_memstream(&below_text, &below_len);
-        pc->explain = below;
-        pc->depth++;
-    }
-    rc = plan_from(pc, select, &in);
-    if (explain != NULL) {
-        fclose(below);
-        pc->explain = explain;
-        pc->depth--;
-    }
-    if (rc != 0) {
-        free(below_text);
-        sql_relation_release(&in);
-        free(p);
-        return rc;
-    }
+    memset(in_rel, 0, sizeof *in_rel);
     scope = (struct sql_scope){ in.name, in.cols, in.ncols };
     sql_compiler_init(&c, p, &scope, pc->script, pc->offset, pc->err);
     p->input_format = in.format;
@@ -264,18 +274,27 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     p->rowtime =
         in.format != SQL_FORMAT_ROW && in.stream != NULL && in.rowtime >= 0 ? in.rowtime : -1;
     p->output_format = output;
-    if ((where = json_object_get(select, "whereClause")) != NULL) {
+    p->kind_reg = req->kind_col;
+    if (where != NULL) {
         struct sql_operand w;
         char b1[32];
 
         if ((rc = sql_compile(&c, where, &w)) != 0)
             goto fail;
         if (w.type.id != SQL_BOOLEAN) {
-            rc = plan_error(pc, where, SPATE_EINVAL, "WHERE needs a BOOLEAN, not %s",
-                            sql_type_name(&w.type, b1));
+            rc =
+                plan_error(pc, where, SPATE_EINVAL, "%s needs a BOOLEAN, not %s",
+                           req->where_what ? req->where_what : "WHERE", sql_type_name(&w.type, b1));
             goto fail;
         }
         p->filter = w.reg;
+    }
+    if (req->keyed) {
+        /* $key first: the bytes of the group columns, which come next. */
+        add_output(p, sql_compile_temp(&c, &(struct sql_type){ SQL_VARCHAR, 0, 0, false }), "$key",
+                   &(struct sql_type){ SQL_VARCHAR, 0, 0, false });
+        p->key_reg = p->outputs[0];
+        n++;
     }
     for (size_t i = 0; i < json_array_size(targets); i++) {
         json_t *rt = json_object_get(json_array_get(targets, i), "ResTarget");
@@ -308,11 +327,17 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         }
     }
     if (p->noutput == 0) {
-        rc = plan_error(pc, select, SPATE_EINVAL, "a SELECT without columns");
+        rc = plan_error(pc, targets, SPATE_EINVAL, "a SELECT without columns");
         goto fail;
     }
+    if (req->keyed) {
+        p->nkey = req->nkey;
+        p->key_regs = xcalloc((size_t)req->nkey + 1, sizeof *p->key_regs);
+        for (int i = 0; i < req->nkey; i++)
+            p->key_regs[i] = p->outputs[1 + i];
+    }
     if (p->noutput > TYPES_ROW_MAX_FIELDS) {
-        rc = plan_error(pc, select, SPATE_ENOTSUP, "not supported: more than %d columns",
+        rc = plan_error(pc, targets, SPATE_ENOTSUP, "not supported: more than %d columns",
                         TYPES_ROW_MAX_FIELDS);
         goto fail;
     }
@@ -392,6 +417,7 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     rel->format = SQL_FORMAT_ROW;
     rel->cols = out_cols;
     rel->ncols = p->noutput;
+    rel->rowtime = -1;
     sql_relation_release(&in);
     sql_program_free(p);
     return 0;
@@ -403,6 +429,658 @@ fail:
     sql_relation_release(&in);
     sql_program_free(p);
     return rc;
+}
+
+/* ---- GROUP BY and windows ---- */
+
+static const char *
+sval_of(json_t *node)
+{
+    return json_string_value(json_object_get(json_object_get(node, "String"), "sval"));
+}
+
+/* The last name of a ColumnRef node ({"ColumnRef": ...}), or NULL. */
+static const char *
+column_name(json_t *node)
+{
+    json_t *f = json_object_get(json_object_get(node, "ColumnRef"), "fields");
+
+    return f ? sval_of(json_array_get(f, json_array_size(f) - 1)) : NULL;
+}
+
+static bool
+is_window_column(const char *name)
+{
+    return name && (!strcmp(name, "window_start") || !strcmp(name, "window_end") ||
+                    !strcmp(name, "window_time"));
+}
+
+/* The aggregate a FuncCall node calls, or SQL_AGG_KIND_COUNT when it is no
+ * aggregate. */
+static enum sql_agg_kind
+aggregate_of(json_t *node)
+{
+    json_t *fc = json_object_get(node, "FuncCall"), *names;
+    const char *name;
+
+    if (fc == NULL)
+        return SQL_AGG_KIND_COUNT;
+    names = json_object_get(fc, "funcname");
+    name = sval_of(json_array_get(names, json_array_size(names) - 1));
+    if (name == NULL)
+        return SQL_AGG_KIND_COUNT;
+    if (!strcasecmp(name, "count"))
+        return json_is_true(json_object_get(fc, "agg_star"))       ? SQL_AGG_COUNT_STAR
+               : json_is_true(json_object_get(fc, "agg_distinct")) ? SQL_AGG_COUNT_DISTINCT
+                                                                   : SQL_AGG_COUNT;
+    if (!strcasecmp(name, "sum"))
+        return SQL_AGG_SUM;
+    if (!strcasecmp(name, "avg"))
+        return SQL_AGG_AVG;
+    if (!strcasecmp(name, "min"))
+        return SQL_AGG_MIN;
+    if (!strcasecmp(name, "max"))
+        return SQL_AGG_MAX;
+    return SQL_AGG_KIND_COUNT;
+}
+
+/* The first aggregate call in node, or NULL. */
+static json_t *
+find_aggregate(json_t *node)
+{
+    const char *key;
+    json_t *v, *found;
+    size_t i;
+
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if ((found = find_aggregate(v)) != NULL) return found;
+        return NULL;
+    }
+    if (!json_is_object(node))
+        return NULL;
+    if (aggregate_of(node) != SQL_AGG_KIND_COUNT)
+        return node;
+    json_object_foreach(node, key, v) if ((found = find_aggregate(v)) != NULL) return found;
+    return NULL;
+}
+
+/* Whether two expressions are the same, their places aside (a column by
+ * its name alone). */
+static bool
+same_expr(json_t *a, json_t *b)
+{
+    const char *key;
+    json_t *v;
+    size_t i;
+
+    if (column_name(a) != NULL || column_name(b) != NULL)
+        return column_name(a) && column_name(b) && !strcmp(column_name(a), column_name(b));
+    if (json_is_array(a) && json_is_array(b)) {
+        if (json_array_size(a) != json_array_size(b))
+            return false;
+        json_array_foreach(a, i, v) if (!same_expr(v, json_array_get(b, i))) return false;
+        return true;
+    }
+    if (json_is_object(a) && json_is_object(b)) {
+        size_t na = json_object_size(a) - (json_object_get(a, "location") != NULL);
+        size_t nb = json_object_size(b) - (json_object_get(b, "location") != NULL);
+
+        if (na != nb)
+            return false;
+        json_object_foreach(a, key, v) if (strcmp(key, "location") != 0 &&
+                                           !same_expr(v, json_object_get(b, key))) return false;
+        return true;
+    }
+    return json_equal(a, b);
+}
+
+/* An aggregation being planned: the GROUP BY expressions and the calls
+ * the SELECT list and HAVING make, which the rewrite turns into columns
+ * of the aggregate's output ($gN, $aggN). */
+struct agg_plan {
+    json_t **groups; /* borrowed from the statement */
+    int ngroup;
+    struct agg_call_plan {
+        enum sql_agg_kind kind;
+        json_t *arg, *filter; /* referenced */
+        json_t *node;         /* the call, a copy for errors */
+    } * calls;
+    int ncalls;
+    bool windowed;
+};
+
+static void
+agg_plan_release(struct agg_plan *ap)
+{
+    for (int i = 0; i < ap->ncalls; i++) {
+        json_decref(ap->calls[i].arg);
+        json_decref(ap->calls[i].filter);
+        json_decref(ap->calls[i].node);
+    }
+    free(ap->calls);
+    free(ap->groups);
+}
+
+/* Makes node (an expression node, in place) a reference to column name. */
+static void
+become_column(json_t *node, const char *name)
+{
+    int loc = sql_location(node);
+    json_t *ref = json_pack("{s:[{s:{s:s}}]}", "fields", "String", "sval", name);
+
+    json_object_clear(node);
+    json_object_set_new(ref, "location", json_integer(loc));
+    json_object_set_new(node, "ColumnRef", ref);
+}
+
+/* Rewrites an expression of the SELECT list or HAVING over the
+ * aggregate's output: a GROUP BY expression becomes its column, an
+ * aggregate call its result's, and any other column is an error. */
+static int
+rewrite(struct sql_plan_context *pc, struct agg_plan *ap, json_t *node)
+{
+    enum sql_agg_kind kind;
+    const char *key, *col;
+    json_t *v;
+    size_t i;
+    char name[32];
+    int rc;
+
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if ((rc = rewrite(pc, ap, v)) != 0) return rc;
+        return 0;
+    }
+    if (!json_is_object(node))
+        return 0;
+    for (int g = 0; g < ap->ngroup; g++)
+        if (same_expr(node, ap->groups[g])) {
+            snprintf(name, sizeof name, "$g%d", g);
+            become_column(node, name);
+            return 0;
+        }
+    if ((kind = aggregate_of(node)) != SQL_AGG_KIND_COUNT) {
+        json_t *fc = json_object_get(node, "FuncCall"), *args = json_object_get(fc, "args");
+        struct agg_call_plan *c;
+
+        if (json_object_get(fc, "over"))
+            return plan_error(pc, node, SPATE_ENOTSUP, "not supported: OVER windows");
+        if (json_object_get(fc, "agg_order") ||
+            json_is_true(json_object_get(fc, "agg_within_group")))
+            return plan_error(pc, node, SPATE_ENOTSUP, "not supported: ORDER BY in an aggregate");
+        if (json_is_true(json_object_get(fc, "agg_distinct")) && kind != SQL_AGG_COUNT_DISTINCT)
+            return plan_error(pc, node, SPATE_ENOTSUP,
+                              "not supported: DISTINCT in an aggregate other than COUNT");
+        if (kind != SQL_AGG_COUNT_STAR && json_array_size(args) != 1)
+            return plan_error(pc, node, SPATE_EINVAL, "an aggregate function takes one argument");
+        if (find_aggregate(args) != NULL || find_aggregate(json_object_get(fc, "agg_filter")))
+            return plan_error(pc, find_aggregate(args) ? find_aggregate(args) : node, SPATE_EINVAL,
+                              "aggregate function calls cannot be nested");
+        ap->calls = xrealloc(ap->calls, (size_t)(ap->ncalls + 1) * sizeof *ap->calls);
+        c = &ap->calls[ap->ncalls];
+        c->kind = kind;
+        c->arg = json_incref(json_array_get(args, 0));
+        c->filter = json_incref(json_object_get(fc, "agg_filter"));
+        c->node = json_deep_copy(node);
+        snprintf(name, sizeof name, "$agg%d", ap->ncalls++);
+        become_column(node, name);
+        return 0;
+    }
+    if ((col = column_name(node)) != NULL) {
+        if (col[0] == '$' || (ap->windowed && is_window_column(col)))
+            return 0;
+        return plan_error(pc, node, SPATE_EINVAL,
+                          "column '%s' is neither in GROUP BY nor in an aggregate function", col);
+    }
+    json_object_foreach(node, key, v) if ((rc = rewrite(pc, ap, v)) != 0) return rc;
+    return 0;
+}
+
+/* A constant INTERVAL expression's milliseconds (a window's size). */
+static int
+constant_interval(struct sql_plan_context *pc, json_t *node, const char *what, int64_t *ms)
+{
+    struct sql_program *p = xcalloc(1, sizeof *p);
+    struct sql_scope scope = { NULL, NULL, 0 };
+    struct sql_compiler c;
+    struct sql_operand o;
+    struct sql_eval e;
+    char b[32];
+    int rc;
+
+    sql_compiler_init(&c, p, &scope, pc->script, pc->offset, pc->err);
+    rc = sql_compile(&c, node, &o);
+    if (rc == 0 && o.type.id != SQL_INTERVAL)
+        rc = plan_error(pc, node, SPATE_EINVAL, "a window's %s is an INTERVAL, not %s", what,
+                        sql_type_name(&o.type, b));
+    sql_compiler_finish(&c);
+    if (rc == 0) {
+        sql_eval_init(&e, p);
+        sql_eval_begin(&e);
+        sql_eval_run(&e);
+        *ms = e.r[o.reg].null ? 0 : e.r[o.reg].i;
+        sql_eval_release(&e);
+        if (*ms <= 0)
+            rc = plan_error(pc, node, SPATE_EINVAL, "a window's %s must be positive", what);
+    }
+    sql_program_free(p);
+    return rc;
+}
+
+/* TUMBLE(t, ts, size), HOP(t, ts, slide, size), SESSION(t, ts, gap) in
+ * FROM (Flink's TUMBLE(TABLE t, DESCRIPTOR(ts), size): PostgreSQL's grammar
+ * has no TABLE argument; DESCRIPTOR(ts) is taken too): the table, its
+ * window on its event time. */
+static int
+plan_window_tvf(struct sql_plan_context *pc, json_t *item, struct sql_relation *rel,
+                struct sql_window *win)
+{
+    json_t *rf = json_object_get(item, "RangeFunction");
+    json_t *fn = json_array_get(
+        json_object_get(
+            json_object_get(json_array_get(json_object_get(rf, "functions"), 0), "List"), "items"),
+        0);
+    json_t *fc = json_object_get(fn, "FuncCall"), *args = json_object_get(fc, "args"), *col;
+    json_t *names = json_object_get(fc, "funcname");
+    const char *name = sval_of(json_array_get(names, json_array_size(names) - 1));
+    const char *alias =
+        json_string_value(json_object_get(json_object_get(rf, "alias"), "aliasname"));
+    const char *table, *time_col;
+    size_t nargs;
+    int rc;
+
+    if (fc == NULL || name == NULL ||
+        (strcasecmp(name, "tumble") && strcasecmp(name, "hop") && strcasecmp(name, "session")))
+        return plan_error(pc, item, SPATE_ENOTSUP,
+                          "not supported: table function '%s' in FROM (TUMBLE, HOP and SESSION "
+                          "are)",
+                          name ? name : "?");
+    if (win == NULL)
+        return plan_error(pc, item, SPATE_ENOTSUP,
+                          "not supported: a window table function (%s) whose rows are not "
+                          "aggregated (GROUP BY window_start, window_end)",
+                          name);
+    win->node = item;
+    win->kind = !strcasecmp(name, "tumble") ? SQL_WINDOW_TUMBLE
+                : !strcasecmp(name, "hop")  ? SQL_WINDOW_HOP
+                                            : SQL_WINDOW_SESSION;
+    nargs = win->kind == SQL_WINDOW_HOP ? 4 : 3;
+    if (json_array_size(args) != nargs)
+        return plan_error(pc, item, SPATE_EINVAL,
+                          "%s takes %zu arguments: the table, its time column and %s", name, nargs,
+                          win->kind == SQL_WINDOW_HOP       ? "the slide and size"
+                          : win->kind == SQL_WINDOW_SESSION ? "the gap"
+                                                            : "the size");
+    table = column_name(json_array_get(args, 0));
+    col = json_array_get(args, 1);
+    if (json_object_get(col, "FuncCall") != NULL &&
+        json_array_size(json_object_get(json_object_get(col, "FuncCall"), "args")) == 1)
+        col = json_array_get(json_object_get(json_object_get(col, "FuncCall"), "args"), 0);
+    time_col = column_name(col);
+    if (table == NULL || time_col == NULL)
+        return plan_error(pc, item, SPATE_EINVAL,
+                          "%s's first argument names a table, its second a column "
+                          "(DESCRIPTOR(col) or col)",
+                          name);
+    if ((rc = plan_table(pc, json_array_get(args, 0), table, alias ? alias : table, rel)) != 0)
+        return rc;
+    if (rel->format == SQL_FORMAT_ROW || rel->rowtime < 0)
+        return plan_error(pc, json_array_get(args, 0), SPATE_ENOTSUP,
+                          "not supported: a window over '%s', which has no event time (a table "
+                          "with a WATERMARK)",
+                          table);
+    if (strcmp(rel->cols[rel->rowtime].name, time_col) != 0)
+        return plan_error(pc, col, SPATE_ENOTSUP,
+                          "not supported: a window on '%s': windows are on the event time of "
+                          "'%s', its WATERMARK column '%s'",
+                          time_col, table, rel->cols[rel->rowtime].name);
+    if (win->kind == SQL_WINDOW_TUMBLE)
+        return constant_interval(pc, json_array_get(args, 2), "size", &win->size_ms);
+    if (win->kind == SQL_WINDOW_SESSION)
+        return constant_interval(pc, json_array_get(args, 2), "gap", &win->gap_ms);
+    if ((rc = constant_interval(pc, json_array_get(args, 2), "slide", &win->slide_ms)) != 0 ||
+        (rc = constant_interval(pc, json_array_get(args, 3), "size", &win->size_ms)) != 0)
+        return rc;
+    if (win->size_ms % win->slide_ms != 0)
+        return plan_error(pc, json_array_get(args, 3), SPATE_ENOTSUP,
+                          "not supported: a HOP window whose size is no multiple of its slide "
+                          "(as in Flink)");
+    return 0;
+}
+
+static const char *const agg_names[] = {
+    [SQL_AGG_COUNT_STAR] = "COUNT(*)",
+    [SQL_AGG_COUNT] = "COUNT",
+    [SQL_AGG_COUNT_DISTINCT] = "COUNT(DISTINCT)",
+    [SQL_AGG_SUM] = "SUM",
+    [SQL_AGG_AVG] = "AVG",
+    [SQL_AGG_MIN] = "MIN",
+    [SQL_AGG_MAX] = "MAX",
+};
+
+/* Adds a SELECT item name = val (referenced) to the array targets. */
+static void
+add_target(json_t *targets, const char *name, json_t *val)
+{
+    json_array_append_new(targets,
+                          json_pack("{s:{s:s,s:O}}", "ResTarget", "name", name, "val", val));
+}
+
+/* SELECT ... GROUP BY (or with aggregates, or over a window table
+ * function): a Calc that computes the group columns, the calls' arguments
+ * and FILTERs and the group key; an exchange by that key; the aggregate
+ * (OP_SQL_AGG); and a Calc of HAVING and the SELECT list over its output.
+ * Unwindowed, the result is a changelog. */
+static int
+plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format output,
+               const struct sql_table *sink, struct sql_relation *rel)
+{
+    json_t *targets = json_deep_copy(json_object_get(select, "targetList"));
+    json_t *having = json_deep_copy(json_object_get(select, "havingClause"));
+    json_t *group = json_object_get(select, "groupClause"), *where, *pre = json_array(), *g;
+    struct sql_window win = { SQL_WINDOW_NONE, 0, 0, 0, NULL };
+    struct sql_relation in = { 0 }, mid = { 0 }, agg = { 0 };
+    struct sql_agg_spec spec = { 0 };
+    struct agg_plan ap = { 0 };
+    FILE *explain = pc->explain, *below = NULL;
+    char *from_text = NULL, *pre_text = NULL, *agg_text = NULL, *in_name = NULL;
+    size_t from_len = 0, pre_len = 0, agg_len = 0;
+    bool seen_start = false, seen_end = false;
+    struct calc_request req = { 0 };
+    const spate_type *fields[TYPES_ROW_MAX_FIELDS];
+    struct spate_stream *node;
+    struct sql_column *out_cols;
+    int rc, nout, col;
+    size_t i;
+
+    /* The FROM, four levels below the last Calc. */
+    if (explain != NULL) {
+        below = open_memstream(&from_text, &from_len);
+        pc->explain = below;
+        pc->depth += 4;
+    }
+    rc = plan_from(pc, select, &in, &win);
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 4;
+    }
+    if (rc != 0)
+        goto out;
+    in_name = in.name ? xstrdup(in.name) : NULL;
+    ap.windowed = win.kind != SQL_WINDOW_NONE;
+    ap.groups = xcalloc(json_array_size(group) + 1, sizeof *ap.groups);
+    json_array_foreach(group, i, g)
+    {
+        const char *name = column_name(g);
+
+        if (ap.windowed && is_window_column(name)) {
+            seen_start |= !strcmp(name, "window_start");
+            seen_end |= !strcmp(name, "window_end");
+            continue;
+        }
+        if (json_object_get(g, "GroupingSet") != NULL) {
+            rc = plan_error(pc, g, SPATE_ENOTSUP, "not supported: GROUPING SETS, ROLLUP and CUBE");
+            goto out;
+        }
+        if (find_aggregate(g) != NULL) {
+            rc = plan_error(pc, g, SPATE_EINVAL, "an aggregate function in GROUP BY");
+            goto out;
+        }
+        ap.groups[ap.ngroup++] = g;
+    }
+    if (ap.windowed && !(seen_start && seen_end)) {
+        rc = plan_error(pc, win.node, SPATE_ENOTSUP,
+                        "not supported: a window table function whose rows are not grouped "
+                        "by their window (GROUP BY window_start, window_end, ...)");
+        goto out;
+    }
+    /* The SELECT list and HAVING over the aggregate's output. */
+    json_array_foreach(targets, i, g)
+    {
+        json_t *rt = json_object_get(g, "ResTarget"), *val = json_object_get(rt, "val");
+
+        if (column_name(val) == NULL && json_object_get(val, "ColumnRef") != NULL) {
+            rc = plan_error(pc, val, SPATE_ENOTSUP, "not supported: * with GROUP BY");
+            goto out;
+        }
+        if (json_object_get(rt, "name") == NULL)
+            json_object_set_new(rt, "name", json_string_nocheck(output_name(rt, (int)i + 1)));
+        if ((rc = rewrite(pc, &ap, val)) != 0)
+            goto out;
+    }
+    if (having != NULL && (rc = rewrite(pc, &ap, having)) != 0)
+        goto out;
+    if ((where = json_object_get(select, "whereClause")) != NULL && find_aggregate(where)) {
+        rc = plan_error(pc, find_aggregate(where), SPATE_EINVAL,
+                        "aggregate functions are not allowed in WHERE (HAVING filters groups)");
+        goto out;
+    }
+    if (!ap.windowed && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE) {
+        json_t *at = ap.ngroup > 0 ? ap.groups[0] : ap.ncalls > 0 ? ap.calls[0].node : select;
+
+        rc = output == SQL_FORMAT_ROW
+                 ? plan_error(pc, at, SPATE_ENOTSUP,
+                              "not supported: a query over an updating query (GROUP BY without "
+                              "a window, in a subquery or view)")
+                 : plan_error(pc, at, SPATE_ENOTSUP,
+                              "not supported: table '%s' (connector '%s') takes insertions "
+                              "only, and this query updates its rows (GROUP BY without a "
+                              "window); the print connector shows the updates, a window "
+                              "(TUMBLE, HOP, SESSION) makes each row final",
+                              sink ? sink->name : "?",
+                              sink ? sql_table_option(sink, "connector") : "?");
+        goto out;
+    }
+    /* The first Calc: group columns, then arguments and filters. */
+    for (int k = 0; k < ap.ngroup; k++) {
+        char name[32];
+
+        snprintf(name, sizeof name, "$g%d", k);
+        add_target(pre, name, ap.groups[k]);
+    }
+    spec.calls = xcalloc((size_t)ap.ncalls + 1, sizeof *spec.calls);
+    spec.ncalls = ap.ncalls;
+    col = 1 + ap.ngroup;
+    for (int k = 0; k < ap.ncalls; k++) {
+        char name[32];
+
+        spec.calls[k].kind = ap.calls[k].kind;
+        spec.calls[k].arg = spec.calls[k].filter = -1;
+        if (ap.calls[k].arg != NULL) {
+            snprintf(name, sizeof name, "$a%d", k);
+            add_target(pre, name, ap.calls[k].arg);
+            spec.calls[k].arg = col++;
+        }
+        if (ap.calls[k].filter != NULL) {
+            snprintf(name, sizeof name, "$f%d", k);
+            add_target(pre, name, ap.calls[k].filter);
+            spec.calls[k].filter = col++;
+        }
+        if (ap.calls[k].kind == SQL_AGG_COUNT_DISTINCT && win.kind == SQL_WINDOW_SESSION) {
+            rc = plan_error(pc, ap.calls[k].node, SPATE_ENOTSUP,
+                            "not supported: COUNT(DISTINCT ...) in a SESSION window");
+            goto out;
+        }
+    }
+    req = (struct calc_request){ pre, where, SQL_FORMAT_ROW, NULL, true, ap.ngroup, -1, "WHERE" };
+    if (explain != NULL) {
+        below = open_memstream(&pre_text, &pre_len);
+        pc->explain = below;
+        pc->depth += 3;
+    }
+    rc = plan_calc(pc, &in, &req, from_text, &mid);
+    from_text = NULL;
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 3;
+    }
+    if (rc != 0)
+        goto out;
+    if (mid.ncols != col) {
+        rc = plan_error(pc, select, SPATE_EINVAL, "the aggregate's input has %d columns, not %d",
+                        mid.ncols, col);
+        goto out;
+    }
+    /* The aggregate. */
+    spec.input = mid.cols;
+    spec.ninput = mid.ncols;
+    spec.ngroup = ap.ngroup;
+    spec.window = win.kind;
+    spec.size_ms = win.size_ms;
+    spec.slide_ms = win.slide_ms;
+    spec.gap_ms = win.gap_ms;
+    for (int k = 0; k < spec.ncalls; k++) {
+        struct sql_agg_call *c = &spec.calls[k];
+        char b[32];
+
+        if (sql_agg_result_type(c->kind, c->arg > 0 ? &mid.cols[c->arg].type : NULL,
+                                &c->result.type) != 0) {
+            rc = plan_error(pc, ap.calls[k].node, SPATE_ENOTSUP, "not supported: %s of %s",
+                            agg_names[c->kind], sql_type_name(&mid.cols[c->arg].type, b));
+            goto out;
+        }
+        if (c->filter > 0 && mid.cols[c->filter].type.id != SQL_BOOLEAN) {
+            rc = plan_error(pc, ap.calls[k].node, SPATE_EINVAL,
+                            "FILTER (WHERE ...) needs a BOOLEAN, not %s",
+                            sql_type_name(&mid.cols[c->filter].type, b));
+            goto out;
+        }
+        c->result.name = xasprintf("$agg%d", k);
+    }
+    out_cols = sql_agg_output(&spec, &nout);
+    if (nout > TYPES_ROW_MAX_FIELDS) {
+        rc = plan_error(pc, select, SPATE_ENOTSUP, "not supported: more than %d columns",
+                        TYPES_ROW_MAX_FIELDS);
+        for (int k = 0; k < nout; k++)
+            free(out_cols[k].name);
+        free(out_cols);
+        goto out;
+    }
+    for (int k = 0; k < nout; k++)
+        fields[k] = sql_type_spate(out_cols[k].type.id);
+    {
+        uint8_t *bytes;
+        size_t len;
+
+        sql_agg_spec_encode(&spec, &bytes, &len);
+        struct spate_stream *keyed = spate_key_by_field(mid.stream, 1);
+        enum ship_strategy part;
+
+        node = stream_node_new(pc->env, OP_SQL_AGG, keyed,
+                               env_own_type(pc->env, types_new_row(nout, fields)));
+        stream_graph_resolve(keyed, &part, &node->key);
+        node->opconf.sql.program = bytes;
+        node->opconf.sql.program_len = len;
+        spate_name(node, ap.windowed ? "WindowAggregate" : "GroupAggregate");
+    }
+    agg.stream = node;
+    agg.format = SQL_FORMAT_ROW;
+    agg.cols = out_cols;
+    agg.ncols = nout;
+    agg.name = in_name;
+    in_name = NULL;
+    agg.rowtime = -1;
+    if (explain != NULL) {
+        FILE *f = open_memstream(&agg_text, &agg_len);
+
+        fprintf(f, "%*s%s(", (pc->depth + 1) * 3, "",
+                ap.windowed ? "WindowAggregate" : "GroupAggregate");
+        if (win.kind == SQL_WINDOW_TUMBLE)
+            fprintf(f, "window=[TUMBLE(size=[%lld ms])], ", (long long)win.size_ms);
+        else if (win.kind == SQL_WINDOW_HOP)
+            fprintf(f, "window=[HOP(slide=[%lld ms], size=[%lld ms])], ", (long long)win.slide_ms,
+                    (long long)win.size_ms);
+        else if (win.kind == SQL_WINDOW_SESSION)
+            fprintf(f, "window=[SESSION(gap=[%lld ms])], ", (long long)win.gap_ms);
+        fprintf(f, "groupBy=[");
+        for (int k = 0; k < ap.ngroup; k++)
+            fprintf(f, "%s$g%d", k ? ", " : "", k);
+        fprintf(f, "], select=[");
+        for (int k = 0; k < spec.ncalls; k++)
+            fprintf(f, "%s%s%s", k ? ", " : "", agg_names[spec.calls[k].kind],
+                    spec.calls[k].filter > 0 ? " FILTER" : "");
+        fprintf(f, "])\n%*sExchange(distribution=[hash[$key]])\n%s", (pc->depth + 2) * 3, "",
+                pre_text ? pre_text : "");
+        fclose(f);
+    }
+    /* The last Calc: HAVING and the SELECT list, the row kinds through. */
+    req = (struct calc_request){ targets, having, output, sink, false, 0, 0, "HAVING" };
+    rc = plan_calc(pc, &agg, &req, agg_text, rel);
+    agg_text = NULL;
+    if (rc == 0)
+        rel->updating = !ap.windowed;
+out:
+    spec.input = NULL; /* mid's */
+    spec.ninput = 0;
+    for (int k = 0; k < spec.ncalls; k++)
+        free(spec.calls[k].result.name);
+    free(spec.calls);
+    sql_relation_release(&in);
+    sql_relation_release(&mid);
+    sql_relation_release(&agg);
+    agg_plan_release(&ap);
+    json_decref(targets);
+    json_decref(having);
+    json_decref(pre);
+    free(from_text);
+    free(pre_text);
+    free(agg_text);
+    free(in_name);
+    return rc;
+}
+
+int
+sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format output,
+                const struct sql_table *sink, struct sql_relation *rel)
+{
+    json_t *from = json_object_get(select, "fromClause");
+    struct sql_relation in = { 0 };
+    struct calc_request req;
+    FILE *explain = pc->explain, *below = NULL;
+    char *below_text = NULL;
+    size_t below_len = 0;
+    int rc;
+
+    if (select == NULL)
+        return spate_error_set(pc->err, SPATE_ENOTSUP, "not supported: a query that is no SELECT");
+    if ((rc = unsupported_clauses(pc, select)) != 0)
+        return rc;
+    if (json_array_size(json_object_get(select, "groupClause")) > 0 ||
+        json_object_get(select, "havingClause") != NULL ||
+        find_aggregate(json_object_get(select, "targetList")) != NULL ||
+        (json_array_size(from) == 1 && json_object_get(json_array_get(from, 0), "RangeFunction")))
+        return plan_aggregate(pc, select, output, sink, rel);
+    if (find_aggregate(json_object_get(select, "whereClause")) != NULL)
+        return plan_error(pc, find_aggregate(json_object_get(select, "whereClause")), SPATE_EINVAL,
+                          "aggregate functions are not allowed in WHERE (HAVING filters groups)");
+    /* What is below this Calc is explained below it: kept until the Calc
+     * line is out. */
+    if (explain != NULL) {
+        below = open_memstream(&below_text, &below_len);
+        pc->explain = below;
+        pc->depth++;
+    }
+    rc = plan_from(pc, select, &in, NULL);
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth--;
+    }
+    if (rc != 0) {
+        free(below_text);
+        sql_relation_release(&in);
+        return rc;
+    }
+    req = (struct calc_request){ json_object_get(select, "targetList"),
+                                 json_object_get(select, "whereClause"),
+                                 output,
+                                 sink,
+                                 false,
+                                 0,
+                                 -1,
+                                 "WHERE" };
+    return plan_calc(pc, &in, &req, below_text, rel);
 }
 
 int

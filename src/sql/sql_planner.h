@@ -6,6 +6,7 @@
 #ifndef SPATE_SQL_SQL_PLANNER_H
 #define SPATE_SQL_SQL_PLANNER_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -32,6 +33,9 @@ struct sql_relation {
     /* a source's event time: its rowtime column, -1: none */
     int rowtime;
     int64_t watermark_bound_ms;
+    /* Its rows are a changelog (GROUP BY without a window): updates, not
+     * only insertions. */
+    bool updating;
 };
 
 void sql_relation_release(struct sql_relation *r);

@@ -291,6 +291,20 @@ check_program(const struct sql_program *p, spate_error *err)
         if (p->outputs[i] < 0 || p->outputs[i] >= p->nregs ||
             p->regs[p->outputs[i]].id != p->output[i].type.id)
             return bad_program(err, "output column and its register disagree", -1);
+    if (p->nkey > TYPES_ROW_MAX ||
+        (p->key_reg != -1 && (p->key_reg < p->ninput || p->key_reg >= p->nregs ||
+                              p->regs[p->key_reg].id != SQL_VARCHAR)) ||
+        (p->key_reg == -1 && p->nkey != 0))
+        return bad_program(err, "group key register that is no VARCHAR temporary", -1);
+    for (int i = 0; i < p->nkey; i++)
+        if (p->key_regs[i] < 0 || p->key_regs[i] >= p->nregs)
+            return bad_program(err, "group key of a register out of range", -1);
+    for (int i = 0; p->key_reg >= 0 && i < p->ncode; i++)
+        if (signatures[p->code[i].op][0] != T_NONE && p->code[i].dst == p->key_reg)
+            return bad_program(err, "instruction writes the group key", i);
+    if (p->kind_reg != -1 &&
+        (p->kind_reg < 0 || p->kind_reg >= p->ninput || p->regs[p->kind_reg].id != SQL_INT))
+        return bad_program(err, "row kind that is no INT input column", -1);
     return 0;
 }
 
@@ -409,10 +423,60 @@ none:
         out->literal_len = 0;
 }
 
+const char *
+sql_row_kind_string(int64_t kind)
+{
+    static const char *const kinds[] = { "+I", "-U", "+U", "-D" };
+
+    return kind >= 0 && kind < 4 ? kinds[kind] : "+I";
+}
+
+size_t
+sql_key_size(const struct sql_type *types, const struct sql_value *v, const int *regs, int n)
+{
+    size_t len = 0;
+
+    for (int i = 0; i < n; i++) {
+        const struct sql_value *x = &v[regs[i]];
+
+        len += 1 + (x->null                                               ? 0
+                    : sql_type_phys(types[regs[i]].id) == SQL_PHYS_STRING ? 4 + x->s.len
+                                                                          : 8);
+    }
+    return len;
+}
+
+size_t
+sql_key_encode(const struct sql_type *types, const struct sql_value *v, const int *regs, int n,
+               char *out)
+{
+    size_t len = 0;
+
+    for (int i = 0; i < n; i++) {
+        const struct sql_value *x = &v[regs[i]];
+
+        out[len++] = x->null ? 0 : 1;
+        if (x->null)
+            continue;
+        if (sql_type_phys(types[regs[i]].id) == SQL_PHYS_STRING) {
+            uint32_t l = (uint32_t)x->s.len;
+
+            memcpy(out + len, &l, 4);
+            if (x->s.len)
+                memcpy(out + len + 4, x->s.p, x->s.len);
+            len += 4 + x->s.len;
+        } else {
+            memcpy(out + len, &x->i, 8); /* a double's bits alike */
+            len += 8;
+        }
+    }
+    return len;
+}
+
 /* ---- encoding ---- */
 
-static Sqlplan__Column *
-enc_column(const struct sql_column *c)
+Sqlplan__Column *
+sql_column_encode(const struct sql_column *c)
 {
     Sqlplan__Column *pc = xcalloc(1, sizeof *pc);
 
@@ -452,7 +516,7 @@ sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spat
     c.n_input = (size_t)p->ninput;
     c.input = xcalloc((size_t)p->ninput + 1, sizeof *c.input);
     for (int i = 0; i < p->ninput; i++)
-        c.input[i] = enc_column(&p->input[i]);
+        c.input[i] = sql_column_encode(&p->input[i]);
     if (p->datagen != NULL) {
         c.n_datagen = (size_t)p->ninput;
         c.datagen = xcalloc((size_t)p->ninput + 1, sizeof *c.datagen);
@@ -520,13 +584,17 @@ sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spat
     }
     c.filter = p->filter;
     c.rowtime = p->rowtime + 1; /* 0, proto's default, is none */
+    c.n_key_regs = (size_t)p->nkey;
+    c.key_regs = (int32_t *)p->key_regs;
+    c.key_reg = p->key_reg + 1;
+    c.kind_reg = p->kind_reg + 1;
     c.n_outputs = (size_t)p->noutput;
     c.outputs = xcalloc((size_t)p->noutput + 1, sizeof *c.outputs);
     c.n_output = (size_t)p->noutput;
     c.output = xcalloc((size_t)p->noutput + 1, sizeof *c.output);
     for (int i = 0; i < p->noutput; i++) {
         c.outputs[i] = p->outputs[i];
-        c.output[i] = enc_column(&p->output[i]);
+        c.output[i] = sql_column_encode(&p->output[i]);
     }
     *len = sqlplan__calc__get_packed_size(&c);
     *out = xmalloc(*len);
@@ -548,8 +616,8 @@ sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spat
     return 0;
 }
 
-static void
-dec_column(const Sqlplan__Column *pc, struct sql_column *c)
+void
+sql_column_decode(const Sqlplan__Column *pc, struct sql_column *c)
 {
     c->name = xstrdup(pc->name ? pc->name : "");
     c->type.id = (enum sql_type_id)pc->type;
@@ -580,7 +648,7 @@ sql_program_decode(const uint8_t *bytes, size_t len, struct sql_program **out, s
     p->ninput = (int)c->n_input;
     p->input = xcalloc(c->n_input + 1, sizeof *p->input);
     for (size_t i = 0; i < c->n_input; i++)
-        dec_column(c->input[i], &p->input[i]);
+        sql_column_decode(c->input[i], &p->input[i]);
     if (c->n_datagen) {
         p->datagen = xcalloc(c->n_datagen, sizeof *p->datagen);
         for (size_t i = 0; i < c->n_datagen; i++) {
@@ -648,12 +716,18 @@ sql_program_decode(const uint8_t *bytes, size_t len, struct sql_program **out, s
     }
     p->filter = c->filter;
     p->rowtime = c->rowtime - 1;
+    p->key_reg = c->key_reg - 1;
+    p->kind_reg = c->kind_reg - 1;
+    p->nkey = c->n_key_regs <= TYPES_ROW_MAX ? (int)c->n_key_regs : TYPES_ROW_MAX + 1;
+    p->key_regs = xcalloc(c->n_key_regs + 1, sizeof *p->key_regs);
+    for (size_t i = 0; i < c->n_key_regs && i <= TYPES_ROW_MAX; i++)
+        p->key_regs[i] = c->key_regs[i];
     p->noutput = (int)c->n_output;
     p->outputs = xcalloc(c->n_output + 1, sizeof *p->outputs);
     p->output = xcalloc(c->n_output + 1, sizeof *p->output);
     for (size_t i = 0; i < c->n_output; i++) {
         p->outputs[i] = c->outputs[i];
-        dec_column(c->output[i], &p->output[i]);
+        sql_column_decode(c->output[i], &p->output[i]);
     }
     sqlplan__calc__free_unpacked(c, NULL);
     if ((rc = check_program(p, err)) != 0) {
@@ -686,6 +760,7 @@ sql_program_free(struct sql_program *p)
     free(p->input);
     free(p->datagen);
     sql_nexmark_source_free(p->nexmark);
+    free(p->key_regs);
     free(p->regs);
     free(p->code);
     free(p->outputs);

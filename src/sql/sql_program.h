@@ -163,12 +163,29 @@ struct sql_program {
     int ncode;
     int filter;  /* -1: none */
     int rowtime; /* the input column records are stamped with (event time), -1: none */
+    /* GROUP BY's key: after the program ran, key_reg (VARCHAR, -1: none)
+     * gets the bytes of key_regs (sql_key_encode), what the exchange keys
+     * by. */
+    int *key_regs;
+    int nkey;
+    int key_reg;
+    /* A changelog's row kind (enum sql_row_kind), the INT input register
+     * that holds it, -1: none (every row an insertion). */
+    int kind_reg;
     int *outputs;
     struct sql_column *output;
     int noutput;
 };
 
+/* Flink's RowKind, its numbers and its short strings (+I, -U, +U, -D). */
+enum sql_row_kind { SQL_INSERT, SQL_UPDATE_BEFORE, SQL_UPDATE_AFTER, SQL_DELETE };
+const char *sql_row_kind_string(int64_t kind);
+
 void sql_program_free(struct sql_program *p);
+/* A column as sql.proto's Column (its name borrowed; free the struct), and
+ * back (the name copied). */
+struct Sqlplan__Column *sql_column_encode(const struct sql_column *c);
+void sql_column_decode(const struct Sqlplan__Column *pc, struct sql_column *c);
 /* The program as bytes (sql.proto's Calc), malloc'd. */
 int sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spate_error *err);
 /* Decodes and checks a program: every register index in range, each
@@ -204,6 +221,14 @@ void sql_eval_begin(struct sql_eval *e);
 void sql_eval_run(struct sql_eval *e);
 /* Room for n bytes of a string made during this record. */
 char *sql_eval_alloc(struct sql_eval *e, size_t n);
+
+/* The bytes of a group key, the values v[regs[i]] of types[regs[i]], into
+ * out (sql_key_size of room): a NULL flag each, then the value (8 bytes, or
+ * a string's length and bytes). */
+size_t sql_key_size(const struct sql_type *types, const struct sql_value *v, const int *regs,
+                    int n);
+size_t sql_key_encode(const struct sql_type *types, const struct sql_value *v, const int *regs,
+                      int n, char *out);
 
 /* SQL LIKE with % and _ (and an escape character, or 0). */
 bool sql_like(const char *s, size_t slen, const char *pat, size_t plen, char escape);

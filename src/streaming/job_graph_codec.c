@@ -335,6 +335,7 @@ static kind_encoder *const kind_encoders[OP_KIND_COUNT] = {
     [OP_BROADCAST_PROCESS] = enc_two_input,
     [OP_WINDOW] = enc_window,
     [OP_SQL_CALC] = enc_sql,
+    [OP_SQL_AGG] = enc_sql,
 };
 
 static PbOp *
@@ -964,6 +965,7 @@ static kind_decoder *const kind_decoders[OP_KIND_COUNT] = {
     [OP_BROADCAST_PROCESS] = dec_two_input,
     [OP_WINDOW] = dec_window,
     [OP_SQL_CALC] = dec_sql,
+    [OP_SQL_AGG] = dec_sql,
 };
 
 static int

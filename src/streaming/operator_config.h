@@ -94,8 +94,9 @@ struct window_config {
     spate_process_window_fn process;
 };
 
-/* OP_SQL_CALC: SQL's compiled program (src/sql's sql.proto SqlCalc,
- * encoded), which only src/sql reads: streaming carries the bytes. */
+/* OP_SQL_CALC, OP_SQL_AGG: SQL's compiled program or aggregation (src/sql's
+ * sql.proto Calc, Aggregate; encoded), which only src/sql reads: streaming
+ * carries the bytes. */
 struct sql_config {
     uint8_t *program;
     size_t program_len;

@@ -50,7 +50,7 @@ stream_node_free_contents(struct spate_stream *n)
     free(n->tag);
     if (n->kind == OP_WINDOW)
         free(n->opconf.window.late_tag);
-    else if (n->kind == OP_SQL_CALC)
+    else if (n->kind == OP_SQL_CALC || n->kind == OP_SQL_AGG)
         free(n->opconf.sql.program);
     free(n->union_inputs);
     free(n->name);
@@ -308,6 +308,7 @@ static const char *const operator_names[] = {
     [OP_CO_PROCESS] = "Co-Process",
     [OP_BROADCAST_PROCESS] = "Broadcast Process",
     [OP_SQL_CALC] = "Calc",
+    [OP_SQL_AGG] = "GroupAggregate",
 };
 
 const char *
@@ -507,6 +508,7 @@ operator_kind_conf(enum operator_kind kind, const union connector_config *conn,
     case OP_WINDOW:
         return &opconf->window;
     case OP_SQL_CALC:
+    case OP_SQL_AGG:
         return &opconf->sql;
     default:
         return NULL;
@@ -536,7 +538,7 @@ operator_kind_runs(int kind)
 bool
 operator_kind_is_external(enum operator_kind kind)
 {
-    return operator_kind_is_connector(kind) || kind == OP_SQL_CALC;
+    return operator_kind_is_connector(kind) || kind == OP_SQL_CALC || kind == OP_SQL_AGG;
 }
 
 /* The key selector of a keyed input, or KEY_NONE. */

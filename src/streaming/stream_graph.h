@@ -65,6 +65,9 @@ enum operator_kind {
     /* SQL's fused projection and filter (src/sql/sql_calc.c), made from the
      * task's table as the connectors are. */
     OP_SQL_CALC,
+    /* SQL's GROUP BY aggregation, unwindowed or in windows
+     * (src/sql/sql_aggregate.c): keyed, its accumulators in keyed state. */
+    OP_SQL_AGG,
     OP_KIND_COUNT, /* not a kind: the number of kinds */
 };
 

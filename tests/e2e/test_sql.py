@@ -247,8 +247,15 @@ class SqlErrorTest(unittest.TestCase):
 
     def test_unsupported_constructs_say_not_supported(self):
         for q, what in [("SELECT id FROM orders ORDER BY id;", "not supported: ORDER BY"),
-                        ("SELECT count(*) FROM orders;", "not supported: aggregate function"),
-                        ("SELECT id FROM orders GROUP BY id;", "not supported: GROUP BY"),
+                        ("SELECT id, count(*) FROM orders GROUP BY ROLLUP(id);",
+                         "not supported: GROUPING SETS"),
+                        ("SELECT window_start, count(*) FROM TUMBLE(orders, id, INTERVAL '1' "
+                         "SECOND) GROUP BY window_start, window_end;",
+                         "not supported: a window over 'orders', which has no event time"),
+                        ("SELECT count(*) OVER () FROM orders;",
+                         "not supported: OVER windows"),
+                        ("SELECT sum(DISTINCT id) FROM orders;",
+                         "not supported: DISTINCT in an aggregate other than COUNT"),
                         ("SELECT o.id FROM orders o JOIN orders p ON o.id = p.id;",
                          "not supported: joins"),
                         ("SELECT id FROM orders WHERE id IN (SELECT id FROM orders);",

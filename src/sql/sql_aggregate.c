@@ -1,0 +1,954 @@
+/* OP_SQL_AGG (sql_aggregate.h): GROUP BY over rows keyed by their $key
+ * column. Each key's accumulators are one row in a ValueState, in the
+ * window's namespace when windowed; COUNT(DISTINCT x) keeps the values seen
+ * in a MapState beside it. Unwindowed, every row updates its group's
+ * result and emits the change (+I, or -U then +U when the result changed),
+ * as Flink's GroupAggregate does; in windows of event time (TUMBLE, HOP,
+ * SESSION: merged per key, Flink's MergingWindowSet) a window's result is
+ * emitted once, when the watermark passes its end, and a row whose window
+ * the watermark has passed is dropped, as Flink's WindowAggregate drops
+ * it. Task thread only. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/key_group.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "proto/sql.pb-c.h"
+#include "sql/sql_aggregate.h"
+#include "sql/sql_operators.h"
+#include "streaming/keys.h"
+#include "streaming/operator.h"
+#include "streaming/operator_config.h"
+#include "streaming/types.h"
+
+/* ---- the spec ---- */
+
+void
+sql_agg_spec_free(struct sql_agg_spec *s)
+{
+    if (s == NULL)
+        return;
+    for (int i = 0; i < s->ninput; i++)
+        free(s->input[i].name);
+    for (int i = 0; i < s->ncalls; i++)
+        free(s->calls[i].result.name);
+    free(s->input);
+    free(s->calls);
+    free(s);
+}
+
+void
+sql_agg_spec_encode(const struct sql_agg_spec *s, uint8_t **out, size_t *len)
+{
+    Sqlplan__Aggregate a = SQLPLAN__AGGREGATE__INIT;
+
+    a.n_input = (size_t)s->ninput;
+    a.input = xcalloc((size_t)s->ninput + 1, sizeof *a.input);
+    for (int i = 0; i < s->ninput; i++)
+        a.input[i] = sql_column_encode(&s->input[i]);
+    a.ngroup = s->ngroup;
+    a.n_calls = (size_t)s->ncalls;
+    a.calls = xcalloc((size_t)s->ncalls + 1, sizeof *a.calls);
+    for (int i = 0; i < s->ncalls; i++) {
+        Sqlplan__AggCall *c = xcalloc(1, sizeof *c);
+
+        sqlplan__agg_call__init(c);
+        c->kind = s->calls[i].kind;
+        c->arg = s->calls[i].arg + 1;
+        c->filter = s->calls[i].filter + 1;
+        c->result = sql_column_encode(&s->calls[i].result);
+        a.calls[i] = c;
+    }
+    a.window = s->window;
+    a.size_ms = s->size_ms;
+    a.slide_ms = s->slide_ms;
+    a.gap_ms = s->gap_ms;
+    *len = sqlplan__aggregate__get_packed_size(&a);
+    *out = xmalloc(*len + 1);
+    sqlplan__aggregate__pack(&a, *out);
+    for (int i = 0; i < s->ninput; i++)
+        free(a.input[i]);
+    for (int i = 0; i < s->ncalls; i++) {
+        free(a.calls[i]->result);
+        free(a.calls[i]);
+    }
+    free(a.input);
+    free(a.calls);
+}
+
+int
+sql_agg_result_type(enum sql_agg_kind kind, const struct sql_type *arg, struct sql_type *out)
+{
+    *out = (struct sql_type){ SQL_BIGINT, 0, 0, true };
+    switch (kind) {
+    case SQL_AGG_COUNT_STAR:
+    case SQL_AGG_COUNT:
+    case SQL_AGG_COUNT_DISTINCT:
+        out->nullable = false;
+        return 0;
+    case SQL_AGG_SUM:
+    case SQL_AGG_AVG:
+        if (arg == NULL || !sql_type_is_numeric(arg->id))
+            return SPATE_ENOTSUP;
+        *out = *arg;
+        if (kind == SQL_AGG_AVG && arg->id == SQL_DECIMAL)
+            *out = (struct sql_type){ SQL_DOUBLE, 0, 0, true };
+        out->nullable = true;
+        return 0;
+    case SQL_AGG_MIN:
+    case SQL_AGG_MAX:
+        if (arg == NULL || arg->id == SQL_NULL)
+            return SPATE_ENOTSUP;
+        *out = *arg;
+        out->nullable = true;
+        return 0;
+    default:
+        return SPATE_ENOTSUP;
+    }
+}
+
+static bool
+type_valid(const struct sql_type *t)
+{
+    return t->id > SQL_NULL && t->id < SQL_TYPE_COUNT;
+}
+
+static int
+check_spec(const struct sql_agg_spec *s, spate_error *err)
+{
+    if (s->ninput < 1 || s->ninput > TYPES_ROW_MAX_FIELDS || s->ngroup < 0 ||
+        s->ngroup >= s->ninput || s->ncalls > TYPES_ROW_MAX_FIELDS ||
+        s->input[0].type.id != SQL_VARCHAR)
+        return spate_error_set(err, SPATE_EINVAL, "malformed SQL aggregate: its columns");
+    for (int i = 0; i < s->ninput; i++)
+        if (!type_valid(&s->input[i].type))
+            return spate_error_set(err, SPATE_EINVAL, "malformed SQL aggregate: column %d", i);
+    for (int i = 0; i < s->ncalls; i++) {
+        const struct sql_agg_call *c = &s->calls[i];
+        struct sql_type want;
+
+        if (c->kind >= SQL_AGG_KIND_COUNT || c->arg < -1 || c->arg >= s->ninput || c->arg == 0 ||
+            (c->arg < 0) != (c->kind == SQL_AGG_COUNT_STAR) || c->filter < -1 || c->filter == 0 ||
+            c->filter >= s->ninput ||
+            (c->filter > 0 && s->input[c->filter].type.id != SQL_BOOLEAN) ||
+            sql_agg_result_type(c->kind, c->arg > 0 ? &s->input[c->arg].type : NULL, &want) != 0 ||
+            want.id != c->result.type.id || want.scale != c->result.type.scale)
+            return spate_error_set(err, SPATE_EINVAL, "malformed SQL aggregate: call %d", i);
+    }
+    if ((s->window == SQL_WINDOW_TUMBLE && s->size_ms <= 0) ||
+        (s->window == SQL_WINDOW_HOP && (s->size_ms <= 0 || s->slide_ms <= 0)) ||
+        (s->window == SQL_WINDOW_SESSION && s->gap_ms <= 0) || s->window > SQL_WINDOW_SESSION)
+        return spate_error_set(err, SPATE_EINVAL, "malformed SQL aggregate: its window");
+    return 0;
+}
+
+int
+sql_agg_spec_decode(const uint8_t *bytes, size_t len, struct sql_agg_spec **out, spate_error *err)
+{
+    Sqlplan__Aggregate *a = sqlplan__aggregate__unpack(NULL, len, bytes);
+    struct sql_agg_spec *s;
+    int rc;
+
+    *out = NULL;
+    if (a == NULL)
+        return spate_error_set(err, SPATE_EINVAL, "malformed SQL aggregate: no Aggregate message");
+    if (a->n_input > TYPES_ROW_MAX_FIELDS || a->n_calls > TYPES_ROW_MAX_FIELDS) {
+        sqlplan__aggregate__free_unpacked(a, NULL);
+        return spate_error_set(err, SPATE_EINVAL, "malformed SQL aggregate: too many columns");
+    }
+    s = xcalloc(1, sizeof *s);
+    s->ninput = (int)a->n_input;
+    s->input = xcalloc(a->n_input + 1, sizeof *s->input);
+    for (size_t i = 0; i < a->n_input; i++)
+        sql_column_decode(a->input[i], &s->input[i]);
+    s->ngroup = a->ngroup;
+    s->ncalls = (int)a->n_calls;
+    s->calls = xcalloc(a->n_calls + 1, sizeof *s->calls);
+    for (size_t i = 0; i < a->n_calls; i++) {
+        s->calls[i].kind =
+            a->calls[i]->kind >= 0 ? (enum sql_agg_kind)a->calls[i]->kind : SQL_AGG_KIND_COUNT;
+        s->calls[i].arg = a->calls[i]->arg - 1;
+        s->calls[i].filter = a->calls[i]->filter - 1;
+        if (a->calls[i]->result != NULL)
+            sql_column_decode(a->calls[i]->result, &s->calls[i].result);
+        else
+            s->calls[i].result.name = xstrdup("");
+    }
+    s->window = a->window >= 0 ? (enum sql_window_kind)a->window : SQL_WINDOW_SESSION + 1;
+    s->size_ms = a->size_ms;
+    s->slide_ms = a->slide_ms;
+    s->gap_ms = a->gap_ms;
+    sqlplan__aggregate__free_unpacked(a, NULL);
+    if ((rc = check_spec(s, err)) != 0) {
+        sql_agg_spec_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+struct sql_column *
+sql_agg_output(const struct sql_agg_spec *s, int *n)
+{
+    struct sql_column *out = xcalloc((size_t)s->ninput + (size_t)s->ncalls + 5, sizeof *out);
+    int k = 0;
+
+    out[k].name = xstrdup("$kind");
+    out[k++].type = (struct sql_type){ SQL_INT, 0, 0, false };
+    for (int i = 1; i <= s->ngroup; i++) {
+        out[k].name = xstrdup(s->input[i].name);
+        out[k++].type = s->input[i].type;
+    }
+    if (s->window != SQL_WINDOW_NONE) {
+        static const char *const names[] = { "window_start", "window_end", "window_time" };
+
+        for (int i = 0; i < 3; i++) {
+            out[k].name = xstrdup(names[i]);
+            out[k++].type = (struct sql_type){ SQL_TIMESTAMP, 3, 0, false };
+        }
+    }
+    for (int i = 0; i < s->ncalls; i++) {
+        out[k].name = xstrdup(s->calls[i].result.name);
+        out[k++].type = s->calls[i].result.type;
+    }
+    *n = k;
+    return out;
+}
+
+/* ---- the operator ---- */
+
+#define AGG_ACC_STATE      "sql-acc"
+#define AGG_DISTINCT_STATE "sql-distinct"
+#define AGG_SESSIONS_STATE "sql-sessions"
+
+struct agg_impl {
+    struct sql_agg_spec *s;
+    /* The accumulator row: the group columns, then each call's slots from
+     * slot[i] (COUNT: the count; SUM, MIN, MAX: the value, NULL for none;
+     * AVG: the sum, then the count). */
+    struct sql_type *acc_cols;
+    int nacc;
+    int *slot;
+    struct spate_type *acc_type;
+    void *acc_rec;
+    struct sql_value *acc, *acc2;    /* the accumulator being updated; one merged in */
+    struct spate_type *session_type; /* (start, end) */
+    const struct spate_type *out_type;
+    void *out_old, *out_new;
+    struct sql_value *res_old, *res_new;
+    struct sql_type *in_types, *out_types; /* the columns' types, in order */
+    int nout;
+    struct state_decl decls[3];
+    spate_state *acc_st, *distinct_st, *sessions_st;
+    uint8_t key_scratch[256];
+    char *buf; /* a distinct value's key, strings copied while sessions merge */
+    size_t buf_cap;
+    char **kept;
+    size_t nkept, kept_cap;
+    uint64_t late; /* rows dropped: their window was already complete */
+};
+
+static const struct spate_type *
+phys_type(const struct sql_type *t)
+{
+    return sql_type_spate(t->id);
+}
+
+static void
+free_impl(struct agg_impl *a)
+{
+    sql_agg_spec_free(a->s);
+    free(a->acc_cols);
+    free(a->slot);
+    types_free(a->acc_type);
+    types_free(a->session_type);
+    free(a->acc_rec);
+    free(a->acc);
+    free(a->acc2);
+    free(a->out_old);
+    free(a->out_new);
+    free(a->res_old);
+    free(a->res_new);
+    free(a->in_types);
+    free(a->out_types);
+    free(a->buf);
+    for (size_t i = 0; i < a->nkept; i++)
+        free(a->kept[i]);
+    free(a->kept);
+    free(a);
+}
+
+static int
+agg_open(struct stream_operator *op, spate_error *err)
+{
+    const struct sql_config *c = op->conf;
+    const struct operator_settings *set = op->config;
+    const char *name = set->name ? set->name : "GroupAggregate";
+    const struct spate_type *fields[TYPES_ROW_MAX_FIELDS];
+    struct agg_impl *a;
+    struct sql_column *out;
+    bool ok;
+    int rc, k = 0;
+
+    a = xcalloc(1, sizeof *a);
+    if ((rc = sql_agg_spec_decode(c->program, c->program_len, &a->s, err)) != 0) {
+        free_impl(a);
+        return spate_error_wrap(err, "operator '%s'", name);
+    }
+    out = sql_agg_output(a->s, &a->nout);
+    ok = set->in_type != NULL && set->in_type->nullable &&
+         set->in_type->nfields == a->s->ninput + 1 && set->out_type->nullable &&
+         set->out_type->nfields == a->nout + 1 && set->key.kind == KEY_FIELD && set->key.field == 1;
+    for (int i = 0; ok && i < a->s->ninput; i++)
+        ok = set->in_type->fields[i + 1] == phys_type(&a->s->input[i].type);
+    for (int i = 0; ok && i < a->nout; i++)
+        ok = set->out_type->fields[i + 1] == phys_type(&out[i].type);
+    a->in_types = xcalloc((size_t)a->s->ninput + 1, sizeof *a->in_types);
+    for (int i = 0; i < a->s->ninput; i++)
+        a->in_types[i] = a->s->input[i].type;
+    a->out_types = xcalloc((size_t)a->nout + 1, sizeof *a->out_types);
+    for (int i = 0; i < a->nout; i++) {
+        a->out_types[i] = out[i].type;
+        free(out[i].name);
+    }
+    free(out);
+    if (!ok) {
+        free_impl(a);
+        return spate_error_set(err, SPATE_EINVAL,
+                               "operator '%s': its record types or key do not match its "
+                               "aggregate",
+                               name);
+    }
+    /* The accumulator row. */
+    a->acc_cols = xcalloc((size_t)a->s->ngroup + 2 * (size_t)a->s->ncalls + 1, sizeof *a->acc_cols);
+    a->slot = xcalloc((size_t)a->s->ncalls + 1, sizeof *a->slot);
+    for (int i = 1; i <= a->s->ngroup; i++)
+        a->acc_cols[k++] = a->s->input[i].type;
+    for (int i = 0; i < a->s->ncalls; i++) {
+        const struct sql_agg_call *call = &a->s->calls[i];
+        struct sql_type count = { SQL_BIGINT, 0, 0, false };
+
+        a->slot[i] = k;
+        switch (call->kind) {
+        case SQL_AGG_SUM:
+        case SQL_AGG_MIN:
+        case SQL_AGG_MAX:
+            a->acc_cols[k++] = a->s->input[call->arg].type;
+            break;
+        case SQL_AGG_AVG:
+            a->acc_cols[k++] = a->s->input[call->arg].type;
+            a->acc_cols[k++] = count;
+            break;
+        default:
+            a->acc_cols[k++] = count;
+            break;
+        }
+    }
+    a->nacc = k;
+    if (k > TYPES_ROW_MAX_FIELDS) {
+        free_impl(a);
+        return spate_error_set(err, SPATE_ENOTSUP,
+                               "operator '%s': not supported: more than %d accumulator columns",
+                               name, TYPES_ROW_MAX_FIELDS);
+    }
+    for (int i = 0; i < k; i++)
+        fields[i] = phys_type(&a->acc_cols[i]);
+    a->acc_type = types_new_row(k, fields);
+    a->acc_rec = operator_out_storage(a->acc_type);
+    a->acc = xcalloc((size_t)k + 1, sizeof *a->acc);
+    a->acc2 = xcalloc((size_t)k + 1, sizeof *a->acc2);
+    a->out_type = set->out_type;
+    a->out_old = operator_out_storage(set->out_type);
+    a->out_new = operator_out_storage(set->out_type);
+    a->res_old = xcalloc((size_t)a->nout + 1, sizeof *a->res_old);
+    a->res_new = xcalloc((size_t)a->nout + 1, sizeof *a->res_new);
+    {
+        const spate_type *se[2] = { spate_type_int64(), spate_type_int64() };
+
+        a->session_type = types_new_tuple(2, se);
+    }
+    a->decls[0] = (struct state_decl){ AGG_ACC_STATE, STATE_VALUE, a->acc_type, NULL,       NULL,
+                                       { 0 },         0,           false,       SCOPE_KEYED };
+    a->decls[1] = (struct state_decl){ AGG_DISTINCT_STATE,
+                                       STATE_MAP,
+                                       spate_type_int64(),
+                                       spate_type_string(),
+                                       NULL,
+                                       { 0 },
+                                       0,
+                                       false,
+                                       SCOPE_KEYED };
+    a->decls[2] = (struct state_decl){
+        AGG_SESSIONS_STATE, STATE_LIST, a->session_type, NULL, NULL, { 0 }, 0, false, SCOPE_KEYED
+    };
+    op->impl = a;
+    if ((rc = operator_backend_init(op, a->decls, 3, err)) != 0)
+        return rc;
+    a->acc_st = op->backend->ops->state(op->backend, AGG_ACC_STATE);
+    a->distinct_st = op->backend->ops->state(op->backend, AGG_DISTINCT_STATE);
+    a->sessions_st = op->backend->ops->state(op->backend, AGG_SESSIONS_STATE);
+    return 0;
+}
+
+static void
+agg_close(struct stream_operator *op)
+{
+    struct agg_impl *a = op->impl;
+
+    if (a == NULL)
+        return;
+    if (a->late > 0)
+        SPATE_LOG_INFO("sql", "task=%s dropped %" PRIu64 " late rows", op->ctx.task_name, a->late);
+    operator_backend_free(op);
+    free_impl(a);
+    op->impl = NULL;
+}
+
+/* A row's fields as values (strings pointing into it). */
+static void
+row_read(const struct spate_type *t, const void *rec, const struct sql_type *types, int n,
+         struct sql_value *v)
+{
+    uint64_t nulls = *(const uint64_t *)rec;
+
+    for (int i = 0; i < n; i++) {
+        const uint8_t *at = (const uint8_t *)rec + t->offsets[i + 1];
+
+        v[i].null = (nulls >> i) & 1;
+        switch (sql_type_phys(types[i].id)) {
+        case SQL_PHYS_INT:
+            memcpy(&v[i].i, at, 8);
+            break;
+        case SQL_PHYS_DOUBLE:
+            memcpy(&v[i].f, at, 8);
+            break;
+        case SQL_PHYS_STRING:
+            v[i].s.p = ((const spate_str *)at)->data;
+            v[i].s.len = ((const spate_str *)at)->len;
+            break;
+        }
+    }
+}
+
+static void
+row_write(const struct spate_type *t, void *rec, const struct sql_type *types, int n,
+          const struct sql_value *v)
+{
+    uint64_t nulls = 0;
+
+    for (int i = 0; i < n; i++) {
+        uint8_t *at = (uint8_t *)rec + t->offsets[i + 1];
+
+        if (v[i].null) {
+            nulls |= 1ULL << i;
+            memset(at, 0, t->fields[i + 1]->size);
+            continue;
+        }
+        switch (sql_type_phys(types[i].id)) {
+        case SQL_PHYS_INT:
+            memcpy(at, &v[i].i, 8);
+            break;
+        case SQL_PHYS_DOUBLE:
+            memcpy(at, &v[i].f, 8);
+            break;
+        case SQL_PHYS_STRING:
+            ((spate_str *)at)->data = v[i].s.p;
+            ((spate_str *)at)->len = v[i].s.len;
+            break;
+        }
+    }
+    *(uint64_t *)rec = nulls;
+}
+
+/* Compares two non-NULL values of type t (strings byte by byte). */
+static int
+value_cmp(const struct sql_type *t, const struct sql_value *x, const struct sql_value *y)
+{
+    switch (sql_type_phys(t->id)) {
+    case SQL_PHYS_INT:
+        return (x->i > y->i) - (x->i < y->i);
+    case SQL_PHYS_DOUBLE:
+        return (x->f > y->f) - (x->f < y->f);
+    default: {
+        int c = memcmp(x->s.p, y->s.p, MIN(x->s.len, y->s.len));
+
+        return c ? c : (x->s.len > y->s.len) - (x->s.len < y->s.len);
+    }
+    }
+}
+
+static bool
+value_same(const struct sql_type *t, const struct sql_value *x, const struct sql_value *y)
+{
+    if (x->null || y->null)
+        return x->null == y->null;
+    if (sql_type_phys(t->id) == SQL_PHYS_DOUBLE)
+        return memcmp(&x->f, &y->f, 8) == 0;
+    return value_cmp(t, x, y) == 0;
+}
+
+/* A new group's accumulator: its group values from the record, counts 0,
+ * the rest NULL. */
+static void
+acc_init(struct agg_impl *a, const struct sql_value *in, struct sql_value *acc)
+{
+    const struct sql_agg_spec *s = a->s;
+
+    for (int i = 0; i < s->ngroup; i++)
+        acc[i] = in[i + 1];
+    for (int i = s->ngroup; i < a->nacc; i++)
+        acc[i] = (struct sql_value){
+            .i = 0, .null = a->acc_cols[i].id != SQL_BIGINT || a->acc_cols[i].nullable
+        };
+    for (int i = 0; i < s->ncalls; i++) {
+        enum sql_agg_kind k = s->calls[i].kind;
+
+        if (k == SQL_AGG_COUNT_STAR || k == SQL_AGG_COUNT || k == SQL_AGG_COUNT_DISTINCT)
+            acc[a->slot[i]] = (struct sql_value){ .i = 0, .null = false };
+        else if (k == SQL_AGG_AVG)
+            acc[a->slot[i] + 1] = (struct sql_value){ .i = 0, .null = false };
+    }
+}
+
+static void
+sum_into(const struct sql_type *t, struct sql_value *acc, const struct sql_value *v)
+{
+    if (acc->null) {
+        *acc = *v;
+        acc->null = false;
+    } else if (sql_type_phys(t->id) == SQL_PHYS_DOUBLE) {
+        acc->f += v->f;
+    } else {
+        acc->i = (int64_t)((uint64_t)acc->i + (uint64_t)v->i);
+    }
+}
+
+static void
+extreme_into(const struct sql_type *t, bool max, struct sql_value *acc, const struct sql_value *v)
+{
+    int c;
+
+    if (v->null)
+        return;
+    c = acc->null ? 1 : value_cmp(t, v, acc);
+    if (acc->null || (max ? c > 0 : c < 0))
+        *acc = *v;
+}
+
+/* Whether value v of call i is new among the group's (and window's) values,
+ * remembered now. */
+static bool
+distinct_add(struct agg_impl *a, int i, const struct sql_type *t, const struct sql_value *v)
+{
+    size_t n = 1 + (sql_type_phys(t->id) == SQL_PHYS_STRING ? v->s.len : 8);
+    spate_str key;
+    int64_t one = 1, seen;
+
+    if (n > a->buf_cap) {
+        a->buf_cap = n * 2;
+        a->buf = xrealloc(a->buf, a->buf_cap);
+    }
+    a->buf[0] = (char)i;
+    if (sql_type_phys(t->id) == SQL_PHYS_STRING) {
+        if (v->s.len)
+            memcpy(a->buf + 1, v->s.p, v->s.len);
+    } else {
+        memcpy(a->buf + 1, &v->i, 8);
+    }
+    key = (spate_str){ a->buf, n };
+    if (spate_map_get(a->distinct_st, &key, &seen))
+        return false;
+    spate_map_put(a->distinct_st, &key, &one);
+    return true;
+}
+
+/* Adds the input row in to the accumulator. */
+static void
+acc_add(struct agg_impl *a, const struct sql_value *in, struct sql_value *acc)
+{
+    const struct sql_agg_spec *s = a->s;
+
+    for (int i = 0; i < s->ncalls; i++) {
+        const struct sql_agg_call *c = &s->calls[i];
+        struct sql_value *slot = &acc[a->slot[i]];
+        const struct sql_value *v = c->arg > 0 ? &in[c->arg] : NULL;
+        const struct sql_type *t = c->arg > 0 ? &s->input[c->arg].type : NULL;
+
+        if (c->filter > 0 && (in[c->filter].null || !in[c->filter].i))
+            continue;
+        switch (c->kind) {
+        case SQL_AGG_COUNT_STAR:
+            slot->i++;
+            break;
+        case SQL_AGG_COUNT:
+            slot->i += !v->null;
+            break;
+        case SQL_AGG_COUNT_DISTINCT:
+            if (!v->null && distinct_add(a, i, t, v))
+                slot->i++;
+            break;
+        case SQL_AGG_SUM:
+            if (!v->null)
+                sum_into(t, slot, v);
+            break;
+        case SQL_AGG_AVG:
+            if (!v->null) {
+                sum_into(t, slot, v);
+                slot[1].i++;
+            }
+            break;
+        case SQL_AGG_MIN:
+        case SQL_AGG_MAX:
+            extreme_into(t, c->kind == SQL_AGG_MAX, slot, v);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* Merges accumulator m into acc (sessions that a row joined). */
+static void
+acc_merge(struct agg_impl *a, struct sql_value *acc, const struct sql_value *m)
+{
+    const struct sql_agg_spec *s = a->s;
+
+    for (int i = 0; i < s->ncalls; i++) {
+        const struct sql_agg_call *c = &s->calls[i];
+        struct sql_value *slot = &acc[a->slot[i]];
+        const struct sql_value *from = &m[a->slot[i]];
+        const struct sql_type *t = c->arg > 0 ? &s->input[c->arg].type : NULL;
+
+        switch (c->kind) {
+        case SQL_AGG_SUM:
+            if (!from->null)
+                sum_into(t, slot, from);
+            break;
+        case SQL_AGG_AVG:
+            if (!from->null)
+                sum_into(t, slot, from);
+            slot[1].i += from[1].i;
+            break;
+        case SQL_AGG_MIN:
+        case SQL_AGG_MAX:
+            extreme_into(t, c->kind == SQL_AGG_MAX, slot, from);
+            break;
+        default: /* counts (COUNT DISTINCT is refused in sessions) */
+            slot->i += from->i;
+            break;
+        }
+    }
+}
+
+/* The output row of an accumulator: kind, groups, the window's columns
+ * (win NULL: none), the results. */
+static void
+result_row(struct agg_impl *a, const struct sql_value *acc, enum sql_row_kind kind,
+           const int64_t *win, struct sql_value *res)
+{
+    const struct sql_agg_spec *s = a->s;
+    int k = 0;
+
+    res[k++] = (struct sql_value){ .i = kind, .null = false };
+    for (int i = 0; i < s->ngroup; i++)
+        res[k++] = acc[i];
+    if (s->window != SQL_WINDOW_NONE) {
+        res[k++] = (struct sql_value){ .i = win[0], .null = false };
+        res[k++] = (struct sql_value){ .i = win[1], .null = false };
+        res[k++] = (struct sql_value){ .i = win[1] - 1, .null = false };
+    }
+    for (int i = 0; i < s->ncalls; i++) {
+        const struct sql_agg_call *c = &s->calls[i];
+        const struct sql_value *slot = &acc[a->slot[i]];
+        struct sql_value *r = &res[k++];
+
+        *r = *slot;
+        if (c->kind == SQL_AGG_AVG) {
+            const struct sql_type *t = &s->input[c->arg].type;
+
+            if (slot[1].i == 0 || slot->null) {
+                r->null = true;
+            } else if (t->id == SQL_DOUBLE) {
+                r->f = slot->f / (double)slot[1].i;
+            } else if (t->id == SQL_DECIMAL) {
+                r->f = (double)slot->i / (double)sql_pow10(t->scale) / (double)slot[1].i;
+            } else {
+                r->i = slot->i / slot[1].i; /* Flink's AVG of integers is an integer */
+            }
+        }
+        if (!r->null && c->result.type.id == SQL_INT)
+            r->i = (int32_t)(uint32_t)(uint64_t)r->i; /* INT wraps as Java's int */
+    }
+}
+
+static void
+emit_row(struct stream_operator *op, void *rec, const struct sql_value *res, int64_t timestamp)
+{
+    struct agg_impl *a = op->impl;
+    struct record_meta m = { timestamp, 0, false };
+
+    row_write(a->out_type, rec, a->out_types, a->nout, res);
+    operator_emit(op, rec, &m);
+}
+
+/* The record's key (its $key column) made current, with namespace ns. */
+static void
+set_key(struct stream_operator *op, struct agg_impl *a, const void *rec,
+        const struct record_meta *meta)
+{
+    spate_bytes key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec,
+                                   a->key_scratch, sizeof a->key_scratch);
+
+    keyed_set_key(&op->ctx.keyctx, key,
+                  meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
+}
+
+static void
+set_ns(struct stream_operator *op, const int64_t *win)
+{
+    op->ctx.keyctx.ns = win;
+    op->ctx.keyctx.ns_len = win ? 2 * sizeof(int64_t) : 0;
+}
+
+/* Unwindowed: the group's result changes with every row (Flink's
+ * GroupAggFunction): +I for a new group, else -U and +U when it changed. */
+static void
+group_process(struct stream_operator *op, struct agg_impl *a, const struct sql_value *in,
+              const struct record_meta *meta)
+{
+    bool existed = spate_value_get(a->acc_st, a->acc_rec);
+    bool same = existed;
+
+    if (existed) {
+        row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+        result_row(a, a->acc, SQL_UPDATE_BEFORE, NULL, a->res_old);
+    } else {
+        acc_init(a, in, a->acc);
+    }
+    acc_add(a, in, a->acc);
+    result_row(a, a->acc, existed ? SQL_UPDATE_AFTER : SQL_INSERT, NULL, a->res_new);
+    for (int i = 1; same && i < a->nout; i++)
+        same = value_same(&a->out_types[i], &a->res_old[i], &a->res_new[i]);
+    /* Emitted before the state is written: the old result's strings may
+     * point into the stored value. */
+    if (!same) {
+        if (existed)
+            emit_row(op, a->out_old, a->res_old, meta->timestamp);
+        emit_row(op, a->out_new, a->res_new, meta->timestamp);
+    }
+    row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+    spate_value_update(a->acc_st, a->acc_rec);
+}
+
+/* Adds the row to window win of the current key; its timer at the end. */
+static void
+window_add(struct stream_operator *op, struct agg_impl *a, const struct sql_value *in,
+           const int64_t *win)
+{
+    set_ns(op, win);
+    if (spate_value_get(a->acc_st, a->acc_rec)) {
+        row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+    } else {
+        acc_init(a, in, a->acc);
+        op->backend->ops->register_timer(op->backend, true, win[1] - 1);
+    }
+    acc_add(a, in, a->acc);
+    row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+    spate_value_update(a->acc_st, a->acc_rec);
+}
+
+/* A string of an accumulator copied out of the state it points into,
+ * which merging clears; freed after the row. */
+static void
+keep_strings(struct agg_impl *a, struct sql_value *acc)
+{
+    for (int i = 0; i < a->nacc; i++) {
+        char *copy;
+
+        if (acc[i].null || sql_type_phys(a->acc_cols[i].id) != SQL_PHYS_STRING)
+            continue;
+        copy = xmalloc(acc[i].s.len + 1);
+        if (acc[i].s.len)
+            memcpy(copy, acc[i].s.p, acc[i].s.len);
+        acc[i].s.p = copy;
+        if (a->nkept == a->kept_cap) {
+            a->kept_cap = a->kept_cap ? a->kept_cap * 2 : 16;
+            a->kept = xrealloc(a->kept, a->kept_cap * sizeof *a->kept);
+        }
+        a->kept[a->nkept++] = copy;
+    }
+}
+
+#define AGG_MAX_SESSIONS 4096
+
+/* SESSION: the row's window [ts, ts + gap) merged with the key's sessions
+ * it overlaps, their accumulators merged into the new one's. */
+static void
+session_process(struct stream_operator *op, struct agg_impl *a, const struct sql_value *in,
+                int64_t ts)
+{
+    int64_t win[2] = { ts, ts + a->s->gap_ms }, (*all)[2];
+    size_t n = 0, cap = 16;
+    spate_iter it;
+    int64_t se[2];
+    bool any = false;
+
+    all = xmalloc(cap * sizeof *all);
+    set_ns(op, NULL);
+    spate_list_iter(a->sessions_st, &it);
+    while (spate_list_next(&it, se)) {
+        if (n == cap) {
+            cap *= 2;
+            all = xrealloc(all, cap * sizeof *all);
+        }
+        memcpy(all[n++], se, sizeof se);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (all[i][0] < win[1] && win[0] < all[i][1]) {
+            win[0] = MIN(win[0], all[i][0]);
+            win[1] = MAX(win[1], all[i][1]);
+            any = true;
+        }
+    /* Only a row that joins no session can make a late one. */
+    if (!any && win[1] - 1 <= op->current_watermark) {
+        a->late++;
+        free(all);
+        return;
+    }
+    acc_init(a, in, a->acc);
+    for (size_t i = 0; i < n; i++) {
+        if (!(all[i][0] < win[1] && win[0] < all[i][1]))
+            continue;
+        set_ns(op, all[i]);
+        if (spate_value_get(a->acc_st, a->acc_rec)) {
+            row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc2);
+            keep_strings(a, a->acc2);
+            acc_merge(a, a->acc, a->acc2);
+        }
+        spate_state_clear(a->acc_st);
+        op->backend->ops->delete_timer(op->backend, true, all[i][1] - 1);
+        all[i][0] = all[i][1] = INT64_MIN; /* merged away */
+    }
+    set_ns(op, win);
+    acc_add(a, in, a->acc);
+    row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+    spate_value_update(a->acc_st, a->acc_rec);
+    op->backend->ops->register_timer(op->backend, true, win[1] - 1);
+    set_ns(op, NULL);
+    spate_state_clear(a->sessions_st);
+    for (size_t i = 0; i < n; i++)
+        if (all[i][1] != INT64_MIN)
+            spate_list_add(a->sessions_st, all[i]);
+    spate_list_add(a->sessions_st, win);
+    free(all);
+    for (size_t i = 0; i < a->nkept; i++)
+        free(a->kept[i]);
+    a->nkept = 0;
+}
+
+static void
+agg_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    struct agg_impl *a = op->impl;
+    const struct sql_agg_spec *s = a->s;
+    struct sql_value in[TYPES_ROW_MAX_FIELDS];
+    int64_t ts = meta->timestamp, win[2];
+
+    row_read(op->config->in_type, rec, a->in_types, s->ninput, in);
+    set_key(op, a, rec, meta);
+    if (s->window == SQL_WINDOW_NONE) {
+        group_process(op, a, in, meta);
+        return;
+    }
+    if (ts == RECORD_NO_TIMESTAMP) {
+        a->late++; /* a NULL rowtime belongs to no window */
+        return;
+    }
+    if (s->window == SQL_WINDOW_SESSION) {
+        session_process(op, a, in, ts);
+        return;
+    }
+    if (s->window == SQL_WINDOW_TUMBLE) {
+        win[0] = ts - (ts - sql_floor_div(ts, s->size_ms) * s->size_ms);
+        win[1] = win[0] + s->size_ms;
+        if (win[1] - 1 <= op->current_watermark)
+            a->late++;
+        else
+            window_add(op, a, in, win);
+        return;
+    }
+    /* HOP: every window of size that slides by slide and holds ts, from the
+     * last that starts (Flink's SlidingEventTimeWindows). */
+    for (int64_t start = sql_floor_div(ts, s->slide_ms) * s->slide_ms; start > ts - s->size_ms;
+         start -= s->slide_ms) {
+        win[0] = start;
+        win[1] = start + s->size_ms;
+        if (win[1] - 1 <= op->current_watermark)
+            a->late++;
+        else
+            window_add(op, a, in, win);
+    }
+}
+
+/* A window's end passed: its result, then its state goes. */
+static void
+agg_fire(void *owner, const struct timer *t)
+{
+    struct stream_operator *op = owner;
+    struct agg_impl *a = op->impl;
+    int64_t win[2];
+
+    if (t->ns_len != sizeof win || !t->event_time)
+        return;
+    memcpy(win, t->data + t->key_len, sizeof win);
+    set_ns(op, win);
+    if (spate_value_get(a->acc_st, a->acc_rec)) {
+        row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+        result_row(a, a->acc, SQL_INSERT, win, a->res_new);
+        emit_row(op, a->out_new, a->res_new, win[1] - 1);
+    }
+    spate_state_clear(a->acc_st);
+    spate_state_clear(a->distinct_st);
+    if (a->s->window == SQL_WINDOW_SESSION) {
+        spate_iter it;
+        int64_t se[2], (*keep)[2] = NULL;
+        size_t n = 0, cap = 0;
+
+        set_ns(op, NULL);
+        spate_list_iter(a->sessions_st, &it);
+        while (spate_list_next(&it, se)) {
+            if (se[0] == win[0] && se[1] == win[1])
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 8;
+                keep = xrealloc(keep, cap * sizeof *keep);
+            }
+            memcpy(keep[n++], se, sizeof se);
+        }
+        spate_state_clear(a->sessions_st);
+        for (size_t i = 0; i < n; i++)
+            spate_list_add(a->sessions_st, keep[i]);
+        free(keep);
+    }
+}
+
+static void
+agg_watermark(struct stream_operator *op, int64_t watermark)
+{
+    /* Fire first, then let event time move on: Flink's order. */
+    op->current_watermark = watermark;
+    if (((struct agg_impl *)op->impl)->s->window != SQL_WINDOW_NONE)
+        op->backend->ops->advance(op->backend, true, watermark, agg_fire);
+    op->out->emit_watermark(op->out, watermark);
+}
+
+const struct operator_vtable sql_agg_vtable = {
+    .state = OPERATOR_KEYED_STATE,
+    .open = agg_open,
+    .process = agg_process,
+    .close = agg_close,
+    .process_watermark = agg_watermark,
+};
