@@ -196,8 +196,9 @@ struct config_option {
       "parallelism of operators that do not set one")                                              \
     X(PIPELINE_MAX_PARALLELISM, "pipeline.max-parallelism", INT, "128", 1, 32768, NULL, NULL,      \
       "number of key groups")                                                                      \
-    X(PIPELINE_AUTO_WATERMARK_INTERVAL, "pipeline.auto-watermark-interval", DURATION, "200 ms", 1, \
-      CFG_NOLIMIT_HI, NULL, NULL, "how often periodic watermarks are emitted")                     \
+    X(PIPELINE_AUTO_WATERMARK_INTERVAL, "pipeline.auto-watermark-interval", DURATION, "200 ms", 0, \
+      CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
+      "how often periodic watermarks are emitted (0: after each record that advances it)")         \
     X(EXECUTION_TARGET, "execution.target", ENUM, NULL, 0, 0, "local|remote", NULL,                \
       "where spate run runs jobs (default: remote when rest.address or jobmanager.rpc.address "    \
       "is configured, else local)")                                                                \

@@ -544,8 +544,8 @@ dec_watermarks(struct dec *d, const PbWatermarks *w, struct operator_settings *n
     }
     if (n->kind != OP_ASSIGN_TIMESTAMPS && !operator_kind_is_source(n->kind))
         return bad(d, "a watermark strategy on an operator that is no source");
-    if (w->bound_ms < 0 || w->idleness_ms < 0 || w->interval_ms <= 0)
-        return bad(d, "negative event-time settings, or no watermark interval");
+    if (w->bound_ms < 0 || w->idleness_ms < 0 || w->interval_ms < 0)
+        return bad(d, "negative event-time settings");
     if ((rc = dec_fn(d, w->timestamp, (void **)&n->wm.timestamp)) != 0 ||
         (rc = dec_fn(d, w->watermark, (void **)&n->wm.watermark)) != 0)
         return rc;

@@ -559,6 +559,8 @@ assign_process(struct stream_operator *op, const void *rec, const struct record_
     operator_emit(op, rec, m);
     if (unlikely(g->watermark_fn != NULL))
         watermark_generator_punctuated(op, g, rec, m->timestamp);
+    else if (unlikely(g->interval_ns == 0))
+        watermark_generator_after_record(op, g);
 }
 
 static void

@@ -874,7 +874,7 @@ watermark_config_set(spate_stream *n, const spate_watermark_strategy *strategy)
     n->wm.watermark = strategy->watermark;
     n->wm.bound_ms = strategy->max_out_of_orderness_ms;
     n->wm.idleness_ms = strategy->idleness_ms;
-    n->wm.interval_ms = interval > 0 ? interval : 200;
+    n->wm.interval_ms = interval >= 0 ? interval : 200;
     return true;
 }
 

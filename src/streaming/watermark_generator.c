@@ -7,6 +7,16 @@
 #include "core/clock.h"
 #include "streaming/stream_graph.h"
 
+/* When the next tick is due: every interval, or with no interval (the
+ * watermark goes out after each record) only to see idleness. */
+static uint64_t
+next_tick(const struct watermark_generator *g, uint64_t now_ns)
+{
+    if (g->interval_ns != 0)
+        return now_ns + g->interval_ns;
+    return g->idleness_ns != 0 ? now_ns + g->idleness_ns : 0;
+}
+
 struct watermark_generator *
 watermark_generator_new(struct stream_operator *op, const struct watermark_config *config)
 {
@@ -22,7 +32,7 @@ watermark_generator_new(struct stream_operator *op, const struct watermark_confi
     g->idleness_ns = (uint64_t)config->idleness_ms * 1000000u;
     g->last_record_ns = now;
     g->records_at_tick = op->records_out;
-    op->next_processing_ns = now + g->interval_ns;
+    op->next_processing_ns = next_tick(g, now);
     return g;
 }
 
@@ -73,5 +83,12 @@ watermark_generator_on_periodic(struct stream_operator *op, struct watermark_gen
         g->idle = true;
         op->out->emit_idle(op->out, true);
     }
-    op->next_processing_ns = now_ns + g->interval_ns;
+    op->next_processing_ns = next_tick(g, now_ns);
+}
+
+void
+watermark_generator_after_record(struct stream_operator *op, struct watermark_generator *g)
+{
+    if (g->max_timestamp != INT64_MIN && g->max_timestamp - g->bound_ms - 1 > g->emitted)
+        emit(op, g, g->max_timestamp - g->bound_ms - 1);
 }

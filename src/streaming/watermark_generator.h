@@ -47,6 +47,9 @@ void watermark_generator_punctuated(struct stream_operator *op, struct watermark
  * no record came for idleness_ns; sets op->next_processing_ns. */
 void watermark_generator_on_periodic(struct stream_operator *op, struct watermark_generator *g,
                                      uint64_t now_ns);
+/* With no interval (pipeline.auto-watermark-interval 0, as Flink SQL's
+ * WatermarkAssigner): the watermark after a record, when it advanced. */
+void watermark_generator_after_record(struct stream_operator *op, struct watermark_generator *g);
 
 /* The timestamp of a record about to be emitted on op's output (ts: the
  * timestamp it came with). */
@@ -75,6 +78,8 @@ source_emit_stamped(struct stream_operator *op, struct watermark_generator *g, c
     operator_emit(op, rec, &m);
     if (unlikely(g->watermark_fn != NULL))
         watermark_generator_punctuated(op, g, rec, m.timestamp);
+    else if (unlikely(g->interval_ns == 0))
+        watermark_generator_after_record(op, g);
 }
 
 /* A run of records a source emits in one go (a loop of its poll): how
@@ -104,7 +109,7 @@ source_run_begin(struct source_run *r, struct stream_operator *op)
     r->timestamp_fn = g != NULL ? g->timestamp_fn : NULL;
     r->max_timestamp = g != NULL ? g->max_timestamp : INT64_MIN;
     r->n = 0;
-    r->per_record = g != NULL && (g->watermark_fn != NULL || g->idle);
+    r->per_record = g != NULL && (g->watermark_fn != NULL || g->idle || g->interval_ns == 0);
 }
 
 static inline void

@@ -6,6 +6,7 @@ event time) gives a Python function of the input rows instead."""
 
 import math
 import os
+import re
 import sqlite3
 import subprocess
 
@@ -84,8 +85,9 @@ def norm_rows(rows):
 class Table:
     """A table of the test: its columns (name, spate type, sqlite type) and rows."""
 
-    def __init__(self, name, columns, rows):
+    def __init__(self, name, columns, rows, watermark=None):
         self.name, self.columns, self.rows = name, columns, rows
+        self.watermark = watermark  # "WATERMARK FOR ts AS ..." or None
 
     def write_csv(self, path):
         with open(path, "w") as f:
@@ -94,6 +96,8 @@ class Table:
 
     def ddl(self, path):
         cols = ", ".join(f"{c} {t}" for c, t, _ in self.columns)
+        if self.watermark:
+            cols += ", " + self.watermark
         return (f"CREATE TABLE {self.name} ({cols}) WITH (connector = 'filesystem', "
                 f"path = '{path}', format = 'csv');")
 
@@ -141,6 +145,43 @@ class Oracle:
                 rows += [parse_csv_line(line[:-1] if line.endswith("\n") else line)
                          for line in f]
         return rows
+
+    CHANGE = re.compile(r"^(?:\d+> )?([+-][IUD])\[(.*)\]$")
+
+    def run_changelog(self, select, parallelism=2):
+        """Runs select in spate, its rows printed as a changelog (+I, -U, +U,
+        -D, Flink's print form), at the given parallelism; the kinds seen
+        and the rows that remain once every change is applied in order."""
+        script = "\n".join(self.ddl) + f"\n{select};\n"
+        p = subprocess.run([spatetest.SPATE, "sql", "--local", "-p", str(parallelism)],
+                           input=script, capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            raise AssertionError(f"spate failed on {select!r}:\n{p.stderr}\n{p.stdout}")
+        rows, kinds = [], set()
+        for line in p.stdout.splitlines():
+            m = self.CHANGE.match(line)
+            if not m:
+                continue
+            kind, body = m.groups()
+            kinds.add(kind)
+            row = tuple(None if v == "null" else v for v in body.split(", "))
+            if kind in ("+I", "+U"):
+                rows.append(row)
+            elif row in rows:
+                rows.remove(row)
+            else:
+                raise AssertionError(f"{kind} of a row that is not there: {line!r} ({select})")
+        return kinds, rows
+
+    def check_changelog(self, test, select, oracle=None):
+        """select's changelog in spate, applied, against oracle (sqlite SQL,
+        select itself when None, or a function of the tables)."""
+        got = norm_rows(self.run_changelog(select)[1])
+        if callable(oracle):
+            want = norm_rows(oracle(self.tables))
+        else:
+            want = norm_rows(self.sqlite(oracle or select))
+        test.assertEqual(got, want, f"query: {select}")
 
     def check(self, test, select, oracle=None):
         """select in spate against oracle: sqlite SQL (select itself when
