@@ -1,8 +1,9 @@
 """SQL jobs on a cluster: `spate sql -m` submits INSERT jobs over REST with no
 library; a SQL job through kill -9 of a TaskManager with checkpoints writes
-every row exactly once into the filesystem sink; a savepoint of a SQL job
-resumed at another parallelism continues into the same folder, every row
-once."""
+every row exactly once into the filesystem sink, and so does a window
+aggregate (its accumulators and timers in keyed state); a savepoint of a
+SQL job resumed at another parallelism continues into the same folder,
+every row once."""
 
 import os
 import re
@@ -28,6 +29,39 @@ def ddl(out, rows, rate, parallelism, extra=""):
             f"CREATE TABLE out (n BIGINT, twice BIGINT, w VARCHAR) WITH (connector = "
             f"'filesystem', path = '{out}', format = 'csv');\n"
             "INSERT INTO out SELECT n, n * 2, upper(w) FROM src WHERE n % 3 <> 0;\n")
+
+
+T0 = 1704067200000  # 2024-01-01 00:00:00
+
+
+def window_ddl(out, rows, rate, parallelism):
+    """n from 1 to rows and its event time T0 + n - 1 ms (datagen's
+    sequences), in one-second windows per n % 4: count, sum, min, max."""
+    return (f"SET 'parallelism.default' = '{parallelism}';\n"
+            "SET 'execution.checkpointing.interval' = '200 ms';\n"
+            "CREATE TABLE src (n BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH "
+            f"(connector = 'datagen', \"rows-per-second\" = '{rate}', "
+            f"\"fields.n.kind\" = 'sequence', \"fields.n.start\" = '1', "
+            f"\"fields.n.end\" = '{rows}', \"fields.ts.kind\" = 'sequence', "
+            f"\"fields.ts.start\" = '{T0}', \"fields.ts.end\" = '{T0 + rows - 1}');\n"
+            "CREATE TABLE out (ws TIMESTAMP(3), k BIGINT, c BIGINT, total BIGINT, lo BIGINT, "
+            f"hi BIGINT) WITH (connector = 'filesystem', path = '{out}', format = 'csv');\n"
+            "INSERT INTO out SELECT window_start, n % 4, COUNT(*), SUM(n), MIN(n), MAX(n) "
+            "FROM TUMBLE(src, DESCRIPTOR(ts), INTERVAL '1' SECOND) "
+            "GROUP BY window_start, window_end, n % 4;\n")
+
+
+def window_rows(rows):
+    """What window_ddl's query gives, computed here."""
+    import datetime
+    out = {}
+    for n in range(1, rows + 1):
+        w = (n - 1) // 1000
+        c, t, lo, hi = out.get((w, n % 4), (0, 0, n, n))
+        out[(w, n % 4)] = (c + 1, t + n, min(lo, n), max(hi, n))
+    ws = lambda w: (datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=w)).strftime(
+        "%Y-%m-%d %H:%M:%S.000")
+    return sorted([ws(w), str(k)] + [str(v) for v in vals] for (w, k), vals in out.items())
 
 
 class SqlClusterTest(ClusterTestCase):
@@ -75,10 +109,10 @@ class SqlClusterTest(ClusterTestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("not supported: a SELECT's rows from a cluster (-m)", r.stderr)
 
-    def test_kill9_of_a_taskmanager_every_row_exactly_once(self):
-        out = os.path.join(self.tmp, "out")
-        rows = 60000
-        text = self.sql(ddl(out, rows, 10000, 2))
+    def kill9_while_running(self, script):
+        """Submits script, kills -9 a TaskManager that runs its job once a
+        checkpoint completed; the job must finish after a restore."""
+        text = self.sql(script)
         jid = re.search(r"JobID ([0-9a-f]{32})", text).group(1)
         self.wait_checkpoint_while_running(jid)
         victim = self.tms.pop(0)
@@ -97,7 +131,22 @@ class SqlClusterTest(ClusterTestCase):
         self.assertEqual(job["state"], "FINISHED", job.get("failure"))
         status, s = self.rest(f"/jobs/{jid}/checkpoints")
         self.assertGreaterEqual(s["counts"]["restored"], 1, "no restore after the kill")
+
+    def test_kill9_of_a_taskmanager_every_row_exactly_once(self):
+        out = os.path.join(self.tmp, "out")
+        rows = 60000
+        self.kill9_while_running(ddl(out, rows, 10000, 2))
         self.check_exactly_once(out, rows)
+
+    def test_kill9_of_a_taskmanager_every_window_exactly_once(self):
+        out = os.path.join(self.tmp, "out")
+        rows = 40000
+        self.kill9_while_running(window_ddl(out, rows, 8000, 2))
+        got = sorted(self.committed_rows(out))
+        want = window_rows(rows)
+        sys.stderr.write(f"\n{self.id().split('.')[-1]}: {len(got)} window rows committed, "
+                         f"{len(want)} expected\n")
+        self.assertEqual(got, want)
 
     def test_a_savepoint_resumed_at_another_parallelism(self):
         out = os.path.join(self.tmp, "out")
