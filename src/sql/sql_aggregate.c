@@ -248,6 +248,8 @@ struct agg_impl {
     size_t buf_cap;
     char **kept;
     size_t nkept, kept_cap;
+    int64_t (*sessions)[2]; /* a key's sessions, read while a row merges them */
+    size_t sessions_cap;
     uint64_t late; /* rows dropped: their window was already complete */
 };
 
@@ -278,6 +280,7 @@ free_impl(struct agg_impl *a)
     for (size_t i = 0; i < a->nkept; i++)
         free(a->kept[i]);
     free(a->kept);
+    free(a->sessions);
     free(a);
 }
 
@@ -786,36 +789,64 @@ keep_strings(struct agg_impl *a, struct sql_value *acc)
 
 /* SESSION: the row's window [ts, ts + gap) merged with the key's sessions
  * it overlaps, their accumulators merged into the new one's. */
+/* The current key's sessions into a->sessions; their number. */
+static size_t
+sessions_read(struct stream_operator *op, struct agg_impl *a)
+{
+    spate_iter it;
+    int64_t se[2];
+    size_t n = 0;
+
+    set_ns(op, NULL);
+    spate_list_iter(a->sessions_st, &it);
+    while (spate_list_next(&it, se)) {
+        if (n == a->sessions_cap) {
+            a->sessions_cap = a->sessions_cap ? a->sessions_cap * 2 : 16;
+            a->sessions = xrealloc(a->sessions, a->sessions_cap * sizeof *a->sessions);
+        }
+        memcpy(a->sessions[n++], se, sizeof se);
+    }
+    return n;
+}
+
+/* The current key's sessions: those of a->sessions[0 .. n) not merged away
+ * (end INT64_MIN), and win (NULL: none). */
+static void
+sessions_write(struct stream_operator *op, struct agg_impl *a, size_t n, const int64_t *win)
+{
+    set_ns(op, NULL);
+    spate_state_clear(a->sessions_st);
+    for (size_t i = 0; i < n; i++)
+        if (a->sessions[i][1] != INT64_MIN)
+            spate_list_add(a->sessions_st, a->sessions[i]);
+    if (win != NULL)
+        spate_list_add(a->sessions_st, win);
+}
+
 static void
 session_process(struct stream_operator *op, struct agg_impl *a, const struct sql_value *in,
                 int64_t ts)
 {
     int64_t win[2] = { ts, ts + a->s->gap_ms }, (*all)[2];
-    size_t n = 0, cap = 16;
-    spate_iter it;
-    int64_t se[2];
+    size_t n = sessions_read(op, a);
     bool any = false;
 
-    all = xmalloc(cap * sizeof *all);
-    set_ns(op, NULL);
-    spate_list_iter(a->sessions_st, &it);
-    while (spate_list_next(&it, se)) {
-        if (n == cap) {
-            cap *= 2;
-            all = xrealloc(all, cap * sizeof *all);
-        }
-        memcpy(all[n++], se, sizeof se);
+    all = a->sessions;
+    /* Until nothing more overlaps: a session the grown window reaches may
+     * come before the one that grew it. */
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t i = 0; i < n; i++)
+            if (all[i][0] < win[1] && win[0] < all[i][1] &&
+                (all[i][0] < win[0] || all[i][1] > win[1] || !any)) {
+                win[0] = MIN(win[0], all[i][0]);
+                win[1] = MAX(win[1], all[i][1]);
+                any = grew = true;
+            }
     }
-    for (size_t i = 0; i < n; i++)
-        if (all[i][0] < win[1] && win[0] < all[i][1]) {
-            win[0] = MIN(win[0], all[i][0]);
-            win[1] = MAX(win[1], all[i][1]);
-            any = true;
-        }
     /* Only a row that joins no session can make a late one. */
     if (!any && win[1] - 1 <= op->current_watermark) {
         a->late++;
-        free(all);
         return;
     }
     acc_init(a, in, a->acc);
@@ -837,13 +868,7 @@ session_process(struct stream_operator *op, struct agg_impl *a, const struct sql
     row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
     spate_value_update(a->acc_st, a->acc_rec);
     op->backend->ops->register_timer(op->backend, true, win[1] - 1);
-    set_ns(op, NULL);
-    spate_state_clear(a->sessions_st);
-    for (size_t i = 0; i < n; i++)
-        if (all[i][1] != INT64_MIN)
-            spate_list_add(a->sessions_st, all[i]);
-    spate_list_add(a->sessions_st, win);
-    free(all);
+    sessions_write(op, a, n, win);
     for (size_t i = 0; i < a->nkept; i++)
         free(a->kept[i]);
     a->nkept = 0;
@@ -913,25 +938,12 @@ agg_fire(void *owner, const struct timer *t)
     spate_state_clear(a->acc_st);
     spate_state_clear(a->distinct_st);
     if (a->s->window == SQL_WINDOW_SESSION) {
-        spate_iter it;
-        int64_t se[2], (*keep)[2] = NULL;
-        size_t n = 0, cap = 0;
+        size_t n = sessions_read(op, a);
 
-        set_ns(op, NULL);
-        spate_list_iter(a->sessions_st, &it);
-        while (spate_list_next(&it, se)) {
-            if (se[0] == win[0] && se[1] == win[1])
-                continue;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 8;
-                keep = xrealloc(keep, cap * sizeof *keep);
-            }
-            memcpy(keep[n++], se, sizeof se);
-        }
-        spate_state_clear(a->sessions_st);
         for (size_t i = 0; i < n; i++)
-            spate_list_add(a->sessions_st, keep[i]);
-        free(keep);
+            if (a->sessions[i][0] == win[0] && a->sessions[i][1] == win[1])
+                a->sessions[i][1] = INT64_MIN; /* fired */
+        sessions_write(op, a, n, NULL);
     }
 }
 
