@@ -250,7 +250,8 @@ struct agg_impl {
     size_t nkept, kept_cap;
     int64_t (*sessions)[2]; /* a key's sessions, read while a row merges them */
     size_t sessions_cap;
-    uint64_t late; /* rows dropped: their window was already complete */
+    uint64_t late;     /* rows dropped: their window was already complete */
+    bool has_distinct; /* a COUNT(DISTINCT): its values in distinct_st */
 };
 
 static const struct spate_type *
@@ -347,6 +348,7 @@ agg_open(struct stream_operator *op, spate_error *err)
             break;
         default:
             a->acc_cols[k++] = count;
+            a->has_distinct |= call->kind == SQL_AGG_COUNT_DISTINCT;
             break;
         }
     }
@@ -936,7 +938,8 @@ agg_fire(void *owner, const struct timer *t)
         emit_row(op, a->out_new, a->res_new, win[1] - 1);
     }
     spate_state_clear(a->acc_st);
-    spate_state_clear(a->distinct_st);
+    if (a->has_distinct)
+        spate_state_clear(a->distinct_st);
     if (a->s->window == SQL_WINDOW_SESSION) {
         size_t n = sessions_read(op, a);
 

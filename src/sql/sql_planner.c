@@ -843,8 +843,12 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
             rc = plan_error(pc, val, SPATE_ENOTSUP, "not supported: * with GROUP BY");
             goto out;
         }
-        if (json_object_get(rt, "name") == NULL)
-            json_object_set_new(rt, "name", json_string_nocheck(output_name(rt, (int)i + 1)));
+        if (json_object_get(rt, "name") == NULL) {
+            char *name = output_name(rt, (int)i + 1);
+
+            json_object_set_new(rt, "name", json_string_nocheck(name));
+            free(name);
+        }
         if ((rc = rewrite(pc, &ap, val)) != 0)
             goto out;
     }
