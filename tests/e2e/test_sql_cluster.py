@@ -148,27 +148,46 @@ class SqlClusterTest(ClusterTestCase):
                          f"{len(want)} expected\n")
         self.assertEqual(got, want)
 
-    def test_a_savepoint_resumed_at_another_parallelism(self):
-        out = os.path.join(self.tmp, "out")
+    def stop_and_resume(self, out, script_at):
+        """Runs script_at(rate, parallelism, extra) at p2, stops it with a
+        savepoint once a checkpoint completed, resumes it at p3 from the
+        savepoint to its end; what was committed before the stop."""
         savepoints = os.path.join(self.tmp, "savepoints")
-        rows = 40000
-        text = self.sql(ddl(out, rows, 8000, 2))
+        text = self.sql(script_at(8000, 2, ""))
         jid = re.search(r"JobID ([0-9a-f]{32})", text).group(1)
         self.wait_checkpoint_while_running(jid)
         r = self.spate("stop", *self.target, "-p", savepoints, jid, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         sp = re.search(r"Savepoint completed\. Path: (\S+)", r.stdout).group(1)
         self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "FINISHED")
-        before = len(self.committed_rows(out))
-        self.assertGreater(before, 0, "nothing committed before the savepoint")
-        self.assertLess(before, rows * 2 // 3, "the job had ended before the savepoint")
-        text = self.sql(ddl(out, rows, 0, 3, f"SET 'execution.savepoint.path' = '{sp}';\n"
-                            "SET 'table.dml-sync' = 'true';\n"))
+        before = self.committed_rows(out)
+        text = self.sql(script_at(0, 3, f"SET 'execution.savepoint.path' = '{sp}';\n"
+                                  "SET 'table.dml-sync' = 'true';\n"))
         self.assertIn("has finished", text)
         jid2 = re.search(r"JobID ([0-9a-f]{32})", text).group(1)
         status, s = self.rest(f"/jobs/{jid2}/checkpoints")
         self.assertTrue(s["latest"]["restored"]["is_savepoint"], s)
+        return before
+
+    def test_a_savepoint_resumed_at_another_parallelism(self):
+        out = os.path.join(self.tmp, "out")
+        rows = 40000
+        before = self.stop_and_resume(out, lambda rate, p, extra: ddl(out, rows, rate, p, extra))
+        self.assertGreater(len(before), 0, "nothing committed before the savepoint")
+        self.assertLess(len(before), rows * 2 // 3, "the job had ended before the savepoint")
         self.check_exactly_once(out, rows)
+
+    def test_a_window_aggregate_resumed_at_another_parallelism(self):
+        """The windows open at the savepoint (accumulators, timers) go to
+        the key groups' new subtasks: every window once."""
+        out = os.path.join(self.tmp, "out")
+        rows = 40000
+        before = self.stop_and_resume(out,
+                                      lambda rate, p, extra: extra + window_ddl(out, rows, rate, p))
+        want = window_rows(rows)
+        self.assertGreater(len(before), 0, "no window committed before the savepoint")
+        self.assertLess(len(before), len(want), "the job had ended before the savepoint")
+        self.assertEqual(sorted(self.committed_rows(out)), want)
 
 
 if __name__ == "__main__":
