@@ -640,6 +640,27 @@ class SqlSessionTest(unittest.TestCase):
             self.assertIn('"parallelism": 2', out)
             self.assertTrue(out.rstrip().endswith("2 rows in set"), out)
 
+    def test_explain_of_an_aggregate(self):
+        """A grouped query: a Calc of the key and arguments, the exchange by
+        key, the aggregate, a Calc of HAVING and the SELECT list."""
+        script = ("CREATE TABLE src (k INT, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) "
+                  "WITH (connector = 'datagen', \"number-of-rows\" = '10');\n"
+                  "EXPLAIN SELECT k, COUNT(*) FROM src GROUP BY k HAVING SUM(v) > 3;\n"
+                  "EXPLAIN SELECT window_start, MAX(v) FILTER (WHERE k > 0) FROM "
+                  "HOP(src, ts, INTERVAL '1' SECOND, INTERVAL '2' SECOND) "
+                  "GROUP BY window_start, window_end;\n")
+        p = run_sql([], script)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        plan = [line.strip() for line in p.stdout.splitlines()]
+        i = plan.index("GroupAggregate(groupBy=[$g0], select=[COUNT(*), SUM])")
+        self.assertIn("Calc(select=[k, EXPR$2], where=[...])", plan[:i])
+        self.assertIn("Exchange(distribution=[hash[$key]])", plan[i + 1])
+        self.assertTrue(any(line.startswith("Calc(select=[$key, $g0, $a1]") for line in plan),
+                        p.stdout)
+        self.assertIn("WindowAggregate(window=[HOP(slide=[1000 ms], size=[2000 ms])], "
+                      "groupBy=[], select=[MAX FILTER])", plan)
+        self.assertIn('"operator": "GroupAggregate"', p.stdout)
+
     def test_event_time_declared_by_a_watermark(self):
         """WATERMARK FOR ts AS ts - INTERVAL ...: DESCRIBE shows it, the plan
         stamps records in the Calc and a WatermarkAssigner follows; bad
