@@ -14,6 +14,7 @@
 #include "connectors/connectors.h"
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/key_group.h"
 #include "state/heap_keyed_backend.h"
 #include "streaming/operator_chain.h"
@@ -133,12 +134,18 @@ evt_type(spate_env *env)
 /* Where the events get their timestamps and watermarks: an operator after
  * the source, or the source itself (spate_source_with_watermarks). */
 static bool watermarks_at_source;
+/* Bounded out-of-orderness with pipeline.auto-watermark-interval 0: the
+ * watermark after each record that advances it, the punctuated one's. */
+static struct config *every_record;
 
 static spate_stream *
 event_source(spate_env *env)
 {
     spate_watermark_strategy ws = { evt_ts, 0, evt_wm, 0 };
     spate_stream *s = spate_source_collection(env, evt_type(env), events, N);
+
+    if (every_record != NULL)
+        ws = spate_watermarks_bounded(evt_ts, BOUND);
 
     if (watermarks_at_source)
         return spate_key_by_field(spate_source_with_watermarks(s, &ws), 0);
@@ -326,7 +333,7 @@ tumbling_event_time_with_lateness_and_late_data(void)
     spate_stream *w;
 
     make_events();
-    env = env_new(NULL, NULL);
+    env = env_new(every_record, NULL);
     cst =
         spate_type_tuple(env, 2, (const spate_type *[]){ spate_type_int64(), spate_type_int64() });
     agg = (spate_aggregate){ cst, cst, cs_create, cs_add, cs_result, cs_merge };
@@ -382,6 +389,20 @@ Test(windows, tumbling_event_time_with_the_source_s_own_watermarks)
 {
     watermarks_at_source = true;
     tumbling_event_time_with_lateness_and_late_data();
+}
+
+/* Periodic watermarks with no interval (Flink SQL's per-record
+ * WatermarkAssigner) are the punctuated ones: the same late records, from
+ * an operator and from the source itself. */
+Test(windows, tumbling_event_time_with_a_watermark_after_every_record)
+{
+    every_record = config_new();
+    config_set(every_record, "pipeline.auto-watermark-interval", "0", "test");
+    tumbling_event_time_with_lateness_and_late_data();
+    watermarks_at_source = true;
+    tumbling_event_time_with_lateness_and_late_data();
+    config_free(every_record);
+    every_record = NULL;
 }
 
 /* ---- sliding: reduce + window function, lateness, late ones dropped ---- */
