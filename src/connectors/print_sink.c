@@ -53,10 +53,13 @@ print_process(struct stream_operator *op, const void *rec, const struct record_m
         p->line = xrealloc(p->line, p->cap);
         n = types_format(c->type, rec, p->line, p->cap);
     }
+    /* One line at a time: the subtasks of a job share the stream. */
+    flockfile(p->f);
     if (p->prefix[0])
-        fputs(p->prefix, p->f);
-    fwrite(p->line, 1, (size_t)n, p->f);
-    fputc('\n', p->f);
+        fputs_unlocked(p->prefix, p->f);
+    fwrite_unlocked(p->line, 1, (size_t)n, p->f);
+    fputc_unlocked('\n', p->f);
+    funlockfile(p->f);
 }
 
 static void
