@@ -246,8 +246,14 @@ struct agg_impl {
     uint8_t key_scratch[256];
     char *buf; /* a distinct value's key, strings copied while sessions merge */
     size_t buf_cap;
-    char **kept;
-    size_t nkept, kept_cap;
+    /* Strings of the accumulators, copied out of the state (whose next
+     * call may reuse the memory they were read into: RocksDB's) until the
+     * row is done: a chunk, and the chunks a row outgrew. */
+    char *strings;
+    size_t strings_used, strings_cap;
+    char **old;
+    size_t nold, old_cap;
+    bool acc_strings;       /* the accumulator has string columns */
     int64_t (*sessions)[2]; /* a key's sessions, read while a row merges them */
     size_t sessions_cap;
     uint64_t late;     /* rows dropped: their window was already complete */
@@ -278,9 +284,10 @@ free_impl(struct agg_impl *a)
     free(a->in_types);
     free(a->out_types);
     free(a->buf);
-    for (size_t i = 0; i < a->nkept; i++)
-        free(a->kept[i]);
-    free(a->kept);
+    for (size_t i = 0; i < a->nold; i++)
+        free(a->old[i]);
+    free(a->old);
+    free(a->strings);
     free(a->sessions);
     free(a);
 }
@@ -359,8 +366,10 @@ agg_open(struct stream_operator *op, spate_error *err)
                                "operator '%s': not supported: more than %d accumulator columns",
                                name, TYPES_ROW_MAX_FIELDS);
     }
-    for (int i = 0; i < k; i++)
+    for (int i = 0; i < k; i++) {
         fields[i] = phys_type(&a->acc_cols[i]);
+        a->acc_strings |= sql_type_phys(a->acc_cols[i].id) == SQL_PHYS_STRING;
+    }
     a->acc_type = types_new_row(k, fields);
     a->acc_rec = operator_out_storage(a->acc_type);
     a->acc = xcalloc((size_t)k + 1, sizeof *a->acc);
@@ -718,17 +727,67 @@ set_ns(struct stream_operator *op, const int64_t *win)
     op->ctx.keyctx.ns_len = win ? 2 * sizeof(int64_t) : 0;
 }
 
+/* Room for n bytes of a string kept until the row is done. */
+static char *
+strings_alloc(struct agg_impl *a, size_t n)
+{
+    if (a->strings_used + n > a->strings_cap) {
+        if (a->strings != NULL) {
+            if (a->nold == a->old_cap) {
+                a->old_cap = a->old_cap ? a->old_cap * 2 : 8;
+                a->old = xrealloc(a->old, a->old_cap * sizeof *a->old);
+            }
+            a->old[a->nold++] = a->strings;
+        }
+        a->strings_cap = MAX(a->strings_cap * 2, n + 256);
+        a->strings = xmalloc(a->strings_cap);
+        a->strings_used = 0;
+    }
+    a->strings_used += n;
+    return a->strings + a->strings_used - n;
+}
+
+/* A new row: the previous row's strings go. */
+static void
+strings_reset(struct agg_impl *a)
+{
+    for (size_t i = 0; i < a->nold; i++)
+        free(a->old[i]);
+    a->nold = 0;
+    a->strings_used = 0;
+}
+
+/* The current key's (and namespace's) accumulator into acc, its strings
+ * copied; false when it has none. */
+static bool
+acc_load(struct agg_impl *a, struct sql_value *acc)
+{
+    if (!spate_value_get(a->acc_st, a->acc_rec))
+        return false;
+    row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, acc);
+    for (int i = 0; a->acc_strings && i < a->nacc; i++) {
+        char *copy;
+
+        if (acc[i].null || sql_type_phys(a->acc_cols[i].id) != SQL_PHYS_STRING)
+            continue;
+        copy = strings_alloc(a, acc[i].s.len + 1);
+        if (acc[i].s.len)
+            memcpy(copy, acc[i].s.p, acc[i].s.len);
+        acc[i].s.p = copy;
+    }
+    return true;
+}
+
 /* Unwindowed: the group's result changes with every row (Flink's
  * GroupAggFunction): +I for a new group, else -U and +U when it changed. */
 static void
 group_process(struct stream_operator *op, struct agg_impl *a, const struct sql_value *in,
               const struct record_meta *meta)
 {
-    bool existed = spate_value_get(a->acc_st, a->acc_rec);
+    bool existed = acc_load(a, a->acc);
     bool same = existed;
 
     if (existed) {
-        row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
         result_row(a, a->acc, SQL_UPDATE_BEFORE, NULL, a->res_old);
     } else {
         acc_init(a, in, a->acc);
@@ -754,9 +813,7 @@ window_add(struct stream_operator *op, struct agg_impl *a, const struct sql_valu
            const int64_t *win)
 {
     set_ns(op, win);
-    if (spate_value_get(a->acc_st, a->acc_rec)) {
-        row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
-    } else {
+    if (!acc_load(a, a->acc)) {
         acc_init(a, in, a->acc);
         op->backend->ops->register_timer(op->backend, true, win[1] - 1);
     }
@@ -764,30 +821,6 @@ window_add(struct stream_operator *op, struct agg_impl *a, const struct sql_valu
     row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
     spate_value_update(a->acc_st, a->acc_rec);
 }
-
-/* A string of an accumulator copied out of the state it points into,
- * which merging clears; freed after the row. */
-static void
-keep_strings(struct agg_impl *a, struct sql_value *acc)
-{
-    for (int i = 0; i < a->nacc; i++) {
-        char *copy;
-
-        if (acc[i].null || sql_type_phys(a->acc_cols[i].id) != SQL_PHYS_STRING)
-            continue;
-        copy = xmalloc(acc[i].s.len + 1);
-        if (acc[i].s.len)
-            memcpy(copy, acc[i].s.p, acc[i].s.len);
-        acc[i].s.p = copy;
-        if (a->nkept == a->kept_cap) {
-            a->kept_cap = a->kept_cap ? a->kept_cap * 2 : 16;
-            a->kept = xrealloc(a->kept, a->kept_cap * sizeof *a->kept);
-        }
-        a->kept[a->nkept++] = copy;
-    }
-}
-
-#define AGG_MAX_SESSIONS 4096
 
 /* SESSION: the row's window [ts, ts + gap) merged with the key's sessions
  * it overlaps, their accumulators merged into the new one's. */
@@ -856,11 +889,8 @@ session_process(struct stream_operator *op, struct agg_impl *a, const struct sql
         if (!(all[i][0] < win[1] && win[0] < all[i][1]))
             continue;
         set_ns(op, all[i]);
-        if (spate_value_get(a->acc_st, a->acc_rec)) {
-            row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc2);
-            keep_strings(a, a->acc2);
+        if (acc_load(a, a->acc2))
             acc_merge(a, a->acc, a->acc2);
-        }
         spate_state_clear(a->acc_st);
         op->backend->ops->delete_timer(op->backend, true, all[i][1] - 1);
         all[i][0] = all[i][1] = INT64_MIN; /* merged away */
@@ -871,9 +901,6 @@ session_process(struct stream_operator *op, struct agg_impl *a, const struct sql
     spate_value_update(a->acc_st, a->acc_rec);
     op->backend->ops->register_timer(op->backend, true, win[1] - 1);
     sessions_write(op, a, n, win);
-    for (size_t i = 0; i < a->nkept; i++)
-        free(a->kept[i]);
-    a->nkept = 0;
 }
 
 static void
@@ -884,6 +911,7 @@ agg_process(struct stream_operator *op, const void *rec, const struct record_met
     struct sql_value in[TYPES_ROW_MAX_FIELDS];
     int64_t ts = meta->timestamp, win[2];
 
+    strings_reset(a);
     row_read(op->config->in_type, rec, a->in_types, s->ninput, in);
     set_key(op, a, rec, meta);
     if (s->window == SQL_WINDOW_NONE) {
@@ -931,9 +959,9 @@ agg_fire(void *owner, const struct timer *t)
     if (t->ns_len != sizeof win || !t->event_time)
         return;
     memcpy(win, t->data + t->key_len, sizeof win);
+    strings_reset(a);
     set_ns(op, win);
-    if (spate_value_get(a->acc_st, a->acc_rec)) {
-        row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+    if (acc_load(a, a->acc)) {
         result_row(a, a->acc, SQL_INSERT, win, a->res_new);
         emit_row(op, a->out_new, a->res_new, win[1] - 1);
     }

@@ -124,6 +124,7 @@ class Oracle:
             t.load_sqlite(self.db)
             self.ddl.append(t.ddl(path))
         self.count = 0
+        self.args = []  # more arguments of spate sql (-D key=value)
 
     def run_spate(self, select):
         """Runs CREATE TABLE out WITH (filesystem, csv) AS select in spate
@@ -153,8 +154,9 @@ class Oracle:
         -D, Flink's print form), at the given parallelism; the kinds seen
         and the rows that remain once every change is applied in order."""
         script = "\n".join(self.ddl) + f"\n{select};\n"
-        p = subprocess.run([spatetest.SPATE, "sql", "--local", "-p", str(parallelism)],
-                           input=script, capture_output=True, text=True, timeout=120)
+        p = subprocess.run([spatetest.SPATE, "sql", "--local", "-p", str(parallelism)] +
+                           self.args, input=script, capture_output=True, text=True,
+                           timeout=120)
         if p.returncode != 0:
             raise AssertionError(f"spate failed on {select!r}:\n{p.stderr}\n{p.stdout}")
         rows, kinds = [], set()

@@ -272,6 +272,20 @@ class SqlGroupByTest(unittest.TestCase):
             with self.subTest(query=q):
                 self.oracle.check_changelog(self, q, o)
 
+    def test_group_by_with_state_in_rocksdb(self):
+        """The accumulators in RocksDB (strings of MIN and MAX read back
+        from it, COUNT(DISTINCT)'s map state) give the same results."""
+        local = os.path.join(self.tmp, "rocksdb")
+        self.oracle.args = ["-D", "state.backend.type=rocksdb",
+                            "-D", f"state.backend.rocksdb.localdir={local}"]
+        try:
+            for q, o in [GROUP_QUERIES[k] for k in (2, 4, 7, 8, 10, 21)]:
+                with self.subTest(query=q):
+                    self.oracle.check_changelog(self, q, o)
+        finally:
+            self.oracle.args = []
+        self.assertTrue(os.path.isdir(local), "RocksDB was not used")
+
     def test_the_changelog_has_flinks_row_kinds(self):
         kinds, rows = self.oracle.run_changelog("SELECT s, COUNT(*) FROM t GROUP BY s")
         self.assertEqual(kinds, {"+I", "-U", "+U"})
