@@ -927,7 +927,7 @@ agg_process(struct stream_operator *op, const void *rec, const struct record_met
         return;
     }
     if (s->window == SQL_WINDOW_TUMBLE) {
-        win[0] = ts - (ts - sql_floor_div(ts, s->size_ms) * s->size_ms);
+        win[0] = sql_floor_div(ts, s->size_ms) * s->size_ms;
         win[1] = win[0] + s->size_ms;
         if (win[1] - 1 <= op->current_watermark)
             a->late++;
