@@ -228,7 +228,8 @@ struct agg_impl {
     struct sql_agg_spec *s;
     /* The accumulator row: the group columns, then each call's slots from
      * slot[i] (COUNT: the count; SUM, MIN, MAX: the value, NULL for none;
-     * AVG: the sum, then the count). */
+     * AVG: the sum, then the count), last the group's rows (a row has a
+     * column even with no group columns and no calls). */
     struct sql_type *acc_cols;
     int nacc;
     int *slot;
@@ -334,7 +335,7 @@ agg_open(struct stream_operator *op, spate_error *err)
                                name);
     }
     /* The accumulator row. */
-    a->acc_cols = xcalloc((size_t)a->s->ngroup + 2 * (size_t)a->s->ncalls + 1, sizeof *a->acc_cols);
+    a->acc_cols = xcalloc((size_t)a->s->ngroup + 2 * (size_t)a->s->ncalls + 2, sizeof *a->acc_cols);
     a->slot = xcalloc((size_t)a->s->ncalls + 1, sizeof *a->slot);
     for (int i = 1; i <= a->s->ngroup; i++)
         a->acc_cols[k++] = a->s->input[i].type;
@@ -359,6 +360,7 @@ agg_open(struct stream_operator *op, spate_error *err)
             break;
         }
     }
+    a->acc_cols[k++] = (struct sql_type){ SQL_BIGINT, 0, 0, false };
     a->nacc = k;
     if (k > TYPES_ROW_MAX_FIELDS) {
         free_impl(a);
@@ -513,10 +515,10 @@ acc_init(struct agg_impl *a, const struct sql_value *in, struct sql_value *acc)
 
     for (int i = 0; i < s->ngroup; i++)
         acc[i] = in[i + 1];
+    /* SUM, MIN, MAX: none yet, whether or not their argument can be NULL */
     for (int i = s->ngroup; i < a->nacc; i++)
-        acc[i] = (struct sql_value){
-            .i = 0, .null = a->acc_cols[i].id != SQL_BIGINT || a->acc_cols[i].nullable
-        };
+        acc[i] = (struct sql_value){ .i = 0, .null = true };
+    acc[a->nacc - 1].null = false;
     for (int i = 0; i < s->ncalls; i++) {
         enum sql_agg_kind k = s->calls[i].kind;
 
@@ -585,6 +587,7 @@ acc_add(struct agg_impl *a, const struct sql_value *in, struct sql_value *acc)
 {
     const struct sql_agg_spec *s = a->s;
 
+    acc[a->nacc - 1].i++;
     for (int i = 0; i < s->ncalls; i++) {
         const struct sql_agg_call *c = &s->calls[i];
         struct sql_value *slot = &acc[a->slot[i]];
@@ -630,6 +633,7 @@ acc_merge(struct agg_impl *a, struct sql_value *acc, const struct sql_value *m)
 {
     const struct sql_agg_spec *s = a->s;
 
+    acc[a->nacc - 1].i += m[a->nacc - 1].i;
     for (int i = 0; i < s->ncalls; i++) {
         const struct sql_agg_call *c = &s->calls[i];
         struct sql_value *slot = &acc[a->slot[i]];

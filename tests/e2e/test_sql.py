@@ -251,7 +251,17 @@ GROUP_QUERIES = [
     # A group that never gets a row emits nothing (Flink's streaming
     # aggregate), where sqlite gives one row of COUNT 0.
     ("SELECT COUNT(*), SUM(a) FROM t WHERE id < 0", lambda tables: []),
+    # NOT NULL arguments: no value is still NULL for SUM, MIN and MAX.
+    ("SELECT g, MIN(v), MAX(v), SUM(v) FILTER (WHERE v > 1000), COUNT(*) FROM n GROUP BY g",
+     None),
+    ("SELECT MIN(v), MAX(v) FILTER (WHERE v < 0) FROM n", None),
 ]
+
+COLUMNS_N = [("g", "INT NOT NULL", "INTEGER"), ("v", "BIGINT NOT NULL", "INTEGER")]
+
+
+def rows_n():
+    return [(i % 3, 50 + (i * 17) % 40) for i in range(20)]
 
 
 class SqlGroupByTest(unittest.TestCase):
@@ -261,7 +271,8 @@ class SqlGroupByTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="spate-sql-")
         cls.oracle = Oracle(cls.tmp, [Table("t", COLUMNS, rows_t()),
-                                      Table("e", COLUMNS_E, rows_e())])
+                                      Table("e", COLUMNS_E, rows_e()),
+                                      Table("n", COLUMNS_N, rows_n())])
 
     @classmethod
     def tearDownClass(cls):
@@ -409,6 +420,11 @@ WINDOW_QUERIES = [
      "GROUP BY window_start, window_end, v % 3",
      window_ref("tumble", 5000, key=lambda r: (None if r[V] is None else r[V] % 3,),
                 select=lambda s, e, k, rs: ws_we(s, e) + list(k) + [len(rs)])),
+    (f"SELECT window_start, window_end FROM {TUMBLE5} GROUP BY window_start, window_end",
+     window_ref("tumble", 5000, select=lambda s, e, k, rs: ws_we(s, e))),
+    (f"SELECT window_end, k FROM {SESSION} GROUP BY window_start, window_end, k",
+     window_ref("session", gap=3000, key=BY_K,
+                select=lambda s, e, k, rs: [W.text_of(e)] + list(k))),
     (f"SELECT window_start, window_end, COUNT(*) FROM "
      "TUMBLE(w, ts, INTERVAL '10' SECOND) WHERE k IS NULL GROUP BY window_start, window_end",
      window_ref("tumble", 10000, where=lambda r: r[K] is None,
