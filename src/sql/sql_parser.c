@@ -376,6 +376,85 @@ starts_with_create(const char *text, size_t len)
     return len - i >= 6 && strncasecmp(text + i, "CREATE", 6) == 0;
 }
 
+static bool
+word_at(const char *text, size_t len, size_t i, const char *word)
+{
+    size_t n = strlen(word);
+
+    return i + n <= len && strncasecmp(text + i, word, n) == 0 &&
+           (i == 0 || !(isalnum((unsigned char)text[i - 1]) || text[i - 1] == '_')) &&
+           (i + n == len || !(isalnum((unsigned char)text[i + n]) || text[i + n] == '_'));
+}
+
+/* Where the parenthesis opened at text[open] closes (len: nowhere). */
+static size_t
+closing(const char *text, size_t len, size_t open)
+{
+    int depth = 0;
+
+    for (size_t i = open; i < len; i++) {
+        size_t j = skip_quoted(text, len, i);
+
+        if (j != i) {
+            i = j - 1;
+            continue;
+        }
+        if (text[i] == '(')
+            depth++;
+        else if (text[i] == ')' && --depth == 0)
+            return i;
+    }
+    return len;
+}
+
+/* Flink's window table functions, TABLE(TUMBLE(TABLE t, ...)): the outer
+ * TABLE( ... ) and the TABLE before the table's name are blanked, which
+ * leaves the form PostgreSQL's grammar reads, TUMBLE(t, ...), its places
+ * unchanged for errors. */
+static void
+take_window_tables(char *text, size_t len)
+{
+    static const char *const fns[] = { "TUMBLE", "HOP", "SESSION", "CUMULATE" };
+
+    for (size_t i = 0; i < len; i++) {
+        size_t j = skip_quoted(text, len, i), k, fn = SIZE_MAX;
+
+        if (j != i) {
+            i = j - 1;
+            continue;
+        }
+        for (size_t f = 0; f < ARRAY_SIZE(fns); f++)
+            if (word_at(text, len, i, fns[f]))
+                fn = strlen(fns[f]);
+        if (fn == SIZE_MAX)
+            continue;
+        for (k = i + fn; k < len && isspace((unsigned char)text[k]); k++)
+            ;
+        if (k >= len || text[k] != '(')
+            continue;
+        /* TABLE t as the first argument */
+        for (j = k + 1; j < len && isspace((unsigned char)text[j]); j++)
+            ;
+        if (word_at(text, len, j, "TABLE"))
+            memset(text + j, ' ', 5);
+        /* TABLE( around the call */
+        for (j = i; j > 0 && isspace((unsigned char)text[j - 1]); j--)
+            ;
+        if (j > 0 && text[j - 1] == '(') {
+            size_t open = j - 1, end = closing(text, len, open);
+
+            for (j = open; j > 0 && isspace((unsigned char)text[j - 1]); j--)
+                ;
+            if (j >= 5 && word_at(text, len, j - 5, "TABLE") && end < len) {
+                memset(text + j - 5, ' ', 5);
+                text[open] = ' ';
+                text[end] = ' ';
+            }
+        }
+        i += fn - 1;
+    }
+}
+
 static int
 parse_statement(const char *script, const struct sql_stmt_text *st, struct sql_parsed *out,
                 spate_error *err)
@@ -398,6 +477,7 @@ parse_statement(const char *script, const struct sql_stmt_text *st, struct sql_p
         return rc;
     }
     rc = 0;
+    take_window_tables(text, st->len);
     r = pg_query_parse(text);
     free(text);
     if (r.error != NULL) {

@@ -420,6 +420,10 @@ WINDOW_QUERIES = [
      "GROUP BY window_start, window_end, v % 3",
      window_ref("tumble", 5000, key=lambda r: (None if r[V] is None else r[V] % 3,),
                 select=lambda s, e, k, rs: ws_we(s, e) + list(k) + [len(rs)])),
+    # Flink's form, TABLE(TUMBLE(TABLE w, ...)), as it is written there
+    ("SELECT window_start, window_end, COUNT(*) FROM TABLE(\n  TUMBLE(TABLE w, DESCRIPTOR(ts), "
+     "INTERVAL '5' SECOND)) GROUP BY window_start, window_end",
+     window_ref("tumble", 5000, select=lambda s, e, k, rs: ws_we(s, e) + [len(rs)])),
     (f"SELECT window_start, window_end FROM {TUMBLE5} GROUP BY window_start, window_end",
      window_ref("tumble", 5000, select=lambda s, e, k, rs: ws_we(s, e))),
     (f"SELECT window_end, k FROM {SESSION} GROUP BY window_start, window_end, k",

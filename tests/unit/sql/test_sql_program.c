@@ -45,6 +45,42 @@ Test(sql_parser, a_syntax_error_names_line_and_column_with_a_caret)
     free(st);
 }
 
+/* TABLE(TUMBLE(TABLE t, ...)): the two TABLEs go, the places stay, and
+ * TABLE in a string or elsewhere is left alone. */
+Test(sql_parser, flink_window_table_functions_are_read)
+{
+    const char *s = "SELECT 'TABLE(HOP(TABLE x' FROM TABLE ( TUMBLE(\n TABLE t, DESCRIPTOR(ts), "
+                    "INTERVAL '1' SECOND)) AS w";
+    struct sql_stmt_text st = { 0, strlen(s) };
+    struct sql_parsed p;
+    spate_error err = { 0 };
+    json_t *from, *fc, *args;
+    char *text;
+
+    cr_assert_eq(sql_parse(s, &st, &p, &err), 0, "%s", err.message);
+    from = json_array_get(json_object_get(json_object_get(p.tree, "SelectStmt"), "fromClause"), 0);
+    fc = json_object_get(
+        json_array_get(
+            json_object_get(
+                json_object_get(
+                    json_array_get(
+                        json_object_get(json_object_get(from, "RangeFunction"), "functions"), 0),
+                    "List"),
+                "items"),
+            0),
+        "FuncCall");
+    args = json_object_get(fc, "args");
+    cr_assert_eq(json_array_size(args), 3);
+    /* t where it is in the script */
+    cr_assert_eq(json_integer_value(json_object_get(
+                     json_object_get(json_array_get(args, 0), "ColumnRef"), "location")),
+                 (json_int_t)(strstr(s, " t,") + 1 - s));
+    text = json_dumps(p.tree, 0);
+    cr_assert(strstr(text, "TABLE(HOP(TABLE x") != NULL, "%s", text);
+    free(text);
+    sql_parsed_release(&p);
+}
+
 Test(sql_parser, flink_set_and_describe_are_read)
 {
     const char *s = "SET 'parallelism.default' = '4'; DESCRIBE t; RESET; SET 'a' 'b'";
