@@ -2,10 +2,14 @@
  * in the JobGraph (OperatorConfig.sql_program): decoded and checked
  * (sql_program_decode), then, when it passes, run over input registers
  * filled from the rest of the bytes. A program that passes the checks
- * must run without crashing, whatever its registers hold. */
+ * must run without crashing, whatever its registers hold. The same bytes
+ * as an aggregate's spec (sql_agg_spec_decode): checked, its output
+ * columns made. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "sql/sql_aggregate.h"
 #include "sql/sql_program.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -14,6 +18,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct sql_program *p = NULL;
+    struct sql_agg_spec *agg = NULL;
     struct sql_eval e;
     spate_error err;
     size_t cut, at;
@@ -23,6 +28,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 2)
         return 0;
     cut = ((size_t)data[0] << 8 | data[1]) % (size - 1);
+    if (sql_agg_spec_decode(data + 2, cut, &agg, &err) == 0) {
+        int n;
+        struct sql_column *cols = sql_agg_output(agg, &n);
+
+        for (int i = 0; i < n; i++)
+            free(cols[i].name);
+        free(cols);
+        sql_agg_spec_free(agg);
+    }
     if (sql_program_decode(data + 2, cut, &p, &err) != 0)
         return 0;
     sql_eval_init(&e, p);
