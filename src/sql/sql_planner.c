@@ -635,6 +635,35 @@ rewrite(struct sql_plan_context *pc, struct agg_plan *ap, json_t *node)
     return 0;
 }
 
+/* The first node in node (itself first) that has a place in the
+ * statement, or NULL. */
+static json_t *
+find_located(json_t *node)
+{
+    const char *key;
+    json_t *v, *found;
+    size_t i;
+
+    if (json_is_object(node) && sql_location(node) >= 0)
+        return node;
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if ((found = find_located(v)) != NULL) return found;
+    } else if (json_is_object(node)) {
+        json_object_foreach(node, key, v) if ((found = find_located(v)) != NULL) return found;
+    }
+    return NULL;
+}
+
+/* node, or the first node inside it with a place, for errors (a cast of
+ * a literal has none). */
+static json_t *
+located(json_t *node)
+{
+    json_t *found = find_located(node);
+
+    return found ? found : node;
+}
+
 /* A constant INTERVAL expression's milliseconds (a window's size). */
 static int
 constant_interval(struct sql_plan_context *pc, json_t *node, const char *what, int64_t *ms)
@@ -650,8 +679,8 @@ constant_interval(struct sql_plan_context *pc, json_t *node, const char *what, i
     sql_compiler_init(&c, p, &scope, pc->script, pc->offset, pc->err);
     rc = sql_compile(&c, node, &o);
     if (rc == 0 && o.type.id != SQL_INTERVAL)
-        rc = plan_error(pc, node, SPATE_EINVAL, "a window's %s is an INTERVAL, not %s", what,
-                        sql_type_name(&o.type, b));
+        rc = plan_error(pc, located(node), SPATE_EINVAL, "a window's %s is an INTERVAL, not %s",
+                        what, sql_type_name(&o.type, b));
     sql_compiler_finish(&c);
     if (rc == 0) {
         sql_eval_init(&e, p);
@@ -660,7 +689,8 @@ constant_interval(struct sql_plan_context *pc, json_t *node, const char *what, i
         *ms = e.r[o.reg].null ? 0 : e.r[o.reg].i;
         sql_eval_release(&e);
         if (*ms <= 0)
-            rc = plan_error(pc, node, SPATE_EINVAL, "a window's %s must be positive", what);
+            rc =
+                plan_error(pc, located(node), SPATE_EINVAL, "a window's %s must be positive", what);
     }
     sql_program_free(p);
     return rc;
@@ -687,6 +717,9 @@ plan_window_tvf(struct sql_plan_context *pc, json_t *item, struct sql_relation *
     const char *table, *time_col;
     size_t nargs;
     int rc;
+
+    if (fn != NULL)
+        item = located(fn);
 
     if (fc == NULL || name == NULL ||
         (strcasecmp(name, "tumble") && strcasecmp(name, "hop") && strcasecmp(name, "session")))
@@ -741,7 +774,7 @@ plan_window_tvf(struct sql_plan_context *pc, json_t *item, struct sql_relation *
         (rc = constant_interval(pc, json_array_get(args, 3), "size", &win->size_ms)) != 0)
         return rc;
     if (win->size_ms % win->slide_ms != 0)
-        return plan_error(pc, json_array_get(args, 3), SPATE_ENOTSUP,
+        return plan_error(pc, located(json_array_get(args, 3)), SPATE_ENOTSUP,
                           "not supported: a HOP window whose size is no multiple of its slide "
                           "(as in Flink)");
     return 0;
@@ -824,6 +857,12 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
         }
         if (find_aggregate(g) != NULL) {
             rc = plan_error(pc, g, SPATE_EINVAL, "an aggregate function in GROUP BY");
+            goto out;
+        }
+        if (json_object_get(g, "A_Const") != NULL) {
+            rc = plan_error(pc, g, SPATE_ENOTSUP,
+                            "not supported: GROUP BY a position or a constant (name the column "
+                            "or the expression)");
             goto out;
         }
         ap.groups[ap.ngroup++] = g;

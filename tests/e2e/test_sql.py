@@ -460,6 +460,29 @@ class SqlWindowTest(unittest.TestCase):
             _, dropped = W.windows(rows_w(), TS, BOUND_MS, kind, *args)
             self.assertGreater(dropped, 3, kind)
 
+    def test_window_errors_point_at_their_place(self):
+        for q, what, at in [
+                ("SELECT window_start, COUNT(*) FROM HOP(w, ts, INTERVAL '3' SECOND, "
+                 "INTERVAL '10' SECOND) GROUP BY window_start, window_end;",
+                 "not supported: a HOP window whose size is no multiple of its slide", "'10'"),
+                ("SELECT window_start, COUNT(*) FROM TUMBLE(w, ts, INTERVAL '0' SECOND) "
+                 "GROUP BY window_start, window_end;", "a window's size must be positive", "'0'"),
+                ("SELECT window_start, COUNT(*) FROM TUMBLE(w, id, INTERVAL '1' SECOND) "
+                 "GROUP BY window_start, window_end;",
+                 "not supported: a window on 'id': windows are on the event time of 'w', its "
+                 "WATERMARK column 'ts'", "id,"),
+                ("SELECT k FROM SESSION(w, ts, INTERVAL '1' SECOND) GROUP BY k;",
+                 "not supported: a window table function whose rows are not grouped",
+                 "SESSION")]:
+            with self.subTest(query=q):
+                p = run_sql([], "\n".join(self.oracle.ddl) + "\n" + q + "\n")
+                self.assertNotEqual(p.returncode, 0, p.stdout)
+                self.assertIn(what, p.stderr)
+                lines = p.stderr.splitlines()
+                i = next(k for k, line in enumerate(lines) if "GROUP BY" in line and
+                         not line.startswith("["))
+                self.assertEqual(lines[i + 1].index("^"), lines[i].index(at), p.stderr)
+
     def test_windows(self):
         for q, o in WINDOW_QUERIES:
             with self.subTest(query=q):
@@ -515,6 +538,8 @@ class SqlErrorTest(unittest.TestCase):
                          "not supported: a window over 'orders', which has no event time"),
                         ("SELECT count(*) OVER () FROM orders;",
                          "not supported: OVER windows"),
+                        ("SELECT customer, count(*) FROM orders GROUP BY 1;",
+                         "not supported: GROUP BY a position"),
                         ("CREATE TABLE o (c VARCHAR, n BIGINT) WITH (connector = "
                          "'filesystem', path = '/nonexistent/o', format = 'csv');\n"
                          "INSERT INTO o SELECT customer, count(*) FROM orders GROUP BY customer;",
