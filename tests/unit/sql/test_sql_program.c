@@ -428,6 +428,8 @@ Test(sql_program, a_nexmark_program_is_checked_before_it_runs)
                              .nregs = 2,
                              .filter = -1,
                              .rowtime = -1,
+                             .key_reg = -1,
+                             .kind_reg = -1,
                              .outputs = outputs,
                              .output = in,
                              .noutput = 1 };
