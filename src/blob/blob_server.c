@@ -927,6 +927,23 @@ blob_server_cleanup_job(struct blob_server *bs, const spate_id *job, spate_error
     return 0;
 }
 
+int
+blob_server_local_path(struct blob_server *bs, const uint8_t key[SHA256_BYTES], char *out,
+                       size_t cap, spate_error *err)
+{
+    struct blob_entry *e;
+    char hex[SHA256_HEX_LEN + 1];
+    int rc;
+
+    pthread_mutex_lock(&bs->lock);
+    if ((e = blob_find(bs, key)) == NULL)
+        rc = spate_error_set(err, SPATE_ENOENT, "blob %s is not stored", sha256_hex(key, hex));
+    else if ((rc = blob_ensure_local_locked(bs, e, err)) == 0)
+        blob_path(bs, key, out, cap);
+    pthread_mutex_unlock(&bs->lock);
+    return rc;
+}
+
 bool
 blob_server_has_file(struct blob_server *bs, const uint8_t key[SHA256_BYTES])
 {

@@ -71,6 +71,12 @@ int blob_server_put_file(struct blob_server *bs, const char *path, bool move,
 int blob_server_ref(struct blob_server *bs, const uint8_t key[SHA256_BYTES], spate_error *err);
 /* Drops a reference; the last one removes the blob. */
 void blob_server_unref(struct blob_server *bs, const uint8_t key[SHA256_BYTES]);
+/* Where the stored key's file is on this host (restored from the HA blob
+ * store first if need be), for a caller that holds a reference on it (the
+ * JobMaster loading a job library for its sources' split enumerators).
+ * SPATE_ENOENT when it is not stored. */
+int blob_server_local_path(struct blob_server *bs, const uint8_t key[SHA256_BYTES], char *out,
+                           size_t cap, spate_error *err);
 /* ---- the HA blob store (with ha_dir; else these do nothing) ---------------------- */
 
 /* Copies the stored blob key into job's folder of the HA blob store

@@ -3,12 +3,17 @@
 #ifndef SPATE_CONNECTORS_CONNECTORS_INT_H
 #define SPATE_CONNECTORS_CONNECTORS_INT_H
 
+#include <spate/source.h>
+
 #include "streaming/operator.h"
+
+/* The sources on the Source API (source_operator.h). */
+extern const spate_source file_source; /* file_source.c */
 
 extern const struct operator_vtable collection_source_vtable; /* collection_source.c */
 extern const struct operator_vtable generator_source_vtable;  /* generator_source.c */
 extern const struct operator_vtable socket_source_vtable;     /* socket_source.c */
-extern const struct operator_vtable file_source_vtable;       /* file_source.c */
+extern const struct operator_vtable source_operator_vtable;   /* source_operator.c */
 extern const struct operator_vtable file_sink_vtable;         /* file_sink.c */
 extern const struct operator_vtable print_sink_vtable;        /* print_sink.c */
 extern const struct operator_vtable named_source_vtable;      /* named_source.c */

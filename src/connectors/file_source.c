@@ -1,26 +1,216 @@
-/* The text file source (Flink's readTextFile over FileInputFormat): the
- * lines of splits that the JobMaster's assigner (file_splits.h) hands out
- * one at a time (task_info.next_split), each split's lines those that start
- * inside it; its checkpointed state is the splits in progress. Task thread
- * only. */
+/* The text file source (Flink's FileSource over TextLineInputFormat) on the
+ * Source API: its enumerator, on the JobMaster, cuts the files at the path
+ * into splits (file_splits.h) and hands them out one at a time to whichever
+ * reader asks, so fast readers take more; its reader reads each split's
+ * lines, those that start inside it, and checkpoints the splits it has not
+ * finished with their positions. Enumerator: the JobMaster's thread;
+ * reader: its task's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <spate/source.h>
+
 #include "connectors/connectors_int.h"
+#include "connectors/file_splits.h"
 #include "connectors/line_reader.h"
 #include "core/alloc.h"
 #include "core/util.h"
-#include "streaming/operator.h"
+#include "streaming/connector_config.h"
 
-static int
-file_open(struct stream_operator *op, spate_error *err)
+/* A split as the enumerator assigns it: u8 2, u64 start, u64 length, u32
+ * path length, path. As a reader checkpoints it (split_at): u8 1, u64
+ * position, u64 split end, u8 skip first, u32 path length, path. */
+enum { SPLIT_AT = 1, SPLIT_ASSIGNED = 2 };
+
+static size_t
+split_encode(uint8_t **out, const struct file_split *s)
 {
-    UNUSED(err);
-    op->impl = line_reader_new();
+    uint32_t plen = (uint32_t)strlen(s->path);
+    size_t n = 1 + 8 + 8 + 4 + plen;
+    uint8_t *e = xmalloc(n);
+
+    e[0] = SPLIT_ASSIGNED;
+    memcpy(e + 1, &s->start, 8);
+    memcpy(e + 9, &s->length, 8);
+    memcpy(e + 17, &plen, 4);
+    memcpy(e + 21, s->path, plen);
+    *out = e;
+    return n;
+}
+
+/* 0 with s set (its path borrowed from bytes, plen long), or -1. */
+static int
+split_decode(const uint8_t *bytes, size_t len, struct file_split *s, uint32_t *plen)
+{
+    if (len < 21 || bytes[0] != SPLIT_ASSIGNED)
+        return -1;
+    memcpy(&s->start, bytes + 1, 8);
+    memcpy(&s->length, bytes + 9, 8);
+    memcpy(plen, bytes + 17, 4);
+    if (len != 21 + (size_t)*plen)
+        return -1;
+    s->path = (char *)bytes + 21;
     return 0;
+}
+
+/* ---- the enumerator ---- */
+
+struct file_enumerator {
+    spate_split_enumerator_context *ctx;
+    struct split_assigner a;
+};
+
+/* The state: each split not assigned, in the order it goes out, as a u32
+ * length and the split. */
+static int
+fe_restore(struct file_enumerator *e, const uint8_t *p, size_t len, spate_error *err)
+{
+    size_t cap = 0;
+
+    while (len > 0) {
+        struct file_split s;
+        uint32_t n, plen;
+
+        if (len < 4 || (memcpy(&n, p, 4), len - 4 < n) || split_decode(p + 4, n, &s, &plen) != 0)
+            return spate_error_set(err, SPATE_EPROTO,
+                                   "malformed file source enumerator state at %zu bytes from "
+                                   "its end",
+                                   len);
+        s.path = xstrndup(s.path, plen);
+        xgrow((void **)&e->a.splits, &cap, e->a.count + 1, sizeof *e->a.splits);
+        e->a.splits[e->a.count++] = s;
+        p += 4 + n;
+        len -= 4 + n;
+    }
+    return 0;
+}
+
+static void *
+fe_create(spate_split_enumerator_context *ctx, const void *config, const void *state,
+          size_t state_len, spate_error *err)
+{
+    const struct file_source_config *c = config;
+    struct file_enumerator *e = xcalloc(1, sizeof *e);
+    int rc;
+
+    e->ctx = ctx;
+    if (state != NULL)
+        rc = fe_restore(e, state, state_len, err);
+    else
+        rc = split_assigner_init(&e->a, c->path, c->split_size, err);
+    if (rc != 0) {
+        split_assigner_release(&e->a);
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+static void
+fe_handle_split_request(void *enumerator, int subtask)
+{
+    struct file_enumerator *e = enumerator;
+    const struct file_split *s = split_assigner_next(&e->a);
+    uint8_t *bytes;
+    size_t n;
+
+    if (s == NULL) {
+        spate_enumerator_context_signal_no_more_splits(e->ctx, subtask);
+        return;
+    }
+    n = split_encode(&bytes, s);
+    spate_enumerator_context_assign_split(e->ctx, subtask, bytes, n);
+    free(bytes);
+}
+
+static void
+fe_add_split_back(void *enumerator, int subtask, const void *split, size_t len)
+{
+    struct file_enumerator *e = enumerator;
+    struct file_split s;
+    uint32_t plen;
+    char *path;
+
+    UNUSED(subtask);
+    if (split_decode(split, len, &s, &plen) != 0)
+        return; /* not one of ours: never assigned */
+    path = xstrndup(s.path, plen);
+    s.path = path;
+    split_assigner_add_back(&e->a, &s);
+    free(path);
+}
+
+static void
+fe_save(struct file_enumerator *e, const struct file_split *s)
+{
+    uint8_t *bytes;
+    uint32_t n = (uint32_t)split_encode(&bytes, s);
+
+    spate_enumerator_context_save_state(e->ctx, &n, 4);
+    spate_enumerator_context_save_state(e->ctx, bytes, n);
+    free(bytes);
+}
+
+static void
+fe_snapshot(void *enumerator, spate_split_enumerator_context *ctx)
+{
+    struct file_enumerator *e = enumerator;
+
+    UNUSED(ctx);
+    /* In the order they would be handed out: given back ones first. */
+    for (size_t k = e->a.nreturned; k-- > 0;)
+        fe_save(e, &e->a.splits[e->a.returned[k]]);
+    for (size_t k = e->a.next; k < e->a.count; k++)
+        fe_save(e, &e->a.splits[k]);
+}
+
+static void
+fe_close(void *enumerator)
+{
+    struct file_enumerator *e = enumerator;
+
+    split_assigner_release(&e->a);
+    free(e);
+}
+
+static const spate_split_enumerator file_enumerator = {
+    .create = fe_create,
+    .handle_split_request = fe_handle_split_request,
+    .add_split_back = fe_add_split_back,
+    .snapshot_state = fe_snapshot,
+    .close = fe_close,
+};
+
+/* ---- the reader ---- */
+
+struct file_reader {
+    spate_source_reader_context *ctx;
+    struct line_reader *l; /* its restored: the splits to read, last first */
+    bool no_more;
+};
+
+static void *
+fr_create(spate_source_reader_context *ctx, const void *config, spate_error *err)
+{
+    struct file_reader *r = xcalloc(1, sizeof *r);
+
+    UNUSED(config);
+    UNUSED(err);
+    r->ctx = ctx;
+    r->l = line_reader_new();
+    return r;
+}
+
+static void
+fr_close(void *reader)
+{
+    struct file_reader *r = reader;
+
+    line_reader_free(r->l);
+    free(r);
 }
 
 /* Reads the split at `at` from its position on (taking its path). */
@@ -48,120 +238,121 @@ file_split_open(struct line_reader *l, struct split_at *at, spate_error *err)
     return 0;
 }
 
-/* Starts the next split with lines in it: a restored one, else one from
- * the JobMaster's assigner; 1 when there are no more. A split owns the
- * lines that start in [start, start + length): reading begins one byte
- * early and drops everything up to the first newline, which belongs to
- * the split before (Hadoop's line splits). */
-static int
-file_next_split(struct stream_operator *op, struct line_reader *l, spate_error *err)
-{
-    struct split_at at;
-    uint64_t start = 0, length = 0;
-    int rc;
-
-    if (l->nrestored > 0)
-        return file_split_open(l, &l->restored[--l->nrestored], err);
-    if (op->task->next_split == NULL)
-        return spate_error_set(err, SPATE_ESTATE, "no input split provider for '%s'",
-                               op->ctx.task_name);
-    do {
-        rc = op->task->next_split(op->task->split_data, op->index, &at.path, &start, &length, err);
-        if (rc != 0)
-            return rc;
-        if (length == 0)
-            free(at.path);
-    } while (length == 0);
-    at.skip_first = start > 0;
-    at.pos = start > 0 ? start - 1 : 0;
-    at.split_end = start + length - 1;
-    return file_split_open(l, &at, err);
-}
-
 static void
-file_snapshot_split(struct byte_buf *out, const struct split_at *at)
+file_save_split(spate_source_reader_context *ctx, const struct split_at *at)
 {
     uint32_t plen = (uint32_t)strlen(at->path);
     size_t n = 1 + 8 + 8 + 1 + 4 + plen;
     uint8_t *e = xmalloc(n);
 
-    e[0] = 1;
+    e[0] = SPLIT_AT;
     memcpy(e + 1, &at->pos, 8);
     memcpy(e + 9, &at->split_end, 8);
     e[17] = at->skip_first;
     memcpy(e + 18, &plen, 4);
     memcpy(e + 22, at->path, plen);
-    op_state_add(out, e, n);
+    spate_reader_context_save_split(ctx, e, n);
     free(e);
 }
 
-/* Checkpoints: an element per split in progress or restored and not
- * started (the bytes read but not yet emitted are read again): u8 1, u64
- * position, u64 split end, u8 skip first, u32 path length, path; or one
- * element u8 0 when there is none (between splits: the JobMaster's
- * assigner has the rest). On rescaling the elements spread over the new
- * subtasks. */
+/* Checkpoints: an element per split in progress or not started (the
+ * bytes read but not yet emitted are read again), in its SPLIT_AT form;
+ * or one element u8 0 when there is none (between splits: the enumerator
+ * has the rest). On rescaling the elements spread over the new subtasks. */
 static void
-file_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *out)
+fr_snapshot(void *reader, int64_t checkpoint_id, spate_source_reader_context *ctx)
 {
-    struct line_reader *l = op->impl;
+    struct file_reader *r = reader;
+    struct line_reader *l = r->l;
     uint8_t none = 0;
 
     UNUSED(checkpoint_id);
     if (l->in_split)
-        file_snapshot_split(out,
-                            &(struct split_at){ l->path, l->pos, l->split_end, l->skip_first });
+        file_save_split(ctx, &(struct split_at){ l->path, l->pos, l->split_end, l->skip_first });
     for (size_t i = 0; i < l->nrestored; i++)
-        file_snapshot_split(out, &l->restored[i]);
+        file_save_split(ctx, &l->restored[i]);
     if (!l->in_split && l->nrestored == 0)
-        op_state_add(out, &none, 1);
+        spate_reader_context_save_split(ctx, &none, 1);
 }
 
-/* One element of the state: a split to read before asking for new ones. */
+/* A split to read: assigned (from its start: reading begins one byte
+ * early and drops everything up to the first newline, which belongs to the
+ * split before, as Hadoop's line splits do), or of the reader's state
+ * (where it was). */
 static int
-file_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, spate_error *err)
+fr_add_split(void *reader, const void *split, size_t len, spate_error *err)
 {
-    struct line_reader *l = op->impl;
-    struct split_at *at;
+    struct file_reader *r = reader;
+    struct line_reader *l = r->l;
+    const uint8_t *bytes = split;
+    struct split_at at;
+    struct file_split s;
     uint32_t plen;
 
     if (len == 1 && bytes[0] == 0)
         return 0;
-    if (len < 22 || bytes[0] != 1 || (memcpy(&plen, bytes + 18, 4), len != 22 + (size_t)plen))
-        return spate_error_set(err, SPATE_EPROTO,
-                               "malformed file source state: an element of %zu bytes", len);
+    if (split_decode(bytes, len, &s, &plen) == 0) {
+        if (s.length == 0)
+            return 0;
+        at.path = xstrndup(s.path, plen);
+        at.skip_first = s.start > 0;
+        at.pos = s.start > 0 ? s.start - 1 : 0;
+        at.split_end = s.start + s.length - 1;
+    } else if (len >= 22 && bytes[0] == SPLIT_AT &&
+               (memcpy(&plen, bytes + 18, 4), len == 22 + (size_t)plen)) {
+        memcpy(&at.pos, bytes + 1, 8);
+        memcpy(&at.split_end, bytes + 9, 8);
+        at.skip_first = bytes[17] != 0;
+        at.path = xstrndup((const char *)bytes + 22, plen);
+    } else {
+        return spate_error_set(err, SPATE_EPROTO, "malformed file source split of %zu bytes", len);
+    }
     xgrow((void **)&l->restored, &l->restored_cap, l->nrestored + 1, sizeof *l->restored);
-    at = &l->restored[l->nrestored++];
-    memcpy(&at->pos, bytes + 1, 8);
-    memcpy(&at->split_end, bytes + 9, 8);
-    at->skip_first = bytes[17] != 0;
-    at->path = xstrndup((const char *)bytes + 22, plen);
+    l->restored[l->nrestored++] = at;
     return 0;
 }
 
-static enum source_status
-file_poll(struct stream_operator *op, int budget, spate_error *err)
+static void
+fr_no_more_splits(void *reader)
 {
-    struct line_reader *l = op->impl;
-
-    if (!l->in_split && file_next_split(op, l, err) != 0)
-        return SOURCE_END; /* no more splits, or err says why */
-    if (line_reader_emit(op, l, budget, l->eof) > 0 || !l->in_split)
-        return SOURCE_MORE;
-    if (l->eof) {
-        l->in_split = false;
-        return SOURCE_MORE;
-    }
-    if (line_reader_fill(l, err, "an input file") < 0)
-        return SOURCE_END;
-    return SOURCE_MORE;
+    ((struct file_reader *)reader)->no_more = true;
 }
 
-const struct operator_vtable file_source_vtable = {
-    .state = OPERATOR_OWN_STATE,
-    .open = file_open,
-    .close = line_reader_close,
-    .poll = file_poll,
-    .snapshot_state = file_snapshot,
-    .restore_state = file_restore,
+static spate_input_status
+fr_poll_next(void *reader, spate_reader_output *out, int budget, spate_error *err)
+{
+    struct file_reader *r = reader;
+    struct line_reader *l = r->l;
+
+    if (!l->in_split) {
+        if (l->nrestored > 0) {
+            if (file_split_open(l, &l->restored[--l->nrestored], err) != 0)
+                return SPATE_INPUT_ERROR;
+        } else if (r->no_more) {
+            return SPATE_INPUT_END_OF_INPUT;
+        } else {
+            spate_reader_context_request_split(r->ctx);
+            return SPATE_INPUT_NOTHING_AVAILABLE;
+        }
+    }
+    if (line_reader_emit(out, l, budget, l->eof) > 0 || !l->in_split)
+        return SPATE_INPUT_MORE_AVAILABLE;
+    if (l->eof) {
+        l->in_split = false;
+        return SPATE_INPUT_MORE_AVAILABLE;
+    }
+    if (line_reader_fill(l, err, "an input file") < 0)
+        return SPATE_INPUT_ERROR;
+    return SPATE_INPUT_MORE_AVAILABLE;
+}
+
+static const spate_source_reader file_reader = {
+    .create = fr_create,
+    .add_split = fr_add_split,
+    .no_more_splits = fr_no_more_splits,
+    .poll_next = fr_poll_next,
+    .snapshot_state = fr_snapshot,
+    .close = fr_close,
 };
+
+const spate_source file_source = { &file_enumerator, &file_reader };

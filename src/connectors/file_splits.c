@@ -101,3 +101,20 @@ split_assigner_return(struct split_assigner *a, const struct file_split *split)
     xgrow((void **)&a->returned, &a->returned_cap, a->nreturned + 1, sizeof *a->returned);
     a->returned[a->nreturned++] = i;
 }
+
+void
+split_assigner_add_back(struct split_assigner *a, const struct file_split *split)
+{
+    size_t k, cap = a->count;
+
+    for (k = 0; k < a->count; k++)
+        if (a->splits[k].start == split->start && a->splits[k].length == split->length &&
+            strcmp(a->splits[k].path, split->path) == 0)
+            break;
+    if (k == a->count) {
+        xgrow((void **)&a->splits, &cap, a->count + 1, sizeof *a->splits);
+        a->splits[a->count++] =
+            (struct file_split){ xstrdup(split->path), split->start, split->length };
+    }
+    split_assigner_return(a, &a->splits[k]);
+}

@@ -1,5 +1,5 @@
-/* Input splits of the text file source, made and handed out on the
- * JobMaster (the seeds' RequestNextInputSplit): the files at a path (a file,
+/* Input splits of the text file source, made and handed out by its split
+ * enumerator on the JobMaster (file_source.c): the files at a path (a file,
  * or the regular files of a folder, sorted) cut into splits of about
  * split_size bytes; each split owns the lines that start inside it. The
  * assigner gives the next unassigned split to whichever subtask asks, so fast
@@ -37,5 +37,8 @@ void split_assigner_release(struct split_assigner *a);
 const struct file_split *split_assigner_next(struct split_assigner *a);
 /* Puts a split back (its reader failed before finishing it). */
 void split_assigner_return(struct split_assigner *a, const struct file_split *split);
+/* Puts back a split given as its fields (copied): the one of a's list with
+ * them, else a new one; it goes out next. */
+void split_assigner_add_back(struct split_assigner *a, const struct file_split *split);
 
 #endif

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <spate/source.h>
+
 #include "connectors/line_reader.h"
 #include "core/alloc.h"
 #include "core/util.h"
@@ -11,13 +13,12 @@
 #include "streaming/watermark_generator.h"
 
 int
-line_reader_emit(struct stream_operator *op, struct line_reader *l, int budget, bool flush_tail)
+line_reader_emit(struct spate_reader_output *out, struct line_reader *l, int budget,
+                 bool flush_tail)
 {
     size_t start = 0;
     int emitted = 0;
-    struct source_run run;
 
-    source_run_begin(&run, op);
     while (emitted < budget) {
         uint8_t *nl = memchr(l->buf + start, '\n', l->len - start);
         size_t end;
@@ -43,12 +44,11 @@ line_reader_emit(struct stream_operator *op, struct line_reader *l, int budget, 
         if (l->skip_first) {
             l->skip_first = false;
         } else {
-            source_run_emit(&run, &line);
+            spate_reader_output_collect(out, 0, &line, SPATE_NO_TIMESTAMP);
             emitted++;
         }
         start = nl ? end + 1 : end;
     }
-    source_run_end(&run);
     memmove(l->buf, l->buf + start, l->len - start);
     l->len -= start;
     l->pos += start;
@@ -88,10 +88,8 @@ line_reader_new(void)
 }
 
 void
-line_reader_close(struct stream_operator *op)
+line_reader_free(struct line_reader *l)
 {
-    struct line_reader *l = op->impl;
-
     if (l == NULL)
         return;
     if (l->fd >= 0)
@@ -102,5 +100,4 @@ line_reader_close(struct stream_operator *op)
         free(l->restored[i].path);
     free(l->restored);
     free(l);
-    op->impl = NULL;
 }

@@ -11,9 +11,9 @@
 
 #include <spate/error.h>
 
-struct stream_operator;
+struct spate_reader_output;
 
-/* A line splitter over a read buffer (op->impl of both line sources). */
+/* A line splitter over a read buffer. */
 struct line_reader {
     int fd;
     uint8_t *buf;
@@ -43,12 +43,11 @@ struct split_at {
 struct line_reader *line_reader_new(void);
 /* Emits the complete lines in the buffer, up to budget (with flush_tail,
  * the incomplete last one too); returns how many it emitted. */
-int line_reader_emit(struct stream_operator *op, struct line_reader *l, int budget,
+int line_reader_emit(struct spate_reader_output *out, struct line_reader *l, int budget,
                      bool flush_tail);
 /* Reads more into the buffer: the bytes read (0 at the end, which sets
  * eof, or when nothing is there now), or an error naming `what`. */
 int line_reader_fill(struct line_reader *l, spate_error *err, const char *what);
-/* The line sources' close: frees op->impl, a line reader. */
-void line_reader_close(struct stream_operator *op);
+void line_reader_free(struct line_reader *l);
 
 #endif

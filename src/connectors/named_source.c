@@ -1,8 +1,9 @@
 /* The source of a connector found by name (OP_SOURCE_CONNECTOR): the
  * plugin's split reader (connector_plugin.h) fetches the bytes of its
  * splits; this operator decodes them with the value format into records,
- * stamps them with the record's timestamp (or the source's watermark
- * strategy's) and keeps the splits and their positions in union operator
+ * emits them through a Source API ReaderOutput (source_operator.h: stamped
+ * with the record's timestamp or the source's watermark strategy's,
+ * per-split watermarks) and keeps the splits and their positions in union operator
  * state, so that any subtask of a rescaled job finds the splits it owns.
  * Flink's SourceOperator with a SourceReaderBase over a SplitReader. Task
  * thread only. */
@@ -14,6 +15,7 @@
 #include "connectors/connector_factory.h"
 #include "connectors/connectors_int.h"
 #include "connectors/formats.h"
+#include "connectors/source_operator.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -32,14 +34,9 @@ struct named_source {
     bool failed; /* emit failed: the fetch's error is in err */
     spate_error *err;
     uint64_t skipped; /* malformed records skipped (json.ignore-parse-errors) */
-    /* Per-split watermarks: each split's largest timestamp and when its
-     * last record came (CLOCK_MONOTONIC ns), by split_id. */
-    struct split_time {
-        int64_t max_timestamp; /* INT64_MIN: no record yet */
-        uint64_t last_ns;
-    } * splits;
-    uint32_t nsplits;
-    uint64_t now_ns; /* of the fetch running */
+    /* The records go out as a Source API reader's do: per-split
+     * watermarks by the record's split_id. */
+    struct spate_reader_output out;
     char msg[512];
 };
 
@@ -118,26 +115,10 @@ ns_close(struct stream_operator *op)
         s->ops->close(s->reader);
     format_release(&s->format);
     free(s->options);
-    free(s->splits);
+    source_output_release(&s->out);
     free(s->rec);
     free(s);
     op->impl = NULL;
-}
-
-static void
-split_seen(struct named_source *s, uint32_t id, int64_t timestamp)
-{
-    if (id >= s->nsplits) {
-        uint32_t n = id + 1;
-
-        s->splits = xrealloc(s->splits, n * sizeof *s->splits);
-        for (uint32_t i = s->nsplits; i < n; i++)
-            s->splits[i] = (struct split_time){ INT64_MIN, 0 };
-        s->nsplits = n;
-    }
-    if (timestamp > s->splits[id].max_timestamp)
-        s->splits[id].max_timestamp = timestamp;
-    s->splits[id].last_ns = s->now_ns;
 }
 
 static void
@@ -145,7 +126,6 @@ ns_emit(void *arg, const struct connector_record *r)
 {
     struct stream_operator *op = arg;
     struct named_source *s = op->impl;
-    struct record_meta m = { r->timestamp_ms, 0, false };
     spate_error derr = { 0 };
 
     if (s->failed)
@@ -171,40 +151,7 @@ ns_emit(void *arg, const struct connector_record *r)
                         r->split, r->position, derr.message);
         return;
     }
-    if (op->watermarks != NULL) {
-        m.timestamp = watermark_generator_on_event(op, op->watermarks, s->rec, m.timestamp);
-        split_seen(s, r->split_id, m.timestamp);
-        operator_emit(op, s->rec, &m);
-        if (op->watermarks->watermark_fn != NULL)
-            watermark_generator_punctuated(op, op->watermarks, s->rec, m.timestamp);
-        return;
-    }
-    if (m.timestamp == INT64_MIN)
-        m.timestamp = RECORD_NO_TIMESTAMP;
-    operator_emit(op, s->rec, &m);
-}
-
-/* Per-split watermarks (Flink's per-partition watermarks): the generator
- * makes its watermark from the smallest of the splits' largest
- * timestamps, so a split that is behind holds event time back; a split
- * without records, or idle (the strategy's idleness), does not. */
-static void
-splits_watermark(struct stream_operator *op, struct named_source *s)
-{
-    uint64_t idle_ns = op->watermarks->idleness_ns;
-    int64_t min = INT64_MAX;
-
-    for (uint32_t i = 0; i < s->nsplits; i++) {
-        const struct split_time *t = &s->splits[i];
-
-        if (t->max_timestamp == INT64_MIN || (idle_ns && s->now_ns - t->last_ns > idle_ns))
-            continue;
-        if (t->max_timestamp < min)
-            min = t->max_timestamp;
-    }
-    /* The generator never emits a watermark below one it sent. */
-    if (min != INT64_MAX)
-        op->watermarks->max_timestamp = min;
+    spate_reader_output_collect(&s->out, r->split_id, s->rec, r->timestamp_ms);
 }
 
 static enum source_status
@@ -212,7 +159,7 @@ ns_poll(struct stream_operator *op, int budget, spate_error *err)
 {
     struct named_source *s = op->impl;
     enum connector_fetch status = CONNECTOR_FETCH_MORE;
-    int wait_ms = 0;
+    int wait_ms = 0, rc;
 
     if (!s->started) {
         if (s->ops->start(s->reader, op->restored, s->msg, sizeof s->msg) != 0) {
@@ -225,17 +172,16 @@ ns_poll(struct stream_operator *op, int budget, spate_error *err)
         return SOURCE_END;
     s->err = err;
     s->failed = false;
-    s->now_ns = clock_mono_ns();
-    if (s->ops->fetch(s->reader, budget, ns_emit, op, &wait_ms, &status, s->msg, sizeof s->msg) !=
-        0) {
+    source_output_begin(&s->out, op);
+    rc = s->ops->fetch(s->reader, budget, ns_emit, op, &wait_ms, &status, s->msg, sizeof s->msg);
+    source_output_end(&s->out);
+    if (rc != 0) {
         if (!s->failed)
             spate_error_set(err, SPATE_EIO, "%s", s->msg);
         return SOURCE_END;
     }
     if (s->failed)
         return SOURCE_END;
-    if (op->watermarks != NULL && s->nsplits > 1)
-        splits_watermark(op, s);
     if (status == CONNECTOR_FETCH_END)
         return SOURCE_END;
     if (status == CONNECTOR_FETCH_WAITING) {

@@ -10,6 +10,7 @@
 
 #include "connectors/connectors_int.h"
 #include "connectors/line_reader.h"
+#include "connectors/source_operator.h"
 #include "core/util.h"
 #include "streaming/connector_config.h"
 #include "streaming/operator.h"
@@ -52,23 +53,36 @@ static enum source_status
 socket_poll(struct stream_operator *op, int budget, spate_error *err)
 {
     struct line_reader *l = op->impl;
+    struct spate_reader_output out = { 0 };
     int n;
 
-    if (line_reader_emit(op, l, budget, false) > 0)
+    source_output_begin(&out, op);
+    n = line_reader_emit(&out, l, budget, false);
+    source_output_end(&out);
+    if (n > 0)
         return SOURCE_MORE;
     n = line_reader_fill(l, err, "the socket source");
     if (n < 0)
         return SOURCE_END;
     if (l->eof) {
-        line_reader_emit(op, l, budget, true);
+        source_output_begin(&out, op);
+        line_reader_emit(&out, l, budget, true);
+        source_output_end(&out);
         return l->len ? SOURCE_MORE : SOURCE_END;
     }
     return n > 0 ? SOURCE_MORE : SOURCE_WAITING;
 }
 
+static void
+socket_close(struct stream_operator *op)
+{
+    line_reader_free(op->impl);
+    op->impl = NULL;
+}
+
 const struct operator_vtable socket_source_vtable = {
     .state = OPERATOR_STATELESS,
     .open = socket_open,
-    .close = line_reader_close,
+    .close = socket_close,
     .poll = socket_poll,
 };

@@ -68,7 +68,7 @@ struct cc_pending {
     int nfinished;
     Checkpoint__OperatorSubtaskState **finished_states;
     size_t nfinished_states;
-    Checkpoint__SplitAssignerState **splits; /* [vertex * max ops + op] at the trigger */
+    Checkpoint__SourceCoordinatorState **splits; /* [vertex * max ops + op] at the trigger */
     void *timer;
     struct cc_manual *manual;
     bool savepoint; /* from manual: its type, drain and target */
@@ -294,7 +294,7 @@ pending_free(struct cc_pending *p)
     }
     for (int i = 0; p->splits && i < cc_graph(p->cc)->nvertices * p->cc->eg->max_ops; i++)
         if (p->splits[i] != NULL)
-            checkpoint__split_assigner_state__free_unpacked(p->splits[i], NULL);
+            checkpoint__source_coordinator_state__free_unpacked(p->splits[i], NULL);
     free(p->splits);
     for (size_t i = 0; i < p->nfinished_states; i++)
         free(p->finished_states[i]); /* its operator id points into the graph */
@@ -639,12 +639,15 @@ trigger_now(struct checkpoint_coordinator *cc, struct cc_manual *manual)
             t->e = e;
             t->attempt = e->attempt_id;
         }
-    /* The file sources' assigners now, before any trigger leaves: a split
-     * handed out later is in its reader's state or read before its barrier. */
+    /* The sources' split enumerators now, before any trigger leaves: a
+     * split handed out later is in its reader's state or read before its
+     * barrier. */
     p->splits = xcalloc((size_t)(eg->graph->nvertices * eg->max_ops) + 1, sizeof *p->splits);
     for (int v = 0; v < eg->graph->nvertices; v++)
         for (int o = 0; o < eg->graph->vertices[v].nops; o++)
-            p->splits[v * eg->max_ops + o] = execution_graph_split_state(eg, v, o);
+            if (eg->sources[v * eg->max_ops + o] != NULL)
+                p->splits[v * eg->max_ops + o] =
+                    source_coordinator_snapshot(eg->sources[v * eg->max_ops + o]);
     list_push_back(&cc->pending, &p->node);
     cc->npending++;
     cc->periodic_wanted = false;
@@ -852,7 +855,7 @@ task_name(const struct checkpoint_coordinator *cc, const struct execution *e, ch
 
 /* The `_metadata` message of a fully acknowledged checkpoint: every
  * operator of the job, its subtasks' state from the acknowledgements, the
- * file sources' assigners. It points into p (which lives until done). */
+ * sources' split enumerators. It points into p (which lives until done). */
 static Checkpoint__CheckpointMetadata *
 build_metadata(struct checkpoint_coordinator *cc, struct cc_pending *p)
 {
@@ -909,7 +912,7 @@ build_metadata(struct checkpoint_coordinator *cc, struct cc_pending *p)
                 p->finished_states[p->nfinished_states++] = fin;
                 st->subtasks[st->n_subtasks++] = fin;
             }
-            st->split_assigner = p->splits[v * cc->eg->max_ops + o];
+            st->source_coordinator = p->splits[v * cc->eg->max_ops + o];
             md->operators[md->n_operators++] = st;
         }
     }

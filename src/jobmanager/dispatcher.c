@@ -1,5 +1,6 @@
 /* The Dispatcher (dispatcher.h). */
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,6 +232,7 @@ disp_start_job(struct dispatcher *d, const spate_id *job_id, const Cluster__JobS
                spate_error *err)
 {
     struct job_master_options o = { 0 };
+    char library_path[PATH_MAX];
     struct disp_job *j;
 
     if (d->o.blobs == NULL) {
@@ -255,6 +257,12 @@ disp_start_job(struct dispatcher *d, const spate_id *job_id, const Cluster__JobS
         }
         j->holds_blob = true;
         o.library_key = j->library_key;
+        /* The JobMaster loads it when the job has sources of its own
+         * (their split enumerators run there). */
+        if (blob_server_local_path(d->o.blobs, j->library_key, library_path, sizeof library_path,
+                                   err) == 0)
+            o.library_path = library_path;
+        memset(err, 0, sizeof *err);
     }
     j->job_id = *job_id;
     o.graph = req->job_graph.data;

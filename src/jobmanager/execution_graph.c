@@ -5,8 +5,10 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/util.h"
+#include "connectors/source_operator.h"
 #include "jobmanager/execution_graph.h"
 #include "streaming/job_graph_codec.h"
+#include "streaming/user_code.h"
 
 static int
 group_index(struct execution_graph *eg, const char *name)
@@ -78,17 +80,6 @@ compute_regions(struct execution_graph *eg)
     free(number);
 }
 
-static void
-holders_reset(struct execution_graph *eg, int i)
-{
-    struct split_assigner *a = eg->assigners[i];
-
-    free(eg->holders[i]);
-    eg->holders[i] = xcalloc(a->count ? a->count : 1, sizeof **eg->holders);
-    for (size_t k = 0; k < a->count; k++)
-        eg->holders[i][k] = -1;
-}
-
 int
 execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
                     struct execution_graph **out, spate_error *err)
@@ -127,24 +118,22 @@ execution_graph_new(const uint8_t *bytes, size_t len, const char *blob_server,
             eg->total++;
         }
     }
-    eg->assigners = xcalloc((size_t)(jg->nvertices * eg->max_ops), sizeof *eg->assigners);
-    eg->holders = xcalloc((size_t)(jg->nvertices * eg->max_ops), sizeof *eg->holders);
+    eg->sources = xcalloc((size_t)(jg->nvertices * eg->max_ops), sizeof *eg->sources);
     compute_regions(eg);
     for (int v = 0; v < jg->nvertices; v++) {
         for (int o = 0; o < jg->vertices[v].nops; o++) {
             const struct operator_settings *n = &jg->vertices[v].ops[o].settings;
-            const struct file_source_config *fc = n->conf;
-            struct split_assigner *a;
+            const void *config;
 
-            if (n->kind != OP_SOURCE_FILE)
+            /* A job's own source waits for its library (load_sources). */
+            if (source_operator_source(n, &config) == NULL || n->kind == OP_SOURCE)
                 continue;
-            a = xcalloc(1, sizeof *a);
-            eg->assigners[v * eg->max_ops + o] = a;
-            if ((rc = split_assigner_init(a, fc->path, 0, err)) != 0) {
+            rc = source_coordinator_new(n, jg->vertices[v].parallelism, NULL,
+                                        &eg->sources[v * eg->max_ops + o], err);
+            if (rc != 0) {
                 execution_graph_free(eg);
                 return rc;
             }
-            holders_reset(eg, v * eg->max_ops + o);
         }
     }
     *out = eg;
@@ -163,22 +152,20 @@ execution_graph_free(struct execution_graph *eg)
         }
         free(eg->executions[v]);
     }
-    for (int i = 0; eg->assigners && eg->graph && i < eg->graph->nvertices * eg->max_ops; i++) {
-        if (eg->assigners[i] != NULL)
-            split_assigner_release(eg->assigners[i]);
-        free(eg->assigners[i]);
-        free(eg->holders[i]);
-    }
+    for (int i = 0; eg->sources && eg->graph && i < eg->graph->nvertices * eg->max_ops; i++)
+        source_coordinator_free(eg->sources[i]);
     for (int v = 0; eg->region && v < eg->graph->nvertices; v++)
         free(eg->region[v]);
     free(eg->region);
-    free(eg->holders);
     for (int g = 0; g < eg->ngroups; g++)
         free(eg->groups[g]);
     free(eg->groups);
     free(eg->group_slots);
     free(eg->vertex_group);
-    free(eg->assigners);
+    free(eg->sources);
+    if (eg->user_graph != NULL)
+        job_graph_free(eg->user_graph);
+    job_library_close(eg->lib);
     free(eg->executions);
     free(eg->graph_bytes);
     free(eg->blob_server);
@@ -392,107 +379,42 @@ execution_graph_deployment_free(Jobgraph__TaskDeployment *tdd)
 }
 
 int
-execution_graph_next_split(struct execution_graph *eg, int vertex, int op, int subtask,
-                           const struct file_split **split, spate_error *err)
+execution_graph_load_sources(struct execution_graph *eg, const char *library_path, spate_error *err)
 {
-    struct split_assigner *a;
-    int i = vertex * eg->max_ops + op;
+    const struct job_graph *jg = eg->graph;
+    bool any = false;
+    int rc;
 
-    if (vertex < 0 || vertex >= eg->graph->nvertices || op < 0 || op >= eg->max_ops ||
-        (a = eg->assigners[i]) == NULL)
-        return spate_error_set(err, SPATE_EINVAL, "operator %d of vertex %d is not a file source",
-                               op, vertex);
-    *split = split_assigner_next(a);
-    if (*split == NULL)
-        return 1;
-    eg->holders[i][*split - a->splits] = subtask;
+    for (int v = 0; v < jg->nvertices; v++)
+        for (int o = 0; o < jg->vertices[v].nops; o++)
+            any |= jg->vertices[v].ops[o].settings.kind == OP_SOURCE;
+    if (!any)
+        return 0;
+    if (library_path == NULL)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "the job has a source of its own, whose split enumerator runs on "
+                               "the JobManager, but no job library there");
+    if ((rc = job_library_open(library_path, NULL, jg->library_sha256, &eg->lib, err)) != 0 ||
+        (rc = job_graph_decode(eg->graph_bytes, eg->graph_len, eg->lib, &eg->user_graph, err)) != 0)
+        return spate_error_wrap(err, "cannot load the job library for its sources");
+    for (int v = 0; v < jg->nvertices; v++)
+        for (int o = 0; o < jg->vertices[v].nops; o++) {
+            const struct operator_settings *n = &eg->user_graph->vertices[v].ops[o].settings;
+
+            if (n->kind != OP_SOURCE)
+                continue;
+            if ((rc = source_coordinator_new(n, jg->vertices[v].parallelism, NULL,
+                                             &eg->sources[v * eg->max_ops + o], err)) != 0)
+                return spate_error_wrap(err, "the source '%s'",
+                                        n->name ? n->name : "Custom Source");
+        }
     return 0;
 }
 
-static Checkpoint__FileSplit *
-split_message(const struct file_split *s)
+struct source_coordinator *
+execution_graph_source(const struct execution_graph *eg, int vertex, int op)
 {
-    Checkpoint__FileSplit *m = xmalloc(sizeof *m);
-
-    checkpoint__file_split__init(m);
-    m->path = xstrdup(s->path);
-    m->start = s->start;
-    m->length = s->length;
-    return m;
-}
-
-Checkpoint__SplitAssignerState *
-execution_graph_split_state(const struct execution_graph *eg, int vertex, int op)
-{
-    const struct split_assigner *a = eg->assigners[vertex * eg->max_ops + op];
-    Checkpoint__SplitAssignerState *st;
-
-    if (a == NULL)
+    if (vertex < 0 || vertex >= eg->graph->nvertices || op < 0 || op >= eg->max_ops)
         return NULL;
-    st = xmalloc(sizeof *st);
-    checkpoint__split_assigner_state__init(st);
-    st->remaining = xcalloc(a->nreturned + a->count - a->next + 1, sizeof *st->remaining);
-    /* In the order they would be handed out: given back ones first. */
-    for (size_t k = a->nreturned; k-- > 0;)
-        st->remaining[st->n_remaining++] = split_message(&a->splits[a->returned[k]]);
-    for (size_t k = a->next; k < a->count; k++)
-        st->remaining[st->n_remaining++] = split_message(&a->splits[k]);
-    return st;
-}
-
-/* The index of a split in a's list, or -1. */
-static long
-split_index(const struct split_assigner *a, const Checkpoint__FileSplit *m)
-{
-    for (size_t k = 0; k < a->count; k++)
-        if (a->splits[k].start == m->start && a->splits[k].length == m->length &&
-            strcmp(a->splits[k].path, m->path ? m->path : "") == 0)
-            return (long)k;
-    return -1;
-}
-
-void
-execution_graph_restore_splits(struct execution_graph *eg, int vertex, int op,
-                               const Checkpoint__SplitAssignerState *state, const bool *restarting)
-{
-    int i = vertex * eg->max_ops + op;
-    struct split_assigner *a = eg->assigners[i];
-
-    if (a == NULL)
-        return;
-    if (state != NULL && restarting == NULL) {
-        /* Every reader restarts: the assigner is the checkpoint's. */
-        for (size_t k = 0; k < a->count; k++)
-            free(a->splits[k].path);
-        free(a->splits);
-        a->splits = xcalloc(state->n_remaining + 1, sizeof *a->splits);
-        a->count = state->n_remaining;
-        for (size_t k = 0; k < state->n_remaining; k++) {
-            a->splits[k].path = xstrdup(state->remaining[k]->path ? state->remaining[k]->path : "");
-            a->splits[k].start = state->remaining[k]->start;
-            a->splits[k].length = state->remaining[k]->length;
-        }
-        a->next = 0;
-        a->nreturned = 0;
-        holders_reset(eg, i);
-        return;
-    }
-    for (size_t k = 0; k < a->count; k++) {
-        int h = eg->holders[i][k];
-
-        if (h < 0 || (restarting != NULL && !restarting[h]))
-            continue;
-        /* With a checkpoint, only what it had not handed out comes back:
-         * the rest is in the readers' restored state. */
-        if (state != NULL) {
-            bool remaining = false;
-
-            for (size_t r = 0; r < state->n_remaining && !remaining; r++)
-                remaining = split_index(a, state->remaining[r]) == (long)k;
-            if (!remaining)
-                continue;
-        }
-        split_assigner_return(a, &a->splits[k]);
-        eg->holders[i][k] = -1;
-    }
+    return eg->sources[vertex * eg->max_ops + op];
 }

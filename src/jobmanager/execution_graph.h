@@ -2,18 +2,18 @@
  * JobGraph vertex, with its attempt id, ExecutionState, slot and failure;
  * the slots the job needs (one per subtask index of each slot sharing group);
  * the task deployment descriptors that wire each subtask's partitions and
- * input channels to its producers' TaskManagers; the file sources' split
- * assigners; the accumulators of finished tasks. Owned by the JobMaster's
- * endpoint (loop thread). */
+ * input channels to its producers' TaskManagers; the sources' coordinators
+ * (connectors/source_coordinator.h); the accumulators of finished tasks.
+ * Owned by the JobMaster's endpoint (loop thread). */
 #ifndef SPATE_JOBMANAGER_EXECUTION_GRAPH_H
 #define SPATE_JOBMANAGER_EXECUTION_GRAPH_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "connectors/file_splits.h"
 #include "core/execution_state.h"
 #include "core/id.h"
+#include "connectors/source_coordinator.h"
 #include "proto/checkpoint.pb-c.h"
 #include "proto/jobgraph.pb-c.h"
 #include "streaming/accumulators.h"
@@ -63,12 +63,13 @@ struct execution_graph {
     int *group_slots;
     int ngroups;
     int *vertex_group; /* per vertex */
-    /* File sources: a split assigner per (vertex, operator); NULL elsewhere.
-     * holders[i][k]: the subtask split k of assigners[i] was handed to last,
-     * -1 while it is the assigner's (a restart gives back what restarted
-     * subtasks held). */
-    struct split_assigner **assigners; /* [vertex * max ops + operator] */
-    int **holders;
+    /* Source API sources: a coordinator per (vertex, operator), hosting
+     * its split enumerator; NULL elsewhere. */
+    struct source_coordinator **sources; /* [vertex * max ops + operator] */
+    /* With sources of the job's own: its library and the graph decoded
+     * with it, whose settings their coordinators read; else NULL. */
+    struct job_library *lib;
+    struct job_graph *user_graph;
     int max_ops;
     /* Pipelined regions (Flink's): executions joined by an exchange belong
      * to one region; region[v][s] numbers them 0 .. nregions - 1. */
@@ -108,23 +109,16 @@ int execution_graph_deployment(const struct execution_graph *eg, const struct ex
                                Jobgraph__TaskDeployment **out, spate_error *err);
 void execution_graph_deployment_free(Jobgraph__TaskDeployment *tdd);
 
-/* The next split of a file source operator for one of its subtasks (0; 1
- * when none is left). */
-int execution_graph_next_split(struct execution_graph *eg, int vertex, int op, int subtask,
-                               const struct file_split **split, spate_error *err);
-/* The splits a file source's assigner has not handed out (NULL for other
- * operators), for a checkpoint; free with
- * checkpoint__split_assigner_state__free_unpacked(s, NULL). */
-Checkpoint__SplitAssignerState *execution_graph_split_state(const struct execution_graph *eg,
-                                                            int vertex, int op);
-/* A restart of the subtasks of vertex with restarting[subtask] set (NULL:
- * all): the assigner takes back the splits they had since the checkpoint
- * the job restores (state: that checkpoint's assigner state; NULL: no
- * checkpoint, so every split they were handed). A restart of every subtask
- * with a state puts the assigner back to exactly that state. */
-void execution_graph_restore_splits(struct execution_graph *eg, int vertex, int op,
-                                    const Checkpoint__SplitAssignerState *state,
-                                    const bool *restarting);
+/* The job's own sources (spate_source_from) need the job's library here:
+ * loads it from library_path (a file whose SHA-256 is the graph's) and
+ * makes their coordinators. Nothing when the job has none. Errors: no
+ * library, one that does not load or match, an enumerator that fails. */
+int execution_graph_load_sources(struct execution_graph *eg, const char *library_path,
+                                 spate_error *err);
+/* The source coordinator of operator op of vertex, or NULL when it is no
+ * Source API source. */
+struct source_coordinator *execution_graph_source(const struct execution_graph *eg, int vertex,
+                                                  int op);
 
 /* The result partition id a producer execution writes for an edge. */
 void execution_graph_partition_id(const struct execution_graph *eg, int edge,

@@ -308,39 +308,37 @@ jmh_update_task_execution_state(struct rpc_endpoint *ep, const Cluster__TaskExec
     jm_check_end(jm);
 }
 
-/* The seeds' RequestNextInputSplit. */
+/* A source reader's request to its split enumerator (the seeds'
+ * RequestNextInputSplit, generalised). */
 static void
-jmh_request_next_input_split(struct rpc_endpoint *ep, const Cluster__SplitRequest *req,
-                             struct rpc_call *call)
+jmh_request_split(struct rpc_endpoint *ep, const Cluster__SplitRequest *req, struct rpc_call *call)
 {
     struct job_master *jm = jm_of(ep);
-    Cluster__InputSplit out = CLUSTER__INPUT_SPLIT__INIT;
-    const struct file_split *split = NULL;
+    Cluster__SplitAssignment out = CLUSTER__SPLIT_ASSIGNMENT__INIT;
+    struct source_coordinator *c;
     spate_error err = { 0 };
     struct execution *e;
     spate_id attempt;
-    int rc, subtask;
 
     /* A split handed to an attempt that is being replaced would be lost. */
     if (!gw_id_get(&req->attempt_id, &attempt) ||
         (e = execution_graph_find(jm->eg, &attempt)) == NULL || e->vertex != req->vertex ||
         execution_state_is_terminal(e->state) || e->state == EXEC_CANCELING) {
-        rpc_call_fail(call, SPATE_ESTATE, "no input splits for an attempt that is not running");
+        rpc_call_fail(call, SPATE_ESTATE, "no source splits for an attempt that is not running");
         return;
     }
-    subtask = e->subtask;
-    rc = execution_graph_next_split(jm->eg, req->vertex, req->operator_, subtask, &split, &err);
-    if (rc < 0) {
-        rpc_call_fail(call, rc, "%s", err.message);
+    if ((c = execution_graph_source(jm->eg, req->vertex, req->operator_)) == NULL) {
+        rpc_call_fail(call, SPATE_EINVAL, "operator %d of vertex %d is not a source",
+                      req->operator_, req->vertex);
         return;
     }
-    if (rc == 0) {
-        out.present = true;
-        out.path = split->path;
-        out.start = split->start;
-        out.length = split->length;
+    if (source_coordinator_request(c, e->subtask, req->register_reader, req->request_split, &out,
+                                   &err) != 0) {
+        rpc_call_fail(call, err.code, "%s", err.message);
+        return;
     }
     rpc_call_reply(call, &out.base);
+    free(out.splits);
 }
 
 /* TaskExecutor -> JobMaster: checkpoint acknowledgements and declines. */
@@ -370,7 +368,7 @@ static const struct jm_handlers jm_handlers = {
     .acknowledge_checkpoint = jmh_acknowledge_checkpoint,
     .decline_checkpoint = jmh_decline_checkpoint,
     .update_task_execution_state = jmh_update_task_execution_state,
-    .request_next_input_split = jmh_request_next_input_split,
+    .request_split = jmh_request_split,
     .register_task_manager = jmh_register_task_manager,
     .offer_slots = jmh_offer_slots,
     .disconnect_task_manager = jmh_disconnect_task_manager,
@@ -662,6 +660,11 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
                              "submitted with it is %s",
                              sha256_hex(jm->eg->graph->library_sha256, a),
                              sha256_hex(o->library_key, b));
+        execution_graph_free(jm->eg);
+        free(jm);
+        return rc;
+    }
+    if ((rc = execution_graph_load_sources(jm->eg, o->library_path, err)) != 0) {
         execution_graph_free(jm->eg);
         free(jm);
         return rc;

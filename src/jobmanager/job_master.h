@@ -36,6 +36,9 @@ struct job_master_options {
     size_t graph_len;
     const char *blob_server;
     const uint8_t *library_key; /* SHA256_BYTES */
+    /* The library's file on this host (NULL: none), loaded when the job
+     * has sources of its own (their split enumerators run here). */
+    const char *library_path;
     int64_t slot_request_timeout_ms;
     struct heartbeat_options heartbeat;
     struct registration_options registration;

@@ -219,8 +219,11 @@ jm_fail_execution(struct job_master *jm, const struct execution *e, const char *
     free(regions);
 }
 
-/* A file source's assigner takes back what its restarting readers held
- * since the checkpoint they restore (md; NULL: a fresh start). */
+/* Each source's split enumerator takes back what its restarting readers
+ * fetched since the checkpoint they restore (md; NULL: a fresh start), or
+ * becomes that checkpoint's when all of them restart. An enumerator that
+ * cannot be restored fails its readers' requests, which fails the job
+ * through its restart strategy. */
 void
 jm_restore_splits(struct job_master *jm, const Checkpoint__CheckpointMetadata *md, bool everything)
 {
@@ -236,14 +239,18 @@ jm_restore_splits(struct job_master *jm, const Checkpoint__CheckpointMetadata *m
             all &= restarting[s];
         }
         for (int o = 0; o < vx->nops; o++) {
-            const Checkpoint__SplitAssignerState *st = NULL;
+            const Checkpoint__SourceCoordinatorState *st = NULL;
+            struct source_coordinator *c = execution_graph_source(eg, v, o);
+            spate_error err = { 0 };
 
             for (size_t k = 0; md != NULL && k < md->n_operators; k++)
                 if (md->operators[k]->operator_id.len == ID_BYTES &&
                     memcmp(md->operators[k]->operator_id.data, vx->ops[o].operator_id.bytes,
                            ID_BYTES) == 0)
-                    st = md->operators[k]->split_assigner;
-            execution_graph_restore_splits(eg, v, o, st, all ? NULL : restarting);
+                    st = md->operators[k]->source_coordinator;
+            if (c != NULL && source_coordinator_restore(c, st, all ? NULL : restarting, &err) != 0)
+                SPATE_LOG_ERROR(JM_LOG, "job %s: cannot restore the split enumerator of '%s': %s",
+                                id_str(&jm->o.job_id).s, vx->ops[o].name, err.message);
         }
         free(restarting);
     }

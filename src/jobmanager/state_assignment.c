@@ -19,7 +19,7 @@ typedef Checkpoint__OperatorStateEntry OpEntry;
 bool
 state_assignment_has_state(const OpState *op)
 {
-    if (op->split_assigner != NULL)
+    if (op->source_coordinator != NULL)
         return true;
     for (size_t s = 0; s < op->n_subtasks; s++)
         if (op->subtasks[s]->n_keyed > 0 || op->subtasks[s]->n_operator_ > 0)
@@ -383,7 +383,7 @@ state_assignment_subtask(const Checkpoint__CheckpointMetadata *md, const struct 
         const OpState *st = find_state(md, &v->ops[o].operator_id);
         SubState *out;
 
-        if (st == NULL || (st->n_subtasks == 0 && st->split_assigner == NULL))
+        if (st == NULL || (st->n_subtasks == 0 && st->source_coordinator == NULL))
             continue;
         out = xmalloc(sizeof *out);
         checkpoint__operator_subtask_state__init(out);

@@ -95,8 +95,8 @@ RPC_PROTOCOL_DECLARE(te, TE_METHODS)
       void, none)                                                                                  \
     X(P, update_task_execution_state, 5, ASK, FENCED, Cluster__TaskExecutionState,                 \
       cluster__task_execution_state, Cluster__Ack, cluster__ack)                                   \
-    X(P, request_next_input_split, 6, ASK, FENCED, Cluster__SplitRequest, cluster__split_request,  \
-      Cluster__InputSplit, cluster__input_split)                                                   \
+    X(P, request_split, 6, ASK, FENCED, Cluster__SplitRequest, cluster__split_request,             \
+      Cluster__SplitAssignment, cluster__split_assignment)                                         \
     X(P, acknowledge_checkpoint, 7, TELL, FENCED, Checkpoint__AcknowledgeCheckpoint,               \
       checkpoint__acknowledge_checkpoint, void, none)                                              \
     X(P, decline_checkpoint, 8, TELL, FENCED, Checkpoint__DeclineCheckpoint,                       \

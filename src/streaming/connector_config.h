@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <spate/source.h>
 #include <spate/spate.h>
 
 /* OP_SOURCE_COLLECTION: records given to the job, serialized. */
@@ -39,9 +40,10 @@ struct socket_source_config {
 };
 
 /* OP_SOURCE_FILE: the lines of a file or of a folder's files; the splits
- * come from the JobMaster's assigner (connectors/file_splits.h). */
+ * come from its split enumerator on the JobMaster (connectors/file_source.c). */
 struct file_source_config {
-    char *path; /* absolute */
+    char *path;          /* absolute */
+    uint64_t split_size; /* 0: FILE_SPLIT_DEFAULT_SIZE (not in the JobGraph; tests cut finer) */
 };
 
 /* OP_SINK_FILE: a folder of part files, each record a line. */
@@ -91,7 +93,14 @@ named_connector_release(struct named_connector_config *c)
 }
 
 /* One of the above, by the node's kind. */
+/* OP_SOURCE: a job's own source on the Source API; its enumerator and
+ * reader get the node's spate_params. */
+struct api_source_config {
+    const spate_source *source;
+};
+
 union connector_config {
+    struct api_source_config api_source;
     struct collection_source_config collection;
     struct generator_source_config generator;
     struct socket_source_config socket;

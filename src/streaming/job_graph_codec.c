@@ -314,6 +314,16 @@ enc_window(struct enc *e, const void *conf, const char *name, PbOp *p)
     p->window = w;
 }
 
+static void
+enc_api_source(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct api_source_config *c = conf;
+    char what[160];
+
+    snprintf(what, sizeof what, "the source of '%s'", name);
+    p->source = enc_fn(e, (const void *)c->source, what);
+}
+
 /* Each kind's encoder of its configuration struct (operator_settings.conf). */
 static kind_encoder *const kind_encoders[OP_KIND_COUNT] = {
     [OP_SOURCE_CONNECTOR] = enc_named_connector,
@@ -322,6 +332,7 @@ static kind_encoder *const kind_encoders[OP_KIND_COUNT] = {
     [OP_SOURCE_GENERATOR] = enc_generator,
     [OP_SOURCE_SOCKET] = enc_socket,
     [OP_SOURCE_FILE] = enc_file_source,
+    [OP_SOURCE] = enc_api_source,
     [OP_SINK_FILE] = enc_file_sink,
     [OP_MAP] = enc_function,
     [OP_FILTER] = enc_function,
@@ -891,6 +902,20 @@ dec_file_source(struct dec *d, const PbOp *p, struct jg_operator *o)
     return 0;
 }
 
+/* In the JobManager without the job's library, the reference stays. */
+static int
+dec_api_source(struct dec *d, const PbOp *p, struct jg_operator *o)
+{
+    void *source = NULL;
+    int rc;
+
+    if (p->source == NULL || !p->source->present)
+        return bad(d, "a custom source without its spate_source");
+    rc = dec_fn(d, p->source, &source);
+    o->conn.api_source.source = source;
+    return rc;
+}
+
 static int
 dec_file_sink(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
@@ -951,6 +976,7 @@ static kind_decoder *const kind_decoders[OP_KIND_COUNT] = {
     [OP_SOURCE_GENERATOR] = dec_generator,
     [OP_SOURCE_SOCKET] = dec_socket,
     [OP_SOURCE_FILE] = dec_file_source,
+    [OP_SOURCE] = dec_api_source,
     [OP_SINK_FILE] = dec_file_sink,
     [OP_SINK_PRINT] = dec_print,
     [OP_MAP] = dec_function,

@@ -97,11 +97,14 @@ struct task_info {
     const char *task_name;
     struct accumulators *accumulators;
     FILE *print_out; /* where print sinks write: stdout */
-    /* The next split of a file source (the seeds' RequestNextInputSplit):
-     * 0 with *path, *start, *length set; 1 when there are no more; < 0 on
-     * failure. */
-    int (*next_split)(void *data, int operator_index, char **path, uint64_t *start,
-                      uint64_t *length, spate_error *err);
+    /* A Source API reader's request to its split enumerator on the
+     * JobMaster (jm.request_split): registers the reader, or asks for a
+     * split; add gets each split assigned to it since its last request
+     * (and may fail, which ends the call), *no_more whether the enumerator
+     * said no more come. 0, or < 0 on failure. */
+    int (*request_splits)(void *data, int operator_index, bool register_reader, bool request_split,
+                          int (*add)(void *arg, const void *split, size_t len), void *arg,
+                          bool *no_more, spate_error *err);
     void *split_data;
     /* The job takes checkpoints: sinks commit by two-phase commit. */
     bool checkpointing;

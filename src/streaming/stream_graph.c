@@ -287,6 +287,7 @@ static const char *const operator_names[] = {
     [OP_SOURCE_GENERATOR] = "Source: Generator",
     [OP_SOURCE_SOCKET] = "Source: Socket Stream",
     [OP_SOURCE_FILE] = "Source: File",
+    [OP_SOURCE] = "Source: Custom Source",
     [OP_MAP] = "Map",
     [OP_FILTER] = "Filter",
     [OP_FLAT_MAP] = "Flat Map",
@@ -436,7 +437,7 @@ stream_node_is_source(const struct spate_stream *n)
 bool
 operator_kind_is_source(enum operator_kind kind)
 {
-    return kind <= OP_SOURCE_FILE || kind == OP_SOURCE_CONNECTOR;
+    return kind <= OP_SOURCE_FILE || kind == OP_SOURCE_CONNECTOR || kind == OP_SOURCE;
 }
 
 void
@@ -484,6 +485,8 @@ operator_kind_conf(enum operator_kind kind, const union connector_config *conn,
         return &conn->socket;
     case OP_SOURCE_FILE:
         return &conn->file_source;
+    case OP_SOURCE:
+        return &conn->api_source;
     case OP_SINK_FILE:
         return &conn->file_sink;
     case OP_SINK_PRINT:
@@ -526,7 +529,8 @@ operator_kind_is_connector(enum operator_kind kind)
 {
     return kind == OP_SOURCE_COLLECTION || kind == OP_SOURCE_GENERATOR ||
            kind == OP_SOURCE_SOCKET || kind == OP_SOURCE_FILE || kind == OP_SINK_PRINT ||
-           kind == OP_SINK_FILE || kind == OP_SOURCE_CONNECTOR || kind == OP_SINK_CONNECTOR;
+           kind == OP_SINK_FILE || kind == OP_SOURCE_CONNECTOR || kind == OP_SINK_CONNECTOR ||
+           kind == OP_SOURCE;
 }
 
 bool
@@ -680,6 +684,23 @@ spate_source_text_file(spate_env *env, const char *path)
     if (check(env, path != NULL && *path, "text file source needs a path"))
         local_path(env, path, "text file source");
     s->conn.file_source.path = absolute_path(path ? path : "");
+    return s;
+}
+
+spate_stream *
+spate_source_from(spate_env *env, const spate_source *source, const spate_type *type)
+{
+    struct spate_stream *s = stream_node_new(env, OP_SOURCE, NULL, type);
+
+    check(env,
+          source != NULL && source->enumerator != NULL && source->reader != NULL &&
+              source->enumerator->create && source->enumerator->handle_split_request &&
+              source->enumerator->add_split_back && source->enumerator->snapshot_state &&
+              source->enumerator->close && source->reader->create && source->reader->add_split &&
+              source->reader->poll_next && source->reader->snapshot_state && source->reader->close,
+          "a source needs an enumerator and a reader with every function but add_reader, "
+          "no_more_splits and checkpoint_complete");
+    s->conn.api_source.source = source;
     return s;
 }
 

@@ -97,37 +97,36 @@ task_report(struct task *t, enum execution_state state, const char *failure)
     free(ptrs);
 }
 
-/* ---- input splits (the seeds' RequestNextInputSplit) ---- */
+/* ---- source splits (jm.request_split: the seeds' RequestNextInputSplit) ---- */
 
 static int
-task_next_split(void *data, int op, char **path, uint64_t *start, uint64_t *length,
-                spate_error *err)
+task_request_splits(void *data, int op, bool register_reader, bool request_split,
+                    int (*add)(void *arg, const void *split, size_t len), void *arg, bool *no_more,
+                    spate_error *err)
 {
     struct task *t = data;
     Cluster__SplitRequest req = CLUSTER__SPLIT_REQUEST__INIT;
+    Cluster__SplitAssignment *a;
     struct rpc_future *f;
-    Cluster__InputSplit *s;
-    int rc;
+    int rc = 0;
 
     req.job_id = gw_id_bytes(&t->job_id);
     req.attempt_id = gw_id_bytes(&t->attempt_id);
     req.vertex = t->tdd->vertex;
     req.operator_ = op;
-    f = jm_request_next_input_split(t->jm, &req, 0);
+    req.register_reader = register_reader;
+    req.request_split = request_split;
+    f = jm_request_split(t->jm, &req, 0);
     if ((rc = rpc_future_wait(f, rpc_service_ask_timeout_ms(t->host.svc) + 1000, err)) != 0) {
         rpc_future_unref(f);
-        return spate_error_wrap(err, "cannot get an input split from the JobMaster");
+        return spate_error_wrap(err, "cannot get source splits from the JobMaster");
     }
-    s = rpc_future_value(f);
-    if (!s->present) {
-        rpc_future_unref(f);
-        return 1;
-    }
-    *path = xstrdup(s->path ? s->path : "");
-    *start = s->start;
-    *length = s->length;
+    a = rpc_future_value(f);
+    for (size_t i = 0; i < a->n_splits && rc == 0; i++)
+        rc = add(arg, a->splits[i].data, a->splits[i].len);
+    *no_more = a->no_more_splits;
     rpc_future_unref(f);
-    return 0;
+    return rc;
 }
 
 /* ---- checkpoints ---- */
@@ -236,7 +235,7 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
                                   t->name,
                                   &t->accumulators,
                                   t->host.print_out,
-                                  task_next_split,
+                                  task_request_splits,
                                   t,
                                   false,
                                   sql_operator_table(),

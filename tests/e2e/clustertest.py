@@ -142,6 +142,19 @@ class ClusterTestCase(SpateTestCase):
         self.assertEqual(status, 200, job)
         return job
 
+    def resource_id(self, tm):
+        """The resource id of TaskManager tm (a Proc), from its log."""
+        return tm.wait_log(r"TaskExecutor (\S+) started at").group(1)
+
+    def taskmanagers_of(self, jid):
+        """The resource ids of the TaskManagers that run subtasks of jid."""
+        ids = set()
+        for v in self.job_state(jid)["vertices"]:
+            status, d = self.rest(f"/jobs/{jid}/vertices/{v['id']}")
+            self.assertEqual(status, 200, d)
+            ids |= {s["taskmanager-id"] for s in d["subtasks"] if s["status"] == "RUNNING"}
+        return ids
+
     def wait_state(self, jid, states, timeout=180.0):
         return wait_for(lambda: (lambda j: j if j["state"] in states else None)(
             self.job_state(jid)), timeout, f"job {jid} in {states}")

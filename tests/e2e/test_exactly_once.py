@@ -123,18 +123,6 @@ class WordCountKillTest(WordCountMixin, ClusterTestCase):
         self.tms = [self.start_taskmanager(slots=2) for _ in range(3)]
         self.wait_overview(3, slots=6)
 
-    def resource_id(self, tm):
-        return tm.wait_log(r"TaskExecutor (\S+) started at").group(1)
-
-    def taskmanagers_of(self, jid):
-        """The resource ids of the TaskManagers that run subtasks of jid."""
-        ids = set()
-        for v in self.job_state(jid)["vertices"]:
-            status, d = self.rest(f"/jobs/{jid}/vertices/{v['id']}")
-            self.assertEqual(status, 200, d)
-            ids |= {s["taskmanager-id"] for s in d["subtasks"] if s["status"] == "RUNNING"}
-        return ids
-
     def kill_one_running_the_job(self, jid):
         running = self.taskmanagers_of(jid)
         victim = next((tm for tm in self.tms if self.resource_id(tm) in running), None)

@@ -1,18 +1,24 @@
-"""End-to-end tests of the example jobs (examples/) as a user runs them,
-`spate run --local`: the click count's windows and late clicks against
-what this file computes from the same generated CSV."""
+"""End-to-end tests of the example jobs (examples/) as a user runs them:
+the click count's windows and late clicks (`spate run --local`) against
+what this file computes from the same generated CSV; the custom source on
+the Source API (examples/number_source) on a cluster through a kill -9 of
+a TaskManager, every number committed exactly once."""
 
 import collections
 import os
 import random
+import re
 import subprocess
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+from clustertest import ClusterTestCase  # noqa: E402
+import exactly_once  # noqa: E402
 from spatetest import BUILD, SPATE, SpateTestCase, sink_lines  # noqa: E402
 
 CLICK_COUNT = os.path.join(BUILD, "examples", "click_count.so")
+NUMBER_SOURCE = os.path.join(BUILD, "examples", "number_source.so")
 
 WINDOW_MS = 10000
 BOUND_MS = 2000
@@ -96,6 +102,63 @@ class ClickCountTest(SpateTestCase):
                        os.path.join(self.tmp, "missing.csv"))
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("missing.csv", r.stderr + r.stdout)
+
+
+def committed_numbers(out):
+    """Every number in the committed part files of out, in file order."""
+    numbers = []
+    for path in exactly_once.committed_files(out):
+        with open(path) as f:
+            numbers += [int(line) for line in f]
+    return numbers
+
+
+class NumberSourceTest(ClusterTestCase):
+    """The custom source of examples/number_source: its split enumerator
+    runs in the JobMaster, its readers in the tasks; a kill -9 of a
+    TaskManager while it runs, the job restored from its latest checkpoint
+    (the enumerator's unassigned splits, the readers' split positions, the
+    splits handed out since given back)."""
+
+    COUNT = 60000
+
+    def setUp(self):
+        super().setUp()
+        self.start_jobmanager()
+        self.tms = [self.start_taskmanager(slots=2) for _ in range(3)]
+        self.wait_overview(3, slots=6)
+
+    def submit(self, out, parallelism, rate):
+        r = self.spate("-D", "execution.checkpointing.interval=200 ms",
+                       "-D", f"state.checkpoints.dir={self.tmp}/checkpoints",
+                       "run", "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", str(parallelism),
+                       NUMBER_SOURCE, "--count", str(self.COUNT), "--splits", "24",
+                       "--rate", str(rate), "--output", out, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        return re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
+
+    def test_p3_kill9_of_a_taskmanager_every_number_exactly_once(self):
+        out = os.path.join(self.tmp, "out")
+        # 3 readers at 2000 numbers a second: about 10 s of input.
+        jid = self.submit(out, 3, 2000)
+        self.wait_checkpoint_while_running(jid)
+        running = self.taskmanagers_of(jid)
+        victim = next(tm for tm in self.tms if self.resource_id(tm) in running)
+        victim.kill()
+        job = self.wait_state(jid, ("FINISHED", "FAILED", "CANCELED"))
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        status, s = self.rest(f"/jobs/{jid}/checkpoints")
+        self.assertGreaterEqual(s["counts"]["restored"], 1,
+                                "no restore: the kill came after the job had ended")
+        numbers = committed_numbers(out)
+        dup = len(numbers) - len(set(numbers))
+        lost = set(range(self.COUNT)) - set(numbers)
+        sys.stderr.write(f"\nnumber_source p3, kill -9, restored from checkpoint "
+                         f"{s['latest']['restored']['id']}: {len(numbers)} committed, "
+                         f"{dup} twice, {len(lost)} lost\n")
+        self.assertEqual(dup, 0, "numbers committed twice")
+        self.assertEqual(sorted(lost)[:10], [], f"{len(lost)} numbers lost")
+        self.assertEqual(len(numbers), self.COUNT)
 
 
 if __name__ == "__main__":

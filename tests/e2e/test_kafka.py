@@ -192,17 +192,6 @@ class KafkaTestCase(ClusterTestCase):
             return latest["id"] if latest and latest["id"] > after else None
         return wait_for(ok, timeout, f"job {jid} running with a checkpoint after {after}")
 
-    def resource_id(self, tm):
-        return tm.wait_log(r"TaskExecutor (\S+) started at").group(1)
-
-    def taskmanagers_of(self, jid):
-        ids = set()
-        for v in self.job_state(jid)["vertices"]:
-            status, d = self.rest(f"/jobs/{jid}/vertices/{v['id']}")
-            self.assertEqual(status, 200, d)
-            ids |= {s["taskmanager-id"] for s in d["subtasks"] if s["status"] == "RUNNING"}
-        return ids
-
     def kill_taskmanagers(self, jid, kills):
         """kills times: a checkpoint completed with every task running, then
         kill -9 of a TaskManager running the job."""

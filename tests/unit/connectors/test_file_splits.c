@@ -89,19 +89,18 @@ Test(file_splits, each_line_is_read_once_for_any_split_size)
     }
     write_file("in.txt", text);
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-        struct split_assigner a;
+        struct sync_splits a;
         struct seen seen = { { 0 }, 0 }, *sp = &seen;
         spate_env *env = env_new(NULL, NULL);
         struct accumulators acc;
-        spate_error err;
         char *failure;
         char path[256];
 
         snprintf(path, sizeof path, "%s/in.txt", dir);
-        cr_assert_eq(split_assigner_init(&a, path, sizes[k], &err), 0);
+        sync_splits_init(&a, path, sizes[k]);
         spate_params(spate_sink(spate_source_text_file(env, path), note), &sp, sizeof sp);
         accumulators_init(&acc);
-        sync_run_env_splits(env, &acc, &failure, sync_split_next, &a);
+        sync_run_env_splits(env, &acc, &failure, &a);
         cr_assert_null(failure);
         cr_assert_eq(seen.total, 1000, "split size %llu: %d lines", (unsigned long long)sizes[k],
                      seen.total);
@@ -109,7 +108,7 @@ Test(file_splits, each_line_is_read_once_for_any_split_size)
             cr_assert_eq(seen.count[i], 1, "split size %llu: line %d read %d times",
                          (unsigned long long)sizes[k], i, seen.count[i]);
         accumulators_release(&acc);
-        split_assigner_release(&a);
+        sync_splits_release(&a);
         env_free(env);
     }
 }
@@ -117,10 +116,14 @@ Test(file_splits, each_line_is_read_once_for_any_split_size)
 /* ---- a job resumed at a lower parallelism ---- */
 
 static int
-no_more_splits(void *data, int op, char **path, uint64_t *start, uint64_t *length, spate_error *err)
+no_more_splits(void *data, int op, bool register_reader, bool request_split,
+               int (*add)(void *arg, const void *split, size_t len), void *arg, bool *no_more,
+               spate_error *err)
 {
-    (void)data, (void)op, (void)path, (void)start, (void)length, (void)err;
-    return 1;
+    (void)data, (void)op, (void)register_reader, (void)request_split, (void)add, (void)arg;
+    (void)err;
+    *no_more = true;
+    return 0;
 }
 
 struct line_counts {
@@ -188,7 +191,7 @@ Test(file_splits, a_subtask_restored_with_several_splits_in_progress_reads_them_
     task.parallelism = 1;
     task.max_parallelism = 128;
     task.task_name = "restored";
-    task.next_split = no_more_splits;
+    task.request_splits = no_more_splits;
     stream_node_settings(spate_source_text_file(env, path), &settings);
     cr_assert_eq(operator_new(&settings, 0, &task, &out.base, &op, &err), 0, "%s", err.message);
     cr_assert_eq(op->vt->restore_state(op, e1, n1, &err), 0, "%s", err.message);

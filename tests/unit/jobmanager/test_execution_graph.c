@@ -186,13 +186,48 @@ write_lines(const char *path, int lines)
     fclose(f);
 }
 
+/* Subtask's next file split from the source coordinator: 0 with its path
+ * in path, 1 when none is left. */
+static int
+take_split(struct execution_graph *eg, int subtask, char *path, size_t size)
+{
+    Cluster__SplitAssignment a = CLUSTER__SPLIT_ASSIGNMENT__INIT;
+    spate_error err = { 0 };
+    uint32_t plen;
+
+    cr_assert_eq(source_coordinator_request(execution_graph_source(eg, 0, 0), subtask, false, true,
+                                            &a, &err),
+                 0, "%s", err.message);
+    if (a.n_splits == 0) {
+        cr_assert(a.no_more_splits);
+        free(a.splits);
+        return 1;
+    }
+    cr_assert_eq(a.n_splits, 1);
+    /* The assigned form (file_source.c): u8 2, u64 start, u64 length, u32
+     * path length, path. */
+    memcpy(&plen, a.splits[0].data + 17, 4);
+    snprintf(path, size, "%.*s", (int)plen, (const char *)a.splits[0].data + 21);
+    free(a.splits);
+    return 0;
+}
+
+/* Where name shows in a snapshot's enumerator state (-1: nowhere). */
+static long
+state_at(const Checkpoint__SourceCoordinatorState *st, const char *name)
+{
+    const uint8_t *at = memmem(st->enumerator.data, st->enumerator.len, name, strlen(name));
+
+    return at ? (long)(at - st->enumerator.data) : -1;
+}
+
 Test(execution_graph, file_splits_in_checkpoints_and_restarts)
 {
     char dir[64], path[128];
     spate_env *env = env_new(NULL, NULL);
     struct execution_graph *eg;
-    const struct file_split *split;
-    Checkpoint__SplitAssignerState *st, *st2;
+    struct source_coordinator *c;
+    Checkpoint__SourceCoordinatorState *st, *st2;
     spate_error err = { 0 };
     bool restarting[2] = { false, true };
     char cmd[100];
@@ -205,39 +240,42 @@ Test(execution_graph, file_splits_in_checkpoints_and_restarts)
     }
     spate_sink_print(spate_set_parallelism(spate_source_text_file(env, dir), 2));
     eg = eg_test_build(env);
-    cr_assert_eq(eg->assigners[0]->count, 4);
+    cr_assert_not_null(c = execution_graph_source(eg, 0, 0));
+    cr_assert_null(execution_graph_source(eg, 0, 1), "not a source");
     /* Subtask 0 takes part-0, subtask 1 part-1; then the checkpoint. */
-    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 0, &split, &err), 0);
-    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 1, &split, &err), 0);
-    st = execution_graph_split_state(eg, 0, 0);
-    cr_assert_eq(st->n_remaining, 2);
-    cr_assert(strstr(st->remaining[0]->path, "part-2") != NULL);
-    cr_assert_null(execution_graph_split_state(eg, 0, 1), "not a file source");
+    cr_assert_eq(take_split(eg, 0, path, sizeof path), 0);
+    cr_assert(strstr(path, "part-0") != NULL, "%s", path);
+    cr_assert_eq(take_split(eg, 1, path, sizeof path), 0);
+    st = source_coordinator_snapshot(c);
+    cr_assert_eq(state_at(st, "part-0"), -1);
+    cr_assert_eq(state_at(st, "part-1"), -1);
+    cr_assert(state_at(st, "part-2") >= 0 && state_at(st, "part-2") < state_at(st, "part-3"));
     /* After it: part-2 to subtask 1, part-3 to subtask 0. */
-    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 1, &split, &err), 0);
-    cr_assert(strstr(split->path, "part-2") != NULL);
-    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 0, &split, &err), 0);
-    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 0, &split, &err), 1, "none left");
+    cr_assert_eq(take_split(eg, 1, path, sizeof path), 0);
+    cr_assert(strstr(path, "part-2") != NULL, "%s", path);
+    cr_assert_eq(take_split(eg, 0, path, sizeof path), 0);
+    cr_assert_eq(take_split(eg, 0, path, sizeof path), 1, "none left");
     /* Subtask 1 restarts from the checkpoint: part-2 comes back (part-1 is
      * in its restored state), part-3 stays with subtask 0. */
-    execution_graph_restore_splits(eg, 0, 0, st, restarting);
-    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 1, &split, &err), 0);
-    cr_assert(strstr(split->path, "part-2") != NULL, "%s", split->path);
-    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 1, &split, &err), 1);
-    /* Everything restarts from it: the assigner is the checkpoint's. */
-    execution_graph_restore_splits(eg, 0, 0, st, NULL);
-    st2 = execution_graph_split_state(eg, 0, 0);
-    cr_assert_eq(st2->n_remaining, 2);
-    cr_assert(strstr(st2->remaining[0]->path, "part-2") != NULL);
-    cr_assert(strstr(st2->remaining[1]->path, "part-3") != NULL);
-    checkpoint__split_assigner_state__free_unpacked(st2, NULL);
+    cr_assert_eq(source_coordinator_restore(c, st, restarting, &err), 0, "%s", err.message);
+    cr_assert_eq(take_split(eg, 1, path, sizeof path), 0);
+    cr_assert(strstr(path, "part-2") != NULL, "%s", path);
+    cr_assert_eq(take_split(eg, 1, path, sizeof path), 1);
+    /* Everything restarts from it: the enumerator is the checkpoint's. */
+    cr_assert_eq(source_coordinator_restore(c, st, NULL, &err), 0, "%s", err.message);
+    st2 = source_coordinator_snapshot(c);
+    cr_assert(state_at(st2, "part-2") >= 0 && state_at(st2, "part-2") < state_at(st2, "part-3"));
+    cr_assert_eq(state_at(st2, "part-1"), -1);
+    cr_assert_gt(st2->epoch, st->epoch);
+    checkpoint__source_coordinator_state__free_unpacked(st2, NULL);
     /* Without a checkpoint a restart gives back all a subtask was handed. */
-    cr_assert_eq(execution_graph_next_split(eg, 0, 0, 1, &split, &err), 0);
-    execution_graph_restore_splits(eg, 0, 0, NULL, restarting);
-    st2 = execution_graph_split_state(eg, 0, 0);
-    cr_assert_eq(st2->n_remaining, 2);
-    checkpoint__split_assigner_state__free_unpacked(st2, NULL);
-    checkpoint__split_assigner_state__free_unpacked(st, NULL);
+    cr_assert_eq(take_split(eg, 1, path, sizeof path), 0);
+    cr_assert(strstr(path, "part-2") != NULL, "%s", path);
+    cr_assert_eq(source_coordinator_restore(c, NULL, restarting, &err), 0, "%s", err.message);
+    st2 = source_coordinator_snapshot(c);
+    cr_assert(state_at(st2, "part-2") >= 0 && state_at(st2, "part-3") >= 0);
+    checkpoint__source_coordinator_state__free_unpacked(st2, NULL);
+    checkpoint__source_coordinator_state__free_unpacked(st, NULL);
     execution_graph_free(eg);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);

@@ -5,8 +5,9 @@
 #include <string.h>
 
 #include "connectors/connectors.h"
-#include "connectors/file_splits.h"
+#include "connectors/source_operator.h"
 #include "core/alloc.h"
+#include "connectors/source_coordinator.h"
 #include "state/state_backend.h"
 #include "streaming/exchange_output.h"
 #include "streaming/operator_chain.h"
@@ -70,35 +71,52 @@ test_state_backend(void)
     return made == 2 ? &o : NULL;
 }
 
-int
-sync_split_next(void *data, int op, char **path, uint64_t *start, uint64_t *length,
-                spate_error *err)
+void
+sync_splits_init(struct sync_splits *s, const char *path, uint64_t split_size)
 {
-    const struct file_split *s = split_assigner_next(data);
+    spate_error err = { 0 };
 
-    (void)op;
-    (void)err;
-    if (s == NULL)
-        return 1;
-    *path = xstrdup(s->path);
-    *start = s->start;
-    *length = s->length;
-    return 0;
+    s->config = (struct file_source_config){ (char *)path, split_size };
+    s->settings = (struct operator_settings){ .kind = OP_SOURCE_FILE, .conf = &s->config };
+    cr_assert_eq(source_coordinator_new(&s->settings, 1, NULL, &s->coordinator, &err), 0, "%s",
+                 err.message);
 }
 
-static int (*split_fn)(void *, int, char **, uint64_t *, uint64_t *, spate_error *);
-static void *split_data;
+void
+sync_splits_release(struct sync_splits *s)
+{
+    source_coordinator_free(s->coordinator);
+}
+
+int
+sync_request_splits(void *data, int op, bool register_reader, bool request_split,
+                    int (*add)(void *arg, const void *split, size_t len), void *arg, bool *no_more,
+                    spate_error *err)
+{
+    struct sync_splits *s = data;
+    Cluster__SplitAssignment a = CLUSTER__SPLIT_ASSIGNMENT__INIT;
+    int rc = 0;
+
+    (void)op;
+    if ((rc = source_coordinator_request(s->coordinator, 0, register_reader, request_split, &a,
+                                         err)) != 0)
+        return rc;
+    for (size_t i = 0; i < a.n_splits && rc == 0; i++)
+        rc = add(arg, a.splits[i].data, a.splits[i].len);
+    *no_more = a.no_more_splits;
+    free(a.splits);
+    return rc;
+}
+
+static struct sync_splits *env_splits;
 
 void
 sync_run_env_splits(spate_env *env, struct accumulators *acc, char **failure,
-                    int (*next_split)(void *, int, char **, uint64_t *, uint64_t *, spate_error *),
-                    void *data)
+                    struct sync_splits *splits)
 {
-    split_fn = next_split;
-    split_data = data;
+    env_splits = splits;
     sync_run_env(env, acc, failure);
-    split_fn = NULL;
-    split_data = NULL;
+    env_splits = NULL;
 }
 
 void
@@ -192,8 +210,8 @@ sync_run_cut(struct job_graph *jg, struct accumulators *acc, char **failure,
                                   vx->name,
                                   acc,
                                   cut && cut->print_out ? cut->print_out : stdout,
-                                  cut && cut->next_split ? cut->next_split : split_fn,
-                                  cut && cut->next_split ? cut->split_data : split_data,
+                                  sync_request_splits,
+                                  cut && cut->splits ? cut->splits : env_splits,
                                   cut != NULL,
                                   connectors_builtin(),
                                   test_state_backend() };

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "streaming/accumulators.h"
+#include "streaming/connector_config.h"
 #include "streaming/job_graph.h"
 
 struct state_backend_options;
@@ -34,20 +35,26 @@ struct sync_cut {
     int64_t after;
     const char *dir;
     FILE *print_out;
-    /* File sources' splits (NULL: sync_run_env_splits's, if any). */
-    int (*next_split)(void *, int, char **, uint64_t *, uint64_t *, spate_error *);
-    void *split_data;
+    /* Source API sources' splits (NULL: sync_run_env_splits's, if any). */
+    struct sync_splits *splits;
 };
 void sync_run_cut(struct job_graph *jg, struct accumulators *acc, char **failure,
                   const struct sync_cut *cut);
-/* A file source's next split from a split assigner (data): the
- * task_info.next_split of the runs above. */
-int sync_split_next(void *data, int op, char **path, uint64_t *start, uint64_t *length,
-                    spate_error *err);
-/* The same, with file sources getting their splits from next_split. */
+/* A file source's split enumerator on a JobMaster's source coordinator
+ * (connectors/source_coordinator.h), its files cut into splits of
+ * split_size bytes: the task_info.request_splits of the runs above. */
+struct sync_splits {
+    struct file_source_config config;
+    struct operator_settings settings;
+    struct source_coordinator *coordinator;
+};
+void sync_splits_init(struct sync_splits *s, const char *path, uint64_t split_size);
+void sync_splits_release(struct sync_splits *s);
+int sync_request_splits(void *data, int op, bool register_reader, bool request_split,
+                        int (*add)(void *arg, const void *split, size_t len), void *arg,
+                        bool *no_more, spate_error *err);
+/* The same, with file sources getting their splits from splits. */
 void sync_run_env_splits(spate_env *env, struct accumulators *acc, char **failure,
-                         int (*next_split)(void *, int, char **, uint64_t *, uint64_t *,
-                                           spate_error *),
-                         void *data);
+                         struct sync_splits *splits);
 
 #endif

@@ -390,9 +390,10 @@ bc_rule(spate_ctx *ctx, const void *in)
 /* ---- the cases ---- */
 
 struct fixture {
-    char dir[64];  /* a temporary folder: the state files, files in and out */
-    FILE *printed; /* the print sink's output */
-    struct split_assigner splits;
+    char dir[64];   /* a temporary folder: the state files, files in and out */
+    char path[128]; /* the file source's input */
+    FILE *printed;  /* the print sink's output */
+    struct sync_splits splits;
     bool has_splits;
 };
 
@@ -424,17 +425,16 @@ build_generator(spate_env *env, struct fixture *fx)
 static void
 build_file(spate_env *env, struct fixture *fx)
 {
-    char path[128];
-    spate_error err;
+    char *path = fx->path;
     FILE *f;
 
-    snprintf(path, sizeof path, "%s/in.txt", fx->dir);
+    snprintf(fx->path, sizeof fx->path, "%s/in.txt", fx->dir);
     cr_assert_not_null(f = fopen(path, "w"));
     for (int i = 0; i < N; i++)
         fprintf(f, "%d\n", i * 13);
     fclose(f);
     /* Splits of 64 bytes: the cut falls inside one, with more to come. */
-    cr_assert_eq(split_assigner_init(&fx->splits, path, 64, &err), 0, "%s", err.message);
+    sync_splits_init(&fx->splits, fx->path, 64);
     fx->has_splits = true;
     spate_sink(spate_map(spate_source_text_file(env, path), line_to_pair, pair_type(env)),
                pair_sink);
@@ -635,9 +635,9 @@ static const struct op_case cases[] = {
 static struct lines
 run_case(const struct op_case *c, int64_t after)
 {
-    struct fixture fx = { "/tmp/spate-opstate-XXXXXX", NULL, { 0 }, false };
+    struct fixture fx = { .dir = "/tmp/spate-opstate-XXXXXX" };
     spate_env *env = env_new(NULL, NULL);
-    struct sync_cut cut = { c->kind, after, fx.dir, NULL, NULL, NULL };
+    struct sync_cut cut = { c->kind, after, fx.dir, NULL, NULL };
     struct accumulators acc;
     struct job_graph *jg;
     struct lines out = { 0 };
@@ -651,8 +651,7 @@ run_case(const struct op_case *c, int64_t after)
     spate_env_set_parallelism(env, 1);
     c->build(env, &fx);
     if (fx.has_splits) {
-        cut.next_split = sync_split_next;
-        cut.split_data = &fx.splits;
+        cut.splits = &fx.splits;
     }
     cr_assert_null(spate_env_error(env), "%s: %s", c->what, spate_env_error(env)->message);
     cr_assert_eq(job_graph_build(env, "t", &jg, &err), 0, "%s", err.message);
@@ -671,7 +670,7 @@ run_case(const struct op_case *c, int64_t after)
     qsort(out.v, out.n, sizeof *out.v, cmp_str);
     fclose(fx.printed);
     if (fx.has_splits)
-        split_assigner_release(&fx.splits);
+        sync_splits_release(&fx.splits);
     accumulators_release(&acc);
     job_graph_free(jg);
     env_free(env);
