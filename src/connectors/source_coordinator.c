@@ -119,8 +119,12 @@ sc_create(struct source_coordinator *c, const Checkpoint__SourceCoordinatorState
     if (c->enumerator != NULL)
         c->en->close(c->enumerator);
     sc_clear(c);
-    c->enumerator = c->en->create(&c->ctx, c->config, state ? state->enumerator.data : NULL,
-                                  state ? state->enumerator.len : 0, err);
+    /* An empty state is a state (every split assigned), not a fresh
+     * start: never NULL then, though protobuf-c decodes it as NULL. */
+    c->enumerator = c->en->create(
+        &c->ctx, c->config,
+        state ? (state->enumerator.data ? (const void *)state->enumerator.data : "") : NULL,
+        state ? state->enumerator.len : 0, err);
     if (c->enumerator == NULL) {
         snprintf(c->failure, sizeof c->failure, "%s",
                  err && err->message[0] ? err->message : "the split enumerator failed");

@@ -3,6 +3,7 @@
  * partition its producer writes, state bookkeeping, restarts. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "eg_test.h"
@@ -275,6 +276,25 @@ Test(execution_graph, file_splits_in_checkpoints_and_restarts)
     st2 = source_coordinator_snapshot(c);
     cr_assert(state_at(st2, "part-2") >= 0 && state_at(st2, "part-3") >= 0);
     checkpoint__source_coordinator_state__free_unpacked(st2, NULL);
+    checkpoint__source_coordinator_state__free_unpacked(st, NULL);
+    /* Every split handed out, then a checkpoint: its state, through the
+     * metadata's encoding, is empty and still a state: a restore from it
+     * hands out nothing more (it once listed the files again). */
+    while (take_split(eg, 0, path, sizeof path) == 0)
+        ;
+    st = source_coordinator_snapshot(c);
+    {
+        size_t n = checkpoint__source_coordinator_state__get_packed_size(st);
+        uint8_t *buf = malloc(n + 1);
+
+        checkpoint__source_coordinator_state__pack(st, buf);
+        checkpoint__source_coordinator_state__free_unpacked(st, NULL);
+        cr_assert_not_null(st = checkpoint__source_coordinator_state__unpack(NULL, n, buf));
+        free(buf);
+    }
+    cr_assert_eq(st->enumerator.len, 0);
+    cr_assert_eq(source_coordinator_restore(c, st, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(take_split(eg, 0, path, sizeof path), 1, "a restored empty enumerator: %s", path);
     checkpoint__source_coordinator_state__free_unpacked(st, NULL);
     execution_graph_free(eg);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
