@@ -7,6 +7,7 @@
 #include <spate/source.h>
 
 #include "connectors/line_reader.h"
+#include "connectors/source_operator.h"
 #include "core/alloc.h"
 #include "core/util.h"
 #include "streaming/operator.h"
@@ -44,7 +45,7 @@ line_reader_emit(struct spate_reader_output *out, struct line_reader *l, int bud
         if (l->skip_first) {
             l->skip_first = false;
         } else {
-            spate_reader_output_collect(out, 0, &line, SPATE_NO_TIMESTAMP);
+            source_output_collect(out, 0, &line, SPATE_NO_TIMESTAMP);
             emitted++;
         }
         start = nl ? end + 1 : end;

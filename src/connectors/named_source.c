@@ -151,7 +151,7 @@ ns_emit(void *arg, const struct connector_record *r)
                         r->split, r->position, derr.message);
         return;
     }
-    spate_reader_output_collect(&s->out, r->split_id, s->rec, r->timestamp_ms);
+    source_output_collect(&s->out, r->split_id, s->rec, r->timestamp_ms);
 }
 
 static enum source_status

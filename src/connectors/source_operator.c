@@ -96,8 +96,9 @@ split_seen(struct spate_reader_output *out, uint32_t id, int64_t timestamp)
     out->splits[id].last_ns = out->now_ns;
 }
 
-static void
-collect_slow(struct spate_reader_output *out, uint32_t split, const void *rec, int64_t ts)
+void
+source_output_collect_slow(struct spate_reader_output *out, uint32_t split, const void *rec,
+                           int64_t ts)
 {
     struct stream_operator *op = out->op;
     struct watermark_generator *g = op->watermarks;
@@ -120,13 +121,7 @@ void
 spate_reader_output_collect(spate_reader_output *out, uint32_t split, const void *record,
                             int64_t timestamp_ms)
 {
-    /* The common case, one split's records without their own timestamps,
-     * is the sources' batched run. */
-    if (likely(split == 0 && timestamp_ms == SPATE_NO_TIMESTAMP && out->nsplits == 0)) {
-        source_run_emit(&out->run, record);
-        return;
-    }
-    collect_slow(out, split, record, timestamp_ms);
+    source_output_collect(out, split, record, timestamp_ms);
 }
 
 /* ---- the reader's context ---- */

@@ -25,6 +25,22 @@ struct spate_reader_output {
     uint64_t now_ns;
 };
 
+/* spate_reader_output_collect for the built-in readers, inlined: one
+ * split's records without their own timestamps (the common case) are the
+ * sources' batched run, the rest goes the per-split way. */
+void source_output_collect_slow(struct spate_reader_output *out, uint32_t split, const void *rec,
+                                int64_t timestamp_ms);
+
+static inline void
+source_output_collect(struct spate_reader_output *out, uint32_t split, const void *rec,
+                      int64_t timestamp_ms)
+{
+    if (likely(split == 0 && timestamp_ms == SPATE_NO_TIMESTAMP && out->nsplits == 0))
+        source_run_emit(&out->run, rec);
+    else
+        source_output_collect_slow(out, split, rec, timestamp_ms);
+}
+
 /* A poll's emitting: begin, the reader's collects, end. */
 void source_output_begin(struct spate_reader_output *out, struct stream_operator *op);
 void source_output_end(struct spate_reader_output *out);
