@@ -17,8 +17,14 @@ int
 line_reader_emit(struct spate_reader_output *out, struct line_reader *l, int budget,
                  bool flush_tail)
 {
+    /* Lines are split 0's records without timestamps of their own: the
+     * output's plain run, held in a local so that its fields stay in
+     * registers across the downstream calls. */
+    struct source_run run = out->run;
     size_t start = 0;
     int emitted = 0;
+
+    SPATE_ASSERT(out->nsplits == 0);
 
     while (emitted < budget) {
         uint8_t *nl = memchr(l->buf + start, '\n', l->len - start);
@@ -45,11 +51,12 @@ line_reader_emit(struct spate_reader_output *out, struct line_reader *l, int bud
         if (l->skip_first) {
             l->skip_first = false;
         } else {
-            source_output_collect(out, 0, &line, SPATE_NO_TIMESTAMP);
+            source_run_emit(&run, &line);
             emitted++;
         }
         start = nl ? end + 1 : end;
     }
+    out->run = run;
     memmove(l->buf, l->buf + start, l->len - start);
     l->len -= start;
     l->pos += start;
