@@ -37,6 +37,7 @@ struct source_coordinator {
     size_t nas, cap;
     bool *no_more;  /* per subtask: signal_no_more_splits came */
     uint64_t epoch; /* snapshots taken (or the restored state's) */
+    int64_t valve;  /* the checkpoint of the last snapshot while it runs, else 0 */
     char failure[sizeof((spate_error *)0)->message];
 };
 
@@ -119,6 +120,7 @@ sc_create(struct source_coordinator *c, const Checkpoint__SourceCoordinatorState
     if (c->enumerator != NULL)
         c->en->close(c->enumerator);
     sc_clear(c);
+    c->valve = 0;
     /* An empty state is a state (every split assigned), not a fresh
      * start: never NULL then, though protobuf-c decodes it as NULL. */
     c->enumerator = c->en->create(
@@ -190,7 +192,8 @@ source_coordinator_free(struct source_coordinator *c)
 
 int
 source_coordinator_request(struct source_coordinator *c, int subtask, bool register_reader,
-                           bool request_split, Cluster__SplitAssignment *out, spate_error *err)
+                           bool request_split, int64_t last_checkpoint,
+                           Cluster__SplitAssignment *out, spate_error *err)
 {
     size_t n = 0;
 
@@ -201,6 +204,13 @@ source_coordinator_request(struct source_coordinator *c, int subtask, bool regis
                                c->parallelism);
     if (register_reader && c->en->add_reader != NULL)
         c->en->add_reader(c->enumerator, subtask);
+    if (c->valve != 0 && last_checkpoint < c->valve) {
+        /* Closed: the reader asks again, after its barrier. */
+        out->splits = NULL;
+        out->n_splits = 0;
+        out->no_more_splits = false;
+        return 0;
+    }
     if (request_split)
         c->en->handle_split_request(c->enumerator, subtask);
     for (size_t i = 0; i < c->nas; i++)
@@ -220,11 +230,19 @@ source_coordinator_request(struct source_coordinator *c, int subtask, bool regis
     return 0;
 }
 
+void
+source_coordinator_checkpoint_ended(struct source_coordinator *c, int64_t checkpoint_id)
+{
+    if (c->valve == checkpoint_id)
+        c->valve = 0;
+}
+
 Checkpoint__SourceCoordinatorState *
-source_coordinator_snapshot(struct source_coordinator *c)
+source_coordinator_snapshot(struct source_coordinator *c, int64_t checkpoint_id)
 {
     Checkpoint__SourceCoordinatorState *s = xmalloc(sizeof *s);
 
+    c->valve = checkpoint_id;
     checkpoint__source_coordinator_state__init(s);
     s->epoch = ++c->epoch;
     c->ctx.state_len = 0;

@@ -29,16 +29,25 @@ int source_coordinator_new(const struct operator_settings *settings, int paralle
                            struct source_coordinator **out, spate_error *err);
 void source_coordinator_free(struct source_coordinator *c);
 
-/* A request of reader subtask: out gets the splits assigned to it since its
+/* A request of reader subtask, which took its state last in checkpoint
+ * last_checkpoint (0: none): out gets the splits assigned to it since its
  * last request (borrowed until the next call on c) and whether no more
- * will come. Errors: a coordinator whose enumerator a restore could not
- * make. */
+ * will come. Nothing while the reader has not yet taken its state in the
+ * checkpoint of the last snapshot (Flink's closed event valve): a split it
+ * got between the two would be both in the enumerator's state and in its
+ * own. Errors: a coordinator whose enumerator a restore could not make. */
 int source_coordinator_request(struct source_coordinator *c, int subtask, bool register_reader,
-                               bool request_split, Cluster__SplitAssignment *out, spate_error *err);
+                               bool request_split, int64_t last_checkpoint,
+                               Cluster__SplitAssignment *out, spate_error *err);
 
-/* The enumerator and the unfetched assignments now; free with
+/* The enumerator and the unfetched assignments for checkpoint_id, just
+ * before its barriers leave; free with
  * checkpoint__source_coordinator_state__free_unpacked(s, NULL). */
-Checkpoint__SourceCoordinatorState *source_coordinator_snapshot(struct source_coordinator *c);
+Checkpoint__SourceCoordinatorState *source_coordinator_snapshot(struct source_coordinator *c,
+                                                                int64_t checkpoint_id);
+/* Checkpoint checkpoint_id completed or was given up: readers that never
+ * took their state in it get their splits again. */
+void source_coordinator_checkpoint_ended(struct source_coordinator *c, int64_t checkpoint_id);
 
 /* The readers with restarting[subtask] set (NULL: all) restart from state
  * (NULL: from nothing). When all restart from a state, the enumerator is

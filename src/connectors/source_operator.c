@@ -20,6 +20,8 @@ struct spate_source_reader_context {
     bool registered;           /* the coordinator knows the reader */
     bool want_split;           /* request_split called since the last request */
     bool no_more;              /* the enumerator signalled no more splits */
+    bool got_none;             /* the last request brought no split */
+    int64_t last_checkpoint;   /* the last one it took its state in */
 };
 
 struct source_op {
@@ -210,6 +212,7 @@ so_close(struct stream_operator *op)
 struct so_add {
     struct source_op *s;
     spate_error *err;
+    size_t n; /* splits added */
 };
 
 static int
@@ -217,6 +220,7 @@ so_add_split(void *arg, const void *split, size_t len)
 {
     struct so_add *a = arg;
 
+    a->n++;
     return a->s->rd->add_split(a->s->reader, split, len, a->err);
 }
 
@@ -225,7 +229,7 @@ so_add_split(void *arg, const void *split, size_t len)
 static int
 so_request(struct stream_operator *op, struct source_op *s, spate_error *err)
 {
-    struct so_add a = { s, err };
+    struct so_add a = { s, err, 0 };
     bool no_more = false;
     int rc;
 
@@ -233,9 +237,11 @@ so_request(struct stream_operator *op, struct source_op *s, spate_error *err)
         return spate_error_set(err, SPATE_ESTATE, "no split enumerator for '%s'",
                                op->ctx.task_name);
     rc = op->task->request_splits(op->task->split_data, op->index, !s->ctx.registered,
-                                  s->ctx.want_split, so_add_split, &a, &no_more, err);
+                                  s->ctx.want_split, s->ctx.last_checkpoint, so_add_split, &a,
+                                  &no_more, err);
     if (rc != 0)
         return rc;
+    s->ctx.got_none = a.n == 0 && !no_more;
     s->ctx.registered = true;
     s->ctx.want_split = false;
     if (no_more && !s->ctx.no_more) {
@@ -261,8 +267,11 @@ so_poll(struct stream_operator *op, int budget, spate_error *err)
     case SPATE_INPUT_MORE_AVAILABLE:
         return SOURCE_MORE;
     case SPATE_INPUT_NOTHING_AVAILABLE:
-        if (s->ctx.want_split)
-            return SOURCE_MORE; /* the request goes out first */
+        /* The request goes out at once, unless the last one brought
+         * nothing (the enumerator has none now, or its valve is closed
+         * until this reader's barrier). */
+        if (s->ctx.want_split && !s->ctx.got_none)
+            return SOURCE_MORE;
         op->wait_until_ns = clock_mono_ns() + SOURCE_IDLE_WAIT_NS;
         return SOURCE_WAITING;
     case SPATE_INPUT_END_OF_INPUT:
@@ -282,6 +291,7 @@ so_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *
     s->ctx.snapshot = out;
     s->rd->snapshot_state(s->reader, checkpoint_id, &s->ctx);
     s->ctx.snapshot = NULL;
+    s->ctx.last_checkpoint = checkpoint_id;
 }
 
 /* One element of the state: a split of the reader's with its position. */

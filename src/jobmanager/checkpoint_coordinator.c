@@ -292,9 +292,14 @@ pending_free(struct cc_pending *p)
             checkpoint__operator_subtask_state__free_unpacked(p->tasks[t].ops[k], NULL);
         free(p->tasks[t].ops);
     }
-    for (int i = 0; p->splits && i < cc_graph(p->cc)->nvertices * p->cc->eg->max_ops; i++)
-        if (p->splits[i] != NULL)
-            checkpoint__source_coordinator_state__free_unpacked(p->splits[i], NULL);
+    for (int i = 0; p->splits && i < cc_graph(p->cc)->nvertices * p->cc->eg->max_ops; i++) {
+        if (p->splits[i] == NULL)
+            continue;
+        /* Completed or given up: the valve opens. */
+        if (!p->cc->freed && p->cc->eg->sources[i] != NULL)
+            source_coordinator_checkpoint_ended(p->cc->eg->sources[i], (int64_t)p->id);
+        checkpoint__source_coordinator_state__free_unpacked(p->splits[i], NULL);
+    }
     free(p->splits);
     for (size_t i = 0; i < p->nfinished_states; i++)
         free(p->finished_states[i]); /* its operator id points into the graph */
@@ -558,6 +563,21 @@ stats_pending(struct checkpoint_coordinator *cc, const struct cc_pending *p)
                                             p->ntasks, p->finished, p->nfinished);
 }
 
+/* The sources' split enumerators, just before the triggers leave; until a
+ * reader took its state in this checkpoint its coordinator hands it no
+ * split (source_coordinator_request), so that every split handed out
+ * later is in its reader's state, not also in the enumerator's. */
+static void
+snapshot_sources(struct checkpoint_coordinator *cc, struct cc_pending *p)
+{
+    struct execution_graph *eg = cc->eg;
+
+    p->splits = xcalloc((size_t)(eg->graph->nvertices * eg->max_ops) + 1, sizeof *p->splits);
+    for (int i = 0; i < eg->graph->nvertices * eg->max_ops; i++)
+        if (eg->sources[i] != NULL)
+            p->splits[i] = source_coordinator_snapshot(eg->sources[i], (int64_t)p->id);
+}
+
 static void
 init_done(void *arg)
 {
@@ -596,6 +616,7 @@ init_done(void *arg)
             SPATE_LOG_DEBUG(CC_LOG, "triggering checkpoint %llu of job %s in '%s'",
                             (unsigned long long)p->id, cc_job(cc), p->dir);
             p->timer = cc->o.ops->schedule(cc->o.owner, cc->cfg->timeout_ms, pending_timed_out, p);
+            snapshot_sources(cc, p);
             send_triggers(cc, p);
         }
     }
@@ -639,15 +660,6 @@ trigger_now(struct checkpoint_coordinator *cc, struct cc_manual *manual)
             t->e = e;
             t->attempt = e->attempt_id;
         }
-    /* The sources' split enumerators now, before any trigger leaves: a
-     * split handed out later is in its reader's state or read before its
-     * barrier. */
-    p->splits = xcalloc((size_t)(eg->graph->nvertices * eg->max_ops) + 1, sizeof *p->splits);
-    for (int v = 0; v < eg->graph->nvertices; v++)
-        for (int o = 0; o < eg->graph->vertices[v].nops; o++)
-            if (eg->sources[v * eg->max_ops + o] != NULL)
-                p->splits[v * eg->max_ops + o] =
-                    source_coordinator_snapshot(eg->sources[v * eg->max_ops + o]);
     list_push_back(&cc->pending, &p->node);
     cc->npending++;
     cc->periodic_wanted = false;

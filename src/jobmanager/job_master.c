@@ -332,8 +332,8 @@ jmh_request_split(struct rpc_endpoint *ep, const Cluster__SplitRequest *req, str
                       req->operator_, req->vertex);
         return;
     }
-    if (source_coordinator_request(c, e->subtask, req->register_reader, req->request_split, &out,
-                                   &err) != 0) {
+    if (source_coordinator_request(c, e->subtask, req->register_reader, req->request_split,
+                                   req->checkpoint_id, &out, &err) != 0) {
         rpc_call_fail(call, err.code, "%s", err.message);
         return;
     }

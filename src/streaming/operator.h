@@ -99,10 +99,12 @@ struct task_info {
     FILE *print_out; /* where print sinks write: stdout */
     /* A Source API reader's request to its split enumerator on the
      * JobMaster (jm.request_split): registers the reader, or asks for a
-     * split; add gets each split assigned to it since its last request
-     * (and may fail, which ends the call), *no_more whether the enumerator
-     * said no more come. 0, or < 0 on failure. */
+     * split, having taken its state last in checkpoint last_checkpoint;
+     * add gets each split assigned to it since its last request (and may
+     * fail, which ends the call), *no_more whether the enumerator said no
+     * more come. 0, or < 0 on failure. */
     int (*request_splits)(void *data, int operator_index, bool register_reader, bool request_split,
+                          int64_t last_checkpoint,
                           int (*add)(void *arg, const void *split, size_t len), void *arg,
                           bool *no_more, spate_error *err);
     void *split_data;

@@ -101,8 +101,8 @@ task_report(struct task *t, enum execution_state state, const char *failure)
 
 static int
 task_request_splits(void *data, int op, bool register_reader, bool request_split,
-                    int (*add)(void *arg, const void *split, size_t len), void *arg, bool *no_more,
-                    spate_error *err)
+                    int64_t last_checkpoint, int (*add)(void *arg, const void *split, size_t len),
+                    void *arg, bool *no_more, spate_error *err)
 {
     struct task *t = data;
     Cluster__SplitRequest req = CLUSTER__SPLIT_REQUEST__INIT;
@@ -116,6 +116,7 @@ task_request_splits(void *data, int op, bool register_reader, bool request_split
     req.operator_ = op;
     req.register_reader = register_reader;
     req.request_split = request_split;
+    req.checkpoint_id = last_checkpoint;
     f = jm_request_split(t->jm, &req, 0);
     if ((rc = rpc_future_wait(f, rpc_service_ask_timeout_ms(t->host.svc) + 1000, err)) != 0) {
         rpc_future_unref(f);

@@ -117,10 +117,11 @@ Test(file_splits, each_line_is_read_once_for_any_split_size)
 
 static int
 no_more_splits(void *data, int op, bool register_reader, bool request_split,
-               int (*add)(void *arg, const void *split, size_t len), void *arg, bool *no_more,
-               spate_error *err)
+               int64_t last_checkpoint, int (*add)(void *arg, const void *split, size_t len),
+               void *arg, bool *no_more, spate_error *err)
 {
     (void)data, (void)op, (void)register_reader, (void)request_split, (void)add, (void)arg;
+    (void)last_checkpoint;
     (void)err;
     *no_more = true;
     return 0;

@@ -187,22 +187,22 @@ write_lines(const char *path, int lines)
     fclose(f);
 }
 
-/* Subtask's next file split from the source coordinator: 0 with its path
- * in path, 1 when none is left. */
+/* Subtask's next file split from the source coordinator, the reader past
+ * every barrier: 0 with its path in path, 1 when none is left. */
 static int
-take_split(struct execution_graph *eg, int subtask, char *path, size_t size)
+take_split_after(struct execution_graph *eg, int subtask, int64_t last_checkpoint, char *path,
+                 size_t size)
 {
     Cluster__SplitAssignment a = CLUSTER__SPLIT_ASSIGNMENT__INIT;
     spate_error err = { 0 };
     uint32_t plen;
 
     cr_assert_eq(source_coordinator_request(execution_graph_source(eg, 0, 0), subtask, false, true,
-                                            &a, &err),
+                                            last_checkpoint, &a, &err),
                  0, "%s", err.message);
     if (a.n_splits == 0) {
-        cr_assert(a.no_more_splits);
         free(a.splits);
-        return 1;
+        return a.no_more_splits ? 1 : 2;
     }
     cr_assert_eq(a.n_splits, 1);
     /* The assigned form (file_source.c): u8 2, u64 start, u64 length, u32
@@ -211,6 +211,12 @@ take_split(struct execution_graph *eg, int subtask, char *path, size_t size)
     snprintf(path, size, "%.*s", (int)plen, (const char *)a.splits[0].data + 21);
     free(a.splits);
     return 0;
+}
+
+static int
+take_split(struct execution_graph *eg, int subtask, char *path, size_t size)
+{
+    return take_split_after(eg, subtask, 1000, path, size);
 }
 
 /* Where name shows in a snapshot's enumerator state (-1: nowhere). */
@@ -247,14 +253,21 @@ Test(execution_graph, file_splits_in_checkpoints_and_restarts)
     cr_assert_eq(take_split(eg, 0, path, sizeof path), 0);
     cr_assert(strstr(path, "part-0") != NULL, "%s", path);
     cr_assert_eq(take_split(eg, 1, path, sizeof path), 0);
-    st = source_coordinator_snapshot(c);
+    st = source_coordinator_snapshot(c, 7);
+    /* Until a reader took its state in checkpoint 7 it gets no split: one
+     * handed out now would be in the enumerator's state and in its own. */
+    cr_assert_eq(take_split_after(eg, 1, 6, path, sizeof path), 2, "valve open: %s", path);
+    cr_assert_eq(take_split_after(eg, 1, 0, path, sizeof path), 2);
     cr_assert_eq(state_at(st, "part-0"), -1);
     cr_assert_eq(state_at(st, "part-1"), -1);
     cr_assert(state_at(st, "part-2") >= 0 && state_at(st, "part-2") < state_at(st, "part-3"));
-    /* After it: part-2 to subtask 1, part-3 to subtask 0. */
-    cr_assert_eq(take_split(eg, 1, path, sizeof path), 0);
+    /* After its barrier: part-2 to subtask 1; once checkpoint 7 ended,
+     * part-3 to subtask 0 whatever its last checkpoint. */
+    cr_assert_eq(take_split_after(eg, 1, 7, path, sizeof path), 0);
     cr_assert(strstr(path, "part-2") != NULL, "%s", path);
-    cr_assert_eq(take_split(eg, 0, path, sizeof path), 0);
+    source_coordinator_checkpoint_ended(c, 7);
+    cr_assert_eq(take_split_after(eg, 0, 0, path, sizeof path), 0);
+    cr_assert(strstr(path, "part-3") != NULL, "%s", path);
     cr_assert_eq(take_split(eg, 0, path, sizeof path), 1, "none left");
     /* Subtask 1 restarts from the checkpoint: part-2 comes back (part-1 is
      * in its restored state), part-3 stays with subtask 0. */
@@ -264,7 +277,7 @@ Test(execution_graph, file_splits_in_checkpoints_and_restarts)
     cr_assert_eq(take_split(eg, 1, path, sizeof path), 1);
     /* Everything restarts from it: the enumerator is the checkpoint's. */
     cr_assert_eq(source_coordinator_restore(c, st, NULL, &err), 0, "%s", err.message);
-    st2 = source_coordinator_snapshot(c);
+    st2 = source_coordinator_snapshot(c, 8);
     cr_assert(state_at(st2, "part-2") >= 0 && state_at(st2, "part-2") < state_at(st2, "part-3"));
     cr_assert_eq(state_at(st2, "part-1"), -1);
     cr_assert_gt(st2->epoch, st->epoch);
@@ -273,7 +286,7 @@ Test(execution_graph, file_splits_in_checkpoints_and_restarts)
     cr_assert_eq(take_split(eg, 1, path, sizeof path), 0);
     cr_assert(strstr(path, "part-2") != NULL, "%s", path);
     cr_assert_eq(source_coordinator_restore(c, NULL, restarting, &err), 0, "%s", err.message);
-    st2 = source_coordinator_snapshot(c);
+    st2 = source_coordinator_snapshot(c, 9);
     cr_assert(state_at(st2, "part-2") >= 0 && state_at(st2, "part-3") >= 0);
     checkpoint__source_coordinator_state__free_unpacked(st2, NULL);
     checkpoint__source_coordinator_state__free_unpacked(st, NULL);
@@ -282,7 +295,7 @@ Test(execution_graph, file_splits_in_checkpoints_and_restarts)
      * hands out nothing more (it once listed the files again). */
     while (take_split(eg, 0, path, sizeof path) == 0)
         ;
-    st = source_coordinator_snapshot(c);
+    st = source_coordinator_snapshot(c, 10);
     {
         size_t n = checkpoint__source_coordinator_state__get_packed_size(st);
         uint8_t *buf = malloc(n + 1);

@@ -90,16 +90,16 @@ sync_splits_release(struct sync_splits *s)
 
 int
 sync_request_splits(void *data, int op, bool register_reader, bool request_split,
-                    int (*add)(void *arg, const void *split, size_t len), void *arg, bool *no_more,
-                    spate_error *err)
+                    int64_t last_checkpoint, int (*add)(void *arg, const void *split, size_t len),
+                    void *arg, bool *no_more, spate_error *err)
 {
     struct sync_splits *s = data;
     Cluster__SplitAssignment a = CLUSTER__SPLIT_ASSIGNMENT__INIT;
     int rc = 0;
 
     (void)op;
-    if ((rc = source_coordinator_request(s->coordinator, 0, register_reader, request_split, &a,
-                                         err)) != 0)
+    if ((rc = source_coordinator_request(s->coordinator, 0, register_reader, request_split,
+                                         last_checkpoint, &a, err)) != 0)
         return rc;
     for (size_t i = 0; i < a.n_splits && rc == 0; i++)
         rc = add(arg, a.splits[i].data, a.splits[i].len);

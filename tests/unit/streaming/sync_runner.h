@@ -51,6 +51,7 @@ struct sync_splits {
 void sync_splits_init(struct sync_splits *s, const char *path, uint64_t split_size);
 void sync_splits_release(struct sync_splits *s);
 int sync_request_splits(void *data, int op, bool register_reader, bool request_split,
+                        int64_t last_checkpoint,
                         int (*add)(void *arg, const void *split, size_t len), void *arg,
                         bool *no_more, spate_error *err);
 /* The same, with file sources getting their splits from splits. */
