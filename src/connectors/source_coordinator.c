@@ -62,7 +62,8 @@ sc_add(struct source_coordinator *c, int subtask, const void *split, size_t len)
     xgrow((void **)&c->as, &c->cap, c->nas + 1, sizeof *c->as);
     a = &c->as[c->nas++];
     *a = (struct sc_assignment){ .subtask = subtask, .len = len, .split = xmalloc(len + 1) };
-    memcpy(a->split, split, len);
+    if (len > 0)
+        memcpy(a->split, split, len);
 }
 
 void
@@ -91,6 +92,8 @@ void
 spate_enumerator_context_save_state(spate_split_enumerator_context *ctx, const void *bytes,
                                     size_t len)
 {
+    if (len == 0)
+        return;
     xgrow((void **)&ctx->state, &ctx->state_cap, ctx->state_len + len, 1);
     memcpy(ctx->state + ctx->state_len, bytes, len);
     ctx->state_len += len;
@@ -250,7 +253,8 @@ source_coordinator_snapshot(struct source_coordinator *c, int64_t checkpoint_id)
         c->en->snapshot_state(c->enumerator, &c->ctx);
     s->enumerator.len = c->ctx.state_len;
     s->enumerator.data = xmalloc(c->ctx.state_len + 1);
-    memcpy(s->enumerator.data, c->ctx.state, c->ctx.state_len);
+    if (c->ctx.state_len > 0) /* else ctx.state may be NULL, which memcpy may not get */
+        memcpy(s->enumerator.data, c->ctx.state, c->ctx.state_len);
     s->pending = xcalloc(c->nas + 1, sizeof *s->pending);
     for (size_t i = 0; i < c->nas; i++) {
         Checkpoint__PendingSplit *p;
