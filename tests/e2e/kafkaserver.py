@@ -40,6 +40,38 @@ def _answers(port):
         return False
 
 
+def _listens(pid, port):
+    """Process pid listens on the TCP port: another process's listener
+    there (a port taken between free_port() and the broker's bind) does
+    not count."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(f"socket:[{fields[9]}]")
+        except OSError:
+            pass
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+class PortTaken(Exception):
+    """Another process took a port chosen for the broker before it bound it."""
+
+
 class KafkaServer:
     """start(), stop() (kill -9 by pid), restart(), close();
     bootstrap is "127.0.0.1:port"."""
@@ -52,6 +84,10 @@ class KafkaServer:
         self.proc = None
         self.logs = os.path.join(self.dir, "data")
         self.cfg = os.path.join(self.dir, "server.properties")
+        self.write_cfg()
+        self.formatted = False
+
+    def write_cfg(self):
         with open(self.cfg, "w") as f:
             f.write("process.roles=broker,controller\n"
                     "node.id=1\n"
@@ -77,7 +113,6 @@ class KafkaServer:
                     # Aborted transactions of killed writers end soon.
                     "transaction.abort.timed.out.transaction.cleanup.interval.ms=1000\n"
                     "transaction.max.timeout.ms=900000\n")
-        self.formatted = False
 
     @property
     def bootstrap(self):
@@ -91,6 +126,17 @@ class KafkaServer:
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def start(self, timeout=90.0):
+        """On free ports: ports taken meanwhile by another process are
+        chosen again (up to 5 times)."""
+        for attempt in range(5):
+            try:
+                return self.start_once(timeout, ports_chosen=True)
+            except PortTaken:
+                self.port, self.controller_port = free_port(), free_port()
+                self.write_cfg()
+        raise RuntimeError(f"Kafka found no free ports in 5 attempts; see {self.dir}/kafka.log")
+
+    def start_once(self, timeout, ports_chosen=False):
         why = available()
         if why is not None:
             raise RuntimeError(f"the Kafka broker cannot start: {why}")
@@ -108,8 +154,10 @@ class KafkaServer:
         self.proc = self._java("kafka.Kafka", self.cfg, log=log)
         log.close()
         deadline = time.monotonic() + timeout
-        while not _answers(self.port):
+        while not (_answers(self.port) and _listens(self.proc.pid, self.port)):
             if self.proc.poll() is not None:
+                if ports_chosen and (_answers(self.port) or _answers(self.controller_port)):
+                    raise PortTaken()
                 raise RuntimeError(f"Kafka exited with {self.proc.returncode}; see "
                                    f"{self.dir}/kafka.log")
             if time.monotonic() > deadline:
@@ -125,8 +173,9 @@ class KafkaServer:
         self.proc = None
 
     def restart(self):
+        """On the same ports: its clients know only those."""
         self.stop()
-        return self.start()
+        return self.start_once(90.0)
 
     def close(self):
         self.stop()
