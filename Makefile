@@ -16,7 +16,7 @@ CTEST_FLAGS ?= --output-on-failure -j $(TEST_JOBS)
 PREFIX ?= /usr/local
 
 .DEFAULT_GOAL := build
-.PHONY: build deps quickstart test unit install bench asan tsan format clean
+.PHONY: build deps quickstart test unit install bench bench-instr asan tsan format clean
 
 deps:
 	@scripts/install-deps.sh
@@ -60,6 +60,14 @@ quickstart: deps build
 
 bench: build
 	@scripts/run-benchmarks.sh build/bin
+
+# Instructions per record of the engine and of each baseline, counted by
+# callgrind (bench/bench_instr.h), beside one round of each benchmark's rates.
+INSTR_BENCHES ?= window_bench job_bench sql_bench
+bench-instr: build
+	@for b in $(INSTR_BENCHES); do echo "== $$b"; \
+	    BENCH_INSTR=1 WINDOW_BENCH_RUNS=1 JOB_BENCH_RUNS=1 JOB_BENCH_CLUSTER_RUNS=1 \
+	    SQL_BENCH_RUNS=1 build/bin/$$b || exit 1; done
 
 format:
 	@git ls-files --cached --others --exclude-standard '*.c' '*.h' | xargs clang-format -i

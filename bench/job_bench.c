@@ -11,7 +11,10 @@
  * every task RUNNING (cluster_submit). Last line: a JSON object.
  *
  * JOB_BENCH_LINES (default 1000000, about 85 MB), JOB_BENCH_RUNS (default
- * 3) and JOB_BENCH_CLUSTER_RUNS (default 7) scale it. */
+ * 3) and JOB_BENCH_CLUSTER_RUNS (default 7) scale it. --instr (or
+ * BENCH_INSTR=1): instructions per word too, of the loop and of the engine
+ * at p1 and p2, counted by callgrind over files of JOB_BENCH_INSTR_LINES
+ * (20,000) and twice as many lines (bench_instr.h). */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -33,6 +36,7 @@
 
 #include "bench_data.h"
 #include "bench_engine.h"
+#include "bench_instr.h"
 #include "core/clock.h"
 
 extern char **environ;
@@ -177,6 +181,21 @@ baseline(uint64_t *words_out)
     *words_out = words;
     return sum;
 }
+
+/* The loop alone over the file path, for callgrind (bench_instr_loop_main). */
+static void
+instr_loop_wordcount(const char *path)
+{
+    uint64_t words;
+
+    snprintf(text, sizeof text, "%s", path);
+    printf("%lld\n", (long long)baseline(&words));
+}
+
+static const struct bench_instr_loop loops[] = {
+    { "wordcount", instr_loop_wordcount },
+    { NULL, NULL },
+};
 
 /* ---- the engine ---- */
 
@@ -326,8 +345,38 @@ cluster_submit_bench(int runs, struct cluster_figures *fig)
     fig->roundtrip = bench_median(roundtrip, runs);
 }
 
+/* Instructions per word of the loop and the engine at p1 and p2 under
+ * callgrind, over files of lines and 2 * lines lines. */
+static json_t *
+instr_per_word(uint64_t lines)
+{
+    char a[128], b[128];
+    const char *args_a[] = { "--input", a, NULL }, *args_b[] = { "--input", b, NULL };
+    uint64_t wa, wb;
+    double loop, p1, p2;
+
+    snprintf(a, sizeof a, "%s/instr-a.txt", tmpdir);
+    snprintf(b, sizeof b, "%s/instr-b.txt", tmpdir);
+    snprintf(text, sizeof text, "%s", a);
+    write_text(lines);
+    baseline(&wa);
+    snprintf(text, sizeof text, "%s", b);
+    write_text(2 * lines);
+    baseline(&wb);
+    loop = bench_instr_loop("wordcount", a, b, wa, wb, tmpdir);
+    p1 = bench_instr_local(spate, tmpdir, 1, job, args_a, args_b, wa, wb);
+    p2 = bench_instr_local(spate, tmpdir, 2, job, args_a, args_b, wa, wb);
+    unlink(a);
+    unlink(b);
+    fprintf(stderr, "job_bench: instructions per word: loop %.1f, p1 %.1f, p2 %.1f\n", loop, p1,
+            p2);
+    return json_pack("{s:I, s:f, s:f, s:f}", "lines", (json_int_t)lines,
+                     "baseline_instr_per_record", loop, "instr_per_record_p1", p1,
+                     "instr_per_record_p2", p2);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
     const char *e;
     uint64_t lines = (e = getenv("JOB_BENCH_LINES")) ? strtoull(e, NULL, 10) : 1000000;
@@ -338,10 +387,13 @@ main(void)
     double base[16], p1[16], p2[16], first[16], start[16];
     int64_t expect = 0;
     uint64_t words = 0;
-    json_t *plan1 = NULL, *plan2 = NULL, *out;
+    json_t *plan1 = NULL, *plan2 = NULL, *out, *instr = json_null();
+    bool want_instr;
     size_t bytes;
 
+    bench_instr_loop_main(argc, argv, loops);
     bench_name = "job_bench";
+    want_instr = bench_instr_wanted(argc, argv);
     if (runs < 1 || runs > 16)
         runs = 3;
     if (cruns < 1 || cruns > 32)
@@ -394,6 +446,9 @@ main(void)
                 i + 1, base[i], p1[i], p2[i], first[i]);
     }
     unlink(text);
+    if (want_instr)
+        instr =
+            instr_per_word((e = getenv("JOB_BENCH_INSTR_LINES")) ? strtoull(e, NULL, 10) : 20000);
     cluster_submit_bench(cruns, &cf);
     bench_remove_tree(tmpdir);
 
@@ -403,7 +458,7 @@ main(void)
 
         out = json_pack(
             "{s:s, s:I, s:I, s:I, s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
-            "s:o, s:o, s:i, s:f, s:f, s:f, s:f, s:f, s:f}",
+            "s:o, s:o, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:o}",
             "bench", "job_bench", "lines", (json_int_t)lines, "bytes", (json_int_t)bytes, "words",
             (json_int_t)words, "runs", runs, "checksum", (json_int_t)expect,
             "baseline_wordcount_mb_per_s", b, "wordcount_mb_per_s_p1", m1, "wordcount_mb_per_s_p2",
@@ -413,7 +468,7 @@ main(void)
             cf.to_running[0], "cluster_submit_to_running_ms_min", cf.to_running[1],
             "cluster_submit_to_running_ms_max", cf.to_running[2],
             "cluster_submit_to_job_running_ms", cf.to_job_running, "baseline_spate_process_ms",
-            cf.process, "baseline_rest_roundtrip_ms", cf.roundtrip);
+            cf.process, "baseline_rest_roundtrip_ms", cf.roundtrip, "instr", instr);
     }
     {
         char *s = json_dumps(out, JSON_COMPACT);

@@ -12,7 +12,10 @@
  * job's rows and price sums equal the loop's count of bids, of q2's bids and
  * their prices' sums. Last line: a JSON object with each round's figures.
  *
- * SQL_BENCH_EVENTS (default 4,000,000) and SQL_BENCH_RUNS (3). */
+ * SQL_BENCH_EVENTS (default 4,000,000) and SQL_BENCH_RUNS (3). --instr (or
+ * BENCH_INSTR=1): instructions per event too, of the generator loop, of q1
+ * and q2 in SQL and of the C job of q1 at p1, counted by callgrind over
+ * SQL_BENCH_INSTR_EVENTS (200,000) and twice as many (bench_instr.h). */
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include "bench_engine.h"
+#include "bench_instr.h"
 #include "core/clock.h"
 #include "sql/sql_nexmark.h"
 
@@ -69,6 +73,21 @@ loop_generator(uint64_t n, struct expect *x)
     sql_nexmark_gen_release(&g);
     return (double)n / ((double)t0 / 1e9);
 }
+
+/* The loop alone over n events, for callgrind (bench_instr_loop_main). */
+static void
+instr_loop_generator(const char *n)
+{
+    struct expect x;
+
+    loop_generator(strtoull(n, NULL, 10), &x);
+    printf("%lld\n", (long long)x.bid_price_sum);
+}
+
+static const struct bench_instr_loop loops[] = {
+    { "generator", instr_loop_generator },
+    { NULL, NULL },
+};
 
 /* ---- the SQL queries ---- */
 
@@ -203,6 +222,55 @@ check(const char *what, int64_t got, int64_t want)
 }
 
 /* The runs of a round, in this order. */
+/* Instructions per event of the generator, of q1 and q2 in SQL and of q1 in
+ * C at p1, under callgrind over n and 2n events. */
+static json_t *
+instr_per_event(uint64_t n)
+{
+    char n1[32], n2[32], rate[32], base[32], log[PATH_MAX], sa[2][128], sb[2][128];
+    const char *ca[] = { "q1", "--count", n1, "--rate", rate, "--base-time", base, NULL };
+    const char *cb[] = { "q1", "--count", n2, "--rate", rate, "--base-time", base, NULL };
+    static const char *const qs[2] = { "q1", "q2" };
+    double gen, sql[2], c;
+
+    snprintf(n1, sizeof n1, "%llu", (unsigned long long)n);
+    snprintf(n2, sizeof n2, "%llu", (unsigned long long)(2 * n));
+    snprintf(rate, sizeof rate, "%d", RATE);
+    snprintf(base, sizeof base, "%lld", BASE_TIME);
+    snprintf(log, sizeof log, "%s/callgrind.log", tmpdir);
+    gen = bench_instr_loop("generator", n1, n2, n, 2 * n, tmpdir);
+    for (int q = 0; q < 2; q++) {
+        const char *a[] = { spate, "-D",      "taskmanager.network.busy-poll=0us",
+                            "sql", "--local", "-p",
+                            "1",   "-f",      sa[q],
+                            NULL };
+        const char *b[] = { spate, "-D",      "taskmanager.network.busy-poll=0us",
+                            "sql", "--local", "-p",
+                            "1",   "-f",      sb[q],
+                            NULL };
+        char path[PATH_MAX];
+
+        write_script(qs[q], n, path, sizeof path);
+        snprintf(sa[q], sizeof sa[q], "%s/%s-a.sql", tmpdir, qs[q]);
+        rename(path, sa[q]);
+        write_script(qs[q], 2 * n, path, sizeof path);
+        snprintf(sb[q], sizeof sb[q], "%s/%s-b.sql", tmpdir, qs[q]);
+        rename(path, sb[q]);
+        sql[q] = bench_instr_per_record(a, b, n, 2 * n, log);
+        unlink(sa[q]);
+        unlink(sb[q]);
+    }
+    c = bench_instr_local(spate, tmpdir, 1, job, ca, cb, n, 2 * n);
+    unlink(log);
+    fprintf(stderr,
+            "sql_bench: instructions per event: generator %.1f; p1: q1 SQL %.1f C %.1f, q2 SQL "
+            "%.1f\n",
+            gen, sql[0], c, sql[1]);
+    return json_pack("{s:I, s:f, s:f, s:f, s:f}", "events", (json_int_t)n,
+                     "baseline_instr_per_record", gen, "sql_q1_instr_per_record_p1", sql[0],
+                     "c_q1_instr_per_record_p1", c, "sql_q2_instr_per_record_p1", sql[1]);
+}
+
 enum run_id {
     GEN,
     C_Q1_P1,
@@ -226,7 +294,7 @@ static const char *const run_names[NRUNS] = {
 };
 
 int
-main(void)
+main(int argc, char **argv)
 {
     const char *e;
     uint64_t n = (e = getenv("SQL_BENCH_EVENTS")) ? strtoull(e, NULL, 10) : 4000000;
@@ -237,8 +305,12 @@ main(void)
     json_t *rounds = json_array(), *plan = NULL, *out, *medians = json_object();
     struct expect x = { 0 };
     char *s;
+    json_t *instr = json_null();
+    bool want_instr;
 
+    bench_instr_loop_main(argc, argv, loops);
     bench_name = "sql_bench";
+    want_instr = bench_instr_wanted(argc, argv);
     if (runs < 1 || runs > MAX_RUNS)
         runs = 3;
     bench_exe_dir(dir, sizeof dir);
@@ -299,6 +371,9 @@ main(void)
     }
     for (int q = 0; q < 5; q++)
         unlink(scripts[q]);
+    if (want_instr)
+        instr = instr_per_event((e = getenv("SQL_BENCH_INSTR_EVENTS")) ? strtoull(e, NULL, 10)
+                                                                       : 200000);
     {
         char log[128];
 
@@ -310,17 +385,18 @@ main(void)
         m[r] = bench_median(v[r], runs);
         json_object_set_new(medians, run_names[r], json_real(m[r]));
     }
-    out = json_pack(
-        "{s:s, s:I, s:i, s:i, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
-        "s:I, s:o, s:o}",
-        "bench", "sql_bench", "events", (json_int_t)n, "runs", runs, "first_event_rate", RATE,
-        "events_per_s", medians, "q1_sql_over_c_p1", m[SQL_Q1_P1] / m[C_Q1_P1], "q2_sql_over_c_p1",
-        m[SQL_Q2_P1] / m[C_Q2_P1], "q1_sql_over_c_p2", m[SQL_Q1_P2] / m[C_Q1_P2],
-        "q2_sql_over_c_p2", m[SQL_Q2_P2] / m[C_Q2_P2], "q0_sql_over_generator_p1",
-        m[SQL_Q0_P1] / m[GEN], "sql_q0_events_per_s_per_core_p2", m[SQL_Q0_P2] / 2,
-        "sql_q1_events_per_s_per_core_p2", m[SQL_Q1_P2] / 2, "sql_q2_events_per_s_per_core_p2",
-        m[SQL_Q2_P2] / 2, "bids", (json_int_t)x.bids, "q2_rows", (json_int_t)x.q2_rows,
-        "q2_price_sum", (json_int_t)x.q2_price_sum, "rounds", rounds, "c_q1_plan", plan);
+    out = json_pack("{s:s, s:I, s:i, s:i, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
+                    "s:I, s:o, s:o, s:o}",
+                    "bench", "sql_bench", "events", (json_int_t)n, "runs", runs, "first_event_rate",
+                    RATE, "events_per_s", medians, "q1_sql_over_c_p1", m[SQL_Q1_P1] / m[C_Q1_P1],
+                    "q2_sql_over_c_p1", m[SQL_Q2_P1] / m[C_Q2_P1], "q1_sql_over_c_p2",
+                    m[SQL_Q1_P2] / m[C_Q1_P2], "q2_sql_over_c_p2", m[SQL_Q2_P2] / m[C_Q2_P2],
+                    "q0_sql_over_generator_p1", m[SQL_Q0_P1] / m[GEN],
+                    "sql_q0_events_per_s_per_core_p2", m[SQL_Q0_P2] / 2,
+                    "sql_q1_events_per_s_per_core_p2", m[SQL_Q1_P2] / 2,
+                    "sql_q2_events_per_s_per_core_p2", m[SQL_Q2_P2] / 2, "bids", (json_int_t)x.bids,
+                    "q2_rows", (json_int_t)x.q2_rows, "q2_price_sum", (json_int_t)x.q2_price_sum,
+                    "rounds", rounds, "c_q1_plan", plan, "instr", instr);
     s = json_dumps(out, JSON_COMPACT);
     printf("%s\n", s);
     free(s);

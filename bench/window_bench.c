@@ -10,6 +10,10 @@
  * figures beside the medians ("rounds"): on a shared machine they spread.
  *
  * WINDOW_BENCH_EVENTS (default 20,000,000) and WINDOW_BENCH_RUNS (5).
+ * --instr (or BENCH_INSTR=1): instructions per event too, of the loops and
+ * of the engine's runs, counted by callgrind over WINDOW_BENCH_INSTR_EVENTS
+ * (1,000,000: one window of the keyed workload) and twice as many
+ * (bench_instr.h).
  * WINDOW_BENCH_PROMETHEUS=1: the runs start the Prometheus reporter
  * (metrics.reporter.prom.*, through a copy of the build's conf/ with those
  * keys) and a thread of the benchmark scrapes it every second, as a
@@ -30,6 +34,7 @@
 
 #include "bench_data.h"
 #include "bench_engine.h"
+#include "bench_instr.h"
 #include "core/clock.h"
 
 struct checksums {
@@ -116,6 +121,31 @@ loop_ysb(uint64_t n, struct checksums *c)
         count[slot_campaign[k]]++;
     }
 }
+
+/* The loops alone, for callgrind (bench_instr_loop_main). */
+static void
+instr_loop_window(const char *n)
+{
+    struct checksums c;
+
+    loop_window(strtoull(n, NULL, 10), &c);
+    printf("%lld\n", (long long)c.sum);
+}
+
+static void
+instr_loop_ysb(const char *n)
+{
+    struct checksums c;
+
+    loop_ysb(strtoull(n, NULL, 10), &c);
+    printf("%lld\n", (long long)c.sum);
+}
+
+static const struct bench_instr_loop loops[] = {
+    { "window", instr_loop_window },
+    { "ysb", instr_loop_ysb },
+    { NULL, NULL },
+};
 
 /* ---- the engine ---- */
 
@@ -246,6 +276,21 @@ scraper_stop(struct scraper *s)
     return atomic_load(&s->scrapes);
 }
 
+/* Instructions per event, n events against 2n, of the loop name (p 0) or
+ * of the engine's workload name at parallelism p, under callgrind. */
+static double
+instr_per_event(const char *name, int p, uint64_t n)
+{
+    char n1[32], n2[32];
+    const char *a[] = { name, "--count", n1, NULL }, *b[] = { name, "--count", n2, NULL };
+
+    snprintf(n1, sizeof n1, "%llu", (unsigned long long)n);
+    snprintf(n2, sizeof n2, "%llu", (unsigned long long)(2 * n));
+    if (p == 0)
+        return bench_instr_loop(name, n1, n2, n, 2 * n, tmpdir);
+    return bench_instr_local(spate, tmpdir, p, job, a, b, n, 2 * n);
+}
+
 static void
 check(const char *what, const struct checksums *engine, const struct checksums *loop)
 {
@@ -258,7 +303,7 @@ check(const char *what, const struct checksums *engine, const struct checksums *
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
     const char *e;
     uint64_t n = (e = getenv("WINDOW_BENCH_EVENTS")) ? strtoull(e, NULL, 10) : 20000000;
@@ -270,8 +315,12 @@ main(void)
     char dir[PATH_MAX];
     bool prom = (e = getenv("WINDOW_BENCH_PROMETHEUS")) != NULL && strcmp(e, "1") == 0;
     struct scraper scraper;
+    bool instr;
+    json_t *instr_json = json_null();
 
+    bench_instr_loop_main(argc, argv, loops);
     bench_name = "window_bench";
+    instr = bench_instr_wanted(argc, argv);
     if (runs < 1 || runs > 16)
         runs = 5;
     bench_exe_dir(dir, sizeof dir);
@@ -322,6 +371,21 @@ main(void)
     }
     if (prom)
         scrapes = scraper_stop(&scraper);
+    if (instr) {
+        uint64_t in = (e = getenv("WINDOW_BENCH_INSTR_EVENTS")) ? strtoull(e, NULL, 10) : 1000000;
+        double lw = instr_per_event("window", 0, in), ly = instr_per_event("ysb", 0, in);
+        double w1 = instr_per_event("window", 1, in), w2 = instr_per_event("window", 2, in);
+        double y2 = instr_per_event("ysb", 2, in);
+
+        fprintf(stderr,
+                "window_bench: instructions per event: loop %.1f, p1 %.1f, p2 %.1f; ysb loop "
+                "%.1f, p2 %.1f\n",
+                lw, w1, w2, ly, y2);
+        instr_json = json_pack("{s:I, s:f, s:f, s:f, s:f, s:f}", "events", (json_int_t)in,
+                               "baseline_instr_per_record", lw, "instr_per_record_p1", w1,
+                               "instr_per_record_p2", w2, "ysb_baseline_instr_per_record", ly,
+                               "ysb_instr_per_record_p2", y2);
+    }
     {
         char log[128];
 
@@ -335,16 +399,16 @@ main(void)
                y2 = bench_median(ysb2, runs);
         char *s;
 
-        out = json_pack("{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
-                        "s:I, s:I, s:b, s:I, s:o, s:o, s:o}",
-                        "bench", "window_bench", "events", (json_int_t)n, "runs", runs,
-                        "baseline_events_per_s", b, "events_per_s_p1", m1, "events_per_s_p2", m2,
-                        "ratio_p1", m1 / b, "ratio_p2", m2 / b, "p2_over_p1", m2 / m1,
-                        "ysb_baseline_events_per_s", yb, "ysb_events_per_s_p2", y2, "ysb_ratio_p2",
-                        y2 / yb, "rss_kb", (json_int_t)rss_kb, "checksum_count",
-                        (json_int_t)wc.count, "checksum_sum", (json_int_t)wc.sum, "windows",
-                        (json_int_t)wc.windows, "prometheus", prom, "prometheus_scrapes",
-                        (json_int_t)scrapes, "rounds", rounds, "plan", plan, "ysb_plan", ysb_plan);
+        out = json_pack(
+            "{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
+            "s:I, s:I, s:b, s:I, s:o, s:o, s:o, s:o}",
+            "bench", "window_bench", "events", (json_int_t)n, "runs", runs, "baseline_events_per_s",
+            b, "events_per_s_p1", m1, "events_per_s_p2", m2, "ratio_p1", m1 / b, "ratio_p2", m2 / b,
+            "p2_over_p1", m2 / m1, "ysb_baseline_events_per_s", yb, "ysb_events_per_s_p2", y2,
+            "ysb_ratio_p2", y2 / yb, "rss_kb", (json_int_t)rss_kb, "checksum_count",
+            (json_int_t)wc.count, "checksum_sum", (json_int_t)wc.sum, "windows",
+            (json_int_t)wc.windows, "prometheus", prom, "prometheus_scrapes", (json_int_t)scrapes,
+            "rounds", rounds, "instr", instr_json, "plan", plan, "ysb_plan", ysb_plan);
         s = json_dumps(out, JSON_COMPACT);
         printf("%s\n", s);
         free(s);
