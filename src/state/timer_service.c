@@ -36,6 +36,38 @@ timer_service_release(struct timer_service *ts)
     heap_release(&ts->processing);
     free(ts->buf);
     ts->buf = NULL;
+    for (size_t i = 0; i < ts->nspare; i++)
+        free(ts->spare[i]);
+    free(ts->spare);
+    ts->spare = NULL;
+    ts->nspare = ts->spare_cap = 0;
+}
+
+/* A timer with data bytes of key and namespace: a spare one of that size,
+ * else a new one. */
+static struct timer *
+timer_alloc(struct timer_service *ts, size_t data)
+{
+    if (data == ts->spare_data && ts->nspare > 0)
+        return ts->spare[--ts->nspare];
+    return xmalloc(sizeof(struct timer) + data);
+}
+
+/* A fired timer: kept when it has the spares' size (the first fired sets
+ * it), else freed. */
+static void
+timer_recycle(struct timer_service *ts, struct timer *t)
+{
+    size_t data = (size_t)t->key_len + t->ns_len;
+
+    if (ts->spare_cap == 0)
+        ts->spare_data = data;
+    if (data != ts->spare_data) {
+        free(t);
+        return;
+    }
+    xgrow((void **)&ts->spare, &ts->spare_cap, ts->nspare + 1, sizeof *ts->spare);
+    ts->spare[ts->nspare++] = t;
 }
 
 static uint8_t *
@@ -120,7 +152,7 @@ timer_service_register(struct timer_service *ts, bool event_time, int64_t timest
     if (state_map_get(set, hash, ts->buf, n) != NULL)
         return; /* one timer per key, namespace and timestamp */
     state_map_put(set, hash, ts->buf, n, "", 0);
-    t = xmalloc(sizeof *t + ctx->key.len + ctx->ns_len);
+    t = timer_alloc(ts, ctx->key.len + ctx->ns_len);
     t->timestamp = timestamp;
     t->key_hash = ctx->key_hash;
     t->key_len = (uint32_t)ctx->key.len;
@@ -171,7 +203,7 @@ timer_service_advance(struct timer_service *ts, bool event_time, int64_t time,
                           t->ns_len ? t->data + t->key_len : NULL, t->ns_len);
             fire(ts->owner, t);
         }
-        free(t);
+        timer_recycle(ts, t);
     }
 }
 

@@ -33,6 +33,12 @@ struct timer_service {
     void *owner;                   /* what fire gets */
     uint8_t *buf;                  /* a timer's identity */
     size_t buf_cap;
+    /* Fired timers kept for the next ones, all of spare_data bytes of key
+     * and namespace (a window's timers are of one size): no allocation
+     * per timer once as many were live. */
+    struct timer **spare;
+    size_t nspare, spare_cap;
+    size_t spare_data;
 };
 
 void timer_service_init(struct timer_service *ts, uint32_t max_parallelism,

@@ -49,11 +49,18 @@ struct window_op {
     spate_time_window last_window;  /* tumbling: the last record's window */
     int64_t last_max, last_cleanup; /* its last timestamp and clean-up time */
     uint64_t last_ns_hash;          /* its keyed_ns_hash */
+    /* The last window while the watermark has not passed its end (else
+     * empty): the records window_acc_of takes, with no look at the
+     * watermark. */
+    spate_time_window open_window;
     /* A key of fixed size: the contents' entry key of (key, last_window),
      * its namespace part written with the window, its key per record. */
     uint8_t *ckey;
     size_t ckey_len;
     bool leaf; /* fast, event time, an 8-byte key: window_acc_of */
+    /* The contents' key groups, for window_acc_of: by mask, from kg_start,
+     * kg_count of them. */
+    uint32_t kg_mask, kg_start, kg_count;
     /* An aggregate or reduce over tumbling windows with their default
      * trigger and an accumulator kept in place: window_process_fast. */
     bool fast;
@@ -589,7 +596,10 @@ window_open(struct stream_operator *op, spate_error *err)
         memcpy(w->ckey, &klen, 4);
         w->leaf = w->event_time && klen == 8 &&
                   LEAF_CKEY + w->contents->value_size <= STATE_INLINE_BYTES &&
-                  w->contents->value_align_mask < 16;
+                  w->contents->value_align_mask < 16 && w->contents->maps.kg_mask != 0;
+        w->kg_mask = w->contents->maps.kg_mask;
+        w->kg_start = w->contents->maps.range.start;
+        w->kg_count = w->contents->maps.range.end - w->contents->maps.range.start + 1;
     }
     w->count = op->backend->ops->state(op->backend, w->decls[WS_COUNT].name);
     w->sessions = op->backend->ops->state(op->backend, w->decls[WS_SESSIONS].name);
@@ -654,6 +664,8 @@ tumbling_window_of(struct stream_operator *op, struct window_op *w, int64_t ts)
     w->last_max = window_max_timestamp(w->last_window);
     w->last_cleanup = cleanup_time(op, w->last_window);
     w->last_ns_hash = keyed_ns_hash(w->heap, &w->last_window, sizeof w->last_window);
+    w->open_window =
+        w->last_max > op->current_watermark ? w->last_window : (spate_time_window){ 0, 0 };
     if (w->ckey != NULL) {
         uint32_t nlen = sizeof w->last_window;
 
@@ -830,12 +842,19 @@ window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
     struct state_entry *e;
     uint64_t hash;
     uint8_t *v;
+    uint32_t i;
 
-    if (unlikely(meta->timestamp < w->last_window.start || meta->timestamp >= w->last_window.end ||
-                 !meta->has_key_hash || w->last_max <= op->current_watermark ||
-                 op->ctx.scratch.nold != 0))
+    /* No look at the watermark: the open window is the last one while
+     * the watermark has not passed it. */
+    if (unlikely(meta->timestamp < w->open_window.start || meta->timestamp >= w->open_window.end ||
+                 !meta->has_key_hash || op->ctx.scratch.nold != 0))
         return NULL;
-    map = keyed_state_map(&st->maps, meta->key_hash);
+    /* The key group by mask (w->leaf: a power-of-two max parallelism), as
+     * window_ahead finds it. */
+    i = (uint32_t)(meta->key_hash & w->kg_mask) - w->kg_start;
+    if (unlikely(i >= w->kg_count))
+        return NULL;
+    map = &st->maps.maps[i];
     if (unlikely(map->shared))
         return NULL;
     memcpy(w->ckey + 4, key, 8);
@@ -952,8 +971,14 @@ window_fire(void *owner, const struct timer *t)
 static void
 window_watermark(struct stream_operator *op, int64_t watermark)
 {
+    struct window_op *w = op->impl;
+
     /* Fire first, then let event time move on: Flink's order. */
     op->current_watermark = watermark;
+    /* The last window is late now: its records take the general path,
+     * which fires it again within the allowed lateness. */
+    if (w->last_max <= watermark)
+        w->open_window = (spate_time_window){ 0, 0 };
     op->backend->ops->advance(op->backend, true, watermark, window_fire);
     op->out->emit_watermark(op->out, watermark);
 }
