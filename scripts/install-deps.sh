@@ -37,6 +37,7 @@ librdkafka-dev      Kafka client of the Kafka connector plugin (libspate_kafka.s
 maven               fetches the Apache Kafka broker's jars for the Kafka tests (kafka_jars below)
 prometheus          Prometheus server that scrapes the reporters in test_prometheus.py
 chromium            headless browser of the dashboard's test (tests/e2e/test_dashboard.py)
+valgrind            callgrind: the benches' instructions per record (--instr, make bench-instr)
 "
 
 names=$(printf '%s\n' "$PACKAGES" | awk 'NF { print $1 }')
