@@ -101,7 +101,6 @@ SPATE_API void spate_reader_context_save_split(spate_source_reader_context *ctx,
  * small number, for per-split watermarks), with timestamp_ms or
  * SPATE_NO_TIMESTAMP (the watermark strategy's timestamp function then
  * gives it one). */
-#define SPATE_NO_TIMESTAMP INT64_MIN
 SPATE_API void spate_reader_output_collect(spate_reader_output *out, uint32_t split,
                                            const void *record, int64_t timestamp_ms);
 

@@ -170,6 +170,9 @@ SPATE_API spate_stream *spate_from_source(spate_env *env, const char *connector,
 
 /* ---- event time ---------------------------------------------------------- */
 
+/* A record without a timestamp (the Source and Sink APIs). */
+#define SPATE_NO_TIMESTAMP INT64_MIN
+
 /* A record's event timestamp, in milliseconds. */
 typedef int64_t (*spate_timestamp_fn)(spate_ctx *ctx, const void *rec);
 /* A punctuated watermark for a record (its timestamp at hand), or INT64_MIN

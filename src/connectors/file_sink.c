@@ -1,18 +1,16 @@
-/* The text file sink (Flink's FileSink), with or without checkpoints: the
- * output path is a folder of part files, written by two-phase commit.
- * Subtask s writes ".part-s-n.inprogress"; a checkpoint or savepoint closes
- * it into ".part-s-n.pending" (pre-commit, recorded in the snapshot) and its
- * completion renames it to "part-s-n" (commit). The end of bounded input
- * pre-commits the last file and commits it at once (fs_end_input). Committed
- * files are never written again: a new attempt numbers its files past every
- * part file of its subtask's in the folder and every restored writer's, and
- * deletes only
- * hidden files that no completed checkpoint pre-committed — a restore those
- * of each restored writer once its pre-committed files are committed, a
- * restart without a checkpoint its own writer's. The state is union list
- * state whose elements name their writer subtask, so that a job resumed at
- * another parallelism commits every pre-committed file under its writer's
- * name. Task thread only. */
+/* The text file sink (Flink's FileSink) on the Sink API
+ * (include/spate/sink.h), with or without checkpoints: the output path is a
+ * folder of part files, written by two-phase commit. Subtask s's writer
+ * writes ".part-s-n.inprogress"; a barrier (or the end of input) closes it
+ * into ".part-s-n.pending" (prepare_commit: the committable names writer s
+ * and part n) and the committer renames it to "part-s-n" once its
+ * checkpoint completes. Committed files are never written again: a writer
+ * numbers its files past every part file of its subtask's in the folder.
+ * Leftovers go when a writer is created: after a restore (whose
+ * committables are committed by then) the hidden files of every writer
+ * index that folds onto the subtask, after a restart without a checkpoint
+ * its own; a first run leaves hidden files alone (another run's pending
+ * files, which a resume of it commits). Task thread only. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -21,60 +19,44 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <spate/sink.h>
+
 #include "core/alloc.h"
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "connectors/connectors_int.h"
 #include "streaming/connector_config.h"
-#include "streaming/operator.h"
 #include "streaming/types.h"
 
-/* A pending file's checkpoint_id before a checkpoint took it: pre-committed
- * at the end of input, committed by the next checkpoint that completes. */
-#define FS_NEXT_CHECKPOINT 0
-
-struct pending_file {
-    int64_t checkpoint_id;
-    uint32_t part;
-};
-
-struct file_sink {
-    FILE *f;       /* the in-progress file, NULL until a record comes */
-    uint32_t part; /* its number; the next file's when f is NULL */
-    bool restored; /* a restore ran (fs_restore), so its leftovers went */
-    bool settled;  /* leftovers of a failed attempt are gone */
-    struct pending_file *pending;
-    size_t npending, cap;
+/* A writer: one subtask's in-progress file. */
+struct file_writer {
+    const struct file_sink_config *conf;
+    uint32_t writer; /* its subtask */
+    FILE *f;         /* the in-progress file, NULL until a record comes */
+    uint32_t part;   /* its number; the next file's when f is NULL */
     char *line;
     size_t line_cap;
 };
 
-static inline const struct file_sink_config *
-fs_conf(const struct stream_operator *op)
-{
-    return op->conf;
-}
+/* A committable: u32 writer subtask, u32 part. */
+struct file_committable {
+    uint32_t writer, part;
+};
 
-/* The file `part` of writer subtask `writer`, in state (NULL: committed). */
+/* The file `part` of writer subtask `writer` in state (NULL: committed). */
 static char *
-writer_part_name(const struct stream_operator *op, int writer, uint32_t part, const char *state)
+part_name(const struct file_sink_config *conf, uint32_t writer, uint32_t part, const char *state)
 {
     if (state == NULL)
-        return xasprintf("%s/part-%d-%u", fs_conf(op)->path, writer, part);
-    return xasprintf("%s/.part-%d-%u.%s", fs_conf(op)->path, writer, part, state);
-}
-
-static char *
-part_name(const struct stream_operator *op, uint32_t part, const char *state)
-{
-    return writer_part_name(op, op->ctx.subtask, part, state);
+        return xasprintf("%s/part-%u-%u", conf->path, writer, part);
+    return xasprintf("%s/.part-%u-%u.%s", conf->path, writer, part, state);
 }
 
 /* A part file's writer and number: "part-W-N" (committed) or
  * ".part-W-N.STATE" (hidden: in progress or pending). */
 static bool
-parse_part_name(const char *name, int *writer, uint32_t *part, bool *hidden)
+parse_part_name(const char *name, uint32_t *writer, uint32_t *part, bool *hidden)
 {
     int w, end = -1;
     unsigned n;
@@ -87,337 +69,281 @@ parse_part_name(const char *name, int *writer, uint32_t *part, bool *hidden)
         return false;
     if (*hidden ? name[end] != '.' : name[end] != '\0')
         return false;
-    *writer = w;
+    *writer = (uint32_t)w;
     *part = n;
     return true;
 }
 
-/* The next part number past every part file of this subtask's in the
- * folder (its name is its own: part-<subtask>-<n>): no committed file,
- * nor a pending one a later restore may commit, is written again. Other
- * writers' files are theirs: counting them, a subtask that opened after
- * another had begun its first file started at 1, and the names of a run
- * hung on which subtask came first. */
+/* Deletes the hidden files (uncommitted: what failed attempts wrote after
+ * their last checkpoint) of the writers whose index mod fold is this one's
+ * (fold 0: none),
+ * then numbers the writer's files past every part file of its subtask's
+ * in the folder (its name is its own, part-<subtask>-<n>): no committed
+ * file, nor a pending one a later restore may commit, is written again.
+ * Other writers' numbers are theirs: counting them, the names of a run
+ * would hang on which subtask came first. */
 static int
-fs_scan(struct stream_operator *op, uint32_t *next, spate_error *err)
+fw_settle(struct file_writer *w, uint32_t fold, spate_error *err)
 {
-    DIR *d = opendir(fs_conf(op)->path);
+    const char *path = w->conf->path;
+    DIR *d = opendir(path);
     struct dirent *de;
 
-    *next = 0;
+    w->part = 0;
     if (d == NULL)
-        return spate_error_set(err, -errno, "cannot read output folder '%s': %s", fs_conf(op)->path,
+        return spate_error_set(err, -errno, "cannot read output folder '%s': %s", path,
                                spate_strerror(-errno));
     while ((de = readdir(d)) != NULL) {
-        int writer;
-        uint32_t part;
+        uint32_t writer, part;
         bool hidden;
 
-        if (parse_part_name(de->d_name, &writer, &part, &hidden) && writer == op->ctx.subtask &&
-            part >= *next) {
+        if (!parse_part_name(de->d_name, &writer, &part, &hidden))
+            continue;
+        if (hidden && fold != 0 && writer % fold == w->writer) {
+            char *name = xasprintf("%s/%s", path, de->d_name);
+
+            if (unlink(name) == 0 || errno == ENOENT) {
+                free(name);
+                continue;
+            }
+            SPATE_LOG_WARN("streaming", "file sink cannot delete uncommitted file '%s': %s", name,
+                           spate_strerror(-errno));
+            free(name);
+        }
+        if (writer == w->writer && part >= w->part) {
             if (part == UINT32_MAX) {
                 closedir(d);
                 return spate_error_set(err, SPATE_ERANGE,
                                        "output folder '%s' has part file '%s': no number "
                                        "is left past it",
-                                       fs_conf(op)->path, de->d_name);
+                                       path, de->d_name);
             }
-            *next = part + 1;
+            w->part = part + 1;
         }
     }
     closedir(d);
     return 0;
+}
+
+static void *
+fw_create(spate_sink_context *ctx, const void *config, spate_error *err)
+{
+    struct file_writer *w = xcalloc(1, sizeof *w);
+    int parallelism = spate_sink_context_parallelism(ctx);
+    uint32_t fold = 0;
+
+    w->conf = config;
+    w->writer = (uint32_t)spate_sink_context_subtask(ctx);
+    /* After a restore, every writer index that folds onto this subtask
+     * (a job resumed at a lower parallelism has no subtask of the higher
+     * ones); after a restart without a checkpoint (the job replays from
+     * the start), its own. */
+    if (spate_sink_context_restored(ctx))
+        fold = (uint32_t)parallelism;
+    else if (spate_sink_context_attempt(ctx) > 0)
+        fold = UINT32_MAX;
+    if (fw_settle(w, fold, err) != 0) {
+        free(w);
+        return NULL;
+    }
+    /* New files past every restored writer's too: no name a writer of
+     * this index used before is written again, whichever subtask wrote
+     * it. */
+    for (size_t i = 0; i < spate_sink_context_writer_states(ctx); i++) {
+        size_t len;
+        const void *state = spate_sink_context_writer_state(ctx, i, &len);
+        uint32_t next;
+
+        if (len != sizeof next) {
+            spate_error_set(err, SPATE_EPROTO, "file sink: a writer state of %zu bytes, not %zu",
+                            len, sizeof next);
+            free(w);
+            return NULL;
+        }
+        memcpy(&next, state, sizeof next);
+        if (next > w->part)
+            w->part = next;
+    }
+    w->line_cap = 4096;
+    w->line = xmalloc(w->line_cap);
+    return w;
 }
 
 static int
-fs_open(struct stream_operator *op, spate_error *err)
+fw_write(void *writer, const void *rec, int64_t timestamp_ms, spate_error *err)
 {
-    const char *path = fs_conf(op)->path;
-    struct file_sink *s;
-    struct stat st;
-    uint32_t next;
-    int rc;
-
-    /* Its parents too, as Flink's FileSink. */
-    if ((rc = fs_mkdirs(path, err)) != 0)
-        return rc;
-    /* Never truncate what is there: an existing file stays as it is. */
-    if (stat(path, &st) != 0)
-        return spate_error_set(err, -errno, "cannot read output folder '%s': %s", path,
-                               spate_strerror(-errno));
-    if (!S_ISDIR(st.st_mode))
-        return spate_error_set(err, SPATE_EEXIST,
-                               "output '%s' is a file: the file sink writes a folder of part "
-                               "files there, and leaves an existing file alone",
-                               path);
-    if ((rc = fs_scan(op, &next, err)) != 0)
-        return rc;
-    s = xcalloc(1, sizeof *s);
-    s->part = next;
-    s->line_cap = 4096;
-    s->line = xmalloc(s->line_cap);
-    op->impl = s;
-    return 0;
-}
-
-/* Deletes writer's hidden files that no completed checkpoint pre-committed:
- * what a failed attempt wrote after its last checkpoint. */
-static void
-fs_delete_uncommitted(struct stream_operator *op, int writer)
-{
-    DIR *d = opendir(fs_conf(op)->path);
-    struct dirent *de;
-
-    if (d == NULL)
-        return;
-    while ((de = readdir(d)) != NULL) {
-        int w;
-        uint32_t part;
-        bool hidden;
-
-        if (parse_part_name(de->d_name, &w, &part, &hidden) && hidden && w == writer) {
-            char *path = xasprintf("%s/%s", fs_conf(op)->path, de->d_name);
-
-            if (unlink(path) != 0 && errno != ENOENT)
-                SPATE_LOG_WARN("streaming", "task %s cannot delete uncommitted file '%s': %s",
-                               op->ctx.task_name, path, spate_strerror(-errno));
-            free(path);
-        }
-    }
-    closedir(d);
-}
-
-/* Before this attempt's first file: a restart that restored no checkpoint
- * (its job had none yet) replays from the start, so what the failed
- * attempts of this writer left uncommitted goes. A first attempt leaves
- * hidden files alone: they may be another run's, pre-committed by a
- * checkpoint that a resume will commit. */
-static void
-fs_settle(struct stream_operator *op)
-{
-    struct file_sink *s = op->impl;
-
-    if (s->settled)
-        return;
-    s->settled = true;
-    if (!s->restored && op->task->attempt > 0)
-        fs_delete_uncommitted(op, op->ctx.subtask);
-}
-
-static void
-fs_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
-{
-    struct file_sink *s = op->impl;
+    struct file_writer *w = writer;
     int n;
 
-    UNUSED(meta);
-    if (s->f == NULL) {
-        char *name;
+    UNUSED(timestamp_ms);
+    if (w->f == NULL) {
+        char *name = part_name(w->conf, w->writer, w->part, "inprogress");
 
-        fs_settle(op);
-        name = part_name(op, s->part, "inprogress");
-        s->f = fopen(name, "we");
-        if (s->f == NULL) {
-            spate_ctx_fail(&op->ctx, "cannot open output file '%s': %s", name,
-                           spate_strerror(-errno));
+        if ((w->f = fopen(name, "we")) == NULL) {
+            spate_error_set(err, -errno, "cannot open output file '%s': %s", name,
+                            spate_strerror(-errno));
             free(name);
-            return;
+            return -1;
         }
         free(name);
-        setvbuf(s->f, NULL, _IOFBF, 1 << 20);
+        setvbuf(w->f, NULL, _IOFBF, 1 << 20);
     }
-    n = types_format(fs_conf(op)->type, rec, s->line, s->line_cap);
-    if ((size_t)n >= s->line_cap) {
-        s->line_cap = (size_t)n + 1;
-        s->line = xrealloc(s->line, s->line_cap);
-        n = types_format(fs_conf(op)->type, rec, s->line, s->line_cap);
+    n = types_format(w->conf->type, rec, w->line, w->line_cap);
+    if ((size_t)n >= w->line_cap) {
+        w->line_cap = (size_t)n + 1;
+        w->line = xrealloc(w->line, w->line_cap);
+        n = types_format(w->conf->type, rec, w->line, w->line_cap);
     }
-    fwrite(s->line, 1, (size_t)n, s->f);
-    fputc('\n', s->f);
-}
-
-/* Pre-commit: closes the in-progress file into ".pending", to be committed
- * when checkpoint_id completes (FS_NEXT_CHECKPOINT: the next one that
- * does). */
-static void
-fs_pre_commit(struct stream_operator *op, int64_t checkpoint_id)
-{
-    struct file_sink *s = op->impl;
-    char *from, *to;
-    uint32_t part = s->part;
-    int rc = 0;
-
-    if (s->f == NULL)
-        return;
-    if (fclose(s->f) != 0)
-        rc = -errno;
-    s->f = NULL;
-    s->part++;
-    from = part_name(op, part, "inprogress");
-    to = part_name(op, part, "pending");
-    if (rc == 0 && rename(from, to) != 0)
-        rc = -errno;
-    if (rc != 0) {
-        spate_ctx_fail(&op->ctx, "cannot close output file '%s': %s", from, spate_strerror(rc));
-    } else {
-        xgrow((void **)&s->pending, &s->cap, s->npending + 1, sizeof *s->pending);
-        s->pending[s->npending++] = (struct pending_file){ checkpoint_id, part };
-    }
-    free(from);
-    free(to);
-}
-
-static void
-fs_commit(struct stream_operator *op, int writer, uint32_t part)
-{
-    char *from = writer_part_name(op, writer, part, "pending");
-    char *to = writer_part_name(op, writer, part, NULL);
-
-    /* Idempotent: a commit repeated after a restore finds it done. */
-    if (rename(from, to) != 0 && errno != ENOENT)
-        spate_ctx_fail(&op->ctx, "cannot commit output file '%s': %s", from,
-                       spate_strerror(-errno));
-    free(from);
-    free(to);
-}
-
-static void
-fs_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *out)
-{
-    struct file_sink *s = op->impl;
-    uint32_t n;
-
-    fs_settle(op);
-    /* Files pre-committed at the end of input belong to this checkpoint. */
-    for (size_t i = 0; i < s->npending; i++)
-        if (s->pending[i].checkpoint_id == FS_NEXT_CHECKPOINT)
-            s->pending[i].checkpoint_id = checkpoint_id;
-    fs_pre_commit(op, checkpoint_id);
-    /* u32 writer subtask, u32 next part, u32 pending, then per pending
-     * file i64 id, u32 part. */
-    {
-        uint32_t writer = (uint32_t)op->ctx.subtask;
-        size_t len;
-        uint8_t *e;
-
-        n = (uint32_t)s->npending;
-        len = 12 + (size_t)n * 12;
-        e = xmalloc(len);
-        memcpy(e, &writer, 4);
-        memcpy(e + 4, &s->part, 4);
-        memcpy(e + 8, &n, 4);
-        for (uint32_t i = 0; i < n; i++) {
-            memcpy(e + 12 + i * 12, &s->pending[i].checkpoint_id, 8);
-            memcpy(e + 20 + i * 12, &s->pending[i].part, 4);
-        }
-        op_state_add(out, e, len);
-        free(e);
-    }
-}
-
-static void
-fs_checkpoint_complete(struct stream_operator *op, int64_t checkpoint_id)
-{
-    struct file_sink *s = op->impl;
-    size_t kept = 0;
-
-    for (size_t i = 0; i < s->npending; i++) {
-        if (s->pending[i].checkpoint_id != FS_NEXT_CHECKPOINT &&
-            s->pending[i].checkpoint_id <= checkpoint_id)
-            fs_commit(op, op->ctx.subtask, s->pending[i].part);
-        else
-            s->pending[kept++] = s->pending[i];
-    }
-    s->npending = kept;
-}
-
-/* One element per writer subtask of the restored checkpoint; every subtask
- * gets them all (union state). */
-static int
-fs_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, spate_error *err)
-{
-    struct file_sink *s = op->impl;
-    uint32_t writer, part, n;
-
-    if (len < 12)
-        return spate_error_set(err, SPATE_EPROTO, "malformed file sink state");
-    memcpy(&writer, bytes, 4);
-    memcpy(&part, bytes + 4, 4);
-    memcpy(&n, bytes + 8, 4);
-    if (len != 12 + (size_t)n * 12 || writer > INT32_MAX)
-        return spate_error_set(err, SPATE_EPROTO, "malformed file sink state");
-    /* The restored checkpoint completed: what it pre-committed is
-     * committed (by every subtask that has the element: renames are
-     * idempotent). */
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t p;
-
-        memcpy(&p, bytes + 20 + i * 12, 4);
-        fs_commit(op, (int)writer, p);
-    }
-    /* The writer's leftovers go once its pre-committed files are
-     * committed, by one subtask: the writer's own, or at a lower
-     * parallelism the one its index folds onto (no subtask writes as a
-     * writer past the parallelism). */
-    if ((int)writer % op->ctx.parallelism == op->ctx.subtask)
-        fs_delete_uncommitted(op, (int)writer);
-    /* New files past every restored writer's: no name a writer of this
-     * index used before is written again. */
-    if (part > s->part)
-        s->part = part;
-    s->npending = 0;
-    s->restored = true;
+    fwrite(w->line, 1, (size_t)n, w->f);
+    fputc('\n', w->f);
     return 0;
 }
 
-/* Commits every pending file. */
-static void
-fs_commit_all(struct stream_operator *op)
+/* Closes the in-progress file into ".pending", its committable for the
+ * checkpoint. */
+static int
+fw_prepare_commit(void *writer, int64_t checkpoint_id, spate_sink_context *ctx, spate_error *err)
 {
-    struct file_sink *s = op->impl;
+    struct file_writer *w = writer;
+    struct file_committable c = { w->writer, w->part };
+    char *from, *to;
+    int rc = 0;
 
-    for (size_t i = 0; i < s->npending; i++)
-        fs_commit(op, op->ctx.subtask, s->pending[i].part);
-    s->npending = 0;
+    UNUSED(checkpoint_id);
+    if (w->f == NULL)
+        return 0;
+    if (fclose(w->f) != 0)
+        rc = -errno;
+    w->f = NULL;
+    w->part++;
+    from = part_name(w->conf, c.writer, c.part, "inprogress");
+    to = part_name(w->conf, c.writer, c.part, "pending");
+    if (rc == 0 && rename(from, to) != 0)
+        rc = -errno;
+    if (rc != 0)
+        spate_error_set(err, rc, "cannot close output file '%s': %s", from, spate_strerror(rc));
+    else
+        spate_sink_context_save_committable(ctx, &c, sizeof c);
+    free(from);
+    free(to);
+    return rc != 0 ? -1 : 0;
 }
 
-/* Bounded input ended: nothing will be replayed. The last file is
- * pre-committed as a checkpoint would, for the next checkpoint
- * (FS_NEXT_CHECKPOINT: fs_snapshot gives it that checkpoint's id, and its
- * completion commits it). As long as a task ends without a final
- * checkpoint (Flink's FLIP-147), fs_commit_all then commits it at once,
- * with every file still pending; once tasks wait for one, that call goes. */
+/* The writer state: u32 the next part. */
 static void
-fs_end_input(struct stream_operator *op)
+fw_snapshot_state(void *writer, int64_t checkpoint_id, spate_sink_context *ctx)
 {
-    fs_settle(op);
-    fs_pre_commit(op, FS_NEXT_CHECKPOINT);
-    fs_commit_all(op);
+    struct file_writer *w = writer;
+
+    UNUSED(checkpoint_id);
+    spate_sink_context_save_writer_state(ctx, &w->part, sizeof w->part);
 }
 
 static void
-fs_close(struct stream_operator *op)
+fw_close(void *writer)
 {
-    struct file_sink *s = op->impl;
+    struct file_writer *w = writer;
 
-    if (s == NULL)
-        return;
-    if (s->f != NULL)
-        fclose(s->f); /* stays in progress: uncommitted */
-    free(s->pending);
-    free(s->line);
-    free(s);
-    op->impl = NULL;
+    if (w->f != NULL)
+        fclose(w->f); /* stays in progress: uncommitted */
+    free(w->line);
+    free(w);
 }
 
-const struct operator_vtable file_sink_vtable = {
-    .state = OPERATOR_OWN_STATE,
-    .open = fs_open,
-    .process = fs_process,
-    .end_input = fs_end_input,
-    .close = fs_close,
-    .snapshot_state = fs_snapshot,
-    .restore_state = fs_restore,
-    .checkpoint_complete = fs_checkpoint_complete,
-    .own_state_union = true,
+/* The committer's object is the configuration; making it makes the output
+ * folder (and its parents, as Flink's FileSink), so that a bad path fails
+ * the job as it starts. */
+static void *
+fc_create(spate_sink_context *ctx, const void *config, spate_error *err)
+{
+    const struct file_sink_config *conf = config;
+    struct stat st;
+
+    UNUSED(ctx);
+    if (fs_mkdirs(conf->path, err) != 0)
+        return NULL;
+    /* Never truncate what is there: an existing file stays as it is. */
+    if (stat(conf->path, &st) != 0) {
+        spate_error_set(err, -errno, "cannot read output folder '%s': %s", conf->path,
+                        spate_strerror(-errno));
+        return NULL;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        spate_error_set(err, SPATE_EEXIST,
+                        "output '%s' is a file: the file sink writes a folder of part files "
+                        "there, and leaves an existing file alone",
+                        conf->path);
+        return NULL;
+    }
+    return (void *)conf;
+}
+
+/* Renames the pending file; idempotent: a commit repeated after a restore
+ * finds it done. */
+static spate_commit_result
+fc_commit(void *committer, const void *committable, size_t len, spate_error *err)
+{
+    const struct file_sink_config *conf = committer;
+    struct file_committable c;
+    char *from, *to;
+    spate_commit_result r = SPATE_COMMIT_OK;
+
+    if (len != sizeof c) {
+        spate_error_set(err, SPATE_EPROTO, "file sink: a committable of %zu bytes, not %zu", len,
+                        sizeof c);
+        return SPATE_COMMIT_FAILED;
+    }
+    memcpy(&c, committable, sizeof c);
+    from = part_name(conf, c.writer, c.part, "pending");
+    to = part_name(conf, c.writer, c.part, NULL);
+    if (rename(from, to) != 0 && errno != ENOENT) {
+        spate_error_set(err, -errno, "cannot commit output file '%s': %s", from,
+                        spate_strerror(-errno));
+        r = SPATE_COMMIT_FAILED;
+    }
+    free(from);
+    free(to);
+    return r;
+}
+
+/* The state of the file sink before the Sink API: one element per writer,
+ * u32 writer subtask, u32 next part, u32 pending, then per pending file
+ * i64 checkpoint id, u32 part; each pending file becomes its committable,
+ * the next part its writer state. */
+int
+file_sink_upgrade_state(const uint8_t *bytes, size_t len, const struct sink_restore *to, void *arg,
+                        spate_error *err)
+{
+    uint32_t writer, next, n;
+
+    if (len < 12)
+        return spate_error_set(err, SPATE_EPROTO, "malformed file sink state (%zu bytes)", len);
+    memcpy(&writer, bytes, 4);
+    memcpy(&next, bytes + 4, 4);
+    memcpy(&n, bytes + 8, 4);
+    if (len != 12 + (size_t)n * 12 || writer > INT32_MAX)
+        return spate_error_set(err, SPATE_EPROTO, "malformed file sink state (%zu bytes)", len);
+    for (uint32_t i = 0; i < n; i++) {
+        struct file_committable c = { writer, 0 };
+
+        memcpy(&c.part, bytes + 20 + i * 12, 4);
+        to->committable(arg, writer, &c, sizeof c);
+    }
+    to->writer_state(arg, writer, &next, sizeof next);
+    return 0;
+}
+
+static const spate_sink_writer file_writer = {
+    .create = fw_create,
+    .write = fw_write,
+    .prepare_commit = fw_prepare_commit,
+    .snapshot_state = fw_snapshot_state,
+    .close = fw_close,
 };
+
+static const spate_committer file_committer = {
+    .create = fc_create,
+    .commit = fc_commit,
+};
+
+const spate_committing_sink file_sink = { &file_writer, &file_committer };

@@ -1,10 +1,14 @@
-/* The sink of a connector found by name (OP_SINK_CONNECTOR): this operator
- * encodes each record's value (and key, `key.fields`) and hands them to the
- * plugin's writer (connector_plugin.h); at each barrier the writer's
- * committables go into operator state, and the checkpoint's completion
- * commits them; a restored subtask gives the committables of its state
- * back to the writer, which commits or aborts them. SinkV2's SinkWriter
- * and Committer (two-phase commit). Task thread only. */
+/* The sink of a connector found by name (OP_SINK_CONNECTOR) on the Sink API
+ * (include/spate/sink.h, run by sink_operator.c): the plugin's writer and
+ * committer (connector_plugin.h) behind a spate_committing_sink. Records'
+ * values (and keys, `key.fields`) are encoded and handed to the plugin's
+ * writer; at each barrier its committables, each behind the checkpoint it
+ * was made for, go into the operator's state; a completion commits the
+ * plugin's transactions up to that checkpoint; committables restored from
+ * a checkpoint go back to the plugin's recover, which commits or aborts
+ * them. The plugin's writer commits its own transactions, so the
+ * committer and the writer share it: it opens with the committer, before
+ * the restore, as the plugin asks. Task thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +23,8 @@
 
 struct named_sink {
     const struct connector_sink_ops *ops;
-    void *writer;
+    void *writer; /* the plugin's */
+    bool live;    /* the Sink API's writer is made: restored committables are done */
     struct record_format format;
     const char **options; /* the plugin's (connector_context_init) */
     int key_field;        /* -1: records without a key */
@@ -27,17 +32,27 @@ struct named_sink {
     char msg[512];
 };
 
-static int
-nk_open(struct stream_operator *op, spate_error *err)
+static void
+nk_free(struct named_sink *s)
 {
-    const struct named_connector_config *c = op->conf;
+    if (s->writer != NULL)
+        s->ops->close(s->writer);
+    format_release(&s->format);
+    free(s->options);
+    free(s->value.data);
+    free(s->key.data);
+    free(s);
+}
+
+static int
+nk_open(struct named_sink *s, struct stream_operator *op, const struct named_connector_config *c,
+        spate_error *err)
+{
     const struct connector_plugin *plugin;
     struct connector_context ctx;
-    struct named_sink *s = xcalloc(1, sizeof *s);
     const char *key;
     int rc;
 
-    op->impl = s;
     s->key_field = -1;
     if ((rc = connector_factory_find(c->connector, &plugin, err)) != 0)
         return rc;
@@ -58,33 +73,75 @@ nk_open(struct stream_operator *op, spate_error *err)
     return 0;
 }
 
-static void
-nk_close(struct stream_operator *op)
+/* The committer: opens the plugin's writer. */
+static void *
+nc_create(spate_sink_context *ctx, const void *config, spate_error *err)
 {
-    struct named_sink *s = op->impl;
+    struct named_sink *s = xcalloc(1, sizeof *s);
 
-    if (s == NULL)
-        return;
-    if (s->writer != NULL)
-        s->ops->close(s->writer);
-    format_release(&s->format);
-    free(s->options);
-    free(s->value.data);
-    free(s->key.data);
-    free(s);
-    op->impl = NULL;
+    if (nk_open(s, sink_context_operator(ctx), config, err) != 0) {
+        nk_free(s);
+        return NULL;
+    }
+    return s;
 }
 
 static void
-nk_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+nc_close(void *committer)
 {
-    struct named_sink *s = op->impl;
+    nk_free(committer);
+}
+
+/* A committable: i64 the checkpoint it was made for, then the plugin's. */
+static spate_commit_result
+nc_commit(void *committer, const void *committable, size_t len, spate_error *err)
+{
+    struct named_sink *s = committer;
+    int64_t checkpoint_id;
+    int rc;
+
+    if (len < 8) {
+        spate_error_set(err, SPATE_EPROTO, "connector sink: a committable of %zu bytes", len);
+        return SPATE_COMMIT_FAILED;
+    }
+    memcpy(&checkpoint_id, committable, 8);
+    if (s->live)
+        rc = s->ops->commit(s->writer, checkpoint_id, s->msg, sizeof s->msg);
+    else
+        rc = s->ops->recover(s->writer, (const uint8_t *)committable + 8, len - 8, s->msg,
+                             sizeof s->msg);
+    if (rc == 0)
+        return SPATE_COMMIT_OK;
+    spate_error_set(err, SPATE_EIO, "%s", s->msg);
+    return SPATE_COMMIT_FAILED;
+}
+
+/* The writer: the committer's, once the restored committables are done. */
+static void *
+nw_create(spate_sink_context *ctx, const void *config, spate_error *err)
+{
+    struct named_sink *s = sink_context_committer(ctx);
+
+    UNUSED(config);
+    UNUSED(err);
+    s->live = true;
+    return s;
+}
+
+static void
+nw_close(void *writer)
+{
+    UNUSED(writer); /* the committer closes it */
+}
+
+static int
+nw_write(void *writer, const void *rec, int64_t timestamp_ms, spate_error *err)
+{
+    struct named_sink *s = writer;
     const struct spate_type *t = s->format.type;
     const void *key = NULL;
     size_t key_len = 0;
 
-    if (op->ctx.failure != NULL)
-        return;
     s->value.len = 0;
     format_encode(&s->format, rec, &s->value);
     if (s->key_field >= 0) {
@@ -98,65 +155,72 @@ nk_process(struct stream_operator *op, const void *rec, const struct record_meta
         key_len = s->key.len;
     }
     if (s->ops->write(s->writer, key, key_len, s->value.data ? s->value.data : (const void *)"",
-                      s->value.len,
-                      meta->timestamp == RECORD_NO_TIMESTAMP ? INT64_MIN : meta->timestamp, s->msg,
-                      sizeof s->msg) != 0)
-        spate_ctx_fail(&op->ctx, "%s", s->msg);
-}
-
-static void
-nk_add(void *arg, const void *bytes, size_t len)
-{
-    op_state_add(arg, bytes, len);
-}
-
-static void
-nk_snapshot(struct stream_operator *op, int64_t checkpoint_id, struct byte_buf *out)
-{
-    struct named_sink *s = op->impl;
-
-    if (op->ctx.failure != NULL)
-        return;
-    if (s->ops->prepare_commit(s->writer, checkpoint_id, nk_add, out, s->msg, sizeof s->msg) != 0)
-        spate_ctx_fail(&op->ctx, "%s", s->msg);
-}
-
-static int
-nk_restore(struct stream_operator *op, const uint8_t *bytes, size_t len, spate_error *err)
-{
-    struct named_sink *s = op->impl;
-
-    if (s->ops->recover(s->writer, bytes, len, s->msg, sizeof s->msg) != 0)
+                      s->value.len, timestamp_ms, s->msg, sizeof s->msg) != 0)
         return spate_error_set(err, SPATE_EIO, "%s", s->msg);
     return 0;
 }
 
-static void
-nk_checkpoint_complete(struct stream_operator *op, int64_t checkpoint_id)
-{
-    struct named_sink *s = op->impl;
-
-    if (op->ctx.failure == NULL &&
-        s->ops->commit(s->writer, checkpoint_id, s->msg, sizeof s->msg) != 0)
-        spate_ctx_fail(&op->ctx, "%s", s->msg);
-}
-
-static void
-nk_end_input(struct stream_operator *op)
-{
-    struct named_sink *s = op->impl;
-
-    if (op->ctx.failure == NULL && s->ops->finish(s->writer, s->msg, sizeof s->msg) != 0)
-        spate_ctx_fail(&op->ctx, "%s", s->msg);
-}
-
-const struct operator_vtable named_sink_vtable = {
-    .state = OPERATOR_OWN_STATE,
-    .open = nk_open,
-    .close = nk_close,
-    .process = nk_process,
-    .end_input = nk_end_input,
-    .snapshot_state = nk_snapshot,
-    .restore_state = nk_restore,
-    .checkpoint_complete = nk_checkpoint_complete,
+struct nw_add {
+    spate_sink_context *ctx;
+    int64_t checkpoint_id;
 };
+
+static void
+nw_add(void *arg, const void *bytes, size_t len)
+{
+    struct nw_add *a = arg;
+    uint8_t *c = xmalloc(8 + len);
+
+    memcpy(c, &a->checkpoint_id, 8);
+    memcpy(c + 8, bytes, len);
+    spate_sink_context_save_committable(a->ctx, c, 8 + len);
+    free(c);
+}
+
+/* A barrier: the plugin's committables; the end of input: the plugin
+ * flushes and commits everything itself. */
+static int
+nw_prepare_commit(void *writer, int64_t checkpoint_id, spate_sink_context *ctx, spate_error *err)
+{
+    struct named_sink *s = writer;
+    struct nw_add a = { ctx, checkpoint_id };
+    int rc;
+
+    if (checkpoint_id == SPATE_END_OF_INPUT)
+        rc = s->ops->finish(s->writer, s->msg, sizeof s->msg);
+    else
+        rc = s->ops->prepare_commit(s->writer, checkpoint_id, nw_add, &a, s->msg, sizeof s->msg);
+    if (rc != 0)
+        return spate_error_set(err, SPATE_EIO, "%s", s->msg);
+    return 0;
+}
+
+/* The state from before the Sink API: the plugin's committables, each an
+ * element of split list state, the subtask's own to recover. */
+void
+named_sink_upgrade_state(const uint8_t *bytes, size_t len, const struct sink_restore *to, void *arg,
+                         uint32_t subtask)
+{
+    uint8_t *c = xmalloc(8 + len);
+    int64_t restored = 0;
+
+    memcpy(c, &restored, 8);
+    memcpy(c + 8, bytes, len);
+    to->committable(arg, subtask, c, 8 + len);
+    free(c);
+}
+
+static const spate_sink_writer named_writer = {
+    .create = nw_create,
+    .write = nw_write,
+    .prepare_commit = nw_prepare_commit,
+    .close = nw_close,
+};
+
+static const spate_committer named_committer = {
+    .create = nc_create,
+    .commit = nc_commit,
+    .close = nc_close,
+};
+
+const spate_committing_sink named_sink = { &named_writer, &named_committer };

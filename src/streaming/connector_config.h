@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <spate/sink.h>
 #include <spate/source.h>
 #include <spate/spate.h>
 
@@ -99,8 +100,15 @@ struct api_source_config {
     const spate_source *source;
 };
 
+/* OP_SINK_API: a job's own sink on the Sink API; its writer and committer
+ * get the node's spate_params. */
+struct api_sink_config {
+    const spate_committing_sink *sink;
+};
+
 union connector_config {
     struct api_source_config api_source;
+    struct api_sink_config api_sink;
     struct collection_source_config collection;
     struct generator_source_config generator;
     struct socket_source_config socket;

@@ -324,6 +324,16 @@ enc_api_source(struct enc *e, const void *conf, const char *name, PbOp *p)
     p->source = enc_fn(e, (const void *)c->source, what);
 }
 
+static void
+enc_api_sink(struct enc *e, const void *conf, const char *name, PbOp *p)
+{
+    const struct api_sink_config *c = conf;
+    char what[160];
+
+    snprintf(what, sizeof what, "the sink of '%s'", name);
+    p->sink = enc_fn(e, (const void *)c->sink, what);
+}
+
 /* Each kind's encoder of its configuration struct (operator_settings.conf). */
 static kind_encoder *const kind_encoders[OP_KIND_COUNT] = {
     [OP_SOURCE_CONNECTOR] = enc_named_connector,
@@ -333,6 +343,7 @@ static kind_encoder *const kind_encoders[OP_KIND_COUNT] = {
     [OP_SOURCE_SOCKET] = enc_socket,
     [OP_SOURCE_FILE] = enc_file_source,
     [OP_SOURCE] = enc_api_source,
+    [OP_SINK_API] = enc_api_sink,
     [OP_SINK_FILE] = enc_file_sink,
     [OP_MAP] = enc_function,
     [OP_FILTER] = enc_function,
@@ -917,6 +928,19 @@ dec_api_source(struct dec *d, const PbOp *p, struct jg_operator *o)
 }
 
 static int
+dec_api_sink(struct dec *d, const PbOp *p, struct jg_operator *o)
+{
+    void *sink = NULL;
+    int rc;
+
+    if (p->sink == NULL || !p->sink->present)
+        return bad(d, "a custom sink without its spate_committing_sink");
+    rc = dec_fn(d, p->sink, &sink);
+    o->conn.api_sink.sink = sink;
+    return rc;
+}
+
+static int
 dec_file_sink(struct dec *d, const PbOp *p, struct jg_operator *o)
 {
     o->conn.file_sink.type = o->settings.in_type;
@@ -977,6 +1001,7 @@ static kind_decoder *const kind_decoders[OP_KIND_COUNT] = {
     [OP_SOURCE_SOCKET] = dec_socket,
     [OP_SOURCE_FILE] = dec_file_source,
     [OP_SOURCE] = dec_api_source,
+    [OP_SINK_API] = dec_api_sink,
     [OP_SINK_FILE] = dec_file_sink,
     [OP_SINK_PRINT] = dec_print,
     [OP_MAP] = dec_function,

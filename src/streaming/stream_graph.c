@@ -297,6 +297,7 @@ static const char *const operator_names[] = {
     [OP_SINK_PRINT] = "Sink: Print to Std. Out",
     [OP_SINK_FILE] = "Sink: Text File",
     [OP_SINK] = "Sink: Unnamed",
+    [OP_SINK_API] = "Sink: Custom Sink",
     [OP_ASSIGN_TIMESTAMPS] = "Timestamps/Watermarks",
     [OP_WINDOW] = "Window",
     [OP_PARTITION] = "Partition",
@@ -489,6 +490,8 @@ operator_kind_conf(enum operator_kind kind, const union connector_config *conn,
         return &conn->api_source;
     case OP_SINK_FILE:
         return &conn->file_sink;
+    case OP_SINK_API:
+        return &conn->api_sink;
     case OP_SINK_PRINT:
         return &conn->print;
     case OP_SOURCE_CONNECTOR:
@@ -530,7 +533,7 @@ operator_kind_is_connector(enum operator_kind kind)
     return kind == OP_SOURCE_COLLECTION || kind == OP_SOURCE_GENERATOR ||
            kind == OP_SOURCE_SOCKET || kind == OP_SOURCE_FILE || kind == OP_SINK_PRINT ||
            kind == OP_SINK_FILE || kind == OP_SOURCE_CONNECTOR || kind == OP_SINK_CONNECTOR ||
-           kind == OP_SOURCE;
+           kind == OP_SOURCE || kind == OP_SINK_API;
 }
 
 bool
@@ -1557,6 +1560,20 @@ spate_sink_text_file(spate_stream *in, const char *path)
 }
 
 spate_stream *
+spate_sink_committing(spate_stream *in, const spate_committing_sink *sink)
+{
+    struct spate_stream *n = stream_node_new(in->env, OP_SINK_API, in, NULL);
+
+    check(in->env,
+          sink != NULL && sink->writer != NULL && sink->committer != NULL && sink->writer->create &&
+              sink->writer->write && sink->writer->prepare_commit && sink->writer->close &&
+              sink->committer->commit,
+          "a sink needs a writer with every function and a committer with commit");
+    n->conn.api_sink.sink = sink;
+    return n;
+}
+
+spate_stream *
 spate_sink(spate_stream *in, spate_sink_fn fn)
 {
     return transform(in, OP_SINK, (void *)fn, NULL, "sink");
@@ -1615,7 +1632,7 @@ spate_stream *
 spate_name(spate_stream *op, const char *name)
 {
     bool sink = op->kind == OP_SINK_PRINT || op->kind == OP_SINK_FILE || op->kind == OP_SINK ||
-                op->kind == OP_SINK_CONNECTOR;
+                op->kind == OP_SINK_CONNECTOR || op->kind == OP_SINK_API;
 
     if (settable(op, "spate_name") && check(op->env, name != NULL, "name must not be NULL")) {
         free(op->name);

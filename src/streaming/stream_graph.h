@@ -71,6 +71,9 @@ enum operator_kind {
     /* A source of the job's on the Source API (include/spate/source.h):
      * spate_source_from. */
     OP_SOURCE,
+    /* A sink of the job's on the Sink API (include/spate/sink.h):
+     * spate_sink_committing. */
+    OP_SINK_API,
     OP_KIND_COUNT, /* not a kind: the number of kinds */
 };
 

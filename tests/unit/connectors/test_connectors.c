@@ -29,7 +29,7 @@ Test(connectors, the_builtin_table_has_every_source_and_sink_kind_once)
     /* The kinds that carry a configuration of their own (connector_config.h). */
     static const enum operator_kind kinds[] = {
         OP_SOURCE_COLLECTION, OP_SOURCE_GENERATOR, OP_SOURCE_SOCKET,  OP_SOURCE_FILE, OP_SINK_PRINT,
-        OP_SINK_FILE,         OP_SOURCE_CONNECTOR, OP_SINK_CONNECTOR, OP_SOURCE
+        OP_SINK_FILE,         OP_SOURCE_CONNECTOR, OP_SINK_CONNECTOR, OP_SOURCE,      OP_SINK_API
     };
 
     cr_assert_eq(t->count, sizeof kinds / sizeof kinds[0]);

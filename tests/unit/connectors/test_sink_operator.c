@@ -1,0 +1,452 @@
+/* Unit tests of the Sink API's operator (src/connectors/sink_operator.c) and
+ * of the file sink on it: committables in the checkpointed state, committed
+ * when their checkpoint completes, retried when the committer asks,
+ * recovered (each by exactly one subtask) on restore, and the file sink's
+ * state from before the Sink API restored. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <spate/sink.h>
+
+#include "connectors/connectors.h"
+#include "streaming/operator.h"
+#include "streaming/stream_graph.h"
+
+static void
+discard(struct output *self, const void *rec, const struct record_meta *meta)
+{
+    (void)self, (void)rec, (void)meta;
+}
+
+static void
+discard_watermark(struct output *self, int64_t watermark)
+{
+    (void)self, (void)watermark;
+}
+
+static const struct record_meta no_time = { RECORD_NO_TIMESTAMP, 0, false };
+
+/* ---- a sink whose committables are the records, committed into a log ---- */
+
+/* What the committers did: each committed value once per commit call. */
+static int64_t committed[64];
+static int ncommitted;
+static int retries_left; /* commits answer "retry later" while > 0 */
+static int64_t fail_on = -1;
+
+static void
+log_reset(void)
+{
+    ncommitted = 0;
+    retries_left = 0;
+    fail_on = -1;
+}
+
+struct log_writer {
+    int64_t vals[16];
+    int n;
+};
+
+static void *
+lw_create(spate_sink_context *ctx, const void *config, spate_error *err)
+{
+    (void)ctx, (void)config, (void)err;
+    return calloc(1, sizeof(struct log_writer));
+}
+
+static int
+lw_write(void *writer, const void *rec, int64_t ts, spate_error *err)
+{
+    struct log_writer *w = writer;
+
+    (void)ts, (void)err;
+    memcpy(&w->vals[w->n++], rec, sizeof(int64_t));
+    return 0;
+}
+
+static int
+lw_prepare(void *writer, int64_t checkpoint_id, spate_sink_context *ctx, spate_error *err)
+{
+    struct log_writer *w = writer;
+
+    (void)checkpoint_id, (void)err;
+    for (int i = 0; i < w->n; i++)
+        spate_sink_context_save_committable(ctx, &w->vals[i], sizeof w->vals[i]);
+    w->n = 0;
+    return 0;
+}
+
+static spate_commit_result
+lc_commit(void *committer, const void *c, size_t len, spate_error *err)
+{
+    int64_t v;
+
+    (void)committer;
+    cr_assert_eq(len, sizeof v);
+    memcpy(&v, c, sizeof v);
+    if (v == fail_on) {
+        spate_error_set(err, SPATE_EIO, "value %lld cannot be committed", (long long)v);
+        return SPATE_COMMIT_FAILED;
+    }
+    if (retries_left > 0) {
+        retries_left--;
+        return SPATE_COMMIT_RETRY_LATER;
+    }
+    committed[ncommitted++] = v;
+    return SPATE_COMMIT_OK;
+}
+
+static void
+lw_close(void *writer)
+{
+    free(writer);
+}
+
+static const spate_sink_writer log_writer = {
+    .create = lw_create, .write = lw_write, .prepare_commit = lw_prepare, .close = lw_close
+};
+static const spate_committer log_committer = { .commit = lc_commit };
+static const spate_committing_sink log_sink = { &log_writer, &log_committer };
+
+struct harness {
+    spate_env *env;
+    struct operator_settings settings;
+    struct task_info task;
+    struct output out;
+};
+
+static void
+harness_init(struct harness *h, spate_stream *(*sink)(spate_stream *, const char *),
+             const char *path, int subtask, int parallelism)
+{
+    int64_t v = 0;
+    spate_stream *in, *s;
+
+    memset(h, 0, sizeof *h);
+    h->env = env_new(NULL, NULL);
+    in = spate_source_collection(h->env, spate_type_int64(), &v, 1);
+    s = sink != NULL ? sink(in, path) : spate_sink_committing(in, &log_sink);
+    stream_node_settings(s, &h->settings);
+    h->task.connectors = connectors_builtin();
+    h->task.subtask = subtask;
+    h->task.parallelism = parallelism;
+    h->task.max_parallelism = 128;
+    h->task.task_name = "sink";
+    h->out = (struct output){ discard, discard_watermark, NULL };
+}
+
+static struct stream_operator *
+harness_op(struct harness *h)
+{
+    struct stream_operator *op;
+    spate_error err = { 0 };
+
+    cr_assert_eq(operator_new(&h->settings, 0, &h->task, &h->out, &op, &err), 0, "%s", err.message);
+    return op;
+}
+
+static void
+write_values(struct stream_operator *op, int64_t from, int64_t to)
+{
+    for (int64_t v = from; v < to; v++)
+        operator_process(op, &v, &no_time);
+}
+
+/* Restores every element of snap into op (union state: all of them). */
+static void
+restore_all(struct stream_operator *op, const struct byte_buf *snap)
+{
+    for (size_t at = 0; at < snap->len;) {
+        uint32_t n;
+        spate_error err = { 0 };
+
+        memcpy(&n, snap->data + at, 4);
+        cr_assert_eq(op->vt->restore_state(op, snap->data + at + 4, n, &err), 0, "%s", err.message);
+        at += 4 + n;
+    }
+}
+
+static bool
+was_committed(int64_t v)
+{
+    int times = 0;
+
+    for (int i = 0; i < ncommitted; i++)
+        times += committed[i] == v;
+    cr_assert_leq(times, 1, "value %lld committed %d times", (long long)v, times);
+    return times == 1;
+}
+
+Test(sink_operator, committables_wait_for_their_checkpoint_to_complete)
+{
+    struct harness h;
+    struct byte_buf s1 = { 0 }, s2 = { 0 };
+    struct stream_operator *op;
+
+    log_reset();
+    harness_init(&h, NULL, NULL, 0, 1);
+    op = harness_op(&h);
+    write_values(op, 0, 3);
+    op->vt->snapshot_state(op, 1, &s1);
+    write_values(op, 3, 5);
+    op->vt->snapshot_state(op, 2, &s2);
+    cr_assert_eq(ncommitted, 0, "a commit before any checkpoint completed");
+    op->vt->checkpoint_complete(op, 1);
+    cr_assert(was_committed(0) && was_committed(2) && !was_committed(3),
+              "checkpoint 1's completion commits its committables and not checkpoint 2's");
+    op->vt->checkpoint_complete(op, 2);
+    cr_assert(was_committed(3) && was_committed(4));
+    cr_assert_eq(ncommitted, 5);
+    operator_free(op);
+    free(s1.data);
+    free(s2.data);
+    env_free(h.env);
+}
+
+Test(sink_operator, a_commit_asked_to_retry_is_committed_at_the_next_completion)
+{
+    struct harness h;
+    struct byte_buf s1 = { 0 };
+    struct stream_operator *op;
+
+    log_reset();
+    harness_init(&h, NULL, NULL, 0, 1);
+    op = harness_op(&h);
+    write_values(op, 7, 8);
+    op->vt->snapshot_state(op, 1, &s1);
+    retries_left = 1;
+    op->vt->checkpoint_complete(op, 1);
+    cr_assert_not(was_committed(7));
+    op->vt->checkpoint_complete(op, 2);
+    cr_assert(was_committed(7), "the retried commit did not come back");
+    operator_free(op);
+    free(s1.data);
+    env_free(h.env);
+}
+
+Test(sink_operator, a_failed_commit_fails_the_task_with_the_committers_reason)
+{
+    struct harness h;
+    struct byte_buf s1 = { 0 };
+    struct stream_operator *op;
+
+    log_reset();
+    harness_init(&h, NULL, NULL, 0, 1);
+    op = harness_op(&h);
+    write_values(op, 9, 10);
+    op->vt->snapshot_state(op, 1, &s1);
+    fail_on = 9;
+    op->vt->checkpoint_complete(op, 1);
+    cr_assert_not_null(operator_failure(op));
+    cr_assert(strstr(operator_failure(op), "value 9 cannot be committed") != NULL, "%s",
+              operator_failure(op));
+    operator_free(op);
+    free(s1.data);
+    env_free(h.env);
+}
+
+Test(sink_operator, a_rescaled_restore_commits_each_committable_once)
+{
+    /* Three writers' committables, restored at parallelism 2: writer 2
+     * folds onto subtask 0; each subtask gets the whole union state. */
+    struct byte_buf snap = { 0 };
+
+    log_reset();
+    for (int w = 0; w < 3; w++) {
+        struct harness h;
+        struct stream_operator *op;
+
+        harness_init(&h, NULL, NULL, w, 3);
+        op = harness_op(&h);
+        write_values(op, 10 * w, 10 * w + 2);
+        op->vt->snapshot_state(op, 4, &snap); /* never completes before the failure */
+        operator_free(op);
+        env_free(h.env);
+    }
+    cr_assert_eq(ncommitted, 0);
+    for (int s = 0; s < 2; s++) {
+        struct harness h;
+        struct stream_operator *op;
+        struct byte_buf next = { 0 };
+
+        harness_init(&h, NULL, NULL, s, 2);
+        h.task.attempt = 1;
+        op = harness_op(&h);
+        restore_all(op, &snap);
+        /* The first barrier commits the restored ones before the writer. */
+        op->vt->snapshot_state(op, 5, &next);
+        if (s == 0)
+            cr_assert(was_committed(0) && was_committed(1) && was_committed(20) &&
+                      was_committed(21) && !was_committed(10));
+        else
+            cr_assert(was_committed(10) && was_committed(11));
+        cr_assert_eq(ncommitted, s == 0 ? 4 : 6); /* was_committed: none twice */
+        operator_free(op);
+        free(next.data);
+        env_free(h.env);
+    }
+    free(snap.data);
+}
+
+Test(sink_operator, state_that_is_no_sinks_is_refused_clearly)
+{
+    struct harness h;
+    struct stream_operator *op;
+    spate_error err = { 0 };
+
+    log_reset();
+    harness_init(&h, NULL, NULL, 0, 1);
+    op = harness_op(&h);
+    cr_assert_neq(op->vt->restore_state(op, (const uint8_t *)"junk", 4, &err), 0);
+    cr_assert(strstr(err.message, "not a Sink API sink's") != NULL, "%s", err.message);
+    operator_free(op);
+    env_free(h.env);
+}
+
+/* ---- the file sink ---- */
+
+static void
+touch(const char *dir, const char *name)
+{
+    char path[400];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_not_null(f = fopen(path, "w"), "%s", path);
+    fputs("1\n", f);
+    fclose(f);
+}
+
+static bool
+exists(const char *dir, const char *name)
+{
+    char path[400];
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static void
+remove_dir(const char *dir)
+{
+    char cmd[400];
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(sink_operator, the_file_sink_restores_its_state_from_before_the_sink_api)
+{
+    /* A savepoint of the old file sink: writer 1 had part 2 pending
+     * (checkpoint 5) and part 3 in progress; restored at parallelism 1,
+     * part 2 is committed, part 3 goes, and new files come past every
+     * part the old writers had numbered (its next part, 4). */
+    char dir[] = "/tmp/spate-test-sink-XXXXXX";
+    uint8_t old[24];
+    uint32_t writer = 1, next = 4, n = 1, part = 2;
+    int64_t id = 5;
+    struct harness h;
+    struct stream_operator *op;
+    spate_error err = { 0 };
+
+    cr_assert_not_null(mkdtemp(dir));
+    touch(dir, ".part-1-2.pending");
+    touch(dir, ".part-1-3.inprogress");
+    touch(dir, "part-0-0");
+    memcpy(old, &writer, 4);
+    memcpy(old + 4, &next, 4);
+    memcpy(old + 8, &n, 4);
+    memcpy(old + 12, &id, 8);
+    memcpy(old + 20, &part, 4);
+    harness_init(&h, spate_sink_text_file, dir, 0, 1);
+    h.task.attempt = 1;
+    op = harness_op(&h);
+    cr_assert_eq(op->vt->restore_state(op, old, sizeof old, &err), 0, "%s", err.message);
+    write_values(op, 0, 1);
+    cr_assert(exists(dir, "part-1-2"), "the old state's pending file was not committed");
+    cr_assert_not(exists(dir, ".part-1-3.inprogress"), "writer 1's leftover stayed");
+    cr_assert(exists(dir, ".part-0-4.inprogress"),
+              "the new file is not numbered past the old writer's next part");
+    op->vt->end_input(op);
+    cr_assert(exists(dir, "part-0-4") && exists(dir, "part-0-0"));
+    cr_assert_eq(op->vt->restore_state(op, old, 7, &err), SPATE_EPROTO);
+    cr_assert(strstr(err.message, "malformed file sink state") != NULL, "%s", err.message);
+    operator_free(op);
+    env_free(h.env);
+    remove_dir(dir);
+}
+
+Test(sink_operator, a_file_sink_commits_at_completion_and_a_restart_drops_the_rest)
+{
+    char dir[] = "/tmp/spate-test-sink-XXXXXX", path[400], line[64] = { 0 };
+    struct byte_buf snap = { 0 };
+    FILE *f;
+    struct harness h;
+    struct stream_operator *op;
+
+    cr_assert_not_null(mkdtemp(dir));
+    harness_init(&h, spate_sink_text_file, dir, 0, 1);
+    op = harness_op(&h);
+    write_values(op, 0, 2);
+    op->vt->snapshot_state(op, 1, &snap);
+    cr_assert(exists(dir, ".part-0-0.pending"));
+    write_values(op, 2, 4); /* after the barrier: in part 1, never pre-committed */
+    operator_free(op);      /* the task fails before checkpoint 1 completes */
+    env_free(h.env);
+
+    harness_init(&h, spate_sink_text_file, dir, 0, 1);
+    h.task.attempt = 1;
+    op = harness_op(&h);
+    restore_all(op, &snap);
+    write_values(op, 9, 10);
+    cr_assert(exists(dir, "part-0-0"), "the restored checkpoint's file was not committed");
+    op->vt->end_input(op);
+    snprintf(path, sizeof path, "%s/part-0-1", dir);
+    cr_assert_not_null(f = fopen(path, "r"), "the new attempt did not write part 1");
+    cr_assert_eq(fread(line, 1, sizeof line - 1, f), 2, "part 1 keeps the failed attempt's lines");
+    fclose(f);
+    cr_assert_eq(strncmp(line, "9\n", 2), 0);
+    operator_free(op);
+    env_free(h.env);
+    free(snap.data);
+    remove_dir(dir);
+}
+
+Test(sink_operator, a_restored_file_writer_numbers_past_every_restored_writers_parts)
+{
+    /* Writer 0 of a p1 run pre-commits parts 0 and 1; resumed at p2,
+     * subtask 1 (which never wrote) numbers its files past them, from its
+     * writer state: no part number a writer used is written again. */
+    char dir[] = "/tmp/spate-test-sink-XXXXXX";
+    struct byte_buf snap = { 0 };
+    struct harness h;
+    struct stream_operator *op;
+
+    cr_assert_not_null(mkdtemp(dir));
+    harness_init(&h, spate_sink_text_file, dir, 0, 1);
+    op = harness_op(&h);
+    write_values(op, 0, 1);
+    op->vt->snapshot_state(op, 1, &snap);
+    write_values(op, 1, 2);
+    free(snap.data);
+    snap = (struct byte_buf){ 0 };
+    op->vt->snapshot_state(op, 2, &snap);
+    op->vt->checkpoint_complete(op, 2);
+    cr_assert(exists(dir, "part-0-0") && exists(dir, "part-0-1"));
+    operator_free(op);
+    env_free(h.env);
+
+    harness_init(&h, spate_sink_text_file, dir, 1, 2);
+    op = harness_op(&h);
+    restore_all(op, &snap);
+    write_values(op, 5, 6);
+    cr_assert(exists(dir, ".part-1-2.inprogress"),
+              "subtask 1 does not number past the restored writer's parts");
+    operator_free(op);
+    env_free(h.env);
+    free(snap.data);
+    remove_dir(dir);
+}
