@@ -2,7 +2,9 @@
 the click count's windows and late clicks (`spate run --local`) against
 what this file computes from the same generated CSV; the custom source on
 the Source API (examples/number_source) on a cluster through a kill -9 of
-a TaskManager, every number committed exactly once."""
+a TaskManager, every number committed exactly once; the custom sink on the
+Sink API (examples/ledger_sink) the same way, every number in its ledgers
+exactly once."""
 
 import collections
 import os
@@ -15,10 +17,11 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from clustertest import ClusterTestCase  # noqa: E402
 import exactly_once  # noqa: E402
-from spatetest import BUILD, SPATE, SpateTestCase, sink_lines  # noqa: E402
+from spatetest import BUILD, SPATE, SpateTestCase, sink_lines, wait_for  # noqa: E402
 
 CLICK_COUNT = os.path.join(BUILD, "examples", "click_count.so")
 NUMBER_SOURCE = os.path.join(BUILD, "examples", "number_source.so")
+LEDGER_SINK = os.path.join(BUILD, "examples", "ledger_sink.so")
 
 WINDOW_MS = 10000
 BOUND_MS = 2000
@@ -113,12 +116,9 @@ def committed_numbers(out):
     return numbers
 
 
-class NumberSourceTest(ClusterTestCase):
-    """The custom source of examples/number_source: its split enumerator
-    runs in the JobMaster, its readers in the tasks; a kill -9 of a
-    TaskManager while it runs, the job restored from its latest checkpoint
-    (the enumerator's unassigned splits, the readers' split positions, the
-    splits handed out since given back)."""
+class Kill9TestCase(ClusterTestCase):
+    """A cluster of 3 TaskManagers of 2 slots, and an example job run on it
+    at p3 through a kill -9 of a TaskManager that runs it."""
 
     COUNT = 60000
 
@@ -128,20 +128,20 @@ class NumberSourceTest(ClusterTestCase):
         self.tms = [self.start_taskmanager(slots=2) for _ in range(3)]
         self.wait_overview(3, slots=6)
 
-    def submit(self, out, parallelism, rate):
+    def run_through_kill9(self, what, job, args, numbers_of, out):
+        """Runs job with args at p3, kills a TaskManager of it once a
+        checkpoint completed and some output was committed, and asserts
+        that numbers_of(out) holds each of 0 .. COUNT-1 once after the
+        restored job finished."""
         r = self.spate("-D", "execution.checkpointing.interval=200 ms",
                        "-D", f"state.checkpoints.dir={self.tmp}/checkpoints",
-                       "run", "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", str(parallelism),
-                       NUMBER_SOURCE, "--count", str(self.COUNT), "--splits", "24",
-                       "--rate", str(rate), "--output", out, timeout=120)
+                       "run", "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", "3",
+                       job, "--count", str(self.COUNT), *args, "--output", out, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
-        return re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
-
-    def test_p3_kill9_of_a_taskmanager_every_number_exactly_once(self):
-        out = os.path.join(self.tmp, "out")
-        # 3 readers at 2000 numbers a second: about 10 s of input.
-        jid = self.submit(out, 3, 2000)
+        jid = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
         self.wait_checkpoint_while_running(jid)
+        wait_for(lambda: os.path.isdir(out) and numbers_of(out), 60,
+                 f"output of {what} committed before the kill", interval=0.1)
         running = self.taskmanagers_of(jid)
         victim = next(tm for tm in self.tms if self.resource_id(tm) in running)
         victim.kill()
@@ -150,15 +150,61 @@ class NumberSourceTest(ClusterTestCase):
         status, s = self.rest(f"/jobs/{jid}/checkpoints")
         self.assertGreaterEqual(s["counts"]["restored"], 1,
                                 "no restore: the kill came after the job had ended")
-        numbers = committed_numbers(out)
+        numbers = numbers_of(out)
         dup = len(numbers) - len(set(numbers))
         lost = set(range(self.COUNT)) - set(numbers)
-        sys.stderr.write(f"\nnumber_source p3, kill -9, restored from checkpoint "
+        sys.stderr.write(f"\n{what} p3, kill -9, restored from checkpoint "
                          f"{s['latest']['restored']['id']}: {len(numbers)} committed, "
                          f"{dup} twice, {len(lost)} lost\n")
         self.assertEqual(dup, 0, "numbers committed twice")
         self.assertEqual(sorted(lost)[:10], [], f"{len(lost)} numbers lost")
         self.assertEqual(len(numbers), self.COUNT)
+
+
+class NumberSourceTest(Kill9TestCase):
+    """The custom source of examples/number_source: its split enumerator
+    runs in the JobMaster, its readers in the tasks; the job restored from
+    its latest checkpoint (the enumerator's unassigned splits, the readers'
+    split positions, the splits handed out since given back)."""
+
+    def test_p3_kill9_of_a_taskmanager_every_number_exactly_once(self):
+        # 3 readers at 2000 numbers a second: about 10 s of input.
+        self.run_through_kill9("number_source", NUMBER_SOURCE,
+                               ["--splits", "24", "--rate", "2000"], committed_numbers,
+                               os.path.join(self.tmp, "out"))
+
+
+def ledger_numbers(out):
+    """The numbers in every ledger of examples/ledger_sink, in order."""
+    numbers = []
+    for name in sorted(os.listdir(out)):
+        if name.startswith("ledger-") and name.endswith(".txt"):
+            with open(os.path.join(out, name)) as f:
+                numbers += [int(line) for line in f]
+    return numbers
+
+
+class LedgerSinkTest(Kill9TestCase):
+    """The custom two-phase-commit sink of examples/ledger_sink: its
+    writers stage batches, its committers append them to the ledgers once
+    their checkpoint completes; the job restored from its latest checkpoint
+    (its committables committed, the batches no completed checkpoint
+    prepared deleted)."""
+
+    def test_p3_kill9_of_a_taskmanager_every_number_once_in_the_ledgers(self):
+        out = os.path.join(self.tmp, "ledger")
+        # 6000 numbers a second over the 3 subtasks: about 10 s of input.
+        self.run_through_kill9("ledger_sink", LEDGER_SINK, ["--rate", "6000"], ledger_numbers,
+                               out)
+        leftovers = [n for n in os.listdir(out) if n.startswith(".batch-")]
+        self.assertEqual(leftovers, [], "batches left uncommitted at the end")
+
+
+class LedgerSinkArgumentsTest(SpateTestCase):
+    def test_a_missing_output_is_a_clear_error(self):
+        r = self.spate("run", "--local", LEDGER_SINK)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ledger_sink: --output DIR is missing", r.stderr)
 
 
 if __name__ == "__main__":
