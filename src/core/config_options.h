@@ -199,6 +199,10 @@ struct config_option {
     X(PIPELINE_AUTO_WATERMARK_INTERVAL, "pipeline.auto-watermark-interval", DURATION, "200 ms", 0, \
       CFG_NOLIMIT_HI, NULL, NULL,                                                                  \
       "how often periodic watermarks are emitted (0: after each record that advances it)")         \
+    X(TABLE_EXEC_STATE_TTL, "table.exec.state.ttl", DURATION, "0 ms", 0, CFG_NOLIMIT_HI, NULL,     \
+      NULL,                                                                                        \
+      "SQL: how long a regular join keeps a key's rows after their last change (0: for "           \
+      "ever)")                                                                                     \
     X(EXECUTION_TARGET, "execution.target", ENUM, NULL, 0, 0, "local|remote", NULL,                \
       "where spate run runs jobs (default: remote when rest.address or jobmanager.rpc.address "    \
       "is configured, else local)")                                                                \

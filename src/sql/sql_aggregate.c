@@ -423,10 +423,9 @@ agg_close(struct stream_operator *op)
     op->impl = NULL;
 }
 
-/* A row's fields as values (strings pointing into it). */
-static void
-row_read(const struct spate_type *t, const void *rec, const struct sql_type *types, int n,
-         struct sql_value *v)
+void
+sql_row_read(const struct spate_type *t, const void *rec, const struct sql_type *types, int n,
+             struct sql_value *v)
 {
     uint64_t nulls = *(const uint64_t *)rec;
 
@@ -449,9 +448,9 @@ row_read(const struct spate_type *t, const void *rec, const struct sql_type *typ
     }
 }
 
-static void
-row_write(const struct spate_type *t, void *rec, const struct sql_type *types, int n,
-          const struct sql_value *v)
+void
+sql_row_write(const struct spate_type *t, void *rec, const struct sql_type *types, int n,
+              const struct sql_value *v)
 {
     uint64_t nulls = 0;
 
@@ -708,7 +707,7 @@ emit_row(struct stream_operator *op, void *rec, const struct sql_value *res, int
     struct agg_impl *a = op->impl;
     struct record_meta m = { timestamp, 0, false };
 
-    row_write(a->out_type, rec, a->out_types, a->nout, res);
+    sql_row_write(a->out_type, rec, a->out_types, a->nout, res);
     operator_emit(op, rec, &m);
 }
 
@@ -768,7 +767,7 @@ acc_load(struct agg_impl *a, struct sql_value *acc)
 {
     if (!spate_value_get(a->acc_st, a->acc_rec))
         return false;
-    row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, acc);
+    sql_row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, acc);
     for (int i = 0; a->acc_strings && i < a->nacc; i++) {
         char *copy;
 
@@ -807,7 +806,7 @@ group_process(struct stream_operator *op, struct agg_impl *a, const struct sql_v
             emit_row(op, a->out_old, a->res_old, meta->timestamp);
         emit_row(op, a->out_new, a->res_new, meta->timestamp);
     }
-    row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+    sql_row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
     spate_value_update(a->acc_st, a->acc_rec);
 }
 
@@ -822,7 +821,7 @@ window_add(struct stream_operator *op, struct agg_impl *a, const struct sql_valu
         op->backend->ops->register_timer(op->backend, true, win[1] - 1);
     }
     acc_add(a, in, a->acc);
-    row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+    sql_row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
     spate_value_update(a->acc_st, a->acc_rec);
 }
 
@@ -901,7 +900,7 @@ session_process(struct stream_operator *op, struct agg_impl *a, const struct sql
     }
     set_ns(op, win);
     acc_add(a, in, a->acc);
-    row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+    sql_row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
     spate_value_update(a->acc_st, a->acc_rec);
     op->backend->ops->register_timer(op->backend, true, win[1] - 1);
     sessions_write(op, a, n, win);
@@ -916,7 +915,7 @@ agg_process(struct stream_operator *op, const void *rec, const struct record_met
     int64_t ts = meta->timestamp, win[2];
 
     strings_reset(a);
-    row_read(op->config->in_type, rec, a->in_types, s->ninput, in);
+    sql_row_read(op->config->in_type, rec, a->in_types, s->ninput, in);
     set_key(op, a, rec, meta);
     if (s->window == SQL_WINDOW_NONE) {
         group_process(op, a, in, meta);

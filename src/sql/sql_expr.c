@@ -420,6 +420,44 @@ sval(json_t *s)
     return json_string_value(json_object_get(json_object_get(s, "String"), "sval"));
 }
 
+/* A column of a join's scope: tab.col among tab's columns, col alone
+ * among all, named by one table only. */
+static int
+compile_joined_column(struct sql_compiler *c, json_t *node, json_t *ref, const char *tab,
+                      const char *col, struct sql_operand *out)
+{
+    const struct sql_scope *s = c->scope;
+    bool tab_seen = tab == NULL;
+    int found = -1;
+
+    for (int i = 0; i < s->ncols; i++) {
+        const char *q = c->qualifiers[i];
+
+        if (tab != NULL && (q == NULL || strcmp(q, tab) != 0))
+            continue;
+        tab_seen = true;
+        if (strcmp(s->cols[i].name, col) != 0)
+            continue;
+        if (found >= 0)
+            return sql_error_node(c, node, SPATE_EINVAL,
+                                  "column '%s' is ambiguous: both %s and %s have it; name it "
+                                  "with its table",
+                                  col, c->qualifiers[found] ? c->qualifiers[found] : "?",
+                                  q ? q : "?");
+        found = i;
+    }
+    if (!tab_seen)
+        return sql_error_node(c, node, SPATE_EINVAL, "table '%s' is not in FROM", tab);
+    if (found < 0)
+        return sql_error_node(c, node, SPATE_EINVAL, "column '%s' does not exist in %s", col,
+                              tab ? tab : "the join's tables");
+    memset(out, 0, sizeof *out);
+    out->reg = found;
+    out->type = s->cols[found].type;
+    out->location = sql_location(ref);
+    return 0;
+}
+
 static int
 compile_column(struct sql_compiler *c, json_t *node, json_t *ref, struct sql_operand *out)
 {
@@ -436,6 +474,8 @@ compile_column(struct sql_compiler *c, json_t *node, json_t *ref, struct sql_ope
         tab = sval(json_array_get(fields, 0));
     if (col == NULL)
         return sql_error_node(c, node, SPATE_EINVAL, "a column reference without a name");
+    if (c->qualifiers != NULL)
+        return compile_joined_column(c, node, ref, tab, col, out);
     if (tab != NULL && (s->table == NULL || strcmp(tab, s->table) != 0))
         return sql_error_node(c, node, SPATE_EINVAL, "table '%s' is not in FROM%s%s%s", tab,
                               s->table ? "; did you mean '" : "", s->table ? s->table : "",

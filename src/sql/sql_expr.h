@@ -29,6 +29,10 @@ struct sql_compiler {
     int nconsts;
     size_t consts_cap;
     const struct sql_scope *scope;
+    /* A join's scope: the table (or alias) of each of its columns, NULL for
+     * one of none; NULL (as sql_compiler_init leaves it): every column is
+     * the scope's table's. */
+    char *const *qualifiers;
     const char *script; /* for errors: the whole script */
     size_t offset;      /* where the statement starts in it */
     spate_error *err;

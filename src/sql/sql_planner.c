@@ -16,13 +16,6 @@
 
 #define SQL_MAX_VIEW_DEPTH 16
 
-/* A window table function in FROM (TUMBLE, HOP, SESSION). */
-struct sql_window {
-    enum sql_window_kind kind;
-    int64_t size_ms, slide_ms, gap_ms;
-    json_t *node; /* for errors */
-};
-
 void
 sql_relation_release(struct sql_relation *r)
 {
@@ -31,6 +24,9 @@ sql_relation_release(struct sql_relation *r)
     free(r->cols);
     free(r->name);
     free(r->datagen);
+    for (int i = 0; r->qualifiers != NULL && i < r->ncols; i++)
+        free(r->qualifiers[i]);
+    free(r->qualifiers);
     sql_nexmark_source_free(r->nexmark);
     memset(r, 0, sizeof *r);
 }
@@ -50,6 +46,7 @@ columns_copy(const struct sql_column *c, int n)
     return out;
 }
 
+static const char *sval_of(json_t *node);
 static int plan_table(struct sql_plan_context *pc, json_t *item, const char *name,
                       const char *alias, struct sql_relation *rel);
 static int plan_window_tvf(struct sql_plan_context *pc, json_t *item, struct sql_relation *rel,
@@ -59,17 +56,28 @@ static int
 plan_from(struct sql_plan_context *pc, json_t *select, struct sql_relation *rel,
           struct sql_window *win)
 {
-    json_t *from = json_object_get(select, "fromClause"), *item, *rv;
-    const char *name, *alias;
-    int rc;
+    json_t *from = json_object_get(select, "fromClause"), *item;
 
     if (json_array_size(from) == 0)
         return plan_error(pc, select, SPATE_ENOTSUP,
                           "not supported: SELECT without FROM (a query reads a table)");
     item = json_array_get(from, 0);
-    if (json_array_size(from) > 1 || json_object_get(item, "JoinExpr"))
-        return plan_error(pc, json_array_get(from, json_array_size(from) > 1 ? 1 : 0),
-                          SPATE_ENOTSUP, "not supported: joins (more than one table in FROM)");
+    if (json_array_size(from) > 1)
+        return plan_error(pc, json_array_get(from, 1), SPATE_ENOTSUP,
+                          "not supported: more than one table in FROM (JOIN ... ON joins them)");
+    return sql_plan_from_item(pc, item, rel, win);
+}
+
+int
+sql_plan_from_item(struct sql_plan_context *pc, json_t *item, struct sql_relation *rel,
+                   struct sql_window *win)
+{
+    json_t *rv;
+    const char *name, *alias;
+    int rc;
+
+    if (json_object_get(item, "JoinExpr"))
+        return sql_plan_join(pc, item, rel);
     if (json_object_get(item, "RangeFunction"))
         return plan_window_tvf(pc, item, rel, win);
     if ((rv = json_object_get(item, "RangeSubselect")) != NULL) {
@@ -256,6 +264,7 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
     memset(in_rel, 0, sizeof *in_rel);
     scope = (struct sql_scope){ in.name, in.cols, in.ncols };
     sql_compiler_init(&c, p, &scope, pc->script, pc->offset, pc->err);
+    c.qualifiers = in.qualifiers;
     p->input_format = in.format;
     p->input = columns_copy(in.cols, in.ncols);
     p->ninput = in.ncols;
@@ -303,9 +312,17 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
         json_t *f = json_object_get(ref, "fields");
 
         if (ref != NULL && json_object_get(json_array_get(f, json_array_size(f) - 1), "A_Star")) {
-            for (int k = 0; k < in.ncols; k++)
+            /* a join's table.* its columns; $kind is no column */
+            const char *tab = json_array_size(f) == 2 ? sval_of(json_array_get(f, 0)) : NULL;
+
+            for (int k = 0; k < in.ncols; k++) {
+                if (in.cols[k].name[0] == '$' ||
+                    (tab != NULL && in.qualifiers != NULL &&
+                     (in.qualifiers[k] == NULL || strcmp(in.qualifiers[k], tab) != 0)))
+                    continue;
                 add_output(p, k, in.cols[k].name, &in.cols[k].type);
-            n += in.ncols;
+                n++;
+            }
             continue;
         }
         {
@@ -429,6 +446,15 @@ fail:
     sql_relation_release(&in);
     sql_program_free(p);
     return rc;
+}
+
+int
+sql_plan_keyed_calc(struct sql_plan_context *pc, struct sql_relation *in, json_t *targets,
+                    json_t *where, int nkey, char *below_text, struct sql_relation *rel)
+{
+    struct calc_request req = { targets, where, SQL_FORMAT_ROW, NULL, true, nkey, -1, "ON" };
+
+    return plan_calc(pc, in, &req, below_text, rel);
 }
 
 /* ---- GROUP BY and windows ---- */
@@ -696,6 +722,12 @@ constant_interval(struct sql_plan_context *pc, json_t *node, const char *what, i
     return rc;
 }
 
+int
+sql_plan_constant_interval(struct sql_plan_context *pc, json_t *node, const char *what, int64_t *ms)
+{
+    return constant_interval(pc, node, what, ms);
+}
+
 /* TUMBLE(t, ts, size), HOP(t, ts, slide, size), SESSION(t, ts, gap) in
  * FROM (Flink's TUMBLE(TABLE t, DESCRIPTOR(ts), size): PostgreSQL's grammar
  * has no TABLE argument; DESCRIPTOR(ts) is taken too): the table, its
@@ -839,6 +871,11 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
     }
     if (rc != 0)
         goto out;
+    if (in.updating) {
+        rc = plan_error(pc, select, SPATE_ENOTSUP,
+                        "not supported: an aggregate over an updating query (an outer join)");
+        goto out;
+    }
     in_name = in.name ? xstrdup(in.name) : NULL;
     ap.windowed = win.kind != SQL_WINDOW_NONE;
     ap.groups = xcalloc(json_array_size(group) + 1, sizeof *ap.groups);
@@ -1083,6 +1120,7 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     FILE *explain = pc->explain, *below = NULL;
     char *below_text = NULL;
     size_t below_len = 0;
+    bool updating;
     int rc;
 
     if (select == NULL)
@@ -1115,15 +1153,34 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         sql_relation_release(&in);
         return rc;
     }
+    if (in.updating && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE) {
+        free(below_text);
+        sql_relation_release(&in);
+        return output == SQL_FORMAT_ROW
+                   ? plan_error(pc, select, SPATE_ENOTSUP,
+                                "not supported: a query over an updating query (an outer join, "
+                                "in a subquery or view)")
+                   : plan_error(pc, select, SPATE_ENOTSUP,
+                                "not supported: table '%s' (connector '%s') takes insertions "
+                                "only, and this query updates its rows (an outer join retracts "
+                                "the rows it padded with NULLs); the print connector shows the "
+                                "updates, an interval or window join makes each row final",
+                                sink ? sink->name : "?",
+                                sink ? sql_table_option(sink, "connector") : "?");
+    }
+    updating = in.updating;
     req = (struct calc_request){ json_object_get(select, "targetList"),
                                  json_object_get(select, "whereClause"),
                                  output,
                                  sink,
                                  false,
                                  0,
-                                 -1,
+                                 in.ncols > 0 && strcmp(in.cols[0].name, "$kind") == 0 ? 0 : -1,
                                  "WHERE" };
-    return plan_calc(pc, &in, &req, below_text, rel);
+    rc = plan_calc(pc, &in, &req, below_text, rel);
+    if (rc == 0)
+        rel->updating = updating;
+    return rc;
 }
 
 int

@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <spate/spate.h>
 
+#include "sql/sql_aggregate.h"
 #include "sql/sql_catalog.h"
 #include "sql/sql_program.h"
 
@@ -36,9 +37,19 @@ struct sql_relation {
     /* Its rows are a changelog (GROUP BY without a window): updates, not
      * only insertions. */
     bool updating;
+    /* A join's: each column's table (or alias), NULL for none (owned);
+     * NULL: every column is name's. */
+    char **qualifiers;
 };
 
 void sql_relation_release(struct sql_relation *r);
+
+/* A window table function in FROM (TUMBLE, HOP, SESSION). */
+struct sql_window {
+    enum sql_window_kind kind;
+    int64_t size_ms, slide_ms, gap_ms;
+    json_t *node; /* for errors */
+};
 
 struct sql_plan_context {
     const struct sql_catalog *catalog;
@@ -62,5 +73,20 @@ int sql_plan_insert(struct sql_plan_context *pc, json_t *insert, char **job_name
 /* Plans a SELECT whose rows are printed as they arrive (Flink's tableau
  * mode: +I[...] lines on the print stream). */
 int sql_plan_collect(struct sql_plan_context *pc, json_t *select);
+
+/* For the join's planner (sql_join_plan.c): one item of FROM (win: where a
+ * window table function's window goes, NULL: none allowed); a Calc over in
+ * (taken) of targets with where, the first nkey of them the key that a $key
+ * column before them is made of, its explanation followed by below_text
+ * (taken); a constant positive INTERVAL's ms. */
+int sql_plan_from_item(struct sql_plan_context *pc, json_t *item, struct sql_relation *rel,
+                       struct sql_window *win);
+int sql_plan_keyed_calc(struct sql_plan_context *pc, struct sql_relation *in, json_t *targets,
+                        json_t *where, int nkey, char *below_text, struct sql_relation *rel);
+int sql_plan_constant_interval(struct sql_plan_context *pc, json_t *node, const char *what,
+                               int64_t *ms);
+/* A JoinExpr of FROM (sql_join_plan.c): each side's Calc keyed by the
+ * equi-join keys, the join; rel its columns, each with its table's name. */
+int sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *rel);
 
 #endif

@@ -358,6 +358,7 @@ static kind_encoder *const kind_encoders[OP_KIND_COUNT] = {
     [OP_WINDOW] = enc_window,
     [OP_SQL_CALC] = enc_sql,
     [OP_SQL_AGG] = enc_sql,
+    [OP_SQL_JOIN] = enc_sql,
 };
 
 static PbOp *
@@ -1017,6 +1018,7 @@ static kind_decoder *const kind_decoders[OP_KIND_COUNT] = {
     [OP_WINDOW] = dec_window,
     [OP_SQL_CALC] = dec_sql,
     [OP_SQL_AGG] = dec_sql,
+    [OP_SQL_JOIN] = dec_sql,
 };
 
 static int
@@ -1046,8 +1048,8 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
     n->in_type2 = dec_type_index(d, p->in_type2, &rc);
     if (rc != 0)
         return rc;
-    if ((n->kind == OP_CO_MAP || n->kind == OP_CO_PROCESS || n->kind == OP_BROADCAST_PROCESS) !=
-        (n->in_type2 != NULL))
+    if ((n->kind == OP_CO_MAP || n->kind == OP_CO_PROCESS || n->kind == OP_BROADCAST_PROCESS ||
+         n->kind == OP_SQL_JOIN) != (n->in_type2 != NULL))
         return bad(d, "a two-input operator without its second input type, or the reverse");
     if ((rc = dec_key(d, p->key2, n->in_type2, &n->key2)) != 0 ||
         (rc = dec_fn(d, p->open, (void **)&n->open)) != 0 ||

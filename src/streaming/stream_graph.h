@@ -68,6 +68,9 @@ enum operator_kind {
     /* SQL's GROUP BY aggregation, unwindowed or in windows
      * (src/sql/sql_aggregate.c): keyed, its accumulators in keyed state. */
     OP_SQL_AGG,
+    /* SQL's joins: regular, interval and window (src/sql/sql_join.c): two
+     * inputs keyed by their $key columns, their rows in keyed state. */
+    OP_SQL_JOIN,
     /* A source of the job's on the Source API (include/spate/source.h):
      * spate_source_from. */
     OP_SOURCE,

@@ -1,0 +1,702 @@
+/* The planning of a JoinExpr in FROM (sql_planner.h's sql_plan_join): each
+ * side planned as any FROM item; ON cut into its conjuncts — equalities of
+ * an expression of one side with one of the other are the join's keys, a
+ * conjunct of one side only that the join type lets go first is that
+ * side's Calc's filter, window_start = window_start and window_end =
+ * window_end make a window join, bounds on the difference of the two
+ * sides' event times an interval join, and the rest is the join's
+ * condition, checked per pair of rows; each side a Calc of [$key, keys,
+ * its columns], an exchange by $key, and the join (sql_join.h) over both.
+ * Client thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/config.h"
+#include "core/util.h"
+#include "sql/sql_expr.h"
+#include "sql/sql_join.h"
+#include "sql/sql_planner.h"
+#include "streaming/stream_graph.h"
+#include "streaming/types.h"
+
+#define plan_error(pc, node, code, ...) \
+    sql_error_in((pc)->err, (pc)->script, (pc)->offset, node, code, __VA_ARGS__)
+
+static const char *const join_names[] = {
+    [SQL_JOIN_INNER] = "InnerJoin",
+    [SQL_JOIN_LEFT] = "LeftOuterJoin",
+    [SQL_JOIN_RIGHT] = "RightOuterJoin",
+    [SQL_JOIN_FULL] = "FullOuterJoin",
+};
+
+/* One side of the join as it is planned. */
+struct side_plan {
+    struct sql_relation rel; /* the FROM item */
+    struct sql_window win;
+    /* The columns ON and the rest of the query see: the item's own (its
+     * $ columns aside), then window_start, window_end and window_time of a
+     * window table function; each with its table. */
+    struct sql_column *cols;
+    char **quals;
+    int ncols;
+    int nown;       /* of them the item's own */
+    int *own_index; /* of each own column in rel */
+    json_t *keys;   /* the key expressions, in order */
+    json_t *filters;
+    struct sql_relation mid; /* after its Calc */
+    char *text;              /* its explanation */
+};
+
+static void
+side_release(struct side_plan *sp)
+{
+    for (int i = 0; i < sp->ncols; i++) {
+        free(sp->cols[i].name);
+        free(sp->quals[i]);
+    }
+    free(sp->cols);
+    free(sp->quals);
+    free(sp->own_index);
+    json_decref(sp->keys);
+    json_decref(sp->filters);
+    sql_relation_release(&sp->rel);
+    sql_relation_release(&sp->mid);
+    free(sp->text);
+}
+
+static const char *
+sval(json_t *node)
+{
+    return json_string_value(json_object_get(json_object_get(node, "String"), "sval"));
+}
+
+/* The columns of sp's FROM item as the join sees them. */
+static void
+side_columns(struct side_plan *sp)
+{
+    static const char *const win_cols[] = { "window_start", "window_end", "window_time" };
+    const struct sql_relation *r = &sp->rel;
+    int n = 0;
+
+    sp->cols = xcalloc((size_t)r->ncols + 4, sizeof *sp->cols);
+    sp->quals = xcalloc((size_t)r->ncols + 4, sizeof *sp->quals);
+    sp->own_index = xcalloc((size_t)r->ncols + 1, sizeof *sp->own_index);
+    for (int i = 0; i < r->ncols; i++) {
+        const char *q = r->qualifiers ? r->qualifiers[i] : r->name;
+
+        if (r->cols[i].name[0] == '$')
+            continue;
+        sp->own_index[n] = i;
+        sp->cols[n].name = xstrdup(r->cols[i].name);
+        sp->cols[n].type = r->cols[i].type;
+        sp->quals[n++] = q ? xstrdup(q) : NULL;
+    }
+    sp->nown = n;
+    for (int i = 0; sp->win.kind != SQL_WINDOW_NONE && i < 3; i++) {
+        sp->cols[n].name = xstrdup(win_cols[i]);
+        sp->cols[n].type = (struct sql_type){ SQL_TIMESTAMP, 3, 0, false };
+        sp->quals[n++] = r->name ? xstrdup(r->name) : NULL;
+    }
+    sp->ncols = n;
+}
+
+/* The column of sp that tab.col (tab NULL: col alone) names, or -1. */
+static int
+side_find(const struct side_plan *sp, const char *tab, const char *col)
+{
+    for (int i = 0; i < sp->ncols; i++)
+        if (strcmp(sp->cols[i].name, col) == 0 &&
+            (tab == NULL || (sp->quals[i] != NULL && strcmp(sp->quals[i], tab) == 0)))
+            return i;
+    return -1;
+}
+
+/* What node refers to: *mask 1 for a column of the left side, 2 of the
+ * right; *window whether a window column. A column both sides have and
+ * that names no table is an error; one neither has is left to the
+ * compiler's error. */
+static int
+refs_of(struct sql_plan_context *pc, const struct side_plan *sp, json_t *node, int *mask,
+        bool *window)
+{
+    json_t *ref = json_object_get(node, "ColumnRef"), *v;
+    const char *key;
+    size_t i;
+    int rc;
+
+    if (ref != NULL) {
+        json_t *f = json_object_get(ref, "fields");
+        size_t n = json_array_size(f);
+        const char *col = sval(json_array_get(f, n - 1));
+        const char *tab = n == 2 ? sval(json_array_get(f, 0)) : NULL;
+        int at[2];
+
+        if (col == NULL)
+            return 0;
+        for (int s = 0; s < 2; s++)
+            at[s] = side_find(&sp[s], tab, col);
+        if (at[0] >= 0 && at[1] >= 0)
+            return plan_error(pc, node, SPATE_EINVAL,
+                              "column '%s' is ambiguous: both %s and %s have it; name it with "
+                              "its table",
+                              col, sp[0].rel.name ? sp[0].rel.name : "the left side",
+                              sp[1].rel.name ? sp[1].rel.name : "the right side");
+        for (int s = 0; s < 2; s++)
+            if (at[s] >= 0) {
+                *mask |= 1 << s;
+                *window |= at[s] >= sp[s].nown;
+            }
+        return 0;
+    }
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if ((rc = refs_of(pc, sp, v, mask, window)) != 0) return rc;
+    } else if (json_is_object(node)) {
+        json_object_foreach(node, key,
+                            v) if ((rc = refs_of(pc, sp, v, mask, window)) != 0) return rc;
+    }
+    return 0;
+}
+
+/* The conjuncts of ON (ANDs flattened) appended to out. */
+static void
+conjuncts(json_t *node, json_t *out)
+{
+    json_t *b = json_object_get(node, "BoolExpr");
+    const char *op = json_string_value(json_object_get(b, "boolop"));
+    json_t *v;
+    size_t i;
+
+    if (b != NULL && op != NULL && strcmp(op, "AND_EXPR") == 0) {
+        json_array_foreach(json_object_get(b, "args"), i, v) conjuncts(v, out);
+        return;
+    }
+    json_array_append(out, node);
+}
+
+static json_t *
+and_of(json_t *list)
+{
+    if (json_array_size(list) == 0)
+        return NULL;
+    if (json_array_size(list) == 1)
+        return json_incref(json_array_get(list, 0));
+    return json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", list,
+                     "location", -1);
+}
+
+/* An A_Expr of operator op (kind AEXPR_OP), or NULL. */
+static json_t *
+binary_op(json_t *node, const char **op)
+{
+    json_t *e = json_object_get(node, "A_Expr");
+    const char *kind = json_string_value(json_object_get(e, "kind"));
+
+    if (e == NULL || kind == NULL || strcmp(kind, "AEXPR_OP") != 0 ||
+        json_object_get(e, "lexpr") == NULL)
+        return NULL;
+    *op = sval(json_array_get(json_object_get(e, "name"), 0));
+    return *op ? e : NULL;
+}
+
+/* node as side s's event time plus a constant: the side and the constant
+ * (ms), or -1. */
+static int
+time_plus(struct sql_plan_context *pc, const struct side_plan *sp, json_t *node, int64_t *plus)
+{
+    json_t *ref = json_object_get(node, "ColumnRef"), *e;
+    const char *op;
+
+    *plus = 0;
+    if (ref != NULL) {
+        json_t *f = json_object_get(ref, "fields");
+        size_t n = json_array_size(f);
+        const char *col = sval(json_array_get(f, n - 1));
+        const char *tab = n == 2 ? sval(json_array_get(f, 0)) : NULL;
+
+        for (int s = 0; col != NULL && s < 2; s++) {
+            int at = side_find(&sp[s], tab, col);
+
+            if (at >= 0 && at < sp[s].nown && sp[s].rel.rowtime >= 0 &&
+                sp[s].own_index[at] == sp[s].rel.rowtime && sp[s].rel.format != SQL_FORMAT_ROW)
+                return s;
+        }
+        return -1;
+    }
+    if ((e = binary_op(node, &op)) != NULL && (!strcmp(op, "+") || !strcmp(op, "-"))) {
+        int mask = 0, s;
+        bool window = false;
+        spate_error saved = *pc->err;
+
+        if (refs_of(pc, sp, json_object_get(e, "rexpr"), &mask, &window) != 0 || mask != 0 ||
+            (s = time_plus(pc, sp, json_object_get(e, "lexpr"), plus)) < 0 ||
+            sql_plan_constant_interval(pc, json_object_get(e, "rexpr"), "bound", plus) != 0) {
+            *pc->err = saved; /* no bound: an ordinary condition */
+            return -1;
+        }
+        if (!strcmp(op, "-"))
+            *plus = -*plus;
+        return s;
+    }
+    return -1;
+}
+
+/* Bounds that conjunct c puts on left time - right time: *lower, *upper
+ * narrowed. */
+static void
+time_bounds(struct sql_plan_context *pc, const struct side_plan *sp, json_t *c, int64_t *lower,
+            int64_t *upper)
+{
+    json_t *e = json_object_get(c, "A_Expr");
+    const char *kind = json_string_value(json_object_get(e, "kind")), *op;
+    int64_t a, lo, hi;
+    int x, y;
+
+    if (kind != NULL && strcmp(kind, "AEXPR_BETWEEN") == 0) {
+        json_t *items =
+            json_object_get(json_object_get(json_object_get(e, "rexpr"), "List"), "items");
+
+        /* x + a BETWEEN y + lo AND y + hi: x - y in [lo - a, hi - a] */
+        if ((x = time_plus(pc, sp, json_object_get(e, "lexpr"), &a)) < 0 ||
+            (y = time_plus(pc, sp, json_array_get(items, 0), &lo)) < 0 || y == x ||
+            time_plus(pc, sp, json_array_get(items, 1), &hi) != y)
+            return;
+        lo -= a;
+        hi -= a;
+        if (x == 0) {
+            *lower = MAX(*lower, lo);
+            *upper = MIN(*upper, hi);
+        } else {
+            *lower = MAX(*lower, -hi);
+            *upper = MIN(*upper, -lo);
+        }
+        return;
+    }
+    if ((e = binary_op(c, &op)) == NULL)
+        return;
+    {
+        /* x + a op y + b: x - y op b - a */
+        bool ge = !strcmp(op, ">=") || !strcmp(op, ">"), le = !strcmp(op, "<=") || !strcmp(op, "<");
+        bool eq = !strcmp(op, "=");
+        int64_t b, v;
+
+        if ((!ge && !le && !eq) || (x = time_plus(pc, sp, json_object_get(e, "lexpr"), &a)) < 0 ||
+            (y = time_plus(pc, sp, json_object_get(e, "rexpr"), &b)) < 0 || x == y)
+            return;
+        v = b - a;
+        if (x == 1) { /* right - left op v: left - right, the other way, -v */
+            bool t = ge;
+
+            ge = le;
+            le = t;
+            v = -v;
+        }
+        if (ge || eq)
+            *lower = MAX(*lower, v);
+        if (le || eq)
+            *upper = MIN(*upper, v);
+    }
+}
+
+static json_t *
+column_ref(const char *qual, const char *col)
+{
+    if (qual == NULL)
+        return json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", col,
+                         "location", -1);
+    return json_pack("{s:{s:[{s:{s:s}},{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval",
+                     qual, "String", "sval", col, "location", -1);
+}
+
+static json_t *
+res_target(const char *name, json_t *val)
+{
+    return json_pack("{s:{s:s,s:O,s:i}}", "ResTarget", "name", name, "val", val, "location", -1);
+}
+
+/* Side s's Calc: [$key, its keys, its own columns], its filters, over its
+ * FROM item; explained at depth (the exchange's) and below. */
+static int
+plan_side(struct sql_plan_context *pc, struct side_plan *sp, int nkey, char *from_text)
+{
+    json_t *targets = json_array(), *where = and_of(sp->filters);
+    FILE *explain = pc->explain, *f = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    size_t i;
+    json_t *k;
+    int rc;
+
+    json_array_foreach(sp->keys, i, k)
+    {
+        char name[32];
+
+        snprintf(name, sizeof name, "$k%zu", i);
+        json_array_append_new(targets, res_target(name, k));
+    }
+    for (int c = 0; c < sp->nown; c++) {
+        json_t *ref = column_ref(sp->quals[c], sp->cols[c].name);
+
+        json_array_append_new(targets, res_target(sp->cols[c].name, ref));
+        json_decref(ref);
+    }
+    if (explain != NULL) {
+        f = open_memstream(&text, &len);
+        fprintf(f, "%*sExchange(distribution=[hash[$key]])\n", pc->depth * 3, "");
+        pc->explain = f;
+    }
+    pc->depth++;
+    rc = sql_plan_keyed_calc(pc, &sp->rel, targets, where, nkey, from_text, &sp->mid);
+    pc->depth--;
+    if (explain != NULL) {
+        fclose(f);
+        pc->explain = explain;
+        sp->text = text;
+    }
+    json_decref(targets);
+    json_decref(where);
+    return rc;
+}
+
+/* The residual condition over the join's output columns, compiled into
+ * spec's program. */
+static int
+plan_residual(struct sql_plan_context *pc, const struct side_plan *sp, json_t *cond,
+              struct sql_join_spec *spec)
+{
+    struct sql_program *p = xcalloc(1, sizeof *p);
+    struct sql_column *cols;
+    char **quals;
+    struct sql_compiler c;
+    struct sql_scope scope;
+    struct sql_operand o;
+    char b[32];
+    int n = 0, rc;
+
+    cols = xcalloc((size_t)(sp[0].ncols + sp[1].ncols + 1), sizeof *cols);
+    quals = xcalloc((size_t)(sp[0].ncols + sp[1].ncols + 1), sizeof *quals);
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < sp[s].ncols; i++) {
+            cols[n] = sp[s].cols[i];
+            quals[n++] = sp[s].quals[i];
+        }
+    scope = (struct sql_scope){ NULL, cols, n };
+    sql_compiler_init(&c, p, &scope, pc->script, pc->offset, pc->err);
+    c.qualifiers = quals;
+    p->input_format = SQL_FORMAT_ROW;
+    p->output_format = SQL_FORMAT_ROW;
+    p->ninput = n;
+    p->input = xcalloc((size_t)n + 1, sizeof *p->input);
+    for (int i = 0; i < n; i++) {
+        p->input[i].name = xstrdup(cols[i].name);
+        p->input[i].type = cols[i].type;
+    }
+    p->rowtime = -1;
+    rc = sql_compile(&c, cond, &o);
+    if (rc == 0 && o.type.id != SQL_BOOLEAN)
+        rc = plan_error(pc, cond, SPATE_EINVAL, "ON needs a BOOLEAN, not %s",
+                        sql_type_name(&o.type, b));
+    if (rc == 0) {
+        p->filter = o.reg;
+        p->outputs = xcalloc(2, sizeof *p->outputs);
+        p->output = xcalloc(2, sizeof *p->output);
+        p->outputs[0] = o.reg;
+        p->output[0].name = xstrdup("$on");
+        p->output[0].type = o.type;
+        p->noutput = 1;
+        sql_compiler_finish(&c);
+        rc = sql_program_encode(p, &spec->residual, &spec->residual_len, pc->err);
+    } else {
+        for (int i = 0; i < c.nconsts; i++)
+            free(c.consts[i].sval);
+        free(c.consts);
+    }
+    sql_program_free(p);
+    free(cols);
+    free(quals);
+    return rc;
+}
+
+static enum sql_join_type
+join_type_of(const char *t)
+{
+    if (t != NULL && !strcmp(t, "JOIN_LEFT"))
+        return SQL_JOIN_LEFT;
+    if (t != NULL && !strcmp(t, "JOIN_RIGHT"))
+        return SQL_JOIN_RIGHT;
+    if (t != NULL && !strcmp(t, "JOIN_FULL"))
+        return SQL_JOIN_FULL;
+    return SQL_JOIN_INNER;
+}
+
+/* The join's output: its columns and their tables, into rel. */
+static void
+join_relation(const struct side_plan *sp, const struct sql_join_spec *spec,
+              struct spate_stream *node, struct sql_relation *rel)
+{
+    int n;
+
+    sql_relation_release(rel);
+    rel->stream = node;
+    rel->format = SQL_FORMAT_ROW;
+    rel->cols = sql_join_output(spec, &n);
+    rel->ncols = n;
+    rel->qualifiers = xcalloc((size_t)n + 1, sizeof *rel->qualifiers);
+    n = 1;
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < sp[s].ncols; i++)
+            rel->qualifiers[n++] = sp[s].quals[i] ? xstrdup(sp[s].quals[i]) : NULL;
+    rel->rowtime = -1;
+    rel->updating = spec->time == SQL_JOIN_REGULAR && spec->type != SQL_JOIN_INNER;
+}
+
+int
+sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *rel)
+{
+    json_t *je = json_object_get(item, "JoinExpr"), *quals = json_object_get(je, "quals");
+    struct side_plan sp[2] = { 0 };
+    struct sql_join_spec spec = { 0 };
+    json_t *all = json_array(), *residual = json_array(), *c;
+    FILE *explain = pc->explain, *f;
+    char *from_text[2] = { NULL, NULL };
+    int64_t lower = INT64_MIN, upper = INT64_MAX;
+    bool seen_start = false, seen_end = false;
+    const spate_type *fields[TYPES_ROW_MAX_FIELDS];
+    struct sql_column *out_cols;
+    struct spate_stream *node, *keyed[2];
+    size_t i;
+    int rc = 0, nout;
+
+    spec.type = join_type_of(json_string_value(json_object_get(je, "jointype")));
+    if (json_is_true(json_object_get(je, "isNatural")) ||
+        json_array_size(json_object_get(je, "usingClause")) > 0) {
+        rc = plan_error(pc, item, SPATE_ENOTSUP,
+                        "not supported: NATURAL JOIN and JOIN ... USING (name the columns in ON)");
+        goto out;
+    }
+    if (quals == NULL) {
+        rc = plan_error(pc, json_object_get(je, "rarg"), SPATE_ENOTSUP,
+                        "not supported: a join without ON (a cross join): a streaming join "
+                        "needs an equality of a column of each side");
+        goto out;
+    }
+    /* The sides, explained three levels below the join. */
+    for (int s = 0; s < 2; s++) {
+        size_t len = 0;
+
+        if (explain != NULL) {
+            pc->explain = f = open_memstream(&from_text[s], &len);
+            pc->depth += 3;
+        }
+        rc = sql_plan_from_item(pc, json_object_get(je, s == 0 ? "larg" : "rarg"), &sp[s].rel,
+                                &sp[s].win);
+        if (explain != NULL) {
+            fclose(f);
+            pc->explain = explain;
+            pc->depth -= 3;
+        }
+        if (rc != 0)
+            goto out;
+        if (sp[s].rel.updating) {
+            rc = plan_error(pc, json_object_get(je, s == 0 ? "larg" : "rarg"), SPATE_ENOTSUP,
+                            "not supported: a join of an updating query (an outer join or a "
+                            "GROUP BY without a window)");
+            goto out;
+        }
+        side_columns(&sp[s]);
+        sp[s].keys = json_array();
+        sp[s].filters = json_array();
+    }
+    if ((sp[0].win.kind != SQL_WINDOW_NONE) != (sp[1].win.kind != SQL_WINDOW_NONE) ||
+        (sp[0].win.kind != SQL_WINDOW_NONE &&
+         (sp[0].win.kind != sp[1].win.kind || sp[0].win.size_ms != sp[1].win.size_ms ||
+          sp[0].win.slide_ms != sp[1].win.slide_ms))) {
+        rc = plan_error(pc, sp[0].win.node ? sp[0].win.node : sp[1].win.node, SPATE_ENOTSUP,
+                        "not supported: a join of a window table function with anything but "
+                        "the same window of the other side (a window join)");
+        goto out;
+    }
+    if (sp[0].win.kind == SQL_WINDOW_SESSION) {
+        rc = plan_error(pc, sp[0].win.node, SPATE_ENOTSUP,
+                        "not supported: a window join of SESSION windows (TUMBLE and HOP are)");
+        goto out;
+    }
+    /* ON, conjunct by conjunct. */
+    conjuncts(quals, all);
+    json_array_foreach(all, i, c)
+    {
+        const char *op;
+        json_t *e = binary_op(c, &op);
+        int mask = 0;
+        bool window = false;
+
+        if ((rc = refs_of(pc, sp, c, &mask, &window)) != 0)
+            goto out;
+        if (e != NULL && !strcmp(op, "=")) {
+            int ml = 0, mr = 0;
+            bool wl = false, wr = false;
+            json_t *l = json_object_get(e, "lexpr"), *r = json_object_get(e, "rexpr");
+
+            refs_of(pc, sp, l, &ml, &wl);
+            refs_of(pc, sp, r, &mr, &wr);
+            if (((ml == 1 && mr == 2) || (ml == 2 && mr == 1)) && !wl && !wr) {
+                json_array_append(sp[0].keys, ml == 1 ? l : r);
+                json_array_append(sp[1].keys, ml == 1 ? r : l);
+                continue;
+            }
+            if (((ml == 1 && mr == 2) || (ml == 2 && mr == 1)) && wl && wr &&
+                json_object_get(l, "ColumnRef") && json_object_get(r, "ColumnRef")) {
+                json_t *fl = json_object_get(json_object_get(l, "ColumnRef"), "fields");
+                json_t *fr = json_object_get(json_object_get(r, "ColumnRef"), "fields");
+                const char *cl = sval(json_array_get(fl, json_array_size(fl) - 1));
+                const char *cr = sval(json_array_get(fr, json_array_size(fr) - 1));
+
+                if (cl && cr && !strcmp(cl, cr) && !strcmp(cl, "window_start")) {
+                    seen_start = true;
+                    continue;
+                }
+                if (cl && cr && !strcmp(cl, cr) && !strcmp(cl, "window_end")) {
+                    seen_end = true;
+                    continue;
+                }
+            }
+        }
+        if (!window && mask == 1 && (spec.type == SQL_JOIN_INNER || spec.type == SQL_JOIN_RIGHT)) {
+            json_array_append(sp[0].filters, c);
+            continue;
+        }
+        if (!window && mask == 2 && (spec.type == SQL_JOIN_INNER || spec.type == SQL_JOIN_LEFT)) {
+            json_array_append(sp[1].filters, c);
+            continue;
+        }
+        time_bounds(pc, sp, c, &lower, &upper);
+        json_array_append(residual, c);
+    }
+    if (json_array_size(sp[0].keys) == 0) {
+        rc = plan_error(pc, quals, SPATE_ENOTSUP,
+                        "not supported: a join whose ON has no equality of an expression of "
+                        "each side (a streaming join is keyed by them)");
+        goto out;
+    }
+    if (sp[0].win.kind != SQL_WINDOW_NONE && !(seen_start && seen_end)) {
+        rc = plan_error(pc, quals, SPATE_ENOTSUP,
+                        "not supported: a window join whose ON does not join window_start and "
+                        "window_end of both sides");
+        goto out;
+    }
+    /* Each side's Calc and exchange. */
+    spec.nkey = (int)json_array_size(sp[0].keys);
+    for (int s = 0; s < 2; s++) {
+        pc->depth++;
+        rc = plan_side(pc, &sp[s], spec.nkey, from_text[s]);
+        from_text[s] = NULL;
+        pc->depth--;
+        if (rc != 0)
+            goto out;
+    }
+    for (int k = 1; k <= spec.nkey; k++) {
+        const struct sql_type *a = &sp[0].mid.cols[k].type, *b = &sp[1].mid.cols[k].type;
+        char b1[32], b2[32];
+
+        if (sql_type_phys(a->id) != sql_type_phys(b->id) ||
+            ((a->id == SQL_DECIMAL || b->id == SQL_DECIMAL) &&
+             (a->id != b->id || a->scale != b->scale))) {
+            rc = plan_error(pc, json_array_get(sp[0].keys, (size_t)k - 1), SPATE_ENOTSUP,
+                            "not supported: join keys of types %s and %s (CAST one to the "
+                            "other's type)",
+                            sql_type_name(a, b1), sql_type_name(b, b2));
+            goto out;
+        }
+    }
+    /* The join. */
+    spec.left = sp[0].mid.cols;
+    spec.nleft = sp[0].mid.ncols;
+    spec.right = sp[1].mid.cols;
+    spec.nright = sp[1].mid.ncols;
+    if (sp[0].win.kind != SQL_WINDOW_NONE) {
+        spec.time = SQL_JOIN_WINDOW;
+        spec.window = sp[0].win.kind;
+        spec.size_ms = sp[0].win.size_ms;
+        spec.slide_ms = sp[0].win.slide_ms;
+    } else if (lower != INT64_MIN && upper != INT64_MAX) {
+        if (lower > upper) {
+            rc = plan_error(pc, quals, SPATE_EINVAL,
+                            "the time bounds of this join can never hold (left time - right "
+                            "time between %lld and %lld ms)",
+                            (long long)lower, (long long)upper);
+            goto out;
+        }
+        spec.time = SQL_JOIN_INTERVAL;
+        spec.lower_ms = lower;
+        spec.upper_ms = upper;
+    } else {
+        spec.time = SQL_JOIN_REGULAR;
+        if ((rc = config_get_duration_ms(pc->env->conf, CFG(TABLE_EXEC_STATE_TTL), &spec.ttl_ms,
+                                         pc->err)) != 0)
+            goto out;
+    }
+    if (json_array_size(residual) > 0) {
+        json_t *cond = and_of(residual);
+
+        rc = plan_residual(pc, sp, cond, &spec);
+        json_decref(cond);
+        if (rc != 0)
+            goto out;
+    }
+    out_cols = sql_join_output(&spec, &nout);
+    if (nout > TYPES_ROW_MAX_FIELDS || spec.nleft + 2 > TYPES_ROW_MAX_FIELDS ||
+        spec.nright + 2 > TYPES_ROW_MAX_FIELDS) {
+        for (int k = 0; k < nout; k++)
+            free(out_cols[k].name);
+        free(out_cols);
+        rc = plan_error(pc, item, SPATE_ENOTSUP, "not supported: a join of more than %d columns",
+                        TYPES_ROW_MAX_FIELDS - 2);
+        goto out;
+    }
+    for (int k = 0; k < nout; k++) {
+        fields[k] = sql_type_spate(out_cols[k].type.id);
+        free(out_cols[k].name);
+    }
+    free(out_cols);
+    {
+        static const char *const kinds[] = { "Join", "IntervalJoin", "WindowJoin" };
+        enum ship_strategy part;
+        uint8_t *bytes;
+        size_t len;
+
+        for (int s = 0; s < 2; s++)
+            keyed[s] = spate_key_by_field(sp[s].mid.stream, 1);
+        sql_join_spec_encode(&spec, &bytes, &len);
+        node = stream_node_new(pc->env, OP_SQL_JOIN, keyed[0],
+                               env_own_type(pc->env, types_new_row(nout, fields)));
+        node->input2 = keyed[1];
+        node->in_type2 = sp[1].mid.stream->out_type;
+        stream_graph_resolve(keyed[0], &part, &node->key);
+        stream_graph_resolve(keyed[1], &part, &node->key2);
+        node->opconf.sql.program = bytes;
+        node->opconf.sql.program_len = len;
+        spate_name(node, kinds[spec.time]);
+        if (explain != NULL) {
+            fprintf(explain, "%*s%s(joinType=[%s], keys=[%d]", pc->depth * 3, "", kinds[spec.time],
+                    join_names[spec.type], spec.nkey);
+            if (spec.time == SQL_JOIN_INTERVAL)
+                fprintf(explain, ", between=[%lld ms, %lld ms]", (long long)spec.lower_ms,
+                        (long long)spec.upper_ms);
+            if (spec.time == SQL_JOIN_REGULAR && spec.ttl_ms > 0)
+                fprintf(explain, ", ttl=[%lld ms]", (long long)spec.ttl_ms);
+            fprintf(explain, "%s)\n%s%s", spec.residual ? ", where=[...]" : "",
+                    sp[0].text ? sp[0].text : "", sp[1].text ? sp[1].text : "");
+        }
+    }
+    join_relation(sp, &spec, node, rel);
+out:
+    free(spec.residual);
+    free(from_text[0]);
+    free(from_text[1]);
+    side_release(&sp[0]);
+    side_release(&sp[1]);
+    json_decref(all);
+    json_decref(residual);
+    return rc;
+}
