@@ -197,17 +197,19 @@ sql_join_spec_decode(const uint8_t *bytes, size_t len, struct sql_join_spec **ou
 
 static const char *const window_columns[] = { "window_start", "window_end", "window_time" };
 
+/* A side's columns in the output: NULL when the side can be padded. */
 static void
-side_output(const struct sql_join_spec *s, const struct sql_column *in, int nin,
+side_output(const struct sql_join_spec *s, const struct sql_column *in, int nin, bool padded,
             struct sql_column *out, int *k)
 {
     for (int i = 1 + s->nkey; i < nin; i++) {
         out[*k].name = xstrdup(in[i].name);
-        out[(*k)++].type = in[i].type;
+        out[*k].type = in[i].type;
+        out[(*k)++].type.nullable |= padded;
     }
     for (int i = 0; s->time == SQL_JOIN_WINDOW && i < 3; i++) {
         out[*k].name = xstrdup(window_columns[i]);
-        out[(*k)++].type = (struct sql_type){ SQL_TIMESTAMP, 3, 0, false };
+        out[(*k)++].type = (struct sql_type){ SQL_TIMESTAMP, 3, 0, padded };
     }
 }
 
@@ -219,8 +221,10 @@ sql_join_output(const struct sql_join_spec *s, int *n)
 
     out[k].name = xstrdup("$kind");
     out[k++].type = (struct sql_type){ SQL_INT, 0, 0, false };
-    side_output(s, s->left, s->nleft, out, &k);
-    side_output(s, s->right, s->nright, out, &k);
+    side_output(s, s->left, s->nleft, s->type == SQL_JOIN_RIGHT || s->type == SQL_JOIN_FULL, out,
+                &k);
+    side_output(s, s->right, s->nright, s->type == SQL_JOIN_LEFT || s->type == SQL_JOIN_FULL, out,
+                &k);
     *n = k;
     return out;
 }
