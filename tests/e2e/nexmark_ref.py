@@ -293,3 +293,40 @@ COLUMNS = {
                 "expires", "seller", "category", "extra"],
     "bid": ["auction", "bidder", "price", "channel", "url", "dateTime", "extra"],
 }
+
+
+# ---- the Nexmark queries with joins, over the events (kind, fields) ----
+# Timestamps stay milliseconds; rows are tuples in the queries' column order.
+
+def q3(evts):
+    """Query 3: auctions of category 10 with their sellers in OR, ID or CA."""
+    persons = {f["id"]: f for kind, f in evts if kind == "person"}
+    out = []
+    for kind, a in evts:
+        p = persons.get(a["seller"]) if kind == "auction" else None
+        if p is not None and a["category"] == 10 and p["state"] in ("OR", "ID", "CA"):
+            out.append((p["name"], p["city"], p["state"], a["id"]))
+    return out
+
+
+def q8(evts, size_ms=10000):
+    """Query 8: the people who entered and made auctions in the same
+    tumbling window: (id, name, window start)."""
+    people = {(f["id"], f["name"], f["dateTime"] - f["dateTime"] % size_ms)
+              for kind, f in evts if kind == "person"}
+    sellers = {(f["seller"], f["dateTime"] - f["dateTime"] % size_ms)
+               for kind, f in evts if kind == "auction"}
+    return [p for p in people if (p[0], p[2]) in sellers]
+
+
+# q20's columns: the bid's, then the auction's.
+Q20_BID = ["auction", "bidder", "price", "channel", "url", "dateTime", "extra"]
+Q20_AUCTION = ["itemName", "description", "initialBid", "reserve", "dateTime", "expires",
+               "seller", "category", "extra"]
+
+
+def q20(evts):
+    """Query 20: bids with their auction's columns, auctions of category 10."""
+    auctions = {f["id"]: f for kind, f in evts if kind == "auction" and f["category"] == 10}
+    return [tuple(b[c] for c in Q20_BID) + tuple(auctions[b["auction"]][c] for c in Q20_AUCTION)
+            for kind, b in evts if kind == "bid" and b["auction"] in auctions]

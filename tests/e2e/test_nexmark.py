@@ -3,9 +3,10 @@ spate's connector generates are compared row by row with those of
 nexmark_ref.py, a port to Python of the Nexmark repository's Java generator
 computed outside spate, for a few configurations (the default, others with
 every option changed, parallelism 2); then the queries of bench/nexmark/
-(q0, q1, q2, q21, q22) run in spate SQL over those events and their results
-are compared with the same queries computed in Python over the reference's
-events; then the connector's errors."""
+(q0, q1, q2, q3, q8, q20, q21, q22) run in spate SQL over those events and
+their results are compared with the same queries computed in Python over
+the reference's events (the joins' in nexmark_ref.py); then the
+connector's errors."""
 
 import datetime
 import os
@@ -237,6 +238,30 @@ class NexmarkTest(unittest.TestCase):
                  piece(b["url"], 4), piece(b["url"], 5)) for b in self.bids(self.CONF)]
         self.check_query("q22", self.CONF, want)
         self.check_query("q22", self.CONF, want, parallelism=2)
+
+    # ---- the queries with joins (issue 27) ----
+
+    def events(self, conf):
+        return list(ref.events(conf))
+
+    def test_q3_local_item_suggestion(self):
+        want = ref.q3(self.events(self.CONF))
+        self.check_query("q3", self.CONF, want)
+        self.check_query("q3", self.CONF, want, parallelism=2)
+
+    def test_q8_monitor_new_users(self):
+        # 50 ms before a window's end: the events fall into two windows
+        conf = ref.Config(events=20000, rate=200000, base_time=1600000009950)
+        want = [(i, name, ts_text(start)) for i, name, start in ref.q8(self.events(conf))]
+        self.assertEqual(len({row[2] for row in want}), 2)
+        self.check_query("q8", conf, want)
+
+    def test_q20_expand_bid_with_auction(self):
+        times = {5, 11, 12}  # bid dateTime, auction dateTime, expires
+        want = [tuple(ts_text(v) if i in times else v for i, v in enumerate(row))
+                for row in ref.q20(self.events(self.CONF))]
+        self.check_query("q20", self.CONF, want)
+        self.check_query("q20", self.CONF, want, parallelism=2)
 
     # ---- errors ----
 
