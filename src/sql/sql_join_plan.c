@@ -451,6 +451,28 @@ join_relation(const struct side_plan *sp, const struct sql_join_spec *spec,
     rel->updating = spec->time == SQL_JOIN_REGULAR && spec->type != SQL_JOIN_INNER;
 }
 
+json_t *
+sql_join_where_into_on(json_t *select)
+{
+    json_t *from = json_object_get(select, "fromClause");
+    json_t *je = json_object_get(json_array_get(from, 0), "JoinExpr");
+    json_t *where = json_object_get(select, "whereClause"), *quals, *moved, *on, *item;
+    const char *type = json_string_value(json_object_get(je, "jointype"));
+
+    if (json_array_size(from) != 1 || je == NULL || where == NULL || type == NULL ||
+        strcmp(type, "JOIN_INNER") != 0 || (quals = json_object_get(je, "quals")) == NULL)
+        return NULL;
+    on = json_copy(je);
+    json_object_set_new(on, "quals",
+                        json_pack("{s:{s:s,s:[O,O],s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args",
+                                  quals, where, "location", -1));
+    item = json_pack("{s:o}", "JoinExpr", on);
+    moved = json_copy(select);
+    json_object_set_new(moved, "fromClause", json_pack("[o]", item));
+    json_object_del(moved, "whereClause");
+    return moved;
+}
+
 int
 sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *rel)
 {

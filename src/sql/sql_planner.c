@@ -1114,7 +1114,7 @@ int
 sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format output,
                 const struct sql_table *sink, struct sql_relation *rel)
 {
-    json_t *from = json_object_get(select, "fromClause");
+    json_t *from = json_object_get(select, "fromClause"), *moved;
     struct sql_relation in = { 0 };
     struct calc_request req;
     FILE *explain = pc->explain, *below = NULL;
@@ -1127,6 +1127,11 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         return spate_error_set(pc->err, SPATE_ENOTSUP, "not supported: a query that is no SELECT");
     if ((rc = unsupported_clauses(pc, select)) != 0)
         return rc;
+    if ((moved = sql_join_where_into_on(select)) != NULL) {
+        rc = sql_plan_select(pc, moved, output, sink, rel);
+        json_decref(moved);
+        return rc;
+    }
     if (json_array_size(json_object_get(select, "groupClause")) > 0 ||
         json_object_get(select, "havingClause") != NULL ||
         find_aggregate(json_object_get(select, "targetList")) != NULL ||

@@ -88,5 +88,8 @@ int sql_plan_constant_interval(struct sql_plan_context *pc, json_t *node, const 
 /* A JoinExpr of FROM (sql_join_plan.c): each side's Calc keyed by the
  * equi-join keys, the join; rel its columns, each with its table's name. */
 int sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *rel);
+/* The SELECT of an INNER JOIN with its WHERE moved into ON, where it can
+ * filter each side before the join (a new reference), or NULL: none. */
+json_t *sql_join_where_into_on(json_t *select);
 
 #endif
