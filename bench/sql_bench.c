@@ -1,8 +1,9 @@
 /* sql_bench: events/s of the Nexmark queries in spate SQL (bench/nexmark/:
- * q0, q1, q2, q21, q22 at parallelism 1, q0, q1, q2 at parallelism 2, each
- * `spate sql --local -p P` over ddl.sql), beside the generator alone in a
- * single-threaded loop (the limit: making the bid table's events, as every
- * one of those queries reads it) and the hand-written C DataStream jobs of
+ * q0, q1, q2, q21, q22 at parallelism 1, q0, q1, q2 at parallelism 2, q3,
+ * q8, q20 at both, each `spate sql --local -p P` over ddl.sql), beside the
+ * generator alone in a single-threaded loop (the limit: making the bid
+ * table's events, as every one of those queries reads it) and the
+ * hand-written C DataStream jobs of
  * q1 and q2 (build/bench/nexmark_bench_job.so, public API only) at
  * parallelism 1 and 2, in the same run. Rounds interleave every run; the
  * figures are medians. A rate is the events generated (person, auction and
@@ -10,12 +11,17 @@
  * JobMaster's start to end), the generator included. Checks before a figure
  * is printed: each SQL query's rows (its Calc's records out) and each C
  * job's rows and price sums equal the loop's count of bids, of q2's bids and
- * their prices' sums. Last line: a JSON object with each round's figures.
+ * their prices' sums. The queries with joins, q3, q8 and q20 at p1 and p2,
+ * run over fewer events (their state keeps every row of both sides, as
+ * Flink's runs do with no TTL); their rows (the join's records out) equal
+ * those counted here from the generator's people, auctions and bids. Last
+ * line: a JSON object with each round's figures.
  *
- * SQL_BENCH_EVENTS (default 4,000,000) and SQL_BENCH_RUNS (3). --instr (or
- * BENCH_INSTR=1): instructions per event too, of the generator loop, of q1
- * and q2 in SQL and of the C job of q1 at p1, counted by callgrind over
- * SQL_BENCH_INSTR_EVENTS (200,000) and twice as many (bench_instr.h). */
+ * SQL_BENCH_EVENTS (default 4,000,000), SQL_BENCH_JOIN_EVENTS (1,000,000)
+ * and SQL_BENCH_RUNS (3). --instr (or BENCH_INSTR=1): instructions per
+ * event too, of the generator loop, of q1 and q2 in SQL and of the C job of
+ * q1 at p1, counted by callgrind over SQL_BENCH_INSTR_EVENTS (200,000) and
+ * twice as many (bench_instr.h). */
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,6 +44,7 @@ static char spate[PATH_MAX + 16], job[PATH_MAX + 64], tmpdir[64];
 /* What the loop finds, and what each run must reproduce. */
 struct expect {
     int64_t bids, q2_rows, q2_price_sum, bid_price_sum;
+    int64_t q3_rows, q8_rows, q20_rows; /* of the joins' events */
 };
 
 /* ---- the generator alone ---- */
@@ -56,7 +63,7 @@ loop_generator(uint64_t n, struct expect *x)
     c.base_time_ms = BASE_TIME;
     if (sql_nexmark_gen_init(&g, &c, &why) != 0)
         bench_fail("the generator: %s", why);
-    memset(x, 0, sizeof *x);
+    x->bids = x->q2_rows = x->q2_price_sum = x->bid_price_sum = 0;
     t0 = clock_mono_ns();
     for (uint64_t i = 0; i < n; i++) {
         if (sql_nexmark_kind_of(&g, (int64_t)i) != SQL_NEXMARK_BID)
@@ -88,6 +95,84 @@ static const struct bench_instr_loop loops[] = {
     { "generator", instr_loop_generator },
     { NULL, NULL },
 };
+
+/* The rows of the queries with joins over the first n events, computed
+ * here from the generator (ids are dense: an array each): q3's auctions of
+ * category 10 whose seller is in OR, ID or CA; q8's people who made an
+ * auction in the 10-second window they entered in; q20's bids on auctions
+ * of category 10. Untimed. */
+static void
+join_expect(uint64_t n, struct expect *x)
+{
+    struct sql_nexmark_config c;
+    struct sql_nexmark_gen g;
+    struct sql_nexmark_event ev;
+    size_t np = n / 50 + 64, na = 3 * n / 50 + 64;
+    int64_t *person_window = malloc(np * sizeof *person_window);
+    uint8_t *person_west = calloc(np, 1), *person_seen = calloc(np, 1);
+    uint8_t *auction_cat10 = calloc(na, 1), *person_sold = calloc(np, 1);
+    const char *why;
+
+    if (person_window == NULL || person_west == NULL || person_seen == NULL ||
+        auction_cat10 == NULL || person_sold == NULL)
+        bench_fail("out of memory");
+    sql_nexmark_config_default(&c);
+    c.first_event_rate = RATE;
+    c.base_time_ms = BASE_TIME;
+    if (sql_nexmark_gen_init(&g, &c, &why) != 0)
+        bench_fail("the generator: %s", why);
+    x->q3_rows = x->q8_rows = x->q20_rows = 0;
+    /* people first: a seller may come before the person, a join meets both */
+    for (uint64_t i = 0; i < n; i++) {
+        const struct sql_nexmark_str *st;
+        uint64_t id;
+
+        if (sql_nexmark_kind_of(&g, (int64_t)i) != SQL_NEXMARK_PERSON)
+            continue;
+        sql_nexmark_next(&g, (int64_t)i, &ev);
+        if ((id = (uint64_t)(ev.person.id - 1000)) >= np)
+            bench_fail("person id %lld out of range", (long long)ev.person.id);
+        st = &ev.person.state;
+        person_seen[id] = 1;
+        person_window[id] = ev.date_time - ev.date_time % 10000;
+        person_west[id] = st->len == 2 && (!memcmp(st->p, "OR", 2) || !memcmp(st->p, "ID", 2) ||
+                                           !memcmp(st->p, "CA", 2));
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        enum sql_nexmark_kind kind = sql_nexmark_kind_of(&g, (int64_t)i);
+        uint64_t id, seller;
+
+        if (kind != SQL_NEXMARK_AUCTION)
+            continue;
+        sql_nexmark_next(&g, (int64_t)i, &ev);
+        if ((id = (uint64_t)(ev.auction.id - 1000)) >= na)
+            bench_fail("auction id %lld out of range", (long long)ev.auction.id);
+        seller = (uint64_t)(ev.auction.seller - 1000);
+        auction_cat10[id] = ev.auction.category == 10;
+        if (seller < np && person_seen[seller]) {
+            x->q3_rows += ev.auction.category == 10 && person_west[seller];
+            if (person_window[seller] == ev.date_time - ev.date_time % 10000)
+                person_sold[seller] = 1;
+        }
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t a;
+
+        if (sql_nexmark_kind_of(&g, (int64_t)i) != SQL_NEXMARK_BID)
+            continue;
+        sql_nexmark_next(&g, (int64_t)i, &ev);
+        a = (uint64_t)(ev.bid.auction - 1000);
+        x->q20_rows += a < na && auction_cat10[a];
+    }
+    for (size_t i = 0; i < np; i++)
+        x->q8_rows += person_sold[i];
+    sql_nexmark_gen_release(&g);
+    free(person_window);
+    free(person_west);
+    free(person_seen);
+    free(auction_cat10);
+    free(person_sold);
+}
 
 /* ---- the SQL queries ---- */
 
@@ -161,9 +246,10 @@ number_after(const char *text, const char *key)
     return at == NULL ? -1 : strtoll(at + strlen(key), NULL, 10);
 }
 
-/* `spate sql --local -p p -f script`: events/s; *rows the Calc's records out. */
+/* `spate sql --local -p p -f script`: events/s; *rows the records out of
+ * the operator counted (its accumulator: "Calc", or "Join"). */
 static double
-run_sql(const char *script, int p, uint64_t n, int64_t *rows)
+run_sql(const char *script, int p, uint64_t n, const char *counted, int64_t *rows)
 {
     char pbuf[16], out[PATH_MAX], err[PATH_MAX];
     char *argv[] = { spate, "sql", "--local", "-p", pbuf, "-f", (char *)script, NULL };
@@ -180,11 +266,16 @@ run_sql(const char *script, int p, uint64_t n, int64_t *rows)
         bench_fail("%s at p%d failed: see %s and %s", script, p, out, err);
     text = read_file(out);
     ms = number_after(text, "Job Runtime: ");
-    *rows = number_after(text, "Calc.numRecordsOut: ");
+    {
+        char key[64];
+
+        snprintf(key, sizeof key, "%s.numRecordsOut: ", counted);
+        *rows = number_after(text, key);
+    }
     free(text);
     unlink(out);
     if (ms < 0 || *rows < 0)
-        bench_fail("%s: no runtime or Calc records in spate sql's output", script);
+        bench_fail("%s: no runtime or %s records in spate sql's output", script, counted);
     return (double)n / ((double)(ms > 0 ? ms : 1) / 1000.0);
 }
 
@@ -285,12 +376,19 @@ enum run_id {
     C_Q2_P2,
     SQL_Q2_P2,
     SQL_Q0_P2,
+    SQL_Q3_P1,
+    SQL_Q8_P1,
+    SQL_Q20_P1,
+    SQL_Q3_P2,
+    SQL_Q8_P2,
+    SQL_Q20_P2,
     NRUNS,
 };
 
 static const char *const run_names[NRUNS] = {
-    "generator",  "c_q1_p1", "sql_q1_p1", "c_q2_p1", "sql_q2_p1", "sql_q0_p1", "sql_q21_p1",
-    "sql_q22_p1", "c_q1_p2", "sql_q1_p2", "c_q2_p2", "sql_q2_p2", "sql_q0_p2",
+    "generator",  "c_q1_p1",    "sql_q1_p1", "c_q2_p1",   "sql_q2_p1",  "sql_q0_p1", "sql_q21_p1",
+    "sql_q22_p1", "c_q1_p2",    "sql_q1_p2", "c_q2_p2",   "sql_q2_p2",  "sql_q0_p2", "sql_q3_p1",
+    "sql_q8_p1",  "sql_q20_p1", "sql_q3_p2", "sql_q8_p2", "sql_q20_p2",
 };
 
 int
@@ -298,10 +396,12 @@ main(int argc, char **argv)
 {
     const char *e;
     uint64_t n = (e = getenv("SQL_BENCH_EVENTS")) ? strtoull(e, NULL, 10) : 4000000;
+    /* the joins keep every row of both sides (no TTL, as Flink's runs) */
+    uint64_t nj = (e = getenv("SQL_BENCH_JOIN_EVENTS")) ? strtoull(e, NULL, 10) : 1000000;
     int runs = (e = getenv("SQL_BENCH_RUNS")) ? atoi(e) : 3;
     double v[NRUNS][MAX_RUNS], m[NRUNS];
-    char dir[PATH_MAX], scripts[5][PATH_MAX];
-    static const char *const queries[5] = { "q0", "q1", "q2", "q21", "q22" };
+    char dir[PATH_MAX], scripts[8][PATH_MAX];
+    static const char *const queries[8] = { "q0", "q1", "q2", "q21", "q22", "q3", "q8", "q20" };
     json_t *rounds = json_array(), *plan = NULL, *out, *medians = json_object();
     struct expect x = { 0 };
     char *s;
@@ -321,8 +421,9 @@ main(int argc, char **argv)
     strcpy(tmpdir, "/tmp/spate-sql-bench-XXXXXX");
     if (mkdtemp(tmpdir) == NULL)
         bench_fail("cannot make %s", tmpdir);
-    for (int q = 0; q < 5; q++)
-        write_script(queries[q], n, scripts[q], sizeof scripts[q]);
+    for (int q = 0; q < 8; q++)
+        write_script(queries[q], q < 5 ? n : nj, scripts[q], sizeof scripts[q]);
+    join_expect(nj, &x);
     fprintf(stderr, "sql_bench: %llu events per run, %d rounds\n", (unsigned long long)n, runs);
     for (int i = 0; i < runs; i++) {
         json_t *round = json_object();
@@ -332,30 +433,40 @@ main(int argc, char **argv)
         v[C_Q1_P1][i] = run_c("q1", 1, n, &rows, &sum, &plan);
         check("C q1 p1 rows", rows, x.bids);
         check("C q1 p1 price sum", sum, x.bid_price_sum);
-        v[SQL_Q1_P1][i] = run_sql(scripts[1], 1, n, &rows);
+        v[SQL_Q1_P1][i] = run_sql(scripts[1], 1, n, "Calc", &rows);
         check("SQL q1 p1 rows", rows, x.bids);
         v[C_Q2_P1][i] = run_c("q2", 1, n, &rows, &sum, NULL);
         check("C q2 p1 rows", rows, x.q2_rows);
         check("C q2 p1 price sum", sum, x.q2_price_sum);
-        v[SQL_Q2_P1][i] = run_sql(scripts[2], 1, n, &rows);
+        v[SQL_Q2_P1][i] = run_sql(scripts[2], 1, n, "Calc", &rows);
         check("SQL q2 p1 rows", rows, x.q2_rows);
-        v[SQL_Q0_P1][i] = run_sql(scripts[0], 1, n, &rows);
+        v[SQL_Q0_P1][i] = run_sql(scripts[0], 1, n, "Calc", &rows);
         check("SQL q0 p1 rows", rows, x.bids);
-        v[SQL_Q21_P1][i] = run_sql(scripts[3], 1, n, &rows);
+        v[SQL_Q21_P1][i] = run_sql(scripts[3], 1, n, "Calc", &rows);
         if (rows <= 0 || rows > x.bids)
             bench_fail("SQL q21: %lld rows of %lld bids", (long long)rows, (long long)x.bids);
-        v[SQL_Q22_P1][i] = run_sql(scripts[4], 1, n, &rows);
+        v[SQL_Q22_P1][i] = run_sql(scripts[4], 1, n, "Calc", &rows);
         check("SQL q22 p1 rows", rows, x.bids);
         v[C_Q1_P2][i] = run_c("q1", 2, n, &rows, &sum, NULL);
         check("C q1 p2 rows", rows, x.bids);
-        v[SQL_Q1_P2][i] = run_sql(scripts[1], 2, n, &rows);
+        v[SQL_Q1_P2][i] = run_sql(scripts[1], 2, n, "Calc", &rows);
         check("SQL q1 p2 rows", rows, x.bids);
         v[C_Q2_P2][i] = run_c("q2", 2, n, &rows, &sum, NULL);
         check("C q2 p2 rows", rows, x.q2_rows);
-        v[SQL_Q2_P2][i] = run_sql(scripts[2], 2, n, &rows);
+        v[SQL_Q2_P2][i] = run_sql(scripts[2], 2, n, "Calc", &rows);
         check("SQL q2 p2 rows", rows, x.q2_rows);
-        v[SQL_Q0_P2][i] = run_sql(scripts[0], 2, n, &rows);
+        v[SQL_Q0_P2][i] = run_sql(scripts[0], 2, n, "Calc", &rows);
         check("SQL q0 p2 rows", rows, x.bids);
+        for (int p = 1; p <= 2; p++) {
+            int at = p == 1 ? SQL_Q3_P1 : SQL_Q3_P2;
+
+            v[at][i] = run_sql(scripts[5], p, nj, "Join", &rows);
+            check(p == 1 ? "SQL q3 p1 rows" : "SQL q3 p2 rows", rows, x.q3_rows);
+            v[at + 1][i] = run_sql(scripts[6], p, nj, "Join", &rows);
+            check(p == 1 ? "SQL q8 p1 rows" : "SQL q8 p2 rows", rows, x.q8_rows);
+            v[at + 2][i] = run_sql(scripts[7], p, nj, "Join", &rows);
+            check(p == 1 ? "SQL q20 p1 rows" : "SQL q20 p2 rows", rows, x.q20_rows);
+        }
         for (int r = 0; r < NRUNS; r++)
             json_object_set_new(round, run_names[r], json_real(v[r][i]));
         json_array_append_new(rounds, round);
@@ -368,8 +479,13 @@ main(int argc, char **argv)
                 v[SQL_Q21_P1][i] / 1e6, v[SQL_Q22_P1][i] / 1e6, v[SQL_Q1_P2][i] / 1e6,
                 v[C_Q1_P2][i] / 1e6, v[SQL_Q2_P2][i] / 1e6, v[C_Q2_P2][i] / 1e6,
                 v[SQL_Q0_P2][i] / 1e6);
+        fprintf(stderr,
+                "sql_bench: round %d, joins: p1: q3 %.2f, q8 %.2f, q20 %.2f; p2: q3 %.2f, q8 "
+                "%.2f, q20 %.2f M/s\n",
+                i + 1, v[SQL_Q3_P1][i] / 1e6, v[SQL_Q8_P1][i] / 1e6, v[SQL_Q20_P1][i] / 1e6,
+                v[SQL_Q3_P2][i] / 1e6, v[SQL_Q8_P2][i] / 1e6, v[SQL_Q20_P2][i] / 1e6);
     }
-    for (int q = 0; q < 5; q++)
+    for (int q = 0; q < 8; q++)
         unlink(scripts[q]);
     if (want_instr)
         instr = instr_per_event((e = getenv("SQL_BENCH_INSTR_EVENTS")) ? strtoull(e, NULL, 10)
@@ -397,6 +513,13 @@ main(int argc, char **argv)
                     "sql_q2_events_per_s_per_core_p2", m[SQL_Q2_P2] / 2, "bids", (json_int_t)x.bids,
                     "q2_rows", (json_int_t)x.q2_rows, "q2_price_sum", (json_int_t)x.q2_price_sum,
                     "rounds", rounds, "c_q1_plan", plan, "instr", instr);
+    json_object_set_new(out, "join_events", json_integer((json_int_t)nj));
+    json_object_set_new(out, "q3_rows", json_integer(x.q3_rows));
+    json_object_set_new(out, "q8_rows", json_integer(x.q8_rows));
+    json_object_set_new(out, "q20_rows", json_integer(x.q20_rows));
+    json_object_set_new(out, "sql_q3_events_per_s_per_core_p2", json_real(m[SQL_Q3_P2] / 2));
+    json_object_set_new(out, "sql_q8_events_per_s_per_core_p2", json_real(m[SQL_Q8_P2] / 2));
+    json_object_set_new(out, "sql_q20_events_per_s_per_core_p2", json_real(m[SQL_Q20_P2] / 2));
     s = json_dumps(out, JSON_COMPACT);
     printf("%s\n", s);
     free(s);
