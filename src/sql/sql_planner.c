@@ -457,6 +457,26 @@ sql_plan_keyed_calc(struct sql_plan_context *pc, struct sql_relation *in, json_t
     return plan_calc(pc, in, &req, below_text, rel);
 }
 
+/* An updating query (why: what makes it one) under a query (output
+ * ROW) or into a sink that takes insertions only: the error, and what
+ * (final) would make each row final. */
+static int
+refuse_updating(struct sql_plan_context *pc, json_t *at, enum sql_format output,
+                const struct sql_table *sink, const char *why, const char *final)
+{
+    if (output == SQL_FORMAT_ROW)
+        return plan_error(pc, at, SPATE_ENOTSUP,
+                          "not supported: a query over an updating query (%s, in a subquery or "
+                          "view)",
+                          why);
+    return plan_error(pc, at, SPATE_ENOTSUP,
+                      "not supported: table '%s' (connector '%s') takes insertions only, and "
+                      "this query updates its rows (%s); the print connector shows the "
+                      "updates, %s makes each row final",
+                      sink ? sink->name : "?", sink ? sql_table_option(sink, "connector") : "?",
+                      why, final);
+}
+
 /* ---- GROUP BY and windows ---- */
 
 static const char *
@@ -938,17 +958,8 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
     if (!ap.windowed && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE) {
         json_t *at = ap.ngroup > 0 ? ap.groups[0] : ap.ncalls > 0 ? ap.calls[0].node : select;
 
-        rc = output == SQL_FORMAT_ROW
-                 ? plan_error(pc, at, SPATE_ENOTSUP,
-                              "not supported: a query over an updating query (GROUP BY without "
-                              "a window, in a subquery or view)")
-                 : plan_error(pc, at, SPATE_ENOTSUP,
-                              "not supported: table '%s' (connector '%s') takes insertions "
-                              "only, and this query updates its rows (GROUP BY without a "
-                              "window); the print connector shows the updates, a window "
-                              "(TUMBLE, HOP, SESSION) makes each row final",
-                              sink ? sink->name : "?",
-                              sink ? sql_table_option(sink, "connector") : "?");
+        rc = refuse_updating(pc, at, output, sink, "GROUP BY without a window",
+                             "a window (TUMBLE, HOP, SESSION)");
         goto out;
     }
     /* The first Calc: group columns, then arguments and filters. */
@@ -1161,17 +1172,8 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
     if (in.updating && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE) {
         free(below_text);
         sql_relation_release(&in);
-        return output == SQL_FORMAT_ROW
-                   ? plan_error(pc, select, SPATE_ENOTSUP,
-                                "not supported: a query over an updating query (an outer join, "
-                                "in a subquery or view)")
-                   : plan_error(pc, select, SPATE_ENOTSUP,
-                                "not supported: table '%s' (connector '%s') takes insertions "
-                                "only, and this query updates its rows (an outer join retracts "
-                                "the rows it padded with NULLs); the print connector shows the "
-                                "updates, an interval or window join makes each row final",
-                                sink ? sink->name : "?",
-                                sink ? sql_table_option(sink, "connector") : "?");
+        return refuse_updating(pc, select, output, sink, "an outer join",
+                               "an interval or window join");
     }
     updating = in.updating;
     req = (struct calc_request){ json_object_get(select, "targetList"),
