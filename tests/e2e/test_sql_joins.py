@@ -8,7 +8,8 @@ the rows. The rows of each table come in event-time order within its
 watermark's bound (none late in its own stream), so that what a join
 emits is decided by the rows alone whatever the order its two inputs
 interleave in. Then state in RocksDB, state TTL
-(table.exec.state.ttl) and the planner's errors."""
+(table.exec.state.ttl), the planner's errors, and a join through kill -9
+of a TaskManager, every joined row once in the filesystem sink."""
 
 import os
 import shutil
@@ -20,6 +21,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 import spatetest  # noqa: E402
 import sqlwindows as W  # noqa: E402
+import test_sql_cluster  # noqa: E402
+from clustertest import ClusterTestCase  # noqa: E402
 from sqloracle import Oracle, Table  # noqa: E402
 
 WORDS = ["alpha", "beta", "", "gamma", "alpha", "delta,x", 'q"uote', "beta"]
@@ -354,6 +357,54 @@ class SqlJoinErrorTest(unittest.TestCase):
         for statement, want in cases:
             with self.subTest(statement=statement):
                 self.assertIn(want, self.error(statement))
+
+
+def join_ddl(out, rows, rate, parallelism):
+    """Two datagen sequences, l.n and r.m from 1 to rows, joined on n = 2 m
+    (a regular inner join: both sides' rows in keyed state) into a CSV
+    folder: (n, m, w) for each m up to rows / 2."""
+    return (f"SET 'parallelism.default' = '{parallelism}';\n"
+            "SET 'execution.checkpointing.interval' = '200 ms';\n"
+            "CREATE TABLE l (n BIGINT) WITH (connector = 'datagen', "
+            f"\"rows-per-second\" = '{rate}', \"fields.n.kind\" = 'sequence', "
+            f"\"fields.n.start\" = '1', \"fields.n.end\" = '{rows}');\n"
+            "CREATE TABLE r (m BIGINT, w VARCHAR) WITH (connector = 'datagen', "
+            f"\"rows-per-second\" = '{rate}', \"fields.m.kind\" = 'sequence', "
+            f"\"fields.m.start\" = '1', \"fields.m.end\" = '{rows}', "
+            "\"fields.w.length\" = '4');\n"
+            f"CREATE TABLE out (n BIGINT, m BIGINT, w VARCHAR) WITH (connector = "
+            f"'filesystem', path = '{out}', format = 'csv');\n"
+            "INSERT INTO out SELECT l.n, r.m, r.w FROM l JOIN r ON l.n = r.m * 2;\n")
+
+
+class SqlJoinKill9Test(ClusterTestCase):
+    """A join through kill -9 of a TaskManager with checkpoints: its keyed
+    state (both sides' rows) restored, every joined row exactly once in
+    the filesystem sink; a row whose partner came before the checkpoint
+    is there only if the state was restored."""
+
+    def setUp(self):
+        super().setUp()
+        self.start_jobmanager()
+        self.tms = [self.start_taskmanager(slots=2) for _ in range(2)]
+        self.wait_overview(2, slots=4)
+        self.target = ["-m", f"127.0.0.1:{self.rest_port}"]
+
+    sql = test_sql_cluster.SqlClusterTest.sql
+    committed_rows = test_sql_cluster.SqlClusterTest.committed_rows
+    kill9_while_running = test_sql_cluster.SqlClusterTest.kill9_while_running
+
+    def test_kill9_of_a_taskmanager_every_joined_row_exactly_once(self):
+        out = os.path.join(self.tmp, "out")
+        rows = 40000
+        self.kill9_while_running(join_ddl(out, rows, 8000, 2))
+        got = self.committed_rows(out)
+        ms = sorted(int(r[1]) for r in got)
+        sys.stderr.write(f"\n{self.id().split('.')[-1]}: {len(ms)} joined rows committed, "
+                         f"{rows // 2} expected, {len(ms) - len(set(ms))} duplicates\n")
+        self.assertEqual(ms, list(range(1, rows // 2 + 1)))
+        for r in got:
+            self.assertEqual(int(r[0]), 2 * int(r[1]), r)
 
 
 if __name__ == "__main__":
