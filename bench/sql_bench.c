@@ -1,6 +1,6 @@
 /* sql_bench: events/s of the Nexmark queries in spate SQL (bench/nexmark/:
  * q0, q1, q2, q21, q22 at parallelism 1, q0, q1, q2 at parallelism 2, q3,
- * q8, q20 at both, each `spate sql --local -p P` over ddl.sql), beside the
+ * q7, q8, q20 at both, each `spate sql --local -p P` over ddl.sql), beside the
  * generator alone in a single-threaded loop (the limit: making the bid
  * table's events, as every one of those queries reads it) and the
  * hand-written C DataStream jobs of
@@ -11,7 +11,7 @@
  * JobMaster's start to end), the generator included. Checks before a figure
  * is printed: each SQL query's rows (its Calc's records out) and each C
  * job's rows and price sums equal the loop's count of bids, of q2's bids and
- * their prices' sums. The queries with joins, q3, q8 and q20 at p1 and p2,
+ * their prices' sums. The queries with joins, q3, q7, q8, q20 at p1 and p2,
  * run over fewer events (their state keeps every row of both sides, as
  * Flink's runs do with no TTL); their rows (the join's records out) equal
  * those counted here from the generator's people, auctions and bids. Last
@@ -44,7 +44,7 @@ static char spate[PATH_MAX + 16], job[PATH_MAX + 64], tmpdir[64];
 /* What the loop finds, and what each run must reproduce. */
 struct expect {
     int64_t bids, q2_rows, q2_price_sum, bid_price_sum;
-    int64_t q3_rows, q8_rows, q20_rows; /* of the joins' events */
+    int64_t q3_rows, q7_rows, q8_rows, q20_rows; /* of the joins' events */
 };
 
 /* ---- the generator alone ---- */
@@ -108,12 +108,15 @@ join_expect(uint64_t n, struct expect *x)
     struct sql_nexmark_gen g;
     struct sql_nexmark_event ev;
     size_t np = n / 50 + 64, na = 3 * n / 50 + 64;
+    /* 10-second windows from BASE_TIME (a multiple of 10 s) */
+    size_t nw = (size_t)(n / (RATE / 1000) / 10000) + 2;
+    int64_t *top = calloc(nw, sizeof *top);
     int64_t *person_window = malloc(np * sizeof *person_window);
     uint8_t *person_west = calloc(np, 1), *person_seen = calloc(np, 1);
     uint8_t *auction_cat10 = calloc(na, 1), *person_sold = calloc(np, 1);
     const char *why;
 
-    if (person_window == NULL || person_west == NULL || person_seen == NULL ||
+    if (top == NULL || person_window == NULL || person_west == NULL || person_seen == NULL ||
         auction_cat10 == NULL || person_sold == NULL)
         bench_fail("out of memory");
     sql_nexmark_config_default(&c);
@@ -121,7 +124,7 @@ join_expect(uint64_t n, struct expect *x)
     c.base_time_ms = BASE_TIME;
     if (sql_nexmark_gen_init(&g, &c, &why) != 0)
         bench_fail("the generator: %s", why);
-    x->q3_rows = x->q8_rows = x->q20_rows = 0;
+    x->q3_rows = x->q7_rows = x->q8_rows = x->q20_rows = 0;
     /* people first: a seller may come before the person, a join meets both */
     for (uint64_t i = 0; i < n; i++) {
         const struct sql_nexmark_str *st;
@@ -155,18 +158,31 @@ join_expect(uint64_t n, struct expect *x)
                 person_sold[seller] = 1;
         }
     }
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t a;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t a, w;
 
-        if (sql_nexmark_kind_of(&g, (int64_t)i) != SQL_NEXMARK_BID)
-            continue;
-        sql_nexmark_next(&g, (int64_t)i, &ev);
-        a = (uint64_t)(ev.bid.auction - 1000);
-        x->q20_rows += a < na && auction_cat10[a];
-    }
+            if (sql_nexmark_kind_of(&g, (int64_t)i) != SQL_NEXMARK_BID)
+                continue;
+            sql_nexmark_next(&g, (int64_t)i, &ev);
+            w = (uint64_t)((ev.date_time - BASE_TIME) / 10000);
+            if (w >= nw)
+                bench_fail("bid time %lld out of range", (long long)ev.date_time);
+            if (pass == 0) { /* q7: each window's highest price */
+                top[w] = ev.bid.price > top[w] ? ev.bid.price : top[w];
+                continue;
+            }
+            a = (uint64_t)(ev.bid.auction - 1000);
+            x->q20_rows += a < na && auction_cat10[a];
+            /* its window's top, or the one before's when it is at its end */
+            x->q7_rows += ev.bid.price == top[w];
+            x->q7_rows +=
+                (ev.date_time - BASE_TIME) % 10000 == 0 && w > 0 && ev.bid.price == top[w - 1];
+        }
     for (size_t i = 0; i < np; i++)
         x->q8_rows += person_sold[i];
     sql_nexmark_gen_release(&g);
+    free(top);
     free(person_window);
     free(person_west);
     free(person_seen);
@@ -377,18 +393,20 @@ enum run_id {
     SQL_Q2_P2,
     SQL_Q0_P2,
     SQL_Q3_P1,
+    SQL_Q7_P1,
     SQL_Q8_P1,
     SQL_Q20_P1,
     SQL_Q3_P2,
+    SQL_Q7_P2,
     SQL_Q8_P2,
     SQL_Q20_P2,
     NRUNS,
 };
 
 static const char *const run_names[NRUNS] = {
-    "generator",  "c_q1_p1",    "sql_q1_p1", "c_q2_p1",   "sql_q2_p1",  "sql_q0_p1", "sql_q21_p1",
-    "sql_q22_p1", "c_q1_p2",    "sql_q1_p2", "c_q2_p2",   "sql_q2_p2",  "sql_q0_p2", "sql_q3_p1",
-    "sql_q8_p1",  "sql_q20_p1", "sql_q3_p2", "sql_q8_p2", "sql_q20_p2",
+    "generator",  "c_q1_p1",   "sql_q1_p1",  "c_q2_p1",   "sql_q2_p1", "sql_q0_p1", "sql_q21_p1",
+    "sql_q22_p1", "c_q1_p2",   "sql_q1_p2",  "c_q2_p2",   "sql_q2_p2", "sql_q0_p2", "sql_q3_p1",
+    "sql_q7_p1",  "sql_q8_p1", "sql_q20_p1", "sql_q3_p2", "sql_q7_p2", "sql_q8_p2", "sql_q20_p2",
 };
 
 int
@@ -400,8 +418,10 @@ main(int argc, char **argv)
     uint64_t nj = (e = getenv("SQL_BENCH_JOIN_EVENTS")) ? strtoull(e, NULL, 10) : 1000000;
     int runs = (e = getenv("SQL_BENCH_RUNS")) ? atoi(e) : 3;
     double v[NRUNS][MAX_RUNS], m[NRUNS];
-    char dir[PATH_MAX], scripts[8][PATH_MAX];
-    static const char *const queries[8] = { "q0", "q1", "q2", "q21", "q22", "q3", "q8", "q20" };
+    char dir[PATH_MAX], scripts[9][PATH_MAX];
+    static const char *const queries[9] = {
+        "q0", "q1", "q2", "q21", "q22", "q3", "q7", "q8", "q20"
+    };
     json_t *rounds = json_array(), *plan = NULL, *out, *medians = json_object();
     struct expect x = { 0 };
     char *s;
@@ -421,7 +441,7 @@ main(int argc, char **argv)
     strcpy(tmpdir, "/tmp/spate-sql-bench-XXXXXX");
     if (mkdtemp(tmpdir) == NULL)
         bench_fail("cannot make %s", tmpdir);
-    for (int q = 0; q < 8; q++)
+    for (int q = 0; q < 9; q++)
         write_script(queries[q], q < 5 ? n : nj, scripts[q], sizeof scripts[q]);
     join_expect(nj, &x);
     fprintf(stderr, "sql_bench: %llu events per run, %d rounds\n", (unsigned long long)n, runs);
@@ -463,8 +483,10 @@ main(int argc, char **argv)
             v[at][i] = run_sql(scripts[5], p, nj, "Join", &rows);
             check(p == 1 ? "SQL q3 p1 rows" : "SQL q3 p2 rows", rows, x.q3_rows);
             v[at + 1][i] = run_sql(scripts[6], p, nj, "Join", &rows);
-            check(p == 1 ? "SQL q8 p1 rows" : "SQL q8 p2 rows", rows, x.q8_rows);
+            check(p == 1 ? "SQL q7 p1 rows" : "SQL q7 p2 rows", rows, x.q7_rows);
             v[at + 2][i] = run_sql(scripts[7], p, nj, "Join", &rows);
+            check(p == 1 ? "SQL q8 p1 rows" : "SQL q8 p2 rows", rows, x.q8_rows);
+            v[at + 3][i] = run_sql(scripts[8], p, nj, "Join", &rows);
             check(p == 1 ? "SQL q20 p1 rows" : "SQL q20 p2 rows", rows, x.q20_rows);
         }
         for (int r = 0; r < NRUNS; r++)
@@ -480,12 +502,13 @@ main(int argc, char **argv)
                 v[C_Q1_P2][i] / 1e6, v[SQL_Q2_P2][i] / 1e6, v[C_Q2_P2][i] / 1e6,
                 v[SQL_Q0_P2][i] / 1e6);
         fprintf(stderr,
-                "sql_bench: round %d, joins: p1: q3 %.2f, q8 %.2f, q20 %.2f; p2: q3 %.2f, q8 "
-                "%.2f, q20 %.2f M/s\n",
-                i + 1, v[SQL_Q3_P1][i] / 1e6, v[SQL_Q8_P1][i] / 1e6, v[SQL_Q20_P1][i] / 1e6,
-                v[SQL_Q3_P2][i] / 1e6, v[SQL_Q8_P2][i] / 1e6, v[SQL_Q20_P2][i] / 1e6);
+                "sql_bench: round %d, joins: p1: q3 %.2f, q7 %.2f, q8 %.2f, q20 %.2f; p2: q3 "
+                "%.2f, q7 %.2f, q8 %.2f, q20 %.2f M/s\n",
+                i + 1, v[SQL_Q3_P1][i] / 1e6, v[SQL_Q7_P1][i] / 1e6, v[SQL_Q8_P1][i] / 1e6,
+                v[SQL_Q20_P1][i] / 1e6, v[SQL_Q3_P2][i] / 1e6, v[SQL_Q7_P2][i] / 1e6,
+                v[SQL_Q8_P2][i] / 1e6, v[SQL_Q20_P2][i] / 1e6);
     }
-    for (int q = 0; q < 8; q++)
+    for (int q = 0; q < 9; q++)
         unlink(scripts[q]);
     if (want_instr)
         instr = instr_per_event((e = getenv("SQL_BENCH_INSTR_EVENTS")) ? strtoull(e, NULL, 10)
@@ -515,9 +538,11 @@ main(int argc, char **argv)
                     "rounds", rounds, "c_q1_plan", plan, "instr", instr);
     json_object_set_new(out, "join_events", json_integer((json_int_t)nj));
     json_object_set_new(out, "q3_rows", json_integer(x.q3_rows));
+    json_object_set_new(out, "q7_rows", json_integer(x.q7_rows));
     json_object_set_new(out, "q8_rows", json_integer(x.q8_rows));
     json_object_set_new(out, "q20_rows", json_integer(x.q20_rows));
     json_object_set_new(out, "sql_q3_events_per_s_per_core_p2", json_real(m[SQL_Q3_P2] / 2));
+    json_object_set_new(out, "sql_q7_events_per_s_per_core_p2", json_real(m[SQL_Q7_P2] / 2));
     json_object_set_new(out, "sql_q8_events_per_s_per_core_p2", json_real(m[SQL_Q8_P2] / 2));
     json_object_set_new(out, "sql_q20_events_per_s_per_core_p2", json_real(m[SQL_Q20_P2] / 2));
     s = json_dumps(out, JSON_COMPACT);

@@ -309,6 +309,20 @@ def q3(evts):
     return out
 
 
+def q7(evts, size_ms=10000):
+    """Query 7: the bids of each tumbling window's highest price whose time
+    is within the window's size before its end (the end included)."""
+    top = {}
+    for kind, b in evts:
+        if kind == "bid":
+            end = b["dateTime"] - b["dateTime"] % size_ms + size_ms
+            top[end] = max(top.get(end, b["price"]), b["price"])
+    return [(b["auction"], b["bidder"], b["price"], b["dateTime"], b["extra"])
+            for kind, b in evts if kind == "bid"
+            for end, price in top.items()
+            if b["price"] == price and end - size_ms <= b["dateTime"] <= end]
+
+
 def q8(evts, size_ms=10000):
     """Query 8: the people who entered and made auctions in the same
     tumbling window: (id, name, window start)."""

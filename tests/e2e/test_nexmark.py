@@ -3,8 +3,8 @@ spate's connector generates are compared row by row with those of
 nexmark_ref.py, a port to Python of the Nexmark repository's Java generator
 computed outside spate, for a few configurations (the default, others with
 every option changed, parallelism 2); then the queries of bench/nexmark/
-(q0, q1, q2, q3, q8, q20, q21, q22) run in spate SQL over those events and
-their results are compared with the same queries computed in Python over
+(q0, q1, q2, q3, q7, q8, q20, q21, q22) run in spate SQL over those events
+and their results are compared with the same queries computed in Python over
 the reference's events (the joins' in nexmark_ref.py); then the
 connector's errors."""
 
@@ -248,6 +248,13 @@ class NexmarkTest(unittest.TestCase):
         want = ref.q3(self.events(self.CONF))
         self.check_query("q3", self.CONF, want)
         self.check_query("q3", self.CONF, want, parallelism=2)
+
+    def test_q7_highest_bid(self):
+        # across two windows, as q8's
+        conf = ref.Config(events=20000, rate=200000, base_time=1600000009950)
+        want = [(a, bidder, price, ts_text(t), extra)
+                for a, bidder, price, t, extra in ref.q7(self.events(conf))]
+        self.check_query("q7", conf, want)
 
     def test_q8_monitor_new_users(self):
         # 50 ms before a window's end: the events fall into two windows
