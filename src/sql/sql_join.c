@@ -616,7 +616,12 @@ join_row(struct stream_operator *op, int s, const void *rec, const struct record
     x[COL_MATCHED(sd)] = (struct sql_value){ .i = 0, .null = false };
     set_key(op, j, sd, rec, meta);
     if (j->s->time != SQL_JOIN_REGULAR && ts == RECORD_NO_TIMESTAMP) {
-        j->late++; /* no event time: in no interval, no window */
+        /* no event time: in no window; in no interval, so an outer side's
+         * row matches nothing */
+        if (j->s->time == SQL_JOIN_INTERVAL && sd->outer)
+            emit_padded(op, j, s, SQL_INSERT, x, ts);
+        else
+            j->late++;
         return;
     }
     if (j->s->time == SQL_JOIN_WINDOW) {

@@ -49,13 +49,15 @@ def rows_c():
 
 def ts_rows(n, step_ms, jitter, seed):
     """Rows (id, k, ts) in event-time order but for jitter of at most 2 s,
-    under a watermark 3 s behind: none late in its own stream."""
+    under a watermark 3 s behind: none late in its own stream; one row in
+    the middle with no event time (in no interval, no window)."""
     base = W.ms_of("2024-03-01 10:00:00.000")
     rows = []
     for i in range(n):
         j = ((i * 7919 + seed) % 5) * jitter
         k = None if (i + seed) % 9 == 4 else (i * 3 + seed) % 5
         rows.append((seed * 1000 + i, k, W.text_of(base + i * step_ms - j)))
+    rows.insert(n // 2, (seed * 1000 + 999, 1, None))
     return rows
 
 
@@ -162,7 +164,7 @@ def window_join(kind, size_ms, slide_ms, how, cols):
         wins = {}
         for side, rows in ((0, ea), (1, eb)):
             for r in rows:
-                for w in spans(r[2]):
+                for w in spans(r[2]) if r[2] is not None else []:
                     wins.setdefault(w, ([], []))[side].append(r)
         out = []
         for (s, e), (ls, rs) in wins.items():
