@@ -100,7 +100,8 @@ fe_create(spate_split_enumerator_context *ctx, const void *config, const void *s
     if (state != NULL)
         rc = fe_restore(e, state, state_len, err);
     else
-        rc = split_assigner_init(&e->a, c->path, c->split_size, err);
+        rc = split_assigner_init(&e->a, c->path, c->split_size,
+                                 spate_enumerator_context_parallelism(ctx), err);
     if (rc != 0) {
         split_assigner_release(&e->a);
         free(e);
@@ -232,7 +233,7 @@ file_split_open(struct line_reader *l, struct split_at *at, spate_error *err)
     l->pos = at->pos;
     l->split_end = at->split_end;
     l->skip_first = at->skip_first;
-    l->len = 0;
+    l->off = l->len = 0;
     l->eof = false;
     l->in_split = true;
     return 0;

@@ -28,26 +28,43 @@ cmp_names(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
+/* The size of the splits when none is given: several per subtask, so
+ * that every subtask has work and fast ones take more, but at most
+ * FILE_SPLIT_DEFAULT_SIZE and at least FILE_SPLIT_MIN_SIZE. */
+static uint64_t
+default_split_size(uint64_t total, int parallelism)
+{
+    uint64_t per =
+        total / ((uint64_t)(parallelism > 0 ? parallelism : 1) * FILE_SPLITS_PER_SUBTASK);
+
+    return per > FILE_SPLIT_DEFAULT_SIZE ? FILE_SPLIT_DEFAULT_SIZE
+           : per < FILE_SPLIT_MIN_SIZE   ? FILE_SPLIT_MIN_SIZE
+                                         : per;
+}
+
 int
 split_assigner_init(struct split_assigner *a, const char *path, uint64_t split_size,
-                    spate_error *err)
+                    int parallelism, spate_error *err)
 {
     struct stat st;
-    size_t cap = 0;
+    size_t cap = 0, n = 0;
+    char **names = NULL;
+    uint64_t *sizes = NULL, total = 0;
 
     memset(a, 0, sizeof *a);
-    if (split_size == 0)
-        split_size = FILE_SPLIT_DEFAULT_SIZE;
     if (stat(path, &st) != 0)
         return spate_error_set(err, -errno, "cannot read input path '%s': %s", path,
                                spate_strerror(-errno));
     if (S_ISREG(st.st_mode)) {
-        add_file(a, &cap, path, (uint64_t)st.st_size, split_size);
+        names = xmalloc(sizeof *names);
+        sizes = xmalloc(sizeof *sizes);
+        names[0] = xstrdup(path);
+        sizes[0] = (uint64_t)st.st_size;
+        n = 1;
     } else if (S_ISDIR(st.st_mode)) {
         DIR *d = opendir(path);
         struct dirent *e;
-        char **names = NULL;
-        size_t n = 0, ncap = 0;
+        size_t ncap = 0, k = 0;
 
         if (d == NULL)
             return spate_error_set(err, -errno, "cannot list input folder '%s': %s", path,
@@ -60,16 +77,30 @@ split_assigner_init(struct split_assigner *a, const char *path, uint64_t split_s
         }
         closedir(d);
         qsort(names, n, sizeof *names, cmp_names);
+        sizes = xcalloc(n ? n : 1, sizeof *sizes);
         for (size_t i = 0; i < n; i++) {
-            if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode))
-                add_file(a, &cap, names[i], (uint64_t)st.st_size, split_size);
-            free(names[i]);
+            if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode)) {
+                names[k] = names[i];
+                sizes[k++] = (uint64_t)st.st_size;
+            } else {
+                free(names[i]);
+            }
         }
-        free(names);
+        n = k;
     } else {
         return spate_error_set(err, SPATE_EINVAL, "input path '%s' is neither a file nor a folder",
                                path);
     }
+    for (size_t i = 0; i < n; i++)
+        total += sizes[i];
+    if (split_size == 0)
+        split_size = default_split_size(total, parallelism);
+    for (size_t i = 0; i < n; i++) {
+        add_file(a, &cap, names[i], sizes[i], split_size);
+        free(names[i]);
+    }
+    free(names);
+    free(sizes);
     return 0;
 }
 

@@ -26,12 +26,18 @@ struct split_assigner {
     size_t nreturned, returned_cap;
 };
 
-#define FILE_SPLIT_DEFAULT_SIZE (32u << 20)
+/* Without a split size, the files' total is cut into
+ * FILE_SPLITS_PER_SUBTASK splits per subtask of the source, each between
+ * FILE_SPLIT_MIN_SIZE and FILE_SPLIT_DEFAULT_SIZE bytes. */
+#define FILE_SPLIT_DEFAULT_SIZE (8u << 20)
+#define FILE_SPLIT_MIN_SIZE     (1u << 20)
+#define FILE_SPLITS_PER_SUBTASK 4
 
-/* Lists the files at path and cuts them; an empty file makes no split. A
- * missing path is an error naming it. */
+/* Lists the files at path and cuts them into splits of split_size bytes
+ * (0: sized from the source's parallelism, above); an empty file makes no
+ * split. A missing path is an error naming it. */
 int split_assigner_init(struct split_assigner *a, const char *path, uint64_t split_size,
-                        spate_error *err);
+                        int parallelism, spate_error *err);
 void split_assigner_release(struct split_assigner *a);
 /* The next split, or NULL when all are taken. Valid until release. */
 const struct file_split *split_assigner_next(struct split_assigner *a);

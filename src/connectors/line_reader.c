@@ -21,7 +21,7 @@ line_reader_emit(struct spate_reader_output *out, struct line_reader *l, int bud
      * output's plain run, held in a local so that its fields stay in
      * registers across the downstream calls. */
     struct source_run run = out->run;
-    size_t start = 0;
+    size_t start = l->off;
     int emitted = 0;
 
     SPATE_ASSERT(out->nsplits == 0);
@@ -38,7 +38,7 @@ line_reader_emit(struct spate_reader_output *out, struct line_reader *l, int bud
         } else {
             end = (size_t)(nl - l->buf);
         }
-        if (l->in_split && l->pos + start > l->split_end) {
+        if (l->in_split && l->pos + (start - l->off) > l->split_end) {
             /* Lines starting after the split's end belong to the next one. */
             l->len = start;
             l->in_split = false;
@@ -57,9 +57,8 @@ line_reader_emit(struct spate_reader_output *out, struct line_reader *l, int bud
         start = nl ? end + 1 : end;
     }
     out->run = run;
-    memmove(l->buf, l->buf + start, l->len - start);
-    l->len -= start;
-    l->pos += start;
+    l->pos += start - l->off;
+    l->off = start;
     return emitted;
 }
 
@@ -69,8 +68,18 @@ line_reader_fill(struct line_reader *l, spate_error *err, const char *what)
     ssize_t n;
 
     if (l->len == l->cap) {
-        l->cap *= 2;
-        l->buf = xrealloc(l->buf, l->cap);
+        /* The consumed bytes make room; a line longer than the buffer
+         * grows it. Moving once per filled buffer, not per emit. */
+        if (l->off > 0) {
+            memmove(l->buf, l->buf + l->off, l->len - l->off);
+            l->len -= l->off;
+            l->off = 0;
+        } else {
+            l->cap *= 2;
+            l->buf = xrealloc(l->buf, l->cap);
+        }
+    } else if (l->off == l->len) {
+        l->off = l->len = 0;
     }
     n = read(l->fd, l->buf + l->len, l->cap - l->len);
     if (n < 0) {

@@ -13,15 +13,17 @@
 
 struct spate_reader_output;
 
-/* A line splitter over a read buffer. */
+/* A line splitter over a read buffer: buf[off, len) is read and not yet
+ * emitted; emitting advances off, reading moves the rest to the front only
+ * when the buffer is full. */
 struct line_reader {
     int fd;
     uint8_t *buf;
-    size_t len, cap;
+    size_t off, len, cap;
     bool eof;
     /* file splits */
     uint64_t split_end; /* absolute offset where this split's last line may start */
-    uint64_t pos;       /* absolute offset of buf[0] */
+    uint64_t pos;       /* absolute offset of buf[off] */
     bool in_split;
     bool skip_first;
     char *path; /* the split's file */
@@ -48,6 +50,12 @@ int line_reader_emit(struct spate_reader_output *out, struct line_reader *l, int
 /* Reads more into the buffer: the bytes read (0 at the end, which sets
  * eof, or when nothing is there now), or an error naming `what`. */
 int line_reader_fill(struct line_reader *l, spate_error *err, const char *what);
+/* Whether bytes read are not emitted yet. */
+static inline bool
+line_reader_pending(const struct line_reader *l)
+{
+    return l->off < l->len;
+}
 void line_reader_free(struct line_reader *l);
 
 #endif

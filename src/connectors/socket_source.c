@@ -68,7 +68,7 @@ socket_poll(struct stream_operator *op, int budget, spate_error *err)
         source_output_begin(&out, op);
         line_reader_emit(&out, l, budget, true);
         source_output_end(&out);
-        return l->len ? SOURCE_MORE : SOURCE_END;
+        return line_reader_pending(l) ? SOURCE_MORE : SOURCE_END;
     }
     return n > 0 ? SOURCE_MORE : SOURCE_WAITING;
 }

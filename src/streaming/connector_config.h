@@ -44,7 +44,7 @@ struct socket_source_config {
  * come from its split enumerator on the JobMaster (connectors/file_source.c). */
 struct file_source_config {
     char *path;          /* absolute */
-    uint64_t split_size; /* 0: FILE_SPLIT_DEFAULT_SIZE (not in the JobGraph; tests cut finer) */
+    uint64_t split_size; /* 0: sized from the parallelism (not in the JobGraph; tests cut finer) */
 };
 
 /* OP_SINK_FILE: a folder of part files, each record a line. */

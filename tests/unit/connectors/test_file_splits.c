@@ -1,6 +1,7 @@
 /* Unit tests of src/connectors/file_splits.c and the file source's line
  * splitting: every line read exactly once whatever the split size. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,7 @@ Test(file_splits, folders_are_listed_sorted_and_cut)
     write_file("a.txt", "abc");
     write_file(".hidden", "x");
     write_file("empty.txt", "");
-    cr_assert_eq(split_assigner_init(&a, dir, 4, &err), 0, "%s", err.message);
+    cr_assert_eq(split_assigner_init(&a, dir, 4, 1, &err), 0, "%s", err.message);
     cr_assert_eq(a.count, 1 + 3);
     s = split_assigner_next(&a);
     cr_assert(strstr(s->path, "/a.txt") != NULL);
@@ -51,8 +52,51 @@ Test(file_splits, folders_are_listed_sorted_and_cut)
     cr_assert_eq(split_assigner_next(&a), &a.splits[2]);
     cr_assert_null(split_assigner_next(&a));
     split_assigner_release(&a);
-    cr_assert_eq(split_assigner_init(&a, "/nonexistent/in", 4, &err), SPATE_ENOENT);
+    cr_assert_eq(split_assigner_init(&a, "/nonexistent/in", 4, 1, &err), SPATE_ENOENT);
     cr_assert(strstr(err.message, "cannot read input path '/nonexistent/in'") != NULL);
+}
+
+/* Without a size, a file is cut so that each subtask of the source gets
+ * several splits, of at most FILE_SPLIT_DEFAULT_SIZE (sparse files: only
+ * their sizes matter). */
+static size_t
+count_splits(const char *name, uint64_t size, int parallelism)
+{
+    char path[256];
+    struct split_assigner a;
+    spate_error err;
+    uint64_t covered = 0;
+    size_t n;
+    int fd;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
+    close(fd);
+    cr_assert_eq(split_assigner_init(&a, path, 0, parallelism, &err), 0, "%s", err.message);
+    for (size_t i = 0; i < a.count; i++) {
+        cr_assert_eq(a.splits[i].start, covered);
+        cr_assert_leq(a.splits[i].length, FILE_SPLIT_DEFAULT_SIZE);
+        covered += a.splits[i].length;
+    }
+    cr_assert_eq(covered, size);
+    n = a.count;
+    split_assigner_release(&a);
+    unlink(path);
+    return n;
+}
+
+Test(file_splits, default_size_gives_every_subtask_several_splits)
+{
+    cr_assert_not_null(mkdtemp(dir));
+    /* 10 MiB at p2: 8 splits of 1.25 MiB, 4 a subtask. */
+    cr_assert_eq(count_splits("ten", 10u << 20, 2), 2 * FILE_SPLITS_PER_SUBTASK);
+    /* 85 MB at p1: splits of at most 8 MiB. */
+    cr_assert_eq(count_splits("big", 85000000, 1), (85000000 + (8u << 20) - 1) / (8u << 20));
+    /* Small files are not cut below FILE_SPLIT_MIN_SIZE. */
+    cr_assert_eq(count_splits("small", 3u << 20, 4), 3);
+    cr_assert_eq(count_splits("tiny", 100, 4), 1);
+    rmdir(dir);
 }
 
 /* ---- every line once ---- */
