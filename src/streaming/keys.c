@@ -43,6 +43,7 @@ keys_access_init(struct key_access *a, const struct key_selector *sel,
     a->sel = sel;
     a->type = type;
     a->offset = a->len = 0;
+    a->string = false;
     if (sel->kind == KEY_FN)
         return;
     if (sel->kind == KEY_FIELD) {
@@ -53,5 +54,8 @@ keys_access_init(struct key_access *a, const struct key_selector *sel,
     if (t->kind == TYPE_INT64 || t->kind == TYPE_DOUBLE || (t->kind != TYPE_STRING && t->plain)) {
         a->offset = (uint32_t)offset;
         a->len = (uint32_t)(t->kind == TYPE_INT64 || t->kind == TYPE_DOUBLE ? 8 : t->size);
+    } else if (t->kind == TYPE_STRING) {
+        a->offset = (uint32_t)offset;
+        a->string = true;
     }
 }

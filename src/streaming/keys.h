@@ -21,6 +21,7 @@ struct key_access {
     const struct key_selector *sel;
     const struct spate_type *type;
     uint32_t offset, len; /* len > 0: the key is the record's bytes [offset, offset + len) */
+    bool string;          /* the key is the bytes of the spate_str at offset */
 };
 
 void keys_access_init(struct key_access *a, const struct key_selector *sel,
@@ -32,6 +33,11 @@ keys_get(const struct key_access *a, spate_ctx *ctx, const void *rec, void *scra
 {
     if (a->len != 0)
         return (spate_bytes){ (const uint8_t *)rec + a->offset, a->len };
+    if (a->string) {
+        const spate_str *s = (const spate_str *)((const uint8_t *)rec + a->offset);
+
+        return (spate_bytes){ s->data, s->len };
+    }
     return keys_extract(a->sel, a->type, ctx, rec, scratch, cap);
 }
 

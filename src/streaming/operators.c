@@ -293,6 +293,7 @@ struct keyed_impl {
     void *out;    /* the reduce function's result */
     uint8_t *ser; /* its serialized form */
     size_t ser_cap;
+    struct key_access key;
     uint8_t key_scratch[256];
     /* sum: where the summed field starts, counted from the end of the
      * stored value (0: found by walking the value's fields). */
@@ -309,6 +310,7 @@ keyed_open(struct stream_operator *op, spate_error *err)
     int rc;
 
     op->impl = k;
+    keys_access_init(&k->key, &op->config->key, op->config->in_type);
     k->decl = (struct state_decl){
         KEYED_REDUCE_STATE, STATE_VALUE, op->config->out_type, NULL, NULL, { 0 }, 0, false,
         SCOPE_KEYED
@@ -366,8 +368,7 @@ static SPATE_INLINE void
 keyed_set_current(struct stream_operator *op, struct keyed_impl *k, const void *rec,
                   const struct record_meta *meta)
 {
-    spate_bytes key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec,
-                                   k->key_scratch, sizeof k->key_scratch);
+    spate_bytes key = keys_get(&k->key, &op->ctx, rec, k->key_scratch, sizeof k->key_scratch);
 
     keyed_set_key(&op->ctx.keyctx, key,
                   meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);

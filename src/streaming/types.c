@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "core/alloc.h"
+#include "core/bytes.h"
 #include "core/util.h"
 #include "streaming/types.h"
 
@@ -41,7 +42,9 @@ static const struct spate_type type_string = { .kind = TYPE_STRING,
                                                .align = _Alignof(spate_str),
                                                .plain = false,
                                                .leaves = &leaf_string,
-                                               .nleaves = 1 };
+                                               .nleaves = 1,
+                                               .one_string = true,
+                                               .str1 = { .str_last = true } };
 
 const spate_type *
 spate_type_int64(void)
@@ -88,6 +91,56 @@ flatten(const struct spate_type *t, uint32_t base, struct type_leaf **out, int *
     (*n)++;
 }
 
+/* The serialized size of a leaf whose size never changes, or 0. */
+static size_t
+leaf_fixed_size(const struct type_leaf *l)
+{
+    if (l->kind == TYPE_INT64 || l->kind == TYPE_DOUBLE)
+        return 8;
+    if (l->kind == TYPE_CUSTOM && l->custom->plain)
+        return l->custom->size;
+    return 0;
+}
+
+/* Whether leaves [from, to) are fixed-size and contiguous in memory; their
+ * first offset and total size. */
+static bool
+fixed_run(const struct spate_type *t, int from, int to, uint32_t *off, uint32_t *len)
+{
+    *off = from < to ? t->leaves[from].offset : 0;
+    *len = 0;
+    for (int i = from; i < to; i++) {
+        size_t n = leaf_fixed_size(&t->leaves[i]);
+
+        if (n == 0 || t->leaves[i].offset != *off + *len)
+            return false;
+        *len += (uint32_t)n;
+    }
+    return true;
+}
+
+/* Sets t->one_string when t has that shape (types.h). */
+static void
+find_one_string(struct spate_type *t)
+{
+    struct type_one_string *s = &t->str1;
+    int at = -1;
+
+    for (int i = 0; i < t->nleaves; i++) {
+        if (t->leaves[i].kind != TYPE_STRING)
+            continue;
+        if (at >= 0)
+            return;
+        at = i;
+    }
+    if (at < 0 || !fixed_run(t, 0, at, &s->pre_off, &s->pre_len) ||
+        !fixed_run(t, at + 1, t->nleaves, &s->post_off, &s->post_len))
+        return;
+    s->str_off = t->leaves[at].offset;
+    s->str_last = t->leaves[at].last;
+    t->one_string = true;
+}
+
 struct spate_type *
 types_new_tuple(int n, const struct spate_type *const *fields)
 {
@@ -120,6 +173,7 @@ types_new_tuple(int n, const struct spate_type *const *fields)
         t->plain = false; /* tail padding */
     flatten(t, 0, &t->leaves, &t->nleaves);
     t->leaves[t->nleaves - 1].last = true;
+    find_one_string(t);
     return t;
 }
 
@@ -200,11 +254,15 @@ leb128_put(uint8_t *out, uint64_t v)
 }
 
 /* Reads a LEB128 value of at most 10 bytes; 0 when malformed or cut short. */
-static size_t
+static SPATE_INLINE size_t
 leb128_get(const uint8_t *in, size_t len, uint64_t *v)
 {
     uint64_t x = 0;
 
+    if (likely(len > 0 && in[0] < 0x80)) {
+        *v = in[0];
+        return 1;
+    }
     for (size_t i = 0; i < len && i < 10; i++) {
         x |= (uint64_t)(in[i] & 0x7f) << (7 * i);
         if (!(in[i] & 0x80)) {
@@ -266,10 +324,33 @@ ser_leaf(const struct type_leaf *l, const uint8_t *rec, uint8_t *out, size_t cap
     return 0;
 }
 
+/* types_serialize of a one_string type. */
+static inline size_t
+ser_one_string(const struct type_one_string *s, const uint8_t *rec, uint8_t *out, size_t cap)
+{
+    const spate_str *str = (const spate_str *)(rec + s->str_off);
+    size_t hdr = s->str_last ? 0 : leb128_size(str->len);
+    size_t n = s->pre_len + hdr + str->len + s->post_len;
+
+    if (n > cap)
+        return n;
+    /* Inline copies (no call) for the short runs and words of most. */
+    bytes_copy(out, rec + s->pre_off, s->pre_len);
+    out += s->pre_len;
+    if (hdr != 0)
+        out += leb128_put(out, str->len);
+    bytes_copy(out, str->data, str->len);
+    bytes_copy(out + str->len, rec + s->post_off, s->post_len);
+    return n;
+}
+
 size_t
 types_serialize(const struct spate_type *t, const void *rec, uint8_t *out, size_t cap)
 {
     size_t used = 0;
+
+    if (t->one_string)
+        return ser_one_string(&t->str1, rec, out, cap);
 
     if (t->plain && t->kind != TYPE_CUSTOM) {
         /* The bytes are the record (fixed-size fields, no padding). */
@@ -317,6 +398,11 @@ types_serialized_size(const struct spate_type *t, const void *rec)
 
     if (t->plain)
         return t->size;
+    if (t->one_string) {
+        size_t n = ((const spate_str *)((const uint8_t *)rec + t->str1.str_off))->len;
+
+        return t->str1.pre_len + (t->str1.str_last ? 0 : leb128_size(n)) + n + t->str1.post_len;
+    }
     for (int i = 0; i < t->nleaves; i++)
         used += leaf_size(&t->leaves[i], rec);
     return used;
@@ -330,17 +416,6 @@ types_serialized_offset(const struct spate_type *t, const void *rec, size_t fiel
     for (int i = 0; i < t->nleaves && t->leaves[i].offset != field_offset; i++)
         used += leaf_size(&t->leaves[i], rec);
     return used;
-}
-
-/* The serialized size of a leaf whose size never changes, or 0. */
-static size_t
-leaf_fixed_size(const struct type_leaf *l)
-{
-    if (l->kind == TYPE_INT64 || l->kind == TYPE_DOUBLE)
-        return 8;
-    if (l->kind == TYPE_CUSTOM && l->custom->plain)
-        return l->custom->size;
-    return 0;
 }
 
 size_t
@@ -406,12 +481,44 @@ de_leaf(const struct type_leaf *l, const uint8_t *in, size_t len, uint8_t *rec)
     return SPATE_EPROTO;
 }
 
+/* types_deserialize of a one_string type. */
+static inline int
+de_one_string(const struct type_one_string *s, const uint8_t *in, size_t len, uint8_t *rec)
+{
+    spate_str *str = (spate_str *)(rec + s->str_off);
+    uint64_t n;
+    size_t hdr = 0, rest;
+
+    if (len < s->pre_len + s->post_len)
+        return SPATE_EPROTO;
+    rest = len - s->pre_len - s->post_len; /* the string and its length */
+    n = rest;
+    if (!s->str_last && ((hdr = leb128_get(in + s->pre_len, rest, &n)) == 0 || n != rest - hdr))
+        return SPATE_EPROTO;
+    bytes_copy(rec + s->pre_off, in, s->pre_len);
+    str->data = (const char *)in + s->pre_len + hdr;
+    str->len = (size_t)n;
+    bytes_copy(rec + s->post_off, in + len - s->post_len, s->post_len);
+    return 0;
+}
+
 int
 types_deserialize(const struct spate_type *t, const uint8_t *bytes, size_t len, void *rec)
 {
     static const uint8_t empty[1];
     size_t used = 0;
 
+    if (likely(t->one_string)) {
+        spate_str *str = (spate_str *)((uint8_t *)rec + t->str1.str_off);
+
+        if (likely(bytes != NULL))
+            return de_one_string(&t->str1, bytes, len, rec);
+        /* No bytes: only an empty string alone reads. */
+        if (len != 0 || t->str1.pre_len + t->str1.post_len != 0 || !t->str1.str_last)
+            return SPATE_EPROTO;
+        *str = (spate_str){ (const char *)empty, 0 };
+        return 0;
+    }
     if (bytes == NULL) {
         if (len != 0)
             return SPATE_EPROTO;

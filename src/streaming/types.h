@@ -44,6 +44,17 @@ struct spate_type {
      * rather than a recursion per field. */
     struct type_leaf *leaves;
     int nleaves;
+    /* A tuple of one string among fixed-size leaves (numbers, plain user
+     * types), those before it and those after it each contiguous in memory
+     * (a word and its count, a row with one string): serialized by three
+     * copies and no loop. Made with the type, once. */
+    bool one_string;
+    struct type_one_string {
+        uint32_t pre_off, pre_len; /* the fixed leaves before the string */
+        uint32_t str_off;
+        uint32_t post_off, post_len; /* those after it */
+        bool str_last;               /* no length prefix */
+    } str1;
 };
 
 struct type_leaf {
