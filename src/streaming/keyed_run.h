@@ -13,6 +13,7 @@
 #include "network/record_reader.h"
 #include "streaming/operator.h"
 #include "streaming/stream_element.h"
+#include "streaming/types.h"
 
 typedef void (*keyed_run_process_fn)(struct stream_operator *op, const void *rec,
                                      const struct record_meta *meta);
@@ -71,6 +72,75 @@ keyed_run_either(struct stream_operator *op, keyed_run_process_fn process, keyed
                          ELEMENT_KEYED_TS_TAG, ELEMENT_KEYED_TS_HEADER);
     return keyed_run(op, process, ahead, ahead_data, in_rec, plain, posp, end, max,
                      ELEMENT_KEYED_TAG, ELEMENT_KEYED_HEADER);
+}
+
+/* The key hash of the keyed element at pos when it is whole before end,
+ * and where the next element starts. */
+static SPATE_INLINE bool
+keyed_run_hash_at(const uint8_t *pos, const uint8_t *end, uint64_t *key_hash, const uint8_t **next)
+{
+    uint32_t len, hdr;
+
+    if ((size_t)(end - pos) < RECORD_LENGTH_BYTES + ELEMENT_KEYED_HEADER)
+        return false;
+    len = bytes_load32(pos);
+    if (pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TAG)
+        hdr = ELEMENT_KEYED_HEADER;
+    else if (pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TS_TAG)
+        hdr = ELEMENT_KEYED_TS_HEADER;
+    else
+        return false;
+    if (len < hdr || (size_t)(end - pos) - RECORD_LENGTH_BYTES < len)
+        return false;
+    *key_hash = bytes_load64(pos + RECORD_LENGTH_BYTES + hdr - 8);
+    *next = pos + RECORD_LENGTH_BYTES + len;
+    return true;
+}
+
+/* A run of keyed records of a type that is not plain (each its own
+ * length), deserialized into in_rec and handed to operator_process, from
+ * *posp on, up to max of them, until anything else or a record that does
+ * not read (left to the element path, which reports it); each key's state
+ * fetched by ahead KEYED_RUN_AHEAD records before its record. */
+static SPATE_INLINE int
+keyed_run_var(struct stream_operator *op, const struct spate_type *type, keyed_run_ahead_fn ahead,
+              const void *ahead_data, void *in_rec, const uint8_t **posp, const uint8_t *end,
+              int max)
+{
+    struct record_meta meta = { .has_key_hash = true };
+    const uint8_t *pos = *posp, *far = pos;
+    uint64_t far_hash;
+    int k = 0, nfar = 0;
+
+    while (k < max) {
+        uint64_t key_hash;
+        const uint8_t *next;
+        uint32_t hdr;
+
+        /* The element KEYED_RUN_AHEAD on: its key's state is fetched. */
+        while (ahead != NULL && nfar <= k + KEYED_RUN_AHEAD &&
+               keyed_run_hash_at(far, end, &far_hash, &far)) {
+            ahead(ahead_data, far_hash);
+            nfar++;
+        }
+        if (!keyed_run_hash_at(pos, end, &key_hash, &next))
+            break;
+        hdr = pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TS_TAG ? ELEMENT_KEYED_TS_HEADER
+                                                               : ELEMENT_KEYED_HEADER;
+        if (types_deserialize(type, pos + RECORD_LENGTH_BYTES + hdr,
+                              (size_t)(next - pos) - RECORD_LENGTH_BYTES - hdr, in_rec) != 0)
+            break;
+        meta.timestamp = RECORD_NO_TIMESTAMP;
+        if (hdr == ELEMENT_KEYED_TS_HEADER)
+            memcpy(&meta.timestamp, pos + RECORD_LENGTH_BYTES + 1, 8);
+        meta.key_hash = key_hash;
+        pos = next;
+        record_reader_read_ahead(pos);
+        k++;
+        operator_process(op, in_rec, &meta);
+    }
+    *posp = pos;
+    return k;
 }
 
 #endif

@@ -12,6 +12,7 @@
 #include "network/record_reader.h"
 #include "network/record_writer.h"
 #include "network/result_partition.h"
+#include "state/heap_keyed_backend.h"
 #include "streaming/accumulators.h"
 #include "streaming/exchange_output.h"
 #include "streaming/keyed_run.h"
@@ -440,6 +441,23 @@ task_process_one(struct stream_operator *op, const void *rec, const struct recor
     operator_process(op, rec, meta);
 }
 
+/* keyed_run_var's ahead: the heap backend's prefetch. */
+static void
+task_state_ahead(const void *backend, uint64_t key_hash)
+{
+    keyed_backend_prefetch((struct heap_keyed_backend *)backend, key_hash);
+}
+
+/* The head's heap keyed backend when it has keyed state, else NULL. */
+static struct heap_keyed_backend *
+task_heap_state(struct stream_operator *head)
+{
+    if (head->backend == NULL || head->backend->ops != &heap_keyed_backend_ops ||
+        heap_keyed_backend_of(head->backend)->nstates == 0)
+        return NULL;
+    return heap_keyed_backend_of(head->backend);
+}
+
 /* Reads gate g until it has nothing now, has ended, or *processed reaches
  * TASK_BATCH: the per-record loop, a function of its own so that what it
  * reads stays in registers. */
@@ -452,6 +470,9 @@ task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
     size_t plain = t->gate_second[g] ? 0 : t->in_plain_size;
     uint32_t nchannels = t->valves[g].nchannels;
     void *in_rec = t->in_rec;
+    /* Records not plain into a keyed head on the heap backend with state:
+     * read by keyed_run_var, their state fetched ahead. */
+    const void *ahead_data = plain == 0 && !t->gate_second[g] ? task_heap_state(head) : NULL;
     int rc, n = *processed;
 
     while (n < TASK_BATCH) {
@@ -477,6 +498,18 @@ task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
                     k = keyed_run_either(head, task_process_one, NULL, NULL, in_rec, plain, &pos,
                                          end, max, timed);
             }
+            record_reader_consumed(r, pos, (uint64_t)k);
+            t->records_in += (uint64_t)k;
+            n += k;
+            if (k > 0)
+                continue;
+        } else if (ahead_data != NULL && record_reader_span(r, &pos, &end, &channel) &&
+                   channel < nchannels) {
+            /* Keyed records of their own lengths (a word and its count):
+             * in the current buffer, each key's state fetched ahead. */
+            int k = keyed_run_var(head, head->config->in_type, task_state_ahead, ahead_data, in_rec,
+                                  &pos, end, TASK_BATCH - n);
+
             record_reader_consumed(r, pos, (uint64_t)k);
             t->records_in += (uint64_t)k;
             n += k;
