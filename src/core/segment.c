@@ -1,5 +1,5 @@
-/* The bounded segment pool of segment.h: one anonymous mapping, a header per
- * segment, a LIFO free list (recently used segments are warm in cache) under a
+/* The bounded segment pool of segment.h: one anonymous mapping (each
+ * segment followed by its tail room), a header per segment, a LIFO free list (recently used segments are warm in cache) under a
  * mutex. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,11 +30,11 @@ segment_pool_new(size_t segment_size, size_t count, struct segment_pool **out, s
         return spate_error_set(err, SPATE_EINVAL,
                                "segment size %zu is not a positive multiple of the page size %zu",
                                segment_size, page);
-    if (count == 0 || count > SIZE_MAX / segment_size)
+    if (count == 0 || count > SIZE_MAX / (segment_size + SEGMENT_TAIL_ROOM))
         return spate_error_set(err, SPATE_EINVAL, "cannot make a pool of %zu segments", count);
 
     pool = xcalloc(1, sizeof *pool);
-    pool->memory = mmap(NULL, segment_size * count, PROT_READ | PROT_WRITE,
+    pool->memory = mmap(NULL, (segment_size + SEGMENT_TAIL_ROOM) * count, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (pool->memory == MAP_FAILED) {
         int code = -errno;
@@ -51,7 +51,7 @@ segment_pool_new(size_t segment_size, size_t count, struct segment_pool **out, s
     for (size_t i = count; i-- > 0;) {
         struct segment *seg = &pool->segments[i];
 
-        seg->data = pool->memory + i * segment_size;
+        seg->data = pool->memory + i * (segment_size + SEGMENT_TAIL_ROOM);
         seg->size = (uint32_t)segment_size;
         seg->index = (uint32_t)i;
         seg->pool = pool;
@@ -68,7 +68,7 @@ segment_pool_free(struct segment_pool *pool)
     if (pool == NULL)
         return;
     SPATE_ASSERT(pool->available == pool->total);
-    munmap(pool->memory, pool->segment_size * pool->total);
+    munmap(pool->memory, (pool->segment_size + SEGMENT_TAIL_ROOM) * pool->total);
     pthread_mutex_destroy(&pool->lock);
     free(pool->segments);
     free(pool);

@@ -21,8 +21,15 @@ struct segment {
     struct segment *next_free; /* the pool's, while the segment is free */
 };
 
-/* count segments of segment_size bytes (a multiple of the page size). The
- * memory is reserved at once and committed by the kernel as it is touched. */
+/* Bytes after each segment's size that belong to it: a reader may read
+ * past the end of what it expects there (the network's next frame header
+ * read with a buffer's body), never into the next segment. Committed only
+ * where touched. */
+#define SEGMENT_TAIL_ROOM 4096
+
+/* count segments of segment_size bytes (a multiple of the page size), each
+ * followed by SEGMENT_TAIL_ROOM bytes. The memory is reserved at once and
+ * committed by the kernel as it is touched. */
 int segment_pool_new(size_t segment_size, size_t count, struct segment_pool **out,
                      spate_error *err);
 /* Every segment must have been put back. NULL is fine. */

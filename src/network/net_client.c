@@ -175,6 +175,7 @@ net_client_begin_buffer(struct net_conn *c, const struct net_frame *f)
 
     c->rx = *f;
     c->rx_have = 0;
+    c->rx_tail = 0;
     c->rx_buf = NULL;
     c->rx_channel = NULL;
     c->rx_mode = RX_DIRECT;
@@ -206,6 +207,8 @@ net_client_begin_buffer(struct net_conn *c, const struct net_frame *f)
             return;
         }
         c->rx_dst = c->rx_buf->data;
+        if (c->rx_buf->seg != NULL && c->rx_buf->data == c->rx_buf->seg->data)
+            c->rx_tail = NET_RX_TAIL;
     }
 }
 

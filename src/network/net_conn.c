@@ -71,7 +71,10 @@ conn_alloc_plain(uv_handle_t *h, size_t suggested, uv_buf_t *out)
 
     UNUSED(suggested);
     if (c->rx_mode == RX_DIRECT)
-        *out = uv_buf_init((char *)c->rx_dst + c->rx_have, c->rx.length - c->rx_have);
+        /* The rest of the body, and into the segment's tail room what
+         * follows it (the next frame's header, often the start of its
+         * body): one read per buffer rather than two. */
+        *out = uv_buf_init((char *)c->rx_dst + c->rx_have, c->rx.length - c->rx_have + c->rx_tail);
     else if (c->rx_mode == RX_DISCARD)
         *out = uv_buf_init((char *)c->scratch, MIN(c->scratch_size, c->rx.length - c->rx_have));
     else if (c->is_server)
@@ -182,6 +185,19 @@ conn_read_plain(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     }
     if (c->rx_mode == RX_STAGE) {
         c->stage_len += (uint32_t)nread;
+        conn_process_stage(c);
+        return;
+    }
+    if ((size_t)nread > c->rx.length - c->rx_have) {
+        /* Past the body, in the tail room: the next frames' bytes, to the
+         * (empty) stage before the buffer goes to its channel. */
+        uint32_t extra = (uint32_t)nread - (c->rx.length - c->rx_have);
+
+        SPATE_ASSERT(extra <= c->rx_tail && c->stage_len + extra <= NET_STAGE_SIZE);
+        memcpy(c->stage + c->stage_len, c->rx_dst + c->rx.length, extra);
+        c->stage_len += extra;
+        c->rx_have = c->rx.length;
+        net_client_end_buffer(c);
         conn_process_stage(c);
         return;
     }

@@ -221,7 +221,12 @@ void input_gate_fail_channel(struct input_channel *ch, int code, const char *fmt
 
 /* ---- connections (net_conn.c); the network I/O thread's ---- */
 
-#define NET_STAGE_SIZE     4096
+#define NET_STAGE_SIZE 4096
+/* What a read of a buffer's body takes past it, into its segment's tail
+ * room: the next frame's header and the start of its body, copied to the
+ * stage. */
+#define NET_RX_TAIL 512
+_Static_assert(NET_RX_TAIL <= SEGMENT_TAIL_ROOM && NET_RX_TAIL <= NET_STAGE_SIZE, "rx tail");
 #define NET_COMPRESS_SLOTS 4
 
 /* CONN_CHALLENGE: a client waits for the server's challenge; CONN_HANDSHAKE:
@@ -258,6 +263,7 @@ struct net_conn {
     struct net_frame rx;
     uint8_t *rx_dst;
     uint32_t rx_have;
+    uint32_t rx_tail; /* bytes past the body rx_dst may take (a segment's tail room) */
     struct net_buffer *rx_buf;
     struct input_channel *rx_channel;
     uint8_t *scratch; /* compressed bodies, discarded bodies */

@@ -16,6 +16,8 @@
 /* Bytes a connection may have queued for writing before its readers wait:
  * enough to keep the socket busy, little enough to stay fair. */
 #define PUMP_LIMIT_SEGMENTS 8
+/* Buffers written by one writev at most. */
+#define PUMP_BATCH 8
 
 /* A remote consumer's reader of one subpartition. */
 struct net_reader {
@@ -98,14 +100,28 @@ reader_release(struct net_reader *r, int code, const char *why)
     reader_try_free(r);
 }
 
+/* The buffers one uv_write sends (a writev of their headers and bodies):
+ * the first one's write_req is the write's, the others chained to it by
+ * next. */
+struct write_batch {
+    struct net_buffer *first, *last;
+    uv_buf_t bufs[2 * PUMP_BATCH];
+    unsigned nbufs;
+};
+
 static void
 buffer_written(uv_write_t *req, int status)
 {
     struct net_buffer *buf = container_of(req, struct net_buffer, write_req);
     struct net_conn *c = buf->write_ctx;
 
-    c->bytes_in_flight -= buf->size + NET_FRAME_HEADER_SIZE;
-    net_buffer_recycle(buf);
+    while (buf != NULL) {
+        struct net_buffer *next = buf->next;
+
+        c->bytes_in_flight -= buf->size + NET_FRAME_HEADER_SIZE;
+        net_buffer_recycle(buf);
+        buf = next;
+    }
     if (status < 0 && status != UV_ECANCELED)
         net_conn_close(c, SPATE_ECONNLOST, "cannot write to %s: %s", c->peer, uv_strerror(status));
     else if (c->state == CONN_ACTIVE)
@@ -165,40 +181,86 @@ send_compressed(struct net_conn *c, struct net_frame *f, struct net_buffer *buf)
     return true;
 }
 
+/* Writes the batch's buffers out, if any. */
 static void
-send_buffer(struct net_conn *c, struct net_reader *r, struct net_buffer *buf, uint32_t backlog)
+batch_flush(struct net_conn *c, struct write_batch *b)
+{
+    struct net_buffer *first = b->first;
+    int rc;
+
+    if (first == NULL)
+        return;
+    b->first = b->last = NULL;
+    first->write_ctx = c;
+    rc = c->state == CONN_ACTIVE
+             ? net_conn_write(c, &first->write_req, b->bufs, b->nbufs, buffer_written)
+             : UV_ECANCELED;
+    b->nbufs = 0;
+    if (rc != 0) {
+        while (first != NULL) {
+            struct net_buffer *next = first->next;
+
+            c->bytes_in_flight -= first->size + NET_FRAME_HEADER_SIZE;
+            net_buffer_recycle(first);
+            first = next;
+        }
+        if (c->state == CONN_ACTIVE)
+            net_conn_close(c, SPATE_ECONNLOST, "cannot write to %s: %s", c->peer, uv_strerror(rc));
+    }
+}
+
+/* Adds a buffer (its frame header encoded) to the batch, which goes out
+ * when full. */
+static void
+batch_add(struct net_conn *c, struct write_batch *b, struct net_buffer *buf)
+{
+    buf->next = NULL;
+    if (b->first == NULL)
+        b->first = buf;
+    else
+        b->last->next = buf;
+    b->last = buf;
+    b->bufs[b->nbufs++] = uv_buf_init((char *)buf->header, NET_FRAME_HEADER_SIZE);
+    if (buf->size > 0)
+        b->bufs[b->nbufs++] = uv_buf_init((char *)buf->data, buf->size);
+    c->bytes_in_flight += buf->size + NET_FRAME_HEADER_SIZE;
+    if (b->nbufs > 2 * PUMP_BATCH - 2)
+        batch_flush(c, b);
+}
+
+static void
+send_buffer(struct net_conn *c, struct write_batch *b, struct net_reader *r, struct net_buffer *buf,
+            uint32_t backlog)
 {
     struct net_frame f = { .type = NET_MSG_BUFFER,
                            .receiver = r->receiver,
                            .a = r->seq++,
                            .b = (int32_t)MIN(backlog, (uint32_t)INT32_MAX),
                            .length = buf->size };
-    uv_buf_t bufs[2];
-    int rc;
 
-    if (buf->type == NET_BUFFER_EVENT)
+    if (buf->type == NET_BUFFER_EVENT) {
         f.flags = NET_FLAG_EVENT;
-    else if (c->env->cfg.lz4 && buf->size > 0 && send_compressed(c, &f, buf))
-        return;
-    net_frame_encode(&f, buf->header);
-    buf->write_ctx = c;
-    bufs[0] = uv_buf_init((char *)buf->header, NET_FRAME_HEADER_SIZE);
-    bufs[1] = uv_buf_init((char *)buf->data, buf->size);
-    c->bytes_in_flight += buf->size + NET_FRAME_HEADER_SIZE;
-    rc = net_conn_write(c, &buf->write_req, bufs, buf->size ? 2 : 1, buffer_written);
-    if (rc != 0) {
-        c->bytes_in_flight -= buf->size + NET_FRAME_HEADER_SIZE;
-        net_buffer_recycle(buf);
-        net_conn_close(c, SPATE_ECONNLOST, "cannot write to %s: %s", c->peer, uv_strerror(rc));
+    } else if (c->env->cfg.lz4 && buf->size > 0) {
+        batch_flush(c, b); /* in order: what the batch holds goes first */
+        if (c->state != CONN_ACTIVE) {
+            net_buffer_recycle(buf);
+            return;
+        }
+        if (send_compressed(c, &f, buf))
+            return;
     }
+    net_frame_encode(&f, buf->header);
+    batch_add(c, b, buf);
 }
 
 /* Writes what the ready readers have and their credit allows, round-robin
- * one buffer at a time, until the socket's queue is deep enough. */
+ * one buffer at a time, until the socket's queue is deep enough: up to
+ * PUMP_BATCH buffers a writev. */
 static void
 server_pump(struct net_conn *c)
 {
     size_t limit = PUMP_LIMIT_SEGMENTS * network_buffer_pool_segment_size(c->env->pool);
+    struct write_batch b = { 0 };
 
     while (c->state == CONN_ACTIVE && c->ready_head != NULL && c->bytes_in_flight < limit) {
         struct net_reader *r = c->ready_head;
@@ -219,6 +281,7 @@ server_pump(struct net_conn *c)
         rc = result_subpartition_poll(r->sp, r->credit > 0, &buf, &backlog, &more, &next_is_event,
                                       &err);
         if (rc < 0) {
+            batch_flush(c, &b); /* the buffers before the error first */
             net_conn_send_error(c, r->receiver, rc, err.message);
             reader_release(r, rc, err.message);
             continue;
@@ -229,7 +292,7 @@ server_pump(struct net_conn *c)
               net_buffer_event_type(buf) == NET_EVENT_END_OF_PARTITION;
         if (buf->type == NET_BUFFER_DATA)
             r->credit--;
-        send_buffer(c, r, buf, backlog);
+        send_buffer(c, &b, r, buf, backlog);
         if (eop) {
             reader_release(r, 0, NULL);
             continue;
@@ -237,6 +300,7 @@ server_pump(struct net_conn *c)
         if (more && (r->credit > 0 || next_is_event))
             reader_make_ready(r);
     }
+    batch_flush(c, &b);
 }
 
 static void

@@ -74,3 +74,28 @@ Test(segment, threads_share_a_pool, .timeout = 60)
     cr_assert_eq(segment_pool_available(pool), 2);
     segment_pool_free(pool);
 }
+
+/* A segment's tail room is its own: writing all of every segment's tail
+ * changes no byte of another segment (the network reads the next frame's
+ * header there). */
+Test(segment, tail_room_belongs_to_its_segment)
+{
+    struct segment_pool *pool;
+    struct segment *segs[4];
+    spate_error err;
+
+    cr_assert_eq(segment_pool_new(4096, 4, &pool, &err), 0);
+    for (int i = 0; i < 4; i++) {
+        segs[i] = segment_pool_get(pool);
+        cr_assert_not_null(segs[i]);
+        memset(segs[i]->data, 'a' + i, segs[i]->size);
+    }
+    for (int i = 0; i < 4; i++)
+        memset(segs[i]->data + segs[i]->size, 0xee, SEGMENT_TAIL_ROOM);
+    for (int i = 0; i < 4; i++) {
+        for (uint32_t k = 0; k < segs[i]->size; k++)
+            cr_assert_eq(segs[i]->data[k], 'a' + i, "segment %d byte %u", i, k);
+        segment_pool_put(segs[i]);
+    }
+    segment_pool_free(pool);
+}
