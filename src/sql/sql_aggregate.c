@@ -95,7 +95,9 @@ sql_agg_result_type(enum sql_agg_kind kind, const struct sql_type *arg, struct s
             return SPATE_ENOTSUP;
         *out = *arg;
         if (kind == SQL_AGG_AVG && arg->id == SQL_DECIMAL)
-            *out = (struct sql_type){ SQL_DOUBLE, 0, 0, true };
+            /* Flink's DECIMAL(38, max(6, s)), at spate's 18 digits */
+            *out = (struct sql_type){ SQL_DECIMAL, SQL_DECIMAL_MAX_PRECISION, MAX(6, arg->scale),
+                                      true };
         out->nullable = true;
         return 0;
     case SQL_AGG_MIN:
@@ -691,7 +693,15 @@ result_row(struct agg_impl *a, const struct sql_value *acc, enum sql_row_kind ki
             } else if (t->id == SQL_DOUBLE) {
                 r->f = slot->f / (double)slot[1].i;
             } else if (t->id == SQL_DECIMAL) {
-                r->f = (double)slot->i / (double)sql_pow10(t->scale) / (double)slot[1].i;
+                /* sum / count at the result's scale, half up (Java's
+                 * BigDecimal.divide, HALF_UP) */
+                __int128 num = (__int128)slot->i * sql_pow10(c->result.type.scale - t->scale);
+                __int128 q = num / slot[1].i, rem = num % slot[1].i;
+
+                if (2 * (rem < 0 ? -rem : rem) >= slot[1].i)
+                    q += num < 0 ? -1 : 1;
+                r->null = q > INT64_MAX || q < INT64_MIN; /* past 18 digits */
+                r->i = (int64_t)q;
             } else {
                 r->i = slot->i / slot[1].i; /* Flink's AVG of integers is an integer */
             }

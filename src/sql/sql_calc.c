@@ -16,6 +16,7 @@
 #include "core/util.h"
 #include "sql/sql_operators.h"
 #include "sql/sql_program.h"
+#include "sql/sql_udf.h"
 #include "streaming/operator.h"
 #include "streaming/operator_config.h"
 #include "streaming/types.h"
@@ -31,6 +32,8 @@ struct calc_impl {
     int *not_null;                  /* outputs of a NOT NULL sink column, checked per row */
     int nnot_null;
 };
+
+static void calc_close(struct stream_operator *op);
 
 static int
 calc_open(struct stream_operator *op, spate_error *err)
@@ -100,6 +103,11 @@ calc_open(struct stream_operator *op, spate_error *err)
         impl->out_rec = operator_out_storage(s->out_type);
     }
     op->impl = impl;
+    /* Functions in C load here, where the operator runs. */
+    if ((rc = sql_udf_bind(&impl->ev, err)) != 0) {
+        calc_close(op);
+        return spate_error_wrap(err, "operator '%s'", s->name ? s->name : "Calc");
+    }
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /* The session's catalog (sql_catalog.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/alloc.h"
 #include "sql/sql_catalog.h"
@@ -37,6 +38,9 @@ sql_catalog_release(struct sql_catalog *c)
     for (int i = 0; i < c->n; i++)
         sql_table_free(c->tables[i]);
     free(c->tables);
+    for (int i = 0; i < c->nfunctions; i++)
+        sql_function_free(c->functions[i]);
+    free(c->functions);
     memset(c, 0, sizeof *c);
 }
 
@@ -97,4 +101,55 @@ sql_table_option(const struct sql_table *t, const char *key)
         if (strcmp(t->options[i].key, key) == 0)
             return t->options[i].value;
     return NULL;
+}
+
+/* ---- functions ---- */
+
+void
+sql_function_free(struct sql_function *f)
+{
+    if (f == NULL)
+        return;
+    free(f->name);
+    free(f->library);
+    free(f->symbol);
+    free(f);
+}
+
+const struct sql_function *
+sql_catalog_function(const struct sql_catalog *c, const char *name)
+{
+    for (int i = 0; i < c->nfunctions; i++)
+        if (strcasecmp(c->functions[i]->name, name) == 0)
+            return c->functions[i];
+    return NULL;
+}
+
+int
+sql_catalog_add_function(struct sql_catalog *c, struct sql_function *f, spate_error *err)
+{
+    if (sql_catalog_function(c, f->name) != NULL) {
+        int rc = spate_error_set(err, SPATE_EEXIST, "function '%s' exists already", f->name);
+
+        sql_function_free(f);
+        return rc;
+    }
+    xgrow((void **)&c->functions, &c->functions_cap, (size_t)c->nfunctions + 1,
+          sizeof *c->functions);
+    c->functions[c->nfunctions++] = f;
+    return 0;
+}
+
+int
+sql_catalog_drop_function(struct sql_catalog *c, const char *name)
+{
+    for (int i = 0; i < c->nfunctions; i++)
+        if (strcasecmp(c->functions[i]->name, name) == 0) {
+            sql_function_free(c->functions[i]);
+            memmove(&c->functions[i], &c->functions[i + 1],
+                    (size_t)(c->nfunctions - i - 1) * sizeof *c->functions);
+            c->nfunctions--;
+            return 0;
+        }
+    return SPATE_ENOENT;
 }

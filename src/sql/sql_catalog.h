@@ -36,10 +36,24 @@ struct sql_table {
     size_t offset;
 };
 
+/* A scalar function in C (CREATE FUNCTION ... LANGUAGE C, sql_udf.h): the
+ * library (an absolute path) and symbol its code is found by, its declared
+ * argument and result types. */
+struct sql_function {
+    char *name;
+    char *library, *symbol;
+    struct sql_type args[8];
+    int nargs;
+    struct sql_type result;
+};
+
 struct sql_catalog {
     struct sql_table **tables;
     int n;
     size_t cap;
+    struct sql_function **functions;
+    int nfunctions;
+    size_t functions_cap;
 };
 
 void sql_catalog_init(struct sql_catalog *c);
@@ -52,6 +66,12 @@ const char *sql_catalog_nearest(const struct sql_catalog *c, const char *name);
 /* Removes and frees the table; SPATE_ENOENT when there is none. */
 int sql_catalog_drop(struct sql_catalog *c, const char *name);
 void sql_table_free(struct sql_table *t);
+/* Takes f; SPATE_EEXIST when the name is taken. */
+int sql_catalog_add_function(struct sql_catalog *c, struct sql_function *f, spate_error *err);
+const struct sql_function *sql_catalog_function(const struct sql_catalog *c, const char *name);
+/* Removes and frees the function; SPATE_ENOENT when there is none. */
+int sql_catalog_drop_function(struct sql_catalog *c, const char *name);
+void sql_function_free(struct sql_function *f);
 /* A WITH option's value, or NULL. */
 const char *sql_table_option(const struct sql_table *t, const char *key);
 

@@ -10,8 +10,10 @@
 #include "core/alloc.h"
 #include "core/nearest.h"
 #include "core/util.h"
+#include "sql/sql_catalog.h"
 #include "sql/sql_expr.h"
 #include "sql/sql_parser.h"
+#include "sql/sql_udf.h"
 
 /* ---- errors and names ---- */
 
@@ -1194,13 +1196,13 @@ field_of(const char *name)
 }
 
 static const char *const function_names[] = {
-    "upper",     "lower",    "length",     "char_length", "character_length",
-    "substring", "substr",   "btrim",      "ltrim",       "rtrim",
-    "trim",      "concat",   "abs",        "round",       "floor",
-    "ceil",      "ceiling",  "mod",        "power",       "sqrt",
-    "replace",   "position", "strpos",     "extract",     "date_part",
-    "year",      "month",    "dayofmonth", "hour",        "minute",
-    "second",
+    "upper",     "lower",       "length",     "char_length", "character_length",
+    "substring", "substr",      "btrim",      "ltrim",       "rtrim",
+    "trim",      "concat",      "abs",        "round",       "floor",
+    "ceil",      "ceiling",     "mod",        "power",       "sqrt",
+    "replace",   "position",    "strpos",     "extract",     "date_part",
+    "year",      "month",       "dayofmonth", "hour",        "minute",
+    "second",    "date_format", "proctime",
 };
 
 static int
@@ -1222,6 +1224,39 @@ compile_extract(struct sql_compiler *c, json_t *node, int field, struct sql_oper
     dst = result(c, out, SQL_BIGINT, a->type.nullable);
     emit(c, a->type.id == SQL_DATE ? SQLOP_EXTRACT_D : SQLOP_EXTRACT, dst, a->reg, -1, -1)->imm =
         field;
+    return 0;
+}
+
+/* A call of a function in C (CREATE FUNCTION, sql_udf.h): the arguments
+ * cast to the declared types and copied into registers in a row, the
+ * call's instruction reads them from there. */
+static int
+compile_udf(struct sql_compiler *c, json_t *node, const struct sql_function *f, json_t *args,
+            struct sql_operand *out)
+{
+    struct sql_operand a[SQL_UDF_MAX_ARGS];
+    size_t n = json_array_size(args);
+    struct sql_insn *in;
+    int first, dst;
+
+    if ((int)n != f->nargs)
+        return sql_error_node(c, node, SPATE_EINVAL, "function %s() takes %d arguments, not %zu",
+                              f->name, f->nargs, n);
+    for (size_t i = 0; i < n; i++)
+        if (sql_compile(c, json_array_get(args, i), &a[i]) != 0 ||
+            sql_compile_cast(c, &a[i], &f->args[i], a[i].location) != 0)
+            return SPATE_EINVAL;
+    first = c->p->nregs;
+    for (size_t i = 0; i < n; i++)
+        emit(c, SQLOP_COPY, new_reg(c, &f->args[i]), a[i].reg, -1, -1);
+    dst = result(c, out, f->result.id, true);
+    c->p->regs[dst] = f->result;
+    out->type = f->result;
+    in = emit(c, SQLOP_UDF, dst, n ? first : dst, -1, -1);
+    in->imm = (int64_t)n;
+    in->slen = strlen(f->symbol) + 1 + strlen(f->library);
+    in->sval = xmalloc(in->slen + 1);
+    snprintf(in->sval, in->slen + 1, "%s@%s", f->symbol, f->library);
     return 0;
 }
 
@@ -1249,6 +1284,15 @@ compile_func(struct sql_compiler *c, json_t *node, json_t *f, struct sql_operand
                               "not supported: aggregate function %s() here (aggregates go in "
                               "the SELECT list and HAVING)",
                               lname);
+    if (c->catalog != NULL && sql_catalog_function(c->catalog, lname) != NULL)
+        return compile_udf(c, node, sql_catalog_function(c->catalog, lname), args, out);
+    if (!strcmp(lname, "proctime")) {
+        if (n != 0)
+            return sql_error_node(c, node, SPATE_EINVAL, "PROCTIME() takes no arguments");
+        dst = result(c, out, SQL_TIMESTAMP, false);
+        emit(c, SQLOP_PROCTIME, dst, -1, -1, -1);
+        return 0;
+    }
     if ((!strcmp(lname, "extract") || !strcmp(lname, "date_part")) && n == 2) {
         json_t *k = json_object_get(json_array_get(args, 0), "A_Const");
         const char *fld = json_string_value(json_object_get(json_object_get(k, "sval"), "sval"));
@@ -1385,6 +1429,38 @@ compile_func(struct sql_compiler *c, json_t *node, json_t *f, struct sql_operand
         dst = result(c, out, SQL_VARCHAR, true); /* NULL without a match */
         in = emit(c, SQLOP_REGEXP_EXTRACT, dst, a[0].reg,
                   n == 3 ? a[2].reg : const_int(c, SQL_INT, 0, 0), -1);
+        in->sval = xstrdup(pat);
+        in->slen = strlen(pat);
+        return 0;
+    }
+    if (!strcmp(lname, "date_format")) {
+        json_t *k = json_object_get(json_array_get(args, 1), "A_Const");
+        const char *pat = json_string_value(json_object_get(json_object_get(k, "sval"), "sval"));
+        const char *bad = pat ? sql_date_format_check(pat) : NULL;
+        struct sql_type ts = { SQL_TIMESTAMP, 3, 0, true };
+        struct sql_insn *in;
+
+        ARGS(2, 2)
+        if (pat == NULL)
+            return sql_error_node(c, node, SPATE_ENOTSUP,
+                                  "not supported: DATE_FORMAT() with a format that is not a "
+                                  "string constant");
+        if (bad != NULL)
+            return sql_error_node(c, node, SPATE_ENOTSUP,
+                                  "not supported: DATE_FORMAT()'s pattern letter %s (spate's: y, "
+                                  "M, d, H, m, s, S)",
+                                  bad);
+        if (a[0].type.id != SQL_TIMESTAMP && a[0].type.id != SQL_DATE && a[0].type.id != SQL_NULL &&
+            !a[0].string_literal && a[0].type.id != SQL_VARCHAR) {
+            char b1[32];
+
+            return sql_error_node(c, node, SPATE_EINVAL, "DATE_FORMAT() needs a TIMESTAMP, not %s",
+                                  tname(&a[0].type, b1));
+        }
+        if (a[0].type.id != SQL_TIMESTAMP && sql_compile_cast(c, &a[0], &ts, a[0].location) != 0)
+            return SPATE_EINVAL;
+        dst = result(c, out, SQL_VARCHAR, a[0].type.nullable);
+        in = emit(c, SQLOP_DATE_FORMAT, dst, a[0].reg, -1, -1);
         in->sval = xstrdup(pat);
         in->slen = strlen(pat);
         return 0;

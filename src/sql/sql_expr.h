@@ -21,6 +21,8 @@ struct sql_scope {
     int ncols;
 };
 
+struct sql_catalog;
+
 /* A program being built. */
 struct sql_compiler {
     struct sql_program *p;
@@ -33,8 +35,9 @@ struct sql_compiler {
      * one of none; NULL (as sql_compiler_init leaves it): every column is
      * the scope's table's. */
     char *const *qualifiers;
-    const char *script; /* for errors: the whole script */
-    size_t offset;      /* where the statement starts in it */
+    const struct sql_catalog *catalog; /* its functions (CREATE FUNCTION); NULL: none */
+    const char *script;                /* for errors: the whole script */
+    size_t offset;                     /* where the statement starts in it */
     spate_error *err;
 };
 

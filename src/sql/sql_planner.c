@@ -259,12 +259,13 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
     uint8_t *bytes = NULL;
     size_t len = 0;
     struct sql_column *out_cols = NULL;
-    int rc, n = 0;
+    int rc, n = 0, proctime_col = -1;
 
     memset(in_rel, 0, sizeof *in_rel);
     scope = (struct sql_scope){ in.name, in.cols, in.ncols };
     sql_compiler_init(&c, p, &scope, pc->script, pc->offset, pc->err);
     c.qualifiers = in.qualifiers;
+    c.catalog = pc->catalog;
     p->input_format = in.format;
     p->input = columns_copy(in.cols, in.ncols);
     p->ninput = in.ncols;
@@ -347,6 +348,16 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
         rc = plan_error(pc, targets, SPATE_EINVAL, "a SELECT without columns");
         goto fail;
     }
+    /* A PROCTIME() column: the Calc stamps its rows with it (the wall
+     * clock when the row went through), watermarks follow, and it is the
+     * rows' time for a window over them (in place of an event time). */
+    for (int i = 0; i < p->noutput && proctime_col < 0; i++)
+        for (int k = 0; k < p->ncode; k++)
+            if (p->code[k].op == SQLOP_PROCTIME && p->code[k].dst == p->outputs[i]) {
+                proctime_col = i;
+                p->rowtime = p->outputs[i];
+                break;
+            }
     if (req->keyed) {
         p->nkey = req->nkey;
         p->key_regs = xcalloc((size_t)req->nkey + 1, sizeof *p->key_regs);
@@ -410,14 +421,18 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
     if (p->rowtime >= 0) {
         /* Flink's WatermarkAssigner: bounded out-of-orderness over the
          * timestamps the Calc set. */
-        spate_watermark_strategy wm = spate_watermarks_bounded(NULL, in.watermark_bound_ms);
+        spate_watermark_strategy wm =
+            spate_watermarks_bounded(NULL, proctime_col >= 0 ? 0 : in.watermark_bound_ms);
 
         node = spate_name(spate_assign_timestamps_and_watermarks(node, &wm), "WatermarkAssigner");
     }
     if (pc->explain) {
         char *code = sql_program_describe(p);
 
-        if (p->rowtime >= 0)
+        if (proctime_col >= 0)
+            fprintf(pc->explain, "%*sWatermarkAssigner(proctime=[%s], watermark=[%s])\n",
+                    pc->depth * 3, "", p->output[proctime_col].name, p->output[proctime_col].name);
+        else if (p->rowtime >= 0)
             fprintf(pc->explain, "%*sWatermarkAssigner(rowtime=[%s], watermark=[%s - %lld ms])\n",
                     pc->depth * 3, "", p->input[p->rowtime].name, p->input[p->rowtime].name,
                     (long long)in.watermark_bound_ms);
@@ -434,7 +449,9 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
     rel->format = SQL_FORMAT_ROW;
     rel->cols = out_cols;
     rel->ncols = p->noutput;
-    rel->rowtime = -1;
+    rel->rowtime = proctime_col;
+    rel->proctime = proctime_col >= 0;
+    rel->watermark_bound_ms = 0;
     sql_relation_release(&in);
     sql_program_free(p);
     return 0;
@@ -808,16 +825,17 @@ plan_window_tvf(struct sql_plan_context *pc, json_t *item, struct sql_relation *
                           name);
     if ((rc = plan_table(pc, json_array_get(args, 0), table, alias ? alias : table, rel)) != 0)
         return rc;
-    if (rel->format == SQL_FORMAT_ROW || rel->rowtime < 0)
+    if ((rel->format == SQL_FORMAT_ROW && !rel->proctime) || rel->rowtime < 0)
         return plan_error(pc, json_array_get(args, 0), SPATE_ENOTSUP,
                           "not supported: a window over '%s', which has no event time (a table "
-                          "with a WATERMARK)",
+                          "with a WATERMARK) nor a PROCTIME() column",
                           table);
     if (strcmp(rel->cols[rel->rowtime].name, time_col) != 0)
         return plan_error(pc, col, SPATE_ENOTSUP,
-                          "not supported: a window on '%s': windows are on the event time of "
-                          "'%s', its WATERMARK column '%s'",
-                          time_col, table, rel->cols[rel->rowtime].name);
+                          "not supported: a window on '%s': windows are on the %s of '%s', "
+                          "its %s column '%s'",
+                          time_col, rel->proctime ? "processing time" : "event time", table,
+                          rel->proctime ? "PROCTIME()" : "WATERMARK", rel->cols[rel->rowtime].name);
     if (win->kind == SQL_WINDOW_TUMBLE)
         return constant_interval(pc, json_array_get(args, 2), "size", &win->size_ms);
     if (win->kind == SQL_WINDOW_SESSION)

@@ -31,9 +31,11 @@ struct sql_relation {
     struct sql_nexmark_source *nexmark; /* owned */
     char csv_delimiter;
     bool ignore_parse_errors;
-    /* a source's event time: its rowtime column, -1: none */
+    /* a source's event time: its rowtime column, -1: none; or, proctime,
+     * a PROCTIME() column its Calc stamped the rows with */
     int rowtime;
     int64_t watermark_bound_ms;
+    bool proctime;
     /* Its rows are a changelog (GROUP BY without a window): updates, not
      * only insertions. */
     bool updating;

@@ -11,6 +11,7 @@
 #include "core/util.h"
 #include "proto/sql.pb-c.h"
 #include "sql/sql_program.h"
+#include "sql/sql_udf.h"
 
 #define SQL_MAX_REGS  4096
 #define SQL_MAX_CODE  65536
@@ -76,6 +77,9 @@ static const uint8_t signatures[SQLOP_COUNT][4] = {
     [SQLOP_EXTRACT_D] = { T_I, T_I, T_NONE, T_NONE },
     [SQLOP_SPLIT_INDEX] = { T_S, T_S, T_S, T_I },
     [SQLOP_REGEXP_EXTRACT] = { T_S, T_S, T_I, T_NONE },
+    [SQLOP_DATE_FORMAT] = { T_S, T_I, T_NONE, T_NONE },
+    [SQLOP_PROCTIME] = { T_I, T_NONE, T_NONE, T_NONE },
+    [SQLOP_UDF] = { T_ANY, T_ANY, T_NONE, T_NONE },
 };
 
 static const char *const op_names[SQLOP_COUNT] = {
@@ -133,6 +137,9 @@ static const char *const op_names[SQLOP_COUNT] = {
     [SQLOP_EXTRACT_D] = "extract.d",
     [SQLOP_SPLIT_INDEX] = "split_index",
     [SQLOP_REGEXP_EXTRACT] = "regexp_extract",
+    [SQLOP_DATE_FORMAT] = "date_format",
+    [SQLOP_PROCTIME] = "proctime",
+    [SQLOP_UDF] = "udf",
 };
 
 static int
@@ -279,11 +286,24 @@ check_program(const struct sql_program *p, spate_error *err)
                 return bad_program(err, "regular expression that does not compile", i);
             regfree(&re);
         }
+        if (in->op == SQLOP_DATE_FORMAT &&
+            (in->sval == NULL || sql_date_format_check(in->sval) != NULL))
+            return bad_program(err, "date format that is not supported", i);
+        if (in->op == SQLOP_UDF &&
+            (in->sval == NULL || strchr(in->sval, '@') == NULL || in->imm < 0 ||
+             in->imm > SQL_UDF_MAX_ARGS || in->a + in->imm > p->nregs))
+            return bad_program(err,
+                               "function call without a function or with its arguments "
+                               "out of range",
+                               i);
         if ((in->op == SQLOP_RESCALE && (in->imm < 0 || in->imm > 18 || in->c > 18)) ||
             ((in->op == SQLOP_I2F || in->op == SQLOP_F2I || in->op == SQLOP_ROUND_I) &&
              (in->imm < 0 || in->imm > 18)))
             return bad_program(err, "scale out of range", i);
     }
+    if (p->rowtime != -1 &&
+        (p->rowtime < 0 || p->rowtime >= p->nregs || p->regs[p->rowtime].id != SQL_TIMESTAMP))
+        return bad_program(err, "rowtime that is no TIMESTAMP register", -1);
     if (p->filter != -1 &&
         (p->filter < 0 || p->filter >= p->nregs || p->regs[p->filter].id != SQL_BOOLEAN))
         return bad_program(err, "filter that is no BOOLEAN register", -1);
@@ -806,8 +826,11 @@ sql_program_describe(const struct sql_program *p)
             }
         } else if (is_jump(in->op)) {
             fprintf(f, " -> %lld", (long long)in->imm);
-        } else if (in->op == SQLOP_LIKE || in->op == SQLOP_REGEXP_EXTRACT) {
+        } else if (in->op == SQLOP_LIKE || in->op == SQLOP_REGEXP_EXTRACT ||
+                   in->op == SQLOP_DATE_FORMAT || in->op == SQLOP_UDF) {
             fprintf(f, " '%.*s'", (int)MIN(in->slen, 60), in->sval ? in->sval : "");
+            if (in->op == SQLOP_UDF)
+                fprintf(f, " #%lld", (long long)in->imm);
         } else if (in->imm != 0) {
             fprintf(f, " #%lld", (long long)in->imm);
         }
@@ -876,6 +899,7 @@ sql_eval_release(struct sql_eval *e)
         if (e->p->code[i].op == SQLOP_REGEXP_EXTRACT)
             regfree(&((struct sql_regex *)e->regex + i)->re);
     free(e->regex);
+    sql_udf_unbind(e);
     free(e->r);
     arena_reset(e);
     free(e->old);
@@ -1450,6 +1474,27 @@ sql_eval_run(struct sql_eval *e)
                 d->s.p = a->s.p + m[g].rm_so;
                 d->s.len = (size_t)(m[g].rm_eo - m[g].rm_so);
             }
+            break;
+        case SQLOP_DATE_FORMAT:
+            if (!(d->null = a->null)) {
+                char buf[128];
+                int k = sql_date_format(in->sval, a->i, buf, sizeof buf);
+                char *str = sql_eval_alloc(e, (size_t)k + 1);
+
+                if ((size_t)k >= sizeof buf)
+                    sql_date_format(in->sval, a->i, str, (size_t)k + 1);
+                else
+                    memcpy(str, buf, (size_t)k);
+                d->s.p = str;
+                d->s.len = (size_t)k;
+            }
+            break;
+        case SQLOP_PROCTIME:
+            d->null = false;
+            d->i = sql_proctime_ms();
+            break;
+        case SQLOP_UDF:
+            sql_udf_call(e, pc, d);
             break;
         case SQLOP_COUNT:
             break;

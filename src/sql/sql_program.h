@@ -86,6 +86,11 @@ enum sql_op {
     /* Flink's string functions */
     SQLOP_SPLIT_INDEX,    /* piece c (0-based) of a cut at each b; NULL past the last */
     SQLOP_REGEXP_EXTRACT, /* group b of sval's first match in a (POSIX ERE); NULL: none */
+    SQLOP_DATE_FORMAT,    /* TIMESTAMP a as text by the pattern sval (sql_date_format) */
+    SQLOP_PROCTIME,       /* dst = the wall clock, ms since the epoch (PROCTIME()) */
+    /* a scalar function in C (sql_udf.h): sval its "symbol@library", its
+     * imm arguments the registers a, a + 1, ... */
+    SQLOP_UDF,
     SQLOP_COUNT,
 };
 
@@ -209,7 +214,9 @@ struct sql_eval {
     size_t used, cap;
     char **old; /* chunks outgrown during this record, freed at the next */
     size_t nold, old_cap;
-    void *regex; /* regex_t of each REGEXP_EXTRACT instruction, by its index */
+    void *regex;                 /* regex_t of each REGEXP_EXTRACT instruction, by its index */
+    struct sql_udf_binding *udf; /* each UDF instruction's function (sql_udf_bind), by its
+                                    index; NULL: not bound, its calls give NULL */
 };
 
 int sql_eval_init(struct sql_eval *e, const struct sql_program *p);

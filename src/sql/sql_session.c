@@ -13,6 +13,7 @@
 #include "sql/sql_parser.h"
 #include "sql/sql_planner.h"
 #include "sql/sql_session.h"
+#include "sql/sql_udf.h"
 #include "streaming/job_graph.h"
 #include "streaming/types.h"
 
@@ -409,6 +410,27 @@ create_view(struct stmt *st, json_t *node, json_t *vs)
     return sql_catalog_add(&st->s->catalog, t, st->err);
 }
 
+/* DROP FUNCTION [IF EXISTS] f[(types)], ...: by name (one function a name). */
+static int
+drop_functions(struct stmt *st, json_t *node, json_t *ds)
+{
+    json_t *objs = json_object_get(ds, "objects");
+
+    for (size_t i = 0; i < json_array_size(objs); i++) {
+        json_t *names =
+            json_object_get(json_object_get(json_array_get(objs, i), "ObjectWithArgs"), "objname");
+        const char *name = json_string_value(json_object_get(
+            json_object_get(json_array_get(names, json_array_size(names) - 1), "String"), "sval"));
+
+        if ((name == NULL || sql_catalog_drop_function(&st->s->catalog, name) != 0) &&
+            !json_is_true(json_object_get(ds, "missing_ok")))
+            return stmt_error(st, node, SPATE_ENOENT, "function '%s' does not exist",
+                              name ? name : "");
+    }
+    fprintf(st->s->out, "[INFO] Execute statement succeeded.\n");
+    return 0;
+}
+
 static int
 drop(struct stmt *st, json_t *node, json_t *ds)
 {
@@ -416,6 +438,8 @@ drop(struct stmt *st, json_t *node, json_t *ds)
     json_t *objs = json_object_get(ds, "objects");
     bool view = type && strcmp(type, "OBJECT_VIEW") == 0;
 
+    if (type && strcmp(type, "OBJECT_FUNCTION") == 0)
+        return drop_functions(st, node, ds);
     if (!view && !(type && strcmp(type, "OBJECT_TABLE") == 0))
         return stmt_error(st, node, SPATE_ENOTSUP, "not supported: DROP %s", type ? type + 7 : "?");
     for (size_t i = 0; i < json_array_size(objs); i++) {
@@ -651,6 +675,13 @@ run_pg(struct stmt *st, json_t *tree)
         return create_view(st, tree, v);
     if (!strcmp(kind, "DropStmt"))
         return drop(st, tree, v);
+    if (!strcmp(kind, "CreateFunctionStmt")) {
+        int rc = sql_udf_create(&st->s->catalog, v, st->script, st->offset, st->err);
+
+        if (rc == 0)
+            fprintf(st->s->out, "[INFO] Execute statement succeeded.\n");
+        return rc;
+    }
     if (!strcmp(kind, "InsertStmt") || !strcmp(kind, "SelectStmt"))
         return run_query(st, tree, tree, false);
     if (!strcmp(kind, "ExplainStmt"))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "core/util.h"
 #include "sql/sql_types.h"
@@ -459,4 +460,110 @@ sql_value_format(const struct sql_type *t, const struct sql_value *v, char *buf,
     default:
         return snprintf(buf, cap, "NULL");
     }
+}
+
+int64_t
+sql_proctime_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- DATE_FORMAT ---- */
+
+const char *
+sql_date_format_check(const char *pattern)
+{
+    static char bad[4];
+
+    for (const char *q = pattern; *q; q++) {
+        if (*q == '\'') {
+            if (q[1] == '\'') {
+                q++;
+                continue;
+            }
+            /* quoted text, in which '' is a quote */
+            for (q++; *q && (*q != '\'' || q[1] == '\''); q++)
+                q += *q == '\'';
+            if (*q == '\0')
+                return "' (a quote not closed)";
+            continue;
+        }
+        if (isalpha((unsigned char)*q) && strchr("yMdHmsS", *q) == NULL) {
+            snprintf(bad, sizeof bad, "%c", *q);
+            return bad;
+        }
+    }
+    return NULL;
+}
+
+int
+sql_date_format(const char *pattern, int64_t ms, char *buf, size_t cap)
+{
+    int64_t days = sql_floor_div(ms, 86400000), y;
+    int64_t t = ms - days * 86400000;
+    unsigned mo, d;
+    size_t o = 0;
+
+#define PUT(...)                                                              \
+    do {                                                                      \
+        int k_ = snprintf(buf + MIN(o, cap), cap - MIN(o, cap), __VA_ARGS__); \
+        o += (size_t)(k_ > 0 ? k_ : 0);                                       \
+    } while (0)
+    sql_civil_from_days(days, &y, &mo, &d);
+    for (const char *q = pattern; *q;) {
+        char ch = *q;
+        int n = 0;
+
+        if (ch == '\'') {
+            if (q[1] == '\'') {
+                PUT("'");
+                q += 2;
+                continue;
+            }
+            for (q++; *q && (*q != '\'' || q[1] == '\''); q++) {
+                PUT("%c", *q);
+                q += *q == '\'';
+            }
+            q += *q != 0;
+            continue;
+        }
+        while (q[n] == ch)
+            n++;
+        q += n;
+        switch (ch) {
+        case 'y':
+            if (n == 2)
+                PUT("%02d", (int)(y % 100 + 100) % 100);
+            else
+                PUT("%0*" PRId64, n, y);
+            break;
+        case 'M':
+            PUT("%0*u", n, mo);
+            break;
+        case 'd':
+            PUT("%0*u", n, d);
+            break;
+        case 'H':
+            PUT("%0*d", n, (int)(t / 3600000));
+            break;
+        case 'm':
+            PUT("%0*d", n, (int)(t / 60000 % 60));
+            break;
+        case 's':
+            PUT("%0*d", n, (int)(t / 1000 % 60));
+            break;
+        case 'S':
+            PUT("%0*d", n, (int)(t % 1000));
+            break;
+        default:
+            for (int i = 0; i < n; i++)
+                PUT("%c", ch);
+            break;
+        }
+    }
+#undef PUT
+    return (int)o;
 }

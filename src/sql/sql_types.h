@@ -79,4 +79,15 @@ sql_floor_div(int64_t a, int64_t b)
 int64_t sql_days_from_civil(int64_t y, unsigned m, unsigned d);
 void sql_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
 
+/* The wall clock in ms since the epoch: PROCTIME(). */
+int64_t sql_proctime_ms(void);
+
+/* Flink's DATE_FORMAT: a TIMESTAMP (ms) written by a Java SimpleDateFormat
+ * pattern of the letters y, M, d, H, m, s, S ('text' quoted, '' a quote,
+ * other characters as they are) into buf: like snprintf. */
+int sql_date_format(const char *pattern, int64_t ms, char *buf, size_t cap);
+/* NULL when pattern is one sql_date_format writes, else the letter that is
+ * not supported (or the quote left open), in a static string. */
+const char *sql_date_format_check(const char *pattern);
+
 #endif

@@ -3,9 +3,11 @@ spate's connector generates are compared row by row with those of
 nexmark_ref.py, a port to Python of the Nexmark repository's Java generator
 computed outside spate, for a few configurations (the default, others with
 every option changed, parallelism 2); then the queries of bench/nexmark/
-(q0, q1, q2, q3, q7, q8, q20, q21, q22) run in spate SQL over those events
-and their results are compared with the same queries computed in Python over
-the reference's events (the joins' in nexmark_ref.py); then the
+(q0, q1, q2, q3, q7, q8, q11, q12, q14, q15, q16, q17, q20, q21, q22) run in
+spate SQL over those events and their results are compared with the same
+queries computed in Python over the reference's events (q12, on processing
+time, by what does not depend on the clock: each bidder's total over the
+windows); then the
 connector's errors."""
 
 import datetime
@@ -22,6 +24,7 @@ import spatetest  # noqa: E402
 from sqloracle import parse_csv_line  # noqa: E402
 
 QUERIES = os.path.join(spatetest.SOURCE, "bench", "nexmark")
+UDF = os.path.join(spatetest.BUILD, "examples", "nexmark_udf.so")
 
 TYPES = {"id": "BIGINT", "initialBid": "BIGINT", "reserve": "BIGINT", "seller": "BIGINT",
          "category": "BIGINT", "auction": "BIGINT", "bidder": "BIGINT", "price": "BIGINT",
@@ -53,6 +56,24 @@ def options(conf):
             f"\"bid.hot-ratio.bidders\" = '{conf.hot_bidders}', "
             f"\"auction.hot-ratio.sellers\" = '{conf.hot_sellers}', "
             f"\"base-time\" = '{conf.base_time}'")
+
+
+def q11_reference(bids, gap):
+    """Sessions per bidder (bids in time order): one goes on while the next
+    bid comes less than gap after the last; (bidder, count, start, last +
+    gap)."""
+    open_, done = {}, []
+    for b in bids:
+        s = open_.get(b["bidder"])
+        if s is not None and b["dateTime"] < s[2] + gap:
+            s[2] = b["dateTime"]
+            s[3] += 1
+            continue
+        if s is not None:
+            done.append(s)
+        open_[b["bidder"]] = [b["bidder"], b["dateTime"], b["dateTime"], 1]
+    done += open_.values()
+    return [(bidder, n, ts_text(start), ts_text(last + gap)) for bidder, start, last, n in done]
 
 
 class NexmarkTest(unittest.TestCase):
@@ -163,23 +184,48 @@ class NexmarkTest(unittest.TestCase):
 
     # ---- the queries ----
 
-    def query(self, name, conf, parallelism=1):
-        """bench/nexmark/<name>.sql over bench/nexmark/ddl.sql with conf, its
-        sink a CSV folder: the rows."""
+    def script(self, name, conf, sink, fast=False):
+        """bench/nexmark/ddl.sql with conf (fast: the source not paced, its
+        events' times conf's), then <name>.sql with its blackhole sink
+        replaced by sink."""
         with open(os.path.join(QUERIES, "ddl.sql")) as f:
             ddl = f.read()
         for k, v in {"TPS": round(1000000.0 / conf.delay_us), "EVENTS_NUM": conf.events,
                      "PERSON_PROPORTION": conf.person, "AUCTION_PROPORTION": conf.auction,
                      "BID_PROPORTION": conf.bid, "BASE_TIME": conf.base_time}.items():
             ddl = ddl.replace("${" + k + "}", str(v))
+        if fast:
+            ddl = ddl.replace("\"base-time\" =", "\"max-emit-speed\" = 'true', \"base-time\" =")
         with open(os.path.join(QUERIES, f"{name}.sql")) as f:
-            q = f.read()
-        out = self.out_path()
-        q, n = re.subn(r"connector = 'blackhole'",
-                       f"connector = 'filesystem', path = '{out}', format = 'csv'", q)
+            q = f.read().replace("${NEXMARK_UDF}", UDF)
+        q, n = re.subn(r"connector = 'blackhole'", sink, q)
         self.assertEqual(n, 1, f"{name}.sql has one blackhole sink")
-        self.sql(ddl + "\n" + q, parallelism)
+        return ddl + "\n" + q
+
+    def query(self, name, conf, parallelism=1, fast=False):
+        """bench/nexmark/<name>.sql over bench/nexmark/ddl.sql with conf, its
+        sink a CSV folder: the rows."""
+        out = self.out_path()
+        self.sql(self.script(name, conf, f"connector = 'filesystem', path = '{out}', "
+                             "format = 'csv'", fast), parallelism)
         return sorted(self.rows(out), key=repr)
+
+    def changelog(self, name, conf, parallelism=1, fast=False):
+        """bench/nexmark/<name>.sql, an updating query, into a print sink:
+        the rows its changelog leaves once applied in order."""
+        p = self.sql(self.script(name, conf, "connector = 'print'", fast), parallelism)
+        rows = []
+        for line in p.stdout.splitlines():
+            m = re.match(r"^(?:\d+> )?([+-][IUD])\[(.*)\]$", line)
+            if not m:
+                continue
+            row = [None if v == "null" else v for v in m.group(2).split(", ")]
+            if m.group(1) in ("+I", "+U"):
+                rows.append(row)
+            else:
+                self.assertIn(row, rows, f"{name}: {line} retracts a row that is not there")
+                rows.remove(row)
+        return sorted(rows, key=repr)
 
     _bids = {}
 
@@ -188,8 +234,8 @@ class NexmarkTest(unittest.TestCase):
             self._bids[id(conf)] = [f for kind, f in ref.events(conf) if kind == "bid"]
         return self._bids[id(conf)]
 
-    def check_query(self, name, conf, want, parallelism=1):
-        got = self.query(name, conf, parallelism)
+    def check_query(self, name, conf, want, parallelism=1, fast=False, updating=False):
+        got = (self.changelog if updating else self.query)(name, conf, parallelism, fast)
         want = sorted(([None if v is None else str(v) for v in row] for row in want),
                       key=repr)
         self.assertGreater(len(want), 0, f"{name}: the reference has rows")
@@ -269,6 +315,90 @@ class NexmarkTest(unittest.TestCase):
                 for row in ref.q20(self.events(self.CONF))]
         self.check_query("q20", self.CONF, want)
         self.check_query("q20", self.CONF, want, parallelism=2)
+    # 20,000 events 2 ms apart (40 s of event time, across a midnight),
+    # generated as fast as they go.
+    SPREAD = ref.Config(events=20000, rate=500, base_time=1600041600000 - 15000)
+
+    def test_q11_sessions(self):
+        want = q11_reference(self.bids(self.SPREAD), 10000)
+        self.assertGreater(len(want), len({r[0] for r in want}), "a bidder has two sessions")
+        self.check_query("q11", self.SPREAD, want, fast=True)
+        self.check_query("q11", self.SPREAD, want, parallelism=2, fast=True)
+
+    def test_q12_processing_time_windows(self):
+        """Windows of the wall clock: which window a bid falls in depends
+        on when it came, its bidder's total over the windows does not, and
+        each window is 10 s of the wall clock."""
+        out = self.out_path()
+        self.sql(self.script("q12", self.SPREAD, f"connector = 'filesystem', path = '{out}', "
+                             "format = 'csv'", True))
+        rows = self.rows(out)
+        totals = {}
+        for bidder, n, start, end in rows:
+            totals[bidder] = totals.get(bidder, 0) + int(n)
+            s = datetime.datetime.strptime(start, "%Y-%m-%d %H:%M:%S.%f")
+            e = datetime.datetime.strptime(end, "%Y-%m-%d %H:%M:%S.%f")
+            self.assertEqual(e - s, datetime.timedelta(seconds=10), (start, end))
+            self.assertEqual(s.second % 10 + s.microsecond, 0, start)
+        want = {}
+        for b in self.bids(self.SPREAD):
+            want[str(b["bidder"])] = want.get(str(b["bidder"]), 0) + 1
+        self.assertEqual(totals, want)
+
+    def test_q14_udf_case_filter(self):
+        def kind(ms):
+            h = ms // 3600000 % 24
+            return ("dayTime" if 8 <= h <= 18 else "nightTime" if h <= 6 or h >= 20
+                    else "otherTime")
+
+        conf = ref.Config(events=20000, rate=200000, base_time=1600041600000 + 7 * 3600000)
+        want = [(b["auction"], b["bidder"], "%d.%03d" % divmod(b["price"] * 908, 1000),
+                 kind(b["dateTime"]), ts_text(b["dateTime"]), b["extra"], b["extra"].count("c"))
+                for b in self.bids(conf) if 1000000000 < b["price"] * 908 < 50000000000]
+        self.check_query("q14", conf, want)
+        self.check_query("q14", conf, want, parallelism=2)
+
+    @staticmethod
+    def day(ms):
+        return ts_text(ms)[:10]
+
+    def ranked(self, key):
+        """q15 and q16's statistics of the bids grouped by key(bid)."""
+        groups = {}
+        for b in self.bids(self.SPREAD):
+            groups.setdefault(key(b), []).append(b)
+        ranks = [lambda p: True, lambda p: p < 10000, lambda p: 10000 <= p < 1000000,
+                 lambda p: p >= 1000000]
+        out = []
+        for k, bs in groups.items():
+            row = list(k)
+            row += [sum(1 for b in bs if r(b["price"])) for r in ranks]
+            row += [len({b["bidder"] for b in bs if r(b["price"])}) for r in ranks]
+            row += [len({b["auction"] for b in bs if r(b["price"])}) for r in ranks]
+            out.append((row, bs))
+        return out
+
+    def test_q15_distinct_counts_with_filters(self):
+        want = [row for row, _ in self.ranked(lambda b: (self.day(b["dateTime"]),))]
+        self.assertEqual(len(want), 2, "the events cross a midnight")
+        self.check_query("q15", self.SPREAD, want, fast=True, updating=True)
+        self.check_query("q15", self.SPREAD, want, parallelism=2, fast=True, updating=True)
+
+    def test_q16_per_channel(self):
+        want = []
+        for row, bs in self.ranked(lambda b: (b["channel"], self.day(b["dateTime"]))):
+            want.append(row[:2] + [max(ts_text(b["dateTime"])[11:16] for b in bs)] + row[2:])
+        self.check_query("q16", self.SPREAD, want, fast=True, updating=True)
+
+    def test_q17_per_auction_and_day(self):
+        groups = {}
+        for b in self.bids(self.SPREAD):
+            groups.setdefault((b["auction"], self.day(b["dateTime"])), []).append(b["price"])
+        want = [(a, d, len(ps), sum(1 for p in ps if p < 10000),
+                 sum(1 for p in ps if 10000 <= p < 1000000), sum(1 for p in ps if p >= 1000000),
+                 min(ps), max(ps), sum(ps) // len(ps), sum(ps)) for (a, d), ps in groups.items()]
+        self.check_query("q17", self.SPREAD, want, fast=True, updating=True)
+        self.check_query("q17", self.SPREAD, want, parallelism=2, fast=True, updating=True)
 
     # ---- errors ----
 

@@ -951,5 +951,183 @@ class SqlSessionTest(unittest.TestCase):
             self.assertNotIn("zwei", p.stdout)
 
 
+# Functions of issue 26's Nexmark queries and scalar functions in C
+# (tests/e2e/jobs/udfs.c, examples/nexmark_udf/), each against sqlite with
+# the same function written in Python (registered in the oracle's sqlite),
+# or against Python: DATE_FORMAT, PROCTIME(), AVG of a DECIMAL.
+UDFS = os.path.join(spatetest.BUILD, "tests", "e2e", "jobs", "job_udfs.so")
+NEXMARK_UDF = os.path.join(spatetest.BUILD, "examples", "nexmark_udf.so")
+FUNCTION_DDL = [
+    f"CREATE FUNCTION reverse_text(VARCHAR) RETURNS VARCHAR AS '{UDFS}', 'reverse_text_fn' "
+    "LANGUAGE C;",
+    f"CREATE FUNCTION len_or_minus_one(TEXT) RETURNS INT AS '{UDFS}', 'len_or_minus_one_fn' "
+    "LANGUAGE C;",
+    f"CREATE FUNCTION weighted(INT, INT, INT) RETURNS BIGINT AS '{UDFS}', 'weighted_fn' "
+    "LANGUAGE C;",
+    f"CREATE FUNCTION halve(DOUBLE PRECISION) RETURNS DOUBLE PRECISION AS '{UDFS}', "
+    "'halve_fn' LANGUAGE C STRICT;",
+    f"CREATE FUNCTION is_positive(DECIMAL(10, 2)) RETURNS BOOLEAN AS '{UDFS}', "
+    "'is_positive_fn' LANGUAGE C;",
+    f"CREATE FUNCTION next_day(TIMESTAMP(3)) RETURNS TIMESTAMP(3) AS '{UDFS}', 'next_day_fn' "
+    "LANGUAGE C;",
+    f"CREATE FUNCTION count_char(VARCHAR, VARCHAR) RETURNS BIGINT AS '{NEXMARK_UDF}', "
+    "'count_char' LANGUAGE C;",
+]
+
+
+def sqlite_functions(db):
+    def strict(f):
+        return lambda *a: None if any(v is None for v in a) else f(*a)
+
+    db.create_function("reverse_text", 1, strict(lambda v: v[::-1]))
+    db.create_function("len_or_minus_one", 1, lambda v: -1 if v is None else len(v.encode()))
+    db.create_function("weighted", 3, strict(lambda a, b, c: a + 10 * b + 100 * c))
+    db.create_function("halve", 1, strict(lambda v: v / 2))
+    db.create_function("is_positive", 1, strict(lambda v: v > 0))
+    db.create_function("count_char", 2, lambda v, c: None if c is None or c == "" else
+                       0 if v is None else v.count(c[0]))
+
+
+def half_up_avg(values, scale=6):
+    """AVG of DECIMALs as Flink's: the sum over the count, rounded half up at
+    max(6, s) digits."""
+    from decimal import ROUND_HALF_UP, Decimal
+    v = [Decimal(x) for x in values if x is not None]
+    if not v:
+        return None
+    return str((sum(v) / len(v)).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP))
+
+
+def e_rows(tables):
+    return next(t for t in tables if t.name == "e").rows
+
+
+FUNCTION_QUERIES = [
+    ("SELECT id, DATE_FORMAT(ts, 'yyyy-MM-dd') FROM e", "SELECT id, strftime('%Y-%m-%d', ts) "
+     "FROM e"),
+    ("SELECT id, DATE_FORMAT(ts, 'HH:mm') FROM e", "SELECT id, strftime('%H:%M', ts) FROM e"),
+    ("SELECT id, DATE_FORMAT(ts, 'yyyy/MM/dd HH:mm:ss.SSS') FROM e",
+     "SELECT id, strftime('%Y/%m/%d %H:%M:%f', ts) FROM e"),
+    ("SELECT id, DATE_FORMAT(ts, '''day'' d, ''at'' H') FROM e",
+     "SELECT id, 'day ' || CAST(strftime('%d', ts) AS INTEGER) || ', at ' || "
+     "CAST(strftime('%H', ts) AS INTEGER) FROM e"),
+    ("SELECT id, DATE_FORMAT(day, 'dd.MM.yy') FROM e", "SELECT id, strftime('%d.%m.', day) || "
+     "substr(strftime('%Y', day), 3) FROM e"),
+    ("SELECT id FROM e WHERE DATE_FORMAT(ts, 'MM') = '02'",
+     "SELECT id FROM e WHERE strftime('%m', ts) = '02'"),
+    ("SELECT id, PROCTIME() > TIMESTAMP '2020-01-01 00:00:00' FROM e", "SELECT id, 1 FROM e"),
+    ("SELECT id, reverse_text(s) FROM t", None),
+    ("SELECT id, reverse_text(reverse_text(s)) = s FROM t", None),
+    ("SELECT id, len_or_minus_one(s) FROM t", None),
+    ("SELECT id, weighted(a, id, 3) FROM t", None),
+    ("SELECT id, weighted(a, a, a) FROM t WHERE weighted(a, 1, 1) > 100", None),
+    ("SELECT id, halve(x) FROM t", None),
+    ("SELECT id, halve(a) FROM t", None),
+    ("SELECT id, is_positive(d) FROM e", None),
+    ("SELECT id, next_day(ts) FROM e", "SELECT id, strftime('%Y-%m-%d %H:%M:%f', ts, '+1 day') "
+     "FROM e"),
+    ("SELECT id, count_char(s, 'a') FROM t", None),
+    ("SELECT id, count_char(s, s) FROM t", None),
+    ("SELECT id, CASE WHEN count_char(s, 'a') > 1 THEN reverse_text(s) ELSE upper(s) END "
+     "FROM t", None),
+    ("SELECT id, count_char(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm'), '2') FROM e",
+     "SELECT id, count_char(strftime('%Y-%m-%d %H:%M', ts), '2') FROM e"),
+]
+
+# GROUP BY with the functions above (changelogs, applied).
+FUNCTION_GROUP_QUERIES = [
+    ("SELECT AVG(d) FROM e", lambda tables: [(half_up_avg([r[1] for r in e_rows(tables)]),)]),
+    ("SELECT id % 3, AVG(d) FROM e GROUP BY id % 3",
+     lambda tables: [(k, half_up_avg([r[1] for r in e_rows(tables) if r[0] % 3 == k]))
+                     for k in range(3)]),
+    ("SELECT id % 4, AVG(d) FILTER (WHERE d > 0), COUNT(*) FROM e GROUP BY id % 4",
+     lambda tables: [(k, half_up_avg([r[1] for r in e_rows(tables) if r[0] % 4 == k and
+                                      r[1] is not None and float(r[1]) > 0]),
+                      sum(1 for r in e_rows(tables) if r[0] % 4 == k)) for k in range(4)]),
+    ("SELECT AVG(CAST(d AS DECIMAL(12, 8))) FROM e",
+     lambda tables: [(half_up_avg([r[1] for r in e_rows(tables)], 8),)]),
+    ("SELECT DATE_FORMAT(ts, 'yyyy-MM-dd'), COUNT(*), COUNT(DISTINCT id % 5), "
+     "MAX(DATE_FORMAT(ts, 'HH:mm')) FROM e GROUP BY DATE_FORMAT(ts, 'yyyy-MM-dd')",
+     "SELECT strftime('%Y-%m-%d', ts), COUNT(*), COUNT(DISTINCT id % 5), "
+     "MAX(strftime('%H:%M', ts)) FROM e GROUP BY strftime('%Y-%m-%d', ts)"),
+    ("SELECT count_char(s, 'a'), COUNT(*), COUNT(*) FILTER (WHERE a > 0) FROM t "
+     "GROUP BY count_char(s, 'a')", None),
+]
+
+
+class SqlFunctionsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="spate-sql-")
+        cls.oracle = Oracle(cls.tmp, [Table("t", COLUMNS, rows_t()),
+                                      Table("e", COLUMNS_E, rows_e())])
+        cls.oracle.ddl += FUNCTION_DDL
+        sqlite_functions(cls.oracle.db)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_count(self):
+        self.assertGreaterEqual(len(FUNCTION_QUERIES) + len(FUNCTION_GROUP_QUERIES), 20)
+
+    def test_functions(self):
+        for q, o in FUNCTION_QUERIES:
+            with self.subTest(query=q):
+                self.oracle.check(self, q, o)
+
+    def test_functions_in_group_by(self):
+        for q, o in FUNCTION_GROUP_QUERIES:
+            with self.subTest(query=q):
+                self.oracle.check_changelog(self, q, o)
+
+    def error_of(self, script):
+        p = run_sql([], "CREATE TABLE g (n INT) WITH (connector = 'datagen', "
+                    "\"number-of-rows\" = '1');\n" + script.replace(";", " FROM g;")
+                    if script.startswith("SELECT") else script)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        return p.stderr
+
+    def test_function_errors(self):
+        cases = [
+            (f"CREATE FUNCTION f(INT) RETURNS INT AS '{self.tmp}/nosuch.so', 'f' LANGUAGE C;",
+             f"function f(): cannot load its library '{self.tmp}/nosuch.so': "),
+            (f"CREATE FUNCTION f(INT) RETURNS INT AS '{UDFS}', 'nosuch' LANGUAGE C;",
+             f"function f(): library '{UDFS}' has no symbol 'nosuch'"),
+            (f"CREATE FUNCTION f(INT) RETURNS INT AS '{UDFS}', 'reverse_text_fn' LANGUAGE C;",
+             f"function f(): bad signature: 'reverse_text_fn' of '{UDFS}' is (VARCHAR) RETURNS "
+             "VARCHAR, not (INT) RETURNS INT as declared"),
+            (f"CREATE FUNCTION f(VARCHAR) RETURNS BIGINT AS '{UDFS}', 'reverse_text_fn' "
+             "LANGUAGE C;", "not (VARCHAR) RETURNS BIGINT as declared"),
+            (f"CREATE FUNCTION f(BIGINT) RETURNS BIGINT AS '{UDFS}', 'from_the_future' "
+             "LANGUAGE C;", "is of another version of spate_sql_function"),
+            ("CREATE FUNCTION f(INT) RETURNS INT AS 'select $1' LANGUAGE SQL;",
+             "not supported: functions in LANGUAGE sql"),
+            (f"CREATE FUNCTION f(INT) RETURNS INT AS '{UDFS}' LANGUAGE C;",
+             "AS names its library and its symbol"),
+            (FUNCTION_DDL[0] + "\n" + FUNCTION_DDL[0], "function 'reverse_text' exists already"),
+            (FUNCTION_DDL[0] + "\nCREATE TABLE g (n INT) WITH (connector = 'datagen');\n"
+             "SELECT reverse_text('a', 'b') FROM g;",
+             "function reverse_text() takes 1 arguments, not 2"),
+            ("DROP FUNCTION nosuch;", "function 'nosuch' does not exist"),
+            ("SELECT DATE_FORMAT(TIMESTAMP '2024-01-01 00:00:00', 'yyyy-MM-dd EEE');",
+             "not supported: DATE_FORMAT()'s pattern letter E"),
+            ("SELECT DATE_FORMAT(TIMESTAMP '2024-01-01 00:00:00', 'yyyy ''open');",
+             "not supported: DATE_FORMAT()'s pattern letter ' (a quote not closed)"),
+            ("SELECT DATE_FORMAT(1, 'yyyy');", "DATE_FORMAT() needs a TIMESTAMP, not INT"),
+            ("SELECT PROCTIME(1);", "PROCTIME() takes no arguments"),
+        ]
+        for script, want in cases:
+            with self.subTest(script=script):
+                self.assertIn(want, self.error_of(script))
+
+    def test_drop_function(self):
+        p = run_sql([], FUNCTION_DDL[0] + "\nDROP FUNCTION reverse_text;\n"
+                    "CREATE TABLE g (n INT) WITH (connector = 'datagen');\n"
+                    "SELECT reverse_text('ab') FROM g;\n")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("not supported: function reverse_text()", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -118,7 +118,10 @@ Test(sql_aggregate, result_types_are_flinks)
     cr_assert_eq(sql_agg_result_type(SQL_AGG_SUM, &dec, &t), 0);
     cr_assert(t.id == SQL_DECIMAL && t.scale == 2 && t.nullable);
     cr_assert_eq(sql_agg_result_type(SQL_AGG_AVG, &dec, &t), 0);
-    cr_assert_eq(t.id, SQL_DOUBLE);
+    cr_assert(t.id == SQL_DECIMAL && t.precision == 18 && t.scale == 6 && t.nullable);
+    dec.scale = 8;
+    cr_assert_eq(sql_agg_result_type(SQL_AGG_AVG, &dec, &t), 0);
+    cr_assert(t.id == SQL_DECIMAL && t.scale == 8);
     cr_assert_eq(sql_agg_result_type(SQL_AGG_MAX, &str, &t), 0);
     cr_assert_eq(t.id, SQL_VARCHAR);
     cr_assert_eq(sql_agg_result_type(SQL_AGG_SUM, &str, &t), SPATE_ENOTSUP);

@@ -1,7 +1,8 @@
 /* Unit tests of src/sql: statement splitting and parse errors, SQL values
  * as text, LIKE, the compiler and evaluator (three-valued logic, NULL,
- * CASE), the checks a decoded program must pass before it runs, and the
- * Nexmark generator's first events. */
+ * CASE), the checks a decoded program must pass before it runs, the
+ * Nexmark generator's first events, DATE_FORMAT, and a C function's call
+ * bound as the TaskManager's Calc binds it (examples/nexmark_udf). */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "sql/sql_parser.h"
 #include "sql/sql_program.h"
 #include "sql/sql_types.h"
+#include "sql/sql_udf.h"
 
 Test(sql_parser, statements_split_outside_quotes_and_comments)
 {
@@ -504,4 +506,96 @@ Test(sql_nexmark, the_first_events_are_the_references)
     c.person_proportion = 0;
     cr_assert_eq(sql_nexmark_gen_init(&g, &c, &why), -1);
     cr_assert_str_eq(why, "each proportion is at least 1");
+}
+
+Test(sql_program, date_format_writes_javas_pattern_letters)
+{
+    struct sql_value row[3] = { { .i = 5 }, { .null = true }, { .s = { "abc", 3 } } };
+    char buf[64];
+
+    CHECK("DATE_FORMAT(TIMESTAMP '2024-02-29 13:05:09.007', 'yyyy-MM-dd HH:mm:ss.SSS')",
+          "2024-02-29 13:05:09.007");
+    CHECK("DATE_FORMAT(TIMESTAMP '2024-02-09 03:05:00', 'y/M/d H ''o''''clock'' yy')",
+          "2024/2/9 3 o'clock 24");
+    CHECK("DATE_FORMAT(DATE '1969-12-31', 'dd.MM.yyyy HH:mm')", "31.12.1969 00:00");
+    CHECK("DATE_FORMAT(CAST(NULL AS TIMESTAMP), 'yyyy')", "NULL");
+    /* a text longer than the evaluator's buffer for it */
+    cr_assert_eq(sql_date_format("yyyy-MM-dd", 0, buf, sizeof buf), 10);
+    cr_assert_str_eq(buf, "1970-01-01");
+    cr_assert_eq(sql_date_format("'0123456789'yyyy", 0, buf, 4), 14);
+    cr_assert_str_eq(sql_date_format_check("yyyy-MM-dd EEE"), "E");
+    cr_assert_null(sql_date_format_check("yyyy-MM-dd'T'HH"));
+}
+
+/* A program calling count_char(a, b) over two VARCHAR inputs, by
+ * "symbol@library", its result a register of type result. */
+static void
+udf_program(struct sql_program *p, const char *symbol_at_library, enum sql_type_id first,
+            enum sql_type_id result)
+{
+    static struct sql_type regs[3];
+
+    memset(p, 0, sizeof *p);
+    regs[0] = (struct sql_type){ first, 0, 0, true };
+    regs[1] = (struct sql_type){ SQL_VARCHAR, 0, 0, true };
+    regs[2] = (struct sql_type){ result, 0, 0, true };
+    p->regs = regs;
+    p->nregs = 3;
+    p->ninput = 2;
+    p->code = xcalloc(1, sizeof *p->code);
+    p->code[0] = (struct sql_insn){ .op = SQLOP_UDF, .dst = 2, .a = 0, .imm = 2 };
+    p->code[0].sval = (char *)symbol_at_library;
+    p->ncode = 1;
+    p->filter = p->rowtime = p->key_reg = p->kind_reg = -1;
+}
+
+Test(sql_udf, a_call_is_bound_where_it_runs_and_checked_there)
+{
+    struct sql_program p;
+    struct sql_eval e;
+    spate_error err = { 0 };
+
+    udf_program(&p, "count_char@" NEXMARK_UDF, SQL_VARCHAR, SQL_BIGINT);
+    sql_eval_init(&e, &p);
+    /* unbound: NULL, never a call through nothing */
+    sql_eval_begin(&e);
+    e.r[0] = (struct sql_value){ .s = { "cacao", 5 } };
+    e.r[1] = (struct sql_value){ .s = { "c", 1 } };
+    sql_eval_run(&e);
+    cr_assert(e.r[2].null);
+    cr_assert_eq(sql_udf_bind(&e, &err), 0, "%s", err.message);
+    sql_eval_run(&e);
+    cr_assert(!e.r[2].null);
+    cr_assert_eq(e.r[2].i, 2);
+    e.r[0].null = true; /* count_char is not strict: a NULL string has none */
+    sql_eval_run(&e);
+    cr_assert(!e.r[2].null && e.r[2].i == 0);
+    sql_eval_release(&e);
+    free(p.code);
+
+    udf_program(&p, "count_char@/nonexistent/udf.so", SQL_VARCHAR, SQL_BIGINT);
+    sql_eval_init(&e, &p);
+    cr_assert_eq(sql_udf_bind(&e, &err), SPATE_ENOENT);
+    cr_assert(strstr(err.message, "function count_char(): cannot load its library "
+                                  "'/nonexistent/udf.so'"),
+              "%s", err.message);
+    sql_eval_release(&e);
+    free(p.code);
+
+    udf_program(&p, "count_chars@" NEXMARK_UDF, SQL_VARCHAR, SQL_BIGINT);
+    sql_eval_init(&e, &p);
+    cr_assert_eq(sql_udf_bind(&e, &err), SPATE_ENOENT);
+    cr_assert(strstr(err.message, "has no symbol 'count_chars'"), "%s", err.message);
+    sql_eval_release(&e);
+    free(p.code);
+
+    udf_program(&p, "count_char@" NEXMARK_UDF, SQL_BIGINT, SQL_INT);
+    sql_eval_init(&e, &p);
+    cr_assert_eq(sql_udf_bind(&e, &err), SPATE_EINVAL);
+    cr_assert(strstr(err.message, "bad signature: 'count_char' of '" NEXMARK_UDF
+                                  "' is (VARCHAR, VARCHAR) RETURNS BIGINT, not (BIGINT, VARCHAR) "
+                                  "RETURNS INT as declared"),
+              "%s", err.message);
+    sql_eval_release(&e);
+    free(p.code);
 }
