@@ -3,16 +3,18 @@ library; a SQL job through kill -9 of a TaskManager with checkpoints writes
 every row exactly once into the filesystem sink, and so does a window
 aggregate (its accumulators and timers in keyed state); a savepoint of a
 SQL job resumed at another parallelism continues into the same folder,
-every row once."""
+every row once; a function in C is loaded by the TaskManagers that run
+its calls."""
 
 import os
 import re
+import shutil
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import exactly_once  # noqa: E402
-from clustertest import ClusterTestCase, wait_for  # noqa: E402
+from clustertest import BUILD, ClusterTestCase, wait_for  # noqa: E402
 
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
 
@@ -188,6 +190,44 @@ class SqlClusterTest(ClusterTestCase):
         self.assertGreater(len(before), 0, "no window committed before the savepoint")
         self.assertLess(len(before), len(want), "the job had ended before the savepoint")
         self.assertEqual(sorted(self.committed_rows(out)), want)
+
+    def test_a_function_in_c_is_loaded_where_its_calls_run(self):
+        """CREATE FUNCTION in the client; the job's Calc, in the
+        TaskManagers, loads the library itself (it is in their memory maps
+        while the job runs, the client gone) and its rows are the
+        function's."""
+        udfs = os.path.join(BUILD, "tests", "e2e", "jobs", "job_udfs.so")
+        lib = os.path.join(self.tmp, "my_udfs.so")
+        shutil.copy(udfs, lib)
+        out = os.path.join(self.tmp, "out")
+        rows = 3000
+        script = ("SET 'parallelism.default' = '2';\n"
+                  f"CREATE FUNCTION rev(VARCHAR) RETURNS VARCHAR AS '{lib}', 'reverse_text_fn' "
+                  "LANGUAGE C;\n"
+                  "CREATE TABLE src (n BIGINT, w VARCHAR) WITH (connector = 'datagen', "
+                  f"\"rows-per-second\" = '1000', \"fields.n.kind\" = 'sequence', "
+                  f"\"fields.n.start\" = '1', \"fields.n.end\" = '{rows}', "
+                  "\"fields.w.length\" = '6');\n"
+                  "CREATE TABLE out (n BIGINT, w VARCHAR, r VARCHAR) WITH (connector = "
+                  f"'filesystem', path = '{out}', format = 'csv');\n"
+                  "SET 'execution.checkpointing.interval' = '200 ms';\n"
+                  "INSERT INTO out SELECT n, w, rev(w) FROM src;\n")
+        text = self.sql(script)
+        jid = re.search(r"JobID ([0-9a-f]{32})", text).group(1)
+        self.wait_tasks_running(jid)
+        ids = self.taskmanagers_of(jid)
+        loaded = []
+        for tm in self.tms:
+            if self.resource_id(tm) in ids:
+                with open(f"/proc/{tm.pid}/maps") as f:
+                    loaded.append(lib in f.read())
+        self.assertTrue(loaded and all(loaded), f"{lib} in the maps of the TaskManagers "
+                        f"running the job: {loaded}")
+        self.assertEqual(self.wait_state(jid, TERMINAL)["state"], "FINISHED")
+        got = self.committed_rows(out)
+        self.assertEqual(sorted(int(r[0]) for r in got), list(range(1, rows + 1)))
+        for r in got:
+            self.assertEqual(r[2], r[1][::-1], r)
 
 
 if __name__ == "__main__":
