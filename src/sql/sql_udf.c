@@ -117,6 +117,23 @@ string_of(json_t *node)
     return json_string_value(json_object_get(json_object_get(node, "String"), "sval"));
 }
 
+/* A declared type (sql_type_from_pg, through a compiler of nothing). */
+static int
+type_of(json_t *type_name, const char *script, size_t offset, struct sql_type *t, spate_error *err)
+{
+    struct sql_program none = { 0 };
+    struct sql_scope scope = { NULL, NULL, 0 };
+    struct sql_compiler c;
+    int rc;
+
+    sql_compiler_init(&c, &none, &scope, script, offset, err);
+    rc = sql_type_from_pg(&c, type_name, t);
+    free(c.consts);
+    free(none.regs);
+    t->nullable = true;
+    return rc;
+}
+
 int
 sql_udf_create(struct sql_catalog *cat, json_t *stmt, const char *script, size_t offset,
                spate_error *err)
@@ -126,9 +143,6 @@ sql_udf_create(struct sql_catalog *cat, json_t *stmt, const char *script, size_t
     json_t *opts = json_object_get(stmt, "options"), *as = NULL, *node;
     const char *name = string_of(json_array_get(names, json_array_size(names) - 1));
     const char *language = NULL, *library, *symbol;
-    struct sql_program dummy = { 0 };
-    struct sql_scope none = { NULL, NULL, 0 };
-    struct sql_compiler c;
     struct sql_function *f;
     int args[SQL_UDF_MAX_ARGS], rc = 0;
     const spate_sql_function *fn;
@@ -136,7 +150,6 @@ sql_udf_create(struct sql_catalog *cat, json_t *stmt, const char *script, size_t
     void *handle;
     size_t i;
 
-    sql_compiler_init(&c, &dummy, &none, script, offset, err);
     if (name == NULL || json_is_true(json_object_get(stmt, "is_procedure")))
         return sql_error_in(err, script, offset, NULL, SPATE_ENOTSUP,
                             "not supported: CREATE PROCEDURE");
@@ -191,15 +204,13 @@ sql_udf_create(struct sql_catalog *cat, json_t *stmt, const char *script, size_t
                               "not supported: OUT, INOUT and VARIADIC parameters");
             break;
         }
-        if ((rc = sql_type_from_pg(&c, json_object_get(fp, "argType"), &f->args[i])) != 0)
+        if ((rc = type_of(json_object_get(fp, "argType"), script, offset, &f->args[i], err)) != 0)
             break;
-        f->args[i].nullable = true;
         args[i] = f->args[i].id;
         f->nargs++;
     }
-    if (rc == 0 &&
-        (rc = sql_type_from_pg(&c, json_object_get(stmt, "returnType"), &f->result)) == 0)
-        f->result.nullable = true;
+    if (rc == 0)
+        rc = type_of(json_object_get(stmt, "returnType"), script, offset, &f->result, err);
     if (rc != 0) {
         sql_function_free(f);
         return rc;
