@@ -157,8 +157,9 @@ next_token(const char *s, size_t len, size_t *i)
     return xstrndup(s + b, *i - b);
 }
 
-/* SET 'k' = 'v', RESET ['k'], DESCRIBE name: 1 when handled (or an
- * error), 0 when PostgreSQL's grammar should read it. */
+/* SET 'k' = 'v', RESET ['k'], DESCRIBE name (and Flink's CREATE FUNCTION
+ * f AS 'class', an error): 1 when handled (or an error), 0 when
+ * PostgreSQL's grammar should read it. */
 static int
 parse_flink_statement(const char *script, const struct sql_stmt_text *st, struct sql_parsed *out,
                       spate_error *err, int *rc)
@@ -267,6 +268,26 @@ parse_flink_statement(const char *script, const struct sql_stmt_text *st, struct
         out->value = value;
         key = value = NULL;
         *rc = 0;
+    } else if (strcasecmp(word, "CREATE") == 0) {
+        /* Flink's CREATE [TEMPORARY [SYSTEM]] FUNCTION f AS 'class': said
+         * so, where PostgreSQL's grammar would see a syntax error. */
+        char *w[5] = { NULL };
+        int n = 0, k = 0;
+
+        while (n < 5 && (w[n] = next_token(s, len, &i)) != NULL)
+            n++;
+        while (k < n && (strcasecmp(w[k], "TEMPORARY") == 0 || strcasecmp(w[k], "SYSTEM") == 0))
+            k++;
+        if (k + 2 < n && strcasecmp(w[k], "FUNCTION") == 0 && strcasecmp(w[k + 2], "AS") == 0) {
+            handled = 1;
+            *rc = sql_error_at(err, SPATE_ENOTSUP, script, st->offset,
+                               "not supported: a function from a Java class (Flink's CREATE "
+                               "FUNCTION %s AS 'class'); spate's are in C: CREATE FUNCTION "
+                               "%s(types) RETURNS type AS 'library.so', 'symbol' LANGUAGE C",
+                               w[k + 1], w[k + 1]);
+        }
+        for (k = 0; k < n; k++)
+            free(w[k]);
     }
 out:
     free(word);

@@ -1110,6 +1110,10 @@ class SqlFunctionsTest(unittest.TestCase):
              "SELECT reverse_text('a', 'b') FROM g;",
              "function reverse_text() takes 1 arguments, not 2"),
             ("DROP FUNCTION nosuch;", "function 'nosuch' does not exist"),
+            ("CREATE TEMPORARY FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar';",
+             "not supported: a function from a Java class (Flink's CREATE FUNCTION count_char "
+             "AS 'class'); spate's are in C: CREATE FUNCTION count_char(types) RETURNS type AS "
+             "'library.so', 'symbol' LANGUAGE C"),
             ("SELECT DATE_FORMAT(TIMESTAMP '2024-01-01 00:00:00', 'yyyy-MM-dd EEE');",
              "not supported: DATE_FORMAT()'s pattern letter E"),
             ("SELECT DATE_FORMAT(TIMESTAMP '2024-01-01 00:00:00', 'yyyy ''open');",
