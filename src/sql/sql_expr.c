@@ -1250,8 +1250,9 @@ compile_udf(struct sql_compiler *c, json_t *node, const struct sql_function *f, 
     for (size_t i = 0; i < n; i++)
         emit(c, SQLOP_COPY, new_reg(c, &f->args[i]), a[i].reg, -1, -1);
     dst = result(c, out, f->result.id, true);
-    c->p->regs[dst] = f->result;
     out->type = f->result;
+    c->p->regs[dst].precision = f->result.id == SQL_VARCHAR ? 0 : f->result.precision;
+    c->p->regs[dst].scale = f->result.scale;
     in = emit(c, SQLOP_UDF, dst, n ? first : dst, -1, -1);
     in->imm = (int64_t)n;
     in->slen = strlen(f->symbol) + 1 + strlen(f->library);
@@ -1290,6 +1291,7 @@ compile_func(struct sql_compiler *c, json_t *node, json_t *f, struct sql_operand
         if (n != 0)
             return sql_error_node(c, node, SPATE_EINVAL, "PROCTIME() takes no arguments");
         dst = result(c, out, SQL_TIMESTAMP, false);
+        out->type.precision = c->p->regs[dst].precision = 3; /* TIMESTAMP(3) */
         emit(c, SQLOP_PROCTIME, dst, -1, -1, -1);
         return 0;
     }
