@@ -499,6 +499,38 @@ sql_date_format_check(const char *pattern)
     return NULL;
 }
 
+/* Writes c at buf[*o] when there is room (and one byte for the NUL). */
+static void
+put_char(char *buf, size_t cap, size_t *o, char c)
+{
+    if (*o + 1 < cap)
+        buf[*o] = c;
+    (*o)++;
+}
+
+/* v in decimal, zero-padded to width characters (the sign included), as
+ * printf's %0*lld. */
+static void
+put_number(char *buf, size_t cap, size_t *o, int64_t v, int width)
+{
+    char digits[24];
+    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    int n = 0;
+
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (v < 0) {
+        put_char(buf, cap, o, '-');
+        width--;
+    }
+    for (int i = n; i < width; i++)
+        put_char(buf, cap, o, '0');
+    while (n > 0)
+        put_char(buf, cap, o, digits[--n]);
+}
+
 int
 sql_date_format(const char *pattern, int64_t ms, char *buf, size_t cap)
 {
@@ -507,11 +539,6 @@ sql_date_format(const char *pattern, int64_t ms, char *buf, size_t cap)
     unsigned mo, d;
     size_t o = 0;
 
-#define PUT(...)                                                              \
-    do {                                                                      \
-        int k_ = snprintf(buf + MIN(o, cap), cap - MIN(o, cap), __VA_ARGS__); \
-        o += (size_t)(k_ > 0 ? k_ : 0);                                       \
-    } while (0)
     sql_civil_from_days(days, &y, &mo, &d);
     for (const char *q = pattern; *q;) {
         char ch = *q;
@@ -519,12 +546,12 @@ sql_date_format(const char *pattern, int64_t ms, char *buf, size_t cap)
 
         if (ch == '\'') {
             if (q[1] == '\'') {
-                PUT("'");
+                put_char(buf, cap, &o, '\'');
                 q += 2;
                 continue;
             }
             for (q++; *q && (*q != '\'' || q[1] == '\''); q++) {
-                PUT("%c", *q);
+                put_char(buf, cap, &o, *q);
                 q += *q == '\'';
             }
             q += *q != 0;
@@ -535,35 +562,33 @@ sql_date_format(const char *pattern, int64_t ms, char *buf, size_t cap)
         q += n;
         switch (ch) {
         case 'y':
-            if (n == 2)
-                PUT("%02d", (int)(y % 100 + 100) % 100);
-            else
-                PUT("%0*" PRId64, n, y);
+            put_number(buf, cap, &o, n == 2 ? (y % 100 + 100) % 100 : y, n);
             break;
         case 'M':
-            PUT("%0*u", n, mo);
+            put_number(buf, cap, &o, mo, n);
             break;
         case 'd':
-            PUT("%0*u", n, d);
+            put_number(buf, cap, &o, d, n);
             break;
         case 'H':
-            PUT("%0*d", n, (int)(t / 3600000));
+            put_number(buf, cap, &o, t / 3600000, n);
             break;
         case 'm':
-            PUT("%0*d", n, (int)(t / 60000 % 60));
+            put_number(buf, cap, &o, t / 60000 % 60, n);
             break;
         case 's':
-            PUT("%0*d", n, (int)(t / 1000 % 60));
+            put_number(buf, cap, &o, t / 1000 % 60, n);
             break;
         case 'S':
-            PUT("%0*d", n, (int)(t % 1000));
+            put_number(buf, cap, &o, t % 1000, n);
             break;
         default:
             for (int i = 0; i < n; i++)
-                PUT("%c", ch);
+                put_char(buf, cap, &o, ch);
             break;
         }
     }
-#undef PUT
+    if (cap > 0)
+        buf[MIN(o, cap - 1)] = '\0';
     return (int)o;
 }
