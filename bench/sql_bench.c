@@ -1,9 +1,9 @@
 /* sql_bench: events/s of the Nexmark queries in spate SQL (bench/nexmark/:
  * q0, q1, q2, q21, q22 at parallelism 1, q0, q1, q2 at parallelism 2, q3,
- * q7, q8, q20 at both, each `spate sql --local -p P` over ddl.sql), beside the
- * generator alone in a single-threaded loop (the limit: making the bid
- * table's events, as every one of those queries reads it) and the
- * hand-written C DataStream jobs of
+ * q7, q8, q20, q11, q12, q14, q15, q16, q17 at both, each `spate sql
+ * --local -p P` over ddl.sql), beside the generator alone in a
+ * single-threaded loop (the limit: making the bid table's events, as every
+ * one of those queries reads it) and the hand-written C DataStream jobs of
  * q1 and q2 (build/bench/nexmark_bench_job.so, public API only) at
  * parallelism 1 and 2, in the same run. Rounds interleave every run; the
  * figures are medians. A rate is the events generated (person, auction and
@@ -14,8 +14,11 @@
  * their prices' sums. The queries with joins, q3, q7, q8, q20 at p1 and p2,
  * run over fewer events (their state keeps every row of both sides, as
  * Flink's runs do with no TTL); their rows (the join's records out) equal
- * those counted here from the generator's people, auctions and bids. Last
- * line: a JSON object with each round's figures.
+ * those counted here from the generator's people, auctions and bids; q14's
+ * those of its bids in the price range, and the aggregating queries' first
+ * Calc's every bid. Last line: a JSON object with each round's figures, the
+ * medians and each query's events/s per core (its rate over its
+ * parallelism).
  *
  * SQL_BENCH_EVENTS (default 4,000,000), SQL_BENCH_JOIN_EVENTS (1,000,000)
  * and SQL_BENCH_RUNS (3). --instr (or BENCH_INSTR=1): instructions per
@@ -39,11 +42,11 @@
 #define BASE_TIME 1600000000000LL
 #define MAX_RUNS  16
 
-static char spate[PATH_MAX + 16], job[PATH_MAX + 64], tmpdir[64];
+static char spate[PATH_MAX + 16], job[PATH_MAX + 64], udf[PATH_MAX + 64], tmpdir[64];
 
 /* What the loop finds, and what each run must reproduce. */
 struct expect {
-    int64_t bids, q2_rows, q2_price_sum, bid_price_sum;
+    int64_t bids, q2_rows, q2_price_sum, bid_price_sum, q14_rows;
     int64_t q3_rows, q7_rows, q8_rows, q20_rows; /* of the joins' events */
 };
 
@@ -71,6 +74,8 @@ loop_generator(uint64_t n, struct expect *x)
         sql_nexmark_next(&g, (int64_t)i, &ev);
         x->bids++;
         x->bid_price_sum += ev.bid.price;
+        if (ev.bid.price * 908 > 1000000000 && ev.bid.price * 908 < 50000000000)
+            x->q14_rows++; /* 0.908 * price between 1,000,000 and 50,000,000 */
         if (ev.bid.auction % 123 == 0) {
             x->q2_rows++;
             x->q2_price_sum += ev.bid.price;
@@ -213,7 +218,7 @@ read_file(const char *path)
 static void
 write_script(const char *q, uint64_t n, char *path, size_t size)
 {
-    char file[PATH_MAX], value[32];
+    char file[PATH_MAX], value[PATH_MAX + 64];
     char *ddl, *query, *at;
     FILE *out;
 
@@ -224,6 +229,10 @@ write_script(const char *q, uint64_t n, char *path, size_t size)
     snprintf(path, size, "%s/%s.sql", tmpdir, q);
     if ((out = fopen(path, "w")) == NULL)
         bench_fail("cannot write %s", path);
+    ddl = realloc(ddl, strlen(ddl) + strlen(query) + 2);
+    if (ddl == NULL)
+        bench_fail("out of memory");
+    strcat(strcat(ddl, "\n"), query);
     for (const char *s = ddl; *s;) {
         if ((at = strstr(s, "${")) == NULL) {
             fputs(s, out);
@@ -242,12 +251,14 @@ write_script(const char *q, uint64_t n, char *path, size_t size)
             snprintf(value, sizeof value, "46");
         else if (strncmp(at, "${BASE_TIME}", 12) == 0)
             snprintf(value, sizeof value, "%lld", BASE_TIME);
+        else if (strncmp(at, "${NEXMARK_UDF}", 14) == 0)
+            snprintf(value, sizeof value, "%s", udf);
         else
             bench_fail("ddl.sql: unknown placeholder at '%.20s'", at);
         fputs(value, out);
         s = strchr(at, '}') + 1;
     }
-    fprintf(out, "\n%s\n", query);
+    fputc('\n', out);
     fclose(out);
     free(ddl);
     free(query);
@@ -283,10 +294,13 @@ run_sql(const char *script, int p, uint64_t n, const char *counted, int64_t *row
     text = read_file(out);
     ms = number_after(text, "Job Runtime: ");
     {
+        /* the first one's ("Calc.numRecordsOut", or "Calc (id).numRecordsOut"
+         * when there are several) */
         char key[64];
+        const char *at;
 
-        snprintf(key, sizeof key, "%s.numRecordsOut: ", counted);
-        *rows = number_after(text, key);
+        snprintf(key, sizeof key, "- %s", counted);
+        *rows = (at = strstr(text, key)) ? number_after(at, "numRecordsOut: ") : -1;
     }
     free(text);
     unlink(out);
@@ -409,6 +423,21 @@ static const char *const run_names[NRUNS] = {
     "sql_q7_p1",  "sql_q8_p1", "sql_q20_p1", "sql_q3_p2", "sql_q7_p2", "sql_q8_p2", "sql_q20_p2",
 };
 
+/* The queries run at parallelism 1 and 2 both, after those above. */
+static const char *const more_queries[] = { "q11", "q12", "q14", "q15", "q16", "q17" };
+#define NMORE ((int)(sizeof more_queries / sizeof *more_queries))
+
+/* Each of more_queries's rows checked against the loop's. */
+static void
+check_more(int q, int p, int64_t rows, const struct expect *x)
+{
+    char what[64];
+
+    snprintf(what, sizeof what, "SQL %s p%d rows", more_queries[q], p);
+    /* q14's Calc: its bids; the others' first Calc: every bid, grouped */
+    check(what, rows, strcmp(more_queries[q], "q14") == 0 ? x->q14_rows : x->bids);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -417,12 +446,13 @@ main(int argc, char **argv)
     /* the joins keep every row of both sides (no TTL, as Flink's runs) */
     uint64_t nj = (e = getenv("SQL_BENCH_JOIN_EVENTS")) ? strtoull(e, NULL, 10) : 1000000;
     int runs = (e = getenv("SQL_BENCH_RUNS")) ? atoi(e) : 3;
-    double v[NRUNS][MAX_RUNS], m[NRUNS];
-    char dir[PATH_MAX], scripts[9][PATH_MAX];
+    double v[NRUNS][MAX_RUNS], m[NRUNS], vm[NMORE][2][MAX_RUNS];
+    char dir[PATH_MAX], scripts[9][PATH_MAX], more[NMORE][PATH_MAX];
     static const char *const queries[9] = {
         "q0", "q1", "q2", "q21", "q22", "q3", "q7", "q8", "q20"
     };
     json_t *rounds = json_array(), *plan = NULL, *out, *medians = json_object();
+    json_t *per_core = json_object();
     struct expect x = { 0 };
     char *s;
     json_t *instr = json_null();
@@ -436,13 +466,18 @@ main(int argc, char **argv)
     bench_exe_dir(dir, sizeof dir);
     snprintf(spate, sizeof spate, "%s/spate", dir);
     snprintf(job, sizeof job, "%s/../bench/nexmark_bench_job.so", dir);
-    if (access(spate, X_OK) != 0 || access(job, R_OK) != 0)
-        bench_fail("cannot find spate and bench/nexmark_bench_job.so beside %s", dir);
+    snprintf(udf, sizeof udf, "%s/../examples/nexmark_udf.so", dir);
+    if (access(spate, X_OK) != 0 || access(job, R_OK) != 0 || access(udf, R_OK) != 0)
+        bench_fail("cannot find spate, bench/nexmark_bench_job.so and examples/nexmark_udf.so "
+                   "beside %s",
+                   dir);
     strcpy(tmpdir, "/tmp/spate-sql-bench-XXXXXX");
     if (mkdtemp(tmpdir) == NULL)
         bench_fail("cannot make %s", tmpdir);
     for (int q = 0; q < 9; q++)
         write_script(queries[q], q < 5 ? n : nj, scripts[q], sizeof scripts[q]);
+    for (int q = 0; q < NMORE; q++)
+        write_script(more_queries[q], n, more[q], sizeof more[q]);
     join_expect(nj, &x);
     fprintf(stderr, "sql_bench: %llu events per run, %d rounds\n", (unsigned long long)n, runs);
     for (int i = 0; i < runs; i++) {
@@ -489,6 +524,17 @@ main(int argc, char **argv)
             v[at + 3][i] = run_sql(scripts[8], p, nj, "Join", &rows);
             check(p == 1 ? "SQL q20 p1 rows" : "SQL q20 p2 rows", rows, x.q20_rows);
         }
+        for (int q = 0; q < NMORE; q++)
+            for (int p = 1; p <= 2; p++) {
+                char name[32];
+
+                vm[q][p - 1][i] = run_sql(more[q], p, n, "Calc", &rows);
+                check_more(q, p, rows, &x);
+                snprintf(name, sizeof name, "sql_%s_p%d", more_queries[q], p);
+                json_object_set_new(round, name, json_real(vm[q][p - 1][i]));
+                fprintf(stderr, "sql_bench: round %d: %s %.2f M/s\n", i + 1, name,
+                        vm[q][p - 1][i] / 1e6);
+            }
         for (int r = 0; r < NRUNS; r++)
             json_object_set_new(round, run_names[r], json_real(v[r][i]));
         json_array_append_new(rounds, round);
@@ -510,6 +556,8 @@ main(int argc, char **argv)
     }
     for (int q = 0; q < 9; q++)
         unlink(scripts[q]);
+    for (int q = 0; q < NMORE; q++)
+        unlink(more[q]);
     if (want_instr)
         instr = instr_per_event((e = getenv("SQL_BENCH_INSTR_EVENTS")) ? strtoull(e, NULL, 10)
                                                                        : 200000);
@@ -523,7 +571,19 @@ main(int argc, char **argv)
     for (int r = 0; r < NRUNS; r++) {
         m[r] = bench_median(v[r], runs);
         json_object_set_new(medians, run_names[r], json_real(m[r]));
+        if (strncmp(run_names[r], "sql_", 4) == 0)
+            json_object_set_new(per_core, run_names[r],
+                                json_real(m[r] / (strstr(run_names[r], "_p2") ? 2 : 1)));
     }
+    for (int q = 0; q < NMORE; q++)
+        for (int p = 1; p <= 2; p++) {
+            char name[32];
+            double med = bench_median(vm[q][p - 1], runs);
+
+            snprintf(name, sizeof name, "sql_%s_p%d", more_queries[q], p);
+            json_object_set_new(medians, name, json_real(med));
+            json_object_set_new(per_core, name, json_real(med / p));
+        }
     out = json_pack("{s:s, s:I, s:i, s:i, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
                     "s:I, s:o, s:o, s:o}",
                     "bench", "sql_bench", "events", (json_int_t)n, "runs", runs, "first_event_rate",
@@ -536,6 +596,7 @@ main(int argc, char **argv)
                     "sql_q2_events_per_s_per_core_p2", m[SQL_Q2_P2] / 2, "bids", (json_int_t)x.bids,
                     "q2_rows", (json_int_t)x.q2_rows, "q2_price_sum", (json_int_t)x.q2_price_sum,
                     "rounds", rounds, "c_q1_plan", plan, "instr", instr);
+    json_object_set_new(out, "events_per_s_per_core", per_core);
     json_object_set_new(out, "join_events", json_integer((json_int_t)nj));
     json_object_set_new(out, "q3_rows", json_integer(x.q3_rows));
     json_object_set_new(out, "q7_rows", json_integer(x.q7_rows));
