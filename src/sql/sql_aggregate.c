@@ -19,6 +19,7 @@
 #include "proto/sql.pb-c.h"
 #include "sql/sql_aggregate.h"
 #include "sql/sql_operators.h"
+#include "sql/sql_row.h"
 #include "streaming/keys.h"
 #include "streaming/operator.h"
 #include "streaming/operator_config.h"
@@ -423,89 +424,6 @@ agg_close(struct stream_operator *op)
     op->impl = NULL;
 }
 
-/* A row's fields as values (strings pointing into it). */
-static void
-row_read(const struct spate_type *t, const void *rec, const struct sql_type *types, int n,
-         struct sql_value *v)
-{
-    uint64_t nulls = *(const uint64_t *)rec;
-
-    for (int i = 0; i < n; i++) {
-        const uint8_t *at = (const uint8_t *)rec + t->offsets[i + 1];
-
-        v[i].null = (nulls >> i) & 1;
-        switch (sql_type_phys(types[i].id)) {
-        case SQL_PHYS_INT:
-            memcpy(&v[i].i, at, 8);
-            break;
-        case SQL_PHYS_DOUBLE:
-            memcpy(&v[i].f, at, 8);
-            break;
-        case SQL_PHYS_STRING:
-            v[i].s.p = ((const spate_str *)at)->data;
-            v[i].s.len = ((const spate_str *)at)->len;
-            break;
-        }
-    }
-}
-
-static void
-row_write(const struct spate_type *t, void *rec, const struct sql_type *types, int n,
-          const struct sql_value *v)
-{
-    uint64_t nulls = 0;
-
-    for (int i = 0; i < n; i++) {
-        uint8_t *at = (uint8_t *)rec + t->offsets[i + 1];
-
-        if (v[i].null) {
-            nulls |= 1ULL << i;
-            memset(at, 0, t->fields[i + 1]->size);
-            continue;
-        }
-        switch (sql_type_phys(types[i].id)) {
-        case SQL_PHYS_INT:
-            memcpy(at, &v[i].i, 8);
-            break;
-        case SQL_PHYS_DOUBLE:
-            memcpy(at, &v[i].f, 8);
-            break;
-        case SQL_PHYS_STRING:
-            ((spate_str *)at)->data = v[i].s.p;
-            ((spate_str *)at)->len = v[i].s.len;
-            break;
-        }
-    }
-    *(uint64_t *)rec = nulls;
-}
-
-/* Compares two non-NULL values of type t (strings byte by byte). */
-static int
-value_cmp(const struct sql_type *t, const struct sql_value *x, const struct sql_value *y)
-{
-    switch (sql_type_phys(t->id)) {
-    case SQL_PHYS_INT:
-        return (x->i > y->i) - (x->i < y->i);
-    case SQL_PHYS_DOUBLE:
-        return (x->f > y->f) - (x->f < y->f);
-    default: {
-        int c = memcmp(x->s.p, y->s.p, MIN(x->s.len, y->s.len));
-
-        return c ? c : (x->s.len > y->s.len) - (x->s.len < y->s.len);
-    }
-    }
-}
-
-static bool
-value_same(const struct sql_type *t, const struct sql_value *x, const struct sql_value *y)
-{
-    if (x->null || y->null)
-        return x->null == y->null;
-    if (sql_type_phys(t->id) == SQL_PHYS_DOUBLE)
-        return memcmp(&x->f, &y->f, 8) == 0;
-    return value_cmp(t, x, y) == 0;
-}
-
 /* A new group's accumulator: its group values from the record, counts 0,
  * the rest NULL. */
 static void
@@ -549,7 +467,7 @@ extreme_into(const struct sql_type *t, bool max, struct sql_value *acc, const st
 
     if (v->null)
         return;
-    c = acc->null ? 1 : value_cmp(t, v, acc);
+    c = acc->null ? 1 : sql_value_cmp(t, v, acc);
     if (acc->null || (max ? c > 0 : c < 0))
         *acc = *v;
 }
@@ -708,7 +626,7 @@ emit_row(struct stream_operator *op, void *rec, const struct sql_value *res, int
     struct agg_impl *a = op->impl;
     struct record_meta m = { timestamp, 0, false };
 
-    row_write(a->out_type, rec, a->out_types, a->nout, res);
+    sql_row_write(a->out_type, rec, a->out_types, a->nout, res);
     operator_emit(op, rec, &m);
 }
 
@@ -768,7 +686,7 @@ acc_load(struct agg_impl *a, struct sql_value *acc)
 {
     if (!spate_value_get(a->acc_st, a->acc_rec))
         return false;
-    row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, acc);
+    sql_row_read(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, acc);
     for (int i = 0; a->acc_strings && i < a->nacc; i++) {
         char *copy;
 
@@ -799,7 +717,7 @@ group_process(struct stream_operator *op, struct agg_impl *a, const struct sql_v
     acc_add(a, in, a->acc);
     result_row(a, a->acc, existed ? SQL_UPDATE_AFTER : SQL_INSERT, NULL, a->res_new);
     for (int i = 1; same && i < a->nout; i++)
-        same = value_same(&a->out_types[i], &a->res_old[i], &a->res_new[i]);
+        same = sql_value_same(&a->out_types[i], &a->res_old[i], &a->res_new[i]);
     /* Emitted before the state is written: the old result's strings may
      * point into the stored value. */
     if (!same) {
@@ -807,7 +725,7 @@ group_process(struct stream_operator *op, struct agg_impl *a, const struct sql_v
             emit_row(op, a->out_old, a->res_old, meta->timestamp);
         emit_row(op, a->out_new, a->res_new, meta->timestamp);
     }
-    row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+    sql_row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
     spate_value_update(a->acc_st, a->acc_rec);
 }
 
@@ -822,7 +740,7 @@ window_add(struct stream_operator *op, struct agg_impl *a, const struct sql_valu
         op->backend->ops->register_timer(op->backend, true, win[1] - 1);
     }
     acc_add(a, in, a->acc);
-    row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+    sql_row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
     spate_value_update(a->acc_st, a->acc_rec);
 }
 
@@ -901,7 +819,7 @@ session_process(struct stream_operator *op, struct agg_impl *a, const struct sql
     }
     set_ns(op, win);
     acc_add(a, in, a->acc);
-    row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
+    sql_row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
     spate_value_update(a->acc_st, a->acc_rec);
     op->backend->ops->register_timer(op->backend, true, win[1] - 1);
     sessions_write(op, a, n, win);
@@ -916,7 +834,7 @@ agg_process(struct stream_operator *op, const void *rec, const struct record_met
     int64_t ts = meta->timestamp, win[2];
 
     strings_reset(a);
-    row_read(op->config->in_type, rec, a->in_types, s->ninput, in);
+    sql_row_read(op->config->in_type, rec, a->in_types, s->ninput, in);
     set_key(op, a, rec, meta);
     if (s->window == SQL_WINDOW_NONE) {
         group_process(op, a, in, meta);

@@ -641,6 +641,7 @@ const struct operator_vtable sql_calc_vtable = {
 static const struct connector_entry sql_entries[] = {
     { OP_SQL_CALC, &sql_calc_vtable },
     { OP_SQL_AGG, &sql_agg_vtable },
+    { OP_SQL_RANK, &sql_rank_vtable },
 };
 
 const struct connector_table *

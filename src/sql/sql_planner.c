@@ -11,6 +11,7 @@
 #include "sql/sql_expr.h"
 #include "sql/sql_parser.h"
 #include "sql/sql_planner.h"
+#include "sql/sql_rank.h"
 #include "streaming/stream_graph.h"
 #include "streaming/types.h"
 
@@ -303,9 +304,12 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
         json_t *f = json_object_get(ref, "fields");
 
         if (ref != NULL && json_object_get(json_array_get(f, json_array_size(f) - 1), "A_Star")) {
-            for (int k = 0; k < in.ncols; k++)
+            for (int k = 0; k < in.ncols; k++) {
+                if (k == req->kind_col)
+                    continue; /* a changelog's row kind is no column */
                 add_output(p, k, in.cols[k].name, &in.cols[k].type);
-            n += in.ncols;
+                n++;
+            }
             continue;
         }
         {
@@ -1073,6 +1077,387 @@ out:
     return rc;
 }
 
+/* ---- Top-N and deduplication ---- */
+
+/* The ROW_NUMBER() OVER (...) item of a SELECT list, or NULL. */
+static json_t *
+row_number_target(json_t *select)
+{
+    json_t *t;
+    size_t i;
+
+    json_array_foreach(json_object_get(select, "targetList"), i, t)
+    {
+        json_t *fc =
+            json_object_get(json_object_get(json_object_get(t, "ResTarget"), "val"), "FuncCall");
+        json_t *names = json_object_get(fc, "funcname");
+        const char *name = sval_of(json_array_get(names, json_array_size(names) - 1));
+
+        if (fc != NULL && json_object_get(fc, "over") != NULL && name != NULL &&
+            !strcasecmp(name, "row_number"))
+            return t;
+    }
+    return NULL;
+}
+
+/* SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn FROM ...)
+ * WHERE rn <= N: the subquery, or NULL. */
+static json_t *
+rank_subquery(json_t *select)
+{
+    json_t *from = json_object_get(select, "fromClause");
+    json_t *sub = json_object_get(
+        json_object_get(json_object_get(json_array_get(from, 0), "RangeSubselect"), "subquery"),
+        "SelectStmt");
+
+    return json_array_size(from) == 1 && sub != NULL && row_number_target(sub) ? sub : NULL;
+}
+
+/* An integer literal's value. */
+static bool
+int_const(json_t *node, int64_t *v)
+{
+    json_t *c = json_object_get(node, "A_Const"), *iv = json_object_get(c, "ival");
+
+    if (iv == NULL)
+        return false;
+    *v = json_integer_value(json_object_get(iv, "ival")); /* 0 is left out */
+    return true;
+}
+
+/* Whether conjunct c bounds rn from above (rn <= N, rn < N, rn = 1,
+ * N >= rn, N > rn): the bound in *limit. */
+static bool
+rank_bound(json_t *c, const char *rn, int64_t *limit)
+{
+    json_t *e = json_object_get(c, "A_Expr"), *l = json_object_get(e, "lexpr");
+    json_t *r = json_object_get(e, "rexpr"), *names = json_object_get(e, "name");
+    const char *op = sval_of(json_array_get(names, 0));
+    int64_t v;
+
+    if (e == NULL || op == NULL || json_array_size(names) != 1 ||
+        strcmp(json_string_value(json_object_get(e, "kind")) ?: "", "AEXPR_OP") != 0)
+        return false;
+    if (column_name(r) && !strcmp(column_name(r), rn) && int_const(l, &v)) {
+        /* N >= rn is rn <= N */
+        op = !strcmp(op, ">=") ? "<=" : !strcmp(op, ">") ? "<" : !strcmp(op, "=") ? "=" : "";
+    } else if (!(column_name(l) && !strcmp(column_name(l), rn) && int_const(r, &v))) {
+        return false;
+    }
+    if (!strcmp(op, "<="))
+        *limit = v;
+    else if (!strcmp(op, "<"))
+        *limit = v - 1;
+    else if (!strcmp(op, "=") && v == 1)
+        *limit = 1;
+    else
+        return false;
+    return true;
+}
+
+/* Whether node references column name (or is a *). */
+static bool
+references(json_t *node, const char *name)
+{
+    const char *key;
+    json_t *v;
+    size_t i;
+
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if (references(v, name)) return true;
+        return false;
+    }
+    if (!json_is_object(node))
+        return false;
+    if (json_object_get(node, "ColumnRef") != NULL) {
+        json_t *f = json_object_get(json_object_get(node, "ColumnRef"), "fields");
+
+        return json_object_get(json_array_get(f, json_array_size(f) - 1), "A_Star") ||
+               (column_name(node) && !strcmp(column_name(node), name));
+    }
+    json_object_foreach(node, key, v) if (references(v, name)) return true;
+    return false;
+}
+
+/* SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (PARTITION BY p ORDER BY
+ * o) AS rn FROM x WHERE w) WHERE rn <= N AND rest (Flink's Top-N; N = 1 is
+ * deduplication): a Calc of the partition columns, the subquery's columns
+ * and the ORDER BY's, keyed by the partition; the exchange by that key;
+ * the rank (OP_SQL_RANK); and a Calc of rest and the SELECT list over its
+ * output. Windowed (the partition holds window_end), the result is final
+ * rows; else a changelog. */
+static int
+plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
+          const struct sql_table *sink, struct sql_relation *rel)
+{
+    json_t *from = json_array_get(json_object_get(select, "fromClause"), 0);
+    json_t *sub = rank_subquery(select), *rn_target = row_number_target(sub);
+    json_t *rt = json_object_get(rn_target, "ResTarget"), *fc;
+    json_t *over, *parts, *orders, *where = json_object_get(select, "whereClause");
+    json_t *conj, *rest = json_array(), *pre = json_array(), *g, *outer_where = NULL;
+    const char *rn = json_string_value(json_object_get(rt, "name"));
+    const char *alias = json_string_value(json_object_get(
+        json_object_get(json_object_get(from, "RangeSubselect"), "alias"), "aliasname"));
+    struct sql_relation in = { 0 }, mid = { 0 }, ranked = { 0 };
+    struct sql_rank_spec spec = { 0 };
+    struct calc_request req;
+    FILE *explain = pc->explain, *below = NULL;
+    char *from_text = NULL, *pre_text = NULL, *rank_text = NULL;
+    size_t from_len = 0, pre_len = 0, rank_len = 0, i;
+    const spate_type *fields[TYPES_ROW_MAX_FIELDS];
+    struct sql_column *out_cols = NULL;
+    struct spate_stream *node;
+    int64_t limit = -1;
+    int rc, nout = 0, nrow;
+    char name[32];
+
+    fc = json_object_get(json_object_get(rt, "val"), "FuncCall");
+    over = json_object_get(fc, "over");
+    parts = json_object_get(over, "partitionClause");
+    orders = json_object_get(over, "orderClause");
+    if (rn == NULL) {
+        rc = plan_error(
+            pc, rn_target, SPATE_EINVAL,
+            "ROW_NUMBER() needs a name to be bounded by (ROW_NUMBER() OVER (...) AS rn)");
+        goto out;
+    }
+    if (json_array_size(json_object_get(fc, "args")) > 0 || json_object_get(over, "name") ||
+        json_object_get(over, "refname")) {
+        rc = plan_error(pc, rn_target, SPATE_ENOTSUP,
+                        "not supported: this ROW_NUMBER() (it takes no arguments and its own "
+                        "OVER (PARTITION BY ... ORDER BY ...))");
+        goto out;
+    }
+    if (json_array_size(orders) == 0) {
+        rc = plan_error(pc, rn_target, SPATE_ENOTSUP,
+                        "not supported: ROW_NUMBER() without ORDER BY in its OVER");
+        goto out;
+    }
+    if ((rc = unsupported_clauses(pc, sub)) != 0)
+        goto out;
+    if (json_array_size(json_object_get(sub, "groupClause")) > 0 ||
+        json_object_get(sub, "havingClause") != NULL ||
+        find_aggregate(json_object_get(sub, "targetList")) != NULL) {
+        rc = plan_error(pc, rn_target, SPATE_ENOTSUP,
+                        "not supported: ROW_NUMBER() in a SELECT with GROUP BY or aggregates "
+                        "(aggregate in a subquery below it)");
+        goto out;
+    }
+    /* rn's bound, out of the outer WHERE's conjuncts. */
+    conj = where == NULL ? json_array()
+           : json_object_get(where, "BoolExpr") &&
+                   !strcmp(json_string_value(
+                               json_object_get(json_object_get(where, "BoolExpr"), "boolop"))
+                               ?: "",
+                           "AND_EXPR")
+               ? json_incref(json_object_get(json_object_get(where, "BoolExpr"), "args"))
+               : json_pack("[O]", where);
+    json_array_foreach(conj, i, g)
+    {
+        int64_t bound;
+
+        if (rank_bound(g, rn, &bound))
+            limit = limit < 0 ? bound : MIN(limit, bound);
+        else
+            json_array_append(rest, g);
+    }
+    json_decref(conj);
+    if (limit < 0) {
+        rc = plan_error(pc, where ? where : rn_target, SPATE_ENOTSUP,
+                        "not supported: ROW_NUMBER() without an upper bound on '%s' in the WHERE "
+                        "above it (WHERE %s <= N: Top-N; = 1: deduplication)",
+                        rn, rn);
+        goto out;
+    }
+    if (limit < 1 || limit > 100000) {
+        rc = plan_error(pc, where, SPATE_ENOTSUP,
+                        "not supported: a Top-N of %lld rows (1 to 100000)", (long long)limit);
+        goto out;
+    }
+    if (json_array_size(rest) == 1)
+        outer_where = json_incref(json_array_get(rest, 0));
+    else if (json_array_size(rest) > 1)
+        outer_where = json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", rest,
+                                "location", -1);
+
+    /* The subquery's FROM, four levels below the last Calc. */
+    if (explain != NULL) {
+        below = open_memstream(&from_text, &from_len);
+        pc->explain = below;
+        pc->depth += 4;
+    }
+    rc = plan_from(pc, sub, &in, NULL);
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 4;
+    }
+    if (rc != 0)
+        goto out;
+    if (in.updating) {
+        rc = plan_error(pc, rn_target, SPATE_ENOTSUP,
+                        "not supported: ROW_NUMBER() over an updating query (GROUP BY without "
+                        "a window)");
+        goto out;
+    }
+    /* The first Calc: partition columns, the subquery's, the order's. */
+    json_array_foreach(parts, i, g)
+    {
+        snprintf(name, sizeof name, "$p%zu", i);
+        add_target(pre, name, g);
+    }
+    json_array_foreach(json_object_get(sub, "targetList"), i, g) if (g != rn_target)
+        json_array_append(pre, g);
+    json_array_foreach(orders, i, g)
+    {
+        snprintf(name, sizeof name, "$o%zu", i);
+        add_target(pre, name, json_object_get(json_object_get(g, "SortBy"), "node"));
+    }
+    req = (struct calc_request){ pre,
+                                 json_object_get(sub, "whereClause"),
+                                 SQL_FORMAT_ROW,
+                                 NULL,
+                                 true,
+                                 (int)json_array_size(parts),
+                                 -1,
+                                 "WHERE" };
+    if (explain != NULL) {
+        below = open_memstream(&pre_text, &pre_len);
+        pc->explain = below;
+        pc->depth += 3;
+    }
+    rc = plan_calc(pc, &in, &req, from_text, &mid);
+    from_text = NULL;
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 3;
+    }
+    if (rc != 0)
+        goto out;
+    spec.npart = (int)json_array_size(parts);
+    spec.norder = (int)json_array_size(orders);
+    nrow = mid.ncols - 1 - spec.npart - spec.norder;
+    spec.input = mid.cols;
+    spec.ninput = mid.ncols;
+    spec.nrow = nrow;
+    spec.limit = limit;
+    spec.window_end = -1;
+    spec.order = xcalloc((size_t)spec.norder + 1, sizeof *spec.order);
+    json_array_foreach(orders, i, g)
+    {
+        json_t *sb = json_object_get(g, "SortBy");
+        const char *dir = json_string_value(json_object_get(sb, "sortby_dir")) ?: "";
+        const char *nulls = json_string_value(json_object_get(sb, "sortby_nulls")) ?: "";
+        struct sql_rank_order *o = &spec.order[i];
+
+        if (json_object_get(sb, "useOp") != NULL) {
+            rc = plan_error(pc, located(sb), SPATE_ENOTSUP, "not supported: ORDER BY ... USING");
+            goto out;
+        }
+        o->col = 1 + spec.npart + nrow + (int)i;
+        o->desc = !strcmp(dir, "SORTBY_DESC");
+        /* NULL is the smallest value (Flink's and SQLite's order) */
+        o->nulls_first = !strcmp(nulls, "SORTBY_NULLS_FIRST")  ? true
+                         : !strcmp(nulls, "SORTBY_NULLS_LAST") ? false
+                                                               : !o->desc;
+    }
+    /* Deduplication on time DESC keeps the last row: a later one of the
+     * same time replaces it (Flink's). */
+    spec.last_wins_ties = limit == 1 && spec.norder == 1 && spec.order[0].desc &&
+                          mid.cols[spec.order[0].col].type.id == SQL_TIMESTAMP;
+    for (int k = 0; k < spec.npart; k++)
+        if (column_name(json_array_get(parts, (size_t)k)) != NULL &&
+            !strcmp(column_name(json_array_get(parts, (size_t)k)), "window_end") &&
+            mid.cols[1 + k].type.id == SQL_TIMESTAMP)
+            spec.window_end = 1 + k;
+    spec.emit_rank =
+        references(json_object_get(select, "targetList"), rn) || references(outer_where, rn);
+    out_cols = sql_rank_output(&spec, rn, &nout);
+    for (int k = 0; k < nout; k++)
+        fields[k] = sql_type_spate(out_cols[k].type.id);
+    {
+        uint8_t *bytes;
+        size_t len;
+        struct spate_stream *keyed = spate_key_by_field(mid.stream, 1);
+        enum ship_strategy part;
+
+        sql_rank_spec_encode(&spec, &bytes, &len);
+        node = stream_node_new(pc->env, OP_SQL_RANK, keyed,
+                               env_own_type(pc->env, types_new_row(nout, fields)));
+        stream_graph_resolve(keyed, &part, &node->key);
+        node->opconf.sql.program = bytes;
+        node->opconf.sql.program_len = len;
+        spate_name(node, spec.window_end > 0 ? "WindowRank" : "Rank");
+    }
+    ranked.stream = node;
+    ranked.format = SQL_FORMAT_ROW;
+    ranked.cols = out_cols;
+    ranked.ncols = nout;
+    out_cols = NULL;
+    ranked.name = alias ? xstrdup(alias) : NULL;
+    ranked.rowtime = -1;
+    if (spec.window_end < 0 && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE) {
+        rc = output == SQL_FORMAT_ROW
+                 ? plan_error(pc, rn_target, SPATE_ENOTSUP,
+                              "not supported: a query over an updating query (a Top-N without "
+                              "a window, in a subquery or view)")
+                 : plan_error(pc, rn_target, SPATE_ENOTSUP,
+                              "not supported: table '%s' (connector '%s') takes insertions "
+                              "only, and this query updates its rows (a Top-N without a "
+                              "window); the print connector shows the updates, a Top-N per "
+                              "window (PARTITION BY window_start, window_end) makes each row "
+                              "final",
+                              sink ? sink->name : "?",
+                              sink ? sql_table_option(sink, "connector") : "?");
+        goto out;
+    }
+    if (explain != NULL) {
+        FILE *f = open_memstream(&rank_text, &rank_len);
+
+        fprintf(f,
+                "%*s%s(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd=%lld], "
+                "partitionBy=[",
+                (pc->depth + 1) * 3, "", spec.window_end > 0 ? "WindowRank" : "Rank",
+                (long long)limit);
+        for (int k = 0; k < spec.npart; k++)
+            fprintf(f, "%s$p%d", k ? ", " : "", k);
+        fprintf(f, "], orderBy=[");
+        for (int k = 0; k < spec.norder; k++)
+            fprintf(f, "%s$o%d %s", k ? ", " : "", k, spec.order[k].desc ? "DESC" : "ASC");
+        fprintf(f, "], select=[%s])\n%*sExchange(distribution=[hash[$key]])\n%s",
+                spec.emit_rank ? rn : "*", (pc->depth + 2) * 3, "", pre_text ? pre_text : "");
+        fclose(f);
+    }
+    /* The last Calc: the rest of WHERE and the SELECT list, the row kinds
+     * through. */
+    req = (struct calc_request){
+        json_object_get(select, "targetList"), outer_where, output, sink, false, 0, 0, "WHERE"
+    };
+    rc = plan_calc(pc, &ranked, &req, rank_text, rel);
+    rank_text = NULL;
+    if (rc == 0)
+        rel->updating = spec.window_end < 0;
+out:
+    spec.input = NULL; /* mid's */
+    free(spec.order);
+    if (out_cols != NULL) {
+        for (int k = 0; k < nout; k++)
+            free(out_cols[k].name);
+        free(out_cols);
+    }
+    sql_relation_release(&in);
+    sql_relation_release(&mid);
+    sql_relation_release(&ranked);
+    json_decref(rest);
+    json_decref(pre);
+    json_decref(outer_where);
+    free(from_text);
+    free(pre_text);
+    free(rank_text);
+    return rc;
+}
+
 int
 sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format output,
                 const struct sql_table *sink, struct sql_relation *rel)
@@ -1094,6 +1479,8 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         find_aggregate(json_object_get(select, "targetList")) != NULL ||
         (json_array_size(from) == 1 && json_object_get(json_array_get(from, 0), "RangeFunction")))
         return plan_aggregate(pc, select, output, sink, rel);
+    if (rank_subquery(select) != NULL)
+        return plan_rank(pc, select, output, sink, rel);
     if (find_aggregate(json_object_get(select, "whereClause")) != NULL)
         return plan_error(pc, find_aggregate(json_object_get(select, "whereClause")), SPATE_EINVAL,
                           "aggregate functions are not allowed in WHERE (HAVING filters groups)");

@@ -347,6 +347,7 @@ static kind_encoder *const kind_encoders[OP_KIND_COUNT] = {
     [OP_WINDOW] = enc_window,
     [OP_SQL_CALC] = enc_sql,
     [OP_SQL_AGG] = enc_sql,
+    [OP_SQL_RANK] = enc_sql,
 };
 
 static PbOp *
@@ -992,6 +993,7 @@ static kind_decoder *const kind_decoders[OP_KIND_COUNT] = {
     [OP_WINDOW] = dec_window,
     [OP_SQL_CALC] = dec_sql,
     [OP_SQL_AGG] = dec_sql,
+    [OP_SQL_RANK] = dec_sql,
 };
 
 static int

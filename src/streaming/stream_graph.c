@@ -50,7 +50,7 @@ stream_node_free_contents(struct spate_stream *n)
     free(n->tag);
     if (n->kind == OP_WINDOW)
         free(n->opconf.window.late_tag);
-    else if (n->kind == OP_SQL_CALC || n->kind == OP_SQL_AGG)
+    else if (n->kind == OP_SQL_CALC || n->kind == OP_SQL_AGG || n->kind == OP_SQL_RANK)
         free(n->opconf.sql.program);
     free(n->union_inputs);
     free(n->name);
@@ -310,6 +310,7 @@ static const char *const operator_names[] = {
     [OP_BROADCAST_PROCESS] = "Broadcast Process",
     [OP_SQL_CALC] = "Calc",
     [OP_SQL_AGG] = "GroupAggregate",
+    [OP_SQL_RANK] = "Rank",
 };
 
 const char *
@@ -512,6 +513,7 @@ operator_kind_conf(enum operator_kind kind, const union connector_config *conn,
         return &opconf->window;
     case OP_SQL_CALC:
     case OP_SQL_AGG:
+    case OP_SQL_RANK:
         return &opconf->sql;
     default:
         return NULL;
@@ -542,7 +544,8 @@ operator_kind_runs(int kind)
 bool
 operator_kind_is_external(enum operator_kind kind)
 {
-    return operator_kind_is_connector(kind) || kind == OP_SQL_CALC || kind == OP_SQL_AGG;
+    return operator_kind_is_connector(kind) || kind == OP_SQL_CALC || kind == OP_SQL_AGG ||
+           kind == OP_SQL_RANK;
 }
 
 /* The key selector of a keyed input, or KEY_NONE. */

@@ -68,6 +68,9 @@ enum operator_kind {
     /* SQL's GROUP BY aggregation, unwindowed or in windows
      * (src/sql/sql_aggregate.c): keyed, its accumulators in keyed state. */
     OP_SQL_AGG,
+    /* SQL's Top-N and deduplication (src/sql/sql_rank.c): keyed, each
+     * partition's top rows in keyed state. */
+    OP_SQL_RANK,
     /* A source of the job's on the Source API (include/spate/source.h):
      * spate_source_from. */
     OP_SOURCE,
