@@ -1,0 +1,219 @@
+"""spate SQL's Top-N and deduplication (ROW_NUMBER() OVER (PARTITION BY ...
+ORDER BY ...) bounded by rn <= N) against an oracle (sqloracle.py): each
+query's changelog printed by spate at parallelism 2, applied in order
+(+I, -U, +U, -D), must leave the rows sqlite3 computes with the same
+ROW_NUMBER() over the same rows, NULL partitions and NULL order values
+included; a Top-N per window (over a window aggregate) against Python
+(sqlwindows.py), its late rows dropped by the window; the exact changelog
+of a small Top-N, minimal as Flink's; the planner's refusals."""
+
+import datetime
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import spatetest  # noqa: E402
+import sqlwindows as W  # noqa: E402
+from sqloracle import Oracle, Table  # noqa: E402
+
+COLUMNS = [("id", "INT", "INTEGER"), ("k", "VARCHAR", "TEXT"), ("g", "INT", "INTEGER"),
+           ("v", "INT", "INTEGER"), ("x", "DOUBLE PRECISION", "REAL"),
+           ("ts", "TIMESTAMP(3)", "TEXT")]
+WATERMARK = "WATERMARK FOR ts AS ts - INTERVAL '2' SECOND"
+BOUND_MS = 2000
+
+
+def rows_r():
+    """60 rows: NULL in k, g, v and x somewhere; v repeats (ties broken by
+    id in the queries); each ts its own, out of order, some rows more than
+    the watermark's 2 s late."""
+    keys = ["red", "green", "blue", "", "Red"]
+    base = datetime.datetime(2024, 3, 1, 12, 0, 0)
+    rows = []
+    for i in range(60):
+        k = None if i % 9 == 4 else keys[(i * 7) % len(keys)]
+        g = None if i % 11 == 3 else (i * 5) % 4
+        v = None if i % 7 == 2 else (i * 37) % 29 - 9
+        x = None if i % 13 == 6 else round(((i * 7919) % 1000) / 7.0, 3)
+        ms = i * 700 + ((i * 7) % 5) * 910 - (6050 if i % 10 == 7 else 0)
+        ts = (base + datetime.timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        rows.append((i, k, g, v, x, ts))
+    return rows
+
+
+PARTITIONS = ["", "PARTITION BY k", "PARTITION BY g", "PARTITION BY k, g",
+              "PARTITION BY g % 2"]
+ORDERS = ["v DESC, id", "v, id", "x DESC, id", "ts", "ts DESC", "v NULLS LAST, id",
+          "v DESC NULLS FIRST, id DESC", "upper(k), id DESC"]
+BOUNDS = ["rn <= 1", "rn <= 3", "rn < 3", "rn = 1", "5 >= rn"]
+
+
+def top_n_queries():
+    """Partition, order and bound in turn, with and without rn in the
+    output (its changelog differs: updates of ranks, or insertions and
+    deletions)."""
+    out = []
+    n = 0
+    for p in PARTITIONS:
+        for o in ORDERS:
+            b = BOUNDS[n % len(BOUNDS)]
+            select = "*" if n % 2 == 0 else "id, k, v"
+            out.append(f"SELECT {select} FROM (SELECT id, k, g, v, ROW_NUMBER() OVER ({p} "
+                       f"ORDER BY {o}) AS rn FROM r) q WHERE {b}")
+            n += 1
+    return out
+
+
+# Top-N with more around it: filters below and above, expressions,
+# references through the alias, the whole row, deduplication.
+QUERIES = [
+    "SELECT * FROM (SELECT id, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC, id) AS rn "
+    "FROM r WHERE v > 0) q WHERE rn <= 2",
+    "SELECT q.id, q.rn FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY k ORDER BY x, id) AS rn "
+    "FROM r WHERE x IS NOT NULL) q WHERE q.rn <= 2 AND q.id % 2 = 0",
+    "SELECT id, rn * 10 FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id DESC) AS rn FROM r) q "
+    "WHERE rn <= 4",
+    "SELECT * FROM (SELECT id, v + g AS s, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v + g, id) "
+    "AS rn FROM r) q WHERE rn <= 3",
+    "SELECT id, k FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn FROM r) q "
+    "WHERE rn = 1",
+    "SELECT id, k, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC) AS rn "
+    "FROM r) q WHERE rn = 1",
+    "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY g, k ORDER BY ts DESC) AS rn "
+    "FROM r) q WHERE rn <= 1",
+    "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC, id) AS rn "
+    "FROM r) q WHERE rn <= 3 AND rn > 1",
+    "SELECT id, rn FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v, id) AS rn "
+    "FROM r) q WHERE rn <= 10 AND rn <= 2",
+    "SELECT id, k, rn FROM (SELECT id, k, ROW_NUMBER() OVER (PARTITION BY substr(k, 1, 1) "
+    "ORDER BY x DESC NULLS LAST, id) AS rn FROM r) q WHERE rn <= 2",
+    "SELECT id, upper(k) FROM (SELECT id, k, ROW_NUMBER() OVER (PARTITION BY CASE WHEN v > 0 "
+    "THEN 'p' ELSE 'n' END ORDER BY id) AS rn FROM r) q WHERE rn < 4",
+    "SELECT * FROM (SELECT id, x, ROW_NUMBER() OVER (PARTITION BY g ORDER BY x, id) AS rn "
+    "FROM (SELECT id, g, x FROM r WHERE g IS NOT NULL) s) q WHERE rn <= 2",
+]
+
+
+def window_top(rows, size_ms, n, desc=True):
+    """Per tumbling window of size_ms: the sums of v per k, the top n by
+    the sum (DESC, then k), as window_start, window_end, k, sum, rn. Late
+    rows are dropped by the window aggregate below the rank."""
+    wins, _ = W.windows(rows, 5, BOUND_MS, "tumble", size_ms=size_ms, key=lambda r: r[1])
+    per = {}
+    for s, e, k, rs in wins:
+        per.setdefault((s, e), []).append((k[0] if isinstance(k, tuple) else k,
+                                           W.agg_sum(rs, 3)))
+    out = []
+    for (s, e), groups in per.items():
+        groups = [g for g in groups if g[1] is not None]
+        groups.sort(key=lambda g: (-g[1] if desc else g[1], g[0] is not None, g[0] or ""))
+        for i, (k, total) in enumerate(groups[:n]):
+            out.append([W.text_of(s), W.text_of(e), k, total, i + 1])
+    return out
+
+
+class SqlRankTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="spate-sql-rank-")
+        cls.oracle = Oracle(cls.tmp, [Table("r", COLUMNS, rows_r(), WATERMARK)])
+        # the watermark after each row, as sqlwindows.py has it
+        cls.oracle.ddl.insert(0, "SET 'pipeline.auto-watermark-interval' = '0';")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def check(self, q):
+        self.assertTrue(self.oracle.sqlite(q), f"the oracle has rows: {q}")
+        self.oracle.check_changelog(self, q)
+
+    def test_top_n(self):
+        for q in top_n_queries():
+            with self.subTest(query=q):
+                self.check(q)
+
+    def test_top_n_in_queries(self):
+        for q in QUERIES:
+            with self.subTest(query=q):
+                self.check(q)
+
+    def test_changelog_is_minimal(self):
+        """Flink's changelog of an append-only Top-N: with rn, -U/+U of each
+        rank a row moved and +I of a new rank; without, +I of the row and
+        -D of the one it pushed out; nothing for a row below the top."""
+        t = Table("m", [("id", "INT", "INTEGER"), ("k", "VARCHAR", "TEXT"),
+                        ("v", "INT", "INTEGER")],
+                  [(1, "a", 10), (2, "a", 30), (3, "b", 20), (4, "a", 20), (5, "a", 1),
+                   (6, None, 7), (7, "a", 40)])
+        o = Oracle(self.tmp, [t])
+        with_rn = ("SELECT * FROM (SELECT id, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v "
+                   "DESC) AS rn FROM m) q WHERE rn <= 2")
+        self.assertEqual(self.changes(o, with_rn), [
+            "+I[1, 10, 1]", "-U[1, 10, 1]", "+U[2, 30, 1]", "+I[1, 10, 2]", "+I[3, 20, 1]",
+            "-U[1, 10, 2]", "+U[4, 20, 2]", "+I[6, 7, 1]", "-U[2, 30, 1]", "+U[7, 40, 1]",
+            "-U[4, 20, 2]", "+U[2, 30, 2]"])
+        without = ("SELECT id, v FROM (SELECT id, v, ROW_NUMBER() OVER (PARTITION BY k ORDER "
+                   "BY v DESC) AS rn FROM m) q WHERE rn <= 2")
+        self.assertEqual(self.changes(o, without), [
+            "+I[1, 10]", "+I[2, 30]", "+I[3, 20]", "+I[4, 20]", "-D[1, 10]", "+I[6, 7]",
+            "+I[7, 40]", "-D[4, 20]"])
+
+    def changes(self, oracle, select):
+        script = "\n".join(oracle.ddl) + f"\n{select};\n"
+        p = subprocess.run([spatetest.SPATE, "sql", "--local", "-p", "1"], input=script,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return [line for line in p.stdout.splitlines() if line[:2] in ("+I", "-U", "+U", "-D")]
+
+    def test_window_top_n(self):
+        """A Top-N per window (PARTITION BY window_start, window_end) over a
+        window aggregate: final rows, written by the filesystem sink, the
+        late rows dropped by the window."""
+        agg = ("SELECT window_start, window_end, k, SUM(v) AS total FROM TABLE(TUMBLE(TABLE r, "
+               "DESCRIPTOR(ts), INTERVAL '{s}' SECOND)) GROUP BY window_start, window_end, k")
+        for size, n in [(5, 1), (5, 2), (10, 3), (3, 2)]:
+            q = (f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, "
+                 f"window_end ORDER BY total DESC, k) AS rn FROM ({agg.format(s=size)}) w "
+                 f"WHERE total IS NOT NULL) q WHERE rn <= {n}")
+            with self.subTest(query=q):
+                self.oracle.check(self, q, lambda t, size=size, n=n:
+                                  window_top(t[0].rows, size * 1000, n))
+
+    def error(self, select):
+        script = "\n".join(self.oracle.ddl) + f"\n{select};\n"
+        p = subprocess.run([spatetest.SPATE, "sql", "--local", "-p", "1"], input=script,
+                           capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(p.returncode, 0, f"accepted: {select}")
+        return p.stderr + p.stdout
+
+    def test_refusals(self):
+        cases = [
+            ("SELECT * FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v) AS rn "
+             "FROM r) q WHERE id > 3", "without an upper bound on 'rn'"),
+            ("SELECT * FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY k) AS rn FROM r) q "
+             "WHERE rn <= 2", "ROW_NUMBER() without ORDER BY"),
+            ("SELECT * FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY v) FROM r) q",
+             "ROW_NUMBER() needs a name"),
+            ("SELECT * FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY v) AS rn FROM r) q "
+             "WHERE rn <= 0", "a Top-N of 0 rows"),
+            ("SELECT * FROM (SELECT k, ROW_NUMBER() OVER (ORDER BY COUNT(*)) AS rn FROM r "
+             "GROUP BY k) q WHERE rn <= 2", "ROW_NUMBER() in a SELECT with GROUP BY"),
+            ("SELECT * FROM (SELECT k, c, ROW_NUMBER() OVER (ORDER BY c) AS rn FROM (SELECT k, "
+             "COUNT(*) AS c FROM r GROUP BY k) s) q WHERE rn <= 2",
+             "not supported: a query over an updating query"),
+            (f"CREATE TABLE o WITH (connector = 'filesystem', path = '{self.tmp}/o', "
+             "format = 'csv') AS SELECT * FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY v) AS rn "
+             "FROM r) q WHERE rn <= 2", "updating query (a Top-N without a window"),
+        ]
+        for select, want in cases:
+            with self.subTest(query=select):
+                self.assertIn(want, self.error(select))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
