@@ -92,6 +92,53 @@ plan_from(struct sql_plan_context *pc, json_t *select, struct sql_relation *rel,
     return plan_table(pc, item, name, alias, rel);
 }
 
+/* WITH's query named name: its index in pc->ctes, or -1. */
+static int
+cte_find(struct sql_plan_context *pc, const char *name)
+{
+    json_t *c;
+    size_t i;
+
+    json_array_foreach(pc->ctes, i, c)
+    {
+        const char *n = json_string_value(json_object_get(c, "ctename"));
+
+        if (n != NULL && !strcmp(n, name))
+            return (int)i;
+    }
+    return -1;
+}
+
+/* WITH's query at index i of pc->ctes in FROM (as alias): planned where it
+ * is used, as a view, seeing the queries after it in pc->ctes (those
+ * before it in its WITH, and the WITHs around). */
+static int
+plan_cte(struct sql_plan_context *pc, json_t *item, int i, const char *alias,
+         struct sql_relation *rel)
+{
+    struct sql_plan_context vc = *pc;
+    json_t *cte = json_array_get(pc->ctes, (size_t)i);
+    json_t *q = json_object_get(json_object_get(cte, "ctequery"), "SelectStmt");
+    int rc;
+
+    if (pc->depth >= SQL_MAX_VIEW_DEPTH)
+        return plan_error(pc, item, SPATE_EINVAL, "WITH queries and views nested more than %d deep",
+                          SQL_MAX_VIEW_DEPTH);
+    if (q == NULL)
+        return plan_error(pc, item, SPATE_ENOTSUP, "not supported: a WITH query that is no SELECT");
+    vc.ctes = json_array();
+    for (size_t k = (size_t)i + 1; k < json_array_size(pc->ctes); k++)
+        json_array_append(vc.ctes, json_array_get(pc->ctes, k));
+    vc.depth++;
+    rc = sql_plan_select(&vc, q, SQL_FORMAT_ROW, NULL, rel);
+    json_decref(vc.ctes);
+    if (rc != 0)
+        return rc;
+    free(rel->name);
+    rel->name = xstrdup(alias);
+    return 0;
+}
+
 /* The table or view name (as alias) in FROM. */
 static int
 plan_table(struct sql_plan_context *pc, json_t *item, const char *name, const char *alias,
@@ -102,6 +149,8 @@ plan_table(struct sql_plan_context *pc, json_t *item, const char *name, const ch
 
     if (name == NULL)
         return plan_error(pc, item, SPATE_EINVAL, "a table without a name");
+    if (cte_find(pc, name) >= 0)
+        return plan_cte(pc, item, cte_find(pc, name), alias ? alias : name, rel);
     if ((t = sql_catalog_find(pc->catalog, name)) == NULL) {
         const char *near = sql_catalog_nearest(pc->catalog, name);
 
@@ -119,6 +168,7 @@ plan_table(struct sql_plan_context *pc, json_t *item, const char *name, const ch
                               SQL_MAX_VIEW_DEPTH);
         vc.script = t->script;
         vc.offset = t->offset;
+        vc.ctes = NULL; /* a view sees the catalog, not the WITH around its use */
         vc.depth++;
         if ((rc = sql_plan_select(&vc, q, SQL_FORMAT_ROW, NULL, rel)) != 0)
             return spate_error_wrap(pc->err, "in view '%s'", t->name);
@@ -165,7 +215,6 @@ unsupported_clauses(struct sql_plan_context *pc, json_t *select)
         { "limitOffset", "OFFSET" },
         { "distinctClause", "SELECT DISTINCT" },
         { "windowClause", "WINDOW" },
-        { "withClause", "WITH (common table expressions)" },
         { "valuesLists", "VALUES" },
         { "intoClause", "SELECT INTO" },
         { "lockingClause", "FOR UPDATE" },
@@ -1458,6 +1507,147 @@ out:
     return rc;
 }
 
+/* ---- WITH and UNION ALL ---- */
+
+/* WITH q AS (...), ... SELECT: the SELECT planned with the queries in
+ * scope (pc->ctes: the last first, then those of the WITHs around). */
+static int
+plan_with(struct sql_plan_context *pc, json_t *select, enum sql_format output,
+          const struct sql_table *sink, struct sql_relation *rel)
+{
+    json_t *with = json_object_get(select, "withClause");
+    json_t *outer = pc->ctes, *scope, *bare;
+    int rc;
+
+    if (json_is_true(json_object_get(with, "recursive")))
+        return plan_error(pc, with, SPATE_ENOTSUP, "not supported: WITH RECURSIVE");
+    if (!json_is_array(json_object_get(with, "ctes")))
+        return plan_error(pc, with, SPATE_EINVAL, "a WITH without queries");
+    /* Last first: each query sees those after it. */
+    scope = json_array();
+    for (size_t i = json_array_size(json_object_get(with, "ctes")); i-- > 0;)
+        json_array_append(scope, json_object_get(json_array_get(json_object_get(with, "ctes"), i),
+                                                 "CommonTableExpr"));
+    if (outer != NULL)
+        json_array_extend(scope, outer);
+    bare = json_copy(select);
+    json_object_del(bare, "withClause");
+    pc->ctes = scope;
+    rc = sql_plan_select(pc, bare, output, sink, rel);
+    pc->ctes = outer;
+    json_decref(bare);
+    json_decref(scope);
+    return rc;
+}
+
+/* The SELECT * over rel that writes output (Flink's final projection). */
+static json_t *
+star_targets(void)
+{
+    return json_pack("[{s:{s:{s:{s:[{s:{}}]}}}}]", "ResTarget", "val", "ColumnRef", "fields",
+                     "A_Star");
+}
+
+/* One side of a UNION ALL, its plan explained into *text. */
+static int
+plan_union_side(struct sql_plan_context *pc, json_t *side, struct sql_relation *rel, char **text)
+{
+    FILE *explain = pc->explain, *below = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (explain != NULL) {
+        below = open_memstream(text, &len);
+        pc->explain = below;
+        pc->depth += 2;
+    }
+    rc = sql_plan_select(pc, side, SQL_FORMAT_ROW, NULL, rel);
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 2;
+    }
+    if (rc == 0 && rel->updating)
+        rc = plan_error(pc, located(side), SPATE_ENOTSUP,
+                        "not supported: UNION ALL of an updating query (GROUP BY without a "
+                        "window, a Top-N)");
+    return rc;
+}
+
+/* a UNION ALL b: both planned as rows of the same columns and types, one
+ * stream of the two (Flink's Union), and a Calc that writes output. */
+static int
+plan_union(struct sql_plan_context *pc, json_t *select, enum sql_format output,
+           const struct sql_table *sink, struct sql_relation *rel)
+{
+    static const char *const refused[] = { "sortClause", "limitCount", "limitOffset" };
+    struct sql_relation l = { 0 }, r = { 0 }, u = { 0 };
+    char *ltext = NULL, *rtext = NULL, *text = NULL;
+    struct calc_request req;
+    json_t *targets = NULL;
+    int rc;
+
+    if (!json_is_true(json_object_get(select, "all")))
+        return plan_error(pc, located(json_object_get(select, "rarg")), SPATE_ENOTSUP,
+                          "not supported: UNION without ALL (UNION ALL keeps every row)");
+    for (size_t i = 0; i < ARRAY_SIZE(refused); i++)
+        if (json_object_get(select, refused[i]) != NULL)
+            return plan_error(pc, located(json_object_get(select, refused[i])), SPATE_ENOTSUP,
+                              "not supported: %s on a stream",
+                              i == 0   ? "ORDER BY"
+                              : i == 1 ? "LIMIT"
+                                       : "OFFSET");
+    if ((rc = plan_union_side(pc, json_object_get(select, "larg"), &l, &ltext)) != 0 ||
+        (rc = plan_union_side(pc, json_object_get(select, "rarg"), &r, &rtext)) != 0)
+        goto out;
+    if (l.ncols != r.ncols) {
+        rc = plan_error(pc, located(json_object_get(select, "rarg")), SPATE_EINVAL,
+                        "UNION ALL of %d columns and %d columns", l.ncols, r.ncols);
+        goto out;
+    }
+    for (int i = 0; i < l.ncols; i++) {
+        char b1[32], b2[32];
+
+        if (l.cols[i].type.id != r.cols[i].type.id ||
+            (l.cols[i].type.id == SQL_DECIMAL && l.cols[i].type.scale != r.cols[i].type.scale)) {
+            rc = plan_error(pc, located(json_object_get(select, "rarg")), SPATE_EINVAL,
+                            "type mismatch: UNION ALL's column %d ('%s') is %s on the left, %s "
+                            "on the right (CAST one of them)",
+                            i + 1, l.cols[i].name, sql_type_name(&l.cols[i].type, b1),
+                            sql_type_name(&r.cols[i].type, b2));
+            goto out;
+        }
+    }
+    u.stream = spate_name(spate_union(l.stream, r.stream), "Union");
+    u.format = SQL_FORMAT_ROW;
+    u.cols = l.cols;
+    u.ncols = l.ncols;
+    l.cols = NULL;
+    l.ncols = 0;
+    u.rowtime = -1;
+    if (pc->explain != NULL) {
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+
+        fprintf(f, "%*sUnion(all=[true])\n%s%s", (pc->depth + 1) * 3, "", ltext ? ltext : "",
+                rtext ? rtext : "");
+        fclose(f);
+    }
+    targets = star_targets();
+    req = (struct calc_request){ targets, NULL, output, sink, false, 0, -1, "WHERE" };
+    rc = plan_calc(pc, &u, &req, text, rel);
+    text = NULL;
+out:
+    sql_relation_release(&l);
+    sql_relation_release(&r);
+    sql_relation_release(&u);
+    json_decref(targets);
+    free(ltext);
+    free(rtext);
+    free(text);
+    return rc;
+}
+
 int
 sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format output,
                 const struct sql_table *sink, struct sql_relation *rel)
@@ -1472,6 +1662,10 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
 
     if (select == NULL)
         return spate_error_set(pc->err, SPATE_ENOTSUP, "not supported: a query that is no SELECT");
+    if (json_object_get(select, "withClause") != NULL)
+        return plan_with(pc, select, output, sink, rel);
+    if (!strcmp(json_string_value(json_object_get(select, "op")) ?: "", "SETOP_UNION"))
+        return plan_union(pc, select, output, sink, rel);
     if ((rc = unsupported_clauses(pc, select)) != 0)
         return rc;
     if (json_array_size(json_object_get(select, "groupClause")) > 0 ||
