@@ -1,5 +1,6 @@
 /* sql_bench: events/s of the Nexmark queries in spate SQL (bench/nexmark/:
- * q0, q1, q2, q21, q22 at parallelism 1, q0, q1, q2 at parallelism 2, each
+ * q0, q1, q2, q21, q22 at parallelism 1, q0, q1, q2 at parallelism 2, q18
+ * and q19 (deduplication and Top-N: every bid ranked) at both, each
  * `spate sql --local -p P` over ddl.sql), beside the generator alone in a
  * single-threaded loop (the limit: making the bid table's events, as every
  * one of those queries reads it) and the hand-written C DataStream jobs of
@@ -142,9 +143,10 @@ number_after(const char *text, const char *key)
     return at == NULL ? -1 : strtoll(at + strlen(key), NULL, 10);
 }
 
-/* `spate sql --local -p p -f script`: events/s; *rows the Calc's records out. */
+/* `spate sql --local -p p -f script`: events/s; *rows the number of
+ * metric (an operator's records in or out, "Rank.numRecordsIn: "). */
 static double
-run_sql(const char *script, int p, uint64_t n, int64_t *rows)
+run_sql_counting(const char *script, int p, uint64_t n, const char *metric, int64_t *rows)
 {
     char pbuf[16], out[PATH_MAX], err[PATH_MAX];
     char *argv[] = { spate, "sql", "--local", "-p", pbuf, "-f", (char *)script, NULL };
@@ -161,12 +163,19 @@ run_sql(const char *script, int p, uint64_t n, int64_t *rows)
         bench_fail("%s at p%d failed: see %s and %s", script, p, out, err);
     text = read_file(out);
     ms = number_after(text, "Job Runtime: ");
-    *rows = number_after(text, "Calc.numRecordsOut: ");
+    *rows = number_after(text, metric);
     free(text);
     unlink(out);
     if (ms < 0 || *rows < 0)
-        bench_fail("%s: no runtime or Calc records in spate sql's output", script);
+        bench_fail("%s: no runtime or %s in spate sql's output", script, metric);
     return (double)n / ((double)(ms > 0 ? ms : 1) / 1000.0);
+}
+
+/* run_sql_counting of the Calc's records out. */
+static double
+run_sql(const char *script, int p, uint64_t n, int64_t *rows)
+{
+    return run_sql_counting(script, p, n, "Calc.numRecordsOut: ", rows);
 }
 
 /* ---- the hand-written jobs ---- */
@@ -217,12 +226,17 @@ enum run_id {
     C_Q2_P2,
     SQL_Q2_P2,
     SQL_Q0_P2,
+    SQL_Q18_P1,
+    SQL_Q19_P1,
+    SQL_Q18_P2,
+    SQL_Q19_P2,
     NRUNS,
 };
 
 static const char *const run_names[NRUNS] = {
-    "generator",  "c_q1_p1", "sql_q1_p1", "c_q2_p1", "sql_q2_p1", "sql_q0_p1", "sql_q21_p1",
-    "sql_q22_p1", "c_q1_p2", "sql_q1_p2", "c_q2_p2", "sql_q2_p2", "sql_q0_p2",
+    "generator",  "c_q1_p1",    "sql_q1_p1",  "c_q2_p1",    "sql_q2_p1",  "sql_q0_p1",
+    "sql_q21_p1", "sql_q22_p1", "c_q1_p2",    "sql_q1_p2",  "c_q2_p2",    "sql_q2_p2",
+    "sql_q0_p2",  "sql_q18_p1", "sql_q19_p1", "sql_q18_p2", "sql_q19_p2",
 };
 
 int
@@ -232,8 +246,8 @@ main(void)
     uint64_t n = (e = getenv("SQL_BENCH_EVENTS")) ? strtoull(e, NULL, 10) : 4000000;
     int runs = (e = getenv("SQL_BENCH_RUNS")) ? atoi(e) : 3;
     double v[NRUNS][MAX_RUNS], m[NRUNS];
-    char dir[PATH_MAX], scripts[5][PATH_MAX];
-    static const char *const queries[5] = { "q0", "q1", "q2", "q21", "q22" };
+    char dir[PATH_MAX], scripts[7][PATH_MAX];
+    static const char *const queries[7] = { "q0", "q1", "q2", "q21", "q22", "q18", "q19" };
     json_t *rounds = json_array(), *plan = NULL, *out, *medians = json_object();
     struct expect x = { 0 };
     char *s;
@@ -249,7 +263,7 @@ main(void)
     strcpy(tmpdir, "/tmp/spate-sql-bench-XXXXXX");
     if (mkdtemp(tmpdir) == NULL)
         bench_fail("cannot make %s", tmpdir);
-    for (int q = 0; q < 5; q++)
+    for (int q = 0; q < 7; q++)
         write_script(queries[q], n, scripts[q], sizeof scripts[q]);
     fprintf(stderr, "sql_bench: %llu events per run, %d rounds\n", (unsigned long long)n, runs);
     for (int i = 0; i < runs; i++) {
@@ -284,20 +298,30 @@ main(void)
         check("SQL q2 p2 rows", rows, x.q2_rows);
         v[SQL_Q0_P2][i] = run_sql(scripts[0], 2, n, &rows);
         check("SQL q0 p2 rows", rows, x.bids);
+        /* Top-N and deduplication: every bid ranked */
+        v[SQL_Q18_P1][i] = run_sql_counting(scripts[5], 1, n, "Rank.numRecordsIn: ", &rows);
+        check("SQL q18 p1 rows ranked", rows, x.bids);
+        v[SQL_Q19_P1][i] = run_sql_counting(scripts[6], 1, n, "Rank.numRecordsIn: ", &rows);
+        check("SQL q19 p1 rows ranked", rows, x.bids);
+        v[SQL_Q18_P2][i] = run_sql_counting(scripts[5], 2, n, "Rank.numRecordsIn: ", &rows);
+        check("SQL q18 p2 rows ranked", rows, x.bids);
+        v[SQL_Q19_P2][i] = run_sql_counting(scripts[6], 2, n, "Rank.numRecordsIn: ", &rows);
+        check("SQL q19 p2 rows ranked", rows, x.bids);
         for (int r = 0; r < NRUNS; r++)
             json_object_set_new(round, run_names[r], json_real(v[r][i]));
         json_array_append_new(rounds, round);
         fprintf(stderr,
                 "sql_bench: round %d: generator %.2f M/s; p1: q1 SQL %.2f C %.2f, q2 SQL %.2f "
                 "C %.2f, q0 %.2f, q21 %.2f, q22 %.2f; p2: q1 SQL %.2f C %.2f, q2 SQL %.2f C "
-                "%.2f, q0 %.2f M/s\n",
+                "%.2f, q0 %.2f M/s; q18 p1 %.2f p2 %.2f, q19 p1 %.2f p2 %.2f M/s\n",
                 i + 1, v[GEN][i] / 1e6, v[SQL_Q1_P1][i] / 1e6, v[C_Q1_P1][i] / 1e6,
                 v[SQL_Q2_P1][i] / 1e6, v[C_Q2_P1][i] / 1e6, v[SQL_Q0_P1][i] / 1e6,
                 v[SQL_Q21_P1][i] / 1e6, v[SQL_Q22_P1][i] / 1e6, v[SQL_Q1_P2][i] / 1e6,
                 v[C_Q1_P2][i] / 1e6, v[SQL_Q2_P2][i] / 1e6, v[C_Q2_P2][i] / 1e6,
-                v[SQL_Q0_P2][i] / 1e6);
+                v[SQL_Q0_P2][i] / 1e6, v[SQL_Q18_P1][i] / 1e6, v[SQL_Q18_P2][i] / 1e6,
+                v[SQL_Q19_P1][i] / 1e6, v[SQL_Q19_P2][i] / 1e6);
     }
-    for (int q = 0; q < 5; q++)
+    for (int q = 0; q < 7; q++)
         unlink(scripts[q]);
     {
         char log[128];
@@ -311,16 +335,18 @@ main(void)
         json_object_set_new(medians, run_names[r], json_real(m[r]));
     }
     out = json_pack(
-        "{s:s, s:I, s:i, s:i, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
-        "s:I, s:o, s:o}",
+        "{s:s, s:I, s:i, s:i, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, "
+        "s:I, s:I, s:o, s:o}",
         "bench", "sql_bench", "events", (json_int_t)n, "runs", runs, "first_event_rate", RATE,
         "events_per_s", medians, "q1_sql_over_c_p1", m[SQL_Q1_P1] / m[C_Q1_P1], "q2_sql_over_c_p1",
         m[SQL_Q2_P1] / m[C_Q2_P1], "q1_sql_over_c_p2", m[SQL_Q1_P2] / m[C_Q1_P2],
         "q2_sql_over_c_p2", m[SQL_Q2_P2] / m[C_Q2_P2], "q0_sql_over_generator_p1",
         m[SQL_Q0_P1] / m[GEN], "sql_q0_events_per_s_per_core_p2", m[SQL_Q0_P2] / 2,
         "sql_q1_events_per_s_per_core_p2", m[SQL_Q1_P2] / 2, "sql_q2_events_per_s_per_core_p2",
-        m[SQL_Q2_P2] / 2, "bids", (json_int_t)x.bids, "q2_rows", (json_int_t)x.q2_rows,
-        "q2_price_sum", (json_int_t)x.q2_price_sum, "rounds", rounds, "c_q1_plan", plan);
+        m[SQL_Q2_P2] / 2, "sql_q18_events_per_s_per_core_p2", m[SQL_Q18_P2] / 2,
+        "sql_q19_events_per_s_per_core_p2", m[SQL_Q19_P2] / 2, "bids", (json_int_t)x.bids,
+        "q2_rows", (json_int_t)x.q2_rows, "q2_price_sum", (json_int_t)x.q2_price_sum, "rounds",
+        rounds, "c_q1_plan", plan);
     s = json_dumps(out, JSON_COMPACT);
     printf("%s\n", s);
     free(s);

@@ -3,7 +3,8 @@ spate's connector generates are compared row by row with those of
 nexmark_ref.py, a port to Python of the Nexmark repository's Java generator
 computed outside spate, for a few configurations (the default, others with
 every option changed, parallelism 2); then the queries of bench/nexmark/
-(q0, q1, q2, q21, q22) run in spate SQL over those events and their results
+(q0, q1, q2, q21, q22; q18 and q19 as changelogs, applied) run in spate SQL
+over those events and their results
 are compared with the same queries computed in Python over the reference's
 events; then the connector's errors."""
 
@@ -18,7 +19,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 import nexmark_ref as ref  # noqa: E402
 import spatetest  # noqa: E402
-from sqloracle import parse_csv_line  # noqa: E402
+from sqloracle import apply_changelog, parse_csv_line  # noqa: E402
 
 QUERIES = os.path.join(spatetest.SOURCE, "bench", "nexmark")
 
@@ -162,9 +163,9 @@ class NexmarkTest(unittest.TestCase):
 
     # ---- the queries ----
 
-    def query(self, name, conf, parallelism=1):
-        """bench/nexmark/<name>.sql over bench/nexmark/ddl.sql with conf, its
-        sink a CSV folder: the rows."""
+    @staticmethod
+    def script(name, conf):
+        """bench/nexmark/ddl.sql with conf's placeholders, and <name>.sql."""
         with open(os.path.join(QUERIES, "ddl.sql")) as f:
             ddl = f.read()
         for k, v in {"TPS": round(1000000.0 / conf.delay_us), "EVENTS_NUM": conf.events,
@@ -172,7 +173,12 @@ class NexmarkTest(unittest.TestCase):
                      "BID_PROPORTION": conf.bid, "BASE_TIME": conf.base_time}.items():
             ddl = ddl.replace("${" + k + "}", str(v))
         with open(os.path.join(QUERIES, f"{name}.sql")) as f:
-            q = f.read()
+            return ddl, f.read()
+
+    def query(self, name, conf, parallelism=1):
+        """bench/nexmark/<name>.sql over bench/nexmark/ddl.sql with conf, its
+        sink a CSV folder: the rows."""
+        ddl, q = self.script(name, conf)
         out = self.out_path()
         q, n = re.subn(r"connector = 'blackhole'",
                        f"connector = 'filesystem', path = '{out}', format = 'csv'", q)
@@ -237,6 +243,39 @@ class NexmarkTest(unittest.TestCase):
                  piece(b["url"], 4), piece(b["url"], 5)) for b in self.bids(self.CONF)]
         self.check_query("q22", self.CONF, want)
         self.check_query("q22", self.CONF, want, parallelism=2)
+
+    def query_changelog(self, name, conf):
+        """The SELECT of bench/nexmark/<name>.sql over ddl.sql with conf, its
+        rows printed as a changelog (its sink, blackhole, takes updates);
+        the kinds seen and the rows left once every change is applied."""
+        ddl, q = self.script(name, conf)
+        select = q.split(f"INSERT INTO nexmark_{name}", 1)[1]
+        kinds, rows = apply_changelog(self.sql(ddl + "\n" + select).stdout, name)
+        return kinds, sorted((list(r) for r in rows), key=repr)
+
+    def test_q18_last_bid(self):
+        """Deduplication keeping the last row: +I of a bidder's first bid on
+        an auction, -D of it and +I of a later one."""
+        cols = ["auction", "bidder", "price", "channel", "url", "dateTime", "extra"]
+        want = sorted(([text(c, b[c]) for c in cols] for b in ref.q18(self.bids(self.CONF))),
+                      key=repr)
+        kinds, got = self.query_changelog("q18", self.CONF)
+        self.assertEqual(kinds, {"+I", "-D"})
+        self.assertGreater(len(want), 0)
+        self.assertEqual(len(got), len(want), f"q18: {len(got)} rows, the reference "
+                         f"{len(want)}")
+        self.assertEqual(got, want, "q18 differs from the reference")
+
+    def test_q19_top_10_price(self):
+        """Top-N with the rank: each rank a new bid moves updated (-U, +U)."""
+        cols = ["auction", "bidder", "price", "channel", "url", "dateTime", "extra"]
+        want = sorted(([text(c, b[c]) for c in cols] + [str(rn)]
+                       for b, rn in ref.q19(self.bids(self.CONF))), key=repr)
+        kinds, got = self.query_changelog("q19", self.CONF)
+        self.assertEqual(kinds, {"+I", "-U", "+U"})
+        self.assertEqual(len(got), len(want), f"q19: {len(got)} rows, the reference "
+                         f"{len(want)}")
+        self.assertEqual(got, want, "q19 differs from the reference")
 
     # ---- errors ----
 
