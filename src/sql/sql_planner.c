@@ -10,6 +10,7 @@
 #include "sql/sql_connectors.h"
 #include "sql/sql_expr.h"
 #include "sql/sql_parser.h"
+#include "sql/sql_over.h"
 #include "sql/sql_planner.h"
 #include "sql/sql_rank.h"
 #include "streaming/stream_graph.h"
@@ -1648,6 +1649,299 @@ out:
     return rc;
 }
 
+/* ---- OVER aggregates ---- */
+
+/* The first aggregate call with an OVER in node, or NULL. */
+static json_t *
+find_over(json_t *node)
+{
+    const char *key;
+    json_t *v, *found;
+    size_t i;
+
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if ((found = find_over(v)) != NULL) return found;
+        return NULL;
+    }
+    if (!json_is_object(node))
+        return NULL;
+    if (aggregate_of(node) != SQL_AGG_KIND_COUNT &&
+        json_object_get(json_object_get(node, "FuncCall"), "over") != NULL)
+        return node;
+    json_object_foreach(node, key, v) if ((found = find_over(v)) != NULL) return found;
+    return NULL;
+}
+
+/* An OVER being planned: its window (the first call's) and its calls. */
+struct over_plan {
+    json_t *over; /* referenced: the first call's */
+    struct agg_call_plan *calls;
+    int ncalls;
+};
+
+/* Rewrites the SELECT list's OVER calls into columns $overN of the OVER's
+ * output, each call's window the first's. */
+static int
+rewrite_over(struct sql_plan_context *pc, struct over_plan *op, json_t *node)
+{
+    enum sql_agg_kind kind;
+    const char *key;
+    json_t *v;
+    size_t i;
+    char name[32];
+    int rc;
+
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if ((rc = rewrite_over(pc, op, v)) != 0) return rc;
+        return 0;
+    }
+    if (!json_is_object(node))
+        return 0;
+    if ((kind = aggregate_of(node)) != SQL_AGG_KIND_COUNT) {
+        json_t *fc = json_object_get(node, "FuncCall"), *args = json_object_get(fc, "args");
+        json_t *over = json_object_get(fc, "over");
+        struct agg_call_plan *c;
+
+        if (over == NULL)
+            return plan_error(pc, node, SPATE_ENOTSUP,
+                              "not supported: an aggregate without OVER beside OVER "
+                              "aggregates");
+        if (json_object_get(over, "refname") || json_object_get(over, "name"))
+            return plan_error(pc, node, SPATE_ENOTSUP,
+                              "not supported: a named WINDOW (write OVER (...) in place)");
+        if (op->over == NULL)
+            op->over = json_incref(over);
+        else if (!same_expr(op->over, over))
+            return plan_error(pc, node, SPATE_ENOTSUP,
+                              "not supported: OVER windows that differ in one SELECT (as in "
+                              "Flink, every OVER of a SELECT is the same)");
+        if (json_object_get(fc, "agg_filter") || json_is_true(json_object_get(fc, "agg_distinct")))
+            return plan_error(pc, node, SPATE_ENOTSUP,
+                              "not supported: DISTINCT or FILTER in an OVER aggregate");
+        if (kind != SQL_AGG_COUNT_STAR && json_array_size(args) != 1)
+            return plan_error(pc, node, SPATE_EINVAL, "an aggregate function takes one argument");
+        if (find_aggregate(args) != NULL)
+            return plan_error(pc, find_aggregate(args), SPATE_EINVAL,
+                              "aggregate function calls cannot be nested");
+        op->calls = xrealloc(op->calls, (size_t)(op->ncalls + 1) * sizeof *op->calls);
+        c = &op->calls[op->ncalls];
+        c->kind = kind;
+        c->arg = json_incref(json_array_get(args, 0));
+        c->filter = NULL;
+        c->node = json_deep_copy(node);
+        snprintf(name, sizeof name, "$over%d", op->ncalls++);
+        become_column(node, name);
+        return 0;
+    }
+    json_object_foreach(node, key, v) if ((rc = rewrite_over(pc, op, v)) != 0) return rc;
+    return 0;
+}
+
+/* PostgreSQL's frame options (nodes/parsenodes.h FRAMEOPTION_*). */
+enum {
+    FRAME_NONDEFAULT = 0x1,
+    FRAME_RANGE = 0x2,
+    FRAME_ROWS = 0x4,
+    FRAME_START_UNBOUNDED_PRECEDING = 0x20,
+    FRAME_END_CURRENT_ROW = 0x400,
+    FRAME_START_OFFSET_PRECEDING = 0x800,
+};
+
+/* The OVER's frame: ROWS or RANGE, and how far back (-1: unbounded). */
+static int
+over_frame(struct sql_plan_context *pc, json_t *over, json_t *at, struct sql_over_spec *spec)
+{
+    int64_t opts = json_integer_value(json_object_get(over, "frameOptions"));
+    int64_t known = FRAME_NONDEFAULT | FRAME_RANGE | FRAME_ROWS | 0x10 /* BETWEEN */ |
+                    FRAME_START_UNBOUNDED_PRECEDING | FRAME_END_CURRENT_ROW |
+                    FRAME_START_OFFSET_PRECEDING;
+    json_t *start = json_object_get(over, "startOffset");
+
+    spec->frame = opts & FRAME_ROWS ? SQL_OVER_ROWS : SQL_OVER_RANGE;
+    spec->preceding = -1;
+    if (!(opts & FRAME_NONDEFAULT)) /* RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW */
+        return 0;
+    if ((opts & ~known) != 0 || !(opts & FRAME_END_CURRENT_ROW) ||
+        !(opts & (FRAME_RANGE | FRAME_ROWS)))
+        return plan_error(pc, at, SPATE_ENOTSUP,
+                          "not supported: this OVER frame (ROWS BETWEEN n PRECEDING AND CURRENT "
+                          "ROW, RANGE BETWEEN INTERVAL ... PRECEDING AND CURRENT ROW, or "
+                          "UNBOUNDED PRECEDING are)");
+    if (opts & FRAME_START_UNBOUNDED_PRECEDING)
+        return 0;
+    if (spec->frame == SQL_OVER_RANGE)
+        return constant_interval(pc, start, "OVER range", &spec->preceding);
+    if (!int_const(start, &spec->preceding) || spec->preceding < 0)
+        return plan_error(pc, located(start ? start : at), SPATE_EINVAL,
+                          "ROWS BETWEEN n PRECEDING needs a constant n of 0 or more");
+    return 0;
+}
+
+/* SELECT ..., agg(x) OVER (PARTITION BY p ORDER BY ts frame), ... FROM t
+ * WHERE w (Flink's OverAggregate on event time): a Calc of the partition
+ * columns, t's columns, the time and the calls' arguments, keyed by the
+ * partition; the exchange by that key; the OVER (OP_SQL_OVER); and a Calc
+ * of the SELECT list over t's columns and the calls' results. */
+static int
+plan_over(struct sql_plan_context *pc, json_t *select, enum sql_format output,
+          const struct sql_table *sink, struct sql_relation *rel)
+{
+    json_t *targets = json_deep_copy(json_object_get(select, "targetList"));
+    json_t *pre = json_array(), *parts, *orders, *order, *g, *star = star_targets();
+    struct sql_relation in = { 0 }, mid = { 0 }, over_rel = { 0 };
+    struct over_plan op = { 0 };
+    struct sql_over_spec spec = { 0 };
+    struct calc_request req;
+    const spate_type *fields[TYPES_ROW_MAX_FIELDS];
+    struct sql_column *out_cols = NULL;
+    struct spate_stream *node;
+    json_t *at = find_over(targets);
+    const char *time_col;
+    char name[32], *in_name = NULL;
+    int rc, nout = 0;
+    size_t i;
+
+    if (json_array_size(json_object_get(select, "groupClause")) > 0 ||
+        json_object_get(select, "havingClause") != NULL) {
+        rc = plan_error(pc, at, SPATE_ENOTSUP,
+                        "not supported: OVER aggregates beside GROUP BY (aggregate in a "
+                        "subquery below them)");
+        goto out;
+    }
+    if ((rc = rewrite_over(pc, &op, targets)) != 0)
+        goto out;
+    parts = json_object_get(op.over, "partitionClause");
+    orders = json_object_get(op.over, "orderClause");
+    order = json_object_get(json_array_get(orders, 0), "SortBy");
+    time_col = column_name(json_object_get(order, "node"));
+    if (json_array_size(orders) != 1 || time_col == NULL ||
+        !strcmp(json_string_value(json_object_get(order, "sortby_dir")) ?: "", "SORTBY_DESC")) {
+        rc = plan_error(pc, at, SPATE_ENOTSUP,
+                        "not supported: an OVER not ordered by the event time alone, ascending "
+                        "(ORDER BY ts, the table's WATERMARK column)");
+        goto out;
+    }
+    if ((rc = over_frame(pc, op.over, at, &spec)) != 0)
+        goto out;
+    if ((rc = plan_from(pc, select, &in, NULL)) != 0)
+        goto out;
+    if (in.format == SQL_FORMAT_ROW || in.rowtime < 0 ||
+        strcmp(in.cols[in.rowtime].name, time_col) != 0) {
+        rc = plan_error(pc, json_object_get(order, "node"), SPATE_ENOTSUP,
+                        "not supported: an OVER ordered by '%s', which is not the event time of "
+                        "the table it reads (a table with a WATERMARK, in FROM)",
+                        time_col);
+        goto out;
+    }
+    /* The first Calc: partition columns, the table's, the time, the
+     * arguments. */
+    json_array_foreach(parts, i, g)
+    {
+        snprintf(name, sizeof name, "$p%zu", i);
+        add_target(pre, name, g);
+    }
+    json_array_append(pre, json_array_get(star, 0));
+    add_target(pre, "$time", json_object_get(order, "node"));
+    for (int k = 0; k < op.ncalls; k++)
+        if (op.calls[k].arg != NULL) {
+            snprintf(name, sizeof name, "$a%d", k);
+            add_target(pre, name, op.calls[k].arg);
+        }
+    req = (struct calc_request){ pre,
+                                 json_object_get(select, "whereClause"),
+                                 SQL_FORMAT_ROW,
+                                 NULL,
+                                 true,
+                                 (int)json_array_size(parts),
+                                 -1,
+                                 "WHERE" };
+    spec.nrow = in.ncols; /* in goes into the Calc */
+    in_name = in.name ? xstrdup(in.name) : NULL;
+    if ((rc = plan_calc(pc, &in, &req, NULL, &mid)) != 0)
+        goto out;
+    spec.input = mid.cols;
+    spec.ninput = mid.ncols;
+    spec.npart = (int)json_array_size(parts);
+    spec.time = 1 + spec.npart + spec.nrow;
+    spec.calls = xcalloc((size_t)op.ncalls + 1, sizeof *spec.calls);
+    spec.ncalls = op.ncalls;
+    for (int k = 0, arg = spec.time + 1; k < op.ncalls; k++) {
+        struct sql_agg_call *c = &spec.calls[k];
+        char b[32];
+
+        c->kind = op.calls[k].kind;
+        c->arg = op.calls[k].arg != NULL ? arg++ : -1;
+        c->filter = -1;
+        if (sql_agg_result_type(c->kind, c->arg > 0 ? &mid.cols[c->arg].type : NULL,
+                                &c->result.type) != 0) {
+            rc = plan_error(pc, op.calls[k].node, SPATE_ENOTSUP, "not supported: %s of %s",
+                            agg_names[c->kind], sql_type_name(&mid.cols[c->arg].type, b));
+            goto out;
+        }
+        c->result.name = xasprintf("$over%d", k);
+    }
+    out_cols = sql_over_output(&spec, &nout);
+    if (nout > TYPES_ROW_MAX_FIELDS || mid.ncols > TYPES_ROW_MAX_FIELDS) {
+        rc = plan_error(pc, at, SPATE_ENOTSUP, "not supported: more than %d columns",
+                        TYPES_ROW_MAX_FIELDS);
+        goto out;
+    }
+    for (int k = 0; k < nout; k++)
+        fields[k] = sql_type_spate(out_cols[k].type.id);
+    {
+        uint8_t *bytes;
+        size_t len;
+        struct spate_stream *keyed = spate_key_by_field(mid.stream, 1);
+        enum ship_strategy part;
+
+        sql_over_spec_encode(&spec, &bytes, &len);
+        node = stream_node_new(pc->env, OP_SQL_OVER, keyed,
+                               env_own_type(pc->env, types_new_row(nout, fields)));
+        stream_graph_resolve(keyed, &part, &node->key);
+        node->opconf.sql.program = bytes;
+        node->opconf.sql.program_len = len;
+        spate_name(node, "OverAggregate");
+    }
+    over_rel.stream = node;
+    over_rel.format = SQL_FORMAT_ROW;
+    over_rel.cols = out_cols;
+    over_rel.ncols = nout;
+    out_cols = NULL;
+    over_rel.name = in_name;
+    in_name = NULL;
+    over_rel.rowtime = -1;
+    if (pc->explain != NULL)
+        fprintf(pc->explain, "%*sOverAggregate(partitionBy=[%zu columns], orderBy=[%s], %s)\n",
+                pc->depth * 3, "", json_array_size(parts), time_col,
+                spec.frame == SQL_OVER_ROWS ? "ROWS" : "RANGE");
+    req = (struct calc_request){ targets, NULL, output, sink, false, 0, -1, "WHERE" };
+    rc = plan_calc(pc, &over_rel, &req, NULL, rel);
+out:
+    spec.input = NULL; /* mid's */
+    for (int k = 0; k < spec.ncalls; k++)
+        free(spec.calls[k].result.name);
+    free(spec.calls);
+    if (out_cols != NULL) {
+        for (int k = 0; k < nout; k++)
+            free(out_cols[k].name);
+        free(out_cols);
+    }
+    for (int k = 0; k < op.ncalls; k++) {
+        json_decref(op.calls[k].arg);
+        json_decref(op.calls[k].node);
+    }
+    free(op.calls);
+    json_decref(op.over);
+    free(in_name);
+    sql_relation_release(&in);
+    sql_relation_release(&mid);
+    sql_relation_release(&over_rel);
+    json_decref(targets);
+    json_decref(pre);
+    json_decref(star);
+    return rc;
+}
+
 int
 sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format output,
                 const struct sql_table *sink, struct sql_relation *rel)
@@ -1668,6 +1962,8 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         return plan_union(pc, select, output, sink, rel);
     if ((rc = unsupported_clauses(pc, select)) != 0)
         return rc;
+    if (find_over(json_object_get(select, "targetList")) != NULL)
+        return plan_over(pc, select, output, sink, rel);
     if (json_array_size(json_object_get(select, "groupClause")) > 0 ||
         json_object_get(select, "havingClause") != NULL ||
         find_aggregate(json_object_get(select, "targetList")) != NULL ||

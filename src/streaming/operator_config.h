@@ -94,7 +94,7 @@ struct window_config {
     spate_process_window_fn process;
 };
 
-/* OP_SQL_CALC, OP_SQL_AGG, OP_SQL_RANK: SQL's compiled program or aggregation (src/sql's
+/* OP_SQL_CALC, OP_SQL_AGG, OP_SQL_RANK, OP_SQL_OVER: SQL's compiled program or aggregation (src/sql's
  * sql.proto Calc, Aggregate; encoded), which only src/sql reads: streaming
  * carries the bytes. */
 struct sql_config {

@@ -1,11 +1,14 @@
 """spate SQL's Top-N and deduplication (ROW_NUMBER() OVER (PARTITION BY ...
-ORDER BY ...) bounded by rn <= N) against an oracle (sqloracle.py): each
+ORDER BY ...) bounded by rn <= N), OVER aggregates, UNION ALL and WITH
+against an oracle (sqloracle.py): each
 query's changelog printed by spate at parallelism 2, applied in order
 (+I, -U, +U, -D), must leave the rows sqlite3 computes with the same
 ROW_NUMBER() over the same rows, NULL partitions and NULL order values
 included; a Top-N per window (over a window aggregate) against Python
 (sqlwindows.py), its late rows dropped by the window; the exact changelog
-of a small Top-N, minimal as Flink's; the planner's refusals."""
+of a small Top-N, minimal as Flink's; OVER aggregates (ROWS and RANGE) on
+event time against Python, late rows dropped; UNION ALL, WITH and
+subqueries against sqlite; the planner's refusals."""
 
 import datetime
 import os
@@ -150,6 +153,82 @@ def window_top(rows, size_ms, n, desc=True):
     return out
 
 
+# OVER aggregates: (partition column or None, ROWS or RANGE, how far back:
+# rows, seconds, None for unbounded, the calls (kind, column)).
+OVER_CASES = [
+    ("k", "ROWS", 2, [("SUM", "v"), ("COUNT", "*")]),
+    ("k", "ROWS", 0, [("MAX", "x"), ("COUNT", "v")]),
+    (None, "ROWS", 3, [("MIN", "v"), ("AVG", "v")]),
+    ("g", "ROWS", 1, [("AVG", "x"), ("MAX", "k")]),
+    ("k", "ROWS", None, [("SUM", "v"), ("MIN", "k")]),
+    ("k", "RANGE", 3, [("SUM", "v"), ("COUNT", "*"), ("MAX", "v")]),
+    (None, "RANGE", 2, [("COUNT", "x"), ("AVG", "x")]),
+    ("g", "RANGE", 10, [("MIN", "x"), ("SUM", "g")]),
+    ("k", "RANGE", None, [("COUNT", "*"), ("MAX", "x")]),
+    (None, "RANGE", 1, [("COUNT", "*"), ("SUM", "v")]),
+]
+
+
+def over_sql(part, frame, back, calls):
+    p = f"PARTITION BY {part} " if part else ""
+    if back is None:
+        f = f"{frame} BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    elif frame == "ROWS":
+        f = f"ROWS BETWEEN {back} PRECEDING AND CURRENT ROW"
+    else:
+        f = f"RANGE BETWEEN INTERVAL '{back}' SECOND PRECEDING AND CURRENT ROW"
+    items = ", ".join(f"{k}({c}) OVER ({p}ORDER BY ts {f})" for k, c in calls)
+    return f"SELECT id, {items} FROM r"
+
+
+def over_rows(rows, part, frame, back, calls):
+    """Flink's OverAggregate on event time over rows in the order they come:
+    a row at or below the watermark (max(ts) - bound - 1 after each row)
+    is dropped; the others, per partition in order of time (then of
+    arrival), each with the aggregates of its frame."""
+    names = [c for c, _, _ in COLUMNS]
+    kept, wm, max_ts = [], None, None
+    for r in rows:
+        ts = W.ms_of(r[5])
+        if wm is None or ts > wm:
+            kept.append((ts, len(kept), r))
+        max_ts = ts if max_ts is None else max(max_ts, ts)
+        wm = max_ts - BOUND_MS - 1
+    parts = {}
+    for t in sorted(kept, key=lambda t: (t[0], t[1])):
+        parts.setdefault(t[2][names.index(part)] if part else (), []).append(t)
+    out = []
+    for ordered in parts.values():
+        for i, (ts, _, r) in enumerate(ordered):
+            if frame == "ROWS":
+                frame_rows = ordered[max(0, i - back) if back is not None else 0:i + 1]
+            else:
+                low = ts - back * 1000 if back is not None else None
+                frame_rows = [t for t in ordered if t[0] <= ts and (low is None or t[0] >= low)]
+            out.append([r[0]] + [aggregate(k, [t[2] for t in frame_rows], names, c)
+                                 for k, c in calls])
+    return out
+
+
+def aggregate(kind, rows, names, col):
+    if col == "*":
+        return len(rows)
+    vals = [r[names.index(col)] for r in rows if r[names.index(col)] is not None]
+    if kind == "COUNT":
+        return len(vals)
+    if not vals:
+        return None
+    if kind == "SUM":
+        return sum(vals)
+    if kind == "MIN":
+        return min(vals)
+    if kind == "MAX":
+        return max(vals)
+    if col == "x":
+        return sum(vals) / len(vals)
+    q = abs(sum(vals)) // len(vals)  # an integer AVG is an integer, toward zero
+    return q if sum(vals) >= 0 else -q
+
 class SqlRankTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -239,6 +318,22 @@ class SqlRankTest(unittest.TestCase):
         self.oracle.check(self, "WITH r AS (SELECT id, k FROM r WHERE id < 10) SELECT * FROM r",
                           "SELECT id, k FROM r WHERE id < 10")
 
+    def test_over_aggregates(self):
+        """OVER on event time, ROWS and RANGE, bounded and not, partitioned
+        by NULL-able columns: final rows (the filesystem sink), late rows
+        dropped, against Python."""
+        for part, frame, back, calls in OVER_CASES:
+            q = over_sql(part, frame, back, calls)
+            with self.subTest(query=q):
+                self.oracle.check(self, q, lambda t, a=(part, frame, back, calls):
+                                  over_rows(t[0].rows, *a))
+        q = ("SELECT r.id, SUM(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING "
+             "AND CURRENT ROW) * 10 AS s FROM r WHERE v > 0")
+        self.oracle.check(self, q, lambda t: [
+            [row[0], None if row[1] is None else row[1] * 10] for row in over_rows(
+                [x for x in t[0].rows if x[3] is not None and x[3] > 0], "k", "ROWS", 1,
+                [("SUM", "v")])])
+
     def error(self, select):
         script = "\n".join(self.oracle.ddl) + f"\n{select};\n"
         p = subprocess.run([spatetest.SPATE, "sql", "--local", "-p", "1"], input=script,
@@ -283,6 +378,18 @@ class SqlRankTest(unittest.TestCase):
             ("SELECT id FROM r WHERE EXISTS (SELECT g FROM r)", "not supported: subqueries"),
             ("SELECT k, c FROM (SELECT k, COUNT(*) AS c FROM r GROUP BY k) s UNION ALL "
              "SELECT k, 1 FROM r", "a query over an updating query"),
+            ("SELECT id, SUM(v) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) "
+             "FROM r", "not supported: this OVER frame"),
+            ("SELECT id, SUM(v) OVER (ORDER BY v) FROM r",
+             "not supported: an OVER ordered by 'v', which is not the event time"),
+            ("SELECT id, SUM(v) OVER (ORDER BY ts DESC) FROM r",
+             "not supported: an OVER not ordered by the event time alone, ascending"),
+            ("SELECT id, SUM(v) OVER (ORDER BY ts), COUNT(*) OVER (PARTITION BY k ORDER BY ts) "
+             "FROM r", "not supported: OVER windows that differ in one SELECT"),
+            ("SELECT k, SUM(v) OVER (ORDER BY ts) FROM r GROUP BY k",
+             "not supported: OVER aggregates beside GROUP BY"),
+            ("SELECT id, COUNT(DISTINCT v) OVER (ORDER BY ts) FROM r",
+             "not supported: DISTINCT or FILTER in an OVER aggregate"),
         ]
         for select, want in cases:
             with self.subTest(query=select):
