@@ -379,8 +379,8 @@ over_process(struct stream_operator *op, const void *rec, const struct record_me
     int64_t ts = meta->timestamp;
     spate_iter it;
 
+    /* (the record's timestamp is its time column's value, NULL as none) */
     if (ts == RECORD_NO_TIMESTAMP || ts <= op->current_watermark) {
-        /* the time column is the record's timestamp: the same NULL */
         o->late++; /* its time passed (or it has none): Flink drops it */
         return;
     }

@@ -1319,9 +1319,9 @@ plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
                         rn, rn);
         goto out;
     }
-    if (limit < 1 || limit > 100000) {
-        rc = plan_error(pc, where, SPATE_ENOTSUP,
-                        "not supported: a Top-N of %lld rows (1 to 100000)", (long long)limit);
+    if (limit < 1 || limit > SQL_RANK_LIMIT_MAX) {
+        rc = plan_error(pc, where, SPATE_ENOTSUP, "not supported: a Top-N of %lld rows (1 to %d)",
+                        (long long)limit, SQL_RANK_LIMIT_MAX);
         goto out;
     }
     if (json_array_size(rest) == 1)
@@ -1356,8 +1356,11 @@ plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
         snprintf(name, sizeof name, "$p%zu", i);
         add_target(pre, name, g);
     }
-    json_array_foreach(json_object_get(sub, "targetList"), i, g) if (g != rn_target)
-        json_array_append(pre, g);
+    json_array_foreach(json_object_get(sub, "targetList"), i, g)
+    {
+        if (g != rn_target)
+            json_array_append(pre, g);
+    }
     json_array_foreach(orders, i, g)
     {
         snprintf(name, sizeof name, "$o%zu", i);

@@ -26,10 +26,6 @@
 #include "streaming/operator_config.h"
 #include "streaming/types.h"
 
-/* A partition's rows held beyond this refuse the plan: each row is read
- * and written for every row that enters the top. */
-#define RANK_LIMIT_MAX 100000
-
 /* ---- the spec ---- */
 
 void
@@ -96,7 +92,7 @@ check_spec(const struct sql_rank_spec *s, spate_error *err)
     for (int i = 0; i < s->norder; i++)
         if (s->order[i].col < 1 || s->order[i].col >= s->ninput)
             return spate_error_set(err, SPATE_EINVAL, "malformed SQL rank: ORDER BY column %d", i);
-    if (s->limit < 1 || s->limit > RANK_LIMIT_MAX)
+    if (s->limit < 1 || s->limit > SQL_RANK_LIMIT_MAX)
         return spate_error_set(err, SPATE_EINVAL, "malformed SQL rank: its limit %" PRId64,
                                s->limit);
     if (s->window_end < -1 || s->window_end == 0 || s->window_end >= s->ninput ||
@@ -176,10 +172,11 @@ struct rank_impl {
     void *stored; /* a row read from or written to the state */
     void *out_rec;
     struct sql_value out[TYPES_ROW_MAX_FIELDS];
-    /* The partition's rows, in rank order, limit + 1 of them at most:
-     * ninput values each, strings copied into `strings`. */
+    /* The partition's rows, in rank order, limit of them at most: ninput
+     * values each (room for rows_cap rows), strings copied into
+     * `strings`. */
     struct sql_value *rows;
-    int nrows;
+    int nrows, rows_cap;
     char *strings;
     size_t strings_used, strings_cap;
     struct state_decl decl;
@@ -243,7 +240,6 @@ rank_open(struct stream_operator *op, spate_error *err)
     r->out_type = set->out_type;
     r->stored = operator_out_storage(set->in_type);
     r->out_rec = operator_out_storage(set->out_type);
-    r->rows = xcalloc(((size_t)r->s->limit + 1) * (size_t)r->s->ninput, sizeof *r->rows);
     r->decl = (struct state_decl){ RANK_STATE, STATE_LIST, set->in_type, NULL,       NULL,
                                    { 0 },      0,          false,        SCOPE_KEYED };
     op->impl = r;
@@ -267,13 +263,22 @@ rank_close(struct stream_operator *op)
     op->impl = NULL;
 }
 
-/* Room for n bytes of a string kept while a record is processed: a
- * partition's rows fit, as the arena grows before any is read. */
+/* n bytes of the arena, which rows_load grew to hold them. */
 static char *
 strings_alloc(struct rank_impl *r, size_t n)
 {
     r->strings_used += n;
     return r->strings + r->strings_used - n;
+}
+
+/* Room for n rows. */
+static void
+rows_reserve(struct rank_impl *r, int n)
+{
+    if (n <= r->rows_cap)
+        return;
+    r->rows_cap = MAX(n, 2 * r->rows_cap);
+    r->rows = xrealloc(r->rows, (size_t)r->rows_cap * (size_t)r->s->ninput * sizeof *r->rows);
 }
 
 /* Copies the strings of row v (ninput values) into the arena. */
@@ -321,9 +326,11 @@ rows_load(struct rank_impl *r)
     r->strings_used = 0;
     spate_list_iter(r->st, &it);
     while (r->nrows < r->s->limit && spate_list_next(&it, r->stored)) {
-        struct sql_value *v = row_at(r, r->nrows++);
+        struct sql_value *v;
         size_t need;
 
+        rows_reserve(r, r->nrows + 1);
+        v = row_at(r, r->nrows++);
         sql_row_read(r->in_type, r->stored, r->in_types, r->s->ninput, v);
         need = strings_size(r, v);
         if (r->strings_used + need > r->strings_cap) {
@@ -475,6 +482,7 @@ rank_process(struct stream_operator *op, const void *rec, const struct record_me
     /* The new row at p, the last one out when the top was full. */
     if (r->nrows == s->limit)
         r->nrows--;
+    rows_reserve(r, r->nrows + 1);
     memmove(row_at(r, p + 1), row_at(r, p),
             (size_t)(r->nrows - p) * (size_t)s->ninput * sizeof *in);
     memcpy(row_at(r, p), in, (size_t)s->ninput * sizeof *in);

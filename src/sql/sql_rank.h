@@ -15,6 +15,10 @@
 
 #include "sql/sql_program.h"
 
+/* The most rows a partition keeps: each is read and written for every row
+ * that enters its top. */
+#define SQL_RANK_LIMIT_MAX 100000
+
 struct sql_rank_order {
     int col; /* the input column */
     bool desc;
