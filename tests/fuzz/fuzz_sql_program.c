@@ -32,7 +32,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sql_agg_spec *agg = NULL;
     struct sql_rank_spec *rank = NULL;
     struct sql_over_spec *over = NULL;
-    int n;
+    int ncols;
     struct sql_eval e;
     spate_error err;
     size_t cut, at;
@@ -43,15 +43,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     cut = ((size_t)data[0] << 8 | data[1]) % (size - 1);
     if (sql_agg_spec_decode(data + 2, cut, &agg, &err) == 0) {
-        columns_free(sql_agg_output(agg, &n), n);
+        columns_free(sql_agg_output(agg, &ncols), ncols);
         sql_agg_spec_free(agg);
     }
     if (sql_rank_spec_decode(data + 2, cut, &rank, &err) == 0) {
-        columns_free(sql_rank_output(rank, NULL, &n), n);
+        columns_free(sql_rank_output(rank, NULL, &ncols), ncols);
         sql_rank_spec_free(rank);
     }
     if (sql_over_spec_decode(data + 2, cut, &over, &err) == 0) {
-        columns_free(sql_over_output(over, &n), n);
+        columns_free(sql_over_output(over, &ncols), ncols);
         sql_over_spec_free(over);
     }
     if (sql_program_decode(data + 2, cut, &p, &err) != 0)
