@@ -1800,7 +1800,9 @@ plan_over(struct sql_plan_context *pc, json_t *select, enum sql_format output,
     struct spate_stream *node;
     json_t *at = find_over(targets);
     const char *time_col;
-    char name[32], *in_name = NULL;
+    char name[32], *in_name = NULL, *from_text = NULL, *pre_text = NULL, *over_text = NULL;
+    FILE *explain = pc->explain, *below = NULL;
+    size_t text_len = 0;
     int rc, nout = 0;
     size_t i;
 
@@ -1826,7 +1828,19 @@ plan_over(struct sql_plan_context *pc, json_t *select, enum sql_format output,
     }
     if ((rc = over_frame(pc, op.over, at, &spec)) != 0)
         goto out;
-    if ((rc = plan_from(pc, select, &in, NULL)) != 0)
+    /* The FROM, four levels below the last Calc. */
+    if (explain != NULL) {
+        below = open_memstream(&from_text, &text_len);
+        pc->explain = below;
+        pc->depth += 4;
+    }
+    rc = plan_from(pc, select, &in, NULL);
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 4;
+    }
+    if (rc != 0)
         goto out;
     if (in.format == SQL_FORMAT_ROW || in.rowtime < 0 ||
         strcmp(in.cols[in.rowtime].name, time_col) != 0) {
@@ -1860,7 +1874,19 @@ plan_over(struct sql_plan_context *pc, json_t *select, enum sql_format output,
                                  "WHERE" };
     spec.nrow = in.ncols; /* in goes into the Calc */
     in_name = in.name ? xstrdup(in.name) : NULL;
-    if ((rc = plan_calc(pc, &in, &req, NULL, &mid)) != 0)
+    if (explain != NULL) {
+        below = open_memstream(&pre_text, &text_len);
+        pc->explain = below;
+        pc->depth += 3;
+    }
+    rc = plan_calc(pc, &in, &req, from_text, &mid);
+    from_text = NULL;
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 3;
+    }
+    if (rc != 0)
         goto out;
     spec.input = mid.cols;
     spec.ninput = mid.ncols;
@@ -1913,12 +1939,23 @@ plan_over(struct sql_plan_context *pc, json_t *select, enum sql_format output,
     over_rel.name = in_name;
     in_name = NULL;
     over_rel.rowtime = -1;
-    if (pc->explain != NULL)
-        fprintf(pc->explain, "%*sOverAggregate(partitionBy=[%zu columns], orderBy=[%s], %s)\n",
-                pc->depth * 3, "", json_array_size(parts), time_col,
-                spec.frame == SQL_OVER_ROWS ? "ROWS" : "RANGE");
+    if (explain != NULL) {
+        FILE *f = open_memstream(&over_text, &text_len);
+
+        fprintf(f, "%*sOverAggregate(partitionBy=[", (pc->depth + 1) * 3, "");
+        for (int k = 0; k < spec.npart; k++)
+            fprintf(f, "%s$p%d", k ? ", " : "", k);
+        fprintf(f, "], orderBy=[%s ASC], %s, preceding=[%lld], select=[", time_col,
+                spec.frame == SQL_OVER_ROWS ? "ROWS" : "RANGE", (long long)spec.preceding);
+        for (int k = 0; k < spec.ncalls; k++)
+            fprintf(f, "%s%s", k ? ", " : "", agg_names[spec.calls[k].kind]);
+        fprintf(f, "])\n%*sExchange(distribution=[hash[$key]])\n%s", (pc->depth + 2) * 3, "",
+                pre_text ? pre_text : "");
+        fclose(f);
+    }
     req = (struct calc_request){ targets, NULL, output, sink, false, 0, -1, "WHERE" };
-    rc = plan_calc(pc, &over_rel, &req, NULL, rel);
+    rc = plan_calc(pc, &over_rel, &req, over_text, rel);
+    over_text = NULL;
 out:
     spec.input = NULL; /* mid's */
     for (int k = 0; k < spec.ncalls; k++)
@@ -1936,6 +1973,9 @@ out:
     free(op.calls);
     json_decref(op.over);
     free(in_name);
+    free(from_text);
+    free(pre_text);
+    free(over_text);
     sql_relation_release(&in);
     sql_relation_release(&mid);
     sql_relation_release(&over_rel);
