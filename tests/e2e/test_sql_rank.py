@@ -263,6 +263,20 @@ class SqlRankTest(unittest.TestCase):
         self.oracle.check(self, "WITH r AS (SELECT id, k FROM r WHERE id < 10) SELECT * FROM r",
                           "SELECT id, k FROM r WHERE id < 10")
 
+    def test_top_n_with_state_in_rocksdb(self):
+        """The partitions' rows in RocksDB (strings read back from it) give
+        the same changelogs."""
+        local = os.path.join(self.tmp, "rocksdb")
+        self.oracle.args = ["-D", "state.backend.type=rocksdb",
+                            "-D", f"state.backend.rocksdb.localdir={local}"]
+        try:
+            for q in [QUERIES[k] for k in (0, 4, 5, 9)] + top_n_queries()[::9]:
+                with self.subTest(query=q):
+                    self.check(q)
+        finally:
+            self.oracle.args = []
+        self.assertTrue(os.path.isdir(local), "RocksDB was not used")
+
     def test_changelog_is_minimal(self):
         """Flink's changelog of an append-only Top-N: with rn, -U/+U of each
         rank a row moved and +I of a new rank; without, +I of the row and
