@@ -1176,15 +1176,24 @@ int_const(json_t *node, int64_t *v)
 }
 
 /* Whether conjunct c bounds rn from above (rn <= N, rn < N, rn = 1,
- * N >= rn, N > rn): the bound in *limit. */
+ * N >= rn, N > rn, rn BETWEEN M AND N): the bound in *limit; *keep when c
+ * also bounds it from below, a filter above the rank. */
 static bool
-rank_bound(json_t *c, const char *rn, int64_t *limit)
+rank_bound(json_t *c, const char *rn, int64_t *limit, bool *keep)
 {
     json_t *e = json_object_get(c, "A_Expr"), *l = json_object_get(e, "lexpr");
     json_t *r = json_object_get(e, "rexpr"), *names = json_object_get(e, "name");
     const char *op = sval_of(json_array_get(names, 0));
     int64_t v;
 
+    *keep = false;
+    if (e != NULL && column_name(l) && !strcmp(column_name(l), rn) &&
+        !strcmp(json_string_value(json_object_get(e, "kind")) ?: "", "AEXPR_BETWEEN") &&
+        int_const(json_array_get(json_object_get(json_object_get(r, "List"), "items"), 1), &v)) {
+        *limit = v;
+        *keep = true;
+        return true;
+    }
     if (e == NULL || op == NULL || json_array_size(names) != 1 ||
         strcmp(json_string_value(json_object_get(e, "kind")) ?: "", "AEXPR_OP") != 0)
         return false;
@@ -1305,10 +1314,13 @@ plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
     json_array_foreach(conj, i, g)
     {
         int64_t bound;
+        bool keep;
 
-        if (rank_bound(g, rn, &bound))
+        if (rank_bound(g, rn, &bound, &keep))
             limit = limit < 0 ? bound : MIN(limit, bound);
         else
+            keep = true; /* no bound: a filter above the rank */
+        if (keep)
             json_array_append(rest, g);
     }
     json_decref(conj);
@@ -1653,6 +1665,52 @@ out:
 }
 
 /* ---- OVER aggregates ---- */
+
+/* The first call with an OVER in node (an aggregate's or not), or NULL. */
+static json_t *
+find_window_call(json_t *node)
+{
+    const char *key;
+    json_t *v, *found;
+    size_t i;
+
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if ((found = find_window_call(v)) != NULL) return found;
+        return NULL;
+    }
+    if (!json_is_object(node))
+        return NULL;
+    if (json_object_get(json_object_get(node, "FuncCall"), "over") != NULL)
+        return node;
+    json_object_foreach(node, key, v) if ((found = find_window_call(v)) != NULL) return found;
+    return NULL;
+}
+
+/* A SELECT without OVER aggregates: ROW_NUMBER() only as a Top-N's (the
+ * planner found none), no other window function. */
+static int
+window_functions_placed(struct sql_plan_context *pc, json_t *select)
+{
+    json_t *w = find_window_call(json_object_get(select, "targetList")), *names;
+    const char *name;
+
+    if (w == NULL)
+        w = find_window_call(json_object_get(select, "whereClause"));
+    if (w == NULL)
+        return 0;
+    names = json_object_get(json_object_get(w, "FuncCall"), "funcname");
+    name = sval_of(json_array_get(names, json_array_size(names) - 1));
+    if (name != NULL && !strcasecmp(name, "row_number"))
+        return plan_error(
+            pc, w, SPATE_ENOTSUP,
+            "not supported: ROW_NUMBER() outside a subquery bounded in the "
+            "WHERE above it (SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn "
+            "FROM t) q WHERE rn <= N)");
+    return plan_error(pc, w, SPATE_ENOTSUP,
+                      "not supported: window function %s() (ROW_NUMBER() for a Top-N; COUNT, "
+                      "SUM, AVG, MIN, MAX OVER)",
+                      name ? name : "?");
+}
 
 /* The first aggregate call with an OVER in node, or NULL. */
 static json_t *
@@ -2007,6 +2065,8 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         return rc;
     if (find_over(json_object_get(select, "targetList")) != NULL)
         return plan_over(pc, select, output, sink, rel);
+    if ((rc = window_functions_placed(pc, select)) != 0)
+        return rc;
     if (json_array_size(json_object_get(select, "groupClause")) > 0 ||
         json_object_get(select, "havingClause") != NULL ||
         find_aggregate(json_object_get(select, "targetList")) != NULL ||

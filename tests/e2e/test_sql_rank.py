@@ -96,6 +96,8 @@ QUERIES = [
     "ORDER BY x DESC NULLS LAST, id) AS rn FROM r) q WHERE rn <= 2",
     "SELECT id, upper(k) FROM (SELECT id, k, ROW_NUMBER() OVER (PARTITION BY CASE WHEN v > 0 "
     "THEN 'p' ELSE 'n' END ORDER BY id) AS rn FROM r) q WHERE rn < 4",
+    "SELECT id, rn FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC, id) AS rn "
+    "FROM r) q WHERE rn BETWEEN 2 AND 4",
     "SELECT * FROM (SELECT id, x, ROW_NUMBER() OVER (PARTITION BY g ORDER BY x, id) AS rn "
     "FROM (SELECT id, g, x FROM r WHERE g IS NOT NULL) s) q WHERE rn <= 2",
 ]
@@ -373,6 +375,11 @@ class SqlRankTest(unittest.TestCase):
             (f"CREATE TABLE o WITH (connector = 'filesystem', path = '{self.tmp}/o', "
              "format = 'csv') AS SELECT * FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY v) AS rn "
              "FROM r) q WHERE rn <= 2", "updating query (a Top-N without a window"),
+            ("SELECT id, ROW_NUMBER() OVER (ORDER BY v) AS rn FROM r",
+             "not supported: ROW_NUMBER() outside a subquery bounded in the WHERE above it"),
+            ("SELECT * FROM (SELECT id, RANK() OVER (ORDER BY v) AS rn FROM r) q WHERE rn <= 2",
+             "not supported: window function rank()"),
+            ("SELECT id, LAG(v) OVER (ORDER BY ts) FROM r", "not supported: window function lag()"),
             ("SELECT id FROM r UNION SELECT id FROM r", "not supported: UNION without ALL"),
             ("SELECT id FROM r UNION ALL SELECT id, k FROM r",
              "UNION ALL of 1 columns and 2 columns"),
