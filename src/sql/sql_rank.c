@@ -1,14 +1,15 @@
 /* OP_SQL_RANK (sql_rank.h): Top-N over rows keyed by their $key column
  * (the partition). Each partition keeps its top `limit` rows, in rank
- * order, in a ListState; the input only inserts, so a row that falls out
- * of the top never comes back and is not kept (Flink's
- * AppendOnlyTopNFunction). Unwindowed, a row that enters the top emits the
- * change: with rn in the output, -U/+U of every rank it moved (+I of a
- * rank new to the partition); without it, +I of the row and -D of the row
- * it pushed out. Windowed (the partition holds a window's end), the
- * window's top rows are emitted as insertions when the watermark passes
- * its end, and a row whose window the watermark has passed is dropped
- * (Flink's WindowRankOperator). Task thread only. */
+ * order, in a ListState, and the last row of a full top in a ValueState,
+ * which turns a row below it away without the list read. The input only
+ * inserts, so a row that falls out of the top never comes back and is not
+ * kept (Flink's AppendOnlyTopNFunction). Unwindowed, a row that enters the
+ * top emits the change: with rn in the output, -U/+U of every rank it
+ * moved (+I of a rank new to the partition); without it, +I of the row
+ * and -D of the row it pushed out. Windowed (the partition holds a
+ * window's end), the window's top rows are emitted as insertions when the
+ * watermark passes its end, and a row whose window the watermark has
+ * passed is dropped (Flink's WindowRankOperator). Task thread only. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +163,8 @@ sql_rank_output(const struct sql_rank_spec *s, const char *rank_name, int *n)
 
 /* ---- the operator ---- */
 
-#define RANK_STATE "sql-rank"
+#define RANK_STATE      "sql-rank"
+#define RANK_LAST_STATE "sql-rank-last"
 
 struct rank_impl {
     struct sql_rank_spec *s;
@@ -179,8 +181,12 @@ struct rank_impl {
     int nrows, rows_cap;
     char *strings;
     size_t strings_used, strings_cap;
-    struct state_decl decl;
+    struct state_decl decls[2];
     spate_state *st;
+    /* The last of a full top (absent while the top is not full): a row
+     * that does not rank before it is turned away without the top's rows
+     * read. */
+    spate_state *last_st;
     uint8_t key_scratch[256];
     uint64_t late; /* rows dropped: their window was already emitted */
 };
@@ -240,12 +246,15 @@ rank_open(struct stream_operator *op, spate_error *err)
     r->out_type = set->out_type;
     r->stored = operator_out_storage(set->in_type);
     r->out_rec = operator_out_storage(set->out_type);
-    r->decl = (struct state_decl){ RANK_STATE, STATE_LIST, set->in_type, NULL,       NULL,
-                                   { 0 },      0,          false,        SCOPE_KEYED };
+    r->decls[0] = (struct state_decl){ RANK_STATE, STATE_LIST, set->in_type, NULL,       NULL,
+                                       { 0 },      0,          false,        SCOPE_KEYED };
+    r->decls[1] = (struct state_decl){ RANK_LAST_STATE, STATE_VALUE, set->in_type, NULL,       NULL,
+                                       { 0 },           0,           false,        SCOPE_KEYED };
     op->impl = r;
-    if ((rc = operator_backend_init(op, &r->decl, 1, err)) != 0)
+    if ((rc = operator_backend_init(op, r->decls, 2, err)) != 0)
         return rc;
     r->st = op->backend->ops->state(op->backend, RANK_STATE);
+    r->last_st = op->backend->ops->state(op->backend, RANK_LAST_STATE);
     return 0;
 }
 
@@ -427,6 +436,21 @@ position_of(const struct rank_impl *r, const struct sql_value *in)
     return p;
 }
 
+/* Whether row in ranks after the last row of the current key's full top
+ * (an equal one too, unless it wins ties). */
+static bool
+below_full_top(struct rank_impl *r, const struct sql_value *in)
+{
+    struct sql_value last[TYPES_ROW_MAX_FIELDS];
+    int c;
+
+    if (!spate_value_get(r->last_st, r->stored))
+        return false;
+    sql_row_read(r->in_type, r->stored, r->in_types, r->s->ninput, last);
+    c = rank_cmp(r, in, last);
+    return c > 0 || (c == 0 && !r->s->last_wins_ties);
+}
+
 /* Unwindowed: the changes a row that enters the top at p makes, rows[]
  * still as before it. */
 static void
@@ -471,10 +495,16 @@ rank_process(struct stream_operator *op, const void *rec, const struct record_me
         end = in[s->window_end].i;
         set_ns(op, &end);
     }
+    if (below_full_top(r, in)) {
+        set_ns(op, NULL);
+        return; /* never in the top, as no row leaves above it */
+    }
     rows_load(r);
     p = position_of(r, in);
-    if (p >= s->limit)
-        return; /* below the top: never in it, as no row leaves above it */
+    if (p >= s->limit) { /* (a full top's last row, when not kept, is read here) */
+        set_ns(op, NULL);
+        return;
+    }
     if (s->window_end > 0 && r->nrows == 0)
         op->backend->ops->register_timer(op->backend, true, end - 1);
     if (s->window_end < 0)
@@ -488,6 +518,10 @@ rank_process(struct stream_operator *op, const void *rec, const struct record_me
     memcpy(row_at(r, p), in, (size_t)s->ninput * sizeof *in);
     r->nrows++;
     rows_store(r);
+    if (r->nrows == s->limit) {
+        sql_row_write(r->in_type, r->stored, r->in_types, s->ninput, row_at(r, r->nrows - 1));
+        spate_value_update(r->last_st, r->stored);
+    }
     set_ns(op, NULL);
 }
 
@@ -507,6 +541,7 @@ rank_fire(void *owner, const struct timer *t)
     for (int i = 0; i < r->nrows; i++)
         emit(op, r, SQL_INSERT, row_at(r, i), i + 1, end - 1);
     spate_state_clear(r->st);
+    spate_state_clear(r->last_st);
     set_ns(op, NULL);
 }
 
