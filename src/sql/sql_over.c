@@ -42,64 +42,46 @@ sql_over_spec_free(struct sql_over_spec *s)
     free(s);
 }
 
+/* The spec's columns and calls as an unwindowed aggregate's (borrowed). */
+static struct sql_agg_spec
+as_aggregate(const struct sql_over_spec *s)
+{
+    return (struct sql_agg_spec){ s->input,        s->ninput, s->npart, s->calls, s->ncalls,
+                                  SQL_WINDOW_NONE, 0,         0,        0 };
+}
+
 void
 sql_over_spec_encode(const struct sql_over_spec *s, uint8_t **out, size_t *len)
 {
     Sqlplan__Over o = SQLPLAN__OVER__INIT;
+    struct sql_agg_spec agg = as_aggregate(s);
+    uint8_t *bytes;
+    size_t n;
 
-    o.n_input = (size_t)s->ninput;
-    o.input = xcalloc((size_t)s->ninput + 1, sizeof *o.input);
-    for (int i = 0; i < s->ninput; i++)
-        o.input[i] = sql_column_encode(&s->input[i]);
-    o.npart = s->npart;
+    sql_agg_spec_encode(&agg, &bytes, &n);
+    o.aggregate = sqlplan__aggregate__unpack(NULL, n, bytes);
     o.nrow = s->nrow;
-    o.n_calls = (size_t)s->ncalls;
-    o.calls = xcalloc((size_t)s->ncalls + 1, sizeof *o.calls);
-    for (int i = 0; i < s->ncalls; i++) {
-        Sqlplan__AggCall *c = xcalloc(1, sizeof *c);
-
-        sqlplan__agg_call__init(c);
-        c->kind = s->calls[i].kind;
-        c->arg = s->calls[i].arg + 1;
-        c->result = sql_column_encode(&s->calls[i].result);
-        o.calls[i] = c;
-    }
     o.frame = s->frame;
     o.preceding = s->preceding;
     o.time = s->time;
     *len = sqlplan__over__get_packed_size(&o);
     *out = xmalloc(*len + 1);
     sqlplan__over__pack(&o, *out);
-    for (int i = 0; i < s->ninput; i++)
-        free(o.input[i]);
-    for (int i = 0; i < s->ncalls; i++) {
-        free(o.calls[i]->result);
-        free(o.calls[i]);
-    }
-    free(o.input);
-    free(o.calls);
+    sqlplan__aggregate__free_unpacked(o.aggregate, NULL);
+    free(bytes);
 }
 
+/* Beyond the aggregate's checks: the row in range, no DISTINCT or FILTER,
+ * the time a TIMESTAMP, a frame. */
 static int
 check_spec(const struct sql_over_spec *s, spate_error *err)
 {
-    if (s->ninput < 1 || s->ninput > TYPES_ROW_MAX_FIELDS || s->npart < 0 || s->nrow < 0 ||
-        1 + s->npart + s->nrow > s->ninput || s->ncalls < 1 ||
-        s->nrow + s->ncalls + 1 > TYPES_ROW_MAX_FIELDS || s->input[0].type.id != SQL_VARCHAR)
+    if (s->nrow < 0 || 1 + s->npart + s->nrow > s->ninput || s->ncalls < 1 ||
+        s->nrow + s->ncalls + 1 > TYPES_ROW_MAX_FIELDS)
         return spate_error_set(err, SPATE_EINVAL, "malformed SQL OVER: its columns");
-    for (int i = 0; i < s->ninput; i++)
-        if (s->input[i].type.id <= SQL_NULL || s->input[i].type.id >= SQL_TYPE_COUNT)
-            return spate_error_set(err, SPATE_EINVAL, "malformed SQL OVER: column %d", i);
-    for (int i = 0; i < s->ncalls; i++) {
-        const struct sql_agg_call *c = &s->calls[i];
-        struct sql_type want;
-
-        if (c->kind >= SQL_AGG_KIND_COUNT || c->kind == SQL_AGG_COUNT_DISTINCT || c->arg < -1 ||
-            c->arg == 0 || c->arg >= s->ninput || (c->arg < 0) != (c->kind == SQL_AGG_COUNT_STAR) ||
-            sql_agg_result_type(c->kind, c->arg > 0 ? &s->input[c->arg].type : NULL, &want) != 0 ||
-            want.id != c->result.type.id || want.scale != c->result.type.scale)
+    for (int i = 0; i < s->ncalls; i++)
+        if (s->calls[i].kind == SQL_AGG_COUNT_DISTINCT || s->calls[i].filter >= 0)
             return spate_error_set(err, SPATE_EINVAL, "malformed SQL OVER: call %d", i);
-    }
     if ((s->frame != SQL_OVER_ROWS && s->frame != SQL_OVER_RANGE) || s->preceding < -1 ||
         s->time < 1 || s->time >= s->ninput || s->input[s->time].type.id != SQL_TIMESTAMP)
         return spate_error_set(err, SPATE_EINVAL, "malformed SQL OVER: its frame");
@@ -110,35 +92,37 @@ int
 sql_over_spec_decode(const uint8_t *bytes, size_t len, struct sql_over_spec **out, spate_error *err)
 {
     Sqlplan__Over *o = sqlplan__over__unpack(NULL, len, bytes);
+    struct sql_agg_spec *agg = NULL;
     struct sql_over_spec *s;
+    uint8_t *abytes;
+    size_t alen;
     int rc;
 
     *out = NULL;
-    if (o == NULL)
-        return spate_error_set(err, SPATE_EINVAL, "malformed SQL OVER: no Over message");
-    if (o->n_input > TYPES_ROW_MAX_FIELDS || o->n_calls > TYPES_ROW_MAX_FIELDS) {
+    if (o == NULL || o->aggregate == NULL) {
         sqlplan__over__free_unpacked(o, NULL);
-        return spate_error_set(err, SPATE_EINVAL, "malformed SQL OVER: too many columns");
+        return spate_error_set(err, SPATE_EINVAL, "malformed SQL OVER: no Over message");
+    }
+    alen = sqlplan__aggregate__get_packed_size(o->aggregate);
+    abytes = xmalloc(alen + 1);
+    sqlplan__aggregate__pack(o->aggregate, abytes);
+    rc = sql_agg_spec_decode(abytes, alen, &agg, err);
+    free(abytes);
+    if (rc == 0 && agg->window != SQL_WINDOW_NONE)
+        rc = spate_error_set(err, SPATE_EINVAL, "malformed SQL OVER: a window");
+    if (rc != 0) {
+        sql_agg_spec_free(agg);
+        sqlplan__over__free_unpacked(o, NULL);
+        return spate_error_wrap(err, "SQL OVER");
     }
     s = xcalloc(1, sizeof *s);
-    s->ninput = (int)o->n_input;
-    s->input = xcalloc(o->n_input + 1, sizeof *s->input);
-    for (size_t i = 0; i < o->n_input; i++)
-        sql_column_decode(o->input[i], &s->input[i]);
-    s->npart = o->npart;
+    s->input = agg->input; /* taken */
+    s->ninput = agg->ninput;
+    s->npart = agg->ngroup;
+    s->calls = agg->calls;
+    s->ncalls = agg->ncalls;
+    free(agg);
     s->nrow = o->nrow;
-    s->ncalls = (int)o->n_calls;
-    s->calls = xcalloc(o->n_calls + 1, sizeof *s->calls);
-    for (size_t i = 0; i < o->n_calls; i++) {
-        s->calls[i].kind =
-            o->calls[i]->kind >= 0 ? (enum sql_agg_kind)o->calls[i]->kind : SQL_AGG_KIND_COUNT;
-        s->calls[i].arg = o->calls[i]->arg - 1;
-        s->calls[i].filter = -1;
-        if (o->calls[i]->result != NULL)
-            sql_column_decode(o->calls[i]->result, &s->calls[i].result);
-        else
-            s->calls[i].result.name = xstrdup("");
-    }
     s->frame = (enum sql_over_frame)o->frame;
     s->preceding = o->preceding;
     s->time = o->time;

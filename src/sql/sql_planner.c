@@ -538,24 +538,37 @@ aggregate_of(json_t *node)
     return SQL_AGG_KIND_COUNT;
 }
 
-/* The first aggregate call in node, or NULL. */
+/* The first node in node (itself first) that match says is one, or NULL. */
 static json_t *
-find_aggregate(json_t *node)
+find_first(json_t *node, bool (*match)(json_t *node))
 {
     const char *key;
     json_t *v, *found;
     size_t i;
 
     if (json_is_array(node)) {
-        json_array_foreach(node, i, v) if ((found = find_aggregate(v)) != NULL) return found;
+        json_array_foreach(node, i, v) if ((found = find_first(v, match)) != NULL) return found;
         return NULL;
     }
     if (!json_is_object(node))
         return NULL;
-    if (aggregate_of(node) != SQL_AGG_KIND_COUNT)
+    if (match(node))
         return node;
-    json_object_foreach(node, key, v) if ((found = find_aggregate(v)) != NULL) return found;
+    json_object_foreach(node, key, v) if ((found = find_first(v, match)) != NULL) return found;
     return NULL;
+}
+
+static bool
+is_aggregate(json_t *node)
+{
+    return aggregate_of(node) != SQL_AGG_KIND_COUNT;
+}
+
+/* The first aggregate call in node, or NULL. */
+static json_t *
+find_aggregate(json_t *node)
+{
+    return find_first(node, is_aggregate);
 }
 
 /* Whether two expressions are the same, their places aside (a column by
@@ -1666,24 +1679,23 @@ out:
 
 /* ---- OVER aggregates ---- */
 
-/* The first call with an OVER in node (an aggregate's or not), or NULL. */
-static json_t *
-find_window_call(json_t *node)
+static bool
+is_window_call(json_t *node)
 {
-    const char *key;
-    json_t *v, *found;
-    size_t i;
+    return json_object_get(json_object_get(node, "FuncCall"), "over") != NULL;
+}
 
-    if (json_is_array(node)) {
-        json_array_foreach(node, i, v) if ((found = find_window_call(v)) != NULL) return found;
-        return NULL;
-    }
-    if (!json_is_object(node))
-        return NULL;
-    if (json_object_get(json_object_get(node, "FuncCall"), "over") != NULL)
-        return node;
-    json_object_foreach(node, key, v) if ((found = find_window_call(v)) != NULL) return found;
-    return NULL;
+static bool
+is_over_aggregate(json_t *node)
+{
+    return is_aggregate(node) && is_window_call(node);
+}
+
+/* The first aggregate call with an OVER in node, or NULL. */
+static json_t *
+find_over(json_t *node)
+{
+    return find_first(node, is_over_aggregate);
 }
 
 /* A SELECT without OVER aggregates: ROW_NUMBER() only as a Top-N's (the
@@ -1691,11 +1703,11 @@ find_window_call(json_t *node)
 static int
 window_functions_placed(struct sql_plan_context *pc, json_t *select)
 {
-    json_t *w = find_window_call(json_object_get(select, "targetList")), *names;
+    json_t *w = find_first(json_object_get(select, "targetList"), is_window_call), *names;
     const char *name;
 
     if (w == NULL)
-        w = find_window_call(json_object_get(select, "whereClause"));
+        w = find_first(json_object_get(select, "whereClause"), is_window_call);
     if (w == NULL)
         return 0;
     names = json_object_get(json_object_get(w, "FuncCall"), "funcname");
@@ -1710,27 +1722,6 @@ window_functions_placed(struct sql_plan_context *pc, json_t *select)
                       "not supported: window function %s() (ROW_NUMBER() for a Top-N; COUNT, "
                       "SUM, AVG, MIN, MAX OVER)",
                       name ? name : "?");
-}
-
-/* The first aggregate call with an OVER in node, or NULL. */
-static json_t *
-find_over(json_t *node)
-{
-    const char *key;
-    json_t *v, *found;
-    size_t i;
-
-    if (json_is_array(node)) {
-        json_array_foreach(node, i, v) if ((found = find_over(v)) != NULL) return found;
-        return NULL;
-    }
-    if (!json_is_object(node))
-        return NULL;
-    if (aggregate_of(node) != SQL_AGG_KIND_COUNT &&
-        json_object_get(json_object_get(node, "FuncCall"), "over") != NULL)
-        return node;
-    json_object_foreach(node, key, v) if ((found = find_over(v)) != NULL) return found;
-    return NULL;
 }
 
 /* An OVER being planned: its window (the first call's) and its calls. */
