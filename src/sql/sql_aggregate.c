@@ -630,18 +630,6 @@ emit_row(struct stream_operator *op, void *rec, const struct sql_value *res, int
     operator_emit(op, rec, &m);
 }
 
-/* The record's key (its $key column) made current, with namespace ns. */
-static void
-set_key(struct stream_operator *op, struct agg_impl *a, const void *rec,
-        const struct record_meta *meta)
-{
-    spate_bytes key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec,
-                                   a->key_scratch, sizeof a->key_scratch);
-
-    keyed_set_key(&op->ctx.keyctx, key,
-                  meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
-}
-
 static void
 set_ns(struct stream_operator *op, const int64_t *win)
 {
@@ -835,7 +823,7 @@ agg_process(struct stream_operator *op, const void *rec, const struct record_met
 
     strings_reset(a);
     sql_row_read(op->config->in_type, rec, a->in_types, s->ninput, in);
-    set_key(op, a, rec, meta);
+    sql_row_set_key(op, rec, meta, a->key_scratch, sizeof a->key_scratch);
     if (s->window == SQL_WINDOW_NONE) {
         group_process(op, a, in, meta);
         return;

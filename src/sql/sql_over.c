@@ -339,17 +339,6 @@ row_set_load(struct over_impl *o, struct row_set *r, spate_state *st)
 }
 
 static void
-set_key(struct stream_operator *op, struct over_impl *o, const void *rec,
-        const struct record_meta *meta)
-{
-    spate_bytes key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec,
-                                   o->key_scratch, sizeof o->key_scratch);
-
-    keyed_set_key(&op->ctx.keyctx, key,
-                  meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
-}
-
-static void
 set_ns(struct stream_operator *op, const int64_t *ts)
 {
     op->ctx.keyctx.ns = ts;
@@ -368,7 +357,7 @@ over_process(struct stream_operator *op, const void *rec, const struct record_me
         o->late++; /* its time passed (or it has none): Flink drops it */
         return;
     }
-    set_key(op, o, rec, meta);
+    sql_row_set_key(op, rec, meta, o->key_scratch, sizeof o->key_scratch);
     set_ns(op, &ts);
     spate_list_iter(o->pending_st, &it);
     if (!spate_list_next(&it, o->stored))

@@ -403,17 +403,6 @@ emit(struct stream_operator *op, struct rank_impl *r, enum sql_row_kind kind,
 }
 
 static void
-set_key(struct stream_operator *op, struct rank_impl *r, const void *rec,
-        const struct record_meta *meta)
-{
-    spate_bytes key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec,
-                                   r->key_scratch, sizeof r->key_scratch);
-
-    keyed_set_key(&op->ctx.keyctx, key,
-                  meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
-}
-
-static void
 set_ns(struct stream_operator *op, const int64_t *end)
 {
     op->ctx.keyctx.ns = end;
@@ -486,7 +475,7 @@ rank_process(struct stream_operator *op, const void *rec, const struct record_me
     int p;
 
     sql_row_read(op->config->in_type, rec, r->in_types, s->ninput, in);
-    set_key(op, r, rec, meta);
+    sql_row_set_key(op, rec, meta, r->key_scratch, sizeof r->key_scratch);
     if (s->window_end > 0) {
         if (in[s->window_end].null || in[s->window_end].i - 1 <= op->current_watermark) {
             r->late++;

@@ -2,8 +2,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/key_group.h"
 #include "core/util.h"
 #include "sql/sql_row.h"
+#include "streaming/keys.h"
+#include "streaming/operator.h"
 #include "streaming/types.h"
 
 void
@@ -85,4 +88,15 @@ sql_value_same(const struct sql_type *t, const struct sql_value *x, const struct
     if (sql_type_phys(t->id) == SQL_PHYS_DOUBLE)
         return memcmp(&x->f, &y->f, 8) == 0;
     return sql_value_cmp(t, x, y) == 0;
+}
+
+void
+sql_row_set_key(struct stream_operator *op, const void *rec, const struct record_meta *meta,
+                uint8_t *scratch, size_t cap)
+{
+    spate_bytes key =
+        keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec, scratch, cap);
+
+    keyed_set_key(&op->ctx.keyctx, key,
+                  meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
 }
