@@ -1,7 +1,7 @@
 /* sql_bench: events/s of the Nexmark queries in spate SQL (bench/nexmark/:
  * q0, q1, q2, q21, q22 at parallelism 1, q0, q1, q2 at parallelism 2, q3,
- * q7, q8, q20, q11, q12, q14, q15, q16, q17 at both, each `spate sql
- * --local -p P` over ddl.sql), beside the generator alone in a
+ * q7, q8, q20, q11, q12, q14, q15, q16, q17, q18, q19 at both, each
+ * `spate sql --local -p P` over ddl.sql), beside the generator alone in a
  * single-threaded loop (the limit: making the bid table's events, as every
  * one of those queries reads it) and the hand-written C DataStream jobs of
  * q1 and q2 (build/bench/nexmark_bench_job.so, public API only) at
@@ -16,9 +16,9 @@
  * Flink's runs do with no TTL); their rows (the join's records out) equal
  * those counted here from the generator's people, auctions and bids; q14's
  * those of its bids in the price range, and the aggregating queries' first
- * Calc's every bid. Last line: a JSON object with each round's figures, the
- * medians and each query's events/s per core (its rate over its
- * parallelism).
+ * Calc's every bid (q18 and q19: every bid ranked). Last line: a JSON
+ * object with each round's figures, the medians and each query's events/s
+ * per core (its rate over its parallelism).
  *
  * SQL_BENCH_EVENTS (default 4,000,000), SQL_BENCH_JOIN_EVENTS (1,000,000)
  * and SQL_BENCH_RUNS (3). --instr (or BENCH_INSTR=1): instructions per
@@ -424,7 +424,9 @@ static const char *const run_names[NRUNS] = {
 };
 
 /* The queries run at parallelism 1 and 2 both, after those above. */
-static const char *const more_queries[] = { "q11", "q12", "q14", "q15", "q16", "q17" };
+static const char *const more_queries[] = {
+    "q11", "q12", "q14", "q15", "q16", "q17", "q18", "q19"
+};
 #define NMORE ((int)(sizeof more_queries / sizeof *more_queries))
 
 /* Each of more_queries's rows checked against the loop's. */
@@ -434,7 +436,8 @@ check_more(int q, int p, int64_t rows, const struct expect *x)
     char what[64];
 
     snprintf(what, sizeof what, "SQL %s p%d rows", more_queries[q], p);
-    /* q14's Calc: its bids; the others' first Calc: every bid, grouped */
+    /* q14's Calc: its bids; the others' first Calc: every bid, grouped or
+     * ranked */
     check(what, rows, strcmp(more_queries[q], "q14") == 0 ? x->q14_rows : x->bids);
 }
 

@@ -19,6 +19,7 @@
 #include "proto/sql.pb-c.h"
 #include "sql/sql_aggregate.h"
 #include "sql/sql_operators.h"
+#include "sql/sql_row.h"
 #include "streaming/keys.h"
 #include "streaming/operator.h"
 #include "streaming/operator_config.h"
@@ -425,88 +426,6 @@ agg_close(struct stream_operator *op)
     op->impl = NULL;
 }
 
-void
-sql_row_read(const struct spate_type *t, const void *rec, const struct sql_type *types, int n,
-             struct sql_value *v)
-{
-    uint64_t nulls = *(const uint64_t *)rec;
-
-    for (int i = 0; i < n; i++) {
-        const uint8_t *at = (const uint8_t *)rec + t->offsets[i + 1];
-
-        v[i].null = (nulls >> i) & 1;
-        switch (sql_type_phys(types[i].id)) {
-        case SQL_PHYS_INT:
-            memcpy(&v[i].i, at, 8);
-            break;
-        case SQL_PHYS_DOUBLE:
-            memcpy(&v[i].f, at, 8);
-            break;
-        case SQL_PHYS_STRING:
-            v[i].s.p = ((const spate_str *)at)->data;
-            v[i].s.len = ((const spate_str *)at)->len;
-            break;
-        }
-    }
-}
-
-void
-sql_row_write(const struct spate_type *t, void *rec, const struct sql_type *types, int n,
-              const struct sql_value *v)
-{
-    uint64_t nulls = 0;
-
-    for (int i = 0; i < n; i++) {
-        uint8_t *at = (uint8_t *)rec + t->offsets[i + 1];
-
-        if (v[i].null) {
-            nulls |= 1ULL << i;
-            memset(at, 0, t->fields[i + 1]->size);
-            continue;
-        }
-        switch (sql_type_phys(types[i].id)) {
-        case SQL_PHYS_INT:
-            memcpy(at, &v[i].i, 8);
-            break;
-        case SQL_PHYS_DOUBLE:
-            memcpy(at, &v[i].f, 8);
-            break;
-        case SQL_PHYS_STRING:
-            ((spate_str *)at)->data = v[i].s.p;
-            ((spate_str *)at)->len = v[i].s.len;
-            break;
-        }
-    }
-    *(uint64_t *)rec = nulls;
-}
-
-/* Compares two non-NULL values of type t (strings byte by byte). */
-static int
-value_cmp(const struct sql_type *t, const struct sql_value *x, const struct sql_value *y)
-{
-    switch (sql_type_phys(t->id)) {
-    case SQL_PHYS_INT:
-        return (x->i > y->i) - (x->i < y->i);
-    case SQL_PHYS_DOUBLE:
-        return (x->f > y->f) - (x->f < y->f);
-    default: {
-        int c = memcmp(x->s.p, y->s.p, MIN(x->s.len, y->s.len));
-
-        return c ? c : (x->s.len > y->s.len) - (x->s.len < y->s.len);
-    }
-    }
-}
-
-static bool
-value_same(const struct sql_type *t, const struct sql_value *x, const struct sql_value *y)
-{
-    if (x->null || y->null)
-        return x->null == y->null;
-    if (sql_type_phys(t->id) == SQL_PHYS_DOUBLE)
-        return memcmp(&x->f, &y->f, 8) == 0;
-    return value_cmp(t, x, y) == 0;
-}
-
 /* A new group's accumulator: its group values from the record, counts 0,
  * the rest NULL. */
 static void
@@ -550,7 +469,7 @@ extreme_into(const struct sql_type *t, bool max, struct sql_value *acc, const st
 
     if (v->null)
         return;
-    c = acc->null ? 1 : value_cmp(t, v, acc);
+    c = acc->null ? 1 : sql_value_cmp(t, v, acc);
     if (acc->null || (max ? c > 0 : c < 0))
         *acc = *v;
 }
@@ -721,18 +640,6 @@ emit_row(struct stream_operator *op, void *rec, const struct sql_value *res, int
     operator_emit(op, rec, &m);
 }
 
-/* The record's key (its $key column) made current, with namespace ns. */
-static void
-set_key(struct stream_operator *op, struct agg_impl *a, const void *rec,
-        const struct record_meta *meta)
-{
-    spate_bytes key = keys_extract(&op->config->key, op->config->in_type, &op->ctx, rec,
-                                   a->key_scratch, sizeof a->key_scratch);
-
-    keyed_set_key(&op->ctx.keyctx, key,
-                  meta->has_key_hash ? meta->key_hash : key_group_hash(key.data, key.len), NULL, 0);
-}
-
 static void
 set_ns(struct stream_operator *op, const int64_t *win)
 {
@@ -808,7 +715,7 @@ group_process(struct stream_operator *op, struct agg_impl *a, const struct sql_v
     acc_add(a, in, a->acc);
     result_row(a, a->acc, existed ? SQL_UPDATE_AFTER : SQL_INSERT, NULL, a->res_new);
     for (int i = 1; same && i < a->nout; i++)
-        same = value_same(&a->out_types[i], &a->res_old[i], &a->res_new[i]);
+        same = sql_value_same(&a->out_types[i], &a->res_old[i], &a->res_new[i]);
     /* Emitted before the state is written: the old result's strings may
      * point into the stored value. */
     if (!same) {
@@ -926,7 +833,7 @@ agg_process(struct stream_operator *op, const void *rec, const struct record_met
 
     strings_reset(a);
     sql_row_read(op->config->in_type, rec, a->in_types, s->ninput, in);
-    set_key(op, a, rec, meta);
+    sql_row_set_key(op, rec, meta, a->key_scratch, sizeof a->key_scratch);
     if (s->window == SQL_WINDOW_NONE) {
         group_process(op, a, in, meta);
         return;

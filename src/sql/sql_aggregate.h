@@ -64,11 +64,4 @@ struct sql_column *sql_agg_output(const struct sql_agg_spec *s, int *n);
  * numeric type); 0, or "not supported" naming the type. */
 int sql_agg_result_type(enum sql_agg_kind kind, const struct sql_type *arg, struct sql_type *out);
 
-/* A row's n fields (of types) as values, strings pointing into it; and
- * values into a row, its strings pointing where the values' do. */
-void sql_row_read(const struct spate_type *t, const void *rec, const struct sql_type *types, int n,
-                  struct sql_value *v);
-void sql_row_write(const struct spate_type *t, void *rec, const struct sql_type *types, int n,
-                   const struct sql_value *v);
-
 #endif

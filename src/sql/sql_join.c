@@ -33,6 +33,7 @@
 #include "proto/sql.pb-c.h"
 #include "sql/sql_join.h"
 #include "sql/sql_operators.h"
+#include "sql/sql_row.h"
 #include "streaming/keys.h"
 #include "streaming/operator.h"
 #include "streaming/operator_config.h"

@@ -12,5 +12,7 @@ const struct connector_table *sql_operator_table(void);
 extern const struct operator_vtable sql_calc_vtable;
 extern const struct operator_vtable sql_agg_vtable;
 extern const struct operator_vtable sql_join_vtable;
+extern const struct operator_vtable sql_rank_vtable;
+extern const struct operator_vtable sql_over_vtable;
 
 #endif

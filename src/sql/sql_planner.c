@@ -10,7 +10,9 @@
 #include "sql/sql_connectors.h"
 #include "sql/sql_expr.h"
 #include "sql/sql_parser.h"
+#include "sql/sql_over.h"
 #include "sql/sql_planner.h"
+#include "sql/sql_rank.h"
 #include "streaming/stream_graph.h"
 #include "streaming/types.h"
 
@@ -99,6 +101,53 @@ sql_plan_from_item(struct sql_plan_context *pc, json_t *item, struct sql_relatio
     return plan_table(pc, item, name, alias, rel);
 }
 
+/* WITH's query named name: its index in pc->ctes, or -1. */
+static int
+cte_find(struct sql_plan_context *pc, const char *name)
+{
+    json_t *c;
+    size_t i;
+
+    json_array_foreach(pc->ctes, i, c)
+    {
+        const char *n = json_string_value(json_object_get(c, "ctename"));
+
+        if (n != NULL && !strcmp(n, name))
+            return (int)i;
+    }
+    return -1;
+}
+
+/* WITH's query at index i of pc->ctes in FROM (as alias): planned where it
+ * is used, as a view, seeing the queries after it in pc->ctes (those
+ * before it in its WITH, and the WITHs around). */
+static int
+plan_cte(struct sql_plan_context *pc, json_t *item, int i, const char *alias,
+         struct sql_relation *rel)
+{
+    struct sql_plan_context vc = *pc;
+    json_t *cte = json_array_get(pc->ctes, (size_t)i);
+    json_t *q = json_object_get(json_object_get(cte, "ctequery"), "SelectStmt");
+    int rc;
+
+    if (pc->depth >= SQL_MAX_VIEW_DEPTH)
+        return plan_error(pc, item, SPATE_EINVAL, "WITH queries and views nested more than %d deep",
+                          SQL_MAX_VIEW_DEPTH);
+    if (q == NULL)
+        return plan_error(pc, item, SPATE_ENOTSUP, "not supported: a WITH query that is no SELECT");
+    vc.ctes = json_array();
+    for (size_t k = (size_t)i + 1; k < json_array_size(pc->ctes); k++)
+        json_array_append(vc.ctes, json_array_get(pc->ctes, k));
+    vc.depth++;
+    rc = sql_plan_select(&vc, q, SQL_FORMAT_ROW, NULL, rel);
+    json_decref(vc.ctes);
+    if (rc != 0)
+        return rc;
+    free(rel->name);
+    rel->name = xstrdup(alias);
+    return 0;
+}
+
 /* The table or view name (as alias) in FROM. */
 static int
 plan_table(struct sql_plan_context *pc, json_t *item, const char *name, const char *alias,
@@ -109,6 +158,8 @@ plan_table(struct sql_plan_context *pc, json_t *item, const char *name, const ch
 
     if (name == NULL)
         return plan_error(pc, item, SPATE_EINVAL, "a table without a name");
+    if (cte_find(pc, name) >= 0)
+        return plan_cte(pc, item, cte_find(pc, name), alias ? alias : name, rel);
     if ((t = sql_catalog_find(pc->catalog, name)) == NULL) {
         const char *near = sql_catalog_nearest(pc->catalog, name);
 
@@ -126,6 +177,7 @@ plan_table(struct sql_plan_context *pc, json_t *item, const char *name, const ch
                               SQL_MAX_VIEW_DEPTH);
         vc.script = t->script;
         vc.offset = t->offset;
+        vc.ctes = NULL; /* a view sees the catalog, not the WITH around its use */
         vc.depth++;
         if ((rc = sql_plan_select(&vc, q, SQL_FORMAT_ROW, NULL, rel)) != 0)
             return spate_error_wrap(pc->err, "in view '%s'", t->name);
@@ -172,7 +224,6 @@ unsupported_clauses(struct sql_plan_context *pc, json_t *select)
         { "limitOffset", "OFFSET" },
         { "distinctClause", "SELECT DISTINCT" },
         { "windowClause", "WINDOW" },
-        { "withClause", "WITH (common table expressions)" },
         { "valuesLists", "VALUES" },
         { "intoClause", "SELECT INTO" },
         { "lockingClause", "FOR UPDATE" },
@@ -313,11 +364,12 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
         json_t *f = json_object_get(ref, "fields");
 
         if (ref != NULL && json_object_get(json_array_get(f, json_array_size(f) - 1), "A_Star")) {
-            /* a join's table.* its columns; $kind is no column */
+            /* a join's table.* its columns; a changelog's row kind ($kind)
+             * is no column */
             const char *tab = json_array_size(f) == 2 ? sval_of(json_array_get(f, 0)) : NULL;
 
             for (int k = 0; k < in.ncols; k++) {
-                if (in.cols[k].name[0] == '$' ||
+                if (k == req->kind_col || in.cols[k].name[0] == '$' ||
                     (tab != NULL && in.qualifiers != NULL &&
                      (in.qualifiers[k] == NULL || strcmp(in.qualifiers[k], tab) != 0)))
                     continue;
@@ -547,24 +599,37 @@ aggregate_of(json_t *node)
     return SQL_AGG_KIND_COUNT;
 }
 
-/* The first aggregate call in node, or NULL. */
+/* The first node in node (itself first) that match says is one, or NULL. */
 static json_t *
-find_aggregate(json_t *node)
+find_first(json_t *node, bool (*match)(json_t *node))
 {
     const char *key;
     json_t *v, *found;
     size_t i;
 
     if (json_is_array(node)) {
-        json_array_foreach(node, i, v) if ((found = find_aggregate(v)) != NULL) return found;
+        json_array_foreach(node, i, v) if ((found = find_first(v, match)) != NULL) return found;
         return NULL;
     }
     if (!json_is_object(node))
         return NULL;
-    if (aggregate_of(node) != SQL_AGG_KIND_COUNT)
+    if (match(node))
         return node;
-    json_object_foreach(node, key, v) if ((found = find_aggregate(v)) != NULL) return found;
+    json_object_foreach(node, key, v) if ((found = find_first(v, match)) != NULL) return found;
     return NULL;
+}
+
+static bool
+is_aggregate(json_t *node)
+{
+    return aggregate_of(node) != SQL_AGG_KIND_COUNT;
+}
+
+/* The first aggregate call in node, or NULL. */
+static json_t *
+find_aggregate(json_t *node)
+{
+    return find_first(node, is_aggregate);
 }
 
 /* Whether two expressions are the same, their places aside (a column by
@@ -1139,6 +1204,900 @@ out:
     return rc;
 }
 
+/* ---- Top-N and deduplication ---- */
+
+/* The ROW_NUMBER() OVER (...) item of a SELECT list, or NULL. */
+static json_t *
+row_number_target(json_t *select)
+{
+    json_t *t;
+    size_t i;
+
+    json_array_foreach(json_object_get(select, "targetList"), i, t)
+    {
+        json_t *fc =
+            json_object_get(json_object_get(json_object_get(t, "ResTarget"), "val"), "FuncCall");
+        json_t *names = json_object_get(fc, "funcname");
+        const char *name = sval_of(json_array_get(names, json_array_size(names) - 1));
+
+        if (fc != NULL && json_object_get(fc, "over") != NULL && name != NULL &&
+            !strcasecmp(name, "row_number"))
+            return t;
+    }
+    return NULL;
+}
+
+/* SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn FROM ...)
+ * WHERE rn <= N: the subquery, or NULL. */
+static json_t *
+rank_subquery(json_t *select)
+{
+    json_t *from = json_object_get(select, "fromClause");
+    json_t *sub = json_object_get(
+        json_object_get(json_object_get(json_array_get(from, 0), "RangeSubselect"), "subquery"),
+        "SelectStmt");
+
+    return json_array_size(from) == 1 && sub != NULL && row_number_target(sub) ? sub : NULL;
+}
+
+/* An integer literal's value. */
+static bool
+int_const(json_t *node, int64_t *v)
+{
+    json_t *c = json_object_get(node, "A_Const"), *iv = json_object_get(c, "ival");
+
+    if (iv == NULL)
+        return false;
+    *v = json_integer_value(json_object_get(iv, "ival")); /* 0 is left out */
+    return true;
+}
+
+/* Whether conjunct c bounds rn from above (rn <= N, rn < N, rn = 1,
+ * N >= rn, N > rn, rn BETWEEN M AND N): the bound in *limit; *keep when c
+ * also bounds it from below, a filter above the rank. */
+static bool
+rank_bound(json_t *c, const char *rn, int64_t *limit, bool *keep)
+{
+    json_t *e = json_object_get(c, "A_Expr"), *l = json_object_get(e, "lexpr");
+    json_t *r = json_object_get(e, "rexpr"), *names = json_object_get(e, "name");
+    const char *op = sval_of(json_array_get(names, 0));
+    int64_t v;
+
+    *keep = false;
+    if (e != NULL && column_name(l) && !strcmp(column_name(l), rn) &&
+        !strcmp(json_string_value(json_object_get(e, "kind")) ?: "", "AEXPR_BETWEEN") &&
+        int_const(json_array_get(json_object_get(json_object_get(r, "List"), "items"), 1), &v)) {
+        *limit = v;
+        *keep = true;
+        return true;
+    }
+    if (e == NULL || op == NULL || json_array_size(names) != 1 ||
+        strcmp(json_string_value(json_object_get(e, "kind")) ?: "", "AEXPR_OP") != 0)
+        return false;
+    if (column_name(r) && !strcmp(column_name(r), rn) && int_const(l, &v)) {
+        /* N >= rn is rn <= N */
+        op = !strcmp(op, ">=") ? "<=" : !strcmp(op, ">") ? "<" : !strcmp(op, "=") ? "=" : "";
+    } else if (!(column_name(l) && !strcmp(column_name(l), rn) && int_const(r, &v))) {
+        return false;
+    }
+    if (!strcmp(op, "<="))
+        *limit = v;
+    else if (!strcmp(op, "<"))
+        *limit = v - 1;
+    else if (!strcmp(op, "=") && v == 1)
+        *limit = 1;
+    else
+        return false;
+    return true;
+}
+
+/* Whether node references column name (or is a *). */
+static bool
+references(json_t *node, const char *name)
+{
+    const char *key;
+    json_t *v;
+    size_t i;
+
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if (references(v, name)) return true;
+        return false;
+    }
+    if (!json_is_object(node))
+        return false;
+    if (json_object_get(node, "ColumnRef") != NULL) {
+        json_t *f = json_object_get(json_object_get(node, "ColumnRef"), "fields");
+
+        return json_object_get(json_array_get(f, json_array_size(f) - 1), "A_Star") ||
+               (column_name(node) && !strcmp(column_name(node), name));
+    }
+    json_object_foreach(node, key, v) if (references(v, name)) return true;
+    return false;
+}
+
+/* SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (PARTITION BY p ORDER BY
+ * o) AS rn FROM x WHERE w) WHERE rn <= N AND rest (Flink's Top-N; N = 1 is
+ * deduplication): a Calc of the partition columns, the subquery's columns
+ * and the ORDER BY's, keyed by the partition; the exchange by that key;
+ * the rank (OP_SQL_RANK); and a Calc of rest and the SELECT list over its
+ * output. Windowed (the partition holds window_end), the result is final
+ * rows; else a changelog. */
+static int
+plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
+          const struct sql_table *sink, struct sql_relation *rel)
+{
+    json_t *from = json_array_get(json_object_get(select, "fromClause"), 0);
+    json_t *sub = rank_subquery(select), *rn_target = row_number_target(sub);
+    json_t *rt = json_object_get(rn_target, "ResTarget"), *fc;
+    json_t *over, *parts, *orders, *where = json_object_get(select, "whereClause");
+    json_t *conj, *rest = json_array(), *pre = json_array(), *g, *outer_where = NULL;
+    const char *rn = json_string_value(json_object_get(rt, "name"));
+    const char *alias = json_string_value(json_object_get(
+        json_object_get(json_object_get(from, "RangeSubselect"), "alias"), "aliasname"));
+    struct sql_relation in = { 0 }, mid = { 0 }, ranked = { 0 };
+    struct sql_rank_spec spec = { 0 };
+    struct calc_request req;
+    FILE *explain = pc->explain, *below = NULL;
+    char *from_text = NULL, *pre_text = NULL, *rank_text = NULL;
+    size_t from_len = 0, pre_len = 0, rank_len = 0, i;
+    const spate_type *fields[TYPES_ROW_MAX_FIELDS];
+    struct sql_column *out_cols = NULL;
+    struct spate_stream *node;
+    int64_t limit = -1;
+    int rc, nout = 0, nrow;
+    char name[32];
+
+    fc = json_object_get(json_object_get(rt, "val"), "FuncCall");
+    over = json_object_get(fc, "over");
+    parts = json_object_get(over, "partitionClause");
+    orders = json_object_get(over, "orderClause");
+    if (rn == NULL) {
+        rc = plan_error(
+            pc, rn_target, SPATE_EINVAL,
+            "ROW_NUMBER() needs a name to be bounded by (ROW_NUMBER() OVER (...) AS rn)");
+        goto out;
+    }
+    if (json_array_size(json_object_get(fc, "args")) > 0 || json_object_get(over, "name") ||
+        json_object_get(over, "refname")) {
+        rc = plan_error(pc, rn_target, SPATE_ENOTSUP,
+                        "not supported: this ROW_NUMBER() (it takes no arguments and its own "
+                        "OVER (PARTITION BY ... ORDER BY ...))");
+        goto out;
+    }
+    if (json_array_size(orders) == 0) {
+        rc = plan_error(pc, rn_target, SPATE_ENOTSUP,
+                        "not supported: ROW_NUMBER() without ORDER BY in its OVER");
+        goto out;
+    }
+    if ((rc = unsupported_clauses(pc, sub)) != 0)
+        goto out;
+    if (json_array_size(json_object_get(sub, "groupClause")) > 0 ||
+        json_object_get(sub, "havingClause") != NULL ||
+        find_aggregate(json_object_get(sub, "targetList")) != NULL) {
+        rc = plan_error(pc, rn_target, SPATE_ENOTSUP,
+                        "not supported: ROW_NUMBER() in a SELECT with GROUP BY or aggregates "
+                        "(aggregate in a subquery below it)");
+        goto out;
+    }
+    /* rn's bound, out of the outer WHERE's conjuncts. */
+    conj = where == NULL ? json_array()
+           : json_object_get(where, "BoolExpr") &&
+                   !strcmp(json_string_value(
+                               json_object_get(json_object_get(where, "BoolExpr"), "boolop"))
+                               ?: "",
+                           "AND_EXPR")
+               ? json_incref(json_object_get(json_object_get(where, "BoolExpr"), "args"))
+               : json_pack("[O]", where);
+    json_array_foreach(conj, i, g)
+    {
+        int64_t bound;
+        bool keep;
+
+        if (rank_bound(g, rn, &bound, &keep))
+            limit = limit < 0 ? bound : MIN(limit, bound);
+        else
+            keep = true; /* no bound: a filter above the rank */
+        if (keep)
+            json_array_append(rest, g);
+    }
+    json_decref(conj);
+    if (limit < 0) {
+        rc = plan_error(pc, where ? where : rn_target, SPATE_ENOTSUP,
+                        "not supported: ROW_NUMBER() without an upper bound on '%s' in the WHERE "
+                        "above it (WHERE %s <= N: Top-N; = 1: deduplication)",
+                        rn, rn);
+        goto out;
+    }
+    if (limit < 1 || limit > SQL_RANK_LIMIT_MAX) {
+        rc = plan_error(pc, where, SPATE_ENOTSUP, "not supported: a Top-N of %lld rows (1 to %d)",
+                        (long long)limit, SQL_RANK_LIMIT_MAX);
+        goto out;
+    }
+    if (json_array_size(rest) == 1)
+        outer_where = json_incref(json_array_get(rest, 0));
+    else if (json_array_size(rest) > 1)
+        outer_where = json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", rest,
+                                "location", -1);
+
+    /* The subquery's FROM, four levels below the last Calc. */
+    if (explain != NULL) {
+        below = open_memstream(&from_text, &from_len);
+        pc->explain = below;
+        pc->depth += 4;
+    }
+    rc = plan_from(pc, sub, &in, NULL);
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 4;
+    }
+    if (rc != 0)
+        goto out;
+    if (in.updating) {
+        rc = plan_error(pc, rn_target, SPATE_ENOTSUP,
+                        "not supported: ROW_NUMBER() over an updating query (GROUP BY without "
+                        "a window)");
+        goto out;
+    }
+    /* The first Calc: partition columns, the subquery's, the order's. */
+    json_array_foreach(parts, i, g)
+    {
+        snprintf(name, sizeof name, "$p%zu", i);
+        add_target(pre, name, g);
+    }
+    json_array_foreach(json_object_get(sub, "targetList"), i, g)
+    {
+        if (g != rn_target)
+            json_array_append(pre, g);
+    }
+    json_array_foreach(orders, i, g)
+    {
+        snprintf(name, sizeof name, "$o%zu", i);
+        add_target(pre, name, json_object_get(json_object_get(g, "SortBy"), "node"));
+    }
+    req = (struct calc_request){ pre,
+                                 json_object_get(sub, "whereClause"),
+                                 SQL_FORMAT_ROW,
+                                 NULL,
+                                 true,
+                                 (int)json_array_size(parts),
+                                 -1,
+                                 "WHERE" };
+    if (explain != NULL) {
+        below = open_memstream(&pre_text, &pre_len);
+        pc->explain = below;
+        pc->depth += 3;
+    }
+    rc = plan_calc(pc, &in, &req, from_text, &mid);
+    from_text = NULL;
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 3;
+    }
+    if (rc != 0)
+        goto out;
+    spec.npart = (int)json_array_size(parts);
+    spec.norder = (int)json_array_size(orders);
+    nrow = mid.ncols - 1 - spec.npart - spec.norder;
+    spec.input = mid.cols;
+    spec.ninput = mid.ncols;
+    spec.nrow = nrow;
+    spec.limit = limit;
+    spec.window_end = -1;
+    spec.order = xcalloc((size_t)spec.norder + 1, sizeof *spec.order);
+    json_array_foreach(orders, i, g)
+    {
+        json_t *sb = json_object_get(g, "SortBy");
+        const char *dir = json_string_value(json_object_get(sb, "sortby_dir")) ?: "";
+        const char *nulls = json_string_value(json_object_get(sb, "sortby_nulls")) ?: "";
+        struct sql_rank_order *o = &spec.order[i];
+
+        if (json_object_get(sb, "useOp") != NULL) {
+            rc = plan_error(pc, located(sb), SPATE_ENOTSUP, "not supported: ORDER BY ... USING");
+            goto out;
+        }
+        o->col = 1 + spec.npart + nrow + (int)i;
+        o->desc = !strcmp(dir, "SORTBY_DESC");
+        /* NULL is the smallest value (Flink's and SQLite's order) */
+        o->nulls_first = !strcmp(nulls, "SORTBY_NULLS_FIRST")  ? true
+                         : !strcmp(nulls, "SORTBY_NULLS_LAST") ? false
+                                                               : !o->desc;
+    }
+    /* Deduplication on time DESC keeps the last row: a later one of the
+     * same time replaces it (Flink's). */
+    spec.last_wins_ties = limit == 1 && spec.norder == 1 && spec.order[0].desc &&
+                          mid.cols[spec.order[0].col].type.id == SQL_TIMESTAMP;
+    for (int k = 0; k < spec.npart; k++)
+        if (column_name(json_array_get(parts, (size_t)k)) != NULL &&
+            !strcmp(column_name(json_array_get(parts, (size_t)k)), "window_end") &&
+            mid.cols[1 + k].type.id == SQL_TIMESTAMP)
+            spec.window_end = 1 + k;
+    spec.emit_rank =
+        references(json_object_get(select, "targetList"), rn) || references(outer_where, rn);
+    out_cols = sql_rank_output(&spec, rn, &nout);
+    for (int k = 0; k < nout; k++)
+        fields[k] = sql_type_spate(out_cols[k].type.id);
+    {
+        uint8_t *bytes;
+        size_t len;
+        struct spate_stream *keyed = spate_key_by_field(mid.stream, 1);
+        enum ship_strategy part;
+
+        sql_rank_spec_encode(&spec, &bytes, &len);
+        node = stream_node_new(pc->env, OP_SQL_RANK, keyed,
+                               env_own_type(pc->env, types_new_row(nout, fields)));
+        stream_graph_resolve(keyed, &part, &node->key);
+        node->opconf.sql.program = bytes;
+        node->opconf.sql.program_len = len;
+        spate_name(node, spec.window_end > 0 ? "WindowRank" : "Rank");
+    }
+    ranked.stream = node;
+    ranked.format = SQL_FORMAT_ROW;
+    ranked.cols = out_cols;
+    ranked.ncols = nout;
+    out_cols = NULL;
+    ranked.name = alias ? xstrdup(alias) : NULL;
+    ranked.rowtime = -1;
+    if (spec.window_end < 0 && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE) {
+        rc = output == SQL_FORMAT_ROW
+                 ? plan_error(pc, rn_target, SPATE_ENOTSUP,
+                              "not supported: a query over an updating query (a Top-N without "
+                              "a window, in a subquery or view)")
+                 : plan_error(pc, rn_target, SPATE_ENOTSUP,
+                              "not supported: table '%s' (connector '%s') takes insertions "
+                              "only, and this query updates its rows (a Top-N without a "
+                              "window); the print connector shows the updates, a Top-N per "
+                              "window (PARTITION BY window_start, window_end) makes each row "
+                              "final",
+                              sink ? sink->name : "?",
+                              sink ? sql_table_option(sink, "connector") : "?");
+        goto out;
+    }
+    if (explain != NULL) {
+        FILE *f = open_memstream(&rank_text, &rank_len);
+
+        fprintf(f,
+                "%*s%s(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd=%lld], "
+                "partitionBy=[",
+                (pc->depth + 1) * 3, "", spec.window_end > 0 ? "WindowRank" : "Rank",
+                (long long)limit);
+        for (int k = 0; k < spec.npart; k++)
+            fprintf(f, "%s$p%d", k ? ", " : "", k);
+        fprintf(f, "], orderBy=[");
+        for (int k = 0; k < spec.norder; k++)
+            fprintf(f, "%s$o%d %s", k ? ", " : "", k, spec.order[k].desc ? "DESC" : "ASC");
+        fprintf(f, "], select=[%s])\n%*sExchange(distribution=[hash[$key]])\n%s",
+                spec.emit_rank ? rn : "*", (pc->depth + 2) * 3, "", pre_text ? pre_text : "");
+        fclose(f);
+    }
+    /* The last Calc: the rest of WHERE and the SELECT list, the row kinds
+     * through. */
+    req = (struct calc_request){
+        json_object_get(select, "targetList"), outer_where, output, sink, false, 0, 0, "WHERE"
+    };
+    rc = plan_calc(pc, &ranked, &req, rank_text, rel);
+    rank_text = NULL;
+    if (rc == 0)
+        rel->updating = spec.window_end < 0;
+out:
+    spec.input = NULL; /* mid's */
+    free(spec.order);
+    if (out_cols != NULL) {
+        for (int k = 0; k < nout; k++)
+            free(out_cols[k].name);
+        free(out_cols);
+    }
+    sql_relation_release(&in);
+    sql_relation_release(&mid);
+    sql_relation_release(&ranked);
+    json_decref(rest);
+    json_decref(pre);
+    json_decref(outer_where);
+    free(from_text);
+    free(pre_text);
+    free(rank_text);
+    return rc;
+}
+
+/* ---- WITH and UNION ALL ---- */
+
+/* WITH q AS (...), ... SELECT: the SELECT planned with the queries in
+ * scope (pc->ctes: the last first, then those of the WITHs around). */
+static int
+plan_with(struct sql_plan_context *pc, json_t *select, enum sql_format output,
+          const struct sql_table *sink, struct sql_relation *rel)
+{
+    json_t *with = json_object_get(select, "withClause");
+    json_t *outer = pc->ctes, *scope, *bare;
+    int rc;
+
+    if (json_is_true(json_object_get(with, "recursive")))
+        return plan_error(pc, with, SPATE_ENOTSUP, "not supported: WITH RECURSIVE");
+    if (!json_is_array(json_object_get(with, "ctes")))
+        return plan_error(pc, with, SPATE_EINVAL, "a WITH without queries");
+    /* Last first: each query sees those after it. */
+    scope = json_array();
+    for (size_t i = json_array_size(json_object_get(with, "ctes")); i-- > 0;)
+        json_array_append(scope, json_object_get(json_array_get(json_object_get(with, "ctes"), i),
+                                                 "CommonTableExpr"));
+    if (outer != NULL)
+        json_array_extend(scope, outer);
+    bare = json_copy(select);
+    json_object_del(bare, "withClause");
+    pc->ctes = scope;
+    rc = sql_plan_select(pc, bare, output, sink, rel);
+    pc->ctes = outer;
+    json_decref(bare);
+    json_decref(scope);
+    return rc;
+}
+
+/* The SELECT * over rel that writes output (Flink's final projection). */
+static json_t *
+star_targets(void)
+{
+    return json_pack("[{s:{s:{s:{s:[{s:{}}]}}}}]", "ResTarget", "val", "ColumnRef", "fields",
+                     "A_Star");
+}
+
+/* One side of a UNION ALL, its plan explained into *text. */
+static int
+plan_union_side(struct sql_plan_context *pc, json_t *side, struct sql_relation *rel, char **text)
+{
+    FILE *explain = pc->explain, *below = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (explain != NULL) {
+        below = open_memstream(text, &len);
+        pc->explain = below;
+        pc->depth += 2;
+    }
+    rc = sql_plan_select(pc, side, SQL_FORMAT_ROW, NULL, rel);
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 2;
+    }
+    if (rc == 0 && rel->updating)
+        rc = plan_error(pc, located(side), SPATE_ENOTSUP,
+                        "not supported: UNION ALL of an updating query (GROUP BY without a "
+                        "window, a Top-N)");
+    return rc;
+}
+
+/* a UNION ALL b: both planned as rows of the same columns and types, one
+ * stream of the two (Flink's Union), and a Calc that writes output. */
+static int
+plan_union(struct sql_plan_context *pc, json_t *select, enum sql_format output,
+           const struct sql_table *sink, struct sql_relation *rel)
+{
+    static const char *const refused[] = { "sortClause", "limitCount", "limitOffset" };
+    struct sql_relation l = { 0 }, r = { 0 }, u = { 0 };
+    char *ltext = NULL, *rtext = NULL, *text = NULL;
+    struct calc_request req;
+    json_t *targets = NULL;
+    int rc;
+
+    if (!json_is_true(json_object_get(select, "all")))
+        return plan_error(pc, located(json_object_get(select, "rarg")), SPATE_ENOTSUP,
+                          "not supported: UNION without ALL (UNION ALL keeps every row)");
+    for (size_t i = 0; i < ARRAY_SIZE(refused); i++)
+        if (json_object_get(select, refused[i]) != NULL)
+            return plan_error(pc, located(json_object_get(select, refused[i])), SPATE_ENOTSUP,
+                              "not supported: %s on a stream",
+                              i == 0   ? "ORDER BY"
+                              : i == 1 ? "LIMIT"
+                                       : "OFFSET");
+    if ((rc = plan_union_side(pc, json_object_get(select, "larg"), &l, &ltext)) != 0 ||
+        (rc = plan_union_side(pc, json_object_get(select, "rarg"), &r, &rtext)) != 0)
+        goto out;
+    if (l.ncols != r.ncols) {
+        rc = plan_error(pc, located(json_object_get(select, "rarg")), SPATE_EINVAL,
+                        "UNION ALL of %d columns and %d columns", l.ncols, r.ncols);
+        goto out;
+    }
+    for (int i = 0; i < l.ncols; i++) {
+        char b1[32], b2[32];
+
+        if (l.cols[i].type.id != r.cols[i].type.id ||
+            (l.cols[i].type.id == SQL_DECIMAL && l.cols[i].type.scale != r.cols[i].type.scale)) {
+            rc = plan_error(pc, located(json_object_get(select, "rarg")), SPATE_EINVAL,
+                            "type mismatch: UNION ALL's column %d ('%s') is %s on the left, %s "
+                            "on the right (CAST one of them)",
+                            i + 1, l.cols[i].name, sql_type_name(&l.cols[i].type, b1),
+                            sql_type_name(&r.cols[i].type, b2));
+            goto out;
+        }
+    }
+    u.stream = spate_name(spate_union(l.stream, r.stream), "Union");
+    u.format = SQL_FORMAT_ROW;
+    u.cols = l.cols;
+    u.ncols = l.ncols;
+    l.cols = NULL;
+    l.ncols = 0;
+    u.rowtime = -1;
+    if (pc->explain != NULL) {
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+
+        fprintf(f, "%*sUnion(all=[true])\n%s%s", (pc->depth + 1) * 3, "", ltext ? ltext : "",
+                rtext ? rtext : "");
+        fclose(f);
+    }
+    targets = star_targets();
+    req = (struct calc_request){ targets, NULL, output, sink, false, 0, -1, "WHERE" };
+    rc = plan_calc(pc, &u, &req, text, rel);
+    text = NULL;
+out:
+    sql_relation_release(&l);
+    sql_relation_release(&r);
+    sql_relation_release(&u);
+    json_decref(targets);
+    free(ltext);
+    free(rtext);
+    free(text);
+    return rc;
+}
+
+/* ---- OVER aggregates ---- */
+
+static bool
+is_window_call(json_t *node)
+{
+    return json_object_get(json_object_get(node, "FuncCall"), "over") != NULL;
+}
+
+static bool
+is_over_aggregate(json_t *node)
+{
+    return is_aggregate(node) && is_window_call(node);
+}
+
+/* The first aggregate call with an OVER in node, or NULL. */
+static json_t *
+find_over(json_t *node)
+{
+    return find_first(node, is_over_aggregate);
+}
+
+/* A SELECT without OVER aggregates: ROW_NUMBER() only as a Top-N's (the
+ * planner found none), no other window function. */
+static int
+window_functions_placed(struct sql_plan_context *pc, json_t *select)
+{
+    json_t *w = find_first(json_object_get(select, "targetList"), is_window_call), *names;
+    const char *name;
+
+    if (w == NULL)
+        w = find_first(json_object_get(select, "whereClause"), is_window_call);
+    if (w == NULL)
+        return 0;
+    names = json_object_get(json_object_get(w, "FuncCall"), "funcname");
+    name = sval_of(json_array_get(names, json_array_size(names) - 1));
+    if (name != NULL && !strcasecmp(name, "row_number"))
+        return plan_error(
+            pc, w, SPATE_ENOTSUP,
+            "not supported: ROW_NUMBER() outside a subquery bounded in the "
+            "WHERE above it (SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn "
+            "FROM t) q WHERE rn <= N)");
+    return plan_error(pc, w, SPATE_ENOTSUP,
+                      "not supported: window function %s() (ROW_NUMBER() for a Top-N; COUNT, "
+                      "SUM, AVG, MIN, MAX OVER)",
+                      name ? name : "?");
+}
+
+/* An OVER being planned: its window (the first call's) and its calls. */
+struct over_plan {
+    json_t *over; /* referenced: the first call's */
+    struct agg_call_plan *calls;
+    int ncalls;
+};
+
+/* Rewrites the SELECT list's OVER calls into columns $overN of the OVER's
+ * output, each call's window the first's. */
+static int
+rewrite_over(struct sql_plan_context *pc, struct over_plan *op, json_t *node)
+{
+    enum sql_agg_kind kind;
+    const char *key;
+    json_t *v;
+    size_t i;
+    char name[32];
+    int rc;
+
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if ((rc = rewrite_over(pc, op, v)) != 0) return rc;
+        return 0;
+    }
+    if (!json_is_object(node))
+        return 0;
+    if ((kind = aggregate_of(node)) != SQL_AGG_KIND_COUNT) {
+        json_t *fc = json_object_get(node, "FuncCall"), *args = json_object_get(fc, "args");
+        json_t *over = json_object_get(fc, "over");
+        struct agg_call_plan *c;
+
+        if (over == NULL)
+            return plan_error(pc, node, SPATE_ENOTSUP,
+                              "not supported: an aggregate without OVER beside OVER "
+                              "aggregates");
+        if (json_object_get(over, "refname") || json_object_get(over, "name"))
+            return plan_error(pc, node, SPATE_ENOTSUP,
+                              "not supported: a named WINDOW (write OVER (...) in place)");
+        if (op->over == NULL)
+            op->over = json_incref(over);
+        else if (!same_expr(op->over, over))
+            return plan_error(pc, node, SPATE_ENOTSUP,
+                              "not supported: OVER windows that differ in one SELECT (as in "
+                              "Flink, every OVER of a SELECT is the same)");
+        if (json_object_get(fc, "agg_filter") || json_is_true(json_object_get(fc, "agg_distinct")))
+            return plan_error(pc, node, SPATE_ENOTSUP,
+                              "not supported: DISTINCT or FILTER in an OVER aggregate");
+        if (kind != SQL_AGG_COUNT_STAR && json_array_size(args) != 1)
+            return plan_error(pc, node, SPATE_EINVAL, "an aggregate function takes one argument");
+        if (find_aggregate(args) != NULL)
+            return plan_error(pc, find_aggregate(args), SPATE_EINVAL,
+                              "aggregate function calls cannot be nested");
+        op->calls = xrealloc(op->calls, (size_t)(op->ncalls + 1) * sizeof *op->calls);
+        c = &op->calls[op->ncalls];
+        c->kind = kind;
+        c->arg = json_incref(json_array_get(args, 0));
+        c->filter = NULL;
+        c->node = json_deep_copy(node);
+        snprintf(name, sizeof name, "$over%d", op->ncalls++);
+        become_column(node, name);
+        return 0;
+    }
+    json_object_foreach(node, key, v) if ((rc = rewrite_over(pc, op, v)) != 0) return rc;
+    return 0;
+}
+
+/* PostgreSQL's frame options (nodes/parsenodes.h FRAMEOPTION_*). */
+enum {
+    FRAME_NONDEFAULT = 0x1,
+    FRAME_RANGE = 0x2,
+    FRAME_ROWS = 0x4,
+    FRAME_START_UNBOUNDED_PRECEDING = 0x20,
+    FRAME_END_CURRENT_ROW = 0x400,
+    FRAME_START_OFFSET_PRECEDING = 0x800,
+};
+
+/* The OVER's frame: ROWS or RANGE, and how far back (-1: unbounded). */
+static int
+over_frame(struct sql_plan_context *pc, json_t *over, json_t *at, struct sql_over_spec *spec)
+{
+    int64_t opts = json_integer_value(json_object_get(over, "frameOptions"));
+    int64_t known = FRAME_NONDEFAULT | FRAME_RANGE | FRAME_ROWS | 0x10 /* BETWEEN */ |
+                    FRAME_START_UNBOUNDED_PRECEDING | FRAME_END_CURRENT_ROW |
+                    FRAME_START_OFFSET_PRECEDING;
+    json_t *start = json_object_get(over, "startOffset");
+
+    spec->frame = opts & FRAME_ROWS ? SQL_OVER_ROWS : SQL_OVER_RANGE;
+    spec->preceding = -1;
+    if (!(opts & FRAME_NONDEFAULT)) /* RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW */
+        return 0;
+    if ((opts & ~known) != 0 || !(opts & FRAME_END_CURRENT_ROW) ||
+        !(opts & (FRAME_RANGE | FRAME_ROWS)))
+        return plan_error(pc, at, SPATE_ENOTSUP,
+                          "not supported: this OVER frame (ROWS BETWEEN n PRECEDING AND CURRENT "
+                          "ROW, RANGE BETWEEN INTERVAL ... PRECEDING AND CURRENT ROW, or "
+                          "UNBOUNDED PRECEDING are)");
+    if (opts & FRAME_START_UNBOUNDED_PRECEDING)
+        return 0;
+    if (spec->frame == SQL_OVER_RANGE)
+        return constant_interval(pc, start, "OVER range", &spec->preceding);
+    if (!int_const(start, &spec->preceding) || spec->preceding < 0)
+        return plan_error(pc, located(start ? start : at), SPATE_EINVAL,
+                          "ROWS BETWEEN n PRECEDING needs a constant n of 0 or more");
+    return 0;
+}
+
+/* SELECT ..., agg(x) OVER (PARTITION BY p ORDER BY ts frame), ... FROM t
+ * WHERE w (Flink's OverAggregate on event time): a Calc of the partition
+ * columns, t's columns, the time and the calls' arguments, keyed by the
+ * partition; the exchange by that key; the OVER (OP_SQL_OVER); and a Calc
+ * of the SELECT list over t's columns and the calls' results. */
+static int
+plan_over(struct sql_plan_context *pc, json_t *select, enum sql_format output,
+          const struct sql_table *sink, struct sql_relation *rel)
+{
+    json_t *targets = json_deep_copy(json_object_get(select, "targetList"));
+    json_t *pre = json_array(), *parts, *orders, *order, *g, *star = star_targets();
+    struct sql_relation in = { 0 }, mid = { 0 }, over_rel = { 0 };
+    struct over_plan op = { 0 };
+    struct sql_over_spec spec = { 0 };
+    struct calc_request req;
+    const spate_type *fields[TYPES_ROW_MAX_FIELDS];
+    struct sql_column *out_cols = NULL;
+    struct spate_stream *node;
+    json_t *at = find_over(targets);
+    const char *time_col;
+    char name[32], *in_name = NULL, *from_text = NULL, *pre_text = NULL, *over_text = NULL;
+    FILE *explain = pc->explain, *below = NULL;
+    size_t text_len = 0;
+    int rc, nout = 0;
+    size_t i;
+
+    if (json_array_size(json_object_get(select, "groupClause")) > 0 ||
+        json_object_get(select, "havingClause") != NULL) {
+        rc = plan_error(pc, at, SPATE_ENOTSUP,
+                        "not supported: OVER aggregates beside GROUP BY (aggregate in a "
+                        "subquery below them)");
+        goto out;
+    }
+    if ((rc = rewrite_over(pc, &op, targets)) != 0)
+        goto out;
+    parts = json_object_get(op.over, "partitionClause");
+    orders = json_object_get(op.over, "orderClause");
+    order = json_object_get(json_array_get(orders, 0), "SortBy");
+    time_col = column_name(json_object_get(order, "node"));
+    if (json_array_size(orders) != 1 || time_col == NULL ||
+        !strcmp(json_string_value(json_object_get(order, "sortby_dir")) ?: "", "SORTBY_DESC")) {
+        rc = plan_error(pc, at, SPATE_ENOTSUP,
+                        "not supported: an OVER not ordered by the event time alone, ascending "
+                        "(ORDER BY ts, the table's WATERMARK column)");
+        goto out;
+    }
+    if ((rc = over_frame(pc, op.over, at, &spec)) != 0)
+        goto out;
+    /* The FROM, four levels below the last Calc. */
+    if (explain != NULL) {
+        below = open_memstream(&from_text, &text_len);
+        pc->explain = below;
+        pc->depth += 4;
+    }
+    rc = plan_from(pc, select, &in, NULL);
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 4;
+    }
+    if (rc != 0)
+        goto out;
+    if (in.format == SQL_FORMAT_ROW || in.rowtime < 0 ||
+        strcmp(in.cols[in.rowtime].name, time_col) != 0) {
+        rc = plan_error(pc, json_object_get(order, "node"), SPATE_ENOTSUP,
+                        "not supported: an OVER ordered by '%s', which is not the event time of "
+                        "the table it reads (a table with a WATERMARK, in FROM)",
+                        time_col);
+        goto out;
+    }
+    /* The first Calc: partition columns, the table's, the time, the
+     * arguments. */
+    json_array_foreach(parts, i, g)
+    {
+        snprintf(name, sizeof name, "$p%zu", i);
+        add_target(pre, name, g);
+    }
+    json_array_append(pre, json_array_get(star, 0));
+    add_target(pre, "$time", json_object_get(order, "node"));
+    for (int k = 0; k < op.ncalls; k++)
+        if (op.calls[k].arg != NULL) {
+            snprintf(name, sizeof name, "$a%d", k);
+            add_target(pre, name, op.calls[k].arg);
+        }
+    req = (struct calc_request){ pre,
+                                 json_object_get(select, "whereClause"),
+                                 SQL_FORMAT_ROW,
+                                 NULL,
+                                 true,
+                                 (int)json_array_size(parts),
+                                 -1,
+                                 "WHERE" };
+    spec.nrow = in.ncols; /* in goes into the Calc */
+    in_name = in.name ? xstrdup(in.name) : NULL;
+    if (explain != NULL) {
+        below = open_memstream(&pre_text, &text_len);
+        pc->explain = below;
+        pc->depth += 3;
+    }
+    rc = plan_calc(pc, &in, &req, from_text, &mid);
+    from_text = NULL;
+    if (explain != NULL) {
+        fclose(below);
+        pc->explain = explain;
+        pc->depth -= 3;
+    }
+    if (rc != 0)
+        goto out;
+    spec.input = mid.cols;
+    spec.ninput = mid.ncols;
+    spec.npart = (int)json_array_size(parts);
+    spec.time = 1 + spec.npart + spec.nrow;
+    spec.calls = xcalloc((size_t)op.ncalls + 1, sizeof *spec.calls);
+    spec.ncalls = op.ncalls;
+    for (int k = 0, arg = spec.time + 1; k < op.ncalls; k++) {
+        struct sql_agg_call *c = &spec.calls[k];
+        char b[32];
+
+        c->kind = op.calls[k].kind;
+        c->arg = op.calls[k].arg != NULL ? arg++ : -1;
+        c->filter = -1;
+        if (sql_agg_result_type(c->kind, c->arg > 0 ? &mid.cols[c->arg].type : NULL,
+                                &c->result.type) != 0) {
+            rc = plan_error(pc, op.calls[k].node, SPATE_ENOTSUP, "not supported: %s of %s",
+                            agg_names[c->kind], sql_type_name(&mid.cols[c->arg].type, b));
+            goto out;
+        }
+        c->result.name = xasprintf("$over%d", k);
+    }
+    out_cols = sql_over_output(&spec, &nout);
+    if (nout > TYPES_ROW_MAX_FIELDS || mid.ncols > TYPES_ROW_MAX_FIELDS) {
+        rc = plan_error(pc, at, SPATE_ENOTSUP, "not supported: more than %d columns",
+                        TYPES_ROW_MAX_FIELDS);
+        goto out;
+    }
+    for (int k = 0; k < nout; k++)
+        fields[k] = sql_type_spate(out_cols[k].type.id);
+    {
+        uint8_t *bytes;
+        size_t len;
+        struct spate_stream *keyed = spate_key_by_field(mid.stream, 1);
+        enum ship_strategy part;
+
+        sql_over_spec_encode(&spec, &bytes, &len);
+        node = stream_node_new(pc->env, OP_SQL_OVER, keyed,
+                               env_own_type(pc->env, types_new_row(nout, fields)));
+        stream_graph_resolve(keyed, &part, &node->key);
+        node->opconf.sql.program = bytes;
+        node->opconf.sql.program_len = len;
+        spate_name(node, "OverAggregate");
+    }
+    over_rel.stream = node;
+    over_rel.format = SQL_FORMAT_ROW;
+    over_rel.cols = out_cols;
+    over_rel.ncols = nout;
+    out_cols = NULL;
+    over_rel.name = in_name;
+    in_name = NULL;
+    over_rel.rowtime = -1;
+    if (explain != NULL) {
+        FILE *f = open_memstream(&over_text, &text_len);
+
+        fprintf(f, "%*sOverAggregate(partitionBy=[", (pc->depth + 1) * 3, "");
+        for (int k = 0; k < spec.npart; k++)
+            fprintf(f, "%s$p%d", k ? ", " : "", k);
+        fprintf(f, "], orderBy=[%s ASC], %s, preceding=[%lld], select=[", time_col,
+                spec.frame == SQL_OVER_ROWS ? "ROWS" : "RANGE", (long long)spec.preceding);
+        for (int k = 0; k < spec.ncalls; k++)
+            fprintf(f, "%s%s", k ? ", " : "", agg_names[spec.calls[k].kind]);
+        fprintf(f, "])\n%*sExchange(distribution=[hash[$key]])\n%s", (pc->depth + 2) * 3, "",
+                pre_text ? pre_text : "");
+        fclose(f);
+    }
+    req = (struct calc_request){ targets, NULL, output, sink, false, 0, -1, "WHERE" };
+    rc = plan_calc(pc, &over_rel, &req, over_text, rel);
+    over_text = NULL;
+out:
+    spec.input = NULL; /* mid's */
+    for (int k = 0; k < spec.ncalls; k++)
+        free(spec.calls[k].result.name);
+    free(spec.calls);
+    if (out_cols != NULL) {
+        for (int k = 0; k < nout; k++)
+            free(out_cols[k].name);
+        free(out_cols);
+    }
+    for (int k = 0; k < op.ncalls; k++) {
+        json_decref(op.calls[k].arg);
+        json_decref(op.calls[k].node);
+    }
+    free(op.calls);
+    json_decref(op.over);
+    free(in_name);
+    free(from_text);
+    free(pre_text);
+    free(over_text);
+    sql_relation_release(&in);
+    sql_relation_release(&mid);
+    sql_relation_release(&over_rel);
+    json_decref(targets);
+    json_decref(pre);
+    json_decref(star);
+    return rc;
+}
+
 int
 sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format output,
                 const struct sql_table *sink, struct sql_relation *rel)
@@ -1154,6 +2113,10 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
 
     if (select == NULL)
         return spate_error_set(pc->err, SPATE_ENOTSUP, "not supported: a query that is no SELECT");
+    if (json_object_get(select, "withClause") != NULL)
+        return plan_with(pc, select, output, sink, rel);
+    if (!strcmp(json_string_value(json_object_get(select, "op")) ?: "", "SETOP_UNION"))
+        return plan_union(pc, select, output, sink, rel);
     if ((rc = unsupported_clauses(pc, select)) != 0)
         return rc;
     if ((moved = sql_join_where_into_on(select)) != NULL) {
@@ -1161,11 +2124,17 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         json_decref(moved);
         return rc;
     }
+    if (find_over(json_object_get(select, "targetList")) != NULL)
+        return plan_over(pc, select, output, sink, rel);
+    if ((rc = window_functions_placed(pc, select)) != 0)
+        return rc;
     if (json_array_size(json_object_get(select, "groupClause")) > 0 ||
         json_object_get(select, "havingClause") != NULL ||
         find_aggregate(json_object_get(select, "targetList")) != NULL ||
         (json_array_size(from) == 1 && json_object_get(json_array_get(from, 0), "RangeFunction")))
         return plan_aggregate(pc, select, output, sink, rel);
+    if (rank_subquery(select) != NULL)
+        return plan_rank(pc, select, output, sink, rel);
     if (find_aggregate(json_object_get(select, "whereClause")) != NULL)
         return plan_error(pc, find_aggregate(json_object_get(select, "whereClause")), SPATE_EINVAL,
                           "aggregate functions are not allowed in WHERE (HAVING filters groups)");

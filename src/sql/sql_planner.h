@@ -61,6 +61,7 @@ struct sql_plan_context {
     FILE *explain; /* where the logical plan goes, or NULL */
     int depth;     /* views inside views */
     spate_error *err;
+    json_t *ctes; /* WITH's queries in scope (CommonTableExpr nodes), or NULL */
 };
 
 /* Plans a SELECT into rel (its output: rows, or the format of sink, whose

@@ -320,7 +320,8 @@ static int
 query_columns(struct stmt *st, json_t *select, struct sql_relation *rel)
 {
     struct spate_env *env = env_new(st->s->conf, NULL);
-    struct sql_plan_context pc = { &st->s->catalog, env, st->script, st->offset, NULL, 0, st->err };
+    struct sql_plan_context pc = { &st->s->catalog, env, st->script, st->offset, NULL, 0,
+                                   st->err,         NULL };
     int rc = sql_plan_select(&pc, select, SQL_FORMAT_ROW, NULL, rel);
 
     env_free(env);
@@ -571,8 +572,9 @@ reset(struct sql_session *s, const char *key)
 static int
 gather_insert(struct stmt *st, json_t *node, json_t *q)
 {
-    struct sql_plan_context pc = { &st->s->catalog, st->s->set_env, st->script, st->offset, NULL, 0,
-                                   st->err };
+    struct sql_plan_context pc = {
+        &st->s->catalog, st->s->set_env, st->script, st->offset, NULL, 0, st->err, NULL
+    };
     json_t *ins = json_object_get(q, "InsertStmt");
     char *name = NULL;
     int rc;
@@ -602,9 +604,8 @@ run_query(struct stmt *st, json_t *node, json_t *q, bool explain)
     char *text = NULL, *job_name = NULL;
     size_t len = 0;
     FILE *ex = NULL;
-    struct sql_plan_context pc = {
-        &st->s->catalog, NULL, st->script, st->offset, NULL, 0, st->err
-    };
+    struct sql_plan_context pc = { &st->s->catalog, NULL, st->script, st->offset, NULL, 0,
+                                   st->err,         NULL };
     json_t *ins = json_object_get(q, "InsertStmt"), *sel = json_object_get(q, "SelectStmt");
     int rc;
 

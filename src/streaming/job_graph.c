@@ -346,7 +346,8 @@ operator_settings_free_contents(struct jg_operator *op)
         named_connector_release(&op->conn.named);
     else if (s->kind == OP_WINDOW)
         free(op->opconf.window.late_tag);
-    else if (s->kind == OP_SQL_CALC || s->kind == OP_SQL_AGG || s->kind == OP_SQL_JOIN)
+    else if (s->kind == OP_SQL_CALC || s->kind == OP_SQL_AGG || s->kind == OP_SQL_JOIN ||
+             s->kind == OP_SQL_RANK || s->kind == OP_SQL_OVER)
         free(op->opconf.sql.program);
     memset(s, 0, sizeof *s);
     op->owns_settings = false;

@@ -359,6 +359,8 @@ static kind_encoder *const kind_encoders[OP_KIND_COUNT] = {
     [OP_SQL_CALC] = enc_sql,
     [OP_SQL_AGG] = enc_sql,
     [OP_SQL_JOIN] = enc_sql,
+    [OP_SQL_RANK] = enc_sql,
+    [OP_SQL_OVER] = enc_sql,
 };
 
 static PbOp *
@@ -1019,6 +1021,8 @@ static kind_decoder *const kind_decoders[OP_KIND_COUNT] = {
     [OP_SQL_CALC] = dec_sql,
     [OP_SQL_AGG] = dec_sql,
     [OP_SQL_JOIN] = dec_sql,
+    [OP_SQL_RANK] = dec_sql,
+    [OP_SQL_OVER] = dec_sql,
 };
 
 static int

@@ -50,7 +50,8 @@ stream_node_free_contents(struct spate_stream *n)
     free(n->tag);
     if (n->kind == OP_WINDOW)
         free(n->opconf.window.late_tag);
-    else if (n->kind == OP_SQL_CALC || n->kind == OP_SQL_AGG || n->kind == OP_SQL_JOIN)
+    else if (n->kind == OP_SQL_CALC || n->kind == OP_SQL_AGG || n->kind == OP_SQL_JOIN ||
+             n->kind == OP_SQL_RANK || n->kind == OP_SQL_OVER)
         free(n->opconf.sql.program);
     free(n->union_inputs);
     free(n->name);
@@ -312,6 +313,8 @@ static const char *const operator_names[] = {
     [OP_SQL_CALC] = "Calc",
     [OP_SQL_AGG] = "GroupAggregate",
     [OP_SQL_JOIN] = "Join",
+    [OP_SQL_RANK] = "Rank",
+    [OP_SQL_OVER] = "OverAggregate",
 };
 
 const char *
@@ -517,6 +520,8 @@ operator_kind_conf(enum operator_kind kind, const union connector_config *conn,
     case OP_SQL_CALC:
     case OP_SQL_AGG:
     case OP_SQL_JOIN:
+    case OP_SQL_RANK:
+    case OP_SQL_OVER:
         return &opconf->sql;
     default:
         return NULL;
@@ -548,7 +553,7 @@ bool
 operator_kind_is_external(enum operator_kind kind)
 {
     return operator_kind_is_connector(kind) || kind == OP_SQL_CALC || kind == OP_SQL_AGG ||
-           kind == OP_SQL_JOIN;
+           kind == OP_SQL_JOIN || kind == OP_SQL_RANK || kind == OP_SQL_OVER;
 }
 
 /* The key selector of a keyed input, or KEY_NONE. */

@@ -71,6 +71,12 @@ enum operator_kind {
     /* SQL's joins: regular, interval and window (src/sql/sql_join.c): two
      * inputs keyed by their $key columns, their rows in keyed state. */
     OP_SQL_JOIN,
+    /* SQL's Top-N and deduplication (src/sql/sql_rank.c): keyed, each
+     * partition's top rows in keyed state. */
+    OP_SQL_RANK,
+    /* SQL's OVER aggregates on event time (src/sql/sql_over.c): keyed, each
+     * partition's rows in keyed state until the watermark passes them. */
+    OP_SQL_OVER,
     /* A source of the job's on the Source API (include/spate/source.h):
      * spate_source_from. */
     OP_SOURCE,

@@ -344,3 +344,28 @@ def q20(evts):
     auctions = {f["id"]: f for kind, f in evts if kind == "auction" and f["category"] == 10}
     return [tuple(b[c] for c in Q20_BID) + tuple(auctions[b["auction"]][c] for c in Q20_AUCTION)
             for kind, b in evts if kind == "bid" and b["auction"] in auctions]
+
+
+def q18(bids):
+    """Query 18: each bidder's last bid on each auction (of the latest
+    dateTime; of equal ones, the last to come), in arrival order of the
+    bids."""
+    last = {}
+    for b in bids:
+        k = (b["bidder"], b["auction"])
+        if k not in last or b["dateTime"] >= last[k]["dateTime"]:
+            last[k] = b
+    return list(last.values())
+
+
+def q19(bids):
+    """Query 19: each auction's 10 bids of highest price (of equal prices,
+    the first to come ranks first) with their rank, 1 to 10."""
+    per = {}
+    for i, b in enumerate(bids):
+        per.setdefault(b["auction"], []).append((-b["price"], i, b))
+    out = []
+    for rows in per.values():
+        rows.sort(key=lambda t: (t[0], t[1]))
+        out += [(b, n + 1) for n, (_, _, b) in enumerate(rows[:10])]
+    return out

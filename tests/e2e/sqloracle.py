@@ -4,6 +4,7 @@ both, the results compared as multisets with NULLs, booleans and numbers
 normalized. A case whose oracle sqlite cannot be (windows, aggregates over
 event time) gives a Python function of the input rows instead."""
 
+import collections
 import math
 import os
 import re
@@ -57,6 +58,30 @@ def parse_csv_line(line):
             out.append(None)
             break
     return out
+
+
+CHANGE = re.compile(r"^(?:\d+> )?([+-][IUD])\[(.*)\]$")
+
+
+def apply_changelog(text, what):
+    """The changelog lines of text (+I[...], -U, +U, -D; Flink's print
+    form) applied in order: the kinds seen and the rows left (None for
+    null)."""
+    rows, kinds = collections.Counter(), set()
+    for line in text.splitlines():
+        m = CHANGE.match(line)
+        if not m:
+            continue
+        kind, body = m.groups()
+        kinds.add(kind)
+        row = tuple(None if v == "null" else v for v in body.split(", "))
+        if kind in ("+I", "+U"):
+            rows[row] += 1
+        elif rows[row] > 0:
+            rows[row] -= 1
+        else:
+            raise AssertionError(f"{kind} of a row that is not there: {line!r} ({what})")
+    return kinds, list(rows.elements())
 
 
 def norm(v):
@@ -147,8 +172,6 @@ class Oracle:
                          for line in f]
         return rows
 
-    CHANGE = re.compile(r"^(?:\d+> )?([+-][IUD])\[(.*)\]$")
-
     def run_changelog(self, select, parallelism=2):
         """Runs select in spate, its rows printed as a changelog (+I, -U, +U,
         -D, Flink's print form), at the given parallelism; the kinds seen
@@ -159,21 +182,7 @@ class Oracle:
                            timeout=120)
         if p.returncode != 0:
             raise AssertionError(f"spate failed on {select!r}:\n{p.stderr}\n{p.stdout}")
-        rows, kinds = [], set()
-        for line in p.stdout.splitlines():
-            m = self.CHANGE.match(line)
-            if not m:
-                continue
-            kind, body = m.groups()
-            kinds.add(kind)
-            row = tuple(None if v == "null" else v for v in body.split(", "))
-            if kind in ("+I", "+U"):
-                rows.append(row)
-            elif row in rows:
-                rows.remove(row)
-            else:
-                raise AssertionError(f"{kind} of a row that is not there: {line!r} ({select})")
-        return kinds, rows
+        return apply_changelog(p.stdout, select)
 
     def check_changelog(self, test, select, oracle=None):
         """select's changelog in spate, applied, against oracle (sqlite SQL,

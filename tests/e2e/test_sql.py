@@ -538,7 +538,7 @@ class SqlErrorTest(unittest.TestCase):
                          "SECOND) GROUP BY window_start, window_end;",
                          "not supported: a window over 'orders', which has no event time"),
                         ("SELECT count(*) OVER () FROM orders;",
-                         "not supported: OVER windows"),
+                         "not supported: an OVER not ordered by the event time"),
                         ("SELECT customer, count(*) FROM orders GROUP BY 1;",
                          "not supported: GROUP BY a position"),
                         ("CREATE TABLE o (c VARCHAR, n BIGINT) WITH (connector = "

@@ -1,7 +1,8 @@
 """SQL jobs on a cluster: `spate sql -m` submits INSERT jobs over REST with no
 library; a SQL job through kill -9 of a TaskManager with checkpoints writes
 every row exactly once into the filesystem sink, and so does a window
-aggregate (its accumulators and timers in keyed state); a savepoint of a
+aggregate (its accumulators and timers in keyed state), and so does a
+window Top-N over it (its rows and timers); a savepoint of a
 SQL job resumed at another parallelism continues into the same folder,
 every row once; a function in C is loaded by the TaskManagers that run
 its calls."""
@@ -65,6 +66,31 @@ def window_rows(rows):
         "%Y-%m-%d %H:%M:%S.000")
     return sorted([ws(w), str(k)] + [str(v) for v in vals] for (w, k), vals in out.items())
 
+
+def top_n_ddl(out, rows, rate, parallelism):
+    """window_ddl's windows, and of each the two groups of the largest sums
+    (a window Top-N: its rows in keyed state until the window's end)."""
+    script = window_ddl(out, rows, rate, parallelism).split("CREATE TABLE out")[0]
+    return script + (
+        "CREATE TABLE out (ws TIMESTAMP(3), k BIGINT, total BIGINT, rn BIGINT) WITH "
+        f"(connector = 'filesystem', path = '{out}', format = 'csv');\n"
+        "INSERT INTO out SELECT window_start, k, total, rn FROM (SELECT *, ROW_NUMBER() OVER "
+        "(PARTITION BY window_start, window_end ORDER BY total DESC) AS rn FROM (SELECT "
+        "window_start, window_end, n % 4 AS k, SUM(n) AS total FROM TUMBLE(src, "
+        "DESCRIPTOR(ts), INTERVAL '1' SECOND) GROUP BY window_start, window_end, n % 4) w) q "
+        "WHERE rn <= 2;\n")
+
+
+def top_n_rows(rows):
+    """What top_n_ddl's query gives, computed here."""
+    per = {}
+    for ws, k, _, total, _, _ in window_rows(rows):
+        per.setdefault(ws, []).append((int(total), k))
+    out = []
+    for ws, groups in per.items():
+        groups.sort(reverse=True)
+        out += [[ws, k, str(t), str(i + 1)] for i, (t, k) in enumerate(groups[:2])]
+    return sorted(out)
 
 class SqlClusterTest(ClusterTestCase):
     def setUp(self):
@@ -147,6 +173,18 @@ class SqlClusterTest(ClusterTestCase):
         got = sorted(self.committed_rows(out))
         want = window_rows(rows)
         sys.stderr.write(f"\n{self.id().split('.')[-1]}: {len(got)} window rows committed, "
+                         f"{len(want)} expected\n")
+        self.assertEqual(got, want)
+
+    def test_kill9_of_a_taskmanager_every_top_n_row_exactly_once(self):
+        """A window Top-N's rows and timers restored from a checkpoint:
+        each window's top rows committed once."""
+        out = os.path.join(self.tmp, "out")
+        rows = 40000
+        self.kill9_while_running(top_n_ddl(out, rows, 8000, 2))
+        got = sorted(self.committed_rows(out))
+        want = top_n_rows(rows)
+        sys.stderr.write(f"\n{self.id().split('.')[-1]}: {len(got)} top rows committed, "
                          f"{len(want)} expected\n")
         self.assertEqual(got, want)
 
