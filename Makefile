@@ -30,13 +30,13 @@ build:
 
 # ASan+UBSan build of the unit tests and the libFuzzer targets (clang).
 asan:
-	@CC=clang $(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
+	@CC=clang CXX=clang++ $(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
 	    -DSPATE_SANITIZE=address,undefined -DSPATE_FUZZ=ON >/dev/null
 	@$(CMAKE) --build build-asan -j $(JOBS) --target asan_suite
 
 # ThreadSanitizer build of the concurrency tests (clang).
 tsan:
-	@CC=clang $(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug \
+	@CC=clang CXX=clang++ $(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug \
 	    -DSPATE_SANITIZE=thread >/dev/null
 	@$(CMAKE) --build build-tsan -j $(JOBS) --target tsan_suite
 

@@ -320,6 +320,19 @@ struct config_option {
     X(STATE_BACKEND_ROCKSDB_WRITEBUFFER_SIZE, "state.backend.rocksdb.writebuffer.size", MEMORY,    \
       "16 mb", 0, CFG_NOLIMIT_HI, NULL, NULL,                                                      \
       "memtable of each state (column family) of a RocksDB instance")                              \
+    X(TASKMANAGER_MEMORY_MANAGED_SIZE, "taskmanager.memory.managed.size", MEMORY, "512 mb",        \
+      CFG_MB, CFG_NOLIMIT_HI, NULL, NULL,                                                          \
+      "memory of a TaskManager that RocksDB state uses, divided evenly among its slots")           \
+    X(STATE_BACKEND_ROCKSDB_MEMORY_MANAGED, "state.backend.rocksdb.memory.managed", BOOL, "true",  \
+      0, 0, NULL, NULL,                                                                            \
+      "the RocksDB instances of a slot share one block cache and write buffer manager within "     \
+      "the slot's managed memory (block.cache-size and writebuffer.size then do not apply)")       \
+    X(STATE_BACKEND_ROCKSDB_MEMORY_WRITE_BUFFER_RATIO,                                             \
+      "state.backend.rocksdb.memory.write-buffer-ratio", DOUBLE, "0.5", 0, 1, NULL, NULL,          \
+      "managed memory: the fraction that memtables (write buffers) may take")                      \
+    X(STATE_BACKEND_ROCKSDB_MEMORY_HIGH_PRIO_POOL_RATIO,                                           \
+      "state.backend.rocksdb.memory.high-prio-pool-ratio", DOUBLE, "0.1", 0, 1, NULL, NULL,        \
+      "managed memory: the fraction of the block cache kept for index and filter blocks")          \
     X(STATE_BACKEND_ROCKSDB_COMPACTION_STYLE, "state.backend.rocksdb.compaction.style", ENUM,      \
       "LEVEL", 0, 0, "LEVEL|UNIVERSAL", NULL,                                                      \
       "RocksDB's compaction: LEVEL, or UNIVERSAL (tiered: incremental checkpoints upload less, "   \

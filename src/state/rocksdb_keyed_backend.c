@@ -867,6 +867,11 @@ rdb_dispose(struct keyed_state_backend *kb)
     if (b->db != NULL)
         b->p->close(b->db);
     b->db = NULL;
+    if (b->shared != NULL && b->opts.slot_resources != NULL)
+        shared_resources_unref(b->opts.slot_resources);
+    else if (b->shared != NULL)
+        b->p->shared_free(b->shared);
+    b->shared = NULL;
     if (b->dir != NULL && fs_remove_tree(b->dir, &err) != 0)
         SPATE_LOG_WARN("rocksdb", "cannot remove the working folder: %s", err.message);
     for (int i = 0; b->states != NULL && i < b->nstates; i++) {
@@ -921,8 +926,8 @@ rdb_open_states(struct rocksdb_keyed_backend *b, const char *dir, struct rdb **o
 {
     const char **names = xcalloc((size_t)b->nstates + 1, sizeof *names);
     bool *append = xcalloc((size_t)b->nstates + 1, sizeof *append);
-    struct rdb_options ro = { append, b->opts.block_cache_bytes, b->opts.write_buffer_bytes,
-                              b->opts.universal_compaction };
+    struct rdb_options ro = { append, b->shared, b->opts.block_cache_bytes,
+                              b->opts.write_buffer_bytes, b->opts.universal_compaction };
     int ncf = 0, rc;
 
     for (int i = 0; i < b->nstates; i++) {
@@ -935,6 +940,20 @@ rdb_open_states(struct rocksdb_keyed_backend *b, const char *dir, struct rdb **o
     free(names);
     free(append);
     return rc;
+}
+
+static void *
+shared_make(void *arg)
+{
+    const struct state_backend_options *o = arg;
+
+    return loaded->shared_new(o->managed_bytes, o->write_buffer_ratio, o->high_prio_pool_ratio);
+}
+
+static void
+shared_free(void *resource)
+{
+    loaded->shared_free(resource);
 }
 
 int
@@ -1005,6 +1024,16 @@ rocksdb_keyed_backend_create(const struct state_backend_options *o,
         b->dir = NULL;
         goto fail;
     }
+    if (o->memory_managed) {
+        b->shared =
+            o->slot_resources != NULL
+                ? shared_resources_acquire(o->slot_resources, shared_make, shared_free, (void *)o)
+                : shared_make((void *)o);
+        if (b->shared == NULL) {
+            rc = spate_error_set(err, SPATE_ENOMEM, "no memory for RocksDB's managed memory");
+            goto fail;
+        }
+    }
     if ((rc = rdb_open_states(b, b->dir, &b->db)) != 0) {
         rc = spate_error_set(err, rc, "%s", b->errbuf);
         goto fail;
@@ -1021,6 +1050,26 @@ struct heap_keyed_backend *
 rocksdb_keyed_backend_heap(struct keyed_state_backend *b)
 {
     return &rdb_backend_of(b)->heap;
+}
+
+bool
+rocksdb_keyed_backend_memory(struct keyed_state_backend *kb, struct rdb_memory_usage *out)
+{
+    struct rocksdb_keyed_backend *b = rdb_backend_of(kb);
+
+    memset(out, 0, sizeof *out);
+    if (b->shared == NULL)
+        return false;
+    b->p->shared_usage(b->shared, out);
+    return true;
+}
+
+bool
+rocksdb_keyed_backend_property(struct keyed_state_backend *kb, const char *name, uint64_t *out)
+{
+    struct rocksdb_keyed_backend *b = rdb_backend_of(kb);
+
+    return b->p->property(b->db, name, out);
 }
 
 static const struct keyed_state_backend_ops rocksdb_keyed_backend_ops = {

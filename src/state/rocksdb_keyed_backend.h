@@ -19,6 +19,7 @@
 #ifndef SPATE_STATE_ROCKSDB_KEYED_BACKEND_H
 #define SPATE_STATE_ROCKSDB_KEYED_BACKEND_H
 
+#include "state/rocksdb_plugin.h"
 #include "state/state_backend.h"
 
 /* A RocksDB backend for config's states, in a fresh working folder under
@@ -29,5 +30,12 @@ int rocksdb_keyed_backend_create(const struct state_backend_options *o,
 
 /* The heap backend inside b (a RocksDB backend): its timers. */
 struct heap_keyed_backend *rocksdb_keyed_backend_heap(struct keyed_state_backend *b);
+
+/* What the managed memory that b uses holds now, shared with the other
+ * backends of its slot; false when b's memory is not managed. */
+bool rocksdb_keyed_backend_memory(struct keyed_state_backend *b, struct rdb_memory_usage *out);
+/* RocksDB's integer property name of b's database, summed over its
+ * states (e.g. rocksdb.cur-size-all-mem-tables); false when none. */
+bool rocksdb_keyed_backend_property(struct keyed_state_backend *b, const char *name, uint64_t *out);
 
 #endif

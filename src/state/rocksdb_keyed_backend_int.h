@@ -74,6 +74,9 @@ struct rocksdb_keyed_backend {
     void (*fail)(spate_ctx *ctx, const char *message);
     char errbuf[512];
     struct state_backend_options opts; /* what it was made with */
+    /* Managed memory: the slot's (opts.slot_resources') or, without a
+     * slot, the backend's own (NULL: not managed). */
+    struct rdb_shared_resources *shared;
     struct rdb_incremental inc;
 };
 

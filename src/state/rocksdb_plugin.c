@@ -12,6 +12,7 @@
 #include <spate/error.h>
 
 #include "state/rocksdb_plugin.h"
+#include "state/rocksdb_shared_resources.h"
 
 struct rdb {
     rocksdb_t *db;
@@ -145,6 +146,8 @@ rdb_open(const char *dir, int ncf, const char *const *names, const struct rdb_op
     struct rdb *d = calloc(1, sizeof *d);
     const char **all = calloc((size_t)ncf + 1, sizeof *all);
     const rocksdb_options_t **allopts = calloc((size_t)ncf + 1, sizeof *allopts);
+    struct rdb_memory_usage u;
+    size_t arena;
     char *e = NULL;
     int rc = 0;
 
@@ -169,7 +172,32 @@ rdb_open(const char *dir, int ncf, const char *const *names, const struct rdb_op
     rocksdb_options_set_allow_concurrent_memtable_write(d->opts, 0);
     rocksdb_options_set_enable_write_thread_adaptive_yield(d->opts, 0);
     d->table = rocksdb_block_based_options_create();
-    if (o->block_cache_bytes) {
+    if (o->shared != NULL) {
+        /* The slot's cache, its memtables charged to it; index and filter
+         * blocks in its high-priority pool (Flink's managed memory). */
+        if ((d->cache = rdb_shared_resources_cache(o->shared)) == NULL) {
+            snprintf(errbuf, errlen, "RocksDB open of '%s': out of memory", dir);
+            rc = SPATE_ENOMEM;
+            goto out;
+        }
+        rocksdb_block_based_options_set_block_cache(d->table, d->cache);
+        rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(d->table,
+                                                                                         1);
+        rdb_shared_resources_attach(o->shared, d->opts);
+        /* A memtable takes memory an arena block at a time, each charged
+         * to the cache whole: blocks small beside the manager's limit, so
+         * that the memtables of many column families stay within it
+         * (RocksDB's default, an eighth of the write buffer, flushes
+         * without end once the blocks pass the limit). */
+        rdb_shared_resources_usage(o->shared, &u.cache_usage, &u.cache_capacity, &u.memtables,
+                                   &u.memtable_limit);
+        arena = u.memtable_limit / 64;
+        if (arena < 64 * 1024)
+            arena = 64 * 1024;
+        if (o->write_buffer_bytes && arena > o->write_buffer_bytes / 8)
+            arena = o->write_buffer_bytes / 8;
+        rocksdb_options_set_arena_block_size(d->opts, arena);
+    } else if (o->block_cache_bytes) {
         d->cache = rocksdb_cache_create_lru(o->block_cache_bytes);
         rocksdb_block_based_options_set_block_cache(d->table, d->cache);
     }
@@ -395,8 +423,32 @@ rdb_checkpoint(struct rdb *d, const char *dir, char *errbuf, size_t errlen)
     return e != NULL ? rdb_error(e, "checkpoint", errbuf, errlen) : 0;
 }
 
+static bool
+rdb_property(struct rdb *d, const char *name, uint64_t *out)
+{
+    uint64_t v;
+
+    *out = 0;
+    for (int i = 0; i < d->ncf; i++) {
+        if (rocksdb_property_int_cf(d->db, d->cfs[i], name, &v) != 0)
+            return false;
+        *out += v;
+    }
+    return true;
+}
+
+static void
+rdb_shared_usage(struct rdb_shared_resources *r, struct rdb_memory_usage *out)
+{
+    rdb_shared_resources_usage(r, &out->cache_usage, &out->cache_capacity, &out->memtables,
+                               &out->memtable_limit);
+}
+
 static const struct rocksdb_plugin rdb_plugin = {
     .abi_version = ROCKSDB_ABI_VERSION,
+    .shared_new = rdb_shared_resources_new,
+    .shared_free = rdb_shared_resources_free,
+    .shared_usage = rdb_shared_usage,
     .open = rdb_open,
     .close = rdb_close,
     .get = rdb_get,
@@ -414,6 +466,7 @@ static const struct rocksdb_plugin rdb_plugin = {
     .iter_status = rdb_iter_status,
     .iter_free = rdb_iter_free,
     .checkpoint = rdb_checkpoint,
+    .property = rdb_property,
 };
 
 /* The plugin's one export (rocksdb_plugin.h's ROCKSDB_PLUGIN_SYMBOL). */

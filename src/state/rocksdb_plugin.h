@@ -17,18 +17,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ROCKSDB_ABI_VERSION   2
+#define ROCKSDB_ABI_VERSION   3
 #define ROCKSDB_PLUGIN_SYMBOL "spate_state_rocksdb_plugin"
 #define ROCKSDB_PLUGIN_FILE   "libspate_rocksdb.so"
 
 struct rdb;
 struct rdb_snapshot;
 struct rdb_iter;
+struct rdb_shared_resources; /* a slot's memory (rocksdb_shared_resources.h) */
+
+/* What a slot's memory holds now (bytes). */
+struct rdb_memory_usage {
+    size_t cache_usage, cache_capacity; /* the block cache, memtables' reservations included */
+    size_t memtables, memtable_limit;   /* the write buffer manager's */
+};
 
 struct rdb_options {
     /* Column families whose merge appends the operand's bytes to the
      * value's (list state: an element is appended without a read). */
     const bool *append;
+    /* The slot's memory, shared with its other databases (NULL: a block
+     * cache of the database's own, block_cache_bytes). */
+    struct rdb_shared_resources *shared;
     size_t block_cache_bytes;  /* 0: RocksDB's default */
     size_t write_buffer_bytes; /* per column family; 0: RocksDB's default */
     /* Universal (tiered) compaction instead of leveled: files merged with
@@ -40,6 +50,13 @@ struct rdb_options {
 
 struct rocksdb_plugin {
     int abi_version;
+    /* A slot's memory of total_bytes (rocksdb_shared_resources.h): NULL
+     * when out of memory; freed when the last database using it closes
+     * and shared_free dropped the maker's reference. */
+    struct rdb_shared_resources *(*shared_new)(size_t total_bytes, double write_buffer_ratio,
+                                               double high_prio_pool_ratio);
+    void (*shared_free)(struct rdb_shared_resources *r);
+    void (*shared_usage)(struct rdb_shared_resources *r, struct rdb_memory_usage *out);
     /* Opens the database in dir, made when absent (or empty), with a
      * column family per name (made when missing): a restore opens the
      * files of an incremental checkpoint put into dir. */
@@ -80,6 +97,9 @@ struct rocksdb_plugin {
      * checkpoint of the database: hard links to its SST files, copies of
      * its MANIFEST, CURRENT and OPTIONS. */
     int (*checkpoint)(struct rdb *db, const char *dir, char *errbuf, size_t errlen);
+    /* RocksDB's integer property name (e.g. rocksdb.cur-size-all-mem-tables)
+     * summed over the column families; false when RocksDB has none. */
+    bool (*property)(struct rdb *db, const char *name, uint64_t *out);
 };
 
 typedef const struct rocksdb_plugin *(*rocksdb_plugin_entry_fn)(void);

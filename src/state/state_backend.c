@@ -16,7 +16,8 @@ state_backend_options_from_config(const struct config *conf, struct state_backen
 {
     struct config *defaults = conf == NULL ? config_new() : NULL;
     const char *dir = NULL;
-    uint64_t cache = 0, wb = 0;
+    uint64_t cache = 0, wb = 0, managed = 0;
+    int64_t slots = 1;
     int type = 0, style = 0, rc;
 
     memset(o, 0, sizeof *o);
@@ -29,8 +30,21 @@ state_backend_options_from_config(const struct config *conf, struct state_backen
                                       err)) != 0 ||
         (rc = config_get_bool(conf, CFG(EXECUTION_CHECKPOINTING_INCREMENTAL), &o->incremental,
                               err)) != 0 ||
-        (rc = config_get_enum(conf, CFG(STATE_BACKEND_ROCKSDB_COMPACTION_STYLE), &style, err)) != 0)
+        (rc = config_get_enum(conf, CFG(STATE_BACKEND_ROCKSDB_COMPACTION_STYLE), &style, err)) !=
+            0 ||
+        (rc = config_get_bool(conf, CFG(STATE_BACKEND_ROCKSDB_MEMORY_MANAGED), &o->memory_managed,
+                              err)) != 0 ||
+        (rc = config_get_memory_bytes(conf, CFG(TASKMANAGER_MEMORY_MANAGED_SIZE), &managed, err)) !=
+            0 ||
+        (rc = config_get_int(conf, CFG(TASKMANAGER_NUMBER_OF_TASK_SLOTS), &slots, err)) != 0 ||
+        (rc = config_get_double(conf, CFG(STATE_BACKEND_ROCKSDB_MEMORY_WRITE_BUFFER_RATIO),
+                                &o->write_buffer_ratio, err)) != 0 ||
+        (rc = config_get_double(conf, CFG(STATE_BACKEND_ROCKSDB_MEMORY_HIGH_PRIO_POOL_RATIO),
+                                &o->high_prio_pool_ratio, err)) != 0)
         goto out;
+    /* Flink's MemoryManager: the TaskManager's managed memory in equal
+     * parts, one per slot. */
+    o->managed_bytes = (size_t)(managed / (uint64_t)(slots > 0 ? slots : 1));
     o->universal_compaction = style == 1; /* "LEVEL|UNIVERSAL" */
     o->type = (enum state_backend_type)type;
     o->block_cache_bytes = (size_t)cache;

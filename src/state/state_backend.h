@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "core/config.h"
+#include "state/shared_resources.h"
 #include "state/keyed_state_backend.h"
 
 enum state_backend_type {
@@ -28,6 +29,16 @@ struct state_backend_options {
     bool incremental;
     /* state.backend.rocksdb.compaction.style: UNIVERSAL, else LEVEL. */
     bool universal_compaction;
+    /* Managed memory (state.backend.rocksdb.memory.managed): the RocksDB
+     * instances of a slot share one block cache and write buffer manager
+     * of managed_bytes (taskmanager.memory.managed.size over the slots),
+     * the ratios state.backend.rocksdb.memory.*'s. */
+    bool memory_managed;
+    size_t managed_bytes;
+    double write_buffer_ratio, high_prio_pool_ratio;
+    /* The slot's resources, which hold that memory (the TaskExecutor's,
+     * one per slot; NULL: each instance has managed_bytes of its own). */
+    struct shared_resources *slot_resources;
 };
 
 /* The options of conf (NULL: the defaults); an unknown backend type is a

@@ -55,6 +55,10 @@ struct task_executor {
     struct heartbeat_manager *hb_jm; /* receiver: JobMasters ask */
 
     struct te_task *tasks; /* running (and ending) tasks */
+    /* Per slot: the state backend its tasks get, with the slot's shared
+     * resources (RocksDB's managed memory), which outlive its tasks. */
+    struct state_backend_options *slot_backends;
+    struct shared_resources *slot_resources;
     /* The tasks' metrics (NULL when this TaskExecutor runs none) and the
      * timer that recomputes their rates (Flink's ViewUpdater). */
     struct metric_registry *metrics;
@@ -733,7 +737,7 @@ teh_submit_task(struct rpc_endpoint *ep, const Jobgraph__TaskDeployment *req, st
                                .metrics = te->metrics,
                                .host = te->o.host != NULL ? te->o.host : "localhost",
                                .batch_scheduling = te->o.batch_scheduling,
-                               .state_backend = &te->o.state_backend };
+                               .state_backend = &te->slot_backends[slot->index] };
     tt = xcalloc(1, sizeof *tt);
     tt->te = te;
     host.arg = tt;
@@ -1321,6 +1325,10 @@ te_destroy(struct rpc_endpoint *ep)
     struct task_executor *te =
         container_of(ep, struct task_executor, ep); /* no context: last reference */
 
+    for (uint32_t i = 0; te->slot_resources != NULL && i < te->o.slots; i++)
+        shared_resources_release(&te->slot_resources[i]);
+    free(te->slot_resources);
+    free(te->slot_backends);
     task_slot_table_release(&te->slots);
     job_table_release(&te->jobs);
     if (te->metrics != NULL)
@@ -1365,6 +1373,13 @@ task_executor_start(struct rpc_service *svc, const struct task_executor_options 
     rpc_endpoint_bind(&te->ep, &te_protocol, &te_handlers);
     rpc_endpoint_bind(&te->ep, &heartbeat_protocol, &heartbeat_default_handlers);
     rpc_endpoint_address(&te->ep, te->address, sizeof te->address);
+    te->slot_backends = xcalloc(o->slots + 1, sizeof *te->slot_backends);
+    te->slot_resources = xcalloc(o->slots + 1, sizeof *te->slot_resources);
+    for (uint32_t i = 0; i < o->slots; i++) {
+        shared_resources_init(&te->slot_resources[i]);
+        te->slot_backends[i] = o->state_backend;
+        te->slot_backends[i].slot_resources = &te->slot_resources[i];
+    }
     task_slot_table_init(&te->slots, o->slots);
     task_slot_table_start(&te->slots, &te->ep, o->slot_timeout_ms, &slot_actions, te);
     job_table_init(&te->jobs);

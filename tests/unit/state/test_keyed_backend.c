@@ -18,6 +18,8 @@
 #include "core/fs.h"
 #include "core/key_group.h"
 #include "state/heap_keyed_backend.h"
+#include "state/rocksdb_keyed_backend.h"
+#include "state/shared_resources.h"
 #include "state/state_backend.h"
 #include "state/state_file.h"
 
@@ -1226,5 +1228,136 @@ Test(SUITE, an_incremental_checkpoint_with_a_missing_or_truncated_file_fails_nam
         inc_written_free(&wr);
         inc_job_free(&j);
     }
+}
+#endif
+
+#ifdef TEST_ROCKSDB
+/* ---- managed memory (RocksDB's own) ---- */
+
+#define MEM_BACKENDS 3
+/* Sanitized, half the keys and of the budget: the same flushes and
+ * evictions in the suite's time. */
+#ifdef SPATE_DEBUG
+#define MEM_KEYS   20000
+#define MEM_BUDGET (4u << 20)
+#else
+#define MEM_KEYS   40000
+#define MEM_BUDGET (8u << 20)
+#endif
+
+/* The most that memory held while MEM_BACKENDS backends of one slot wrote
+ * MEM_KEYS keys to each of two states, then read one state back. */
+struct mem_peak {
+    size_t cache, memtables, memtable_limit, cache_capacity;
+    uint64_t memtable_property; /* rocksdb.cur-size-all-mem-tables, summed */
+};
+
+static void
+mem_sample(struct fixture *f, int n, bool managed, struct mem_peak *p)
+{
+    struct rdb_memory_usage u;
+    uint64_t sum = 0, v;
+
+    for (int i = 0; i < n; i++) {
+        cr_assert(rocksdb_keyed_backend_property(f[i].kb, "rocksdb.cur-size-all-mem-tables", &v));
+        sum += v;
+    }
+    if (sum > p->memtable_property)
+        p->memtable_property = sum;
+    if (!managed) {
+        cr_assert(!rocksdb_keyed_backend_memory(f[0].kb, &u), "unmanaged: no slot memory");
+        return;
+    }
+    cr_assert(rocksdb_keyed_backend_memory(f[0].kb, &u));
+    for (int i = 1; i < n; i++) {
+        struct rdb_memory_usage other;
+
+        cr_assert(rocksdb_keyed_backend_memory(f[i].kb, &other));
+        cr_assert_eq(other.cache_capacity, u.cache_capacity, "one cache for the slot");
+        cr_assert_eq(other.memtable_limit, u.memtable_limit, "one write buffer manager");
+    }
+    p->cache = u.cache_usage > p->cache ? u.cache_usage : p->cache;
+    p->memtables = u.memtables > p->memtables ? u.memtables : p->memtables;
+    p->cache_capacity = u.cache_capacity;
+    p->memtable_limit = u.memtable_limit;
+}
+
+static struct mem_peak
+mem_run(bool managed, size_t slot_bytes)
+{
+    struct state_descriptor d[] = { desc("v", STATE_VALUE, 0), desc("w", STATE_VALUE, 0) };
+    struct state_backend_options o = *backend_options(false);
+    struct shared_resources slot;
+    struct fixture f[MEM_BACKENDS];
+    struct mem_peak p = { 0 };
+    spate_error err = { 0 };
+
+    shared_resources_init(&slot);
+    o.memory_managed = managed;
+    o.managed_bytes = slot_bytes;
+    o.slot_resources = &slot;
+    for (int i = 0; i < MEM_BACKENDS; i++) {
+        struct keyed_backend_config c = { .states = d,
+                                          .nstates = 2,
+                                          .key = &f[i].key,
+                                          .max_parallelism = 128,
+                                          .parallelism = 1,
+                                          .wake_ns = &f[i].wake_ns,
+                                          .owner = &f[i] };
+
+        memset(&f[i], 0, sizeof f[i]);
+        cr_assert_eq(state_backend_create(&o, &c, "mem", &f[i].kb, &err), 0, "%s", err.message);
+    }
+    for (int64_t k = 0; k < MEM_KEYS; k++) {
+        for (int i = 0; i < MEM_BACKENDS; i++) {
+            set_key(&f[i], k * MEM_BACKENDS + i, NULL, 0);
+            f[i].kb->ops->value_update(state(&f[i], "v"), &k);
+            f[i].kb->ops->value_update(state(&f[i], "w"), &k);
+        }
+        if (k % 5000 == 0)
+            mem_sample(f, MEM_BACKENDS, managed, &p);
+    }
+    for (int64_t k = 0; k < MEM_KEYS; k++) {
+        for (int i = 0; i < MEM_BACKENDS; i++) {
+            int64_t v = -1;
+
+            set_key(&f[i], k * MEM_BACKENDS + i, NULL, 0);
+            cr_assert(f[i].kb->ops->value_get(state(&f[i], "v"), &v));
+            cr_assert_eq(v, k, "nothing lost to the bound");
+        }
+        if (k % 5000 == 0)
+            mem_sample(f, MEM_BACKENDS, managed, &p);
+    }
+    mem_sample(f, MEM_BACKENDS, managed, &p);
+    for (int i = 0; i < MEM_BACKENDS; i++)
+        fixture_free(&f[i]);
+    cr_assert_eq(slot.users, 0, "the last backend released the slot's memory");
+    cr_assert_null(slot.resource);
+    shared_resources_release(&slot);
+    return p;
+}
+
+/* Flink's managed memory: the slot's databases and their column families
+ * write and read within one budget, where the same job with a cache and
+ * write buffers per database passes it several times over. */
+Test(SUITE, a_slots_databases_stay_within_its_managed_memory, .timeout = 240)
+{
+    const size_t budget = MEM_BUDGET;
+    struct mem_peak m = mem_run(true, budget), u;
+
+    printf("managed %zu bytes: cache peak %zu of %zu, memtables peak %zu of %zu "
+           "(property %llu)\n",
+           budget, m.cache, m.cache_capacity, m.memtables, m.memtable_limit,
+           (unsigned long long)m.memtable_property);
+    cr_assert_eq(m.cache_capacity, budget * 5 / 6, "(3 - 0.5) / 3 of the budget: %zu",
+                 m.cache_capacity);
+    cr_assert(m.memtable_limit > 0 && m.memtable_limit <= budget / 3, "2 * 0.5 / 3: %zu",
+              m.memtable_limit);
+    cr_assert(m.memtables > 0 && m.cache > 0, "the run used the slot's memory");
+    cr_assert_leq(m.cache, budget, "the cache, memtables charged, within the budget");
+    cr_assert_leq(m.memtable_property, m.cache_capacity, "the memtables within the cache");
+    u = mem_run(false, budget);
+    printf("unmanaged: memtables peak %llu\n", (unsigned long long)u.memtable_property);
+    cr_assert_gt(u.memtable_property, budget, "unmanaged, the same job passes the budget");
 }
 #endif
