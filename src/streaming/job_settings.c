@@ -30,6 +30,7 @@ static const struct config_option *const settings_keys[] = {
     CFG(EXECUTION_CHECKPOINTING_MODE),
     CFG(EXECUTION_CHECKPOINTING_RETENTION),
     CFG(STATE_CHECKPOINTS_NUM_RETAINED),
+    CFG(EXECUTION_CHECKPOINTING_INCREMENTAL),
     CFG(STATE_CHECKPOINTS_DIR),
     CFG(STATE_SAVEPOINTS_DIR),
     CFG(RESTART_STRATEGY_TYPE),
@@ -91,6 +92,7 @@ checkpoint_defaults(struct checkpoint_settings *cp)
     cp->max_concurrent = 1;
     cp->exactly_once = true;
     cp->num_retained = 1;
+    cp->incremental = -1;
 }
 
 static void
@@ -222,6 +224,13 @@ read_checkpointing(const struct config *conf, struct checkpoint_settings *cp, sp
     if ((rc = config_get_enum(conf, CFG(EXECUTION_CHECKPOINTING_RETENTION), &v, err)) != 0)
         return rc;
     cp->retention = v == 0 ? RETAIN_NEVER : v == 1 ? RETAIN_ON_FAILURE : RETAIN_ON_CANCELLATION;
+    if (config_is_set(conf, CFG(EXECUTION_CHECKPOINTING_INCREMENTAL))) {
+        bool on;
+
+        if ((rc = config_get_bool(conf, CFG(EXECUTION_CHECKPOINTING_INCREMENTAL), &on, err)) != 0)
+            return rc;
+        cp->incremental = on;
+    }
     if (config_get_string(conf, CFG(STATE_CHECKPOINTS_DIR), &dir, NULL) == 0 && dir && *dir &&
         (rc = absolute_dir("state.checkpoints.dir", dir, &cp->checkpoints_dir, err)) != 0)
         return rc;
@@ -445,6 +454,7 @@ job_settings_encode(const struct checkpoint_settings *cp, const struct restart_s
     pcp->retain_on_failure = cp->retention != RETAIN_NEVER;
     pcp->savepoints_dir = cp->savepoints_dir ? cp->savepoints_dir : "";
     pcp->job_config = cp->job_config ? cp->job_config : "";
+    pcp->incremental = cp->incremental + 1;
 
     jobgraph__restart_settings__init(prs);
     prs->type = (char *)restart_kind_name(rs->kind);
@@ -476,7 +486,7 @@ job_settings_decode(const Jobgraph__CheckpointSettings *pcp, const Jobgraph__Res
     restart_defaults(rs);
     if (pcp != NULL) {
         if (pcp->interval_ms < 0 || pcp->timeout_ms < 0 || pcp->min_pause_ms < 0 ||
-            pcp->tolerable_failures < 0 ||
+            pcp->tolerable_failures < 0 || pcp->incremental < 0 || pcp->incremental > 2 ||
             (pcp->interval_ms > 0 &&
              (pcp->timeout_ms <= 0 || pcp->max_concurrent < 1 || pcp->num_retained < 1)) ||
             (pcp->checkpoints_dir != NULL && pcp->checkpoints_dir[0] != '\0' &&
@@ -494,6 +504,7 @@ job_settings_decode(const Jobgraph__CheckpointSettings *pcp, const Jobgraph__Res
         cp->tolerable_failures = pcp->tolerable_failures;
         cp->exactly_once = pcp->mode == CHECKPOINT__CHECKPOINTING_MODE__EXACTLY_ONCE;
         cp->num_retained = pcp->num_retained > 0 ? pcp->num_retained : 1;
+        cp->incremental = pcp->incremental - 1;
         cp->retention = pcp->retain_on_cancellation ? RETAIN_ON_CANCELLATION
                         : pcp->retain_on_failure    ? RETAIN_ON_FAILURE
                                                     : RETAIN_NEVER;

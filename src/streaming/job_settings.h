@@ -37,6 +37,9 @@ struct checkpoint_settings {
     int num_retained;
     enum checkpoint_retention retention;
     char *savepoints_dir; /* state.savepoints.dir, absolute, or NULL */
+    /* execution.checkpointing.incremental as the job (or the cluster's
+     * configuration) set it: 1 or 0; -1: unset, the TaskManagers'. */
+    int incremental;
     /* The keys the job set itself, flat YAML (`key: "value"` lines), or
      * NULL: it set none. */
     char *job_config;

@@ -16,6 +16,7 @@
 #include "core/notifier.h"
 #include "rpc/gateways.h"
 #include "sql/sql_operators.h"
+#include "state/state_backend.h"
 #include "streaming/accumulators.h"
 #include "streaming/job_graph_codec.h"
 #include "streaming/stream_task.h"
@@ -40,6 +41,8 @@ struct task {
     struct task_io_metrics io; /* registered while the StreamTask runs */
     struct task_io_totals io_totals;
     bool has_io_totals;
+    /* The host's state backend with the job's own settings over it. */
+    struct state_backend_options backend;
     /* Set by the task thread once it runs its operators: its vertex, then
      * (release) its thread id, which task_thread reads (acquire). */
     spate_id vertex_id;
@@ -243,6 +246,13 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
                                   NULL };
     p->info.checkpointing = jg->checkpointing.interval_ms > 0;
     p->info.state_backend = t->host.state_backend;
+    if (t->host.state_backend != NULL && jg->checkpointing.incremental >= 0) {
+        /* Flink: the job's execution.checkpointing.incremental over the
+         * TaskManager's. */
+        t->backend = *t->host.state_backend;
+        t->backend.incremental = jg->checkpointing.incremental == 1;
+        p->info.state_backend = &t->backend;
+    }
     p->exactly_once = jg->checkpointing.exactly_once;
     p->mailbox = &t->mailbox;
     p->restore = d->restore;

@@ -515,3 +515,43 @@ Test(job_settings, folders_given_as_file_uris_are_paths_other_schemes_are_refuse
     expect_error(s3, "state.checkpoints.dir: 's3://bucket/cps': the scheme 's3' is not supported");
     expect_error(host, "state.savepoints.dir");
 }
+
+/* Flink: a job's execution.checkpointing.incremental wins over the
+ * cluster's; unset, the TaskManagers keep their own (-1). */
+Test(job_settings, a_jobs_incremental_checkpoints_reach_its_task_managers)
+{
+    static const char *const job_kv[] = { "execution.checkpointing.incremental", "true", NULL };
+    static const char *const cluster_kv[] = { "execution.checkpointing.interval", "1 s",
+                                              "execution.checkpointing.incremental", "false",
+                                              NULL };
+    struct config *job = conf_of(job_kv), *cluster = conf_of(cluster_kv), *none = config_new();
+    struct checkpoint_settings cp, back;
+    struct restart_settings rs, rback;
+    Jobgraph__CheckpointSettings pcp;
+    Jobgraph__RestartSettings prs;
+    spate_error err = { 0 };
+
+    cr_assert_eq(job_settings_from_config(none, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
+    cr_assert_eq(job_settings_complete(&cp, &rs, none, "job", &err), 0, "%s", err.message);
+    cr_assert_eq(cp.incremental, -1, "unset: the TaskManagers' own");
+    job_settings_encode(&cp, &rs, &pcp, &prs);
+    cr_assert_eq(job_settings_decode(&pcp, &prs, &back, &rback, &err), 0, "%s", err.message);
+    cr_assert_eq(back.incremental, -1);
+    job_settings_release(&back);
+    job_settings_release(&cp);
+
+    cr_assert_eq(job_settings_from_config(job, 0, -1, &cp, &rs, &err), 0, "%s", err.message);
+    cr_assert_eq(job_settings_complete(&cp, &rs, cluster, "job", &err), 0, "%s", err.message);
+    cr_assert_eq(cp.incremental, 1, "the job's true over the cluster's false");
+    job_settings_encode(&cp, &rs, &pcp, &prs);
+    cr_assert_eq(job_settings_decode(&pcp, &prs, &back, &rback, &err), 0, "%s", err.message);
+    cr_assert_eq(back.incremental, 1, "the TaskManagers' graph says so");
+    job_settings_release(&back);
+    pcp.incremental = 3;
+    cr_assert_neq(job_settings_decode(&pcp, &prs, &back, &rback, &err), 0);
+    job_settings_release(&back);
+    job_settings_release(&cp);
+    config_free(job);
+    config_free(cluster);
+    config_free(none);
+}
