@@ -46,12 +46,21 @@ clock_wall_ms_fn(void)
 void
 rdb_failed(struct rocksdb_keyed_backend *b, int rc)
 {
+    char msg[sizeof b->errbuf + 4096 + 64];
+
     if (rc == 0)
         return;
-    if (b->fail != NULL)
-        b->fail(b->base.user_ctx, b->errbuf);
+    /* A full disk names the working folder: RocksDB's message may name no
+     * file (a flush's background error, reported by the next write). */
+    if (rc == SPATE_ENOSPC)
+        snprintf(msg, sizeof msg, "no space left under the RocksDB working folder '%s': %s", b->dir,
+                 b->errbuf);
     else
-        SPATE_LOG_ERROR("rocksdb", "state in '%s': %s", b->dir, b->errbuf);
+        snprintf(msg, sizeof msg, "%s", b->errbuf);
+    if (b->fail != NULL)
+        b->fail(b->base.user_ctx, msg);
+    else
+        SPATE_LOG_ERROR("rocksdb", "state in '%s': %s", b->dir, msg);
 }
 
 /* ---- entry keys ---- */
@@ -1035,7 +1044,7 @@ rocksdb_keyed_backend_create(const struct state_backend_options *o,
         }
     }
     if ((rc = rdb_open_states(b, b->dir, &b->db)) != 0) {
-        rc = spate_error_set(err, rc, "%s", b->errbuf);
+        rc = spate_error_set(err, rc, "RocksDB working folder '%s': %s", b->dir, b->errbuf);
         goto fail;
     }
     *out = &b->base;

@@ -54,11 +54,18 @@ below), the checkpoints are incremental: the runs check that shared SST
 files were uploaded to the job's shared/ folder and that it went with the
 job's checkpoints at its end; and a checkpoint whose shared SST files were
 cut short fails the restore after a kill -9 with an error naming one,
-while the cluster stays up and runs the next job."""
+while the cluster stays up and runs the next job. With RocksDB, as root:
+the RocksDB folders on a small tmpfs of the test's own, filled mid-job: a
+task fails naming its folder, the job restarts from its last checkpoint
+and, the disk freed, finishes exactly once."""
 
 import collections
+import errno
+import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 import unittest
 
@@ -461,6 +468,56 @@ class OperatorFailoverTest(OperatorJob, ClusterTestCase):
         jid2 = self.submit(1, count=COUNT // 4)
         job = self.wait_state(jid2, TERMINAL)
         self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+
+    @unittest.skipUnless(STATE_BACKEND == "rocksdb", "RocksDB's working folders only")
+    def test_p1_a_full_disk_fails_the_task_and_the_job_restores(self):
+        if os.geteuid() != 0:
+            self.skipTest("mounting a small tmpfs under the RocksDB folder needs root")
+        # RocksDB's working folders on a tmpfs of their own, which the test
+        # fills mid-job; little managed memory, so that memtables flush to
+        # it often.
+        local = os.path.join(self.tmp, "rocksdb")
+        os.makedirs(local)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", local],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            self.skipTest(f"cannot mount a tmpfs (root without CAP_SYS_ADMIN?): {r.stderr}")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.addCleanup(subprocess.run, ["umount", "-l", local])
+        self.start_jobmanager(*self.folders())
+        self.taskmanagers.append(
+            self.start_taskmanager("-D", "taskmanager.memory.managed.size=16m", slots=2))
+        self.wait_overview(1, slots=2)
+        jid = self.submit(1)
+        self.wait_committed(jid)
+        filler = os.path.join(local, "filler")
+        with open(filler, "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * (1 << 20))
+                    f.flush()
+            except OSError as e:
+                self.assertEqual(e.errno, errno.ENOSPC, e)
+
+        def failure():
+            status, x = self.rest(f"/jobs/{jid}/exceptions")
+            self.assertEqual(status, 200, x)
+            for e in x.get("all-exceptions", []):
+                if "No space left" in e["exception"] or "no space left" in e["exception"]:
+                    return e["exception"]
+            if self.job(jid)["state"] in TERMINAL:
+                raise AssertionError(f"job {jid} ended without a full disk: "
+                                     f"{json.dumps(x)[:2000]}")
+            return None
+        message = wait_for(failure, 90, f"a task of {jid} failed on the full disk")
+        print(f"the task failed as it should: {message}", file=sys.stderr)
+        self.assertIn(local, message, "the error names the RocksDB folder")
+        os.unlink(filler)
+        job = self.wait_state(jid, TERMINAL)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        self.assertGreaterEqual(self.checkpoints(jid)["counts"]["restored"], 1,
+                                "the job restarted from a checkpoint")
+        self.check_output("p1 through a full disk")
 
     def test_p4_savepoint_resumed_at_p3(self):
         self.cluster(2, slots=2)
