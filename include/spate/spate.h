@@ -33,6 +33,13 @@ typedef struct spate_ctx spate_ctx;       /* RuntimeContext + Collector of one c
 typedef struct spate_type spate_type;     /* a record type */
 typedef struct spate_counter spate_counter;
 typedef struct spate_iter spate_iter; /* iterates list and map state, window elements */
+/* Metrics of an operator (Flink's MetricGroup, Counter, Gauge, Meter,
+ * Histogram): see spate_ctx_metric_group. */
+typedef struct spate_metric_group spate_metric_group;
+typedef struct spate_metric_counter spate_metric_counter;
+typedef struct spate_metric_gauge spate_metric_gauge;
+typedef struct spate_metric_meter spate_metric_meter;
+typedef struct spate_metric_histogram spate_metric_histogram;
 
 /* ---- records and types -------------------------------------------------- */
 
@@ -594,6 +601,38 @@ SPATE_API void spate_timer_delete_processing_time(spate_ctx *ctx, int64_t timest
  * result); look it up in open and add to it per record. */
 SPATE_API spate_counter *spate_ctx_counter(spate_ctx *ctx, const char *name);
 SPATE_API void spate_counter_add(spate_counter *counter, int64_t delta);
+/* The operator's metric group (Flink's getRuntimeContext().getMetricGroup()):
+ * its metrics are reported with the operator's scope, over REST as
+ * "<subtask>.<operator name>.<name>" of the vertex's metrics and by the
+ * Prometheus reporter as flink_taskmanager_job_task_operator_<name> with the
+ * task's labels, operator_id and operator_name. Make metrics in open and
+ * update them per record, on the task thread: an update is a plain store.
+ * Registering a name twice gives the metric made first when the kind is
+ * the same; a bad name (NULL, empty) or another kind fails the task. Never
+ * NULL; valid until close returns. */
+SPATE_API spate_metric_group *spate_ctx_metric_group(spate_ctx *ctx);
+/* A group inside g (Flink's addGroup): its metrics' names are "name.<metric>". */
+SPATE_API spate_metric_group *spate_metric_group_add_group(spate_metric_group *g, const char *name);
+/* A count that goes up and down (Flink's SimpleCounter). */
+SPATE_API spate_metric_counter *spate_metric_group_counter(spate_metric_group *g, const char *name);
+SPATE_API void spate_metric_counter_inc(spate_metric_counter *c, int64_t n);
+SPATE_API void spate_metric_counter_dec(spate_metric_counter *c, int64_t n);
+/* A value the operator sets, reported as it was last set (a Gauge); NaN
+ * until then. */
+SPATE_API spate_metric_gauge *spate_metric_group_gauge(spate_metric_group *g, const char *name);
+SPATE_API void spate_metric_gauge_set(spate_metric_gauge *gauge, double value);
+/* Events per second (a MeterView over a counter): reported as the rate over
+ * the last update interval of the TaskManager's metrics (a second). */
+SPATE_API spate_metric_meter *spate_metric_group_meter(spate_metric_group *g, const char *name);
+SPATE_API void spate_metric_meter_mark_event(spate_metric_meter *m, int64_t n);
+/* The statistics of the last `window` values (Flink's
+ * DescriptiveStatisticsHistogram; 0: 1024): min, max, mean, stddev and
+ * quantiles, over REST as name_min, name_max, name_mean, name_median,
+ * name_stddev, name_p75, ..., name_p999; in Prometheus a summary. */
+SPATE_API spate_metric_histogram *spate_metric_group_histogram(spate_metric_group *g,
+                                                               const char *name, size_t window);
+SPATE_API void spate_metric_histogram_update(spate_metric_histogram *h, int64_t value);
+
 /* Fails the task (and the job) with this message, after the function returns. */
 SPATE_API void spate_ctx_fail(spate_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

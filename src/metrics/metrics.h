@@ -68,6 +68,66 @@ metric_gauge_get(struct metric_gauge *g)
     return atomic_load_explicit(&g->value, memory_order_relaxed);
 }
 
+/* A number its one writer thread sets (a user's gauge): a double's bits,
+ * relaxed as a counter. */
+struct metric_value {
+    _Atomic uint64_t bits;
+};
+
+static inline void
+metric_value_set(struct metric_value *g, double v)
+{
+    uint64_t b;
+
+    memcpy(&b, &v, sizeof b);
+    atomic_store_explicit(&g->bits, b, memory_order_relaxed);
+}
+
+static inline double
+metric_value_get(struct metric_value *g)
+{
+    uint64_t b = atomic_load_explicit(&g->bits, memory_order_relaxed);
+    double v;
+
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+/* The last `size` values one writer thread updated it with (Flink's
+ * DescriptiveStatisticsHistogram): a ring of relaxed slots and a count the
+ * writer publishes with release. A reader copies the ring and may see a slot
+ * already overwritten by a newer value: every slot it reads is some recent
+ * value, which is what the statistics want. */
+struct metric_histogram {
+    _Atomic int64_t *values;
+    size_t size;
+    _Atomic uint64_t count; /* values ever added */
+};
+
+void metric_histogram_init(struct metric_histogram *h, size_t size);
+void metric_histogram_release(struct metric_histogram *h);
+
+static inline void
+metric_histogram_update(struct metric_histogram *h, int64_t v)
+{
+    uint64_t n = atomic_load_explicit(&h->count, memory_order_relaxed);
+
+    atomic_store_explicit(&h->values[n % h->size], v, memory_order_relaxed);
+    /* release: a reader that sees count n + 1 sees slot n's value */
+    atomic_store_explicit(&h->count, n + 1, memory_order_release);
+}
+
+/* A histogram's statistics over the values it holds (all 0 when empty):
+ * Flink's HistogramStatistics, quantiles as its Percentile estimates them
+ * (position q * (n + 1), interpolated). */
+struct metric_histogram_stats {
+    uint64_t count; /* values ever added */
+    size_t n;       /* values held */
+    double min, max, mean, stddev;
+    double p50, p75, p90, p95, p98, p99, p999;
+};
+void metric_histogram_stats(struct metric_histogram *h, struct metric_histogram_stats *out);
+
 /* Time spent in one state (idle, back-pressured): Flink's TimerGauge. One
  * writer starts and stops it; a reader gets the total including a running
  * measurement. A sequence lock keeps total and start consistent for readers. */
@@ -97,6 +157,13 @@ struct metric_group *metric_group_new(struct metric_registry *r, const char *sco
  * job_name, task_name, subtask_index, ...). Either may be NULL. */
 struct metric_group *metric_group_new_scoped(struct metric_registry *r, const char *scope,
                                              const char *kind, const char *const *labels);
+/* A group inside parent (Flink's OperatorMetricGroup inside its task's):
+ * the parent's scope, kind `kind` (NULL: the parent's), the parent's
+ * variables and then labels', and every metric named `name_prefix` + name
+ * where the scope names it (dumps, REST: "Map.myCounter"), by its own name
+ * for a reporter, which has the variables (name_prefix may be NULL). */
+struct metric_group *metric_group_new_child(struct metric_group *parent, const char *kind,
+                                            const char *const *labels, const char *name_prefix);
 /* Unregisters: once it returns, no reader touches the group's sources. */
 void metric_group_free(struct metric_group *g);
 
@@ -115,6 +182,14 @@ void metric_group_time_rest(struct metric_group *g, const char *name, struct met
 
 /* An integer a thread sets (currentInputWatermark). */
 void metric_group_gauge(struct metric_group *g, const char *name, struct metric_gauge *v);
+/* A double a thread sets (a user's gauge). */
+void metric_group_value(struct metric_group *g, const char *name, struct metric_value *v);
+/* A histogram: where a scope names it, name_min, name_max, name_mean,
+ * name_median, name_stddev, name_p75, name_p90, name_p95, name_p98, name_p99,
+ * name_p999 (Flink's MetricStore); for a reporter a summary, its quantiles
+ * 0.5, 0.75, 0.95, 0.98, 0.99, 0.999 and name_count (Flink's Prometheus
+ * reporter). */
+void metric_group_histogram(struct metric_group *g, const char *name, struct metric_histogram *h);
 /* Whole milliseconds a timer has run in all (accumulatedIdleTimeMs). */
 void metric_group_time_total(struct metric_group *g, const char *name, struct metric_timer *t);
 /* Whole milliseconds since since_ns (CLOCK_MONOTONIC) that neither a nor b
@@ -131,9 +206,22 @@ void metric_registry_update(struct metric_registry *r, uint64_t now_ns);
 int metric_registry_get(struct metric_registry *r, const char *scope, const char *name,
                         double *value);
 
+/* Who a sample is for: a histogram has parts only one of them shows. */
+enum {
+    METRIC_FOR_SCOPE = 1,    /* dumps, REST, metric_registry_get */
+    METRIC_FOR_REPORTER = 2, /* the Prometheus reporter */
+};
+
 struct metric_sample {
     char *scope;
-    char *name;
+    char *name; /* where the scope names it: the group's prefix, the metric, a part */
+    /* For a reporter: the metric's own name (its family), and the part of
+     * a histogram's summary: NULL for a gauge, "" for a quantile sample
+     * (quantile set), "_count". */
+    char *family;
+    const char *part;
+    double quantile;
+    unsigned audience; /* METRIC_FOR_*, or'ed */
     /* The group's kind ("" when it has none) and variables as Prometheus
      * label text, `key="value",...` escaped ("" when none). */
     char *kind;

@@ -82,7 +82,7 @@ text_family(struct text *t, const struct metric_sample *s)
         text_name(t, s->kind);
         text_str(t, "_");
     }
-    text_name(t, s->name);
+    text_name(t, s->family);
 }
 
 static void
@@ -111,7 +111,7 @@ family_cmp(const void *a, const void *b)
     int c = strcmp(x->kind, y->kind);
 
     if (c == 0)
-        c = strcmp(x->name, y->name);
+        c = strcmp(x->family, y->family);
     if (c == 0)
         c = x < y ? -1 : x > y;
     return c;
@@ -120,7 +120,7 @@ family_cmp(const void *a, const void *b)
 static bool
 same_family(const struct metric_sample *x, const struct metric_sample *y)
 {
-    return strcmp(x->kind, y->kind) == 0 && strcmp(x->name, y->name) == 0;
+    return strcmp(x->kind, y->kind) == 0 && strcmp(x->family, y->family) == 0;
 }
 
 char *
@@ -137,7 +137,8 @@ prometheus_text(struct metric_registry *const *rs, size_t nr, size_t *len)
     n = 0;
     for (size_t i = 0; i < nr; i++)
         for (size_t j = 0; j < ns[i]; j++)
-            order[n++] = &s[i][j];
+            if (s[i][j].audience & METRIC_FOR_REPORTER)
+                order[n++] = &s[i][j];
     text_add(&t, "", 0);
     qsort(order, n, sizeof *order, family_cmp);
     for (size_t k = 0; k < n; k++) {
@@ -147,17 +148,27 @@ prometheus_text(struct metric_registry *const *rs, size_t nr, size_t *len)
             text_str(&t, "# HELP ");
             text_family(&t, m);
             text_str(&t, " ");
-            text_help(&t, m->name);
+            text_help(&t, m->family);
             text_str(&t, " (scope: ");
             text_str(&t, m->kind);
             text_str(&t, ")\n# TYPE ");
             text_family(&t, m);
-            text_str(&t, " gauge\n");
+            /* a histogram is a summary, as Flink's reporter exports it */
+            text_str(&t, m->part != NULL ? " summary\n" : " gauge\n");
         }
         text_family(&t, m);
-        if (m->labels[0] != '\0') {
+        if (m->part != NULL)
+            text_str(&t, m->part);
+        if (m->labels[0] != '\0' || m->quantile > 0) {
             text_str(&t, "{");
             text_str(&t, m->labels);
+            if (m->quantile > 0) {
+                char q[32];
+
+                snprintf(q, sizeof q, "%squantile=\"%g\"", m->labels[0] != '\0' ? "," : "",
+                         m->quantile);
+                text_str(&t, q);
+            }
             text_str(&t, "}");
         }
         text_str(&t, " ");

@@ -129,7 +129,8 @@ rest_job_components(struct rest_server *rs, struct metric_component **out, spate
         spate_id id;
         size_t j;
 
-        if (strncmp(s[i].scope, "job.", 4) != 0 || id_parse(s[i].scope + 4, &id, NULL) != 0)
+        if (!(s[i].audience & METRIC_FOR_SCOPE) || strncmp(s[i].scope, "job.", 4) != 0 ||
+            id_parse(s[i].scope + 4, &id, NULL) != 0)
             continue;
         for (j = 0; j < k && !id_equal(&(*ids)[j], &id); j++)
             ;

@@ -198,6 +198,7 @@ add_operator(struct job_graph *jg, struct build_node *nodes, struct build_node *
     op->name = xstrdup(b->node->name ? b->node->name : operator_kind_name(b->node->kind));
     operator_id(b, nodes, &op->operator_id, &op->uid_given);
     b->operator_id = op->operator_id;
+    op->settings.operator_id = op->operator_id;
     if (!op->uid_given)
         jg->derived_uids++;
     b->op = v->nops++;

@@ -1036,6 +1036,7 @@ dec_operator(struct dec *d, const PbOp *p, struct jg_operator *op, int index, in
     op->owns_settings = true;
     if ((rc = dec_id(d, p->operator_id, &op->operator_id, "operator id is not 16 bytes")) != 0)
         return rc;
+    n->operator_id = op->operator_id;
     op->uid_given = p->uid_given;
     op->name = xstrdup(p->name ? p->name : "");
     if (!operator_kind_runs(p->kind))

@@ -115,6 +115,10 @@ struct task_info {
     const struct connector_table *connectors;
     /* Which keyed state backend operators get (NULL: the heap). */
     const struct state_backend_options *state_backend;
+    /* The task's I/O metric group, inside which each operator's metric
+     * group goes (operator_metrics.h); NULL: none (metrics still count,
+     * unreported). */
+    struct metric_group *metrics;
 };
 
 enum source_status {
@@ -221,6 +225,9 @@ struct stream_operator {
     bool restored;
     /* Event time as this operator has seen it. */
     int64_t current_watermark;
+    /* Its metric group and its metrics (operator_metrics.h), made on the
+     * first metric; NULL until then. */
+    struct operator_metrics *metrics;
     /* The watermark strategy at work on this operator's output (a
      * timestamps/watermarks operator, or a source that carries its own), or
      * NULL; it owns next_processing_ns (its ticks). */

@@ -13,6 +13,7 @@
 #include "streaming/keyed_run.h"
 #include "streaming/keys.h"
 #include "streaming/operator.h"
+#include "streaming/operator_metrics.h"
 #include "streaming/types.h"
 #include "streaming/watermark_generator.h"
 #include "streaming/window_operator.h"
@@ -797,6 +798,7 @@ operator_free(struct stream_operator *op)
     if (op->opened && op->config->close != NULL)
         op->config->close(&op->ctx);
     op->vt->close(op);
+    operator_metrics_free(op->metrics);
     if (op->owns_backend)
         operator_backend_free(op);
     watermark_generator_free(op->watermarks);

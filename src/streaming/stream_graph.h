@@ -13,6 +13,7 @@
 #include <spate/spate.h>
 
 #include "core/config.h"
+#include "core/id.h"
 #include "streaming/connector_config.h"
 #include "streaming/operator_config.h"
 #include "state/keyed_state_backend.h"
@@ -134,7 +135,10 @@ struct operator_settings {
     enum operator_kind kind;
     const char *name; /* NULL: the kind's name */
     const char *uid;  /* NULL: none given */
-    int parallelism;  /* 0: the environment's */
+    /* The JobGraph's operator id (Flink's OperatorID: the metrics'
+     * operator_id); zero before the JobGraph is made. */
+    spate_id operator_id;
+    int parallelism; /* 0: the environment's */
     int max_parallelism;
     enum chaining_strategy chaining;
     const spate_type *in_type;  /* NULL for sources */

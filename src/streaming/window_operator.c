@@ -18,6 +18,7 @@
 #include "state/state_backend.h"
 #include "streaming/keys.h"
 #include "streaming/keyed_run.h"
+#include "streaming/operator_metrics.h"
 #include "streaming/types.h"
 #include "streaming/window_operator.h"
 
@@ -64,6 +65,7 @@ struct window_op {
     /* An aggregate or reduce over tumbling windows with their default
      * trigger and an accumulator kept in place: window_process_fast. */
     bool fast;
+    struct metric_counter *late_dropped; /* numLateRecordsDropped */
     uint8_t key_scratch[256];
 };
 
@@ -551,6 +553,9 @@ window_open(struct stream_operator *op, spate_error *err)
     int rc;
 
     op->impl = w;
+    /* Flink's WindowOperator counts what it drops in its operator group. */
+    if ((w->late_dropped = operator_metrics_counter(op, "numLateRecordsDropped", err)) == NULL)
+        return SPATE_EINVAL;
     keys_access_init(&w->key, &op->config->key, op->config->in_type);
     w->event_time = c->assigner.event_time && c->assigner.kind != SPATE_WINDOW_GLOBAL;
     w->buffers = c->function == WINDOW_FN_PROCESS || c->evictor != EVICTOR_NONE;
@@ -809,10 +814,13 @@ window_process_general(struct stream_operator *op, const void *rec, const struct
     if (!handled) {
         op->ctx.keyctx.ns = NULL;
         op->ctx.keyctx.ns_len = 0;
-        if (c->late_tag != NULL)
+        if (c->late_tag != NULL) {
             spate_ctx_output(&op->ctx, (spate_tag){ output_tag_id(c->late_tag) }, rec);
-        else if (op->task->accumulators != NULL)
-            spate_counter_add(spate_ctx_counter(&op->ctx, "numLateRecordsDropped"), 1);
+        } else {
+            metric_counter_add(w->late_dropped, 1);
+            if (op->task->accumulators != NULL) /* and in the job's result */
+                spate_counter_add(spate_ctx_counter(&op->ctx, "numLateRecordsDropped"), 1);
+        }
     }
 }
 

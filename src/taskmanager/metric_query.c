@@ -89,19 +89,36 @@ tm_metric_group_release(struct tm_metric_group *m)
     m->group = NULL;
 }
 
+/* Orders pointers into one sample array by scope, then by place: a task's
+ * groups (its I/O group, its operators') come together. */
+static int
+scope_cmp(const void *a, const void *b)
+{
+    const struct metric_sample *x = *(const struct metric_sample *const *)a;
+    const struct metric_sample *y = *(const struct metric_sample *const *)b;
+    int c = strcmp(x->scope, y->scope);
+
+    return c != 0 ? c : (x > y) - (x < y);
+}
+
 void
 metric_query_dump(struct metric_registry *r, const spate_id *resource_id, Cluster__MetricDump *out)
 {
     struct metric_list tm = { 0 };
-    struct metric_sample *s = NULL;
-    size_t n = r != NULL ? metric_registry_snapshot(r, &s) : 0;
+    struct metric_sample *all = NULL;
+    size_t nall = r != NULL ? metric_registry_snapshot(r, &all) : 0, n = 0;
+    const struct metric_sample **s = xmalloc((nall > 0 ? nall : 1) * sizeof *s);
     Cluster__TaskMetrics **tasks = NULL;
     size_t ntasks = 0, cap = 0;
 
     cluster__metric_dump__init(out);
     out->resource_id = gw_id_bytes(resource_id);
-    /* A group's samples come together: one TaskMetrics per run of equal
-     * scopes. Scopes that are not a task's are the TaskManager's. */
+    for (size_t i = 0; i < nall; i++)
+        if (all[i].audience & METRIC_FOR_SCOPE)
+            s[n++] = &all[i];
+    qsort(s, n, sizeof *s, scope_cmp);
+    /* One TaskMetrics per run of equal scopes. Scopes that are not a
+     * task's are the TaskManager's. */
     for (size_t i = 0; i < n;) {
         struct metric_list l = { 0 };
         Cluster__TaskMetrics *t;
@@ -110,15 +127,15 @@ metric_query_dump(struct metric_registry *r, const spate_id *resource_id, Cluste
         size_t j = i;
         char value[64];
 
-        if (!task_io_scope_parse(s[i].scope, &job, &vertex, &subtask, &attempt)) {
-            metric_sample_format(&s[i], value, sizeof value);
-            list_add(&tm, s[i].name, value);
+        if (!task_io_scope_parse(s[i]->scope, &job, &vertex, &subtask, &attempt)) {
+            metric_sample_format(s[i], value, sizeof value);
+            list_add(&tm, s[i]->name, value);
             i++;
             continue;
         }
-        for (; j < n && strcmp(s[j].scope, s[i].scope) == 0; j++) {
-            metric_sample_format(&s[j], value, sizeof value);
-            list_add(&l, s[j].name, value);
+        for (; j < n && strcmp(s[j]->scope, s[i]->scope) == 0; j++) {
+            metric_sample_format(s[j], value, sizeof value);
+            list_add(&l, s[j]->name, value);
         }
         t = xmalloc(sizeof *t + 2 * ID_BYTES);
         cluster__task_metrics__init(t);
@@ -135,7 +152,8 @@ metric_query_dump(struct metric_registry *r, const spate_id *resource_id, Cluste
         tasks[ntasks++] = t;
         i = j;
     }
-    metric_samples_free(s, n);
+    free(s);
+    metric_samples_free(all, nall);
     out->taskmanager = tm.items;
     out->n_taskmanager = tm.n;
     out->tasks = tasks;

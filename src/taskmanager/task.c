@@ -243,6 +243,7 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
                                   t,
                                   false,
                                   sql_operator_table(),
+                                  NULL,
                                   NULL };
     p->info.checkpointing = jg->checkpointing.interval_ms > 0;
     p->info.state_backend = t->host.state_backend;
@@ -390,6 +391,7 @@ task_main(void *arg)
     if (rc == 0) {
         SPATE_LOG_INFO(TASK_LOG, "task %s of job %s starts", t->name, id_str(&t->job_id).s);
         task_register_metrics(t, jg, &jg->vertices[t->tdd->vertex]);
+        p.info.metrics = t->io.group;
         rc = stream_task_run(&p, &err);
         task_io_metrics_totals(&t->io, clock_mono_ns(), &t->io_totals);
         t->has_io_totals = true;

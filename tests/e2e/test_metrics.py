@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from clustertest import ClusterTestCase, wait_for  # noqa: E402
@@ -211,6 +212,81 @@ class MetricsTest(ClusterTestCase):
         self.assertEqual(s["metrics"]["read-records"], 5000)
         self.assertGreaterEqual(s["end-time"], s["start-time"])
         self.assertEqual(s["duration"], s["end-time"] - s["start-time"])
+
+    def test_user_metrics_and_late_records_over_rest_and_prometheus(self):
+        """The C API's counter, gauge, meter and histogram (and a group
+        inside the operator's) reach REST under Flink's
+        "<subtask>.<operator>.<name>" and the TaskManager's Prometheus
+        reporter as flink_taskmanager_job_task_operator_<name> with the
+        operator's labels; the window counts the records it drops late."""
+        self.start_jobmanager("-D", "metrics.fetcher.update-interval=200 ms")
+        tm = self.start_taskmanager("-D", "metrics.reporter.prom.factory.class=prometheus",
+                                    "-D", "metrics.reporter.prom.port=0", slots=2)
+        self.wait_overview(1, slots=2)
+        prom = int(tm.wait_log(r"Prometheus reporter serving http://127\.0\.0\.1:(\d+)/metrics")
+                   .group(1))
+        jid = self.submit("usermetrics")
+        vs = self.running_vertices(jid)
+        head = next(v["id"] for n, v in vs.items() if "Measure" in n)
+        window = next(v["id"] for n, v in vs.items() if n.startswith("Counts"))
+        path = f"/jobs/{jid}/vertices/{head}/metrics"
+
+        def value(name, at=path):
+            v = self.metric(at, name)
+            return float(v) if v is not None else None
+        wait_for(lambda: (value("0.Measure.records") or 0) >= 1000, 60,
+                 "the map's user counter to reach 1000")
+        names = {m["id"] for m in self.get(path)}
+        for n in ["0.Measure.records", "0.Measure.lastTimestamp", "0.Measure.recordsRate",
+                  "0.Measure.MyGroup.nested"] + [
+                      f"0.Measure.valueHistogram_{p}" for p in
+                      ("min", "max", "mean", "median", "stddev", "p75", "p90", "p95", "p98",
+                       "p99", "p999")]:
+            self.assertIn(n, names)
+        # The histogram holds the last 100 values of i % 100: 0..99.
+        self.assertEqual(value("0.Measure.valueHistogram_min"), 0)
+        self.assertEqual(value("0.Measure.valueHistogram_max"), 99)
+        self.assertEqual(value("0.Measure.valueHistogram_mean"), 49.5)
+        self.assertEqual(value("0.Measure.valueHistogram_median"), 49.5)
+        self.assertAlmostEqual(value("0.Measure.valueHistogram_stddev"), 29.011491, places=5)
+        self.assertAlmostEqual(value("0.Measure.valueHistogram_p99"), 98.99, places=6)
+        # inc(2) and dec(1) per record: the nested counter equals records
+        # (both read in one dump, so at the same moment).
+        both = {m["id"]: float(m["value"]) for m in
+                self.get(f"{path}?get=0.Measure.records,0.Measure.MyGroup.nested")}
+        self.assertEqual(both["0.Measure.MyGroup.nested"], both["0.Measure.records"])
+        wait_for(lambda: (value("0.Measure.recordsRate") or 0) > 0, 30, "the meter's rate")
+        self.assertGreater(value("0.Measure.lastTimestamp"), 0)
+        # One in ten readings is 5 s late: the window drops and counts it.
+        wait_for(lambda: (value("0.Counts.numLateRecordsDropped",
+                                f"/jobs/{jid}/vertices/{window}/metrics") or 0) > 0, 60,
+                 "the window to count late records")
+
+        # The TaskManager's Prometheus reporter: Flink's operator scope.
+        _, _, text = http_get(f"http://127.0.0.1:{prom}/metrics")
+        op = r'\{[^}]*job_id="' + jid + r'"[^}]*operator_id="[0-9a-f]{32}",operator_name="%s"'
+        self.assertIn("# TYPE flink_taskmanager_job_task_operator_records gauge", text)
+        self.assertRegex(text, r"flink_taskmanager_job_task_operator_records" + op % "Measure"
+                         + r"\} \d+")
+        self.assertRegex(text, r"flink_taskmanager_job_task_operator_MyGroup_nested"
+                         + op % "Measure" + r"\} \d+")
+        self.assertIn("# TYPE flink_taskmanager_job_task_operator_valueHistogram summary", text)
+        self.assertRegex(text, r"flink_taskmanager_job_task_operator_valueHistogram"
+                         + op % "Measure" + r',quantile="0.5"\} 49.5\n')
+        self.assertRegex(text, r"flink_taskmanager_job_task_operator_valueHistogram_count"
+                         + op % "Measure" + r"\} \d+")
+        self.assertRegex(text, r"flink_taskmanager_job_task_operator_numLateRecordsDropped"
+                         + op % "Counts" + r"\} [1-9]\d*")
+        for label in ("task_name", "subtask_index", "tm_id", "job_name"):
+            self.assertRegex(text, r"flink_taskmanager_job_task_operator_records\{[^}]*"
+                             + label + "=")
+        # REST-only parts of the histogram are no series of their own.
+        self.assertNotIn("valueHistogram_min", text)
+
+
+def http_get(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.status, r.headers.get("Content-Type", ""), r.read().decode()
 
 
 if __name__ == "__main__":

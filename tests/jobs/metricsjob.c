@@ -8,6 +8,14 @@
  *   eventtime [RATE]         RATE (2000) readings per second, event time 1 ms
  *                            apart, watermarks 50 ms behind -> key by sensor
  *                            -> 100 ms tumbling event-time counts -> a sink
+ *   usermetrics              the eventtime job at 2000 readings per second,
+ *                            one in ten 5 s late (the window drops them),
+ *                            through "Measure", a map with user metrics:
+ *                            counter "records", gauge "lastTimestamp", meter
+ *                            "recordsRate", histogram "valueHistogram" of
+ *                            the last 100 of i % 100 (0..99 once 100 came),
+ *                            counter "MyGroup.nested" (addGroup), each
+ *                            record once
  */
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +54,60 @@ reading(spate_ctx *ctx, uint64_t i, void *out)
     (void)ctx;
     r->sensor = (int64_t)(i % 4);
     r->ts = (int64_t)i; /* one ms of event time per reading */
+}
+
+/* One in ten readings 5 s behind the others: late at the window. */
+static void
+late_reading(spate_ctx *ctx, uint64_t i, void *out)
+{
+    struct reading *r = out;
+
+    reading(ctx, i, out);
+    if (i % 10 == 5 && i > 5000)
+        r->ts -= 5000;
+}
+
+struct measure {
+    spate_metric_counter *records, *nested;
+    spate_metric_gauge *last;
+    spate_metric_meter *rate;
+    spate_metric_histogram *values;
+    uint64_t seen;
+};
+
+static void
+measure_open(spate_ctx *ctx)
+{
+    spate_metric_group *g = spate_ctx_metric_group(ctx);
+    struct measure *m = calloc(1, sizeof *m);
+
+    m->records = spate_metric_group_counter(g, "records");
+    m->last = spate_metric_group_gauge(g, "lastTimestamp");
+    m->rate = spate_metric_group_meter(g, "recordsRate");
+    m->values = spate_metric_group_histogram(g, "valueHistogram", 100);
+    m->nested = spate_metric_group_counter(spate_metric_group_add_group(g, "MyGroup"), "nested");
+    spate_ctx_set_user(ctx, m);
+}
+
+static void
+measure_close(spate_ctx *ctx)
+{
+    free(spate_ctx_user(ctx));
+}
+
+static void
+measure(spate_ctx *ctx, const void *in, void *out)
+{
+    struct measure *m = spate_ctx_user(ctx);
+    const struct reading *r = in;
+
+    spate_metric_counter_inc(m->records, 1);
+    spate_metric_counter_inc(m->nested, 2);
+    spate_metric_counter_dec(m->nested, 1);
+    spate_metric_gauge_set(m->last, (double)r->ts);
+    spate_metric_meter_mark_event(m->rate, 1);
+    spate_metric_histogram_update(m->values, (int64_t)(m->seen++ % 100));
+    memcpy(out, in, sizeof *r);
 }
 
 static int64_t
@@ -99,6 +161,21 @@ spate_job_main(spate_env *env, int argc, char **argv)
         s = spate_name(spate_window_reduce(s, add_counts, NULL, rt), "Counts");
         spate_name(spate_sink(s, discard), "Discard");
         return spate_execute(env, "eventtime");
+    }
+    if (argc > 1 && strcmp(argv[1], "usermetrics") == 0) {
+        const spate_type *t2[] = { spate_type_int64(), spate_type_int64() };
+        const spate_type *rt = spate_type_tuple(env, 2, t2);
+        spate_watermark_strategy ws = spate_watermarks_bounded(reading_time, 50);
+
+        s = spate_name(spate_source_generator(env, late_reading, rt, 0, 2000), "Readings");
+        s = spate_set_parallelism(s, 1);
+        s = spate_set_parallelism(spate_assign_timestamps_and_watermarks(s, &ws), 1);
+        s = spate_open_close(spate_map(s, measure, rt), measure_open, measure_close);
+        s = spate_set_parallelism(spate_name(s, "Measure"), 1);
+        s = spate_window(spate_key_by_field(s, 0), spate_tumbling_event_time(100));
+        s = spate_name(spate_window_reduce(s, add_counts, NULL, rt), "Counts");
+        spate_name(spate_sink(s, discard), "Discard");
+        return spate_execute(env, "usermetrics");
     }
     return -1;
 }

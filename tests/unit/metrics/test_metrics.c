@@ -241,6 +241,41 @@ Test(metrics, task_scopes_name_job_vertex_subtask_attempt)
     cr_assert_not(task_io_scope_parse(scope, &j2, &v2, &subtask, &attempt), "negative subtask");
 }
 
+Test(metrics, histogram_statistics_as_flinks)
+{
+    struct metric_histogram h;
+    struct metric_histogram_stats st;
+
+    metric_histogram_init(&h, 4);
+    metric_histogram_stats(&h, &st);
+    cr_assert_eq(st.count, 0);
+    cr_assert_eq(st.n, 0);
+    cr_assert_eq(st.max, 0);
+    metric_histogram_update(&h, 7);
+    metric_histogram_stats(&h, &st);
+    cr_assert_eq(st.n, 1);
+    cr_assert_eq(st.min, 7);
+    cr_assert_eq(st.p999, 7);
+    cr_assert_eq(st.stddev, 0);
+    /* 10, 20, -5, 40 replace 7: the window keeps the last 4. */
+    metric_histogram_update(&h, 10);
+    metric_histogram_update(&h, 20);
+    metric_histogram_update(&h, -5);
+    metric_histogram_update(&h, 40);
+    metric_histogram_stats(&h, &st);
+    cr_assert_eq(st.count, 5);
+    cr_assert_eq(st.n, 4);
+    cr_assert_eq(st.min, -5);
+    cr_assert_eq(st.max, 40);
+    cr_assert_float_eq(st.mean, 16.25, 1e-12);
+    /* Commons Math's Percentile: position 0.5 * 5 = 2.5 between 10 and 20. */
+    cr_assert_float_eq(st.p50, 15.0, 1e-12);
+    cr_assert_float_eq(st.p75, 35.0, 1e-12); /* 3.75: 20 + 0.75 * 20 */
+    cr_assert_eq(st.p99, 40);
+    cr_assert_float_eq(st.stddev, 18.874586088, 1e-6);
+    metric_histogram_release(&h);
+}
+
 Test(metrics, the_process_reads_its_own_figures)
 {
     struct process_metrics pm;

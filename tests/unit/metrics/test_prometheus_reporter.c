@@ -72,6 +72,63 @@ Test(prometheus, flink_names_labels_and_one_family_each)
     metric_registry_free(r);
 }
 
+Test(prometheus, operator_groups_and_histograms_as_flinks_reporter)
+{
+    struct metric_registry *r = metric_registry_new();
+    const char *tl[] = { "task_name", "Map", "subtask_index", "0", NULL };
+    const char *ol[] = { "operator_id", "ab", "operator_name", "Map", NULL };
+    struct metric_group *task = metric_group_new_scoped(r, "t", "taskmanager_job_task", tl);
+    struct metric_group *op =
+        metric_group_new_child(task, "taskmanager_job_task_operator", ol, "Map.");
+    struct metric_histogram h;
+    struct metric_value v = { 0 };
+    size_t len;
+    char *text;
+    double x;
+
+    metric_histogram_init(&h, 10);
+    for (int i = 1; i <= 14; i++) /* holds 5..14 */
+        metric_histogram_update(&h, i);
+    metric_value_set(&v, 2.5);
+    metric_group_histogram(op, "lat", &h);
+    metric_group_value(op, "MyGroup.ratio", &v);
+    text = prometheus_text(&r, 1, &len);
+    /* The operator's variables after its task's; the name without its
+     * group's prefix; a summary with Flink's quantiles and a count. */
+    cr_assert_not_null(strstr(text, "# TYPE flink_taskmanager_job_task_operator_lat summary\n"),
+                       "%s", text);
+    cr_assert_not_null(strstr(text, "flink_taskmanager_job_task_operator_lat{task_name=\"Map\","
+                                    "subtask_index=\"0\",operator_id=\"ab\",operator_name=\"Map\","
+                                    "quantile=\"0.5\"} 9.5\n"),
+                       "%s", text);
+    cr_assert_not_null(strstr(text, "quantile=\"0.999\"} 14\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "flink_taskmanager_job_task_operator_lat_count{task_name="),
+                       "%s", text);
+    cr_assert_not_null(strstr(text, "\"} 14\n"), "%s", text);
+    cr_assert_null(strstr(text, "lat_min"), "%s", text);
+    cr_assert_eq(count(text, "# TYPE flink_taskmanager_job_task_operator_lat"), 1, "%s", text);
+    cr_assert_not_null(strstr(text, "flink_taskmanager_job_task_operator_MyGroup_ratio{"), "%s",
+                       text);
+    free(text);
+    /* Where the scope names them (dumps, REST): the prefix and the parts. */
+    cr_assert_eq(metric_registry_get(r, "t", "Map.lat_min", &x), 0);
+    cr_assert_eq(x, 5.0);
+    cr_assert_eq(metric_registry_get(r, "t", "Map.lat_max", &x), 0);
+    cr_assert_eq(x, 14.0);
+    cr_assert_eq(metric_registry_get(r, "t", "Map.lat_median", &x), 0);
+    cr_assert_eq(x, 9.5);
+    cr_assert_eq(metric_registry_get(r, "t", "Map.lat_p90", &x), 0);
+    cr_assert_float_eq(x, 13.9, 1e-9);
+    cr_assert_eq(metric_registry_get(r, "t", "Map.MyGroup.ratio", &x), 0);
+    cr_assert_eq(x, 2.5);
+    cr_assert_eq(metric_registry_get(r, "t", "Map.lat_count", &x), SPATE_ENOENT);
+    cr_assert_eq(metric_registry_get(r, "t", "lat_min", &x), SPATE_ENOENT);
+    metric_group_free(op);
+    metric_group_free(task);
+    metric_histogram_release(&h);
+    metric_registry_free(r);
+}
+
 /* GET path on 127.0.0.1:port: the status code and the body into buf. */
 static int
 http_get(int port, const char *method, const char *path, char *buf, size_t cap)

@@ -214,7 +214,8 @@ sync_run_cut(struct job_graph *jg, struct accumulators *acc, char **failure,
                                   cut && cut->splits ? cut->splits : env_splits,
                                   cut != NULL,
                                   connectors_builtin(),
-                                  test_state_backend() };
+                                  test_state_backend(),
+                                  NULL };
         struct exchange_output *xo = calloc((size_t)vx->noutputs + 1, sizeof *xo);
         struct output **outs = calloc((size_t)vx->noutputs + 1, sizeof *outs);
         struct operator_chain *chain;

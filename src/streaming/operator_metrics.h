@@ -1,0 +1,21 @@
+/* An operator's metrics (Flink's OperatorMetricGroup): a metric group inside
+ * its task's I/O group (task_info.metrics), named by the operator's name
+ * where the scope names it and labelled operator_id and operator_name for a
+ * reporter, holding the metrics the operator itself keeps
+ * (numLateRecordsDropped) and the user's (spate_ctx_metric_group). Made on
+ * the first metric, on the task thread; the registry's reader reads the
+ * sources, which live until operator_metrics_free. */
+#ifndef SPATE_STREAMING_OPERATOR_METRICS_H
+#define SPATE_STREAMING_OPERATOR_METRICS_H
+
+#include "metrics/metrics.h"
+#include "streaming/operator.h"
+
+/* A counter of op's group under name (made on first use; the same one
+ * after). NULL with err set when name is bad or names another kind. */
+struct metric_counter *operator_metrics_counter(struct stream_operator *op, const char *name,
+                                                spate_error *err);
+/* Unregisters op's group, then frees its metrics (NULL-safe). */
+void operator_metrics_free(struct operator_metrics *m);
+
+#endif
