@@ -6,9 +6,11 @@
 #   spate-daemon.sh stop ROLE N
 # ROLE is jobmanager or taskmanager, N the process's line in conf/masters or
 # conf/workers (0, 1, ...) and HOST its name there. The pid file is
-# env.log.dir/spate-ROLE-N.pid, the log spate-ROLE-N-HOST.log. A JobManager's
-# start waits for its "JobManager started" line and prints it (the caller
-# reads its RPC port from it).
+# env.log.dir/spate-ROLE-N.pid, the log spate-ROLE-N-HOST.log (log.file:
+# appended to, rolled over at log.file.max-size into .log.1 ... .log.10) and
+# its standard output and error spate-ROLE-N-HOST.out (appended to), as
+# Flink's. A JobManager's start waits for this start's "JobManager started"
+# line and prints it (the caller reads its RPC port from it).
 #   SPATE_CONF_DIR   the configuration folder (default: conf/ beside bin/)
 #   SPATE_BIN        the spate executable (default: bin/spate beside this
 #                    script when installed, else build/bin/spate)
@@ -53,21 +55,24 @@ start)
         exit 1
     fi
     log=$logdir/spate-$role-$n-$host.log
-    nohup "$spate" "$@" "$role" >"$log" 2>&1 </dev/null &
+    out=$logdir/spate-$role-$n-$host.out
+    # What the log held before: the wait below reads only what comes after.
+    before=$(stat -c %s "$log" 2>/dev/null || echo 0)
+    nohup "$spate" "$@" -D "log.file=$log" "$role" >>"$out" 2>&1 </dev/null &
     pid=$!
     echo $pid >"$pidfile"
     echo "Starting a $role on $host (pid $pid, log $log)"
     [ "$role" = jobmanager ] || exit 0
     i=0
-    while ! grep -q "JobManager started" "$log" 2>/dev/null; do
+    while ! tail -c +$((before + 1)) "$log" 2>/dev/null | grep -q "JobManager started"; do
         i=$((i + 1))
         if [ $i -gt 200 ] || ! alive "$pid"; then
-            echo "spate-daemon: the JobManager did not start; see $log" >&2
+            echo "spate-daemon: the JobManager did not start; see $log and $out" >&2
             exit 1
         fi
         sleep 0.05
     done
-    grep -m1 "JobManager started" "$log"
+    tail -c +$((before + 1)) "$log" | grep -m1 "JobManager started"
     ;;
 stop)
     [ -f "$pidfile" ] || exit 0

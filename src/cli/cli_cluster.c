@@ -239,6 +239,27 @@ wait_for_exit(int sfd, int efd, int timeout_ms)
     }
 }
 
+/* log.file: a daemon's lines go there, appended, rolling over at
+ * log.file.max-size (Flink's rolling file appender); 0, or 1 after saying
+ * why on standard error. */
+static int
+daemon_log_open(const struct config *conf)
+{
+    const char *path = NULL;
+    spate_error err = { 0 };
+    uint64_t max = 0;
+
+    if (config_get_string(conf, CFG(LOG_FILE), &path, NULL) != 0 || path == NULL || path[0] == '\0')
+        return 0;
+    if (config_get_memory_bytes(conf, CFG(LOG_FILE_MAX_SIZE), &max, &err) != 0 ||
+        log_open_file(path, &err) != 0) {
+        fprintf(stderr, "spate: %s\n", err.message);
+        return 1;
+    }
+    log_set_max_size((int64_t)MIN(max, (uint64_t)INT64_MAX));
+    return 0;
+}
+
 int
 cli_jobmanager(const struct config *conf, int argc, char **argv)
 {
@@ -261,6 +282,8 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
                 argv[1]);
         return 2;
     }
+    if (daemon_log_open(conf) != 0)
+        return 1;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
@@ -392,6 +415,8 @@ cli_taskmanager(const struct config *conf, int argc, char **argv)
         fprintf(stderr, "spate taskmanager: --count must be 1 to 100000\n");
         return 2;
     }
+    if (daemon_log_open(conf) != 0)
+        return 1;
     config_warn_misspelled(conf);
     tmp_dir_sweep_config(conf);
     return taskmanager_run(conf, count);

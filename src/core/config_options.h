@@ -371,6 +371,10 @@ struct config_option {
       "log threshold (SPATE_LOG_LEVEL overrides it)")                                              \
     X(ENV_LOG_DIR, "env.log.dir", STRING, "log", 0, 0, NULL, NULL,                                 \
       "folder of the per-process log files of the cluster processes")                              \
+    X(LOG_FILE, "log.file", STRING, NULL, 0, 0, NULL, NULL,                                        \
+      "file a JobManager or TaskManager logs to, appending (default: standard error)")             \
+    X(LOG_FILE_MAX_SIZE, "log.file.max-size", MEMORY, "100 mb", 0, CFG_NOLIMIT_HI, NULL, NULL,     \
+      "log.file rolls over at this size into log.file.1 ... .10, the oldest dropped (0: never)")   \
     X(ENV_SSH_OPTS, "env.ssh.opts", STRING, "", 0, 0, NULL, NULL,                                  \
       "options of the ssh command start-cluster.sh and stop-cluster.sh run on remote hosts")
 

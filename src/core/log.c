@@ -1,6 +1,7 @@
 /* Logging (log.h). Lines are formatted into a stack buffer and written with one
  * write(2); the file descriptor is swapped atomically, so any thread may log
  * while another opens the log file. */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +21,15 @@ _Atomic int log_threshold = LOG_LEVEL_INFO;
  * to either descriptor and the old one stays open until log_close_file. */
 static _Atomic int log_fd = 2;
 static _Atomic int log_owned_fd = -1;
+/* Rolling over: the owned file's path, its size as written since opened or
+ * rolled (relaxed adds: it only says when to roll), the size it rolls at (0:
+ * never), and the lock a thread that rolls holds. A roll puts the new
+ * file under the owned descriptor's number with dup3, so a line racing it
+ * goes to the old file or the new one, never to a closed descriptor. */
+static char log_path[4096];
+static _Atomic int64_t log_written;
+static _Atomic int64_t log_max_bytes;
+static pthread_mutex_t log_roll_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local char log_thread_name[16];
 /* The thread's job=/task= fields, prefixed to every message it logs. */
 static _Thread_local char log_thread_fields_buf[96];
@@ -96,9 +106,60 @@ log_open_file(const char *path, spate_error *err)
         return spate_error_set(err, -errno, "cannot open log file '%s': %s", path,
                                spate_strerror(-errno));
     log_close_file();
+    pthread_mutex_lock(&log_roll_lock);
+    snprintf(log_path, sizeof log_path, "%s", path);
+    pthread_mutex_unlock(&log_roll_lock);
+    {
+        struct stat st;
+
+        atomic_store(&log_written, fstat(fd, &st) == 0 ? (int64_t)st.st_size : 0);
+    }
     atomic_store(&log_owned_fd, fd);
     log_set_fd(fd);
     return 0;
+}
+
+void
+log_set_max_size(int64_t max_bytes)
+{
+    atomic_store(&log_max_bytes, max_bytes > 0 ? max_bytes : 0);
+}
+
+/* Rolls the owned file over when it is full: one thread does it. */
+static void
+log_roll(void)
+{
+    char from[4200], to[4200];
+    int owned, fd, e = 0;
+
+    /* The others wait the few calls a roll takes, then find it done: a
+     * roll that let them write on could be held up (its thread preempted)
+     * while they wrote past the size many times over. */
+    pthread_mutex_lock(&log_roll_lock);
+    owned = atomic_load(&log_owned_fd);
+    if (owned < 0 || atomic_load(&log_written) < atomic_load(&log_max_bytes)) {
+        pthread_mutex_unlock(&log_roll_lock);
+        return;
+    }
+    for (int i = LOG_FILE_BACKUPS - 1; i >= 1; i--) {
+        snprintf(from, sizeof from, "%s.%d", log_path, i);
+        snprintf(to, sizeof to, "%s.%d", log_path, i + 1);
+        rename(from, to); /* a missing one is no error */
+    }
+    snprintf(to, sizeof to, "%s.1", log_path);
+    fd = rename(log_path, to) == 0 ? open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)
+                                   : -1;
+    if (fd >= 0) {
+        dup3(fd, owned, O_CLOEXEC);
+        close(fd);
+    } else {
+        e = errno;
+    }
+    /* Failed, the file goes on growing: the next try after as many bytes. */
+    atomic_store(&log_written, 0);
+    pthread_mutex_unlock(&log_roll_lock);
+    if (fd < 0)
+        SPATE_LOG_WARN("log", "cannot roll the log file '%s' over: %s", log_path, strerror(e));
 }
 
 void
@@ -192,6 +253,10 @@ log_writev(enum log_level level, const char *component, const char *fmt, va_list
     if (write(atomic_load_explicit(&log_fd, memory_order_relaxed), line, n) < 0) {
         /* Nowhere left to report it. */
     }
+    if (atomic_load_explicit(&log_max_bytes, memory_order_relaxed) > 0 &&
+        atomic_fetch_add_explicit(&log_written, (int64_t)n, memory_order_relaxed) + (int64_t)n >=
+            atomic_load_explicit(&log_max_bytes, memory_order_relaxed))
+        log_roll();
 }
 
 void

@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include <spate/error.h>
 
@@ -80,6 +81,12 @@ void log_set_fd(int fd);
 int log_open_file(const char *path, spate_error *err);
 /* Closes a file opened by log_open_file and returns to stderr. */
 void log_close_file(void);
+/* The file log_open_file opened rolls over once it holds max_bytes (0:
+ * never, the default): it becomes path.1, path.1 path.2, ..., up to
+ * path.LOG_FILE_BACKUPS (the oldest goes), and lines go on to a new path,
+ * as Flink's rolling file appender (log.file.max-size). */
+#define LOG_FILE_BACKUPS 10
+void log_set_max_size(int64_t max_bytes);
 
 /* A short name for the calling thread, shown in its lines ("rpc", "task-3")
  * and, its first 15 bytes, to the OS (top -H, perf, gdb). */

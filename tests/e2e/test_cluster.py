@@ -149,18 +149,22 @@ class ScriptsTest(ClusterTestCase):
         with open(os.path.join(conf, "workers"), "w") as f:
             f.write("# two here\nlocalhost\n127.0.0.1\n")
         env = dict(os.environ, SPATE_CONF_DIR=conf, SPATE_BIN=SPATE)
-        r = subprocess.run([os.path.join(SOURCE, "bin", "start-cluster.sh")], env=env,
-                           capture_output=True, text=True, timeout=60)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        pids = {}
-        for name in os.listdir(logs):
-            if name.endswith(".pid"):
-                with open(os.path.join(logs, name)) as f:
-                    pids[name] = int(f.read())
+
+        def start():
+            """Runs start-cluster.sh: its processes' pid files and REST port."""
+            r = subprocess.run([os.path.join(SOURCE, "bin", "start-cluster.sh")], env=env,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            pids = {}
+            for name in os.listdir(logs):
+                if name.endswith(".pid"):
+                    with open(os.path.join(logs, name)) as f:
+                        pids[name] = int(f.read())
+            return pids, int(re.search(r"http://[\d.]+:(\d+)", r.stdout).group(1))
+        pids, self.rest_port = start()
         self.assertEqual(sorted(pids), ["spate-jobmanager-0.pid", "spate-taskmanager-0.pid",
                                         "spate-taskmanager-1.pid"])
         try:
-            self.rest_port = int(re.search(r"http://[\d.]+:(\d+)", r.stdout).group(1))
             self.wait_overview(2, slots=4)
             r = subprocess.run([os.path.join(SOURCE, "bin", "stop-cluster.sh")], env=env,
                                capture_output=True, text=True, timeout=60)
@@ -170,6 +174,20 @@ class ScriptsTest(ClusterTestCase):
                                  open(f"/proc/{pid}/stat").read().split()[2] != "Z")
             self.assertEqual([n for n in os.listdir(logs) if n.endswith(".pid")], [])
             self.assertTrue(any(n.startswith("spate-taskmanager-0-") for n in os.listdir(logs)))
+            # A second start appends to the logs (log.file), as Flink's
+            # does, and its wait reads only its own start's line.
+            jm_log = next(os.path.join(logs, n) for n in os.listdir(logs)
+                          if n.startswith("spate-jobmanager-0-") and n.endswith(".log"))
+            pids, second = start()
+            self.assertNotEqual(second, self.rest_port, "the first start's line was read")
+            self.rest_port = second
+            self.wait_overview(2, slots=4)
+            r = subprocess.run([os.path.join(SOURCE, "bin", "stop-cluster.sh")], env=env,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(jm_log) as f:
+                self.assertEqual(f.read().count("JobManager started"), 2)
+            self.assertTrue(os.path.exists(jm_log[:-len(".log")] + ".out"))
         finally:
             for pid in pids.values():
                 try:

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -173,4 +175,96 @@ Test(log, limited_lines_stop_at_the_burst_and_count_the_rest)
     cr_assert(strstr(text, "(980 lines like the next were not logged in the last 10 s)") != NULL,
               "%s", text);
     cr_assert(strstr(text, "refused connection 1000") != NULL);
+}
+
+/* Lines of "line N" in path (0 when it does not exist); their numbers
+ * marked in seen. */
+static int
+count_lines(const char *path, bool *seen, int max)
+{
+    FILE *f = fopen(path, "r");
+    char buf[512];
+    int n = 0, k;
+
+    if (f == NULL)
+        return 0;
+    while (fgets(buf, sizeof buf, f) != NULL) {
+        const char *at = strstr(buf, "line ");
+
+        if (at != NULL && sscanf(at, "line %d", &k) == 1 && k >= 0 && k < max) {
+            cr_assert(!seen[k], "line %d twice", k);
+            seen[k] = true;
+            n++;
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+typedef struct {
+    int from, count;
+} writer_arg;
+
+static void *
+roll_writer(void *arg)
+{
+    writer_arg *w = arg;
+
+    for (int i = w->from; i < w->from + w->count; i++)
+        SPATE_LOG_INFO("roll", "line %d", i);
+    return NULL;
+}
+
+Test(log, the_file_rolls_over_at_its_size_and_keeps_ten, .timeout = 60)
+{
+    char dir[] = "/tmp/spate-test-logroll-XXXXXX";
+    char path[128], other[160];
+    enum { LINES = 4000 };
+    static bool seen[LINES];
+    pthread_t t[2];
+    writer_arg w[2] = { { 0, LINES / 2 }, { LINES / 2, LINES / 2 } };
+    spate_error err = { 0 };
+    struct stat st;
+    int total = 0;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/jm.log", dir);
+    cr_assert_eq(log_open_file(path, &err), 0, "%s", err.message);
+    log_set_level(LOG_LEVEL_INFO);
+    /* ~75 bytes a line, 4000 lines: about 300 KB over 64 KB files, so four
+     * rolls; two threads log at once. */
+    log_set_max_size(64 * 1024);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, roll_writer, &w[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    log_close_file();
+    log_set_max_size(0);
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_lt(st.st_size, 64 * 1024 + 512);
+    total += count_lines(path, seen, LINES);
+    for (int i = 1; i <= LOG_FILE_BACKUPS + 1; i++) {
+        snprintf(other, sizeof other, "%s.%d", path, i);
+        if (i <= 3)
+            cr_assert_eq(stat(other, &st), 0, "no %s", other);
+        if (stat(other, &st) == 0)
+            cr_assert_leq(st.st_size, 64 * 1024 + 512, "%s: %lld bytes", other,
+                          (long long)st.st_size);
+        total += count_lines(other, seen, LINES);
+    }
+    /* Every line in exactly one file: none lost, none twice. */
+    cr_assert_eq(total, LINES);
+    /* Appending, and keeping only ten: 40 more rolls of small files. */
+    cr_assert_eq(log_open_file(path, &err), 0, "%s", err.message);
+    log_set_max_size(100);
+    for (int i = 0; i < 40; i++)
+        SPATE_LOG_INFO("roll", "again %d", i);
+    log_close_file();
+    log_set_max_size(0);
+    snprintf(other, sizeof other, "%s.%d", path, LOG_FILE_BACKUPS);
+    cr_assert_eq(stat(other, &st), 0, "no %s", other);
+    snprintf(other, sizeof other, "%s.%d", path, LOG_FILE_BACKUPS + 1);
+    cr_assert_neq(stat(other, &st), 0, "%s is one too many", other);
+    snprintf(other, sizeof other, "rm -rf '%s'", dir);
+    cr_assert_eq(system(other), 0);
 }
