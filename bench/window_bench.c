@@ -14,11 +14,14 @@
  * of the engine's runs, counted by callgrind over WINDOW_BENCH_INSTR_EVENTS
  * (1,000,000: one window of the keyed workload) and twice as many
  * (bench_instr.h).
- * WINDOW_BENCH_PROMETHEUS=1: the runs start the Prometheus reporter
- * (metrics.reporter.prom.*, through a copy of the build's conf/ with those
- * keys) and a thread of the benchmark scrapes it every second, as a
- * Prometheus server would; compare with runs without it, interleaved, for
- * the reporter's overhead. */
+ * WINDOW_BENCH_PROMETHEUS=1: each round also runs the window at p1 and p2
+ * with the Prometheus reporter on (metrics.reporter.prom.*, through a copy
+ * of the build's conf/ with those keys), which a thread of the benchmark
+ * scrapes every second as a Prometheus server would; right before the
+ * round's engine runs without it in odd rounds, after them in even ones.
+ * The reporter's cost is the median of the rounds' ratios
+ * ("prometheus_over_plain_p1", "_p2": 1 is none). Latency tracking is off,
+ * as by default. */
 #include <arpa/inet.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -182,6 +185,7 @@ run_engine(const char *workload, int p, uint64_t n, struct engine_run *out)
 
 struct scraper {
     int port;
+    char conf[128]; /* the folder of the config with the reporter's keys */
     atomic_bool stop;
     atomic_long scrapes; /* answers with Flink's metric names */
     pthread_t thread;
@@ -255,7 +259,7 @@ scraper_start(struct scraper *s, const char *bindir)
             s->port);
     fclose(out);
     *strrchr(conf, '/') = '\0';
-    setenv("SPATE_CONF_DIR", conf, 1);
+    snprintf(s->conf, sizeof s->conf, "%s", conf);
     atomic_store(&s->stop, false);
     atomic_store(&s->scrapes, 0);
     if (pthread_create(&s->thread, NULL, scrape_loop, s) != 0)
@@ -291,6 +295,27 @@ instr_per_event(const char *name, int p, uint64_t n)
     return bench_instr_local(spate, tmpdir, p, job, a, b, n, 2 * n);
 }
 
+static void check(const char *what, const struct checksums *engine, const struct checksums *loop);
+
+/* The window at p1 and p2 with the reporter on (its config for these runs
+ * only), checked against the loop's checksums. */
+static void
+run_with_reporter(struct scraper *s, uint64_t n, const struct checksums *wc, double *p1, double *p2)
+{
+    struct engine_run a, b;
+
+    setenv("SPATE_CONF_DIR", s->conf, 1);
+    run_engine("window", 1, n, &a);
+    run_engine("window", 2, n, &b);
+    unsetenv("SPATE_CONF_DIR");
+    check("window p1 with the reporter", &a.c, wc);
+    check("window p2 with the reporter", &b.c, wc);
+    *p1 = a.events_per_s;
+    *p2 = b.events_per_s;
+    json_decref(a.plan);
+    json_decref(b.plan);
+}
+
 static void
 check(const char *what, const struct checksums *engine, const struct checksums *loop)
 {
@@ -308,7 +333,7 @@ main(int argc, char **argv)
     const char *e;
     uint64_t n = (e = getenv("WINDOW_BENCH_EVENTS")) ? strtoull(e, NULL, 10) : 20000000;
     int runs = (e = getenv("WINDOW_BENCH_RUNS")) ? atoi(e) : 5;
-    double base[16], ysb_base[16], p1[16], p2[16], ysb2[16];
+    double base[16], ysb_base[16], p1[16], p2[16], ysb2[16], pp1[16], pp2[16], r1[16], r2[16];
     struct checksums wc, yc;
     json_t *plan = NULL, *ysb_plan = NULL, *rounds = json_array(), *out;
     long rss_kb = 0, scrapes = -1;
@@ -337,19 +362,24 @@ main(int argc, char **argv)
         scraper_start(&scraper, dir);
     for (int i = 0; i < runs; i++) {
         struct engine_run a, b, y;
-        uint64_t t0 = clock_mono_ns();
+        uint64_t t0;
 
+        t0 = clock_mono_ns();
         loop_window(n, &wc);
         base[i] = (double)n / ((double)(clock_mono_ns() - t0) / 1e9);
         t0 = clock_mono_ns();
         loop_ysb(n, &yc);
         ysb_base[i] = (double)n / ((double)(clock_mono_ns() - t0) / 1e9);
+        if (prom && i % 2 == 0) /* the loops' checksums first */
+            run_with_reporter(&scraper, n, &wc, &pp1[i], &pp2[i]);
         run_engine("window", 1, n, &a);
         run_engine("window", 2, n, &b);
         run_engine("ysb", 2, n, &y);
         check("window p1", &a.c, &wc);
         check("window p2", &b.c, &wc);
         check("ysb p2", &y.c, &yc);
+        if (prom && i % 2 == 1)
+            run_with_reporter(&scraper, n, &wc, &pp1[i], &pp2[i]);
         p1[i] = a.events_per_s;
         p2[i] = b.events_per_s;
         ysb2[i] = y.events_per_s;
@@ -358,6 +388,20 @@ main(int argc, char **argv)
                                         base[i], "events_per_s_p1", p1[i], "events_per_s_p2", p2[i],
                                         "p2_over_p1", p2[i] / p1[i], "ysb_baseline_events_per_s",
                                         ysb_base[i], "ysb_events_per_s_p2", ysb2[i]));
+        if (prom) {
+            json_t *last = json_array_get(rounds, json_array_size(rounds) - 1);
+
+            r1[i] = pp1[i] / p1[i];
+            r2[i] = pp2[i] / p2[i];
+            json_object_set_new(last, "events_per_s_p1_prometheus", json_real(pp1[i]));
+            json_object_set_new(last, "events_per_s_p2_prometheus", json_real(pp2[i]));
+            json_object_set_new(last, "prometheus_over_plain_p1", json_real(r1[i]));
+            json_object_set_new(last, "prometheus_over_plain_p2", json_real(r2[i]));
+            fprintf(stderr,
+                    "window_bench: round %d: with the reporter p1 %.1f M/s (%.3f of plain), "
+                    "p2 %.1f M/s (%.3f)\n",
+                    i + 1, pp1[i] / 1e6, r1[i], pp2[i] / 1e6, r2[i]);
+        }
         rss_kb = a.rss_kb > rss_kb ? a.rss_kb : rss_kb;
         json_decref(plan);
         json_decref(ysb_plan);
@@ -409,6 +453,14 @@ main(int argc, char **argv)
             (json_int_t)wc.count, "checksum_sum", (json_int_t)wc.sum, "windows",
             (json_int_t)wc.windows, "prometheus", prom, "prometheus_scrapes", (json_int_t)scrapes,
             "rounds", rounds, "instr", instr_json, "plan", plan, "ysb_plan", ysb_plan);
+        if (prom) {
+            json_object_set_new(out, "events_per_s_p1_prometheus",
+                                json_real(bench_median(pp1, runs)));
+            json_object_set_new(out, "events_per_s_p2_prometheus",
+                                json_real(bench_median(pp2, runs)));
+            json_object_set_new(out, "prometheus_over_plain_p1", json_real(bench_median(r1, runs)));
+            json_object_set_new(out, "prometheus_over_plain_p2", json_real(bench_median(r2, runs)));
+        }
         s = json_dumps(out, JSON_COMPACT);
         printf("%s\n", s);
         free(s);
