@@ -61,6 +61,12 @@ tls_reload_request(void)
     atomic_fetch_add_explicit(&tls_generation, 1, memory_order_relaxed);
 }
 
+unsigned
+tls_reload_generation(void)
+{
+    return atomic_load_explicit(&tls_generation, memory_order_relaxed);
+}
+
 void
 tls_reload_on_sighup(void)
 {

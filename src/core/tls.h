@@ -48,6 +48,9 @@ const char *tls_context_truststore_file(const struct tls_context *ctx);
 /* Async-signal-safe: every context reads its files again before its next
  * connection (SIGHUP). */
 void tls_reload_request(void);
+/* How many reloads were asked for so far: a holder of certificates other
+ * than a context's (the REST server's) reads them again when it changed. */
+unsigned tls_reload_generation(void);
 /* A daemon's SIGHUP (from its signalfd's thread): the same, with a log line. */
 void tls_reload_on_sighup(void);
 

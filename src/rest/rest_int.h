@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/tmp_dir.h"
 #include "rest/metric_fetcher.h"
+#include "rest/rest_tls.h"
 #include "rpc/gateways.h"
 #include "rpc/service.h"
 
@@ -46,11 +47,8 @@ struct rest_server {
     char *incoming_dir;      /* request bodies being received */
     char *self_exe;          /* the spate executable, for plan-only children */
     struct metric_fetcher *metrics;
-    struct rest_auth *auth; /* rest.authentication, NULL: off */
-    /* HTTPS (security.ssl.rest.*): the PEM texts libmicrohttpd reads while
-     * it runs; NULL: plain HTTP. */
-    char *tls_cert, *tls_key, *tls_trust;
-    bool tls_client_auth;          /* security.ssl.rest.authentication-enabled */
+    struct rest_auth *auth;        /* rest.authentication, NULL: off */
+    struct rest_tls tls;           /* HTTPS (security.ssl.rest.*); off: plain HTTP */
     struct log_ratelimit refusals; /* libmicrohttpd's errors, refused requests */
     /* The JobManager's own registry (its jobs' groups; may be NULL). */
     struct metric_registry *registry;

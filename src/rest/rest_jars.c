@@ -136,8 +136,8 @@ rest_jar_list(struct rest_request *rq)
     char address[300];
 
     config_get_string(rq->rs->conf, CFG(REST_ADDRESS), &host, NULL);
-    snprintf(address, sizeof address, "%s://%s:%d", rq->rs->tls_cert ? "https" : "http", host,
-             rq->rs->port);
+    snprintf(address, sizeof address, "%s://%s:%d", rest_tls_on(&rq->rs->tls) ? "https" : "http",
+             host, rq->rs->port);
     while (d != NULL && (e = readdir(d)) != NULL) {
         const char *name = strchr(e->d_name, '_');
         struct stat st;

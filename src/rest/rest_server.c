@@ -484,7 +484,7 @@ rest_begin(struct rest_request *rq, const char *url, const char *method)
     enum MHD_Result denied;
     bool known;
 
-    if (rq->rs->tls_client_auth && !rest_client_certified(rq->rs, c, method, url))
+    if (rq->rs->tls.client_auth && !rest_client_certified(rq->rs, c, method, url))
         return rest_error(c, MHD_HTTP_UNAUTHORIZED,
                           "Unauthorized: this server needs a client certificate its truststore "
                           "trusts (security.ssl.rest.authentication-enabled)");
@@ -667,67 +667,6 @@ rest_log(void *cls, const char *fmt, va_list ap)
     SPATE_LOG_LIMITED(&rs->refusals, LOG_LEVEL_WARN, REST_LOG, "%s", msg);
 }
 
-static char *
-rest_read_pem(const char *key, const char *path, spate_error *err)
-{
-    FILE *f = fopen(path, "r");
-    char *buf = NULL;
-    size_t len = 0, cap = 0, n;
-
-    if (f == NULL) {
-        spate_error_set(err, SPATE_ECONFIG, "%s: cannot read '%s': %s", key, path, strerror(errno));
-        return NULL;
-    }
-    do {
-        if (cap - len < 4096)
-            buf = xrealloc(buf, cap = cap * 2 + 4096);
-        n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-    } while (n > 0);
-    fclose(f);
-    buf[len] = '\0';
-    return buf;
-}
-
-/* HTTPS, when security.ssl.rest.enabled: the files are checked as for
- * every TLS context (tls.h), then given to libmicrohttpd as PEM text. */
-static int
-rest_tls_load(struct rest_server *rs, const struct config *conf, spate_error *err)
-{
-    struct tls_context *ctx = NULL;
-    const char *trust;
-    int rc;
-
-    if ((rc = tls_context_from_config(conf, TLS_REST, &ctx, err)) != 0 || ctx == NULL)
-        return rc;
-    config_get_bool(conf, CFG(SECURITY_SSL_REST_AUTHENTICATION_ENABLED), &rs->tls_client_auth,
-                    NULL);
-    trust = tls_context_truststore_file(ctx);
-    if (tls_context_cert_file(ctx) == NULL) {
-        tls_context_unref(ctx);
-        return spate_error_set(err, SPATE_ECONFIG,
-                               "%s: not set (HTTPS needs the REST server's certificate)",
-                               CFG(SECURITY_SSL_REST_CERT)->key);
-    }
-    if ((rs->tls_cert = rest_read_pem(CFG(SECURITY_SSL_REST_CERT)->key, tls_context_cert_file(ctx),
-                                      err)) == NULL ||
-        (rs->tls_key = rest_read_pem(CFG(SECURITY_SSL_REST_KEY)->key, tls_context_key_file(ctx),
-                                     err)) == NULL ||
-        (rs->tls_client_auth && (rs->tls_trust = rest_read_pem(
-                                     CFG(SECURITY_SSL_REST_TRUSTSTORE)->key, trust, err)) == NULL))
-        rc = err != NULL ? err->code : SPATE_ECONFIG;
-    tls_context_unref(ctx);
-    return rc;
-}
-
-static void
-rest_tls_free(struct rest_server *rs)
-{
-    free(rs->tls_cert);
-    free(rs->tls_key);
-    free(rs->tls_trust);
-}
-
 /* The daemon on port, over HTTPS when rs has a certificate. */
 static struct MHD_Daemon *
 rest_daemon_start(struct rest_server *rs, const struct config *conf, int port,
@@ -738,17 +677,18 @@ rest_daemon_start(struct rest_server *rs, const struct config *conf, int port,
     struct MHD_OptionItem tls[5] = { { MHD_OPTION_END, 0, NULL } };
     int proto = 0, n = 0;
 
-    if (rs->tls_cert != NULL) {
+    if (rest_tls_on(&rs->tls)) {
         flags |= MHD_USE_TLS;
         config_get_enum(conf, CFG(SECURITY_SSL_PROTOCOL), &proto, NULL);
-        tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, rs->tls_cert };
-        tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, rs->tls_key };
+        /* The certificate through a callback, so that SIGHUP can change it. */
+        tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+                                            (void *)rest_tls_certificate };
         tls[n++] =
             (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
                                      proto == 1 ? "NORMAL:-VERS-ALL:+VERS-TLS1.3"
                                                 : "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2" };
-        if (rs->tls_trust != NULL)
-            tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, rs->tls_trust };
+        if (rs->tls.trust != NULL)
+            tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, rs->tls.trust };
         tls[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
     }
     sa->sin_port = htons((uint16_t)port);
@@ -758,8 +698,9 @@ rest_daemon_start(struct rest_server *rs, const struct config *conf, int port,
     return MHD_start_daemon(
         flags, (uint16_t)port, NULL, NULL, rest_dispatch, rs, MHD_OPTION_EXTERNAL_LOGGER, rest_log,
         rs, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)sa, MHD_OPTION_NOTIFY_COMPLETED,
-        rest_completed, rs, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+        rest_completed, rs, MHD_OPTION_NOTIFY_CONNECTION, rest_tls_notify, rs,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+        MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 int
@@ -808,7 +749,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
                                      err)) != 0)
         goto fail;
     rs->metrics = metric_fetcher_new(o->svc, rs->rm, interval, REST_METRICS_FETCH_MS);
-    if ((rc = rest_tls_load(rs, o->conf, err)) != 0)
+    if ((rc = rest_tls_init(&rs->tls, o->conf, err)) != 0)
         goto fail;
     for (int port = lo; port <= hi && rs->daemon == NULL; port++)
         rs->daemon = rest_daemon_start(rs, o->conf, port, &sa);
@@ -822,7 +763,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     *out = rs;
     return 0;
 fail:
-    rest_tls_free(rs);
+    rest_tls_release(&rs->tls);
     rest_auth_free(rs->auth);
     rest_jars_stop(rs);
     metric_fetcher_free(rs->metrics);
@@ -835,7 +776,7 @@ fail:
 bool
 rest_server_https(const struct rest_server *rs)
 {
-    return rs->tls_cert != NULL;
+    return rest_tls_on(&rs->tls);
 }
 
 int
@@ -855,7 +796,7 @@ rest_server_stop(struct rest_server *rs)
     for (int i = 0; i < 400 && atomic_load(&rs->inflight) > 0; i++)
         nanosleep(&ts, NULL);
     MHD_stop_daemon(rs->daemon);
-    rest_tls_free(rs);
+    rest_tls_release(&rs->tls);
     rest_auth_free(rs->auth);
     rest_jars_stop(rs);
     metric_fetcher_free(rs->metrics);

@@ -13,8 +13,8 @@ security.ssl.internal.* (RPC, data, blob) and security.ssl.rest.* (HTTPS).
 - configuration errors refused at start, naming the key and the file: a
   missing file, a file without PEM, a key that does not match, an expired
   certificate;
-- SIGHUP: certificates read again before the next connection; a bad file
-  keeps the old ones."""
+- SIGHUP: certificates read again before the next connection, internal
+  ones and REST's; a bad file keeps the old ones."""
 
 import os
 import re
@@ -263,6 +263,50 @@ class TlsTest(ClusterTestCase):
         wait_for(lambda: jm.count(r"SIGHUP: certificates are read again") == 2, 30, "SIGHUP 2")
         self.assertEqual(self.tls_exchange(self.rpc_port, "node")[:4], b"SPRC")
         jm.wait_log(r"certificates not reloaded, the old ones stay: security.ssl.internal.cert: "
+                    r"'" + re.escape(own) + r"/node.pem' holds no PEM certificate")
+        self.assertTrue(jm.alive())
+
+    def rest_served_cert(self):
+        """The DER certificate the REST port serves a new connection."""
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        with socket.create_connection(("127.0.0.1", self.rest_port), timeout=10) as raw:
+            with ctx.wrap_socket(raw) as s:
+                return s.getpeercert(binary_form=True)
+
+    def test_sighup_reloads_the_rest_certificate_and_keeps_it_when_a_file_is_bad(self):
+        own = os.path.join(self.tmp, "own")
+        shutil.copytree(self.certs, own)
+        jm = self.start_jobmanager("-D", "security.ssl.rest.enabled=true",
+                                   "-D", f"security.ssl.rest.cert={own}/node.pem",
+                                   "-D", f"security.ssl.rest.key={own}/node.key",
+                                   "-D", f"security.ssl.rest.truststore={own}/ca.pem")
+        der = {}
+        for n in ("node", "other"):
+            with open(self.cert(n + ".pem")) as f:
+                der[n] = ssl.PEM_cert_to_DER_cert(f.read())
+        self.assertEqual(self.rest_served_cert(), der["node"])
+        # Another certificate in the same files: served after SIGHUP, and
+        # REST answers over it.
+        shutil.copy(self.cert("other.pem"), os.path.join(own, "node.pem"))
+        shutil.copy(self.cert("other.key"), os.path.join(own, "node.key"))
+        self.assertEqual(self.rest_served_cert(), der["node"], "read again without SIGHUP")
+        jm.signal(signal.SIGHUP)
+        jm.wait_log(r"SIGHUP: certificates are read again")
+        self.assertEqual(self.rest_served_cert(), der["other"])
+        jm.wait_log(r"REST certificates reloaded from '" + re.escape(own) + "/node.pem'")
+        self.ssl_context = ssl.create_default_context(cafile=self.cert("other-ca.pem"))
+        self.ssl_context.check_hostname = False
+        status, _ = self.rest("/config")
+        self.assertEqual(status, 200)
+        # A broken file: the last good certificate stays.
+        with open(os.path.join(own, "node.pem"), "w") as f:
+            f.write("broken\n")
+        jm.signal(signal.SIGHUP)
+        wait_for(lambda: jm.count(r"SIGHUP: certificates are read again") == 2, 30, "SIGHUP 2")
+        self.assertEqual(self.rest_served_cert(), der["other"])
+        jm.wait_log(r"REST certificates not reloaded, the old ones stay: security.ssl.rest.cert: "
                     r"'" + re.escape(own) + r"/node.pem' holds no PEM certificate")
         self.assertTrue(jm.alive())
 
