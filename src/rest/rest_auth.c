@@ -155,13 +155,28 @@ auth_valid(const struct rest_auth *a, const char *h, const char **why)
     return false;
 }
 
+void
+rest_peer(struct MHD_Connection *c, char *buf, size_t cap)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+    snprintf(buf, cap, "?");
+    if (ci != NULL && ci->client_addr != NULL && ci->client_addr->sa_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)ci->client_addr;
+        char ip[INET_ADDRSTRLEN];
+
+        inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof ip);
+        snprintf(buf, cap, "%s:%d", ip, ntohs(sin->sin_port));
+    }
+}
+
 bool
 rest_auth_check(const struct rest_auth *a, struct log_ratelimit *rl, struct MHD_Connection *c,
                 const char *method, const char *url, enum MHD_Result *ret)
 {
-    const union MHD_ConnectionInfo *ci;
     struct MHD_Response *r;
-    char peer[64] = "?", *text;
+    char peer[64], *text;
     const char *why;
     json_t *body;
 
@@ -170,14 +185,7 @@ rest_auth_check(const struct rest_auth *a, struct log_ratelimit *rl, struct MHD_
         return true;
     if (auth_valid(a, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), &why))
         return true;
-    ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (ci != NULL && ci->client_addr != NULL && ci->client_addr->sa_family == AF_INET) {
-        const struct sockaddr_in *sin = (const struct sockaddr_in *)ci->client_addr;
-        char ip[INET_ADDRSTRLEN];
-
-        inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof ip);
-        snprintf(peer, sizeof peer, "%s:%d", ip, ntohs(sin->sin_port));
-    }
+    rest_peer(c, peer, sizeof peer);
     SPATE_LOG_LIMITED(rl, LOG_LEVEL_WARN, REST_LOG,
                       "refused %s %s from %s: %s (rest.authentication)", method, url, peer, why);
     body = json_pack("{s:[s]}", "errors",

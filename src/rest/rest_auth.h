@@ -23,6 +23,8 @@ void rest_auth_free(struct rest_auth *a);
 /* Whether the request may go on; if not, the 401 is queued, *ret is what
  * the access handler returns, and the refusal is logged through rl. a may
  * be NULL (off). */
+/* The client's address as "ip:port" ("?" when unknown) into buf. */
+void rest_peer(struct MHD_Connection *c, char *buf, size_t cap);
 bool rest_auth_check(const struct rest_auth *a, struct log_ratelimit *rl, struct MHD_Connection *c,
                      const char *method, const char *url, enum MHD_Result *ret);
 

@@ -50,6 +50,7 @@ struct rest_server {
     struct rest_auth *auth;        /* rest.authentication, NULL: off */
     struct rest_tls tls;           /* HTTPS (security.ssl.rest.*); off: plain HTTP */
     struct log_ratelimit refusals; /* libmicrohttpd's errors, refused requests */
+    struct log_ratelimit access;   /* the access log's lines */
     /* The JobManager's own registry (its jobs' groups; may be NULL). */
     struct metric_registry *registry;
     /* Requests between their first call and their completion; stop waits

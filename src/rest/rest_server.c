@@ -611,6 +611,15 @@ rest_dispatch(void *cls, struct MHD_Connection *c, const char *url, const char *
     }
     if (rq->error != NULL)
         return rest_error(c, MHD_HTTP_BAD_REQUEST, "%s", rq->error);
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        char peer[64];
+
+        /* The access log of changes (rate-limited: without authentication
+         * anyone may make us write it). */
+        rest_peer(c, peer, sizeof peer);
+        SPATE_LOG_LIMITED(&rs->access, LOG_LEVEL_INFO, REST_LOG, "access: %s %s from %s%s", method,
+                          url, peer, rs->auth != NULL ? " (authenticated)" : "");
+    }
     return rq->route->fn(rq);
 }
 

@@ -364,6 +364,11 @@ class RestSecurityTest(ClusterTestCase):
         status, _, _ = self.http(f"/jobs/{jid}?mode=cancel", "PATCH", auth="Bearer second-token")
         self.assertEqual(status, 202)
         wait_for(lambda: self.job(jid)["state"] == "CANCELED", 60, "the job canceled")
+        # The access log names who changed what: REST's client, then the
+        # RPC control it led to; refused requests reached neither.
+        jm.wait_log(r"access: PATCH /jobs/" + jid + r" from 127\.0\.0\.1:\d+ \(authenticated\)")
+        jm.wait_log(r"rpc: access: dispatcher\.cancel_job from ")
+        self.assertEqual(jm.count(r"access: PATCH /jobs/"), 1)
 
     def test_basic_credentials_and_the_cli(self):
         creds = self.private_file("users", "alice:s3cr3t pass\n")
