@@ -50,5 +50,7 @@ void shim_check(int ok, const char *expr, const char *file, int line, const char
 #define cr_assert_not_null(p, ...)   SHIM_CHECK((p) != NULL, #p " != NULL", __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...)  SHIM_CHECK(strcmp((a), (b)) == 0, #a " == " #b, __VA_ARGS__)
 #define cr_assert_str_neq(a, b, ...) SHIM_CHECK(strcmp((a), (b)) != 0, #a " != " #b, __VA_ARGS__)
+#define cr_assert_float_eq(a, b, eps, ...) \
+    SHIM_CHECK((a) - (b) <= (eps) && (b) - (a) <= (eps), #a " == " #b " +- " #eps, __VA_ARGS__)
 
 #endif
