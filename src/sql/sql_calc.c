@@ -647,10 +647,8 @@ const struct operator_vtable sql_calc_vtable = {
 };
 
 static const struct connector_entry sql_entries[] = {
-    { OP_SQL_CALC, &sql_calc_vtable },
-    { OP_SQL_AGG, &sql_agg_vtable },
-    { OP_SQL_JOIN, &sql_join_vtable },
-    { OP_SQL_RANK, &sql_rank_vtable },
+    { OP_SQL_CALC, &sql_calc_vtable }, { OP_SQL_AGG, &sql_agg_vtable },
+    { OP_SQL_JOIN, &sql_join_vtable }, { OP_SQL_RANK, &sql_rank_vtable },
     { OP_SQL_OVER, &sql_over_vtable },
 };
 
