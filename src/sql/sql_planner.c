@@ -933,6 +933,55 @@ add_target(json_t *targets, const char *name, json_t *val)
                           json_pack("{s:{s:s,s:O}}", "ResTarget", "name", name, "val", val));
 }
 
+/* The FROM of a query whose plan puts nodes above it, planned into rel with
+ * its EXPLAIN text in *text (NULL without EXPLAIN), four levels below the
+ * query's last Calc. */
+static int
+plan_from_below(struct sql_plan_context *pc, json_t *select, struct sql_relation *rel,
+                struct sql_window *win, char **text)
+{
+    FILE *explain = pc->explain;
+    size_t len = 0;
+    int rc;
+
+    if (explain != NULL) {
+        pc->explain = open_memstream(text, &len);
+        pc->depth += 4;
+    }
+    rc = plan_from(pc, select, rel, win);
+    if (explain != NULL) {
+        fclose(pc->explain);
+        pc->explain = explain;
+        pc->depth -= 4;
+    }
+    return rc;
+}
+
+/* The first Calc of such a query, over in (from_text its EXPLAIN text,
+ * taken), into out, with its own text in *text, three levels below the
+ * last Calc. */
+static int
+plan_calc_below(struct sql_plan_context *pc, struct sql_relation *in,
+                const struct calc_request *req, char *from_text, struct sql_relation *out,
+                char **text)
+{
+    FILE *explain = pc->explain;
+    size_t len = 0;
+    int rc;
+
+    if (explain != NULL) {
+        pc->explain = open_memstream(text, &len);
+        pc->depth += 3;
+    }
+    rc = plan_calc(pc, in, req, from_text, out);
+    if (explain != NULL) {
+        fclose(pc->explain);
+        pc->explain = explain;
+        pc->depth -= 3;
+    }
+    return rc;
+}
+
 /* SELECT ... GROUP BY (or with aggregates, or over a window table
  * function): a Calc that computes the group columns, the calls' arguments
  * and FILTERs and the group key; an exchange by that key; the aggregate
@@ -949,9 +998,9 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
     struct sql_relation in = { 0 }, mid = { 0 }, agg = { 0 };
     struct sql_agg_spec spec = { 0 };
     struct agg_plan ap = { 0 };
-    FILE *explain = pc->explain, *below = NULL;
+    FILE *explain = pc->explain;
     char *from_text = NULL, *pre_text = NULL, *agg_text = NULL, *in_name = NULL;
-    size_t from_len = 0, pre_len = 0, agg_len = 0;
+    size_t agg_len = 0;
     bool seen_start = false, seen_end = false;
     struct calc_request req = { 0 };
     const spate_type *fields[TYPES_ROW_MAX_FIELDS];
@@ -960,18 +1009,7 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
     int rc, nout, col;
     size_t i;
 
-    /* The FROM, four levels below the last Calc. */
-    if (explain != NULL) {
-        below = open_memstream(&from_text, &from_len);
-        pc->explain = below;
-        pc->depth += 4;
-    }
-    rc = plan_from(pc, select, &in, &win);
-    if (explain != NULL) {
-        fclose(below);
-        pc->explain = explain;
-        pc->depth -= 4;
-    }
+    rc = plan_from_below(pc, select, &in, &win, &from_text);
     if (rc != 0)
         goto out;
     if (in.updating) {
@@ -1077,18 +1115,8 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
         }
     }
     req = (struct calc_request){ pre, where, SQL_FORMAT_ROW, NULL, true, ap.ngroup, -1, "WHERE" };
-    if (explain != NULL) {
-        below = open_memstream(&pre_text, &pre_len);
-        pc->explain = below;
-        pc->depth += 3;
-    }
-    rc = plan_calc(pc, &in, &req, from_text, &mid);
+    rc = plan_calc_below(pc, &in, &req, from_text, &mid, &pre_text);
     from_text = NULL;
-    if (explain != NULL) {
-        fclose(below);
-        pc->explain = explain;
-        pc->depth -= 3;
-    }
     if (rc != 0)
         goto out;
     if (mid.ncols != col) {
@@ -1337,9 +1365,9 @@ plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
     struct sql_relation in = { 0 }, mid = { 0 }, ranked = { 0 };
     struct sql_rank_spec spec = { 0 };
     struct calc_request req;
-    FILE *explain = pc->explain, *below = NULL;
+    FILE *explain = pc->explain;
     char *from_text = NULL, *pre_text = NULL, *rank_text = NULL;
-    size_t from_len = 0, pre_len = 0, rank_len = 0, i;
+    size_t rank_len = 0, i;
     const spate_type *fields[TYPES_ROW_MAX_FIELDS];
     struct sql_column *out_cols = NULL;
     struct spate_stream *node;
@@ -1419,18 +1447,7 @@ plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
         outer_where = json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", rest,
                                 "location", -1);
 
-    /* The subquery's FROM, four levels below the last Calc. */
-    if (explain != NULL) {
-        below = open_memstream(&from_text, &from_len);
-        pc->explain = below;
-        pc->depth += 4;
-    }
-    rc = plan_from(pc, sub, &in, NULL);
-    if (explain != NULL) {
-        fclose(below);
-        pc->explain = explain;
-        pc->depth -= 4;
-    }
+    rc = plan_from_below(pc, sub, &in, NULL, &from_text);
     if (rc != 0)
         goto out;
     if (in.updating) {
@@ -1463,18 +1480,8 @@ plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
                                  (int)json_array_size(parts),
                                  -1,
                                  "WHERE" };
-    if (explain != NULL) {
-        below = open_memstream(&pre_text, &pre_len);
-        pc->explain = below;
-        pc->depth += 3;
-    }
-    rc = plan_calc(pc, &in, &req, from_text, &mid);
+    rc = plan_calc_below(pc, &in, &req, from_text, &mid, &pre_text);
     from_text = NULL;
-    if (explain != NULL) {
-        fclose(below);
-        pc->explain = explain;
-        pc->depth -= 3;
-    }
     if (rc != 0)
         goto out;
     spec.npart = (int)json_array_size(parts);
@@ -1914,7 +1921,7 @@ plan_over(struct sql_plan_context *pc, json_t *select, enum sql_format output,
     json_t *at = find_over(targets);
     const char *time_col;
     char name[32], *in_name = NULL, *from_text = NULL, *pre_text = NULL, *over_text = NULL;
-    FILE *explain = pc->explain, *below = NULL;
+    FILE *explain = pc->explain;
     size_t text_len = 0;
     int rc, nout = 0;
     size_t i;
@@ -1941,18 +1948,7 @@ plan_over(struct sql_plan_context *pc, json_t *select, enum sql_format output,
     }
     if ((rc = over_frame(pc, op.over, at, &spec)) != 0)
         goto out;
-    /* The FROM, four levels below the last Calc. */
-    if (explain != NULL) {
-        below = open_memstream(&from_text, &text_len);
-        pc->explain = below;
-        pc->depth += 4;
-    }
-    rc = plan_from(pc, select, &in, NULL);
-    if (explain != NULL) {
-        fclose(below);
-        pc->explain = explain;
-        pc->depth -= 4;
-    }
+    rc = plan_from_below(pc, select, &in, NULL, &from_text);
     if (rc != 0)
         goto out;
     if (in.format == SQL_FORMAT_ROW || in.rowtime < 0 ||
@@ -1987,18 +1983,8 @@ plan_over(struct sql_plan_context *pc, json_t *select, enum sql_format output,
                                  "WHERE" };
     spec.nrow = in.ncols; /* in goes into the Calc */
     in_name = in.name ? xstrdup(in.name) : NULL;
-    if (explain != NULL) {
-        below = open_memstream(&pre_text, &text_len);
-        pc->explain = below;
-        pc->depth += 3;
-    }
-    rc = plan_calc(pc, &in, &req, from_text, &mid);
+    rc = plan_calc_below(pc, &in, &req, from_text, &mid, &pre_text);
     from_text = NULL;
-    if (explain != NULL) {
-        fclose(below);
-        pc->explain = explain;
-        pc->depth -= 3;
-    }
     if (rc != 0)
         goto out;
     spec.input = mid.cols;
