@@ -63,11 +63,11 @@ bench: build
 
 # Instructions per record of the engine and of each baseline, counted by
 # callgrind (bench/bench_instr.h), beside one round of each benchmark's rates.
-INSTR_BENCHES ?= window_bench job_bench sql_bench
+INSTR_BENCHES ?= window_bench job_bench sql_bench network_bench
 bench-instr: build
 	@for b in $(INSTR_BENCHES); do echo "== $$b"; \
 	    BENCH_INSTR=1 WINDOW_BENCH_RUNS=1 JOB_BENCH_RUNS=1 JOB_BENCH_CLUSTER_RUNS=1 \
-	    SQL_BENCH_RUNS=1 build/bin/$$b || exit 1; done
+	    SQL_BENCH_RUNS=1 NETWORK_BENCH_RUNS=1 build/bin/$$b || exit 1; done
 
 format:
 	@git ls-files --cached --others --exclude-standard '*.c' '*.h' | xargs clang-format -i
