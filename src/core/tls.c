@@ -24,6 +24,12 @@
 
 #define TLS_IO_BYTES   (16 * 1024 + 512) /* a whole record and its overhead */
 #define TLS_READ_BYTES (64 * 1024)       /* a socket read: several records */
+/* A stream's ciphertext goes to the socket in writes of about this much (a
+ * data buffer's records): written while it is still in the cache, from
+ * output buffers that are used again (TLS_SPARES of them), rather than
+ * a writev's batch encrypted into one buffer of several hundred KiB. */
+#define TLS_FLUSH_BYTES (32 * 1024)
+#define TLS_SPARES      4
 
 /* Bumped by SIGHUP's handler; a context whose generation differs reads its
  * files again before its next session. Relaxed: a connection made just
@@ -676,7 +682,8 @@ struct tls_stream {
     bool reading, failed;
     struct ts_pending *pending, *pending_tail;
     char error[SPATE_ERROR_MESSAGE_MAX];
-    struct tls_buf spare; /* a written output buffer, for the next one */
+    struct tls_buf spares[TLS_SPARES]; /* written output buffers, for the next ones */
+    int n_spares;
 };
 
 struct tls_stream *
@@ -707,7 +714,8 @@ tls_stream_free(struct tls_stream *ts)
         free(p);
     }
     tls_session_free(ts->s);
-    free(ts->spare.data);
+    for (int i = 0; i < ts->n_spares; i++)
+        free(ts->spares[i].data);
     free(ts);
 }
 
@@ -717,9 +725,9 @@ ts_on_written(uv_write_t *req, int status)
     struct ts_write *w = container_of(req, struct ts_write, req);
     struct tls_stream *ts = w->ts;
 
-    if (ts->spare.data == NULL) { /* kept for the next output: no malloc, no page faults */
-        ts->spare = w->buf;
-        ts->spare.off = ts->spare.len = 0;
+    if (ts->n_spares < TLS_SPARES) { /* kept for a next output: no malloc, no page faults */
+        w->buf.off = w->buf.len = 0;
+        ts->spares[ts->n_spares++] = w->buf;
     } else {
         free(w->buf.data);
     }
@@ -747,10 +755,12 @@ ts_flush(struct tls_stream *ts, uv_write_t *user, uv_write_cb cb)
     if (user != NULL)
         user->handle = ts->stream;
     /* The output buffer goes to uv_write as it is; the session writes the
-     * next into the spare one. */
+     * next into a spare one. */
     w->buf = *out;
-    *out = ts->spare;
-    memset(&ts->spare, 0, sizeof ts->spare);
+    if (ts->n_spares > 0)
+        *out = ts->spares[--ts->n_spares];
+    else
+        memset(out, 0, sizeof *out);
     buf = uv_buf_init(w->buf.data ? (char *)w->buf.data + w->buf.off : NULL,
                       (unsigned)(w->buf.len - w->buf.off));
     if ((rc = uv_write(&w->req, ts->stream, &buf, 1, ts_on_written)) != 0) {
@@ -805,12 +815,21 @@ ts_fail(struct tls_stream *ts, const char *why)
         ts->read_cb(ts->stream, UV_EPROTO, &none);
 }
 
+/* Encrypts bufs; the ciphertext goes out every TLS_FLUSH_BYTES, what is
+ * left for the caller's ts_flush. 0, SPATE_EPROTO (err set) or uv_write's
+ * error. */
 static int
 ts_encrypt(struct tls_stream *ts, const uv_buf_t bufs[], unsigned int nbufs, spate_error *err)
 {
-    for (unsigned int i = 0; i < nbufs; i++)
+    int rc;
+
+    for (unsigned int i = 0; i < nbufs; i++) {
         if (bufs[i].len > 0 && tls_session_write(ts->s, bufs[i].base, bufs[i].len, err) != 0)
             return SPATE_EPROTO;
+        if (i + 1 < nbufs && tls_session_pending_output(ts->s) >= TLS_FLUSH_BYTES &&
+            (rc = ts_flush(ts, NULL, NULL)) != 0)
+            return rc;
+    }
     return 0;
 }
 
@@ -890,15 +909,17 @@ tls_stream_write(struct tls_stream *ts, uv_write_t *req, const uv_buf_t bufs[], 
     spate_error err = { 0 };
     struct ts_pending *p;
     size_t len = 0, off = 0;
+    int rc;
 
     if (ts->failed)
         return UV_EPROTO;
     if (tls_session_established(ts->s)) {
-        if (ts_encrypt(ts, bufs, nbufs, &err) != 0) {
+        rc = ts_encrypt(ts, bufs, nbufs, &err);
+        if (rc == SPATE_EPROTO) {
             snprintf(ts->error, sizeof ts->error, "%s", err.message);
             return UV_EPROTO;
         }
-        return ts_flush(ts, req, cb);
+        return rc != 0 ? rc : ts_flush(ts, req, cb);
     }
     for (unsigned int i = 0; i < nbufs; i++)
         len += bufs[i].len;
