@@ -6,7 +6,8 @@
  * plaintext runs. Medians of NETWORK_BENCH_RUNS (default 5). Beside the
  * rates, the CPU time per byte of both processes of a 1 KiB run and of the
  * TCP stream (wait4's rusage: every thread, user and system), which holds on
- * a machine whose load moves the rates; with --instr (BENCH_INSTR=1) also
+ * a machine whose load moves the rates, also without busy-polling (the work
+ * alone: a spin's CPU grows with the load); with --instr (BENCH_INSTR=1) also
  * callgrind's instructions per KiB (bench_instr.h). Last line: a JSON
  * object. */
 #include <arpa/inet.h>
@@ -536,6 +537,7 @@ main(int argc, char **argv)
     double n50[MAX_RUNS], n99[MAX_RUNS], t16[MAX_RUNS], tmb1k[MAX_RUNS];
     double cpu_tcp[MAX_RUNS], cpu1k[MAX_RUNS], cpu_tls1k[MAX_RUNS];
     double ratio1k[MAX_RUNS], ratio_cpu1k[MAX_RUNS], tls_cost_cpu1k[MAX_RUNS];
+    double mb1k_nbp[MAX_RUNS], cpu1k_nbp[MAX_RUNS], ratio_cpu1k_nbp[MAX_RUNS];
     double instr_1k = 0, instr_tls1k = 0, instr_tcp = 0;
     char self[PATH_MAX];
     ssize_t n;
@@ -571,10 +573,13 @@ main(int argc, char **argv)
         tcp[r] = baseline_tcp(1ull << 30, &cpu_tcp[r]) / 1e6;
         spate_stream(1, 1, 1ull << 20, 1024, false, true, &bytes, &cpu1k[r]);
         mb1k[r] = bytes / 1e6;
+        spate_stream(1, 1, 1ull << 20, 1024, false, false, &bytes, &cpu1k_nbp[r]);
+        mb1k_nbp[r] = bytes / 1e6;
         spate_stream(1, 1, 1ull << 20, 1024, true, true, &bytes, &cpu_tls1k[r]);
         tmb1k[r] = bytes / 1e6;
         ratio1k[r] = mb1k[r] / tcp[r];
         ratio_cpu1k[r] = cpu_tcp[r] / cpu1k[r];
+        ratio_cpu1k_nbp[r] = cpu_tcp[r] / cpu1k_nbp[r];
         tls_cost_cpu1k[r] = 1 - cpu1k[r] / cpu_tls1k[r];
         r16[r] = spate_stream(1, 1, 20000000, 16, false, true, NULL, NULL);
         t16[r] = spate_stream(1, 1, 20000000, 16, true, true, NULL, NULL);
@@ -584,13 +589,14 @@ main(int argc, char **argv)
         spate_pingpong(true, &l50[r], &l99[r]);
         spate_pingpong(false, &n50[r], &n99[r]);
         fprintf(stderr,
-                "run %d: tcp %.0f MB/s %.3f ns CPU/B, 1KiB %.0f MB/s %.3f ns CPU/B (TLS %.0f MB/s "
+                "run %d: tcp %.0f MB/s %.3f ns CPU/B, 1KiB %.0f MB/s %.3f ns CPU/B (no busy-poll "
+                "%.0f MB/s %.3f ns CPU/B; TLS %.0f MB/s "
                 "%.3f ns CPU/B), 16B 1to1 %.2fM/s (TLS "
                 "%.2fM/s), 2x2 %.2fM/s, local %.2fM/s, ping-pong p50/p99 %.0f/%.0f us (no "
                 "busy-poll %.0f/%.0f us, tcp %.0f/%.0f us)\n",
-                r, tcp[r], cpu_tcp[r], mb1k[r], cpu1k[r], tmb1k[r], cpu_tls1k[r], r16[r] / 1e6,
-                t16[r] / 1e6, r2x2[r] / 1e6, local[r] / 1e6, l50[r], l99[r], n50[r], n99[r], b50[r],
-                b99[r]);
+                r, tcp[r], cpu_tcp[r], mb1k[r], cpu1k[r], mb1k_nbp[r], cpu1k_nbp[r], tmb1k[r],
+                cpu_tls1k[r], r16[r] / 1e6, t16[r] / 1e6, r2x2[r] / 1e6, local[r] / 1e6, l50[r],
+                l99[r], n50[r], n99[r], b50[r], b99[r]);
     }
     {
         double m_tcp = median(tcp, runs), m_1k = median(mb1k, runs), m16 = median(r16, runs);
@@ -602,6 +608,8 @@ main(int argc, char **argv)
         double m_ratio = median(ratio1k, runs), m_ratio_cpu = median(ratio_cpu1k, runs);
         double m_cpu_tcp = median(cpu_tcp, runs), m_cpu1k = median(cpu1k, runs);
         double m_cpu_tls = median(cpu_tls1k, runs), m_tls_cpu = median(tls_cost_cpu1k, runs);
+        double m_1k_nbp = median(mb1k_nbp, runs), m_cpu_nbp = median(cpu1k_nbp, runs);
+        double m_ratio_cpu_nbp = median(ratio_cpu1k_nbp, runs);
         char cmd[PATH_MAX + 16], instr[256] = "null";
         const char *e = getenv("NETWORK_BENCH_INSTR_RECORDS");
         uint64_t instr_n = e != NULL ? strtoull(e, NULL, 10) : 20000;
@@ -628,7 +636,10 @@ main(int argc, char **argv)
                "\"baseline_tcp_mb_per_s\":%.0f,\"baseline_pingpong_p50_us\":%.1f,"
                "\"baseline_pingpong_p99_us\":%.1f,\"ratio_mb_per_s_1kib_to_tcp\":%.3f,"
                "\"cpu_ns_per_byte_1kib\":%.4f,\"baseline_tcp_cpu_ns_per_byte\":%.4f,"
-               "\"ratio_cpu_per_byte_tcp_to_1kib\":%.3f,\"tls_cpu_ns_per_byte_1kib\":%.4f,"
+               "\"ratio_cpu_per_byte_tcp_to_1kib\":%.3f,\"mb_per_s_1kib_no_busy_poll\":%.0f,"
+               "\"cpu_ns_per_byte_1kib_no_busy_poll\":%.4f,"
+               "\"ratio_cpu_per_byte_tcp_to_1kib_no_busy_poll\":%.3f,\"tls_cpu_ns_per_byte_1kib\":%"
+               ".4f,"
                "\"tls_cost_cpu_1kib\":%.3f,\"instr\":%s,"
                "\"ratio_latency_p99_to_pingpong_p99\":%.2f,"
                "\"latency_us_p50_no_busy_poll\":%.1f,\"latency_us_p99_no_busy_poll\":%.1f,"
@@ -640,11 +651,12 @@ main(int argc, char **argv)
                "\"tls_cost_16b_1to1_lt_0.3\":%s}"
                "}\n",
                runs, m16, m2x2, m_1k, mloc, ml50, ml99, m_tcp, mb50, mb99, m_ratio, m_cpu1k,
-               m_cpu_tcp, m_ratio_cpu, m_cpu_tls, m_tls_cpu, instr, ml99 / mb99, mn50, mn99, mt16,
-               mt1k, 1 - mt16 / m16, 1 - mt1k / m_1k, m_ratio >= 0.8 ? "true" : "false",
-               m_ratio_cpu >= 0.8 ? "true" : "false", m16 >= 1e7 ? "true" : "false",
-               mloc >= 3e7 ? "true" : "false", ml99 < 1000 ? "true" : "false",
-               ml99 <= 3 * mb99 ? "true" : "false", 1 - mt16 / m16 < 0.3 ? "true" : "false");
+               m_cpu_tcp, m_ratio_cpu, m_1k_nbp, m_cpu_nbp, m_ratio_cpu_nbp, m_cpu_tls, m_tls_cpu,
+               instr, ml99 / mb99, mn50, mn99, mt16, mt1k, 1 - mt16 / m16, 1 - mt1k / m_1k,
+               m_ratio >= 0.8 ? "true" : "false", m_ratio_cpu >= 0.8 ? "true" : "false",
+               m16 >= 1e7 ? "true" : "false", mloc >= 3e7 ? "true" : "false",
+               ml99 < 1000 ? "true" : "false", ml99 <= 3 * mb99 ? "true" : "false",
+               1 - mt16 / m16 < 0.3 ? "true" : "false");
     }
     return 0;
 }
