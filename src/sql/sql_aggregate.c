@@ -3,11 +3,12 @@
  * window's namespace when windowed; COUNT(DISTINCT x) keeps the values seen
  * in a MapState beside it. Unwindowed, every row updates its group's
  * result and emits the change (+I, or -U then +U when the result changed),
- * as Flink's GroupAggregate does; in windows of event time (TUMBLE, HOP,
- * SESSION: merged per key, Flink's MergingWindowSet) a window's result is
- * emitted once, when the watermark passes its end, and a row whose window
- * the watermark has passed is dropped, as Flink's WindowAggregate drops
- * it. Task thread only. */
+ * as Flink's GroupAggregate does, and an updating input's -U and -D rows
+ * are taken back out (a group left with no row deleted); in windows of
+ * event time (TUMBLE, HOP, SESSION: merged per key, Flink's
+ * MergingWindowSet) a window's result is emitted once, when the watermark
+ * passes its end, and a row whose window the watermark has passed is
+ * dropped, as Flink's WindowAggregate drops it. Task thread only. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,7 +262,14 @@ struct agg_impl {
     int64_t (*sessions)[2]; /* a key's sessions, read while a row merges them */
     size_t sessions_cap;
     uint64_t late;     /* rows dropped: their window was already complete */
-    bool has_distinct; /* a COUNT(DISTINCT): its values in distinct_st */
+    bool has_distinct; /* a COUNT(DISTINCT), or MIN/MAX retracting: values in distinct_st */
+    /* An updating input: its $kind column (the last), -1 for none. Its
+     * -U and -D rows are taken back out of the accumulators (Flink's
+     * retracting aggregate functions): SUM keeps a count of its values
+     * beside the sum, MIN and MAX each value's count in distinct_st
+     * (MaxWithRetractAggFunction's MapState), read again when the extreme
+     * goes. */
+    int kind_col;
 };
 
 static const struct spate_type *
@@ -337,6 +345,9 @@ agg_open(struct stream_operator *op, spate_error *err)
                                "aggregate",
                                name);
     }
+    a->kind_col = a->s->ninput > 1 && !strcmp(a->s->input[a->s->ninput - 1].name, "$kind")
+                      ? a->s->ninput - 1
+                      : -1;
     /* The accumulator row. */
     a->acc_cols = xcalloc((size_t)a->s->ngroup + 2 * (size_t)a->s->ncalls + 2, sizeof *a->acc_cols);
     a->slot = xcalloc((size_t)a->s->ncalls + 1, sizeof *a->slot);
@@ -348,10 +359,15 @@ agg_open(struct stream_operator *op, spate_error *err)
 
         a->slot[i] = k;
         switch (call->kind) {
-        case SQL_AGG_SUM:
         case SQL_AGG_MIN:
         case SQL_AGG_MAX:
             a->acc_cols[k++] = a->s->input[call->arg].type;
+            a->has_distinct |= a->kind_col >= 0;
+            break;
+        case SQL_AGG_SUM:
+            a->acc_cols[k++] = a->s->input[call->arg].type;
+            if (a->kind_col >= 0)
+                a->acc_cols[k++] = count; /* its values: NULL when none is left */
             break;
         case SQL_AGG_AVG:
             a->acc_cols[k++] = a->s->input[call->arg].type;
@@ -444,22 +460,28 @@ acc_init(struct agg_impl *a, const struct sql_value *in, struct sql_value *acc)
 
         if (k == SQL_AGG_COUNT_STAR || k == SQL_AGG_COUNT || k == SQL_AGG_COUNT_DISTINCT)
             acc[a->slot[i]] = (struct sql_value){ .i = 0, .null = false };
-        else if (k == SQL_AGG_AVG)
+        else if (k == SQL_AGG_AVG || (k == SQL_AGG_SUM && a->kind_col >= 0))
             acc[a->slot[i] + 1] = (struct sql_value){ .i = 0, .null = false };
     }
 }
 
+/* acc += v, or acc -= v when sign is negative (a retraction). */
 static void
-sum_into(const struct sql_type *t, struct sql_value *acc, const struct sql_value *v)
+sum_into(const struct sql_type *t, struct sql_value *acc, const struct sql_value *v, int sign)
 {
+    bool dbl = sql_type_phys(t->id) == SQL_PHYS_DOUBLE;
+
     if (acc->null) {
-        *acc = *v;
-        acc->null = false;
-    } else if (sql_type_phys(t->id) == SQL_PHYS_DOUBLE) {
-        acc->f += v->f;
-    } else {
-        acc->i = (int64_t)((uint64_t)acc->i + (uint64_t)v->i);
+        *acc = (struct sql_value){ .i = 0, .null = false };
+        if (dbl)
+            acc->f = 0;
     }
+    if (dbl)
+        acc->f += sign < 0 ? -v->f : v->f;
+    else if (sign < 0)
+        acc->i = (int64_t)((uint64_t)acc->i - (uint64_t)v->i);
+    else
+        acc->i = (int64_t)((uint64_t)acc->i + (uint64_t)v->i);
 }
 
 static void
@@ -474,14 +496,14 @@ extreme_into(const struct sql_type *t, bool max, struct sql_value *acc, const st
         *acc = *v;
 }
 
-/* Whether value v of call i is new among the group's (and window's) values,
- * remembered now. */
-static bool
-distinct_add(struct agg_impl *a, int i, const struct sql_type *t, const struct sql_value *v)
+static char *strings_alloc(struct agg_impl *a, size_t n);
+
+/* The key in distinct_st of value v of call i: the call's index, then the
+ * value's bytes. */
+static spate_str
+value_key(struct agg_impl *a, int i, const struct sql_type *t, const struct sql_value *v)
 {
     size_t n = 1 + (sql_type_phys(t->id) == SQL_PHYS_STRING ? v->s.len : 8);
-    spate_str key;
-    int64_t one = 1, seen;
 
     if (n > a->buf_cap) {
         a->buf_cap = n * 2;
@@ -494,52 +516,116 @@ distinct_add(struct agg_impl *a, int i, const struct sql_type *t, const struct s
     } else {
         memcpy(a->buf + 1, &v->i, 8);
     }
-    key = (spate_str){ a->buf, n };
-    if (spate_map_get(a->distinct_st, &key, &seen))
-        return false;
-    spate_map_put(a->distinct_st, &key, &one);
-    return true;
+    return (spate_str){ a->buf, n };
 }
 
-/* Adds the input row in to the accumulator. */
+/* Counts value v of call i among the group's (and window's) values once
+ * more (sign > 0) or once less; whether it came (a first) or went (the
+ * last). */
+static bool
+value_count(struct agg_impl *a, int i, const struct sql_type *t, const struct sql_value *v,
+            int sign)
+{
+    spate_str key = value_key(a, i, t, v);
+    int64_t seen = 0;
+
+    spate_map_get(a->distinct_st, &key, &seen);
+    if (sign < 0 && seen <= 0)
+        return false; /* not there: a retraction of a row never added */
+    seen += sign < 0 ? -1 : 1;
+    if (seen == 0)
+        spate_map_remove(a->distinct_st, &key);
+    else
+        spate_map_put(a->distinct_st, &key, &seen);
+    return sign < 0 ? seen == 0 : seen == 1;
+}
+
+/* MIN or MAX of call i once its extreme went: the extreme of the values
+ * still counted (NULL: none), their strings copied. */
 static void
-acc_add(struct agg_impl *a, const struct sql_value *in, struct sql_value *acc)
+extreme_reread(struct agg_impl *a, int i, const struct sql_type *t, bool max,
+               struct sql_value *slot)
+{
+    spate_iter it;
+    spate_str key;
+    int64_t n;
+
+    *slot = (struct sql_value){ .i = 0, .null = true };
+    spate_map_iter(a->distinct_st, &it);
+    while (spate_map_next(&it, &key, &n)) {
+        struct sql_value v = { .i = 0, .null = false };
+
+        if (key.len < 1 || key.data[0] != (char)i || n <= 0)
+            continue;
+        if (sql_type_phys(t->id) == SQL_PHYS_STRING) {
+            char *copy = strings_alloc(a, key.len);
+
+            memcpy(copy, key.data + 1, key.len - 1);
+            v.s.p = copy;
+            v.s.len = key.len - 1;
+        } else if (key.len == 9) {
+            memcpy(&v.i, key.data + 1, 8);
+        } else {
+            continue;
+        }
+        extreme_into(t, max, slot, &v);
+    }
+}
+
+/* Adds the input row in to the accumulator (sign > 0), or takes it back
+ * out (a retraction). */
+static void
+acc_add(struct agg_impl *a, const struct sql_value *in, struct sql_value *acc, int sign)
 {
     const struct sql_agg_spec *s = a->s;
+    int64_t d = sign < 0 ? -1 : 1;
 
-    acc[a->nacc - 1].i++;
+    acc[a->nacc - 1].i += d;
     for (int i = 0; i < s->ncalls; i++) {
         const struct sql_agg_call *c = &s->calls[i];
         struct sql_value *slot = &acc[a->slot[i]];
         const struct sql_value *v = c->arg > 0 ? &in[c->arg] : NULL;
         const struct sql_type *t = c->arg > 0 ? &s->input[c->arg].type : NULL;
+        bool max = c->kind == SQL_AGG_MAX;
 
         if (c->filter > 0 && (in[c->filter].null || !in[c->filter].i))
             continue;
         switch (c->kind) {
         case SQL_AGG_COUNT_STAR:
-            slot->i++;
+            slot->i += d;
             break;
         case SQL_AGG_COUNT:
-            slot->i += !v->null;
+            slot->i += v->null ? 0 : d;
             break;
         case SQL_AGG_COUNT_DISTINCT:
-            if (!v->null && distinct_add(a, i, t, v))
-                slot->i++;
+            if (!v->null && value_count(a, i, t, v, sign))
+                slot->i += d;
             break;
         case SQL_AGG_SUM:
-            if (!v->null)
-                sum_into(t, slot, v);
+            if (!v->null) {
+                sum_into(t, slot, v, sign);
+                if (a->kind_col >= 0)
+                    slot[1].i += d;
+            }
+            if (a->kind_col >= 0 && slot[1].i == 0)
+                slot->null = true; /* no value left: SUM is NULL */
             break;
         case SQL_AGG_AVG:
             if (!v->null) {
-                sum_into(t, slot, v);
-                slot[1].i++;
+                sum_into(t, slot, v, sign);
+                slot[1].i += d;
             }
             break;
         case SQL_AGG_MIN:
         case SQL_AGG_MAX:
-            extreme_into(t, c->kind == SQL_AGG_MAX, slot, v);
+            if (a->kind_col < 0) {
+                extreme_into(t, max, slot, v);
+            } else if (!v->null && value_count(a, i, t, v, sign) && sign < 0 && !slot->null &&
+                       sql_value_cmp(t, v, slot) == 0) {
+                extreme_reread(a, i, t, max, slot);
+            } else if (sign > 0) {
+                extreme_into(t, max, slot, v);
+            }
             break;
         default:
             break;
@@ -563,11 +649,11 @@ acc_merge(struct agg_impl *a, struct sql_value *acc, const struct sql_value *m)
         switch (c->kind) {
         case SQL_AGG_SUM:
             if (!from->null)
-                sum_into(t, slot, from);
+                sum_into(t, slot, from, 1);
             break;
         case SQL_AGG_AVG:
             if (!from->null)
-                sum_into(t, slot, from);
+                sum_into(t, slot, from, 1);
             slot[1].i += from[1].i;
             break;
         case SQL_AGG_MIN:
@@ -706,13 +792,31 @@ group_process(struct stream_operator *op, struct agg_impl *a, const struct sql_v
 {
     bool existed = acc_load(a, a->acc);
     bool same = existed;
+    int sign = 1;
+
+    if (a->kind_col >= 0 &&
+        (in[a->kind_col].i == SQL_UPDATE_BEFORE || in[a->kind_col].i == SQL_DELETE)) {
+        sign = -1;
+        if (!existed)
+            return; /* a retraction of a group not there (its state expired) */
+    }
 
     if (existed) {
         result_row(a, a->acc, SQL_UPDATE_BEFORE, NULL, a->res_old);
     } else {
         acc_init(a, in, a->acc);
     }
-    acc_add(a, in, a->acc);
+    acc_add(a, in, a->acc, sign);
+    if (a->acc[a->nacc - 1].i <= 0) {
+        /* its last row taken back: the group's result is deleted, its
+         * state goes (Flink's GroupAggFunction) */
+        a->res_old[0].i = SQL_DELETE;
+        emit_row(op, a->out_old, a->res_old, meta->timestamp);
+        spate_state_clear(a->acc_st);
+        if (a->has_distinct)
+            spate_state_clear(a->distinct_st);
+        return;
+    }
     result_row(a, a->acc, existed ? SQL_UPDATE_AFTER : SQL_INSERT, NULL, a->res_new);
     for (int i = 1; same && i < a->nout; i++)
         same = sql_value_same(&a->out_types[i], &a->res_old[i], &a->res_new[i]);
@@ -737,7 +841,7 @@ window_add(struct stream_operator *op, struct agg_impl *a, const struct sql_valu
         acc_init(a, in, a->acc);
         op->backend->ops->register_timer(op->backend, true, win[1] - 1);
     }
-    acc_add(a, in, a->acc);
+    acc_add(a, in, a->acc, 1);
     sql_row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
     spate_value_update(a->acc_st, a->acc_rec);
 }
@@ -816,7 +920,7 @@ session_process(struct stream_operator *op, struct agg_impl *a, const struct sql
         all[i][0] = all[i][1] = INT64_MIN; /* merged away */
     }
     set_ns(op, win);
-    acc_add(a, in, a->acc);
+    acc_add(a, in, a->acc, 1);
     sql_row_write(a->acc_type, a->acc_rec, a->acc_cols, a->nacc, a->acc);
     spate_value_update(a->acc_st, a->acc_rec);
     op->backend->ops->register_timer(op->backend, true, win[1] - 1);

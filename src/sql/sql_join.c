@@ -1,14 +1,16 @@
 /* OP_SQL_JOIN (sql_join.h): a two-input operator over rows keyed by their
  * $key column. Each side's rows are a ListState per key, each row stored
- * with its event time and whether it has matched a row of the other side
- * yet (what an outer join's NULL padding depends on).
+ * with its event time and how many rows of the other side it has matched
+ * (what an outer join's NULL padding depends on).
  *
  * Regular joins (Flink's StreamingJoinOperator): a row joins every row of
  * the other side stored under its key, then is stored itself, until the
  * state's TTL (table.exec.state.ttl) takes it. An outer side's row that
  * matches nothing is emitted padded with NULLs (+I); when a row of the
  * other side matches it later, that padded row is retracted (-D) before
- * the joined one (+I), as Flink does: the output is a changelog.
+ * the joined one (+I), as Flink does: the output is a changelog. An
+ * updating input's -U or -D removes one stored row alike and retracts (-D)
+ * the rows it joined; an outer row whose last match goes is padded again.
  *
  * Interval joins (Flink's RowTimeIntervalJoin): left time - right time
  * within [lower, upper]; a row is stored only while a row of the other side
@@ -204,6 +206,8 @@ side_output(const struct sql_join_spec *s, const struct sql_column *in, int nin,
             struct sql_column *out, int *k)
 {
     for (int i = 1 + s->nkey; i < nin; i++) {
+        if (!strcmp(in[i].name, "$kind"))
+            continue; /* an updating side's row kind: the output has its own */
         out[*k].name = xstrdup(in[i].name);
         out[*k].type = in[i].type;
         out[(*k)++].type.nullable |= padded;
@@ -238,8 +242,9 @@ struct join_side {
     const char *state_name;
     const struct spate_type *in_type;
     const struct key_selector *key;
-    bool outer; /* its rows that match nothing are emitted padded with NULLs */
-    int ninput; /* $key, the keys, its own columns */
+    bool outer;   /* its rows that match nothing are emitted padded with NULLs */
+    int ninput;   /* $key, the keys, its own columns */
+    int kind_col; /* an updating side's $kind column (its last), -1: none */
     int nstored;
     struct sql_type *types; /* stored: the input's columns, then time and matched */
     struct spate_type *stored_type;
@@ -312,6 +317,7 @@ side_init(struct join_side *sd, const char *state_name, const struct sql_column 
     sd->outer = outer;
     sd->ninput = n;
     sd->nstored = n + 2;
+    sd->kind_col = n > 1 && !strcmp(cols[n - 1].name, "$kind") ? n - 1 : -1;
     ok = in_type != NULL && in_type->nullable && in_type->nfields == n + 1 &&
          key->kind == KEY_FIELD && key->field == 1;
     sd->types = xcalloc((size_t)sd->nstored, sizeof *sd->types);
@@ -495,7 +501,8 @@ result_row(struct join_impl *j, enum sql_row_kind kind, const struct sql_value *
         const struct join_side *sd = &j->side[s];
 
         for (int i = 1 + j->s->nkey; i < sd->ninput; i++)
-            j->res[k++] = sides[s] ? sides[s][i] : (struct sql_value){ .i = 0, .null = true };
+            if (i != sd->kind_col)
+                j->res[k++] = sides[s] ? sides[s][i] : (struct sql_value){ .i = 0, .null = true };
         if (j->s->time == SQL_JOIN_WINDOW) {
             int64_t w[3] = { j->win[0], j->win[1], j->win[1] - 1 };
 
@@ -542,14 +549,16 @@ emit_padded(struct stream_operator *op, struct join_impl *j, int s, enum sql_row
 }
 
 /* Joins row x of side s with the other side's rows loaded: each match
- * emitted, an outer row of the other side marked matched (its padded row
- * retracted first when retract); whether x matched any. */
-static bool
+ * emitted, an outer row of the other side counted matched once more (its
+ * padded row retracted first when retract and it matched nothing yet);
+ * how many x matched. */
+static int64_t
 probe(struct stream_operator *op, struct join_impl *j, int s, const struct sql_value *x, int64_t ts,
       bool retract)
 {
     struct join_side *o = &j->side[1 - s];
-    bool matched = false, dirty = false;
+    bool dirty = false;
+    int64_t matched = 0;
 
     for (size_t k = 0; k < o->nrows; k++) {
         struct sql_value *y = &o->rows[k * (size_t)o->nstored];
@@ -557,11 +566,11 @@ probe(struct stream_operator *op, struct join_impl *j, int s, const struct sql_v
 
         if (!matches(j, l, r))
             continue;
-        matched = true;
-        if (o->outer && y[COL_MATCHED(o)].i == 0) {
-            if (retract)
+        matched++;
+        if (o->outer) {
+            if (retract && y[COL_MATCHED(o)].i == 0)
                 emit_padded(op, j, 1 - s, SQL_DELETE, y, ts);
-            y[COL_MATCHED(o)].i = 1;
+            y[COL_MATCHED(o)].i++;
             dirty = true;
         }
         emit(op, j, SQL_INSERT, l, r, ts);
@@ -569,6 +578,58 @@ probe(struct stream_operator *op, struct join_impl *j, int s, const struct sql_v
     if (dirty)
         side_rewrite(o);
     return matched;
+}
+
+/* Whether stored rows x and y of sd hold the same row (their kinds,
+ * times and matches aside). */
+static bool
+same_row(const struct join_side *sd, const struct sql_value *x, const struct sql_value *y)
+{
+    for (int i = 0; i < sd->ninput; i++)
+        if (i != sd->kind_col && !sql_value_same(&sd->types[i], &x[i], &y[i]))
+            return false;
+    return true;
+}
+
+/* A regular join's retraction (-U or -D) of row x of side s, under its
+ * key (Flink's StreamingJoinOperator on a retract message): one stored row
+ * alike goes, each row it joined is retracted (-D), and an outer row of
+ * the other side it was the last match of comes back padded (+I); x
+ * padded is retracted when x is outer and matched nothing. */
+static void
+retract_row(struct stream_operator *op, struct join_impl *j, int s, const struct sql_value *x,
+            int64_t ts)
+{
+    struct join_side *sd = &j->side[s], *o = &j->side[1 - s];
+    bool dirty = false, matched = false;
+    size_t k;
+
+    side_load(sd);
+    for (k = 0; k < sd->nrows && !same_row(sd, &sd->rows[k * (size_t)sd->nstored], x); k++)
+        ;
+    if (k == sd->nrows)
+        return; /* never stored, or gone with the state's TTL */
+    sd->gone[k] = true;
+    side_rewrite(sd);
+    side_load(o);
+    for (size_t m = 0; m < o->nrows; m++) {
+        struct sql_value *y = &o->rows[m * (size_t)o->nstored];
+        const struct sql_value *l = s == 0 ? x : y, *r = s == 0 ? y : x;
+
+        if (!matches(j, l, r))
+            continue;
+        matched = true;
+        emit(op, j, SQL_DELETE, l, r, ts);
+        if (o->outer && y[COL_MATCHED(o)].i > 0) {
+            dirty = true;
+            if (--y[COL_MATCHED(o)].i == 0)
+                emit_padded(op, j, 1 - s, SQL_INSERT, y, ts);
+        }
+    }
+    if (dirty)
+        side_rewrite(o);
+    if (sd->outer && !matched)
+        emit_padded(op, j, s, SQL_DELETE, x, ts);
 }
 
 /* The time after which a row of side s at ts meets no row of the other
@@ -610,9 +671,12 @@ join_row(struct stream_operator *op, int s, const void *rec, const struct record
     struct join_side *sd = &j->side[s];
     struct sql_value x[TYPES_ROW_MAX_FIELDS];
     int64_t ts = meta->timestamp, expiry, win[2];
-    bool matched;
+    int64_t matched;
+    bool retract;
 
     sql_row_read(sd->in_type, rec, sd->types, sd->ninput, x);
+    retract = sd->kind_col >= 0 &&
+              (x[sd->kind_col].i == SQL_UPDATE_BEFORE || x[sd->kind_col].i == SQL_DELETE);
     x[COL_TIME(sd)] = (struct sql_value){ .i = ts, .null = false };
     x[COL_MATCHED(sd)] = (struct sql_value){ .i = 0, .null = false };
     set_key(op, j, sd, rec, meta);
@@ -642,10 +706,14 @@ join_row(struct stream_operator *op, int s, const void *rec, const struct record
     }
     if (key_has_null(j, x)) {
         if (sd->outer)
-            emit_padded(op, j, s, SQL_INSERT, x, ts);
+            emit_padded(op, j, s, retract ? SQL_DELETE : SQL_INSERT, x, ts);
         return;
     }
     set_ns(op, j, NULL);
+    if (retract && j->s->time == SQL_JOIN_REGULAR) {
+        retract_row(op, j, s, x, ts);
+        return;
+    }
     side_load(&j->side[1 - s]);
     matched = probe(op, j, s, x, ts, j->s->time == SQL_JOIN_REGULAR);
     x[COL_MATCHED(sd)].i = matched;

@@ -483,7 +483,7 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
     FILE *explain = pc->explain, *f;
     char *from_text[2] = { NULL, NULL };
     int64_t lower = INT64_MIN, upper = INT64_MAX;
-    bool seen_start = false, seen_end = false;
+    bool seen_start = false, seen_end = false, updating[2] = { false, false };
     const spate_type *fields[TYPES_ROW_MAX_FIELDS];
     struct sql_column *out_cols;
     struct spate_stream *node, *keyed[2];
@@ -520,12 +520,7 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
         }
         if (rc != 0)
             goto out;
-        if (sp[s].rel.updating) {
-            rc = plan_error(pc, json_object_get(je, s == 0 ? "larg" : "rarg"), SPATE_ENOTSUP,
-                            "not supported: a join of an updating query (an outer join or a "
-                            "GROUP BY without a window)");
-            goto out;
-        }
+        updating[s] = sp[s].rel.updating;
         side_columns(&sp[s]);
         sp[s].keys = json_array();
         sp[s].filters = json_array();
@@ -658,6 +653,14 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
                                          pc->err)) != 0)
             goto out;
     }
+    if ((updating[0] || updating[1]) && spec.time != SQL_JOIN_REGULAR) {
+        /* their rows go by time, not by what retracts them */
+        rc = plan_error(pc, json_object_get(je, updating[0] ? "larg" : "rarg"), SPATE_ENOTSUP,
+                        "not supported: an %s join of an updating query (an outer join or a "
+                        "GROUP BY without a window); a regular join (no time bounds) takes it",
+                        spec.time == SQL_JOIN_WINDOW ? "window" : "interval");
+        goto out;
+    }
     if (json_array_size(residual) > 0) {
         json_t *cond = and_of(residual);
 
@@ -712,6 +715,7 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
         }
     }
     join_relation(sp, &spec, node, rel);
+    rel->updating |= updating[0] || updating[1]; /* retractions through: a changelog */
 out:
     free(spec.residual);
     free(from_text[0]);

@@ -284,7 +284,9 @@ struct calc_request {
      * $key column of their bytes goes before them (the exchange's key). */
     bool keyed;
     int nkey;
-    /* A changelog: the input column of the row kind, -1: none. */
+    /* A changelog: the input column of the row kind, -1: none. A row
+     * output carries it on as $kind: its first column, or its last when
+     * keyed (after the keyed operator's own columns). */
     int kind_col;
     const char *where_what; /* "WHERE" or "HAVING" */
 };
@@ -356,6 +358,9 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
                    &(struct sql_type){ SQL_VARCHAR, 0, 0, false });
         p->key_reg = p->outputs[0];
         n++;
+    } else if (output == SQL_FORMAT_ROW && req->kind_col >= 0 && in.updating) {
+        add_output(p, req->kind_col, "$kind", &in.cols[req->kind_col].type);
+        n++;
     }
     for (size_t i = 0; i < json_array_size(targets); i++) {
         json_t *rt = json_object_get(json_array_get(targets, i), "ResTarget");
@@ -400,6 +405,8 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
         rc = plan_error(pc, targets, SPATE_EINVAL, "a SELECT without columns");
         goto fail;
     }
+    if (req->keyed && req->kind_col >= 0 && in.updating)
+        add_output(p, req->kind_col, "$kind", &in.cols[req->kind_col].type);
     /* A PROCTIME() column: the Calc stamps its rows with it (the wall
      * clock when the row went through), watermarks follow, and it is the
      * rows' time for a window over them (in place of an event time). */
@@ -521,9 +528,19 @@ int
 sql_plan_keyed_calc(struct sql_plan_context *pc, struct sql_relation *in, json_t *targets,
                     json_t *where, int nkey, char *below_text, struct sql_relation *rel)
 {
-    struct calc_request req = { targets, where, SQL_FORMAT_ROW, NULL, true, nkey, -1, "ON" };
+    struct calc_request req = { targets, where, SQL_FORMAT_ROW,      NULL,
+                                true,    nkey,  sql_kind_column(in), "ON" };
 
     return plan_calc(pc, in, &req, below_text, rel);
+}
+
+int
+sql_kind_column(const struct sql_relation *r)
+{
+    for (int i = 0; r->updating && i < r->ncols; i++)
+        if (!strcmp(r->cols[i].name, "$kind"))
+            return i;
+    return -1;
 }
 
 /* An updating query (why: what makes it one) under a query (output
@@ -1001,7 +1018,7 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
     FILE *explain = pc->explain;
     char *from_text = NULL, *pre_text = NULL, *agg_text = NULL, *in_name = NULL;
     size_t agg_len = 0;
-    bool seen_start = false, seen_end = false;
+    bool seen_start = false, seen_end = false, in_updating;
     struct calc_request req = { 0 };
     const spate_type *fields[TYPES_ROW_MAX_FIELDS];
     struct spate_stream *node;
@@ -1012,9 +1029,11 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
     rc = plan_from_below(pc, select, &in, &win, &from_text);
     if (rc != 0)
         goto out;
-    if (in.updating) {
+    in_updating = in.updating;
+    if (in.updating && win.kind != SQL_WINDOW_NONE) {
         rc = plan_error(pc, select, SPATE_ENOTSUP,
-                        "not supported: an aggregate over an updating query (an outer join)");
+                        "not supported: a window aggregate over an updating query (an outer "
+                        "join or a GROUP BY without a window)");
         goto out;
     }
     in_name = in.name ? xstrdup(in.name) : NULL;
@@ -1076,7 +1095,8 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
                         "aggregate functions are not allowed in WHERE (HAVING filters groups)");
         goto out;
     }
-    if (!ap.windowed && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE) {
+    if (!ap.windowed && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE &&
+        output != SQL_FORMAT_ROW) {
         json_t *at = ap.ngroup > 0 ? ap.groups[0] : ap.ncalls > 0 ? ap.calls[0].node : select;
 
         rc = refuse_updating(pc, at, output, sink, "GROUP BY without a window",
@@ -1114,12 +1134,13 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
             goto out;
         }
     }
-    req = (struct calc_request){ pre, where, SQL_FORMAT_ROW, NULL, true, ap.ngroup, -1, "WHERE" };
+    req = (struct calc_request){ pre,  where,     SQL_FORMAT_ROW,       NULL,
+                                 true, ap.ngroup, sql_kind_column(&in), "WHERE" };
     rc = plan_calc_below(pc, &in, &req, from_text, &mid, &pre_text);
     from_text = NULL;
     if (rc != 0)
         goto out;
-    if (mid.ncols != col) {
+    if (mid.ncols != col + (in_updating ? 1 : 0)) {
         rc = plan_error(pc, select, SPATE_EINVAL, "the aggregate's input has %d columns, not %d",
                         mid.ncols, col);
         goto out;
@@ -1183,6 +1204,7 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
     agg.name = in_name;
     in_name = NULL;
     agg.rowtime = -1;
+    agg.updating = !ap.windowed;
     if (explain != NULL) {
         FILE *f = open_memstream(&agg_text, &agg_len);
 
@@ -2142,7 +2164,8 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         sql_relation_release(&in);
         return rc;
     }
-    if (in.updating && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE) {
+    if (in.updating && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE &&
+        output != SQL_FORMAT_ROW) {
         free(below_text);
         sql_relation_release(&in);
         return refuse_updating(pc, select, output, sink, "an outer join",
@@ -2155,7 +2178,7 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
                                  sink,
                                  false,
                                  0,
-                                 in.ncols > 0 && strcmp(in.cols[0].name, "$kind") == 0 ? 0 : -1,
+                                 sql_kind_column(&in),
                                  "WHERE" };
     rc = plan_calc(pc, &in, &req, below_text, rel);
     if (rc == 0)

@@ -45,6 +45,8 @@ struct sql_relation {
 };
 
 void sql_relation_release(struct sql_relation *r);
+/* The column of an updating relation's row kind ($kind), -1: none. */
+int sql_kind_column(const struct sql_relation *r);
 
 /* A window table function in FROM (TUMBLE, HOP, SESSION). */
 struct sql_window {

@@ -369,3 +369,63 @@ def q19(bids):
         rows.sort(key=lambda t: (t[0], t[1]))
         out += [(b, n + 1) for n, (_, _, b) in enumerate(rows[:10])]
     return out
+
+
+# ---- the Nexmark queries over changelogs ----
+
+def joined_bids(evts):
+    """The bids within their auction's lifetime (dateTime to expires, both
+    included), each with its auction, in the bids' order: the join of q4
+    and q9."""
+    auctions = {f["id"]: f for kind, f in evts if kind == "auction"}
+    for kind, b in evts:
+        a = auctions.get(b["auction"]) if kind == "bid" else None
+        if a is not None and a["dateTime"] <= b["dateTime"] <= a["expires"]:
+            yield a, b
+
+
+def q4(evts):
+    """Query 4: per category, the average (Java's long division) of its
+    auctions' highest bid prices."""
+    final, category = {}, {}
+    for a, b in joined_bids(evts):
+        final[a["id"]] = max(final.get(a["id"], b["price"]), b["price"])
+        category[a["id"]] = a["category"]
+    per = {}
+    for aid, price in final.items():
+        per.setdefault(category[aid], []).append(price)
+    return [(c, jdiv(sum(ps), len(ps))) for c, ps in per.items()]
+
+
+def q5(bids, slide_ms=2000, size_ms=10000):
+    """Query 5: in each HOP window, the auctions with the most bids:
+    (auction, count)."""
+    counts = {}
+    for b in bids:
+        t = b["dateTime"]
+        start = t - t % slide_ms
+        while start > t - size_ms:
+            counts[(start, b["auction"])] = counts.get((start, b["auction"]), 0) + 1
+            start -= slide_ms
+    top = {}
+    for (w, _), n in counts.items():
+        top[w] = max(top.get(w, n), n)
+    return [(a, n) for (w, a), n in counts.items() if n >= top[w]]
+
+
+Q9_AUCTION = ["id", "itemName", "description", "initialBid", "reserve", "dateTime", "expires",
+              "seller", "category", "extra"]
+
+
+def q9(evts):
+    """Query 9: each auction's winning bid within its lifetime (highest
+    price; of equal prices the earliest dateTime, then the first to come),
+    with the auction's columns."""
+    best = {}
+    for a, b in joined_bids(evts):
+        w = best.get(a["id"])
+        if w is None or (-b["price"], b["dateTime"]) < (-w[1]["price"], w[1]["dateTime"]):
+            best[a["id"]] = (a, b)
+    return [tuple(a[c] for c in Q9_AUCTION) +
+            (b["auction"], b["bidder"], b["price"], b["dateTime"], b["extra"])
+            for a, b in best.values()]

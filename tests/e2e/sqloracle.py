@@ -184,6 +184,15 @@ class Oracle:
             raise AssertionError(f"spate failed on {select!r}:\n{p.stderr}\n{p.stdout}")
         return apply_changelog(p.stdout, select)
 
+    def refusal(self, test, select):
+        """What spate says when it refuses select (over the tables), which
+        it must."""
+        script = "\n".join(self.ddl) + f"\n{select};\n"
+        p = subprocess.run([spatetest.SPATE, "sql", "--local", "-p", "1"], input=script,
+                           capture_output=True, text=True, timeout=120)
+        test.assertNotEqual(p.returncode, 0, f"accepted: {select}")
+        return p.stderr + p.stdout
+
     def check_changelog(self, test, select, oracle=None):
         """select's changelog in spate, applied, against oracle (sqlite SQL,
         select itself when None, or a function of the tables)."""

@@ -3,8 +3,8 @@ spate's connector generates are compared row by row with those of
 nexmark_ref.py, a port to Python of the Nexmark repository's Java generator
 computed outside spate, for a few configurations (the default, others with
 every option changed, parallelism 2); then the queries of bench/nexmark/
-(q0, q1, q2, q3, q7, q8, q11, q12, q14, q15, q16, q17, q20, q21, q22; q18 and
-q19 as changelogs, applied) run in spate SQL over those events and their
+(q0, q1, q2, q3, q7, q8, q11, q12, q14, q15, q16, q17, q20, q21, q22; q4,
+q5, q9, q18 and q19 as changelogs, applied) run in spate SQL over those events and their
 results are compared with the same queries computed in Python over the
 reference's events (q12, on processing time, by what does not depend on the
 clock: each bidder's total over the windows); then the connector's
@@ -432,6 +432,29 @@ class NexmarkTest(unittest.TestCase):
         self.assertEqual(len(got), len(want), f"q19: {len(got)} rows, the reference "
                          f"{len(want)}")
         self.assertEqual(got, want, "q19 differs from the reference")
+
+    # ---- changelogs consumed: q4, q5, q9 ----
+
+    def test_q4_average_price_for_category(self):
+        """A GROUP BY over a GROUP BY: each auction's highest bid a
+        changelog (-U/+U as it grows) whose old values AVG takes back out."""
+        want = ref.q4(self.events(self.SPREAD))
+        self.check_query("q4", self.SPREAD, want, fast=True, updating=True)
+        self.check_query("q4", self.SPREAD, want, parallelism=2, fast=True, updating=True)
+
+    def test_q5_hot_items(self):
+        """A regular join with a changelog (each window's largest count,
+        -U/+U): the rows a larger count leaves behind retracted."""
+        want = ref.q5(self.bids(self.SPREAD))
+        self.check_query("q5", self.SPREAD, want, fast=True, updating=True)
+        self.check_query("q5", self.SPREAD, want, parallelism=2, fast=True, updating=True)
+
+    def test_q9_winning_bids(self):
+        """Top-1 per auction over a regular join: -D of a winner a higher
+        bid displaces."""
+        cols = ref.Q9_AUCTION + ["auction", "bidder", "price", "dateTime", "extra"]
+        want = [[text(c, v) for c, v in zip(cols, row)] for row in ref.q9(self.events(self.SPREAD))]
+        self.check_query("q9", self.SPREAD, want, fast=True, updating=True)
 
     # ---- errors ----
 

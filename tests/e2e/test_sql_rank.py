@@ -371,7 +371,7 @@ class SqlRankTest(unittest.TestCase):
              "GROUP BY k) q WHERE rn <= 2", "ROW_NUMBER() in a SELECT with GROUP BY"),
             ("SELECT * FROM (SELECT k, c, ROW_NUMBER() OVER (ORDER BY c) AS rn FROM (SELECT k, "
              "COUNT(*) AS c FROM r GROUP BY k) s) q WHERE rn <= 2",
-             "not supported: a query over an updating query"),
+             "not supported: ROW_NUMBER() over an updating query"),
             (f"CREATE TABLE o WITH (connector = 'filesystem', path = '{self.tmp}/o', "
              "format = 'csv') AS SELECT * FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY v) AS rn "
              "FROM r) q WHERE rn <= 2", "updating query (a Top-N without a window"),
@@ -398,7 +398,7 @@ class SqlRankTest(unittest.TestCase):
             ("SELECT id FROM r WHERE id IN (SELECT g FROM r)", "not supported: subqueries"),
             ("SELECT id FROM r WHERE EXISTS (SELECT g FROM r)", "not supported: subqueries"),
             ("SELECT k, c FROM (SELECT k, COUNT(*) AS c FROM r GROUP BY k) s UNION ALL "
-             "SELECT k, 1 FROM r", "a query over an updating query"),
+             "SELECT k, 1 FROM r", "not supported: UNION ALL of an updating query"),
             ("SELECT id, SUM(v) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) "
              "FROM r", "not supported: this OVER frame"),
             ("SELECT id, SUM(v) OVER (ORDER BY v) FROM r",
