@@ -1256,7 +1256,20 @@ out:
 
 /* ---- Top-N and deduplication ---- */
 
-/* The ROW_NUMBER() OVER (...) item of a SELECT list, or NULL. */
+/* The rank function a name calls (ROW_NUMBER, RANK, DENSE_RANK), or -1. */
+static int
+rank_function_of(const char *name)
+{
+    static const char *const names[] = { "row_number", "rank", "dense_rank" };
+
+    for (int i = 0; name != NULL && i < 3; i++)
+        if (!strcasecmp(name, names[i]))
+            return i;
+    return -1;
+}
+
+/* The ROW_NUMBER() (RANK(), DENSE_RANK()) OVER (...) item of a SELECT
+ * list, or NULL. */
 static json_t *
 row_number_target(json_t *select)
 {
@@ -1270,8 +1283,7 @@ row_number_target(json_t *select)
         json_t *names = json_object_get(fc, "funcname");
         const char *name = sval_of(json_array_get(names, json_array_size(names) - 1));
 
-        if (fc != NULL && json_object_get(fc, "over") != NULL && name != NULL &&
-            !strcasecmp(name, "row_number"))
+        if (fc != NULL && json_object_get(fc, "over") != NULL && rank_function_of(name) >= 0)
             return t;
     }
     return NULL;
@@ -1394,10 +1406,17 @@ plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
     struct sql_column *out_cols = NULL;
     struct spate_stream *node;
     int64_t limit = -1;
+    bool in_updating = false;
     int rc, nout = 0, nrow;
     char name[32];
 
     fc = json_object_get(json_object_get(rt, "val"), "FuncCall");
+    {
+        json_t *names = json_object_get(fc, "funcname");
+
+        spec.function = (enum sql_rank_function)rank_function_of(
+            sval_of(json_array_get(names, json_array_size(names) - 1)));
+    }
     over = json_object_get(fc, "over");
     parts = json_object_get(over, "partitionClause");
     orders = json_object_get(over, "orderClause");
@@ -1472,12 +1491,7 @@ plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
     rc = plan_from_below(pc, sub, &in, NULL, &from_text);
     if (rc != 0)
         goto out;
-    if (in.updating) {
-        rc = plan_error(pc, rn_target, SPATE_ENOTSUP,
-                        "not supported: ROW_NUMBER() over an updating query (GROUP BY without "
-                        "a window)");
-        goto out;
-    }
+    in_updating = in.updating;
     /* The first Calc: partition columns, the subquery's, the order's. */
     json_array_foreach(parts, i, g)
     {
@@ -1494,21 +1508,17 @@ plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
         snprintf(name, sizeof name, "$o%zu", i);
         add_target(pre, name, json_object_get(json_object_get(g, "SortBy"), "node"));
     }
-    req = (struct calc_request){ pre,
-                                 json_object_get(sub, "whereClause"),
-                                 SQL_FORMAT_ROW,
-                                 NULL,
-                                 true,
-                                 (int)json_array_size(parts),
-                                 -1,
-                                 "WHERE" };
+    req = (struct calc_request){
+        pre,  json_object_get(sub, "whereClause"), SQL_FORMAT_ROW,       NULL,
+        true, (int)json_array_size(parts),         sql_kind_column(&in), "WHERE"
+    };
     rc = plan_calc_below(pc, &in, &req, from_text, &mid, &pre_text);
     from_text = NULL;
     if (rc != 0)
         goto out;
     spec.npart = (int)json_array_size(parts);
     spec.norder = (int)json_array_size(orders);
-    nrow = mid.ncols - 1 - spec.npart - spec.norder;
+    nrow = mid.ncols - 1 - spec.npart - spec.norder - (in_updating ? 1 : 0); /* $kind last */
     spec.input = mid.cols;
     spec.ninput = mid.ncols;
     spec.nrow = nrow;
@@ -1568,28 +1578,28 @@ plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
     out_cols = NULL;
     ranked.name = alias ? xstrdup(alias) : NULL;
     ranked.rowtime = -1;
-    if (spec.window_end < 0 && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE) {
-        rc = output == SQL_FORMAT_ROW
-                 ? plan_error(pc, rn_target, SPATE_ENOTSUP,
-                              "not supported: a query over an updating query (a Top-N without "
-                              "a window, in a subquery or view)")
-                 : plan_error(pc, rn_target, SPATE_ENOTSUP,
-                              "not supported: table '%s' (connector '%s') takes insertions "
-                              "only, and this query updates its rows (a Top-N without a "
-                              "window); the print connector shows the updates, a Top-N per "
-                              "window (PARTITION BY window_start, window_end) makes each row "
-                              "final",
-                              sink ? sink->name : "?",
-                              sink ? sql_table_option(sink, "connector") : "?");
+    ranked.updating = spec.window_end < 0;
+    if (spec.window_end < 0 && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE &&
+        output != SQL_FORMAT_ROW) {
+        rc = plan_error(pc, rn_target, SPATE_ENOTSUP,
+                        "not supported: table '%s' (connector '%s') takes insertions "
+                        "only, and this query updates its rows (a Top-N without a "
+                        "window); the print connector shows the updates, a Top-N per "
+                        "window (PARTITION BY window_start, window_end) makes each row "
+                        "final",
+                        sink ? sink->name : "?", sink ? sql_table_option(sink, "connector") : "?");
         goto out;
     }
     if (explain != NULL) {
         FILE *f = open_memstream(&rank_text, &rank_len);
 
         fprintf(f,
-                "%*s%s(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd=%lld], "
+                "%*s%s(rankType=[%s], rankRange=[rankStart=1, rankEnd=%lld], "
                 "partitionBy=[",
                 (pc->depth + 1) * 3, "", spec.window_end > 0 ? "WindowRank" : "Rank",
+                spec.function == SQL_RANK_RANK         ? "RANK"
+                : spec.function == SQL_RANK_DENSE_RANK ? "DENSE_RANK"
+                                                       : "ROW_NUMBER",
                 (long long)limit);
         for (int k = 0; k < spec.npart; k++)
             fprintf(f, "%s$p%d", k ? ", " : "", k);
@@ -1805,15 +1815,20 @@ window_functions_placed(struct sql_plan_context *pc, json_t *select)
         return 0;
     names = json_object_get(json_object_get(w, "FuncCall"), "funcname");
     name = sval_of(json_array_get(names, json_array_size(names) - 1));
-    if (name != NULL && !strcasecmp(name, "row_number"))
+    if (rank_function_of(name) == 0)
         return plan_error(
             pc, w, SPATE_ENOTSUP,
             "not supported: ROW_NUMBER() outside a subquery bounded in the "
             "WHERE above it (SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn "
             "FROM t) q WHERE rn <= N)");
+    if (rank_function_of(name) > 0)
+        return plan_error(pc, w, SPATE_ENOTSUP,
+                          "not supported: %s() outside a subquery bounded in the WHERE above it "
+                          "(as ROW_NUMBER()'s Top-N)",
+                          name);
     return plan_error(pc, w, SPATE_ENOTSUP,
-                      "not supported: window function %s() (ROW_NUMBER() for a Top-N; COUNT, "
-                      "SUM, AVG, MIN, MAX OVER)",
+                      "not supported: window function %s() (ROW_NUMBER(), RANK() and "
+                      "DENSE_RANK() for a Top-N; COUNT, SUM, AVG, MIN, MAX OVER)",
                       name ? name : "?");
 }
 

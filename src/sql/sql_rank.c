@@ -9,7 +9,10 @@
  * and -D of the row it pushed out. Windowed (the partition holds a
  * window's end), the window's top rows are emitted as insertions when the
  * watermark passes its end, and a row whose window the watermark has
- * passed is dropped (Flink's WindowRankOperator). Task thread only. */
+ * passed is dropped (Flink's WindowRankOperator). RANK(), DENSE_RANK()
+ * and an updating input keep every row of the partition instead (Flink's
+ * RetractableTopNFunction), the changes the difference of the top before
+ * and after a row. Task thread only. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +70,7 @@ sql_rank_spec_encode(const struct sql_rank_spec *s, uint8_t **out, size_t *len)
     r.emit_rank = s->emit_rank;
     r.last_wins_ties = s->last_wins_ties;
     r.window_end = s->window_end + 1;
+    r.function = (int32_t)s->function;
     *len = sqlplan__rank__get_packed_size(&r);
     *out = xmalloc(*len + 1);
     sqlplan__rank__pack(&r, *out);
@@ -99,6 +103,8 @@ check_spec(const struct sql_rank_spec *s, spate_error *err)
     if (s->window_end < -1 || s->window_end == 0 || s->window_end >= s->ninput ||
         (s->window_end > 0 && s->input[s->window_end].type.id != SQL_TIMESTAMP))
         return spate_error_set(err, SPATE_EINVAL, "malformed SQL rank: its window");
+    if (s->function > SQL_RANK_DENSE_RANK)
+        return spate_error_set(err, SPATE_EINVAL, "malformed SQL rank: its function");
     return 0;
 }
 
@@ -132,6 +138,9 @@ sql_rank_spec_decode(const uint8_t *bytes, size_t len, struct sql_rank_spec **ou
     s->emit_rank = r->emit_rank;
     s->last_wins_ties = r->last_wins_ties;
     s->window_end = r->window_end - 1;
+    s->function = r->function >= 0 && r->function <= SQL_RANK_DENSE_RANK
+                      ? (enum sql_rank_function)r->function
+                      : SQL_RANK_DENSE_RANK + 1;
     sqlplan__rank__free_unpacked(r, NULL);
     if ((rc = check_spec(s, err)) != 0) {
         sql_rank_spec_free(s);
@@ -189,6 +198,18 @@ struct rank_impl {
     spate_state *last_st;
     uint8_t key_scratch[256];
     uint64_t late; /* rows dropped: their window was already emitted */
+    /* Every row of a partition kept, in rank order, not only its top
+     * (Flink's RetractableTopNFunction): for an updating input (its $kind
+     * column, the last: kind_col), whose -U/-D may take a row of the top
+     * away, and for RANK() and DENSE_RANK(), whose top holds every row tied
+     * at its last rank. Unwindowed, a row's changes are the difference of
+     * the top before it (prev, its numbers prev_rank) and after (ranks). */
+    bool full;
+    int kind_col;
+    struct sql_value *prev;
+    int64_t *prev_rank, *ranks;
+    bool *kept;
+    int full_cap;
 };
 
 static void
@@ -201,6 +222,10 @@ free_impl(struct rank_impl *r)
     free(r->out_rec);
     free(r->rows);
     free(r->strings);
+    free(r->prev);
+    free(r->prev_rank);
+    free(r->ranks);
+    free(r->kept);
     free(r);
 }
 
@@ -242,6 +267,8 @@ rank_open(struct stream_operator *op, spate_error *err)
                                "operator '%s': its record types or key do not match its rank",
                                name);
     }
+    r->kind_col = !strcmp(r->s->input[r->s->ninput - 1].name, "$kind") ? r->s->ninput - 1 : -1;
+    r->full = r->kind_col >= 0 || r->s->function != SQL_RANK_ROW_NUMBER;
     r->in_type = set->in_type;
     r->out_type = set->out_type;
     r->stored = operator_out_storage(set->in_type);
@@ -334,7 +361,7 @@ rows_load(struct rank_impl *r)
     r->nrows = 0;
     r->strings_used = 0;
     spate_list_iter(r->st, &it);
-    while (r->nrows < r->s->limit && spate_list_next(&it, r->stored)) {
+    while ((r->full || r->nrows < r->s->limit) && spate_list_next(&it, r->stored)) {
         struct sql_value *v;
         size_t need;
 
@@ -440,6 +467,132 @@ below_full_top(struct rank_impl *r, const struct sql_value *in)
     return c > 0 || (c == 0 && !r->s->last_wins_ties);
 }
 
+/* ---- every row kept: RANK, DENSE_RANK, an updating input ---- */
+
+/* Room for n rows in the top's copies. */
+static void
+full_reserve(struct rank_impl *r, int n)
+{
+    if (n <= r->full_cap)
+        return;
+    r->full_cap = MAX(n, 2 * r->full_cap);
+    r->prev = xrealloc(r->prev, (size_t)r->full_cap * (size_t)r->s->ninput * sizeof *r->prev);
+    r->prev_rank = xrealloc(r->prev_rank, (size_t)r->full_cap * sizeof *r->prev_rank);
+    r->ranks = xrealloc(r->ranks, (size_t)r->full_cap * sizeof *r->ranks);
+    r->kept = xrealloc(r->kept, (size_t)r->full_cap * sizeof *r->kept);
+}
+
+/* The numbers of the partition's rows, in rank order, into rank (room
+ * for them reserved); how many of them are in the top (numbered limit at
+ * most). */
+static int
+full_number(struct rank_impl *r, int64_t *rank)
+{
+    const struct sql_rank_spec *s = r->s;
+    int n;
+
+    for (n = 0; n < r->nrows; n++) {
+        if (n == 0)
+            rank[n] = 1;
+        else if (s->function != SQL_RANK_ROW_NUMBER &&
+                 rank_cmp(r, row_at(r, n), row_at(r, n - 1)) == 0)
+            rank[n] = rank[n - 1]; /* tied */
+        else
+            rank[n] = s->function == SQL_RANK_DENSE_RANK ? rank[n - 1] + 1 : n + 1;
+        if (rank[n] > s->limit)
+            break;
+    }
+    return n;
+}
+
+/* Whether rows x and y are the same row (their kinds aside). */
+static bool
+same_row(const struct rank_impl *r, const struct sql_value *x, const struct sql_value *y)
+{
+    for (int i = 0; i < r->s->ninput; i++)
+        if (i != r->kind_col && !sql_value_same(&r->in_types[i], &x[i], &y[i]))
+            return false;
+    return true;
+}
+
+/* The changes from the top that was (nprev rows of prev) to the one that
+ * is (nnow rows): with rn, each position's row or number that changed
+ * (-U/+U), those that came (+I) or went (-D); without it, the rows that
+ * went (-D) and came (+I). */
+static void
+full_emit(struct stream_operator *op, struct rank_impl *r, int nprev, int nnow, int64_t ts)
+{
+    const size_t w = (size_t)r->s->ninput;
+
+    if (r->s->emit_rank) {
+        for (int i = 0; i < MAX(nprev, nnow); i++) {
+            const struct sql_value *was = i < nprev ? &r->prev[i * w] : NULL;
+            const struct sql_value *is = i < nnow ? row_at(r, i) : NULL;
+
+            if (was && is && r->prev_rank[i] == r->ranks[i] && same_row(r, was, is))
+                continue;
+            if (was)
+                emit(op, r, is ? SQL_UPDATE_BEFORE : SQL_DELETE, was, r->prev_rank[i], ts);
+            if (is)
+                emit(op, r, was ? SQL_UPDATE_AFTER : SQL_INSERT, is, r->ranks[i], ts);
+        }
+        return;
+    }
+    memset(r->kept, 0, (size_t)nnow * sizeof *r->kept);
+    for (int i = 0; i < nprev; i++) {
+        int j = 0;
+
+        while (j < nnow && (r->kept[j] || !same_row(r, &r->prev[i * w], row_at(r, j))))
+            j++;
+        if (j < nnow)
+            r->kept[j] = true;
+        else
+            emit(op, r, SQL_DELETE, &r->prev[i * w], 0, ts);
+    }
+    for (int j = 0; j < nnow; j++)
+        if (!r->kept[j])
+            emit(op, r, SQL_INSERT, row_at(r, j), 0, ts);
+}
+
+/* Row in into (or, a -U/-D, out of) the current key's rows; unwindowed,
+ * the changes to its top emitted; windowed (end), a new window's timer. */
+static void
+full_process(struct stream_operator *op, struct rank_impl *r, const struct sql_value *in,
+             int64_t ts, int64_t end)
+{
+    const struct sql_rank_spec *s = r->s;
+    const size_t w = (size_t)s->ninput;
+    bool retract = r->kind_col >= 0 &&
+                   (in[r->kind_col].i == SQL_UPDATE_BEFORE || in[r->kind_col].i == SQL_DELETE);
+    int nprev = 0, p;
+
+    rows_load(r);
+    full_reserve(r, r->nrows + 1);
+    if (s->window_end > 0 && r->nrows == 0 && !retract)
+        op->backend->ops->register_timer(op->backend, true, end - 1);
+    if (s->window_end < 0) {
+        nprev = full_number(r, r->prev_rank);
+        memcpy(r->prev, r->rows, (size_t)nprev * w * sizeof *in);
+    }
+    if (retract) {
+        for (p = 0; p < r->nrows && !same_row(r, row_at(r, p), in); p++)
+            ;
+        if (p == r->nrows)
+            return; /* a retraction of a row not there */
+        memmove(row_at(r, p), row_at(r, p + 1), (size_t)(r->nrows - p - 1) * w * sizeof *in);
+        r->nrows--;
+    } else {
+        p = position_of(r, in);
+        rows_reserve(r, r->nrows + 1);
+        memmove(row_at(r, p + 1), row_at(r, p), (size_t)(r->nrows - p) * w * sizeof *in);
+        memcpy(row_at(r, p), in, w * sizeof *in);
+        r->nrows++;
+    }
+    rows_store(r);
+    if (s->window_end < 0)
+        full_emit(op, r, nprev, full_number(r, r->ranks), ts);
+}
+
 /* Unwindowed: the changes a row that enters the top at p makes, rows[]
  * still as before it. */
 static void
@@ -484,6 +637,11 @@ rank_process(struct stream_operator *op, const void *rec, const struct record_me
         end = in[s->window_end].i;
         set_ns(op, &end);
     }
+    if (r->full) {
+        full_process(op, r, in, meta->timestamp, end);
+        set_ns(op, NULL);
+        return;
+    }
     if (below_full_top(r, in)) {
         set_ns(op, NULL);
         return; /* never in the top, as no row leaves above it */
@@ -527,8 +685,18 @@ rank_fire(void *owner, const struct timer *t)
     memcpy(&end, t->data + t->key_len, sizeof end);
     set_ns(op, &end);
     rows_load(r);
-    for (int i = 0; i < r->nrows; i++)
-        emit(op, r, SQL_INSERT, row_at(r, i), i + 1, end - 1);
+    if (r->full) {
+        int n;
+
+        full_reserve(r, r->nrows);
+        n = full_number(r, r->ranks);
+
+        for (int i = 0; i < n; i++)
+            emit(op, r, SQL_INSERT, row_at(r, i), r->ranks[i], end - 1);
+    } else {
+        for (int i = 0; i < r->nrows; i++)
+            emit(op, r, SQL_INSERT, row_at(r, i), i + 1, end - 1);
+    }
     spate_state_clear(r->st);
     spate_state_clear(r->last_st);
     set_ns(op, NULL);

@@ -1,9 +1,10 @@
 /* SQL's Top-N and deduplication (Flink's Rank, WindowRank and
- * Deduplicate): ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) kept to
- * rn <= limit, as the planner asks for it — sql.proto's Rank — and
- * OP_SQL_RANK, the operator that runs it over a keyed stream of rows
- * [$key, partition columns, row columns, order columns], each partition's
- * top rows a ListState. The planner builds a spec on the client thread;
+ * Deduplicate): ROW_NUMBER() (RANK(), DENSE_RANK()) OVER (PARTITION BY ...
+ * ORDER BY ...) kept to rn <= limit, as the planner asks for it —
+ * sql.proto's Rank — and OP_SQL_RANK, the operator that runs it over a
+ * keyed stream of rows [$key, partition columns, row columns, order
+ * columns, and an updating input's $kind], each partition's top rows a
+ * ListState. The planner builds a spec on the client thread;
  * the operator belongs to its task thread. */
 #ifndef SPATE_SQL_SQL_RANK_H
 #define SPATE_SQL_SQL_RANK_H
@@ -18,6 +19,11 @@
 /* The most rows a partition keeps: each is read and written for every row
  * that enters its top. */
 #define SQL_RANK_LIMIT_MAX 100000
+
+/* What numbers the rows: ROW_NUMBER() 1, 2, 3 whatever their ties; RANK()
+ * the tied rows one number, the next row its position (1, 1, 3);
+ * DENSE_RANK() the next number (1, 1, 2). */
+enum sql_rank_function { SQL_RANK_ROW_NUMBER, SQL_RANK_RANK, SQL_RANK_DENSE_RANK };
 
 struct sql_rank_order {
     int col; /* the input column */
@@ -44,6 +50,7 @@ struct sql_rank_spec {
      * end; unwindowed, every row that enters the top changes it (+I, -D,
      * or -U/+U of each rank that moved). */
     int window_end;
+    enum sql_rank_function function;
 };
 
 void sql_rank_spec_free(struct sql_rank_spec *s);

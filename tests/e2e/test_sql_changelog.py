@@ -16,6 +16,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+import sqlwindows as W  # noqa: E402
 from sqloracle import Oracle, Table  # noqa: E402
 from test_sql_joins import COLUMNS_A, COLUMNS_B, COLUMNS_C, rows_a, rows_b, rows_c  # noqa: E402
 
@@ -106,6 +107,56 @@ JOINS_OF_UPDATES = [
     "ON c.cid = q.m + 100",
 ]
 
+# RANK() and DENSE_RANK() (ties share a number; the top holds every row
+# tied at its last one), and Top-N over updating queries (a -U/-D takes a
+# row out of the top, the next one comes in), and queries over Top-N.
+TOP_N = [
+    "SELECT * FROM (SELECT id, k, x, RANK() OVER (PARTITION BY k ORDER BY x DESC) AS r FROM a) q "
+    "WHERE r <= 2",
+    "SELECT * FROM (SELECT id, k, x, DENSE_RANK() OVER (PARTITION BY k ORDER BY x DESC) AS r "
+    "FROM a) q WHERE r <= 2",
+    "SELECT id, s FROM (SELECT id, s, RANK() OVER (ORDER BY s) AS r FROM a) q WHERE r <= 3",
+    "SELECT * FROM (SELECT id, y % 3 AS m, DENSE_RANK() OVER (PARTITION BY k % 2 ORDER BY y % 3) "
+    "AS r FROM b) q WHERE r <= 2",
+    "SELECT id, r FROM (SELECT id, RANK() OVER (PARTITION BY k ORDER BY y, t) AS r FROM b) q "
+    "WHERE r <= 1",
+    "SELECT * FROM (SELECT k, c, RANK() OVER (ORDER BY c DESC) AS r FROM "
+    "(SELECT k, COUNT(*) AS c FROM a GROUP BY k) s) q WHERE r <= 2",
+    "SELECT k, c FROM (SELECT k, c, ROW_NUMBER() OVER (ORDER BY c DESC, k) AS r FROM "
+    "(SELECT k, COUNT(*) AS c FROM a GROUP BY k) s) q WHERE r <= 3",
+    "SELECT * FROM (SELECT k, t, DENSE_RANK() OVER (PARTITION BY k % 2 ORDER BY t) AS r FROM "
+    "(SELECT k, SUM(y) AS t FROM b GROUP BY k) s) q WHERE r <= 2",
+    "SELECT * FROM (SELECT a.id, b.id AS bid, ROW_NUMBER() OVER (PARTITION BY a.k "
+    "ORDER BY b.id DESC, a.id) AS r FROM a LEFT JOIN b ON a.k = b.k) q WHERE r <= 2",
+    "SELECT r, COUNT(*) FROM (SELECT * FROM (SELECT id, k, RANK() OVER (PARTITION BY k "
+    "ORDER BY y) AS r FROM b) q WHERE r <= 2) z GROUP BY r",
+    "SELECT z.id, c.name FROM (SELECT * FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY k "
+    "ORDER BY y DESC, id) AS r FROM b) q WHERE r <= 1) z JOIN c ON z.id = c.cid",
+]
+
+
+
+def window_ranks(rows, size_ms, n, dense):
+    """Per tumbling window of size_ms over e: the count of each k, those
+    numbered n at most by RANK() (dense: DENSE_RANK()) of the count,
+    descending, as window_start, window_end, k, count, rank. Late rows
+    are dropped by the window aggregate below the rank."""
+    wins, dropped = W.windows(rows, 3, 1000, "tumble", size_ms=size_ms, key=lambda r: r[1])
+    assert dropped == 2, "the late rows come late"
+    per, out = {}, []
+    for s, e, k, rs in wins:
+        per.setdefault((s, e), []).append((k, len(rs)))
+    for (s, e), groups in per.items():
+        groups.sort(key=lambda g: -g[1])
+        rank = 0
+        for i, (k, c) in enumerate(groups):
+            if i == 0 or c != groups[i - 1][1]:
+                rank = rank + 1 if dense else i + 1
+            if rank <= n:
+                out.append([W.text_of(s), W.text_of(e), k, c, rank])
+    return out
+
+
 # Rows a minute behind the watermark: late for a window, not for these.
 LATE = [
     "SELECT c, COUNT(*) FROM (SELECT k, COUNT(*) AS c FROM e GROUP BY k) q GROUP BY c",
@@ -125,6 +176,8 @@ class ChangelogTest(unittest.TestCase):
             Table("c", COLUMNS_C, rows_c()),
             Table("e", COLUMNS_E, rows_e(), "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND"),
         ])
+        # a watermark after every row: the late rows are behind it
+        cls.oracle.ddl.insert(0, "SET 'pipeline.auto-watermark-interval' = '0';")
 
     @classmethod
     def tearDownClass(cls):
@@ -162,14 +215,34 @@ class ChangelogTest(unittest.TestCase):
     def test_joins_of_updating_queries(self):
         self.check_all(JOINS_OF_UPDATES, retracts="any")
 
+    def test_rank_dense_rank_and_top_n_over_updates(self):
+        self.check_all(TOP_N)
+
+    def test_rank_and_dense_rank_per_window(self):
+        """A window Top-N by RANK() and DENSE_RANK(): each window's rows
+        once, those tied at the last number all in; against Python."""
+        agg = ("SELECT window_start, window_end, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE e, "
+               "DESCRIPTOR(ts), INTERVAL '{s}' SECOND)) GROUP BY window_start, window_end, k")
+        for size, n, fn in [(10, 1, "RANK"), (10, 2, "DENSE_RANK"), (20, 2, "RANK"),
+                            (20, 1, "DENSE_RANK")]:
+            q = (f"SELECT * FROM (SELECT *, {fn}() OVER (PARTITION BY window_start, window_end "
+                 f"ORDER BY n DESC) AS r FROM ({agg.format(s=size)}) w) q WHERE r <= {n}")
+            with self.subTest(query=q):
+                self.oracle.check(self, q, lambda t, size=size, n=n, fn=fn: window_ranks(
+                    t[3].rows, size * 1000, n, fn == "DENSE_RANK"))
+
     def test_late_rows_are_kept_without_windows(self):
         self.check_all(LATE, retracts="any")
 
     def test_what_cannot_consume_updates_is_refused(self):
         cases = [
-            ("SELECT * FROM (SELECT k, c, ROW_NUMBER() OVER (PARTITION BY k ORDER BY c DESC) AS rn "
-             "FROM (SELECT k, COUNT(*) AS c FROM a GROUP BY k) q) r WHERE rn <= 2",
-             "not supported: ROW_NUMBER() over an updating query"),
+            ("SELECT * FROM (SELECT id, RANK() OVER (ORDER BY x) AS rn FROM a) q WHERE rn > 2",
+             "not supported: ROW_NUMBER() without an upper bound on 'rn'"),
+            (f"CREATE TABLE g (k INT, c BIGINT, rn BIGINT) WITH (connector = 'filesystem', "
+             f"path = '{self.tmp}/g', format = 'csv');\nINSERT INTO g SELECT * FROM (SELECT k, c, "
+             "DENSE_RANK() OVER (ORDER BY c DESC) AS rn FROM (SELECT k, COUNT(*) AS c FROM a "
+             "GROUP BY k) q) r WHERE rn <= 2",
+             "takes insertions only, and this query updates its rows (a Top-N without a window)"),
             ("SELECT k FROM (SELECT k, COUNT(*) AS c FROM a GROUP BY k) q UNION ALL "
              "SELECT k FROM a", "not supported: UNION ALL of an updating query"),
             (f"CREATE TABLE f (c BIGINT, n BIGINT) WITH (connector = 'filesystem', "

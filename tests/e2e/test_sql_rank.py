@@ -369,16 +369,15 @@ class SqlRankTest(unittest.TestCase):
              "WHERE rn <= 0", "a Top-N of 0 rows"),
             ("SELECT * FROM (SELECT k, ROW_NUMBER() OVER (ORDER BY COUNT(*)) AS rn FROM r "
              "GROUP BY k) q WHERE rn <= 2", "ROW_NUMBER() in a SELECT with GROUP BY"),
-            ("SELECT * FROM (SELECT k, c, ROW_NUMBER() OVER (ORDER BY c) AS rn FROM (SELECT k, "
-             "COUNT(*) AS c FROM r GROUP BY k) s) q WHERE rn <= 2",
-             "not supported: ROW_NUMBER() over an updating query"),
             (f"CREATE TABLE o WITH (connector = 'filesystem', path = '{self.tmp}/o', "
              "format = 'csv') AS SELECT * FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY v) AS rn "
-             "FROM r) q WHERE rn <= 2", "updating query (a Top-N without a window"),
+             "FROM r) q WHERE rn <= 2", "updates its rows (a Top-N without a window"),
             ("SELECT id, ROW_NUMBER() OVER (ORDER BY v) AS rn FROM r",
              "not supported: ROW_NUMBER() outside a subquery bounded in the WHERE above it"),
-            ("SELECT * FROM (SELECT id, RANK() OVER (ORDER BY v) AS rn FROM r) q WHERE rn <= 2",
-             "not supported: window function rank()"),
+            ("SELECT id, RANK() OVER (ORDER BY v) AS rn FROM r",
+             "not supported: rank() outside a subquery bounded in the WHERE above it"),
+            ("SELECT * FROM (SELECT id, NTILE(2) OVER (ORDER BY v) AS rn FROM r) q WHERE rn <= 2",
+             "not supported: window function ntile()"),
             ("SELECT id, LAG(v) OVER (ORDER BY ts) FROM r", "not supported: window function lag()"),
             ("SELECT id FROM r UNION SELECT id FROM r", "not supported: UNION without ALL"),
             ("SELECT id FROM r UNION ALL SELECT id, k FROM r",

@@ -17,7 +17,8 @@ valid_spec(struct sql_rank_order *order)
 {
     order[0] = (struct sql_rank_order){ 4, true, false };
     order[1] = (struct sql_rank_order){ 5, false, true };
-    return (struct sql_rank_spec){ input, 6, 1, 2, order, 2, 3, true, false, 1 };
+    return (
+        struct sql_rank_spec){ input, 6, 1, 2, order, 2, 3, true, false, 1, SQL_RANK_DENSE_RANK };
 }
 
 static int
@@ -55,6 +56,7 @@ Test(sql_rank, a_spec_survives_its_encoding)
     cr_assert_eq(out->limit, 3);
     cr_assert(out->emit_rank && !out->last_wins_ties);
     cr_assert_eq(out->window_end, 1);
+    cr_assert_eq(out->function, SQL_RANK_DENSE_RANK);
     /* $kind, the row's two columns, rn */
     cols = sql_rank_output(out, "rank_number", &n);
     cr_assert_eq(n, 4);
@@ -97,6 +99,10 @@ Test(sql_rank, a_decoded_spec_is_checked_before_it_runs)
     s.window_end = 2; /* an INT is no window's end */
     cr_assert_eq(decode(&s, &err), SPATE_EINVAL);
     cr_assert(strstr(err.message, "window") != NULL, "%s", err.message);
+    s = valid_spec(order);
+    s.function = (enum sql_rank_function)(SQL_RANK_DENSE_RANK + 1);
+    cr_assert_eq(decode(&s, &err), SPATE_EINVAL);
+    cr_assert(strstr(err.message, "function") != NULL, "%s", err.message);
     cr_assert_eq(
         sql_rank_spec_decode((const uint8_t *)"\xff\xff", 2, &(struct sql_rank_spec *){ 0 }, &err),
         SPATE_EINVAL);
