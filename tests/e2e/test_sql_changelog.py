@@ -17,7 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import sqlwindows as W  # noqa: E402
-from sqloracle import Oracle, Table  # noqa: E402
+from sqloracle import Oracle, Table, norm_rows  # noqa: E402
 from test_sql_joins import COLUMNS_A, COLUMNS_B, COLUMNS_C, rows_a, rows_b, rows_c  # noqa: E402
 
 COLUMNS_E = [("id", "INT", "INTEGER"), ("k", "INT", "INTEGER"), ("v", "BIGINT", "INTEGER"),
@@ -118,6 +118,10 @@ TOP_N = [
     "SELECT id, s FROM (SELECT id, s, RANK() OVER (ORDER BY s) AS r FROM a) q WHERE r <= 3",
     "SELECT * FROM (SELECT id, y % 3 AS m, DENSE_RANK() OVER (PARTITION BY k % 2 ORDER BY y % 3) "
     "AS r FROM b) q WHERE r <= 2",
+    "SELECT * FROM (SELECT id, DENSE_RANK() OVER (PARTITION BY k % 2 ORDER BY "
+    "COALESCE(ABS(y % 3), 0)) AS r FROM b) q WHERE r <= 2",
+    "SELECT * FROM (SELECT id, RANK() OVER (PARTITION BY k % 2 ORDER BY "
+    "COALESCE(ABS(y % 3), 0)) AS r FROM b) q WHERE r <= 2",
     "SELECT id, r FROM (SELECT id, RANK() OVER (PARTITION BY k ORDER BY y, t) AS r FROM b) q "
     "WHERE r <= 1",
     "SELECT * FROM (SELECT k, c, RANK() OVER (ORDER BY c DESC) AS r FROM "
@@ -223,8 +227,12 @@ class ChangelogTest(unittest.TestCase):
         once, those tied at the last number all in; against Python."""
         agg = ("SELECT window_start, window_end, k, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE e, "
                "DESCRIPTOR(ts), INTERVAL '{s}' SECOND)) GROUP BY window_start, window_end, k")
+        rows = self.oracle.tables[3].rows
+        self.assertNotEqual(norm_rows(window_ranks(rows, 20000, 2, False)),
+                            norm_rows(window_ranks(rows, 20000, 2, True)),
+                            "ties where RANK and DENSE_RANK differ")
         for size, n, fn in [(10, 1, "RANK"), (10, 2, "DENSE_RANK"), (20, 2, "RANK"),
-                            (20, 1, "DENSE_RANK")]:
+                            (20, 2, "DENSE_RANK")]:
             q = (f"SELECT * FROM (SELECT *, {fn}() OVER (PARTITION BY window_start, window_end "
                  f"ORDER BY n DESC) AS r FROM ({agg.format(s=size)}) w) q WHERE r <= {n}")
             with self.subTest(query=q):
