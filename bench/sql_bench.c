@@ -16,7 +16,10 @@
  * Flink's runs do with no TTL); their rows (the join's records out) equal
  * those counted here from the generator's people, auctions and bids; q14's
  * those of its bids in the price range, and the aggregating queries' first
- * Calc's every bid (q18 and q19: every bid ranked). Last line: a JSON
+ * Calc's every bid (q18 and q19: every bid ranked). The queries that
+ * consume changelogs, q4, q5, q9, at p1 and p2 over the joins' events: q4
+ * and q9's join rows equal the bids within their auction's lifetime
+ * counted here, q5's first Calc every bid. Last line: a JSON
  * object with each round's figures, the medians and each query's events/s
  * per core (its rate over its parallelism).
  *
@@ -48,6 +51,8 @@ static char spate[PATH_MAX + 16], job[PATH_MAX + 64], udf[PATH_MAX + 64], tmpdir
 struct expect {
     int64_t bids, q2_rows, q2_price_sum, bid_price_sum, q14_rows;
     int64_t q3_rows, q7_rows, q8_rows, q20_rows; /* of the joins' events */
+    int64_t join_bids;                           /* the bids of the joins' events */
+    int64_t lifetime_rows; /* q4 and q9's join: bids within their auction's lifetime */
 };
 
 /* ---- the generator alone ---- */
@@ -105,7 +110,8 @@ static const struct bench_instr_loop loops[] = {
  * here from the generator (ids are dense: an array each): q3's auctions of
  * category 10 whose seller is in OR, ID or CA; q8's people who made an
  * auction in the 10-second window they entered in; q20's bids on auctions
- * of category 10. Untimed. */
+ * of category 10; q4 and q9's bids within their auction's lifetime
+ * (dateTime to expires). Untimed. */
 static void
 join_expect(uint64_t n, struct expect *x)
 {
@@ -119,17 +125,18 @@ join_expect(uint64_t n, struct expect *x)
     int64_t *person_window = malloc(np * sizeof *person_window);
     uint8_t *person_west = calloc(np, 1), *person_seen = calloc(np, 1);
     uint8_t *auction_cat10 = calloc(na, 1), *person_sold = calloc(np, 1);
+    int64_t(*lifetime)[2] = calloc(na, sizeof *lifetime); /* dateTime, expires; 0: none */
     const char *why;
 
     if (top == NULL || person_window == NULL || person_west == NULL || person_seen == NULL ||
-        auction_cat10 == NULL || person_sold == NULL)
+        auction_cat10 == NULL || person_sold == NULL || lifetime == NULL)
         bench_fail("out of memory");
     sql_nexmark_config_default(&c);
     c.first_event_rate = RATE;
     c.base_time_ms = BASE_TIME;
     if (sql_nexmark_gen_init(&g, &c, &why) != 0)
         bench_fail("the generator: %s", why);
-    x->q3_rows = x->q7_rows = x->q8_rows = x->q20_rows = 0;
+    x->q3_rows = x->q7_rows = x->q8_rows = x->q20_rows = x->lifetime_rows = x->join_bids = 0;
     /* people first: a seller may come before the person, a join meets both */
     for (uint64_t i = 0; i < n; i++) {
         const struct sql_nexmark_str *st;
@@ -157,6 +164,8 @@ join_expect(uint64_t n, struct expect *x)
             bench_fail("auction id %lld out of range", (long long)ev.auction.id);
         seller = (uint64_t)(ev.auction.seller - 1000);
         auction_cat10[id] = ev.auction.category == 10;
+        lifetime[id][0] = ev.date_time;
+        lifetime[id][1] = ev.auction.expires;
         if (seller < np && person_seen[seller]) {
             x->q3_rows += ev.auction.category == 10 && person_west[seller];
             if (person_window[seller] == ev.date_time - ev.date_time % 10000)
@@ -178,7 +187,10 @@ join_expect(uint64_t n, struct expect *x)
                 continue;
             }
             a = (uint64_t)(ev.bid.auction - 1000);
+            x->join_bids++;
             x->q20_rows += a < na && auction_cat10[a];
+            x->lifetime_rows += a < na && lifetime[a][1] != 0 && lifetime[a][0] <= ev.date_time &&
+                                ev.date_time <= lifetime[a][1];
             /* its window's top, or the one before's when it is at its end */
             x->q7_rows += ev.bid.price == top[w];
             x->q7_rows +=
@@ -193,6 +205,7 @@ join_expect(uint64_t n, struct expect *x)
     free(person_seen);
     free(auction_cat10);
     free(person_sold);
+    free(lifetime);
 }
 
 /* ---- the SQL queries ---- */
@@ -429,6 +442,26 @@ static const char *const more_queries[] = {
 };
 #define NMORE ((int)(sizeof more_queries / sizeof *more_queries))
 
+/* The queries over changelogs, at parallelism 1 and 2 over the joins'
+ * events: the operator whose records out are counted. */
+static const struct {
+    const char *name, *counted;
+} updating_queries[] = { { "q4", "Join" }, { "q5", "Calc" }, { "q9", "Join" } };
+#define NUPDATING ((int)(sizeof updating_queries / sizeof *updating_queries))
+
+/* Each of updating_queries's rows checked against the loop's. */
+static void
+check_updating(int q, int p, int64_t rows, const struct expect *x)
+{
+    char what[64];
+
+    snprintf(what, sizeof what, "SQL %s p%d rows", updating_queries[q].name, p);
+    /* q5's first Calc: every bid of the joins' events, counted in its
+     * windows */
+    check(what, rows,
+          strcmp(updating_queries[q].name, "q5") == 0 ? x->join_bids : x->lifetime_rows);
+}
+
 /* Each of more_queries's rows checked against the loop's. */
 static void
 check_more(int q, int p, int64_t rows, const struct expect *x)
@@ -449,8 +482,8 @@ main(int argc, char **argv)
     /* the joins keep every row of both sides (no TTL, as Flink's runs) */
     uint64_t nj = (e = getenv("SQL_BENCH_JOIN_EVENTS")) ? strtoull(e, NULL, 10) : 1000000;
     int runs = (e = getenv("SQL_BENCH_RUNS")) ? atoi(e) : 3;
-    double v[NRUNS][MAX_RUNS], m[NRUNS], vm[NMORE][2][MAX_RUNS];
-    char dir[PATH_MAX], scripts[9][PATH_MAX], more[NMORE][PATH_MAX];
+    double v[NRUNS][MAX_RUNS], m[NRUNS], vm[NMORE][2][MAX_RUNS], vu[NUPDATING][2][MAX_RUNS];
+    char dir[PATH_MAX], scripts[9][PATH_MAX], more[NMORE][PATH_MAX], upd[NUPDATING][PATH_MAX];
     static const char *const queries[9] = {
         "q0", "q1", "q2", "q21", "q22", "q3", "q7", "q8", "q20"
     };
@@ -481,6 +514,8 @@ main(int argc, char **argv)
         write_script(queries[q], q < 5 ? n : nj, scripts[q], sizeof scripts[q]);
     for (int q = 0; q < NMORE; q++)
         write_script(more_queries[q], n, more[q], sizeof more[q]);
+    for (int q = 0; q < NUPDATING; q++)
+        write_script(updating_queries[q].name, nj, upd[q], sizeof upd[q]);
     join_expect(nj, &x);
     fprintf(stderr, "sql_bench: %llu events per run, %d rounds\n", (unsigned long long)n, runs);
     for (int i = 0; i < runs; i++) {
@@ -527,6 +562,17 @@ main(int argc, char **argv)
             v[at + 3][i] = run_sql(scripts[8], p, nj, "Join", &rows);
             check(p == 1 ? "SQL q20 p1 rows" : "SQL q20 p2 rows", rows, x.q20_rows);
         }
+        for (int q = 0; q < NUPDATING; q++)
+            for (int p = 1; p <= 2; p++) {
+                char name[32];
+
+                vu[q][p - 1][i] = run_sql(upd[q], p, nj, updating_queries[q].counted, &rows);
+                check_updating(q, p, rows, &x);
+                snprintf(name, sizeof name, "sql_%s_p%d", updating_queries[q].name, p);
+                json_object_set_new(round, name, json_real(vu[q][p - 1][i]));
+                fprintf(stderr, "sql_bench: round %d: %s %.2f M/s\n", i + 1, name,
+                        vu[q][p - 1][i] / 1e6);
+            }
         for (int q = 0; q < NMORE; q++)
             for (int p = 1; p <= 2; p++) {
                 char name[32];
@@ -561,6 +607,8 @@ main(int argc, char **argv)
         unlink(scripts[q]);
     for (int q = 0; q < NMORE; q++)
         unlink(more[q]);
+    for (int q = 0; q < NUPDATING; q++)
+        unlink(upd[q]);
     if (want_instr)
         instr = instr_per_event((e = getenv("SQL_BENCH_INSTR_EVENTS")) ? strtoull(e, NULL, 10)
                                                                        : 200000);
@@ -587,6 +635,15 @@ main(int argc, char **argv)
             json_object_set_new(medians, name, json_real(med));
             json_object_set_new(per_core, name, json_real(med / p));
         }
+    for (int q = 0; q < NUPDATING; q++)
+        for (int p = 1; p <= 2; p++) {
+            char name[32];
+            double med = bench_median(vu[q][p - 1], runs);
+
+            snprintf(name, sizeof name, "sql_%s_p%d", updating_queries[q].name, p);
+            json_object_set_new(medians, name, json_real(med));
+            json_object_set_new(per_core, name, json_real(med / p));
+        }
     out = json_pack("{s:s, s:I, s:i, s:i, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
                     "s:I, s:o, s:o, s:o}",
                     "bench", "sql_bench", "events", (json_int_t)n, "runs", runs, "first_event_rate",
@@ -605,6 +662,7 @@ main(int argc, char **argv)
     json_object_set_new(out, "q7_rows", json_integer(x.q7_rows));
     json_object_set_new(out, "q8_rows", json_integer(x.q8_rows));
     json_object_set_new(out, "q20_rows", json_integer(x.q20_rows));
+    json_object_set_new(out, "q4_q9_join_rows", json_integer(x.lifetime_rows));
     json_object_set_new(out, "sql_q3_events_per_s_per_core_p2", json_real(m[SQL_Q3_P2] / 2));
     json_object_set_new(out, "sql_q7_events_per_s_per_core_p2", json_real(m[SQL_Q7_P2] / 2));
     json_object_set_new(out, "sql_q8_events_per_s_per_core_p2", json_real(m[SQL_Q8_P2] / 2));
