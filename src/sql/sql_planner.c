@@ -2183,8 +2183,9 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         output != SQL_FORMAT_ROW) {
         free(below_text);
         sql_relation_release(&in);
-        return refuse_updating(pc, select, output, sink, "an outer join",
-                               "an interval or window join");
+        return refuse_updating(pc, select, output, sink,
+                               "an outer join, or a GROUP BY or Top-N without a window, below it",
+                               "an interval or window join, or a window");
     }
     updating = in.updating;
     req = (struct calc_request){ json_object_get(select, "targetList"),

@@ -246,6 +246,11 @@ class ChangelogTest(unittest.TestCase):
         cases = [
             ("SELECT * FROM (SELECT id, RANK() OVER (ORDER BY x) AS rn FROM a) q WHERE rn > 2",
              "not supported: ROW_NUMBER() without an upper bound on 'rn'"),
+            (f"CREATE TABLE h (k INT) WITH (connector = 'filesystem', path = '{self.tmp}/h', "
+             "format = 'csv');\nINSERT INTO h SELECT k FROM (SELECT k, COUNT(*) AS c FROM a "
+             "GROUP BY k) q WHERE c > 1",
+             "updates its rows (an outer join, or a GROUP BY or Top-N without a window, below "
+             "it)"),
             (f"CREATE TABLE g (k INT, c BIGINT, rn BIGINT) WITH (connector = 'filesystem', "
              f"path = '{self.tmp}/g', format = 'csv');\nINSERT INTO g SELECT * FROM (SELECT k, c, "
              "DENSE_RANK() OVER (ORDER BY c DESC) AS rn FROM (SELECT k, COUNT(*) AS c FROM a "
