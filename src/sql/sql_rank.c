@@ -572,7 +572,8 @@ full_process(struct stream_operator *op, struct rank_impl *r, const struct sql_v
         op->backend->ops->register_timer(op->backend, true, end - 1);
     if (s->window_end < 0) {
         nprev = full_number(r, r->prev_rank);
-        memcpy(r->prev, r->rows, (size_t)nprev * w * sizeof *in);
+        if (nprev > 0) /* (rows is NULL before the first row) */
+            memcpy(r->prev, r->rows, (size_t)nprev * w * sizeof *in);
     }
     if (retract) {
         for (p = 0; p < r->nrows && !same_row(r, row_at(r, p), in); p++)

@@ -105,11 +105,14 @@ JOINS_OF_UPDATES = [
     "JOIN c ON q.bid = c.cid",
     "SELECT c.cid, q.m FROM c FULL JOIN (SELECT k, MAX(y) AS m FROM b GROUP BY k) q "
     "ON c.cid = q.m + 100",
+    "SELECT z.id, c.name FROM (SELECT * FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY k "
+    "ORDER BY y DESC, id) AS r FROM b) q WHERE r <= 1) z JOIN c ON z.id = c.cid",
 ]
 
 # RANK() and DENSE_RANK() (ties share a number; the top holds every row
 # tied at its last one), and Top-N over updating queries (a -U/-D takes a
-# row out of the top, the next one comes in), and queries over Top-N.
+# row out of the top, the next one comes in), and a GROUP BY over a Top-N
+# (a join over one is with the joins of updating queries).
 TOP_N = [
     "SELECT * FROM (SELECT id, k, x, RANK() OVER (PARTITION BY k ORDER BY x DESC) AS r FROM a) q "
     "WHERE r <= 2",
@@ -134,8 +137,6 @@ TOP_N = [
     "ORDER BY b.id DESC, a.id) AS r FROM a LEFT JOIN b ON a.k = b.k) q WHERE r <= 2",
     "SELECT r, COUNT(*) FROM (SELECT * FROM (SELECT id, k, RANK() OVER (PARTITION BY k "
     "ORDER BY y) AS r FROM b) q WHERE r <= 2) z GROUP BY r",
-    "SELECT z.id, c.name FROM (SELECT * FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY k "
-    "ORDER BY y DESC, id) AS r FROM b) q WHERE r <= 1) z JOIN c ON z.id = c.cid",
 ]
 
 
