@@ -156,83 +156,23 @@ read_row(struct calc_impl *impl, const uint8_t *rec, const struct spate_type *t)
     }
 }
 
-/* A field's text into register i: an empty unquoted field is NULL. */
+/* A JSON value's text into register i. */
 static int
-read_text(struct calc_impl *impl, int i, const char *s, size_t len, bool quoted, spate_error *err)
+read_text(struct calc_impl *impl, int i, const char *s, size_t len, spate_error *err)
 {
-    struct sql_value *r = &impl->ev.r[i];
-
-    if (len == 0 && !quoted) {
-        r->null = true;
-        return 0;
-    }
-    if (sql_value_parse(&impl->p->input[i].type, s, len, r, err) != 0)
+    if (sql_value_parse(&impl->p->input[i].type, s, len, &impl->ev.r[i], err) != 0)
         return spate_error_wrap(err, "column '%s'", impl->p->input[i].name);
     return 0;
 }
 
-/* RFC 4180: fields cut at the delimiter outside quotes, "" a quote. */
+/* RFC 4180 (sql_csv_read), the fields into the input registers. */
 static int
 read_csv(struct calc_impl *impl, const char *s, size_t len, spate_error *err)
 {
     const struct sql_program *p = impl->p;
-    char delim = p->csv_delimiter;
-    size_t i = 0;
-    int col = 0;
 
-    if (len > 0 && s[len - 1] == '\r')
-        len--;
-    for (;;) {
-        if (col >= p->ninput)
-            return spate_error_set(err, SPATE_EINVAL, "more than %d fields", p->ninput);
-        if (i < len && s[i] == '"') {
-            char *out = sql_eval_alloc(&impl->ev, len - i);
-            size_t n = 0;
-            bool closed = false;
-
-            for (i++; i < len; i++) {
-                if (s[i] == '"') {
-                    if (i + 1 < len && s[i + 1] == '"') {
-                        out[n++] = '"';
-                        i++;
-                        continue;
-                    }
-                    closed = true;
-                    i++;
-                    break;
-                }
-                out[n++] = s[i];
-            }
-            if (!closed || (i < len && s[i] != delim))
-                return spate_error_set(err, SPATE_EINVAL,
-                                       "a quoted field of column '%s' is "
-                                       "not closed where it ends",
-                                       p->input[col].name);
-            if (read_text(impl, col, out, n, true, err) != 0)
-                return SPATE_EINVAL;
-        } else {
-            size_t b = i;
-
-            while (i < len && s[i] != delim)
-                i++;
-            if (read_text(impl, col, s + b, i - b, false, err) != 0)
-                return SPATE_EINVAL;
-        }
-        col++;
-        if (i >= len)
-            break;
-        i++; /* the delimiter */
-        if (i == len) {
-            /* a trailing delimiter: one more, empty field */
-            if (col >= p->ninput)
-                return spate_error_set(err, SPATE_EINVAL, "more than %d fields", p->ninput);
-            impl->ev.r[col++].null = true;
-            break;
-        }
-    }
-    if (col != p->ninput)
-        return spate_error_set(err, SPATE_EINVAL, "%d fields, not %d", col, p->ninput);
-    return 0;
+    return sql_csv_read(p->input, p->ninput, p->csv_delimiter, s, len, impl->ev.r,
+                        sql_eval_alloc(&impl->ev, len + 1), err);
 }
 
 static int
@@ -261,12 +201,12 @@ read_json(struct calc_impl *impl, const char *s, size_t len, spate_error *err)
             char *copy = sql_eval_alloc(&impl->ev, n + 1);
 
             memcpy(copy, json_string_value(v), n);
-            rc = read_text(impl, i, copy, n, true, err);
+            rc = read_text(impl, i, copy, n, err);
         } else if (json_is_boolean(v) && p->input[i].type.id == SQL_BOOLEAN) {
             r->i = json_is_true(v);
         } else if (json_is_integer(v)) {
             snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-            rc = read_text(impl, i, buf, strlen(buf), true, err);
+            rc = read_text(impl, i, buf, strlen(buf), err);
             if (rc == 0 && p->input[i].type.id == SQL_VARCHAR) {
                 char *copy = sql_eval_alloc(&impl->ev, strlen(buf));
 
@@ -274,7 +214,7 @@ read_json(struct calc_impl *impl, const char *s, size_t len, spate_error *err)
             }
         } else if (json_is_real(v)) {
             snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
-            rc = read_text(impl, i, buf, strlen(buf), true, err);
+            rc = read_text(impl, i, buf, strlen(buf), err);
             if (rc == 0 && p->input[i].type.id == SQL_VARCHAR) {
                 char *copy = sql_eval_alloc(&impl->ev, strlen(buf));
 
@@ -649,7 +589,7 @@ const struct operator_vtable sql_calc_vtable = {
 static const struct connector_entry sql_entries[] = {
     { OP_SQL_CALC, &sql_calc_vtable }, { OP_SQL_AGG, &sql_agg_vtable },
     { OP_SQL_JOIN, &sql_join_vtable }, { OP_SQL_RANK, &sql_rank_vtable },
-    { OP_SQL_OVER, &sql_over_vtable },
+    { OP_SQL_OVER, &sql_over_vtable }, { OP_SQL_LOOKUP_JOIN, &sql_lookup_join_vtable },
 };
 
 const struct connector_table *

@@ -234,6 +234,28 @@ sql_join_output(const struct sql_join_spec *s, int *n)
     return out;
 }
 
+int
+sql_join_residual_open(const struct sql_join_spec *s, const struct sql_type *out_types, int nout,
+                       struct sql_program **p, struct sql_eval *ev, const char *name,
+                       spate_error *err)
+{
+    int rc;
+
+    if ((rc = sql_program_decode(s->residual, s->residual_len, p, err)) != 0)
+        return spate_error_wrap(err, "operator '%s': its condition", name);
+    if ((*p)->ninput != nout - 1 || (*p)->filter < 0)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "operator '%s': its condition does not read its columns", name);
+    for (int i = 0; i < (*p)->ninput; i++)
+        if (sql_type_phys((*p)->input[i].type.id) != sql_type_phys(out_types[i + 1].id))
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "operator '%s': its condition reads column %d as another type",
+                                   name, i);
+    if ((rc = sql_eval_init(ev, *p)) != 0)
+        return spate_error_set(err, rc, "operator '%s': its condition", name);
+    return 0;
+}
+
 /* ---- the operator ---- */
 
 /* One input: its rows as stored, and the current key's (and window's)
@@ -372,20 +394,9 @@ join_open(struct stream_operator *op, spate_error *err)
                                "operator '%s': its record types or keys do not match its join",
                                name);
     if (j->s->residual != NULL) {
-        if ((rc = sql_program_decode(j->s->residual, j->s->residual_len, &j->residual, err)) != 0)
-            return spate_error_wrap(err, "operator '%s': its condition", name);
-        if (j->residual->ninput != j->nout - 1 || j->residual->filter < 0)
-            return spate_error_set(err, SPATE_EINVAL,
-                                   "operator '%s': its condition does not read its columns", name);
-        for (int i = 0; i < j->residual->ninput; i++)
-            if (sql_type_phys(j->residual->input[i].type.id) !=
-                sql_type_phys(j->out_types[i + 1].id))
-                return spate_error_set(err, SPATE_EINVAL,
-                                       "operator '%s': its condition reads column %d as another "
-                                       "type",
-                                       name, i);
-        if ((rc = sql_eval_init(&j->eval, j->residual)) != 0)
-            return spate_error_set(err, rc, "operator '%s': its condition", name);
+        if ((rc = sql_join_residual_open(j->s, j->out_types, j->nout, &j->residual, &j->eval, name,
+                                         err)) != 0)
+            return rc;
         j->has_eval = true;
     }
     j->out_type = set->out_type;

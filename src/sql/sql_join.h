@@ -53,4 +53,12 @@ int sql_join_spec_decode(const uint8_t *bytes, size_t len, struct sql_join_spec 
 /* The output columns of s (malloc'd, *n of them). */
 struct sql_column *sql_join_output(const struct sql_join_spec *s, int *n);
 
+/* The residual program of s (s->residual), for an operator whose output
+ * has nout columns of out_types ($kind first): decoded into *p, checked to
+ * read those columns, its evaluator *ev made ready; errors name the
+ * operator. */
+int sql_join_residual_open(const struct sql_join_spec *s, const struct sql_type *out_types,
+                           int nout, struct sql_program **p, struct sql_eval *ev, const char *name,
+                           spate_error *err);
+
 #endif

@@ -8,6 +8,7 @@
  * condition, checked per pair of rows; each side a Calc of [$key, keys,
  * its columns], an exchange by $key, and the join (sql_join.h) over both.
  * Client thread. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "core/util.h"
 #include "sql/sql_expr.h"
 #include "sql/sql_join.h"
+#include "sql/sql_lookup.h"
 #include "sql/sql_planner.h"
 #include "streaming/stream_graph.h"
 #include "streaming/types.h"
@@ -318,7 +320,8 @@ res_target(const char *name, json_t *val)
 /* Side s's Calc: [$key, its keys, its own columns], its filters, over its
  * FROM item; explained at depth (the exchange's) and below. */
 static int
-plan_side(struct sql_plan_context *pc, struct side_plan *sp, int nkey, char *from_text)
+plan_side(struct sql_plan_context *pc, struct side_plan *sp, int nkey, char *from_text,
+          bool exchange)
 {
     json_t *targets = json_array(), *where = and_of(sp->filters);
     FILE *explain = pc->explain, *f = NULL;
@@ -343,12 +346,13 @@ plan_side(struct sql_plan_context *pc, struct side_plan *sp, int nkey, char *fro
     }
     if (explain != NULL) {
         f = open_memstream(&text, &len);
-        fprintf(f, "%*sExchange(distribution=[hash[$key]])\n", pc->depth * 3, "");
+        if (exchange)
+            fprintf(f, "%*sExchange(distribution=[hash[$key]])\n", pc->depth * 3, "");
         pc->explain = f;
     }
-    pc->depth++;
+    pc->depth += exchange;
     rc = sql_plan_keyed_calc(pc, &sp->rel, targets, where, nkey, from_text, &sp->mid);
-    pc->depth--;
+    pc->depth -= exchange;
     if (explain != NULL) {
         fclose(f);
         pc->explain = explain;
@@ -357,6 +361,106 @@ plan_side(struct sql_plan_context *pc, struct side_plan *sp, int nkey, char *fro
     json_decref(targets);
     json_decref(where);
     return rc;
+}
+
+/* The table of a lookup join (JOIN t FOR SYSTEM_TIME AS OF ...), the
+ * right side rarg: a filesystem table in CSV that the operator reads
+ * itself, so no stream; its columns into sp. */
+static int
+lookup_side(struct sql_plan_context *pc, json_t *rarg, struct side_plan *sp,
+            const struct sql_table **table)
+{
+    json_t *rv = json_object_get(rarg, "RangeVar");
+    const char *name = json_string_value(json_object_get(rv, "relname"));
+    const char *alias =
+        json_string_value(json_object_get(json_object_get(rv, "alias"), "aliasname"));
+    const struct sql_table *t = name ? sql_catalog_find(pc->catalog, name) : NULL;
+    const char *conn = t ? sql_table_option(t, "connector") : NULL;
+    const char *format = t ? sql_table_option(t, "format") : NULL;
+
+    if (t == NULL)
+        return plan_error(pc, rarg, SPATE_EINVAL, "table '%s' does not exist", name ? name : "?");
+    if (t->view || conn == NULL || strcmp(conn, "filesystem") != 0 ||
+        sql_table_option(t, "path") == NULL || format == NULL || strcmp(format, "csv") != 0)
+        return plan_error(pc, rarg, SPATE_ENOTSUP,
+                          "not supported: a lookup join (FOR SYSTEM_TIME AS OF) against '%s', "
+                          "which is no filesystem table in CSV ('connector' = 'filesystem', "
+                          "'path', 'format' = 'csv': the table a lookup join reads)",
+                          name);
+    *table = t;
+    sp->rel.cols = xcalloc((size_t)t->ncols + 1, sizeof *sp->rel.cols);
+    for (int i = 0; i < t->ncols; i++) {
+        sp->rel.cols[i].name = xstrdup(t->cols[i].name);
+        sp->rel.cols[i].type = t->cols[i].type;
+    }
+    sp->rel.ncols = t->ncols;
+    sp->rel.name = xstrdup(alias ? alias : name);
+    sp->rel.format = SQL_FORMAT_CSV;
+    sp->rel.rowtime = -1;
+    return 0;
+}
+
+/* A lookup join's AS OF: a PROCTIME() column of the left side, its
+ * index there into *col. */
+static int
+lookup_as_of(struct sql_plan_context *pc, const struct side_plan *sp, json_t *rarg,
+             const char *as_of, int *col)
+{
+    char *name = xstrdup(as_of), *dot;
+    int at, n = 0;
+    bool quoted = false;
+
+    /* PostgreSQL's folding: unquoted names in lower case */
+    for (const char *c = as_of; *c; c++) {
+        if (*c == '"')
+            quoted = !quoted;
+        else
+            name[n++] = quoted ? *c : (char)tolower((unsigned char)*c);
+    }
+    name[n] = 0;
+    dot = strrchr(name, '.');
+    if (dot != NULL)
+        *dot = 0;
+    at = side_find(&sp[0], dot ? name : NULL, dot ? dot + 1 : name);
+    free(name);
+    if (at < 0 || at >= sp[0].nown)
+        return plan_error(pc, rarg, SPATE_EINVAL,
+                          "FOR SYSTEM_TIME AS OF %s: no such column of the join's left side",
+                          as_of);
+    if (!sp[0].rel.proctime || sp[0].own_index[at] != sp[0].rel.rowtime)
+        return plan_error(pc, rarg, SPATE_ENOTSUP,
+                          "not supported: FOR SYSTEM_TIME AS OF %s, which is no PROCTIME() "
+                          "column (a join with a versioned table as of an event time); a lookup "
+                          "join is AS OF a processing time",
+                          as_of);
+    *col = at;
+    return 0;
+}
+
+/* The lookup join's right side as the operator makes it: [$key, the keys
+ * (the table's columns key_cols), the table's columns], into sp->mid. */
+static void
+lookup_columns(struct side_plan *sp, const int *key_cols, int nkey)
+{
+    struct sql_relation *m = &sp->mid;
+    int n = 0;
+
+    m->cols = xcalloc((size_t)(1 + nkey + sp->rel.ncols), sizeof *m->cols);
+    m->cols[n].name = xstrdup("$key");
+    m->cols[n++].type = (struct sql_type){ SQL_VARCHAR, 0, 0, false };
+    for (int k = 0; k < nkey; k++) {
+        char name[32];
+
+        snprintf(name, sizeof name, "$k%d", k);
+        m->cols[n].name = xstrdup(name);
+        m->cols[n++].type = sp->rel.cols[key_cols[k]].type;
+    }
+    for (int i = 0; i < sp->rel.ncols; i++) {
+        m->cols[n].name = xstrdup(sp->rel.cols[i].name);
+        m->cols[n].type = sp->rel.cols[i].type;
+        m->cols[n++].type.nullable = true;
+    }
+    m->ncols = n;
 }
 
 /* The residual condition over the join's output columns, compiled into
@@ -480,13 +584,17 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
     struct side_plan sp[2] = { 0 };
     struct sql_join_spec spec = { 0 };
     json_t *all = json_array(), *residual = json_array(), *c;
-    FILE *explain = pc->explain, *f;
+    FILE *explain = pc->explain, *f = NULL;
     char *from_text[2] = { NULL, NULL };
     int64_t lower = INT64_MIN, upper = INT64_MAX;
     bool seen_start = false, seen_end = false, updating[2] = { false, false };
     const spate_type *fields[TYPES_ROW_MAX_FIELDS];
     struct sql_column *out_cols;
     struct spate_stream *node, *keyed[2];
+    json_t *rv = json_object_get(json_object_get(je, "rarg"), "RangeVar");
+    const char *as_of = json_string_value(json_object_get(rv, "forSystemTime"));
+    const struct sql_table *lookup_table = NULL;
+    int key_cols[TYPES_ROW_MAX_FIELDS], proctime_col = -1;
     size_t i;
     int rc = 0, nout;
 
@@ -511,8 +619,11 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
             pc->explain = f = open_memstream(&from_text[s], &len);
             pc->depth += 3;
         }
-        rc = sql_plan_from_item(pc, json_object_get(je, s == 0 ? "larg" : "rarg"), &sp[s].rel,
-                                &sp[s].win);
+        if (s == 1 && as_of != NULL)
+            rc = lookup_side(pc, json_object_get(je, "rarg"), &sp[s], &lookup_table);
+        else
+            rc = sql_plan_from_item(pc, json_object_get(je, s == 0 ? "larg" : "rarg"), &sp[s].rel,
+                                    &sp[s].win);
         if (explain != NULL) {
             fclose(f);
             pc->explain = explain;
@@ -533,6 +644,22 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
                         "not supported: a join of a window table function with anything but "
                         "the same window of the other side (a window join)");
         goto out;
+    }
+    if (as_of != NULL) {
+        if (spec.type != SQL_JOIN_INNER && spec.type != SQL_JOIN_LEFT) {
+            rc = plan_error(pc, item, SPATE_ENOTSUP,
+                            "not supported: a lookup join (FOR SYSTEM_TIME AS OF) other than "
+                            "INNER or LEFT");
+            goto out;
+        }
+        if (updating[0]) {
+            rc = plan_error(pc, json_object_get(je, "larg"), SPATE_ENOTSUP,
+                            "not supported: a lookup join (FOR SYSTEM_TIME AS OF) of an "
+                            "updating query");
+            goto out;
+        }
+        if ((rc = lookup_as_of(pc, sp, json_object_get(je, "rarg"), as_of, &proctime_col)) != 0)
+            goto out;
     }
     if (sp[0].win.kind == SQL_WINDOW_SESSION) {
         rc = plan_error(pc, sp[0].win.node, SPATE_ENOTSUP,
@@ -558,6 +685,26 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
             refs_of(pc, sp, l, &ml, &wl);
             refs_of(pc, sp, r, &mr, &wr);
             if (((ml == 1 && mr == 2) || (ml == 2 && mr == 1)) && !wl && !wr) {
+                json_t *rk = ml == 1 ? r : l;
+                json_t *kf = json_object_get(json_object_get(rk, "ColumnRef"), "fields");
+                size_t nf = json_array_size(kf);
+
+                if (as_of != NULL) {
+                    /* the table's side of a lookup key: one of its columns */
+                    const char *col = nf > 0 ? sval(json_array_get(kf, nf - 1)) : NULL;
+                    int at =
+                        col ? side_find(&sp[1], nf == 2 ? sval(json_array_get(kf, 0)) : NULL, col)
+                            : -1;
+
+                    if (at < 0) {
+                        rc = plan_error(pc, rk, SPATE_ENOTSUP,
+                                        "not supported: a lookup join's key that is no column "
+                                        "of table '%s' (its side of = must be one)",
+                                        lookup_table->name);
+                        goto out;
+                    }
+                    key_cols[json_array_size(sp[1].keys)] = sp[1].own_index[at];
+                }
                 json_array_append(sp[0].keys, ml == 1 ? l : r);
                 json_array_append(sp[1].keys, ml == 1 ? r : l);
                 continue;
@@ -583,7 +730,8 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
             json_array_append(sp[0].filters, c);
             continue;
         }
-        if (!window && mask == 2 && (spec.type == SQL_JOIN_INNER || spec.type == SQL_JOIN_LEFT)) {
+        if (!window && mask == 2 && as_of == NULL &&
+            (spec.type == SQL_JOIN_INNER || spec.type == SQL_JOIN_LEFT)) {
             json_array_append(sp[1].filters, c);
             continue;
         }
@@ -604,9 +752,11 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
     }
     /* Each side's Calc and exchange. */
     spec.nkey = (int)json_array_size(sp[0].keys);
-    for (int s = 0; s < 2; s++) {
+    if (as_of != NULL)
+        lookup_columns(&sp[1], key_cols, spec.nkey);
+    for (int s = 0; s < (as_of != NULL ? 1 : 2); s++) {
         pc->depth++;
-        rc = plan_side(pc, &sp[s], spec.nkey, from_text[s]);
+        rc = plan_side(pc, &sp[s], spec.nkey, from_text[s], as_of == NULL);
         from_text[s] = NULL;
         pc->depth--;
         if (rc != 0)
@@ -647,6 +797,8 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
         spec.time = SQL_JOIN_INTERVAL;
         spec.lower_ms = lower;
         spec.upper_ms = upper;
+    } else if (as_of != NULL) {
+        spec.time = SQL_JOIN_REGULAR; /* nothing kept: no TTL */
     } else {
         spec.time = SQL_JOIN_REGULAR;
         if ((rc = config_get_duration_ms(pc->env->conf, CFG(TABLE_EXEC_STATE_TTL), &spec.ttl_ms,
@@ -684,7 +836,27 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
         free(out_cols[k].name);
     }
     free(out_cols);
-    {
+    if (as_of != NULL) {
+        struct sql_lookup_spec ls = { &spec, NULL, ',', false, key_cols };
+        const char *delim = sql_table_option(lookup_table, "csv.field-delimiter");
+        const char *ignore = sql_table_option(lookup_table, "csv.ignore-parse-errors");
+        uint8_t *bytes;
+        size_t len;
+
+        ls.path = (char *)sql_table_option(lookup_table, "path");
+        ls.csv_delimiter = delim && delim[0] ? delim[0] : ',';
+        ls.ignore_parse_errors = ignore != NULL && strcmp(ignore, "true") == 0;
+        sql_lookup_spec_encode(&ls, &bytes, &len);
+        node = stream_node_new(pc->env, OP_SQL_LOOKUP_JOIN, sp[0].mid.stream,
+                               env_own_type(pc->env, types_new_row(nout, fields)));
+        node->opconf.sql.program = bytes;
+        node->opconf.sql.program_len = len;
+        spate_name(node, "LookupJoin");
+        if (explain != NULL)
+            fprintf(explain, "%*sLookupJoin(table=[%s], joinType=[%s], keys=[%d]%s)\n%s",
+                    pc->depth * 3, "", lookup_table->name, join_names[spec.type], spec.nkey,
+                    spec.residual ? ", where=[...]" : "", sp[0].text ? sp[0].text : "");
+    } else {
         static const char *const kinds[] = { "Join", "IntervalJoin", "WindowJoin" };
         enum ship_strategy part;
         uint8_t *bytes;
@@ -716,6 +888,13 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
     }
     join_relation(sp, &spec, node, rel);
     rel->updating |= updating[0] || updating[1]; /* retractions through: a changelog */
+    if (as_of != NULL) {
+        /* each row joined once, as it comes: insertions, still stamped with
+         * their processing time (a lookup join's output keeps it) */
+        rel->updating = false;
+        rel->rowtime = 1 + proctime_col;
+        rel->proctime = true;
+    }
 out:
     free(spec.residual);
     free(from_text[0]);

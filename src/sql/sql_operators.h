@@ -14,5 +14,6 @@ extern const struct operator_vtable sql_agg_vtable;
 extern const struct operator_vtable sql_join_vtable;
 extern const struct operator_vtable sql_rank_vtable;
 extern const struct operator_vtable sql_over_vtable;
+extern const struct operator_vtable sql_lookup_join_vtable;
 
 #endif

@@ -476,13 +476,84 @@ take_window_tables(char *text, size_t len)
     }
 }
 
+/* Flink's temporal join, JOIN t FOR SYSTEM_TIME AS OF s.col [AS] x, which
+ * PostgreSQL's grammar lacks: FOR SYSTEM_TIME AS OF and its column are
+ * blanked, and where the table's name starts (its RangeVar's location)
+ * and the column's name ([table.]column) are kept in at (a JSON object of
+ * location to name), which the tree's RangeVar gets once parsed. */
+static void
+take_temporal(char *text, size_t len, json_t *at)
+{
+    static const char *const words[] = { "FOR", "SYSTEM_TIME", "AS", "OF" };
+
+    for (size_t i = 0; i < len; i++) {
+        size_t j = skip_quoted(text, len, i), k = i, b, e, t;
+        char key[32];
+
+        if (j != i) {
+            i = j - 1;
+            continue;
+        }
+        for (size_t w = 0; w < ARRAY_SIZE(words); w++) {
+            if (!word_at(text, len, k, words[w]))
+                break;
+            k += strlen(words[w]);
+            while (k < len && isspace((unsigned char)text[k]))
+                k++;
+            if (w + 1 < ARRAY_SIZE(words))
+                continue;
+            /* the column: [table.]name, words and dots */
+            for (b = e = k; e < len && (isalnum((unsigned char)text[e]) || text[e] == '_' ||
+                                        text[e] == '.' || text[e] == '"');
+                 e++)
+                ;
+            /* the table's name before FOR */
+            for (t = i; t > 0 && isspace((unsigned char)text[t - 1]); t--)
+                ;
+            while (t > 0 && !isspace((unsigned char)text[t - 1]) && text[t - 1] != '(' &&
+                   text[t - 1] != ',')
+                t--;
+            if (e == b)
+                break;
+            snprintf(key, sizeof key, "%zu", t);
+            json_object_set_new(at, key, json_stringn(text + b, e - b));
+            memset(text + i, ' ', e - i);
+            i = e - 1;
+        }
+    }
+}
+
+/* Each RangeVar of tree whose location at names: its "forSystemTime". */
+static void
+mark_temporal(json_t *tree, json_t *at)
+{
+    json_t *rv = json_object_get(tree, "RangeVar"), *v;
+    const char *key;
+    size_t i;
+
+    if (rv != NULL) {
+        char loc[32];
+
+        snprintf(loc, sizeof loc, "%lld",
+                 (long long)json_integer_value(json_object_get(rv, "location")));
+        if ((v = json_object_get(at, loc)) != NULL)
+            json_object_set(rv, "forSystemTime", v);
+        return;
+    }
+    if (json_is_array(tree)) {
+        json_array_foreach(tree, i, v) mark_temporal(v, at);
+    } else if (json_is_object(tree)) {
+        json_object_foreach(tree, key, v) mark_temporal(v, at);
+    }
+}
+
 static int
 parse_statement(const char *script, const struct sql_stmt_text *st, struct sql_parsed *out,
                 spate_error *err)
 {
     char *text = xstrndup(script + st->offset, st->len);
     PgQueryParseResult r;
-    json_t *root, *stmts, *stmt;
+    json_t *root, *stmts, *stmt, *temporal;
     json_error_t jerr;
     int rc = 0;
 
@@ -499,6 +570,8 @@ parse_statement(const char *script, const struct sql_stmt_text *st, struct sql_p
     }
     rc = 0;
     take_window_tables(text, st->len);
+    temporal = json_object();
+    take_temporal(text, st->len, temporal);
     r = pg_query_parse(text);
     free(text);
     if (r.error != NULL) {
@@ -506,6 +579,7 @@ parse_statement(const char *script, const struct sql_stmt_text *st, struct sql_p
 
         rc = sql_error_at(err, SPATE_EINVAL, script, st->offset + pos, "%s", r.error->message);
         pg_query_free_parse_result(r);
+        json_decref(temporal);
         return rc;
     }
     root = json_loads(r.parse_tree, 0, &jerr);
@@ -514,8 +588,11 @@ parse_statement(const char *script, const struct sql_stmt_text *st, struct sql_p
     if (!json_is_array(stmts) || json_array_size(stmts) != 1 ||
         !json_is_object(stmt = json_object_get(json_array_get(stmts, 0), "stmt"))) {
         json_decref(root);
+        json_decref(temporal);
         return sql_error_at(err, SPATE_EINVAL, script, st->offset, "one statement expected here");
     }
+    mark_temporal(stmt, temporal);
+    json_decref(temporal);
     out->kind = SQL_STMT_PG;
     out->tree = json_incref(stmt);
     json_decref(root);

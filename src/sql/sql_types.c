@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/util.h"
+#include "sql/sql_program.h"
 #include "sql/sql_types.h"
 #include "streaming/types.h"
 
@@ -591,4 +592,81 @@ sql_date_format(const char *pattern, int64_t ms, char *buf, size_t cap)
     if (cap > 0)
         buf[MIN(o, cap - 1)] = '\0';
     return (int)o;
+}
+
+/* A field's text into v: an empty unquoted field is NULL. */
+static int
+csv_field(const struct sql_column *col, const char *s, size_t len, bool quoted, struct sql_value *v,
+          spate_error *err)
+{
+    if (len == 0 && !quoted) {
+        v->null = true;
+        return 0;
+    }
+    if (sql_value_parse(&col->type, s, len, v, err) != 0)
+        return spate_error_wrap(err, "column '%s'", col->name);
+    return 0;
+}
+
+int
+sql_csv_read(const struct sql_column *cols, int n, char delim, const char *s, size_t len,
+             struct sql_value *v, char *scratch, spate_error *err)
+{
+    size_t i = 0;
+    int col = 0;
+
+    if (len > 0 && s[len - 1] == '\r')
+        len--;
+    for (;;) {
+        if (col >= n)
+            return spate_error_set(err, SPATE_EINVAL, "more than %d fields", n);
+        if (i < len && s[i] == '"') {
+            char *out = scratch;
+            size_t k = 0;
+            bool closed = false;
+
+            for (i++; i < len; i++) {
+                if (s[i] == '"') {
+                    if (i + 1 < len && s[i + 1] == '"') {
+                        out[k++] = '"';
+                        i++;
+                        continue;
+                    }
+                    closed = true;
+                    i++;
+                    break;
+                }
+                out[k++] = s[i];
+            }
+            scratch += k;
+            if (!closed || (i < len && s[i] != delim))
+                return spate_error_set(err, SPATE_EINVAL,
+                                       "a quoted field of column '%s' is "
+                                       "not closed where it ends",
+                                       cols[col].name);
+            if (csv_field(&cols[col], out, k, true, &v[col], err) != 0)
+                return SPATE_EINVAL;
+        } else {
+            size_t b = i;
+
+            while (i < len && s[i] != delim)
+                i++;
+            if (csv_field(&cols[col], s + b, i - b, false, &v[col], err) != 0)
+                return SPATE_EINVAL;
+        }
+        col++;
+        if (i >= len)
+            break;
+        i++; /* the delimiter */
+        if (i == len) {
+            /* a trailing delimiter: one more, empty field */
+            if (col >= n)
+                return spate_error_set(err, SPATE_EINVAL, "more than %d fields", n);
+            v[col++].null = true;
+            break;
+        }
+    }
+    if (col != n)
+        return spate_error_set(err, SPATE_EINVAL, "%d fields, not %d", col, n);
+    return 0;
 }

@@ -62,6 +62,14 @@ int64_t sql_pow10(int n);
  * point into text. 0, or SPATE_EINVAL with err saying what is wrong. */
 int sql_value_parse(const struct sql_type *t, const char *text, size_t len, struct sql_value *v,
                     spate_error *err);
+/* A line of CSV (RFC 4180: fields cut at delim outside quotes, "" a
+ * quote) into the values v of the n columns cols: an empty unquoted field
+ * is NULL; strings point into s or into scratch (len bytes of room), where
+ * quoted fields are unquoted. 0, or SPATE_EINVAL with err naming the
+ * column and what is wrong. */
+struct sql_column;
+int sql_csv_read(const struct sql_column *cols, int n, char delim, const char *s, size_t len,
+                 struct sql_value *v, char *scratch, spate_error *err);
 /* Value → text (no quotes; "NULL" is the caller's): like snprintf. */
 int sql_value_format(const struct sql_type *t, const struct sql_value *v, char *buf, size_t cap);
 

@@ -348,7 +348,7 @@ operator_settings_free_contents(struct jg_operator *op)
     else if (s->kind == OP_WINDOW)
         free(op->opconf.window.late_tag);
     else if (s->kind == OP_SQL_CALC || s->kind == OP_SQL_AGG || s->kind == OP_SQL_JOIN ||
-             s->kind == OP_SQL_RANK || s->kind == OP_SQL_OVER)
+             s->kind == OP_SQL_RANK || s->kind == OP_SQL_OVER || s->kind == OP_SQL_LOOKUP_JOIN)
         free(op->opconf.sql.program);
     memset(s, 0, sizeof *s);
     op->owns_settings = false;

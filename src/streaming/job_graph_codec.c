@@ -361,6 +361,7 @@ static kind_encoder *const kind_encoders[OP_KIND_COUNT] = {
     [OP_SQL_JOIN] = enc_sql,
     [OP_SQL_RANK] = enc_sql,
     [OP_SQL_OVER] = enc_sql,
+    [OP_SQL_LOOKUP_JOIN] = enc_sql,
 };
 
 static PbOp *
@@ -1023,6 +1024,7 @@ static kind_decoder *const kind_decoders[OP_KIND_COUNT] = {
     [OP_SQL_JOIN] = dec_sql,
     [OP_SQL_RANK] = dec_sql,
     [OP_SQL_OVER] = dec_sql,
+    [OP_SQL_LOOKUP_JOIN] = dec_sql,
 };
 
 static int

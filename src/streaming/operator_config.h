@@ -94,10 +94,11 @@ struct window_config {
     spate_process_window_fn process;
 };
 
-/* OP_SQL_CALC, OP_SQL_AGG, OP_SQL_JOIN, OP_SQL_RANK, OP_SQL_OVER: SQL's
- * compiled program, aggregation, join, rank or OVER (src/sql's sql.proto
- * Calc, Aggregate, Join, Rank, Over; encoded), which only src/sql reads:
- * streaming carries the bytes. */
+/* OP_SQL_CALC, OP_SQL_AGG, OP_SQL_JOIN, OP_SQL_RANK, OP_SQL_OVER,
+ * OP_SQL_LOOKUP_JOIN: SQL's compiled program, aggregation, join, rank,
+ * OVER or lookup join (src/sql's sql.proto Calc, Aggregate, Join, Rank,
+ * Over, LookupJoin; encoded), which only src/sql reads: streaming carries
+ * the bytes. */
 struct sql_config {
     uint8_t *program;
     size_t program_len;

@@ -51,7 +51,7 @@ stream_node_free_contents(struct spate_stream *n)
     if (n->kind == OP_WINDOW)
         free(n->opconf.window.late_tag);
     else if (n->kind == OP_SQL_CALC || n->kind == OP_SQL_AGG || n->kind == OP_SQL_JOIN ||
-             n->kind == OP_SQL_RANK || n->kind == OP_SQL_OVER)
+             n->kind == OP_SQL_RANK || n->kind == OP_SQL_OVER || n->kind == OP_SQL_LOOKUP_JOIN)
         free(n->opconf.sql.program);
     free(n->union_inputs);
     free(n->name);
@@ -315,6 +315,7 @@ static const char *const operator_names[] = {
     [OP_SQL_JOIN] = "Join",
     [OP_SQL_RANK] = "Rank",
     [OP_SQL_OVER] = "OverAggregate",
+    [OP_SQL_LOOKUP_JOIN] = "LookupJoin",
 };
 
 const char *
@@ -522,6 +523,7 @@ operator_kind_conf(enum operator_kind kind, const union connector_config *conn,
     case OP_SQL_JOIN:
     case OP_SQL_RANK:
     case OP_SQL_OVER:
+    case OP_SQL_LOOKUP_JOIN:
         return &opconf->sql;
     default:
         return NULL;
@@ -553,7 +555,8 @@ bool
 operator_kind_is_external(enum operator_kind kind)
 {
     return operator_kind_is_connector(kind) || kind == OP_SQL_CALC || kind == OP_SQL_AGG ||
-           kind == OP_SQL_JOIN || kind == OP_SQL_RANK || kind == OP_SQL_OVER;
+           kind == OP_SQL_JOIN || kind == OP_SQL_RANK || kind == OP_SQL_OVER ||
+           kind == OP_SQL_LOOKUP_JOIN;
 }
 
 /* The key selector of a keyed input, or KEY_NONE. */

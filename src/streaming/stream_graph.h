@@ -78,6 +78,9 @@ enum operator_kind {
     /* SQL's OVER aggregates on event time (src/sql/sql_over.c): keyed, each
      * partition's rows in keyed state until the watermark passes them. */
     OP_SQL_OVER,
+    /* SQL's lookup join against a table in a file (src/sql/sql_lookup.c):
+     * the table in each subtask's memory, probed by each row. */
+    OP_SQL_LOOKUP_JOIN,
     /* A source of the job's on the Source API (include/spate/source.h):
      * spate_source_from. */
     OP_SOURCE,

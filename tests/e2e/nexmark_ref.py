@@ -429,3 +429,14 @@ def q9(evts):
     return [tuple(a[c] for c in Q9_AUCTION) +
             (b["auction"], b["bidder"], b["price"], b["dateTime"], b["extra"])
             for a, b in best.values()]
+def side_input(n=10000):
+    """Query 13's side input: key 0..n-1, each with its value (a word the
+    key decides, so that a wrong key shows)."""
+    return {k: f"v{k * 7919 % 1000}-{k}" for k in range(n)}
+
+
+def q13(bids, side):
+    """Query 13: each bid with the side input's value of auction mod
+    10000."""
+    return [(b, side[jmod(b["auction"], 10000)]) for b in bids
+            if jmod(b["auction"], 10000) in side]

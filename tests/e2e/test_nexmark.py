@@ -3,8 +3,9 @@ spate's connector generates are compared row by row with those of
 nexmark_ref.py, a port to Python of the Nexmark repository's Java generator
 computed outside spate, for a few configurations (the default, others with
 every option changed, parallelism 2); then the queries of bench/nexmark/
-(q0, q1, q2, q3, q7, q8, q11, q12, q14, q15, q16, q17, q20, q21, q22; q4,
-q5, q9, q18 and q19 as changelogs, applied) run in spate SQL over those events and their
+(q0, q1, q2, q3, q7, q8, q11, q12, q13, q14, q15, q16, q17, q20, q21, q22;
+q4, q5, q9, q18 and q19 as changelogs, applied) run in spate SQL over those
+events and their
 results are compared with the same queries computed in Python over the
 reference's events (q12, on processing time, by what does not depend on the
 clock: each bidder's total over the windows); then the connector's
@@ -198,6 +199,8 @@ class NexmarkTest(unittest.TestCase):
             ddl = ddl.replace("\"base-time\" =", "\"max-emit-speed\" = 'true', \"base-time\" =")
         with open(os.path.join(QUERIES, f"{name}.sql")) as f:
             q = f.read().replace("${NEXMARK_UDF}", UDF)
+        if "${SIDE_INPUT}" in q:
+            q = q.replace("${SIDE_INPUT}", self.side_input())
         q, n = re.subn(r"connector = 'blackhole'", sink, q)
         self.assertEqual(n, 1, f"{name}.sql has one blackhole sink")
         return ddl + "\n" + q
@@ -455,6 +458,21 @@ class NexmarkTest(unittest.TestCase):
         cols = ref.Q9_AUCTION + ["auction", "bidder", "price", "dateTime", "extra"]
         want = [[text(c, v) for c, v in zip(cols, row)] for row in ref.q9(self.events(self.SPREAD))]
         self.check_query("q9", self.SPREAD, want, fast=True, updating=True)
+    def side_input(self):
+        """Query 13's side input, a CSV file of ref.side_input()."""
+        path = os.path.join(self.tmp, "side_input.csv")
+        with open(path, "w") as f:
+            f.write("".join(f"{k},{v}\n" for k, v in ref.side_input().items()))
+        return path
+
+    def test_q13_bounded_side_input_join(self):
+        """A lookup join of each bid with the side input's file, as of its
+        processing time; at parallelism 2 each subtask reads the file."""
+        cols = ["auction", "bidder", "price", "dateTime"]
+        want = [[text(c, b[c]) for c in cols] + [v]
+                for b, v in ref.q13(self.bids(self.CONF), ref.side_input())]
+        self.check_query("q13", self.CONF, want, fast=True)
+        self.check_query("q13", self.CONF, want, parallelism=2, fast=True)
 
     # ---- errors ----
 

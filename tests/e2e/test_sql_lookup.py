@@ -1,0 +1,239 @@
+"""spate SQL's lookup joins (JOIN t FOR SYSTEM_TIME AS OF s.proctime AS x
+ON ...) against an oracle (sqloracle.py): the table a filesystem CSV file
+each subtask reads into its memory, INNER and LEFT joins over rows with
+NULL keys, duplicate keys and keys only one side has, conditions on either
+side in ON, compared with sqlite3's plain join of the same rows (the file
+does not change while the job runs, so a lookup as of any time is the
+join); at parallelism 1 into a file and at parallelism 2 as a changelog.
+Then the file's errors (a bad line named by file and line, or skipped and
+counted with csv.ignore-parse-errors) and the planner's refusals."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import spatetest  # noqa: E402
+from sqloracle import Oracle, Table  # noqa: E402
+from test_sql_joins import COLUMNS_A, COLUMNS_B, COLUMNS_C, rows_a, rows_b, rows_c  # noqa: E402
+
+AS_OF = "FOR SYSTEM_TIME AS OF pa.pt"
+
+# Lookup joins: spate's query and sqlite's (None: spate's with AS_OF taken
+# out). pa is a with a PROCTIME() column pt (a view); b and c the tables
+# looked up.
+LOOKUPS = [
+    (f"SELECT pa.id, b.id FROM pa JOIN b {AS_OF} ON pa.k = b.k", None),
+    (f"SELECT pa.id, b.t FROM pa LEFT JOIN b {AS_OF} ON pa.k = b.k", None),
+    (f"SELECT pa.id, b.id, b.y FROM pa JOIN b {AS_OF} ON pa.k = b.k AND b.y > 0", None),
+    (f"SELECT pa.id, b.id, b.y FROM pa LEFT JOIN b {AS_OF} ON pa.k = b.k AND b.y > 0", None),
+    (f"SELECT pa.id, b.id FROM pa LEFT JOIN b {AS_OF} ON pa.k = b.k AND pa.x > 0", None),
+    (f"SELECT pa.id, b.id FROM pa JOIN b {AS_OF} ON pa.k = b.k WHERE pa.x > 0", None),
+    (f"SELECT pa.id, b.id FROM pa JOIN b {AS_OF} ON pa.s = b.t", None),
+    (f"SELECT pa.id, b.id FROM pa LEFT JOIN b {AS_OF} ON pa.k = b.k AND pa.s = b.t", None),
+    (f"SELECT pa.id, b.id FROM pa JOIN b {AS_OF} ON pa.k + 1 = b.k", None),
+    (f"SELECT pa.id, b.id FROM pa JOIN b {AS_OF} ON b.k = pa.k", None),
+    (f"SELECT pa.id, c.name FROM pa JOIN c {AS_OF} ON pa.id + 100 = c.cid", None),
+    (f"SELECT pa.id, COALESCE(c.name, 'none') FROM pa LEFT JOIN c {AS_OF} "
+     "ON pa.id + 100 = c.cid", None),
+    (f"SELECT pa.id, pa.s FROM pa LEFT JOIN b {AS_OF} ON pa.k = b.k WHERE b.id IS NULL", None),
+    (f"SELECT pa.id, b.id FROM pa JOIN b {AS_OF} ON pa.k = b.k AND pa.id + 90 < b.id", None),
+    (f"SELECT pa.id, b.id FROM pa LEFT JOIN b {AS_OF} ON pa.k = b.k "
+     "AND (pa.x > 1 OR b.y < 0)", None),
+    ("SELECT p.id, q.id FROM pa AS p JOIN b FOR SYSTEM_TIME AS OF p.pt AS q ON p.k = q.k",
+     "SELECT p.id, q.id FROM a AS p JOIN b AS q ON p.k = q.k"),
+    ("SELECT x.id, c.name FROM (SELECT id, k, PROCTIME() AS pt FROM a WHERE id % 3 <> 1) AS x "
+     "JOIN c FOR SYSTEM_TIME AS OF x.pt ON x.k * 2 + 100 = c.cid",
+     "SELECT x.id, c.name FROM (SELECT id, k FROM a WHERE id % 3 <> 1) AS x "
+     "JOIN c ON x.k * 2 + 100 = c.cid"),
+    (f"SELECT pa.id, b.id, UPPER(b.t), pa.x * 2 FROM pa JOIN b {AS_OF} ON pa.k = b.k "
+     "WHERE b.t LIKE '%a%'", None),
+    (f"SELECT pa.id, b.id, c.name FROM pa JOIN b {AS_OF} ON pa.k = b.k "
+     "LEFT JOIN c FOR SYSTEM_TIME AS OF pa.pt ON b.id = c.cid", None),
+]
+
+
+def sqlite_of(q):
+    return q.replace(" FOR SYSTEM_TIME AS OF pa.pt", "")
+
+
+class SqlLookupTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="spate-sqllookup-")
+        cls.oracle = Oracle(cls.tmp, [
+            Table("a", COLUMNS_A, rows_a()), Table("b", COLUMNS_B, rows_b()),
+            Table("c", COLUMNS_C, rows_c())])
+        cls.oracle.ddl.append("CREATE VIEW pa AS SELECT *, PROCTIME() AS pt FROM a;")
+        cls.oracle.db.execute("CREATE VIEW pa AS SELECT * FROM a")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_the_tables_have_what_lookups_must_handle(self):
+        """NULL keys on both sides, keys of one side only, duplicate keys in
+        the table looked up: else the queries below check less than they
+        say."""
+        ka = [r[1] for r in rows_a()]
+        kb = [r[1] for r in rows_b()]
+        self.assertIn(None, ka)
+        self.assertIn(None, kb)
+        self.assertTrue(set(ka) - set(kb) - {None})
+        self.assertGreater(len(kb), len(set(kb)) + 5)
+
+    def test_lookup_joins_into_a_file(self):
+        """A lookup join's rows are insertions: a filesystem sink takes
+        them, LEFT joins' too."""
+        for q, o in LOOKUPS:
+            with self.subTest(query=q):
+                self.oracle.check(self, q, o or sqlite_of(q))
+
+    def test_lookup_joins_at_parallelism_2(self):
+        """Each subtask reads the whole table: the rows are the same at
+        parallelism 2, and only insertions."""
+        for q, o in LOOKUPS[:5]:
+            with self.subTest(query=q):
+                kinds, rows = self.oracle.run_changelog(q, parallelism=2)
+                self.assertEqual(kinds, {"+I"}, q)
+                self.oracle.check_changelog(self, q, o or sqlite_of(q))
+
+    def test_an_aggregate_over_a_lookup_join(self):
+        q = (f"SELECT b.t, COUNT(*), SUM(pa.id) FROM pa JOIN b {AS_OF} ON pa.k = b.k "
+             "GROUP BY b.t")
+        self.oracle.check_changelog(self, q, sqlite_of(q))
+
+    def test_explain_shows_the_lookup_join(self):
+        q = f"EXPLAIN SELECT pa.id, b.id FROM pa LEFT JOIN b {AS_OF} ON pa.k = b.k AND b.y > 0"
+        p = subprocess.run([spatetest.SPATE, "sql", "--local"],
+                           input="\n".join(self.oracle.ddl) + f"\n{q};\n",
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("LookupJoin(table=[b], joinType=[LeftOuterJoin], keys=[1], where=[...])",
+                      p.stdout)
+        self.assertNotIn("Exchange", p.stdout.split("== JobGraph ==")[0])
+
+
+class SqlLookupFileTest(unittest.TestCase):
+    """The table's file: a bad line, a directory of files, a delimiter."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="spate-sqllookup-")
+        self.a = os.path.join(self.tmp, "a.csv")
+        with open(self.a, "w") as f:
+            f.write("".join(f"{i},{i % 4}\n" for i in range(8)))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def run_sql(self, table_ddl, ok=True):
+        script = (f"CREATE TABLE a (id INT, k INT) WITH (connector = 'filesystem', "
+                  f"path = '{self.a}', format = 'csv');\n{table_ddl}\n"
+                  "SELECT x.id, t.v FROM (SELECT *, PROCTIME() AS pt FROM a) AS x "
+                  "JOIN t FOR SYSTEM_TIME AS OF x.pt ON x.k = t.k;\n")
+        p = subprocess.run([spatetest.SPATE, "sql", "--local", "-p", "2"], input=script,
+                           capture_output=True, text=True, timeout=60)
+        if ok:
+            self.assertEqual(p.returncode, 0, p.stderr + p.stdout)
+        return p
+
+    def rows(self, p):
+        return sorted(line.split("> ", 1)[-1] for line in p.stdout.splitlines()
+                      if "+I[" in line)
+
+    def table(self, path, more=""):
+        return (f"CREATE TABLE t (k INT, v VARCHAR) WITH (connector = 'filesystem', "
+                f"path = '{path}', format = 'csv'{more});")
+
+    def test_a_bad_line_fails_the_job_naming_file_and_line(self):
+        t = os.path.join(self.tmp, "t.csv")
+        with open(t, "w") as f:
+            f.write("0,zero\n1,one\nnot a number,two\n")
+        p = self.run_sql(self.table(t), ok=False)
+        out = p.stderr + p.stdout
+        self.assertIn(f"lookup table '{t}', line 3", out)
+        self.assertIn("column 'k'", out)
+        self.assertNotIn("+I[", p.stdout)
+
+    def test_ignore_parse_errors_skips_bad_lines(self):
+        t = os.path.join(self.tmp, "t.csv")
+        with open(t, "w") as f:
+            f.write("0,zero\n1,one,extra\nx,two\n3,three\n")
+        p = self.run_sql(self.table(t, ", \"csv.ignore-parse-errors\" = 'true'"))
+        self.assertEqual(self.rows(p), ["+I[0, zero]", "+I[3, three]", "+I[4, zero]",
+                                        "+I[7, three]"])
+
+    def test_a_directory_of_files_and_a_delimiter(self):
+        """Every file of the directory but hidden ones and _ ones (not
+        data, as in Flink), the table's csv.field-delimiter."""
+        d = os.path.join(self.tmp, "t")
+        os.mkdir(d)
+        for name, text in [("part-0", "0;zero\n"), ("part-1", "1;one\n2;\"t;wo\"\n"),
+                           (".part-2.inprogress", "3;hidden\n"), ("_SUCCESS", "")]:
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+        p = self.run_sql(self.table(d, ", \"csv.field-delimiter\" = ';'"))
+        self.assertEqual(self.rows(p), ["+I[0, zero]", "+I[1, one]", "+I[2, t;wo]",
+                                        "+I[4, zero]", "+I[5, one]", "+I[6, t;wo]"])
+
+    def test_a_missing_file_fails_the_job(self):
+        p = self.run_sql(self.table(os.path.join(self.tmp, "nothing.csv")), ok=False)
+        self.assertIn("nothing.csv", p.stderr + p.stdout)
+
+
+class SqlLookupErrorTest(unittest.TestCase):
+    """What the planner refuses, and that it says where and why."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="spate-sqllookup-")
+        cls.oracle = Oracle(cls.tmp, [Table("a", COLUMNS_A, rows_a()),
+                                      Table("b", COLUMNS_B, rows_b())])
+        cls.oracle.ddl += [
+            "CREATE VIEW pa AS SELECT *, PROCTIME() AS pt FROM a;",
+            "CREATE TABLE g (k BIGINT, v VARCHAR) WITH (connector = 'datagen');",
+            "CREATE TABLE e (id INT, k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH "
+            f"(connector = 'filesystem', path = '{cls.tmp}/e.csv', format = 'csv');"]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def error(self, statement):
+        script = "\n".join(self.oracle.ddl) + f"\n{statement};\n"
+        p = subprocess.run([spatetest.SPATE, "sql", "--local"], input=script,
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        return p.stderr + p.stdout
+
+    def test_errors(self):
+        cases = [
+            (f"SELECT pa.id FROM pa RIGHT JOIN b {AS_OF} ON pa.k = b.k",
+             "a lookup join (FOR SYSTEM_TIME AS OF) other than INNER or LEFT"),
+            (f"SELECT pa.id FROM pa FULL JOIN b {AS_OF} ON pa.k = b.k",
+             "other than INNER or LEFT"),
+            ("SELECT e.id FROM e JOIN b FOR SYSTEM_TIME AS OF e.ts ON e.k = b.k",
+             "FOR SYSTEM_TIME AS OF e.ts, which is no PROCTIME() column"),
+            ("SELECT pa.id FROM pa JOIN b FOR SYSTEM_TIME AS OF pa.nothing ON pa.k = b.k",
+             "FOR SYSTEM_TIME AS OF pa.nothing: no such column of the join's left side"),
+            (f"SELECT pa.id FROM pa JOIN g {AS_OF} ON pa.k = g.k",
+             "against 'g', which is no filesystem table in CSV"),
+            (f"SELECT pa.id FROM pa JOIN nothing {AS_OF} ON pa.k = nothing.k",
+             "table 'nothing' does not exist"),
+            (f"SELECT pa.id FROM pa JOIN b {AS_OF} ON pa.k = b.k + 1",
+             "a lookup join's key that is no column of table 'b'"),
+            (f"SELECT pa.id FROM pa JOIN b {AS_OF} ON pa.k < b.k",
+             "has no equality of an expression of each side"),
+        ]
+        for statement, want in cases:
+            with self.subTest(statement=statement):
+                out = self.error(statement)
+                self.assertIn(want, out)
+                self.assertIn("line ", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
