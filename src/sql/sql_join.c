@@ -22,6 +22,12 @@
  * their TUMBLE or HOP windows (the namespace) and joined when the watermark
  * passes the window's end; rows of a window already complete are dropped.
  *
+ * Semi and anti joins (Flink's SemiAntiJoin: IN, EXISTS, NOT IN, NOT
+ * EXISTS) are regular joins that emit the left side's rows only: a semi
+ * join a left row once, when its first match comes (insertions only); an
+ * anti join a left row that matches nothing at once, retracted (-D) when
+ * its first match comes, as an outer join's padded row is.
+ *
  * Rows whose key has a NULL never match (NULL = NULL is not true). Task
  * thread only. */
 #include <inttypes.h>
@@ -137,7 +143,7 @@ check_spec(const struct sql_join_spec *s, spate_error *err)
     for (int i = 1; i <= s->nkey; i++)
         if (!keys_alike(&s->left[i].type, &s->right[i].type))
             return spate_error_set(err, SPATE_EINVAL, "malformed SQL join: key %d", i);
-    if (s->type > SQL_JOIN_FULL || s->time > SQL_JOIN_WINDOW || s->ttl_ms < 0 ||
+    if (s->type > SQL_JOIN_ANTI || s->time > SQL_JOIN_WINDOW || s->ttl_ms < 0 ||
         (s->time == SQL_JOIN_INTERVAL && s->lower_ms > s->upper_ms) ||
         (s->time == SQL_JOIN_WINDOW &&
          !((s->window == SQL_WINDOW_TUMBLE && s->size_ms > 0) ||
@@ -176,7 +182,7 @@ sql_join_spec_decode(const uint8_t *bytes, size_t len, struct sql_join_spec **ou
     s->nright = (int)j->n_right;
     s->right = columns_decode(j->right, j->n_right);
     s->nkey = j->nkey;
-    s->type = j->type >= 0 ? (enum sql_join_type)j->type : SQL_JOIN_FULL + 1;
+    s->type = j->type >= 0 ? (enum sql_join_type)j->type : SQL_JOIN_ANTI + 1;
     if (j->residual.len > 0) {
         s->residual = xmalloc(j->residual.len);
         memcpy(s->residual, j->residual.data, j->residual.len);
@@ -228,8 +234,9 @@ sql_join_output(const struct sql_join_spec *s, int *n)
     out[k++].type = (struct sql_type){ SQL_INT, 0, 0, false };
     side_output(s, s->left, s->nleft, s->type == SQL_JOIN_RIGHT || s->type == SQL_JOIN_FULL, out,
                 &k);
-    side_output(s, s->right, s->nright, s->type == SQL_JOIN_LEFT || s->type == SQL_JOIN_FULL, out,
-                &k);
+    if (s->type != SQL_JOIN_SEMI && s->type != SQL_JOIN_ANTI)
+        side_output(s, s->right, s->nright, s->type == SQL_JOIN_LEFT || s->type == SQL_JOIN_FULL,
+                    out, &k);
     *n = k;
     return out;
 }
@@ -287,7 +294,12 @@ struct join_impl {
     struct sql_type *out_types;
     int nout;
     void *out_rec;
+    /* A pair of rows as the rest of ON reads them: both sides' columns
+     * (npair, $kind first), of which the output is the first nout (a
+     * semi or anti join's: the left side's). */
     struct sql_value *res;
+    struct sql_type *pair_types;
+    int npair;
     struct sql_program *residual;
     struct sql_eval eval;
     bool has_eval;
@@ -317,6 +329,7 @@ free_impl(struct join_impl *j)
     side_free(&j->side[0]);
     side_free(&j->side[1]);
     free(j->out_types);
+    free(j->pair_types);
     free(j->out_rec);
     free(j->res);
     if (j->has_eval)
@@ -375,7 +388,8 @@ join_open(struct stream_operator *op, spate_error *err)
     if ((rc = sql_join_spec_decode(c->program, c->program_len, &j->s, err)) != 0)
         return spate_error_wrap(err, "operator '%s'", name);
     ok = side_init(&j->side[0], "sql-join-left", j->s->left, j->s->nleft, set->in_type, &set->key,
-                   j->s->type == SQL_JOIN_LEFT || j->s->type == SQL_JOIN_FULL,
+                   j->s->type == SQL_JOIN_LEFT || j->s->type == SQL_JOIN_FULL ||
+                       j->s->type == SQL_JOIN_ANTI,
                    j->s->time == SQL_JOIN_REGULAR ? j->s->ttl_ms : 0);
     ok &= side_init(&j->side[1], "sql-join-right", j->s->right, j->s->nright, set->in_type2,
                     &set->key2, j->s->type == SQL_JOIN_RIGHT || j->s->type == SQL_JOIN_FULL,
@@ -393,15 +407,27 @@ join_open(struct stream_operator *op, spate_error *err)
         return spate_error_set(err, SPATE_EINVAL,
                                "operator '%s': its record types or keys do not match its join",
                                name);
+    {
+        struct sql_join_spec pair = *j->s;
+
+        pair.type = SQL_JOIN_FULL;
+        out = sql_join_output(&pair, &j->npair);
+        j->pair_types = xcalloc((size_t)j->npair, sizeof *j->pair_types);
+        for (int i = 0; i < j->npair; i++) {
+            j->pair_types[i] = out[i].type;
+            free(out[i].name);
+        }
+        free(out);
+    }
     if (j->s->residual != NULL) {
-        if ((rc = sql_join_residual_open(j->s, j->out_types, j->nout, &j->residual, &j->eval, name,
-                                         err)) != 0)
+        if ((rc = sql_join_residual_open(j->s, j->pair_types, j->npair, &j->residual, &j->eval,
+                                         name, err)) != 0)
             return rc;
         j->has_eval = true;
     }
     j->out_type = set->out_type;
     j->out_rec = operator_out_storage(set->out_type);
-    j->res = xcalloc((size_t)j->nout, sizeof *j->res);
+    j->res = xcalloc((size_t)j->npair, sizeof *j->res);
     decls[0] = j->side[0].decl;
     decls[1] = j->side[1].decl;
     if ((rc = operator_backend_init(op, decls, 2, err)) != 0)
@@ -534,7 +560,7 @@ matches(struct join_impl *j, const struct sql_value *l, const struct sql_value *
         return true;
     result_row(j, SQL_INSERT, l, r);
     sql_eval_begin(&j->eval);
-    memcpy(j->eval.r, j->res + 1, (size_t)(j->nout - 1) * sizeof *j->res);
+    memcpy(j->eval.r, j->res + 1, (size_t)(j->npair - 1) * sizeof *j->res);
     sql_eval_run(&j->eval);
     f = &j->eval.r[j->residual->filter];
     return !f->null && f->i != 0;
@@ -584,7 +610,14 @@ probe(struct stream_operator *op, struct join_impl *j, int s, const struct sql_v
             y[COL_MATCHED(o)].i++;
             dirty = true;
         }
-        emit(op, j, SQL_INSERT, l, r, ts);
+        if (j->s->type == SQL_JOIN_SEMI && s == 1 && y[COL_MATCHED(o)].i == 0) {
+            /* a left row's first match: the row, once */
+            emit_padded(op, j, 0, SQL_INSERT, y, ts);
+            y[COL_MATCHED(o)].i = 1;
+            dirty = true;
+        }
+        if (j->s->type != SQL_JOIN_SEMI && j->s->type != SQL_JOIN_ANTI)
+            emit(op, j, SQL_INSERT, l, r, ts);
     }
     if (dirty)
         side_rewrite(o);
@@ -730,6 +763,8 @@ join_row(struct stream_operator *op, int s, const void *rec, const struct record
     x[COL_MATCHED(sd)].i = matched;
     if (j->s->time == SQL_JOIN_REGULAR) {
         if (sd->outer && !matched)
+            emit_padded(op, j, s, SQL_INSERT, x, ts);
+        if (j->s->type == SQL_JOIN_SEMI && s == 0 && matched)
             emit_padded(op, j, s, SQL_INSERT, x, ts);
         side_add(sd, x);
         return;

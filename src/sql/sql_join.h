@@ -15,7 +15,16 @@
 #include "sql/sql_aggregate.h"
 #include "sql/sql_program.h"
 
-enum sql_join_type { SQL_JOIN_INNER, SQL_JOIN_LEFT, SQL_JOIN_RIGHT, SQL_JOIN_FULL };
+/* SEMI and ANTI: the left side's rows that match (IN, EXISTS) or that
+ * match nothing (NOT IN, NOT EXISTS), its columns only. */
+enum sql_join_type {
+    SQL_JOIN_INNER,
+    SQL_JOIN_LEFT,
+    SQL_JOIN_RIGHT,
+    SQL_JOIN_FULL,
+    SQL_JOIN_SEMI,
+    SQL_JOIN_ANTI
+};
 
 /* When rows meet: any time (a regular join, rows kept until their TTL),
  * within an interval of event time of each other (rows kept until the
@@ -26,7 +35,8 @@ enum sql_join_time { SQL_JOIN_REGULAR, SQL_JOIN_INTERVAL, SQL_JOIN_WINDOW };
 /* The inputs: $key (VARCHAR), the nkey key columns, then the side's own
  * columns. The output: $kind (INT, enum sql_row_kind), the left side's own
  * columns, in a window join followed by window_start, window_end and
- * window_time, then the right side's alike. The residual program reads
+ * window_time, then the right side's alike (a semi or anti join: the left
+ * side's only). The residual program reads
  * the output's columns after $kind; its filter is the rest of ON. */
 struct sql_join_spec {
     struct sql_column *left, *right;

@@ -27,10 +27,9 @@
     sql_error_in((pc)->err, (pc)->script, (pc)->offset, node, code, __VA_ARGS__)
 
 static const char *const join_names[] = {
-    [SQL_JOIN_INNER] = "InnerJoin",
-    [SQL_JOIN_LEFT] = "LeftOuterJoin",
-    [SQL_JOIN_RIGHT] = "RightOuterJoin",
-    [SQL_JOIN_FULL] = "FullOuterJoin",
+    [SQL_JOIN_INNER] = "InnerJoin",      [SQL_JOIN_LEFT] = "LeftOuterJoin",
+    [SQL_JOIN_RIGHT] = "RightOuterJoin", [SQL_JOIN_FULL] = "FullOuterJoin",
+    [SQL_JOIN_SEMI] = "LeftSemiJoin",    [SQL_JOIN_ANTI] = "LeftAntiJoin",
 };
 
 /* One side of the join as it is planned. */
@@ -522,6 +521,12 @@ plan_residual(struct sql_plan_context *pc, const struct side_plan *sp, json_t *c
     return rc;
 }
 
+static bool
+semi_or_anti(enum sql_join_type t)
+{
+    return t == SQL_JOIN_SEMI || t == SQL_JOIN_ANTI;
+}
+
 static enum sql_join_type
 join_type_of(const char *t)
 {
@@ -531,6 +536,10 @@ join_type_of(const char *t)
         return SQL_JOIN_RIGHT;
     if (t != NULL && !strcmp(t, "JOIN_FULL"))
         return SQL_JOIN_FULL;
+    if (t != NULL && !strcmp(t, "JOIN_SEMI"))
+        return SQL_JOIN_SEMI;
+    if (t != NULL && !strcmp(t, "JOIN_ANTI"))
+        return SQL_JOIN_ANTI;
     return SQL_JOIN_INNER;
 }
 
@@ -548,11 +557,224 @@ join_relation(const struct side_plan *sp, const struct sql_join_spec *spec,
     rel->ncols = n;
     rel->qualifiers = xcalloc((size_t)n + 1, sizeof *rel->qualifiers);
     n = 1;
-    for (int s = 0; s < 2; s++)
+    for (int s = 0; s < (semi_or_anti(spec->type) ? 1 : 2); s++)
         for (int i = 0; i < sp[s].ncols; i++)
             rel->qualifiers[n++] = sp[s].quals[i] ? xstrdup(sp[s].quals[i]) : NULL;
     rel->rowtime = -1;
-    rel->updating = spec->time == SQL_JOIN_REGULAR && spec->type != SQL_JOIN_INNER;
+    rel->updating = spec->time == SQL_JOIN_REGULAR && spec->type != SQL_JOIN_INNER &&
+                    spec->type != SQL_JOIN_SEMI;
+}
+
+/* The name a FROM item goes by (its alias, or its table's name), or NULL. */
+static const char *
+item_name(json_t *item)
+{
+    json_t *rv = json_object_get(item, "RangeVar"), *alias;
+
+    if (rv == NULL)
+        rv = json_object_get(item, "RangeSubselect");
+    if (rv == NULL)
+        rv = json_object_get(item, "RangeFunction");
+    alias = json_object_get(rv, "alias");
+    if (alias != NULL)
+        return json_string_value(json_object_get(alias, "aliasname"));
+    return json_string_value(json_object_get(rv, "relname"));
+}
+
+/* Whether node refers to a column of a table other than inner (by name:
+ * tab.col with tab not inner), as a correlated subquery's condition does. */
+static bool
+refers_outside(json_t *node, const char *inner)
+{
+    json_t *ref = json_object_get(node, "ColumnRef"), *v;
+    const char *key;
+    size_t i;
+
+    if (ref != NULL) {
+        json_t *f = json_object_get(ref, "fields");
+        const char *tab = json_array_size(f) == 2 ? sval(json_array_get(f, 0)) : NULL;
+
+        return tab != NULL && (inner == NULL || strcmp(tab, inner) != 0);
+    }
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if (refers_outside(v, inner)) return true;
+    } else if (json_is_object(node)) {
+        json_object_foreach(node, key, v) if (refers_outside(v, inner)) return true;
+    }
+    return false;
+}
+
+static json_t *
+null_test(json_t *arg)
+{
+    return json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", arg, "nulltesttype", "IS_NULL",
+                     "location", -1);
+}
+
+static json_t *
+or_of(json_t *a, json_t *b, json_t *c)
+{
+    return json_pack("{s:{s:s,s:[o,o,o],s:i}}", "BoolExpr", "boolop", "OR_EXPR", "args", a, b, c,
+                     "location", -1);
+}
+
+static json_t *
+equals(json_t *l, json_t *r)
+{
+    return json_pack("{s:{s:s,s:[{s:{s:s}}],s:O,s:O,s:i}}", "A_Expr", "kind", "AEXPR_OP", "name",
+                     "String", "sval", "=", "lexpr", l, "rexpr", r, "location", -1);
+}
+
+/* One conjunct of WHERE as a semi or anti join of *from (replaced by the
+ * join) with its subquery: x IN (SELECT y ...) a semi join on x = y, NOT
+ * IN an anti join on x = y OR x IS NULL OR y IS NULL (SQL's NOT IN: no row
+ * when the subquery gives a NULL), [NOT] EXISTS (SELECT ... FROM t WHERE
+ * ...) on the conditions of its WHERE that name the tables outside;
+ * *done whether it was one. 0 or an error. */
+static int
+subquery_join(struct sql_plan_context *pc, json_t *c, json_t **from, int n, bool *done)
+{
+    json_t *link = json_object_get(c, "SubLink"), *b = json_object_get(c, "BoolExpr");
+    json_t *sub, *copy, *quals, *rsub, *where;
+    const char *type, *op = NULL;
+    bool not = false;
+    char alias[32];
+
+    *done = false;
+    if (b != NULL && !strcmp(json_string_value(json_object_get(b, "boolop")) ?: "", "NOT_EXPR") &&
+        json_array_size(json_object_get(b, "args")) == 1) {
+        link = json_object_get(json_array_get(json_object_get(b, "args"), 0), "SubLink");
+        not = true;
+    }
+    type = json_string_value(json_object_get(link, "subLinkType"));
+    sub = json_object_get(json_object_get(link, "subselect"), "SelectStmt");
+    if (link == NULL || type == NULL || sub == NULL)
+        return 0;
+    if (json_object_get(link, "operName") != NULL)
+        op = sval(json_array_get(json_object_get(link, "operName"), 0));
+    snprintf(alias, sizeof alias, "$subquery%d", n);
+    copy = json_deep_copy(sub);
+    if (!strcmp(type, "ANY_SUBLINK") && (op == NULL || !strcmp(op, "="))) {
+        json_t *test = json_object_get(link, "testexpr");
+        json_t *targets = json_object_get(copy, "targetList"), *y;
+
+        if (json_object_get(test, "RowExpr") != NULL || json_array_size(targets) != 1) {
+            json_decref(copy);
+            return plan_error(pc, c, SPATE_ENOTSUP,
+                              "not supported: IN of more than one column (x IN (SELECT y ...) "
+                              "is)");
+        }
+        json_object_set_new(json_object_get(json_array_get(targets, 0), "ResTarget"), "name",
+                            json_string("in$"));
+        y = column_ref(alias, "in$");
+        quals = equals(test, y);
+        if (not )
+            quals = or_of(quals, null_test(test), null_test(y));
+        json_decref(y);
+    } else if (!strcmp(type, "EXISTS_SUBLINK")) {
+        json_t *inner = json_array_get(json_object_get(copy, "fromClause"), 0);
+        json_t *all = json_array(), *kept = json_array(), *moved = json_array(), *x;
+        const char *name = item_name(inner);
+        size_t i;
+
+        if (json_array_size(json_object_get(copy, "fromClause")) != 1 || name == NULL ||
+            json_array_size(json_object_get(copy, "groupClause")) > 0 ||
+            json_object_get(copy, "havingClause") != NULL) {
+            json_decref(copy);
+            json_decref(all);
+            json_decref(kept);
+            json_decref(moved);
+            return plan_error(pc, c, SPATE_ENOTSUP,
+                              "not supported: EXISTS over other than one table, view or "
+                              "subquery without GROUP BY");
+        }
+        snprintf(alias, sizeof alias, "%s", name);
+        if ((where = json_object_get(copy, "whereClause")) != NULL)
+            conjuncts(where, all);
+        json_array_foreach(all, i, x) json_array_append(refers_outside(x, name) ? moved : kept, x);
+        /* the subquery's columns, all of them, for the conditions moved */
+        json_object_set_new(copy, "targetList",
+                            json_pack("[{s:{s:{s:{s:[{s:{}}],s:i}},s:i}}]", "ResTarget", "val",
+                                      "ColumnRef", "fields", "A_Star", "location", -1, "location",
+                                      -1));
+        if (json_array_size(kept) > 0)
+            json_object_set_new(copy, "whereClause", and_of(kept));
+        else
+            json_object_del(copy, "whereClause");
+        quals = and_of(moved);
+        if (quals == NULL) /* uncorrelated: every row meets every row */
+            quals =
+                json_pack("{s:{s:{s:b},s:i}}", "A_Const", "boolval", "boolval", 1, "location", -1);
+        json_decref(all);
+        json_decref(kept);
+        json_decref(moved);
+    } else {
+        json_decref(copy);
+        return 0;
+    }
+    rsub = json_pack("{s:{s:{s:o},s:{s:s}}}", "RangeSubselect", "subquery", "SelectStmt", copy,
+                     "alias", "aliasname", alias);
+    *from = json_pack("{s:{s:s,s:o,s:o,s:o}}", "JoinExpr", "jointype",
+                      not ? "JOIN_ANTI" : "JOIN_SEMI", "larg", *from, "rarg", rsub, "quals", quals);
+    *done = true;
+    return 0;
+}
+
+/* Whether node has an object key named key anywhere. */
+static bool
+has_key(json_t *node, const char *key)
+{
+    json_t *v;
+    const char *k;
+    size_t i;
+
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) if (has_key(v, key)) return true;
+    } else if (json_is_object(node)) {
+        json_object_foreach(node, k, v) if (!strcmp(k, key) || has_key(v, key)) return true;
+    }
+    return false;
+}
+
+json_t *
+sql_subqueries_into_joins(struct sql_plan_context *pc, json_t *select, int *rc)
+{
+    json_t *from = json_object_get(select, "fromClause"), *where, *all, *kept, *c, *item, *out;
+    size_t i;
+    int n = 0;
+
+    *rc = 0;
+    if ((where = json_object_get(select, "whereClause")) == NULL || json_array_size(from) != 1 ||
+        !has_key(where, "SubLink"))
+        return NULL;
+    all = json_array();
+    kept = json_array();
+    conjuncts(where, all);
+    item = json_incref(json_array_get(from, 0));
+    json_array_foreach(all, i, c)
+    {
+        bool done;
+
+        if ((*rc = subquery_join(pc, c, &item, n, &done)) != 0)
+            break;
+        if (done)
+            n++;
+        else
+            json_array_append(kept, c);
+    }
+    out = NULL;
+    if (*rc == 0 && n > 0) {
+        out = json_copy(select);
+        json_object_set_new(out, "fromClause", json_pack("[O]", item));
+        if (json_array_size(kept) > 0)
+            json_object_set_new(out, "whereClause", and_of(kept));
+        else
+            json_object_del(out, "whereClause");
+    }
+    json_decref(item);
+    json_decref(all);
+    json_decref(kept);
+    return out;
 }
 
 json_t *
@@ -661,6 +883,11 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
         if ((rc = lookup_as_of(pc, sp, json_object_get(je, "rarg"), as_of, &proctime_col)) != 0)
             goto out;
     }
+    if (sp[0].win.kind != SQL_WINDOW_NONE && semi_or_anti(spec.type)) {
+        rc = plan_error(pc, sp[0].win.node, SPATE_ENOTSUP,
+                        "not supported: IN or EXISTS over window table functions");
+        goto out;
+    }
     if (sp[0].win.kind == SQL_WINDOW_SESSION) {
         rc = plan_error(pc, sp[0].win.node, SPATE_ENOTSUP,
                         "not supported: a window join of SESSION windows (TUMBLE and HOP are)");
@@ -726,19 +953,22 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
                 }
             }
         }
-        if (!window && mask == 1 && (spec.type == SQL_JOIN_INNER || spec.type == SQL_JOIN_RIGHT)) {
+        if (!window && mask == 1 &&
+            (spec.type == SQL_JOIN_INNER || spec.type == SQL_JOIN_RIGHT ||
+             spec.type == SQL_JOIN_SEMI)) {
             json_array_append(sp[0].filters, c);
             continue;
         }
         if (!window && mask == 2 && as_of == NULL &&
-            (spec.type == SQL_JOIN_INNER || spec.type == SQL_JOIN_LEFT)) {
+            (spec.type == SQL_JOIN_INNER || spec.type == SQL_JOIN_LEFT ||
+             semi_or_anti(spec.type))) {
             json_array_append(sp[1].filters, c);
             continue;
         }
         time_bounds(pc, sp, c, &lower, &upper);
         json_array_append(residual, c);
     }
-    if (json_array_size(sp[0].keys) == 0) {
+    if (json_array_size(sp[0].keys) == 0 && !semi_or_anti(spec.type)) {
         rc = plan_error(pc, quals, SPATE_ENOTSUP,
                         "not supported: a join whose ON has no equality of an expression of "
                         "each side (a streaming join is keyed by them)");
@@ -786,7 +1016,7 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
         spec.window = sp[0].win.kind;
         spec.size_ms = sp[0].win.size_ms;
         spec.slide_ms = sp[0].win.slide_ms;
-    } else if (lower != INT64_MIN && upper != INT64_MAX) {
+    } else if (lower != INT64_MIN && upper != INT64_MAX && !semi_or_anti(spec.type)) {
         if (lower > upper) {
             rc = plan_error(pc, quals, SPATE_EINVAL,
                             "the time bounds of this join can never hold (left time - right "

@@ -2142,6 +2142,12 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         return plan_union(pc, select, output, sink, rel);
     if ((rc = unsupported_clauses(pc, select)) != 0)
         return rc;
+    if ((moved = sql_subqueries_into_joins(pc, select, &rc)) != NULL || rc != 0) {
+        if (rc == 0)
+            rc = sql_plan_select(pc, moved, output, sink, rel);
+        json_decref(moved);
+        return rc;
+    }
     if ((moved = sql_join_where_into_on(select)) != NULL) {
         rc = sql_plan_select(pc, moved, output, sink, rel);
         json_decref(moved);

@@ -96,5 +96,9 @@ int sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation
 /* The SELECT of an INNER JOIN with its WHERE moved into ON, where it can
  * filter each side before the join (a new reference), or NULL: none. */
 json_t *sql_join_where_into_on(json_t *select);
+/* The SELECT with the conjuncts of its WHERE that are IN (subquery), NOT
+ * IN, EXISTS or NOT EXISTS made semi and anti joins of its FROM item (a
+ * new reference), or NULL: none, or an error (*rc). */
+json_t *sql_subqueries_into_joins(struct sql_plan_context *pc, json_t *select, int *rc);
 
 #endif

@@ -117,6 +117,89 @@ class SqlLookupTest(unittest.TestCase):
         self.assertNotIn("Exchange", p.stdout.split("== JobGraph ==")[0])
 
 
+# IN, NOT IN, EXISTS and NOT EXISTS: semi and anti joins, checked as
+# changelogs applied (an anti join retracts a row when its first match
+# comes) against sqlite's own subqueries; b has NULL keys, so NOT IN over
+# its k is never true (SQL's NOT IN).
+SUBQUERIES = [
+    "SELECT id FROM a WHERE k IN (SELECT k FROM b)",
+    "SELECT id, s FROM a WHERE k IN (SELECT k FROM b WHERE y > 0)",
+    "SELECT id FROM a WHERE k + 1 IN (SELECT k FROM b) AND x > 0",
+    "SELECT id FROM a WHERE s IN (SELECT t FROM b)",
+    "SELECT id FROM a WHERE id + 100 IN (SELECT cid FROM c)",
+    "SELECT a.id FROM a WHERE EXISTS (SELECT * FROM b WHERE b.k = a.k)",
+    "SELECT a.id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.k = a.k AND b.y > 0)",
+    "SELECT a.id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.k = a.k AND b.id > a.id + 90)",
+    "SELECT id FROM a WHERE k IN (SELECT k FROM b) AND s IN (SELECT t FROM b)",
+    "SELECT k, COUNT(*) FROM a WHERE k IN (SELECT k FROM b) GROUP BY k",
+    "SELECT id FROM a WHERE k NOT IN (SELECT k FROM b)",
+    "SELECT id FROM a WHERE k NOT IN (SELECT k FROM b WHERE k IS NOT NULL)",
+    "SELECT id FROM a WHERE id + 100 NOT IN (SELECT cid FROM c)",
+    "SELECT id FROM a WHERE k NOT IN (SELECT cid FROM c WHERE cid > 1000)",
+    "SELECT a.id FROM a WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.k = a.k)",
+    "SELECT a.id, a.s FROM a WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.k = a.k AND b.y > 0)",
+    "SELECT id FROM a WHERE x > 0 AND NOT EXISTS (SELECT 1 FROM c WHERE c.cid = a.id + 100)",
+    "SELECT id FROM a WHERE EXISTS (SELECT 1 FROM c WHERE c.cid > 110)",
+    "SELECT id FROM a WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.cid > 1000)",
+]
+
+
+class SqlSubqueryTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="spate-sqlsubquery-")
+        cls.oracle = Oracle(cls.tmp, [
+            Table("a", COLUMNS_A, rows_a()), Table("b", COLUMNS_B, rows_b()),
+            Table("c", COLUMNS_C, rows_c())])
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_semi_and_anti_joins_at_parallelism_2(self):
+        for q in SUBQUERIES:
+            with self.subTest(query=q):
+                self.oracle.check_changelog(self, q)
+
+    def test_a_semi_join_inserts_only_and_an_anti_join_retracts(self):
+        """IN: each row once, when its first match comes, into a file; NOT
+        EXISTS: a row with no match at once, retracted (-D) when one
+        comes."""
+        self.oracle.check(self, SUBQUERIES[0])
+        kinds, _ = self.oracle.run_changelog(SUBQUERIES[14])
+        self.assertEqual(kinds, {"+I", "-D"})
+        kinds, _ = self.oracle.run_changelog(SUBQUERIES[5])
+        self.assertEqual(kinds, {"+I"})
+
+    def test_explain_shows_semi_and_anti_joins(self):
+        p = subprocess.run([spatetest.SPATE, "sql", "--local"],
+                           input="\n".join(self.oracle.ddl) + "\nEXPLAIN " + SUBQUERIES[0] +
+                           ";\nEXPLAIN " + SUBQUERIES[10] + ";\n",
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Join(joinType=[LeftSemiJoin], keys=[1])", p.stdout)
+        self.assertIn("Join(joinType=[LeftAntiJoin], keys=[0], where=[...])", p.stdout)
+
+    def test_errors(self):
+        cases = [
+            ("SELECT id FROM a WHERE (k, s) IN (SELECT k, t FROM b)",
+             "not supported: IN of more than one column"),
+            ("SELECT id FROM a WHERE EXISTS (SELECT 1 FROM b JOIN c ON b.id = c.cid "
+             "WHERE b.k = a.k)", "not supported: EXISTS over other than one table"),
+            ("SELECT id FROM a WHERE k IN (SELECT k FROM b) OR x > 0",
+             "not supported: subqueries"),
+            ("SELECT id FROM a WHERE k IN (SELECT k FROM b WHERE b.id > a.id)",
+             "table 'a' is not in FROM"),
+        ]
+        for statement, want in cases:
+            with self.subTest(statement=statement):
+                p = subprocess.run([spatetest.SPATE, "sql", "--local"],
+                                   input="\n".join(self.oracle.ddl) + f"\n{statement};\n",
+                                   capture_output=True, text=True, timeout=60)
+                self.assertNotEqual(p.returncode, 0, p.stdout)
+                self.assertIn(want, p.stderr + p.stdout)
+
+
 class SqlLookupFileTest(unittest.TestCase):
     """The table's file: a bad line, a directory of files, a delimiter."""
 

@@ -394,8 +394,10 @@ class SqlRankTest(unittest.TestCase):
             ("WITH p AS (SELECT id FROM p2), p2 AS (SELECT id FROM r) SELECT * FROM p",
              "table 'p2' does not exist"),
             ("WITH p AS (SELECT id FROM r) SELECT * FROM pp", "table 'pp' does not exist"),
-            ("SELECT id FROM r WHERE id IN (SELECT g FROM r)", "not supported: subqueries"),
-            ("SELECT id FROM r WHERE EXISTS (SELECT g FROM r)", "not supported: subqueries"),
+            ("SELECT id FROM r WHERE id IN (SELECT g FROM r) OR id > 1",
+             "not supported: subqueries"),
+            ("SELECT id FROM r WHERE id > 1 OR EXISTS (SELECT g FROM r)",
+             "not supported: subqueries"),
             ("SELECT k, c FROM (SELECT k, COUNT(*) AS c FROM r GROUP BY k) s UNION ALL "
              "SELECT k, 1 FROM r", "not supported: UNION ALL of an updating query"),
             ("SELECT id, SUM(v) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) "
