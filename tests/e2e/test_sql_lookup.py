@@ -162,12 +162,14 @@ class SqlSubqueryTest(unittest.TestCase):
                 self.oracle.check_changelog(self, q)
 
     def test_a_semi_join_inserts_only_and_an_anti_join_retracts(self):
-        """IN: each row once, when its first match comes, into a file; NOT
-        EXISTS: a row with no match at once, retracted (-D) when one
-        comes."""
+        """IN: each row once, when its first match comes, into a file (a
+        sink of insertions takes it); NOT EXISTS: a row with no match at
+        once, retracted (-D) if one comes later (whether one does depends
+        on how the two inputs interleave: the rows left do not)."""
         self.oracle.check(self, SUBQUERIES[0])
         kinds, _ = self.oracle.run_changelog(SUBQUERIES[14])
-        self.assertEqual(kinds, {"+I", "-D"})
+        self.assertLessEqual(kinds, {"+I", "-D"})
+        self.assertIn("+I", kinds)
         kinds, _ = self.oracle.run_changelog(SUBQUERIES[5])
         self.assertEqual(kinds, {"+I"})
 
