@@ -21,6 +21,10 @@
  * Window joins (Flink's WindowJoinOperator): each side's rows are stored in
  * their TUMBLE or HOP windows (the namespace) and joined when the watermark
  * passes the window's end; rows of a window already complete are dropped.
+ * SESSION windows are each side's rows of a key (no namespace) cut into
+ * sessions when a timer at a row's time + gap - 1 fires: the sessions
+ * the watermark closed join those of the other side with the same start
+ * and end, and go.
  *
  * Semi and anti joins (Flink's SemiAntiJoin: IN, EXISTS, NOT IN, NOT
  * EXISTS) are regular joins that emit the left side's rows only: a semi
@@ -147,6 +151,7 @@ check_spec(const struct sql_join_spec *s, spate_error *err)
         (s->time == SQL_JOIN_INTERVAL && s->lower_ms > s->upper_ms) ||
         (s->time == SQL_JOIN_WINDOW &&
          !((s->window == SQL_WINDOW_TUMBLE && s->size_ms > 0) ||
+           (s->window == SQL_WINDOW_SESSION && s->size_ms > 0) ||
            (s->window == SQL_WINDOW_HOP && s->size_ms > 0 && s->slide_ms > 0))))
         return spate_error_set(err, SPATE_EINVAL, "malformed SQL join: its type or time");
     return 0;
@@ -734,6 +739,18 @@ join_row(struct stream_operator *op, int s, const void *rec, const struct record
         return;
     }
     if (j->s->time == SQL_JOIN_WINDOW) {
+        if (j->s->window == SQL_WINDOW_SESSION) {
+            /* its session ends gap after the last row: at the earliest
+             * ts + gap, when a timer looks at the key's sessions */
+            if (ts + j->s->size_ms - 1 <= op->current_watermark) {
+                j->late++;
+                return;
+            }
+            set_ns(op, j, NULL);
+            side_add(sd, x);
+            op->backend->ops->register_timer(op->backend, true, ts + j->s->size_ms - 1);
+            return;
+        }
         if (j->s->window == SQL_WINDOW_TUMBLE) {
             win[0] = sql_floor_div(ts, j->s->size_ms) * j->s->size_ms;
             win[1] = win[0] + j->s->size_ms;
@@ -851,6 +868,111 @@ window_fire(struct stream_operator *op, struct join_impl *j, const int64_t *win)
     }
 }
 
+/* A row of a side and its time, to sort a key's rows into sessions. */
+struct timed_row {
+    int64_t ts;
+    size_t k;
+};
+
+static int
+timed_cmp(const void *a, const void *b)
+{
+    const struct timed_row *x = a, *y = b;
+
+    return x->ts < y->ts ? -1 : x->ts > y->ts ? 1 : (x->k > y->k) - (x->k < y->k);
+}
+
+/* sd's loaded rows in time order, each with its session (sess[i]: index
+ * into starts/ends, the sessions of the key: a row within gap of the last
+ * one goes on its session). */
+static void
+sessions_of(const struct join_side *sd, int64_t gap, struct timed_row *rows, int64_t *starts,
+            int64_t *ends, size_t *sess)
+{
+    size_t n = 0;
+
+    for (size_t k = 0; k < sd->nrows; k++)
+        rows[k] =
+            (struct timed_row){ sd->rows[k * (size_t)sd->nstored + (size_t)COL_TIME(sd)].i, k };
+    qsort(rows, sd->nrows, sizeof *rows, timed_cmp);
+    for (size_t i = 0; i < sd->nrows; i++) {
+        if (n == 0 || rows[i].ts >= ends[n - 1]) {
+            starts[n] = rows[i].ts;
+            n++;
+        }
+        ends[n - 1] = rows[i].ts + gap;
+        sess[i] = n - 1;
+    }
+}
+
+/* SESSION: the current key's sessions of each side that the watermark
+ * closed (their end - 1 passed); each left session's rows join the rows of
+ * the right session of the same start and end, an outer side's unmatched
+ * rows come padded, and the closed sessions' rows go. */
+static void
+session_fire(struct stream_operator *op, struct join_impl *j)
+{
+    struct join_side *sd[2] = { &j->side[0], &j->side[1] };
+    struct timed_row *rows[2];
+    int64_t *starts[2], *ends[2];
+    size_t *sess[2];
+
+    set_ns(op, j, NULL);
+    for (int s = 0; s < 2; s++) {
+        size_t n;
+
+        side_load(sd[s]);
+        n = sd[s]->nrows;
+        rows[s] = xcalloc(n + 1, sizeof *rows[s]);
+        starts[s] = xcalloc(n + 1, sizeof *starts[s]);
+        ends[s] = xcalloc(n + 1, sizeof *ends[s]);
+        sess[s] = xcalloc(n + 1, sizeof *sess[s]);
+        sessions_of(sd[s], j->s->size_ms, rows[s], starts[s], ends[s], sess[s]);
+    }
+    for (size_t a = 0; a < sd[0]->nrows; a++) {
+        size_t sa = sess[0][a];
+        struct sql_value *x = &sd[0]->rows[rows[0][a].k * (size_t)sd[0]->nstored];
+
+        if (ends[0][sa] - 1 > op->current_watermark || key_has_null(j, x))
+            continue;
+        j->win[0] = starts[0][sa];
+        j->win[1] = ends[0][sa];
+        for (size_t b = 0; b < sd[1]->nrows; b++) {
+            size_t sb = sess[1][b];
+            struct sql_value *y = &sd[1]->rows[rows[1][b].k * (size_t)sd[1]->nstored];
+
+            if (starts[1][sb] == starts[0][sa] && ends[1][sb] == ends[0][sa] &&
+                !key_has_null(j, y) && matches(j, x, y)) {
+                x[COL_MATCHED(sd[0])].i = y[COL_MATCHED(sd[1])].i = 1;
+                emit(op, j, SQL_INSERT, x, y, ends[0][sa] - 1);
+            }
+        }
+    }
+    for (int s = 0; s < 2; s++) {
+        bool dropped = false;
+
+        for (size_t i = 0; i < sd[s]->nrows; i++) {
+            size_t k = rows[s][i].k, si = sess[s][i];
+            struct sql_value *x = &sd[s]->rows[k * (size_t)sd[s]->nstored];
+
+            if (ends[s][si] - 1 > op->current_watermark)
+                continue;
+            if (sd[s]->outer && x[COL_MATCHED(sd[s])].i == 0) {
+                j->win[0] = starts[s][si];
+                j->win[1] = ends[s][si];
+                emit_padded(op, j, s, SQL_INSERT, x, ends[s][si] - 1);
+            }
+            sd[s]->gone[k] = dropped = true;
+        }
+        if (dropped)
+            side_rewrite(sd[s]);
+        free(rows[s]);
+        free(starts[s]);
+        free(ends[s]);
+        free(sess[s]);
+    }
+}
+
 static void
 join_fire(void *owner, const struct timer *t)
 {
@@ -862,6 +984,9 @@ join_fire(void *owner, const struct timer *t)
         return;
     if (j->s->time == SQL_JOIN_INTERVAL && t->ns_len == 0) {
         interval_cleanup(op, j);
+    } else if (j->s->time == SQL_JOIN_WINDOW && j->s->window == SQL_WINDOW_SESSION &&
+               t->ns_len == 0) {
+        session_fire(op, j);
     } else if (j->s->time == SQL_JOIN_WINDOW && t->ns_len == sizeof win) {
         memcpy(win, t->data + t->key_len, sizeof win);
         window_fire(op, j, win);

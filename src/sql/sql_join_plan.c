@@ -888,9 +888,9 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
                         "not supported: IN or EXISTS over window table functions");
         goto out;
     }
-    if (sp[0].win.kind == SQL_WINDOW_SESSION) {
-        rc = plan_error(pc, sp[0].win.node, SPATE_ENOTSUP,
-                        "not supported: a window join of SESSION windows (TUMBLE and HOP are)");
+    if (sp[0].win.kind == SQL_WINDOW_SESSION && sp[0].win.gap_ms != sp[1].win.gap_ms) {
+        rc = plan_error(pc, sp[1].win.node, SPATE_ENOTSUP,
+                        "not supported: a window join of SESSION windows of different gaps");
         goto out;
     }
     /* ON, conjunct by conjunct. */
@@ -1014,7 +1014,7 @@ sql_plan_join(struct sql_plan_context *pc, json_t *item, struct sql_relation *re
     if (sp[0].win.kind != SQL_WINDOW_NONE) {
         spec.time = SQL_JOIN_WINDOW;
         spec.window = sp[0].win.kind;
-        spec.size_ms = sp[0].win.size_ms;
+        spec.size_ms = sp[0].win.kind == SQL_WINDOW_SESSION ? sp[0].win.gap_ms : sp[0].win.size_ms;
         spec.slide_ms = sp[0].win.slide_ms;
     } else if (lower != INT64_MIN && upper != INT64_MAX && !semi_or_anti(spec.type)) {
         if (lower > upper) {

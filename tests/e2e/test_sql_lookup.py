@@ -18,7 +18,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 import spatetest  # noqa: E402
 from sqloracle import Oracle, Table  # noqa: E402
-from test_sql_joins import COLUMNS_A, COLUMNS_B, COLUMNS_C, rows_a, rows_b, rows_c  # noqa: E402
+import sqlwindows as W  # noqa: E402
+from test_sql_joins import (COLUMNS_A, COLUMNS_B, COLUMNS_C, COLUMNS_E, EVENT_TIME,  # noqa: E402
+                            ids_and_window, rows_a, rows_b, rows_c)
 
 AS_OF = "FOR SYSTEM_TIME AS OF pa.pt"
 
@@ -200,6 +202,128 @@ class SqlSubqueryTest(unittest.TestCase):
                                    capture_output=True, text=True, timeout=60)
                 self.assertNotEqual(p.returncode, 0, p.stdout)
                 self.assertIn(want, p.stderr + p.stdout)
+
+
+def sessions(rows, gap):
+    """Each key's sessions (NULL a key as any): [key, start, end, rows],
+    a row within gap of the session's last going on it; rows without an
+    event time in none."""
+    by, out = {}, []
+    for r in rows:
+        if r[2] is not None:
+            by.setdefault(r[1], []).append(r)
+    for k, rs in by.items():
+        cur = None
+        for r in sorted(rs, key=lambda r: W.ms_of(r[2])):
+            t = W.ms_of(r[2])
+            if cur is None or t >= cur[2]:
+                cur = [k, t, t, []]
+                out.append(cur)
+            cur[2] = t + gap
+            cur[3].append(r)
+    return out
+
+
+def session_join(gap, how):
+    """A SESSION window join: the rows of a left session and a right one
+    of the same key (not NULL), start and end; an outer side's rows of a
+    session that met none padded."""
+    def oracle(tables):
+        left, right = sessions(tables[0].rows, gap), sessions(tables[1].rows, gap)
+        out, met = [], set()
+        for k, s, e, ls in left:
+            match = [i for i, (k2, s2, e2, _) in enumerate(right)
+                     if k is not None and (k2, s2, e2) == (k, s, e)]
+            for i in match:
+                met.add(i)
+                out += [ids_and_window(lr, rr, s, e) for lr in ls for rr in right[i][3]]
+            if not match and how in ("left", "full"):
+                out += [ids_and_window(lr, None, s, e) for lr in ls]
+        if how in ("right", "full"):
+            out += [ids_and_window(None, rr, s, e) for i, (_, s, e, rs) in enumerate(right)
+                    if i not in met for rr in rs]
+        return out
+    return oracle
+
+
+def session_rows(side):
+    """Bursts of rows 6 s apart, each a session of its key (NULL in one):
+    the left side's rows at +0, +0.5, +1.2 s; the right side's at +0,
+    +0.8, +1.2 s (the same session), or ending or starting elsewhere (a
+    session of other bounds); in event-time order, one row without an
+    event time."""
+    base = W.ms_of("2024-03-01 10:00:00.000")
+    rows = []
+    for b in range(12):
+        k = None if b == 7 else b % 3
+        t0 = base + b * 6000 + (b % 2) * 400
+        offs = [0, 500, 1200]
+        if side == 1:
+            offs = [300, 1200] if b % 5 == 2 else [0, 900] if b % 4 == 3 else [0, 800, 1200]
+        rows += [(side * 1000 + b * 10 + i, k, W.text_of(t0 + o)) for i, o in enumerate(offs)]
+    rows.sort(key=lambda r: r[2])
+    rows.insert(len(rows) // 2, (side * 1000 + 999, 1, None))
+    return rows
+
+
+def session_tvf(table, gap):
+    return f"TABLE(SESSION(TABLE {table}, DESCRIPTOR(ts), INTERVAL '{gap}' SECOND))"
+
+
+SESSION_JOINS = [
+    (f"SELECT L.id, R.id, L.window_start, R.window_end FROM {session_tvf('ea', gap)} L "
+     f"{how.upper()} JOIN {session_tvf('eb', gap)} R ON L.window_start = R.window_start AND "
+     "L.window_end = R.window_end AND L.k = R.k", session_join(gap * 1000, how))
+    for gap, how in [(2, "inner"), (2, "left"), (2, "right"), (2, "full"), (1, "inner"),
+                     (3, "full")]
+]
+
+
+class SqlSessionJoinTest(unittest.TestCase):
+    """Window joins of SESSION windows: each side's sessions per join key,
+    joined when their start and end are the same, once the watermark
+    passes their end; against Python over the rows (in event-time order
+    within the watermark's bound, one without an event time)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="spate-sqlsession-")
+        cls.oracle = Oracle(cls.tmp, [
+            Table("ea", COLUMNS_E, session_rows(0), EVENT_TIME),
+            Table("eb", COLUMNS_E, session_rows(1), EVENT_TIME)])
+        cls.oracle.ddl.insert(0, "SET 'pipeline.auto-watermark-interval' = '0';")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_the_sessions_meet_and_miss(self):
+        """Sessions of the same bounds on both sides and sessions of one
+        side only: else the joins below check less than they say."""
+        left, right = (sessions(t.rows, 2000) for t in self.oracle.tables)
+        same = {(k, s, e) for k, s, e, _ in left} & {(k, s, e) for k, s, e, _ in right}
+        self.assertTrue(same)
+        self.assertGreater(len(left), len(same))
+        self.assertTrue(any(len(rs) > 1 for *_, rs in left))
+
+    def test_session_window_joins(self):
+        for q, o in SESSION_JOINS:
+            with self.subTest(query=q):
+                self.oracle.check(self, q, o)
+
+    def test_session_window_joins_at_parallelism_2(self):
+        for q, o in SESSION_JOINS[:4]:
+            with self.subTest(query=q):
+                self.oracle.check_changelog(self, q, o)
+
+    def test_sessions_of_other_gaps_are_refused(self):
+        q = (f"SELECT L.id FROM {session_tvf('ea', 2)} L JOIN {session_tvf('eb', 3)} R "
+             "ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.k = R.k")
+        p = subprocess.run([spatetest.SPATE, "sql", "--local"],
+                           input="\n".join(self.oracle.ddl) + f"\n{q};\n",
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("a window join of SESSION windows of different gaps", p.stderr + p.stdout)
 
 
 class SqlLookupFileTest(unittest.TestCase):

@@ -1,8 +1,9 @@
 /* Unit tests of src/sql's join spec: it survives its encoding, a decoded
  * spec is checked before an operator runs it (each field broken in turn:
  * bad bytes, columns, keys of types that encode apart, the interval's
- * bounds, the window), and the output's columns are each side's own, a
- * window join's window columns, NULL where a side can be padded. */
+ * bounds, the window, a SESSION window's gap), and the output's columns
+ * are each side's own, a window join's window columns, NULL where a side
+ * can be padded. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -116,9 +117,11 @@ Test(sql_join, a_broken_spec_is_refused_with_what_is_wrong)
 
     s = valid_spec();
     s.time = SQL_JOIN_WINDOW;
-    s.window = SQL_WINDOW_SESSION;
-    s.size_ms = 1000;
+    s.window = SQL_WINDOW_SESSION; /* its gap in size_ms */
+    s.size_ms = 0;
     cr_assert_neq(decode(&s, &err), 0);
+    s.size_ms = 1000;
+    cr_assert_eq(decode(&s, &err), 0, "%s", err.message);
 
     s = valid_spec();
     s.time = SQL_JOIN_WINDOW;
