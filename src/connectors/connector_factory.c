@@ -5,7 +5,12 @@
 #include <string.h>
 
 #include "connectors/connector_factory.h"
+#include "connectors/connectors_int.h"
 #include "core/plugin.h"
+#include "core/util.h"
+
+/* Those built in (connectors_int.h): no library to load. */
+static const struct connector_plugin *const builtin[] = { &upsert_file_sink_plugin };
 
 int
 connector_factory_find(const char *name, const struct connector_plugin **out, spate_error *err)
@@ -22,6 +27,11 @@ connector_factory_find(const char *name, const struct connector_plugin **out, sp
         if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_')
             return spate_error_set(err, SPATE_EINVAL,
                                    "connector name '%s': only letters, digits, '-' and '_'", name);
+    for (size_t i = 0; i < ARRAY_SIZE(builtin); i++)
+        if (strcmp(builtin[i]->name, name) == 0) {
+            *out = builtin[i];
+            return 0;
+        }
     snprintf(file, sizeof file, "libspate_%s.so", name);
     if ((h = plugin_open(file, tried, sizeof tried)) == NULL)
         return spate_error_set(err, SPATE_ENOENT,

@@ -89,7 +89,8 @@ struct connector_sink_ops {
     /* A committable of the restored state, before any write: committed if
      * its checkpoint had completed, else aborted. 0, or -1 with err set. */
     int (*recover)(void *writer, const void *committable, size_t len, char *err, size_t errlen);
-    /* One record; -1 with err set on failure. */
+    /* One record (value NULL: a tombstone, an upsert sink's delete of
+     * key); -1 with err set on failure. */
     int (*write)(void *writer, const void *key, size_t key_len, const void *value, size_t value_len,
                  int64_t timestamp_ms, char *err, size_t errlen);
     /* A barrier of checkpoint_id: everything written so far is flushed and

@@ -14,6 +14,11 @@ extern const spate_source file_source; /* file_source.c */
 extern const spate_committing_sink file_sink;  /* file_sink.c */
 extern const spate_committing_sink named_sink; /* named_sink.c */
 
+/* The connectors built into libspate behind the plugin interface
+ * (connector_plugin.h), found by connector_factory.c before any library. */
+struct connector_plugin;
+extern const struct connector_plugin upsert_file_sink_plugin; /* upsert_file_sink.c */
+
 /* The sink of an operator kind built on the Sink API (NULL: the kind is
  * not), with the configuration its writer and committer get. */
 const spate_committing_sink *sink_operator_sink(const struct operator_settings *settings,

@@ -89,7 +89,14 @@ bool
 format_owns_option(const char *key)
 {
     static const char *const own[] = {
-        "format", "value.format", "key.format", "fields", "json.ignore-parse-errors", "key.fields"
+        "format",
+        "value.format",
+        "key.format",
+        "fields",
+        "key.fields",
+        "json.ignore-parse-errors",
+        "sink.changelog-mode",
+        "value.fields-include",
     };
 
     for (size_t i = 0; i < ARRAY_SIZE(own); i++)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "connectors/changelog_line.h"
 #include "connectors/connector_factory.h"
 #include "connectors/connectors_int.h"
 #include "connectors/formats.h"
@@ -28,6 +29,9 @@ struct named_sink {
     struct record_format format;
     const char **options; /* the plugin's (connector_context_init) */
     int key_field;        /* -1: records without a key */
+    /* Records that are changelog lines (sink.changelog-mode 'upsert'). */
+    struct changelog_format changelog;
+    bool upsert;
     struct byte_buf value, key;
     char msg[512];
 };
@@ -38,6 +42,7 @@ nk_free(struct named_sink *s)
     if (s->writer != NULL)
         s->ops->close(s->writer);
     format_release(&s->format);
+    changelog_format_release(&s->changelog);
     free(s->options);
     free(s->value.data);
     free(s->key.data);
@@ -60,7 +65,14 @@ nk_open(struct named_sink *s, struct stream_operator *op, const struct named_con
         return spate_error_set(err, SPATE_EINVAL, "connector '%s' has no sink", c->connector);
     if ((rc = format_init_value(&s->format, c, c->type, err)) != 0)
         return rc;
-    if ((key = named_connector_option(c, "key.fields")) != NULL &&
+    if ((rc = changelog_format_init(&s->changelog, c, err)) < 0)
+        return rc;
+    s->upsert = rc == 1;
+    if (s->upsert && c->type->kind != TYPE_STRING)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "connector '%s': an upsert sink writes changelog lines, strings",
+                               c->connector);
+    if (!s->upsert && (key = named_connector_option(c, "key.fields")) != NULL &&
         (s->key_field = format_field_index(&s->format, key)) < 0)
         return spate_error_set(err, SPATE_EINVAL,
                                "connector '%s': key.fields '%s' names no field of the records "
@@ -134,6 +146,30 @@ nw_close(void *writer)
     UNUSED(writer); /* the committer closes it */
 }
 
+/* A changelog line: its key's row written (+I, +U), or a tombstone (-D),
+ * or nothing (-U). */
+static int
+nw_write_change(struct named_sink *s, const spate_str *line, int64_t timestamp_ms, spate_error *err)
+{
+    enum changelog_action a;
+    int rc;
+
+    s->key.len = 0;
+    s->value.len = 0;
+    if ((rc = changelog_line_split(&s->changelog, line->data, line->len, &a, &s->key, &s->value,
+                                   err)) != 0)
+        return rc;
+    if (a == CHANGELOG_SKIP)
+        return 0;
+    if (s->ops->write(s->writer, s->key.data ? s->key.data : (const void *)"", s->key.len,
+                      a == CHANGELOG_DELETE ? NULL
+                      : s->value.data       ? s->value.data
+                                            : (const void *)"",
+                      s->value.len, timestamp_ms, s->msg, sizeof s->msg) != 0)
+        return spate_error_set(err, SPATE_EIO, "%s", s->msg);
+    return 0;
+}
+
 static int
 nw_write(void *writer, const void *rec, int64_t timestamp_ms, spate_error *err)
 {
@@ -142,6 +178,8 @@ nw_write(void *writer, const void *rec, int64_t timestamp_ms, spate_error *err)
     const void *key = NULL;
     size_t key_len = 0;
 
+    if (s->upsert)
+        return nw_write_change(s, rec, timestamp_ms, err);
     s->value.len = 0;
     format_encode(&s->format, rec, &s->value);
     if (s->key_field >= 0) {

@@ -565,6 +565,8 @@ calc_process(struct stream_operator *op, const void *rec, const struct record_me
         struct line l = { ev, NULL, 0, 0 };
         spate_str s;
 
+        if (p->changelog)
+            line_put(&l, p->kind_reg >= 0 ? sql_row_kind_string(ev->r[p->kind_reg].i) : "+I", 2);
         if (p->output_format == SQL_FORMAT_CSV)
             write_csv(&l, p, ev->r);
         else if (p->output_format == SQL_FORMAT_JSON)

@@ -25,6 +25,7 @@ sql_table_free(struct sql_table *t)
         free(t->options[i].value);
     }
     free(t->cols);
+    free(t->pk);
     free(t->options);
     json_decref(t->query);
     free(t->script);

@@ -27,6 +27,10 @@ struct sql_table {
      * bounded out-of-orderness of the watermarks. */
     int rowtime;
     int64_t watermark_bound_ms;
+    /* PRIMARY KEY (...) NOT ENFORCED: the key's columns, in its order
+     * (what an upsert sink keys its rows by); npk 0: none. */
+    int *pk;
+    int npk;
     struct sql_option *options; /* tables: WITH (...) */
     int noptions;
     /* views: the SELECT's parse tree and the script it was read from

@@ -13,8 +13,9 @@
 #include "sql/sql_connectors.h"
 #include "streaming/stream_graph.h"
 
-static const char *const known[] = { "datagen", "filesystem", "print", "blackhole", "nexmark" };
-static const char *const later[] = { "upsert-kafka", "jdbc", "hbase", "elasticsearch", "socket" };
+static const char *const known[] = { "datagen",   "filesystem",   "print",
+                                     "blackhole", "upsert-kafka", "nexmark" };
+static const char *const later[] = { "jdbc", "hbase", "elasticsearch", "socket" };
 
 /* Any other connector is found by name (connectors/connector_factory.h:
  * "kafka" is libspate_kafka.so): it moves the lines the Calc reads and
@@ -48,7 +49,8 @@ connector_of(const struct sql_table *t, const char **out, spate_error *err)
     if (c == NULL)
         return spate_error_set(err, SPATE_EINVAL,
                                "table '%s' names no connector: WITH (connector = 'datagen' | "
-                               "'nexmark' | 'filesystem' | 'print' | 'blackhole', ...)",
+                               "'nexmark' | 'filesystem' | 'print' | 'blackhole' | 'kafka' | "
+                               "'upsert-kafka', ...)",
                                t->name);
     for (size_t i = 0; i < ARRAY_SIZE(known); i++)
         if (strcmp(c, known[i]) == 0) {
@@ -99,7 +101,8 @@ named_options(const struct sql_table *t)
 
         if (strcmp(k, "connector") == 0 || strcmp(k, "format") == 0 ||
             strcmp(k, "value.format") == 0 || strncmp(k, "csv.", 4) == 0 ||
-            strncmp(k, "json.", 5) == 0)
+            strncmp(k, "json.", 5) == 0 || strncmp(k, "key.json.", 9) == 0 ||
+            strncmp(k, "value.json.", 11) == 0 || strcmp(k, "sink.changelog-mode") == 0)
             continue;
         o[n++] = k;
         o[n++] = t->options[i].value;
@@ -132,6 +135,166 @@ file_format(const struct sql_table *t, enum sql_format *f, spate_error *err)
                                "csv or json",
                                v, t->name);
     return 0;
+}
+
+/* ---- upsert sinks ---- */
+
+bool
+sql_connector_upsert(const struct sql_table *t)
+{
+    const char *c = sql_table_option(t, "connector");
+    const char *mode = sql_table_option(t, "sink.changelog-mode");
+
+    return c != NULL && (strcmp(c, "upsert-kafka") == 0 ||
+                         (strcmp(c, "filesystem") == 0 && mode && strcmp(mode, "upsert") == 0));
+}
+
+bool
+sql_connector_keyed(const struct sql_table *t)
+{
+    const char *c = sql_table_option(t, "connector");
+
+    if (sql_connector_upsert(t))
+        return true;
+    for (size_t i = 0; c != NULL && i < ARRAY_SIZE(known); i++)
+        if (strcmp(c, known[i]) == 0)
+            return false;
+    return c != NULL && sql_table_option(t, "key.fields") != NULL;
+}
+
+/* A named connector's key.fields (Flink's: columns separated by ';'):
+ * columns of t, in JSON lines. */
+static int
+key_fields_check(const struct sql_table *t, spate_error *err)
+{
+    const char *v = sql_table_option(t, "key.fields");
+    enum sql_format f;
+    int rc;
+
+    if (v == NULL)
+        return 0;
+    if ((rc = named_format(t, &f, err)) != 0)
+        return rc;
+    if (f != SQL_FORMAT_JSON)
+        return spate_error_set(err, SPATE_ENOTSUP,
+                               "not supported: 'key.fields' with rows in CSV (table '%s'): "
+                               "'value.format' = 'json'",
+                               t->name);
+    for (const char *p = v;; p++) {
+        const char *end = strchr(p, ';');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        bool found = false;
+
+        for (int i = 0; i < t->ncols && !found; i++)
+            found = strlen(t->cols[i].name) == n && strncmp(t->cols[i].name, p, n) == 0;
+        if (!found)
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "table '%s': 'key.fields' names '%.*s', which is not one of "
+                                   "its columns (names separated by ';')",
+                                   t->name, (int)n, p);
+        if (end == NULL)
+            return 0;
+        p = end;
+    }
+}
+
+/* An upsert sink's table: a PRIMARY KEY, JSON values, a key format the
+ * sink writes (connectors/changelog_line.h). */
+static int
+upsert_check(const struct sql_table *t, const char *c, spate_error *err)
+{
+    const char *mode = sql_table_option(t, "sink.changelog-mode");
+    const char *kf = sql_table_option(t, "key.format");
+    const char *inc = sql_table_option(t, "value.fields-include");
+    bool kafka = strcmp(c, "upsert-kafka") == 0;
+    enum sql_format f;
+    int rc;
+
+    if (!kafka && mode != NULL && strcmp(mode, "upsert") != 0 && strcmp(mode, "insert-only") != 0)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': 'sink.changelog-mode' is 'insert-only' or 'upsert', "
+                               "not '%s'",
+                               t->name, mode);
+    if (!sql_connector_upsert(t))
+        return 0;
+    if (t->npk == 0)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': %s needs a PRIMARY KEY (...) NOT ENFORCED: the key "
+                               "its rows are updated and deleted by",
+                               t->name,
+                               kafka ? "an 'upsert-kafka' table"
+                                     : "a filesystem table with 'sink.changelog-mode' = 'upsert'");
+    if ((rc = kafka ? named_format(t, &f, err) : file_format(t, &f, err)) != 0)
+        return rc;
+    if (f != SQL_FORMAT_JSON)
+        return spate_error_set(err, SPATE_ENOTSUP,
+                               "not supported: an upsert sink's rows in CSV (table '%s'): "
+                               "'%s' = 'json'",
+                               t->name, kafka ? "value.format" : "format");
+    if (kafka && sql_table_option(t, "key.fields") != NULL)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': an 'upsert-kafka' table's key is its PRIMARY KEY: "
+                               "no 'key.fields'",
+                               t->name);
+    if (kafka && kf == NULL)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': an 'upsert-kafka' table needs 'key.format' ('json' or "
+                               "'raw')",
+                               t->name);
+    if (kafka && strcmp(kf, "json") != 0 && strcmp(kf, "raw") != 0)
+        return spate_error_set(err, SPATE_ENOTSUP,
+                               "not supported: key.format '%s' (table '%s'): 'json' or 'raw'", kf,
+                               t->name);
+    if (kafka && strcmp(kf, "raw") == 0 && t->npk != 1)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': key.format 'raw' writes one column, and the PRIMARY "
+                               "KEY has %d",
+                               t->name, t->npk);
+    if (kafka && inc != NULL && strcmp(inc, "ALL") != 0 && strcmp(inc, "EXCEPT_KEY") != 0)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': 'value.fields-include' is 'ALL' or 'EXCEPT_KEY', not "
+                               "'%s'",
+                               t->name, inc);
+    return 0;
+}
+
+/* An upsert sink's options: the named connector's (and the kafka sink's
+ * own for upsert-kafka), the changelog lines' mode and the key's columns. */
+static const char **
+upsert_options(const struct sql_table *t, bool kafka, char **key_fields, char **path)
+{
+    const char **named = named_options(t);
+    size_t n = 0, len = 0;
+    const char **o;
+    char *k;
+
+    while (named[n] != NULL)
+        n++;
+    o = xcalloc(n + 7, sizeof *o);
+    for (int i = 0; i < t->npk; i++)
+        len += strlen(t->cols[t->pk[i]].name) + 1;
+    k = xcalloc(len + 1, 1);
+    for (int i = 0; i < t->npk; i++) {
+        if (i > 0)
+            strcat(k, ";");
+        strcat(k, t->cols[t->pk[i]].name);
+    }
+    n = 0;
+    for (size_t i = 0; named[i] != NULL; i += 2)
+        if (kafka || strcmp(named[i], "value.format") == 0) {
+            o[n++] = named[i];
+            o[n++] = named[i + 1];
+        } else if (strcmp(named[i], "path") == 0) {
+            o[n++] = named[i];
+            o[n++] = *path = stream_path_absolute(named[i + 1]);
+        }
+    o[n++] = "sink.changelog-mode";
+    o[n++] = "upsert";
+    o[n++] = "key.fields";
+    o[n++] = k;
+    free(named);
+    *key_fields = k;
+    return o;
 }
 
 /* The datagen fields of t, from fields.NAME.* options. */
@@ -397,6 +560,15 @@ sql_connector_check(const struct sql_table *t, spate_error *err)
 
     if ((rc = connector_of(t, &c, err)) != 0)
         return rc;
+    if ((rc = upsert_check(t, c, err)) != 0)
+        return rc;
+    if (strcmp(c, "upsert-kafka") == 0) {
+        const struct connector_plugin *plugin;
+
+        if ((rc = connector_factory_find("kafka", &plugin, err)) != 0)
+            return spate_error_wrap(err, "table '%s'", t->name);
+        return 0;
+    }
     if (strcmp(c, "filesystem") == 0) {
         const char *delim = sql_table_option(t, "csv.field-delimiter");
 
@@ -412,6 +584,8 @@ sql_connector_check(const struct sql_table *t, spate_error *err)
 
         if ((rc = connector_factory_find(sql_table_option(t, "connector"), &plugin, err)) != 0)
             return spate_error_wrap(err, "table '%s'", t->name);
+        if ((rc = key_fields_check(t, err)) != 0)
+            return rc;
         return named_format(t, &f, err);
     }
     if (strcmp(c, "nexmark") == 0) {
@@ -514,6 +688,11 @@ sql_connector_source(struct spate_env *env, const struct sql_table *t, struct sq
         rel->format = SQL_FORMAT_NEXMARK;
         return 0;
     }
+    if (strcmp(c, "upsert-kafka") == 0)
+        return spate_error_set(err, SPATE_ENOTSUP,
+                               "not supported: reading an upsert-kafka table (table '%s'): it is "
+                               "a sink here",
+                               t->name);
     return spate_error_set(err, SPATE_EINVAL,
                            "table '%s': connector '%s' is a sink: it cannot "
                            "be read",
@@ -530,7 +709,7 @@ sql_connector_sink_format(const struct sql_table *t, enum sql_format *format, sp
         return rc;
     if (strcmp(c, "filesystem") == 0)
         return file_format(t, format, err);
-    if (strcmp(c, NAMED) == 0)
+    if (strcmp(c, NAMED) == 0 || strcmp(c, "upsert-kafka") == 0)
         return named_format(t, format, err);
     if (strcmp(c, "print") == 0) {
         *format = SQL_FORMAT_PRINT;
@@ -555,13 +734,35 @@ sql_connector_sink(struct spate_env *env, const struct sql_table *t, struct spat
     UNUSED(env);
     if ((rc = connector_of(t, &c, err)) != 0)
         return rc;
-    if (strcmp(c, "filesystem") == 0)
+    if (sql_connector_upsert(t)) {
+        bool kafka = strcmp(c, "upsert-kafka") == 0;
+        char *key_fields, *path = NULL;
+        const char **o = upsert_options(t, kafka, &key_fields, &path);
+        struct spate_stream *s = spate_sink_to(in, kafka ? "kafka" : "upsert-filesystem", o);
+
+        spate_name(s, t->name);
+        if (!kafka)
+            spate_set_parallelism(s, 1); /* one file holds every key */
+        free(key_fields);
+        free(path);
+        free(o);
+    } else if (strcmp(c, "filesystem") == 0)
         spate_name(spate_sink_text_file(in, sql_table_option(t, "path")), t->name);
     else if (strcmp(c, "print") == 0)
         spate_name(spate_sink_print(in), t->name);
     else if (strcmp(c, NAMED) == 0) {
         const char **o = named_options(t);
+        size_t n = 0;
 
+        if (sql_connector_keyed(t)) {
+            /* Keyed lines: the Calc's are +I changelog lines. */
+            while (o[n] != NULL)
+                n++;
+            o = xrealloc(o, (n + 3) * sizeof *o);
+            o[n] = "sink.changelog-mode";
+            o[n + 1] = "upsert";
+            o[n + 2] = NULL;
+        }
         spate_name(spate_sink_to(in, sql_table_option(t, "connector"), o), t->name);
         free(o);
     }

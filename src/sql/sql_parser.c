@@ -381,6 +381,32 @@ take_watermark(char *text, size_t len, size_t base, const char *script, struct s
     return 0;
 }
 
+/* In a CREATE TABLE's text, Flink's NOT ENFORCED after a PRIMARY KEY,
+ * which PostgreSQL's grammar lacks: blanked (locations stay), and noted in
+ * out. */
+static void
+take_not_enforced(char *text, size_t len, struct sql_parsed *out)
+{
+    for (size_t i = 0; i < len; i++) {
+        size_t j = skip_quoted(text, len, i), k;
+
+        if (j != i) {
+            i = j - 1;
+            continue;
+        }
+        if (strncasecmp(text + i, "NOT", 3) != 0 || (i > 0 && isalnum((unsigned char)text[i - 1])))
+            continue;
+        for (k = i + 3; k < len && isspace((unsigned char)text[k]); k++)
+            ;
+        if (k == i + 3 || len - k < 8 || strncasecmp(text + k, "ENFORCED", 8) != 0 ||
+            (k + 8 < len && isalnum((unsigned char)text[k + 8])))
+            continue;
+        memset(text + i, ' ', k + 8 - i);
+        out->not_enforced = true;
+        i = k + 7;
+    }
+}
+
 /* Whether the statement is a CREATE, after its blanks and comments. */
 static bool
 starts_with_create(const char *text, size_t len)
@@ -568,6 +594,8 @@ parse_statement(const char *script, const struct sql_stmt_text *st, struct sql_p
         free(text);
         return rc;
     }
+    if (starts_with_create(text, st->len))
+        take_not_enforced(text, st->len, out);
     rc = 0;
     take_window_tables(text, st->len);
     temporal = json_object();

@@ -7,6 +7,7 @@
 #ifndef SPATE_SQL_SQL_PARSER_H
 #define SPATE_SQL_SQL_PARSER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -51,6 +52,8 @@ struct sql_parsed {
      * the script. */
     char *watermark_column;
     size_t watermark_at, watermark_len;
+    /* CREATE TABLE's NOT ENFORCED (of a PRIMARY KEY), blanked as well. */
+    bool not_enforced;
 };
 
 /* Parses script's statement st. 0, or SPATE_EINVAL with an error that

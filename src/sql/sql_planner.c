@@ -338,6 +338,8 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
         in.format != SQL_FORMAT_ROW && in.stream != NULL && in.rowtime >= 0 ? in.rowtime : -1;
     p->output_format = output;
     p->kind_reg = req->kind_col;
+    /* An upsert (or keyed) sink's lines carry their row kinds. */
+    p->changelog = sink != NULL && sql_connector_keyed(sink);
     if (where != NULL) {
         struct sql_operand w;
         char b1[32];
@@ -543,9 +545,18 @@ sql_kind_column(const struct sql_relation *r)
     return -1;
 }
 
-/* An updating query (why: what makes it one) under a query (output
- * ROW) or into a sink that takes insertions only: the error, and what
- * (final) would make each row final. */
+/* Whether the query's output takes updates: a query over it (its operators
+ * consume changelogs), print and blackhole, and the upsert sinks. */
+static bool
+takes_updates(enum sql_format output, const struct sql_table *sink)
+{
+    return output == SQL_FORMAT_PRINT || output == SQL_FORMAT_NONE || output == SQL_FORMAT_ROW ||
+           (sink != NULL && sql_connector_upsert(sink));
+}
+
+/* An updating query (why: the operator that makes it one) under a query
+ * (output ROW) or into a sink that takes insertions only: the error, and
+ * what (final) would make each row final. */
 static int
 refuse_updating(struct sql_plan_context *pc, json_t *at, enum sql_format output,
                 const struct sql_table *sink, const char *why, const char *final)
@@ -557,8 +568,9 @@ refuse_updating(struct sql_plan_context *pc, json_t *at, enum sql_format output,
                           why);
     return plan_error(pc, at, SPATE_ENOTSUP,
                       "not supported: table '%s' (connector '%s') takes insertions only, and "
-                      "this query updates its rows (%s); the print connector shows the "
-                      "updates, %s makes each row final",
+                      "this query updates its rows (%s); an upsert sink takes the updates "
+                      "('upsert-kafka', or 'filesystem' with \"sink.changelog-mode\" = 'upsert', "
+                      "each with a PRIMARY KEY), so does print, and %s makes each row final",
                       sink ? sink->name : "?", sink ? sql_table_option(sink, "connector") : "?",
                       why, final);
 }
@@ -1095,11 +1107,10 @@ plan_aggregate(struct sql_plan_context *pc, json_t *select, enum sql_format outp
                         "aggregate functions are not allowed in WHERE (HAVING filters groups)");
         goto out;
     }
-    if (!ap.windowed && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE &&
-        output != SQL_FORMAT_ROW) {
+    if (!ap.windowed && !takes_updates(output, sink)) {
         json_t *at = ap.ngroup > 0 ? ap.groups[0] : ap.ncalls > 0 ? ap.calls[0].node : select;
 
-        rc = refuse_updating(pc, at, output, sink, "GROUP BY without a window",
+        rc = refuse_updating(pc, at, output, sink, "GroupAggregate: GROUP BY without a window",
                              "a window (TUMBLE, HOP, SESSION)");
         goto out;
     }
@@ -1579,14 +1590,14 @@ plan_rank(struct sql_plan_context *pc, json_t *select, enum sql_format output,
     ranked.name = alias ? xstrdup(alias) : NULL;
     ranked.rowtime = -1;
     ranked.updating = spec.window_end < 0;
-    if (spec.window_end < 0 && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE &&
-        output != SQL_FORMAT_ROW) {
+    if (spec.window_end < 0 && !takes_updates(output, sink)) {
         rc = plan_error(pc, rn_target, SPATE_ENOTSUP,
                         "not supported: table '%s' (connector '%s') takes insertions "
-                        "only, and this query updates its rows (a Top-N without a "
-                        "window); the print connector shows the updates, a Top-N per "
-                        "window (PARTITION BY window_start, window_end) makes each row "
-                        "final",
+                        "only, and this query updates its rows (Rank: a Top-N without a "
+                        "window); an upsert sink takes the updates ('upsert-kafka', or "
+                        "'filesystem' with \"sink.changelog-mode\" = 'upsert', each with a "
+                        "PRIMARY KEY), so does print, and a Top-N per window (PARTITION "
+                        "BY window_start, window_end) makes each row final",
                         sink ? sink->name : "?", sink ? sql_table_option(sink, "connector") : "?");
         goto out;
     }
@@ -2185,12 +2196,12 @@ sql_plan_select(struct sql_plan_context *pc, json_t *select, enum sql_format out
         sql_relation_release(&in);
         return rc;
     }
-    if (in.updating && output != SQL_FORMAT_PRINT && output != SQL_FORMAT_NONE &&
-        output != SQL_FORMAT_ROW) {
+    if (in.updating && !takes_updates(output, sink)) {
         free(below_text);
         sql_relation_release(&in);
         return refuse_updating(pc, select, output, sink,
-                               "an outer join, or a GROUP BY or Top-N without a window, below it",
+                               "Join: an outer join, or GroupAggregate or Rank without a window, "
+                               "below it",
                                "an interval or window join, or a window");
     }
     updating = in.updating;

@@ -239,6 +239,8 @@ check_program(const struct sql_program *p, spate_error *err)
         p->output_format < SQL_FORMAT_ROW || p->output_format > SQL_FORMAT_NONE ||
         p->output_format == SQL_FORMAT_DATAGEN)
         return bad_program(err, "unknown format", -1);
+    if (p->changelog && p->output_format != SQL_FORMAT_CSV && p->output_format != SQL_FORMAT_JSON)
+        return bad_program(err, "a changelog output that is no CSV or JSON line", -1);
     if ((rc = check_nexmark(p, err)) != 0)
         return rc;
     for (int i = 0; i < p->nregs; i++)
@@ -533,6 +535,7 @@ sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spat
     UNUSED(err);
     c.input_format = p->input_format;
     c.output_format = p->output_format;
+    c.changelog = p->changelog;
     c.n_input = (size_t)p->ninput;
     c.input = xcalloc((size_t)p->ninput + 1, sizeof *c.input);
     for (int i = 0; i < p->ninput; i++)
@@ -665,6 +668,7 @@ sql_program_decode(const uint8_t *bytes, size_t len, struct sql_program **out, s
     p = xcalloc(1, sizeof *p);
     p->input_format = (enum sql_format)c->input_format;
     p->output_format = (enum sql_format)c->output_format;
+    p->changelog = c->changelog;
     p->ninput = (int)c->n_input;
     p->input = xcalloc(c->n_input + 1, sizeof *p->input);
     for (size_t i = 0; i < c->n_input; i++)

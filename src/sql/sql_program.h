@@ -177,6 +177,10 @@ struct sql_program {
     /* A changelog's row kind (enum sql_row_kind), the INT input register
      * that holds it, -1: none (every row an insertion). */
     int kind_reg;
+    /* A CSV or JSON output line led by its row kind's string (+I, -U, +U,
+     * -D): a changelog line, what an upsert sink reads
+     * (connectors/changelog_line.h). */
+    bool changelog;
     int *outputs;
     struct sql_column *output;
     int noutput;

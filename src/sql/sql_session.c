@@ -222,6 +222,64 @@ read_watermark(struct stmt *st, struct sql_table *t)
     return rc;
 }
 
+/* PRIMARY KEY (a, ...) NOT ENFORCED, a table constraint or a column's
+ * (Flink's: the key is not checked, only what upsert sinks key by; its
+ * columns NOT NULL). One at most; NOT ENFORCED required, as Flink does. */
+static int
+read_primary_key(struct stmt *st, json_t *elts, struct sql_table *t)
+{
+    for (size_t i = 0; i < json_array_size(elts); i++) {
+        json_t *e = json_array_get(elts, i), *cd = json_object_get(e, "ColumnDef");
+        json_t *cons = cd ? json_object_get(cd, "constraints") : NULL;
+        json_t *single = json_object_get(e, "Constraint");
+
+        for (size_t k = 0; single != NULL || k < json_array_size(cons); k++) {
+            json_t *cn = single ? single : json_object_get(json_array_get(cons, k), "Constraint");
+            json_t *keys = json_object_get(cn, "keys");
+            const char *ct = json_string_value(json_object_get(cn, "contype"));
+            size_t nkeys = single ? json_array_size(keys) : 1;
+
+            single = NULL;
+            if (ct == NULL || strcmp(ct, "CONSTR_PRIMARY") != 0)
+                continue;
+            if (t->npk > 0)
+                return stmt_error(st, cn, SPATE_EINVAL, "table '%s' has more than one PRIMARY KEY",
+                                  t->name);
+            if (st->parsed == NULL || !st->parsed->not_enforced)
+                return stmt_error(st, cn, SPATE_EINVAL,
+                                  "table '%s': a PRIMARY KEY is NOT ENFORCED (spate does not own "
+                                  "the data, so it cannot enforce the key: write PRIMARY KEY "
+                                  "(...) NOT ENFORCED)",
+                                  t->name);
+            t->pk = xcalloc(nkeys + 1, sizeof *t->pk);
+            for (size_t n = 0; n < nkeys; n++) {
+                const char *col =
+                    cd ? json_string_value(json_object_get(cd, "colname"))
+                       : json_string_value(json_object_get(
+                             json_object_get(json_array_get(keys, n), "String"), "sval"));
+                int c = -1;
+
+                for (int j = 0; col != NULL && j < t->ncols; j++)
+                    if (strcmp(t->cols[j].name, col) == 0)
+                        c = j;
+                if (c < 0)
+                    return stmt_error(st, cn, SPATE_EINVAL,
+                                      "table '%s': the PRIMARY KEY's column '%s' is not one of "
+                                      "its columns",
+                                      t->name, col ? col : "?");
+                for (int j = 0; j < t->npk; j++)
+                    if (t->pk[j] == c)
+                        return stmt_error(st, cn, SPATE_EINVAL,
+                                          "table '%s': column '%s' twice in the PRIMARY KEY",
+                                          t->name, col);
+                t->cols[c].type.nullable = false;
+                t->pk[t->npk++] = c;
+            }
+        }
+    }
+    return 0;
+}
+
 static int
 create_table(struct stmt *st, json_t *node, json_t *cs)
 {
@@ -264,9 +322,17 @@ create_table(struct stmt *st, json_t *node, json_t *cs)
         const char *col;
 
         if (cd == NULL) {
-            rc = stmt_error(st, e, SPATE_ENOTSUP,
-                            "not supported: table constraints (PRIMARY KEY, ...) in CREATE TABLE");
-            goto fail;
+            json_t *cn = json_object_get(e, "Constraint");
+            const char *ct = json_string_value(json_object_get(cn, "contype"));
+
+            if (ct == NULL || strcmp(ct, "CONSTR_PRIMARY") != 0) {
+                rc = stmt_error(st, e, SPATE_ENOTSUP,
+                                "not supported: table constraint %s in CREATE TABLE (PRIMARY "
+                                "KEY (...) NOT ENFORCED is)",
+                                ct ? ct + 7 : "?");
+                goto fail;
+            }
+            continue; /* read once every column is */
         }
         col = json_string_value(json_object_get(cd, "colname"));
         for (int k = 0; k < t->ncols; k++)
@@ -290,6 +356,8 @@ create_table(struct stmt *st, json_t *node, json_t *cs)
                 t->cols[t->ncols - 1].type.nullable = false;
             } else if (ct && strcmp(ct, "CONSTR_NULL") == 0) {
                 t->cols[t->ncols - 1].type.nullable = true;
+            } else if (ct && strcmp(ct, "CONSTR_PRIMARY") == 0) {
+                continue; /* read_primary_key */
             } else {
                 rc = stmt_error(st, json_array_get(cons, k), SPATE_ENOTSUP,
                                 "not supported: column constraint %s", ct ? ct + 7 : "?");
@@ -297,7 +365,8 @@ create_table(struct stmt *st, json_t *node, json_t *cs)
             }
         }
     }
-    if ((rc = read_options(st, opts, t)) != 0 || (rc = read_watermark(st, t)) != 0)
+    if ((rc = read_options(st, opts, t)) != 0 || (rc = read_watermark(st, t)) != 0 ||
+        (rc = read_primary_key(st, elts, t)) != 0)
         goto fail;
     if ((rc = sql_connector_check(t, st->err)) != 0) {
         stmt_error(st, node, rc, "%s", st->err->message);

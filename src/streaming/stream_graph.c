@@ -661,8 +661,8 @@ spate_source_socket(spate_env *env, const char *host, int port)
  * here, where the job was built (its arguments were given relative to
  * this process's folder), not by the JobManager or TaskManager that reads
  * or writes it. A file: URI is its path. */
-static char *
-absolute_path(const char *path)
+char *
+stream_path_absolute(const char *path)
 {
     char cwd[PATH_MAX];
 
@@ -697,7 +697,7 @@ spate_source_text_file(spate_env *env, const char *path)
 
     if (check(env, path != NULL && *path, "text file source needs a path"))
         local_path(env, path, "text file source");
-    s->conn.file_source.path = absolute_path(path ? path : "");
+    s->conn.file_source.path = stream_path_absolute(path ? path : "");
     return s;
 }
 
@@ -1566,7 +1566,8 @@ spate_sink_text_file(spate_stream *in, const char *path)
 
     if (check(in->env, path != NULL && *path, "text file sink needs a path"))
         local_path(in->env, path, "text file sink");
-    n->conn.file_sink = (struct file_sink_config){ n->in_type, absolute_path(path ? path : "") };
+    n->conn.file_sink =
+        (struct file_sink_config){ n->in_type, stream_path_absolute(path ? path : "") };
     return n;
 }
 

@@ -298,6 +298,9 @@ struct stream_link {
 /* The links of node n (malloc'd; *count of them). */
 struct stream_link *stream_graph_links(const struct spate_stream *n, int *count);
 int stream_node_parallelism(const struct spate_stream *n);
+/* A file sink's or source's path made absolute (against the client's
+ * folder; a file: URI's path), malloc'd: the tasks run elsewhere. */
+char *stream_path_absolute(const char *path);
 int stream_node_max_parallelism(const struct spate_stream *n);
 bool stream_node_is_source(const struct spate_stream *n);
 /* Partitioning and side-output nodes: they shape edges, they do not run. */

@@ -250,13 +250,14 @@ class ChangelogTest(unittest.TestCase):
             (f"CREATE TABLE h (k INT) WITH (connector = 'filesystem', path = '{self.tmp}/h', "
              "format = 'csv');\nINSERT INTO h SELECT k FROM (SELECT k, COUNT(*) AS c FROM a "
              "GROUP BY k) q WHERE c > 1",
-             "updates its rows (an outer join, or a GROUP BY or Top-N without a window, below "
-             "it)"),
+             "updates its rows (Join: an outer join, or GroupAggregate or Rank without a "
+             "window, below it)"),
             (f"CREATE TABLE g (k INT, c BIGINT, rn BIGINT) WITH (connector = 'filesystem', "
              f"path = '{self.tmp}/g', format = 'csv');\nINSERT INTO g SELECT * FROM (SELECT k, c, "
              "DENSE_RANK() OVER (ORDER BY c DESC) AS rn FROM (SELECT k, COUNT(*) AS c FROM a "
              "GROUP BY k) q) r WHERE rn <= 2",
-             "takes insertions only, and this query updates its rows (a Top-N without a window)"),
+             "takes insertions only, and this query updates its rows (Rank: a Top-N without a "
+             "window)"),
             ("SELECT k FROM (SELECT k, COUNT(*) AS c FROM a GROUP BY k) q UNION ALL "
              "SELECT k FROM a", "not supported: UNION ALL of an updating query"),
             (f"CREATE TABLE f (c BIGINT, n BIGINT) WITH (connector = 'filesystem', "

@@ -371,7 +371,7 @@ class SqlRankTest(unittest.TestCase):
              "GROUP BY k) q WHERE rn <= 2", "ROW_NUMBER() in a SELECT with GROUP BY"),
             (f"CREATE TABLE o WITH (connector = 'filesystem', path = '{self.tmp}/o', "
              "format = 'csv') AS SELECT * FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY v) AS rn "
-             "FROM r) q WHERE rn <= 2", "updates its rows (a Top-N without a window"),
+             "FROM r) q WHERE rn <= 2", "updates its rows (Rank: a Top-N without a window"),
             ("SELECT id, ROW_NUMBER() OVER (ORDER BY v) AS rn FROM r",
              "not supported: ROW_NUMBER() outside a subquery bounded in the WHERE above it"),
             ("SELECT id, RANK() OVER (ORDER BY v) AS rn FROM r",

@@ -8,7 +8,9 @@
  *   kafka_tool BROKERS consume TOPIC IDLE_MS [ISOLATION] (read_committed
  *       unless ISOLATION is read_uncommitted; from the
  *       start of every partition; each record "P OFFSET VALUE" a line;
- *       ends when no record came for IDLE_MS after reaching the end)
+ *       ends when no record came for IDLE_MS after reaching the end;
+ *       with KEYS "keys": "P OFFSET K<key><TAB>V<value>", "NULL" for the
+ *       value of a tombstone)
  * Exit 0, or 1 with a message on stderr. */
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
@@ -167,7 +169,7 @@ produce(const char *brokers, const char *topic, long long ts0, long long step)
 }
 
 static int
-consume(const char *brokers, const char *topic, int idle_ms, const char *isolation)
+consume(const char *brokers, const char *topic, int idle_ms, const char *isolation, bool keys)
 {
     const char *const extra[] = { "group.id",
                                   "kafka-tool",
@@ -214,6 +216,10 @@ consume(const char *brokers, const char *topic, int idle_ms, const char *isolati
             }
         } else if (m->err) {
             fprintf(stderr, "kafka_tool: consume: %s\n", rd_kafka_message_errstr(m));
+        } else if (keys) {
+            printf("%d %lld K%.*s\t%s%.*s\n", m->partition, (long long)m->offset, (int)m->key_len,
+                   m->key ? (const char *)m->key : "", m->payload ? "V" : "NULL", (int)m->len,
+                   m->payload ? (const char *)m->payload : "");
         } else {
             printf("%d %lld %.*s\n", m->partition, (long long)m->offset, (int)m->len,
                    (const char *)m->payload);
@@ -237,7 +243,8 @@ main(int argc, char **argv)
         return produce(argv[1], argv[3], argc >= 6 ? atoll(argv[4]) : 0,
                        argc >= 6 ? atoll(argv[5]) : 0);
     if (argc >= 5 && strcmp(argv[2], "consume") == 0)
-        return consume(argv[1], argv[3], atoi(argv[4]), argc >= 6 ? argv[5] : "read_committed");
+        return consume(argv[1], argv[3], atoi(argv[4]), argc >= 6 ? argv[5] : "read_committed",
+                       argc >= 7 && strcmp(argv[6], "keys") == 0);
     fprintf(stderr, "usage: kafka_tool BROKERS create|partitions|produce|consume TOPIC ...\n");
     return 1;
 }

@@ -61,7 +61,8 @@ struct kwriter {
     int npending;
     uint64_t writes;
     /* Exactly-once: the records of the open transaction (key length or
-     * UINT32_MAX for none, key, value length, value, timestamp), kept in
+     * UINT32_MAX for none, key, value length or UINT32_MAX for a
+     * tombstone, value, timestamp), kept in
      * its committable so that a restore can write them again. */
     uint8_t *log;
     size_t log_len, log_cap;
@@ -368,13 +369,15 @@ static void
 log_record(struct kwriter *w, const void *key, size_t key_len, const void *value, size_t value_len,
            int64_t timestamp_ms)
 {
-    uint32_t kl = key ? (uint32_t)key_len : UINT32_MAX, vl = (uint32_t)value_len;
+    uint32_t kl = key ? (uint32_t)key_len : UINT32_MAX;
+    uint32_t vl = value ? (uint32_t)value_len : UINT32_MAX;
 
     log_put(w, &kl, 4);
     if (key)
         log_put(w, key, key_len);
     log_put(w, &vl, 4);
-    log_put(w, value, value_len);
+    if (value)
+        log_put(w, value, value_len);
     log_put(w, &timestamp_ms, 8);
 }
 
@@ -634,9 +637,14 @@ rewrite(struct kwriter *w, const char *id, int32_t subtask, int64_t checkpoint_i
             break;
         memcpy(&vl, p, 4);
         p += 4;
+        if (vl == UINT32_MAX) {
+            value = NULL; /* a tombstone */
+            vl = 0;
+        } else {
+            value = p;
+        }
         if ((size_t)(end - p) < (size_t)vl + 8)
             break;
-        value = p;
         p += vl;
         memcpy(&ts, p, 8);
         p += 8;
