@@ -58,11 +58,13 @@ changelog_format_init(struct changelog_format *f, const struct named_connector_c
     }
     f->key_raw = kf != NULL && strcmp(kf, "raw") == 0;
     if (f->key_raw && f->nkey != 1) {
+        int n = f->nkey;
+
         changelog_format_release(f);
         return spate_error_set(err, SPATE_EINVAL,
                                "connector '%s': key.format 'raw' writes one field, and "
                                "'key.fields' names %d",
-                               c->connector, f->nkey);
+                               c->connector, n);
     }
     f->except_key = inc != NULL && strcmp(inc, "EXCEPT_KEY") == 0;
     return 1;
