@@ -72,6 +72,26 @@ format_init_value(struct record_format *f, const struct named_connector_config *
     return 0;
 }
 
+int
+format_init_key(struct record_format *f, const struct named_connector_config *c,
+                const struct spate_type *type, spate_error *err)
+{
+    const char *kind = named_connector_option(c, "key.format");
+
+    memset(f, 0, sizeof *f);
+    f->type = type;
+    f->kind = FORMAT_STRING;
+    if (kind != NULL && parse_kind(kind, &f->kind) != 0)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "connector '%s': key.format '%s' is not one of raw, string, json",
+                               c->connector, kind);
+    if (f->kind == FORMAT_RAW && type->kind != TYPE_STRING)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "connector '%s': key.format raw needs a string key field",
+                               c->connector);
+    return 0;
+}
+
 void
 format_release(struct record_format *f)
 {

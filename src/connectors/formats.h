@@ -34,6 +34,10 @@ struct record_format {
  * for records of type. 0, or SPATE_EINVAL naming the option. */
 int format_init_value(struct record_format *f, const struct named_connector_config *c,
                       const struct spate_type *type, spate_error *err);
+/* The format of c's keys (`key.format`, default string) for a key field
+ * of type. 0, or SPATE_EINVAL naming the option. */
+int format_init_key(struct record_format *f, const struct named_connector_config *c,
+                    const struct spate_type *type, spate_error *err);
 void format_release(struct record_format *f);
 
 /* Reads bytes into rec (type's storage, zeroed by the caller). 0, or

@@ -27,8 +27,9 @@ struct named_sink {
     void *writer; /* the plugin's */
     bool live;    /* the Sink API's writer is made: restored committables are done */
     struct record_format format;
-    const char **options; /* the plugin's (connector_context_init) */
-    int key_field;        /* -1: records without a key */
+    const char **options;            /* the plugin's (connector_context_init) */
+    int key_field;                   /* -1: records without a key */
+    struct record_format key_format; /* key.format, of the key field */
     /* Records that are changelog lines (sink.changelog-mode 'upsert'). */
     struct changelog_format changelog;
     bool upsert;
@@ -42,6 +43,7 @@ nk_free(struct named_sink *s)
     if (s->writer != NULL)
         s->ops->close(s->writer);
     format_release(&s->format);
+    format_release(&s->key_format);
     changelog_format_release(&s->changelog);
     free(s->options);
     free(s->value.data);
@@ -78,6 +80,9 @@ nk_open(struct named_sink *s, struct stream_operator *op, const struct named_con
                                "connector '%s': key.fields '%s' names no field of the records "
                                "(a name of fields, or a field number)",
                                c->connector, key);
+    if (s->key_field >= 0 &&
+        (rc = format_init_key(&s->key_format, c, c->type->fields[s->key_field], err)) != 0)
+        return rc;
     s->ops = plugin->sink;
     connector_context_init(&ctx, op, c, &s->options);
     if ((s->writer = s->ops->open(&ctx, s->msg, sizeof s->msg)) == NULL)
@@ -183,12 +188,10 @@ nw_write(void *writer, const void *rec, int64_t timestamp_ms, spate_error *err)
     s->value.len = 0;
     format_encode(&s->format, rec, &s->value);
     if (s->key_field >= 0) {
-        const struct spate_type *kt = t->fields[s->key_field];
         const void *at = (const char *)rec + t->offsets[s->key_field];
-        struct record_format kf = { .kind = FORMAT_STRING, .type = kt };
 
         s->key.len = 0;
-        format_encode(&kf, at, &s->key);
+        format_encode(&s->key_format, at, &s->key);
         key = s->key.data ? s->key.data : (const void *)"";
         key_len = s->key.len;
     }

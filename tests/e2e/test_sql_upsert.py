@@ -7,7 +7,8 @@ into
   the sink: a read_committed consumer sees each key's updates once each,
   in order, no -U written, and the topic compacted by key (a tombstone
   deletes) equals the result computed here; key.format raw and
-  value.fields-include EXCEPT_KEY; the append-only kafka sink's key.fields;
+  value.fields-include EXCEPT_KEY; the append-only kafka sink's key.fields,
+  and the DataStream Kafka sink's key.fields with key.format;
 - the upsert filesystem sink ("sink.changelog-mode" = 'upsert'): its
   compacted file equals the result computed here, deletes removed, also
   after a kill -9 of a TaskManager mid-job (the restore starts its rows
@@ -280,6 +281,45 @@ class Kill9Test(ClusterTestCase):
         self.run_through_kill9(upsert_kafka_ddl(topic, "k BIGINT, c BIGINT, s BIGINT", "k",
                                                 EXACTLY_ONCE.format(topic)), GROUP_BY, rows)
         check_each_update_once(self, topic, group_by_rows(rows))
+
+
+@unittest.skipIf(kafkaserver.available(), kafkaserver.available())
+class DataStreamKeyTest(ClusterTestCase):
+    """The DataStream Kafka sink's key (issue 25): key.fields names a
+    tuple's field, key.format says how it is written (the broker and the
+    read-back are this file's)."""
+
+    def test_key_format_json_raw_and_string(self):
+        self.start_jobmanager()
+        self.start_taskmanager(slots=1)
+        self.wait_overview(1, slots=1)
+        inp = new_topic()
+        rows = [{"word": f"w {i}", "n": i} for i in range(5)]
+        r = subprocess.run([TOOL, KAFKA.bootstrap, "produce", inp],
+                           input="".join(json.dumps(x) + "\n" for x in rows).encode(),
+                           capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for fmt, field, key_of in [("json", "word", lambda x: json.dumps(x["word"])),
+                                   ("raw", "word", lambda x: x["word"]),
+                                   (None, "n", lambda x: str(x["n"]))]:
+            with self.subTest(key_format=fmt, field=field):
+                out = new_topic()
+                args = ["--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                        "--source", f"topic={inp}", "--source", "scan.startup.mode=earliest-offset",
+                        "--source", "scan.bounded.mode=latest-offset",
+                        "--source", "value.format=json", "--source", "fields=word,n",
+                        "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                        "--sink", f"topic={out}", "--sink", "value.format=json",
+                        "--sink", "fields=word,n", "--sink", f"key.fields={field}"]
+                if fmt is not None:
+                    args += ["--sink", f"key.format={fmt}"]
+                r = self.spate("run", "-m", f"127.0.0.1:{self.rest_port}", "-p", "1",
+                               os.path.join(BUILD, "tests", "e2e", "jobs", "job_kafka.so"),
+                               "tuples", *args, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+                got = sorted(records(out))
+                self.assertEqual(got, sorted((key_of(x), json.dumps(x, separators=(",", ":")))
+                                             for x in rows))
 
 
 class RefusalTest(unittest.TestCase):

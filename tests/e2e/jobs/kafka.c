@@ -5,6 +5,8 @@
  *          update "word n" written (exactly_once.py's rolling counts)
  *   json:  JSON records {"word":w,"n":k} (a (string,int64) tuple) written
  *          as "word k"
+ *   tuples: those tuples written as they are (the sink's value.format,
+ *          fields, key.fields and key.format say how)
  * Arguments: the job's name, then --source KEY=VALUE and --sink KEY=VALUE
  * (the connectors' options, repeated), -c MS (checkpoint interval). */
 #include <stdio.h>
@@ -112,8 +114,11 @@ spate_job_main(spate_env *env, int argc, char **argv)
     } else if (strcmp(job, "json") == 0) {
         s = spate_from_source(env, "kafka", wc, source);
         s = spate_map(spate_uid(s, "source"), as_line, spate_type_string());
+    } else if (strcmp(job, "tuples") == 0) {
+        s = spate_uid(spate_from_source(env, "kafka", wc, source), "source");
     } else {
-        fprintf(stderr, "kafka job: the first argument is copy, keyed or json, not '%s'\n", job);
+        fprintf(stderr, "kafka job: the first argument is copy, keyed, json or tuples, not '%s'\n",
+                job);
         return SPATE_EINVAL;
     }
     spate_uid(spate_sink_to(s, "kafka", sink), "sink");
