@@ -210,7 +210,12 @@ upsert_check(const struct sql_table *t, const char *c, spate_error *err)
     enum sql_format f;
     int rc;
 
-    if (!kafka && mode != NULL && strcmp(mode, "upsert") != 0 && strcmp(mode, "insert-only") != 0)
+    if (mode != NULL && strcmp(c, "filesystem") != 0)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': 'sink.changelog-mode' is the filesystem connector's "
+                               "(an upsert Kafka table is connector 'upsert-kafka')",
+                               t->name);
+    if (mode != NULL && strcmp(mode, "upsert") != 0 && strcmp(mode, "insert-only") != 0)
         return spate_error_set(err, SPATE_EINVAL,
                                "table '%s': 'sink.changelog-mode' is 'insert-only' or 'upsert', "
                                "not '%s'",

@@ -376,6 +376,13 @@ class RefusalTest(unittest.TestCase):
                  "\"key.fields\" = 'k')", "key is its PRIMARY KEY: no 'key.fields'"),
                 ("(k BIGINT) WITH (connector = 'kafka', topic = 't', format = 'json', "
                  "\"key.fields\" = 'k;x')", "'key.fields' names 'x', which is not one of its"),
+                ("(k BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH (connector = 'kafka', "
+                 "topic = 't', format = 'json', \"sink.changelog-mode\" = 'upsert')",
+                 "is the filesystem connector's (an upsert Kafka table is connector "
+                 "'upsert-kafka')"),
+                ("(k BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH (connector = 'filesystem', "
+                 "path = '/nonexistent', format = 'json', \"sink.changelog-mode\" = 'retract')",
+                 "'sink.changelog-mode' is 'insert-only' or 'upsert', not 'retract'"),
                 ("(k BIGINT, UNIQUE (k)) WITH (connector = 'blackhole')",
                  "not supported: table constraint UNIQUE")]:
             with self.subTest(ddl=ddl):
