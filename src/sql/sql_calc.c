@@ -491,6 +491,7 @@ calc_process(struct stream_operator *op, const void *rec, const struct record_me
     struct sql_eval *ev = &impl->ev;
     struct record_meta stamped;
     spate_error err; /* set by the line formats' readers when they fail */
+    int64_t kind;
     int rc = 0;
 
     sql_eval_begin(ev); /* the previous record's strings go */
@@ -530,8 +531,14 @@ calc_process(struct stream_operator *op, const void *rec, const struct record_me
         return;
     }
     sql_eval_run(ev);
-    if (p->filter >= 0 && (ev->r[p->filter].null || !ev->r[p->filter].i))
-        return;
+    kind = p->kind_reg >= 0 ? ev->r[p->kind_reg].i : SQL_INSERT;
+    if (p->filter >= 0 && (ev->r[p->filter].null || !ev->r[p->filter].i)) {
+        /* An upsert sink drops -U: a +U that the filter drops must delete
+         * its key's row, which the -U before it would have retracted. */
+        if (!p->changelog || kind != SQL_UPDATE_AFTER)
+            return;
+        kind = SQL_DELETE;
+    }
     if (p->key_reg >= 0) {
         /* GROUP BY's key, which the exchange after this Calc keys by. */
         struct sql_value *k = &ev->r[p->key_reg];
@@ -566,7 +573,7 @@ calc_process(struct stream_operator *op, const void *rec, const struct record_me
         spate_str s;
 
         if (p->changelog)
-            line_put(&l, p->kind_reg >= 0 ? sql_row_kind_string(ev->r[p->kind_reg].i) : "+I", 2);
+            line_put(&l, sql_row_kind_string(kind), 2);
         if (p->output_format == SQL_FORMAT_CSV)
             write_csv(&l, p, ev->r);
         else if (p->output_format == SQL_FORMAT_JSON)

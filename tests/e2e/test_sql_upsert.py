@@ -206,13 +206,17 @@ class UpsertFilesystemTest(unittest.TestCase):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def test_the_compacted_file_is_the_result(self):
-        for query, cols, key, want in [
+        """GROUP BY, GROUP BY with HAVING (a +U that HAVING drops deletes
+        the row: the sink drops the -U before it) and a Top-N (-D)."""
+        for i, (query, cols, key, want) in enumerate([
                 (GROUP_BY, "k BIGINT, c BIGINT, s BIGINT", "k",
                  {k: [k, c, s] for k, (c, s) in group_by_rows(1000).items()}),
+                (GROUP_BY + " HAVING COUNT(*) % 2 = 0", "k BIGINT, c BIGINT, s BIGINT", "k",
+                 {k: [k, c, s] for k, (c, s) in group_by_rows(1000).items() if c % 2 == 0}),
                 (TOP_N, "g BIGINT, n BIGINT, v BIGINT", "n",
-                 {n: [g, n, v] for n, (g, v) in top_n_rows(1000).items()})]:
+                 {n: [g, n, v] for n, (g, v) in top_n_rows(1000).items()})]):
             with self.subTest(query=query):
-                out = os.path.join(self.tmp, key)
+                out = os.path.join(self.tmp, str(i))
                 r = run_sql(source(1000, 0) + "SET 'table.dml-sync' = 'true';\n"
                             f"CREATE TABLE o ({cols}, PRIMARY KEY ({key}) NOT ENFORCED) WITH "
                             f"(connector = 'filesystem', path = '{out}', format = 'json', "
