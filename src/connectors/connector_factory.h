@@ -1,5 +1,7 @@
 /* Finds a connector by its name (Flink's FactoryUtil and the `connector`
- * option): "kafka" is the plugin library libspate_kafka.so, looked up in
+ * option): one built into libspate behind the same interface
+ * ("upsert-filesystem", connectors_int.h), else a plugin library:
+ * "kafka" is libspate_kafka.so, looked up in
  * $SPATE_PLUGIN_DIR, beside libspate (plugins/), beside the executable
  * (../lib/plugins/), then the build's own folder. Any thread. */
 #ifndef SPATE_CONNECTORS_CONNECTOR_FACTORY_H
