@@ -416,25 +416,19 @@ state_map_put(struct state_map *m, uint64_t hash, const void *key, size_t key_le
     return e;
 }
 
-int
-state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
+/* Empties slot i (used) and shifts back the entries that probed past it. */
+static void
+remove_slot(struct state_map *m, size_t i)
 {
-    struct state_entry *e;
-    uint8_t *tags;
-    size_t i, j;
+    uint8_t *tags = state_map_tags(m->slots, m->mask);
+    struct state_entry *e = &m->slots[i];
 
-    state_map_own(m);
-    if ((e = state_map_get(m, hash, key, key_len)) == NULL)
-        return 0;
     if (!state_entry_inline(e))
         block_drop(m, e);
-    tags = state_map_tags(m->slots, m->mask);
-    i = (size_t)(e - m->slots);
     e->key_len1 = 0;
     tags[i] = 0;
     m->count--;
-    /* Shift back the entries that probed past the freed slot. */
-    for (j = (i + 1) & m->mask; tags[j] != 0; j = (j + 1) & m->mask) {
+    for (size_t j = (i + 1) & m->mask; tags[j] != 0; j = (j + 1) & m->mask) {
         size_t home = state_map_home_slot(m->slots[j].hash, m->mask);
 
         /* Entry j may move to i unless its home lies cyclically in (i, j]. */
@@ -446,7 +440,39 @@ state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key
             i = j;
         }
     }
+}
+
+int
+state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
+{
+    struct state_entry *e;
+
+    state_map_own(m);
+    if ((e = state_map_get(m, hash, key, key_len)) == NULL)
+        return 0;
+    remove_slot(m, (size_t)(e - m->slots));
     return 1;
+}
+
+/* A removal shifts entries back into the slot it emptied, which is then
+ * visited again; entries only move towards the slot being visited, so an
+ * entry not yet visited never lands behind it (a cluster wrapping past
+ * the table's end brings visited entries back, which fn keeps again). */
+size_t
+state_map_remove_if(struct state_map *m, bool (*fn)(const struct state_entry *e, void *data),
+                    void *data)
+{
+    size_t removed = 0;
+
+    if (m->slots == NULL || m->count == 0)
+        return 0;
+    state_map_own(m);
+    for (size_t i = 0; i <= m->mask && m->count > 0; i++)
+        while (state_entry_used(&m->slots[i]) && fn(&m->slots[i], data)) {
+            remove_slot(m, i);
+            removed++;
+        }
+    return removed;
 }
 
 int

@@ -257,6 +257,12 @@ struct state_entry *state_map_put(struct state_map *m, uint64_t hash, const void
 /* Removes key; 1 if it was there. */
 int state_map_remove(struct state_map *m, uint64_t hash, const void *key, size_t key_len);
 
+/* Removes every entry for which fn (which may read it, and nothing else
+ * of the map) returns true, asking once for each entry it removes (again,
+ * maybe, for one it kept); returns how many. */
+size_t state_map_remove_if(struct state_map *m, bool (*fn)(const struct state_entry *e, void *data),
+                           void *data);
+
 /* Freezes the current table into v (task thread); the map copies it on its
  * next change. Release every view. */
 void state_map_freeze(struct state_map *m, struct state_map_view *v);

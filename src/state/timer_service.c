@@ -229,31 +229,45 @@ timer_service_on_processing_time(struct timer_service *ts, uint64_t now, keyed_t
 }
 
 /* One live timer: u8 event time, i64 timestamp, u64 key hash, u32 key
- * length, u32 namespace length, key and namespace bytes. */
+ * length, u32 namespace length, key and namespace bytes; the key group's
+ * count, first, counts it. */
+void
+timer_service_snapshot_put(struct timer_service *ts, struct byte_buf *out, bool event_time,
+                           int64_t timestamp, uint64_t key_hash, spate_bytes key, const void *ns,
+                           size_t ns_len)
+{
+    struct byte_buf *kg = &out[keyed_state_map(&ts->sets, key_hash) - ts->sets.maps];
+    uint8_t et = event_time;
+    uint32_t klen = (uint32_t)key.len, nlen = (uint32_t)ns_len, count;
+
+    byte_buf_put(kg, &et, 1);
+    byte_buf_put(kg, &timestamp, 8);
+    byte_buf_put(kg, &key_hash, 8);
+    byte_buf_put(kg, &klen, 4);
+    byte_buf_put(kg, &nlen, 4);
+    byte_buf_put(kg, key.data, key.len);
+    if (ns_len)
+        byte_buf_put(kg, ns, ns_len);
+    memcpy(&count, kg->data, 4);
+    count++;
+    memcpy(kg->data, &count, 4);
+}
+
 static void
 snapshot_heap(struct timer_service *ts, const struct timer_heap *h, struct byte_buf *timers)
 {
     for (size_t i = 0; i < h->count; i++) {
         const struct timer *t = h->items[i].timer;
         struct state_map *set = keyed_state_map(&ts->sets, t->key_hash);
-        struct byte_buf *out = &timers[set - ts->sets.maps];
         uint64_t hash;
         size_t n = timer_identity(ts, t->event_time, t->timestamp, t->data, t->key_len,
                                   t->data + t->key_len, t->ns_len, &hash, t->key_hash);
-        uint8_t et = t->event_time;
-        uint32_t count;
 
         if (state_map_get(set, hash, ts->buf, n) == NULL)
             continue; /* deleted: only its heap entry is left */
-        byte_buf_put(out, &et, 1);
-        byte_buf_put(out, &t->timestamp, 8);
-        byte_buf_put(out, &t->key_hash, 8);
-        byte_buf_put(out, &t->key_len, 4);
-        byte_buf_put(out, &t->ns_len, 4);
-        byte_buf_put(out, t->data, t->key_len + t->ns_len);
-        memcpy(&count, out->data, 4);
-        count++;
-        memcpy(out->data, &count, 4);
+        timer_service_snapshot_put(ts, timers, t->event_time, t->timestamp, t->key_hash,
+                                   (spate_bytes){ t->data, t->key_len }, t->data + t->key_len,
+                                   t->ns_len);
     }
 }
 
@@ -266,6 +280,8 @@ timer_service_snapshot(struct timer_service *ts, struct byte_buf *out)
         byte_buf_put(&out[k], &zero, 4);
     snapshot_heap(ts, &ts->event, out);
     snapshot_heap(ts, &ts->processing, out);
+    if (ts->form != NULL)
+        ts->form->snapshot(ts->form->data, ts, out);
 }
 
 bool
@@ -294,8 +310,12 @@ timer_service_restore(struct timer_service *ts, const uint8_t *p, size_t len)
         p += 25;
         if ((size_t)(end - p) < (size_t)klen + nslen || et > 1)
             return false;
-        keyed_set_key(ts->key, (spate_bytes){ p, klen }, key_hash, nslen ? p + klen : NULL, nslen);
-        timer_service_register(ts, et == 1, timestamp);
+        if (ts->form == NULL || !ts->form->adopt(ts->form->data, et == 1, timestamp,
+                                                 (spate_bytes){ p, klen }, p + klen, nslen)) {
+            keyed_set_key(ts->key, (spate_bytes){ p, klen }, key_hash, nslen ? p + klen : NULL,
+                          nslen);
+            timer_service_register(ts, et == 1, timestamp);
+        }
         p += klen + nslen;
     }
     keyed_set_key(ts->key, (spate_bytes){ "", 0 }, 0, NULL, 0);

@@ -25,6 +25,24 @@ struct timer_heap {
     size_t count, cap;
 };
 
+/* Timers an owner keeps in a form of its own, the service's in checkpoints
+ * only: a window's, one per window for all the keys with state in it
+ * (Flink's window operator registers one per key and window). Snapshots
+ * and restores stay in the per-key form, so any backend, at any
+ * parallelism, restores them. */
+struct timer_service;
+
+struct timer_owner_form {
+    /* Appends the owner's timers to out (timer_service_snapshot's
+     * buffers), each with timer_service_snapshot_put. */
+    void (*snapshot)(void *data, struct timer_service *ts, struct byte_buf *out);
+    /* A restored timer: true when the owner takes it into its form, false
+     * to register it per key. */
+    bool (*adopt)(void *data, bool event_time, int64_t timestamp, spate_bytes key, const void *ns,
+                  size_t ns_len);
+    void *data;
+};
+
 struct timer_service {
     struct keyed_state sets; /* per key group: the live timers' identities */
     struct timer_heap event, processing;
@@ -39,6 +57,7 @@ struct timer_service {
     struct timer **spare;
     size_t nspare, spare_cap;
     size_t spare_data;
+    const struct timer_owner_form *form; /* NULL: none */
 };
 
 void timer_service_init(struct timer_service *ts, uint32_t max_parallelism,
@@ -66,7 +85,12 @@ void timer_service_on_processing_time(struct timer_service *ts, uint64_t now,
  * per timer u8 event time, i64 timestamp, u64 key hash, u32 key length, u32
  * namespace length, key and namespace bytes. */
 void timer_service_snapshot(struct timer_service *ts, struct byte_buf *out);
-/* Registers the timers of one key group in that form; false when the bytes
+/* One timer of key (whose hash is key_hash) in that form, into out. */
+void timer_service_snapshot_put(struct timer_service *ts, struct byte_buf *out, bool event_time,
+                                int64_t timestamp, uint64_t key_hash, spate_bytes key,
+                                const void *ns, size_t ns_len);
+/* Registers the timers of one key group in that form (those the owner's
+ * form adopts are its); false when the bytes
  * are malformed. The current key is left empty. */
 bool timer_service_restore(struct timer_service *ts, const uint8_t *bytes, size_t len);
 

@@ -25,6 +25,15 @@
 /* The entry key of an 8-byte key in a time window: window_acc_of's. */
 #define LEAF_CKEY (8 + 8 + sizeof(spate_time_window))
 
+/* A window with state of some of its keys, waiting for its time: the one
+ * timer of all of them (window_timers). */
+struct window_timer {
+    spate_time_window win;
+    int64_t fire, cleanup; /* its last timestamp; its clean-up time */
+    uint64_t ns_part;      /* keyed_composite_hash(0, its namespace's hash) */
+    bool fired;            /* fired; its state waits for the clean-up */
+};
+
 /* Internal states, after the operator's declared ones. */
 enum { WS_CONTENTS, WS_COUNT, WS_SESSIONS, WS_COUNT_OF };
 
@@ -65,6 +74,15 @@ struct window_op {
     /* An aggregate or reduce over tumbling windows with their default
      * trigger and an accumulator kept in place: window_process_fast. */
     bool fast;
+    /* The common window in event time with its default trigger: a timer
+     * per window, not per key and window (Flink's), kept here, fired by
+     * walking the window's entries of the contents; checkpoints hold the
+     * per-key form (form, timer_service.h). */
+    bool window_timers;
+    struct window_timer *wt;
+    size_t nwt, wt_cap;
+    struct timer_owner_form form;
+    void *acc;                           /* an accumulator copied out of its entry, aligned */
     struct metric_counter *late_dropped; /* numLateRecordsDropped */
     uint8_t key_scratch[256];
 };
@@ -278,6 +296,24 @@ out:
     free(keep);
 }
 
+/* The current key's result of window win (in w->result) goes out: to the
+ * process function, else downstream. */
+static void
+emit_result(struct stream_operator *op, struct window_op *w, spate_time_window win)
+{
+    const struct window_config *c = wcfg(op);
+
+    if (c->process != NULL) {
+        const struct spate_type *t =
+            c->function == WINDOW_FN_AGGREGATE ? c->agg.out_type : op->config->in_type;
+        spate_iter one = { NULL, w->result, (const uint8_t *)w->result + t->size, 0, 0 };
+
+        c->process(&op->ctx, win, &one);
+    } else {
+        operator_emit(op, w->result, &op->ctx.meta);
+    }
+}
+
 /* Emits the current window's result. */
 static void
 emit_window(struct stream_operator *op, struct window_op *w, spate_time_window win)
@@ -339,17 +375,8 @@ emit_window(struct stream_operator *op, struct window_op *w, spate_time_window w
         evict(op, w, win, false);
         return;
     }
-    if (!spate_value_get(w->contents_st, w->result))
-        return;
-    if (c->process != NULL) {
-        const struct spate_type *t =
-            c->function == WINDOW_FN_AGGREGATE ? c->agg.out_type : op->config->in_type;
-        spate_iter one = { NULL, w->result, (const uint8_t *)w->result + t->size, 0, 0 };
-
-        c->process(&op->ctx, win, &one);
-    } else {
-        operator_emit(op, w->result, &op->ctx.meta);
-    }
+    if (spate_value_get(w->contents_st, w->result))
+        emit_result(op, w, win);
 }
 
 static void
@@ -368,6 +395,200 @@ act(struct stream_operator *op, struct window_op *w, spate_trigger_result r, spa
         emit_window(op, w, win);
     if (r == SPATE_TRIGGER_PURGE || r == SPATE_TRIGGER_FIRE_AND_PURGE)
         spate_state_clear(w->contents_st);
+}
+
+/* ---- a timer per window (window_timers) ---- */
+
+/* Window win has state of a key now: its timer, if it has none yet.
+ * fired: its end is behind the watermark already (its late records fire
+ * as they come). */
+static void
+window_timer_add(struct stream_operator *op, struct window_op *w, spate_time_window win, bool fired)
+{
+    for (size_t i = 0; i < w->nwt; i++)
+        if (w->wt[i].win.start == win.start && w->wt[i].win.end == win.end) {
+            w->wt[i].fired &= fired;
+            return;
+        }
+    xgrow((void **)&w->wt, &w->wt_cap, w->nwt + 1, sizeof *w->wt);
+    w->wt[w->nwt++] =
+        (struct window_timer){ win, window_max_timestamp(win), cleanup_time(op, win),
+                               keyed_composite_hash(0, XXH3_64bits(&win, sizeof win)), fired };
+}
+
+/* Whether e is an entry of the contents in window win: its key is
+ * [u32 key length][key][u32 namespace length][win]. The key's bytes and
+ * length go to *key. */
+static inline bool
+entry_in_window(const struct state_entry *e, spate_time_window win, spate_bytes *key)
+{
+    const uint8_t *ck = state_entry_key(e);
+    uint32_t len = state_entry_key_len(e), klen, nlen;
+
+    if (len < 8 + sizeof win)
+        return false;
+    memcpy(&klen, ck, 4);
+    if (len - 8 - sizeof win != klen)
+        return false;
+    memcpy(&nlen, ck + 4 + klen, 4);
+    if (nlen != sizeof win || memcmp(ck + 8 + klen, &win, sizeof win) != 0)
+        return false;
+    *key = (spate_bytes){ ck + 4, klen };
+    return true;
+}
+
+/* A walk over the contents for one window's timer. */
+struct window_walk {
+    struct stream_operator *op;
+    const struct window_timer *t;
+    bool emit; /* fire: each key's result goes out */
+};
+
+/* Fires e's key in the window: its result, from its accumulator (or the
+ * reduced value) where it is stored. */
+static void
+fire_entry(struct window_walk *k, const struct state_entry *e, spate_bytes key)
+{
+    struct stream_operator *op = k->op;
+    struct window_op *w = op->impl;
+
+    keyed_set_key(&op->ctx.keyctx, key, e->hash ^ k->t->ns_part, &k->t->win, sizeof k->t->win);
+    op->ctx.meta.timestamp = k->t->fire;
+    op->ctx.meta.has_key_hash = false;
+    if (op->ctx.scratch.used != 0)
+        scratch_reset(&op->ctx.scratch);
+    if (e->value_len != w->contents->value_size) { /* not a plain value: through the state */
+        emit_window(op, w, k->t->win);
+        return;
+    }
+    if (wcfg(op)->function == WINDOW_FN_AGGREGATE) {
+        memcpy(w->acc, state_entry_value(e), e->value_len);
+        wcfg(op)->agg.result(&op->ctx, w->acc, w->result);
+    } else {
+        memcpy(w->result, state_entry_value(e), e->value_len);
+    }
+    emit_result(op, w, k->t->win);
+}
+
+static int
+walk_fire(struct state_entry *e, void *data)
+{
+    struct window_walk *k = data;
+    spate_bytes key;
+
+    if (entry_in_window(e, k->t->win, &key))
+        fire_entry(k, e, key);
+    return 0;
+}
+
+static bool
+walk_fire_and_clear(const struct state_entry *e, void *data)
+{
+    struct window_walk *k = data;
+    spate_bytes key;
+
+    if (!entry_in_window(e, k->t->win, &key))
+        return false;
+    if (k->emit)
+        fire_entry(k, e, key);
+    return true;
+}
+
+/* Fires and clears, in time order, the windows whose timers the watermark
+ * passed: each walks its window's entries, key group by key group. */
+static void
+window_timers_advance(struct stream_operator *op, struct window_op *w, int64_t watermark)
+{
+    struct keyed_state *ks = &w->contents->maps;
+
+    for (;;) {
+        struct window_timer t;
+        struct window_walk k = { op, &t, false };
+        size_t due = SIZE_MAX;
+        int64_t at = 0;
+
+        for (size_t i = 0; i < w->nwt; i++) {
+            int64_t ti = w->wt[i].fired ? w->wt[i].cleanup : w->wt[i].fire;
+
+            if (ti <= watermark && (due == SIZE_MAX || ti < at)) {
+                due = i;
+                at = ti;
+            }
+        }
+        if (due == SIZE_MAX)
+            break;
+        t = w->wt[due];
+        k.emit = !t.fired;
+        set_window(op, &t.win);
+        if (t.cleanup <= watermark) {
+            /* The window goes; its timer first (the array may grow meanwhile). */
+            w->wt[due] = w->wt[--w->nwt];
+            for (uint32_t g = 0; g <= ks->range.end - ks->range.start; g++)
+                state_map_remove_if(&ks->maps[g], walk_fire_and_clear, &k);
+        } else {
+            w->wt[due].fired = true;
+            for (uint32_t g = 0; g <= ks->range.end - ks->range.start; g++)
+                state_map_foreach(&ks->maps[g], walk_fire, &k);
+        }
+    }
+    keyed_set_key(&op->ctx.keyctx, (spate_bytes){ "", 0 }, 0, NULL, 0);
+}
+
+/* A checkpoint's timers in the per-key form: each key of a waiting
+ * window gets the timers Flink's would have, its end's (not fired yet)
+ * and its clean-up's. */
+static void
+window_timers_snapshot(void *data, struct timer_service *ts, struct byte_buf *out)
+{
+    struct stream_operator *op = data;
+    struct window_op *w = op->impl;
+    struct keyed_state *ks = &w->contents->maps;
+
+    if (w->nwt == 0)
+        return;
+    for (uint32_t g = 0; g <= ks->range.end - ks->range.start; g++) {
+        const struct state_map *m = &ks->maps[g];
+
+        for (size_t i = 0; m->slots != NULL && i <= m->mask; i++) {
+            const struct state_entry *e = &m->slots[i];
+            spate_bytes key;
+
+            if (!state_entry_used(e))
+                continue;
+            for (size_t j = 0; j < w->nwt; j++) {
+                const struct window_timer *t = &w->wt[j];
+                uint64_t key_hash = e->hash ^ t->ns_part;
+
+                if (!entry_in_window(e, t->win, &key))
+                    continue;
+                if (!t->fired)
+                    timer_service_snapshot_put(ts, out, true, t->fire, key_hash, key, &t->win,
+                                               sizeof t->win);
+                if (t->cleanup != t->fire)
+                    timer_service_snapshot_put(ts, out, true, t->cleanup, key_hash, key, &t->win,
+                                               sizeof t->win);
+                break;
+            }
+        }
+    }
+}
+
+/* A restored per-key timer of a window: its window's timer. */
+static bool
+window_timers_adopt(void *data, bool event_time, int64_t timestamp, spate_bytes key, const void *ns,
+                    size_t ns_len)
+{
+    struct stream_operator *op = data;
+    spate_time_window win;
+
+    UNUSED(key);
+    if (!event_time || ns_len != sizeof win)
+        return false;
+    memcpy(&win, ns, sizeof win);
+    if (timestamp != window_max_timestamp(win) && timestamp != cleanup_time(op, win))
+        return false;
+    window_timer_add(op, op->impl, win, timestamp != window_max_timestamp(win));
+    return true;
 }
 
 /* ---- session merging ---- */
@@ -606,6 +827,12 @@ window_open(struct stream_operator *op, spate_error *err)
         w->kg_start = w->contents->maps.range.start;
         w->kg_count = w->contents->maps.range.end - w->contents->maps.range.start + 1;
     }
+    w->window_timers = w->fast && w->event_time && w->trigger == TRIGGER_EVENT_TIME;
+    if (w->window_timers) {
+        w->form = (struct timer_owner_form){ window_timers_snapshot, window_timers_adopt, op };
+        w->heap->timers.form = &w->form;
+        w->acc = xcalloc(1, w->contents->value_size + 16);
+    }
     w->count = op->backend->ops->state(op->backend, w->decls[WS_COUNT].name);
     w->sessions = op->backend->ops->state(op->backend, w->decls[WS_SESSIONS].name);
     w->rec = xcalloc(1, op->config->in_type->size + 16);
@@ -626,6 +853,8 @@ window_close(struct stream_operator *op)
     free(w->rec);
     free(w->result);
     free(w->ckey);
+    free(w->wt);
+    free(w->acc);
     free(w);
     op->impl = NULL;
     op->backend = NULL;
@@ -650,10 +879,14 @@ add_to_window(struct stream_operator *op, struct window_op *w, const void *rec, 
     /* A merged session knows better whether its window is new. */
     if (merged_fresh >= 0)
         fresh = merged_fresh != 0;
-    r = trigger_on_element(op, w, rec, ts, win, max_ts, fresh);
+    r = trigger_on_element(op, w, rec, ts, win, max_ts, fresh && !w->window_timers);
     if (r != SPATE_TRIGGER_CONTINUE)
         act(op, w, r, win);
-    if (fresh && cleanup != max_ts && cleanup != INT64_MAX)
+    if (!fresh)
+        return;
+    if (w->window_timers)
+        window_timer_add(op, w, win, max_ts <= op->current_watermark);
+    else if (cleanup != max_ts && cleanup != INT64_MAX)
         keyed_backend_register_timer(w->heap, is_event_time(op), cleanup);
 }
 
@@ -987,6 +1220,8 @@ window_watermark(struct stream_operator *op, int64_t watermark)
      * which fires it again within the allowed lateness. */
     if (w->last_max <= watermark)
         w->open_window = (spate_time_window){ 0, 0 };
+    if (w->window_timers)
+        window_timers_advance(op, w, watermark);
     op->backend->ops->advance(op->backend, true, watermark, window_fire);
     op->out->emit_watermark(op->out, watermark);
 }

@@ -176,6 +176,65 @@ Test(state_map, random_puts_and_removes_keep_robin_hood_order)
     state_map_release(&m);
 }
 
+/* state_map_remove_if over long clusters, some wrapping past the table's
+ * end: every entry it is told to remove goes, asked about once; every other
+ * stays where lookups find it. */
+static bool
+remove_odd(const struct state_entry *e, void *data)
+{
+    int *asked = data, v;
+
+    memcpy(&v, state_entry_value(e), sizeof v);
+    if (v % 2 == 0)
+        return false;
+    asked[v]++;
+    return true;
+}
+
+/* Most keys' homes in the last 16 slots, whatever the table's size (the
+ * home slot is (h >> 32 ^ h >> 13) & mask): one cluster wraps past the
+ * end; a quarter spread. */
+static uint64_t
+remove_if_hash(int k)
+{
+    if (k % 4 == 0)
+        return ((uint64_t)k * 0x9E3779B97F4A7C15ULL) << 7 | 3;
+    return (uint64_t)(0xFFFFFFFFu - (uint32_t)(k % 16)) << 32;
+}
+
+Test(state_map, remove_if_takes_exactly_what_it_is_told)
+{
+    enum { KEYS = 2000 };
+    static int asked[KEYS];
+    struct state_map m;
+
+    state_map_init(&m);
+    for (int k = 0; k < KEYS; k++) {
+        uint64_t h = remove_if_hash(k);
+        char key[16];
+
+        snprintf(key, sizeof key, "k%d", k);
+        state_map_put(&m, h, key, strlen(key), &k, sizeof k);
+    }
+    cr_assert_eq(state_map_remove_if(&m, remove_odd, asked), KEYS / 2);
+    cr_assert_eq(m.count, KEYS / 2);
+    for (int k = 0; k < KEYS; k++) {
+        uint64_t h = remove_if_hash(k);
+        char key[16];
+        struct state_entry *e;
+
+        snprintf(key, sizeof key, "k%d", k);
+        e = state_map_get(&m, h, key, strlen(key));
+        if (k % 2) {
+            cr_assert_null(e, "k%d survived", k);
+            cr_assert_eq(asked[k], 1, "k%d asked about %d times", k, asked[k]);
+        } else {
+            cr_assert_not_null(e, "k%d lost", k);
+        }
+    }
+    state_map_release(&m);
+}
+
 /* Values grow in place (list state appends): the bytes already there stay,
  * whether the entry moves from its slot to the heap or back. */
 Test(state_map, values_keep_their_bytes_across_the_inline_limit)

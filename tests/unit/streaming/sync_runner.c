@@ -51,24 +51,43 @@ mem_commit(void *sink, uint32_t len, spate_error *err)
 
 static const struct exchange_sink_ops mem_ops = { mem_reserve, mem_commit };
 
+/* RocksDB's options, its working folders under $TMPDIR or /tmp. */
+static void
+rocksdb_options(struct state_backend_options *o)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    cr_assert_eq(state_backend_options_from_config(NULL, o, NULL), 0);
+    o->type = STATE_BACKEND_ROCKSDB;
+    snprintf(o->localdir, sizeof o->localdir, "%s", tmp != NULL && *tmp ? tmp : "/tmp");
+}
+
 const struct state_backend_options *
 test_state_backend(void)
 {
     static struct state_backend_options o;
     static int made; /* 1: the heap, 2: RocksDB */
     const char *want = getenv("SPATE_TEST_STATE_BACKEND");
-    const char *tmp = getenv("TMPDIR");
 
     if (made == 0) {
         made = 1;
         if (want != NULL && strcmp(want, "rocksdb") == 0) {
-            cr_assert_eq(state_backend_options_from_config(NULL, &o, NULL), 0);
-            o.type = STATE_BACKEND_ROCKSDB;
-            snprintf(o.localdir, sizeof o.localdir, "%s", tmp != NULL && *tmp ? tmp : "/tmp");
+            rocksdb_options(&o);
             made = 2;
         }
     }
     return made == 2 ? &o : NULL;
+}
+
+const struct state_backend_options *
+test_other_state_backend(void)
+{
+    static struct state_backend_options o;
+
+    if (test_state_backend() != NULL)
+        return NULL;
+    rocksdb_options(&o);
+    return &o;
 }
 
 void
@@ -158,6 +177,8 @@ cut_chain(struct job_graph *jg, int v, struct task_info *task, struct output **o
             chain->ops[i]->vt->checkpoint_complete(chain->ops[i], 1);
     operator_chain_free(chain);
     task->attempt++;
+    if (cut->other_backend)
+        task->state_backend = test_other_state_backend();
     cr_assert_eq(operator_chain_new(jg, v, task, outs, &chain, &err), 0, "%s", err.message);
     for (int o = 0; o < vx->noutputs; o++)
         xo[o].ctx = &operator_chain_head(chain)->ctx;

@@ -6,6 +6,7 @@
 #ifndef SPATE_TEST_SYNC_RUNNER_H
 #define SPATE_TEST_SYNC_RUNNER_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "streaming/accumulators.h"
@@ -19,6 +20,8 @@ struct state_backend_options;
  * under $TMPDIR or /tmp), else the heap (NULL). The same tests run on
  * both (tests/unit/CMakeLists.txt registers them twice). */
 const struct state_backend_options *test_state_backend(void);
+/* The other one: RocksDB when the tests' is the heap, else the heap. */
+const struct state_backend_options *test_other_state_backend(void);
 
 /* Builds env's JobGraph and runs it; *failure is a user function's failure
  * (malloc'd) or NULL. */
@@ -37,6 +40,9 @@ struct sync_cut {
     FILE *print_out;
     /* Source API sources' splits (NULL: sync_run_env_splits's, if any). */
     struct sync_splits *splits;
+    /* The restored task gets the other backend (test_other_state_backend):
+     * what the heap wrote RocksDB restores, and the other way round. */
+    bool other_backend;
 };
 void sync_run_cut(struct job_graph *jg, struct accumulators *acc, char **failure,
                   const struct sync_cut *cut);
