@@ -235,6 +235,36 @@ state_map_get_inline(struct state_map *m, uint64_t hash, const void *key, uint32
     }
 }
 
+/* state_map_get_inline of an entry whose key is [u32 8][8 bytes key][...]
+ * and key_len bytes long, comparing hash, lengths and those 8 bytes only:
+ * for a caller that knows no other entry of this hash has that key with
+ * another rest (a window whose namespace hash no other live window's
+ * shares). */
+static SPATE_INLINE struct state_entry *
+state_map_get_inline_key8(struct state_map *m, uint64_t hash, uint64_t key8, uint32_t key_len,
+                          uint32_t value_len)
+{
+    const uint8_t *tags;
+    uint8_t tag = state_map_tag(hash);
+    uint32_t len2[2] = { key_len + 1, value_len };
+    uint64_t lens;
+
+    memcpy(&lens, len2, 8);
+    if (m->slots == NULL)
+        return NULL;
+    tags = state_map_tags(m->slots, m->mask);
+    for (size_t i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
+        struct state_entry *e = &m->slots[i];
+
+        if (tags[i] == 0)
+            return NULL;
+        if (tags[i] == tag && e->hash == hash &&
+            bytes_load64((const uint8_t *)&e->key_len1) == lens &&
+            bytes_load64(e->u.bytes + 4) == key8)
+            return e;
+    }
+}
+
 /* The same, for changing its value bytes in place (copies a shared table
  * and a shared block). */
 struct state_entry *state_map_get_mut(struct state_map *m, uint64_t hash, const void *key,

@@ -68,6 +68,10 @@ struct window_op {
     uint8_t *ckey;
     size_t ckey_len;
     bool leaf; /* fast, event time, an 8-byte key: window_acc_of */
+    /* window_acc_of compares an entry's key only, not its window: the
+     * last window's namespace hash is no other waiting window's (every
+     * entry of the contents is in a waiting window: window_timers). */
+    bool key_only;
     /* The contents' key groups, for window_acc_of: by mask, from kg_start,
      * kg_count of them. */
     uint32_t kg_mask, kg_start, kg_count;
@@ -399,6 +403,20 @@ act(struct stream_operator *op, struct window_op *w, spate_trigger_result r, spa
 
 /* ---- a timer per window (window_timers) ---- */
 
+/* Whether window_acc_of may compare keys only: no waiting window other
+ * than the last one has its namespace hash (a 48-bit collision). */
+static void
+check_key_only(struct window_op *w)
+{
+    uint64_t part = keyed_composite_hash(0, w->last_ns_hash);
+
+    w->key_only = w->leaf && w->window_timers;
+    for (size_t i = 0; i < w->nwt && w->key_only; i++)
+        if (w->wt[i].ns_part == part &&
+            (w->wt[i].win.start != w->last_window.start || w->wt[i].win.end != w->last_window.end))
+            w->key_only = false;
+}
+
 /* Window win has state of a key now: its timer, if it has none yet.
  * fired: its end is behind the watermark already (its late records fire
  * as they come). */
@@ -414,6 +432,7 @@ window_timer_add(struct stream_operator *op, struct window_op *w, spate_time_win
     w->wt[w->nwt++] =
         (struct window_timer){ win, window_max_timestamp(win), cleanup_time(op, win),
                                keyed_composite_hash(0, XXH3_64bits(&win, sizeof win)), fired };
+    check_key_only(w);
 }
 
 /* Whether e is an entry of the contents in window win: its key is
@@ -902,6 +921,7 @@ tumbling_window_of(struct stream_operator *op, struct window_op *w, int64_t ts)
     w->last_max = window_max_timestamp(w->last_window);
     w->last_cleanup = cleanup_time(op, w->last_window);
     w->last_ns_hash = keyed_ns_hash(w->heap, &w->last_window, sizeof w->last_window);
+    check_key_only(w);
     w->open_window =
         w->last_max > op->current_watermark ? w->last_window : (spate_time_window){ 0, 0 };
     if (w->ckey != NULL) {
@@ -1098,11 +1118,15 @@ window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
     map = &st->maps.maps[i];
     if (unlikely(map->shared))
         return NULL;
-    memcpy(w->ckey + 4, key, 8);
     hash = keyed_composite_hash(meta->key_hash, w->last_ns_hash);
     /* In the slot, past the key: 48 bytes into a 64-byte aligned slot, so
      * aligned for the value (w->leaf). A snapshot's base never holds it. */
-    e = state_map_get_inline(map, hash, w->ckey, LEAF_CKEY, st->value_size);
+    if (likely(w->key_only)) {
+        e = state_map_get_inline_key8(map, hash, bytes_load64(key), LEAF_CKEY, st->value_size);
+    } else {
+        memcpy(w->ckey + 4, key, 8);
+        e = state_map_get_inline(map, hash, w->ckey, LEAF_CKEY, st->value_size);
+    }
     if (unlikely(e == NULL))
         return NULL;
     v = e->u.bytes + LEAF_CKEY;
