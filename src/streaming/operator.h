@@ -11,6 +11,7 @@
 
 #include <spate/spate.h>
 
+#include "core/util.h"
 #include "streaming/stream_graph.h"
 
 #define RECORD_NO_TIMESTAMP INT64_MIN
@@ -85,7 +86,23 @@ struct spate_ctx {
     struct scratch scratch;
     struct accumulators *accumulators;
     char *failure; /* set by spate_ctx_fail */
+    /* The lazy key context: an operator's per-record path may leave meta,
+     * keyctx and window as they were and name the record they belong to
+     * here instead, for settle to set them when a function reads them
+     * (ctx_settle, in every spate_ctx_* and state call that does); NULL:
+     * they are current. The operator clears it after the record. */
+    const void *pending;
+    const struct record_meta *pending_meta;
+    void (*settle)(spate_ctx *ctx);
 };
+
+/* Makes the pending record's key context current (a function reads it). */
+static inline void
+ctx_settle(const spate_ctx *ctx)
+{
+    if (unlikely(ctx != NULL && ctx->pending != NULL))
+        ctx->settle((spate_ctx *)ctx);
+}
 
 /* Where the task comes from, for operators that need more than their own
  * settings (input splits, the print sink's stream). */

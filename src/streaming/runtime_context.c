@@ -62,12 +62,14 @@ spate_ctx_set_user(spate_ctx *ctx, void *user)
 void
 spate_emit(spate_ctx *ctx, const void *rec)
 {
+    ctx_settle(ctx);
     operator_emit(ctx->op, rec, &ctx->meta);
 }
 
 int64_t
 spate_ctx_timestamp(const spate_ctx *ctx)
 {
+    ctx_settle(ctx);
     return ctx->meta.timestamp;
 }
 
@@ -87,6 +89,7 @@ spate_ctx_current_processing_time(const spate_ctx *ctx)
 spate_bytes
 spate_ctx_current_key(const spate_ctx *ctx)
 {
+    ctx_settle(ctx);
     return ctx->keyctx.key;
 }
 
@@ -170,7 +173,15 @@ spate_ctx_state(spate_ctx *ctx, const char *name)
 {
     struct keyed_state_backend *b = ctx->op->backend;
 
+    ctx_settle(ctx);
     return b != NULL ? b->ops->state(b, name) : NULL;
+}
+
+/* State is of the current key: the lazy key context settles first. */
+static inline void
+state_settle(const spate_state *st)
+{
+    ctx_settle(st->backend->user_ctx);
 }
 
 /* Broadcast state is written only while the broadcast side is processed. */
@@ -187,18 +198,21 @@ state_writable(spate_state *st)
 bool
 spate_value_get(spate_state *st, void *out)
 {
+    state_settle(st);
     return st->backend->ops->value_get(st, out);
 }
 
 void
 spate_value_update(spate_state *st, const void *value)
 {
+    state_settle(st);
     st->backend->ops->value_update(st, value);
 }
 
 void
 spate_state_clear(spate_state *st)
 {
+    state_settle(st);
     if (st->desc.kind == STATE_MAP && !state_writable(st))
         return;
     st->backend->ops->clear(st);
@@ -207,12 +221,14 @@ spate_state_clear(spate_state *st)
 void
 spate_list_add(spate_state *st, const void *value)
 {
+    state_settle(st);
     st->backend->ops->add(st, 0, value);
 }
 
 void
 spate_list_iter(spate_state *st, spate_iter *it)
 {
+    state_settle(st);
     st->backend->ops->list_iter(st, it);
 }
 
@@ -233,12 +249,14 @@ spate_list_next(spate_iter *it, void *out)
 bool
 spate_map_get(spate_state *st, const void *key, void *value)
 {
+    state_settle(st);
     return st->backend->ops->map_get(st, key, value);
 }
 
 void
 spate_map_put(spate_state *st, const void *key, const void *value)
 {
+    state_settle(st);
     if (state_writable(st))
         st->backend->ops->map_put(st, key, value);
 }
@@ -246,12 +264,14 @@ spate_map_put(spate_state *st, const void *key, const void *value)
 bool
 spate_map_remove(spate_state *st, const void *key)
 {
+    state_settle(st);
     return state_writable(st) && st->backend->ops->map_remove(st, key);
 }
 
 void
 spate_map_iter(spate_state *st, spate_iter *it)
 {
+    state_settle(st);
     memset(it, 0, sizeof *it);
     it->st = st;
 }
@@ -265,24 +285,28 @@ spate_map_next(spate_iter *it, void *key, void *value)
 void
 spate_reducing_add(spate_state *st, const void *value)
 {
+    state_settle(st);
     st->backend->ops->add(st, 0, value);
 }
 
 bool
 spate_reducing_get(spate_state *st, void *out)
 {
+    state_settle(st);
     return st->backend->ops->value_get(st, out);
 }
 
 void
 spate_aggregating_add(spate_state *st, const void *in)
 {
+    state_settle(st);
     st->backend->ops->add(st, 0, in);
 }
 
 bool
 spate_aggregating_get(spate_state *st, void *out)
 {
+    state_settle(st);
     return st->backend->ops->value_get(st, out);
 }
 
@@ -293,6 +317,7 @@ spate_timer_register_event_time(spate_ctx *ctx, int64_t timestamp)
 {
     struct keyed_state_backend *b = ctx->op->backend;
 
+    ctx_settle(ctx);
     if (b != NULL)
         b->ops->register_timer(b, true, timestamp);
 }
@@ -302,6 +327,7 @@ spate_timer_register_processing_time(spate_ctx *ctx, int64_t timestamp)
 {
     struct keyed_state_backend *b = ctx->op->backend;
 
+    ctx_settle(ctx);
     if (b != NULL)
         b->ops->register_timer(b, false, timestamp);
 }
@@ -311,6 +337,7 @@ spate_timer_delete_event_time(spate_ctx *ctx, int64_t timestamp)
 {
     struct keyed_state_backend *b = ctx->op->backend;
 
+    ctx_settle(ctx);
     if (b != NULL)
         b->ops->delete_timer(b, true, timestamp);
 }
@@ -320,6 +347,7 @@ spate_timer_delete_processing_time(spate_ctx *ctx, int64_t timestamp)
 {
     struct keyed_state_backend *b = ctx->op->backend;
 
+    ctx_settle(ctx);
     if (b != NULL)
         b->ops->delete_timer(b, false, timestamp);
 }
@@ -437,6 +465,7 @@ spate_ctx_output(spate_ctx *ctx, spate_tag tag, const void *rec)
 {
     struct stream_operator *op = ctx->op;
 
+    ctx_settle(ctx);
     if (tag.id == 0) {
         spate_ctx_fail(ctx,
                        "spate_ctx_output in '%s': not a tag made by "

@@ -784,6 +784,8 @@ forget_session(struct stream_operator *op, struct window_op *w, spate_time_windo
 
 /* ---- the operator ---- */
 
+static void window_settle(spate_ctx *ctx);
+
 static int
 window_open(struct stream_operator *op, spate_error *err)
 {
@@ -847,6 +849,7 @@ window_open(struct stream_operator *op, spate_error *err)
         w->kg_count = w->contents->maps.range.end - w->contents->maps.range.start + 1;
     }
     w->window_timers = w->fast && w->event_time && w->trigger == TRIGGER_EVENT_TIME;
+    op->ctx.settle = window_settle;
     if (w->window_timers) {
         w->form = (struct timer_owner_form){ window_timers_snapshot, window_timers_adopt, op };
         w->heap->timers.form = &w->form;
@@ -1131,11 +1134,25 @@ window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
         return NULL;
     v = e->u.bytes + LEAF_CKEY;
     op->ctx.scratch.used = 0;
-    record_meta_copy(&op->ctx.meta, meta);
-    keyed_set_key(&op->ctx.keyctx, (spate_bytes){ key, 8 }, meta->key_hash, &w->last_window,
-                  sizeof w->last_window);
-    op->ctx.window = w->last_window;
+    /* The key context is set if the function reads it (window_settle). */
+    op->ctx.pending = rec;
+    op->ctx.pending_meta = meta;
     return v;
+}
+
+/* The lazy key context of window_acc_of's record: its key, the last
+ * window, its meta. */
+static void
+window_settle(spate_ctx *ctx)
+{
+    struct window_op *w = ctx->op->impl;
+    const struct record_meta *meta = ctx->pending_meta;
+
+    record_meta_copy(&ctx->meta, meta);
+    keyed_set_key(&ctx->keyctx, (spate_bytes){ (const uint8_t *)ctx->pending + w->key.offset, 8 },
+                  meta->key_hash, &w->last_window, sizeof w->last_window);
+    ctx->window = w->last_window;
+    ctx->pending = NULL;
 }
 
 static SPATE_INLINE void
@@ -1149,6 +1166,7 @@ window_process_inline(struct stream_operator *op, const void *rec, const struct 
             wcfg(op)->agg.add(&op->ctx, rec, acc);
         else
             window_reduce_in_place(op, w, acc, rec);
+        op->ctx.pending = NULL;
         return;
     }
     window_process_other(op, rec, meta);
@@ -1269,5 +1287,6 @@ const struct operator_vtable window_operator_vtable = {
 spate_time_window
 spate_ctx_window(const spate_ctx *ctx)
 {
+    ctx_settle(ctx);
     return ctx->window;
 }

@@ -773,6 +773,89 @@ Test(windows, a_snapshot_between_records_keeps_the_accumulator_of_its_moment)
     env_free(env);
 }
 
+/* An aggregate function that checks, per record, what its context says:
+ * the record's key, a window holding its timestamp, its timestamp. The
+ * common window sets that context only when a function reads it. */
+static void
+cs_add_reading_context(spate_ctx *ctx, const void *in, void *acc)
+{
+    const struct evt *e = in;
+    spate_time_window w = spate_ctx_window(ctx);
+    struct cs *c = acc;
+
+    c->count++;
+    if (spate_ctx_current_key_int64(ctx) != e->key || spate_ctx_timestamp(ctx) != e->ts ||
+        e->ts < w.start || e->ts >= w.end)
+        c->sum += 1000000; /* a wrong context */
+    else
+        c->sum += e->value;
+}
+
+Test(windows, an_aggregate_function_reads_its_record_s_key_window_and_timestamp)
+{
+    spate_env *env = env_new(NULL, NULL);
+    const spate_type *cst =
+        spate_type_tuple(env, 2, (const spate_type *[]){ spate_type_int64(), spate_type_int64() });
+    spate_aggregate agg = { cst, cst, cs_create, cs_add_reading_context, cs_result, cs_merge };
+    struct lines got = { 0 }, want = { 0 }, *gp = &got;
+    struct accumulators acc;
+    struct job_graph *jg;
+    spate_error err = { 0 };
+    spate_stream *w;
+    struct operator_chain *chain;
+    struct stream_operator *head;
+    int vx = -1;
+
+    w = spate_window(event_source(env), spate_tumbling_event_time(TSIZE));
+    w = spate_window_aggregate(w, &agg, cs_window, quad_type(env));
+    spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
+    accumulators_init(&acc);
+    cr_assert_eq(job_graph_build(env, "t", &jg, &err), 0, "%s", err.message);
+    for (int v = 0; v < jg->nvertices; v++)
+        if (jg->vertices[v].ninputs == 1)
+            vx = v;
+    cr_assert_geq(vx, 0);
+    {
+        struct task_info task = { .parallelism = 1,
+                                  .max_parallelism = jg->vertices[vx].max_parallelism,
+                                  .task_name = "w",
+                                  .accumulators = &acc,
+                                  .print_out = stdout,
+                                  .connectors = connectors_builtin() };
+
+        cr_assert_eq(operator_chain_new(jg, vx, &task, NULL, &chain, &err), 0, "%s", err.message);
+    }
+    head = operator_chain_head(chain);
+    /* Four keys in turns, 50 records each, in two windows. */
+    for (int i = 0; i < 200; i++) {
+        struct evt e = { i % 4, i * 2, i };
+        struct record_meta m = { .timestamp = e.ts, .has_key_hash = true };
+
+        m.key_hash = key_group_hash(&e.key, 8);
+        operator_process(head, &e, &m);
+    }
+    operator_process_watermark(head, RECORD_MAX_WATERMARK);
+    for (int64_t k = 0; k < 4; k++)
+        for (int64_t start = 0; start < 400; start += TSIZE) {
+            int64_t sum = 0;
+            char buf[96];
+
+            for (int i = 0; i < 200; i++)
+                if (i % 4 == k && i * 2 >= start && i * 2 < start + TSIZE)
+                    sum += i;
+            snprintf(buf, sizeof buf, "%lld %lld %d %lld ts=%lld", (long long)k, (long long)start,
+                     25, (long long)sum, (long long)(start + TSIZE - 1));
+            lines_add(&want, buf);
+        }
+    lines_assert_equal(&got, &want, "a context read per record");
+    lines_free(&got);
+    lines_free(&want);
+    operator_chain_free(chain);
+    job_graph_free(jg);
+    accumulators_release(&acc);
+    env_free(env);
+}
+
 /* ---- idleness: an input without records does not hold back event time ---- */
 
 static void
