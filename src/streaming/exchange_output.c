@@ -14,8 +14,8 @@
 #include "streaming/stream_element.h"
 #include "streaming/types.h"
 
-/* Through the sink's reserve and commit: its size first (a walk over the
- * record), then header and record into the reserved room. */
+/* Through the sink's reserve and commit: header and record into the
+ * reserved room of their size n. */
 static SPATE_NOINLINE void
 write_element_slow(struct exchange_output *x, uint32_t channel, const void *rec,
                    const struct record_meta *meta, size_t hdr, size_t n)
@@ -28,32 +28,46 @@ write_element_slow(struct exchange_output *x, uint32_t channel, const void *rec,
     if (at == NULL)
         return;
     element_write_record_header(meta, at);
-    types_serialize(x->type, rec, at + hdr, n);
+    x->codec.serialize(x->type, rec, at + hdr, n);
     x->ops->commit(x->sink, (uint32_t)(hdr + n), &x->error);
 }
 
-/* Writes one element to one channel. */
+/* Writes one element to one channel: a record not plain serialized straight
+ * into the room after its header, its length written once its size is
+ * known (the serializer says the size it needs when the room is short). */
 static SPATE_INLINE void
 write_element(struct exchange_output *x, uint32_t channel, const void *rec,
               const struct record_meta *meta)
 {
     size_t hdr = element_record_header_size(meta);
-    size_t n = x->plain_size != 0 ? x->plain_size : types_serialized_size(x->type, rec);
     struct rw_channel *c = x->room != NULL ? &x->room[channel] : NULL;
+    size_t room = c != NULL ? (size_t)(c->end - c->pos) : 0, n;
     uint32_t len;
 
-    if (unlikely(c == NULL || (size_t)(c->end - c->pos) < RECORD_LENGTH_BYTES + hdr + n)) {
+    if (unlikely(room < RECORD_LENGTH_BYTES + hdr)) {
+        n = x->plain_size != 0 ? x->plain_size : types_serialized_size(x->type, rec);
         write_element_slow(x, channel, rec, meta, hdr, n);
         return;
     }
-    len = (uint32_t)(hdr + n);
+    room -= RECORD_LENGTH_BYTES + hdr;
     record_writer_write_ahead(c->pos);
+    if (x->plain_size != 0) {
+        n = x->plain_size;
+        if (unlikely(room < n)) {
+            write_element_slow(x, channel, rec, meta, hdr, n);
+            return;
+        }
+        bytes_copy_fields(c->pos + RECORD_LENGTH_BYTES + hdr, rec, n);
+    } else {
+        n = x->codec.serialize(x->type, rec, c->pos + RECORD_LENGTH_BYTES + hdr, room);
+        if (unlikely(n > room)) {
+            write_element_slow(x, channel, rec, meta, hdr, n);
+            return;
+        }
+    }
+    len = (uint32_t)(hdr + n);
     memcpy(c->pos, &len, RECORD_LENGTH_BYTES);
     element_write_record_header(meta, c->pos + RECORD_LENGTH_BYTES);
-    if (x->plain_size != 0)
-        bytes_copy_fields(c->pos + RECORD_LENGTH_BYTES + hdr, rec, n);
-    else
-        types_serialize(x->type, rec, c->pos + RECORD_LENGTH_BYTES + hdr, n);
     c->pos += RECORD_LENGTH_BYTES + len;
 }
 
@@ -215,6 +229,7 @@ exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
     x->key = edge->key;
     keys_access_init(&x->key_access, &x->key, type);
     x->type = type;
+    x->codec = types_codec_of(type);
     if (type->plain && type->kind != TYPE_CUSTOM)
         x->plain_size = (uint32_t)type->size;
     x->nchannels = nchannels;

@@ -12,6 +12,7 @@
 #include "streaming/job_graph.h"
 #include "streaming/keys.h"
 #include "streaming/operator.h"
+#include "streaming/types.h"
 
 /* The byte-level writer under an exchange: the network's record writer, or a
  * test's. */
@@ -40,6 +41,7 @@ struct exchange_output {
     struct key_selector key;
     struct key_access key_access;
     const struct spate_type *type;
+    struct types_codec codec; /* the type's serializer, chosen once */
     uint32_t plain_size; /* the serialized size of every record of a plain type; 0: not plain */
     int nchannels;       /* the partition's subpartitions: its consumers */
     int max_parallelism;

@@ -98,14 +98,15 @@ keyed_run_hash_at(const uint8_t *pos, const uint8_t *end, uint64_t *key_hash, co
 }
 
 /* A run of keyed records of a type that is not plain (each its own
- * length), deserialized into in_rec and handed to operator_process, from
+ * length), deserialized into in_rec by the type's deserializer de
+ * (types_codec_of) and handed to operator_process, from
  * *posp on, up to max of them, until anything else or a record that does
  * not read (left to the element path, which reports it); each key's state
  * fetched by ahead KEYED_RUN_AHEAD records before its record. */
 static SPATE_INLINE int
-keyed_run_var(struct stream_operator *op, const struct spate_type *type, keyed_run_ahead_fn ahead,
-              const void *ahead_data, void *in_rec, const uint8_t **posp, const uint8_t *end,
-              int max)
+keyed_run_var(struct stream_operator *op, const struct spate_type *type, types_deserialize_fn de,
+              keyed_run_ahead_fn ahead, const void *ahead_data, void *in_rec, const uint8_t **posp,
+              const uint8_t *end, int max)
 {
     struct record_meta meta = { .has_key_hash = true };
     const uint8_t *pos = *posp, *far = pos;
@@ -127,8 +128,8 @@ keyed_run_var(struct stream_operator *op, const struct spate_type *type, keyed_r
             break;
         hdr = pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TS_TAG ? ELEMENT_KEYED_TS_HEADER
                                                                : ELEMENT_KEYED_HEADER;
-        if (types_deserialize(type, pos + RECORD_LENGTH_BYTES + hdr,
-                              (size_t)(next - pos) - RECORD_LENGTH_BYTES - hdr, in_rec) != 0)
+        if (de(type, pos + RECORD_LENGTH_BYTES + hdr,
+               (size_t)(next - pos) - RECORD_LENGTH_BYTES - hdr, in_rec) != 0)
             break;
         meta.timestamp = RECORD_NO_TIMESTAMP;
         if (hdr == ELEMENT_KEYED_TS_HEADER)

@@ -293,6 +293,8 @@ struct keyed_impl {
     void *acc;    /* the stored value, deserialized */
     void *out;    /* the reduce function's result */
     uint8_t *ser; /* its serialized form */
+    /* out_type's serializer and deserializer, chosen once. */
+    struct types_codec codec;
     size_t ser_cap;
     struct key_access key;
     uint8_t key_scratch[256];
@@ -327,6 +329,7 @@ keyed_open(struct stream_operator *op, spate_error *err)
         k->sum_tail = field >= 0 ? types_serialized_tail(op->config->out_type,
                                                          op->config->out_type->offsets[field])
                                  : 8;
+    k->codec = types_codec_of(op->config->out_type);
     k->acc = operator_out_storage(op->config->out_type);
     k->out = operator_out_storage(op->config->out_type);
     k->ser_cap = 256;
@@ -353,12 +356,12 @@ keyed_close(struct stream_operator *op)
 static size_t
 keyed_serialize(struct keyed_impl *k, const struct spate_type *t, const void *rec)
 {
-    size_t n = types_serialize(t, rec, k->ser, k->ser_cap);
+    size_t n = k->codec.serialize(t, rec, k->ser, k->ser_cap);
 
     if (n > k->ser_cap) {
         k->ser_cap = n * 2;
         k->ser = xrealloc(k->ser, k->ser_cap);
-        n = types_serialize(t, rec, k->ser, k->ser_cap);
+        n = k->codec.serialize(t, rec, k->ser, k->ser_cap);
     }
     return n;
 }
@@ -403,7 +406,7 @@ reduce_process(struct stream_operator *op, const void *rec, const struct record_
         operator_emit(op, rec, meta);
         return;
     }
-    if (types_deserialize(t, state_entry_value(e), e->value_len, k->acc) != 0) {
+    if (k->codec.deserialize(t, state_entry_value(e), e->value_len, k->acc) != 0) {
         spate_ctx_fail(&op->ctx, "corrupt reduce state for a key of '%s'", op->ctx.task_name);
         return;
     }
@@ -458,12 +461,12 @@ sum_process(struct stream_operator *op, const void *rec, const struct record_met
         size_t n = keyed_serialize(k, t, rec);
 
         e = state_map_put(at.map, at.hash, at.key, at.key_len, k->ser, n);
-        if (types_deserialize(t, state_entry_value(e), e->value_len, k->out) != 0)
+        if (k->codec.deserialize(t, state_entry_value(e), e->value_len, k->out) != 0)
             goto corrupt;
     } else {
         uint8_t *v = state_entry_value(e);
 
-        if (types_deserialize(t, v, e->value_len, k->out) != 0)
+        if (k->codec.deserialize(t, v, e->value_len, k->out) != 0)
             goto corrupt;
         /* Only the summed field's 8 bytes change: in the stored value, and
          * in the deserialized record (the rest of which points into it). */

@@ -483,6 +483,8 @@ task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
     /* Records not plain into a keyed head on the heap backend with state:
      * read by keyed_run_var, their state fetched ahead. */
     const void *ahead_data = plain == 0 && !t->gate_second[g] ? task_heap_state(head) : NULL;
+    types_deserialize_fn de =
+        ahead_data != NULL ? types_codec_of(head->config->in_type).deserialize : NULL;
     int rc, n = *processed;
 
     while (n < TASK_BATCH) {
@@ -517,8 +519,8 @@ task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
                    channel < nchannels) {
             /* Keyed records of their own lengths (a word and its count):
              * in the current buffer, each key's state fetched ahead. */
-            int k = keyed_run_var(head, head->config->in_type, task_state_ahead, ahead_data, in_rec,
-                                  &pos, end, TASK_BATCH - n);
+            int k = keyed_run_var(head, head->config->in_type, de, task_state_ahead, ahead_data,
+                                  in_rec, &pos, end, TASK_BATCH - n);
 
             record_reader_consumed(r, pos, (uint64_t)k);
             t->records_in += (uint64_t)k;

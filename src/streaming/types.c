@@ -540,6 +540,107 @@ types_deserialize(const struct spate_type *t, const uint8_t *bytes, size_t len, 
     return used == len ? 0 : SPATE_EPROTO;
 }
 
+/* ---- serializers specialised per type ---- */
+
+/* A one_string type whose fixed runs before and after its string are PRE
+ * and POST bytes (0, 8 or 16): copies of constant size, one move each, and a
+ * length of one byte read and written without a loop. POST is 0 exactly
+ * when the string is last (no length prefix). */
+/* len < min, where min may be the constant 0 (no warning that it never is). */
+static inline bool
+shorter_than(size_t len, size_t min)
+{
+    return len < min;
+}
+
+#define ONE_STRING_CODEC(PRE, POST)                                                          \
+    static size_t ser_one_string_##PRE##_##POST(const struct spate_type *t, const void *rec, \
+                                                uint8_t *out, size_t cap)                    \
+    {                                                                                        \
+        const struct type_one_string *s = &t->str1;                                          \
+        const uint8_t *r = rec;                                                              \
+        const spate_str *str = (const spate_str *)(r + s->str_off);                          \
+        size_t len = str->len;                                                               \
+        size_t hdr = (POST) == 0 ? 0 : len < 0x80 ? 1 : leb128_size(len);                    \
+        size_t n = (PRE) + hdr + len + (POST);                                               \
+                                                                                             \
+        if (n > cap)                                                                         \
+            return n;                                                                        \
+        memcpy(out, r + s->pre_off, (PRE));                                                  \
+        out += (PRE);                                                                        \
+        if (hdr == 1)                                                                        \
+            *out = (uint8_t)len;                                                             \
+        else if (hdr > 1)                                                                    \
+            leb128_put(out, len);                                                            \
+        out += hdr;                                                                          \
+        bytes_copy(out, str->data, len);                                                     \
+        memcpy(out + len, r + s->post_off, (POST));                                          \
+        return n;                                                                            \
+    }                                                                                        \
+                                                                                             \
+    static int de_one_string_##PRE##_##POST(const struct spate_type *t, const uint8_t *in,   \
+                                            size_t len, void *rec)                           \
+    {                                                                                        \
+        const struct type_one_string *s = &t->str1;                                          \
+        uint8_t *r = rec;                                                                    \
+        spate_str *str = (spate_str *)(r + s->str_off);                                      \
+        size_t hdr = 0, rest;                                                                \
+        uint64_t n;                                                                          \
+                                                                                             \
+        if (unlikely(in == NULL || shorter_than(len, (PRE) + (POST))))                       \
+            return types_deserialize(t, in, len, rec); /* reads or says why not */           \
+        rest = len - (PRE) - (POST);                                                         \
+        n = rest;                                                                            \
+        if ((POST) != 0) {                                                                   \
+            if (likely(rest > 0 && in[PRE] < 0x80)) {                                        \
+                n = in[PRE];                                                                 \
+                hdr = 1;                                                                     \
+            } else if ((hdr = leb128_get(in + (PRE), rest, &n)) == 0) {                      \
+                return SPATE_EPROTO;                                                         \
+            }                                                                                \
+            if (n != rest - hdr)                                                             \
+                return SPATE_EPROTO;                                                         \
+        }                                                                                    \
+        memcpy(r + s->pre_off, in, (PRE));                                                   \
+        str->data = (const char *)in + (PRE) + hdr;                                          \
+        str->len = (size_t)n;                                                                \
+        memcpy(r + s->post_off, in + len - (POST), (POST));                                  \
+        return 0;                                                                            \
+    }
+
+ONE_STRING_CODEC(0, 0)
+ONE_STRING_CODEC(0, 8)
+ONE_STRING_CODEC(0, 16)
+ONE_STRING_CODEC(8, 0)
+ONE_STRING_CODEC(8, 8)
+ONE_STRING_CODEC(8, 16)
+ONE_STRING_CODEC(16, 0)
+ONE_STRING_CODEC(16, 8)
+ONE_STRING_CODEC(16, 16)
+
+#define ONE_STRING_PAIR(PRE, POST)                                  \
+    {                                                               \
+        ser_one_string_##PRE##_##POST, de_one_string_##PRE##_##POST \
+    }
+
+/* By the fixed runs' lengths over 8: 0, 1 or 2. */
+static const struct types_codec one_string_codecs[3][3] = {
+    { ONE_STRING_PAIR(0, 0), ONE_STRING_PAIR(0, 8), ONE_STRING_PAIR(0, 16) },
+    { ONE_STRING_PAIR(8, 0), ONE_STRING_PAIR(8, 8), ONE_STRING_PAIR(8, 16) },
+    { ONE_STRING_PAIR(16, 0), ONE_STRING_PAIR(16, 8), ONE_STRING_PAIR(16, 16) },
+};
+
+struct types_codec
+types_codec_of(const struct spate_type *t)
+{
+    const struct type_one_string *s = &t->str1;
+
+    if (t->one_string && s->pre_len <= 16 && s->pre_len % 8 == 0 && s->post_len <= 16 &&
+        s->post_len % 8 == 0 && (s->post_len == 0) == s->str_last)
+        return one_string_codecs[s->pre_len / 8][s->post_len / 8];
+    return (struct types_codec){ types_serialize, types_deserialize };
+}
+
 /* ---- readable form ---- */
 
 static int

@@ -79,6 +79,20 @@ size_t types_serialized_offset(const struct spate_type *t, const void *rec, size
  * (numbers, plain user types); 0 when they do not. */
 size_t types_serialized_tail(const struct spate_type *t, size_t field_offset);
 int types_deserialize(const struct spate_type *t, const uint8_t *bytes, size_t len, void *rec);
+/* types_serialize and types_deserialize specialised for one type, chosen
+ * once by whoever reads or writes many of its records (an exchange, a task's
+ * input, a keyed sum's state): for a tuple of one string among fixed runs of
+ * 0, 8 or 16 bytes (a word and its count), copies of constant size and no
+ * branch on the type; else the general functions. Same contracts as those. */
+typedef size_t (*types_serialize_fn)(const struct spate_type *t, const void *rec, uint8_t *out,
+                                     size_t cap);
+typedef int (*types_deserialize_fn)(const struct spate_type *t, const uint8_t *bytes, size_t len,
+                                    void *rec);
+struct types_codec {
+    types_serialize_fn serialize;
+    types_deserialize_fn deserialize;
+};
+struct types_codec types_codec_of(const struct spate_type *t);
 /* Writes the readable form (Flink's: tuples as "(a,b)"), like snprintf. */
 int types_format(const struct spate_type *t, const void *rec, char *buf, size_t cap);
 /* The key bytes of a whole record: a view into rec when it can be (strings,
