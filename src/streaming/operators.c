@@ -301,7 +301,30 @@ struct keyed_impl {
     /* sum: where the summed field starts, counted from the end of the
      * stored value (0: found by walking the value's fields). */
     size_t sum_tail;
+    /* sum of a pair, its key and the summed field (a word and its count):
+     * the sum a record leads to is the record with the summed field
+     * replaced, for the key's bytes are the other field's; so the stored
+     * value is not read back into a record (sum_of_pair). */
+    bool pair;
 };
+
+/* Whether a sum's records are pairs of the key (field or string field,
+ * read in place) and the summed field of fixed size at the stored
+ * value's end. */
+static bool
+sum_of_pair(const struct stream_operator *op, const struct keyed_impl *k, int field)
+{
+    const struct spate_type *t = op->config->out_type;
+    int other = 1 - field;
+
+    if (t->kind != TYPE_TUPLE || t->nfields != 2 || field < 0 || k->sum_tail != 8 ||
+        !types_same(t, op->config->in_type))
+        return false;
+    if (k->key.string)
+        return t->fields[other]->kind == TYPE_STRING && k->key.offset == t->offsets[other];
+    return k->key.len != 0 && t->fields[other]->plain && k->key.offset == t->offsets[other] &&
+           k->key.len == t->fields[other]->size;
+}
 
 static const struct operator_vtable keyed_table_vtables[2];
 
@@ -329,6 +352,7 @@ keyed_open(struct stream_operator *op, spate_error *err)
         k->sum_tail = field >= 0 ? types_serialized_tail(op->config->out_type,
                                                          op->config->out_type->offsets[field])
                                  : 8;
+    k->pair = op->config->kind == OP_SUM && sum_of_pair(op, k, field);
     k->codec = types_codec_of(op->config->out_type);
     k->acc = operator_out_storage(op->config->out_type);
     k->out = operator_out_storage(op->config->out_type);
@@ -463,6 +487,15 @@ sum_process(struct stream_operator *op, const void *rec, const struct record_met
         e = state_map_put(at.map, at.hash, at.key, at.key_len, k->ser, n);
         if (k->codec.deserialize(t, state_entry_value(e), e->value_len, k->out) != 0)
             goto corrupt;
+    } else if (k->pair) {
+        /* The record with its summed field replaced by the sum. */
+        uint8_t *sum = state_entry_value(e) + e->value_len - 8;
+
+        if (unlikely(e->value_len < 8))
+            goto corrupt;
+        sum_add(ft, sum, 0, in_field);
+        memcpy(k->out, rec, t->size);
+        memcpy((uint8_t *)k->out + t->offsets[field], sum, 8);
     } else {
         uint8_t *v = state_entry_value(e);
 

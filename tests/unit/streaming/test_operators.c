@@ -91,6 +91,54 @@ Test(operators, word_count_through_a_keyed_exchange)
     env_free(env);
 }
 
+struct tagged_count {
+    spate_str word;
+    int64_t tag;
+    int64_t count;
+};
+
+static void
+collect_tagged(spate_ctx *ctx, const void *in)
+{
+    const struct tagged_count *tc = in;
+    struct result *r = *(struct result *const *)spate_ctx_params(ctx, NULL);
+
+    snprintf(r->lines[r->n++], 64, "%.*s %lld %lld", (int)tc->word.len, tc->word.data,
+             (long long)tc->tag, (long long)tc->count);
+}
+
+/* A sum keeps the first record's fields other than the summed one, as
+ * Flink's: a pair of the key and its count is emitted as the record with
+ * its count replaced (sum_of_pair), any other shape from the stored value,
+ * whose tag is the first record's. */
+Test(operators, sum_keeps_the_first_records_other_fields)
+{
+    spate_env *env = env_new(NULL, NULL);
+    const spate_type *fields[] = { spate_type_string(), spate_type_int64(), spate_type_int64() };
+    const spate_type *tt = spate_type_tuple(env, 3, fields);
+    struct tagged_count recs[] = {
+        { { "ab", 2 }, 1, 5 }, { { "cd", 2 }, 2, 1 }, { { "ab", 2 }, 3, 7 }, { { "ab", 2 }, 4, -2 }
+    };
+    struct result r = { 0 }, *rp = &r;
+    struct accumulators acc;
+    char *failure;
+
+    accumulators_init(&acc);
+    spate_params(
+        spate_sink(spate_sum(spate_key_by_field(spate_source_collection(env, tt, recs, 4), 0), 2),
+                   collect_tagged),
+        &rp, sizeof rp);
+    sync_run_env(env, &acc, &failure);
+    cr_assert_null(failure);
+    cr_assert_eq(r.n, 4);
+    cr_assert_str_eq(r.lines[0], "ab 1 5");
+    cr_assert_str_eq(r.lines[1], "cd 2 1");
+    cr_assert_str_eq(r.lines[2], "ab 1 12");
+    cr_assert_str_eq(r.lines[3], "ab 1 10");
+    accumulators_release(&acc);
+    env_free(env);
+}
+
 static void
 times_ten(spate_ctx *ctx, const void *in, void *out)
 {
