@@ -130,6 +130,47 @@ exchange_collect_hash(struct output *self, const void *rec, const struct record_
     c->pos = p + RECORD_LENGTH_BYTES + len;
 }
 
+/* keyBy of records of their own lengths (a word and its count) by a key
+ * read in place (a string field, a fixed-size field): the key's hash, its
+ * channel by table, the record serialized by its type's codec straight
+ * into the room, then the header and length before it; the rest (no room,
+ * a record that does not fit) by the general path. */
+static void
+exchange_collect_hash_var(struct output *self, const void *rec, const struct record_meta *meta)
+{
+    struct exchange_output *x = (struct exchange_output *)self;
+    spate_bytes key = keys_get(&x->key_access, x->ctx, rec, NULL, 0);
+    uint64_t key_hash = key_group_hash(key.data, key.len);
+    struct rw_channel *c = &x->room[x->kg_channel[key_hash & x->kg_mask]];
+    int64_t ts = meta->timestamp;
+    bool timed = ts != RECORD_NO_TIMESTAMP;
+    size_t hdr = timed ? ELEMENT_KEYED_TS_HEADER : ELEMENT_KEYED_HEADER;
+    size_t room = (size_t)(c->end - c->pos), n;
+    uint8_t *p = c->pos;
+    uint32_t len;
+
+    if (unlikely(room < RECORD_LENGTH_BYTES + hdr)) {
+        exchange_collect_hash_general(x, rec, meta);
+        return;
+    }
+    record_writer_write_ahead(p);
+    room -= RECORD_LENGTH_BYTES + hdr;
+    n = x->codec.serialize(x->type, rec, p + RECORD_LENGTH_BYTES + hdr, room);
+    if (unlikely(n > room)) {
+        exchange_collect_hash_general(x, rec, meta);
+        return;
+    }
+    x->records++;
+    len = (uint32_t)(hdr + n);
+    memcpy(p, &len, RECORD_LENGTH_BYTES);
+    p[RECORD_LENGTH_BYTES] = ELEMENT_KEYED_TAG | (timed ? ELEMENT_HAS_TIMESTAMP : 0);
+    /* As exchange_collect_hash: the key hash over the timestamp's place
+     * when there is none. */
+    memcpy(p + RECORD_LENGTH_BYTES + 1, &ts, 8);
+    memcpy(p + RECORD_LENGTH_BYTES + hdr - 8, &key_hash, 8);
+    c->pos = p + RECORD_LENGTH_BYTES + len;
+}
+
 /* Every other partitioner. */
 static void
 exchange_collect(struct output *self, const void *rec, const struct record_meta *meta)
@@ -252,6 +293,21 @@ exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
      * producers spread their first records, as Flink's random start. */
     if (nchannels > 0)
         x->next_channel = (int)((uint64_t)subtask * 7919 % (uint64_t)nchannels);
+}
+
+void
+exchange_output_set_room(struct exchange_output *x, struct rw_channel *room)
+{
+    bool by_table =
+        room != NULL && x->partitioner == SHIP_HASH && x->kg_shift >= 0 && x->kg_channel != NULL;
+
+    x->room = room;
+    x->keyed8 = by_table && x->key_access.len == 8 && x->plain_size != 0;
+    if (x->partitioner != SHIP_HASH)
+        return;
+    x->base.collect = exchange_collect_hash;
+    if (by_table && !x->keyed8 && (x->key_access.string || x->key_access.len != 0))
+        x->base.collect = exchange_collect_hash_var;
 }
 
 void

@@ -73,14 +73,9 @@ void exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
                           const struct spate_type *type, int nchannels,
                           int consumer_max_parallelism, int subtask,
                           const struct exchange_sink_ops *ops, void *sink, struct spate_ctx *ctx);
-/* The sink's room per channel (record_writer_room), for the fast path. */
-static inline void
-exchange_output_set_room(struct exchange_output *x, struct rw_channel *room)
-{
-    x->room = room;
-    x->keyed8 = room != NULL && x->partitioner == SHIP_HASH && x->key_access.len == 8 &&
-                x->plain_size != 0 && x->kg_shift >= 0 && x->kg_channel != NULL;
-}
+/* The sink's room per channel (record_writer_room), for the fast paths:
+ * chooses the hash exchange's collect by the shape of its records. */
+void exchange_output_set_room(struct exchange_output *x, struct rw_channel *room);
 void exchange_output_release(struct exchange_output *x);
 
 /* The records collected since the last call into the task's numRecordsOut. */

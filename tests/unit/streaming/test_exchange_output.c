@@ -1,5 +1,6 @@
 /* The exchange output (streaming/exchange_output.h): a hash exchange's fast
- * path, straight into the room of its channels' buffers, writes the same
+ * paths (plain records by an 8-byte key; records of their own lengths by a
+ * string key), straight into the room of its channels' buffers, write the same
  * bytes to the same channels as its general path through reserve and
  * commit, with timestamps and without, also where the room runs out; and
  * what it writes reads back as each record once, on the channel of its
@@ -201,6 +202,95 @@ same_bytes(bool timed)
     cr_assert_eq(total, 1000 * (4 + (timed ? ELEMENT_KEYED_TS_HEADER : ELEMENT_KEYED_HEADER) +
                                 sizeof(struct rec)));
     check_elements(&general, recs, 1000, timed);
+}
+
+/* ---- records of their own lengths by a string key (a word and its count) ---- */
+
+struct word_rec {
+    spate_str word;
+    int64_t value;
+};
+
+#define NWORDS 600
+
+/* Runs the words through an exchange keyed by the string, with room or
+ * without, timed or not, into s; its collect into *collect. */
+static void
+words_through(struct sink *s, const struct word_rec *recs, bool timed, bool with_room,
+              uint64_t *records,
+              void (**collect)(struct output *, const void *, const struct record_meta *))
+{
+    struct config *conf = config_new();
+    spate_env *env = env_new(conf, NULL);
+    const spate_type *f[] = { spate_type_string(), spate_type_int64() };
+    const spate_type *t = spate_type_tuple(env, 2, f);
+    struct jg_edge edge = { 0 };
+    struct exchange_output x = { 0 };
+
+    memset(s, 0, sizeof *s);
+    edge.partitioner = SHIP_HASH;
+    edge.key.kind = KEY_FIELD;
+    edge.key.field = 0;
+    exchange_output_init(&x, &edge, t, CHANNELS, 128, 0, &sink_ops, s, NULL);
+    if (with_room)
+        exchange_output_set_room(&x, s->room);
+    cr_assert_not(x.keyed8);
+    *collect = x.base.collect;
+    for (int i = 0; i < NWORDS; i++) {
+        struct record_meta m = { timed ? 5000 + i : RECORD_NO_TIMESTAMP, 0, false };
+
+        x.base.collect(&x.base, &recs[i], &m);
+    }
+    cr_assert_eq(x.error.code, 0, "%s", x.error.message);
+    *records = x.records;
+    exchange_output_release(&x);
+    sink_done(s);
+    env_free(env);
+    config_free(conf);
+}
+
+static void
+same_bytes_words(bool timed)
+{
+    static struct sink fast, general;
+    static char text[NWORDS][64], big[160];
+    struct word_rec recs[NWORDS];
+    uint64_t n_fast, n_general;
+    void (*fast_collect)(struct output *, const void *, const struct record_meta *);
+    void (*general_collect)(struct output *, const void *, const struct record_meta *);
+
+    /* Short words, and every fifth one of 0 to 150 bytes: some fill most
+     * of a buffer's room, some need a two-byte length. */
+    for (int i = 0; i < (int)sizeof big; i++)
+        big[i] = (char)('a' + i % 26);
+    for (int i = 0; i < NWORDS; i++) {
+        snprintf(text[i], sizeof text[i], "w%d", i % 97);
+        recs[i] = (struct word_rec){ { text[i], strlen(text[i]) }, i };
+        if (i % 5 == 0)
+            recs[i].word = (spate_str){ big + i % 7, (size_t)(i * 37 % 151) };
+    }
+    words_through(&general, recs, timed, false, &n_general, &general_collect);
+    words_through(&fast, recs, timed, true, &n_fast, &fast_collect);
+    cr_assert(fast_collect != general_collect, "the string key's own path is taken");
+    cr_assert_eq(n_general, NWORDS);
+    cr_assert_eq(n_fast, NWORDS, "every record counted once");
+    for (int ch = 0; ch < CHANNELS; ch++) {
+        cr_assert_eq(fast.out_len[ch], general.out_len[ch], "channel %d: %zu bytes, not %zu", ch,
+                     fast.out_len[ch], general.out_len[ch]);
+        cr_assert_eq(memcmp(fast.out[ch], general.out[ch], general.out_len[ch]), 0, "channel %d",
+                     ch);
+        cr_assert_gt(general.out_len[ch], 0, "every channel has records");
+    }
+}
+
+Test(exchange_output, a_string_keys_path_writes_what_the_general_one_writes_with_timestamps)
+{
+    same_bytes_words(true);
+}
+
+Test(exchange_output, a_string_keys_path_writes_what_the_general_one_writes_without_timestamps)
+{
+    same_bytes_words(false);
 }
 
 Test(exchange_output, the_fast_path_writes_what_the_general_one_writes_with_timestamps)
