@@ -191,6 +191,14 @@ struct config_option {
     X(METRICS_REPORTER_PROM_PORT, "metrics.reporter.prom.port", STRING, "9249", 0, 0, NULL, NULL,  \
       "port or range the Prometheus reporter's HTTP server binds, the first free one (0: "         \
       "ephemeral)")                                                                                \
+    X(METRICS_LATENCY_INTERVAL, "metrics.latency.interval", DURATION, "0 ms", 0, CFG_NOLIMIT_HI,   \
+      NULL, NULL, "how often sources emit latency markers (0: latency tracking off)")              \
+    X(METRICS_LATENCY_GRANULARITY, "metrics.latency.granularity", ENUM, "operator", 0, 0,          \
+      "single|operator|subtask", NULL,                                                             \
+      "latency histograms per operator (single), per operator and source (operator), or per "      \
+      "operator and source subtask (subtask)")                                                     \
+    X(METRICS_LATENCY_HISTORY_SIZE, "metrics.latency.history-size", INT, "128", 1, 1048576, NULL,  \
+      NULL, "latencies each latency histogram keeps")                                              \
     /* jobs */                                                                                     \
     X(PARALLELISM_DEFAULT, "parallelism.default", INT, "1", 1, 32768, NULL, NULL,                  \
       "parallelism of operators that do not set one")                                              \

@@ -14,6 +14,16 @@
 #include "streaming/stream_element.h"
 #include "streaming/types.h"
 
+/* The next of the exchange's xorshift numbers (shuffle, latency markers). */
+static inline uint64_t
+next_random(struct exchange_output *x)
+{
+    x->random ^= x->random << 13;
+    x->random ^= x->random >> 7;
+    x->random ^= x->random << 17;
+    return x->random;
+}
+
 /* Through the sink's reserve and commit: header and record into the
  * reserved room of their size n. */
 static SPATE_NOINLINE void
@@ -197,10 +207,7 @@ exchange_collect(struct output *self, const void *rec, const struct record_meta 
         m.has_key_hash = false;
         break;
     case SHIP_SHUFFLE:
-        x->random ^= x->random << 13;
-        x->random ^= x->random >> 7;
-        x->random ^= x->random << 17;
-        channel = (int)(x->random % (uint64_t)x->nchannels);
+        channel = (int)(next_random(x) % (uint64_t)x->nchannels);
         m.has_key_hash = false;
         break;
     case SHIP_HASH:    /* exchange_collect_hash */
@@ -238,6 +245,7 @@ exchange_watermark(struct output *self, int64_t watermark)
     if (watermark <= x->last_watermark)
         return;
     x->last_watermark = watermark;
+    metric_gauge_set(&self->watermark, watermark);
     broadcast_element(x, el, (uint32_t)element_write_watermark(watermark, el));
 }
 
@@ -253,6 +261,25 @@ exchange_idle(struct output *self, bool idle)
     broadcast_element(x, el, sizeof el);
 }
 
+/* To one channel at random, as Flink's RecordWriterOutput. */
+static void
+exchange_latency(struct output *self, const struct latency_marker *m)
+{
+    struct exchange_output *x = (struct exchange_output *)self;
+    uint8_t el[LATENCY_MARKER_ELEMENT_SIZE];
+    uint8_t *at;
+
+    if (x->nchannels <= 0 || x->error.code != 0)
+        return;
+    element_write_latency_marker(m, el);
+    at = x->ops->reserve(x->sink, (uint32_t)(next_random(x) % (uint64_t)x->nchannels), sizeof el,
+                         &x->error);
+    if (at == NULL)
+        return;
+    memcpy(at, el, sizeof el);
+    x->ops->commit(x->sink, sizeof el, &x->error);
+}
+
 void
 exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
                      const struct spate_type *type, int nchannels, int consumer_max_parallelism,
@@ -263,6 +290,8 @@ exchange_output_init(struct exchange_output *x, const struct jg_edge *edge,
     x->base.collect = edge->partitioner == SHIP_HASH ? exchange_collect_hash : exchange_collect;
     x->base.emit_watermark = exchange_watermark;
     x->base.emit_idle = exchange_idle;
+    x->base.emit_latency_marker = exchange_latency;
+    metric_gauge_set(&x->base.watermark, INT64_MIN);
     x->last_watermark = INT64_MIN;
     x->ops = ops;
     x->sink = sink;

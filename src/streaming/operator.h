@@ -12,6 +12,7 @@
 #include <spate/spate.h>
 
 #include "core/util.h"
+#include "metrics/metrics.h"
 #include "streaming/stream_graph.h"
 
 #define RECORD_NO_TIMESTAMP INT64_MIN
@@ -39,6 +40,8 @@ record_meta_copy(struct record_meta *dst, const struct record_meta *src)
     dst->has_key_hash = src->has_key_hash;
 }
 
+struct latency_marker;
+
 /* Where an operator's records go: the next chained operator(s), or an
  * exchange. */
 struct output {
@@ -47,6 +50,13 @@ struct output {
     void (*emit_watermark)(struct output *self, int64_t watermark);
     /* The stream went idle (no watermarks for a while) or active again. */
     void (*emit_idle)(struct output *self, bool idle);
+    /* A latency marker passing by (latency_stats.h): each operator it
+     * reaches records its latency, no user function sees it, and it goes
+     * on to one target (Flink's emitLatencyMarker). NULL: dropped. */
+    void (*emit_latency_marker)(struct output *self, const struct latency_marker *m);
+    /* The last watermark emitted: the emitting operator's
+     * currentOutputWatermark (INT64_MIN before the first). */
+    struct metric_gauge watermark;
 };
 
 #define RECORD_MAX_WATERMARK INT64_MAX
@@ -136,6 +146,8 @@ struct task_info {
      * group goes (operator_metrics.h); NULL: none (metrics still count,
      * unreported). */
     struct metric_group *metrics;
+    /* Latency tracking (latency_stats.h); NULL or an interval of 0: off. */
+    const struct latency_tracking *latency;
 };
 
 enum source_status {
@@ -242,9 +254,16 @@ struct stream_operator {
     bool restored;
     /* Event time as this operator has seen it. */
     int64_t current_watermark;
-    /* Its metric group and its metrics (operator_metrics.h), made on the
-     * first metric; NULL until then. */
+    /* Its metric group and its metrics (operator_metrics.h), made with
+     * the operator. */
     struct operator_metrics *metrics;
+    /* Event time as its input gave it (currentInputWatermark) and, for a
+     * two-input head, each input's (currentInput1Watermark, ...2...). */
+    struct metric_gauge input_watermark;
+    struct metric_gauge input_watermarks[2];
+    /* Its latency histograms, one per source as the granularity says
+     * (latency_stats.h); NULL until the first marker. */
+    struct latency_stats *latency;
     /* The watermark strategy at work on this operator's output (a
      * timestamps/watermarks operator, or a source that carries its own), or
      * NULL; it owns next_processing_ns (its ticks). */

@@ -6,6 +6,7 @@
 
 #include "core/alloc.h"
 #include "core/util.h"
+#include "streaming/latency_stats.h"
 #include "streaming/operator_chain.h"
 
 /* Emits into the next operator of the chain. */
@@ -25,6 +26,7 @@ chained_collect(struct output *self, const void *rec, const struct record_meta *
 static void
 chained_watermark(struct output *self, int64_t watermark)
 {
+    metric_gauge_set(&self->watermark, watermark);
     operator_process_watermark(((struct chained_output *)self)->next, watermark);
 }
 
@@ -36,10 +38,23 @@ chained_idle(struct output *self, bool idle)
     next->out->emit_idle(next->out, idle);
 }
 
+/* The next operator records the marker's latency and passes it on; its
+ * function never sees it. */
+static void
+chained_latency(struct output *self, const struct latency_marker *m)
+{
+    struct stream_operator *next = ((struct chained_output *)self)->next;
+
+    latency_stats_report(next, m);
+    if (next->out->emit_latency_marker != NULL)
+        next->out->emit_latency_marker(next->out, m);
+}
+
 struct fanout_output {
     struct output base;
     struct output **targets;
     int ntargets;
+    uint64_t random; /* which target a latency marker takes */
 };
 
 static void
@@ -56,6 +71,7 @@ fanout_watermark(struct output *self, int64_t watermark)
 {
     struct fanout_output *f = (struct fanout_output *)self;
 
+    metric_gauge_set(&self->watermark, watermark);
     for (int i = 0; i < f->ntargets; i++)
         f->targets[i]->emit_watermark(f->targets[i], watermark);
 }
@@ -67,6 +83,21 @@ fanout_idle(struct output *self, bool idle)
 
     for (int i = 0; i < f->ntargets; i++)
         f->targets[i]->emit_idle(f->targets[i], idle);
+}
+
+/* One target, at random, as Flink's BroadcastingOutputCollector. */
+static void
+fanout_latency(struct output *self, const struct latency_marker *m)
+{
+    struct fanout_output *f = (struct fanout_output *)self;
+    struct output *target;
+
+    f->random ^= f->random << 13;
+    f->random ^= f->random >> 7;
+    f->random ^= f->random << 17;
+    target = f->targets[f->random % (uint64_t)f->ntargets];
+    if (target->emit_latency_marker != NULL)
+        target->emit_latency_marker(target, m);
 }
 
 /* Drops records: the end of a chain whose last operator emits nowhere. */
@@ -81,8 +112,7 @@ discard_collect(struct output *self, const void *rec, const struct record_meta *
 static void
 discard_watermark(struct output *self, int64_t watermark)
 {
-    UNUSED(self);
-    UNUSED(watermark);
+    metric_gauge_set(&self->watermark, watermark);
 }
 
 static void
@@ -92,14 +122,26 @@ discard_idle(struct output *self, bool idle)
     UNUSED(idle);
 }
 
-static struct output discard_output = { discard_collect, discard_watermark, discard_idle };
-
 static struct output *
 chain_keep(struct operator_chain *chain, struct output *o)
 {
+    metric_gauge_set(&o->watermark, INT64_MIN);
     chain->outputs = xrealloc(chain->outputs, (size_t)(chain->noutputs + 1) * sizeof *o);
     chain->outputs[chain->noutputs++] = o;
     return o;
+}
+
+/* An output that drops everything: the end of a chain whose operator emits
+ * nowhere, one per operator (its watermark is that operator's). */
+static struct output *
+chain_discard(struct operator_chain *chain)
+{
+    struct output *o = xcalloc(1, sizeof *o);
+
+    o->collect = discard_collect;
+    o->emit_watermark = discard_watermark;
+    o->emit_idle = discard_idle;
+    return chain_keep(chain, o);
 }
 
 /* One output over the targets tagged `tag` (NULL: untagged): the target
@@ -114,11 +156,13 @@ chain_group(struct operator_chain *chain, struct output **targets, const char **
     for (int k = 0; k < n; k++)
         count += (tag == NULL) ? tags[k] == NULL : (tags[k] && strcmp(tags[k], tag) == 0);
     if (count == 0)
-        return &discard_output;
+        return chain_discard(chain);
     f = xcalloc(1, sizeof *f);
     f->base.collect = fanout_collect;
     f->base.emit_watermark = fanout_watermark;
     f->base.emit_idle = fanout_idle;
+    f->base.emit_latency_marker = fanout_latency;
+    f->random = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uintptr_t)f;
     f->targets = xcalloc((size_t)count, sizeof *f->targets);
     for (int k = 0; k < n; k++)
         if ((tag == NULL) ? tags[k] == NULL : (tags[k] && strcmp(tags[k], tag) == 0))
@@ -160,6 +204,7 @@ operator_chain_new(const struct job_graph *jg, int vertex, const struct task_inf
             co->base.collect = chained_collect;
             co->base.emit_watermark = chained_watermark;
             co->base.emit_idle = chained_idle;
+            co->base.emit_latency_marker = chained_latency;
             co->next = chain->ops[jop->chained[c]];
             tags[t] = jop->chained_tags ? jop->chained_tags[c] : NULL;
             targets[t++] = chain_keep(chain, &co->base);

@@ -170,6 +170,24 @@ user_metric_get(spate_metric_group *g, const char *name, enum user_metric_kind k
     return u;
 }
 
+void
+operator_metrics_open(struct stream_operator *op)
+{
+    struct operator_metrics *m = operator_metrics_of(op);
+
+    if (m->group == NULL)
+        return;
+    /* Flink's operator watermark gauges (WatermarkGauge), read from where
+     * the task thread keeps them: the input's in the operator, the
+     * output's in its output. */
+    metric_group_gauge(m->group, "currentInputWatermark", &op->input_watermark);
+    metric_group_gauge(m->group, "currentOutputWatermark", &op->out->watermark);
+    if (op->vt->process2 != NULL) {
+        metric_group_gauge(m->group, "currentInput1Watermark", &op->input_watermarks[0]);
+        metric_group_gauge(m->group, "currentInput2Watermark", &op->input_watermarks[1]);
+    }
+}
+
 struct metric_counter *
 operator_metrics_counter(struct stream_operator *op, const char *name, spate_error *err)
 {

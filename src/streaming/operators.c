@@ -12,6 +12,7 @@
 #include "state/heap_keyed_backend.h"
 #include "streaming/keyed_run.h"
 #include "streaming/keys.h"
+#include "streaming/latency_stats.h"
 #include "streaming/operator.h"
 #include "streaming/operator_metrics.h"
 #include "streaming/types.h"
@@ -702,6 +703,7 @@ operator_process_watermark(struct stream_operator *op, int64_t watermark)
 {
     if (watermark <= op->current_watermark)
         return;
+    metric_gauge_set(&op->input_watermark, watermark);
     if (op->vt->process_watermark != NULL) {
         op->vt->process_watermark(op, watermark);
     } else {
@@ -781,6 +783,9 @@ operator_new(const struct operator_settings *config, int index, const struct tas
     op->out = out;
     op->wait_fd = -1;
     op->current_watermark = INT64_MIN;
+    metric_gauge_set(&op->input_watermark, INT64_MIN);
+    metric_gauge_set(&op->input_watermarks[0], INT64_MIN);
+    metric_gauge_set(&op->input_watermarks[1], INT64_MIN);
     op->ctx.op = op;
     op->ctx.params = config->params;
     op->ctx.params_len = config->params_len;
@@ -801,6 +806,7 @@ operator_new(const struct operator_settings *config, int index, const struct tas
     }
     if (config->wm.set)
         op->watermarks = watermark_generator_new(op, &config->wm);
+    operator_metrics_open(op);
     if ((rc = op->vt->open(op, err)) != 0)
         goto fail;
     if (config->nstates > 0 && op->backend == NULL) {
@@ -834,6 +840,7 @@ operator_free(struct stream_operator *op)
     if (op->opened && op->config->close != NULL)
         op->config->close(&op->ctx);
     op->vt->close(op);
+    latency_stats_free(op->latency);
     operator_metrics_free(op->metrics);
     if (op->owns_backend)
         operator_backend_free(op);

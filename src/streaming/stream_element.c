@@ -11,7 +11,18 @@ element_write_watermark(int64_t timestamp, uint8_t out[9])
     return 9;
 }
 
-/* Watermarks and statuses (records are element_read's inline part). */
+size_t
+element_write_latency_marker(const struct latency_marker *m,
+                             uint8_t out[LATENCY_MARKER_ELEMENT_SIZE])
+{
+    out[0] = ELEMENT_LATENCY_MARKER;
+    memcpy(out + 1, &m->marked_time, 8);
+    memcpy(out + 9, m->source_id.bytes, 16);
+    memcpy(out + 25, &m->source_subtask, 4);
+    return LATENCY_MARKER_ELEMENT_SIZE;
+}
+
+/* Watermarks, statuses and latency markers (records are element_read's inline part). */
 int
 element_read_other(const uint8_t *bytes, size_t len, struct element *e)
 {
@@ -29,6 +40,13 @@ element_read_other(const uint8_t *bytes, size_t len, struct element *e)
             return SPATE_EPROTO;
         e->idle = bytes[1] != 0;
         return 0;
+    case ELEMENT_LATENCY_MARKER:
+        if (len != LATENCY_MARKER_ELEMENT_SIZE || tag != ELEMENT_LATENCY_MARKER)
+            return SPATE_EPROTO;
+        memcpy(&e->latency.marked_time, bytes + 1, 8);
+        memcpy(e->latency.source_id.bytes, bytes + 9, 16);
+        memcpy(&e->latency.source_subtask, bytes + 25, 4);
+        return e->latency.source_subtask >= 0 ? 0 : SPATE_EPROTO;
     case ELEMENT_RECORD:
         break;
     }

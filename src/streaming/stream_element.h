@@ -5,6 +5,8 @@
  *               [i64 timestamp], [u64 key hash], the record's serialized bytes
  *   watermark:  tag WATERMARK, i64 timestamp
  *   status:     tag WATERMARK_STATUS, u8 idle
+ *   latency:    tag LATENCY_MARKER, i64 marked time (ms), 16 bytes source
+ *               operator id, i32 source subtask (latency_stats.h)
  *
  * Little-endian, unaligned. The key hash travels with a keyed record so the
  * consumer never hashes the key again. Stateless. */
@@ -16,12 +18,14 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "streaming/latency_stats.h"
 #include "streaming/operator.h"
 
 enum element_kind {
     ELEMENT_RECORD = 0,
     ELEMENT_WATERMARK = 1,
     ELEMENT_WATERMARK_STATUS = 2,
+    ELEMENT_LATENCY_MARKER = 3,
 };
 
 #define ELEMENT_KIND_MASK     0x07
@@ -58,6 +62,8 @@ element_write_record_header(const struct record_meta *meta, uint8_t *out)
 }
 
 size_t element_write_watermark(int64_t timestamp, uint8_t out[9]);
+size_t element_write_latency_marker(const struct latency_marker *m,
+                                    uint8_t out[LATENCY_MARKER_ELEMENT_SIZE]);
 
 struct element {
     enum element_kind kind;
@@ -66,6 +72,7 @@ struct element {
     size_t body_len;
     int64_t watermark;
     int idle;
+    struct latency_marker latency;
 };
 
 /* The shapes of most records after a keyBy: the tag, the timestamp (when

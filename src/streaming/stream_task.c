@@ -198,6 +198,8 @@ task_deadline(struct stream_task *t)
     for (int i = 0; i < t->chain->nops; i++)
         if (t->chain->ops[i]->next_processing_ns != 0)
             deadline = MIN(deadline, t->chain->ops[i]->next_processing_ns);
+    if (t->next_latency_ns != 0)
+        deadline = MIN(deadline, t->next_latency_ns);
     return deadline;
 }
 
@@ -278,11 +280,28 @@ task_wait(struct stream_task *t, uint64_t deadline, int fd)
     return rc == SPATE_ECANCELED ? rc : 0;
 }
 
+/* A source's latency marker (Flink's LatencyMarkerEmitter): stamped now,
+ * past the source itself into what follows it. */
+static SPATE_NOINLINE void
+task_emit_latency_marker(struct stream_task *t, struct stream_operator *head, uint64_t now)
+{
+    struct latency_marker m = { clock_wall_ms(), head->config->operator_id, t->p->info.subtask };
+
+    if (head->out->emit_latency_marker != NULL)
+        head->out->emit_latency_marker(head->out, &m);
+    t->next_latency_ns = now + (uint64_t)t->p->info.latency->interval_ms * 1000000u;
+}
+
 static int
 task_run_source(struct stream_task *t, spate_error *err)
 {
     struct stream_operator *head = operator_chain_head(t->chain);
+    const struct latency_tracking *lt = t->p->info.latency;
+    uint64_t now;
     int rc;
+
+    if (lt != NULL && lt->interval_ms > 0)
+        t->next_latency_ns = clock_mono_ns() + (uint64_t)lt->interval_ms * 1000000u;
 
     for (;;) {
         enum source_status st;
@@ -306,7 +325,10 @@ task_run_source(struct stream_task *t, spate_error *err)
             return err->code;
         if ((rc = task_check(t, err)) != 0)
             return rc;
-        if ((rc = task_flush_due(t, clock_mono_ns(), err)) != 0)
+        now = clock_mono_ns();
+        if (t->next_latency_ns != 0 && now >= t->next_latency_ns)
+            task_emit_latency_marker(t, head, now);
+        if ((rc = task_flush_due(t, now, err)) != 0)
             return rc;
         if (st == SOURCE_END) {
             /* A bounded source ends event time: every timer and window fires. */
@@ -323,6 +345,21 @@ task_run_source(struct stream_task *t, spate_error *err)
                 return rc;
         }
     }
+}
+
+/* A two-input head's currentInput1Watermark and currentInput2Watermark:
+ * the least over each input's active gates. */
+static void
+task_update_input_watermarks(struct stream_task *t, struct stream_operator *head)
+{
+    int64_t min[2] = { INT64_MAX, INT64_MAX };
+
+    for (int i = 0; i < t->p->ngates; i++)
+        if (!t->valves[i].idle)
+            min[t->gate_second[i]] = MIN(min[t->gate_second[i]], t->valves[i].watermark);
+    for (int k = 0; k < 2; k++)
+        if (min[k] != INT64_MAX && min[k] > metric_gauge_get(&head->input_watermarks[k]))
+            metric_gauge_set(&head->input_watermarks[k], min[k]);
 }
 
 /* Recomputes gate g's watermark and idleness, then the task's; advances
@@ -352,6 +389,8 @@ task_update_watermark(struct stream_task *t, int g)
         task_idle = false;
         task_min = MIN(task_min, t->valves[i].watermark);
     }
+    if (head->vt->process2 != NULL)
+        task_update_input_watermarks(t, head);
     if (task_idle != t->idle) {
         t->idle = task_idle;
         head->out->emit_idle(head->out, task_idle);
@@ -362,6 +401,15 @@ task_update_watermark(struct stream_task *t, int g)
             metric_gauge_set(&t->p->metrics->input_watermark, task_min);
         operator_process_watermark(head, task_min);
     }
+}
+
+/* A latency marker from upstream: the head records it and passes it on. */
+static SPATE_NOINLINE void
+task_latency_marker(struct stream_operator *head, const struct latency_marker *m)
+{
+    latency_stats_report(head, m);
+    if (head->out->emit_latency_marker != NULL)
+        head->out->emit_latency_marker(head->out, m);
 }
 
 /* A watermark or a watermark status of gate g. */
@@ -412,7 +460,10 @@ task_process_element(struct stream_task *t, int g, const struct record_view *vie
                  view->channel >= t->valves[g].nchannels))
         return task_corrupt_element(t, view, err);
     if (unlikely(el.kind != ELEMENT_RECORD)) {
-        task_process_event_time(t, g, view, &el);
+        if (el.kind == ELEMENT_LATENCY_MARKER)
+            task_latency_marker(head, &el.latency);
+        else
+            task_process_event_time(t, g, view, &el);
         return 0;
     }
     t->records_in++;

@@ -35,6 +35,7 @@ struct stream_task {
     int64_t watermark; /* handed to the head: the minimum over active gates */
     bool idle;
     int64_t output_watermark; /* as last published to the metrics */
+    uint64_t next_latency_ns; /* a source's next latency marker (0: none) */
     struct operator_chain *chain;
     void *in_rec;                /* the head's input record, deserialized */
     void *in_rec2;               /* a two-input head's second input record */

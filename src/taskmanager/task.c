@@ -20,6 +20,7 @@
 #include "streaming/accumulators.h"
 #include "streaming/job_graph_codec.h"
 #include "streaming/stream_task.h"
+#include "streaming/latency_stats.h"
 #include "taskmanager/task.h"
 
 #define TASK_LOG "task"
@@ -244,9 +245,12 @@ task_params(struct task *t, const struct job_graph *jg, struct stream_task_param
                                   false,
                                   sql_operator_table(),
                                   NULL,
+                                  NULL,
                                   NULL };
     p->info.checkpointing = jg->checkpointing.interval_ms > 0;
     p->info.state_backend = t->host.state_backend;
+    if (t->host.latency != NULL && t->host.latency->interval_ms > 0)
+        p->info.latency = t->host.latency;
     if (t->host.state_backend != NULL && jg->checkpointing.incremental >= 0) {
         /* Flink: the job's execution.checkpointing.incremental over the
          * TaskManager's. */

@@ -41,6 +41,8 @@ struct task_host {
     bool batch_scheduling;
     /* Which keyed state backend the task's operators get (NULL: the heap). */
     const struct state_backend_options *state_backend;
+    /* Latency tracking (NULL: off). */
+    const struct latency_tracking *latency;
 };
 
 /* Copies the deployment descriptor and starts the task's thread. Errors: a

@@ -112,7 +112,8 @@ task_executor_options_from_config(const struct config *conf, struct task_executo
                                      &o->cancellation_timeout_ms, err)) != 0 ||
         (rc = config_get_bool(conf, CFG(TASKMANAGER_TASKS_BATCH_SCHEDULING), &o->batch_scheduling,
                               err)) != 0 ||
-        (rc = state_backend_options_from_config(conf, &o->state_backend, err)) != 0)
+        (rc = state_backend_options_from_config(conf, &o->state_backend, err)) != 0 ||
+        (rc = latency_tracking_from_config(conf, &o->latency, err)) != 0)
         return rc;
     o->slots = (uint32_t)slots;
     config_get_string(conf, CFG(TASKMANAGER_HOST), &o->host, NULL);
@@ -737,6 +738,7 @@ teh_submit_task(struct rpc_endpoint *ep, const Jobgraph__TaskDeployment *req, st
                                .metrics = te->metrics,
                                .host = te->o.host != NULL ? te->o.host : "localhost",
                                .batch_scheduling = te->o.batch_scheduling,
+                               .latency = &te->o.latency,
                                .state_backend = &te->slot_backends[slot->index] };
     tt = xcalloc(1, sizeof *tt);
     tt->te = te;

@@ -35,6 +35,7 @@
 #include "rpc/registration.h"
 #include "rpc/service.h"
 #include "state/state_backend.h"
+#include "streaming/latency_stats.h"
 #include "taskmanager/library_cache.h"
 
 struct net_env;
@@ -54,6 +55,7 @@ struct task_executor_options {
     int64_t cancellation_timeout_ms;            /* task.cancellation.timeout; 0: never */
     bool batch_scheduling;                      /* taskmanager.tasks.batch-scheduling */
     struct state_backend_options state_backend; /* state.backend.* */
+    struct latency_tracking latency;            /* metrics.latency.* */
     struct registration_options registration;
     int64_t registration_timeout_ms; /* taskmanager.registration.timeout */
     int64_t slot_timeout_ms;         /* taskmanager.slot.timeout */

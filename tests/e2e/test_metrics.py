@@ -49,6 +49,22 @@ class MetricsTest(ClusterTestCase):
                 return m["value"]
         return None
 
+    def start_usermetrics(self, *tm_args):
+        """A JobManager, a TaskManager with a Prometheus reporter (and
+        tm_args) and the usermetrics job running: the reporter's port, the
+        job's id, the ids of its Measure and Counts vertices."""
+        self.start_jobmanager("-D", "metrics.fetcher.update-interval=200 ms")
+        tm = self.start_taskmanager("-D", "metrics.reporter.prom.factory.class=prometheus",
+                                    "-D", "metrics.reporter.prom.port=0", *tm_args, slots=2)
+        self.wait_overview(1, slots=2)
+        prom = int(tm.wait_log(r"Prometheus reporter serving http://127\.0\.0\.1:(\d+)/metrics")
+                   .group(1))
+        jid = self.submit("usermetrics")
+        vs = self.running_vertices(jid)
+        head = next(v["id"] for n, v in vs.items() if "Measure" in n)
+        window = next(v["id"] for n, v in vs.items() if n.startswith("Counts"))
+        return prom, jid, head, window
+
     def test_backpressure_busy_time_and_watermarks_of_running_jobs(self):
         self.start_cluster()
         bp = self.submit("backpressure", "1000")  # the sink sleeps 1 ms per record
@@ -219,16 +235,7 @@ class MetricsTest(ClusterTestCase):
         "<subtask>.<operator>.<name>" and the TaskManager's Prometheus
         reporter as flink_taskmanager_job_task_operator_<name> with the
         operator's labels; the window counts the records it drops late."""
-        self.start_jobmanager("-D", "metrics.fetcher.update-interval=200 ms")
-        tm = self.start_taskmanager("-D", "metrics.reporter.prom.factory.class=prometheus",
-                                    "-D", "metrics.reporter.prom.port=0", slots=2)
-        self.wait_overview(1, slots=2)
-        prom = int(tm.wait_log(r"Prometheus reporter serving http://127\.0\.0\.1:(\d+)/metrics")
-                   .group(1))
-        jid = self.submit("usermetrics")
-        vs = self.running_vertices(jid)
-        head = next(v["id"] for n, v in vs.items() if "Measure" in n)
-        window = next(v["id"] for n, v in vs.items() if n.startswith("Counts"))
+        prom, jid, head, window = self.start_usermetrics()
         path = f"/jobs/{jid}/vertices/{head}/metrics"
 
         def value(name, at=path):
@@ -282,6 +289,101 @@ class MetricsTest(ClusterTestCase):
                              + label + "=")
         # REST-only parts of the histogram are no series of their own.
         self.assertNotIn("valueHistogram_min", text)
+
+    def test_operator_watermarks_of_one_and_two_inputs(self):
+        """Flink's operator-scope watermark gauges beside the task's: each
+        operator's currentInputWatermark and currentOutputWatermark, and a
+        two-input operator's currentInput1Watermark and
+        currentInput2Watermark, the least of which is its input's."""
+        self.start_cluster(taskmanagers=1, slots=3)
+        jid = self.submit("twoinputs")
+        vs = self.running_vertices(jid)
+        both = next(v["id"] for n, v in vs.items() if n.startswith("Both"))
+        ahead = next(v["id"] for n, v in vs.items() if n.startswith("Ahead"))
+        path = f"/jobs/{jid}/vertices/{both}/metrics"
+        names = ["0.Both.currentInput1Watermark", "0.Both.currentInput2Watermark",
+                 "0.Both.currentInputWatermark", "0.Both.currentOutputWatermark",
+                 "0.currentInputWatermark"]
+
+        def read():
+            got = {m["id"]: int(m["value"]) for m in self.get(f"{path}?get={','.join(names)}")}
+            return got if len(got) == len(names) and got[names[1]] > -2**63 else None
+        w = wait_for(read, 30, "the co-map's watermarks")
+        # Behind's event time is 100 s behind Ahead's.
+        self.assertGreater(w["0.Both.currentInput1Watermark"],
+                           w["0.Both.currentInput2Watermark"] + 50000)
+        self.assertGreaterEqual(w["0.Both.currentInputWatermark"],
+                                w["0.Both.currentInput2Watermark"])
+        self.assertLess(w["0.Both.currentInputWatermark"],
+                        w["0.Both.currentInput1Watermark"])
+        # A map passes its input's watermark on: what it emitted is
+        # at least what it had when read before.
+        later = wait_for(lambda: (x := read()) and
+                         x["0.Both.currentOutputWatermark"] >= w["0.Both.currentInputWatermark"]
+                         and x, 30, "the co-map's output watermark")
+        self.assertLessEqual(later["0.Both.currentOutputWatermark"],
+                             later["0.Both.currentInputWatermark"])
+        # A one-input operator (the timestamps/watermarks operator chained
+        # after the source): its input has no watermark, its output has.
+        def operators():
+            ops = [m["id"] for m in self.get(f"/jobs/{jid}/vertices/{ahead}/metrics")
+                   if m["id"].endswith(".currentOutputWatermark") and m["id"].count(".") == 2]
+            return ops if len(ops) == 2 else None  # the source's and the assigner's
+        ops = wait_for(operators, 30, "the operator watermarks of the source's chain")
+
+        def assigner_out():
+            for n in ops:
+                v = int(self.metric(f"/jobs/{jid}/vertices/{ahead}/metrics", n))
+                if v > 0:
+                    return n, v
+            return None
+        name, _ = wait_for(assigner_out, 30, "the assigner's output watermark")
+        self.assertEqual(self.metric(f"/jobs/{jid}/vertices/{ahead}/metrics",
+                                     name.replace("Output", "Input")), MIN_WATERMARK)
+
+    def test_latency_markers_reach_every_operator_over_rest_and_prometheus(self):
+        """metrics.latency.interval on: the source emits latency markers,
+        every operator after it records a histogram of their latency under
+        Flink's name (latency, granularity operator: source_id, operator_id,
+        operator_subtask_index) over REST and Prometheus."""
+        prom, jid, head, window = self.start_usermetrics("-D", "metrics.latency.interval=50 ms")
+        pat = re.compile(r"0\.latency\.source_id\.([0-9a-f]{32})\.operator_id\.([0-9a-f]{32})"
+                         r"\.operator_subtask_index\.0\.latency_p99")
+
+        def histograms(vertex):
+            found = [pat.fullmatch(m["id"]) for m in
+                     self.get(f"/jobs/{jid}/vertices/{vertex}/metrics")]
+            return [m for m in found if m]
+        # The window's chain: the window and the sink chained after it.
+        at_window = wait_for(lambda: len(h := histograms(window)) == 2 and h, 30,
+                             "latency histograms of the window and the sink")
+        sources = {m.group(1) for m in at_window}
+        self.assertEqual(len(sources), 1)  # one source
+        self.assertEqual(len({m.group(2) for m in at_window}), 2)
+        # The source's chain: the timestamps operator and the map after the
+        # source record; the source itself does not.
+        at_head = wait_for(lambda: len(h := histograms(head)) == 2 and h, 30,
+                           "latency histograms of the chain after the source")
+        self.assertEqual({m.group(1) for m in at_head}, sources)
+        self.assertNotIn(next(iter(sources)), {m.group(2) for m in at_head})
+        name = at_window[0].group(0)[:-len("_p99")]
+        got = {m["id"]: float(m["value"]) for m in self.get(
+            f"/jobs/{jid}/vertices/{window}/metrics?get=" +
+            ",".join(f"{name}_{p}" for p in ("min", "median", "p95", "p99", "max")))}
+        self.assertEqual(len(got), 5, got)
+        self.assertGreaterEqual(got[f"{name}_min"], 0)
+        self.assertLessEqual(got[f"{name}_min"], got[f"{name}_median"])
+        self.assertLessEqual(got[f"{name}_median"], got[f"{name}_p95"])
+        self.assertLessEqual(got[f"{name}_p99"], got[f"{name}_max"])
+        _, _, text = http_get(f"http://127.0.0.1:{prom}/metrics")
+        family = "flink_taskmanager_job_latency_source_id_operator_id_operator_subtask_index_latency"
+        self.assertIn(f"# TYPE {family} summary", text)
+        for q in ("0.5", "0.95", "0.99"):
+            self.assertRegex(text, family + r'\{[^}]*job_id="' + jid + r'"[^}]*source_id="'
+                             + next(iter(sources)) + r'"[^}]*operator_id="[0-9a-f]{32}",'
+                             r'operator_subtask_index="0",quantile="' + q + r'"\} [0-9.e+-]+\n')
+        self.assertRegex(text, family + r"_count\{[^}]*\} [1-9]\d*")
+
 
 
 def http_get(url):

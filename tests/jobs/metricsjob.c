@@ -16,6 +16,10 @@
  *                            the last 100 of i % 100 (0..99 once 100 came),
  *                            counter "MyGroup.nested" (addGroup), each
  *                            record once
+ *   twoinputs                "Ahead" and "Behind", 1000 readings per second
+ *                            each, event time 1 ms apart, Behind's 100 s
+ *                            behind, watermarks 50 ms behind -> connected
+ *                            into "Both", a co-map -> a sink
  */
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +91,21 @@ measure_open(spate_ctx *ctx)
     m->values = spate_metric_group_histogram(g, "valueHistogram", 100);
     m->nested = spate_metric_group_counter(spate_metric_group_add_group(g, "MyGroup"), "nested");
     spate_ctx_set_user(ctx, m);
+}
+
+/* The reading 100 s of event time behind. */
+static void
+behind_reading(spate_ctx *ctx, uint64_t i, void *out)
+{
+    reading(ctx, i, out);
+    ((struct reading *)out)->ts -= 100000;
+}
+
+static void
+copy_reading(spate_ctx *ctx, const void *in, void *out)
+{
+    (void)ctx;
+    memcpy(out, in, sizeof(struct reading));
 }
 
 static void
@@ -176,6 +195,20 @@ spate_job_main(spate_env *env, int argc, char **argv)
         s = spate_name(spate_window_reduce(s, add_counts, NULL, rt), "Counts");
         spate_name(spate_sink(s, discard), "Discard");
         return spate_execute(env, "usermetrics");
+    }
+    if (argc > 1 && strcmp(argv[1], "twoinputs") == 0) {
+        const spate_type *t2[] = { spate_type_int64(), spate_type_int64() };
+        const spate_type *rt = spate_type_tuple(env, 2, t2);
+        spate_watermark_strategy ws = spate_watermarks_bounded(reading_time, 50);
+        spate_stream *ahead, *behind;
+
+        ahead = spate_name(spate_source_generator(env, reading, rt, 0, 1000), "Ahead");
+        ahead = spate_assign_timestamps_and_watermarks(ahead, &ws);
+        behind = spate_name(spate_source_generator(env, behind_reading, rt, 0, 1000), "Behind");
+        behind = spate_assign_timestamps_and_watermarks(behind, &ws);
+        s = spate_co_map(spate_connect(ahead, behind), copy_reading, copy_reading, rt);
+        spate_name(spate_sink(spate_name(s, "Both"), discard), "Discard");
+        return spate_execute(env, "twoinputs");
     }
     return -1;
 }

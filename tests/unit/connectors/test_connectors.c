@@ -59,7 +59,7 @@ Test(connectors, a_kind_missing_from_the_task_table_is_a_clear_error)
     spate_env *env = env_new(NULL, NULL);
     spate_stream *src = spate_source_text_file(env, "/nonexistent/in.txt");
     struct operator_settings settings;
-    struct output out = { discard, discard_watermark, NULL };
+    struct output out = { .collect = discard, .emit_watermark = discard_watermark };
     static const struct connector_entry only_print[] = { { OP_SINK_PRINT, NULL } };
     const struct connector_table print_table = { only_print, 1, NULL };
     struct task_info task = { 0 };
@@ -96,7 +96,7 @@ Test(connectors, an_unknown_named_connector_is_a_clear_error_naming_it)
     const char *const opts[] = { "topic", "in", NULL };
     spate_stream *src = spate_from_source(env, "no-such-thing", spate_type_string(), opts);
     struct operator_settings settings;
-    struct output out = { discard, discard_watermark, NULL };
+    struct output out = { .collect = discard, .emit_watermark = discard_watermark };
     struct task_info task = { 0 };
     struct stream_operator *op = NULL;
     spate_error err = { 0 };

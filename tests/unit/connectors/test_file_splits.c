@@ -215,7 +215,7 @@ Test(file_splits, a_subtask_restored_with_several_splits_in_progress_reads_them_
     size_t n1, n2;
     spate_env *env = env_new(NULL, NULL);
     struct task_info task = { 0 };
-    struct line_counts out = { { count_line, no_watermark, NULL }, { 0 } };
+    struct line_counts out = { .base = { .collect = count_line, .emit_watermark = no_watermark } };
     struct operator_settings settings;
     struct stream_operator *op;
     spate_error err = { 0 };

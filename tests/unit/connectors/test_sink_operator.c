@@ -135,7 +135,7 @@ harness_init(struct harness *h, spate_stream *(*sink)(spate_stream *, const char
     h->task.parallelism = parallelism;
     h->task.max_parallelism = 128;
     h->task.task_name = "sink";
-    h->out = (struct output){ discard, discard_watermark, NULL };
+    h->out = (struct output){ .collect = discard, .emit_watermark = discard_watermark };
 }
 
 static struct stream_operator *

@@ -236,6 +236,7 @@ sync_run_cut(struct job_graph *jg, struct accumulators *acc, char **failure,
                                   cut != NULL,
                                   connectors_builtin(),
                                   test_state_backend(),
+                                  NULL,
                                   NULL };
         struct exchange_output *xo = calloc((size_t)vx->noutputs + 1, sizeof *xo);
         struct output **outs = calloc((size_t)vx->noutputs + 1, sizeof *outs);

@@ -96,7 +96,7 @@ Test(operator_metrics, user_metrics_in_the_operators_group)
     const char *labels[] = { "task_name", "t", NULL };
     struct metric_group *task_group = metric_group_new_scoped(r, "job.v.0.0", "x", labels);
     spate_env *env = env_new(NULL, NULL);
-    struct output out = { discard, discard_watermark, NULL };
+    struct output out = { .collect = discard, .emit_watermark = discard_watermark };
     struct task_info task = { .task_name = "Measure", .metrics = task_group };
     const struct record_meta meta = { RECORD_NO_TIMESTAMP, 0, false };
     struct operator_settings settings;
@@ -130,7 +130,7 @@ Test(operator_metrics, user_metrics_in_the_operators_group)
 Test(operator_metrics, without_a_registry_metrics_count_unreported)
 {
     spate_env *env = env_new(NULL, NULL);
-    struct output out = { discard, discard_watermark, NULL };
+    struct output out = { .collect = discard, .emit_watermark = discard_watermark };
     struct task_info task = { .task_name = "Measure" };
     const struct record_meta meta = { RECORD_NO_TIMESTAMP, 0, false };
     struct operator_settings settings;
@@ -149,7 +149,7 @@ Test(operator_metrics, without_a_registry_metrics_count_unreported)
 Test(operator_metrics, a_clash_or_no_name_fails_the_task_with_a_message)
 {
     spate_env *env = env_new(NULL, NULL);
-    struct output out = { discard, discard_watermark, NULL };
+    struct output out = { .collect = discard, .emit_watermark = discard_watermark };
     struct task_info task = { .task_name = "Measure" };
     struct operator_settings settings;
     struct stream_operator *op = NULL;

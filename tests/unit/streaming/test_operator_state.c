@@ -793,7 +793,7 @@ Test(operator_state, a_generator_restored_with_none_of_the_splits_emits_nothing)
     struct {
         struct output base;
         int n;
-    } out = { { count_records, ignore_watermark, NULL }, 0 };
+    } out = { .base = { .collect = count_records, .emit_watermark = ignore_watermark } };
     struct task_info task = { 0 };
     struct operator_settings settings;
     struct stream_operator *op;

@@ -457,7 +457,7 @@ Test(operators, a_file_sink_subtask_numbers_its_files_past_its_own_only)
     char path[300];
     spate_env *env = env_new(NULL, NULL);
     int64_t v = 7;
-    struct output out = { discard, discard_watermark, NULL };
+    struct output out = { .collect = discard, .emit_watermark = discard_watermark };
     struct task_info task = { 0 };
     const struct record_meta meta = { RECORD_NO_TIMESTAMP, 0, false };
     spate_stream *sink;
