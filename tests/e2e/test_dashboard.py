@@ -349,6 +349,56 @@ class DashboardTest(ClusterTestCase):
         self.shot("submitted.png")
         self.assertEqual(self.browser.page_errors(), [])
 
+    def test_cancel_under_rest_authentication(self):
+        """rest.authentication on: reading needs nothing, so the dashboard
+        shows the job as before; its cancel is refused (401), and the page
+        asks for the token, asks again after a wrong one, and cancels with
+        the right one, which it then keeps for the tab's session."""
+        tokens = os.path.join(self.tmp, "tokens")
+        fd = os.open(tokens, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write("dashboard-token\n")
+        auth = ["-D", f"rest.authentication.token-file={tokens}"]
+        self.start_jobmanager(*auth)
+        self.start_taskmanager(slots=2)
+        self.wait_overview(1, slots=2)
+        r = self.spate(*auth, "run", "-m", f"127.0.0.1:{self.rest_port}", "-d", JOB,
+                       "eventtime", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        jid = r.stdout.split("JobID ")[1].split()[0]
+        self.wait_tasks_running(jid)
+        self.browser = Browser(self.profile, os.path.join(self.tmp, "chromium.out"))
+        self.show(f"/job/{jid}")
+        self.wait_js("document.querySelector('[data-field=job-name]')?.textContent === "
+                     "'eventtime'", "the job's page, read without a token")
+        self.wait_js("!!document.querySelector('#cancel-job')", "the cancel button")
+        self.js("document.querySelector('#cancel-job').click()")
+        self.js("document.querySelector('#cancel-job').click()")
+        self.wait_js("document.querySelector('#sign-in')?.open", "the sign-in dialog")
+        self.assertIn("Unauthorized", self.js(
+            "document.querySelector('#sign-in [data-field=auth-reason]').textContent"))
+        self.shot("sign-in.png")
+        self.js("document.querySelector('#auth-token').value = 'wrong-token';"
+                "document.querySelector('#sign-in form').requestSubmit()")
+        # Refused again: a new dialog, empty, saying why.
+        self.wait_js("document.querySelector('#sign-in')?.open && "
+                     "document.querySelector('#auth-token').value === ''", "the dialog again")
+        self.assertEqual(self.job(jid)["state"], "RUNNING")
+        self.js("document.querySelector('#auth-token').value = 'dashboard-token';"
+                "document.querySelector('#sign-in form').requestSubmit()")
+        self.wait_state(jid, ("CANCELED",), timeout=60)
+        self.wait_js("document.querySelector('.head .state')?.textContent === 'CANCELED'",
+                     "the job shown CANCELED")
+        self.assertFalse(self.js("!!document.querySelector('#sign-in')"))
+        self.assertEqual(self.js("sessionStorage.getItem('spate.authorization')"),
+                         "Bearer dashboard-token")
+        self.shot("canceled-with-token.png")
+        # The browser reports the two refused requests, and nothing else.
+        errors = self.browser.page_errors()
+        self.assertEqual(len(errors), 2, errors)
+        for e in errors:
+            self.assertIn("401", e)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,6 +1,9 @@
 // The REST API of the JobManager that serves this page, by relative paths
 // (so that a proxy may serve the dashboard under a prefix). Failures carry
-// the server's own words (Flink's {"errors": [...]}).
+// the server's own words (Flink's {"errors": [...]}). Under
+// rest.authentication a refused request (401) asks the user for
+// credentials (auth.js) and is sent again with them.
+import { authorization, forget, signIn } from "./auth.js";
 
 async function failure(r) {
     let why = `${r.status} ${r.statusText}`;
@@ -13,14 +16,30 @@ async function failure(r) {
     return new Error(`${r.url.replace(location.origin, "")}: ${why}`);
 }
 
+// fetch with the session's credentials; a 401 asks for others and tries
+// again, until the user cancels (then the refusal is the error).
+async function request(path, init = {}) {
+    for (;;) {
+        const headers = { ...init.headers };
+        const auth = authorization();
+        if (auth) headers.Authorization = auth;
+        const r = await fetch(path, { ...init, headers });
+        if (r.status !== 401) return r;
+        const refusal = await failure(r);
+        if (auth) forget();
+        const scheme = (r.headers.get("WWW-Authenticate") || "Bearer").split(" ")[0];
+        if (!await signIn(scheme, refusal.message)) throw refusal;
+    }
+}
+
 export async function get(path) {
-    const r = await fetch(path, { headers: { Accept: "application/json" } });
+    const r = await request(path, { headers: { Accept: "application/json" } });
     if (!r.ok) throw await failure(r);
     return r.json();
 }
 
 export async function text(path) {
-    const r = await fetch(path);
+    const r = await request(path);
     if (!r.ok) throw await failure(r);
     return r.text();
 }
@@ -33,7 +52,7 @@ export async function send(method, path, body) {
         init.body = JSON.stringify(body);
         init.headers = { "Content-Type": "application/json" };
     }
-    const r = await fetch(path, init);
+    const r = await request(path, init);
     if (!r.ok) throw await failure(r);
     const t = await r.text();
     return t ? JSON.parse(t) : {};
