@@ -52,6 +52,7 @@ static int cli_cmd_list(struct cli_context *ctx);
 static int cli_cmd_cancel(struct cli_context *ctx);
 static int cli_cmd_stop(struct cli_context *ctx);
 static int cli_cmd_savepoint(struct cli_context *ctx);
+static int cli_cmd_stop_cluster(struct cli_context *ctx);
 static int cli_cmd_jobmanager(struct cli_context *ctx);
 static int cli_cmd_taskmanager(struct cli_context *ctx);
 static int cli_cmd_help(struct cli_context *ctx);
@@ -113,6 +114,9 @@ static const struct cli_command cli_commands[] = {
     { "savepoint", cli_cmd_savepoint, "[-m HOST:PORT] JOBID [DIR] | -d PATH",
       "take a savepoint of a job (into DIR, else state.savepoints.dir), or dispose of one",
       CLI_OPT_TARGET "  -d, --dispose PATH\tdispose of the savepoint at PATH\n", NULL },
+    { "stop-cluster", cli_cmd_stop_cluster, "[-m HOST:PORT]",
+      "stop the whole cluster: its JobManager and every TaskManager (DELETE /cluster)",
+      CLI_OPT_TARGET, NULL },
     { "info", cli_cmd_info, "[-p N] JOB.so [ARGS]",
       "print the job's plan (JSON) without running it",
       "  -p, --parallelism N\tthe job's default parallelism\n", cli_info_valued },
@@ -407,6 +411,12 @@ static int
 cli_cmd_savepoint(struct cli_context *ctx)
 {
     return cli_savepoint(ctx->conf, ctx->argc, ctx->argv);
+}
+
+static int
+cli_cmd_stop_cluster(struct cli_context *ctx)
+{
+    return cli_stop_cluster(ctx->conf, ctx->argc, ctx->argv);
 }
 
 static int

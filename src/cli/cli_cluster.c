@@ -1,7 +1,10 @@
 /* The cluster commands (cli_cluster.h). The JobManager process: its RPC
- * service with the ResourceManager and the Dispatcher, and the REST server;
- * SIGTERM and DELETE /cluster shut the cluster down (TaskManagers are told
- * to stop), then the process ends. */
+ * service with the ResourceManager and the Dispatcher, and the REST server.
+ * DELETE /cluster (spate stop-cluster) shuts the cluster down (TaskManagers
+ * are told to stop), then the process ends; SIGTERM, as Flink's, stops this
+ * process only: its TaskManagers keep running and register again with the
+ * JobManager that comes up at its address (or, with high availability, the
+ * next leader). */
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -155,14 +158,6 @@ jm_start_endpoints(void *arg)
 }
 
 static void
-jm_shutdown_cluster(void *arg)
-{
-    struct jm_process *p = arg;
-
-    dispatcher_shutdown(p->dispatcher, "the JobManager received SIGTERM");
-}
-
-static void
 jm_stop_endpoints(void *arg)
 {
     struct jm_process *p = arg;
@@ -274,7 +269,7 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     int64_t port, rport;
     char port_text[16], rport_text[16], blob_host[256], *ha_blobs = NULL;
     sigset_t set;
-    int sfd, status = 1, why, rc;
+    int sfd, status = 1, rc;
 
     if (argc > 1) {
         fprintf(stderr,
@@ -358,18 +353,12 @@ cli_jobmanager(const struct config *conf, int argc, char **argv)
     if (jm_start_leadership(conf, &p, rest_server_port(rest), &err) != 0)
         goto fail;
 
-    why = wait_for_exit(sfd, p.exit_fd, -1);
-    if (why == 0 && p.ha_enabled) {
-        /* With high availability, SIGTERM stops this JobManager only: a
-         * standby takes the lead and the cluster stays. */
-        SPATE_LOG_INFO(JM_LOG, "stopping this JobManager; the cluster stays up (high "
-                               "availability)");
-    } else if (why == 0) {
-        /* SIGTERM: as DELETE /cluster, the TaskManagers are told to stop. */
-        rpc_service_run_sync(p.svc, NULL, jm_shutdown_cluster, &p);
-        if (wait_for_exit(sfd, p.exit_fd, 5000) < 0)
-            SPATE_LOG_WARN(JM_LOG, "the cluster did not confirm its shutdown in 5 s: exiting");
-    }
+    if (wait_for_exit(sfd, p.exit_fd, -1) == 0)
+        SPATE_LOG_INFO(JM_LOG,
+                       "stopping this JobManager only; its TaskManagers keep running "
+                       "and register with the next (DELETE /cluster or spate "
+                       "stop-cluster stops the cluster)%s",
+                       p.ha_enabled ? "; a standby takes the lead (high availability)" : "");
     status = 0;
     jm_leadership_stop(p.leadership);
     p.leadership = NULL;

@@ -1,5 +1,5 @@
-/* `spate list`, `spate cancel`, `spate stop` and `spate savepoint`
- * (cli_jobs.h). */
+/* `spate list`, `spate cancel`, `spate stop`, `spate savepoint` and
+ * `spate stop-cluster` (cli_jobs.h). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -423,4 +423,32 @@ cli_savepoint(const struct config *conf, int argc, char **argv)
     printf("Triggering savepoint for job %s.\nWaiting for response...\n", id_str(&id).s);
     fflush(stdout);
     return jobs_savepoint(&rc, "savepoint", &id, args[1], false);
+}
+
+int
+cli_stop_cluster(const struct config *conf, int argc, char **argv)
+{
+    struct rest_client rc;
+    const char *target = NULL;
+    spate_error err = { 0 };
+    json_t *answer;
+
+    for (int i = 1; i < argc; i++) {
+        if (!jobs_target_option(argc, argv, &i, &target)) {
+            fprintf(stderr,
+                    "spate stop-cluster: unknown argument '%s' (usage: spate stop-cluster [-m "
+                    "HOST:PORT])\n",
+                    argv[i]);
+            return 2;
+        }
+    }
+    if (rest_client_init(&rc, conf, target, &err) != 0) {
+        fprintf(stderr, "spate stop-cluster: %s\n", err.message);
+        return 1;
+    }
+    if ((answer = jobs_call(&rc, "stop-cluster", "DELETE", "/cluster", NULL, 200)) == NULL)
+        return 1;
+    json_decref(answer);
+    printf("Stopping the cluster at %s: its JobManager and TaskManagers shut down.\n", rc.url);
+    return 0;
 }

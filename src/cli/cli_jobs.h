@@ -16,5 +16,8 @@ int cli_list(const struct config *conf, int argc, char **argv);
 int cli_cancel(const struct config *conf, int argc, char **argv);
 int cli_stop(const struct config *conf, int argc, char **argv);
 int cli_savepoint(const struct config *conf, int argc, char **argv);
+/* `spate stop-cluster [-m HOST:PORT]`: DELETE /cluster, the whole cluster
+ * (JobManager and TaskManagers) shuts down. */
+int cli_stop_cluster(const struct config *conf, int argc, char **argv);
 
 #endif

@@ -845,13 +845,6 @@ dh_shutdown_cluster(struct rpc_endpoint *ep, const Cluster__StopCluster *req, st
     disp_shutdown(disp_of(ep), call, req->reason && *req->reason ? req->reason : "requested");
 }
 
-void
-dispatcher_shutdown(struct dispatcher *d, const char *reason)
-{
-    if (!d->shutting_down)
-        disp_shutdown(d, NULL, reason);
-}
-
 static const struct dispatcher_handlers disp_handlers = {
     .submit_job = dh_submit_job,
     .request_jobs = dh_request_jobs,

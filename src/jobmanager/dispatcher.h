@@ -40,8 +40,6 @@ int dispatcher_options_from_config(const struct config *conf, struct dispatcher_
                                    spate_error *err);
 int dispatcher_start(struct rpc_service *svc, const struct dispatcher_options *o,
                      struct dispatcher **out, spate_error *err);
-/* Shuts the cluster down as shutdown_cluster does (SIGTERM uses this). */
-void dispatcher_shutdown(struct dispatcher *d, const char *reason);
 struct rpc_future *dispatcher_stop(struct dispatcher *d);
 
 /* Leadership (ha/leader_election.h), from any thread; applied as the

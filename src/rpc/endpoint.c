@@ -307,9 +307,9 @@ endpoint_on_request(struct rpc_conn *c, const struct frame *fr)
             send_error(c, fr->method, fr->call_id, SPATE_EFENCED, reason);
         return;
     }
-    if (m->fence == RPC_FENCE_LOCAL)
-        /* The access log of the cluster's controls; REST's line before it
-         * names the client that asked. */
+    if (m->control)
+        /* The access log of the cluster's controls (for LOCAL ones REST's
+         * line before it names the client that asked). */
         SPATE_LOG_INFO("rpc", "access: %s from %s", m->name, c->peer);
     call = xmalloc(sizeof *call);
     call->conn = c;

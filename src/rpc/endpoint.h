@@ -43,6 +43,10 @@ struct rpc_method {
     uint16_t id;      /* protocol id << 8 | number */
     bool tell;        /* one-way: no reply */
     uint8_t fence;    /* enum rpc_fence */
+    /* A control of the cluster (gateways.h's LOCAL, CONTROL and
+     * FENCED_CONTROL): each accepted call is in the access log with its
+     * peer. */
+    bool control;
     const ProtobufCMessageDescriptor *request;
     const ProtobufCMessageDescriptor *response; /* NULL for tells */
     void (*dispatch)(struct rpc_endpoint *ep, const void *handlers, const ProtobufCMessage *req,

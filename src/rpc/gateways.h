@@ -8,7 +8,12 @@
  * by its handshake (security.rpc.secret); FENCED methods also need the
  * endpoint's current fencing token; LOCAL ones, the controls that change the
  * cluster behind the REST API (submit, cancel, savepoints, shutdown), are
- * served to this process only. */
+ * served to this process only. CONTROL (unfenced) and FENCED_CONTROL mark
+ * the other controls, between processes (registrations, disconnections,
+ * slots, deploying and cancelling tasks, stopping a TaskExecutor): the
+ * access log names the peer of each call, as of every LOCAL one. Periodic
+ * traffic (heartbeats, slot reports, checkpoint triggers and acks, metric
+ * dumps) and queries are not logged. */
 #ifndef SPATE_RPC_GATEWAYS_H
 #define SPATE_RPC_GATEWAYS_H
 
@@ -25,46 +30,46 @@
 #define RPC_ENDPOINT_DISPATCHER       "dispatcher"
 #define RPC_ENDPOINT_TASK_EXECUTOR    "taskexecutor"
 
-#define RM_METHODS(X, P)                                                                           \
-    X(P, register_task_executor, 1, ASK, UNFENCED, Cluster__TaskExecutorRegistration,              \
-      cluster__task_executor_registration, Cluster__RegistrationReply,                             \
-      cluster__registration_reply)                                                                 \
-    X(P, send_slot_report, 2, ASK, FENCED, Cluster__SendSlotReport, cluster__send_slot_report,     \
-      Cluster__Ack, cluster__ack)                                                                  \
-    X(P, notify_slot_available, 3, TELL, FENCED, Cluster__SlotAvailable, cluster__slot_available,  \
-      void, none)                                                                                  \
-    X(P, register_job_master, 4, ASK, UNFENCED, Cluster__JobMasterRegistration,                    \
-      cluster__job_master_registration, Cluster__RegistrationReply, cluster__registration_reply)   \
-    X(P, request_slot, 5, ASK, FENCED, Cluster__SlotRequest, cluster__slot_request, Cluster__Ack,  \
-      cluster__ack)                                                                                \
-    X(P, cancel_slot_request, 6, TELL, FENCED, Cluster__CancelSlotRequest,                         \
-      cluster__cancel_slot_request, void, none)                                                    \
-    X(P, disconnect_task_manager, 7, TELL, FENCED, Cluster__Disconnect, cluster__disconnect, void, \
-      none)                                                                                        \
-    X(P, disconnect_job_manager, 8, TELL, FENCED, Cluster__Disconnect, cluster__disconnect, void,  \
-      none)                                                                                        \
-    X(P, request_overview, 9, ASK, UNFENCED, Cluster__Ack, cluster__ack,                           \
-      Cluster__ResourceOverview, cluster__resource_overview)                                       \
-    X(P, request_task_managers, 10, ASK, UNFENCED, Cluster__TaskManagerQuery,                      \
-      cluster__task_manager_query, Cluster__TaskManagerInfos, cluster__task_manager_infos)         \
-    X(P, stop_cluster, 11, ASK, LOCAL, Cluster__StopCluster, cluster__stop_cluster, Cluster__Ack,  \
+#define RM_METHODS(X, P)                                                                          \
+    X(P, register_task_executor, 1, ASK, CONTROL, Cluster__TaskExecutorRegistration,              \
+      cluster__task_executor_registration, Cluster__RegistrationReply,                            \
+      cluster__registration_reply)                                                                \
+    X(P, send_slot_report, 2, ASK, FENCED, Cluster__SendSlotReport, cluster__send_slot_report,    \
+      Cluster__Ack, cluster__ack)                                                                 \
+    X(P, notify_slot_available, 3, TELL, FENCED, Cluster__SlotAvailable, cluster__slot_available, \
+      void, none)                                                                                 \
+    X(P, register_job_master, 4, ASK, CONTROL, Cluster__JobMasterRegistration,                    \
+      cluster__job_master_registration, Cluster__RegistrationReply, cluster__registration_reply)  \
+    X(P, request_slot, 5, ASK, FENCED, Cluster__SlotRequest, cluster__slot_request, Cluster__Ack, \
+      cluster__ack)                                                                               \
+    X(P, cancel_slot_request, 6, TELL, FENCED, Cluster__CancelSlotRequest,                        \
+      cluster__cancel_slot_request, void, none)                                                   \
+    X(P, disconnect_task_manager, 7, TELL, FENCED_CONTROL, Cluster__Disconnect,                   \
+      cluster__disconnect, void, none)                                                            \
+    X(P, disconnect_job_manager, 8, TELL, FENCED_CONTROL, Cluster__Disconnect,                    \
+      cluster__disconnect, void, none)                                                            \
+    X(P, request_overview, 9, ASK, UNFENCED, Cluster__Ack, cluster__ack,                          \
+      Cluster__ResourceOverview, cluster__resource_overview)                                      \
+    X(P, request_task_managers, 10, ASK, UNFENCED, Cluster__TaskManagerQuery,                     \
+      cluster__task_manager_query, Cluster__TaskManagerInfos, cluster__task_manager_infos)        \
+    X(P, stop_cluster, 11, ASK, LOCAL, Cluster__StopCluster, cluster__stop_cluster, Cluster__Ack, \
       cluster__ack)
 RPC_PROTOCOL_DECLARE(rm, RM_METHODS)
 
 #define TE_METHODS(X, P)                                                                           \
-    X(P, request_slot, 1, ASK, UNFENCED, Cluster__TaskExecutorSlotRequest,                         \
+    X(P, request_slot, 1, ASK, CONTROL, Cluster__TaskExecutorSlotRequest,                          \
       cluster__task_executor_slot_request, Cluster__Ack, cluster__ack)                             \
-    X(P, free_slot, 2, ASK, UNFENCED, Cluster__FreeSlot, cluster__free_slot, Cluster__Ack,         \
+    X(P, free_slot, 2, ASK, CONTROL, Cluster__FreeSlot, cluster__free_slot, Cluster__Ack,          \
       cluster__ack)                                                                                \
-    X(P, disconnect_resource_manager, 3, TELL, UNFENCED, Cluster__Disconnect, cluster__disconnect, \
+    X(P, disconnect_resource_manager, 3, TELL, CONTROL, Cluster__Disconnect, cluster__disconnect,  \
       void, none)                                                                                  \
-    X(P, disconnect_job_manager, 4, TELL, UNFENCED, Cluster__Disconnect, cluster__disconnect,      \
-      void, none)                                                                                  \
-    X(P, stop_task_executor, 5, TELL, UNFENCED, Cluster__StopCluster, cluster__stop_cluster, void, \
+    X(P, disconnect_job_manager, 4, TELL, CONTROL, Cluster__Disconnect, cluster__disconnect, void, \
       none)                                                                                        \
-    X(P, submit_task, 6, ASK, UNFENCED, Jobgraph__TaskDeployment, jobgraph__task_deployment,       \
+    X(P, stop_task_executor, 5, TELL, CONTROL, Cluster__StopCluster, cluster__stop_cluster, void,  \
+      none)                                                                                        \
+    X(P, submit_task, 6, ASK, CONTROL, Jobgraph__TaskDeployment, jobgraph__task_deployment,        \
       Cluster__Ack, cluster__ack)                                                                  \
-    X(P, cancel_task, 7, ASK, UNFENCED, Cluster__TaskId, cluster__task_id, Cluster__Ack,           \
+    X(P, cancel_task, 7, ASK, CONTROL, Cluster__TaskId, cluster__task_id, Cluster__Ack,            \
       cluster__ack)                                                                                \
     X(P, trigger_checkpoint, 8, TELL, UNFENCED, Checkpoint__TriggerCheckpoint,                     \
       checkpoint__trigger_checkpoint, void, none)                                                  \
@@ -85,13 +90,13 @@ RPC_PROTOCOL_DECLARE(rm, RM_METHODS)
 RPC_PROTOCOL_DECLARE(te, TE_METHODS)
 
 #define JM_METHODS(X, P)                                                                           \
-    X(P, register_task_manager, 1, ASK, FENCED, Cluster__TaskManagerRegistration,                  \
+    X(P, register_task_manager, 1, ASK, FENCED_CONTROL, Cluster__TaskManagerRegistration,          \
       cluster__task_manager_registration, Cluster__RegistrationReply, cluster__registration_reply) \
     X(P, offer_slots, 2, ASK, FENCED, Cluster__SlotOffers, cluster__slot_offers,                   \
       Cluster__AcceptedSlots, cluster__accepted_slots)                                             \
-    X(P, disconnect_task_manager, 3, TELL, FENCED, Cluster__Disconnect, cluster__disconnect, void, \
-      none)                                                                                        \
-    X(P, disconnect_resource_manager, 4, TELL, UNFENCED, Cluster__Disconnect, cluster__disconnect, \
+    X(P, disconnect_task_manager, 3, TELL, FENCED_CONTROL, Cluster__Disconnect,                    \
+      cluster__disconnect, void, none)                                                             \
+    X(P, disconnect_resource_manager, 4, TELL, CONTROL, Cluster__Disconnect, cluster__disconnect,  \
       void, none)                                                                                  \
     X(P, update_task_execution_state, 5, ASK, FENCED, Cluster__TaskExecutionState,                 \
       cluster__task_execution_state, Cluster__Ack, cluster__ack)                                   \

@@ -23,11 +23,20 @@
 #include "rpc/endpoint.h"
 #include "rpc/gateway.h"
 
-#define RPC__FENCED_FENCED   RPC_FENCE_TOKEN
-#define RPC__FENCED_UNFENCED RPC_FENCE_NONE
-#define RPC__FENCED_LOCAL    RPC_FENCE_LOCAL
-#define RPC__TELL_ASK        0
-#define RPC__TELL_TELL       1
+#define RPC__FENCED_FENCED         RPC_FENCE_TOKEN
+#define RPC__FENCED_UNFENCED       RPC_FENCE_NONE
+#define RPC__FENCED_LOCAL          RPC_FENCE_LOCAL
+#define RPC__FENCED_CONTROL        RPC_FENCE_NONE
+#define RPC__FENCED_FENCED_CONTROL RPC_FENCE_TOKEN
+/* Controls of the cluster (LOCAL, CONTROL, FENCED_CONTROL): the access log
+ * names the peer of each call. */
+#define RPC__CONTROL_FENCED         false
+#define RPC__CONTROL_UNFENCED       false
+#define RPC__CONTROL_LOCAL          true
+#define RPC__CONTROL_CONTROL        true
+#define RPC__CONTROL_FENCED_CONTROL true
+#define RPC__TELL_ASK               0
+#define RPC__TELL_TELL              1
 
 /* ---- declarations (header) ---- */
 
@@ -79,10 +88,14 @@
         h->meth(ep, (const Req *)msg, call);                                                      \
     }
 
-#define RPC__METHOD_ROW(P, name, num, kind, fence, Req, req, Resp, resp)          \
-    [(num)-1] = { #P "." #name,        (uint16_t)(P##__protocol_id << 8 | (num)), \
-                  RPC__TELL_##kind,    RPC__FENCED_##fence,                       \
-                  &req##__descriptor,  RPC__RESP_DESC_##kind(resp),               \
+#define RPC__METHOD_ROW(P, name, num, kind, fence, Req, req, Resp, resp) \
+    [(num)-1] = { #P "." #name,                                          \
+                  (uint16_t)(P##__protocol_id << 8 | (num)),             \
+                  RPC__TELL_##kind,                                      \
+                  RPC__FENCED_##fence,                                   \
+                  RPC__CONTROL_##fence,                                  \
+                  &req##__descriptor,                                    \
+                  RPC__RESP_DESC_##kind(resp),                           \
                   P##__dispatch_##name },
 
 #define RPC__COUNT(P, name, num, kind, fence, Req, req, Resp, resp) +1

@@ -123,15 +123,67 @@ class ClusterTest(ClusterTestCase):
         for t in tms:
             self.assertIn("the cluster is shutting down (DELETE /cluster)", t.text())
 
-    def test_sigterm_shuts_the_cluster_down_seed000_StopCluster(self):
+    def test_stop_cluster_command_stops_every_process_seed000_StopCluster(self):
         jm = self.start_jobmanager()
+        tms = [self.start_taskmanager(slots=1) for _ in range(2)]
+        self.wait_overview(2)
+        r = self.spate("stop-cluster", "-m", f"127.0.0.1:{self.rest_port}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("Stopping the cluster at http://127.0.0.1:", r.stdout)
+        for p in [jm, *tms]:
+            wait_for(lambda p=p: not p.alive(), 20, f"{p.log} to exit")
+            self.assertEqual(p.popen.returncode, 0, p.log)
+        for t in tms:
+            self.assertIn("the cluster is shutting down (DELETE /cluster)", t.text())
+        # Nothing answers any more: a clear error, not a hang.
+        r = self.spate("stop-cluster", "-m", f"127.0.0.1:{self.rest_port}")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("spate stop-cluster:", r.stderr)
+
+    def test_sigterm_stops_the_jobmanager_only(self):
+        """As Flink's: SIGTERM to a JobManager stops that process; its
+        TaskManagers keep running, and register with the JobManager that
+        comes up at its address."""
+        jm = self.start_jobmanager()
+        port = self.rpc_port
         tm = self.start_taskmanager(slots=1)
         self.wait_overview(1)
         jm.signal(signal.SIGTERM)
-        for p in (jm, tm):
-            wait_for(lambda p=p: not p.alive(), 20, f"{p.log} to exit")
-            self.assertEqual(p.popen.returncode, 0, p.log)
-        self.assertIn("the cluster is shutting down", tm.text())
+        wait_for(lambda: not jm.alive(), 20, "the JobManager to exit")
+        self.assertEqual(jm.popen.returncode, 0, jm.log)
+        self.assertIn("stopping this JobManager only", jm.text())
+        self.assertNotIn("rm.stop_cluster", jm.text())
+        self.start_jobmanager(rpc_port=port)
+        self.wait_overview(1)
+        self.assertTrue(tm.alive())
+        self.assertNotIn("the cluster is shutting down", tm.text())
+
+    def test_the_access_log_names_the_peer_of_each_control(self):
+        """Every control between processes (registrations, slots, deploying
+        and cancelling tasks) is in the access log of the process that
+        serves it, with its peer; periodic traffic and queries are not."""
+        jm = self.start_jobmanager()
+        tm = self.start_taskmanager(slots=1)
+        self.wait_overview(1)
+        jid = self.submit_job(1, "--run-ms", "600000")
+        wait_for(lambda: self.job(jid)["state"] == "RUNNING", 60, "the job running")
+        status, _ = self.rest(f"/jobs/{jid}?mode=cancel", method="PATCH")
+        self.assertEqual(status, 202)
+        wait_for(lambda: self.job(jid)["state"] == "CANCELED", 60, "the job canceled")
+        # The TaskManager's address, the JobManager's, or this process (a
+        # JobMaster beside its ResourceManager, REST beside the Dispatcher).
+        peer, inside = r"127\.0\.0\.1:\d+", "in-process"
+        for proc, method, who in [(jm, "rm.register_task_executor", peer),
+                                  (jm, "jm.register_task_manager", peer),
+                                  (tm, "te.request_slot", peer), (tm, "te.submit_task", peer),
+                                  (tm, "te.cancel_task", peer), (tm, "te.free_slot", peer),
+                                  (jm, "rm.register_job_master", inside),
+                                  (jm, "dispatcher.cancel_job", inside)]:
+            proc.wait_log(r"(?m)rpc: access: " + method.replace(".", r"\.") + " from " + who
+                          + "$")
+        for proc, method in [(jm, "rm.send_slot_report"), (jm, "jm.update_task_execution_state"),
+                             (tm, "te.request_metric_dump"), (jm, "dispatcher.request_job")]:
+            self.assertNotIn("access: " + method, proc.text())
 
 
 class ScriptsTest(ClusterTestCase):
