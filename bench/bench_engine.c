@@ -102,7 +102,7 @@ bench_exe_dir(char *dir, size_t size)
 
 json_t *
 bench_run_local(const char *spate, const char *tmpdir, int p, const char *job,
-                const char *const *args, long *rss_kb)
+                const char *const *args, struct bench_usage *usage)
 {
     char pbuf[16], result[PATH_MAX], log[PATH_MAX];
     const char *argv[64] = { spate, "run", "--local", "-p", pbuf, "--json", result, job };
@@ -131,8 +131,11 @@ bench_run_local(const char *spate, const char *tmpdir, int p, const char *job,
         bench_fail("the job failed: see %s", log);
     if ((r = json_load_file(result, 0, &jerr)) == NULL)
         bench_fail("cannot read %s: %s", result, jerr.text);
-    if (rss_kb != NULL)
-        *rss_kb = ru.ru_maxrss;
+    if (usage != NULL) {
+        usage->rss_kb = ru.ru_maxrss;
+        usage->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    }
     unlink(result);
     return r;
 }

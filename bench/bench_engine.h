@@ -18,12 +18,18 @@ extern const char *bench_name;
 /* dir: the folder of the running executable (build/bin). */
 void bench_exe_dir(char *dir, size_t size);
 
+/* What a run's process used (wait4's rusage). */
+struct bench_usage {
+    long rss_kb;  /* its largest resident set */
+    double cpu_s; /* CPU time, user and system, of all its threads */
+};
+
 /* Runs `spate run --local -p p --json <tmpdir>/result.json job args...`
  * (stdout to /dev/null, stderr to <tmpdir>/spate.log) and returns its result
- * JSON; exits the benchmark when the job fails. *rss_kb: the run's largest
- * resident set. */
+ * JSON; exits the benchmark when the job fails. *usage (may be NULL): what
+ * the process used. */
 json_t *bench_run_local(const char *spate, const char *tmpdir, int p, const char *job,
-                        const char *const *args, long *rss_kb);
+                        const char *const *args, struct bench_usage *usage);
 
 double bench_median(double *v, int n);
 /* The pth percentile (0..100) of v's n values; sorts v. */

@@ -19,9 +19,11 @@
  * of the build's conf/ with those keys), which a thread of the benchmark
  * scrapes every second as a Prometheus server would; right before the
  * round's engine runs without it in odd rounds, after them in even ones.
- * The reporter's cost is the median of the rounds' ratios
- * ("prometheus_over_plain_p1", "_p2": 1 is none). Latency tracking is off,
- * as by default. */
+ * The reporter's cost is the median of the rounds' ratios of rates
+ * ("prometheus_over_plain_p1", "_p2": 1 is none) and of the processes' CPU
+ * seconds ("prometheus_cpu_over_plain_p1", "_p2": 1 is none), the latter
+ * blind to how much of the machine's cores the neighbours left the run.
+ * Latency tracking is off, as by default. */
 #include <arpa/inet.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -154,7 +156,7 @@ static const struct bench_instr_loop loops[] = {
 
 struct engine_run {
     double events_per_s;
-    long rss_kb;
+    struct bench_usage usage;
     struct checksums c;
     json_t *plan;
 };
@@ -170,7 +172,7 @@ run_engine(const char *workload, int p, uint64_t n, struct engine_run *out)
     int64_t ms;
 
     snprintf(count, sizeof count, "%llu", (unsigned long long)n);
-    r = bench_run_local(spate, tmpdir, p, job, args, &out->rss_kb);
+    r = bench_run_local(spate, tmpdir, p, job, args, &out->usage);
     acc = json_object_get(r, "accumulators");
     ms = json_integer_value(json_object_get(r, "duration_ms"));
     out->events_per_s = (double)n / ((double)(ms > 0 ? ms : 1) / 1000.0);
@@ -298,9 +300,11 @@ instr_per_event(const char *name, int p, uint64_t n)
 static void check(const char *what, const struct checksums *engine, const struct checksums *loop);
 
 /* The window at p1 and p2 with the reporter on (its config for these runs
- * only), checked against the loop's checksums. */
+ * only), checked against the loop's checksums: their rates and their
+ * processes' CPU seconds. */
 static void
-run_with_reporter(struct scraper *s, uint64_t n, const struct checksums *wc, double *p1, double *p2)
+run_with_reporter(struct scraper *s, uint64_t n, const struct checksums *wc, double *p1, double *p2,
+                  double *cpu1, double *cpu2)
 {
     struct engine_run a, b;
 
@@ -312,6 +316,8 @@ run_with_reporter(struct scraper *s, uint64_t n, const struct checksums *wc, dou
     check("window p2 with the reporter", &b.c, wc);
     *p1 = a.events_per_s;
     *p2 = b.events_per_s;
+    *cpu1 = a.usage.cpu_s;
+    *cpu2 = b.usage.cpu_s;
     json_decref(a.plan);
     json_decref(b.plan);
 }
@@ -334,6 +340,7 @@ main(int argc, char **argv)
     uint64_t n = (e = getenv("WINDOW_BENCH_EVENTS")) ? strtoull(e, NULL, 10) : 20000000;
     int runs = (e = getenv("WINDOW_BENCH_RUNS")) ? atoi(e) : 5;
     double base[16], ysb_base[16], p1[16], p2[16], ysb2[16], pp1[16], pp2[16], r1[16], r2[16];
+    double cp1[16], cp2[16], c1[16], c2[16]; /* CPU seconds with the reporter, their ratios */
     struct checksums wc, yc;
     json_t *plan = NULL, *ysb_plan = NULL, *rounds = json_array(), *out;
     long rss_kb = 0, scrapes = -1;
@@ -371,7 +378,7 @@ main(int argc, char **argv)
         loop_ysb(n, &yc);
         ysb_base[i] = (double)n / ((double)(clock_mono_ns() - t0) / 1e9);
         if (prom && i % 2 == 0) /* the loops' checksums first */
-            run_with_reporter(&scraper, n, &wc, &pp1[i], &pp2[i]);
+            run_with_reporter(&scraper, n, &wc, &pp1[i], &pp2[i], &cp1[i], &cp2[i]);
         run_engine("window", 1, n, &a);
         run_engine("window", 2, n, &b);
         run_engine("ysb", 2, n, &y);
@@ -379,7 +386,7 @@ main(int argc, char **argv)
         check("window p2", &b.c, &wc);
         check("ysb p2", &y.c, &yc);
         if (prom && i % 2 == 1)
-            run_with_reporter(&scraper, n, &wc, &pp1[i], &pp2[i]);
+            run_with_reporter(&scraper, n, &wc, &pp1[i], &pp2[i], &cp1[i], &cp2[i]);
         p1[i] = a.events_per_s;
         p2[i] = b.events_per_s;
         ysb2[i] = y.events_per_s;
@@ -393,16 +400,20 @@ main(int argc, char **argv)
 
             r1[i] = pp1[i] / p1[i];
             r2[i] = pp2[i] / p2[i];
+            c1[i] = cp1[i] / a.usage.cpu_s;
+            c2[i] = cp2[i] / b.usage.cpu_s;
+            json_object_set_new(last, "prometheus_cpu_over_plain_p1", json_real(c1[i]));
+            json_object_set_new(last, "prometheus_cpu_over_plain_p2", json_real(c2[i]));
             json_object_set_new(last, "events_per_s_p1_prometheus", json_real(pp1[i]));
             json_object_set_new(last, "events_per_s_p2_prometheus", json_real(pp2[i]));
             json_object_set_new(last, "prometheus_over_plain_p1", json_real(r1[i]));
             json_object_set_new(last, "prometheus_over_plain_p2", json_real(r2[i]));
             fprintf(stderr,
-                    "window_bench: round %d: with the reporter p1 %.1f M/s (%.3f of plain), "
-                    "p2 %.1f M/s (%.3f)\n",
-                    i + 1, pp1[i] / 1e6, r1[i], pp2[i] / 1e6, r2[i]);
+                    "window_bench: round %d: with the reporter p1 %.1f M/s (%.3f of plain; "
+                    "CPU %.3f of plain's), p2 %.1f M/s (%.3f; CPU %.3f)\n",
+                    i + 1, pp1[i] / 1e6, r1[i], c1[i], pp2[i] / 1e6, r2[i], c2[i]);
         }
-        rss_kb = a.rss_kb > rss_kb ? a.rss_kb : rss_kb;
+        rss_kb = a.usage.rss_kb > rss_kb ? a.usage.rss_kb : rss_kb;
         json_decref(plan);
         json_decref(ysb_plan);
         json_decref(b.plan);
@@ -460,6 +471,10 @@ main(int argc, char **argv)
                                 json_real(bench_median(pp2, runs)));
             json_object_set_new(out, "prometheus_over_plain_p1", json_real(bench_median(r1, runs)));
             json_object_set_new(out, "prometheus_over_plain_p2", json_real(bench_median(r2, runs)));
+            json_object_set_new(out, "prometheus_cpu_over_plain_p1",
+                                json_real(bench_median(c1, runs)));
+            json_object_set_new(out, "prometheus_cpu_over_plain_p2",
+                                json_real(bench_median(c2, runs)));
         }
         s = json_dumps(out, JSON_COMPACT);
         printf("%s\n", s);
