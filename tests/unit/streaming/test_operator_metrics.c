@@ -1,14 +1,18 @@
 /* Unit tests of src/streaming/operator_metrics.c: the user's metrics of the
  * C API (spate_ctx_metric_group) in the operator's group inside its task's,
  * named as Flink's MetricStore names them, and the calls that fail the
- * task. */
+ * task; and of latency_stats.c: the latency histograms an operator keeps
+ * for the markers that pass it, and the marker on the wire. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "metrics/metrics.h"
+#include "streaming/latency_stats.h"
 #include "streaming/operator.h"
 #include "streaming/operator_metrics.h"
+#include "streaming/stream_element.h"
 
 static void
 discard(struct output *self, const void *rec, const struct record_meta *meta)
@@ -165,4 +169,122 @@ Test(operator_metrics, a_clash_or_no_name_fails_the_task_with_a_message)
     cr_assert_not_null(strstr(err.message, "a counter of operator 'Measure' has no name"), "%s",
                        err.message);
     env_free(env);
+}
+
+/* Counts the latency markers an operator passes on. */
+struct marker_count {
+    struct output base;
+    int markers;
+};
+
+static void
+count_marker(struct output *self, const struct latency_marker *m)
+{
+    (void)m;
+    ((struct marker_count *)self)->markers++;
+}
+
+/* The histograms a map keeps for markers of two sources (subtasks 0 and 1
+ * of the first, 0 of the second) at granularity g: how many, read under
+ * Flink's names; the map's function never runs. */
+static void
+latency_of_two_sources(enum latency_granularity g, const char *first_name, int histograms)
+{
+    struct metric_registry *r = metric_registry_new();
+    const char *labels[] = { "task_name", "t", NULL };
+    struct metric_group *task_group = metric_group_new_scoped(r, "job.v.0.0", "x", labels);
+    struct latency_tracking lt = { 100, g, 16 };
+    spate_env *env = env_new(NULL, NULL);
+    struct marker_count out = { .base = { .collect = discard,
+                                          .emit_watermark = discard_watermark,
+                                          .emit_latency_marker = count_marker } };
+    struct task_info task = { .task_name = "Measure", .metrics = task_group, .latency = &lt };
+    struct latency_marker m[3];
+    struct metric_sample *samples;
+    struct operator_settings settings;
+    struct stream_operator *op;
+    spate_error err = { 0 };
+    size_t n, found = 0;
+    double v;
+
+    stream_node_settings(map_of(env, measure_open), &settings);
+    cr_assert_eq(operator_new(&settings, 0, &task, &out.base, &op, &err), 0, "%s", err.message);
+    for (int i = 0; i < 3; i++) {
+        memset(&m[i], 0, sizeof m[i]);
+        m[i].source_id.bytes[0] = (uint8_t)(i < 2 ? 0xaa : 0xbb);
+        m[i].source_subtask = i == 1;
+        m[i].marked_time = clock_wall_ms() - 5;
+        latency_stats_report(op, &m[i]);
+    }
+    n = metric_registry_snapshot(r, &samples);
+    for (size_t i = 0; i < n; i++)
+        found += strstr(samples[i].name, "latency_max") != NULL;
+    metric_samples_free(samples, n);
+    cr_assert_eq(found, (size_t)histograms);
+    cr_assert_eq(metric_registry_get(r, "job.v.0.0", first_name, &v), 0, "%s", first_name);
+    cr_assert_geq(v, 5.0);
+    cr_assert_eq(metric_registry_get(r, "job.v.0.0", "Measure.count", &v), 0);
+    cr_assert_eq(v, 0.0, "a marker never reaches the function");
+    operator_free(op);
+    n = metric_registry_snapshot(r, &samples);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_null(strstr(samples[i].name, "latency"), "%s outlived its operator",
+                       samples[i].name);
+    metric_samples_free(samples, n);
+    metric_group_free(task_group);
+    metric_registry_free(r);
+    env_free(env);
+}
+
+#define SOURCE_AA "aa000000000000000000000000000000"
+
+Test(latency_stats, one_histogram_per_source_as_the_granularity_says)
+{
+    char name[256];
+    id_text self;
+    spate_env *env = env_new(NULL, NULL);
+    struct operator_settings settings;
+
+    stream_node_settings(map_of(env, measure_open), &settings);
+    self = id_str(&settings.operator_id);
+    snprintf(name, sizeof name, "latency.operator_id.%s.operator_subtask_index.0.latency_max",
+             self.s);
+    latency_of_two_sources(LATENCY_SINGLE, name, 1);
+    snprintf(name, sizeof name,
+             "latency.source_id." SOURCE_AA ".operator_id.%s.operator_subtask_index.0.latency_max",
+             self.s);
+    latency_of_two_sources(LATENCY_OPERATOR, name, 2);
+    snprintf(name, sizeof name,
+             "latency.source_id." SOURCE_AA ".source_subtask_index.1.operator_id.%s."
+             "operator_subtask_index.0.latency_max",
+             self.s);
+    latency_of_two_sources(LATENCY_SUBTASK, name, 3);
+    env_free(env);
+}
+
+Test(latency_stats, markers_on_the_wire_and_malformed_ones)
+{
+    struct latency_marker m = { 1234567, { { 1, 2, 3 } }, 7 };
+    uint8_t bytes[LATENCY_MARKER_ELEMENT_SIZE];
+    struct element e;
+
+    cr_assert_eq(element_write_latency_marker(&m, bytes), (size_t)LATENCY_MARKER_ELEMENT_SIZE);
+    cr_assert_eq(element_read(bytes, sizeof bytes, &e), 0);
+    cr_assert_eq(e.kind, ELEMENT_LATENCY_MARKER);
+    cr_assert_eq(e.latency.marked_time, 1234567);
+    cr_assert(id_equal(&e.latency.source_id, &m.source_id));
+    cr_assert_eq(e.latency.source_subtask, 7);
+    /* Short, long, a stray flag, a negative subtask: refused. */
+    cr_assert_eq(element_read(bytes, sizeof bytes - 1, &e), SPATE_EPROTO);
+    {
+        uint8_t longer[LATENCY_MARKER_ELEMENT_SIZE + 1] = { 0 };
+
+        memcpy(longer, bytes, sizeof bytes);
+        cr_assert_eq(element_read(longer, sizeof longer, &e), SPATE_EPROTO);
+    }
+    bytes[0] |= ELEMENT_HAS_TIMESTAMP;
+    cr_assert_eq(element_read(bytes, sizeof bytes, &e), SPATE_EPROTO);
+    m.source_subtask = -1;
+    element_write_latency_marker(&m, bytes);
+    cr_assert_eq(element_read(bytes, sizeof bytes, &e), SPATE_EPROTO);
 }
