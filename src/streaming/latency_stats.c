@@ -46,8 +46,8 @@ latency_group(struct stream_operator *op, enum latency_granularity granularity,
     static const char *const kinds[] = {
         [LATENCY_SINGLE] = "taskmanager_job_latency_operator_id_operator_subtask_index",
         [LATENCY_OPERATOR] = "taskmanager_job_latency_source_id_operator_id_operator_subtask_index",
-        [LATENCY_SUBTASK] = "taskmanager_job_latency_source_id_source_subtask_index_operator_id_"
-                            "operator_subtask_index",
+        [LATENCY_SUBTASK] = ("taskmanager_job_latency_source_id_source_subtask_index_operator_id_"
+                             "operator_subtask_index"),
     };
     id_text source = id_str(&e->source_id), self = id_str(&op->config->operator_id);
     char source_subtask[16], subtask[16], *prefix;
