@@ -345,6 +345,10 @@ struct config_option {
       "LEVEL", 0, 0, "LEVEL|UNIVERSAL", NULL,                                                      \
       "RocksDB's compaction: LEVEL, or UNIVERSAL (tiered: incremental checkpoints upload less, "   \
       "reads go over more files)")                                                                 \
+    X(STATE_BACKEND_ROCKSDB_TIMER_SERVICE_FACTORY, "state.backend.rocksdb.timer-service.factory",  \
+      ENUM, "HEAP", 0, 0, "HEAP|ROCKSDB", NULL,                                                    \
+      "where the RocksDB backend keeps timers: HEAP, or ROCKSDB (a column family, the head of "    \
+      "each key group's timers cached)")                                                           \
     X(EXECUTION_CHECKPOINTING_INCREMENTAL, "execution.checkpointing.incremental", BOOL, "false",   \
       0, 0, NULL, "state.backend.incremental",                                                     \
       "RocksDB checkpoints upload only the files that are new since the last completed one")       \

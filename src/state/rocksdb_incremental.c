@@ -323,6 +323,16 @@ open_aside(struct rocksdb_keyed_backend *b, const Checkpoint__KeyedStateHandle *
     return 0;
 }
 
+/* Column family cf's name: its state's, or a timer domain's. */
+static const char *
+cf_name(const struct rocksdb_keyed_backend *b, int cf)
+{
+    for (int i = 0; i < b->nstates; i++)
+        if (b->states[i].heap == NULL && b->states[i].cf == cf)
+            return b->states[i].base.desc.name;
+    return cf == b->timers[1].cf ? RDB_TIMER_CF_EVENT : RDB_TIMER_CF_PROCESSING;
+}
+
 /* Copies the entries of b's key groups from db into b's database. */
 static int
 copy_key_groups(struct rocksdb_keyed_backend *b, struct rdb *db, spate_error *err)
@@ -337,25 +347,21 @@ copy_key_groups(struct rocksdb_keyed_backend *b, struct rdb *db, spate_error *er
         hi[1] = (uint8_t)(b->range.end + 1);
         hi_len = KG_BYTES;
     }
-    for (int i = 0; i < b->nstates && rc == 0; i++) {
-        struct rocksdb_state *st = &b->states[i];
-        struct rdb_iter *it;
+    /* The keyed states' column families, then the timers'. */
+    for (int cf = 0; cf < b->ncf && rc == 0; cf++) {
+        struct rdb_iter *it = b->p->iter(db, cf, NULL, lo, sizeof lo, hi, hi_len);
 
-        if (st->heap != NULL)
-            continue;
-        it = b->p->iter(db, st->cf, NULL, lo, sizeof lo, hi, hi_len);
         for (; it != NULL && rc == 0 && b->p->iter_valid(it); b->p->iter_next(it)) {
             size_t kl, vl;
             const uint8_t *k = b->p->iter_key(it, &kl), *v = b->p->iter_value(it, &vl);
 
-            rc = b->p->put(b->db, st->cf, k, kl, v, vl, b->errbuf, sizeof b->errbuf);
+            rc = b->p->put(b->db, cf, k, kl, v, vl, b->errbuf, sizeof b->errbuf);
         }
         if (rc == 0)
             rc = it != NULL ? b->p->iter_status(it, b->errbuf, sizeof b->errbuf) : SPATE_ENOMEM;
         b->p->iter_free(it);
         if (rc != 0)
-            rc = spate_error_set(err, rc, "restore of state '%s': %s", st->base.desc.name,
-                                 b->errbuf);
+            rc = spate_error_set(err, rc, "restore of '%s': %s", cf_name(b, cf), b->errbuf);
     }
     return rc;
 }

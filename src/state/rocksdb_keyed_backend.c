@@ -612,30 +612,50 @@ rdb_restore_element(struct spate_state *base, const uint8_t *bytes, size_t len)
     return st->heap != NULL && HEAP_OPS.restore_element(st->heap, bytes, len);
 }
 
-/* ---- timers: the heap's ---- */
+/* ---- timers: the heap's, or in RocksDB (rocksdb_timers.c) ---- */
 
 static void
-rdb_register_timer(struct keyed_state_backend *b, bool event_time, int64_t timestamp)
+rdb_register_timer(struct keyed_state_backend *kb, bool event_time, int64_t timestamp)
 {
-    HEAP_OPS.register_timer(&rdb_backend_of(b)->heap.base, event_time, timestamp);
+    struct rocksdb_keyed_backend *b = rdb_backend_of(kb);
+
+    if (b->opts.timers_in_rocksdb)
+        rdb_timers_register(b, event_time, timestamp);
+    else
+        HEAP_OPS.register_timer(&b->heap.base, event_time, timestamp);
 }
 
 static void
-rdb_delete_timer(struct keyed_state_backend *b, bool event_time, int64_t timestamp)
+rdb_delete_timer(struct keyed_state_backend *kb, bool event_time, int64_t timestamp)
 {
-    HEAP_OPS.delete_timer(&rdb_backend_of(b)->heap.base, event_time, timestamp);
+    struct rocksdb_keyed_backend *b = rdb_backend_of(kb);
+
+    if (b->opts.timers_in_rocksdb)
+        rdb_timers_delete(b, event_time, timestamp);
+    else
+        HEAP_OPS.delete_timer(&b->heap.base, event_time, timestamp);
 }
 
 static void
-rdb_advance(struct keyed_state_backend *b, bool event_time, int64_t time, keyed_timer_fire_fn fire)
+rdb_advance(struct keyed_state_backend *kb, bool event_time, int64_t time, keyed_timer_fire_fn fire)
 {
-    HEAP_OPS.advance(&rdb_backend_of(b)->heap.base, event_time, time, fire);
+    struct rocksdb_keyed_backend *b = rdb_backend_of(kb);
+
+    if (b->opts.timers_in_rocksdb)
+        rdb_timers_advance(b, event_time, time, fire);
+    else
+        HEAP_OPS.advance(&b->heap.base, event_time, time, fire);
 }
 
 static void
-rdb_on_processing_time(struct keyed_state_backend *b, uint64_t now, keyed_timer_fire_fn fire)
+rdb_on_processing_time(struct keyed_state_backend *kb, uint64_t now, keyed_timer_fire_fn fire)
 {
-    HEAP_OPS.on_processing_time(&rdb_backend_of(b)->heap.base, now, fire);
+    struct rocksdb_keyed_backend *b = rdb_backend_of(kb);
+
+    if (b->opts.timers_in_rocksdb)
+        rdb_timers_on_processing_time(b, now, fire);
+    else
+        HEAP_OPS.on_processing_time(&b->heap.base, now, fire);
 }
 
 /* ---- snapshots ---- */
@@ -732,7 +752,7 @@ rdb_snapshot_write(struct keyed_state_snapshot *ks, struct state_file_writer *w,
     struct rocksdb_keyed_backend *b = s->b;
     Checkpoint__KeyedStateHandle *h = xcalloc(1, sizeof *h);
     uint32_t nkg = s->heap.kg_end - s->heap.kg_start + 1, nkeyed = 0;
-    struct byte_buf buf = { 0 };
+    struct byte_buf buf = { 0 }, timers = { 0 };
     uint64_t start = w->off;
     char errbuf[512];
 
@@ -773,10 +793,25 @@ rdb_snapshot_write(struct keyed_state_snapshot *ks, struct state_file_writer *w,
                 w->error = EIO;
             }
         }
+        /* Timers in RocksDB: a full snapshot's from its column families
+         * (an incremental one's are in its files, the heap's none). */
+        if (b->opts.timers_in_rocksdb && s->snap != NULL) {
+            if (!rdb_timers_snapshot_key_group(b, s->snap, s->heap.kg_start + k, &timers, errbuf,
+                                               sizeof errbuf) &&
+                w->error == 0) {
+                SPATE_LOG_ERROR("rocksdb", "snapshot of the timers of '%s' into '%s': %s", b->dir,
+                                path, errbuf);
+                w->error = EIO;
+            }
+            state_file_u32(w, (uint32_t)timers.len);
+            state_file_put(w, timers.data, timers.len);
+            continue;
+        }
         state_file_u32(w, (uint32_t)s->heap.timers[k].len);
         state_file_put(w, s->heap.timers[k].data, s->heap.timers[k].len);
     }
     free(buf.data);
+    free(timers.data);
     h->length = w->off - start;
     return h;
 }
@@ -854,9 +889,10 @@ rdb_restore(struct keyed_state_backend *kb, const Checkpoint__OperatorSubtaskSta
     /* The heap's part first: it checks the checkpoint's states against
      * the declared ones, and restores the timers (and the entries of a
      * full snapshot); then the files of an incremental one. */
-    if ((rc = keyed_backend_restore_to(&b->heap, st, op_name, r, restore_entry, b, err)) != 0)
+    if ((rc = keyed_backend_restore_to(&b->heap, st, op_name, r, restore_entry, b, err)) != 0 ||
+        (rc = rdb_incremental_restore(b, st, err)) != 0)
         return rc;
-    return rdb_incremental_restore(b, st, err);
+    return rdb_timers_restored(b, err);
 }
 
 static void
@@ -891,6 +927,7 @@ rdb_dispose(struct keyed_state_backend *kb)
     }
     free(b->states);
     b->states = NULL;
+    rdb_timers_release(b);
     keyed_backend_release(&b->heap);
     free(b->k.data);
     free(b->v.data);
@@ -933,8 +970,8 @@ load_plugin(void)
 int
 rdb_open_states(struct rocksdb_keyed_backend *b, const char *dir, struct rdb **out)
 {
-    const char **names = xcalloc((size_t)b->nstates + 1, sizeof *names);
-    bool *append = xcalloc((size_t)b->nstates + 1, sizeof *append);
+    const char **names = xcalloc((size_t)b->nstates + 2, sizeof *names);
+    bool *append = xcalloc((size_t)b->nstates + 2, sizeof *append);
     struct rdb_options ro = { append, b->shared, b->opts.block_cache_bytes,
                               b->opts.write_buffer_bytes, b->opts.universal_compaction };
     int ncf = 0, rc;
@@ -945,6 +982,10 @@ rdb_open_states(struct rocksdb_keyed_backend *b, const char *dir, struct rdb **o
         names[ncf] = b->states[i].base.desc.name;
         append[ncf++] = b->states[i].base.desc.kind == STATE_LIST;
     }
+    /* The timers' (empty while they are on the heap): a checkpoint's
+     * database opens with either factory. */
+    names[ncf++] = RDB_TIMER_CF_PROCESSING;
+    names[ncf++] = RDB_TIMER_CF_EVENT;
     rc = b->p->open(dir, ncf, names, &ro, out, b->errbuf, sizeof b->errbuf);
     free(names);
     free(append);
@@ -1013,6 +1054,8 @@ rocksdb_keyed_backend_create(const struct state_backend_options *o,
         st->tmp = xcalloc(1, st->base.desc.value.size + 16);
         st->tmp2 = xcalloc(1, st->base.desc.value.size + 16);
     }
+    rdb_timers_init(b, ncf, ncf + 1);
+    b->ncf = ncf + 2;
     /* The working folder: a fresh one per operator instance, its name
      * the instance's (letters and digits kept). */
     for (const char *c = name != NULL ? name : "state"; *c && j + 1 < sizeof safe; c++)
@@ -1071,6 +1114,12 @@ rocksdb_keyed_backend_memory(struct keyed_state_backend *kb, struct rdb_memory_u
         return false;
     b->p->shared_usage(b->shared, out);
     return true;
+}
+
+bool
+rocksdb_keyed_backend_timers_in_rocksdb(struct keyed_state_backend *kb)
+{
+    return rdb_backend_of(kb)->opts.timers_in_rocksdb;
 }
 
 bool

@@ -7,8 +7,10 @@
  * ([u32 key length][key][u32 namespace length][namespace][map key]); its
  * value the heap backend's (an 8-byte write time first with a TTL, list
  * elements framed and appended by a merge). Map state iterates a prefix.
- * Operator and broadcast state and every timer stay on the heap, in a
- * heap backend inside (Flink's default, heap timers).
+ * Operator and broadcast state stay on the heap, in a heap backend
+ * inside, and so do the timers by default (Flink's HEAP timer service
+ * factory); with ROCKSDB they are entries of two column families of
+ * their own (rocksdb_timers.c).
  * Snapshots are the canonical state file of the heap backend (a full
  * snapshot: a RocksDB snapshot taken on the task thread, walked key group
  * by key group on the snapshot thread), so that either backend restores
@@ -28,8 +30,12 @@ int rocksdb_keyed_backend_create(const struct state_backend_options *o,
                                  const struct keyed_backend_config *config, const char *name,
                                  struct keyed_state_backend **out, spate_error *err);
 
-/* The heap backend inside b (a RocksDB backend): its timers. */
+/* The heap backend inside b (a RocksDB backend): its operator state, and
+ * its timers unless they are in RocksDB. */
 struct heap_keyed_backend *rocksdb_keyed_backend_heap(struct keyed_state_backend *b);
+/* Whether b keeps its timers in RocksDB
+ * (state.backend.rocksdb.timer-service.factory: ROCKSDB). */
+bool rocksdb_keyed_backend_timers_in_rocksdb(struct keyed_state_backend *b);
 
 /* What the managed memory that b uses holds now, shared with the other
  * backends of its slot; false when b's memory is not managed. */

@@ -44,6 +44,47 @@ struct rdb_incremental {
 
 struct rocksdb_keyed_backend;
 
+/* Timers in RocksDB (state.backend.rocksdb.timer-service.factory: ROCKSDB;
+ * Flink's RocksDBPriorityQueueSetFactory): a column family per time
+ * domain, Flink's "_timer_state/event_user-timers" and
+ * "_timer_state/processing_user-timers", whose entry keys order the
+ * timers by (key group, timestamp, key, namespace):
+ * [key group: 2 bytes big-endian][timestamp: 8 bytes big-endian, sign bit
+ * flipped][u32 key length, big-endian][key][namespace]; the value is the
+ * key's hash (u64). Each key group keeps its first timers in memory
+ * (Flink's RocksDBCachingPriorityQueueSet), and the key groups are a heap
+ * ordered by their first timer's timestamp (Flink's
+ * KeyGroupPartitionedPriorityQueue), so that the next timer is found
+ * without reading RocksDB. */
+#define RDB_TIMER_CF_EVENT      "_timer_state/event_user-timers"
+#define RDB_TIMER_CF_PROCESSING "_timer_state/processing_user-timers"
+#define RDB_TIMER_CACHE         128 /* Flink's default cache size per key group */
+
+/* A timer's entry key and its key's hash. */
+struct rdb_timer_entry {
+    uint8_t *key;
+    uint32_t len;
+    uint64_t hash;
+};
+
+/* One key group's timers: the first n in order (the smallest entry
+ * keys), all of them when all is set. n is 0 only when all is set. */
+struct rdb_timer_group {
+    struct rdb_timer_entry *cache; /* RDB_TIMER_CACHE + 1 */
+    uint32_t n;
+    bool all;
+};
+
+/* The timers of one time domain. */
+struct rdb_timer_queue {
+    int cf;
+    bool event_time;
+    uint32_t ngroups;               /* the backend's key groups */
+    struct rdb_timer_group *groups; /* [key group - range.start] */
+    uint32_t *heap;                 /* groups by their first timer's timestamp */
+    uint32_t *pos;                  /* [group]: its place in heap */
+};
+
 /* A state of the RocksDB backend. */
 struct rocksdb_state {
     struct spate_state base;
@@ -78,6 +119,12 @@ struct rocksdb_keyed_backend {
      * slot, the backend's own (NULL: not managed). */
     struct rdb_shared_resources *shared;
     struct rdb_incremental inc;
+    int ncf; /* the keyed states', then the two timer column families */
+    /* Timers in RocksDB (opts.timers_in_rocksdb; else the heap's):
+     * [0] processing time, [1] event time. */
+    struct rdb_timer_queue timers[2];
+    struct timer *fired; /* the timer being fired */
+    size_t fired_cap;
 };
 
 /* A snapshot's synchronous part: a RocksDB snapshot (full), or a RocksDB
@@ -101,6 +148,27 @@ void rdb_failed(struct rocksdb_keyed_backend *b, int rc);
 /* Opens (makes) a database of b's keyed states in dir (message in
  * b->errbuf). */
 int rdb_open_states(struct rocksdb_keyed_backend *b, const char *dir, struct rdb **out);
+
+/* rocksdb_timers.c: the timers in RocksDB, when b keeps them there (the
+ * calls are keyed_state_backend_ops'). */
+void rdb_timers_init(struct rocksdb_keyed_backend *b, int cf_processing, int cf_event);
+void rdb_timers_release(struct rocksdb_keyed_backend *b);
+void rdb_timers_register(struct rocksdb_keyed_backend *b, bool event_time, int64_t timestamp);
+void rdb_timers_delete(struct rocksdb_keyed_backend *b, bool event_time, int64_t timestamp);
+void rdb_timers_advance(struct rocksdb_keyed_backend *b, bool event_time, int64_t time,
+                        keyed_timer_fire_fn fire);
+void rdb_timers_on_processing_time(struct rocksdb_keyed_backend *b, uint64_t now,
+                                   keyed_timer_fire_fn fire);
+/* A full snapshot's timers of key group kg, as of snap, in the heap
+ * backend's form (timer_service_snapshot's) into out; false when RocksDB
+ * failed (in errbuf). Snapshot thread. */
+bool rdb_timers_snapshot_key_group(struct rocksdb_keyed_backend *b, struct rdb_snapshot *snap,
+                                   uint32_t kg, struct byte_buf *out, char *errbuf, size_t errlen);
+/* After a restore: the timers where b keeps them. Those a state file
+ * gave the heap move into RocksDB when b keeps them there; those an
+ * incremental checkpoint's timer column families hold move onto the heap
+ * when b keeps them there; the caches are filled. */
+int rdb_timers_restored(struct rocksdb_keyed_backend *b, spate_error *err);
 
 /* rocksdb_incremental.c */
 void rdb_incremental_init(struct rdb_incremental *inc);

@@ -18,7 +18,7 @@ state_backend_options_from_config(const struct config *conf, struct state_backen
     const char *dir = NULL;
     uint64_t cache = 0, wb = 0, managed = 0;
     int64_t slots = 1;
-    int type = 0, style = 0, rc;
+    int type = 0, style = 0, timers = 0, rc;
 
     memset(o, 0, sizeof *o);
     if (conf == NULL)
@@ -32,6 +32,8 @@ state_backend_options_from_config(const struct config *conf, struct state_backen
                               err)) != 0 ||
         (rc = config_get_enum(conf, CFG(STATE_BACKEND_ROCKSDB_COMPACTION_STYLE), &style, err)) !=
             0 ||
+        (rc = config_get_enum(conf, CFG(STATE_BACKEND_ROCKSDB_TIMER_SERVICE_FACTORY), &timers,
+                              err)) != 0 ||
         (rc = config_get_bool(conf, CFG(STATE_BACKEND_ROCKSDB_MEMORY_MANAGED), &o->memory_managed,
                               err)) != 0 ||
         (rc = config_get_memory_bytes(conf, CFG(TASKMANAGER_MEMORY_MANAGED_SIZE), &managed, err)) !=
@@ -46,6 +48,7 @@ state_backend_options_from_config(const struct config *conf, struct state_backen
      * parts, one per slot. */
     o->managed_bytes = (size_t)(managed / (uint64_t)(slots > 0 ? slots : 1));
     o->universal_compaction = style == 1; /* "LEVEL|UNIVERSAL" */
+    o->timers_in_rocksdb = timers == 1;   /* "HEAP|ROCKSDB" */
     o->type = (enum state_backend_type)type;
     o->block_cache_bytes = (size_t)cache;
     o->write_buffer_bytes = (size_t)wb;
@@ -87,4 +90,10 @@ state_backend_heap(struct keyed_state_backend *b)
     if (b->ops == &heap_keyed_backend_ops)
         return heap_keyed_backend_of(b);
     return rocksdb_keyed_backend_heap(b);
+}
+
+bool
+state_backend_timers_on_heap(struct keyed_state_backend *b)
+{
+    return b->ops == &heap_keyed_backend_ops || !rocksdb_keyed_backend_timers_in_rocksdb(b);
 }

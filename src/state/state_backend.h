@@ -29,6 +29,8 @@ struct state_backend_options {
     bool incremental;
     /* state.backend.rocksdb.compaction.style: UNIVERSAL, else LEVEL. */
     bool universal_compaction;
+    /* state.backend.rocksdb.timer-service.factory: ROCKSDB, else HEAP. */
+    bool timers_in_rocksdb;
     /* Managed memory (state.backend.rocksdb.memory.managed): the RocksDB
      * instances of a slot share one block cache and write buffer manager
      * of managed_bytes (taskmanager.memory.managed.size over the slots),
@@ -54,9 +56,13 @@ int state_backend_create(const struct state_backend_options *o,
                          const struct keyed_backend_config *config, const char *name,
                          struct keyed_state_backend **out, spate_error *err);
 
-/* The heap backend that keeps b's timers: b itself when it is the heap
- * backend, the one inside a RocksDB backend; for operators that call the
- * heap's timer calls inline. */
+/* The heap backend inside b: b itself when it is the heap backend, the
+ * one inside a RocksDB backend (its operator state, and its timers unless
+ * they are in RocksDB). */
 struct heap_keyed_backend *state_backend_heap(struct keyed_state_backend *b);
+/* Whether b's timers are the heap backend's (state_backend_heap), so that
+ * operators may call the heap's timer calls inline; else only through
+ * b's table. */
+bool state_backend_timers_on_heap(struct keyed_state_backend *b);
 
 #endif

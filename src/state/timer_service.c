@@ -228,6 +228,30 @@ timer_service_on_processing_time(struct timer_service *ts, uint64_t now, keyed_t
     }
 }
 
+void
+timer_service_drain(struct timer_service *ts, void (*fn)(void *arg, const struct timer *t),
+                    void *arg)
+{
+    struct timer_heap *heaps[2] = { &ts->event, &ts->processing };
+
+    for (int i = 0; i < 2; i++) {
+        struct timer_heap *h = heaps[i];
+
+        for (size_t k = 0; k < h->count; k++) {
+            struct timer *t = h->items[k].timer;
+            struct state_map *set = keyed_state_map(&ts->sets, t->key_hash);
+            uint64_t hash;
+            size_t n = timer_identity(ts, t->event_time, t->timestamp, t->data, t->key_len,
+                                      t->data + t->key_len, t->ns_len, &hash, t->key_hash);
+
+            if (state_map_remove(set, hash, ts->buf, n) == 1)
+                fn(arg, t);
+            free(t);
+        }
+        h->count = 0;
+    }
+}
+
 /* One live timer: u8 event time, i64 timestamp, u64 key hash, u32 key
  * length, u32 namespace length, key and namespace bytes; the key group's
  * count, first, counts it. */

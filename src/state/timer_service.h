@@ -81,6 +81,11 @@ int64_t timer_service_next_processing_time(const struct timer_service *ts);
 void timer_service_on_processing_time(struct timer_service *ts, uint64_t now,
                                       keyed_timer_fire_fn fire);
 
+/* Hands every live timer to fn, then forgets them all: a backend that
+ * keeps its timers elsewhere takes those a restore gave the heap. */
+void timer_service_drain(struct timer_service *ts, void (*fn)(void *arg, const struct timer *t),
+                         void *arg);
+
 /* The live timers by key group: out[kg - range.start] gets u32 count, then
  * per timer u8 event time, i64 timestamp, u64 key hash, u32 key length, u32
  * namespace length, key and namespace bytes. */

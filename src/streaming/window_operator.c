@@ -39,8 +39,10 @@ enum { WS_CONTENTS, WS_COUNT, WS_SESSIONS, WS_COUNT_OF };
 
 struct window_op {
     /* op->backend's heap backend (state_backend_heap): the timers, called
-     * inline, and the heap's state when op->backend is it. */
+     * inline unless they are in RocksDB, and the heap's state when
+     * op->backend is it. */
     struct heap_keyed_backend *heap;
+    bool timers_on_heap;
     struct state_decl decls[WS_COUNT_OF];
     struct spate_type *session_type; /* (start, end) */
     /* The heap backend's contents, found inline on the per-record path
@@ -169,6 +171,28 @@ trigger_of(const struct stream_operator *op)
     return ((const struct window_op *)op->impl)->trigger;
 }
 
+/* A timer of the current key and window: the heap's inline, else
+ * through the backend's table (timers in RocksDB). */
+static inline void
+window_register_timer(struct stream_operator *op, struct window_op *w, bool event_time,
+                      int64_t timestamp)
+{
+    if (likely(w->timers_on_heap))
+        keyed_backend_register_timer(w->heap, event_time, timestamp);
+    else
+        op->backend->ops->register_timer(op->backend, event_time, timestamp);
+}
+
+static void
+window_delete_timer(struct stream_operator *op, struct window_op *w, bool event_time,
+                    int64_t timestamp)
+{
+    if (w->timers_on_heap)
+        keyed_backend_delete_timer(w->heap, event_time, timestamp);
+    else
+        op->backend->ops->delete_timer(op->backend, event_time, timestamp);
+}
+
 /* max_ts: window_max_timestamp(win). */
 static inline spate_trigger_result
 trigger_on_element(struct stream_operator *op, struct window_op *w, const void *rec, int64_t ts,
@@ -182,11 +206,11 @@ trigger_on_element(struct stream_operator *op, struct window_op *w, const void *
             return SPATE_TRIGGER_FIRE; /* a late record within the lateness refires */
         /* Registered with the window's first element; deduplicated anyway. */
         if (new_window)
-            keyed_backend_register_timer(w->heap, true, max_ts);
+            window_register_timer(op, w, true, max_ts);
         return SPATE_TRIGGER_CONTINUE;
     case TRIGGER_PROCESSING_TIME:
         if (new_window)
-            keyed_backend_register_timer(w->heap, false, max_ts);
+            window_register_timer(op, w, false, max_ts);
         return SPATE_TRIGGER_CONTINUE;
     case TRIGGER_COUNT: {
         int64_t n = 0;
@@ -702,8 +726,8 @@ merge_contents(struct stream_operator *op, struct window_op *w, spate_time_windo
     }
     set_window(op, &from);
     clear_window(op, w);
-    keyed_backend_delete_timer(w->heap, is_event_time(op), window_max_timestamp(from));
-    keyed_backend_delete_timer(w->heap, is_event_time(op), cleanup_time(op, from));
+    window_delete_timer(op, w, is_event_time(op), window_max_timestamp(from));
+    window_delete_timer(op, w, is_event_time(op), cleanup_time(op, from));
 }
 
 /* Adds [ts, ts + gap) to the key's sessions, merging what overlaps; returns
@@ -829,6 +853,7 @@ window_open(struct stream_operator *op, spate_error *err)
     if ((rc = operator_backend_init(op, w->decls, WS_COUNT_OF, err)) != 0)
         return rc;
     w->heap = state_backend_heap(op->backend);
+    w->timers_on_heap = state_backend_timers_on_heap(op->backend);
     w->contents_st = op->backend->ops->state(op->backend, w->decls[WS_CONTENTS].name);
     if (op->backend == &w->heap->base)
         w->contents = heap_state_of(w->contents_st);
@@ -909,7 +934,7 @@ add_to_window(struct stream_operator *op, struct window_op *w, const void *rec, 
     if (w->window_timers)
         window_timer_add(op, w, win, max_ts <= op->current_watermark);
     else if (cleanup != max_ts && cleanup != INT64_MAX)
-        keyed_backend_register_timer(w->heap, is_event_time(op), cleanup);
+        window_register_timer(op, w, is_event_time(op), cleanup);
 }
 
 /* A record outside the last tumbling window: its window, and that

@@ -25,6 +25,9 @@ STATE_BACKEND = os.environ.get("SPATE_E2E_STATE_BACKEND", "hashmap")
 # checkpoints (execution.checkpointing.incremental), shared SST files in
 # the job's checkpoint folder's shared/.
 INCREMENTAL = os.environ.get("SPATE_E2E_CHECKPOINTS_INCREMENTAL") == "1"
+# SPATE_E2E_ROCKSDB_TIMERS=1 (with rocksdb): the timers in RocksDB too
+# (state.backend.rocksdb.timer-service.factory: ROCKSDB).
+ROCKSDB_TIMERS = os.environ.get("SPATE_E2E_ROCKSDB_TIMERS") == "1"
 
 
 def state_backend_args(tmp):
@@ -36,6 +39,8 @@ def state_backend_args(tmp):
             "-D", f"state.backend.rocksdb.localdir={os.path.join(tmp, 'rocksdb')}"]
     if INCREMENTAL:
         args += ["-D", "execution.checkpointing.incremental=true"]
+    if ROCKSDB_TIMERS:
+        args += ["-D", "state.backend.rocksdb.timer-service.factory=ROCKSDB"]
     return args
 
 

@@ -1,7 +1,10 @@
 /* Unit tests of the keyed state backends through their table
  * (state/keyed_state_backend.h), with no operator: the same tests build
  * twice, test_state_keyed_backend_heap and, with TEST_ROCKSDB,
- * test_state_keyed_backend_rocksdb. States scoped by key and namespace,
+ * test_state_keyed_backend_rocksdb, and with TEST_ROCKSDB_TIMERS besides,
+ * test_state_keyed_backend_rocksdb_timers (its timers in RocksDB: the
+ * other backend of the cross-backend tests is the heap's then). States
+ * scoped by key and namespace,
  * each kind of state, TTL expiry (with a test clock), timers fired in
  * order once per key and time, a snapshot unchanged by later writes, a
  * state file written and read back by other subtasks (rescaling) and by
@@ -23,7 +26,10 @@
 #include "state/state_backend.h"
 #include "state/state_file.h"
 
-#ifdef TEST_ROCKSDB
+#if defined TEST_ROCKSDB_TIMERS
+#define SUITE               keyed_backend_rocksdb_timers
+#define LIST_ADD_MAY_BE_NEW true
+#elif defined TEST_ROCKSDB
 #define SUITE               keyed_backend_rocksdb
 #define LIST_ADD_MAY_BE_NEW true
 #else
@@ -116,6 +122,9 @@ backend_options(bool other)
         return NULL;
     cr_assert_eq(state_backend_options_from_config(NULL, &o, NULL), 0);
     o.type = STATE_BACKEND_ROCKSDB;
+#ifdef TEST_ROCKSDB_TIMERS
+    o.timers_in_rocksdb = true;
+#endif
     snprintf(o.localdir, sizeof o.localdir, "%s", tmp != NULL && *tmp ? tmp : "/tmp");
     return &o;
 }
@@ -193,11 +202,18 @@ Test(SUITE, the_rocksdb_settings_come_from_the_configuration_and_bad_ones_are_na
     spate_error err = { 0 };
 
     cr_assert_eq(state_backend_options_from_config(conf, &o, &err), 0, "%s", err.message);
-    cr_assert(!o.incremental && !o.universal_compaction, "full checkpoints, leveled: defaults");
+    cr_assert(!o.incremental && !o.universal_compaction && !o.timers_in_rocksdb,
+              "full checkpoints, leveled, heap timers: defaults");
     config_set(conf, "state.backend.incremental", "true", "test"); /* the older key */
     config_set(conf, "state.backend.rocksdb.compaction.style", "UNIVERSAL", "test");
+    config_set(conf, "state.backend.rocksdb.timer-service.factory", "ROCKSDB", "test");
     cr_assert_eq(state_backend_options_from_config(conf, &o, &err), 0, "%s", err.message);
-    cr_assert(o.incremental && o.universal_compaction);
+    cr_assert(o.incremental && o.universal_compaction && o.timers_in_rocksdb);
+    config_set(conf, "state.backend.rocksdb.timer-service.factory", "DISK", "test");
+    cr_assert_neq(state_backend_options_from_config(conf, &o, &err), 0);
+    cr_assert(strstr(err.message, "state.backend.rocksdb.timer-service.factory") != NULL, "%s",
+              err.message);
+    config_set(conf, "state.backend.rocksdb.timer-service.factory", "HEAP", "test");
     config_set(conf, "state.backend.rocksdb.compaction.style", "TIERED", "test");
     cr_assert_neq(state_backend_options_from_config(conf, &o, &err), 0);
     cr_assert(strstr(err.message, "state.backend.rocksdb.compaction.style") != NULL, "%s",
@@ -447,6 +463,64 @@ Test(SUITE, timers_fire_in_order_once_per_key_and_time)
         cr_assert_neq(fired.key[i], 3, "key 3's deleted timer fired");
     ops->advance(f.kb, true, 2000, record_fire);
     cr_assert_eq(fired.n, 9, "a timer fires once");
+    fixture_free(&f);
+}
+
+/* Timers of many keys at scattered times, more per key group than
+ * RocksDB's cache holds: each fires once, in timestamp order, deleted ones
+ * never, and one registered while timers fire fires too. */
+static struct {
+    int64_t last, n, late;
+    bool ordered;
+} order;
+
+static void
+order_fire(void *owner, const struct timer *t)
+{
+    struct fixture *f = owner;
+    int64_t k;
+
+    memcpy(&k, f->key.key.data, 8);
+    cr_assert_eq(t->timestamp % 1000, k % 1000, "a timer fires with its key");
+    order.ordered &= t->timestamp >= order.last;
+    order.last = t->timestamp;
+    order.n++;
+    if (t->timestamp >= 2000000)
+        order.late++;
+    else if (k == 3)
+        f->kb->ops->register_timer(f->kb, true, 2000000 + 3); /* later, from inside fire */
+}
+
+Test(SUITE, timers_beyond_any_cache_fire_in_order_and_deleted_ones_never)
+{
+    const int64_t keys = 5000, per_key = 6;
+    struct fixture f;
+    int64_t deleted = 0;
+
+    fixture_init(&f, NULL, 0, 1, 0);
+    for (int64_t i = 0; i < per_key; i++)
+        for (int64_t k = 0; k < keys; k++) {
+            /* scattered: timestamp ≡ key (mod 1000) */
+            int64_t ts = ((k * 7919 + i * 104729) % 1000) * 1000 + k % 1000;
+
+            set_key(&f, k, NULL, 0);
+            f.kb->ops->register_timer(f.kb, true, ts);
+            if ((k + i) % 3 == 0) {
+                f.kb->ops->delete_timer(f.kb, true, ts);
+                deleted++;
+            }
+        }
+    memset(&order, 0, sizeof order);
+    order.ordered = true;
+    order.last = INT64_MIN;
+    for (int64_t wm = 0; wm <= 1000000; wm += 50000)
+        f.kb->ops->advance(f.kb, true, wm, order_fire);
+    cr_assert(order.ordered, "timers fired out of timestamp order");
+    cr_assert_eq(order.n, keys * per_key - deleted, "%lld of %lld timers fired", (long long)order.n,
+                 (long long)(keys * per_key - deleted));
+    f.kb->ops->advance(f.kb, true, INT64_MAX, order_fire);
+    cr_assert_eq(order.late, 1, "the timer registered from a fire, once: %lld",
+                 (long long)order.late);
     fixture_free(&f);
 }
 
@@ -1136,6 +1210,7 @@ Test(SUITE, incremental_checkpoints_restore_at_another_parallelism_by_key_groups
     spate_error err = { 0 };
     struct fixture f[2], g, h[2];
     struct inc_job j;
+    int timers = 0;
 
     inc_job_init(&j);
     for (int sub = 0; sub < 2; sub++) {
@@ -1147,6 +1222,8 @@ Test(SUITE, incremental_checkpoints_restore_at_another_parallelism_by_key_groups
                 continue;
             set_key(&f[sub], k, NULL, 0);
             f[sub].kb->ops->value_update(state(&f[sub], "v"), &k);
+            if (k % 40 == 0)
+                f[sub].kb->ops->register_timer(f[sub].kb, true, k);
         }
         inc_checkpoint(&f[sub], &j, 1, sub, &two);
         fixture_free(&f[sub]);
@@ -1179,8 +1256,16 @@ Test(SUITE, incremental_checkpoints_restore_at_another_parallelism_by_key_groups
             }
         }
         cr_assert_gt(found, 900, "subtask %d has its keys (%d)", sub, found);
+        memset(&fired, 0, sizeof fired);
+        h[sub].kb->ops->advance(h[sub].kb, true, 2000, record_fire);
+        for (int i = 0; i < fired.n; i++)
+            cr_assert_eq(key_group_of_key(&fired.key[i], 8, 128) < 64 ? 0 : 1, sub,
+                         "key %lld's timer restored outside its key groups",
+                         (long long)fired.key[i]);
+        timers += fired.n;
         fixture_free(&h[sub]);
     }
+    cr_assert_eq(timers, 50, "every timer restored once (p2 → p1 → p2), not %d", timers);
     inc_written_free(&two);
     inc_written_free(&one);
     inc_job_free(&j);
