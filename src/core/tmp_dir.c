@@ -154,11 +154,14 @@ tmp_dir_sweep(const char *base)
 int
 tmp_dir_sweep_config(const struct config *conf)
 {
-    char bases[3][512];
+    char bases[4][512];
     const char *dir;
     int n = 0, removed = 0;
 
     tmp_dir_base(conf, bases[n++], sizeof bases[0]);
+    if (config_get_string(conf, CFG(STATE_BACKEND_ROCKSDB_LOCALDIR), &dir, NULL) == 0 &&
+        dir != NULL && *dir)
+        snprintf(bases[n++], sizeof bases[0], "%s", dir);
     if (config_get_string(conf, CFG(BLOB_STORAGE_DIRECTORY), &dir, NULL) == 0 && dir != NULL)
         snprintf(bases[n++], sizeof bases[0], "%s", dir);
     if (config_get_string(conf, CFG(WEB_UPLOAD_DIR), &dir, NULL) == 0 && dir != NULL)

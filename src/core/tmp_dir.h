@@ -36,7 +36,8 @@ void tmp_dir_remove(struct tmp_dir *d);
  * (an older spate's, or not yet complete) are left alone. */
 int tmp_dir_sweep(const char *base);
 /* The sweep of each folder a daemon makes its own in: the first of
- * io.tmp.dirs, blob.storage.directory and web.upload.dir. */
+ * io.tmp.dirs, state.backend.rocksdb.localdir (RocksDB's working
+ * folders), blob.storage.directory and web.upload.dir. */
 int tmp_dir_sweep_config(const struct config *conf);
 
 #endif

@@ -161,7 +161,7 @@ rdb_incremental_upload(struct rdb_snapshot_state *s, const char *path,
     struct rdb_file_set uploaded = { s->checkpoint_id, NULL, 0 }, fresh = { 0, NULL, 0 };
     const char *shared = s->shared;
     char *private;
-    const char *base_name = strrchr(b->dir, '/') ? strrchr(b->dir, '/') + 1 : b->dir;
+    const char *base_name = strrchr(b->work.path, '/') + 1; /* the backend's own */
     spate_error err = { 0 };
     struct dirent *e;
     bool ok = false;

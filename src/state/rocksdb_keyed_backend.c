@@ -13,6 +13,7 @@
 #include "core/key_group.h"
 #include "core/log.h"
 #include "core/plugin.h"
+#include "core/tmp_dir.h"
 #include "core/util.h"
 #include "state/heap_keyed_backend.h"
 #include "state/rocksdb_keyed_backend.h"
@@ -907,7 +908,6 @@ static void
 rdb_dispose(struct keyed_state_backend *kb)
 {
     struct rocksdb_keyed_backend *b = rdb_backend_of(kb);
-    spate_error err = { 0 };
 
     if (b->db != NULL)
         b->p->close(b->db);
@@ -917,8 +917,7 @@ rdb_dispose(struct keyed_state_backend *kb)
     else if (b->shared != NULL)
         b->p->shared_free(b->shared);
     b->shared = NULL;
-    if (b->dir != NULL && fs_remove_tree(b->dir, &err) != 0)
-        SPATE_LOG_WARN("rocksdb", "cannot remove the working folder: %s", err.message);
+    tmp_dir_remove(&b->work);
     for (int i = 0; b->states != NULL && i < b->nstates; i++) {
         free(b->states[i].tmp);
         free(b->states[i].tmp2);
@@ -1012,7 +1011,7 @@ rocksdb_keyed_backend_create(const struct state_backend_options *o,
                              struct keyed_state_backend **out, spate_error *err)
 {
     struct rocksdb_keyed_backend *b;
-    char safe[64];
+    char safe[64], *kind;
     int ncf = 0, rc;
     size_t j = 0;
 
@@ -1022,6 +1021,7 @@ rocksdb_keyed_backend_create(const struct state_backend_options *o,
         return spate_error_set(err, load_error.code ? load_error.code : SPATE_ENOENT, "%s",
                                load_error.message);
     b = xcalloc(1, sizeof *b);
+    b->work.lock_fd = -1;
     if ((rc = heap_keyed_backend_init(&b->heap, config, err)) != 0) {
         keyed_backend_release(&b->heap);
         free(b);
@@ -1068,14 +1068,16 @@ rocksdb_keyed_backend_create(const struct state_backend_options *o,
         spate_error_wrap(err, "state.backend.rocksdb.localdir");
         goto fail;
     }
-    b->dir = xasprintf("%s/spate-rocksdb-%s-XXXXXX", o->localdir, safe);
-    if (mkdtemp(b->dir) == NULL) {
-        rc = spate_error_set(err, SPATE_EIO, "cannot make a RocksDB working folder in '%s': %s",
-                             o->localdir, spate_strerror(-errno));
-        free(b->dir);
-        b->dir = NULL;
+    /* Locked for the process's life (core/tmp_dir.h): the folders of a
+     * TaskManager killed by kill -9 are swept when the next one starts. */
+    kind = xasprintf("rocksdb-%s", safe);
+    rc = tmp_dir_make(o->localdir, kind, &b->work, err);
+    free(kind);
+    if (rc != 0) {
+        spate_error_wrap(err, "a RocksDB working folder");
         goto fail;
     }
+    b->dir = xasprintf("%s/db", b->work.path);
     if (o->memory_managed) {
         b->shared =
             o->slot_resources != NULL

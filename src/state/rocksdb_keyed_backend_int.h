@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include "core/tmp_dir.h"
 #include "state/heap_keyed_backend.h"
 #include "state/rocksdb_plugin.h"
 #include "state/state_backend.h"
@@ -103,7 +104,11 @@ struct rocksdb_keyed_backend {
     struct heap_keyed_backend heap;
     const struct rocksdb_plugin *p;
     struct rdb *db;
-    char *dir; /* the working folder */
+    /* The working folder (its ".lock" held: core/tmp_dir.h), and the
+     * database's folder in it, "db"; restores and RocksDB checkpoints go
+     * beside that. */
+    struct tmp_dir work;
+    char *dir;
     struct rocksdb_state *states;
     int nstates;
     struct state_key_context *key; /* the current key: the owner's */

@@ -411,9 +411,18 @@ class OperatorFailoverTest(OperatorJob, ClusterTestCase):
         self.cluster(1, slots=2)
         jid = self.submit(1)
         self.kill_and_replace(jid, slots=2)
+        if STATE_BACKEND == "rocksdb":
+            # The killed TaskManager's RocksDB folders: its replacement
+            # sweeps them at its start (their locks died with it).
+            self.taskmanagers[-1].wait_log(
+                r"removed '\S*/spate-rocksdb-\S*', left by a process that is gone")
         job = self.wait_state(jid, TERMINAL)
         self.assertEqual(job["state"], "FINISHED", job.get("failure"))
         self.check_output("p1 through a kill -9")
+        if STATE_BACKEND == "rocksdb":
+            wait_for(lambda: not rocksdb_folders(self.tmp), 30,
+                     f"no RocksDB folder left of the killed TaskManager or of {jid}'s "
+                     f"ended tasks: {rocksdb_folders(self.tmp)}")
 
     def test_p4_kill9_of_a_taskmanager(self):
         self.cluster(2, slots=2)

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/fs.h"
 #include "core/tmp_dir.h"
 
@@ -24,7 +25,7 @@ exists(const char *path)
 /* A child makes a folder, writes its path to the pipe, fills it and waits
  * to be killed. */
 static pid_t
-child_with_folder(const char *base, char *path, size_t size)
+child_with_folder(const char *base, const char *kind, char *path, size_t size)
 {
     int fds[2];
     pid_t pid;
@@ -39,7 +40,7 @@ child_with_folder(const char *base, char *path, size_t size)
         char file[600];
         FILE *f;
 
-        if (tmp_dir_make(base, "blobs", &d, &err) != 0)
+        if (tmp_dir_make(base, kind, &d, &err) != 0)
             _exit(1);
         snprintf(file, sizeof file, "%s/blob_1", d.path);
         if ((f = fopen(file, "w")) != NULL)
@@ -67,8 +68,8 @@ Test(tmp_dir, the_sweep_removes_only_the_folders_of_killed_processes)
 
     snprintf(base, sizeof base, "/tmp/spate-tmpdir-test-XXXXXX");
     cr_assert_not_null(mkdtemp(base));
-    k = child_with_folder(base, killed, sizeof killed);
-    a = child_with_folder(base, alive, sizeof alive);
+    k = child_with_folder(base, "blobs", killed, sizeof killed);
+    a = child_with_folder(base, "blobs", alive, sizeof alive);
     cr_assert_eq(tmp_dir_make(base, "web", &mine, &err), 0, "%s", err.message);
     cr_assert_eq(strncmp(strrchr(mine.path, '/') + 1, "spate-web-", 10), 0, "%s", mine.path);
     /* An older spate's folder without a lock, and one not of spate's. */
@@ -92,6 +93,34 @@ Test(tmp_dir, the_sweep_removes_only_the_folders_of_killed_processes)
     cr_assert_not(exists(alive));
     cr_assert(exists(foreign));
     cr_assert_eq(fs_remove_tree(base, &err), 0, "%s", err.message);
+}
+
+/* A TaskManager's RocksDB working folders may lie outside io.tmp.dirs
+ * (state.backend.rocksdb.localdir): a daemon's sweep at its start covers
+ * them too. */
+Test(tmp_dir, the_daemon_sweep_covers_the_rocksdb_local_dir)
+{
+    char tmp[64], local[64], killed[600];
+    struct config *conf = config_new();
+    spate_error err = { 0 };
+    pid_t k;
+
+    snprintf(tmp, sizeof tmp, "/tmp/spate-tmpdir-test-XXXXXX");
+    snprintf(local, sizeof local, "/tmp/spate-tmpdir-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp));
+    cr_assert_not_null(mkdtemp(local));
+    config_set(conf, "io.tmp.dirs", tmp, "test");
+    config_set(conf, "state.backend.rocksdb.localdir", local, "test");
+    k = child_with_folder(local, "rocksdb-window_1", killed, sizeof killed);
+    cr_assert_eq(tmp_dir_sweep_config(conf), 0, "its TaskManager is alive");
+    cr_assert(exists(killed));
+    kill(k, SIGKILL);
+    waitpid(k, NULL, 0);
+    cr_assert_eq(tmp_dir_sweep_config(conf), 1);
+    cr_assert_not(exists(killed), "%s was left by a killed TaskManager", killed);
+    config_free(conf);
+    cr_assert_eq(fs_remove_tree(tmp, &err), 0, "%s", err.message);
+    cr_assert_eq(fs_remove_tree(local, &err), 0, "%s", err.message);
 }
 
 Test(tmp_dir, a_folder_that_cannot_be_made_is_a_clear_error)
