@@ -1118,6 +1118,39 @@ rocksdb_keyed_backend_memory(struct keyed_state_backend *kb, struct rdb_memory_u
     return true;
 }
 
+/* The first nine are the database's, or its block cache's (every column
+ * family reports the same value): not summed. */
+#define NATIVE_METRICS_OF_THE_DB 9
+const char *const rocksdb_native_metrics[ROCKSDB_NATIVE_METRIC_COUNT] = {
+    "background-errors",          "num-snapshots",
+    "num-running-compactions",    "num-running-flushes",
+    "actual-delayed-write-rate",  "is-write-stopped",
+    "block-cache-capacity",       "block-cache-usage",
+    "block-cache-pinned-usage",   "num-immutable-mem-table",
+    "mem-table-flush-pending",    "compaction-pending",
+    "cur-size-active-mem-table",  "cur-size-all-mem-tables",
+    "size-all-mem-tables",        "num-entries-active-mem-table",
+    "num-entries-imm-mem-tables", "num-deletes-active-mem-table",
+    "num-deletes-imm-mem-tables", "estimate-num-keys",
+    "estimate-table-readers-mem", "num-live-versions",
+    "estimate-live-data-size",    "total-sst-files-size",
+    "live-sst-files-size",        "estimate-pending-compaction-bytes",
+};
+
+bool
+rocksdb_keyed_backend_native_metric(struct keyed_state_backend *kb, int i, uint64_t *out)
+{
+    struct rocksdb_keyed_backend *b = rdb_backend_of(kb);
+    char name[64];
+
+    snprintf(name, sizeof name, "rocksdb.%s", rocksdb_native_metrics[i]);
+    if (!b->p->property(b->db, name, out))
+        return false;
+    if (i < NATIVE_METRICS_OF_THE_DB)
+        *out /= (uint64_t)b->ncf;
+    return true;
+}
+
 bool
 rocksdb_keyed_backend_timers_in_rocksdb(struct keyed_state_backend *kb)
 {

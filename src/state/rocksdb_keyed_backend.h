@@ -40,6 +40,15 @@ bool rocksdb_keyed_backend_timers_in_rocksdb(struct keyed_state_backend *b);
 /* What the managed memory that b uses holds now, shared with the other
  * backends of its slot; false when b's memory is not managed. */
 bool rocksdb_keyed_backend_memory(struct keyed_state_backend *b, struct rdb_memory_usage *out);
+/* Flink's RocksDB native metrics (RocksDBNativeMetricOptions), each
+ * reported when state.backend.rocksdb.metrics.<name> is true: RocksDB's
+ * property rocksdb.<name>. */
+#define ROCKSDB_NATIVE_METRIC_COUNT 26
+extern const char *const rocksdb_native_metrics[ROCKSDB_NATIVE_METRIC_COUNT];
+/* Native metric i of b's database: summed over its column families (Flink
+ * reports one per column family), the database's or the block cache's own
+ * for those that are not a column family's; false when RocksDB has none. */
+bool rocksdb_keyed_backend_native_metric(struct keyed_state_backend *b, int i, uint64_t *out);
 /* RocksDB's integer property name of b's database, summed over its
  * states (e.g. rocksdb.cur-size-all-mem-tables); false when none. */
 bool rocksdb_keyed_backend_property(struct keyed_state_backend *b, const char *name, uint64_t *out);

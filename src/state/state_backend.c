@@ -10,6 +10,30 @@
 #include "state/rocksdb_keyed_backend.h"
 #include "state/state_backend.h"
 
+/* state.backend.rocksdb.metrics.<name> of each native metric (Flink's
+ * RocksDBNativeMetricOptions: false unless set). */
+static int
+native_metrics_from_config(const struct config *conf, uint32_t *out, spate_error *err)
+{
+    _Static_assert(ROCKSDB_NATIVE_METRIC_COUNT <= 32, "a bit per metric");
+    *out = 0;
+    for (int i = 0; i < ROCKSDB_NATIVE_METRIC_COUNT; i++) {
+        char key[128];
+        const char *v;
+        bool on;
+        int rc;
+
+        snprintf(key, sizeof key, "state.backend.rocksdb.metrics.%s", rocksdb_native_metrics[i]);
+        if ((v = config_lookup(conf, key)) == NULL)
+            continue;
+        if ((rc = config_parse_bool(v, &on, err)) != 0)
+            return spate_error_wrap(err, "%s", key);
+        if (on)
+            *out |= 1u << i;
+    }
+    return 0;
+}
+
 int
 state_backend_options_from_config(const struct config *conf, struct state_backend_options *o,
                                   spate_error *err)
@@ -47,6 +71,8 @@ state_backend_options_from_config(const struct config *conf, struct state_backen
     /* Flink's MemoryManager: the TaskManager's managed memory in equal
      * parts, one per slot. */
     o->managed_bytes = (size_t)(managed / (uint64_t)(slots > 0 ? slots : 1));
+    if ((rc = native_metrics_from_config(conf, &o->native_metrics, err)) != 0)
+        goto out;
     o->universal_compaction = style == 1; /* "LEVEL|UNIVERSAL" */
     o->timers_in_rocksdb = timers == 1;   /* "HEAP|ROCKSDB" */
     o->type = (enum state_backend_type)type;

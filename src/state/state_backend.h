@@ -31,6 +31,9 @@ struct state_backend_options {
     bool universal_compaction;
     /* state.backend.rocksdb.timer-service.factory: ROCKSDB, else HEAP. */
     bool timers_in_rocksdb;
+    /* Bit i: rocksdb_native_metrics[i] is reported
+     * (state.backend.rocksdb.metrics.<name>: true). */
+    uint32_t native_metrics;
     /* Managed memory (state.backend.rocksdb.memory.managed): the RocksDB
      * instances of a slot share one block cache and write buffer manager
      * of managed_bytes (taskmanager.memory.managed.size over the slots),

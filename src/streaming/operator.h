@@ -270,6 +270,12 @@ struct stream_operator {
     struct watermark_generator *watermarks;
     /* When on_processing_time wants to run (CLOCK_MONOTONIC ns; 0: never). */
     uint64_t next_processing_ns;
+    /* RocksDB's native metrics of its backend that the configuration
+     * asks for (state.backend.rocksdb.metrics.*): gauges of its group,
+     * [i] for rocksdb_native_metrics[i] (NULL: not reported), read when
+     * native_metrics_ns passed (operator_backend_metrics). NULL: none. */
+    struct metric_value **native_metrics;
+    uint64_t native_metrics_ns;
     /* Records in and out on the main output (Flink's numRecordsIn and
      * numRecordsOut of an operator), reported with the job's result. */
     uint64_t records_in, records_out;
@@ -288,6 +294,9 @@ struct stream_operator {
 int operator_backend_init(struct stream_operator *op, const struct state_decl *extra, int nextra,
                           spate_error *err);
 void operator_backend_free(struct stream_operator *op);
+/* Reads op's native RocksDB metrics into their gauges when they are due
+ * (once a second; task thread). */
+void operator_backend_metrics(struct stream_operator *op, uint64_t now_ns);
 
 /* Makes the running operator for config; out is where its records go. */
 int operator_new(const struct operator_settings *config, int index, const struct task_info *task,

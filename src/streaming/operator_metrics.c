@@ -188,18 +188,37 @@ operator_metrics_open(struct stream_operator *op)
     }
 }
 
-struct metric_counter *
-operator_metrics_counter(struct stream_operator *op, const char *name, spate_error *err)
+/* The operator's own metric of kind named name: NULL with err set when
+ * the name is bad or names another kind. */
+static struct user_metric *
+own_metric(struct stream_operator *op, const char *name, enum user_metric_kind kind,
+           spate_error *err)
 {
     spate_error e = { 0 };
-    struct user_metric *u = metric_get(&operator_metrics_of(op)->root, name, UM_COUNTER, 0, &e);
+    struct user_metric *u = metric_get(&operator_metrics_of(op)->root, name, kind, 0, &e);
 
     if (e.code != 0) {
         if (err != NULL)
             *err = e;
         return NULL;
     }
-    return &u->u.counter.c;
+    return u;
+}
+
+struct metric_counter *
+operator_metrics_counter(struct stream_operator *op, const char *name, spate_error *err)
+{
+    struct user_metric *u = own_metric(op, name, UM_COUNTER, err);
+
+    return u != NULL ? &u->u.counter.c : NULL;
+}
+
+struct metric_value *
+operator_metrics_gauge(struct stream_operator *op, const char *name, spate_error *err)
+{
+    struct user_metric *u = own_metric(op, name, UM_GAUGE, err);
+
+    return u != NULL ? &u->u.gauge.v : NULL;
 }
 
 void

@@ -20,6 +20,10 @@ void operator_metrics_open(struct stream_operator *op);
  * after). NULL with err set when name is bad or names another kind. */
 struct metric_counter *operator_metrics_counter(struct stream_operator *op, const char *name,
                                                 spate_error *err);
+/* A gauge of op's group under name that the task thread sets (made on
+ * first use); NULL with err set as operator_metrics_counter. */
+struct metric_value *operator_metrics_gauge(struct stream_operator *op, const char *name,
+                                            spate_error *err);
 /* Unregisters op's group, then frees its metrics (NULL-safe). */
 void operator_metrics_free(struct operator_metrics *m);
 

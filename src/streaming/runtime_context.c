@@ -10,9 +10,11 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "state/heap_keyed_backend.h"
+#include "state/rocksdb_keyed_backend.h"
 #include "state/state_backend.h"
 #include "streaming/accumulators.h"
 #include "streaming/operator.h"
+#include "streaming/operator_metrics.h"
 #include "streaming/types.h"
 
 const void *
@@ -418,6 +420,31 @@ backend_fail(spate_ctx *ctx, const char *message)
     spate_ctx_fail(ctx, "state of '%s': %s", ctx->task_name, message);
 }
 
+#define NATIVE_METRICS_INTERVAL_NS 1000000000ull
+
+/* The gauges of the native RocksDB metrics the configuration asks for,
+ * "rocksdb.<name>" in op's group (Flink's RocksDBNativeMetricMonitor),
+ * read first when the task next looks. */
+static void
+native_metrics_open(struct stream_operator *op)
+{
+    const struct state_backend_options *o = op->task->state_backend;
+
+    if (o == NULL || o->type != STATE_BACKEND_ROCKSDB || o->native_metrics == 0 ||
+        op->task->metrics == NULL)
+        return;
+    op->native_metrics = xcalloc(ROCKSDB_NATIVE_METRIC_COUNT, sizeof *op->native_metrics);
+    for (int i = 0; i < ROCKSDB_NATIVE_METRIC_COUNT; i++) {
+        char name[64];
+
+        if (!(o->native_metrics & (1u << i)))
+            continue;
+        snprintf(name, sizeof name, "rocksdb.%s", rocksdb_native_metrics[i]);
+        op->native_metrics[i] = operator_metrics_gauge(op, name, NULL);
+    }
+    op->native_metrics_ns = 0;
+}
+
 int
 operator_backend_init(struct stream_operator *op, const struct state_decl *extra, int nextra,
                       spate_error *err)
@@ -444,13 +471,31 @@ operator_backend_init(struct stream_operator *op, const struct state_decl *extra
     rc = state_backend_create(op->task->state_backend, &c, op->ctx.task_name, &op->backend, err);
     free(descs);
     if (rc != 0)
-        spate_error_wrap(err, "the state of '%s'", op->ctx.task_name);
-    return rc;
+        return spate_error_wrap(err, "the state of '%s'", op->ctx.task_name);
+    native_metrics_open(op);
+    return 0;
+}
+
+void
+operator_backend_metrics(struct stream_operator *op, uint64_t now_ns)
+{
+    if (op->native_metrics == NULL || now_ns < op->native_metrics_ns || op->backend == NULL)
+        return;
+    for (int i = 0; i < ROCKSDB_NATIVE_METRIC_COUNT; i++) {
+        uint64_t v;
+
+        if (op->native_metrics[i] != NULL &&
+            rocksdb_keyed_backend_native_metric(op->backend, i, &v))
+            metric_value_set(op->native_metrics[i], (double)v);
+    }
+    op->native_metrics_ns = now_ns + NATIVE_METRICS_INTERVAL_NS;
 }
 
 void
 operator_backend_free(struct stream_operator *op)
 {
+    free(op->native_metrics);
+    op->native_metrics = NULL;
     if (op->backend == NULL)
         return;
     op->backend->ops->dispose(op->backend);

@@ -195,9 +195,14 @@ task_deadline(struct stream_task *t)
     for (int g = 0; g < t->p->ngates; g++)
         if (!t->gate_ended[g])
             deadline = MIN(deadline, input_gate_next_deadline(t->gates[g]));
-    for (int i = 0; i < t->chain->nops; i++)
-        if (t->chain->ops[i]->next_processing_ns != 0)
-            deadline = MIN(deadline, t->chain->ops[i]->next_processing_ns);
+    for (int i = 0; i < t->chain->nops; i++) {
+        const struct stream_operator *op = t->chain->ops[i];
+
+        if (op->next_processing_ns != 0)
+            deadline = MIN(deadline, op->next_processing_ns);
+        if (op->native_metrics != NULL)
+            deadline = MIN(deadline, op->native_metrics_ns);
+    }
     if (t->next_latency_ns != 0)
         deadline = MIN(deadline, t->next_latency_ns);
     return deadline;
@@ -244,6 +249,8 @@ task_flush_due(struct stream_task *t, uint64_t now, spate_error *err)
 
     task_processing_time(t, now);
     task_publish_output_watermark(t);
+    for (int i = 0; i < t->chain->nops; i++)
+        operator_backend_metrics(t->chain->ops[i], now);
     for (int o = 0; o < t->v->noutputs; o++)
         exchange_output_publish(&t->xouts[o]);
     for (int o = 0; o < t->v->noutputs; o++)

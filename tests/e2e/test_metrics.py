@@ -384,6 +384,42 @@ class MetricsTest(ClusterTestCase):
                              r'operator_subtask_index="0",quantile="' + q + r'"\} [0-9.e+-]+\n')
         self.assertRegex(text, family + r"_count\{[^}]*\} [1-9]\d*")
 
+    def test_rocksdb_native_metrics_of_a_keyed_operator_over_rest(self):
+        """state.backend.rocksdb.metrics.<name>: true reports RocksDB's
+        property rocksdb.<name> of a keyed operator's database as its
+        gauge "<subtask>.<operator>.rocksdb.<name>"; the others are not
+        reported."""
+        self.start_jobmanager("-D", "metrics.fetcher.update-interval=200 ms")
+        on = ("estimate-num-keys", "cur-size-all-mem-tables", "block-cache-capacity",
+              "block-cache-usage", "num-running-compactions")
+        self.start_taskmanager("-D", "state.backend.type=rocksdb",
+                               "-D", f"state.backend.rocksdb.localdir={self.tmp}/rocksdb",
+                               *[a for n in on for a in
+                                 ("-D", f"state.backend.rocksdb.metrics.{n}=true")],
+                               "-D", "state.backend.rocksdb.metrics.num-snapshots=false",
+                               slots=2)
+        self.wait_overview(1, slots=2)
+        jid = self.submit("usermetrics")
+        vs = self.running_vertices(jid)
+        window = next(v["id"] for n, v in vs.items() if n.startswith("Counts"))
+        path = f"/jobs/{jid}/vertices/{window}/metrics"
+
+        def value(name):
+            v = self.metric(path, f"0.Counts.rocksdb.{name}")
+            return float(v) if v is not None else None
+        # The windows' contents: entries of the operator's database.
+        wait_for(lambda: (value("estimate-num-keys") or 0) > 0, 60,
+                 "the window's RocksDB to estimate some keys")
+        wait_for(lambda: (value("cur-size-all-mem-tables") or 0) > 0, 30,
+                 "the window's memtables to hold bytes")
+        # The slot's block cache (managed memory), memtables charged to it.
+        self.assertGreater(value("block-cache-capacity"), 0)
+        self.assertGreater(value("block-cache-usage"), 0)
+        self.assertGreaterEqual(value("num-running-compactions"), 0)
+        names = {m["id"] for m in self.get(path)}
+        rocksdb = {n for n in names if n.startswith("0.Counts.rocksdb.")}
+        self.assertEqual(rocksdb, {f"0.Counts.rocksdb.{n}" for n in on},
+                         "exactly the metrics switched on")
 
 
 def http_get(url):

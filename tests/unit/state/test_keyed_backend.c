@@ -214,6 +214,22 @@ Test(SUITE, the_rocksdb_settings_come_from_the_configuration_and_bad_ones_are_na
     cr_assert(strstr(err.message, "state.backend.rocksdb.timer-service.factory") != NULL, "%s",
               err.message);
     config_set(conf, "state.backend.rocksdb.timer-service.factory", "HEAP", "test");
+    /* Flink's native metrics: each its own key, off unless set. */
+    cr_assert_eq(o.native_metrics, 0, "no native metric by default");
+    config_set(conf, "state.backend.rocksdb.metrics.estimate-num-keys", "true", "test");
+    config_set(conf, "state.backend.rocksdb.metrics.block-cache-usage", "true", "test");
+    config_set(conf, "state.backend.rocksdb.metrics.num-snapshots", "false", "test");
+    cr_assert_eq(state_backend_options_from_config(conf, &o, &err), 0, "%s", err.message);
+    for (int i = 0; i < ROCKSDB_NATIVE_METRIC_COUNT; i++)
+        cr_assert_eq((o.native_metrics >> i) & 1,
+                     strcmp(rocksdb_native_metrics[i], "estimate-num-keys") == 0 ||
+                         strcmp(rocksdb_native_metrics[i], "block-cache-usage") == 0,
+                     "%s", rocksdb_native_metrics[i]);
+    config_set(conf, "state.backend.rocksdb.metrics.compaction-pending", "maybe", "test");
+    cr_assert_neq(state_backend_options_from_config(conf, &o, &err), 0);
+    cr_assert(strstr(err.message, "state.backend.rocksdb.metrics.compaction-pending") != NULL, "%s",
+              err.message);
+    config_set(conf, "state.backend.rocksdb.metrics.compaction-pending", "false", "test");
     config_set(conf, "state.backend.rocksdb.compaction.style", "TIERED", "test");
     cr_assert_neq(state_backend_options_from_config(conf, &o, &err), 0);
     cr_assert(strstr(err.message, "state.backend.rocksdb.compaction.style") != NULL, "%s",
@@ -1444,5 +1460,46 @@ Test(SUITE, a_slots_databases_stay_within_its_managed_memory, .timeout = 240)
     u = mem_run(false, budget);
     printf("unmanaged: memtables peak %llu\n", (unsigned long long)u.memtable_property);
     cr_assert_gt(u.memtable_property, budget, "unmanaged, the same job passes the budget");
+}
+
+static bool
+native_metric(struct fixture *f, const char *name, uint64_t *v)
+{
+    for (int i = 0; i < ROCKSDB_NATIVE_METRIC_COUNT; i++)
+        if (strcmp(rocksdb_native_metrics[i], name) == 0)
+            return rocksdb_keyed_backend_native_metric(f->kb, i, v);
+    cr_assert_fail("no native metric '%s'", name);
+    return false;
+}
+
+/* Flink's native metrics read what RocksDB holds: a column family's
+ * summed over the states, the block cache's once (every column family
+ * reports the slot's one cache). */
+Test(SUITE, the_native_metrics_read_the_database_and_its_block_cache)
+{
+    struct state_descriptor d[2] = { desc("v", STATE_VALUE, 0), desc("w", STATE_VALUE, 0) };
+    struct rdb_memory_usage u;
+    uint64_t keys, mem, capacity, v;
+    struct fixture f;
+
+    fixture_init(&f, d, 2, 1, 0);
+    for (int i = 0; i < ROCKSDB_NATIVE_METRIC_COUNT; i++)
+        cr_assert(rocksdb_keyed_backend_native_metric(f.kb, i, &v), "RocksDB has rocksdb.%s",
+                  rocksdb_native_metrics[i]);
+    for (int64_t k = 0; k < 1000; k++) {
+        set_key(&f, k, NULL, 0);
+        f.kb->ops->value_update(state(&f, "v"), &k);
+        f.kb->ops->value_update(state(&f, "w"), &k);
+    }
+    cr_assert(native_metric(&f, "estimate-num-keys", &keys));
+    cr_assert_eq(keys, 2000, "the entries of both states: %llu", (unsigned long long)keys);
+    cr_assert(native_metric(&f, "cur-size-all-mem-tables", &mem));
+    cr_assert(rocksdb_keyed_backend_property(f.kb, "rocksdb.cur-size-all-mem-tables", &v));
+    cr_assert_eq(mem, v);
+    cr_assert(rocksdb_keyed_backend_memory(f.kb, &u), "the slot's managed memory");
+    cr_assert(native_metric(&f, "block-cache-capacity", &capacity));
+    cr_assert_eq(capacity, u.cache_capacity, "the one cache's capacity, not a sum: %llu",
+                 (unsigned long long)capacity);
+    fixture_free(&f);
 }
 #endif
