@@ -71,8 +71,9 @@ test_state_backend(void)
 
     if (made == 0) {
         made = 1;
-        if (want != NULL && strcmp(want, "rocksdb") == 0) {
+        if (want != NULL && strncmp(want, "rocksdb", 7) == 0) {
             rocksdb_options(&o);
+            o.timers_in_rocksdb = strcmp(want, "rocksdb-timers") == 0;
             made = 2;
         }
     }

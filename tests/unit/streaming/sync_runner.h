@@ -17,7 +17,8 @@ struct state_backend_options;
 
 /* The keyed state backend the tests' tasks get: RocksDB when the
  * environment's SPATE_TEST_STATE_BACKEND is rocksdb (its working folders
- * under $TMPDIR or /tmp), else the heap (NULL). The same tests run on
+ * under $TMPDIR or /tmp), its timers in RocksDB too with rocksdb-timers,
+ * else the heap (NULL). The same tests run on
  * both (tests/unit/CMakeLists.txt registers them twice). */
 const struct state_backend_options *test_state_backend(void);
 /* The other one: RocksDB when the tests' is the heap, else the heap. */
