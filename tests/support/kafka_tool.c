@@ -11,6 +11,8 @@
  *       ends when no record came for IDLE_MS after reaching the end;
  *       with KEYS "keys": "P OFFSET K<key><TAB>V<value>", "NULL" for the
  *       value of a tombstone)
+ *   kafka_tool BROKERS committed TOPIC GROUP  (the group's committed offset
+ *       of each partition, "P OFFSET" a line, -1 when it has none)
  * Exit 0, or 1 with a message on stderr. */
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
@@ -168,6 +170,25 @@ produce(const char *brokers, const char *topic, long long ts0, long long step)
     return failed;
 }
 
+/* The number of partitions of topic, or -1 with a message. */
+static int
+partition_count(rd_kafka_t *rk, const char *topic)
+{
+    const struct rd_kafka_metadata *md;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    int np = -1;
+
+    if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (md->topic_cnt == 1 && !md->topics[0].err)
+            np = md->topics[0].partition_cnt;
+        rd_kafka_metadata_destroy(md);
+    }
+    rd_kafka_topic_destroy(rkt);
+    if (np < 0)
+        fprintf(stderr, "kafka_tool: no topic '%s'\n", topic);
+    return np;
+}
+
 static int
 consume(const char *brokers, const char *topic, int idle_ms, const char *isolation, bool keys)
 {
@@ -181,19 +202,12 @@ consume(const char *brokers, const char *topic, int idle_ms, const char *isolati
                                   "true",
                                   NULL };
     rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, brokers, extra);
-    const struct rd_kafka_metadata *md;
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
     rd_kafka_topic_partition_list_t *l;
-    int np, at_end = 0, idle = 0;
+    int np = partition_count(rk, topic), at_end = 0, idle = 0;
     int *eof;
 
-    if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) || md->topic_cnt != 1 || md->topics[0].err) {
-        fprintf(stderr, "kafka_tool: no topic '%s'\n", topic);
+    if (np < 0)
         return 1;
-    }
-    np = md->topics[0].partition_cnt;
-    rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(rkt);
     eof = calloc((size_t)np, sizeof *eof);
     l = rd_kafka_topic_partition_list_new(np);
     for (int p = 0; p < np; p++)
@@ -232,6 +246,33 @@ consume(const char *brokers, const char *topic, int idle_ms, const char *isolati
     return 0;
 }
 
+static int
+committed(const char *brokers, const char *topic, const char *group)
+{
+    const char *const extra[] = { "group.id", group, "enable.auto.commit", "false", NULL };
+    rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, brokers, extra);
+    rd_kafka_topic_partition_list_t *l;
+    rd_kafka_resp_err_t e;
+    int np = partition_count(rk, topic);
+
+    if (np < 0)
+        return 1;
+    l = rd_kafka_topic_partition_list_new(np);
+    for (int p = 0; p < np; p++)
+        rd_kafka_topic_partition_list_add(l, topic, p);
+    if ((e = rd_kafka_committed(rk, l, 10000)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        fprintf(stderr, "kafka_tool: committed offsets of group '%s': %s\n", group,
+                rd_kafka_err2str(e));
+        return 1;
+    }
+    for (int i = 0; i < l->cnt; i++)
+        printf("%d %lld\n", l->elems[i].partition,
+               (long long)(l->elems[i].offset >= 0 ? l->elems[i].offset : -1));
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_destroy(rk);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -245,6 +286,9 @@ main(int argc, char **argv)
     if (argc >= 5 && strcmp(argv[2], "consume") == 0)
         return consume(argv[1], argv[3], atoi(argv[4]), argc >= 6 ? argv[5] : "read_committed",
                        argc >= 7 && strcmp(argv[6], "keys") == 0);
-    fprintf(stderr, "usage: kafka_tool BROKERS create|partitions|produce|consume TOPIC ...\n");
+    if (argc >= 5 && strcmp(argv[2], "committed") == 0)
+        return committed(argv[1], argv[3], argv[4]);
+    fprintf(stderr,
+            "usage: kafka_tool BROKERS create|partitions|produce|consume|committed TOPIC ...\n");
     return 1;
 }

@@ -146,12 +146,19 @@ parse_options(struct kreader *r, char *err, size_t errlen)
         free(copy);
         if (r->ntopics == 0)
             return kafka_fail(err, errlen, "kafka source: 'topic' names no topic");
-    } else if ((rc = regcomp(&r->pattern, pattern, REG_EXTENDED | REG_NOSUB)) != 0) {
+    } else {
+        /* The whole name matches, as Java's Pattern.matches in Flink's. */
+        char *whole;
         char why[256];
 
-        regerror(rc, &r->pattern, why, sizeof why);
-        return kafka_fail(err, errlen, "kafka source: 'topic-pattern' '%s': %s", pattern, why);
-    } else {
+        if (asprintf(&whole, "^(%s)$", pattern) < 0)
+            return kafka_fail(err, errlen, "kafka source: out of memory");
+        rc = regcomp(&r->pattern, whole, REG_EXTENDED | REG_NOSUB);
+        free(whole);
+        if (rc != 0) {
+            regerror(rc, &r->pattern, why, sizeof why);
+            return kafka_fail(err, errlen, "kafka source: 'topic-pattern' '%s': %s", pattern, why);
+        }
         r->has_pattern = true;
     }
     r->startup = STARTUP_GROUP;
