@@ -112,10 +112,8 @@ auth_known(uint8_t (*set)[SHA256_BYTES], size_t n, const char *given, size_t len
     return found != 0;
 }
 
-/* Whether the Authorization header holds a known token or credentials; why
- * not in *why. */
-static bool
-auth_valid(const struct rest_auth *a, const char *h, const char **why)
+bool
+rest_auth_valid(const struct rest_auth *a, const char *h, const char **why)
 {
     if (h == NULL) {
         *why = "no credentials";
@@ -183,7 +181,7 @@ rest_auth_check(const struct rest_auth *a, struct log_ratelimit *rl, struct MHD_
     if (a == NULL || strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
         strcmp(method, "OPTIONS") == 0)
         return true;
-    if (auth_valid(a, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), &why))
+    if (rest_auth_valid(a, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), &why))
         return true;
     rest_peer(c, peer, sizeof peer);
     SPATE_LOG_LIMITED(rl, LOG_LEVEL_WARN, REST_LOG,

@@ -20,6 +20,9 @@ struct rest_auth;
  * cannot be read, others may read, or that holds nothing is an error. */
 int rest_auth_new(const struct config *conf, struct rest_auth **out, spate_error *err);
 void rest_auth_free(struct rest_auth *a);
+/* Whether an Authorization header's value (NULL: none) holds a known bearer
+ * token or basic credentials; if not, why in *why. a is not NULL. */
+bool rest_auth_valid(const struct rest_auth *a, const char *authorization, const char **why);
 /* Whether the request may go on; if not, the 401 is queued, *ret is what
  * the access handler returns, and the refusal is logged through rl. a may
  * be NULL (off). */
