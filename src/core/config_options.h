@@ -142,6 +142,14 @@ struct config_option {
       "port or range the REST server binds (default: rest.port)")                                  \
     X(REST_SERVER_MAX_CONTENT_LENGTH, "rest.server.max-content-length", MEMORY, "100 mb", 1024,    \
       CFG_NOLIMIT_HI, NULL, NULL, "largest request body, uploads included")                        \
+    X(REST_SERVER_CONNECTION_LIMIT, "rest.server.connection-limit", INT, "256", 1, 10000, NULL,    \
+      NULL, "spate: most REST connections open at once (a thread each); more are closed at once")  \
+    X(REST_SERVER_PER_IP_CONNECTION_LIMIT, "rest.server.per-ip-connection-limit", INT, "32", 1,    \
+      10000, NULL, NULL,                                                                           \
+      "spate: most REST connections open at once from one client address, so that slow clients "   \
+      "from one address cannot take every connection")                                             \
+    X(REST_SERVER_CONNECTION_TIMEOUT, "rest.server.connection-timeout", DURATION, "30 s", 1000,    \
+      3600000, NULL, NULL, "spate: a REST connection silent this long is closed")                  \
     X(WEB_SUBMIT_ENABLE, "web.submit.enable", BOOL, "false", 0, 0, NULL, NULL,                     \
       "whether job libraries may be uploaded (/jars) and run over REST (spate: off by default)")   \
     X(WEB_CANCEL_ENABLE, "web.cancel.enable", BOOL, "true", 0, 0, NULL, NULL,                      \

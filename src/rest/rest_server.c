@@ -708,8 +708,9 @@ rest_daemon_start(struct rest_server *rs, const struct config *conf, int port,
         flags, (uint16_t)port, NULL, NULL, rest_dispatch, rs, MHD_OPTION_EXTERNAL_LOGGER, rest_log,
         rs, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)sa, MHD_OPTION_NOTIFY_COMPLETED,
         rest_completed, rs, MHD_OPTION_NOTIFY_CONNECTION, rest_tls_notify, rs,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-        MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)((rs->idle_timeout_ms + 999) / 1000),
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)rs->max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)rs->max_conns_per_ip, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 int
@@ -744,7 +745,13 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
         (rc = config_get_memory_bytes(o->conf, CFG(REST_SERVER_MAX_CONTENT_LENGTH), &max, err)) !=
             0 ||
         (rc = config_get_duration_ms(o->conf, CFG(WEB_SUBMIT_TIMEOUT), &rs->plan_timeout_ms,
-                                     err)) != 0)
+                                     err)) != 0 ||
+        (rc = config_get_int(o->conf, CFG(REST_SERVER_CONNECTION_LIMIT), &rs->max_conns, err)) !=
+            0 ||
+        (rc = config_get_int(o->conf, CFG(REST_SERVER_PER_IP_CONNECTION_LIMIT),
+                             &rs->max_conns_per_ip, err)) != 0 ||
+        (rc = config_get_duration_ms(o->conf, CFG(REST_SERVER_CONNECTION_TIMEOUT),
+                                     &rs->idle_timeout_ms, err)) != 0)
         goto fail;
     rs->max_body = (int64_t)max;
     if ((rc = rest_auth_new(o->conf, &rs->auth, err)) != 0 || (rc = rest_jars_start(rs, err)) != 0)

@@ -75,8 +75,8 @@ class Flood:
     one for each the server closes, each sending one byte now and then (a
     slow-loris client), until stopped."""
 
-    def __init__(self, port, width):
-        self.port, self.width = port, width
+    def __init__(self, port, width, payload=b"S", source="127.0.0.1"):
+        self.port, self.width, self.payload, self.source = port, width, payload, source
         self.stop = threading.Event()
         self.opened = 0
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -88,14 +88,15 @@ class Flood:
             alive = []
             for s in socks:
                 try:
-                    s.send(b"S")
+                    s.send(self.payload)
                     alive.append(s)
                 except OSError:
                     s.close()
             socks = alive
             while len(socks) < self.width and not self.stop.is_set():
                 try:
-                    socks.append(socket.create_connection(("127.0.0.1", self.port), timeout=2))
+                    socks.append(socket.create_connection(("127.0.0.1", self.port), timeout=2,
+                                                          source_address=(self.source, 0)))
                     self.opened += 1
                 except OSError:
                     break
@@ -214,6 +215,29 @@ class BoundsTest(ClusterTestCase):
         self.assertTrue(jm.alive())
         self.assert_small_log(jm)
 
+    def test_slow_clients_on_the_rest_port(self):
+        # 300 clients from one address trickle a request's headers a byte at
+        # a time, each byte well within rest.server.connection-timeout, so
+        # that libmicrohttpd's timeout (it counts silence) never ends them.
+        jm, _ = self.cluster(tms=1, slots=2)
+        base_rss, base_fds = rss_kib(jm.pid), fds(jm.pid)
+        flood = Flood(self.rest_port, 300, payload=b"X", source="127.0.0.2")
+        self.addCleanup(flood.close)
+        # rest.server.per-ip-connection-limit (32) of them are kept; the
+        # rest are closed as they come, and come again.
+        wait_for(lambda: flood.opened >= 300, 30, "the slow clients connected")
+        # Another client still gets its answers, and jobs run through REST.
+        for _ in range(5):
+            status, body = self.rest("/overview")
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["taskmanagers"], 1)
+        self.run_job()
+        self.assertLess(fds(jm.pid), base_fds + 32 + 16, "the JobManager's descriptors bounded")
+        self.assertLess(rss_kib(jm.pid) - base_rss, 64 * 1024, "the JobManager's memory bounded")
+        flood.close()
+        self.assertTrue(jm.alive())
+        self.assert_small_log(jm)
+
     def test_rest_keeps_its_log_small_without_file_descriptors(self):
         limit = 256
 
@@ -222,8 +246,11 @@ class BoundsTest(ClusterTestCase):
 
         log = os.path.join(self.tmp, "jm-lowfd.log")
         with open(log, "w") as out:
+            # One address holds at most rest.server.per-ip-connection-limit
+            # connections: lifted, this one address stands for many.
             p = subprocess.Popen([SPATE, *self.conf, "-D", "jobmanager.rpc.port=0", "-D",
-                                  "rest.port=0", "jobmanager"], stdout=out,
+                                  "rest.port=0", "-D", "rest.server.per-ip-connection-limit=1000",
+                                  "jobmanager"], stdout=out,
                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  preexec_fn=low_fds)
         self.procs.append(p)
