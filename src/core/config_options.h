@@ -150,6 +150,10 @@ struct config_option {
       "from one address cannot take every connection")                                             \
     X(REST_SERVER_CONNECTION_TIMEOUT, "rest.server.connection-timeout", DURATION, "30 s", 1000,    \
       3600000, NULL, NULL, "spate: a REST connection silent this long is closed")                  \
+    X(REST_SERVER_REQUEST_TIMEOUT, "rest.server.request-timeout", DURATION, "10 s", 100, 3600000,  \
+      NULL, NULL,                                                                                  \
+      "spate: a REST connection still sending a request's line and headers (or idle between "      \
+      "requests) this long is closed when another arrives")                                        \
     X(WEB_SUBMIT_ENABLE, "web.submit.enable", BOOL, "false", 0, 0, NULL, NULL,                     \
       "whether job libraries may be uploaded (/jars) and run over REST (spate: off by default)")   \
     X(WEB_CANCEL_ENABLE, "web.cancel.enable", BOOL, "true", 0, 0, NULL, NULL,                      \

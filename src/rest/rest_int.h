@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/tmp_dir.h"
 #include "rest/metric_fetcher.h"
+#include "rest/rest_conns.h"
 #include "rest/rest_tls.h"
 #include "rpc/gateways.h"
 #include "rpc/service.h"
@@ -37,21 +38,23 @@ struct rest_server {
     struct blob_server *blobs;
     struct rpc_gateway *dispatcher;
     struct rpc_gateway *rm;
-    bool submit_enabled;      /* web.submit.enable */
-    bool cancel_enabled;      /* web.cancel.enable: the dashboard's button */
-    int64_t refresh_ms;       /* web.refresh-interval: the dashboard's */
-    int64_t max_body;         /* rest.server.max-content-length */
-    int64_t plan_timeout_ms;  /* web.submit.timeout */
-    int64_t max_conns;        /* rest.server.connection-limit */
-    int64_t max_conns_per_ip; /* rest.server.per-ip-connection-limit */
-    int64_t idle_timeout_ms;  /* rest.server.connection-timeout */
-    struct tmp_dir web_dir;   /* ours alone (tmp_dir.h): upload_dir, incoming_dir */
-    char *upload_dir;         /* uploaded job libraries (/jars) */
-    char *incoming_dir;       /* request bodies being received */
-    char *self_exe;           /* the spate executable, for plan-only children */
+    bool submit_enabled;        /* web.submit.enable */
+    bool cancel_enabled;        /* web.cancel.enable: the dashboard's button */
+    int64_t refresh_ms;         /* web.refresh-interval: the dashboard's */
+    int64_t max_body;           /* rest.server.max-content-length */
+    int64_t plan_timeout_ms;    /* web.submit.timeout */
+    int64_t max_conns;          /* rest.server.connection-limit */
+    int64_t request_timeout_ms; /* rest.server.request-timeout */
+    int64_t max_conns_per_ip;   /* rest.server.per-ip-connection-limit */
+    int64_t idle_timeout_ms;    /* rest.server.connection-timeout */
+    struct tmp_dir web_dir;     /* ours alone (tmp_dir.h): upload_dir, incoming_dir */
+    char *upload_dir;           /* uploaded job libraries (/jars) */
+    char *incoming_dir;         /* request bodies being received */
+    char *self_exe;             /* the spate executable, for plan-only children */
     struct metric_fetcher *metrics;
     struct rest_auth *auth;        /* rest.authentication, NULL: off */
     struct rest_tls tls;           /* HTTPS (security.ssl.rest.*); off: plain HTTP */
+    struct rest_conns conns;       /* open connections, pushed out when slow */
     struct log_ratelimit refusals; /* libmicrohttpd's errors, refused requests */
     struct log_ratelimit access;   /* the access log's lines */
     /* The JobManager's own registry (its jobs' groups; may be NULL). */

@@ -584,6 +584,7 @@ rest_dispatch(void *cls, struct MHD_Connection *c, const char *url, const char *
         rq->c = c;
         *con_cls = rq;
         atomic_fetch_add(&rs->inflight, 1);
+        rest_conns_serving(c, true);
         return rest_begin(rq, url, method);
     }
     if (rq->route == NULL) {
@@ -652,8 +653,8 @@ rest_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     struct rest_server *rs = cls;
 
-    UNUSED(c);
     UNUSED(toe);
+    rest_conns_serving(c, false);
     if (*con_cls != NULL) {
         rest_request_free(*con_cls);
         atomic_fetch_sub(&rs->inflight, 1);
@@ -707,10 +708,11 @@ rest_daemon_start(struct rest_server *rs, const struct config *conf, int port,
     return MHD_start_daemon(
         flags, (uint16_t)port, NULL, NULL, rest_dispatch, rs, MHD_OPTION_EXTERNAL_LOGGER, rest_log,
         rs, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)sa, MHD_OPTION_NOTIFY_COMPLETED,
-        rest_completed, rs, MHD_OPTION_NOTIFY_CONNECTION, rest_tls_notify, rs,
+        rest_completed, rs, MHD_OPTION_NOTIFY_CONNECTION, rest_conns_notify, rs,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)((rs->idle_timeout_ms + 999) / 1000),
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)rs->max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)rs->max_conns_per_ip, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)rs->max_conns + REST_CONNS_SPARE,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)rs->max_conns_per_ip, MHD_OPTION_ARRAY, tls,
+        MHD_OPTION_END);
 }
 
 int
@@ -724,6 +726,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     uint64_t max;
     int lo, hi, rc;
 
+    rest_conns_init(&rs->conns, 0, 0);
     if ((rc = config_parse_port_range(o->port, &lo, &hi, err)) != 0)
         goto fail;
     if (inet_pton(AF_INET,
@@ -751,8 +754,12 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
         (rc = config_get_int(o->conf, CFG(REST_SERVER_PER_IP_CONNECTION_LIMIT),
                              &rs->max_conns_per_ip, err)) != 0 ||
         (rc = config_get_duration_ms(o->conf, CFG(REST_SERVER_CONNECTION_TIMEOUT),
-                                     &rs->idle_timeout_ms, err)) != 0)
+                                     &rs->idle_timeout_ms, err)) != 0 ||
+        (rc = config_get_duration_ms(o->conf, CFG(REST_SERVER_REQUEST_TIMEOUT),
+                                     &rs->request_timeout_ms, err)) != 0)
         goto fail;
+    rs->conns.max = rs->max_conns;
+    rs->conns.timeout_ms = rs->request_timeout_ms;
     rs->max_body = (int64_t)max;
     if ((rc = rest_auth_new(o->conf, &rs->auth, err)) != 0 || (rc = rest_jars_start(rs, err)) != 0)
         goto fail;
@@ -779,6 +786,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     *out = rs;
     return 0;
 fail:
+    rest_conns_destroy(&rs->conns);
     rest_tls_release(&rs->tls);
     rest_auth_free(rs->auth);
     rest_jars_stop(rs);
@@ -812,6 +820,7 @@ rest_server_stop(struct rest_server *rs)
     for (int i = 0; i < 400 && atomic_load(&rs->inflight) > 0; i++)
         nanosleep(&ts, NULL);
     MHD_stop_daemon(rs->daemon);
+    rest_conns_destroy(&rs->conns);
     rest_tls_release(&rs->tls);
     rest_auth_free(rs->auth);
     rest_jars_stop(rs);

@@ -136,15 +136,6 @@ rest_tls_on(const struct rest_tls *t)
     return t->cert != NULL;
 }
 
-void
-rest_tls_notify(void *cls, struct MHD_Connection *c, void **socket_context,
-                enum MHD_ConnectionNotificationCode toe)
-{
-    (void)c;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-        *socket_context = cls;
-}
-
 /* The current certificate, read again first when a reload was asked for
  * since it was read. Under the lock. */
 static struct rest_cert *
@@ -174,9 +165,7 @@ rest_tls_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn,
                      gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *privkey)
 {
     struct MHD_Connection *conn = gnutls_session_get_ptr(session);
-    const union MHD_ConnectionInfo *ci =
-        conn != NULL ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
-    struct rest_server *rs = ci != NULL ? ci->socket_context : NULL;
+    struct rest_server *rs = rest_conns_server(conn);
     struct rest_cert *c;
 
     (void)req_ca_rdn, (void)nreqs, (void)pk_algos, (void)pk_algos_length;

@@ -38,11 +38,6 @@ int rest_tls_init(struct rest_tls *t, const struct config *conf, spate_error *er
 void rest_tls_release(struct rest_tls *t);
 bool rest_tls_on(const struct rest_tls *t);
 
-/* libmicrohttpd's MHD_OPTION_NOTIFY_CONNECTION with cls = the REST server:
- * the connection's socket context is the server, which the certificate
- * callback finds its rest_tls by. */
-void rest_tls_notify(void *cls, struct MHD_Connection *c, void **socket_context,
-                     enum MHD_ConnectionNotificationCode toe);
 /* MHD_OPTION_HTTPS_CERT_CALLBACK (gnutls_certificate_retrieve_function2). */
 int rest_tls_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
                          const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,

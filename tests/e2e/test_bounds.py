@@ -216,25 +216,33 @@ class BoundsTest(ClusterTestCase):
         self.assert_small_log(jm)
 
     def test_slow_clients_on_the_rest_port(self):
-        # 300 clients from one address trickle a request's headers a byte at
-        # a time, each byte well within rest.server.connection-timeout, so
-        # that libmicrohttpd's timeout (it counts silence) never ends them.
+        # 300 clients from one address, and 32 from each of nine others,
+        # trickle a request's line a byte at a time, each byte well within
+        # rest.server.connection-timeout, so that libmicrohttpd's timeout
+        # (it counts silence) never ends them.
         jm, _ = self.cluster(tms=1, slots=2)
         base_rss, base_fds = rss_kib(jm.pid), fds(jm.pid)
-        flood = Flood(self.rest_port, 300, payload=b"X", source="127.0.0.2")
-        self.addCleanup(flood.close)
-        # rest.server.per-ip-connection-limit (32) of them are kept; the
-        # rest are closed as they come, and come again.
-        wait_for(lambda: flood.opened >= 300, 30, "the slow clients connected")
+        floods = [Flood(self.rest_port, 300, payload=b"X", source="127.0.0.2")]
+        floods += [Flood(self.rest_port, 32, payload=b"X", source=f"127.0.1.{i}")
+                   for i in range(1, 10)]
+        for f in floods:
+            self.addCleanup(f.close)
+        # One address keeps rest.server.per-ip-connection-limit (32); the
+        # ten keep rest.server.connection-limit (256) between them, and a
+        # new connection pushes out the oldest still sending its request.
+        wait_for(lambda: all(f.opened >= min(f.width, 40) for f in floods), 30,
+                 "the slow clients connected")
+        jm.wait_log(r"sent no whole request: rest\.server\.connection-limit reached")
         # Another client still gets its answers, and jobs run through REST.
         for _ in range(5):
             status, body = self.rest("/overview")
             self.assertEqual(status, 200, body)
             self.assertEqual(body["taskmanagers"], 1)
         self.run_job()
-        self.assertLess(fds(jm.pid), base_fds + 32 + 16, "the JobManager's descriptors bounded")
+        self.assertLess(fds(jm.pid), base_fds + 256 + 32, "the JobManager's descriptors bounded")
         self.assertLess(rss_kib(jm.pid) - base_rss, 64 * 1024, "the JobManager's memory bounded")
-        flood.close()
+        for f in floods:
+            f.close()
         self.assertTrue(jm.alive())
         self.assert_small_log(jm)
 

@@ -1,0 +1,124 @@
+/* The REST server's connections (rest_conns.h). A connection pushed out is
+ * shut down, not closed: its libmicrohttpd thread reads the end and closes
+ * it, and only then does it leave the list, so that the descriptor shut
+ * down is never one already reused. */
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "rest/rest_auth.h"
+#include "rest/rest_conns.h"
+#include "rest/rest_int.h"
+
+void
+rest_conns_init(struct rest_conns *cs, int64_t max, int64_t timeout_ms)
+{
+    pthread_mutex_init(&cs->lock, NULL);
+    cs->list.prev = cs->list.next = &cs->list;
+    cs->max = max;
+    cs->timeout_ms = timeout_ms;
+    cs->open = 0;
+}
+
+void
+rest_conns_destroy(struct rest_conns *cs)
+{
+    pthread_mutex_destroy(&cs->lock);
+}
+
+/* Shuts x down and says why. Under the lock. */
+static void
+conns_push_out(struct rest_conns *cs, struct rest_conn *x, const char *why)
+{
+    x->pushed_out = true;
+    cs->open--;
+    shutdown(x->fd, SHUT_RDWR);
+    SPATE_LOG_LIMITED(&cs->rl, LOG_LEVEL_WARN, REST_LOG,
+                      "closed the REST connection from %s, which sent no whole request: %s",
+                      x->peer, why);
+}
+
+static void
+conns_started(struct rest_server *rs, struct MHD_Connection *c, void **socket_context)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct rest_conns *cs = &rs->conns;
+    struct rest_conn *x = xcalloc(1, sizeof *x);
+    uint64_t now = clock_mono_ms();
+
+    x->rs = rs;
+    x->fd = ci != NULL ? ci->connect_fd : -1;
+    x->waiting_since_ms = now;
+    rest_peer(c, x->peer, sizeof x->peer);
+    *socket_context = x;
+    pthread_mutex_lock(&cs->lock);
+    for (struct rest_conn *o = cs->list.next, *next; o != &cs->list; o = next) {
+        next = o->next;
+        if (!o->pushed_out && o->waiting_since_ms != 0 && o->fd >= 0 &&
+            now - o->waiting_since_ms >= (uint64_t)cs->timeout_ms)
+            conns_push_out(cs, o, "past rest.server.request-timeout");
+    }
+    if (cs->open >= (size_t)cs->max) {
+        for (struct rest_conn *o = cs->list.next; o != &cs->list; o = o->next)
+            if (!o->pushed_out && o->waiting_since_ms != 0 && o->fd >= 0) {
+                conns_push_out(cs, o,
+                               "rest.server.connection-limit reached; this one is the oldest");
+                break;
+            }
+    }
+    x->prev = cs->list.prev;
+    x->next = &cs->list;
+    cs->list.prev->next = x;
+    cs->list.prev = x;
+    cs->open++;
+    pthread_mutex_unlock(&cs->lock);
+}
+
+void
+rest_conns_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                  enum MHD_ConnectionNotificationCode toe)
+{
+    struct rest_server *rs = cls;
+    struct rest_conn *x = *socket_context;
+
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        conns_started(rs, c, socket_context);
+        return;
+    }
+    if (x == NULL)
+        return;
+    pthread_mutex_lock(&rs->conns.lock);
+    x->prev->next = x->next;
+    x->next->prev = x->prev;
+    if (!x->pushed_out)
+        rs->conns.open--;
+    pthread_mutex_unlock(&rs->conns.lock);
+    free(x);
+    *socket_context = NULL;
+}
+
+void
+rest_conns_serving(struct MHD_Connection *c, bool serving)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct rest_conn *x = ci != NULL ? ci->socket_context : NULL;
+
+    if (x == NULL)
+        return;
+    pthread_mutex_lock(&x->rs->conns.lock);
+    x->waiting_since_ms = serving ? 0 : clock_mono_ms();
+    pthread_mutex_unlock(&x->rs->conns.lock);
+}
+
+struct rest_server *
+rest_conns_server(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        c != NULL ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
+    const struct rest_conn *x = ci != NULL ? ci->socket_context : NULL;
+
+    return x != NULL ? x->rs : NULL;
+}
