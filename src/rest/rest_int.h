@@ -55,6 +55,7 @@ struct rest_server {
     struct rest_auth *auth;        /* rest.authentication, NULL: off */
     struct rest_tls tls;           /* HTTPS (security.ssl.rest.*); off: plain HTTP */
     struct rest_conns conns;       /* open connections, pushed out when slow */
+    int reserve_fd;                /* /dev/null, given up to answer 503 (rest_log) */
     struct log_ratelimit refusals; /* libmicrohttpd's errors, refused requests */
     struct log_ratelimit access;   /* the access log's lines */
     /* The JobManager's own registry (its jobs' groups; may be NULL). */

@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -662,6 +664,42 @@ rest_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
 }
 
+static const char rest_no_fds[] =
+    "HTTP/1.1 503 Service Unavailable\r\n"
+    "Content-Type: application/json; charset=UTF-8\r\n"
+    "Content-Length: 96\r\n"
+    "Connection: close\r\n"
+    "\r\n"
+    "{\"errors\":[\"Service Unavailable: the JobManager has no file descriptor left; try again "
+    "later\"]}\n";
+
+/* libmicrohttpd could not accept for want of a descriptor (it says so
+ * through rest_log, on its listening thread): the reserve goes to the
+ * waiting client, which hears 503, and is taken again. Its request is read
+ * before the close, so that the close does not reset the answer away. */
+static void
+rest_refuse_no_fds(struct rest_server *rs)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(rs->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    char drain[16384];
+    int c;
+
+    if (info == NULL || rs->reserve_fd < 0)
+        return;
+    close(rs->reserve_fd);
+    c = accept4(info->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (c >= 0) {
+        struct pollfd p = { .fd = c, .events = POLLIN };
+
+        (void)!send(c, rest_no_fds, sizeof rest_no_fds - 1, MSG_NOSIGNAL);
+        shutdown(c, SHUT_WR);
+        if (poll(&p, 1, 50) > 0)
+            (void)!recv(c, drain, sizeof drain, MSG_DONTWAIT);
+        close(c);
+    }
+    rs->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 static void rest_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 static void
@@ -672,6 +710,8 @@ rest_log(void *cls, const char *fmt, va_list ap)
 
     vsnprintf(msg, sizeof msg, fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
+    if (strstr(msg, "accepting connection") != NULL && strstr(msg, strerror(EMFILE)) != NULL)
+        rest_refuse_no_fds(rs);
     /* libmicrohttpd repeats itself when accept fails (no file descriptors
      * left): a few lines, not hundreds of megabytes. */
     SPATE_LOG_LIMITED(&rs->refusals, LOG_LEVEL_WARN, REST_LOG, "%s", msg);
@@ -727,6 +767,7 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     int lo, hi, rc;
 
     rest_conns_init(&rs->conns, 0, 0);
+    rs->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if ((rc = config_parse_port_range(o->port, &lo, &hi, err)) != 0)
         goto fail;
     if (inet_pton(AF_INET,
@@ -786,6 +827,8 @@ rest_server_start(const struct rest_server_options *o, struct rest_server **out,
     *out = rs;
     return 0;
 fail:
+    if (rs->reserve_fd >= 0)
+        close(rs->reserve_fd);
     rest_conns_destroy(&rs->conns);
     rest_tls_release(&rs->tls);
     rest_auth_free(rs->auth);
@@ -820,6 +863,8 @@ rest_server_stop(struct rest_server *rs)
     for (int i = 0; i < 400 && atomic_load(&rs->inflight) > 0; i++)
         nanosleep(&ts, NULL);
     MHD_stop_daemon(rs->daemon);
+    if (rs->reserve_fd >= 0)
+        close(rs->reserve_fd);
     rest_conns_destroy(&rs->conns);
     rest_tls_release(&rs->tls);
     rest_auth_free(rs->auth);
