@@ -179,9 +179,10 @@ map_states(const struct heap_keyed_backend *b, const Checkpoint__OperatorSubtask
         if ((int)d->kind != m->kind || strcmp(d->value.name, m->type_name) != 0 ||
             d->value.version != m->type_version)
             return spate_error_set(err, SPATE_EINVAL,
-                                   "state '%s' of operator '%s' was written as %s version "
-                                   "%d and is now %s version %d",
-                                   m->name, op_name, m->type_name, m->type_version, d->value.name,
+                                   "state '%s' of operator '%s' was written as %s state of "
+                                   "%s version %d and is now %s state of %s version %d",
+                                   m->name, op_name, state_kind_name(m->kind), m->type_name,
+                                   m->type_version, state_kind_name((int)d->kind), d->value.name,
                                    d->value.version);
         index[i] = found;
     }

@@ -26,6 +26,16 @@ enum state_kind {
     STATE_AGGREGATING,
 };
 
+/* Flink's word for a kind ("value", "list", ...), or "unknown" for a
+ * number no spate wrote. */
+static inline const char *
+state_kind_name(int kind)
+{
+    static const char *const names[] = { "value", "list", "map", "reducing", "aggregating" };
+
+    return kind >= 0 && kind < (int)(sizeof names / sizeof names[0]) ? names[kind] : "unknown";
+}
+
 enum state_scope {
     SCOPE_KEYED,
     SCOPE_OPERATOR, /* list state per instance, split on rescale */

@@ -868,7 +868,12 @@ Test(SUITE, a_state_of_another_kind_or_type_is_not_restored)
 
         fixture_init(&f, i == 0 ? &list : &other, 1, 1, 0);
         cr_assert_neq(f.kb->ops->restore(f.kb, &wr.st, "op", &r, &err), 0);
-        cr_assert(strstr(err.message, "state 'v' of operator 'op' was written as int64") != NULL,
+        cr_assert(strstr(err.message, "state 'v' of operator 'op' was written as value state "
+                                      "of int64 version 1 and is now") != NULL,
+                  "%s", err.message);
+        cr_assert(strstr(err.message, i == 0
+                                          ? "now list state of int64"
+                                          : "now value state of int64-as-something-else") != NULL,
                   "%s", err.message);
         state_file_reader_release(&r);
         fixture_free(&f);
