@@ -424,10 +424,11 @@ heap_state(struct keyed_state_backend *b, const char *name)
 
 static bool heap_map_next(spate_iter *it, void *key, void *value);
 
+/* The stored value of the current key and namespace into out; with
+ * result, an aggregate's result instead of its accumulator. */
 static bool
-heap_value_get(struct spate_state *base, void *out)
+value_read(struct heap_state *st, void *out, bool result)
 {
-    struct heap_state *st = heap_state_of(base);
     struct state_map *map;
     struct state_entry *e;
     const uint8_t *payload;
@@ -439,13 +440,25 @@ heap_value_get(struct spate_state *base, void *out)
     if (e == NULL)
         return false;
     payload = entry_payload(st, e, &len);
-    if (st->base.desc.kind == STATE_AGGREGATING) {
+    if (result && st->base.desc.kind == STATE_AGGREGATING) {
         if (ser_read(&st->base.desc.value, payload, len, st->tmp) != 0)
             return false;
         st->base.desc.agg.result(st->backend->user_ctx, st->tmp, out);
         return true;
     }
     return ser_read(&st->base.desc.value, payload, len, out) == 0;
+}
+
+static bool
+heap_value_get(struct spate_state *base, void *out)
+{
+    return value_read(heap_state_of(base), out, true);
+}
+
+static bool
+heap_value_get_internal(struct spate_state *base, void *out)
+{
+    return value_read(heap_state_of(base), out, false);
 }
 
 static void
@@ -968,6 +981,7 @@ const struct keyed_state_backend_ops heap_keyed_backend_ops = {
     .name = "heap",
     .state = heap_state,
     .value_get = heap_value_get,
+    .value_get_internal = heap_value_get_internal,
     .value_update = heap_value_update,
     .add = heap_add,
     .clear = heap_clear,

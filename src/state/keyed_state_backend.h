@@ -170,6 +170,11 @@ struct keyed_state_backend_ops {
      * states: */
     bool (*value_get)(struct spate_state *st, void *out);
     void (*value_update)(struct spate_state *st, const void *value);
+    /* Reducing and aggregating states: the stored value itself, an
+     * aggregate's accumulator rather than its result (Flink's
+     * InternalAppendingState.getInternal; value_update is its
+     * updateInternal). Merging windows move accumulators with it. */
+    bool (*value_get_internal)(struct spate_state *st, void *out);
     /* List, reducing and aggregating states: adds (merges) value, with its
      * timestamp in timestamped lists; true when the key and namespace had
      * no value (a window new for the key), or, for a list that a backend

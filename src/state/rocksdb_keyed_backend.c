@@ -217,8 +217,10 @@ rdb_state(struct keyed_state_backend *kb, const char *name)
     return NULL;
 }
 
+/* The stored value of the current key and namespace into out; with
+ * result, an aggregate's result instead of its accumulator. */
 static bool
-rdb_value_get(struct spate_state *base, void *out)
+value_read(struct spate_state *base, void *out, bool result)
 {
     struct rocksdb_state *st = rdb_state_of(base);
     const struct state_type *t = &base->desc.value;
@@ -226,17 +228,30 @@ rdb_value_get(struct spate_state *base, void *out)
     size_t klen, len;
 
     if (st->heap != NULL)
-        return HEAP_OPS.value_get(st->heap, out);
+        return result ? HEAP_OPS.value_get(st->heap, out)
+                      : HEAP_OPS.value_get_internal(st->heap, out);
     k = entry_key(st->b, NULL, 0, &klen);
     if ((v = load(st, k, klen, &len)) == NULL)
         return false;
-    if (base->desc.kind == STATE_AGGREGATING) {
+    if (result && base->desc.kind == STATE_AGGREGATING) {
         if (t->ser->read(t->type, v, len, st->tmp) != 0)
             return false;
         base->desc.agg.result(st->b->base.user_ctx, st->tmp, out);
         return true;
     }
     return t->ser->read(t->type, v, len, out) == 0;
+}
+
+static bool
+rdb_value_get(struct spate_state *base, void *out)
+{
+    return value_read(base, out, true);
+}
+
+static bool
+rdb_value_get_internal(struct spate_state *base, void *out)
+{
+    return value_read(base, out, false);
 }
 
 static void
@@ -1169,6 +1184,7 @@ static const struct keyed_state_backend_ops rocksdb_keyed_backend_ops = {
     .name = "rocksdb",
     .state = rdb_state,
     .value_get = rdb_value_get,
+    .value_get_internal = rdb_value_get_internal,
     .value_update = rdb_value_update,
     .add = rdb_add,
     .clear = rdb_clear,

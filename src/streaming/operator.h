@@ -294,6 +294,10 @@ struct stream_operator {
 int operator_backend_init(struct stream_operator *op, const struct state_decl *extra, int nextra,
                           spate_error *err);
 void operator_backend_free(struct stream_operator *op);
+/* A reducing or aggregating state's stored value of the current key and
+ * namespace: an aggregate's accumulator, not its result (write it back
+ * with spate_value_update). */
+bool state_value_get_internal(spate_state *st, void *out);
 /* Reads op's native RocksDB metrics into their gauges when they are due
  * (once a second; task thread). */
 void operator_backend_metrics(struct stream_operator *op, uint64_t now_ns);

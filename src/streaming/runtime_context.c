@@ -204,6 +204,13 @@ spate_value_get(spate_state *st, void *out)
     return st->backend->ops->value_get(st, out);
 }
 
+bool
+state_value_get_internal(spate_state *st, void *out)
+{
+    state_settle(st);
+    return st->backend->ops->value_get_internal(st, out);
+}
+
 void
 spate_value_update(spate_state *st, const void *value)
 {

@@ -703,24 +703,25 @@ merge_contents(struct stream_operator *op, struct window_op *w, spate_time_windo
         void *from_acc = xcalloc(1, at->size + 16);
         void *into_acc = xcalloc(1, at->size + 16);
         bool had_from, had_into;
-        enum state_kind real = st->desc.kind;
 
-        /* Read the raw accumulators through a value view of the state. */
-        st->desc.kind = STATE_VALUE;
-        had_from = spate_value_get(st, from_acc);
+        /* The accumulators themselves, not their results. The state's
+         * descriptor is never changed for it: the snapshot thread reads
+         * it meanwhile (a flip to a value state here once wrote window
+         * contents into a checkpoint as value state, which no restore
+         * could read). */
+        had_from = state_value_get_internal(st, from_acc);
         if (had_from) {
             len = types_serialized_size(at, from_acc);
             bytes = xmalloc(len + 1);
             types_serialize(at, from_acc, bytes, len);
             types_deserialize(at, bytes, len, from_acc);
             set_window(op, &into);
-            had_into = spate_value_get(st, into_acc);
+            had_into = state_value_get_internal(st, into_acc);
             if (had_into)
                 c->agg.merge(&op->ctx, from_acc, into_acc);
             spate_value_update(st, had_into ? into_acc : from_acc);
             free(bytes);
         }
-        st->desc.kind = real;
         free(from_acc);
         free(into_acc);
     }

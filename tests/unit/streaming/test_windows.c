@@ -671,6 +671,31 @@ Test(windows, custom_trigger_state_per_window_and_a_custom_evictor)
 
 /* ---- the per-record path and snapshots ---- */
 
+/* The operator chain of env's window (its one vertex with an input),
+ * built to be driven record by record. */
+static struct operator_chain *
+window_chain(spate_env *env, struct accumulators *acc, struct job_graph **jg)
+{
+    struct task_info task = { .parallelism = 1,
+                              .task_name = "w",
+                              .accumulators = acc,
+                              .print_out = stdout,
+                              .connectors = connectors_builtin() };
+    struct operator_chain *chain;
+    spate_error err = { 0 };
+    int vx = -1;
+
+    accumulators_init(acc);
+    cr_assert_eq(job_graph_build(env, "t", jg, &err), 0, "%s", err.message);
+    for (int v = 0; v < (*jg)->nvertices; v++)
+        if ((*jg)->vertices[v].ninputs == 1)
+            vx = v;
+    cr_assert_geq(vx, 0);
+    task.max_parallelism = (*jg)->vertices[vx].max_parallelism;
+    cr_assert_eq(operator_chain_new(*jg, vx, &task, NULL, &chain, &err), 0, "%s", err.message);
+    return chain;
+}
+
 /* The state map view's entry of (key, window) in the window's contents:
  * its (count, sum); false when the view has none. */
 static bool
@@ -714,34 +739,17 @@ Test(windows, a_snapshot_between_records_keeps_the_accumulator_of_its_moment)
     struct lines got = { 0 }, *gp = &got;
     struct accumulators acc;
     struct job_graph *jg;
-    spate_error err = { 0 };
     spate_stream *w;
     struct operator_chain *chain;
     struct stream_operator *head;
     struct keyed_backend_snapshot snap[2];
     spate_time_window win = { 0, TSIZE };
-    int vx = -1;
     struct cs a;
 
     w = spate_window(event_source(env), spate_tumbling_event_time(TSIZE));
     w = spate_window_aggregate(w, &agg, cs_window, quad_type(env));
     spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
-    accumulators_init(&acc);
-    cr_assert_eq(job_graph_build(env, "t", &jg, &err), 0, "%s", err.message);
-    for (int v = 0; v < jg->nvertices; v++)
-        if (jg->vertices[v].ninputs == 1)
-            vx = v;
-    cr_assert_geq(vx, 0);
-    {
-        struct task_info task = { .parallelism = 1,
-                                  .max_parallelism = jg->vertices[vx].max_parallelism,
-                                  .task_name = "w",
-                                  .accumulators = &acc,
-                                  .print_out = stdout,
-                                  .connectors = connectors_builtin() };
-
-        cr_assert_eq(operator_chain_new(jg, vx, &task, NULL, &chain, &err), 0, "%s", err.message);
-    }
+    chain = window_chain(env, &acc, &jg);
     head = operator_chain_head(chain);
     for (int i = 0; i < 7; i++) {
         struct evt e = { 3, 10 + i, 100 + i };
@@ -766,6 +774,82 @@ Test(windows, a_snapshot_between_records_keeps_the_accumulator_of_its_moment)
     cr_assert_str_eq(got.v[0], "3 0 7 721 ts=199");
     keyed_backend_snapshot_release(&snap[0]);
     keyed_backend_snapshot_release(&snap[1]);
+    lines_free(&got);
+    operator_chain_free(chain);
+    job_graph_free(jg);
+    accumulators_release(&acc);
+    env_free(env);
+}
+
+/* A snapshot the task took before the record that merges two sessions, and
+ * what its keyed states looked like, to the snapshot thread, while they
+ * merged (the thread writes the states' kinds into the checkpoint). */
+static struct keyed_backend_snapshot *merging_snapshot;
+static int merging_contents_kind = -1;
+
+static void
+cs_merge_as_the_snapshot_thread_looks(spate_ctx *ctx, const void *from, void *acc)
+{
+    Checkpoint__StateMeta **m;
+    size_t n;
+
+    cs_merge(ctx, from, acc);
+    m = keyed_backend_snapshot_metas((const struct keyed_state_snapshot *)merging_snapshot, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(m[i]->name, "__window_contents") == 0)
+            merging_contents_kind = m[i]->kind;
+        free(m[i]->name);
+        free(m[i]->type_name);
+        free(m[i]->key_type_name);
+        free(m[i]);
+    }
+    free(m);
+}
+
+/* Session windows with an aggregate merge accumulator into accumulator;
+ * the window contents stay an aggregating state throughout, also to a
+ * snapshot written meanwhile. Once the merge read the accumulators by
+ * turning the state into a value state for a moment: a checkpoint written
+ * then said "value state", and no restore could read it. */
+Test(windows, session_merges_keep_the_contents_an_aggregating_state_to_snapshots)
+{
+    static const struct evt in[] = { { 3, 10, 1 }, { 3, 10 + GAP + 5, 2 }, { 3, 10 + GAP / 2, 4 } };
+    spate_env *env = env_new(NULL, NULL);
+    const spate_type *cst =
+        spate_type_tuple(env, 2, (const spate_type *[]){ spate_type_int64(), spate_type_int64() });
+    spate_aggregate agg = { cst,    cst,       cs_create,
+                            cs_add, cs_result, cs_merge_as_the_snapshot_thread_looks };
+    struct lines got = { 0 }, *gp = &got;
+    struct accumulators acc;
+    struct job_graph *jg;
+    spate_stream *w;
+    struct operator_chain *chain;
+    struct stream_operator *head;
+    struct keyed_backend_snapshot snap;
+
+    w = spate_window(event_source(env), spate_session_event_time(GAP));
+    w = spate_window_aggregate(w, &agg, cs_window, quad_type(env));
+    spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
+    chain = window_chain(env, &acc, &jg);
+    head = operator_chain_head(chain);
+    for (int i = 0; i < 3; i++) {
+        struct record_meta m = { .timestamp = in[i].ts, .has_key_hash = true };
+
+        m.key_hash = key_group_hash(&in[i].key, 8);
+        if (i == 2) { /* the record that bridges the two sessions */
+            keyed_backend_snapshot(heap_keyed_backend_of(head->backend), &snap);
+            merging_snapshot = &snap;
+        }
+        operator_process(head, &in[i], &m);
+    }
+    merging_snapshot = NULL;
+    cr_assert_eq(merging_contents_kind, STATE_AGGREGATING,
+                 "while sessions merged, a snapshot saw the window contents as %s state",
+                 state_kind_name(merging_contents_kind));
+    operator_process_watermark(head, RECORD_MAX_WATERMARK);
+    cr_assert_eq(got.n, 1);
+    cr_assert_str_eq(got.v[0], "3 10 3 7 ts=94");
+    keyed_backend_snapshot_release(&snap);
     lines_free(&got);
     operator_chain_free(chain);
     job_graph_free(jg);
@@ -800,31 +884,14 @@ Test(windows, an_aggregate_function_reads_its_record_s_key_window_and_timestamp)
     struct lines got = { 0 }, want = { 0 }, *gp = &got;
     struct accumulators acc;
     struct job_graph *jg;
-    spate_error err = { 0 };
     spate_stream *w;
     struct operator_chain *chain;
     struct stream_operator *head;
-    int vx = -1;
 
     w = spate_window(event_source(env), spate_tumbling_event_time(TSIZE));
     w = spate_window_aggregate(w, &agg, cs_window, quad_type(env));
     spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
-    accumulators_init(&acc);
-    cr_assert_eq(job_graph_build(env, "t", &jg, &err), 0, "%s", err.message);
-    for (int v = 0; v < jg->nvertices; v++)
-        if (jg->vertices[v].ninputs == 1)
-            vx = v;
-    cr_assert_geq(vx, 0);
-    {
-        struct task_info task = { .parallelism = 1,
-                                  .max_parallelism = jg->vertices[vx].max_parallelism,
-                                  .task_name = "w",
-                                  .accumulators = &acc,
-                                  .print_out = stdout,
-                                  .connectors = connectors_builtin() };
-
-        cr_assert_eq(operator_chain_new(jg, vx, &task, NULL, &chain, &err), 0, "%s", err.message);
-    }
+    chain = window_chain(env, &acc, &jg);
     head = operator_chain_head(chain);
     /* Four keys in turns, 50 records each, in two windows. */
     for (int i = 0; i < 200; i++) {
