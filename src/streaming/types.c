@@ -332,7 +332,7 @@ ser_one_string(const struct type_one_string *s, const uint8_t *rec, uint8_t *out
     size_t hdr = s->str_last ? 0 : leb128_size(str->len);
     size_t n = s->pre_len + hdr + str->len + s->post_len;
 
-    if (n > cap)
+    if (n > cap || n == 0) /* n == 0: one empty string, and out may be NULL */
         return n;
     /* Inline copies (no call) for the short runs and words of most. */
     bytes_copy(out, rec + s->pre_off, s->pre_len);

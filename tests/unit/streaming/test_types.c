@@ -328,3 +328,13 @@ Test(types, no_bytes_read_only_as_an_empty_string)
     cr_assert_not_null(s.data);
     cr_assert_eq(types_deserialize(word_count_type(), NULL, 0, &wc), SPATE_EPROTO);
 }
+
+/* An empty string is no bytes: asking its size with no buffer writes
+ * nothing (UBSan's "zero offset to a null pointer" once, when a collection
+ * source held one empty string). */
+Test(types, an_empty_string_asks_no_room)
+{
+    spate_str empty = { "", 0 };
+
+    cr_assert_eq(types_serialize(spate_type_string(), &empty, NULL, 0), 0);
+}
