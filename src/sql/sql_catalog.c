@@ -26,6 +26,7 @@ sql_table_free(struct sql_table *t)
     }
     free(t->cols);
     free(t->pk);
+    free(t->partition);
     free(t->options);
     json_decref(t->query);
     free(t->script);

@@ -31,6 +31,10 @@ struct sql_table {
      * (what an upsert sink keys its rows by); npk 0: none. */
     int *pk;
     int npk;
+    /* PARTITIONED BY (...): the columns a filesystem sink's directories
+     * are named by, in their order; npartition 0: none. */
+    int *partition;
+    int npartition;
     struct sql_option *options; /* tables: WITH (...) */
     int noptions;
     /* views: the SELECT's parse tree and the script it was read from

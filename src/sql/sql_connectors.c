@@ -567,6 +567,14 @@ sql_connector_check(const struct sql_table *t, spate_error *err)
         return rc;
     if ((rc = upsert_check(t, c, err)) != 0)
         return rc;
+    /* The filesystem sink's partition directories (path/dt=.../hm=...)
+     * are not written yet: a partitioned table is refused rather than
+     * written without them. */
+    if (t->npartition > 0)
+        return spate_error_set(err, SPATE_ENOTSUP,
+                               "not supported: PARTITIONED BY (table '%s'): the filesystem "
+                               "sink's partition directories are not built yet",
+                               t->name);
     if (strcmp(c, "upsert-kafka") == 0) {
         const struct connector_plugin *plugin;
 

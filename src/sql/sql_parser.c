@@ -407,6 +407,79 @@ take_not_enforced(char *text, size_t len, struct sql_parsed *out)
     }
 }
 
+/* In a CREATE TABLE's text, Flink's PARTITIONED BY (col, ...) after the
+ * column list: the columns go to out and the clause is blanked in text.
+ * 0, or SPATE_EINVAL. */
+static int
+take_partitioned_by(char *text, size_t len, size_t base, const char *script, struct sql_parsed *out,
+                    spate_error *err)
+{
+    size_t i = 0, start, k;
+    int depth = 0;
+
+    for (; i < len; i++) {
+        size_t j = skip_quoted(text, len, i);
+
+        if (j != i) {
+            i = j - 1;
+            continue;
+        }
+        if (text[i] == '(')
+            depth++;
+        else if (text[i] == ')')
+            depth--;
+        else if (depth == 0 && len - i > 11 && strncasecmp(text + i, "PARTITIONED", 11) == 0 &&
+                 (i == 0 || !isalnum((unsigned char)text[i - 1])) &&
+                 isspace((unsigned char)text[i + 11]))
+            break;
+    }
+    if (i >= len)
+        return 0;
+    start = i;
+    k = i + 11;
+    {
+        char *by = next_token(text, len, &k), *open = next_token(text, len, &k);
+        bool ok = by != NULL && strcasecmp(by, "BY") == 0 && open != NULL && strcmp(open, "(") == 0;
+
+        free(by);
+        free(open);
+        if (!ok)
+            return sql_error_at(err, SPATE_EINVAL, script, base + start,
+                                "a partitioning is PARTITIONED BY (column, ...)");
+    }
+    for (;;) {
+        char *col, *sep;
+        bool quoted;
+
+        while (k < len && isspace((unsigned char)text[k]))
+            k++;
+        quoted = k < len && (text[k] == '"' || text[k] == '`');
+        col = next_token(text, len, &k);
+        sep = next_token(text, len, &k);
+        if (col == NULL || sep == NULL ||
+            (!quoted && !isalpha((unsigned char)col[0]) && col[0] != '_') ||
+            (strcmp(sep, ",") != 0 && strcmp(sep, ")") != 0)) {
+            free(col);
+            free(sep);
+            return sql_error_at(err, SPATE_EINVAL, script, base + start,
+                                "a partitioning is PARTITIONED BY (column, ...)");
+        }
+        for (char *q = col; !quoted && *q; q++)
+            *q = (char)tolower((unsigned char)*q);
+        out->partition_columns = xrealloc(out->partition_columns,
+                                          (size_t)(out->npartition_columns + 1) * sizeof(char *));
+        out->partition_columns[out->npartition_columns++] = col;
+        if (strcmp(sep, ")") == 0) {
+            free(sep);
+            break;
+        }
+        free(sep);
+    }
+    out->partitioned_at = base + start;
+    memset(text + start, ' ', k - start);
+    return 0;
+}
+
 /* Whether the statement is a CREATE, after its blanks and comments. */
 static bool
 starts_with_create(const char *text, size_t len)
@@ -594,6 +667,11 @@ parse_statement(const char *script, const struct sql_stmt_text *st, struct sql_p
         free(text);
         return rc;
     }
+    if (starts_with_create(text, st->len) &&
+        (rc = take_partitioned_by(text, st->len, st->offset, script, out, err)) < 0) {
+        free(text);
+        return rc;
+    }
     if (starts_with_create(text, st->len))
         take_not_enforced(text, st->len, out);
     rc = 0;
@@ -644,6 +722,9 @@ sql_parsed_release(struct sql_parsed *p)
 {
     json_decref(p->tree);
     free(p->watermark_column);
+    for (int i = 0; i < p->npartition_columns; i++)
+        free(p->partition_columns[i]);
+    free(p->partition_columns);
     free(p->key);
     free(p->value);
     memset(p, 0, sizeof *p);

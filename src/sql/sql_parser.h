@@ -54,6 +54,13 @@ struct sql_parsed {
     size_t watermark_at, watermark_len;
     /* CREATE TABLE's NOT ENFORCED (of a PRIMARY KEY), blanked as well. */
     bool not_enforced;
+    /* CREATE TABLE's PARTITIONED BY (col, ...) after the column list
+     * (Flink's; PostgreSQL's is PARTITION BY), blanked as well: the
+     * columns as written (folded to lower case unless quoted) and where
+     * the clause is in the script. */
+    char **partition_columns;
+    int npartition_columns;
+    size_t partitioned_at;
 };
 
 /* Parses script's statement st. 0, or SPATE_EINVAL with an error that

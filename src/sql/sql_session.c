@@ -222,6 +222,35 @@ read_watermark(struct stmt *st, struct sql_table *t)
     return rc;
 }
 
+/* PARTITIONED BY (a, ...): each a column of t, once. */
+static int
+read_partitioning(struct stmt *st, struct sql_table *t)
+{
+    const struct sql_parsed *p = st->parsed;
+
+    if (p == NULL || p->npartition_columns == 0)
+        return 0;
+    t->partition = xcalloc((size_t)p->npartition_columns, sizeof *t->partition);
+    for (int i = 0; i < p->npartition_columns; i++) {
+        int c = -1;
+
+        for (int k = 0; k < t->ncols; k++)
+            if (strcmp(t->cols[k].name, p->partition_columns[i]) == 0)
+                c = k;
+        for (int k = 0; c >= 0 && k < t->npartition; k++)
+            if (t->partition[k] == c)
+                return sql_error_at(st->err, SPATE_EINVAL, st->script, p->partitioned_at,
+                                    "table '%s' is partitioned by column '%s' twice", t->name,
+                                    p->partition_columns[i]);
+        if (c < 0)
+            return sql_error_at(st->err, SPATE_EINVAL, st->script, p->partitioned_at,
+                                "the partition column '%s' is not a column of table '%s'",
+                                p->partition_columns[i], t->name);
+        t->partition[t->npartition++] = c;
+    }
+    return 0;
+}
+
 /* PRIMARY KEY (a, ...) NOT ENFORCED, a table constraint or a column's
  * (Flink's: the key is not checked, only what upsert sinks key by; its
  * columns NOT NULL). One at most; NOT ENFORCED required, as Flink does. */
@@ -366,7 +395,7 @@ create_table(struct stmt *st, json_t *node, json_t *cs)
         }
     }
     if ((rc = read_options(st, opts, t)) != 0 || (rc = read_watermark(st, t)) != 0 ||
-        (rc = read_primary_key(st, elts, t)) != 0)
+        (rc = read_primary_key(st, elts, t)) != 0 || (rc = read_partitioning(st, t)) != 0)
         goto fail;
     if ((rc = sql_connector_check(t, st->err)) != 0) {
         stmt_error(st, node, rc, "%s", st->err->message);

@@ -526,6 +526,20 @@ class SqlErrorTest(unittest.TestCase):
         err = self.error_of("DESCRIBE ordres;")
         self.assertIn("did you mean 'orders'?", err)
 
+    def test_partitioned_by_is_read_and_checked(self):
+        tbl = ("CREATE TABLE out_t (a INT, dt VARCHAR, hm VARCHAR) PARTITIONED BY ({}) "
+               "WITH (connector = 'filesystem', path = '/nonexistent', format = 'csv');")
+        err = self.error_of(tbl.format("dt, hour"))
+        self.assertIn("the partition column 'hour' is not a column of table 'out_t'", err)
+        self.assertIn("line 2, column 52", err)
+        err = self.error_of(tbl.format("dt, DT"))
+        self.assertIn("table 'out_t' is partitioned by column 'dt' twice", err)
+        err = self.error_of(tbl.format("dt,"))
+        self.assertIn("a partitioning is PARTITIONED BY (column, ...)", err)
+        # Read, and every column found; the sink's directories come next.
+        err = self.error_of(tbl.format("dt, hm"))
+        self.assertIn("not supported: PARTITIONED BY (table 'out_t')", err)
+
     def test_an_unknown_function_names_the_nearest(self):
         err = self.error_of("SELECT uper(customer) FROM orders;")
         self.assertIn("function uper() does not exist; did you mean upper()?", err)
