@@ -298,6 +298,37 @@ out:
     return handled;
 }
 
+/* Where keyword (followed by a space) is in text at parenthesis depth
+ * depth, outside quotes, or len; *comma gets the last ',' at that depth
+ * before it (SIZE_MAX: none). */
+static size_t
+find_keyword(const char *text, size_t len, const char *keyword, int depth, size_t *comma)
+{
+    size_t n = strlen(keyword);
+    int d = 0;
+
+    *comma = SIZE_MAX;
+    for (size_t i = 0; i < len; i++) {
+        size_t j = skip_quoted(text, len, i);
+
+        if (j != i) {
+            i = j - 1;
+            continue;
+        }
+        if (text[i] == '(')
+            d++;
+        else if (text[i] == ')')
+            d--;
+        else if (d == depth && text[i] == ',')
+            *comma = i;
+        else if (d == depth && len - i > n && strncasecmp(text + i, keyword, n) == 0 &&
+                 (i == 0 || !isalnum((unsigned char)text[i - 1])) &&
+                 isspace((unsigned char)text[i + n]))
+            return i;
+    }
+    return len;
+}
+
 /* In a CREATE TABLE's text, WATERMARK FOR col AS expr at the column list's
  * level: out gets the column and the expression's place (offsets into
  * text), and the clause with the comma before it is blanked in text. 0, 1
@@ -306,27 +337,9 @@ static int
 take_watermark(char *text, size_t len, size_t base, const char *script, struct sql_parsed *out,
                spate_error *err)
 {
-    size_t i = 0, comma = SIZE_MAX, start, e;
-    int depth = 0;
+    size_t comma, i = find_keyword(text, len, "WATERMARK", 1, &comma), start, e;
+    int depth;
 
-    for (; i < len; i++) {
-        size_t j = skip_quoted(text, len, i);
-
-        if (j != i) {
-            i = j - 1;
-            continue;
-        }
-        if (text[i] == '(')
-            depth++;
-        else if (text[i] == ')')
-            depth--;
-        else if (depth == 1 && text[i] == ',')
-            comma = i;
-        else if (depth == 1 && strncasecmp(text + i, "WATERMARK", 9) == 0 &&
-                 (i == 0 || !isalnum((unsigned char)text[i - 1])) &&
-                 isspace((unsigned char)text[i + 9]))
-            break;
-    }
     if (i >= len)
         return 1;
     start = i;
@@ -414,25 +427,8 @@ static int
 take_partitioned_by(char *text, size_t len, size_t base, const char *script, struct sql_parsed *out,
                     spate_error *err)
 {
-    size_t i = 0, start, k;
-    int depth = 0;
+    size_t comma, i = find_keyword(text, len, "PARTITIONED", 0, &comma), start, k;
 
-    for (; i < len; i++) {
-        size_t j = skip_quoted(text, len, i);
-
-        if (j != i) {
-            i = j - 1;
-            continue;
-        }
-        if (text[i] == '(')
-            depth++;
-        else if (text[i] == ')')
-            depth--;
-        else if (depth == 0 && len - i > 11 && strncasecmp(text + i, "PARTITIONED", 11) == 0 &&
-                 (i == 0 || !isalnum((unsigned char)text[i - 1])) &&
-                 isspace((unsigned char)text[i + 11]))
-            break;
-    }
     if (i >= len)
         return 0;
     start = i;
