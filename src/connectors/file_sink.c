@@ -2,15 +2,22 @@
  * (include/spate/sink.h), with or without checkpoints: the output path is a
  * folder of part files, written by two-phase commit. Subtask s's writer
  * writes ".part-s-n.inprogress"; a barrier (or the end of input) closes it
- * into ".part-s-n.pending" (prepare_commit: the committable names writer s
- * and part n) and the committer renames it to "part-s-n" once its
- * checkpoint completes. Committed files are never written again: a writer
- * numbers its files past every part file of its subtask's in the folder.
+ * into ".part-s-n.pending" (prepare_commit: the committable names writer s,
+ * part n and its bucket) and the committer renames it to "part-s-n" once
+ * its checkpoint completes. Committed files are never written again: a
+ * writer numbers its files past every part file of its subtask's in the
+ * folder.
+ * Buckets (Flink's BucketAssigner; a partitioned SQL table's partition
+ * paths): when the configuration says so, each record is its bucket, a
+ * folder under the path as "dt=2015-07-15/hm=00%3A01", a newline and its
+ * line; the writer keeps an in-progress file per bucket, numbered from the
+ * one count of its subtask, and the part files go in the bucket's folder.
  * Leftovers go when a writer is created: after a restore (whose
  * committables are committed by then) the hidden files of every writer
  * index that folds onto the subtask, after a restart without a checkpoint
- * its own; a first run leaves hidden files alone (another run's pending
- * files, which a resume of it commits). Task thread only. */
+ * its own, in the bucket folders too; a first run leaves hidden files
+ * alone (another run's pending files, which a resume of it commits). Task
+ * thread only. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -29,28 +36,77 @@
 #include "streaming/connector_config.h"
 #include "streaming/types.h"
 
-/* A writer: one subtask's in-progress file. */
+/* In-progress files a writer keeps open at once: past them, the least
+ * recently written closes, and is appended to when its bucket's next
+ * record comes. */
+#define FILE_SINK_OPEN_MAX 64
+/* Bucket folders deep: a tree deeper than this is not the sink's. */
+#define FILE_SINK_DEPTH_MAX 16
+
+/* A bucket's in-progress file (Flink's Bucket). */
+struct file_bucket {
+    char *dir;     /* the folder under the path; "": the path itself */
+    FILE *f;       /* NULL: closed to spare descriptors */
+    uint32_t part; /* its number */
+    uint64_t used; /* the writer's record count at its last record */
+};
+
+/* A writer: one subtask's in-progress files, one per bucket written since
+ * the last checkpoint. */
 struct file_writer {
     const struct file_sink_config *conf;
     uint32_t writer; /* its subtask */
-    FILE *f;         /* the in-progress file, NULL until a record comes */
-    uint32_t part;   /* its number; the next file's when f is NULL */
+    uint32_t next;   /* the next in-progress file's number */
+    struct file_bucket *buckets;
+    size_t nbuckets, cap;
+    size_t last; /* the bucket of the last record */
+    size_t nopen;
+    uint64_t records;
     char *line;
     size_t line_cap;
 };
 
-/* A committable: u32 writer subtask, u32 part. */
+/* A committable: u32 writer subtask, u32 part, then the bucket's folder
+ * (the rest of the bytes; none: the path itself). */
 struct file_committable {
     uint32_t writer, part;
 };
 
-/* The file `part` of writer subtask `writer` in state (NULL: committed). */
+/* The file `part` of writer subtask `writer` in the bucket dir, in state
+ * (NULL: committed). */
 static char *
-part_name(const struct file_sink_config *conf, uint32_t writer, uint32_t part, const char *state)
+part_name(const struct file_sink_config *conf, const char *dir, uint32_t writer, uint32_t part,
+          const char *state)
 {
+    const char *sep = *dir ? "/" : "";
+
     if (state == NULL)
-        return xasprintf("%s/part-%u-%u", conf->path, writer, part);
-    return xasprintf("%s/.part-%u-%u.%s", conf->path, writer, part, state);
+        return xasprintf("%s%s%s/part-%u-%u", conf->path, sep, dir, writer, part);
+    return xasprintf("%s%s%s/.part-%u-%u.%s", conf->path, sep, dir, writer, part, state);
+}
+
+/* Whether a bucket's folder stays under the path: relative, no empty,
+ * "." or ".." step (an escaped partition path never has one). */
+static bool
+bucket_ok(const char *dir, size_t len)
+{
+    size_t i = 0;
+
+    while (i < len) {
+        size_t j = i;
+
+        while (j < len && dir[j] != '/' && dir[j] != '\0')
+            j++;
+        if (j < len && dir[j] == '\0')
+            return false;
+        if (j == i || (j - i == 1 && dir[i] == '.') ||
+            (j - i == 2 && dir[i] == '.' && dir[i + 1] == '.'))
+            return false;
+        i = j + 1;
+        if (j + 1 == len)
+            return false; /* a trailing '/' */
+    }
+    return true;
 }
 
 /* A part file's writer and number: "part-W-N" (committed) or
@@ -76,53 +132,56 @@ parse_part_name(const char *name, uint32_t *writer, uint32_t *part, bool *hidden
 
 /* Deletes the hidden files (uncommitted: what failed attempts wrote after
  * their last checkpoint) of the writers whose index mod fold is this one's
- * (fold 0: none),
- * then numbers the writer's files past every part file of its subtask's
- * in the folder (its name is its own, part-<subtask>-<n>): no committed
+ * (fold 0: none) in the folder dir (and, with buckets, the folders under
+ * it), then numbers the writer's files past every part file of its
+ * subtask's there (its name is its own, part-<subtask>-<n>): no committed
  * file, nor a pending one a later restore may commit, is written again.
  * Other writers' numbers are theirs: counting them, the names of a run
  * would hang on which subtask came first. */
 static int
-fw_settle(struct file_writer *w, uint32_t fold, spate_error *err)
+fw_settle(struct file_writer *w, const char *dir, int depth, uint32_t fold, spate_error *err)
 {
-    const char *path = w->conf->path;
-    DIR *d = opendir(path);
+    DIR *d = opendir(dir);
     struct dirent *de;
+    int rc = 0;
 
-    w->part = 0;
     if (d == NULL)
-        return spate_error_set(err, -errno, "cannot read output folder '%s': %s", path,
+        return spate_error_set(err, -errno, "cannot read output folder '%s': %s", dir,
                                spate_strerror(-errno));
-    while ((de = readdir(d)) != NULL) {
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        char *name = xasprintf("%s/%s", dir, de->d_name);
         uint32_t writer, part;
         bool hidden;
+        struct stat st;
 
-        if (!parse_part_name(de->d_name, &writer, &part, &hidden))
+        if (!parse_part_name(de->d_name, &writer, &part, &hidden)) {
+            /* A bucket's folder (not a link: the tree stays the sink's). */
+            if (w->conf->bucketed && de->d_name[0] != '.' && depth < FILE_SINK_DEPTH_MAX &&
+                lstat(name, &st) == 0 && S_ISDIR(st.st_mode))
+                rc = fw_settle(w, name, depth + 1, fold, err);
+            free(name);
             continue;
+        }
         if (hidden && fold != 0 && writer % fold == w->writer) {
-            char *name = xasprintf("%s/%s", path, de->d_name);
-
             if (unlink(name) == 0 || errno == ENOENT) {
                 free(name);
                 continue;
             }
             SPATE_LOG_WARN("streaming", "file sink cannot delete uncommitted file '%s': %s", name,
                            spate_strerror(-errno));
-            free(name);
         }
-        if (writer == w->writer && part >= w->part) {
-            if (part == UINT32_MAX) {
-                closedir(d);
-                return spate_error_set(err, SPATE_ERANGE,
-                                       "output folder '%s' has part file '%s': no number "
-                                       "is left past it",
-                                       path, de->d_name);
-            }
-            w->part = part + 1;
+        if (writer == w->writer && part >= w->next) {
+            if (part == UINT32_MAX)
+                rc = spate_error_set(err, SPATE_ERANGE,
+                                     "output folder '%s' has part file '%s': no number is left "
+                                     "past it",
+                                     dir, de->d_name);
+            w->next = part + 1;
         }
+        free(name);
     }
     closedir(d);
-    return 0;
+    return rc;
 }
 
 static void *
@@ -142,7 +201,7 @@ fw_create(spate_sink_context *ctx, const void *config, spate_error *err)
         fold = (uint32_t)parallelism;
     else if (spate_sink_context_attempt(ctx) > 0)
         fold = UINT32_MAX;
-    if (fw_settle(w, fold, err) != 0) {
+    if (fw_settle(w, w->conf->path, 0, fold, err) != 0) {
         free(w);
         return NULL;
     }
@@ -161,71 +220,166 @@ fw_create(spate_sink_context *ctx, const void *config, spate_error *err)
             return NULL;
         }
         memcpy(&next, state, sizeof next);
-        if (next > w->part)
-            w->part = next;
+        if (next > w->next)
+            w->next = next;
     }
     w->line_cap = 4096;
     w->line = xmalloc(w->line_cap);
     return w;
 }
 
+/* The writer's bucket dir (len bytes), added if it has none. */
+static struct file_bucket *
+fw_bucket(struct file_writer *w, const char *dir, size_t len)
+{
+    struct file_bucket *b;
+
+    if (w->last < w->nbuckets && strlen(w->buckets[w->last].dir) == len &&
+        memcmp(w->buckets[w->last].dir, dir, len) == 0)
+        return &w->buckets[w->last];
+    for (w->last = 0; w->last < w->nbuckets; w->last++) {
+        b = &w->buckets[w->last];
+        if (strlen(b->dir) == len && memcmp(b->dir, dir, len) == 0)
+            return b;
+    }
+    xgrow((void **)&w->buckets, &w->cap, w->nbuckets + 1, sizeof *w->buckets);
+    b = &w->buckets[w->nbuckets++];
+    *b = (struct file_bucket){ xstrndup(dir, len), NULL, UINT32_MAX, 0 };
+    return b;
+}
+
+/* Opens the bucket's in-progress file: a new one, numbered and its folder
+ * made, or the one closed to spare descriptors, to append to. */
+static int
+fw_open(struct file_writer *w, struct file_bucket *b, spate_error *err)
+{
+    bool fresh = b->part == UINT32_MAX;
+    char *name;
+
+    if (w->nopen >= FILE_SINK_OPEN_MAX) {
+        struct file_bucket *lru = NULL;
+
+        for (size_t i = 0; i < w->nbuckets; i++)
+            if (w->buckets[i].f != NULL && (lru == NULL || w->buckets[i].used < lru->used))
+                lru = &w->buckets[i];
+        if (fclose(lru->f) != 0) {
+            lru->f = NULL;
+            w->nopen--;
+            return spate_error_set(err, -errno, "cannot write output file in '%s/%s': %s",
+                                   w->conf->path, lru->dir, spate_strerror(-errno));
+        }
+        lru->f = NULL;
+        w->nopen--;
+    }
+    if (fresh) {
+        if (*b->dir != '\0') {
+            char *dir = xasprintf("%s/%s", w->conf->path, b->dir);
+            int rc = fs_mkdirs(dir, err);
+
+            free(dir);
+            if (rc != 0)
+                return rc;
+        }
+        b->part = w->next++;
+    }
+    name = part_name(w->conf, b->dir, w->writer, b->part, "inprogress");
+    if ((b->f = fopen(name, fresh ? "we" : "ae")) == NULL) {
+        spate_error_set(err, -errno, "cannot open output file '%s': %s", name,
+                        spate_strerror(-errno));
+        free(name);
+        return -1;
+    }
+    free(name);
+    w->nopen++;
+    /* Smaller buffers with buckets: up to FILE_SINK_OPEN_MAX of them. */
+    setvbuf(b->f, NULL, _IOFBF, w->conf->bucketed ? 1 << 16 : 1 << 20);
+    return 0;
+}
+
 static int
 fw_write(void *writer, const void *rec, int64_t timestamp_ms, spate_error *err)
 {
     struct file_writer *w = writer;
+    struct file_bucket *b;
+    const char *line;
+    size_t len;
     int n;
 
     UNUSED(timestamp_ms);
-    if (w->f == NULL) {
-        char *name = part_name(w->conf, w->writer, w->part, "inprogress");
-
-        if ((w->f = fopen(name, "we")) == NULL) {
-            spate_error_set(err, -errno, "cannot open output file '%s': %s", name,
-                            spate_strerror(-errno));
-            free(name);
-            return -1;
-        }
-        free(name);
-        setvbuf(w->f, NULL, _IOFBF, 1 << 20);
-    }
     n = types_format(w->conf->type, rec, w->line, w->line_cap);
     if ((size_t)n >= w->line_cap) {
         w->line_cap = (size_t)n + 1;
         w->line = xrealloc(w->line, w->line_cap);
         n = types_format(w->conf->type, rec, w->line, w->line_cap);
     }
-    fwrite(w->line, 1, (size_t)n, w->f);
-    fputc('\n', w->f);
+    line = w->line;
+    len = (size_t)n;
+    if (w->conf->bucketed) {
+        const char *nl = memchr(w->line, '\n', len);
+
+        if (nl == NULL || !bucket_ok(w->line, (size_t)(nl - w->line)))
+            return spate_error_set(err, SPATE_EINVAL,
+                                   "file sink '%s': a record that is no bucket (a relative "
+                                   "folder), a newline and a line: '%.*s'",
+                                   w->conf->path, (int)MIN(len, 80), w->line);
+        b = fw_bucket(w, w->line, (size_t)(nl - w->line));
+        line = nl + 1;
+        len -= (size_t)(line - w->line);
+    } else {
+        b = fw_bucket(w, "", 0);
+    }
+    if (b->f == NULL && fw_open(w, b, err) != 0)
+        return -1;
+    b->used = ++w->records;
+    fwrite(line, 1, len, b->f);
+    fputc('\n', b->f);
     return 0;
 }
 
-/* Closes the in-progress file into ".pending", its committable for the
- * checkpoint. */
+/* Closes the in-progress files into ".pending", their committables for the
+ * checkpoint; the buckets go (the next records open new files). */
 static int
 fw_prepare_commit(void *writer, int64_t checkpoint_id, spate_sink_context *ctx, spate_error *err)
 {
     struct file_writer *w = writer;
-    struct file_committable c = { w->writer, w->part };
-    char *from, *to;
     int rc = 0;
 
     UNUSED(checkpoint_id);
-    if (w->f == NULL)
-        return 0;
-    if (fclose(w->f) != 0)
-        rc = -errno;
-    w->f = NULL;
-    w->part++;
-    from = part_name(w->conf, c.writer, c.part, "inprogress");
-    to = part_name(w->conf, c.writer, c.part, "pending");
-    if (rc == 0 && rename(from, to) != 0)
-        rc = -errno;
-    if (rc != 0)
-        spate_error_set(err, rc, "cannot close output file '%s': %s", from, spate_strerror(rc));
-    else
-        spate_sink_context_save_committable(ctx, &c, sizeof c);
-    free(from);
-    free(to);
+    for (size_t i = 0; i < w->nbuckets; i++) {
+        struct file_bucket *b = &w->buckets[i];
+        size_t dirlen = strlen(b->dir);
+        struct file_committable c = { w->writer, b->part };
+        char *from = part_name(w->conf, b->dir, c.writer, c.part, "inprogress");
+        char *to = part_name(w->conf, b->dir, c.writer, c.part, "pending");
+        uint8_t *bytes = xmalloc(sizeof c + dirlen);
+        int r = 0;
+
+        if (b->part == UINT32_MAX) { /* its file never opened */
+            free(bytes);
+            free(from);
+            free(to);
+            free(b->dir);
+            continue;
+        }
+        if (b->f != NULL && fclose(b->f) != 0)
+            r = -errno;
+        if (r == 0 && rc == 0 && rename(from, to) != 0)
+            r = -errno;
+        if (r != 0 && rc == 0)
+            rc = spate_error_set(err, r, "cannot close output file '%s': %s", from,
+                                 spate_strerror(r));
+        if (rc == 0) {
+            memcpy(bytes, &c, sizeof c);
+            memcpy(bytes + sizeof c, b->dir, dirlen);
+            spate_sink_context_save_committable(ctx, bytes, sizeof c + dirlen);
+        }
+        free(bytes);
+        free(from);
+        free(to);
+        free(b->dir);
+    }
+    w->nbuckets = 0;
+    w->nopen = 0;
     return rc != 0 ? -1 : 0;
 }
 
@@ -236,7 +390,7 @@ fw_snapshot_state(void *writer, int64_t checkpoint_id, spate_sink_context *ctx)
     struct file_writer *w = writer;
 
     UNUSED(checkpoint_id);
-    spate_sink_context_save_writer_state(ctx, &w->part, sizeof w->part);
+    spate_sink_context_save_writer_state(ctx, &w->next, sizeof w->next);
 }
 
 static void
@@ -244,8 +398,12 @@ fw_close(void *writer)
 {
     struct file_writer *w = writer;
 
-    if (w->f != NULL)
-        fclose(w->f); /* stays in progress: uncommitted */
+    for (size_t i = 0; i < w->nbuckets; i++) {
+        if (w->buckets[i].f != NULL)
+            fclose(w->buckets[i].f); /* stays in progress: uncommitted */
+        free(w->buckets[i].dir);
+    }
+    free(w->buckets);
     free(w->line);
     free(w);
 }
@@ -285,22 +443,26 @@ fc_commit(void *committer, const void *committable, size_t len, spate_error *err
 {
     const struct file_sink_config *conf = committer;
     struct file_committable c;
-    char *from, *to;
+    char *dir, *from, *to;
     spate_commit_result r = SPATE_COMMIT_OK;
 
-    if (len != sizeof c) {
-        spate_error_set(err, SPATE_EPROTO, "file sink: a committable of %zu bytes, not %zu", len,
-                        sizeof c);
+    if (len < sizeof c || !bucket_ok((const char *)committable + sizeof c, len - sizeof c)) {
+        spate_error_set(err, SPATE_EPROTO,
+                        "file sink: a malformed committable (%zu bytes: %zu, then a bucket's "
+                        "folder)",
+                        len, sizeof c);
         return SPATE_COMMIT_FAILED;
     }
     memcpy(&c, committable, sizeof c);
-    from = part_name(conf, c.writer, c.part, "pending");
-    to = part_name(conf, c.writer, c.part, NULL);
+    dir = xstrndup((const char *)committable + sizeof c, len - sizeof c);
+    from = part_name(conf, dir, c.writer, c.part, "pending");
+    to = part_name(conf, dir, c.writer, c.part, NULL);
     if (rename(from, to) != 0 && errno != ENOENT) {
         spate_error_set(err, -errno, "cannot commit output file '%s': %s", from,
                         spate_strerror(-errno));
         r = SPATE_COMMIT_FAILED;
     }
+    free(dir);
     free(from);
     free(to);
     return r;

@@ -47,10 +47,13 @@ struct file_source_config {
     uint64_t split_size; /* 0: sized from the parallelism (not in the JobGraph; tests cut finer) */
 };
 
-/* OP_SINK_FILE: a folder of part files, each record a line. */
+/* OP_SINK_FILE: a folder of part files, each record a line; bucketed,
+ * each record its bucket (a folder under path: a partitioned SQL table's
+ * partition path), a newline and the line (connectors/file_sink.c). */
 struct file_sink_config {
     const spate_type *type;
     char *path; /* absolute */
+    bool bucketed;
 };
 
 /* OP_SINK_PRINT: each record a line on the task's print stream. */

@@ -196,6 +196,7 @@ enc_file_sink(struct enc *e, const void *conf, const char *name, PbOp *p)
     UNUSED(e);
     UNUSED(name);
     p->path = c->path ? c->path : "";
+    p->bucketed = c->bucketed;
 }
 
 static void
@@ -950,6 +951,7 @@ dec_file_sink(struct dec *d, const PbOp *p, struct jg_operator *o)
     o->conn.file_sink.type = o->settings.in_type;
     if ((o->conn.file_sink.path = dup_or_null(p->path)) == NULL)
         return bad(d, "source or sink without its address");
+    o->conn.file_sink.bucketed = p->bucketed;
     return 0;
 }
 

@@ -1567,7 +1567,7 @@ spate_sink_text_file(spate_stream *in, const char *path)
     if (check(in->env, path != NULL && *path, "text file sink needs a path"))
         local_path(in->env, path, "text file sink");
     n->conn.file_sink =
-        (struct file_sink_config){ n->in_type, stream_path_absolute(path ? path : "") };
+        (struct file_sink_config){ n->in_type, stream_path_absolute(path ? path : ""), false };
     return n;
 }
 

@@ -177,7 +177,9 @@ Test(codec, each_source_and_sink_decodes_into_its_own_configuration)
 
     spate_sink_text_file(spate_source_socket(env, "localhost", 9999), "/tmp/out-a");
     spate_sink_print(spate_source_collection(env, spate_type_int64(), v, 3));
-    spate_sink_text_file(spate_source_text_file(env, "/tmp/in-b"), "/tmp/out-b");
+    /* a partitioned SQL table's: each record its bucket and its line */
+    spate_sink_text_file(spate_source_text_file(env, "/tmp/in-b"), "/tmp/out-b")
+        ->conn.file_sink.bucketed = true;
     cr_assert_eq(round_trip(env, &back, &err), 0, "%s", err.message);
     cr_assert_str_eq(decoded(back, OP_SOURCE_SOCKET)->conn.socket.host, "localhost");
     cr_assert_eq(decoded(back, OP_SOURCE_SOCKET)->conn.socket.port, 9999);
@@ -189,10 +191,16 @@ Test(codec, each_source_and_sink_decodes_into_its_own_configuration)
     cr_assert_eq(c->type->kind, TYPE_INT64);
     cr_assert_eq(decoded(back, OP_SINK_PRINT)->conn.print.type->kind, TYPE_INT64);
     cr_assert_eq(decoded(back, OP_SINK_FILE)->conn.file_sink.type->kind, TYPE_STRING);
-    for (int i = 0; i < back->nvertices; i++)
-        if (back->vertices[i].ops[back->vertices[i].nops - 1].settings.kind == OP_SINK_FILE)
-            cr_assert(strncmp(back->vertices[i].ops[back->vertices[i].nops - 1].conn.file_sink.path,
-                              "/tmp/out-", 9) == 0);
+    for (int i = 0; i < back->nvertices; i++) {
+        const struct jg_operator *last = &back->vertices[i].ops[back->vertices[i].nops - 1];
+
+        if (last->settings.kind != OP_SINK_FILE)
+            continue;
+        cr_assert(strncmp(last->conn.file_sink.path, "/tmp/out-", 9) == 0);
+        cr_assert_eq(last->conn.file_sink.bucketed,
+                     strcmp(last->conn.file_sink.path, "/tmp/out-b") == 0, "%s",
+                     last->conn.file_sink.path);
+    }
     job_graph_free(back);
     env_free(env);
 }
