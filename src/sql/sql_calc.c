@@ -368,15 +368,86 @@ line_value(struct line *l, const struct sql_type *t, const struct sql_value *v)
     line_put(l, buf, (size_t)MIN(n, (int)sizeof buf - 1));
 }
 
+/* Whether output column i names the bucket (a partition column). */
+static bool
+is_partition(const struct sql_program *p, int i)
+{
+    for (int k = 0; k < p->npartition; k++)
+        if (p->partition[k] == i)
+            return true;
+    return false;
+}
+
+/* Appends s with the bytes a path must not hold as %XX: Flink's
+ * PartitionPathUtils.escapePathName (control characters, '/', ':', '=',
+ * '%' and the others its table holds). */
+static void
+line_path_escaped(struct line *l, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c < 0x20 || c == 0x7f || strchr("\"#%'*/:=?\\{[]^", c) != NULL) {
+            char esc[4];
+
+            snprintf(esc, sizeof esc, "%%%02X", c);
+            line_put(l, esc, 3);
+        } else {
+            line_put(l, s + i, 1);
+        }
+    }
+}
+
+/* The row's bucket, Flink's partition path: name=value for each partition
+ * column, separated by '/', a NULL or empty value Flink's default partition
+ * name; then the newline that ends it. */
+static void
+write_bucket(struct line *l, const struct sql_program *p, const struct sql_value *r)
+{
+    static const char default_name[] = "__DEFAULT_PARTITION__";
+
+    for (int k = 0; k < p->npartition; k++) {
+        const struct sql_value *v = &r[p->outputs[p->partition[k]]];
+        const struct sql_type *t = &p->output[p->partition[k]].type;
+        const char *name = p->output[p->partition[k]].name;
+        char buf[64];
+        const char *s = buf;
+        size_t n;
+
+        if (k > 0)
+            line_put(l, "/", 1);
+        line_path_escaped(l, name, strlen(name));
+        line_put(l, "=", 1);
+        if (v->null) {
+            n = 0;
+        } else if (sql_type_phys(t->id) == SQL_PHYS_STRING) {
+            s = v->s.p;
+            n = v->s.len;
+        } else {
+            n = (size_t)MIN(sql_value_format(t, v, buf, sizeof buf), (int)sizeof buf - 1);
+        }
+        if (n == 0)
+            line_put(l, default_name, sizeof default_name - 1);
+        else
+            line_path_escaped(l, s, n);
+    }
+    line_put(l, "\n", 1);
+}
+
 static void
 write_csv(struct line *l, const struct sql_program *p, const struct sql_value *r)
 {
+    bool first = true;
+
     for (int i = 0; i < p->noutput; i++) {
         const struct sql_value *v = &r[p->outputs[i]];
         const struct sql_type *t = &p->output[i].type;
 
-        if (i > 0)
+        if (is_partition(p, i))
+            continue;
+        if (!first)
             line_put(l, &p->csv_out_delimiter, 1);
+        first = false;
         if (v->null)
             continue;
         if (t->id == SQL_VARCHAR &&
@@ -396,6 +467,8 @@ write_csv(struct line *l, const struct sql_program *p, const struct sql_value *r
 static void
 write_json(struct line *l, const struct sql_program *p, const struct sql_value *r)
 {
+    bool first = true;
+
     line_put(l, "{", 1);
     for (int i = 0; i < p->noutput; i++) {
         const struct sql_value *v = &r[p->outputs[i]];
@@ -403,8 +476,11 @@ write_json(struct line *l, const struct sql_program *p, const struct sql_value *
         json_t *j;
         char *s;
 
-        if (i > 0)
+        if (is_partition(p, i))
+            continue;
+        if (!first)
             line_put(l, ",", 1);
+        first = false;
         j = json_string(p->output[i].name);
         s = json_dumps(j, JSON_ENCODE_ANY);
         json_decref(j);
@@ -574,6 +650,8 @@ calc_process(struct stream_operator *op, const void *rec, const struct record_me
 
         if (p->changelog)
             line_put(&l, sql_row_kind_string(kind), 2);
+        if (p->npartition > 0)
+            write_bucket(&l, p, ev->r);
         if (p->output_format == SQL_FORMAT_CSV)
             write_csv(&l, p, ev->r);
         else if (p->output_format == SQL_FORMAT_JSON)

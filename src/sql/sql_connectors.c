@@ -137,6 +137,42 @@ file_format(const struct sql_table *t, enum sql_format *f, spate_error *err)
     return 0;
 }
 
+/* A partitioned table (PARTITIONED BY): a filesystem table that appends,
+ * a column left for the files. Flink's partition commit and rolling
+ * options are refused: spate rolls and commits each bucket's files at
+ * every checkpoint (or at the end of input), and writes no success file. */
+static int
+partition_check(const struct sql_table *t, const char *c, spate_error *err)
+{
+    static const char *const refused[] = { "sink.partition-commit.", "partition.time-extractor.",
+                                           "sink.rolling-policy." };
+
+    if (t->npartition == 0)
+        return 0;
+    if (strcmp(c, "filesystem") != 0 || sql_connector_upsert(t))
+        return spate_error_set(err, SPATE_ENOTSUP,
+                               "not supported: PARTITIONED BY (table '%s') on %s: the "
+                               "filesystem connector's appending sink writes partition folders",
+                               t->name,
+                               strcmp(c, "filesystem") == 0
+                                   ? "an upsert filesystem table"
+                                   : "another connector than 'filesystem'");
+    if (t->npartition >= t->ncols)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "table '%s': every column is a partition column: its files "
+                               "would hold nothing",
+                               t->name);
+    for (int i = 0; i < t->noptions; i++)
+        for (size_t k = 0; k < ARRAY_SIZE(refused); k++)
+            if (strncmp(t->options[i].key, refused[k], strlen(refused[k])) == 0)
+                return spate_error_set(err, SPATE_ENOTSUP,
+                                       "not supported: option '%s' (table '%s'): the filesystem "
+                                       "sink rolls and commits each partition's files at every "
+                                       "checkpoint, and writes no success file",
+                                       t->options[i].key, t->name);
+    return 0;
+}
+
 /* ---- upsert sinks ---- */
 
 bool
@@ -567,14 +603,8 @@ sql_connector_check(const struct sql_table *t, spate_error *err)
         return rc;
     if ((rc = upsert_check(t, c, err)) != 0)
         return rc;
-    /* The filesystem sink's partition directories (path/dt=.../hm=...)
-     * are not written yet: a partitioned table is refused rather than
-     * written without them. */
-    if (t->npartition > 0)
-        return spate_error_set(err, SPATE_ENOTSUP,
-                               "not supported: PARTITIONED BY (table '%s'): the filesystem "
-                               "sink's partition directories are not built yet",
-                               t->name);
+    if ((rc = partition_check(t, c, err)) != 0)
+        return rc;
     if (strcmp(c, "upsert-kafka") == 0) {
         const struct connector_plugin *plugin;
 
@@ -759,9 +789,14 @@ sql_connector_sink(struct spate_env *env, const struct sql_table *t, struct spat
         free(key_fields);
         free(path);
         free(o);
-    } else if (strcmp(c, "filesystem") == 0)
-        spate_name(spate_sink_text_file(in, sql_table_option(t, "path")), t->name);
-    else if (strcmp(c, "print") == 0)
+    } else if (strcmp(c, "filesystem") == 0) {
+        struct spate_stream *s = spate_sink_text_file(in, sql_table_option(t, "path"));
+
+        /* A partitioned table's lines are led by their bucket (the Calc's
+         * partition path). */
+        s->conn.file_sink.bucketed = t->npartition > 0;
+        spate_name(s, t->name);
+    } else if (strcmp(c, "print") == 0)
         spate_name(spate_sink_print(in), t->name);
     else if (strcmp(c, NAMED) == 0) {
         const char **o = named_options(t);

@@ -340,6 +340,13 @@ plan_calc(struct sql_plan_context *pc, struct sql_relation *in_rel, const struct
     p->kind_reg = req->kind_col;
     /* An upsert (or keyed) sink's lines carry their row kinds. */
     p->changelog = sink != NULL && sql_connector_keyed(sink);
+    /* A partitioned sink's lines carry their bucket (the INSERT's columns
+     * are the table's, in order). */
+    if (sink != NULL && sink->npartition > 0) {
+        p->npartition = sink->npartition;
+        p->partition = xcalloc((size_t)sink->npartition, sizeof *p->partition);
+        memcpy(p->partition, sink->partition, (size_t)sink->npartition * sizeof *p->partition);
+    }
     if (where != NULL) {
         struct sql_operand w;
         char b1[32];

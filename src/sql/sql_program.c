@@ -241,6 +241,13 @@ check_program(const struct sql_program *p, spate_error *err)
         return bad_program(err, "unknown format", -1);
     if (p->changelog && p->output_format != SQL_FORMAT_CSV && p->output_format != SQL_FORMAT_JSON)
         return bad_program(err, "a changelog output that is no CSV or JSON line", -1);
+    if (p->npartition > 0 &&
+        (p->changelog || p->npartition >= p->noutput ||
+         (p->output_format != SQL_FORMAT_CSV && p->output_format != SQL_FORMAT_JSON)))
+        return bad_program(err, "partition columns of an output that is no CSV or JSON line", -1);
+    for (int i = 0; i < p->npartition; i++)
+        if (p->partition[i] < 0 || p->partition[i] >= p->noutput)
+            return bad_program(err, "partition column out of range", -1);
     if ((rc = check_nexmark(p, err)) != 0)
         return rc;
     for (int i = 0; i < p->nregs; i++)
@@ -611,6 +618,8 @@ sql_program_encode(const struct sql_program *p, uint8_t **out, size_t *len, spat
     c.key_regs = (int32_t *)p->key_regs;
     c.key_reg = p->key_reg + 1;
     c.kind_reg = p->kind_reg + 1;
+    c.n_partition = (size_t)p->npartition;
+    c.partition = (int32_t *)p->partition;
     c.n_outputs = (size_t)p->noutput;
     c.outputs = xcalloc((size_t)p->noutput + 1, sizeof *c.outputs);
     c.n_output = (size_t)p->noutput;
@@ -746,6 +755,10 @@ sql_program_decode(const uint8_t *bytes, size_t len, struct sql_program **out, s
     p->key_regs = xcalloc(c->n_key_regs + 1, sizeof *p->key_regs);
     for (size_t i = 0; i < c->n_key_regs && i <= TYPES_ROW_MAX; i++)
         p->key_regs[i] = c->key_regs[i];
+    p->npartition = c->n_partition <= TYPES_ROW_MAX ? (int)c->n_partition : TYPES_ROW_MAX;
+    p->partition = xcalloc((size_t)p->npartition + 1, sizeof *p->partition);
+    for (int i = 0; i < p->npartition; i++)
+        p->partition[i] = c->partition[i];
     p->noutput = (int)c->n_output;
     p->outputs = xcalloc(c->n_output + 1, sizeof *p->outputs);
     p->output = xcalloc(c->n_output + 1, sizeof *p->output);
@@ -785,6 +798,7 @@ sql_program_free(struct sql_program *p)
     free(p->datagen);
     sql_nexmark_source_free(p->nexmark);
     free(p->key_regs);
+    free(p->partition);
     free(p->regs);
     free(p->code);
     free(p->outputs);

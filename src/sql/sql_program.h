@@ -181,6 +181,14 @@ struct sql_program {
      * -D): a changelog line, what an upsert sink reads
      * (connectors/changelog_line.h). */
     bool changelog;
+    /* A partitioned filesystem sink's: the output columns (indexes) that
+     * name the row's bucket, Flink's partition path "dt=.../hm=..." (each
+     * name and value escaped as PartitionPathUtils.escapePathName, a NULL
+     * or empty value __DEFAULT_PARTITION__). The CSV or JSON line is led by
+     * the bucket and a newline (which an escaped bucket never holds), and
+     * leaves those columns out, as Flink's files do. */
+    int *partition;
+    int npartition;
     int *outputs;
     struct sql_column *output;
     int noutput;

@@ -15,6 +15,7 @@ path segments come from an unseeded Random), the choice spate documents in
 docs/sql.md is followed: a Random seeded with the channel's number (a hot
 channel's: 10000 + its index)."""
 
+import datetime
 import math
 
 MASK48 = (1 << 48) - 1
@@ -440,3 +441,29 @@ def q13(bids, side):
     10000."""
     return [(b, side[jmod(b["auction"], 10000)]) for b in bids
             if jmod(b["auction"], 10000) in side]
+
+
+# Flink's PartitionPathUtils.escapePathName: the characters a partition
+# folder's name holds as %XX.
+PATH_UNSAFE = set(chr(c) for c in range(0x20)) | set("\"#%'*/:=?\\\x7f{[]^")
+
+
+def escape_path_name(s):
+    """A partition name or value as Flink writes it in a folder's name (a
+    NULL or empty value: its default partition name)."""
+    if not s:
+        return "__DEFAULT_PARTITION__"
+    return "".join("%%%02X" % ord(c) if c in PATH_UNSAFE else c for c in s)
+
+
+def q10(bids):
+    """Query 10: each bid under its partition folder, dt=<day>/hm=<HH:mm>
+    (escaped): (folder, the bid's columns and its dt and hm)."""
+    out = []
+    for b in bids:
+        t = datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=b["dateTime"])
+        part = (("dt", t.strftime("%Y-%m-%d")), ("hm", t.strftime("%H:%M")))
+        folder = "/".join(f"{escape_path_name(k)}={escape_path_name(v)}" for k, v in part)
+        out.append((folder, (b["auction"], b["bidder"], b["price"], b["dateTime"], b["extra"],
+                             part[0][1], part[1][1])))
+    return out

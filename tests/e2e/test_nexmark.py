@@ -4,6 +4,7 @@ nexmark_ref.py, a port to Python of the Nexmark repository's Java generator
 computed outside spate, for a few configurations (the default, others with
 every option changed, parallelism 2); then the queries of bench/nexmark/
 (q0, q1, q2, q3, q7, q8, q11, q12, q13, q14, q15, q16, q17, q20, q21, q22;
+q10 read back from its partition folders;
 q4, q5, q9, q18 and q19 as changelogs, applied) run in spate SQL over those
 events and their
 results are compared with the same queries computed in Python over the
@@ -185,10 +186,10 @@ class NexmarkTest(unittest.TestCase):
 
     # ---- the queries ----
 
-    def script(self, name, conf, sink, fast=False):
+    @staticmethod
+    def ddl(conf, fast=False):
         """bench/nexmark/ddl.sql with conf (fast: the source not paced, its
-        events' times conf's), then <name>.sql with its blackhole sink
-        replaced by sink."""
+        events' times conf's)."""
         with open(os.path.join(QUERIES, "ddl.sql")) as f:
             ddl = f.read()
         for k, v in {"TPS": round(1000000.0 / conf.delay_us), "EVENTS_NUM": conf.events,
@@ -197,10 +198,18 @@ class NexmarkTest(unittest.TestCase):
             ddl = ddl.replace("${" + k + "}", str(v))
         if fast:
             ddl = ddl.replace("\"base-time\" =", "\"max-emit-speed\" = 'true', \"base-time\" =")
+        return ddl
+
+    def script(self, name, conf, sink, fast=False, output=None):
+        """ddl(conf, fast), then bench/nexmark/<name>.sql with its blackhole
+        sink replaced by sink (None: its own, writing under output)."""
+        ddl = self.ddl(conf, fast)
         with open(os.path.join(QUERIES, f"{name}.sql")) as f:
             q = f.read().replace("${NEXMARK_UDF}", UDF)
         if "${SIDE_INPUT}" in q:
             q = q.replace("${SIDE_INPUT}", self.side_input())
+        if sink is None:
+            return ddl + "\n" + q.replace("${OUTPUT_DIR}", output)
         q, n = re.subn(r"connector = 'blackhole'", sink, q)
         self.assertEqual(n, 1, f"{name}.sql has one blackhole sink")
         return ddl + "\n" + q
@@ -458,6 +467,67 @@ class NexmarkTest(unittest.TestCase):
         cols = ref.Q9_AUCTION + ["auction", "bidder", "price", "dateTime", "extra"]
         want = [[text(c, v) for c, v in zip(cols, row)] for row in ref.q9(self.events(self.SPREAD))]
         self.check_query("q9", self.SPREAD, want, fast=True, updating=True)
+    @staticmethod
+    def partition_files(path):
+        """Every line of every part file under path's partition folders:
+        (the folder, the line's columns and the partition values read from
+        the folder's names, unescaped); and the hidden (uncommitted) files
+        left."""
+        rows, hidden = [], []
+        for folder, _, files in os.walk(path):
+            rel = os.path.relpath(folder, path)
+            values = [re.sub(r"%([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)),
+                             step.split("=", 1)[1]) for step in rel.split("/") if rel != "."]
+            for name in files:
+                if name.startswith("."):
+                    hidden.append(os.path.join(rel, name))
+                    continue
+                with open(os.path.join(folder, name)) as f:
+                    rows += [(rel, parse_csv_line(line.rstrip("\n")) + values) for line in f]
+        return rows, hidden
+
+    def test_q10_partitioned_files(self):
+        """Every bid in its partition folder dt=<day>/hm=<minute> (':' as
+        %3A: Flink's escaping), its other columns in the part files, the
+        partition values read back from the folder names; SPREAD's bids
+        cross midnight (two days, two minutes)."""
+        cols = ["auction", "bidder", "price", "dateTime", "extra", "dt", "hm"]
+        want = sorted(((folder, [text(c, v) for c, v in zip(cols, row)])
+                       for folder, row in ref.q10(self.bids(self.SPREAD))), key=repr)
+        self.assertEqual({f for f, _ in want},
+                         {"dt=2020-09-13/hm=23%3A59", "dt=2020-09-14/hm=00%3A00"})
+        for parallelism in (1, 2):
+            out = self.out_path()
+            self.sql(self.script("q10", self.SPREAD, None, fast=True, output=out), parallelism)
+            got, hidden = self.partition_files(os.path.join(out, "bid"))
+            self.assertEqual(hidden, [], "uncommitted files are left")
+            self.assertEqual(len(got), len(want), f"p{parallelism}: {len(got)} rows, the "
+                             f"reference {len(want)}")
+            self.assertEqual(sorted(got, key=repr), want, f"p{parallelism}: q10 differs from "
+                             "the reference")
+
+    def test_partition_values_are_escaped_as_flink_does(self):
+        """A partition value with characters unsafe in a path has them as
+        %XX (Flink's PartitionPathUtils.escapePathName); a NULL or empty
+        one is Flink's default partition."""
+        values = ["a/b:c", "", None, "x=1%#{[]^'*?\\\"y\tz"]
+        out = self.out_path()
+        cases = " ".join(f"WHEN auction % 4 = {i} THEN " +
+                         ("NULL" if v is None else "'" + v.replace("'", "''") + "'")
+                         for i, v in enumerate(values))
+        self.sql(self.ddl(self.CONF) +
+                 "CREATE TABLE o (auction BIGINT, s VARCHAR) PARTITIONED BY (s) WITH ("
+                 f"connector = 'filesystem', path = '{out}', format = 'csv');\n"
+                 f"INSERT INTO o SELECT auction, CASE {cases} END FROM bid;", 2)
+        got, hidden = self.partition_files(out)
+        want = sorted(((f"s={ref.escape_path_name(values[b['auction'] % 4])}",
+                        [str(b["auction"]), values[b["auction"] % 4] or "__DEFAULT_PARTITION__"])
+                       for b in self.bids(self.CONF)), key=repr)
+        self.assertEqual(hidden, [])
+        self.assertEqual({f for f, _ in want}, {"s=a%2Fb%3Ac", "s=__DEFAULT_PARTITION__",
+                                                "s=x%3D1%25%23%7B%5B%5D%5E%27%2A%3F%5C%22y%09z"})
+        self.assertEqual(sorted(got, key=repr), want)
+
     def side_input(self):
         """Query 13's side input, a CSV file of ref.side_input()."""
         path = os.path.join(self.tmp, "side_input.csv")

@@ -536,9 +536,20 @@ class SqlErrorTest(unittest.TestCase):
         self.assertIn("table 'out_t' is partitioned by column 'dt' twice", err)
         err = self.error_of(tbl.format("dt,"))
         self.assertIn("a partitioning is PARTITIONED BY (column, ...)", err)
-        # Read, and every column found; the sink's directories come next.
-        err = self.error_of(tbl.format("dt, hm"))
-        self.assertIn("not supported: PARTITIONED BY (table 'out_t')", err)
+        # Flink's partition commit and rolling options, which the sink's
+        # commit at each checkpoint does not follow, are refused.
+        err = self.error_of(tbl.format("dt, hm").replace(
+            "format = 'csv'", "format = 'csv', \"sink.partition-commit.policy.kind\" = "
+            "'success-file'"))
+        self.assertIn("not supported: option 'sink.partition-commit.policy.kind' (table "
+                      "'out_t'): the filesystem sink rolls and commits each partition's files "
+                      "at every checkpoint", err)
+        err = self.error_of(tbl.format("a, dt, hm"))
+        self.assertIn("table 'out_t': every column is a partition column", err)
+        err = self.error_of("CREATE TABLE p (a INT, dt VARCHAR) PARTITIONED BY (dt) "
+                            "WITH (connector = 'print');")
+        self.assertIn("not supported: PARTITIONED BY (table 'p') on another connector than "
+                      "'filesystem'", err)
 
     def test_an_unknown_function_names_the_nearest(self):
         err = self.error_of("SELECT uper(customer) FROM orders;")
