@@ -52,6 +52,9 @@ extern const struct operator_vtable named_source_vtable;      /* named_source.c 
 
 struct connector_context;
 struct named_connector_config;
+/* c's options but the formats' (formats.h): key, value, ..., NULL, which
+ * the caller frees; *n pairs (named_source.c). */
+const char **connector_own_options(const struct named_connector_config *c, size_t *n);
 /* The context a named connector's plugin gets for op (named_source.c):
  * c's options but the formats' (formats.h), in *options, which the caller
  * frees after the plugin's reader or writer is closed. */

@@ -53,19 +53,28 @@ connector_log(void *arg, enum connector_log_level level, const char *msg)
         SPATE_LOG_INFO("connector", "operator='%s' %s", name, msg);
 }
 
+const char **
+connector_own_options(const struct named_connector_config *c, size_t *n)
+{
+    const char **own = xcalloc(2 * c->noptions + 1, sizeof *own);
+
+    *n = 0;
+    for (size_t i = 0; i < c->noptions; i++)
+        if (!format_owns_option(c->options[2 * i])) {
+            own[2 * *n] = c->options[2 * i];
+            own[2 * *n + 1] = c->options[2 * i + 1];
+            (*n)++;
+        }
+    return own;
+}
+
 void
 connector_context_init(struct connector_context *ctx, const struct stream_operator *op,
                        const struct named_connector_config *c, const char ***options)
 {
-    const char **own = xcalloc(2 * c->noptions + 1, sizeof *own);
-    size_t n = 0;
+    size_t n;
+    const char **own = connector_own_options(c, &n);
 
-    for (size_t i = 0; i < c->noptions; i++)
-        if (!format_owns_option(c->options[2 * i])) {
-            own[2 * n] = c->options[2 * i];
-            own[2 * n + 1] = c->options[2 * i + 1];
-            n++;
-        }
     *options = own;
     *ctx = (struct connector_context){
         .options = own,

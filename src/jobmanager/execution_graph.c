@@ -5,6 +5,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/util.h"
+#include "connectors/connector_factory.h"
 #include "connectors/source_operator.h"
 #include "jobmanager/execution_graph.h"
 #include "streaming/job_graph_codec.h"
@@ -376,6 +377,25 @@ execution_graph_deployment_free(Jobgraph__TaskDeployment *tdd)
         return;
     /* Everything was allocated with the default allocator. */
     jobgraph__task_deployment__free_unpacked(tdd, NULL);
+}
+
+int
+execution_graph_check_sinks(const struct execution_graph *eg, spate_error *err)
+{
+    const struct job_graph *jg = eg->graph;
+
+    for (int v = 0; v < jg->nvertices; v++)
+        for (int o = 0; o < jg->vertices[v].nops; o++) {
+            const struct jg_operator *op = &jg->vertices[v].ops[o];
+            int rc;
+
+            if (op->settings.kind == OP_SINK_CONNECTOR &&
+                (rc = named_sink_check(&op->conn.named, op->settings.name,
+                                       jg->vertices[v].parallelism,
+                                       jg->checkpointing.interval_ms > 0, err)) != 0)
+                return rc;
+        }
+    return 0;
 }
 
 int

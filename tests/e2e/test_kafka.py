@@ -18,7 +18,8 @@ consumer (tests/bin/kafka_tool) and checked (issue 25):
   recovers and nothing is lost or doubled;
 - ZooKeeper HA: kill -9 of the leading JobManager under the keyed job;
 - the sink's recovery of a transaction whose commit never happened
-  (kafka_sink_check), and of one that had committed.
+  (kafka_sink_check), and of one that had committed;
+- an unknown sink partitioner or option refused at submission.
 """
 
 import collections
@@ -450,13 +451,34 @@ class KafkaJobsTest(KafkaTestCase):
                          r"cannot reach the Kafka brokers '127\.0\.0\.1:1' in 10000 ms")
         self.wait_overview(2, slots=6, available=6)
 
-    def test_an_unknown_option_fails_the_job_naming_it(self):
-        jid = self.run_detached(JOBS, *self.copy_args("words", "out", "--sink", "sink.bogus=1"),
-                                parallelism=1, conf=NO_RESTART)
-        job = self.wait_state(jid, TERMINAL, timeout=60)
-        self.assertEqual(job["state"], "FAILED")
-        self.assertIn("unsupported option 'sink.bogus'", job.get("failure", "") +
-                      self.exceptions(jid))
+
+class KafkaSinkTest(KafkaTestCase):
+    """The sink's options: two TaskManagers of two slots."""
+
+    def setUp(self):
+        super().setUp()
+        self.start_jobmanager()
+        self.tms = [self.start_taskmanager(slots=2) for _ in range(2)]
+        self.wait_overview(2, slots=4)
+
+    def test_a_bad_sink_option_is_refused_at_submission(self):
+        for kv, message in (
+                ("sink.partitioner=hash",
+                 "kafka sink: 'sink.partitioner' 'hash' is not one of default, fixed, "
+                 "round-robin"),
+                ("sink.partitioner=org.example.MyPartitioner",
+                 "(a partitioner class of Flink's is Java, which spate cannot load)"),
+                ("sink.bogus=1", "unsupported option 'sink.bogus'")):
+            r = self.spate("run", "-m", f"127.0.0.1:{self.rest_port}", "-d", JOBS, "copy",
+                           "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                           "--source", "topic=words",
+                           "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                           "--sink", "topic=out", "--sink", kv, timeout=120)
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertIn("sink 'Sink: kafka'", r.stderr + r.stdout)
+            self.assertIn(message, r.stderr + r.stdout)
+        status, jobs = self.rest("/jobs")
+        self.assertEqual((status, jobs.get("jobs")), (200, []))
 
 
 class BrokerOutageTest(KafkaTestCase):

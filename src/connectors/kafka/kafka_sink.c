@@ -184,9 +184,22 @@ parse_options(struct kwriter *w, char *err, size_t errlen)
     else
         return kafka_fail(err, errlen,
                           "kafka sink: 'sink.partitioner' '%s' is not one of default, fixed, "
-                          "round-robin",
-                          p);
+                          "round-robin%s",
+                          p,
+                          strchr(p, '.') != NULL ? " (a partitioner class of Flink's is Java, "
+                                                   "which spate cannot load)"
+                                                 : "");
     return 0;
+}
+
+/* The options checked at submission: parse_options on a writer that is
+ * never opened. */
+static int
+kw_check(const struct connector_context *ctx, char *err, size_t errlen)
+{
+    struct kwriter w = { .ctx = *ctx };
+
+    return parse_options(&w, err, errlen);
 }
 
 /* Checks that the topic is there and counts its partitions. */
@@ -768,6 +781,7 @@ kw_finish(void *writer, char *err, size_t errlen)
 }
 
 const struct connector_sink_ops kafka_sink_ops = {
+    .check = kw_check,
     .open = kw_open,
     .recover = kw_recover,
     .write = kw_write,
