@@ -19,7 +19,14 @@ consumer (tests/bin/kafka_tool) and checked (issue 25):
 - ZooKeeper HA: kill -9 of the leading JobManager under the keyed job;
 - the sink's recovery of a transaction whose commit never happened
   (kafka_sink_check), and of one that had committed;
-- an unknown sink partitioner or option refused at submission.
+- the sink's sink.delivery-guarantee none (a checkpoint completes with the
+  records still in the producer) beside at-least-once (the barrier waited
+  for them), and at-least-once through a kill -9 (every record at least
+  once);
+- its partitioners, each record's partition read back: fixed (subtask i
+  to partition i mod n), round-robin (a subtask's k-th record to k mod n),
+  default (a key's murmur2 hash as Kafka's Java client; sticky without a
+  key); an unknown partitioner or option refused at submission.
 """
 
 import collections
@@ -95,6 +102,47 @@ def consume(topic, idle_ms=1000):
         p, o, v = line.split(" ", 2)
         out.append((int(p), int(o), v))
     return out
+
+
+def consume_keys(topic):
+    """Every committed record of topic: [(partition, key, value)]."""
+    out = []
+    for line in tool("consume", topic, "1000", "read_committed", "keys",
+                     timeout=300).splitlines():
+        p, _, kv = line.split(" ", 2)
+        k, v = kv.split("\t", 1)
+        out.append((int(p), k[1:], v[1:]))
+    return out
+
+
+def committed(topic, group):
+    """The group's committed offsets of topic: {partition: offset}, -1 for
+    none."""
+    return {int(p): int(o) for p, o in
+            (line.split() for line in tool("committed", topic, group).splitlines())}
+
+
+def murmur2_partition(key, partitions):
+    """The partition Kafka's Java client (and librdkafka's murmur2_random)
+    gives key: toPositive(murmur2(key)) mod partitions."""
+    m, h = 0x5BD1E995, (0x9747B28C ^ len(key)) & 0xFFFFFFFF
+    for i in range(0, len(key) - len(key) % 4, 4):
+        k = int.from_bytes(key[i:i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> 24
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = key[len(key) - len(key) % 4:]
+    if len(tail) == 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h = ((h ^ tail[0]) * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return (h & 0x7FFFFFFF) % partitions
 
 
 class Feeder:
@@ -453,13 +501,180 @@ class KafkaJobsTest(KafkaTestCase):
 
 
 class KafkaSinkTest(KafkaTestCase):
-    """The sink's options: two TaskManagers of two slots."""
+    """The sink's delivery guarantees none and at-least-once, and its
+    partitioners, each record read back: two TaskManagers of two slots."""
 
     def setUp(self):
         super().setUp()
         self.start_jobmanager()
         self.tms = [self.start_taskmanager(slots=2) for _ in range(2)]
         self.wait_overview(2, slots=4)
+
+    def copy_args(self, inp, out, group, guarantee):
+        """The copy job at p1 from inp into out, its offsets committed to
+        group when a checkpoint completes; the producer holds records up to
+        two minutes (linger.ms) unless flushed."""
+        return ["copy", "-c", "200",
+                "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                "--source", f"topic={inp}", "--source", "scan.startup.mode=earliest-offset",
+                "--source", f"properties.group.id={group}",
+                "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                "--sink", f"topic={out}", "--sink", f"sink.delivery-guarantee={guarantee}",
+                "--sink", "properties.linger.ms=120000"]
+
+    def test_delivery_none_does_not_flush_at_a_checkpoint_at_least_once_does(self):
+        values = [f"v{i}" for i in range(50)]
+        runs = {}
+        for guarantee in ("none", "at-least-once"):
+            inp = new_topic(f"{guarantee}-in", 1)
+            out = new_topic(f"{guarantee}-out", 1)
+            group = f"g-{uuid.uuid4().hex[:8]}"
+            produce(inp, values)
+            jid = self.run_detached(JOBS, *self.copy_args(inp, out, group, guarantee),
+                                    parallelism=1, conf=NO_RESTART)
+            runs[guarantee] = (jid, inp, out, group)
+        for guarantee, (jid, inp, out, group) in runs.items():
+            # The source commits its offsets when a checkpoint completes:
+            # once they reach the end, the sink's barrier of that checkpoint
+            # came after every record.
+            wait_for(lambda: committed(inp, group) == {0: 50} or None, 60,
+                     f"{guarantee}: group {group} committed offset 50 of {inp}")
+        jid, _, out, _ = runs["at-least-once"]
+        # At-least-once: the barrier waited until the broker had them all.
+        self.assertEqual(sorted(v for _, _, v in consume(out)), sorted(values))
+        self.cancel(jid)
+        jid, _, out, _ = runs["none"]
+        # None: the checkpoint completed with every record still in the
+        # producer (two minutes of linger.ms), none on the broker ...
+        self.assertEqual(consume(out), [])
+        self.assertEqual(self.job_state(jid)["state"], "RUNNING")
+        # ... until the task closes its producer, which sends them.
+        self.cancel(jid)
+        self.assertEqual(sorted(v for _, _, v in consume(out)), sorted(values))
+
+    def test_at_least_once_loses_nothing_through_a_kill(self):
+        inp = new_topic("alo-in", 2)
+        out = new_topic("alo-out", 2)
+        lines = [f"r{i}" for i in range(6000)]
+        jid = self.run_detached(JOBS, "copy", "-c", "3000",
+                                "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                                "--source", f"topic={inp}",
+                                "--source", "scan.startup.mode=earliest-offset",
+                                "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                                "--sink", f"topic={out}",
+                                "--sink", "sink.delivery-guarantee=at-least-once",
+                                parallelism=2, conf=RESTART)
+
+        def feed(part):
+            produce(inp, [f"P{i % 2}\t{v}" for i, v in enumerate(part)])
+
+        def written(n):
+            wait_for(lambda: len(consume(out, 300)) >= n or None, 120, f"{n} records in {out}")
+
+        feed(lines[:3000])
+        written(3000)
+        after = self.wait_running_with_checkpoint(jid)
+        # Records written after that checkpoint (likely before the next,
+        # 3 s later), then kill -9 of a TaskManager running the job: the
+        # restore reads and writes them again; the rest comes meanwhile.
+        feed(lines[3000:4000])
+        written(4000)
+        running = self.taskmanagers_of(jid)
+        victim = next(tm for tm in self.tms if self.resource_id(tm) in running)
+        victim.kill()
+        self.tms.remove(victim)
+        feed(lines[4000:])
+        self.wait_running_with_checkpoint(jid, after=after)
+        records = self.wait_records(out, len(lines))
+        restored = self.checkpoints(jid)["counts"]["restored"]
+        self.cancel(jid)
+        self.assertGreaterEqual(restored, 1)
+        seen = collections.Counter(v for _, _, v in records)
+        lost = [v for v in lines if v not in seen]
+        strange = [v for v in seen if v not in set(lines)]
+        twice = sum(c - 1 for c in seen.values())
+        sys.stderr.write(f"\nat-least-once through a kill -9 ({restored} restores): "
+                         f"{len(lines)} records, {len(records)} written, {len(lost)} lost, "
+                         f"{twice} duplicates\n")
+        self.assertEqual((lost[:5], strange[:5]), ([], []))
+
+    def tagged(self, inp, out, parallelism, *sink):
+        """The tagged job from inp (bounded) into out: each record
+        "s<subtask> <value>"; the topic's records [(partition, subtask,
+        value)] once it finished."""
+        jid = self.run_detached(JOBS, "tagged", "-c", "200",
+                                "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                                "--source", f"topic={inp}",
+                                "--source", "scan.startup.mode=earliest-offset",
+                                "--source", "scan.bounded.mode=latest-offset",
+                                "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                                "--sink", f"topic={out}", *sink,
+                                parallelism=parallelism, conf=NO_RESTART)
+        job = self.wait_state(jid, TERMINAL, timeout=120)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        rows = []
+        for p, _, v in consume(out):
+            tag, value = v.split(" ", 1)
+            rows.append((p, int(tag[1:]), value))
+        return rows
+
+    def test_partitioners_place_each_record_where_they_say(self):
+        # Three input partitions of 20 records read at p3: each subtask
+        # reads one partition, in order, and writes "p<q>-<k>" k-th.
+        inp = new_topic("part-in", 3)
+        records = [f"p{q}-{k}" for q in range(3) for k in range(20)]
+        produce(inp, [f"P{v[1]}\t{v}" for v in records])
+
+        def written(out, *sink):
+            rows = self.tagged(inp, out, 3, *sink)
+            self.assertEqual(sorted(v for _, _, v in rows), sorted(records))
+            return rows
+
+        # fixed: subtask i writes partition i mod 2, and only that one.
+        out = new_topic("fixed", 2)
+        rows = written(out, "--sink", "sink.partitioner=fixed")
+        self.assertEqual([(p, s, v) for p, s, v in rows if p != s % 2], [])
+        self.assertEqual({s for _, s, _ in rows}, {0, 1, 2})
+        # round-robin: each subtask's k-th record to partition k mod 3.
+        out = new_topic("round-robin", 3)
+        rows = written(out, "--sink", "sink.partitioner=round-robin")
+        self.assertEqual([(p, v) for p, _, v in rows if p != int(v.split("-")[1]) % 3], [])
+        # default without a key: sticky, each subtask's records in one
+        # partition for sticky.partitioning.linger.ms (15 minutes here).
+        out = new_topic("sticky", 3)
+        rows = written(out, "--sink", "sink.partitioner=default",
+                       "--sink", "properties.sticky.partitioning.linger.ms=900000")
+        by_subtask = collections.defaultdict(set)
+        for p, s, _ in rows:
+            by_subtask[s].add(p)
+        self.assertEqual({s: len(ps) for s, ps in by_subtask.items()}, {0: 1, 1: 1, 2: 1},
+                         by_subtask)
+
+    def test_default_partitioner_places_a_keyed_record_by_its_key_hash(self):
+        inp = new_topic("keyed-part-in", 2)
+        out = new_topic("keyed-part-out", 5)
+        produce(inp, [f"P{i % 2}\t" + json.dumps({"word": f"w{i % 40}", "n": i})
+                      for i in range(200)])
+        jid = self.run_detached(JOBS, "tuples", "-c", "200",
+                                "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                                "--source", f"topic={inp}",
+                                "--source", "scan.startup.mode=earliest-offset",
+                                "--source", "scan.bounded.mode=latest-offset",
+                                "--source", "value.format=json", "--source", "fields=word,n",
+                                "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                                "--sink", f"topic={out}", "--sink", "value.format=json",
+                                "--sink", "fields=word,n", "--sink", "key.fields=word",
+                                "--sink", "key.format=raw",
+                                parallelism=2, conf=NO_RESTART)
+        job = self.wait_state(jid, TERMINAL, timeout=120)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        rows = consume_keys(out)
+        self.assertEqual(sorted(json.loads(v)["n"] for _, _, v in rows), list(range(200)))
+        self.assertEqual([(p, k) for p, k, v in rows if json.loads(v)["word"] != k], [])
+        wrong = [(p, k, murmur2_partition(k.encode(), 5)) for p, k, _ in rows
+                 if p != murmur2_partition(k.encode(), 5)]
+        self.assertEqual(wrong, [])
+        self.assertGreater(len({p for p, _, _ in rows}), 2)
 
     def test_a_bad_sink_option_is_refused_at_submission(self):
         for kv, message in (

@@ -44,11 +44,7 @@ def values(records):
     return sorted(v for _, _, v in records)
 
 
-def committed(topic, group):
-    """The group's committed offsets of topic: {partition: offset}, -1 for
-    none."""
-    return {int(p): int(o) for p, o in
-            (line.split() for line in tk.tool("committed", topic, group).splitlines())}
+committed = tk.committed
 
 
 class KafkaStartupTest(tk.KafkaTestCase):

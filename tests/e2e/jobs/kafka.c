@@ -7,6 +7,8 @@
  *          as "word k"
  *   tuples: those tuples written as they are (the sink's value.format,
  *          fields, key.fields and key.format say how)
+ *   tagged: string records written as "s<subtask> <record>", the index of
+ *          the subtask that wrote them before each (the partitioners)
  * Arguments: the job's name, then --source KEY=VALUE and --sink KEY=VALUE
  * (the connectors' options, repeated), -c MS (checkpoint interval). */
 #include <stdio.h>
@@ -57,6 +59,17 @@ as_line(spate_ctx *ctx, const void *in, void *out)
     char *s = spate_ctx_alloc(ctx, wc->word.len + 32);
     int n = snprintf(s, wc->word.len + 32, "%.*s %lld", (int)wc->word.len, wc->word.data,
                      (long long)wc->count);
+
+    *(spate_str *)out = (spate_str){ s, (size_t)n };
+}
+
+static void
+tag(spate_ctx *ctx, const void *in, void *out)
+{
+    const spate_str *rec = in;
+    char *s = spate_ctx_alloc(ctx, rec->len + 16);
+    int n = snprintf(s, rec->len + 16, "s%d %.*s", spate_ctx_subtask_index(ctx), (int)rec->len,
+                     rec->data);
 
     *(spate_str *)out = (spate_str){ s, (size_t)n };
 }
@@ -114,10 +127,14 @@ spate_job_main(spate_env *env, int argc, char **argv)
     } else if (strcmp(job, "json") == 0) {
         s = spate_from_source(env, "kafka", wc, source);
         s = spate_map(spate_uid(s, "source"), as_line, spate_type_string());
+    } else if (strcmp(job, "tagged") == 0) {
+        s = spate_from_source(env, "kafka", spate_type_string(), source);
+        s = spate_map(spate_uid(s, "source"), tag, spate_type_string());
     } else if (strcmp(job, "tuples") == 0) {
         s = spate_uid(spate_from_source(env, "kafka", wc, source), "source");
     } else {
-        fprintf(stderr, "kafka job: the first argument is copy, keyed, json or tuples, not '%s'\n",
+        fprintf(stderr,
+                "kafka job: the first argument is copy, keyed, json, tuples or tagged, not '%s'\n",
                 job);
         return SPATE_EINVAL;
     }
