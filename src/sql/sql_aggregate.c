@@ -521,15 +521,25 @@ value_key(struct agg_impl *a, int i, const struct sql_type *t, const struct sql_
 
 /* Counts value v of call i among the group's (and window's) values once
  * more (sign > 0) or once less; whether it came (a first) or went (the
- * last). */
+ * last). Only an updating input needs each value's count, to know when a
+ * retraction takes its last row; over an insert-only one a value is only
+ * seen or not, and one seen before is not written again (a read per row,
+ * not a read and a write). */
 static bool
 value_count(struct agg_impl *a, int i, const struct sql_type *t, const struct sql_value *v,
             int sign)
 {
     spate_str key = value_key(a, i, t, v);
     int64_t seen = 0;
+    bool there = spate_map_get(a->distinct_st, &key, &seen);
 
-    spate_map_get(a->distinct_st, &key, &seen);
+    if (a->kind_col < 0) {
+        if (there)
+            return false;
+        seen = 1;
+        spate_map_put(a->distinct_st, &key, &seen);
+        return true;
+    }
     if (sign < 0 && seen <= 0)
         return false; /* not there: a retraction of a row never added */
     seen += sign < 0 ? -1 : 1;
