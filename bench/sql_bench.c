@@ -1,6 +1,6 @@
 /* sql_bench: events/s of the Nexmark queries in spate SQL (bench/nexmark/:
- * q0, q1, q2, q21, q22 at parallelism 1, q0, q1, q2 at parallelism 2, q3,
- * q7, q8, q20, q10, q11, q12, q13, q14, q15, q16, q17, q18, q19 at both, each
+ * q0, q1, q2, q21, q22, q3, q7, q8, q20, q10, q11, q12, q13, q14, q15, q16,
+ * q17, q18, q19 at parallelism 1 and 2, each
  * `spate sql --local -p P` over ddl.sql), beside the generator alone in a
  * single-threaded loop (the limit: making the bid table's events, as every
  * one of those queries reads it) and the hand-written C DataStream jobs of
@@ -27,9 +27,9 @@
  *
  * SQL_BENCH_EVENTS (default 4,000,000), SQL_BENCH_JOIN_EVENTS (1,000,000)
  * and SQL_BENCH_RUNS (3). --instr (or BENCH_INSTR=1): instructions per
- * event too, of the generator loop, of q1 and q2 in SQL and of the C job of
- * q1 at p1, counted by callgrind over SQL_BENCH_INSTR_EVENTS (200,000) and
- * twice as many (bench_instr.h). */
+ * event too, of the generator loop, of q1, q2 and q15 in SQL and of the C
+ * job of q1 at p1, counted by callgrind over SQL_BENCH_INSTR_EVENTS
+ * (200,000) and twice as many (bench_instr.h). */
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -376,17 +376,19 @@ check(const char *what, int64_t got, int64_t want)
         bench_fail("%s: %lld, the generator loop's %lld", what, (long long)got, (long long)want);
 }
 
-/* The runs of a round, in this order. */
-/* Instructions per event of the generator, of q1 and q2 in SQL and of q1 in
- * C at p1, under callgrind over n and 2n events. */
+/* Instructions per event of the generator, of q1, q2 and q15 (its COUNT
+ * DISTINCTs' state) in SQL and of q1 in C at p1, under callgrind over n and
+ * 2n events. */
 static json_t *
 instr_per_event(uint64_t n)
 {
-    char n1[32], n2[32], rate[32], base[32], log[PATH_MAX], sa[2][128], sb[2][128];
+    static const char *const qs[] = { "q1", "q2", "q15" };
+    enum { NQ = sizeof qs / sizeof *qs };
+    char n1[32], n2[32], rate[32], base[32], log[PATH_MAX], sa[PATH_MAX], sb[PATH_MAX];
     const char *ca[] = { "q1", "--count", n1, "--rate", rate, "--base-time", base, NULL };
     const char *cb[] = { "q1", "--count", n2, "--rate", rate, "--base-time", base, NULL };
-    static const char *const qs[2] = { "q1", "q2" };
-    double gen, sql[2], c;
+    double gen, sql[NQ], c;
+    json_t *out;
 
     snprintf(n1, sizeof n1, "%llu", (unsigned long long)n);
     snprintf(n2, sizeof n2, "%llu", (unsigned long long)(2 * n));
@@ -394,38 +396,45 @@ instr_per_event(uint64_t n)
     snprintf(base, sizeof base, "%lld", BASE_TIME);
     snprintf(log, sizeof log, "%s/callgrind.log", tmpdir);
     gen = bench_instr_loop("generator", n1, n2, n, 2 * n, tmpdir);
-    for (int q = 0; q < 2; q++) {
+    for (int q = 0; q < NQ; q++) {
         const char *a[] = { spate, "-D",      "taskmanager.network.busy-poll=0us",
                             "sql", "--local", "-p",
-                            "1",   "-f",      sa[q],
+                            "1",   "-f",      sa,
                             NULL };
         const char *b[] = { spate, "-D",      "taskmanager.network.busy-poll=0us",
                             "sql", "--local", "-p",
-                            "1",   "-f",      sb[q],
+                            "1",   "-f",      sb,
                             NULL };
         char path[PATH_MAX];
 
         write_script(qs[q], n, path, sizeof path);
-        snprintf(sa[q], sizeof sa[q], "%s/%s-a.sql", tmpdir, qs[q]);
-        rename(path, sa[q]);
+        snprintf(sa, sizeof sa, "%s/%s-a.sql", tmpdir, qs[q]);
+        rename(path, sa);
         write_script(qs[q], 2 * n, path, sizeof path);
-        snprintf(sb[q], sizeof sb[q], "%s/%s-b.sql", tmpdir, qs[q]);
-        rename(path, sb[q]);
+        snprintf(sb, sizeof sb, "%s/%s-b.sql", tmpdir, qs[q]);
+        rename(path, sb);
         sql[q] = bench_instr_per_record(a, b, n, 2 * n, log);
-        unlink(sa[q]);
-        unlink(sb[q]);
+        unlink(sa);
+        unlink(sb);
     }
     c = bench_instr_local(spate, tmpdir, 1, job, ca, cb, n, 2 * n);
     unlink(log);
     fprintf(stderr,
             "sql_bench: instructions per event: generator %.1f; p1: q1 SQL %.1f C %.1f, q2 SQL "
-            "%.1f\n",
-            gen, sql[0], c, sql[1]);
-    return json_pack("{s:I, s:f, s:f, s:f, s:f}", "events", (json_int_t)n,
-                     "baseline_instr_per_record", gen, "sql_q1_instr_per_record_p1", sql[0],
-                     "c_q1_instr_per_record_p1", c, "sql_q2_instr_per_record_p1", sql[1]);
+            "%.1f, q15 SQL %.1f\n",
+            gen, sql[0], c, sql[1], sql[2]);
+    out = json_pack("{s:I, s:f, s:f}", "events", (json_int_t)n, "baseline_instr_per_record", gen,
+                    "c_q1_instr_per_record_p1", c);
+    for (int q = 0; q < NQ; q++) {
+        char name[64];
+
+        snprintf(name, sizeof name, "sql_%s_instr_per_record_p1", qs[q]);
+        json_object_set_new(out, name, json_real(sql[q]));
+    }
+    return out;
 }
 
+/* The runs of a round, in this order. */
 enum run_id {
     GEN,
     C_Q1_P1,
@@ -440,6 +449,8 @@ enum run_id {
     C_Q2_P2,
     SQL_Q2_P2,
     SQL_Q0_P2,
+    SQL_Q21_P2,
+    SQL_Q22_P2,
     SQL_Q3_P1,
     SQL_Q7_P1,
     SQL_Q8_P1,
@@ -452,9 +463,10 @@ enum run_id {
 };
 
 static const char *const run_names[NRUNS] = {
-    "generator",  "c_q1_p1",   "sql_q1_p1",  "c_q2_p1",   "sql_q2_p1", "sql_q0_p1", "sql_q21_p1",
-    "sql_q22_p1", "c_q1_p2",   "sql_q1_p2",  "c_q2_p2",   "sql_q2_p2", "sql_q0_p2", "sql_q3_p1",
-    "sql_q7_p1",  "sql_q8_p1", "sql_q20_p1", "sql_q3_p2", "sql_q7_p2", "sql_q8_p2", "sql_q20_p2",
+    "generator",  "c_q1_p1",    "sql_q1_p1",  "c_q2_p1",   "sql_q2_p1",  "sql_q0_p1",
+    "sql_q21_p1", "sql_q22_p1", "c_q1_p2",    "sql_q1_p2", "c_q2_p2",    "sql_q2_p2",
+    "sql_q0_p2",  "sql_q21_p2", "sql_q22_p2", "sql_q3_p1", "sql_q7_p1",  "sql_q8_p1",
+    "sql_q20_p1", "sql_q3_p2",  "sql_q7_p2",  "sql_q8_p2", "sql_q20_p2",
 };
 
 /* The queries run at parallelism 1 and 2 both, after those above. */
@@ -542,7 +554,7 @@ main(int argc, char **argv)
     fprintf(stderr, "sql_bench: %llu events per run, %d rounds\n", (unsigned long long)n, runs);
     for (int i = 0; i < runs; i++) {
         json_t *round = json_object();
-        int64_t rows, sum;
+        int64_t rows, sum, q21_rows;
 
         v[GEN][i] = loop_generator(n, &x);
         v[C_Q1_P1][i] = run_c("q1", 1, n, &rows, &sum, &plan);
@@ -560,6 +572,7 @@ main(int argc, char **argv)
         v[SQL_Q21_P1][i] = run_sql(scripts[3], 1, n, "Calc", &rows);
         if (rows <= 0 || rows > x.bids)
             bench_fail("SQL q21: %lld rows of %lld bids", (long long)rows, (long long)x.bids);
+        q21_rows = rows;
         v[SQL_Q22_P1][i] = run_sql(scripts[4], 1, n, "Calc", &rows);
         check("SQL q22 p1 rows", rows, x.bids);
         v[C_Q1_P2][i] = run_c("q1", 2, n, &rows, &sum, NULL);
@@ -572,6 +585,11 @@ main(int argc, char **argv)
         check("SQL q2 p2 rows", rows, x.q2_rows);
         v[SQL_Q0_P2][i] = run_sql(scripts[0], 2, n, "Calc", &rows);
         check("SQL q0 p2 rows", rows, x.bids);
+        /* the same events: the rows p1 kept */
+        v[SQL_Q21_P2][i] = run_sql(scripts[3], 2, n, "Calc", &rows);
+        check("SQL q21 p2 rows (p1's)", rows, q21_rows);
+        v[SQL_Q22_P2][i] = run_sql(scripts[4], 2, n, "Calc", &rows);
+        check("SQL q22 p2 rows", rows, x.bids);
         for (int p = 1; p <= 2; p++) {
             int at = p == 1 ? SQL_Q3_P1 : SQL_Q3_P2;
 
@@ -620,12 +638,12 @@ main(int argc, char **argv)
         fprintf(stderr,
                 "sql_bench: round %d: generator %.2f M/s; p1: q1 SQL %.2f C %.2f, q2 SQL %.2f "
                 "C %.2f, q0 %.2f, q21 %.2f, q22 %.2f; p2: q1 SQL %.2f C %.2f, q2 SQL %.2f C "
-                "%.2f, q0 %.2f M/s\n",
+                "%.2f, q0 %.2f, q21 %.2f, q22 %.2f M/s\n",
                 i + 1, v[GEN][i] / 1e6, v[SQL_Q1_P1][i] / 1e6, v[C_Q1_P1][i] / 1e6,
                 v[SQL_Q2_P1][i] / 1e6, v[C_Q2_P1][i] / 1e6, v[SQL_Q0_P1][i] / 1e6,
                 v[SQL_Q21_P1][i] / 1e6, v[SQL_Q22_P1][i] / 1e6, v[SQL_Q1_P2][i] / 1e6,
                 v[C_Q1_P2][i] / 1e6, v[SQL_Q2_P2][i] / 1e6, v[C_Q2_P2][i] / 1e6,
-                v[SQL_Q0_P2][i] / 1e6);
+                v[SQL_Q0_P2][i] / 1e6, v[SQL_Q21_P2][i] / 1e6, v[SQL_Q22_P2][i] / 1e6);
         fprintf(stderr,
                 "sql_bench: round %d, joins: p1: q3 %.2f, q7 %.2f, q8 %.2f, q20 %.2f; p2: q3 "
                 "%.2f, q7 %.2f, q8 %.2f, q20 %.2f M/s\n",

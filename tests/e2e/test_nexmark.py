@@ -286,6 +286,7 @@ class NexmarkTest(unittest.TestCase):
                 want.append((b["auction"], b["bidder"], b["price"], b["channel"],
                              ids.get(ch, extracted)))
         self.check_query("q21", self.CONF, want)
+        self.check_query("q21", self.CONF, want, parallelism=2)
 
     def test_q22_url_directories(self):
         def piece(url, i):
