@@ -73,7 +73,7 @@ loop_generator(uint64_t n, struct expect *x)
     c.base_time_ms = BASE_TIME;
     if (sql_nexmark_gen_init(&g, &c, &why) != 0)
         bench_fail("the generator: %s", why);
-    x->bids = x->q2_rows = x->q2_price_sum = x->bid_price_sum = 0;
+    x->bids = x->q2_rows = x->q2_price_sum = x->bid_price_sum = x->q14_rows = 0;
     t0 = clock_mono_ns();
     for (uint64_t i = 0; i < n; i++) {
         if (sql_nexmark_kind_of(&g, (int64_t)i) != SQL_NEXMARK_BID)
