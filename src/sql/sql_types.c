@@ -14,16 +14,6 @@
 #include "sql/sql_types.h"
 #include "streaming/types.h"
 
-enum sql_phys
-sql_type_phys(enum sql_type_id id)
-{
-    if (id == SQL_DOUBLE)
-        return SQL_PHYS_DOUBLE;
-    if (id == SQL_VARCHAR)
-        return SQL_PHYS_STRING;
-    return SQL_PHYS_INT;
-}
-
 const spate_type *
 sql_type_spate(enum sql_type_id id)
 {
