@@ -4,6 +4,9 @@ start and stop processes by pid, wait for conditions (never bare sleeps).
 Tests use 127.0.0.1, ephemeral ports and a temporary directory, and kill only
 the processes they started."""
 
+import atexit
+import fcntl
+import glob
 import os
 import random
 import re
@@ -20,6 +23,48 @@ SOURCE = os.environ.get("SPATE_SOURCE") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("SPATE_BUILD") or os.path.join(SOURCE, "build")
 SPATE = os.path.join(BUILD, "bin", "spate")
+
+RUN_PREFIX = "spate-e2e-run-"
+
+
+def _sweep_dead_runs(base):
+    """Removes the run folders of test processes that died without cleaning
+    up (killed by ctest's timeout or by hand): those whose lock can be
+    taken. A live process holds its lock; a folder whose lock is not in
+    place yet is being made and is left alone."""
+    for path in glob.glob(os.path.join(base, RUN_PREFIX + "*")):
+        try:
+            fd = os.open(os.path.join(path, ".lock"), os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _own_run_folder():
+    """One folder holds every temporary file of this test process: the
+    folders tempfile makes and, through TMPDIR, those of the processes it
+    starts. The process holds a lock on it while it lives and removes it
+    when it exits; the next test process to start removes it if this one
+    was killed (as core/tmp_dir does for the daemons' folders)."""
+    base = tempfile.gettempdir()
+    path = tempfile.mkdtemp(prefix=RUN_PREFIX, dir=base)
+    fd = os.open(os.path.join(path, ".lock.new"), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.rename(os.path.join(path, ".lock.new"), os.path.join(path, ".lock"))
+    _sweep_dead_runs(base)
+    tempfile.tempdir = path
+    os.environ["TMPDIR"] = path
+    atexit.register(shutil.rmtree, path, True)
+    return fd
+
+
+_RUN_LOCK = _own_run_folder()
 
 
 def free_port():
