@@ -513,7 +513,14 @@ rest_begin(struct rest_request *rq, const char *url, const char *method)
         return rest_error(c, MHD_HTTP_NOT_FOUND, "Not found: %s", url);
     }
     if ((rq->route->flags & REST_SUBMIT) && !rq->rs->submit_enabled) {
+        char peer[64];
+
         rq->route = NULL;
+        rest_peer(c, peer, sizeof peer);
+        SPATE_LOG_LIMITED(&rq->rs->refusals, LOG_LEVEL_WARN, REST_LOG,
+                          "refused %s %s from %s: job submission over REST is off "
+                          "(web.submit.enable is false)",
+                          method, url, peer);
         return rest_error(c, MHD_HTTP_NOT_FOUND,
                           "Not found: %s (job submission over REST is off: web.submit.enable "
                           "is false)",

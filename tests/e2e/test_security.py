@@ -322,7 +322,7 @@ class RestSecurityTest(ClusterTestCase):
             return e.code, json.loads(e.read() or b"{}"), e.headers
 
     def test_uploads_are_off_by_default(self):
-        self.start_jobmanager()
+        jm = self.start_jobmanager()
         body = (b"--b\r\nContent-Disposition: form-data; name=\"jarfile\"; filename=\"x.so\"\r\n"
                 b"Content-Type: application/octet-stream\r\n\r\nELF\r\n--b--\r\n")
         status, answer, _ = self.http("/jars/upload", "POST", body,
@@ -331,6 +331,13 @@ class RestSecurityTest(ClusterTestCase):
         self.assertIn("web.submit.enable is false", answer["errors"][0])
         status, answer, _ = self.http("/jars")
         self.assertEqual(status, 404)
+        # A clear line names who tried; nothing was stored or accepted, and
+        # the JobManager serves on.
+        jm.wait_log(r"refused POST /jars/upload from 127\.0\.0\.1:\d+: job submission over "
+                    r"REST is off \(web\.submit\.enable is false\)")
+        self.assertNotIn("access: POST /jars/upload", jm.text())
+        self.assertTrue(jm.alive())
+        self.assertEqual(self.http("/overview")[0], 200)
 
     def test_bearer_tokens_guard_every_change(self):
         tokens = self.private_file("tokens", "# operators\nfirst-token\nsecond-token\n")
