@@ -1,9 +1,9 @@
 /* The cluster commands of the spate command line: `spate jobmanager` (RPC
  * service, HA services, ResourceManager, Dispatcher, BlobServer, REST
- * server and the process's leadership; SIGTERM and DELETE /cluster stop the
- * cluster, but with high availability SIGTERM stops only this JobManager)
- * and `spate taskmanager [--count N]`. Run on the main thread, which only waits while the
- * RPC and REST threads work. */
+ * server and the process's leadership; DELETE /cluster stops the cluster,
+ * SIGTERM, as Flink's, only this JobManager) and `spate taskmanager
+ * [--count N]`. Run on the main thread, which only waits while the RPC and
+ * REST threads work. */
 #ifndef SPATE_CLI_CLI_CLUSTER_H
 #define SPATE_CLI_CLI_CLUSTER_H
 

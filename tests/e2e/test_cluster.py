@@ -143,20 +143,28 @@ class ClusterTest(ClusterTestCase):
     def test_sigterm_stops_the_jobmanager_only(self):
         """As Flink's: SIGTERM to a JobManager stops that process; its
         TaskManagers keep running, and register with the JobManager that
-        comes up at its address."""
+        comes up at its address. Without high availability its running job
+        is not kept (nothing stores it): the TaskManager ends the job's tasks
+        when the JobMaster goes, and its slot is free for the next."""
         jm = self.start_jobmanager()
         port = self.rpc_port
         tm = self.start_taskmanager(slots=1)
         self.wait_overview(1)
+        jid = self.submit_job(1, "--run-ms", "600000")
+        wait_for(lambda: self.job(jid)["state"] == "RUNNING", 60, "the job running")
         jm.signal(signal.SIGTERM)
         wait_for(lambda: not jm.alive(), 20, "the JobManager to exit")
         self.assertEqual(jm.popen.returncode, 0, jm.log)
-        self.assertIn("stopping this JobManager only", jm.text())
+        jm.wait_log(r"stopping this JobManager only; its TaskManagers keep running")
+        jm.wait_log(r"JobManager stopped")
         self.assertNotIn("rm.stop_cluster", jm.text())
+        tm.wait_log(r"JobMaster \S+ of job " + jid + r" lost")
         self.start_jobmanager(rpc_port=port)
-        self.wait_overview(1)
+        self.wait_overview(1, slots=1, available=1)
         self.assertTrue(tm.alive())
         self.assertNotIn("the cluster is shutting down", tm.text())
+        status, body = self.rest("/jobs/overview")
+        self.assertEqual((status, body["jobs"]), (200, []))
 
     def test_the_access_log_names_the_peer_of_each_control(self):
         """Every control between processes (registrations, slots, deploying

@@ -230,6 +230,42 @@ class HaFailoverTest(HaTestCase):
         # 20 s once (where the time goes was not looked into).
         wait_for(lambda: self.running_tasks(jm2, jid2) == 1, 60, "the second job on jm2")
 
+    def test_sigterm_of_leader_stops_it_only_standby_takes_over_job_continues(self):
+        """As Flink's ClusterEntrypoint on SIGTERM: the leader stops itself
+        only, keeping the job's HA data (suspended, not cancelled); the
+        TaskManagers, the same processes, register with the standby, which
+        recovers the job and runs it on them."""
+        jm1, jm2, tms = self.leader_standby_taskmanagers(2)
+        pids = [t.pid for t in tms]
+        jid = self.submit(3)
+        wait_for(lambda: self.running_tasks(jm1, jid) == 3, 30, "3 tasks running on jm1")
+
+        jm1.signal(signal.SIGTERM)
+        wait_for(lambda: not jm1.alive(), 30, "the leader to exit")
+        self.assertEqual(jm1.popen.returncode, 0, jm1.log)
+        jm1.wait_log(r"stopping this JobManager only; its TaskManagers keep running and "
+                     r"register with the next .*; a standby takes the lead")
+        jm1.wait_log(r"JobManager stopped")
+        # Nothing told the cluster to stop, and the job was not cancelled:
+        # no result in the job result store, its graph stays for the next.
+        for text in [jm1.text(), *(t.text() for t in tms)]:
+            self.assertNotIn("the cluster is shutting down", text)
+        self.assertNotIn("rm.stop_cluster", jm1.text())
+        results = os.path.join(self.storage, "job-result-store", self.cluster_id.strip("/"))
+        self.assertEqual([n for n in (os.listdir(results) if os.path.isdir(results) else [])
+                          if n.startswith(jid)], [])
+        jm2.wait_log(r"this JobManager was granted leadership", timeout=30)
+        jm2.wait_log(r"recovered job " + jid + " from the job graph store")
+        for t in tms:
+            t.wait_log(r"registered at the ResourceManager 127\.0\.0\.1:%d/resourcemanager"
+                       % jm2.rpc_port)
+        self.use_rest_of(jm2)
+        self.wait_overview(2, slots=4)
+        wait_for(lambda: self.running_tasks(jm2, jid) == 3, 60, "3 tasks running on jm2")
+        # The same TaskManager processes run it.
+        self.assertEqual([t.pid for t in tms if t.alive()], pids)
+        self.assertTrue(jm2.alive())
+
     def test_finished_job_is_not_run_again_after_failover(self):
         jm1 = self.start_ha_jobmanager()
         jm1.wait_log(r"this JobManager was granted leadership")
