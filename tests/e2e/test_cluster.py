@@ -135,6 +135,11 @@ class ClusterTest(ClusterTestCase):
             self.assertEqual(p.popen.returncode, 0, p.log)
         for t in tms:
             self.assertIn("the cluster is shutting down (DELETE /cluster)", t.text())
+            # The access log: each TaskManager names the JobManager's
+            # address that stopped it; the JobManager, the REST client.
+            t.wait_log(r"(?m)rpc: access: te\.stop_task_executor from 127\.0\.0\.1:\d+$")
+        jm.wait_log(r"access: DELETE /cluster from 127\.0\.0\.1:\d+")
+        jm.wait_log(r"(?m)rpc: access: dispatcher\.shutdown_cluster from in-process$")
         # Nothing answers any more: a clear error, not a hang.
         r = self.spate("stop-cluster", "-m", f"127.0.0.1:{self.rest_port}")
         self.assertEqual(r.returncode, 1)
@@ -175,9 +180,13 @@ class ClusterTest(ClusterTestCase):
         self.wait_overview(1)
         jid = self.submit_job(1, "--run-ms", "600000")
         wait_for(lambda: self.job(jid)["state"] == "RUNNING", 60, "the job running")
+        self.spate("savepoint", "-m", f"127.0.0.1:{self.rest_port}", jid,
+                   os.path.join(self.tmp, "savepoints"), timeout=60)
+        jm.wait_log(r"access: POST /jobs/" + jid + r"/savepoints from 127\.0\.0\.1:\d+")
         status, _ = self.rest(f"/jobs/{jid}?mode=cancel", method="PATCH")
         self.assertEqual(status, 202)
         wait_for(lambda: self.job(jid)["state"] == "CANCELED", 60, "the job canceled")
+        jm.wait_log(r"access: PATCH /jobs/" + jid + r" from 127\.0\.0\.1:\d+")
         # The TaskManager's address, the JobManager's, or this process (a
         # JobMaster beside its ResourceManager, REST beside the Dispatcher).
         peer, inside = r"127\.0\.0\.1:\d+", "in-process"
@@ -186,6 +195,7 @@ class ClusterTest(ClusterTestCase):
                                   (tm, "te.request_slot", peer), (tm, "te.submit_task", peer),
                                   (tm, "te.cancel_task", peer), (tm, "te.free_slot", peer),
                                   (jm, "rm.register_job_master", inside),
+                                  (jm, "dispatcher.trigger_savepoint", inside),
                                   (jm, "dispatcher.cancel_job", inside)]:
             proc.wait_log(r"(?m)rpc: access: " + method.replace(".", r"\.") + " from " + who
                           + "$")
