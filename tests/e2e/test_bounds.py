@@ -139,11 +139,12 @@ class BoundsTest(ClusterTestCase):
     def test_idle_connections_on_the_data_port(self):
         jm, tms = self.cluster(tms=2, slots=1)
         port = int(tms[0].wait_log(r"data port [\d.]+:(\d+)").group(1))
-        before = fds(tms[0].pid)
+        before, base_rss = fds(tms[0].pid), rss_kib(tms[0].pid)
         idle = open_idle(port, 300)
         self.addCleanup(lambda: [s.close() for s in idle])
         # At most max-handshaking of them stay; the oldest went for newer ones.
         wait_for(lambda: fds(tms[0].pid) <= before + 40, 20, "the TaskManager's descriptors bounded")
+        self.assertLess(rss_kib(tms[0].pid) - base_rss, 64 * 1024, "the TaskManager's memory")
         tms[0].wait_log(r"connections are in their handshake \(the most kept\); this one is the oldest")
         self.run_job()
         # And none past the handshake deadline (their lines are rate-limited
@@ -155,9 +156,13 @@ class BoundsTest(ClusterTestCase):
     def test_slow_clients_on_the_blob_port(self):
         jm, tms = self.cluster(tms=2, slots=1)
         port = int(jm.wait_log(r"BlobServer at 127\.0\.0\.1:(\d+)").group(1))
+        before, base_rss = fds(jm.pid), rss_kib(jm.pid)
         flood = Flood(port, 100)
         self.addCleanup(flood.close)
         wait_for(lambda: flood.opened >= 100, 20, "the slow clients connected")
+        # max-handshaking (32) of them held at a time, and what they sent.
+        self.assertLess(fds(jm.pid), before + 32 + 64, "the JobManager's descriptors bounded")
+        self.assertLess(rss_kib(jm.pid) - base_rss, 64 * 1024, "the JobManager's memory bounded")
         # Jobs still get their libraries, and REST answers.
         self.run_job()
         self.assertEqual(self.overview()["taskmanagers"], 2)
