@@ -220,6 +220,42 @@ class BoundsTest(ClusterTestCase):
         self.assertTrue(jm.alive())
         self.assert_small_log(jm)
 
+    def test_authenticated_idle_connections_are_capped_per_peer(self):
+        # Past the handshake (no secret: anyone passes it), connections
+        # that then say nothing are held; one address may hold at most
+        # cluster.connections.max-per-peer of them, the rest are refused
+        # busy in the challenge, saying which key, and others still get in.
+        nosecret = ["-D", "security.rpc.secret=", "-D", "cluster.connections.max-per-peer=40"]
+        jm = self.start_jobmanager(*self.conf, *nosecret)
+        before, base_rss = fds(jm.pid), rss_kib(jm.pid)
+        held, refused = [], []
+        self.addCleanup(lambda: [s.close() for s in held + refused])
+        for _ in range(100):
+            s = socket.create_connection(("127.0.0.1", self.rpc_port), timeout=10,
+                                         source_address=("127.0.0.2", 0))
+            challenge = read_exactly(s, HS)
+            if challenge[6] != 0:
+                self.assertIn(b"cluster.connections.max-per-peer", challenge)
+                refused.append(s)
+                continue
+            s.sendall(struct.pack(">IHBB", 0x53505243, 2, 0, 0) + b"spate".ljust(64, b"\0")
+                      + os.urandom(32) + bytes(32 + 120))
+            self.assertEqual(read_exactly(s, HS)[6], 0, "handshake refused")
+            held.append(s)
+        self.assertEqual((len(held), len(refused)), (40, 60))
+        jm.wait_log(r"refused rpc connection from 127\.0\.0\.2:\d+: busy: 40 connections from "
+                    r"127\.0\.0\.2 \(cluster\.connections\.max-per-peer\)")
+        self.assertLess(fds(jm.pid), before + 40 + 16, "the JobManager's descriptors bounded")
+        self.assertLess(rss_kib(jm.pid) - base_rss, 64 * 1024, "the JobManager's memory bounded")
+        # TaskManagers (from 127.0.0.1) register, jobs and REST run.
+        self.start_taskmanager(*self.conf, *nosecret, slots=1)
+        self.start_taskmanager(*self.conf, *nosecret, slots=1)
+        self.wait_overview(2)
+        self.run_job(*nosecret)
+        self.assertTrue(all(not closed(s) for s in held), "an authenticated idle one was closed")
+        self.assertTrue(jm.alive())
+        self.assert_small_log(jm)
+
     def test_slow_clients_on_the_rest_port(self):
         # 300 clients from one address, and 32 from each of nine others,
         # trickle a request's line a byte at a time, each byte well within
