@@ -213,6 +213,10 @@ class BoundsTest(ClusterTestCase):
         self.addCleanup(lambda: [s.close() for s in socks])
         jm.wait_log(r"would hold more than 33554432 bytes \(rpc\.max-buffered\)")
         self.assertLess(rss_kib(jm.pid) - base, 64 * 1024, "the JobManager held the frames")
+        # REST answers meanwhile (the frames that fit may still be held:
+        # rpc.frame-timeout has not passed on a quick machine), both
+        # TaskManagers still registered.
+        self.assertEqual(self.overview()["taskmanagers"], 2)
         # The frames that fit are dropped at rpc.frame-timeout: every
         # connection ends.
         wait_for(lambda: all(closed(s) for s in socks), 30, "every trickling connection closed")
