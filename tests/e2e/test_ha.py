@@ -350,6 +350,30 @@ class HaCheckpointTest(HaTestCase):
         wait_for(lambda: not os.path.exists(self.ha_blob_folder(jid)), 30,
                  "the job's folder of the HA blob store removed")
 
+    def test_sigterm_of_leader_keeps_the_checkpoints_standby_resumes_exactly_once(self):
+        """SIGTERM suspends the leader's job as kill -9 would leave it: its
+        completed checkpoints stay in the HA stores (Flink's entrypoint
+        closed from outside keeps its HA data), and the standby resumes
+        from the latest of them; the output is exactly once."""
+        from test_checkpoints import ASAN, expected_per_key
+        jm1, jm2, tms = self.leader_standby_taskmanagers(2)
+        out = os.path.join(self.tmp, "out")
+        count, rate, keys = (200_000, 15_000, 20) if ASAN else (800_000, 60_000, 20)
+        jid = self.run_checkpointed(count, rate, keys, out)
+        wait_for(lambda: self.all_running(jm1, jid), 30, "every task running on jm1")
+        self.wait_completed_checkpoint(jid)
+
+        jm1.signal(signal.SIGTERM)
+        wait_for(lambda: not jm1.alive(), 30, "the leader to exit")
+        self.assertEqual(jm1.popen.returncode, 0, jm1.log)
+        m = jm2.wait_log(r"job=" + jid + r" recovered; resuming from '(\S+)'", timeout=60)
+        self.assertRegex(m.group(1), r"/chk-\d+/_metadata$")
+        self.use_rest_of(jm2)
+        job = self.wait_state(jid, ("FINISHED", "FAILED", "CANCELED"), timeout=180)
+        self.assertEqual(job["state"], "FINISHED", job.get("failure"))
+        self.assertTrue(all(t.alive() for t in tms))
+        self.check_exactly_once(out, expected_per_key(range(count), keys))
+
     def test_corrupt_library_in_the_ha_blob_store_fails_the_recovered_job_clearly(self):
         """The leader dies with a TaskManager; the job's library in the HA
         blob store is damaged meanwhile. The next leader recovers the job; a
