@@ -27,9 +27,12 @@
 /* A stream's ciphertext goes to the socket in writes of about this much (a
  * data buffer's records): written while it is still in the cache, from
  * output buffers that are used again (TLS_SPARES of them), rather than
- * a writev's batch encrypted into one buffer of several hundred KiB. */
+ * a writev's batch encrypted into one buffer of several hundred KiB. A
+ * batch of 8 data buffers is 8 such writes, all in flight while the socket
+ * is full: with fewer spares than that, the others went back to malloc, whose
+ * trimmed heap faulted their pages in again on every batch. */
 #define TLS_FLUSH_BYTES (32 * 1024)
-#define TLS_SPARES      4
+#define TLS_SPARES      16
 
 /* Bumped by SIGHUP's handler; a context whose generation differs reads its
  * files again before its next session. Relaxed: a connection made just
@@ -79,6 +82,15 @@ tls_reload_on_sighup(void)
     SPATE_LOG_INFO("tls", "SIGHUP: certificates are read again for the next connections "
                           "(security.ssl.*)");
     tls_reload_request();
+}
+
+/* Empties OpenSSL's error queue before a call whose SSL_get_error is read:
+ * usually it is empty already, which is cheaper to check than to clear. */
+static void
+tls_clear_errors(void)
+{
+    if (ERR_peek_error() != 0)
+        ERR_clear_error();
 }
 
 /* OpenSSL's reasons for the last failure, drained from its queue. */
@@ -570,7 +582,7 @@ tls_session_handshake(struct tls_session *s, spate_error *err)
 
     if (s->established)
         return 1;
-    ERR_clear_error();
+    tls_clear_errors();
     ret = SSL_do_handshake(s->ssl);
     if (ret == 1) {
         s->established = true;
@@ -592,7 +604,7 @@ tls_session_read(struct tls_session *s, void *buf, size_t cap, spate_error *err)
 {
     int n, e;
 
-    ERR_clear_error();
+    tls_clear_errors();
     n = SSL_read(s->ssl, buf, (int)MIN(cap, (size_t)INT32_MAX));
     if (n > 0)
         return n;
@@ -609,7 +621,7 @@ tls_session_write(struct tls_session *s, const void *buf, size_t len, spate_erro
 {
     size_t off = 0;
 
-    ERR_clear_error();
+    tls_clear_errors();
     while (off < len) {
         int n = SSL_write(s->ssl, (const char *)buf + off, (int)MIN(len - off, (size_t)1 << 30));
 
