@@ -203,6 +203,22 @@ state_map_get(struct state_map *m, uint64_t hash, const void *key, size_t key_le
             return &m->slots[i];
     }
 }
+
+/* The word of an inline entry's two lengths as its slot keeps them (the
+ * key's + 1, then the value's), compared at once by the lookups below. */
+static inline uint64_t
+state_map_inline_lens(uint32_t key_len, uint32_t value_len)
+{
+    uint32_t len2[2] = { key_len + 1, value_len };
+    uint64_t lens;
+
+    _Static_assert(offsetof(struct state_entry, value_len) ==
+                       offsetof(struct state_entry, key_len1) + 4,
+                   "the lengths are one word, key_len1 first");
+    memcpy(&lens, len2, 8);
+    return lens;
+}
+
 /* state_map_get of an entry whose key (key_len bytes) and value
  * (value_len bytes) are both in its slot (key_len + value_len at most
  * STATE_INLINE_BYTES): both lengths compared at once, the key where it
@@ -213,13 +229,8 @@ state_map_get_inline(struct state_map *m, uint64_t hash, const void *key, uint32
 {
     const uint8_t *tags;
     uint8_t tag = state_map_tag(hash);
-    uint32_t len2[2] = { key_len + 1, value_len }; /* as the slot keeps them */
-    uint64_t lens;
+    uint64_t lens = state_map_inline_lens(key_len, value_len);
 
-    memcpy(&lens, len2, 8);
-    _Static_assert(offsetof(struct state_entry, value_len) ==
-                       offsetof(struct state_entry, key_len1) + 4,
-                   "the lengths are one word, key_len1 first");
     if (m->slots == NULL)
         return NULL;
     tags = state_map_tags(m->slots, m->mask);
@@ -235,21 +246,18 @@ state_map_get_inline(struct state_map *m, uint64_t hash, const void *key, uint32
     }
 }
 
-/* state_map_get_inline of an entry whose key is [u32 8][8 bytes key][...]
- * and key_len bytes long, comparing hash, lengths and those 8 bytes only:
+/* state_map_get_inline of an entry whose key is [u32 8][8 bytes key][...],
+ * of the lengths lens (state_map_inline_lens, computed once by a caller
+ * that looks up many), comparing hash, lengths and those 8 bytes only:
  * for a caller that knows no other entry of this hash has that key with
  * another rest (a window whose namespace hash no other live window's
  * shares). */
 static SPATE_INLINE struct state_entry *
-state_map_get_inline_key8(struct state_map *m, uint64_t hash, uint64_t key8, uint32_t key_len,
-                          uint32_t value_len)
+state_map_get_inline_key8(struct state_map *m, uint64_t hash, uint64_t key8, uint64_t lens)
 {
     const uint8_t *tags;
     uint8_t tag = state_map_tag(hash);
-    uint32_t len2[2] = { key_len + 1, value_len };
-    uint64_t lens;
 
-    memcpy(&lens, len2, 8);
     if (m->slots == NULL)
         return NULL;
     tags = state_map_tags(m->slots, m->mask);

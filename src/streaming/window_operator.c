@@ -70,6 +70,10 @@ struct window_op {
     uint8_t *ckey;
     size_t ckey_len;
     bool leaf; /* fast, event time, an 8-byte key: window_acc_of */
+    /* For window_acc_of, resolved at open: its entries' lengths word
+     * (state_map_inline_lens), and the aggregate's add (NULL: a reduce). */
+    uint64_t leaf_lens;
+    void (*leaf_add)(spate_ctx *ctx, const void *in, void *acc);
     /* window_acc_of compares an entry's key only, not its window: the
      * last window's namespace hash is no other waiting window's (every
      * entry of the contents is in a waiting window: window_timers). */
@@ -870,6 +874,8 @@ window_open(struct stream_operator *op, spate_error *err)
         w->leaf = w->event_time && klen == 8 &&
                   LEAF_CKEY + w->contents->value_size <= STATE_INLINE_BYTES &&
                   w->contents->value_align_mask < 16 && w->contents->maps.kg_mask != 0;
+        w->leaf_lens = state_map_inline_lens(LEAF_CKEY, (uint32_t)w->contents->value_size);
+        w->leaf_add = c->function == WINDOW_FN_REDUCE ? NULL : c->agg.add;
         w->kg_mask = w->contents->maps.kg_mask;
         w->kg_start = w->contents->maps.range.start;
         w->kg_count = w->contents->maps.range.end - w->contents->maps.range.start + 1;
@@ -1124,7 +1130,7 @@ window_process_other(struct stream_operator *op, const void *rec, const struct r
  * window_process_other takes the record. */
 static SPATE_INLINE void *
 window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
-              const struct record_meta *meta)
+              const struct record_meta *meta, bool hashed)
 {
     const uint8_t *key = (const uint8_t *)rec + w->key.offset;
     struct heap_state *st = w->contents;
@@ -1137,7 +1143,7 @@ window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
     /* No look at the watermark: the open window is the last one while
      * the watermark has not passed it. */
     if (unlikely(meta->timestamp < w->open_window.start || meta->timestamp >= w->open_window.end ||
-                 !meta->has_key_hash || op->ctx.scratch.nold != 0))
+                 !(hashed || meta->has_key_hash) || op->ctx.scratch.nold != 0))
         return NULL;
     /* The key group by mask (w->leaf: a power-of-two max parallelism), as
      * window_ahead finds it. */
@@ -1151,7 +1157,7 @@ window_acc_of(struct stream_operator *op, struct window_op *w, const void *rec,
     /* In the slot, past the key: 48 bytes into a 64-byte aligned slot, so
      * aligned for the value (w->leaf). A snapshot's base never holds it. */
     if (likely(w->key_only)) {
-        e = state_map_get_inline_key8(map, hash, bytes_load64(key), LEAF_CKEY, st->value_size);
+        e = state_map_get_inline_key8(map, hash, bytes_load64(key), w->leaf_lens);
     } else {
         memcpy(w->ckey + 4, key, 8);
         e = state_map_get_inline(map, hash, w->ckey, LEAF_CKEY, st->value_size);
@@ -1181,15 +1187,17 @@ window_settle(spate_ctx *ctx)
     ctx->pending = NULL;
 }
 
+/* hashed: the caller knows meta has the key's hash (a keyed run's). */
 static SPATE_INLINE void
-window_process_inline(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+window_process_inline(struct stream_operator *op, const void *rec, const struct record_meta *meta,
+                      bool hashed)
 {
     struct window_op *w = op->impl;
     void *acc;
 
-    if (likely(w->leaf) && (acc = window_acc_of(op, w, rec, meta)) != NULL) {
-        if (likely(wcfg(op)->function != WINDOW_FN_REDUCE))
-            wcfg(op)->agg.add(&op->ctx, rec, acc);
+    if (likely(w->leaf) && (acc = window_acc_of(op, w, rec, meta, hashed)) != NULL) {
+        if (likely(w->leaf_add != NULL))
+            w->leaf_add(&op->ctx, rec, acc);
         else
             window_reduce_in_place(op, w, acc, rec);
         op->ctx.pending = NULL;
@@ -1201,7 +1209,14 @@ window_process_inline(struct stream_operator *op, const void *rec, const struct 
 static void
 window_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
-    window_process_inline(op, rec, meta);
+    window_process_inline(op, rec, meta, false);
+}
+
+/* A keyed run's record: it has its key's hash. */
+static SPATE_INLINE void
+window_process_hashed(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    window_process_inline(op, rec, meta, true);
 }
 
 /* What a run's lookahead needs, read once per run: the window's maps by
@@ -1241,7 +1256,7 @@ window_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain,
     int k;
 
     if (w->contents == NULL) { /* not the heap backend: nothing to fetch ahead */
-        k = keyed_run_either(op, window_process_inline, NULL, NULL, in_rec, plain, pos, end, max,
+        k = keyed_run_either(op, window_process_hashed, NULL, NULL, in_rec, plain, pos, end, max,
                              timed);
         op->records_in += (uint64_t)k;
         return k;
@@ -1251,7 +1266,7 @@ window_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain,
     ahead = (struct window_ahead){ ks->maps, ks->kg_mask, ks->range.start,
                                    ks->kg_mask != 0 ? ks->range.end - ks->range.start + 1 : 0,
                                    keyed_composite_hash(0, w->last_ns_hash) };
-    k = keyed_run_either(op, window_process_inline, window_ahead, &ahead, in_rec, plain, pos, end,
+    k = keyed_run_either(op, window_process_hashed, window_ahead, &ahead, in_rec, plain, pos, end,
                          max, timed);
 
     op->records_in += (uint64_t)k;
