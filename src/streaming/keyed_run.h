@@ -8,6 +8,8 @@
 #ifndef SPATE_STREAMING_KEYED_RUN_H
 #define SPATE_STREAMING_KEYED_RUN_H
 
+#include <limits.h>
+
 #include "core/bytes.h"
 #include "core/util.h"
 #include "network/record_reader.h"
@@ -35,19 +37,21 @@ keyed_run(struct stream_operator *op, keyed_run_process_fn process, keyed_run_ah
     struct record_meta meta = { .timestamp = RECORD_NO_TIMESTAMP, .has_key_hash = true };
     uint32_t len = (uint32_t)(hdr + plain);
     const uint8_t *pos = *posp;
+    /* Records of this length that the buffer holds from pos on, counted
+     * once: the loop then checks each one's length and tag only, and the
+     * record KEYED_RUN_AHEAD on is there while k < far_until. */
+    size_t fit = (size_t)(end - pos) / (RECORD_LENGTH_BYTES + len);
+    int n = max > 0 && (size_t)max > fit ? (int)fit : max;
+    int far_until = fit > KEYED_RUN_AHEAD ? (int)MIN(fit - KEYED_RUN_AHEAD, (size_t)INT_MAX) : 0;
     int k = 0;
 
-    while (k < max && (size_t)(end - pos) >= RECORD_LENGTH_BYTES + len &&
-           bytes_load32(pos) == len && pos[RECORD_LENGTH_BYTES] == tag) {
+    while (k < n && bytes_load32(pos) == len && pos[RECORD_LENGTH_BYTES] == tag) {
         const uint8_t *el = pos + RECORD_LENGTH_BYTES;
 
-        if (ahead != NULL) {
-            const uint8_t *far = pos + KEYED_RUN_AHEAD * (RECORD_LENGTH_BYTES + len);
-
-            /* A guess: the record there may be of another shape. */
-            if ((size_t)(end - pos) >= (KEYED_RUN_AHEAD + 1) * (RECORD_LENGTH_BYTES + len))
-                ahead(ahead_data, bytes_load64(far + RECORD_LENGTH_BYTES + hdr - 8));
-        }
+        /* A guess: the record there may be of another shape. */
+        if (ahead != NULL && k < far_until)
+            ahead(ahead_data,
+                  bytes_load64(el + KEYED_RUN_AHEAD * (RECORD_LENGTH_BYTES + len) + hdr - 8));
         if (hdr == ELEMENT_KEYED_TS_HEADER)
             memcpy(&meta.timestamp, el + 1, 8);
         memcpy(&meta.key_hash, el + hdr - 8, 8);

@@ -1,7 +1,8 @@
 /* Unit tests of src/streaming/stream_task.c: whole jobs run as task threads
  * over one network environment (local channels), at several parallelisms and
  * with every partitioner; results are checked against what the test computes
- * itself. Cancellation and user failures end the tasks. */
+ * itself. Cancellation and user failures end the tasks. And keyed_run.h's
+ * run of keyed records read in place, over a buffer the test writes. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -179,4 +180,127 @@ Test(stream_task, a_failing_function_fails_its_task_and_its_consumers_end, .time
     cr_assert(strstr(err.message, "key 5 is not allowed") != NULL, "%s", err.message);
     local_free(&lj);
     env_free(env);
+}
+
+/* ---- keyed_run.h: a run of keyed records read in place ---- */
+
+#include "streaming/keyed_run.h"
+
+#define RUN_PLAIN 16
+#define RUN_LEN   (RECORD_LENGTH_BYTES + ELEMENT_KEYED_TS_HEADER + RUN_PLAIN)
+
+/* What a run handed on: each record's key hash, timestamp and first field,
+ * and the key hashes told ahead. */
+struct run_seen {
+    uint64_t hash[64], told[64];
+    int64_t ts[64], first[64];
+    int n, ntold;
+};
+
+static struct run_seen seen;
+
+static void
+run_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
+{
+    (void)op;
+    cr_assert(meta->has_key_hash);
+    seen.hash[seen.n] = meta->key_hash;
+    seen.ts[seen.n] = meta->timestamp;
+    memcpy(&seen.first[seen.n], rec, 8);
+    seen.n++;
+}
+
+static void
+run_ahead(const void *data, uint64_t key_hash)
+{
+    cr_assert_eq(data, &seen);
+    seen.told[seen.ntold++] = key_hash;
+}
+
+/* Record i of a timed keyed run, at buf + i * RUN_LEN: key hash 1000 + i,
+ * timestamp 10 * i, fields i and -i. */
+static void
+put_record(uint8_t *buf, int i, uint8_t tag)
+{
+    uint8_t *p = buf + (size_t)i * RUN_LEN;
+    uint32_t len = ELEMENT_KEYED_TS_HEADER + RUN_PLAIN;
+    uint64_t hash = 1000 + (uint64_t)i;
+    int64_t ts = 10 * (int64_t)i, f[2] = { i, -i };
+
+    memcpy(p, &len, 4);
+    p[4] = tag;
+    memcpy(p + 5, &ts, 8);
+    memcpy(p + 13, &hash, 8);
+    memcpy(p + 21, f, sizeof f);
+}
+
+/* Runs keyed_run over buf[0, size) with at most max records. */
+static int
+run_over(const uint8_t *buf, size_t size, int max, const uint8_t **pos)
+{
+    _Alignas(16) uint8_t rec[RUN_PLAIN];
+
+    memset(&seen, 0, sizeof seen);
+    *pos = buf;
+    return keyed_run_either(NULL, run_process, run_ahead, &seen, rec, RUN_PLAIN, pos, buf + size,
+                            max, true);
+}
+
+Test(keyed_run, takes_whole_records_of_its_shape_and_tells_each_one_eight_ahead)
+{
+    static uint8_t buf[32 * RUN_LEN];
+    const uint8_t *pos;
+    int k;
+
+    for (int i = 0; i < 32; i++)
+        put_record(buf, i, ELEMENT_KEYED_TS_TAG);
+    /* 20 whole records and half of the 21st. */
+    k = run_over(buf, 20 * RUN_LEN + RUN_LEN / 2, 100, &pos);
+    cr_assert_eq(k, 20);
+    cr_assert_eq(pos, buf + 20 * RUN_LEN, "the run ends before the record cut short");
+    for (int i = 0; i < 20; i++) {
+        cr_assert_eq(seen.hash[i], 1000 + (uint64_t)i);
+        cr_assert_eq(seen.ts[i], 10 * i);
+        cr_assert_eq(seen.first[i], i);
+    }
+    /* Told ahead only of records the buffer holds whole: 8 to 19. */
+    cr_assert_eq(seen.ntold, 12);
+    for (int i = 0; i < 12; i++)
+        cr_assert_eq(seen.told[i], 1000 + (uint64_t)i + 8);
+
+    /* At most max. */
+    k = run_over(buf, sizeof buf, 5, &pos);
+    cr_assert_eq(k, 5);
+    cr_assert_eq(pos, buf + 5 * RUN_LEN);
+    cr_assert_eq(seen.ntold, 5);
+    cr_assert_eq(seen.told[4], 1000 + 12);
+    cr_assert_eq(run_over(buf, sizeof buf, 0, &pos), 0);
+    cr_assert_eq(run_over(buf, sizeof buf, -1, &pos), 0);
+    cr_assert_eq(pos, buf);
+
+    /* Exactly nine records: the first is told of the last. */
+    k = run_over(buf, 9 * RUN_LEN, 100, &pos);
+    cr_assert_eq(k, 9);
+    cr_assert_eq(seen.ntold, 1);
+    cr_assert_eq(seen.told[0], 1000 + 8);
+}
+
+Test(keyed_run, stops_at_a_record_of_another_shape)
+{
+    static uint8_t buf[32 * RUN_LEN];
+    const uint8_t *pos;
+    int k;
+
+    for (int i = 0; i < 32; i++)
+        put_record(buf, i, i == 10 ? ELEMENT_KEYED_TAG : ELEMENT_KEYED_TS_TAG);
+    k = run_over(buf, sizeof buf, 100, &pos);
+    cr_assert_eq(k, 10);
+    cr_assert_eq(pos, buf + 10 * RUN_LEN);
+    cr_assert_eq(seen.n, 10);
+    /* Of another length. */
+    put_record(buf, 10, ELEMENT_KEYED_TS_TAG);
+    buf[13 * RUN_LEN] = 3;
+    k = run_over(buf, sizeof buf, 100, &pos);
+    cr_assert_eq(k, 13);
+    cr_assert_eq(pos, buf + 13 * RUN_LEN);
 }
