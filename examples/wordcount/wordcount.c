@@ -5,10 +5,13 @@
  * rolling sum, a formatting map, a print or text-file sink.
  *
  *   spate run [--local] build/examples/wordcount.so [--input PATH] [--output PATH]
+ *       [--format text|csv|json]
  *
  * --input: a file or a folder of files (default: a bundled text);
  * --output: a folder of part files, part-<subtask>-<n> (default: standard
- * output). */
+ * output); --format: their lines, "word count" (text, the default), the
+ * (word, count) tuples as CSV "word,count" or JSON lines
+ * {"word":"...","count":n} (spate_sink_file). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,9 +84,11 @@ static const char *const hamlet[] = {
 int
 spate_job_main(spate_env *env, int argc, char **argv)
 {
+    static const char *const names[] = { "word", "count", NULL };
     const char *input = NULL, *output = NULL;
     const spate_type *fields[] = { spate_type_string(), spate_type_int64() };
     const spate_type *word_count = spate_type_tuple(env, 2, fields);
+    spate_file_format fmt = SPATE_FILE_TEXT;
     spate_stream *text, *counts;
 
     for (int i = 1; i < argc; i++) {
@@ -91,8 +96,17 @@ spate_job_main(spate_env *env, int argc, char **argv)
             input = argv[++i];
         } else if (strcmp(argv[i], "--output") == 0 && i + 1 < argc) {
             output = argv[++i];
+        } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc &&
+                   (strcmp(argv[i + 1], "text") == 0 || strcmp(argv[i + 1], "csv") == 0 ||
+                    strcmp(argv[i + 1], "json") == 0)) {
+            i++;
+            fmt = argv[i][0] == 't'   ? SPATE_FILE_TEXT
+                  : argv[i][0] == 'c' ? SPATE_FILE_CSV
+                                      : SPATE_FILE_JSON;
         } else {
-            fprintf(stderr, "wordcount: unknown argument '%s' (--input PATH, --output PATH)\n",
+            fprintf(stderr,
+                    "wordcount: unknown argument '%s' (--input PATH, --output PATH, "
+                    "--format text|csv|json)\n",
                     argv[i]);
             return SPATE_EINVAL;
         }
@@ -105,6 +119,10 @@ spate_job_main(spate_env *env, int argc, char **argv)
         spate_name(spate_flat_map(spate_uid(text, "source"), tokenize, word_count), "Tokenizer"),
         "tokenizer");
     counts = spate_uid(spate_sum(spate_key_by_field(counts, 0), 1), "counts");
+    if (output != NULL && fmt != SPATE_FILE_TEXT) {
+        spate_sink_file(counts, output, fmt, fmt == SPATE_FILE_JSON ? names : NULL);
+        return spate_execute(env, "WordCount");
+    }
     counts = spate_name(spate_map(counts, format, spate_type_string()), "Format");
     if (output != NULL)
         spate_sink_text_file(counts, output);

@@ -494,14 +494,34 @@ SPATE_API spate_stream *spate_sink_print(spate_stream *in);
  * Flink's FileSink: subtask s writes part-s-n, committed by checkpoints or
  * at the end of bounded input (see docs/api.md). */
 SPATE_API spate_stream *spate_sink_text_file(spate_stream *in, const char *path);
+/* The line format of a file sink (Flink's FileSink with an encoder). */
+typedef enum spate_file_format {
+    SPATE_FILE_TEXT, /* each record's readable form (spate_sink_text_file) */
+    /* A tuple's fields separated by ',' (RFC 4180: a string field that is
+     * empty or holds ',', '"', CR or LF between '"', its '"' doubled; a
+     * nested tuple or custom field its readable form), no header. */
+    SPATE_FILE_CSV,
+    /* JSON lines: one object per record, its members the tuple's fields
+     * named by field_names; int64 and double fields numbers (a double that
+     * is not finite null), strings strings, a nested tuple an array, a
+     * custom field its readable form as a string. */
+    SPATE_FILE_JSON,
+} spate_file_format;
+/* As spate_sink_text_file (the same part files and exactly-once
+ * commits), each record a line in format. CSV and JSON need a tuple-typed
+ * stream; field_names (JSON only; NULL-ended, one per field, copied) are
+ * the members' names, or NULL for f0, f1, ... as Flink's tuples name
+ * theirs. */
+SPATE_API spate_stream *spate_sink_file(spate_stream *in, const char *path,
+                                        spate_file_format format, const char *const *field_names);
 SPATE_API spate_stream *spate_sink(spate_stream *in, spate_sink_fn fn);
 /* Writes the stream to the connector named connector (Flink's sinkTo),
  * options as for spate_from_source, e.g. "kafka" with "topic",
  * "properties.bootstrap.servers", "sink.delivery-guarantee". */
 SPATE_API spate_stream *spate_sink_to(spate_stream *in, const char *connector,
                                       const char *const *options);
-/* Sinks show as "Sink: Print to Std. Out", "Sink: Text File" and "Sink:
- * Unnamed"; spate_name(sink, "Counts") shows "Sink: Counts". */
+/* Sinks show as "Sink: Print to Std. Out", "Sink: Text File" (any format)
+ * and "Sink: Unnamed"; spate_name(sink, "Counts") shows "Sink: Counts". */
 
 /* ---- operator settings (return their argument) -------------------------- */
 

@@ -20,6 +20,7 @@
  * thread only. */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,8 +63,9 @@ struct file_writer {
     size_t last; /* the bucket of the last record */
     size_t nopen;
     uint64_t records;
-    char *line;
-    size_t line_cap;
+    char *line; /* the record's line: line_len bytes of line_cap */
+    size_t line_len, line_cap;
+    char **keys; /* json: each field's member name, quoted, and ':' */
 };
 
 /* A committable: u32 writer subtask, u32 part, then the bucket's folder
@@ -184,6 +186,203 @@ fw_settle(struct file_writer *w, const char *dir, int depth, uint32_t fold, spat
     return rc;
 }
 
+static void fw_close(void *writer);
+
+/* ---- the line formats: csv and json lines (text is types_format) ---- */
+
+/* Appends n bytes to the writer's line. */
+static void
+line_put(struct file_writer *w, const void *bytes, size_t n)
+{
+    if (w->line_len + n > w->line_cap) {
+        w->line_cap = MAX(2 * w->line_cap, w->line_len + n);
+        w->line = xrealloc(w->line, w->line_cap);
+    }
+    memcpy(w->line + w->line_len, bytes, n);
+    w->line_len += n;
+}
+
+/* Appends the readable form of the value at `at`, of type t. */
+static void
+line_put_readable(struct file_writer *w, const struct spate_type *t, const void *at)
+{
+    size_t room = w->line_cap - w->line_len;
+    int n = types_format(t, at, w->line + w->line_len, room);
+
+    if (n > 0 && (size_t)n >= room) {
+        w->line_cap = w->line_len + (size_t)n + 1;
+        w->line = xrealloc(w->line, w->line_cap);
+        n = types_format(t, at, w->line + w->line_len, w->line_cap - w->line_len);
+    }
+    w->line_len += (size_t)MAX(n, 0);
+}
+
+/* Appends s (n bytes) as a JSON string: '"' and '\\' escaped, control
+ * characters as \n, \t, ... or \u00XX; other bytes as they are. */
+static void
+line_put_json_string(struct file_writer *w, const char *s, size_t n)
+{
+    line_put(w, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+        char u[8];
+
+        if (c == '"')
+            esc = "\\\"";
+        else if (c == '\\')
+            esc = "\\\\";
+        else if (c == '\n')
+            esc = "\\n";
+        else if (c == '\r')
+            esc = "\\r";
+        else if (c == '\t')
+            esc = "\\t";
+        else if (c < 0x20 || c == 0x7f) {
+            snprintf(u, sizeof u, "\\u%04x", c);
+            esc = u;
+        }
+        if (esc != NULL)
+            line_put(w, esc, strlen(esc));
+        else
+            line_put(w, s + i, 1);
+    }
+    line_put(w, "\"", 1);
+}
+
+/* Appends the readable form of `at` as a JSON string. */
+static void
+line_put_json_readable(struct file_writer *w, const struct spate_type *t, const void *at)
+{
+    size_t from = w->line_len;
+    char *copy;
+
+    line_put_readable(w, t, at);
+    copy = xstrndup(w->line + from, w->line_len - from);
+    w->line_len = from;
+    line_put_json_string(w, copy, strlen(copy));
+    free(copy);
+}
+
+static void
+line_put_json(struct file_writer *w, const struct spate_type *t, const void *at)
+{
+    switch (t->kind) {
+    case TYPE_INT64:
+        line_put_readable(w, t, at);
+        break;
+    case TYPE_DOUBLE:
+        if (isfinite(*(const double *)at))
+            line_put_readable(w, t, at);
+        else
+            line_put(w, "null", 4); /* JSON has no NaN nor infinity */
+        break;
+    case TYPE_STRING:
+        line_put_json_string(w, ((const spate_str *)at)->data, ((const spate_str *)at)->len);
+        break;
+    case TYPE_TUPLE:
+        line_put(w, "[", 1);
+        for (int i = t->nullable ? 1 : 0; i < t->nfields; i++) {
+            if (i > (t->nullable ? 1 : 0))
+                line_put(w, ",", 1);
+            if (t->nullable && types_row_is_null(at, i))
+                line_put(w, "null", 4);
+            else
+                line_put_json(w, t->fields[i], (const char *)at + t->offsets[i]);
+        }
+        line_put(w, "]", 1);
+        break;
+    default:
+        line_put_json_readable(w, t, at);
+        break;
+    }
+}
+
+/* A tuple as a JSON object, its members named by w->keys. */
+static void
+line_put_json_record(struct file_writer *w, const void *rec)
+{
+    const struct spate_type *t = w->conf->type;
+
+    line_put(w, "{", 1);
+    for (int i = 0; i < t->nfields; i++) {
+        if (i > 0)
+            line_put(w, ",", 1);
+        line_put(w, w->keys[i], strlen(w->keys[i]));
+        line_put_json(w, t->fields[i], (const char *)rec + t->offsets[i]);
+    }
+    line_put(w, "}", 1);
+}
+
+/* A tuple as a CSV line (RFC 4180, as SQL's filesystem tables write theirs):
+ * a field other than a number between quotes when it is empty or holds the
+ * delimiter, a quote or a line break, its quotes doubled. */
+static void
+line_put_csv_record(struct file_writer *w, const void *rec)
+{
+    const struct spate_type *t = w->conf->type;
+
+    for (int i = 0; i < t->nfields; i++) {
+        const struct spate_type *f = t->fields[i];
+        size_t from, n;
+        char *copy;
+
+        if (i > 0)
+            line_put(w, ",", 1);
+        from = w->line_len;
+        line_put_readable(w, f, (const char *)rec + t->offsets[i]);
+        n = w->line_len - from;
+        if (f->kind == TYPE_INT64 || f->kind == TYPE_DOUBLE ||
+            (n > 0 && memchr(w->line + from, ',', n) == NULL &&
+             memchr(w->line + from, '"', n) == NULL && memchr(w->line + from, '\n', n) == NULL &&
+             memchr(w->line + from, '\r', n) == NULL))
+            continue;
+        copy = xstrndup(w->line + from, n);
+        w->line_len = from;
+        line_put(w, "\"", 1);
+        for (size_t k = 0; k < n; k++)
+            line_put(w, copy[k] == '"' ? "\"\"" : copy + k, copy[k] == '"' ? 2 : 1);
+        line_put(w, "\"", 1);
+        free(copy);
+    }
+}
+
+/* The writer's line format: csv and json need tuples (the API call checks
+ * it; a job graph from elsewhere is checked here), json its members' names
+ * made once. */
+static int
+fw_init_format(struct file_writer *w, spate_error *err)
+{
+    const struct file_sink_config *c = w->conf;
+    const struct spate_type *t = c->type;
+
+    if (c->format == SPATE_FILE_TEXT)
+        return 0;
+    if (t == NULL || t->kind != TYPE_TUPLE || t->nullable || c->bucketed)
+        return spate_error_set(err, SPATE_EINVAL,
+                               "file sink '%s': the %s format needs a tuple-typed stream without "
+                               "buckets",
+                               c->path, c->format == SPATE_FILE_CSV ? "csv" : "json");
+    if (c->format != SPATE_FILE_JSON)
+        return 0;
+    w->keys = xcalloc((size_t)t->nfields, sizeof *w->keys);
+    for (int i = 0; i < t->nfields; i++) {
+        char f[24];
+        const char *name = f;
+
+        if (i < c->nfield_names)
+            name = c->field_names[i];
+        else
+            snprintf(f, sizeof f, "f%d", i);
+        w->line_len = 0;
+        line_put_json_string(w, name, strlen(name));
+        line_put(w, ":", 1);
+        w->keys[i] = xstrndup(w->line, w->line_len);
+    }
+    w->line_len = 0;
+    return 0;
+}
+
 static void *
 fw_create(spate_sink_context *ctx, const void *config, spate_error *err)
 {
@@ -225,6 +424,10 @@ fw_create(spate_sink_context *ctx, const void *config, spate_error *err)
     }
     w->line_cap = 4096;
     w->line = xmalloc(w->line_cap);
+    if (fw_init_format(w, err) != 0) {
+        fw_close(w);
+        return NULL;
+    }
     return w;
 }
 
@@ -303,17 +506,17 @@ fw_write(void *writer, const void *rec, int64_t timestamp_ms, spate_error *err)
     struct file_bucket *b;
     const char *line;
     size_t len;
-    int n;
 
     UNUSED(timestamp_ms);
-    n = types_format(w->conf->type, rec, w->line, w->line_cap);
-    if ((size_t)n >= w->line_cap) {
-        w->line_cap = (size_t)n + 1;
-        w->line = xrealloc(w->line, w->line_cap);
-        n = types_format(w->conf->type, rec, w->line, w->line_cap);
-    }
+    w->line_len = 0;
+    if (w->conf->format == SPATE_FILE_CSV)
+        line_put_csv_record(w, rec);
+    else if (w->conf->format == SPATE_FILE_JSON)
+        line_put_json_record(w, rec);
+    else
+        line_put_readable(w, w->conf->type, rec);
     line = w->line;
-    len = (size_t)n;
+    len = w->line_len;
     if (w->conf->bucketed) {
         const char *nl = memchr(w->line, '\n', len);
 
@@ -405,6 +608,9 @@ fw_close(void *writer)
     }
     free(w->buckets);
     free(w->line);
+    for (int i = 0; w->keys != NULL && i < w->conf->type->nfields; i++)
+        free(w->keys[i]);
+    free(w->keys);
     free(w);
 }
 

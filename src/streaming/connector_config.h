@@ -47,13 +47,17 @@ struct file_source_config {
     uint64_t split_size; /* 0: sized from the parallelism (not in the JobGraph; tests cut finer) */
 };
 
-/* OP_SINK_FILE: a folder of part files, each record a line; bucketed,
- * each record its bucket (a folder under path: a partitioned SQL table's
- * partition path), a newline and the line (connectors/file_sink.c). */
+/* OP_SINK_FILE: a folder of part files, each record a line in format;
+ * bucketed (text only), each record its bucket (a folder under path: a
+ * partitioned SQL table's partition path), a newline and the line
+ * (connectors/file_sink.c). */
 struct file_sink_config {
     const spate_type *type;
     char *path; /* absolute */
     bool bucketed;
+    spate_file_format format;
+    char **field_names; /* JSON's member names, nfield_names (0: f0, f1, ...) */
+    int nfield_names;
 };
 
 /* OP_SINK_PRINT: each record a line on the task's print stream. */
@@ -96,6 +100,19 @@ named_connector_release(struct named_connector_config *c)
     c->options = NULL;
     c->connector = NULL;
     c->noptions = 0;
+}
+
+/* Frees what c owns (a node's or a decoded operator's). */
+static inline void
+file_sink_config_release(struct file_sink_config *c)
+{
+    for (int i = 0; i < c->nfield_names; i++)
+        free(c->field_names[i]);
+    free(c->field_names);
+    free(c->path);
+    c->field_names = NULL;
+    c->nfield_names = 0;
+    c->path = NULL;
 }
 
 /* One of the above, by the node's kind. */

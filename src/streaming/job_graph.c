@@ -342,7 +342,7 @@ operator_settings_free_contents(struct jg_operator *op)
     else if (s->kind == OP_SOURCE_FILE)
         free(op->conn.file_source.path);
     else if (s->kind == OP_SINK_FILE)
-        free(op->conn.file_sink.path);
+        file_sink_config_release(&op->conn.file_sink);
     else if (s->kind == OP_SOURCE_CONNECTOR || s->kind == OP_SINK_CONNECTOR)
         named_connector_release(&op->conn.named);
     else if (s->kind == OP_WINDOW)

@@ -197,6 +197,9 @@ enc_file_sink(struct enc *e, const void *conf, const char *name, PbOp *p)
     UNUSED(name);
     p->path = c->path ? c->path : "";
     p->bucketed = c->bucketed;
+    p->file_format = (int32_t)c->format;
+    p->n_field_names = (size_t)c->nfield_names;
+    p->field_names = c->field_names;
 }
 
 static void
@@ -952,6 +955,17 @@ dec_file_sink(struct dec *d, const PbOp *p, struct jg_operator *o)
     if ((o->conn.file_sink.path = dup_or_null(p->path)) == NULL)
         return bad(d, "source or sink without its address");
     o->conn.file_sink.bucketed = p->bucketed;
+    if (p->file_format < SPATE_FILE_TEXT || p->file_format > SPATE_FILE_JSON)
+        return bad(d, "a file sink of an unknown format");
+    o->conn.file_sink.format = (spate_file_format)p->file_format;
+    if (p->n_field_names > 0 && (p->file_format != SPATE_FILE_JSON || o->settings.in_type == NULL ||
+                                 o->settings.in_type->kind != TYPE_TUPLE ||
+                                 p->n_field_names != (size_t)o->settings.in_type->nfields))
+        return bad(d, "a file sink's field names do not fit its records");
+    o->conn.file_sink.field_names = xcalloc(p->n_field_names + 1, sizeof(char *));
+    for (size_t i = 0; i < p->n_field_names; i++)
+        o->conn.file_sink.field_names[i] = xstrdup(p->field_names[i]);
+    o->conn.file_sink.nfield_names = (int)p->n_field_names;
     return 0;
 }
 

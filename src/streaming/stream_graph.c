@@ -65,7 +65,7 @@ stream_node_free_contents(struct spate_stream *n)
     else if (n->kind == OP_SOURCE_FILE)
         free(n->conn.file_source.path);
     else if (n->kind == OP_SINK_FILE)
-        free(n->conn.file_sink.path);
+        file_sink_config_release(&n->conn.file_sink);
     else if (n->kind == OP_SOURCE_CONNECTOR || n->kind == OP_SINK_CONNECTOR)
         named_connector_release(&n->conn.named);
 }
@@ -1562,12 +1562,46 @@ spate_sink_print(spate_stream *in)
 spate_stream *
 spate_sink_text_file(spate_stream *in, const char *path)
 {
-    struct spate_stream *n = stream_node_new(in->env, OP_SINK_FILE, in, NULL);
+    return spate_sink_file(in, path, SPATE_FILE_TEXT, NULL);
+}
 
-    if (check(in->env, path != NULL && *path, "text file sink needs a path"))
-        local_path(in->env, path, "text file sink");
-    n->conn.file_sink =
-        (struct file_sink_config){ n->in_type, stream_path_absolute(path ? path : ""), false };
+spate_stream *
+spate_sink_file(spate_stream *in, const char *path, spate_file_format format,
+                const char *const *field_names)
+{
+    static const char *const what[] = { "text file sink", "csv file sink", "json file sink" };
+    struct spate_stream *n = stream_node_new(in->env, OP_SINK_FILE, in, NULL);
+    struct file_sink_config *c = &n->conn.file_sink;
+    bool known = format == SPATE_FILE_TEXT || format == SPATE_FILE_CSV || format == SPATE_FILE_JSON;
+    const char *name = known ? what[format] : "file sink";
+    int nfields = n->in_type != NULL && n->in_type->kind == TYPE_TUPLE ? n->in_type->nfields : 0;
+
+    *c = (struct file_sink_config){ n->in_type, stream_path_absolute(path ? path : ""),
+                                    false,      known ? format : SPATE_FILE_TEXT,
+                                    NULL,       0 };
+    if (check(in->env, path != NULL && *path, "%s needs a path", name))
+        local_path(in->env, path, name);
+    check(in->env, known, "file sink: format %d is not SPATE_FILE_TEXT, _CSV or _JSON",
+          (int)format);
+    check(in->env, format == SPATE_FILE_TEXT || nfields > 0,
+          "%s needs a tuple-typed stream, not '%s'", name,
+          n->in_type != NULL ? n->in_type->name : "?");
+    check(in->env, format == SPATE_FILE_JSON || field_names == NULL,
+          "%s takes no field names (only json names its members)", name);
+    if (field_names == NULL || format != SPATE_FILE_JSON)
+        return n;
+    while (field_names[c->nfield_names] != NULL && c->nfield_names <= nfields)
+        c->nfield_names++;
+    if (!check(in->env, c->nfield_names == nfields,
+               "json file sink: %s%d field names for a tuple of %d fields",
+               c->nfield_names > nfields ? "more than " : "", MIN(c->nfield_names, nfields),
+               nfields)) {
+        c->nfield_names = 0;
+        return n;
+    }
+    c->field_names = xcalloc((size_t)nfields, sizeof *c->field_names);
+    for (int i = 0; i < nfields; i++)
+        c->field_names[i] = xstrdup(field_names[i]);
     return n;
 }
 

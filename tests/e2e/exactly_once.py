@@ -24,6 +24,7 @@ so this reads every committed record.
 `python3 tests/e2e/exactly_once.py` runs the checker's own unit checks."""
 
 import collections
+import json
 import os
 import random
 import re
@@ -62,6 +63,25 @@ def parse_word_count(line):
     if not sep or not word:
         raise ValueError("not 'word count'")
     return word.decode("ascii"), int(n)
+
+
+def parse_word_count_csv(line):
+    """b"word,17\\n" -> ("word", 17) (WordCount --format csv: the tuple as
+    CSV; its words never need quotes)."""
+    word, sep, n = line.rstrip(b"\n").rpartition(b",")
+    if not sep or not word or b'"' in word:
+        raise ValueError("not 'word,count'")
+    return word.decode("ascii"), int(n)
+
+
+def parse_word_count_json(line):
+    """b'{"word":"to","count":17}\\n' -> ("to", 17) (WordCount --format
+    json: a JSON object per line, exactly these two members)."""
+    obj = json.loads(line)
+    if not isinstance(obj, dict) or sorted(obj) != ["count", "word"] \
+            or not isinstance(obj["count"], int):
+        raise ValueError("not {'word': ..., 'count': n}")
+    return obj["word"], obj["count"]
 
 
 _PAIR = re.compile(rb"^\((-?\d+),(-?\d+)\)$")
@@ -373,6 +393,15 @@ class CheckerTest(unittest.TestCase):
             with self.assertRaisesRegex(AssertionError, r"part-2-0:1: unexpected line"):
                 read_committed(d, parse_word_count)
             self.assertEqual(parse_pair(b"(7,12)\n"), (7, 12))
+
+    def test_csv_and_json_word_counts_parse_and_refuse_others(self):
+        self.assertEqual(parse_word_count_csv(b"to,17\n"), ("to", 17))
+        self.assertEqual(parse_word_count_json(b'{"word":"to","count":17}\n'), ("to", 17))
+        for bad in (b"to 17\n", b'"to,",1\n', b"(to,17)\n"):
+            self.assertRaises(ValueError, parse_word_count_csv, bad)
+        for bad in (b"to,17\n", b'{"word":"to"}\n', b'{"word":"to","count":"17"}\n',
+                    b'{"word":"to","count":1,"x":0}\n', b"[\"to\",17]\n"):
+            self.assertRaises(ValueError, parse_word_count_json, bad)
 
     def test_tokenize_as_wordcount(self):
         self.assertEqual(tokenize(b"To be, or NOT to-be:--'tis B52s\xc3\xa9t\n"),

@@ -13,7 +13,8 @@ of 10 MB (5 MB) for p1.
 - a JobManager and three TaskManagers of two slots: WordCount at p4 with
   checkpoints every 200 ms; once a checkpoint completed, kill -9 of a
   TaskManager that runs tasks of the job; the job restores and ends
-  FINISHED; the same at p1 over the single file;
+  FINISHED; the same at p1 over the single file, and with the tuples
+  written as CSV lines (p4) and JSON lines (p2, `--format`);
 - stop-with-savepoint mid-run and a resume into the same output folder at
   another parallelism (p4 -> p3, and p2 -> p4 with cancel --withSavepoint),
   and at p1 -> p1: the files committed before the savepoint are still
@@ -83,9 +84,11 @@ def tearDownModule():
 class WordCountMixin:
     """Submitting WordCount, following it over REST, checking its output."""
 
-    def submit_wordcount(self, inp, out, parallelism, *conf, savepoint=None, target=None):
+    def submit_wordcount(self, inp, out, parallelism, *conf, savepoint=None, target=None,
+                         fmt="text"):
         """`spate run -d` of WordCount with checkpoints every 200 ms; its
-        JobID. target: the CLI's -m (else the REST port in use)."""
+        JobID. target: the CLI's -m (else the REST port in use); fmt: its
+        --format (text, csv, json)."""
         cmd = [*conf, "-D", f"execution.checkpointing.interval={INTERVAL}",
                "-D", f"state.checkpoints.dir={self.tmp}/checkpoints", "run"]
         if target is not False:
@@ -93,7 +96,8 @@ class WordCountMixin:
         cmd += ["-d", "-p", str(parallelism)]
         if savepoint is not None:
             cmd += ["-s", savepoint]
-        r = self.spate(*cmd, WORDCOUNT, "--input", inp, "--output", out, timeout=120)
+        r = self.spate(*cmd, WORDCOUNT, "--input", inp, "--output", out, "--format", fmt,
+                       timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         return re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
 
@@ -102,10 +106,10 @@ class WordCountMixin:
         self.assertEqual(status, 200, s)
         return s
 
-    def check_output(self, out, expected, what):
+    def check_output(self, out, expected, what, parse=exactly_once.parse_word_count):
         """Every committed record of out checked against expected; the
         figures on stderr (ctest's log keeps them)."""
-        updates = exactly_once.read_committed(out, exactly_once.parse_word_count)
+        updates = exactly_once.read_committed(out, parse)
         r = exactly_once.check_rolling_counts(updates, expected)
         sys.stderr.write(f"\n{self.id().split('.')[-1]}: {what}: {r.message(keys=3)}\n")
         if not r.ok:
@@ -130,9 +134,10 @@ class WordCountKillTest(WordCountMixin, ClusterTestCase):
         victim.kill()
         self.tms.remove(victim)
 
-    def run_killed(self, inp, expected, parallelism):
+    def run_killed(self, inp, expected, parallelism, fmt="text",
+                   parse=exactly_once.parse_word_count):
         out = os.path.join(self.tmp, "out")
-        jid = self.submit_wordcount(inp, out, parallelism)
+        jid = self.submit_wordcount(inp, out, parallelism, fmt=fmt)
         self.wait_checkpoint_while_running(jid)
         self.kill_one_running_the_job(jid)
         job = self.wait_state(jid, TERMINAL)
@@ -143,14 +148,25 @@ class WordCountKillTest(WordCountMixin, ClusterTestCase):
                                 "(too little input for this machine?)")
         self.assertIsNotNone(s["latest"]["restored"], s)
         self.check_output(out, expected,
-                          f"p{parallelism}, kill -9 after checkpoint "
-                          f"{s['latest']['restored']['id']}, restored {s['counts']['restored']}x")
+                          f"p{parallelism} {fmt}, kill -9 after checkpoint "
+                          f"{s['latest']['restored']['id']}, restored {s['counts']['restored']}x",
+                          parse)
 
     def test_p4_8_files_kill9_of_a_taskmanager_every_record_exactly_once(self):
         self.run_killed(DATA.corpus, DATA.corpus_counts, 4)
 
     def test_p1_single_file_kill9_of_a_taskmanager_every_record_exactly_once(self):
         self.run_killed(DATA.single, DATA.single_counts, 1)
+
+    # The (word, count) tuples written by spate_sink_file as CSV and JSON
+    # lines: the same part files and commits, other bytes.
+    def test_p4_csv_lines_kill9_of_a_taskmanager_every_record_exactly_once(self):
+        self.run_killed(DATA.corpus, DATA.corpus_counts, 4, "csv",
+                        exactly_once.parse_word_count_csv)
+
+    def test_p2_json_lines_kill9_of_a_taskmanager_every_record_exactly_once(self):
+        self.run_killed(DATA.corpus, DATA.corpus_counts, 2, "json",
+                        exactly_once.parse_word_count_json)
 
 
 class WordCountSavepointTest(WordCountMixin, ClusterTestCase):

@@ -4,6 +4,7 @@
  * recovered (each by exactly one subtask) on restore, and the file sink's
  * state from before the Sink API restored. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <spate/sink.h>
 
 #include "connectors/connectors.h"
+#include "core/util.h"
 #include "streaming/operator.h"
 #include "streaming/stream_graph.h"
 
@@ -550,4 +552,177 @@ Test(sink_operator, a_bucketed_file_sink_commits_and_cleans_up_in_each_bucket_fo
     env_free(h.env);
     free(snap.data);
     remove_dir(dir);
+}
+
+/* ---- the file sink's csv and json lines (spate_sink_file) ---- */
+
+/* h's file sink in format over (string, int64, double) tuples. */
+static void
+harness_init_tuples(struct harness *h, const char *dir, spate_file_format format,
+                    const char *const *names)
+{
+    const spate_type *fields[] = { spate_type_string(), spate_type_int64(), spate_type_double() };
+    spate_stream *in;
+
+    memset(h, 0, sizeof *h);
+    h->env = env_new(NULL, NULL);
+    in = spate_source_collection(h->env, spate_type_tuple(h->env, 3, fields), NULL, 0);
+    harness_task(h, spate_sink_file(in, dir, format, names), 0, 1);
+    cr_assert_null(spate_env_error(h->env), "%s", spate_env_error(h->env)->message);
+}
+
+/* Writes the tuple (s, n, d) laid out as the stream's type says. */
+static void
+write_tuple(struct harness *h, struct stream_operator *op, const char *s, int64_t n, double d)
+{
+    const spate_type *t = h->settings.in_type;
+    uint8_t rec[64] = { 0 };
+    spate_str str = { s, strlen(s) };
+
+    memcpy(rec + spate_type_field_offset(t, 0), &str, sizeof str);
+    memcpy(rec + spate_type_field_offset(t, 1), &n, sizeof n);
+    memcpy(rec + spate_type_field_offset(t, 2), &d, sizeof d);
+    operator_process(op, rec, &no_time);
+}
+
+/* The bytes of dir/name (at most cap - 1), NUL-ended. */
+static size_t
+read_part(const char *dir, const char *name, char *buf, size_t cap)
+{
+    char path[400];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_not_null(f = fopen(path, "r"), "no file '%s'", path);
+    n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return n;
+}
+
+/* The tuples (s, n, d) of recs written (to the end of input) by a file sink
+ * in format: the bytes of its one part file are want. */
+struct tuple_rec {
+    const char *s;
+    int64_t n;
+    double d;
+};
+
+static void
+check_written(spate_file_format format, const char *const *names, const struct tuple_rec *recs,
+              size_t nrecs, const char *want)
+{
+    char dir[] = "/tmp/spate-test-sink-XXXXXX", got[1024];
+    struct harness h;
+    struct stream_operator *op;
+
+    cr_assert_not_null(mkdtemp(dir));
+    harness_init_tuples(&h, dir, format, names);
+    op = harness_op(&h);
+    for (size_t i = 0; i < nrecs; i++)
+        write_tuple(&h, op, recs[i].s, recs[i].n, recs[i].d);
+    op->vt->end_input(op);
+    read_part(dir, "part-0-0", got, sizeof got);
+    cr_assert_str_eq(got, want);
+    operator_free(op);
+    env_free(h.env);
+    remove_dir(dir);
+}
+
+/* What the csv and json tests write: a field that needs quotes, escapes,
+ * an empty string, a double that is not finite. */
+static const struct tuple_rec awkward[] = {
+    { "plain", 1, 0.5 },
+    { "a,b \"q\"", -2, 1e20 },
+    { "", 3, 0.1 },
+    { "two\nlines\tand \\", 4, INFINITY },
+};
+
+Test(sink_operator, a_csv_file_sink_writes_rfc_4180_lines_of_the_tuples)
+{
+    check_written(SPATE_FILE_CSV, NULL, awkward, ARRAY_SIZE(awkward),
+                  "plain,1,0.5\n"
+                  "\"a,b \"\"q\"\"\",-2,1e+20\n"
+                  "\"\",3,0.1\n"
+                  "\"two\nlines\tand \\\",4,inf\n");
+}
+
+Test(sink_operator, a_json_file_sink_writes_one_object_per_tuple_named_as_told)
+{
+    static const char *const names[] = { "word", "n", "the \"x\"", NULL };
+
+    check_written(SPATE_FILE_JSON, names, awkward, ARRAY_SIZE(awkward),
+                  "{\"word\":\"plain\",\"n\":1,\"the \\\"x\\\"\":0.5}\n"
+                  "{\"word\":\"a,b \\\"q\\\"\",\"n\":-2,\"the \\\"x\\\"\":1e+20}\n"
+                  "{\"word\":\"\",\"n\":3,\"the \\\"x\\\"\":0.1}\n"
+                  "{\"word\":\"two\\nlines\\tand \\\\\",\"n\":4,\"the \\\"x\\\"\":null}\n");
+}
+
+Test(sink_operator, json_members_are_f0_f1_as_flinks_tuples_without_names)
+{
+    static const struct tuple_rec one[] = { { "w", 7, -1.5 } };
+
+    check_written(SPATE_FILE_JSON, NULL, one, 1, "{\"f0\":\"w\",\"f1\":7,\"f2\":-1.5}\n");
+}
+
+/* Exactly-once as the text format: the checkpoint's lines committed once
+ * it completes on restore, the failed attempt's later lines gone. */
+Test(sink_operator, a_csv_file_sink_commits_a_checkpoints_lines_once_through_a_restart)
+{
+    char dir[] = "/tmp/spate-test-sink-XXXXXX", got[256];
+    struct byte_buf snap = { 0 };
+    struct harness h;
+    struct stream_operator *op;
+
+    cr_assert_not_null(mkdtemp(dir));
+    harness_init_tuples(&h, dir, SPATE_FILE_CSV, NULL);
+    op = harness_op(&h);
+    write_tuple(&h, op, "a", 1, 1);
+    write_tuple(&h, op, "b", 2, 2);
+    op->vt->snapshot_state(op, 1, &snap);
+    write_tuple(&h, op, "lost", 3, 3); /* after the barrier: never committed */
+    operator_free(op);                 /* the task fails before checkpoint 1 completes */
+    env_free(h.env);
+
+    harness_init_tuples(&h, dir, SPATE_FILE_CSV, NULL);
+    h.task.attempt = 1;
+    op = harness_op(&h);
+    restore_all(op, &snap);
+    write_tuple(&h, op, "c", 4, 4);
+    op->vt->end_input(op);
+    read_part(dir, "part-0-0", got, sizeof got);
+    cr_assert_str_eq(got, "a,1,1\nb,2,2\n");
+    read_part(dir, "part-0-1", got, sizeof got);
+    cr_assert_str_eq(got, "c,4,4\n", "part 1 keeps the failed attempt's lines");
+    cr_assert_not(exists(dir, ".part-0-1.inprogress"));
+    operator_free(op);
+    env_free(h.env);
+    free(snap.data);
+    remove_dir(dir);
+}
+
+Test(sink_operator, csv_and_json_of_a_stream_that_is_no_tuple_are_clear_errors)
+{
+    static const char *const one[] = { "only", NULL };
+    spate_env *env = env_new(NULL, NULL);
+    int64_t v = 0;
+    spate_stream *in = spate_source_collection(env, spate_type_int64(), &v, 1);
+    const spate_type *fields[] = { spate_type_int64(), spate_type_int64() };
+    spate_stream *pairs;
+
+    spate_sink_file(in, "/tmp/out", SPATE_FILE_CSV, NULL);
+    cr_assert_not_null(spate_env_error(env));
+    cr_assert(strstr(spate_env_error(env)->message, "csv file sink needs a tuple-typed stream") !=
+                  NULL,
+              "%s", spate_env_error(env)->message);
+    env_free(env);
+
+    env = env_new(NULL, NULL);
+    pairs = spate_source_collection(env, spate_type_tuple(env, 2, fields), NULL, 0);
+    spate_sink_file(pairs, "/tmp/out", SPATE_FILE_JSON, one);
+    cr_assert_not_null(spate_env_error(env));
+    cr_assert_str_eq(spate_env_error(env)->message,
+                     "json file sink: 1 field names for a tuple of 2 fields");
+    env_free(env);
 }

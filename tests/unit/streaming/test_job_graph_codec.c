@@ -205,6 +205,45 @@ Test(codec, each_source_and_sink_decodes_into_its_own_configuration)
     env_free(env);
 }
 
+Test(codec, a_file_sink_keeps_its_format_and_json_field_names)
+{
+    static const char *const names[] = { "word", "count", NULL };
+    spate_env *env = env_new(NULL, NULL);
+    const spate_type *fields[] = { spate_type_string(), spate_type_int64() };
+    const spate_type *pair = spate_type_tuple(env, 2, fields);
+    struct job_graph *back;
+    spate_error err = { 0 };
+    int seen = 0;
+
+    spate_sink_file(spate_source_collection(env, pair, NULL, 0), "/tmp/out-json", SPATE_FILE_JSON,
+                    names);
+    spate_sink_file(spate_source_collection(env, pair, NULL, 0), "/tmp/out-csv", SPATE_FILE_CSV,
+                    NULL);
+    cr_assert_null(spate_env_error(env));
+    cr_assert_eq(round_trip(env, &back, &err), 0, "%s", err.message);
+    for (int i = 0; i < back->nvertices; i++) {
+        const struct jg_operator *last = &back->vertices[i].ops[back->vertices[i].nops - 1];
+        const struct file_sink_config *c = &last->conn.file_sink;
+
+        if (last->settings.kind != OP_SINK_FILE)
+            continue;
+        seen++;
+        if (strcmp(c->path, "/tmp/out-json") == 0) {
+            cr_assert_eq(c->format, SPATE_FILE_JSON);
+            cr_assert_eq(c->nfield_names, 2);
+            cr_assert_str_eq(c->field_names[0], "word");
+            cr_assert_str_eq(c->field_names[1], "count");
+        } else {
+            cr_assert_str_eq(c->path, "/tmp/out-csv");
+            cr_assert_eq(c->format, SPATE_FILE_CSV);
+            cr_assert_eq(c->nfield_names, 0);
+        }
+    }
+    cr_assert_eq(seen, 2);
+    job_graph_free(back);
+    env_free(env);
+}
+
 Test(codec, a_named_connector_keeps_its_name_and_options_in_order)
 {
     spate_env *env = env_new(NULL, NULL);
