@@ -18,12 +18,15 @@
 int connector_factory_find(const char *name, const struct connector_plugin **out, spate_error *err);
 
 struct named_connector_config;
-/* Checks the options of the named connector sink c (OP_SINK_CONNECTOR, the
- * operator name, its parallelism, whether the job checkpoints) when its
- * job is submitted (named_sink.c): the connector must load, and its
- * plugin's check (connector_plugin.h) must pass them. 0, or SPATE_EINVAL
- * (SPATE_ENOENT, SPATE_EPROTO as connector_factory_find) naming the sink. */
-int named_sink_check(const struct named_connector_config *c, const char *name, int parallelism,
-                     bool checkpointing, spate_error *err);
+/* Checks the options of the named connector c, a source
+ * (OP_SOURCE_CONNECTOR) or a sink (OP_SINK_CONNECTOR), with its operator
+ * name, parallelism and whether the job checkpoints, when its job is
+ * submitted (named_source.c): the connector must load and have that side,
+ * a source's value format must be one it reads, and the plugin's check
+ * (connector_plugin.h) must pass the options. 0, or SPATE_EINVAL
+ * (SPATE_ENOENT, SPATE_EPROTO as connector_factory_find) naming the source
+ * or sink. */
+int named_connector_check(const struct named_connector_config *c, bool source, const char *name,
+                          int parallelism, bool checkpointing, spate_error *err);
 
 #endif

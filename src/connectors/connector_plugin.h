@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONNECTOR_ABI_VERSION 2
+#define CONNECTOR_ABI_VERSION 3
 /* The plugin's entry point: const struct connector_plugin *fn(void). */
 #define CONNECTOR_PLUGIN_SYMBOL "spate_connector_plugin"
 
@@ -62,6 +62,12 @@ enum connector_fetch {
 };
 
 struct connector_source_ops {
+    /* Checks the options as open would, reaching no service: the
+     * JobManager calls it when a job is submitted (subtask 0 of the
+     * source's parallelism, attempt 0), so that a bad option refuses the
+     * submission instead of failing the tasks. 0, or -1 with err set.
+     * May be NULL. */
+    int (*check)(const struct connector_context *ctx, char *err, size_t errlen);
     /* A reader, or NULL with err set (a bad option, an unreachable
      * service). Fetches nothing before start. */
     void *(*open)(const struct connector_context *ctx, char *err, size_t errlen);

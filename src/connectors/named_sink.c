@@ -90,35 +90,6 @@ nk_open(struct named_sink *s, struct stream_operator *op, const struct named_con
     return 0;
 }
 
-int
-named_sink_check(const struct named_connector_config *c, const char *name, int parallelism,
-                 bool checkpointing, spate_error *err)
-{
-    const struct connector_plugin *plugin;
-    struct connector_context ctx = { 0 };
-    char msg[512];
-    int rc;
-
-    if (name == NULL)
-        name = c->connector;
-    if ((rc = connector_factory_find(c->connector, &plugin, err)) != 0)
-        return spate_error_wrap(err, "sink '%s'", name);
-    if (plugin->sink == NULL)
-        return spate_error_set(err, SPATE_EINVAL, "sink '%s': connector '%s' has no sink", name,
-                               c->connector);
-    if (plugin->sink->check == NULL)
-        return 0;
-    ctx.options = connector_own_options(c, &ctx.noptions);
-    ctx.operator_name = name;
-    ctx.parallelism = parallelism;
-    ctx.checkpointing = checkpointing;
-    rc = plugin->sink->check(&ctx, msg, sizeof msg);
-    free((void *)ctx.options);
-    if (rc != 0)
-        return spate_error_set(err, SPATE_EINVAL, "sink '%s': %s", name, msg);
-    return 0;
-}
-
 /* The committer: opens the plugin's writer. */
 static void *
 nc_create(spate_sink_context *ctx, const void *config, spate_error *err)

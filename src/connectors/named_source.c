@@ -68,6 +68,44 @@ connector_own_options(const struct named_connector_config *c, size_t *n)
     return own;
 }
 
+int
+named_connector_check(const struct named_connector_config *c, bool source, const char *name,
+                      int parallelism, bool checkpointing, spate_error *err)
+{
+    const char *what = source ? "source" : "sink";
+    const struct connector_plugin *plugin;
+    int (*check)(const struct connector_context *, char *, size_t);
+    struct connector_context ctx = { 0 };
+    struct record_format format;
+    char msg[512];
+    int rc;
+
+    if (name == NULL)
+        name = c->connector;
+    if ((rc = connector_factory_find(c->connector, &plugin, err)) != 0)
+        return spate_error_wrap(err, "%s '%s'", what, name);
+    if (source ? plugin->source == NULL : plugin->sink == NULL)
+        return spate_error_set(err, SPATE_EINVAL, "%s '%s': connector '%s' has no %s", what, name,
+                               c->connector, what);
+    if (source) {
+        if ((rc = format_init_value(&format, c, c->type, err)) != 0)
+            return spate_error_wrap(err, "source '%s'", name);
+        format_release(&format);
+    }
+    check = source ? plugin->source->check : plugin->sink->check;
+    if (check == NULL)
+        return 0;
+    ctx.options = connector_own_options(c, &ctx.noptions);
+    ctx.operator_name = name;
+    ctx.parallelism = parallelism;
+    ctx.checkpointing = checkpointing;
+    rc = check(&ctx, msg, sizeof msg);
+    free((void *)ctx.options);
+    if (rc != 0)
+        return spate_error_set(err, SPATE_EINVAL, "%s '%s': %s", what, name, msg);
+    return 0;
+}
+
 void
 connector_context_init(struct connector_context *ctx, const struct stream_operator *op,
                        const struct named_connector_config *c, const char ***options)

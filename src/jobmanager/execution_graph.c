@@ -380,19 +380,20 @@ execution_graph_deployment_free(Jobgraph__TaskDeployment *tdd)
 }
 
 int
-execution_graph_check_sinks(const struct execution_graph *eg, spate_error *err)
+execution_graph_check_connectors(const struct execution_graph *eg, spate_error *err)
 {
     const struct job_graph *jg = eg->graph;
 
     for (int v = 0; v < jg->nvertices; v++)
         for (int o = 0; o < jg->vertices[v].nops; o++) {
             const struct jg_operator *op = &jg->vertices[v].ops[o];
+            enum operator_kind kind = op->settings.kind;
             int rc;
 
-            if (op->settings.kind == OP_SINK_CONNECTOR &&
-                (rc = named_sink_check(&op->conn.named, op->settings.name,
-                                       jg->vertices[v].parallelism,
-                                       jg->checkpointing.interval_ms > 0, err)) != 0)
+            if ((kind == OP_SOURCE_CONNECTOR || kind == OP_SINK_CONNECTOR) &&
+                (rc = named_connector_check(&op->conn.named, kind == OP_SOURCE_CONNECTOR,
+                                            op->settings.name, jg->vertices[v].parallelism,
+                                            jg->checkpointing.interval_ms > 0, err)) != 0)
                 return rc;
         }
     return 0;

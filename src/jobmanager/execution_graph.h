@@ -109,11 +109,12 @@ int execution_graph_deployment(const struct execution_graph *eg, const struct ex
                                Jobgraph__TaskDeployment **out, spate_error *err);
 void execution_graph_deployment_free(Jobgraph__TaskDeployment *tdd);
 
-/* The options of the job's connector sinks (spate_sink_to, SQL's tables)
- * checked by their plugins, once the job's checkpointing is settled: a bad
- * one refuses the submission, naming the sink (Flink checks a table's
- * options when the job is planned). */
-int execution_graph_check_sinks(const struct execution_graph *eg, spate_error *err);
+/* The options of the job's connector sources and sinks (spate_from_source,
+ * spate_sink_to, SQL's tables) checked by their plugins, once the job's
+ * checkpointing is settled: a bad one refuses the submission, naming the
+ * source or sink (Flink checks a table's options when the job is
+ * planned). */
+int execution_graph_check_connectors(const struct execution_graph *eg, spate_error *err);
 
 /* The job's own sources (spate_source_from) need the job's library here:
  * loads it from library_path (a file whose SHA-256 is the graph's) and

@@ -670,7 +670,7 @@ job_master_start(struct rpc_service *svc, const struct job_master_options *o,
         return rc;
     }
     if ((rc = jm_resolve_settings(jm->eg, o->cluster_conf, err)) != 0 ||
-        (rc = execution_graph_check_sinks(jm->eg, err)) != 0) {
+        (rc = execution_graph_check_connectors(jm->eg, err)) != 0) {
         execution_graph_free(jm->eg);
         free(jm);
         return rc;

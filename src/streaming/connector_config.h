@@ -69,9 +69,8 @@ struct print_sink_config {
  * (Flink's `connector` option: "kafka" is libspate_kafka.so, found by
  * connectors/connector_factory.h) with its options as Flink's connectors
  * name them ("topic", "properties.bootstrap.servers", ...), all strings:
- * the connector checks a sink's when the job is submitted (the
- * JobManager's execution_graph_check_sinks) and every one's when its task
- * opens it. */
+ * the connector checks them when the job is submitted (the JobManager's
+ * execution_graph_check_connectors) and again when its task opens it. */
 struct named_connector_config {
     const spate_type *type; /* the records read (a source's) or written (a sink's) */
     char *connector;

@@ -26,7 +26,9 @@ consumer (tests/bin/kafka_tool) and checked (issue 25):
 - its partitioners, each record's partition read back: fixed (subtask i
   to partition i mod n), round-robin (a subtask's k-th record to k mod n),
   default (a key's murmur2 hash as Kafka's Java client; sticky without a
-  key); an unknown partitioner or option refused at submission.
+  key); an unknown partitioner or option refused at submission;
+- a bad source option (startup mode, unknown key, specific offsets,
+  discovery interval, librdkafka property, format) refused at submission.
 """
 
 import collections
@@ -502,7 +504,8 @@ class KafkaJobsTest(KafkaTestCase):
 
 class KafkaSinkTest(KafkaTestCase):
     """The sink's delivery guarantees none and at-least-once, and its
-    partitioners, each record read back: two TaskManagers of two slots."""
+    partitioners, each record read back; the sink's and the source's
+    options checked at submission: two TaskManagers of two slots."""
 
     def setUp(self):
         super().setUp()
@@ -691,6 +694,33 @@ class KafkaSinkTest(KafkaTestCase):
                            "--sink", "topic=out", "--sink", kv, timeout=120)
             self.assertNotEqual(r.returncode, 0, r.stdout)
             self.assertIn("sink 'Sink: kafka'", r.stderr + r.stdout)
+            self.assertIn(message, r.stderr + r.stdout)
+        status, jobs = self.rest("/jobs")
+        self.assertEqual((status, jobs.get("jobs")), (200, []))
+
+    def test_a_bad_source_option_is_refused_at_submission(self):
+        for kvs, message in (
+                (["scan.startup.mode=newest"],
+                 "kafka source: 'scan.startup.mode' 'newest' is not one of earliest-offset, "
+                 "latest-offset, group-offsets, timestamp, specific-offsets"),
+                (["scan.bogus=1"], "unsupported option 'scan.bogus'"),
+                (["scan.startup.mode=specific-offsets", "scan.startup.specific-offsets=0:42"],
+                 "'scan.startup.specific-offsets' '0:42' is not of the form "
+                 "partition:0,offset:42;partition:1,offset:300"),
+                (["scan.topic-partition-discovery.interval=often"],
+                 "'scan.topic-partition-discovery.interval' 'often' is not a duration"),
+                (["properties.no.such.property=1"],
+                 "option 'properties.no.such.property' = '1'"),
+                (["value.format=xml"], "format 'xml' is not one of raw, string, json")):
+            args = ["run", "-m", f"127.0.0.1:{self.rest_port}", "-d", JOBS, "copy",
+                    "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                    "--source", "topic=words"]
+            for kv in kvs:
+                args += ["--source", kv]
+            r = self.spate(*args, "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}",
+                           "--sink", "topic=out", timeout=120)
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertIn("source 'Source: kafka'", r.stderr + r.stdout)
             self.assertIn(message, r.stderr + r.stdout)
         status, jobs = self.rest("/jobs")
         self.assertEqual((status, jobs.get("jobs")), (200, []))

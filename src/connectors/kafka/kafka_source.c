@@ -112,6 +112,29 @@ kr_log(struct kreader *r, enum connector_log_level level, const char *fmt, ...)
         r->ctx.log(r->ctx.log_arg, level, line);
 }
 
+/* Whether spec is Flink's form of specific offsets: entries
+ * partition:P,offset:O (numbers, none negative) separated by ';'. */
+static bool
+specific_offsets_valid(const char *spec)
+{
+    bool any = false;
+
+    for (const char *s = spec; *s;) {
+        long part;
+        long long off;
+        int used = -1;
+
+        if (sscanf(s, " partition:%ld,offset:%lld %n", &part, &off, &used) != 2 || used < 0 ||
+            part < 0 || off < 0 || (s[used] != ';' && s[used] != '\0'))
+            return false;
+        any = true;
+        s += used;
+        if (*s == ';')
+            s++;
+    }
+    return any;
+}
+
 static int
 parse_options(struct kreader *r, char *err, size_t errlen)
 {
@@ -190,6 +213,11 @@ parse_options(struct kreader *r, char *err, size_t errlen)
         return kafka_fail(err, errlen,
                           "kafka source: scan.startup.mode specific-offsets needs "
                           "'scan.startup.specific-offsets' (partition:0,offset:42;...)");
+    if (r->startup == STARTUP_SPECIFIC && !specific_offsets_valid(r->specific))
+        return kafka_fail(err, errlen,
+                          "kafka source: 'scan.startup.specific-offsets' '%s' is not of the form "
+                          "partition:0,offset:42;partition:1,offset:300",
+                          r->specific);
     if (bounded != NULL && strcmp(bounded, "latest-offset") == 0)
         r->bounded = true;
     else if (bounded != NULL && strcmp(bounded, "unbounded") != 0)
@@ -206,6 +234,34 @@ parse_options(struct kreader *r, char *err, size_t errlen)
     if (r->bounded)
         r->discovery_ms = 0; /* bounded: the partitions of the start only */
     return 0;
+}
+
+/* Frees what parse_options made. */
+static void
+options_release(struct kreader *r)
+{
+    for (int i = 0; i < r->ntopics; i++)
+        free(r->topics[i]);
+    free(r->topics);
+    if (r->has_pattern)
+        regfree(&r->pattern);
+}
+
+/* The options checked at submission: parse_options on a reader that is
+ * never opened, and the properties.* that librdkafka would refuse. */
+static int
+ks_check(const struct connector_context *ctx, char *err, size_t errlen)
+{
+    struct kreader r = { .ctx = *ctx };
+    rd_kafka_conf_t *conf;
+    int rc = parse_options(&r, err, errlen);
+
+    if (rc == 0 && (conf = kafka_conf_new(&r.ctx, NULL, err, errlen)) == NULL)
+        rc = -1;
+    else if (rc == 0)
+        rd_kafka_conf_destroy(conf);
+    options_release(&r);
+    return rc;
 }
 
 static void *
@@ -267,11 +323,7 @@ ks_close(void *reader)
         rd_kafka_assign(r->rk, NULL);
         rd_kafka_destroy(r->rk);
     }
-    for (int i = 0; i < r->ntopics; i++)
-        free(r->topics[i]);
-    free(r->topics);
-    if (r->has_pattern)
-        regfree(&r->pattern);
+    options_release(r);
     for (int i = 0; i < r->nsplits; i++) {
         free(r->splits[i].topic);
         free(r->splits[i].where);
@@ -754,6 +806,7 @@ ks_checkpoint_complete(void *reader, int64_t checkpoint_id)
 }
 
 const struct connector_source_ops kafka_source_ops = {
+    .check = ks_check,
     .open = ks_open,
     .add_split = ks_add_split,
     .start = ks_start,
