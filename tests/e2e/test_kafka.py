@@ -9,7 +9,9 @@ consumer (tests/bin/kafka_tool) and checked (issue 25):
   TaskManagers: every update "word n" once (exactly_once.py's check);
 - a savepoint of the keyed job at p2 resumed at p3: it goes on from the
   savepoint's offsets (every update once across both runs);
-- a partition added to the input topic mid-job is found and read;
+- a partition added to the input topic mid-job is found and read, each
+  new partition by the one reader Flink's KafkaSourceEnumerator.getSplitOwner
+  names;
 - a malformed JSON record fails the job naming its topic, partition and
   offset, or is skipped and counted with json.ignore-parse-errors;
 - a missing topic and a wrong bootstrap address fail the job with a clear
@@ -122,6 +124,16 @@ def committed(topic, group):
     none."""
     return {int(p): int(o) for p, o in
             (line.split() for line in tool("committed", topic, group).splitlines())}
+
+
+def split_owner(topic, partition, readers):
+    """The reader subtask Flink's KafkaSourceEnumerator.getSplitOwner gives
+    a partition: a start index from the topic name's Java hashCode, then
+    the partitions round-robin from it."""
+    h = 0
+    for c in topic.encode():
+        h = (h * 31 + c) & 0xFFFFFFFF
+    return (((h * 31) & 0x7FFFFFFF) % readers + partition) % readers
 
 
 def murmur2_partition(key, partitions):
@@ -393,8 +405,8 @@ class KafkaJobsTest(KafkaTestCase):
         self.tms = [self.start_taskmanager(slots=3) for _ in range(2)]
         self.wait_overview(2, slots=6)
 
-    def copy_args(self, inp, out, *extra):
-        return ["copy", "-c", "200",
+    def copy_args(self, inp, out, *extra, job="copy"):
+        return [job, "-c", "200",
                 "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
                 "--source", f"topic={inp}", "--source", "scan.startup.mode=earliest-offset",
                 "--sink", f"properties.bootstrap.servers={KAFKA.bootstrap}",
@@ -418,6 +430,32 @@ class KafkaJobsTest(KafkaTestCase):
                                r"from offset 0")
         self.assertEqual(self.job_state(jid)["state"], "RUNNING")
         self.cancel(jid)
+
+    def test_partitions_added_mid_job_go_each_to_the_reader_flinks_rule_names(self):
+        # A topic whose partition 0 Flink's rule gives to subtask 1 of 3,
+        # so that partition mod readers (or any rule from 0) is told apart.
+        while True:
+            inp = f"owner-{uuid.uuid4().hex[:8]}"
+            if split_owner(inp, 0, 3) == 1:
+                break
+        tool("create", inp, "1")
+        out = new_topic("owner-out", 1)
+        produce(inp, [f"P0\ta{i}" for i in range(30)])
+        jid = self.run_detached(JOBS, *self.copy_args(
+            inp, out, "--source", "scan.topic-partition-discovery.interval=500 ms",
+            job="tagged"), parallelism=3, conf=NO_RESTART)
+        self.wait_records(out, 30, timeout=60)
+        tool("partitions", inp, "3")
+        produce(inp, [f"P{p}\t{'abc'[p]}{i}" for p in (1, 2) for i in range(30)])
+        rows = self.wait_records(out, 90, timeout=60)
+        self.cancel(jid)
+        readers = collections.defaultdict(set)
+        for _, _, v in rows:
+            tag, value = v.split(" ", 1)
+            readers["abc".index(value[0])].add(int(tag[1:]))
+        self.assertEqual(sorted(v.split(" ", 1)[1] for _, _, v in rows),
+                         sorted(f"{c}{i}" for c in "abc" for i in range(30)))
+        self.assertEqual(dict(readers), {p: {split_owner(inp, p, 3)} for p in range(3)})
 
     def test_savepoint_at_p2_resumed_at_p3_continues_from_its_offsets(self):
         inp = new_topic("rescale", 3)

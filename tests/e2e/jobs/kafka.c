@@ -8,7 +8,8 @@
  *   tuples: those tuples written as they are (the sink's value.format,
  *          fields, key.fields and key.format say how)
  *   tagged: string records written as "s<subtask> <record>", the index of
- *          the subtask that wrote them before each (the partitioners)
+ *          the subtask that wrote them before each (the partitioners, and
+ *          which reader read a partition)
  * Arguments: the job's name, then --source KEY=VALUE and --sink KEY=VALUE
  * (the connectors' options, repeated), -c MS (checkpoint interval). */
 #include <stdio.h>
