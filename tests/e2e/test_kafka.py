@@ -724,7 +724,9 @@ class KafkaSinkTest(KafkaTestCase):
                  "round-robin"),
                 ("sink.partitioner=org.example.MyPartitioner",
                  "(a partitioner class of Flink's is Java, which spate cannot load)"),
-                ("sink.bogus=1", "unsupported option 'sink.bogus'")):
+                ("sink.bogus=1", "unsupported option 'sink.bogus'"),
+                ("properties.no.such.property=1",
+                 "option 'properties.no.such.property' = '1'")):
             r = self.spate("run", "-m", f"127.0.0.1:{self.rest_port}", "-d", JOBS, "copy",
                            "--source", f"properties.bootstrap.servers={KAFKA.bootstrap}",
                            "--source", "topic=words",

@@ -111,6 +111,17 @@ fail:
     return NULL;
 }
 
+int
+kafka_check_properties(const struct connector_context *ctx, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *conf = kafka_conf_new(ctx, NULL, err, errlen);
+
+    if (conf == NULL)
+        return -1;
+    rd_kafka_conf_destroy(conf);
+    return 0;
+}
+
 int64_t
 kafka_parse_duration_ms(const char *s)
 {

@@ -41,6 +41,11 @@ int kafka_check_options(const struct connector_context *ctx, const char *const *
 rd_kafka_conf_t *kafka_conf_new(const struct connector_context *ctx, const char *const *extra,
                                 char *err, size_t errlen);
 
+/* Checks the properties.* options as kafka_conf_new would take them (a
+ * property librdkafka does not know, a bad value), reaching no broker: 0,
+ * or -1 with err naming the option. */
+int kafka_check_properties(const struct connector_context *ctx, char *err, size_t errlen);
+
 /* A duration of Flink's form ("30 s", "500ms", "1 min", "2h", or a bare
  * number of milliseconds) in ms; -1 when malformed. */
 int64_t kafka_parse_duration_ms(const char *s);

@@ -193,13 +193,15 @@ parse_options(struct kwriter *w, char *err, size_t errlen)
 }
 
 /* The options checked at submission: parse_options on a writer that is
- * never opened. */
+ * never opened, and the properties.* that librdkafka would refuse. */
 static int
 kw_check(const struct connector_context *ctx, char *err, size_t errlen)
 {
     struct kwriter w = { .ctx = *ctx };
 
-    return parse_options(&w, err, errlen);
+    if (parse_options(&w, err, errlen) != 0)
+        return -1;
+    return kafka_check_properties(ctx, err, errlen);
 }
 
 /* Checks that the topic is there and counts its partitions. */

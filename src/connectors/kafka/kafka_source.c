@@ -253,13 +253,10 @@ static int
 ks_check(const struct connector_context *ctx, char *err, size_t errlen)
 {
     struct kreader r = { .ctx = *ctx };
-    rd_kafka_conf_t *conf;
     int rc = parse_options(&r, err, errlen);
 
-    if (rc == 0 && (conf = kafka_conf_new(&r.ctx, NULL, err, errlen)) == NULL)
-        rc = -1;
-    else if (rc == 0)
-        rd_kafka_conf_destroy(conf);
+    if (rc == 0)
+        rc = kafka_check_properties(ctx, err, errlen);
     options_release(&r);
     return rc;
 }
