@@ -206,10 +206,19 @@ perform_checkpoint(struct stream_task *t, int64_t id, int64_t ts, int type, cons
     size_t n = barrier_encode(&b, NULL, 0);
     uint8_t *payload = xmalloc(n);
     struct task_snapshot *s;
+    const char *failure = operator_chain_failure(t->chain);
     spate_error serr;
     char *path, *shared;
     int rc = 0;
 
+    /* A failed call of this batch (a state write on a full disk) fails
+     * the task at the batch's end: a snapshot now would hold the state
+     * without that write while the barrier passed its record, and a
+     * restore from it would lose the record. */
+    if (failure != NULL) {
+        free(payload);
+        return spate_error_set(err, SPATE_EUSER, "%s", failure);
+    }
     barrier_encode(&b, payload, n);
     for (int o = 0; o < t->v->noutputs && rc == 0; o++)
         rc = record_writer_broadcast_event(t->writers[o], NET_EVENT_CHECKPOINT_BARRIER, payload,
