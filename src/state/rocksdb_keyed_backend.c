@@ -986,14 +986,20 @@ rdb_open_states(struct rocksdb_keyed_backend *b, const char *dir, struct rdb **o
 {
     const char **names = xcalloc((size_t)b->nstates + 2, sizeof *names);
     bool *append = xcalloc((size_t)b->nstates + 2, sizeof *append);
-    struct rdb_options ro = { append, b->shared, b->opts.block_cache_bytes,
-                              b->opts.write_buffer_bytes, b->opts.universal_compaction };
+    bool *bloom = xcalloc((size_t)b->nstates + 2, sizeof *bloom);
+    struct rdb_options ro = { append,
+                              b->shared,
+                              b->opts.block_cache_bytes,
+                              b->opts.write_buffer_bytes,
+                              b->opts.universal_compaction,
+                              bloom };
     int ncf = 0, rc;
 
     for (int i = 0; i < b->nstates; i++) {
         if (b->states[i].heap != NULL)
             continue;
         names[ncf] = b->states[i].base.desc.name;
+        bloom[ncf] = true;
         append[ncf++] = b->states[i].base.desc.kind == STATE_LIST;
     }
     /* The timers' (empty while they are on the heap): a checkpoint's
@@ -1003,6 +1009,7 @@ rdb_open_states(struct rocksdb_keyed_backend *b, const char *dir, struct rdb **o
     rc = b->p->open(dir, ncf, names, &ro, out, b->errbuf, sizeof b->errbuf);
     free(names);
     free(append);
+    free(bloom);
     return rc;
 }
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ROCKSDB_ABI_VERSION   3
+#define ROCKSDB_ABI_VERSION   4
 #define ROCKSDB_PLUGIN_SYMBOL "spate_state_rocksdb_plugin"
 #define ROCKSDB_PLUGIN_FILE   "libspate_rocksdb.so"
 
@@ -46,6 +46,11 @@ struct rdb_options {
      * beyond what changed (leveled compaction rewrites all of L1 each time
      * L0 spills into it), for reads over more sorted runs. */
     bool universal_compaction;
+    /* Column families read by point lookups (keyed state, not the
+     * timers'): their memtables keep a bloom filter of whole keys, so
+     * that a get of a key a memtable lacks skips its skip list search
+     * (NULL: none). */
+    const bool *memtable_bloom;
 };
 
 struct rocksdb_plugin {
