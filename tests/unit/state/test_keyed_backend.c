@@ -980,7 +980,8 @@ inc_job_free(struct inc_job *j)
 }
 
 static struct fixture *
-inc_fixture(struct fixture *f, const struct state_descriptor *d, int n, int p, int subtask)
+inc_fixture_compacted(struct fixture *f, const struct state_descriptor *d, int n, int p,
+                      int subtask, bool universal)
 {
     struct state_backend_options o = *backend_options(false);
     struct keyed_backend_config c = { .states = d,
@@ -994,9 +995,16 @@ inc_fixture(struct fixture *f, const struct state_descriptor *d, int n, int p, i
     spate_error err = { 0 };
 
     o.incremental = true;
+    o.universal_compaction = universal;
     memset(f, 0, sizeof *f);
     cr_assert_eq(state_backend_create(&o, &c, "test", &f->kb, &err), 0, "%s", err.message);
     return f;
+}
+
+static struct fixture *
+inc_fixture(struct fixture *f, const struct state_descriptor *d, int n, int p, int subtask)
+{
+    return inc_fixture_compacted(f, d, n, p, subtask, false);
 }
 
 /* Checkpoint id of f's backend, incremental, into j's chk-<id>, as
@@ -1195,6 +1203,74 @@ Test(SUITE, an_incremental_checkpoint_uploads_only_files_new_since_the_last_comp
     fixture_free(&g);
     inc_written_free(&w1);
     inc_written_free(&w2);
+    inc_job_free(&j);
+}
+
+/* Waits (30 s at most) until f's RocksDB runs and plans no compaction. */
+static void
+compactions_done(struct fixture *f)
+{
+    uint64_t running = 1, pending = 1;
+
+    for (int i = 0; i < 3000; i++) {
+        cr_assert(
+            rocksdb_keyed_backend_property(f->kb, "rocksdb.num-running-compactions", &running));
+        cr_assert(rocksdb_keyed_backend_property(f->kb, "rocksdb.compaction-pending", &pending));
+        if (running == 0 && pending == 0)
+            return;
+        usleep(10000);
+    }
+    cr_assert_fail("RocksDB still compacts after 30 s (%llu running, %llu pending)",
+                   (unsigned long long)running, (unsigned long long)pending);
+}
+
+/* With universal compaction a checkpoint's flush is a sorted run of what
+ * changed, merged with others only once 16 are there: until then each
+ * checkpoint uploads its own run alone and references every file of the
+ * last (RocksDB's default, 4 runs, rewrote the growing run nearly every
+ * checkpoint). */
+Test(SUITE, universal_compaction_leaves_the_last_checkpoints_files_to_reference)
+{
+    struct state_descriptor d = desc("v", STATE_VALUE, 0);
+    struct inc_written w[2];
+    Checkpoint__KeyedStateHandle *prev, *h;
+    uint64_t bytes;
+    struct fixture f;
+    struct inc_job j;
+
+    memset(w, 0, sizeof w);
+    inc_job_init(&j);
+    inc_fixture_compacted(&f, &d, 1, 1, 0, true);
+    fill_values(&f, 20000);
+    prev = inc_checkpoint(&f, &j, 1, 0, &w[1]);
+    f.kb->ops->checkpoint_complete(f.kb, 1);
+    for (int64_t id = 2; id <= 14; id++) {
+        size_t fresh = 0;
+
+        for (int64_t k = id; k < 20000; k += 400) {
+            int64_t v = -id;
+
+            set_key(&f, k, NULL, 0);
+            f.kb->ops->value_update(state(&f, "v"), &v);
+        }
+        h = inc_checkpoint(&f, &j, id, 0, &w[id % 2]);
+        for (size_t i = 0; i < prev->n_files; i++)
+            cr_assert(!prev->files[i]->shared || references(h, prev->files[i]->path),
+                      "checkpoint %lld references '%s' of checkpoint %lld", (long long)id,
+                      prev->files[i]->name, (long long)id - 1);
+        for (size_t i = 0; i < h->n_files; i++)
+            fresh += h->files[i]->shared && !references(prev, h->files[i]->path);
+        cr_assert_eq(fresh, 1, "checkpoint %lld uploads its flush alone, not %zu files",
+                     (long long)id, fresh);
+        f.kb->ops->checkpoint_complete(f.kb, id);
+        inc_written_free(&w[(id + 1) % 2]);
+        prev = h;
+        compactions_done(&f);
+    }
+    cr_assert_eq(shared_files(prev, &bytes), 14, "one run per checkpoint");
+    fixture_free(&f);
+    inc_written_free(&w[0]);
+    inc_written_free(&w[1]);
     inc_job_free(&j);
 }
 
