@@ -16,9 +16,12 @@ Runs, in this order:
   2. incremental: LARGE_STATE_INC_GB of state, then LARGE_STATE_CHANGE_S
      seconds of changes at 1 %/s: bytes each checkpoint added to checkpoint
      storage (its folder and the shared SST files new since the last one,
-     read off the disk as checkpoints complete), the data changed per
-     checkpoint (keys changed x (8 + V)), their ratio (p50, mean);
-     checkpoint durations p50/p99 (REST statistics); then a kill -9 of the
+     read off the disk as checkpoints complete, each logged with its new
+     shared files), the data changed per checkpoint (keys changed x
+     (8 + V)), their ratio (p50, mean, max; every checkpoint after the
+     load in inc_checkpoints_after_load); checkpoint durations p50/p99
+     (REST statistics); then, once three checkpoints of the changes
+     completed and half their time passed, a kill -9 of the
      TaskManager, a new one started: recovery_ms, kill to every task
      RUNNING with the restore counted; the job's checksum checked at its end
   3. large: LARGE_STATE_GB of state, the TaskManager's RSS sampled every
@@ -304,16 +307,20 @@ class Sampler(threading.Thread):
                     continue
                 self.seen.add(n)
                 added = tree_bytes(d)
+                new = []
                 try:
                     for f in os.listdir(shared):
                         try:
                             size = os.path.getsize(os.path.join(shared, f))
                         except OSError:
                             continue
+                        if size > self.counted.get(f, 0):
+                            new.append(f"{f.split('-')[-1]} {size / 1e6:.1f}")
                         added += max(0, size - self.counted.get(f, 0))
                         self.counted[f] = size
                 except OSError:
                     pass
+                log(f"{n}: {added / 1e6:.1f} MB; new shared files (MB): {', '.join(new)}")
                 self.per_checkpoint.append((int(m.group(1)), added, time.monotonic()))
             time.sleep(0.2)
 
@@ -363,9 +370,12 @@ def main():
         load_done = c.wait(lambda: c.updated(jid) >= inc_keys and time.monotonic(),
                            7200, "the incremental run's load")
         log(f"incremental run: {inc_keys} keys loaded; {rate:.0f} changes/s for {CHANGE_S} s")
+        # The kill once checkpoints of the changes completed: a checkpoint
+        # of the load can take longer than the changes' first half.
         c.wait(lambda: c.running_or_exit(jid) and
-               c.rest(f"/jobs/{jid}/checkpoints")["counts"]["completed"] >= 1 and
-               time.monotonic() - load_done > CHANGE_S / 2, 3600, "half of the changes")
+               sum(1 for (_, _, t) in s.per_checkpoint if t > load_done + 2) >= 3 and
+               time.monotonic() - load_done > CHANGE_S / 2, 3600,
+               "three checkpoints of the changes and half of them")
         n_before = len(s.per_checkpoint)
         recovery = c.kill_and_recover(jid)
         log(f"incremental run: recovered {recovery:.0f} ms after kill -9")
@@ -383,10 +393,13 @@ def main():
             "inc_checkpoints_measured": len(steady),
             "inc_bytes_per_checkpoint_p50": statistics.median(steady) if steady else None,
             "inc_bytes_per_checkpoint_mean": statistics.mean(steady) if steady else None,
+            "inc_bytes_per_checkpoint_max": max(steady) if steady else None,
             "inc_over_changed_p50": statistics.median(steady) / changed if steady else None,
             "inc_over_changed_mean": statistics.mean(steady) / changed if steady else None,
             "checkpoint_ms_p50": statistics.median(d) if d else None,
             "checkpoint_ms_p99": sorted(d)[min(len(d) - 1, int(len(d) * 0.99))] if d else None,
+            "inc_checkpoints_after_load": [[i, b] for (i, b, t) in s.per_checkpoint[:n_before]
+                                           if t > load_done],
             "inc_recovery_ms": recovery, "inc_exactly_once": j0 is not None,
             "inc_restored_at_record": j0})
         log(f"incremental run: {json.dumps(out)}")

@@ -23,12 +23,19 @@
  *                                        rewrites files, which the next
  *                                        checkpoint uploads
  *   incremental_over_changed_p50/mean    their ratio to the changed bytes
+ *   load_rewrite_interval                the first interval that uploaded
+ *                                        half the state or more: the
+ *                                        load's compaction (0: the warm-up,
+ *                                        -1: none, no steady figures)
+ *   steady_bytes_per_checkpoint_*,       the intervals after it, the
+ *   steady_over_changed_p50/mean         steady state
  *   full_ms_p50/p99, incremental_ms_*    checkpoint durations
  *   restore_ms_full, restore_ms_incremental
  *
- * Knobs: STATE_BENCH_KEYS (2,000,000), STATE_BENCH_INTERVALS (8),
+ * Knobs: STATE_BENCH_KEYS (2,000,000), STATE_BENCH_INTERVALS (40),
  * STATE_BENCH_CHANGE_PCT (1), STATE_BENCH_COMPACTION (LEVEL, or UNIVERSAL:
- * state.backend.rocksdb.compaction.style). */
+ * state.backend.rocksdb.compaction.style), STATE_BENCH_FILES=1 (stderr
+ * names each checkpoint's new shared files and their sizes). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,8 +240,12 @@ written(const struct taken *t, json_t *seen)
         if (h->files[i]->shared && json_object_get(seen, h->files[i]->path) != NULL)
             continue;
         n += h->files[i]->size;
-        if (h->files[i]->shared)
+        if (h->files[i]->shared) {
             json_object_set_new(seen, h->files[i]->path, json_true());
+            if (getenv("STATE_BENCH_FILES") != NULL)
+                fprintf(stderr, "state_bench:   new %s, %.2f MB\n", h->files[i]->name,
+                        (double)h->files[i]->size / 1e6);
+        }
     }
     return n;
 }
@@ -294,7 +305,7 @@ int
 main(void)
 {
     int64_t keys = env_long("STATE_BENCH_KEYS", 2000000);
-    int intervals = (int)env_long("STATE_BENCH_INTERVALS", 8);
+    int intervals = (int)env_long("STATE_BENCH_INTERVALS", 40);
     long pct = env_long("STATE_BENCH_CHANGE_PCT", 1);
     int64_t changed = keys * pct / 100;
     const char *tmp = getenv("TMPDIR");
@@ -304,6 +315,7 @@ main(void)
     double *inc_b = calloc((size_t)intervals, sizeof(double));
     double *full_ms = calloc((size_t)intervals, sizeof(double));
     double *inc_ms = calloc((size_t)intervals, sizeof(double));
+    int rewrite = -1; /* the interval that rewrote the load (0: the warm-up) */
     double inc_mean = 0, inc_max = 0, first_b, warmup_b = 0, load_s, load_cpu_us, restore_full,
            restore_inc;
     struct taken full = { 0 }, inc = { 0 }, first = { 0 };
@@ -395,10 +407,15 @@ main(void)
                 inc_b[at] / 1e6, inc_ms[at]);
         if (i < 0) {
             warmup_b = inc_b[0];
+            if (warmup_b * 2 >= (double)(keys * (8 + VALUE_BYTES)))
+                rewrite = 0;
             continue;
         }
         inc_mean += inc_b[i] / intervals;
         inc_max = inc_b[i] > inc_max ? inc_b[i] : inc_max;
+        /* The load's own compaction rewrites about all of it, once. */
+        if (rewrite < 0 && inc_b[i] * 2 >= (double)(keys * (8 + VALUE_BYTES)))
+            rewrite = i + 1;
     }
     backend_free(&b);
     restore_full = restore_and_check(&full, localdir, version, keys);
@@ -432,6 +449,25 @@ main(void)
         json_real(bench_median(inc_b, intervals) / (double)(changed * (8 + VALUE_BYTES))));
     json_object_set_new(out, "incremental_over_changed_mean",
                         json_real(inc_mean / (double)(changed * (8 + VALUE_BYTES))));
+    json_object_set_new(out, "load_rewrite_interval", json_integer(rewrite));
+    json_object_set_new(out, "steady_intervals",
+                        json_integer(rewrite < 0 ? 0 : intervals - rewrite));
+    if (rewrite >= 0 && rewrite < intervals) {
+        double *st = inc_b + rewrite, mean = 0, max = 0;
+        int n = intervals - rewrite;
+
+        for (int i = 0; i < n; i++) {
+            mean += st[i] / n;
+            max = st[i] > max ? st[i] : max;
+        }
+        json_object_set_new(out, "steady_bytes_per_checkpoint_p50", json_real(bench_median(st, n)));
+        json_object_set_new(out, "steady_bytes_per_checkpoint_mean", json_real(mean));
+        json_object_set_new(out, "steady_bytes_per_checkpoint_max", json_real(max));
+        json_object_set_new(out, "steady_over_changed_p50",
+                            json_real(bench_median(st, n) / (double)(changed * (8 + VALUE_BYTES))));
+        json_object_set_new(out, "steady_over_changed_mean",
+                            json_real(mean / (double)(changed * (8 + VALUE_BYTES))));
+    }
     json_object_set_new(out, "full_ms_p50", json_real(bench_median(full_ms, intervals)));
     json_object_set_new(out, "full_ms_p99", json_real(bench_percentile(full_ms, intervals, 99)));
     json_object_set_new(out, "incremental_ms_p50", json_real(bench_median(inc_ms, intervals)));
