@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "connectors/kafka/kafka_int.h"
 
@@ -159,4 +160,42 @@ kafka_split_owner(const char *topic, int32_t partition, int n)
         h = (int32_t)((uint32_t)h * 31u + (uint8_t)*c);
     return (int)(((((uint32_t)h * 31u) & 0x7FFFFFFFu) % (uint32_t)n + (uint32_t)partition) %
                  (uint32_t)n);
+}
+
+int64_t
+kafka_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The coordinator moving, not there yet, or loading the group's offsets. */
+static bool
+coordinator_busy(rd_kafka_resp_err_t e)
+{
+    return e == RD_KAFKA_RESP_ERR_NOT_COORDINATOR ||
+           e == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE ||
+           e == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+}
+
+rd_kafka_resp_err_t
+kafka_committed(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l, int timeout_ms)
+{
+    int64_t deadline = kafka_now_ms() + timeout_ms, left = timeout_ms;
+    int backoff_ms = 50;
+
+    for (;;) {
+        rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, (int)left);
+
+        for (int i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < l->cnt; i++)
+            e = l->elems[i].err;
+        left = deadline - kafka_now_ms();
+        if (!coordinator_busy(e) || left <= backoff_ms)
+            return e;
+        nanosleep(&(struct timespec){ 0, backoff_ms * 1000000L }, NULL);
+        left -= backoff_ms;
+        backoff_ms = backoff_ms < 500 ? backoff_ms * 2 : 1000;
+    }
 }

@@ -55,4 +55,15 @@ int64_t kafka_parse_duration_ms(const char *s);
  * round-robin from a start that the topic's name decides. */
 int kafka_split_owner(const char *topic, int32_t partition, int n);
 
+/* The monotonic clock in ms. */
+int64_t kafka_now_ms(void);
+
+/* rd_kafka_committed for the partitions of l, waiting out the group's
+ * coordinator while it moves or loads the group's offsets (Kafka's clients
+ * retry those errors; a fresh broker answers them while it loads
+ * __consumer_offsets), within timeout_ms in all. The first error of a
+ * partition when the request itself succeeded. */
+rd_kafka_resp_err_t kafka_committed(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l,
+                                    int timeout_ms);
+
 #endif

@@ -597,12 +597,12 @@ committed_mark(struct kwriter *w, int32_t subtask, char *err, size_t errlen)
     }
     l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, w->topic, 0);
-    e = rd_kafka_committed(rk, l, KAFKA_REQUEST_TIMEOUT_MS * 3);
-    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && l->elems[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+    e = kafka_committed(rk, l, KAFKA_REQUEST_TIMEOUT_MS * 3);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
         mark = l->elems[0].offset >= 0 ? l->elems[0].offset : -1;
     else
         kafka_fail(err, errlen, "kafka sink: cannot read the commits of group '%s': %s", group,
-                   rd_kafka_err2str(e ? e : l->elems[0].err));
+                   rd_kafka_err2str(e));
     rd_kafka_topic_partition_list_destroy(l);
     rd_kafka_destroy(rk);
     return e == RD_KAFKA_RESP_ERR_NO_ERROR && mark >= -1 ? mark : -2;

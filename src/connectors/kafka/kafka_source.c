@@ -87,15 +87,6 @@ static const char *const source_options[] = {
     NULL,
 };
 
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void kr_log(struct kreader *r, enum connector_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -477,7 +468,7 @@ start_offset(struct kreader *r, const char *topic, int32_t partition, bool fresh
         int64_t committed = -1;
 
         rd_kafka_topic_partition_list_add(l, topic, partition);
-        e = r->group != NULL ? rd_kafka_committed(r->rk, l, KAFKA_REQUEST_TIMEOUT_MS)
+        e = r->group != NULL ? kafka_committed(r->rk, l, KAFKA_REQUEST_TIMEOUT_MS)
                              : RD_KAFKA_RESP_ERR_NO_ERROR;
         if (r->group != NULL && e == RD_KAFKA_RESP_ERR_NO_ERROR)
             committed = l->elems[0].offset;
@@ -629,7 +620,7 @@ ks_start(void *reader, bool restored, char *err, size_t errlen)
     free(all);
     if (rc == 0)
         rc = discover(r, true, err, errlen);
-    r->next_discovery_ms = now_ms() + r->discovery_ms;
+    r->next_discovery_ms = kafka_now_ms() + r->discovery_ms;
     r->started = true;
     if (rc == 0)
         kr_log(r, CONNECTOR_LOG_INFO, "subtask %d reads %d partitions%s", r->ctx.subtask,
@@ -683,10 +674,10 @@ ks_fetch(void *reader, int max, connector_emit_fn *emit, void *arg, int *wait_ms
     ssize_t n;
     char why[512];
 
-    if (r->discovery_ms > 0 && now_ms() >= r->next_discovery_ms) {
+    if (r->discovery_ms > 0 && kafka_now_ms() >= r->next_discovery_ms) {
         if (discover(r, false, err, errlen) != 0)
             return -1;
-        r->next_discovery_ms = now_ms() + r->discovery_ms;
+        r->next_discovery_ms = kafka_now_ms() + r->discovery_ms;
     }
     if (rd_kafka_fatal_error(r->rk, why, sizeof why) != RD_KAFKA_RESP_ERR_NO_ERROR)
         return kafka_fail(err, errlen, "kafka source: %s", why);
