@@ -179,6 +179,22 @@ class ClusterTestCase(SpateTestCase):
             return s if status == 200 and s["counts"]["completed"] >= 1 else None
         return wait_for(ok, timeout, f"a completed checkpoint of {jid} while it runs")
 
+    def assert_counted_once(self, out, count, keys):
+        """testjobs' `checkpointed` job wrote into the folder out, for each
+        of its keys, the counts 1..n once each (count records over keys)."""
+        counts = {}
+        for name in os.listdir(out):
+            if name.startswith("."):
+                continue
+            with open(os.path.join(out, name)) as f:
+                for line in f:
+                    k, n = re.match(r"^\((\d+),(\d+)\)$", line.strip()).groups()
+                    counts.setdefault(int(k), []).append(int(n))
+        self.assertEqual(sorted(counts), list(range(keys)))
+        for k in range(keys):
+            n = count // keys + (1 if k < count % keys else 0)
+            self.assertEqual(sorted(counts[k]), list(range(1, n + 1)), f"key {k}")
+
     def overview(self):
         status, body = self.rest("/overview")
         self.assertEqual(status, 200, body)

@@ -17,7 +17,7 @@ import json
 import urllib.error
 import urllib.request
 
-from clustertest import TESTJOBS as TESTJOBS_PATH, ClusterTestCase, wait_for
+from clustertest import TESTJOBS as TESTJOBS_PATH, ClusterTestCase, job_id_of, wait_for
 
 HS = 256
 MAGIC_RPC = 0x53505243
@@ -75,6 +75,8 @@ def job_id_payload(jid):
     return b"\x0a\x10" + bytes.fromhex(jid)
 
 
+TERMINAL = ("FINISHED", "FAILED", "CANCELED")
+
 # The control frames of issue 29, each as an unauthenticated peer would send
 # them: (what, method id, endpoint, payload or a function of the job id).
 DISPATCHER_SHUTDOWN = (0x0603, "dispatcher")
@@ -84,12 +86,15 @@ TE_STOP = (0x0405, None)  # the TaskExecutor's own name
 
 
 class Recorder:
-    """A TCP proxy that records what clients send through it."""
+    """A TCP proxy on 127.0.0.1 that records what clients send through it,
+    to target_port on target_host; without target_port, to its own port on
+    target_host (a process that binds there and announces 127.0.0.1 is then
+    reached through the proxy: see behind_proxy)."""
 
-    def __init__(self, target_port):
-        self.target = target_port
+    def __init__(self, target_port=None, target_host="127.0.0.1"):
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
+        self.target = (target_host, target_port if target_port is not None else self.port)
         self.sent = []  # bytes each client sent, per connection
         self.lock = threading.Lock()
         self.stopped = False
@@ -101,7 +106,7 @@ class Recorder:
                 c, _ = self.listener.accept()
             except OSError:
                 return
-            u = socket.create_connection(("127.0.0.1", self.target))
+            u = socket.create_connection(self.target)
             with self.lock:
                 self.sent.append(bytearray())
                 rec = self.sent[-1]
@@ -156,9 +161,42 @@ class SecurityTest(ClusterTestCase):
         m = tm.wait_log(r"TaskExecutor [0-9a-f]+ started at 127\.0\.0\.1:(\d+)/(\S+) with")
         return int(m.group(1)), m.group(2)
 
-    def connect(self, port):
-        s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    def connect(self, port, host="127.0.0.1"):
+        s = socket.create_connection((host, port), timeout=20)
         return s, read_exactly(s, HS)
+
+    def replay(self, captured, port, magic, host="127.0.0.1"):
+        """Sends bytes captured from a real connection on a new one, as an
+        attacker would; returns what the server answered (read to its
+        close) and this side's address, as the server logs it."""
+        s, challenge = self.connect(port, host)
+        self.assertEqual(struct.unpack(">I", challenge[:4])[0], magic)
+        self.assertEqual(challenge[6], 0, "the challenge is a refusal")
+        peer = "%s:%d" % s.getsockname()
+        s.sendall(captured)
+        reply = read_exactly(s, HS)
+        self.assertNotEqual(reply[6], 0, "the replay was accepted")
+        self.assertIn(b"replayed", reply[136:])
+        self.assertEqual(read_to_eof(s), b"", "frames answered after the refusal")
+        s.close()
+        return reply, peer
+
+    @staticmethod
+    def captured(rec, what):
+        """The bytes the first client sent through rec, once it sent more
+        than its hello (the frames after it)."""
+        def sent():
+            with rec.lock:
+                return bytes(rec.sent[0]) if rec.sent and len(rec.sent[0]) > HS else None
+        return wait_for(sent, 60, f"a real {what} connection through the proxy")
+
+    def behind_proxy(self):
+        """A proxy on 127.0.0.1 to the same port of 127.0.0.2 (a loopback
+        address too): a process bound to 127.0.0.2 that announces 127.0.0.1
+        is reached through it."""
+        rec = Recorder(target_host="127.0.0.2")
+        self.addCleanup(rec.close)
+        return rec
 
     def test_the_secret_file_is_made_private_and_shared(self):
         jm, tms = self.start_cluster()
@@ -200,18 +238,85 @@ class SecurityTest(ClusterTestCase):
         self.assertGreater(len(captured), HS, "the TaskManager sent its hello and frames")
         self.assertNotIn(self.secret(), captured, "the secret went over the wire")
         # The attacker replays the hello and the registration that followed.
-        s, challenge = self.connect(self.rpc_port)
-        self.assertEqual(challenge[6], 0)
-        s.sendall(captured)
-        reply = read_to_eof(s)
-        s.close()
-        self.assertGreaterEqual(len(reply), HS)
-        self.assertNotEqual(reply[6], 0, "the replay was accepted")
-        self.assertIn(b"replayed", reply[136:])
-        jm.wait_log(r"refused rpc connection from 127\.0\.0\.1:\d+: peer's proof does not match "
-                    r"security\.rpc\.secret \(a wrong secret, or a replayed handshake\)")
+        _, peer = self.replay(captured, self.rpc_port, MAGIC_RPC)
+        jm.wait_log(r"refused rpc connection from " + re.escape(peer) + r": peer's proof does "
+                    r"not match security\.rpc\.secret \(a wrong secret, or a replayed handshake\)")
         self.assertTrue(jm.alive())
         self.assertEqual(self.overview()["taskmanagers"], 1)
+
+    def test_a_replayed_data_handshake_is_refused_and_the_job_runs_on(self):
+        """A TaskManager's data connection to another, captured by a proxy
+        between them and replayed: refused, the job's records still flow."""
+        jm = self.start_jobmanager(*self.conf)
+        a = self.start_taskmanager(*self.conf, slots=1)
+        # B binds to 127.0.0.2 and announces 127.0.0.1, where the proxies
+        # are: A's data connection to B goes through `data`.
+        data, rpc = self.behind_proxy(), self.behind_proxy()
+        b = self.start_taskmanager(*self.conf, "-D", "taskmanager.bind-host=127.0.0.2",
+                                   "-D", "taskmanager.host=127.0.0.1",
+                                   "-D", f"taskmanager.data.port={data.port}",
+                                   "-D", f"taskmanager.rpc.port={rpc.port}", slots=1)
+        b.wait_log(r"data port 127\.0\.0\.2:%d" % data.port)
+        self.wait_overview(2)
+        # A keyed job over both: each source subtask sends to both counters.
+        count, keys = 60_000, 20
+        out = os.path.join(self.tmp, "out")
+        r = self.spate(*self.conf, "-D", f"state.checkpoints.dir={self.tmp}/checkpoints", "run",
+                       "-m", f"127.0.0.1:{self.rest_port}", "-d", "-p", "2", TESTJOBS_PATH,
+                       "checkpointed", "--count", str(count), "--rate", "3000", "--keys",
+                       str(keys), "--output", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        jid = job_id_of(r.stdout)
+        captured = self.captured(data, "data")
+        self.assertEqual(struct.unpack(">I", captured[:4])[0], MAGIC_DATA)
+        self.assertNotIn(self.secret(), captured, "the secret went over the wire")
+        # The replay, on B's data port itself: the hello and the partition
+        # requests after it.
+        _, peer = self.replay(captured, data.port, MAGIC_DATA, host="127.0.0.2")
+        b.wait_log(r"dropping data connection from " + re.escape(peer) + r": peer's proof does "
+                   r"not match security\.rpc\.secret \(a wrong secret, or a replayed handshake\)")
+        self.assertEqual(self.job(jid)["state"], "RUNNING")
+        # The job goes on over the real connections and ends with every
+        # record counted once: nothing of the replay reached it.
+        job = wait_for(lambda: (lambda j: j if j["state"] in TERMINAL else None)(self.job(jid)),
+                       120, f"job {jid} ended")
+        self.assertEqual(job["state"], "FINISHED", job)
+        self.assert_counted_once(out, count, keys)
+        self.assertTrue(jm.alive() and a.alive() and b.alive())
+        self.assertEqual(self.overview()["taskmanagers"], 2)
+
+    def test_a_replayed_blob_handshake_is_refused_and_blobs_still_download(self):
+        """A TaskManager's fetch of a job's library from the BlobServer,
+        captured by a proxy in front of it and replayed: refused, and the
+        next TaskManager still downloads the library."""
+        # The JobManager binds to 127.0.0.2 and announces 127.0.0.1, where
+        # the proxies are: TaskManagers fetch blobs through `blob`.
+        blob, rpc = self.behind_proxy(), self.behind_proxy()
+        jm = self.start_jobmanager(*self.conf, "-D", "jobmanager.bind-host=127.0.0.2",
+                                   "-D", "jobmanager.rpc.address=127.0.0.1",
+                                   "-D", f"blob.server.port={blob.port}", rpc_port=rpc.port)
+        jm.wait_log(r"BlobServer at 127\.0\.0\.1:%d " % blob.port)
+        a = self.start_taskmanager(*self.conf, slots=1)
+        self.wait_overview(1)
+        jid = self.submit_job(1, "--run-ms", "100")
+        wait_for(lambda: self.job(jid)["state"] == "FINISHED", 60, "the first job finished")
+        a.wait_log(r"fetched blob [0-9a-f]+ from 127\.0\.0\.1:%d" % blob.port)
+        captured = self.captured(blob, "blob")
+        self.assertEqual(struct.unpack(">I", captured[:4])[0], MAGIC_BLOB)
+        self.assertNotIn(self.secret(), captured, "the secret went over the wire")
+        # The replay: the hello and the request for the library after it.
+        _, peer = self.replay(captured, blob.port, MAGIC_BLOB, host="127.0.0.2")
+        jm.wait_log(r"refused a blob connection from " + re.escape(peer) + r": peer's proof "
+                    r"does not match security\.rpc\.secret \(a wrong secret, or a replayed "
+                    r"handshake\)")
+        # The BlobServer still serves: a new TaskManager (a BlobCache of its
+        # own) downloads the library of a job over both.
+        b = self.start_taskmanager(*self.conf, slots=1)
+        self.wait_overview(2)
+        jid = self.submit_job(2, "--run-ms", "100")
+        wait_for(lambda: self.job(jid)["state"] == "FINISHED", 60, "the second job finished")
+        b.wait_log(r"fetched blob [0-9a-f]+ from 127\.0\.0\.1:%d" % blob.port)
+        self.assertTrue(jm.alive() and a.alive() and b.alive())
 
     def unauthenticated(self, port, method, target, payload, proc, secret=None):
         """Sends a hello without proof (or with a wrong secret's) and the

@@ -128,18 +128,7 @@ class TlsTest(ClusterTestCase):
         self.assertEqual(job["state"], "FINISHED", job.get("failure"))
 
         # Exactly once through the kill: every key's counts 1..n, once each.
-        counts = {}
-        for name in os.listdir(out):
-            if name.startswith("."):
-                continue
-            with open(os.path.join(out, name)) as f:
-                for line in f:
-                    k, n = re.match(r"^\((\d+),(\d+)\)$", line.strip()).groups()
-                    counts.setdefault(int(k), []).append(int(n))
-        self.assertEqual(sorted(counts), list(range(keys)))
-        for k in range(keys):
-            n = count // keys + (1 if k < count % keys else 0)
-            self.assertEqual(sorted(counts[k]), list(range(1, n + 1)), f"key {k}")
+        self.assert_counted_once(out, count, keys)
 
         # Plain HTTP on the HTTPS port gets no HTTP answer.
         with socket.create_connection(("127.0.0.1", self.rest_port), timeout=10) as s:
