@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include <gnutls/gnutls.h>
+
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "rest/rest_auth.h"
@@ -76,6 +78,34 @@ conns_started(struct rest_server *rs, struct MHD_Connection *c, void **socket_co
     pthread_mutex_unlock(&cs->lock);
 }
 
+/* A connection to the HTTPS port that closes before any request, its
+ * client having sent bytes but no TLS hello, was a plaintext client (an
+ * http:// URL): libmicrohttpd's own line names neither the client nor the
+ * reason. Called before libmicrohttpd closes the socket, which still holds
+ * what the TLS layer did not read (it reads a record's 5-byte header, then
+ * gives up). A client that sends nothing is closed by the timeouts, as
+ * before, without this line. */
+static void
+conns_closed_tls(struct rest_server *rs, struct MHD_Connection *c, const struct rest_conn *x)
+{
+    const union MHD_ConnectionInfo *ci;
+    char b;
+
+    if (x->served || x->pushed_out || x->fd < 0 || !rest_tls_on(&rs->tls))
+        return;
+    ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    /* No handshake message came in: GnuTLS's last one is still none (-1). */
+    if (ci == NULL || ci->tls_session == NULL ||
+        (int)gnutls_handshake_get_last_in(ci->tls_session) >= 0 ||
+        recv(x->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 1)
+        return;
+    SPATE_LOG_LIMITED(&rs->conns.rl, LOG_LEVEL_WARN, REST_LOG,
+                      "refused REST connection from %s: TLS handshake failed: the client does "
+                      "not speak TLS (it sent no TLS hello: plain HTTP on the HTTPS port, "
+                      "security.ssl.rest.enabled is true; use https://)",
+                      x->peer);
+}
+
 void
 rest_conns_notify(void *cls, struct MHD_Connection *c, void **socket_context,
                   enum MHD_ConnectionNotificationCode toe)
@@ -89,6 +119,7 @@ rest_conns_notify(void *cls, struct MHD_Connection *c, void **socket_context,
     }
     if (x == NULL)
         return;
+    conns_closed_tls(rs, c, x);
     pthread_mutex_lock(&rs->conns.lock);
     x->prev->next = x->next;
     x->next->prev = x->prev;
@@ -110,6 +141,7 @@ rest_conns_serving(struct MHD_Connection *c, bool serving)
         return;
     pthread_mutex_lock(&x->rs->conns.lock);
     x->waiting_since_ms = serving ? 0 : clock_mono_ms();
+    x->served = x->served || serving;
     pthread_mutex_unlock(&x->rs->conns.lock);
 }
 

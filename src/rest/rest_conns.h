@@ -33,6 +33,7 @@ struct rest_conn {
     char peer[64];
     uint64_t waiting_since_ms; /* monotonic; 0: a request is being served */
     bool pushed_out;           /* shut down, not closed yet */
+    bool served;               /* a request's headers arrived */
 };
 
 struct rest_conns {

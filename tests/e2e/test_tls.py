@@ -201,6 +201,34 @@ class TlsTest(ClusterTestCase):
         self.assertEqual(self.overview()["taskmanagers"], 1)
         self.assertEqual(self.tls_exchange(self.rpc_port, "node")[:4], b"SPRC")
 
+    def test_a_plaintext_client_on_the_https_port_is_refused_and_https_serves_on(self):
+        jm = self.start_jobmanager(*self.tls_conf(internal=False))
+        self.assertEqual(self.rest_scheme, "https")
+        self.assertEqual(self.rest("/overview")[0], 200)
+        # A client that speaks plain HTTP to the HTTPS port (an http:// URL)
+        # gets no HTTP answer, and the log names it and says why.
+        with socket.create_connection(("127.0.0.1", self.rest_port), timeout=10) as s:
+            peer = "%s:%d" % s.getsockname()
+            s.sendall(b"GET /overview HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = b""
+            try:
+                while chunk := s.recv(4096):
+                    answer += chunk
+            except OSError:
+                pass
+        self.assertNotIn(b"HTTP/1.1", answer)
+        jm.wait_log(r"refused REST connection from " + re.escape(peer) + r": TLS handshake "
+                    r"failed: the client does not speak TLS \(it sent no TLS hello: plain HTTP "
+                    r"on the HTTPS port, security\.ssl\.rest\.enabled is true; use https://\)")
+        # The JobManager serves on over HTTPS: REST and the CLI.
+        self.assertTrue(jm.alive())
+        status, body = self.rest("/overview")
+        self.assertEqual(status, 200, body)
+        r = self.spate(*self.tls_conf(internal=False), "list", "-m",
+                       f"127.0.0.1:{self.rest_port}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(jm.count(r"refused REST connection from"), 1)
+
     # ---- configuration --------------------------------------------------------------------
 
     def start_refused(self, *conf):
