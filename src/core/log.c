@@ -265,7 +265,7 @@ log_limited_write(struct log_ratelimit *rl, enum log_level level, const char *co
 {
     long long now = (long long)clock_mono_ms();
     long long start = atomic_load_explicit(&rl->window_start_ms, memory_order_relaxed);
-    int dropped = 0;
+    int dropped = 0, burst = rl->burst > 0 ? rl->burst : LOG_RATELIMIT_BURST;
     va_list ap;
 
     if (now - start >= LOG_RATELIMIT_WINDOW_MS &&
@@ -274,7 +274,7 @@ log_limited_write(struct log_ratelimit *rl, enum log_level level, const char *co
         dropped = atomic_exchange_explicit(&rl->suppressed, 0, memory_order_relaxed);
         atomic_store_explicit(&rl->count, 0, memory_order_relaxed);
     }
-    if (atomic_fetch_add_explicit(&rl->count, 1, memory_order_relaxed) >= LOG_RATELIMIT_BURST) {
+    if (atomic_fetch_add_explicit(&rl->count, 1, memory_order_relaxed) >= burst) {
         atomic_fetch_add_explicit(&rl->suppressed, 1, memory_order_relaxed);
         return;
     }

@@ -48,6 +48,7 @@ struct log_ratelimit {
     _Atomic long long window_start_ms;
     _Atomic int count;
     _Atomic int suppressed;
+    int burst; /* lines per window, set before the first; 0: LOG_RATELIMIT_BURST */
 };
 
 #define SPATE_LOG_LIMITED(rl, level, component, ...)                                    \

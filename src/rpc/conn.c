@@ -38,6 +38,63 @@ conn_ref(struct rpc_conn *c)
     c->refs++;
 }
 
+static size_t conn_ip_len(const char *peer);
+
+struct log_ratelimit *
+conn_access_limit(struct rpc_conn *c)
+{
+    struct rpc_service *svc = c->svc;
+    struct rpc_access_limit *a;
+    struct hmap_node *n;
+    char ip[sizeof a->ip];
+    uint64_t h;
+
+    if (c->access != NULL)
+        return &c->access->rl;
+    snprintf(ip, sizeof ip, "%.*s", (int)conn_ip_len(c->peer), c->peer);
+    h = hmap_hash_string(ip);
+    HMAP_FOR_EACH_WITH_HASH(n, h, &svc->access_limits)
+    {
+        a = container_of(n, struct rpc_access_limit, node);
+        if (strcmp(a->ip, ip) == 0)
+            goto found;
+    }
+    a = xcalloc(1, sizeof *a);
+    a->rl.burst = RPC_ACCESS_BURST;
+    snprintf(a->ip, sizeof a->ip, "%s", ip);
+    hmap_insert(&svc->access_limits, &a->node, h);
+found:
+    a->refs++;
+    c->access = a;
+    return &a->rl;
+}
+
+/* The peer's last connection is gone: what its limiter dropped since its
+ * last line is said now, not at a next line that may never come. */
+static void
+conn_access_free(struct rpc_service *svc, struct rpc_access_limit *a)
+{
+    int dropped = atomic_load_explicit(&a->rl.suppressed, memory_order_relaxed);
+
+    if (dropped > 0)
+        SPATE_LOG_INFO("rpc",
+                       "access: %d lines of controls from %s were not logged (at most %d per "
+                       "%d s from one peer)",
+                       dropped, a->ip, RPC_ACCESS_BURST, LOG_RATELIMIT_WINDOW_MS / 1000);
+    hmap_remove(&svc->access_limits, &a->node);
+    free(a);
+}
+
+void
+conn_access_release_all(struct rpc_service *svc)
+{
+    struct hmap_node *n;
+
+    while ((n = hmap_first(&svc->access_limits)) != NULL)
+        conn_access_free(svc, container_of(n, struct rpc_access_limit, node));
+    hmap_release(&svc->access_limits);
+}
+
 void
 conn_unref(struct rpc_conn *c)
 {
@@ -235,6 +292,9 @@ conn_really_close(struct rpc_conn *c)
         c->svc->n_incoming--;
     }
     c->state = CONN_CLOSED;
+    if (c->access != NULL && --c->access->refs == 0)
+        conn_access_free(c->svc, c->access);
+    c->access = NULL;
     list_remove(&c->dirty_node);
     list_remove(&c->hs_node);
     list_remove(&c->all_node);

@@ -310,7 +310,8 @@ endpoint_on_request(struct rpc_conn *c, const struct frame *fr)
     if (m->control)
         /* The access log of the cluster's controls (for LOCAL ones REST's
          * line before it names the client that asked). */
-        SPATE_LOG_INFO("rpc", "access: %s from %s", m->name, c->peer);
+        SPATE_LOG_LIMITED(conn_access_limit(c), LOG_LEVEL_INFO, "rpc", "access: %s from %s",
+                          m->name, c->peer);
     call = xmalloc(sizeof *call);
     call->conn = c;
     call->ep = ep;

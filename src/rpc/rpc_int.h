@@ -69,8 +69,9 @@ struct rpc_service {
     int max_connections, max_connections_per_peer, max_handshaking;
     int64_t frame_timeout_ms;
     size_t max_buffered_bytes;
-    struct log_ratelimit refusals;                /* lines about peers' bad input and refusals */
-    struct list_node dirty;                       /* connections with output to flush this turn */
+    struct log_ratelimit refusals; /* lines about peers' bad input and refusals */
+    struct hmap access_limits;     /* peer IP -> rpc_access_limit, while a connection holds it */
+    struct list_node dirty;        /* connections with output to flush this turn */
     struct rpc_conn *local_client, *local_server; /* the in-process pair */
 
     struct hmap calls;          /* call id -> pending ask (rpc_future) */
@@ -116,8 +117,21 @@ enum conn_state {
     CONN_CLOSED,
 };
 
+/* The access lines of one peer (an IP address: all its connections), at
+ * most RPC_ACCESS_BURST per LOG_RATELIMIT_WINDOW_MS: an authenticated peer
+ * cannot flood the log with control calls. */
+#define RPC_ACCESS_BURST 100
+
+struct rpc_access_limit {
+    struct hmap_node node; /* in svc->access_limits */
+    struct log_ratelimit rl;
+    int refs; /* connections that logged a line */
+    char ip[64];
+};
+
 struct rpc_conn {
     struct rpc_service *svc;
+    struct rpc_access_limit *access; /* its peer's, from its first access line */
     uv_tcp_t tcp;
     struct tls_stream *tls; /* NULL: plaintext (or in-process) */
     enum conn_state state;
@@ -169,6 +183,10 @@ void conn_close_after_flush(struct rpc_conn *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void conn_ref(struct rpc_conn *c);
 void conn_unref(struct rpc_conn *c);
+/* The limiter of c's peer's access lines (shared by its connections). */
+struct log_ratelimit *conn_access_limit(struct rpc_conn *c);
+/* Service stop: frees the limiters left (a closed connection gives its back). */
+void conn_access_release_all(struct rpc_service *svc);
 bool conn_usable(const struct rpc_conn *c);
 /* Shutdown: closes every connection quietly. */
 void conn_close_all(struct rpc_service *svc);

@@ -288,6 +288,7 @@ rpc_service_new(const struct rpc_service_options *o, struct rpc_service **out, s
     hmap_init(&svc->pool);
     hmap_init(&svc->calls);
     hmap_init(&svc->watches);
+    hmap_init(&svc->access_limits);
     list_init(&svc->conns);
     list_init(&svc->dirty);
     list_init(&svc->deadlines);
@@ -473,6 +474,7 @@ rpc_service_free(struct rpc_service *svc)
     hmap_release(&svc->pool);
     hmap_release(&svc->calls);
     hmap_release(&svc->watches);
+    conn_access_release_all(svc);
     for (int i = 0; i < RPC_TOMBSTONES; i++)
         free(svc->tombstones[i]);
     free(svc->secret);

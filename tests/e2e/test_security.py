@@ -83,6 +83,7 @@ DISPATCHER_SHUTDOWN = (0x0603, "dispatcher")
 DISPATCHER_CANCEL = (0x0605, "dispatcher")
 RM_REGISTER = (0x0301, "resourcemanager")
 TE_STOP = (0x0405, None)  # the TaskExecutor's own name
+TE_CANCEL = 0x0407  # te.cancel_task
 
 
 class Recorder:
@@ -352,6 +353,34 @@ class SecurityTest(ClusterTestCase):
         # is still the only one.
         self.assertTrue(jm.alive() and tm.alive())
         self.assertEqual(self.job(jid)["state"], "RUNNING")
+        self.assertEqual(self.overview()["taskmanagers"], 1)
+
+    def test_a_peer_flooding_controls_is_rate_limited_in_the_access_log(self):
+        """An authenticated peer sends 250 control calls at once: the access
+        log keeps 100 lines a peer per 10 s and says how many it dropped."""
+        jm, (tm,) = self.start_cluster()
+        te_port, te_name = self.te_address(tm)
+        s, challenge = self.connect(te_port)
+        s.sendall(hello(challenge, secret=self.secret()))
+        self.assertEqual(read_exactly(s, HS)[6], 0, "the secret's hello refused")
+        peer = "%s:%d" % s.getsockname()
+        flood = 250
+        s.sendall(b"".join(frame(1, TE_CANCEL, te_name, b"", call_id=i + 1)
+                           for i in range(flood)))
+        for _ in range(flood):  # each ask answered: every call was served
+            (n,) = struct.unpack(">I", read_exactly(s, 4))
+            read_exactly(s, n)
+        s.close()
+        line = r"(?m)rpc: access: te\.cancel_task from " + re.escape(peer) + "$"
+        # Closing its last connection says what the peer's limiter dropped.
+        m = tm.wait_log(r"access: (\d+) lines of controls from 127\.0\.0\.1 were not logged "
+                        r"\(at most 100 per 10 s from one peer\)")
+        logged = tm.count(line)
+        rolled = sum(int(n) for n in re.findall(r"\((\d+) lines like the next were not logged",
+                                                tm.text()))
+        self.assertLess(logged, flood, "no line dropped")
+        self.assertEqual(logged + int(m.group(1)) + rolled, flood, "every call accounted for")
+        self.assertTrue(tm.alive() and jm.alive())
         self.assertEqual(self.overview()["taskmanagers"], 1)
 
     def test_cluster_controls_are_served_to_their_own_process_only(self):

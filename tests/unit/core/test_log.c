@@ -147,34 +147,59 @@ Test(log, a_thread_name_is_the_os_thread_name_too)
     cr_assert_str_eq(got, "Window 12345678", "the kernel's 15 bytes of the name");
 }
 
-/* A line a peer can make repeat: a burst passes, the rest are counted and
- * said by the first line of the next window. */
-Test(log, limited_lines_stop_at_the_burst_and_count_the_rest)
+/* Writes n limited lines "refused connection i" through rl into a log file,
+ * then, with next_window, one more in the next window; returns the file's
+ * text and its count of such lines. */
+static char *
+limited_lines(struct log_ratelimit *rl, int n, bool next_window, int *lines)
 {
     char path[] = "/tmp/spate-test-log-XXXXXX";
-    struct log_ratelimit rl = { 0 };
     int fd = mkstemp(path);
     spate_error err;
     char *text, *p;
-    int lines = 0;
 
     close(fd);
     cr_assert_eq(log_open_file(path, &err), 0);
     log_set_level(LOG_LEVEL_INFO);
-    for (int i = 0; i < 1000; i++)
-        SPATE_LOG_LIMITED(&rl, LOG_LEVEL_WARN, "rpc", "refused connection %d", i);
-    /* The next window: its first line says how many were dropped. */
-    atomic_store(&rl.window_start_ms, atomic_load(&rl.window_start_ms) - LOG_RATELIMIT_WINDOW_MS);
-    SPATE_LOG_LIMITED(&rl, LOG_LEVEL_WARN, "rpc", "refused connection %d", 1000);
+    for (int i = 0; i < n; i++)
+        SPATE_LOG_LIMITED(rl, LOG_LEVEL_WARN, "rpc", "refused connection %d", i);
+    if (next_window) {
+        atomic_store(&rl->window_start_ms,
+                     atomic_load(&rl->window_start_ms) - LOG_RATELIMIT_WINDOW_MS);
+        SPATE_LOG_LIMITED(rl, LOG_LEVEL_WARN, "rpc", "refused connection %d", n);
+    }
     log_close_file();
     text = slurp(path);
     unlink(path);
+    *lines = 0;
     for (p = text; (p = strstr(p, "refused connection")) != NULL; p++)
-        lines++;
+        (*lines)++;
+    return text;
+}
+
+/* A line a peer can make repeat: a burst passes, the rest are counted and
+ * said by the first line of the next window. */
+Test(log, limited_lines_stop_at_the_burst_and_count_the_rest)
+{
+    struct log_ratelimit rl = { 0 };
+    int lines;
+    char *text = limited_lines(&rl, 1000, true, &lines);
+
     cr_assert_eq(lines, LOG_RATELIMIT_BURST + 1, "%s", text);
     cr_assert(strstr(text, "(980 lines like the next were not logged in the last 10 s)") != NULL,
               "%s", text);
     cr_assert(strstr(text, "refused connection 1000") != NULL);
+}
+
+/* A limiter of its own burst (the RPC access log's, per peer). */
+Test(log, a_limiter_with_its_own_burst_keeps_that_many)
+{
+    struct log_ratelimit rl = { .burst = 3 };
+    int lines;
+    char *text = limited_lines(&rl, 50, false, &lines);
+
+    cr_assert_eq(lines, 3, "%s", text);
+    cr_assert_eq(atomic_load(&rl.suppressed), 47);
 }
 
 /* Lines of "line N" in path (0 when it does not exist); their numbers
