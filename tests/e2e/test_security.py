@@ -107,7 +107,11 @@ class Recorder:
                 c, _ = self.listener.accept()
             except OSError:
                 return
-            u = socket.create_connection(self.target)
+            try:
+                u = socket.create_connection(self.target)
+            except OSError:  # the target is gone (the test ends): so is this client
+                c.close()
+                continue
             with self.lock:
                 self.sent.append(bytearray())
                 rec = self.sent[-1]
