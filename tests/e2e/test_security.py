@@ -1,8 +1,10 @@
 """Security end to end: the challenge-response handshake of RPC, data and
-blob connections (a replayed handshake captured from a real one is refused),
-control frames from unauthenticated or remote peers refused with a clear log
-line while the cluster keeps running, and no secret on a command line or in
-`spate config`'s output."""
+blob connections (a replayed handshake captured from a real one, through a
+proxy between real processes, is refused on each port), control frames from
+unauthenticated or remote peers refused with a clear log line while the
+cluster keeps running, the access log of a peer flooding controls
+rate-limited, and no secret on a command line or in `spate config`'s
+output."""
 
 import hashlib
 import hmac

@@ -9,7 +9,8 @@ security.ssl.internal.* (RPC, data, blob) and security.ssl.rest.* (HTTPS).
 - refusals, each with a log line saying why, the JobManager unaffected: a
   plaintext client on the TLS RPC, blob and data ports, a certificate of
   another CA, an expired certificate, and a TaskManager with another CA's
-  certificate;
+  certificate; a plaintext client on the HTTPS REST port, named in the log,
+  REST and the CLI served over HTTPS after it;
 - configuration errors refused at start, naming the key and the file: a
   missing file, a file without PEM, a key that does not match, an expired
   certificate;
