@@ -22,6 +22,19 @@
 /* Sorted runs that set off a universal compaction (RocksDB's default: 4). */
 #define RDB_UNIVERSAL_RUNS 16
 
+/* RocksDB counts into its thread-local perf context by default (perf
+ * level "enable count"): every key comparison of a memtable's skip list
+ * adds to user_key_comparison_count through a thread_local with a
+ * dynamic initializer, two TLS lookups beside the comparison's own. No
+ * one reads those counts here: the calling thread's perf level is set to
+ * "disable" (thread-local too, so each call sets it for its thread: one
+ * store beside the tens of comparisons a call makes). */
+static inline void
+perf_off(void)
+{
+    rocksdb_set_perf_level(rocksdb_disable);
+}
+
 struct rdb {
     rocksdb_t *db;
     rocksdb_options_t *opts;
@@ -292,6 +305,7 @@ rdb_get(struct rdb *d, int cf, const void *k, size_t klen, const uint8_t **v, si
     char *e = NULL;
     const char *p;
 
+    perf_off();
     if (d->last != NULL) {
         rocksdb_pinnableslice_destroy(d->last);
         d->last = NULL;
@@ -312,6 +326,7 @@ rdb_put(struct rdb *d, int cf, const void *k, size_t klen, const void *v, size_t
 {
     char *e = NULL;
 
+    perf_off();
     rocksdb_put_cf(d->db, d->wo, d->cfs[cf], k, klen, v, vlen, &e);
     return e != NULL ? rdb_error(e, "put", errbuf, errlen) : 0;
 }
@@ -322,6 +337,7 @@ rdb_merge(struct rdb *d, int cf, const void *k, size_t klen, const void *v, size
 {
     char *e = NULL;
 
+    perf_off();
     rocksdb_merge_cf(d->db, d->wo, d->cfs[cf], k, klen, v, vlen, &e);
     return e != NULL ? rdb_error(e, "merge", errbuf, errlen) : 0;
 }
@@ -331,6 +347,7 @@ rdb_remove(struct rdb *d, int cf, const void *k, size_t klen, char *errbuf, size
 {
     char *e = NULL;
 
+    perf_off();
     rocksdb_delete_cf(d->db, d->wo, d->cfs[cf], k, klen, &e);
     return e != NULL ? rdb_error(e, "delete", errbuf, errlen) : 0;
 }
@@ -376,6 +393,7 @@ rdb_iter(struct rdb *d, int cf, struct rdb_snapshot *s, const void *lo, size_t l
 
     if (it == NULL)
         return NULL;
+    perf_off();
     it->lo = copy_bytes(lo, lolen);
     it->hi = copy_bytes(hi, hilen);
     it->ro = rocksdb_readoptions_create();
