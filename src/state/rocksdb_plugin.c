@@ -46,6 +46,9 @@ struct rdb {
     rocksdb_cache_t *cache;
     rocksdb_readoptions_t *ro;
     rocksdb_writeoptions_t *wo;
+    /* The batch of every put, cleared and reused: rocksdb_put_cf makes and
+     * frees a batch per call. */
+    rocksdb_writebatch_t *batch;
     rocksdb_pinnableslice_t *last; /* the last get's value */
 };
 
@@ -155,6 +158,8 @@ rdb_close(struct rdb *d)
         rocksdb_readoptions_destroy(d->ro);
     if (d->wo != NULL)
         rocksdb_writeoptions_destroy(d->wo);
+    if (d->batch != NULL)
+        rocksdb_writebatch_destroy(d->batch);
     free(d->cfs);
     free(d->cf_opts);
     free(d);
@@ -289,6 +294,7 @@ rdb_open(const char *dir, int ncf, const char *const *names, const struct rdb_op
     d->ro = rocksdb_readoptions_create();
     d->wo = rocksdb_writeoptions_create();
     rocksdb_writeoptions_disable_WAL(d->wo, 1);
+    d->batch = rocksdb_writebatch_create();
     *out = d;
     d = NULL;
 out:
@@ -327,7 +333,9 @@ rdb_put(struct rdb *d, int cf, const void *k, size_t klen, const void *v, size_t
     char *e = NULL;
 
     perf_off();
-    rocksdb_put_cf(d->db, d->wo, d->cfs[cf], k, klen, v, vlen, &e);
+    rocksdb_writebatch_clear(d->batch);
+    rocksdb_writebatch_put_cf(d->batch, d->cfs[cf], k, klen, v, vlen);
+    rocksdb_write(d->db, d->wo, d->batch, &e);
     return e != NULL ? rdb_error(e, "put", errbuf, errlen) : 0;
 }
 
