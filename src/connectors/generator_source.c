@@ -118,6 +118,36 @@ generator_unalign(struct generator_impl *g)
     g->aligned = false;
 }
 
+/* The aligned loop of a source with a timestamp function and periodic
+ * watermarks (source_run_emit's common case), with what it reads in
+ * locals: no per-record look at the generator's settings, the record's
+ * meta written once but for its timestamp. Returns end. */
+static const struct gen_split *
+generator_emit_timed(struct stream_operator *op, struct source_run *r, spate_generator_fn gen,
+                     uint64_t base, const struct gen_split *s, const struct gen_split *end,
+                     void *rec)
+{
+    void (*collect)(struct output * self, const void *rec, const struct record_meta *meta) =
+        r->collect;
+    spate_timestamp_fn timestamp_fn = r->timestamp_fn;
+    struct output *out = r->out;
+    spate_ctx *ctx = &op->ctx;
+    struct record_meta m = { RECORD_NO_TIMESTAMP, 0, false };
+    int64_t max = r->max_timestamp;
+
+    r->n += (uint64_t)(end - s);
+    for (; s < end; s++) {
+        operator_before_call(op);
+        gen(ctx, base + s->split, rec);
+        m.timestamp = timestamp_fn(ctx, rec);
+        if (m.timestamp > max)
+            max = m.timestamp;
+        collect(out, rec, &m);
+    }
+    r->max_timestamp = max;
+    return end;
+}
+
 /* Aligned splits: up to budget records of the round, the splits from at on
  * in order; the number emitted. The last round of a bounded source (a
  * split past limit) goes to the general path. */
@@ -141,6 +171,8 @@ generator_run_aligned(struct stream_operator *op, struct generator_impl *g, spat
         return 0;
     }
     source_run_begin(&run, op);
+    if (likely(!run.per_record && run.timestamp_fn != NULL))
+        s = generator_emit_timed(op, &run, gen, base, s, end, rec);
     for (; s < end; s++) {
         operator_before_call(op);
         gen(&op->ctx, base + s->split, rec);

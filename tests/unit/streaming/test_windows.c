@@ -391,6 +391,54 @@ Test(windows, tumbling_event_time_with_the_source_s_own_watermarks)
     tumbling_event_time_with_lateness_and_late_data();
 }
 
+/* The generator's records, stamped by the generator itself: event j of
+ * key j % KEYS at 3j ms, of value j. */
+#define GEN_EVENTS 3000
+
+static void
+gen_evt(spate_ctx *ctx, uint64_t j, void *out)
+{
+    (void)ctx;
+    *(struct evt *)out = (struct evt){ (int64_t)(j % KEYS), (int64_t)j * 3, (int64_t)j };
+}
+
+/* A generator that stamps its records itself (its aligned loop with a
+ * timestamp function, the benchmarks' source) into tumbling windows: every
+ * key's count and sum in every window, each at its window's end. */
+Test(windows, tumbling_event_time_over_a_generator_s_own_timestamps)
+{
+    spate_env *env = env_new(NULL, NULL);
+    spate_watermark_strategy ws = spate_watermarks_monotonous(evt_ts);
+    const spate_type *cst =
+        spate_type_tuple(env, 2, (const spate_type *[]){ spate_type_int64(), spate_type_int64() });
+    spate_aggregate agg = { cst, cst, cs_create, cs_add, cs_result, cs_merge };
+    struct lines got = { 0 }, want = { 0 }, *gp = &got;
+    struct ref ref = { 0 };
+    spate_stream *s, *w;
+
+    s = spate_source_generator(env, gen_evt, evt_type(env), GEN_EVENTS, 0);
+    s = spate_key_by_field(spate_source_with_watermarks(s, &ws), 0);
+    w = spate_window(s, spate_tumbling_event_time(TSIZE));
+    w = spate_window_aggregate(w, &agg, cs_window, quad_type(env));
+    spate_params(spate_sink(w, quad_sink), &gp, sizeof gp);
+    run(env);
+
+    for (uint64_t j = 0; j < GEN_EVENTS; j++) {
+        struct evt e;
+        struct rwin *rw;
+
+        gen_evt(NULL, j, &e);
+        rw = ref_find(&ref, e.key, e.ts - e.ts % TSIZE, e.ts - e.ts % TSIZE + TSIZE, true);
+        rw->count++;
+        rw->sum += e.value;
+    }
+    ref_advance_fixed(&ref, INT64_MAX, 0, &want, true);
+    lines_assert_equal(&got, &want, "the generator's windows");
+    lines_free(&got);
+    lines_free(&want);
+    free(ref.w);
+}
+
 /* Periodic watermarks with no interval (Flink SQL's per-record
  * WatermarkAssigner) are the punctuated ones: the same late records, from
  * an operator and from the source itself. */
