@@ -445,17 +445,28 @@ check_key_only(struct window_op *w)
             w->key_only = false;
 }
 
+/* Window win's timer; NULL: it has none. */
+static struct window_timer *
+window_timer_find(struct window_op *w, spate_time_window win)
+{
+    for (size_t i = 0; i < w->nwt; i++)
+        if (w->wt[i].win.start == win.start && w->wt[i].win.end == win.end)
+            return &w->wt[i];
+    return NULL;
+}
+
 /* Window win has state of a key now: its timer, if it has none yet.
  * fired: its end is behind the watermark already (its late records fire
  * as they come). */
 static void
 window_timer_add(struct stream_operator *op, struct window_op *w, spate_time_window win, bool fired)
 {
-    for (size_t i = 0; i < w->nwt; i++)
-        if (w->wt[i].win.start == win.start && w->wt[i].win.end == win.end) {
-            w->wt[i].fired &= fired;
-            return;
-        }
+    struct window_timer *t = window_timer_find(w, win);
+
+    if (t != NULL) {
+        t->fired &= fired;
+        return;
+    }
     xgrow((void **)&w->wt, &w->wt_cap, w->nwt + 1, sizeof *w->wt);
     w->wt[w->nwt++] =
         (struct window_timer){ win, window_max_timestamp(win), cleanup_time(op, win),
@@ -1112,13 +1123,58 @@ window_process_general(struct stream_operator *op, const void *rec, const struct
     }
 }
 
+/* A key's first record in the open window, of the shape window_acc_of
+ * takes (an aggregate): the key's accumulator made in its slot and the
+ * record added, with what the general path would do, as its timer is
+ * there and its trigger does not fire (the window is open). false: the
+ * general path takes it. */
+static bool
+window_create_leaf(struct stream_operator *op, struct window_op *w, const void *rec,
+                   const struct record_meta *meta)
+{
+    const struct window_config *c = wcfg(op);
+    struct heap_state *st = w->contents;
+    struct state_map *map;
+    struct window_timer *t;
+    uint64_t hash;
+    uint8_t *acc;
+    uint32_t i;
+
+    if (!w->leaf || !w->key_only || w->leaf_add == NULL || !meta->has_key_hash ||
+        meta->timestamp < w->open_window.start || meta->timestamp >= w->open_window.end ||
+        op->ctx.scratch.nold != 0)
+        return false;
+    i = (uint32_t)(meta->key_hash & w->kg_mask) - w->kg_start;
+    if (i >= w->kg_count)
+        return false;
+    map = &st->maps.maps[i];
+    t = window_timer_find(w, w->last_window);
+    if (map->shared || t == NULL || t->fired)
+        return false;
+    hash = keyed_composite_hash(meta->key_hash, w->last_ns_hash);
+    memcpy(w->ckey + 4, (const uint8_t *)rec + w->key.offset, 8);
+    if (state_map_get_inline(map, hash, w->ckey, LEAF_CKEY, st->value_size) != NULL)
+        return false; /* there: not this record's case */
+    acc = state_entry_value(state_map_put(map, hash, w->ckey, LEAF_CKEY, NULL, st->value_size));
+    memset(acc, 0, st->value_size);
+    op->ctx.scratch.used = 0;
+    /* The key context is set if the functions read it (window_settle). */
+    op->ctx.pending = rec;
+    op->ctx.pending_meta = meta;
+    c->agg.create(&op->ctx, acc);
+    w->leaf_add(&op->ctx, rec, acc);
+    op->ctx.pending = NULL;
+    return true;
+}
+
 /* The common window's records the lookup below does not take. */
 static SPATE_NOINLINE void
 window_process_other(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     struct window_op *w = op->impl;
 
-    if (likely(w->fast) && window_process_fast(op, w, rec, meta))
+    if (likely(w->fast) &&
+        (window_create_leaf(op, w, rec, meta) || window_process_fast(op, w, rec, meta)))
         return;
     window_process_general(op, rec, meta);
 }
