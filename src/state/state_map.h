@@ -235,14 +235,17 @@ state_map_get_inline(struct state_map *m, uint64_t hash, const void *key, uint32
         return NULL;
     tags = state_map_tags(m->slots, m->mask);
     for (size_t i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
-        struct state_entry *e = &m->slots[i];
+        uint8_t t = tags[i];
 
-        if (tags[i] == 0)
+        if (t == tag) { /* the entry looked at only then (a tag is never 0) */
+            struct state_entry *e = &m->slots[i];
+
+            if (e->hash == hash && bytes_load64((const uint8_t *)&e->key_len1) == lens &&
+                bytes_equal(e->u.bytes, key, key_len))
+                return e;
+        } else if (t == 0) {
             return NULL;
-        if (tags[i] == tag && e->hash == hash &&
-            bytes_load64((const uint8_t *)&e->key_len1) == lens &&
-            bytes_equal(e->u.bytes, key, key_len))
-            return e;
+        }
     }
 }
 
@@ -261,15 +264,19 @@ state_map_get_inline_key8(struct state_map *m, uint64_t hash, uint64_t key8, uin
     if (m->slots == NULL)
         return NULL;
     tags = state_map_tags(m->slots, m->mask);
+    /* The tag first, as state_map_get_inline. */
     for (size_t i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
-        struct state_entry *e = &m->slots[i];
+        uint8_t t = tags[i];
 
-        if (tags[i] == 0)
+        if (t == tag) {
+            struct state_entry *e = &m->slots[i];
+
+            if (e->hash == hash && bytes_load64((const uint8_t *)&e->key_len1) == lens &&
+                bytes_load64(e->u.bytes + 4) == key8)
+                return e;
+        } else if (t == 0) {
             return NULL;
-        if (tags[i] == tag && e->hash == hash &&
-            bytes_load64((const uint8_t *)&e->key_len1) == lens &&
-            bytes_load64(e->u.bytes + 4) == key8)
-            return e;
+        }
     }
 }
 

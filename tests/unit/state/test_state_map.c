@@ -62,6 +62,45 @@ Test(state_map, get_inline_finds_the_entries_of_its_shape)
     state_map_release(&m);
 }
 
+/* state_map_get_inline_key8 along probe chains: keys whose hashes share
+ * home slots and tags (so a probe passes entries of its tag that are not
+ * its key, and entries of other tags), each found as state_map_get finds
+ * it; an absent key is not, whether its probe ends at an empty slot or
+ * passes entries of its tag. */
+Test(state_map, get_inline_key8_follows_probe_chains)
+{
+    uint64_t lens = state_map_inline_lens(32, 16);
+    struct state_map m;
+
+    state_map_init(&m);
+    for (uint64_t k = 0; k < 300; k++) {
+        uint8_t ckey[32] = { 8 }, value[16];
+        /* Three tags, few home slots: long chains of mixed tags. */
+        uint64_t hash = (k % 3) << 57 | (k % 5) << 13;
+
+        memcpy(ckey + 4, &k, 8);
+        memset(value, (int)k, sizeof value);
+        state_map_put(&m, hash, ckey, 32, value, 16);
+    }
+    for (uint64_t k = 0; k < 400; k++) {
+        uint8_t ckey[32] = { 8 };
+        uint64_t hash = (k % 3) << 57 | (k % 5) << 13;
+        struct state_entry *e = state_map_get_inline_key8(&m, hash, k, lens);
+
+        memcpy(ckey + 4, &k, 8);
+        if (k >= 300) {
+            cr_assert_null(e, "key %llu is absent", (unsigned long long)k);
+            continue;
+        }
+        cr_assert_not_null(e, "key %llu", (unsigned long long)k);
+        cr_assert_eq(e, state_map_get(&m, hash, ckey, 32), "key %llu", (unsigned long long)k);
+        cr_assert_eq(e->u.bytes[32], (uint8_t)k, "key %llu's value", (unsigned long long)k);
+        cr_assert_eq(state_map_get_inline(&m, hash, ckey, 32, 16), e, "key %llu",
+                     (unsigned long long)k);
+    }
+    state_map_release(&m);
+}
+
 static int
 count_entries(struct state_entry *e, void *data)
 {
