@@ -76,21 +76,13 @@ fs_remove_tree(const char *path, spate_error *err)
     return 0;
 }
 
-int
-fs_copy_file(const char *src, const char *dst, uint64_t *size, spate_error *err)
+/* Copies in with read and write, from where copy_file_range stopped. */
+static int
+fs_copy_rw(int in, int out, const char *src, const char *dst, uint64_t *total, spate_error *err)
 {
-    int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
-    uint64_t total = 0;
-    char *buf = NULL;
+    char *buf = xmalloc(1u << 20);
+    int rc = 0;
 
-    if (in < 0)
-        return spate_error_set(err, -errno, "cannot open '%s': %s", src, spate_strerror(-errno));
-    if ((out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
-        rc = spate_error_set(err, -errno, "cannot create '%s': %s", dst, spate_strerror(-errno));
-        close(in);
-        return rc;
-    }
-    buf = xmalloc(1u << 20);
     for (;;) {
         ssize_t n = read(in, buf, 1u << 20), w = 0;
 
@@ -102,24 +94,60 @@ fs_copy_file(const char *src, const char *dst, uint64_t *size, spate_error *err)
         }
         if (n == 0)
             break;
-        while (w < n) {
+        while (w < n && rc == 0) {
             ssize_t k = write(out, buf + w, (size_t)(n - w));
 
-            if (k < 0 && errno == EINTR)
-                continue;
-            if (k < 0) {
+            if (k < 0 && errno != EINTR)
                 rc = spate_error_set(err, -errno, "cannot write '%s': %s", dst,
                                      spate_strerror(-errno));
-                goto out;
-            }
-            w += k;
+            else if (k > 0)
+                w += k;
         }
-        total += (uint64_t)n;
+        if (rc != 0)
+            break;
+        *total += (uint64_t)n;
+    }
+    free(buf);
+    return rc;
+}
+
+int
+fs_copy_file(const char *src, const char *dst, uint64_t *size, spate_error *err)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
+    uint64_t total = 0;
+    ssize_t n;
+
+    if (in < 0)
+        return spate_error_set(err, -errno, "cannot open '%s': %s", src, spate_strerror(-errno));
+    if ((out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
+        rc = spate_error_set(err, -errno, "cannot create '%s': %s", dst, spate_strerror(-errno));
+        close(in);
+        return rc;
+    }
+    /* In the kernel, page cache to page cache (a reflink where the file
+     * system shares extents): no copy through a buffer of ours. A new
+     * file all the same, never the source's inode: what is done to the
+     * copy (a checkpoint's file deleted or cut short) leaves the source
+     * (a running database's) alone. Where the kernel or the file systems
+     * cannot (another file system, /proc), read and write. */
+    while ((n = copy_file_range(in, NULL, out, NULL, 1u << 30, 0)) != 0) {
+        if (n > 0) {
+            total += (uint64_t)n;
+        } else if (errno == EINTR) {
+            continue;
+        } else if (total == 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
+                                  errno == EOPNOTSUPP || errno == EPERM)) {
+            rc = fs_copy_rw(in, out, src, dst, &total, err);
+            break;
+        } else {
+            rc = spate_error_set(err, -errno, "cannot copy '%s' to '%s': %s", src, dst,
+                                 spate_strerror(-errno));
+            break;
+        }
     }
     if (rc == 0 && fsync(out) != 0)
         rc = spate_error_set(err, -errno, "cannot sync '%s': %s", dst, spate_strerror(-errno));
-out:
-    free(buf);
     close(in);
     if (close(out) != 0 && rc == 0)
         rc = spate_error_set(err, -errno, "cannot write '%s': %s", dst, spate_strerror(-errno));
