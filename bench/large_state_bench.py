@@ -20,7 +20,10 @@ Runs, in this order:
      load's own load_records_per_s_{none,checkpoints} and
      load_overhead_pct beside it. Each phase timed by the job itself
      (load_ns, changes_ns: its first record to its last, without the job's
-     start and end)
+     start and end). With checkpoints, the keyed task's synchronous part of
+     each (REST's checkpoint_duration.sync: the task waits for RocksDB's
+     flush): tp_sync_ms_p50, tp_sync_ms_max, and tp_sync_share_pct, their
+     sum over the two phases' time (median of the runs)
   2. incremental: LARGE_STATE_INC_GB of state, then LARGE_STATE_CHANGE_S
      seconds of changes at 1 %/s: bytes each checkpoint added to checkpoint
      storage (its folder and the shared SST files new since the last one,
@@ -342,6 +345,19 @@ class Sampler(threading.Thread):
             time.sleep(0.2)
 
 
+def sync_parts(c, jid):
+    """The keyed Update task's synchronous part of each completed
+    checkpoint of jid (ms, REST's checkpoint_duration.sync): the task
+    thread's wait, RocksDB's memtable flush above all."""
+    vid = next(v["id"] for v in c.job(jid)["vertices"] if v["name"].startswith("Update"))
+    out = []
+    for h in c.rest(f"/jobs/{jid}/checkpoints").get("history", []):
+        if h.get("status") == "COMPLETED":
+            d = c.rest(f"/jobs/{jid}/checkpoints/details/{h['id']}/subtasks/{vid}")
+            out += [s["checkpoint"]["sync"] for s in d["subtasks"] if s["status"] == "completed"]
+    return out
+
+
 def durations(c, jid):
     hist = c.rest(f"/jobs/{jid}/checkpoints").get("history", [])
     return [h["end_to_end_duration"] for h in hist if h.get("status") == "COMPLETED"]
@@ -364,6 +380,7 @@ def main():
         inc_keys = keys_for(INC_GB)
         tp_changes = max(1, int(inc_keys * TP_CHANGES))
         rates = {False: {"load": [], "change": []}, True: {"load": [], "change": []}}
+        sync_ms, sync_share = [], []
         for pair in range(PAIRS):
             for with_ckpt in ((False, True) if pair % 2 == 0 else (True, False)):
                 jid = c.submit(inc_keys, tp_changes, 0, with_ckpt)
@@ -377,10 +394,16 @@ def main():
                 r["load"].append(inc_keys / (load_ns / 1e9))
                 r["change"].append(tp_changes / (changes_ns / 1e9))
                 n = c.rest(f"/jobs/{jid}/checkpoints")["counts"]["completed"]
+                sync = sync_parts(c, jid) if with_ckpt else []
+                sync_ms += sync
+                if with_ckpt:
+                    sync_share.append(100 * sum(sync) / ((load_ns + changes_ns) / 1e6))
                 log(f"{inc_keys} keys ({INC_GB} GB), checkpoints "
                     f"{'every second' if with_ckpt else 'none'}: load "
                     f"{r['load'][-1]:.0f} records/s, {tp_changes} changes "
-                    f"{r['change'][-1]:.0f} records/s, {n} checkpoints")
+                    f"{r['change'][-1]:.0f} records/s, {n} checkpoints"
+                    + (f", the task's synchronous parts {sum(sync)} ms ({sync_share[-1]:.1f} %"
+                       f" of the job's phases), each {sorted(sync)} ms" if with_ckpt else ""))
                 if replayed_from(inc_keys, tp_changes, c.checksum(jid)) != 0:
                     sys.exit(f"large_state_bench: checksum {c.checksum(jid)} of {jid} is not "
                              "its records'")
@@ -392,6 +415,10 @@ def main():
                 out[f"{phase}_records_per_s_checkpoints"] = ckpt
                 out[f"{phase}_overhead_pct"] = 100 * (1 - ckpt / none)
             out["tp_changes"] = tp_changes
+            if sync_ms:
+                out["tp_sync_ms_p50"] = statistics.median(sync_ms)
+                out["tp_sync_ms_max"] = max(sync_ms)
+                out["tp_sync_share_pct"] = statistics.median(sync_share)
             out["throughput_overhead_pct"] = out.pop("change_overhead_pct")
 
         # 2. incremental checkpoints on INC_GB with 1 % of the keys per second.

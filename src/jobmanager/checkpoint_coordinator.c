@@ -1141,8 +1141,11 @@ checkpoint_coordinator_acknowledge(struct checkpoint_coordinator *cc,
         t->ops[t->nops++] = c;
     }
     p->nacked++;
-    checkpoint_stats_tracker_report_ack(cc->stats, p->id, t->e->vertex, t->e->subtask,
-                                        m->state_size, now);
+    checkpoint_stats_tracker_report_ack(
+        cc->stats, p->id, t->e->vertex, t->e->subtask,
+        &(struct checkpoint_ack_stats){ m->state_size, m->sync_duration_ms, m->async_duration_ms,
+                                        m->alignment_duration_ms },
+        now);
     if (p->nacked == p->ntasks)
         pending_complete(cc, p);
 }

@@ -25,8 +25,8 @@ struct cc_stats {
         int num_subtasks, num_acked;
         uint64_t state_size;
         int64_t latest_ack_ms;
-        int64_t *sub_ack_ms; /* [num_subtasks]: 0 until it acknowledged */
-        uint64_t *sub_size;  /* [num_subtasks] */
+        int64_t *sub_ack_ms;              /* [num_subtasks]: 0 until it acknowledged */
+        struct checkpoint_ack_stats *sub; /* [num_subtasks] */
     } * vertices;
     int nvertices;
 };
@@ -67,7 +67,7 @@ stats_free(struct cc_stats *s)
     free(s->failure);
     for (int v = 0; s->vertices != NULL && v < s->nvertices; v++) {
         free(s->vertices[v].sub_ack_ms);
-        free(s->vertices[v].sub_size);
+        free(s->vertices[v].sub);
     }
     free(s->vertices);
     free(s);
@@ -87,9 +87,9 @@ stats_copy(const struct cc_stats *s, int nvertices)
         size_t n = (size_t)s->vertices[v].num_subtasks;
 
         c->vertices[v].sub_ack_ms = xcalloc(n + 1, sizeof(int64_t));
-        c->vertices[v].sub_size = xcalloc(n + 1, sizeof(uint64_t));
+        c->vertices[v].sub = xcalloc(n + 1, sizeof *c->vertices[v].sub);
         memcpy(c->vertices[v].sub_ack_ms, s->vertices[v].sub_ack_ms, n * sizeof(int64_t));
-        memcpy(c->vertices[v].sub_size, s->vertices[v].sub_size, n * sizeof(uint64_t));
+        memcpy(c->vertices[v].sub, s->vertices[v].sub, n * sizeof *c->vertices[v].sub);
     }
     return c;
 }
@@ -113,8 +113,8 @@ checkpoint_stats_tracker_report_pending(struct checkpoint_stats_tracker *t, uint
         s->vertices[v].num_subtasks = jg->vertices[v].parallelism;
         s->vertices[v].sub_ack_ms =
             xcalloc((size_t)jg->vertices[v].parallelism + 1, sizeof(int64_t));
-        s->vertices[v].sub_size =
-            xcalloc((size_t)jg->vertices[v].parallelism + 1, sizeof(uint64_t));
+        s->vertices[v].sub =
+            xcalloc((size_t)jg->vertices[v].parallelism + 1, sizeof *s->vertices[v].sub);
     }
     /* Finished tasks count as acknowledged at the trigger, as Flink shows
      * them. */
@@ -143,21 +143,22 @@ checkpoint_stats_tracker_report_pending(struct checkpoint_stats_tracker *t, uint
 
 void
 checkpoint_stats_tracker_report_ack(struct checkpoint_stats_tracker *t, uint64_t id, int vertex,
-                                    int subtask, uint64_t state_size, int64_t now_ms)
+                                    int subtask, const struct checkpoint_ack_stats *a,
+                                    int64_t now_ms)
 {
     struct cc_stats *s = stats_find(t, id);
 
     if (s == NULL)
         return;
     s->num_acked++;
-    s->state_size += state_size;
+    s->state_size += a->state_size;
     s->latest_ack_ms = now_ms;
     s->vertices[vertex].num_acked++;
-    s->vertices[vertex].state_size += state_size;
+    s->vertices[vertex].state_size += a->state_size;
     s->vertices[vertex].latest_ack_ms = now_ms;
     if (subtask >= 0 && subtask < s->vertices[vertex].num_subtasks) {
         s->vertices[vertex].sub_ack_ms[subtask] = now_ms;
-        s->vertices[vertex].sub_size[subtask] = state_size;
+        s->vertices[vertex].sub[subtask] = *a;
     }
 }
 
@@ -275,7 +276,10 @@ stats_message(const struct checkpoint_stats_tracker *t, const struct cc_stats *s
             ckstats__subtask_stats__init(ss);
             ss->index = i;
             ss->ack_timestamp = s->vertices[v].sub_ack_ms[i];
-            ss->state_size = s->vertices[v].sub_size[i];
+            ss->state_size = s->vertices[v].sub[i].state_size;
+            ss->sync_duration = s->vertices[v].sub[i].sync_ms;
+            ss->async_duration = s->vertices[v].sub[i].async_ms;
+            ss->alignment_duration = s->vertices[v].sub[i].alignment_ms;
             vs->subtasks[vs->n_subtasks++] = ss;
         }
         m->vertices[m->n_vertices++] = vs;

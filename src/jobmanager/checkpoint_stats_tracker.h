@@ -31,10 +31,18 @@ void checkpoint_stats_tracker_report_pending(struct checkpoint_stats_tracker *t,
                                              bool savepoint, int64_t trigger_ms, int ntasks,
                                              const struct execution *const *finished,
                                              int nfinished);
-/* Subtask of vertex acknowledged id with state_size bytes at now_ms. */
+/* A subtask's acknowledgement: its state's bytes, and the durations (ms)
+ * the task measured: on the task thread, on its snapshot thread, the
+ * barriers' alignment. */
+struct checkpoint_ack_stats {
+    uint64_t state_size;
+    int64_t sync_ms, async_ms, alignment_ms;
+};
+
+/* Subtask of vertex acknowledged id with a at now_ms. */
 void checkpoint_stats_tracker_report_ack(struct checkpoint_stats_tracker *t, uint64_t id,
-                                         int vertex, int subtask, uint64_t state_size,
-                                         int64_t now_ms);
+                                         int vertex, int subtask,
+                                         const struct checkpoint_ack_stats *a, int64_t now_ms);
 /* id completed in external_path; the checkpoints it subsumed are
  * discarded. */
 void checkpoint_stats_tracker_report_completed(struct checkpoint_stats_tracker *t, uint64_t id,

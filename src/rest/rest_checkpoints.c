@@ -254,9 +254,10 @@ rest_min_max_avg(int64_t *v, size_t n)
 
 /* GET /jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid:
  * TaskCheckpointStatisticsWithSubtaskDetails, each subtask "completed"
- * (acknowledged: its time, size and duration since the trigger) or
- * "pending_or_failed". spate measures no alignment, no sync/async split
- * and no start delay: those are 0. */
+ * (acknowledged: its time, size and duration since the trigger, the
+ * task's synchronous and asynchronous parts and its barriers' alignment)
+ * or "pending_or_failed". spate measures no start delay and buffers
+ * nothing in alignment: those are 0. */
 static enum MHD_Result
 rest_checkpoint_subtasks(struct rest_request *rq)
 {
@@ -266,7 +267,7 @@ rest_checkpoint_subtasks(struct rest_request *rq)
     enum MHD_Result ret;
     struct rpc_future *f;
     json_t *subtasks, *j, *zero;
-    int64_t *sizes, *durations;
+    int64_t *sizes, *durations, *syncs, *asyncs, *alignments;
     spate_id vid, id;
     size_t n = 0;
     char *end;
@@ -296,6 +297,9 @@ rest_checkpoint_subtasks(struct rest_request *rq)
     subtasks = json_array();
     sizes = xcalloc(vs->n_subtasks + 1, sizeof *sizes);
     durations = xcalloc(vs->n_subtasks + 1, sizeof *durations);
+    syncs = xcalloc(vs->n_subtasks + 1, sizeof *syncs);
+    asyncs = xcalloc(vs->n_subtasks + 1, sizeof *asyncs);
+    alignments = xcalloc(vs->n_subtasks + 1, sizeof *alignments);
     for (size_t i = 0; i < vs->n_subtasks; i++) {
         const Ckstats__SubtaskStats *st = vs->subtasks[i];
 
@@ -306,22 +310,26 @@ rest_checkpoint_subtasks(struct rest_request *rq)
         }
         sizes[n] = (int64_t)st->state_size;
         durations[n] = st->ack_timestamp - c->trigger_timestamp;
+        syncs[n] = st->sync_duration;
+        asyncs[n] = st->async_duration;
+        alignments[n] = st->alignment_duration;
         json_array_append_new(
             subtasks,
-            json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:{s:i, s:i}, s:{s:i, s:i, s:i, s:i}, s:i, "
+            json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:{s:I, s:I}, s:{s:i, s:i, s:i, s:I}, s:i, "
                       "s:b, s:b}",
                       "index", st->index, "status", "completed", "ack_timestamp",
                       (json_int_t)st->ack_timestamp, "end_to_end_duration",
                       (json_int_t)durations[n], "state_size", (json_int_t)st->state_size,
-                      "checkpointed_size", (json_int_t)st->state_size, "checkpoint", "sync", 0,
-                      "async", 0, "alignment", "buffered", 0, "processed", 0, "persisted", 0,
-                      "duration", 0, "start_delay", 0, "unaligned_checkpoint", 0, "aborted", 0));
+                      "checkpointed_size", (json_int_t)st->state_size, "checkpoint", "sync",
+                      (json_int_t)syncs[n], "async", (json_int_t)asyncs[n], "alignment", "buffered",
+                      0, "processed", 0, "persisted", 0, "duration", (json_int_t)alignments[n],
+                      "start_delay", 0, "unaligned_checkpoint", 0, "aborted", 0));
         n++;
     }
     zero = rest_min_max_avg(NULL, 0);
     j = json_pack(
-        "{s:I, s:s, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i, s:{s:o, s:o, s:o, s:{s:O, s:O}, "
-        "s:{s:O, s:O, s:O, s:O}, s:O}, s:o}",
+        "{s:I, s:s, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i, s:{s:o, s:o, s:o, s:{s:o, s:o}, "
+        "s:{s:O, s:O, s:O, s:o}, s:O}, s:o}",
         "id", (json_int_t)c->id, "status", c->status, "latest_ack_timestamp",
         (json_int_t)vs->latest_ack_timestamp, "checkpointed_size", (json_int_t)vs->state_size,
         "state_size", (json_int_t)vs->state_size, "end_to_end_duration",
@@ -330,12 +338,16 @@ rest_checkpoint_subtasks(struct rest_request *rq)
         "alignment_buffered", 0, "processed_data", 0, "persisted_data", 0, "num_subtasks",
         vs->num_subtasks, "num_acknowledged_subtasks", vs->num_acknowledged, "summary",
         "checkpointed_size", rest_min_max_avg(sizes, n), "state_size", rest_min_max_avg(sizes, n),
-        "end_to_end_duration", rest_min_max_avg(durations, n), "checkpoint_duration", "sync", zero,
-        "async", zero, "alignment", "buffered", zero, "processed", zero, "persisted", zero,
-        "duration", zero, "start_delay", zero, "subtasks", subtasks);
+        "end_to_end_duration", rest_min_max_avg(durations, n), "checkpoint_duration", "sync",
+        rest_min_max_avg(syncs, n), "async", rest_min_max_avg(asyncs, n), "alignment", "buffered",
+        zero, "processed", zero, "persisted", zero, "duration", rest_min_max_avg(alignments, n),
+        "start_delay", zero, "subtasks", subtasks);
     json_decref(zero);
     free(sizes);
     free(durations);
+    free(syncs);
+    free(asyncs);
+    free(alignments);
     rpc_future_unref(f);
     return rest_send(rq->c, MHD_HTTP_OK, j);
 }

@@ -412,6 +412,19 @@ class CheckpointTest(ClusterTestCase):
         for vertex, t in d["tasks"].items():
             self.assertRegex(vertex, r"^[0-9a-f]{32}$")
             self.assertEqual(t["num_acknowledged_subtasks"], 2)
+            # Each subtask's sync and async parts and alignment, as its
+            # task measured them, and their summary.
+            status, st = self.http(f"/jobs/{jid}/checkpoints/details/{ids[1]}/subtasks/{vertex}")
+            self.assertEqual(status, 200, st)
+            done = [x for x in st["subtasks"] if x["status"] == "completed"]
+            self.assertEqual(len(done), 2, st)
+            for part, key in (("checkpoint_duration", "sync"), ("checkpoint_duration", "async"),
+                              ("alignment", "duration")):
+                values = [x["checkpoint" if part == "checkpoint_duration" else part][key]
+                          for x in done]
+                self.assertTrue(all(isinstance(v, int) and v >= 0 for v in values), st)
+                self.assertEqual(st["summary"][part][key]["max"], max(values), st)
+                self.assertLessEqual(max(values), d["end_to_end_duration"], st)
         s = self.stats(jid)
         self.assertEqual(s["counts"]["completed"], 2)
         self.assertEqual(s["latest"]["completed"]["id"], ids[1])

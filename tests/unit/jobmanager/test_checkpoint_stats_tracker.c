@@ -39,7 +39,9 @@ complete(struct checkpoint_stats_tracker *t, uint64_t id, const uint64_t *subsum
     checkpoint_stats_tracker_report_pending(t, id, false, (int64_t)(100 * id), 3, NULL, 0);
     for (int v = 0; v < 2; v++)
         for (int s = 0; s < (v == 0 ? 2 : 1); s++)
-            checkpoint_stats_tracker_report_ack(t, id, v, s, 10, (int64_t)(107 * id));
+            checkpoint_stats_tracker_report_ack(t, id, v, s,
+                                                &(struct checkpoint_ack_stats){ .state_size = 10 },
+                                                (int64_t)(107 * id));
     checkpoint_stats_tracker_report_completed(t, id, "/cps/job/chk", subsumed, n);
 }
 
@@ -68,7 +70,8 @@ Test(checkpoint_stats_tracker, counts_acks_per_vertex_and_the_latest_of_each_kin
     complete(t, 2, subsumed, 1);
     /* 3 fails after one ack; 4 is in progress with a finished task. */
     checkpoint_stats_tracker_report_pending(t, 3, false, 300, 3, NULL, 0);
-    checkpoint_stats_tracker_report_ack(t, 3, 1, 0, 5, 310);
+    checkpoint_stats_tracker_report_ack(t, 3, 1, 0,
+                                        &(struct checkpoint_ack_stats){ .state_size = 5 }, 310);
     checkpoint_stats_tracker_report_failed(t, 3, 350, "declined by Sink (1/1): full");
     checkpoint_stats_tracker_report_pending(t, 4, false, 400, 2, fin, 1);
     m = checkpoint_stats_tracker_snapshot(t, &g.cfg, 0);
@@ -183,7 +186,8 @@ Test(checkpoint_stats_tracker, a_savepoint_is_the_latest_savepoint_not_the_lates
     checkpoint_stats_tracker_report_pending(t, 2, true, 200, 3, NULL, 0);
     for (int v = 0; v < 2; v++)
         for (int s = 0; s < (v == 0 ? 2 : 1); s++)
-            checkpoint_stats_tracker_report_ack(t, 2, v, s, 10, 230);
+            checkpoint_stats_tracker_report_ack(
+                t, 2, v, s, &(struct checkpoint_ack_stats){ 10, 7 + s, 40 + v, 3 }, 230);
     checkpoint_stats_tracker_report_completed(t, 2, "/sps/savepoint-1", NULL, 0);
     m = checkpoint_stats_tracker_snapshot(t, &g.cfg, 0);
     cr_assert_eq(m->latest_completed->id, 1);
@@ -198,6 +202,10 @@ Test(checkpoint_stats_tracker, a_savepoint_is_the_latest_savepoint_not_the_lates
     cr_assert_eq(m->latest_savepoint->vertices[0]->subtasks[1]->index, 1);
     cr_assert_eq(m->latest_savepoint->vertices[0]->subtasks[1]->ack_timestamp, 230);
     cr_assert_eq(m->latest_savepoint->vertices[0]->subtasks[1]->state_size, 10);
+    /* With what the task measured: its sync and async parts, alignment. */
+    cr_assert_eq(m->latest_savepoint->vertices[0]->subtasks[1]->sync_duration, 8);
+    cr_assert_eq(m->latest_savepoint->vertices[1]->subtasks[0]->async_duration, 41);
+    cr_assert_eq(m->latest_savepoint->vertices[0]->subtasks[0]->alignment_duration, 3);
     cr_assert_not(in_history(m, 1)->is_savepoint);
     ckstats__checkpointing_stats__free_unpacked(m, NULL);
     /* The job's metrics count both; the last one's figures are the last's. */
