@@ -180,13 +180,22 @@ nw_write(void *writer, const void *rec, int64_t timestamp_ms, spate_error *err)
 {
     struct named_sink *s = writer;
     const struct spate_type *t = s->format.type;
-    const void *key = NULL;
-    size_t key_len = 0;
+    const void *key = NULL, *value;
+    size_t key_len = 0, value_len;
 
     if (s->upsert)
         return nw_write_change(s, rec, timestamp_ms, err);
-    s->value.len = 0;
-    format_encode(&s->format, rec, &s->value);
+    if (s->format.kind != FORMAT_JSON && t->kind == TYPE_STRING) {
+        /* A string's raw or string encoding is its bytes: handed over as
+         * they are, not copied first (the plugin's write copies them). */
+        value = ((const spate_str *)rec)->data;
+        value_len = ((const spate_str *)rec)->len;
+    } else {
+        s->value.len = 0;
+        format_encode(&s->format, rec, &s->value);
+        value = s->value.data;
+        value_len = s->value.len;
+    }
     if (s->key_field >= 0) {
         const void *at = (const char *)rec + t->offsets[s->key_field];
 
@@ -195,8 +204,8 @@ nw_write(void *writer, const void *rec, int64_t timestamp_ms, spate_error *err)
         key = s->key.data ? s->key.data : (const void *)"";
         key_len = s->key.len;
     }
-    if (s->ops->write(s->writer, key, key_len, s->value.data ? s->value.data : (const void *)"",
-                      s->value.len, timestamp_ms, s->msg, sizeof s->msg) != 0)
+    if (s->ops->write(s->writer, key, key_len, value ? value : (const void *)"", value_len,
+                      timestamp_ms, s->msg, sizeof s->msg) != 0)
         return spate_error_set(err, SPATE_EIO, "%s", s->msg);
     return 0;
 }

@@ -173,10 +173,11 @@ ns_emit(void *arg, const struct connector_record *r)
 {
     struct stream_operator *op = arg;
     struct named_source *s = op->impl;
-    spate_error derr = { 0 };
+    spate_error derr;
 
     if (s->failed)
         return;
+    spate_error_clear(&derr); /* per record: the code and an empty message, not 512 bytes */
     memset(s->rec, 0, ((const struct spate_type *)s->format.type)->size);
     if (format_decode(&s->format, r->value, r->value_len, s->rec, &derr) != 0) {
         if (s->format.ignore_parse_errors) {

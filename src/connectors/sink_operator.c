@@ -246,10 +246,11 @@ static bool
 writer_ready(struct stream_operator *op)
 {
     struct sink_op *s = op->impl;
-    spate_error err = { 0 };
+    spate_error err;
 
     if (s->writer != NULL)
-        return true;
+        return true; /* every record passes here: no 512-byte error to clear */
+    spate_error_clear(&err);
     if (s->failed || op->ctx.failure != NULL || !commit_upto(op, SINK_RESTORED))
         return false;
     s->writer = s->sink->writer->create(&s->ctx, s->config, &err);
@@ -301,10 +302,11 @@ static void
 sk_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     struct sink_op *s = op->impl;
-    spate_error err = { 0 };
+    spate_error err;
 
     if (op->ctx.failure != NULL || !writer_ready(op))
         return;
+    spate_error_clear(&err); /* per record: the code and an empty message, not 512 bytes */
     if (s->sink->writer->write(s->writer, rec, meta->timestamp, &err) != 0)
         fail(op, &err, "write a record");
 }
