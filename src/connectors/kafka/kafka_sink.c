@@ -108,10 +108,18 @@ delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 static rd_kafka_t *
 producer_new(struct kwriter *w, const char *txn_id, char *err, size_t errlen)
 {
-    const char *const plain[] = { "partitioner", "murmur2_random", NULL };
-    const char *const transactional[] = { "partitioner", "murmur2_random", "transactional.id",
-                                          txn_id, NULL };
-    rd_kafka_conf_t *conf = kafka_conf_new(&w->ctx, txn_id ? transactional : plain, err, errlen);
+    /* Delivery reports of failures only (delivery_cb keeps the first):
+     * one of every record delivered would cost a callback each, for
+     * nothing; flush still waits until the brokers have every record.
+     * Without txn_id the list ends before transactional.id. */
+    const char *const extra[] = { "partitioner",
+                                  "murmur2_random",
+                                  "delivery.report.only.error",
+                                  "true",
+                                  txn_id != NULL ? "transactional.id" : NULL,
+                                  txn_id,
+                                  NULL };
+    rd_kafka_conf_t *conf = kafka_conf_new(&w->ctx, extra, err, errlen);
     rd_kafka_t *rk;
     char why[512];
 
