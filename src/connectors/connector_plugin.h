@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONNECTOR_ABI_VERSION 3
+#define CONNECTOR_ABI_VERSION 4
 /* The plugin's entry point: const struct connector_plugin *fn(void). */
 #define CONNECTOR_PLUGIN_SYMBOL "spate_connector_plugin"
 
@@ -88,6 +88,11 @@ struct connector_source_ops {
     /* Checkpoint checkpoint_id completed (offsets go back to the group). */
     void (*checkpoint_complete)(void *reader, int64_t checkpoint_id);
     void (*close)(void *reader);
+    /* A file descriptor that turns readable when records arrive, asked
+     * once after start: a WAITING reader's task wakes on it at once
+     * instead of at *wait_ms (which still bounds the wait). The reader
+     * owns it and empties it in fetch. -1, or NULL: *wait_ms only. */
+    int (*wait_fd)(void *reader);
 };
 
 struct connector_sink_ops {

@@ -215,6 +215,8 @@ ns_poll(struct stream_operator *op, int budget, spate_error *err)
             return SOURCE_END;
         }
         s->started = true;
+        if (s->ops->wait_fd != NULL)
+            op->wait_fd = s->ops->wait_fd(s->reader);
     }
     if (op->stopping)
         return SOURCE_END;

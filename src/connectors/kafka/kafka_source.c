@@ -10,12 +10,15 @@
  * reader started. Positions go into every checkpoint; its completion
  * commits them to the group (`properties.group.id`). One consumer per
  * reader, manually assigned (no group rebalancing); task thread only. */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "connectors/kafka/kafka_int.h"
 
@@ -52,6 +55,10 @@ struct kreader {
     struct connector_context ctx; /* a copy: librdkafka's log callback reads it */
     rd_kafka_t *rk;
     rd_kafka_queue_t *queue;
+    /* A pipe librdkafka writes a byte to when the empty queue gets
+     * messages (rd_kafka_queue_io_event_enable): the task waits on its
+     * read end, so that records are read as soon as they arrive. */
+    int wake[2];
     char **topics;
     int ntopics;
     bool has_pattern;
@@ -272,6 +279,7 @@ ks_open(const struct connector_context *ctx, char *err, size_t errlen)
         return NULL;
     }
     r->ctx = *ctx;
+    r->wake[0] = r->wake[1] = -1;
     if (parse_options(r, err, errlen) != 0)
         goto fail;
     if ((conf = kafka_conf_new(&r->ctx, extra, err, errlen)) == NULL)
@@ -292,6 +300,12 @@ ks_open(const struct connector_context *ctx, char *err, size_t errlen)
     /* Logs and errors come with the records, on the consumer's queue. */
     rd_kafka_poll_set_consumer(r->rk);
     r->queue = rd_kafka_queue_get_consumer(r->rk);
+    if (pipe2(r->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
+        r->wake[0] = r->wake[1] = -1;
+        kafka_fail(err, errlen, "kafka source: cannot make a pipe: %s", strerror(errno));
+        goto fail;
+    }
+    rd_kafka_queue_io_event_enable(r->queue, r->wake[1], "1", 1);
     return r;
 fail:
     kafka_source_ops.close(r);
@@ -305,12 +319,18 @@ ks_close(void *reader)
 
     if (r == NULL)
         return;
-    if (r->queue != NULL)
+    if (r->queue != NULL) {
+        rd_kafka_queue_io_event_enable(r->queue, -1, NULL, 0);
         rd_kafka_queue_destroy(r->queue);
+    }
     if (r->rk != NULL) {
         rd_kafka_assign(r->rk, NULL);
         rd_kafka_destroy(r->rk);
     }
+    /* After the consumer: its threads wrote to the pipe until then. */
+    for (int i = 0; i < 2; i++)
+        if (r->wake[i] >= 0)
+            close(r->wake[i]);
     options_release(r);
     for (int i = 0; i < r->nsplits; i++) {
         free(r->splits[i].topic);
@@ -684,6 +704,15 @@ ks_fetch(void *reader, int max, connector_emit_fn *emit, void *arg, int *wait_ms
     if (max > (int)(sizeof msgs / sizeof msgs[0]))
         max = (int)(sizeof msgs / sizeof msgs[0]);
     n = rd_kafka_consume_batch_queue(r->queue, 0, msgs, (size_t)max);
+    if (n == 0) {
+        /* Empty: the pipe's bytes are spent, and what arrived before they
+         * were read is taken now; what arrives after writes again. */
+        char drain[64];
+
+        while (read(r->wake[0], drain, sizeof drain) > 0)
+            ;
+        n = rd_kafka_consume_batch_queue(r->queue, 0, msgs, (size_t)max);
+    }
     for (ssize_t i = 0; i < n; i++) {
         rd_kafka_message_t *m = msgs[i];
         struct connector_record rec;
@@ -793,6 +822,12 @@ ks_checkpoint_complete(void *reader, int64_t checkpoint_id)
     r->npending = keep;
 }
 
+static int
+ks_wait_fd(void *reader)
+{
+    return ((struct kreader *)reader)->wake[0];
+}
+
 const struct connector_source_ops kafka_source_ops = {
     .check = ks_check,
     .open = ks_open,
@@ -802,4 +837,5 @@ const struct connector_source_ops kafka_source_ops = {
     .snapshot = ks_snapshot,
     .checkpoint_complete = ks_checkpoint_complete,
     .close = ks_close,
+    .wait_fd = ks_wait_fd,
 };
