@@ -409,20 +409,31 @@ kw_write(void *writer, const void *key, size_t key_len, const void *value, size_
          int64_t timestamp_ms, char *err, size_t errlen)
 {
     struct kwriter *w = writer;
+    int64_t ts = timestamp_ms == INT64_MIN ? 0 : timestamp_ms; /* 0: librdkafka's now */
+    int32_t partition;
     rd_kafka_resp_err_t e;
 
     if (w->guarantee == GUARANTEE_EXACTLY_ONCE && ensure_transaction(w, err, errlen) != 0)
         return -1;
+    partition = partition_of(w);
     if ((++w->writes & 255) == 0)
         rd_kafka_poll(w->rk, 0); /* delivery reports */
     if (w->failed)
         return kafka_fail(err, errlen, "%s", w->failure);
     for (;;) {
-        e = rd_kafka_producev(
-            w->rk, RD_KAFKA_V_RKT(w->rkt), RD_KAFKA_V_PARTITION(partition_of(w)),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_VALUE((void *)value, value_len),
-            RD_KAFKA_V_KEY((void *)key, key ? key_len : 0),
-            RD_KAFKA_V_TIMESTAMP(timestamp_ms == INT64_MIN ? 0 : timestamp_ms), RD_KAFKA_V_END);
+        if (key == NULL && partition == RD_KAFKA_PARTITION_UA)
+            /* A keyless record to the partitioner: librdkafka's defaults,
+             * not passed (producev parses every argument it is given). */
+            e = rd_kafka_producev(w->rk, RD_KAFKA_V_RKT(w->rkt),
+                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                  RD_KAFKA_V_VALUE((void *)value, value_len),
+                                  RD_KAFKA_V_TIMESTAMP(ts), RD_KAFKA_V_END);
+        else
+            e = rd_kafka_producev(w->rk, RD_KAFKA_V_RKT(w->rkt), RD_KAFKA_V_PARTITION(partition),
+                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                  RD_KAFKA_V_VALUE((void *)value, value_len),
+                                  RD_KAFKA_V_KEY((void *)key, key ? key_len : 0),
+                                  RD_KAFKA_V_TIMESTAMP(ts), RD_KAFKA_V_END);
         if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
             break;
         /* librdkafka's queue is full: wait for the brokers (backpressure). */
