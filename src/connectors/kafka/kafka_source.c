@@ -32,6 +32,11 @@ enum startup_mode {
 
 struct ksplit {
     char *topic;
+    /* The topic's librdkafka handle, a reference held: a record is of
+     * this split when its rkt is this one (no name compared per record),
+     * and the handle outlives the split, so that no other topic's can
+     * take its address. */
+    rd_kafka_topic_t *rkt;
     char *where; /* "topic 't' partition p", for messages */
     int32_t partition;
     int64_t next; /* the next offset to read */
@@ -323,6 +328,10 @@ ks_close(void *reader)
         rd_kafka_queue_io_event_enable(r->queue, -1, NULL, 0);
         rd_kafka_queue_destroy(r->queue);
     }
+    /* The topics' handles before their client's end. */
+    for (int i = 0; i < r->nsplits; i++)
+        if (r->splits[i].rkt != NULL)
+            rd_kafka_topic_destroy(r->splits[i].rkt);
     if (r->rk != NULL) {
         rd_kafka_assign(r->rk, NULL);
         rd_kafka_destroy(r->rk);
@@ -371,7 +380,9 @@ split_add(struct kreader *r, const char *topic, int32_t partition, int64_t next)
 
     r->splits = realloc(r->splits, (size_t)(r->nsplits + 1) * sizeof *r->splits);
     s = &r->splits[r->nsplits++];
-    *s = (struct ksplit){ strdup(topic), NULL, partition, next, -1, false };
+    *s = (struct ksplit){
+        strdup(topic), rd_kafka_topic_new(r->rk, topic, NULL), NULL, partition, next, -1, false
+    };
     if (asprintf(&s->where, "topic '%s' partition %d", topic, partition) < 0)
         abort();    /* control-plane sized: out of memory ends the process */
     r->last = NULL; /* the array moved */
@@ -730,10 +741,11 @@ ks_fetch(void *reader, int max, connector_emit_fn *emit, void *arg, int *wait_ms
             rd_kafka_message_destroy(m);
             continue;
         }
-        topic = rd_kafka_topic_name(m->rkt);
         s = r->last;
-        if (s == NULL || s->partition != m->partition || strcmp(s->topic, topic) != 0)
+        if (s == NULL || s->partition != m->partition || s->rkt != m->rkt) {
+            topic = rd_kafka_topic_name(m->rkt);
             s = r->last = split_find(r, topic, m->partition);
+        }
         if (s == NULL || s->done || m->offset < s->next || (s->stop >= 0 && m->offset >= s->stop)) {
             if (s != NULL && !s->done && s->stop >= 0 && m->offset >= s->stop)
                 split_done(r, s);
