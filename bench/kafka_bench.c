@@ -33,6 +33,13 @@ now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Both consumers prefetch as much: librdkafka 2.0.2 stops fetching a
+ * partition whose queue holds queued.min.messages (100,000 by default) and
+ * looks again only about a second later, which set both sides' times in
+ * steps of about a second. */
+#define QUEUED_MIN_KEY "queued.min.messages"
+#define QUEUED_MIN     "1000000"
+
 static rd_kafka_t *
 client(rd_kafka_type_t type, const char *const *extra)
 {
@@ -101,7 +108,9 @@ produce_input(const char *topic, long n)
 static double
 plain_loop(const char *in, const char *out, long n)
 {
-    const char *const cextra[] = { "group.id", "kafka-bench", "enable.auto.commit", "false", NULL };
+    const char *const cextra[] = { "group.id", "kafka-bench",  "enable.auto.commit",
+                                   "false",    QUEUED_MIN_KEY, QUEUED_MIN,
+                                   NULL };
     const char *const pextra[] = { "partitioner", "murmur2_random", NULL };
     double t0 = now_s(), t;
     rd_kafka_t *c = client(RD_KAFKA_CONSUMER, cextra), *p = client(RD_KAFKA_PRODUCER, pextra);
@@ -162,6 +171,8 @@ spate_job(const char *spate, const char *tmp, const char *job, const char *in, c
                            t1,
                            "--source",
                            "scan.startup.mode=earliest-offset",
+                           "--source",
+                           "properties." QUEUED_MIN_KEY "=" QUEUED_MIN,
                            "--source",
                            "scan.bounded.mode=latest-offset",
                            "--sink",
