@@ -234,7 +234,7 @@ state_map_view_release(struct state_map_view *v)
 /* Before any change: a table a view still reads becomes the base of a copy
  * of its slots (sharing its blocks); one the views have let go of is the
  * map's alone again. */
-static void
+void
 state_map_unshare(struct state_map *m)
 {
     struct state_entry *copy;
@@ -261,17 +261,6 @@ state_map_own(struct state_map *m)
 {
     if (m->shared)
         state_map_unshare(m);
-}
-
-struct state_entry *
-state_map_get_mut(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
-{
-    struct state_entry *e;
-
-    state_map_own(m);
-    if ((e = state_map_get(m, hash, key, key_len)) != NULL)
-        state_map_own_entry(m, e);
-    return e;
 }
 
 /* Entries are kept in Robin Hood order: each cluster sorted by home slot.

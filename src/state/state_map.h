@@ -280,12 +280,10 @@ state_map_get_inline_key8(struct state_map *m, uint64_t hash, uint64_t key8, uin
     }
 }
 
-/* The same, for changing its value bytes in place (copies a shared table
- * and a shared block). */
-struct state_entry *state_map_get_mut(struct state_map *m, uint64_t hash, const void *key,
-                                      size_t key_len);
-
 void state_map_copy_block(struct state_map *m, struct state_entry *e);
+/* A map a view shares becomes the map's own before any change (copying its
+ * slots if a view still reads them). */
+void state_map_unshare(struct state_map *m);
 
 /* Before the bytes of e (from state_map_get on a map that is not shared)
  * change in place: a heap block the base still holds is copied. */
@@ -294,6 +292,20 @@ state_map_own_entry(struct state_map *m, struct state_entry *e)
 {
     if (m->base != NULL && !state_entry_inline(e) && e->u.heap_gen != m->gen)
         state_map_copy_block(m, e);
+}
+
+/* state_map_get, for changing its value bytes in place (copies a shared
+ * table and a shared block). Inline: once per record of a keyed sum. */
+static SPATE_INLINE struct state_entry *
+state_map_get_mut(struct state_map *m, uint64_t hash, const void *key, size_t key_len)
+{
+    struct state_entry *e;
+
+    if (unlikely(m->shared))
+        state_map_unshare(m);
+    if ((e = state_map_get(m, hash, key, key_len)) != NULL)
+        state_map_own_entry(m, e);
+    return e;
 }
 /* Sets key's value (copying both; a NULL value leaves value_len bytes for the
  * caller to fill); returns the entry, valid until the next put or remove. */

@@ -307,6 +307,10 @@ struct keyed_impl {
      * replaced, for the key's bytes are the other field's; so the stored
      * value is not read back into a record (sum_of_pair). */
     bool pair;
+    /* A pair's: the record's size, its summed field's offset and type,
+     * found once, not per record. */
+    size_t pair_size, pair_off;
+    const struct spate_type *pair_type;
 };
 
 /* Whether a sum's records are pairs of the key (field or string field,
@@ -354,6 +358,11 @@ keyed_open(struct stream_operator *op, spate_error *err)
                                                          op->config->out_type->offsets[field])
                                  : 8;
     k->pair = op->config->kind == OP_SUM && sum_of_pair(op, k, field);
+    if (k->pair) {
+        k->pair_size = op->config->out_type->size;
+        k->pair_off = op->config->out_type->offsets[field];
+        k->pair_type = op->config->out_type->fields[field];
+    }
     k->codec = types_codec_of(op->config->out_type);
     k->acc = operator_out_storage(op->config->out_type);
     k->out = operator_out_storage(op->config->out_type);
@@ -466,14 +475,26 @@ sum_add(const struct spate_type *ft, uint8_t *v, size_t off, const uint8_t *in_f
     }
 }
 
+/* sum_process of a pair whose key has a stored value: the sum in place at
+ * the value's end, the result the record with the sum in its field. */
+static SPATE_INLINE void
+sum_pair_add(struct keyed_impl *k, struct state_entry *e, const void *rec)
+{
+    uint8_t *sum = state_entry_value(e) + e->value_len - 8;
+
+    sum_add(k->pair_type, sum, 0, (const uint8_t *)rec + k->pair_off);
+    bytes_copy(k->out, rec, k->pair_size);
+    memcpy((uint8_t *)k->out + k->pair_off, sum, 8);
+}
+
 static void
 sum_process(struct stream_operator *op, const void *rec, const struct record_meta *meta)
 {
     struct keyed_impl *k = op->impl;
-    const struct spate_type *t = op->config->out_type;
-    int field = reduce_conf(op)->sum_field;
-    const struct spate_type *ft = field >= 0 ? t->fields[field] : t;
-    const uint8_t *in_field = field >= 0 ? (const uint8_t *)rec + t->offsets[field] : rec;
+    const struct spate_type *t;
+    int field;
+    const struct spate_type *ft;
+    const uint8_t *in_field;
     struct state_entry *e;
     struct keyed_at at;
 
@@ -481,6 +502,17 @@ sum_process(struct stream_operator *op, const void *rec, const struct record_met
     keyed_lookup(op, k, rec, meta, &at);
     /* Changed in place below: a map a snapshot still reads is copied first. */
     e = state_map_get_mut(at.map, at.hash, at.key, at.key_len);
+    if (k->pair && e != NULL) {
+        if (unlikely(e->value_len < 8))
+            goto corrupt;
+        sum_pair_add(k, e, rec);
+        operator_emit(op, k->out, meta);
+        return;
+    }
+    t = op->config->out_type;
+    field = reduce_conf(op)->sum_field;
+    ft = field >= 0 ? t->fields[field] : t;
+    in_field = field >= 0 ? (const uint8_t *)rec + t->offsets[field] : rec;
     if (e == NULL) {
         /* The stored value is the record: ValueState<out_type>. */
         size_t n = keyed_serialize(k, t, rec);
@@ -488,15 +520,6 @@ sum_process(struct stream_operator *op, const void *rec, const struct record_met
         e = state_map_put(at.map, at.hash, at.key, at.key_len, k->ser, n);
         if (k->codec.deserialize(t, state_entry_value(e), e->value_len, k->out) != 0)
             goto corrupt;
-    } else if (k->pair) {
-        /* The record with its summed field replaced by the sum. */
-        uint8_t *sum = state_entry_value(e) + e->value_len - 8;
-
-        if (unlikely(e->value_len < 8))
-            goto corrupt;
-        sum_add(ft, sum, 0, in_field);
-        memcpy(k->out, rec, t->size);
-        memcpy((uint8_t *)k->out + t->offsets[field], sum, 8);
     } else {
         uint8_t *v = state_entry_value(e);
 
