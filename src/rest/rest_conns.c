@@ -3,12 +3,14 @@
  * it, and only then does it leave the list, so that the descriptor shut
  * down is never one already reused. */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include <gnutls/gnutls.h>
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/hmap.h"
 #include "rest/rest_auth.h"
 #include "rest/rest_conns.h"
 #include "rest/rest_int.h"
@@ -41,6 +43,46 @@ conns_push_out(struct rest_conns *cs, struct rest_conn *x, const char *why)
                       x->peer, why);
 }
 
+/* The connection to push out at rest.server.connection-limit: the oldest
+ * still sending its request of the address that has the most such
+ * connections. Clients pushed out come back at once, so with the oldest of
+ * all a flood from a few addresses would soon push out any other client's
+ * connection before its request was read; this way it pushes out its own.
+ * Under the lock. */
+static struct rest_conn *
+conns_victim(struct rest_conns *cs)
+{
+    struct peer_count {
+        const char *ip; /* into the oldest's peer, len bytes */
+        size_t len, n;
+        struct rest_conn *oldest;
+    } * t;
+    size_t cap = 16, most = 0;
+    struct rest_conn *victim = NULL;
+
+    while (cap < 2 * cs->open + 2)
+        cap *= 2;
+    t = xcalloc(cap, sizeof *t);
+    for (struct rest_conn *o = cs->list.next; o != &cs->list; o = o->next) {
+        const char *colon = strrchr(o->peer, ':');
+        size_t len = colon != NULL ? (size_t)(colon - o->peer) : strlen(o->peer), i;
+
+        if (o->pushed_out || o->waiting_since_ms == 0 || o->fd < 0)
+            continue;
+        i = hmap_hash_bytes(o->peer, len) & (cap - 1);
+        while (t[i].ip != NULL && (t[i].len != len || memcmp(t[i].ip, o->peer, len) != 0))
+            i = (i + 1) & (cap - 1);
+        if (t[i].ip == NULL)
+            t[i] = (struct peer_count){ o->peer, len, 0, o };
+        if (++t[i].n > most) {
+            most = t[i].n;
+            victim = t[i].oldest;
+        }
+    }
+    free(t);
+    return victim;
+}
+
 static void
 conns_started(struct rest_server *rs, struct MHD_Connection *c, void **socket_context)
 {
@@ -63,12 +105,12 @@ conns_started(struct rest_server *rs, struct MHD_Connection *c, void **socket_co
             conns_push_out(cs, o, "past rest.server.request-timeout");
     }
     if (cs->open >= (size_t)cs->max) {
-        for (struct rest_conn *o = cs->list.next; o != &cs->list; o = o->next)
-            if (!o->pushed_out && o->waiting_since_ms != 0 && o->fd >= 0) {
-                conns_push_out(cs, o,
-                               "rest.server.connection-limit reached; this one is the oldest");
-                break;
-            }
+        struct rest_conn *o = conns_victim(cs);
+
+        if (o != NULL)
+            conns_push_out(cs, o,
+                           "rest.server.connection-limit reached; this one is the oldest of "
+                           "the address with the most");
     }
     x->prev = cs->list.prev;
     x->next = &cs->list;
