@@ -48,6 +48,12 @@ struct dispatcher {
     struct leader_election *le;
     struct job_graph_store *jgs;
     struct job_result_store *jrs;
+    /* Recoveries of the stored jobs in flight, and the submissions that came
+     * meanwhile: they are stored only once the recovery has listed the
+     * store, or it would start them too (Flink's Dispatcher serves once its
+     * leader process has recovered the jobs). */
+    int recovering;
+    struct list_node held; /* struct disp_persist */
     /* Savepoint disposals (Flink's operation cache), newest last. */
     struct list_node disposals;
     int ndisposals;
@@ -73,6 +79,7 @@ static void disp_persist(struct dispatcher *d, const spate_id *job_id, const cha
                          const ProtobufCMessage *msg, const uint8_t *library_key,
                          struct rpc_call *call);
 static int disp_open_stores(struct dispatcher *d, spate_error *err);
+static void disp_release_held(struct dispatcher *d, const char *why);
 
 /* The endpoint's state, from its handlers: only its own context may touch it. */
 static struct dispatcher *
@@ -876,6 +883,8 @@ disp_on_stop(struct rpc_endpoint *ep)
             rpc_future_unref(job_master_stop(j->jm));
         disp_job_free(d, j);
     }
+    d->recovering = 0;
+    disp_release_held(d, "the Dispatcher is stopping");
     rpc_gateway_free(d->rm);
     d->rm = NULL;
 }
@@ -932,6 +941,7 @@ dispatcher_start(struct rpc_service *svc, const struct dispatcher_options *o,
         d->o.archive_capacity = 1;
     hmap_init(&d->jobs);
     list_init(&d->disposals);
+    list_init(&d->held);
     if ((rc = disp_open_stores(d, err)) != 0) {
         free(d);
         return rc;
@@ -1009,6 +1019,7 @@ disp_publish_job_master(struct dispatcher *d, struct disp_job *j)
 /* -- persisting a submission before its JobMaster starts -- */
 
 struct disp_persist {
+    struct list_node node; /* in d->held while a recovery runs */
     struct dispatcher *d;
     struct rpc_call *call;
     struct job_graph_record rec;
@@ -1082,6 +1093,16 @@ disp_persist_done(void *arg)
 /* Stores a submission in the job graph store on a worker; the job starts
  * once it is stored (Flink persists before it runs). */
 static void
+disp_persist_start(struct disp_persist *p)
+{
+    if (rpc_endpoint_run_blocking(&p->d->ep, disp_persist_work, disp_persist_done, p) != 0) {
+        rpc_call_fail(p->call, SPATE_EAGAIN, "cannot store the job now");
+        job_graph_record_release(&p->rec);
+        free(p);
+    }
+}
+
+static void
 disp_persist(struct dispatcher *d, const spate_id *job_id, const char *kind,
              const ProtobufCMessage *msg, const uint8_t *library_key, struct rpc_call *call)
 {
@@ -1098,8 +1119,26 @@ disp_persist(struct dispatcher *d, const spate_id *job_id, const char *kind,
     p->rec.len = protobuf_c_message_get_packed_size(msg);
     p->rec.data = xmalloc(p->rec.len ? p->rec.len : 1);
     protobuf_c_message_pack(msg, p->rec.data);
-    if (rpc_endpoint_run_blocking(&d->ep, disp_persist_work, disp_persist_done, p) != 0) {
-        rpc_call_fail(call, SPATE_EAGAIN, "cannot store the job now");
+    if (d->recovering > 0)
+        list_push_back(&d->held, &p->node);
+    else
+        disp_persist_start(p);
+}
+
+/* Stores the held submissions, once no recovery runs; fails them when this
+ * Dispatcher no longer leads or stops. */
+static void
+disp_release_held(struct dispatcher *d, const char *why)
+{
+    while (d->recovering == 0 && !list_empty(&d->held)) {
+        struct disp_persist *p = container_of(list_pop_front(&d->held), struct disp_persist, node);
+
+        if (why == NULL && d->leader && !d->shutting_down && rpc_endpoint_is_running(&d->ep)) {
+            disp_persist_start(p);
+            continue;
+        }
+        rpc_call_fail(p->call, SPATE_ESTATE, "%s",
+                      why != NULL ? why : "the Dispatcher lost leadership meanwhile");
         job_graph_record_release(&p->rec);
         free(p);
     }
@@ -1243,6 +1282,8 @@ disp_recovery_done(void *arg)
     struct disp_recovery *r = arg;
     struct dispatcher *d = r->d;
 
+    if (d->recovering > 0)
+        d->recovering--;
     if (r->rc != 0) {
         SPATE_LOG_ERROR(DISP_LOG, "cannot recover the jobs: %s", r->err.message);
     } else if (!d->leader || !id_equal(&d->session, &r->session) ||
@@ -1270,6 +1311,7 @@ disp_recovery_done(void *arg)
     free(r->recs);
     free(r->results);
     free(r);
+    disp_release_held(d, NULL);
 }
 
 struct disp_leadership {
@@ -1308,6 +1350,8 @@ disp_apply_leadership(void *arg)
         if (rpc_endpoint_run_blocking(&d->ep, disp_recovery_work, disp_recovery_done, r) != 0) {
             SPATE_LOG_ERROR(DISP_LOG, "cannot start recovering the jobs");
             free(r);
+        } else {
+            d->recovering++;
         }
         goto out;
     }

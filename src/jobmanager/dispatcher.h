@@ -47,6 +47,7 @@ struct rpc_future *dispatcher_stop(struct dispatcher *d);
  * ("not the leader"). A grant publishes its address through le and recovers
  * every job of the job graph store that has no result in the job result
  * store (the seeds' RecoverAllJobs → RecoverJob → RecoverSubmittedJob);
+ * submissions that arrive meanwhile wait until the store has been read;
  * a revoke suspends the running jobs (their JobMasters stop, their entries
  * stay in the store for the next leader). */
 void dispatcher_grant_leadership(struct dispatcher *d, const spate_id *session,
