@@ -520,8 +520,9 @@ SPATE_API spate_stream *spate_sink(spate_stream *in, spate_sink_fn fn);
  * "properties.bootstrap.servers", "sink.delivery-guarantee". */
 SPATE_API spate_stream *spate_sink_to(spate_stream *in, const char *connector,
                                       const char *const *options);
-/* Sinks show as "Sink: Print to Std. Out", "Sink: Text File" (any format)
- * and "Sink: Unnamed"; spate_name(sink, "Counts") shows "Sink: Counts". */
+/* Sinks show as "Sink: Print to Std. Out", "Sink: Text File", "Sink: CSV
+ * File", "Sink: JSON File" and "Sink: Unnamed"; spate_name(sink, "Counts")
+ * shows "Sink: Counts". */
 
 /* ---- operator settings (return their argument) -------------------------- */
 

@@ -1588,6 +1588,8 @@ spate_sink_file(spate_stream *in, const char *path, spate_file_format format,
           n->in_type != NULL ? n->in_type->name : "?");
     check(in->env, format == SPATE_FILE_JSON || field_names == NULL,
           "%s takes no field names (only json names its members)", name);
+    if (format == SPATE_FILE_CSV || format == SPATE_FILE_JSON)
+        n->name = xstrdup(format == SPATE_FILE_CSV ? "Sink: CSV File" : "Sink: JSON File");
     if (field_names == NULL || format != SPATE_FILE_JSON)
         return n;
     while (field_names[c->nfield_names] != NULL && c->nfield_names <= nfields)

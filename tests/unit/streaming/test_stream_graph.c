@@ -225,6 +225,10 @@ Test(stream_graph, each_sink_shows_its_own_name)
     spate_stream *print = spate_sink_print(s);
     spate_stream *user = spate_sink(s, sink);
     spate_stream *audit = spate_name(spate_sink(s, sink), "Audit");
+    spate_stream *csv = spate_sink_file(s, "/tmp/csv", SPATE_FILE_CSV, NULL);
+    spate_stream *json = spate_sink_file(s, "/tmp/json", SPATE_FILE_JSON, NULL);
+    spate_stream *named_csv =
+        spate_name(spate_sink_file(s, "/tmp/c2", SPATE_FILE_CSV, NULL), "Rows");
     struct job_graph *jg = build(env);
 
     cr_assert_str_eq(op_name(jg, file), "Sink: Text File");
@@ -233,6 +237,9 @@ Test(stream_graph, each_sink_shows_its_own_name)
     cr_assert_str_eq(op_name(jg, print), "Sink: Print to Std. Out");
     cr_assert_str_eq(op_name(jg, user), "Sink: Unnamed");
     cr_assert_str_eq(op_name(jg, audit), "Sink: Audit");
+    cr_assert_str_eq(op_name(jg, csv), "Sink: CSV File");
+    cr_assert_str_eq(op_name(jg, json), "Sink: JSON File");
+    cr_assert_str_eq(op_name(jg, named_csv), "Sink: Rows");
     job_graph_free(jg);
     env_free(env);
 }
