@@ -30,6 +30,9 @@
 /* How long a flush or commit waits for the brokers before it tries again
  * (logging), while the task has nothing else to do. */
 #define KAFKA_FLUSH_STEP_MS 1000
+/* How long the abort of an open transaction, before its producer goes,
+ * waits for the brokers (a cancelled task must not block). */
+#define KAFKA_ABORT_TIMEOUT_MS 2000
 
 enum guarantee { GUARANTEE_NONE, GUARANTEE_AT_LEAST_ONCE, GUARANTEE_EXACTLY_ONCE };
 enum partitioner { PARTITIONER_DEFAULT, PARTITIONER_FIXED, PARTITIONER_ROUND_ROBIN };
@@ -148,6 +151,34 @@ init_transactions(struct kwriter *w, rd_kafka_t *rk, const char *txn_id, char *e
                txn_id, w->bootstrap, rd_kafka_error_string(e));
     rd_kafka_error_destroy(e);
     return -1;
+}
+
+/* Destroys rk, whose transaction txn_id is open (begun, never committed),
+ * aborting the transaction first. librdkafka 2.0.2 must not be destroyed
+ * while a partition of an open transaction waits for its registration on
+ * the coordinator (due 1 ms after the partition's first record, or once
+ * the coordinator answers): the destroy stops the broker threads while
+ * the main thread, in its last turn, sends AddPartitionsToTxn; the
+ * coordinator's thread fails the request at once and runs its handler,
+ * which asserts that the request was counted (txn_req_cnt > 0) before
+ * the main thread counts it, and the process aborts. The abort's first
+ * step, local and at once, takes the transaction out of InTransaction and
+ * drops the partitions waiting, so that nothing registers any more, even
+ * when the brokers do not answer the rest of the abort in time (then the
+ * next attempt's fencing aborts the transaction, as before). */
+static void
+destroy_open(struct kwriter *w, rd_kafka_t *rk, const char *txn_id)
+{
+    rd_kafka_error_t *e = rd_kafka_abort_transaction(rk, KAFKA_ABORT_TIMEOUT_MS);
+
+    if (e != NULL) {
+        kw_log(w, CONNECTOR_LOG_INFO,
+               "abort of transaction '%s' before its producer goes: %s (its id's next "
+               "producer aborts it)",
+               txn_id, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    rd_kafka_destroy(rk);
 }
 
 static int
@@ -283,11 +314,13 @@ kw_close(void *writer)
         return;
     if (w->rkt != NULL)
         rd_kafka_topic_destroy(w->rkt);
-    if (w->rk != NULL) {
-        if (w->guarantee != GUARANTEE_EXACTLY_ONCE)
-            rd_kafka_flush(w->rk, KAFKA_FLUSH_STEP_MS);
-        /* An open transaction is left to the next attempt's abort (or the
-         * broker's timeout): a task that is cancelled must not block. */
+    if (w->rk != NULL && w->guarantee == GUARANTEE_EXACTLY_ONCE) {
+        /* An open transaction: aborted within KAFKA_ABORT_TIMEOUT_MS (a
+         * task that is cancelled must not block), else left to the next
+         * attempt's abort or the broker's timeout. */
+        destroy_open(w, w->rk, w->txn_id);
+    } else if (w->rk != NULL) {
+        rd_kafka_flush(w->rk, KAFKA_FLUSH_STEP_MS);
         rd_kafka_destroy(w->rk);
     }
     free(w->txn_id);
@@ -638,6 +671,7 @@ rewrite(struct kwriter *w, const char *id, int32_t subtask, int64_t checkpoint_i
     rd_kafka_t *rk;
     struct txn t;
     uint64_t n = 0;
+    bool open = false;
     int rc = -1;
 
     if ((rk = producer_new(w, id, err, errlen)) == NULL)
@@ -650,6 +684,7 @@ rewrite(struct kwriter *w, const char *id, int32_t subtask, int64_t checkpoint_i
         rd_kafka_error_destroy(e);
         goto out;
     }
+    open = true;
     rkt = rd_kafka_topic_new(rk, w->topic, NULL);
     while (p < end) {
         uint32_t kl, vl;
@@ -707,13 +742,17 @@ rewrite(struct kwriter *w, const char *id, int32_t subtask, int64_t checkpoint_i
         mark_transaction(w, rk, subtask, checkpoint_id, err, errlen) != 0 ||
         commit_one(w, &t, err, errlen) != 0)
         goto out;
+    open = false;
     kw_log(w, CONNECTOR_LOG_WARN,
            "transaction '%s' of checkpoint %" PRId64 " had not committed: wrote its %" PRIu64
            " records again and committed them",
            id, checkpoint_id, n);
     rc = 0;
 out:
-    rd_kafka_destroy(rk);
+    if (open)
+        destroy_open(w, rk, id);
+    else
+        rd_kafka_destroy(rk);
     return rc;
 }
 
@@ -789,7 +828,10 @@ kw_finish(void *writer, char *err, size_t errlen)
         if (rc == 0)
             rc = commit_one(w, &t, err, errlen);
         rd_kafka_topic_destroy(w->rkt);
-        rd_kafka_destroy(w->rk);
+        if (rc != 0)
+            destroy_open(w, w->rk, w->txn_id);
+        else
+            rd_kafka_destroy(w->rk);
         free(w->txn_id);
         w->rk = NULL;
         w->rkt = NULL;
