@@ -230,7 +230,7 @@ static int
 so_request(struct stream_operator *op, struct source_op *s, spate_error *err)
 {
     struct so_add a = { s, err, 0 };
-    bool no_more = false;
+    bool no_more = false, asked = s->ctx.want_split;
     int rc;
 
     if (op->task->request_splits == NULL)
@@ -241,7 +241,11 @@ so_request(struct stream_operator *op, struct source_op *s, spate_error *err)
                                   &no_more, err);
     if (rc != 0)
         return rc;
-    s->ctx.got_none = a.n == 0 && !no_more;
+    /* Only a request that asked for a split and got none makes the reader
+     * wait before asking again: the registration alone asks for nothing
+     * (an enumerator may assign only on request, as Flink's file source),
+     * and the reader's first request follows it at once. */
+    s->ctx.got_none = asked && a.n == 0 && !no_more;
     s->ctx.registered = true;
     s->ctx.want_split = false;
     if (no_more && !s->ctx.no_more) {
