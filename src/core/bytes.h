@@ -95,7 +95,7 @@ bytes_load32(const uint8_t *p)
     return v;
 }
 
-/* memcmp(a, b, n) == 0: up to 32 bytes as overlapping words, without a
+/* memcmp(a, b, n) == 0: 4 to 32 bytes as overlapping words, without a
  * branch per word; the library beyond. */
 static inline bool
 bytes_equal(const void *a, const void *b, size_t n)
@@ -109,6 +109,9 @@ bytes_equal(const void *a, const void *b, size_t n)
     if (n >= 8 && n < 16)
         return ((bytes_load64(x) ^ bytes_load64(y)) |
                 (bytes_load64(x + n - 8) ^ bytes_load64(y + n - 8))) == 0;
+    if (n >= 4 && n < 8)
+        return ((bytes_load32(x) ^ bytes_load32(y)) |
+                (bytes_load32(x + n - 4) ^ bytes_load32(y + n - 4))) == 0;
     if (n > 32)
         return memcmp(x, y, n) == 0;
     while (n-- > 0)

@@ -282,6 +282,36 @@ keyed_current_at(struct heap_state *st, struct keyed_at *at)
     at->map = keyed_state_map(&st->maps, ctx->key_hash);
 }
 
+/* The entry of key (len bytes, whose hash is key_hash) in no namespace of
+ * map, when its key and value are in its slot: state_map_get of the key
+ * keyed_composite_prefix makes, [u32 len][key][u32 0], compared where the
+ * slot holds it, none built (an entry's key is always such a prefix, so
+ * its length and the first u32 say the second is 0). NULL: absent, or in
+ * a heap block (state_map_get finds it). Table not NULL: map->slots. */
+static SPATE_INLINE struct state_entry *
+keyed_entry_inline_of(struct state_map *map, uint64_t key_hash, const void *key, uint32_t len)
+{
+    const uint8_t *tags = state_map_tags(map->slots, map->mask);
+    uint8_t tag = state_map_tag(key_hash);
+
+    for (size_t i = state_map_home_slot(key_hash, map->mask);; i = (i + 1) & map->mask) {
+        uint8_t t = tags[i];
+
+        if (t == tag) { /* the entry looked at only then (a tag is never 0) */
+            struct state_entry *e = &map->slots[i];
+
+            if (e->hash == key_hash && e->key_len1 == len + 9) {
+                if (!state_entry_inline(e))
+                    return NULL;
+                if (bytes_load32(e->u.bytes) == len && bytes_equal(e->u.bytes + 4, key, len))
+                    return e;
+            }
+        } else if (t == 0) {
+            return NULL;
+        }
+    }
+}
+
 /* The map of state st that holds key_hash's entries (NULL: none yet, or
  * the state is not found inline). */
 static SPATE_INLINE const struct state_map *

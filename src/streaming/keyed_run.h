@@ -26,6 +26,7 @@ typedef void (*keyed_run_process_fn)(struct stream_operator *op, const void *rec
 typedef void (*keyed_run_ahead_fn)(const void *data, uint64_t key_hash);
 
 #define KEYED_RUN_AHEAD 8
+#define KEYED_RUN_RING  16 /* a power of two over KEYED_RUN_AHEAD */
 
 /* The records of one shape (tag, header bytes) from *posp on, up to max of
  * them; *posp ends past the last. */
@@ -101,51 +102,113 @@ keyed_run_hash_at(const uint8_t *pos, const uint8_t *end, uint64_t *key_hash, co
     return true;
 }
 
+/* Told the key hash of a record of a run of records of their own lengths
+ * KEYED_RUN_AHEAD records before its turn, with data the run's caller
+ * prepared: fetches what its processing will read, and returns what that
+ * needs to find it again (its state's map), or NULL. */
+typedef const void *(*keyed_run_find_fn)(const void *data, uint64_t key_hash);
+/* Handed the body of one keyed element of such a run (the record's
+ * serialized bytes, len of them), its meta, and what find returned for
+ * it: false when the body does not read, which ends the run there (the
+ * element path reports it). */
+typedef bool (*keyed_run_body_fn)(struct stream_operator *op, const void *data, const void *found,
+                                  const uint8_t *body, size_t len, const struct record_meta *meta);
+
 /* A run of keyed records of a type that is not plain (each its own
- * length), deserialized into in_rec by the type's deserializer de
- * (types_codec_of) and handed to operator_process, from
- * *posp on, up to max of them, until anything else or a record that does
- * not read (left to the element path, which reports it); each key's state
- * fetched by ahead KEYED_RUN_AHEAD records before its record. */
+ * length), from *posp on, up to max of them, until anything else or a body
+ * that does not read: each element read once, KEYED_RUN_AHEAD elements
+ * before its turn, when find (NULL: none) is told its key hash; then its
+ * body handed to process. Both inlined when the caller's are known. */
+static SPATE_INLINE int
+keyed_run_bodies(struct stream_operator *op, keyed_run_body_fn process, keyed_run_find_fn find,
+                 const void *data, const uint8_t **posp, const uint8_t *end, int max)
+{
+    struct record_meta meta = { .has_key_hash = true };
+    /* The elements read ahead, by their index in the run modulo
+     * KEYED_RUN_RING: each one's key hash, end, and what find said. */
+    uint64_t hashes[KEYED_RUN_RING];
+    const uint8_t *ends[KEYED_RUN_RING];
+    const void *found[KEYED_RUN_RING];
+    const uint8_t *pos = *posp, *far = pos;
+    int k = 0, nfar = 0;
+
+    _Static_assert(KEYED_RUN_RING > KEYED_RUN_AHEAD, "the ring holds the elements ahead");
+    while (k < max) {
+        unsigned at = (unsigned)k % KEYED_RUN_RING;
+        const uint8_t *next;
+        uint32_t hdr;
+
+        while (nfar <= k + KEYED_RUN_AHEAD &&
+               keyed_run_hash_at(far, end, &hashes[(unsigned)nfar % KEYED_RUN_RING], &far)) {
+            unsigned f = (unsigned)nfar % KEYED_RUN_RING;
+
+            found[f] = find != NULL ? find(data, hashes[f]) : NULL;
+            ends[f] = far;
+            nfar++;
+        }
+        if (nfar == k) /* the element at pos is not a whole keyed one */
+            break;
+        next = ends[at];
+        hdr = pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TS_TAG ? ELEMENT_KEYED_TS_HEADER
+                                                               : ELEMENT_KEYED_HEADER;
+        meta.timestamp = RECORD_NO_TIMESTAMP;
+        if (hdr == ELEMENT_KEYED_TS_HEADER)
+            memcpy(&meta.timestamp, pos + RECORD_LENGTH_BYTES + 1, 8);
+        meta.key_hash = hashes[at];
+        if (!process(op, data, found[at], pos + RECORD_LENGTH_BYTES + hdr,
+                     (size_t)(next - pos) - RECORD_LENGTH_BYTES - hdr, &meta))
+            break;
+        pos = next;
+        record_reader_read_ahead(pos);
+        k++;
+    }
+    *posp = pos;
+    return k;
+}
+
+/* keyed_run_var's: the type's deserializer, where it reads a record, and
+ * the state its find fetches ahead. */
+struct keyed_run_var_data {
+    const struct spate_type *type;
+    types_deserialize_fn de;
+    void *in_rec;
+    keyed_run_ahead_fn ahead;
+    const void *ahead_data;
+};
+
+static SPATE_INLINE const void *
+keyed_run_var_find(const void *data, uint64_t key_hash)
+{
+    const struct keyed_run_var_data *d = data;
+
+    d->ahead(d->ahead_data, key_hash);
+    return NULL;
+}
+
+static SPATE_INLINE bool
+keyed_run_var_one(struct stream_operator *op, const void *data, const void *found,
+                  const uint8_t *body, size_t len, const struct record_meta *meta)
+{
+    const struct keyed_run_var_data *d = data;
+
+    UNUSED(found);
+    if (d->de(d->type, body, len, d->in_rec) != 0)
+        return false;
+    operator_process(op, d->in_rec, meta);
+    return true;
+}
+
+/* keyed_run_bodies of records deserialized into in_rec by the type's
+ * deserializer de (types_codec_of) and handed to operator_process, each
+ * key's state fetched by ahead. */
 static SPATE_INLINE int
 keyed_run_var(struct stream_operator *op, const struct spate_type *type, types_deserialize_fn de,
               keyed_run_ahead_fn ahead, const void *ahead_data, void *in_rec, const uint8_t **posp,
               const uint8_t *end, int max)
 {
-    struct record_meta meta = { .has_key_hash = true };
-    const uint8_t *pos = *posp, *far = pos;
-    uint64_t far_hash;
-    int k = 0, nfar = 0;
+    struct keyed_run_var_data d = { type, de, in_rec, ahead, ahead_data };
 
-    while (k < max) {
-        uint64_t key_hash;
-        const uint8_t *next;
-        uint32_t hdr;
-
-        /* The element KEYED_RUN_AHEAD on: its key's state is fetched. */
-        while (ahead != NULL && nfar <= k + KEYED_RUN_AHEAD &&
-               keyed_run_hash_at(far, end, &far_hash, &far)) {
-            ahead(ahead_data, far_hash);
-            nfar++;
-        }
-        if (!keyed_run_hash_at(pos, end, &key_hash, &next))
-            break;
-        hdr = pos[RECORD_LENGTH_BYTES] == ELEMENT_KEYED_TS_TAG ? ELEMENT_KEYED_TS_HEADER
-                                                               : ELEMENT_KEYED_HEADER;
-        if (de(type, pos + RECORD_LENGTH_BYTES + hdr,
-               (size_t)(next - pos) - RECORD_LENGTH_BYTES - hdr, in_rec) != 0)
-            break;
-        meta.timestamp = RECORD_NO_TIMESTAMP;
-        if (hdr == ELEMENT_KEYED_TS_HEADER)
-            memcpy(&meta.timestamp, pos + RECORD_LENGTH_BYTES + 1, 8);
-        meta.key_hash = key_hash;
-        pos = next;
-        record_reader_read_ahead(pos);
-        k++;
-        operator_process(op, in_rec, &meta);
-    }
-    *posp = pos;
-    return k;
+    return keyed_run_bodies(op, keyed_run_var_one, keyed_run_var_find, &d, posp, end, max);
 }
 
 #endif

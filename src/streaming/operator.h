@@ -193,6 +193,11 @@ struct operator_vtable {
      * in records_in. NULL: one operator_process call each. */
     int (*process_keyed_run)(struct stream_operator *op, void *in_rec, size_t plain,
                              const uint8_t **pos, const uint8_t *end, int max, bool timed);
+    /* The same for keyed records of their own lengths (keyed_run.h's
+     * keyed_run_bodies), of either shape; in_rec is the task's storage for
+     * one record. NULL: keyed_run_var. */
+    int (*process_keyed_run_var)(struct stream_operator *op, void *in_rec, const uint8_t **pos,
+                                 const uint8_t *end, int max);
     /* Checkpoints: the state the operator keeps itself (a source's
      * positions, a sink's pending transactions), as opaque elements added
      * to out with op_state_add; restore_state gets them back one by one

@@ -311,6 +311,10 @@ struct keyed_impl {
      * found once, not per record. */
     size_t pair_size, pair_off;
     const struct spate_type *pair_type;
+    /* A pair of a string key and its count, on the heap backend: records
+     * of their own lengths read where they are (sum_keyed_run_var); the
+     * count's place in the serialized record: its first or last 8 bytes. */
+    bool count_first;
 };
 
 /* Whether a sum's records are pairs of the key (field or string field,
@@ -332,6 +336,7 @@ sum_of_pair(const struct stream_operator *op, const struct keyed_impl *k, int fi
 }
 
 static const struct operator_vtable keyed_table_vtables[2];
+static const struct operator_vtable sum_words_vtable;
 
 static int
 keyed_open(struct stream_operator *op, spate_error *err)
@@ -362,6 +367,12 @@ keyed_open(struct stream_operator *op, spate_error *err)
         k->pair_size = op->config->out_type->size;
         k->pair_off = op->config->out_type->offsets[field];
         k->pair_type = op->config->out_type->fields[field];
+    }
+    if (k->pair && k->value != NULL && k->value->fast && k->key.string &&
+        op->config->in_type->one_string &&
+        op->config->in_type->str1.pre_len + op->config->in_type->str1.post_len == 8) {
+        k->count_first = op->config->in_type->str1.pre_len == 8;
+        op->vt = &sum_words_vtable;
     }
     k->codec = types_codec_of(op->config->out_type);
     k->acc = operator_out_storage(op->config->out_type);
@@ -538,6 +549,130 @@ sum_process(struct stream_operator *op, const void *rec, const struct record_met
 corrupt:
     spate_ctx_fail(&op->ctx, "corrupt sum state for a key of '%s'", op->ctx.task_name);
 }
+
+/* What sum_keyed_run_var reads for every record, read once per run: the
+ * emit may change any memory, so that fields read through op would be
+ * read again per record. */
+struct sum_words {
+    struct keyed_state *ks;              /* the sum's state's maps */
+    uint32_t kg_mask, kg_start, kg_last; /* key groups: the range's, less start */
+    uint8_t *out;
+    size_t word_off, count_off; /* in out */
+    bool count_first, doubles;
+    void *in_rec;
+};
+
+/* sum_keyed_run_var's find: the map of the key's state, its slot and tag
+ * fetched (NULL: a key group outside the subtask's, or no entry yet). */
+static SPATE_INLINE const void *
+sum_words_find(const void *data, uint64_t key_hash)
+{
+    const struct sum_words *w = data;
+    uint32_t i = (uint32_t)(key_hash & w->kg_mask) - w->kg_start;
+    const struct state_map *map;
+
+    if (i > w->kg_last || (map = &w->ks->maps[i])->slots == NULL)
+        return NULL;
+    state_map_prefetch(map, key_hash);
+    return map;
+}
+
+/* sum_keyed_run_var's per record (its body, the record's serialized
+ * bytes): a word and its count, the count added where the word's sum is
+ * stored, in its slot, and the sum emitted (the operator has no user
+ * function: its context's record and key are not set); anything else (a
+ * new word, an entry in a heap block, a table a snapshot shares, a word
+ * of 128 bytes or more) by sum_process, the record deserialized. */
+static SPATE_INLINE bool
+sum_words_one(struct stream_operator *op, const void *data, const void *found, const uint8_t *body,
+              size_t len, const struct record_meta *meta)
+{
+    const struct sum_words *w = data;
+    struct state_map *map = (struct state_map *)found;
+    struct state_entry *e;
+    spate_str word;
+    const uint8_t *count;
+    uint8_t *sum;
+
+    if (w->count_first) { /* (count, word): the word last, no length */
+        word = (spate_str){ (const char *)body + 8, len - 8 };
+        count = body;
+    } else { /* (word, count): a length byte when under 128 */
+        word = (spate_str){ (const char *)body + 1, len - 9 };
+        count = body + len - 8;
+    }
+    if (likely(map != NULL && !map->shared && len >= 9 &&
+               (w->count_first || (body[0] < 0x80 && body[0] == len - 9))) &&
+        (e = keyed_entry_inline_of(map, meta->key_hash, word.data, (uint32_t)word.len)) != NULL &&
+        likely(e->value_len >= 8)) {
+        sum = e->u.bytes + state_entry_key_len(e) + e->value_len - 8;
+        if (w->doubles) {
+            double a, b;
+
+            memcpy(&a, sum, 8);
+            memcpy(&b, count, 8);
+            a += b;
+            memcpy(sum, &a, 8);
+        } else {
+            uint64_t a, b;
+
+            memcpy(&a, sum, 8);
+            memcpy(&b, count, 8);
+            a += b; /* wraps like Java's long */
+            memcpy(sum, &a, 8);
+        }
+        memcpy(w->out + w->word_off, &word, sizeof word);
+        memcpy(w->out + w->count_off, sum, 8);
+        operator_emit(op, w->out, meta);
+        return true;
+    }
+    if (((struct keyed_impl *)op->impl)
+            ->codec.deserialize(op->config->in_type, body, len, w->in_rec) != 0)
+        return false;
+    sum_process(op, w->in_rec, meta);
+    return true;
+}
+
+/* A run of words and their counts with sum_words_one inlined: no record
+ * deserialized, no composite key built, no call per record but the
+ * emit. */
+static int
+sum_keyed_run_var(struct stream_operator *op, void *in_rec, const uint8_t **pos, const uint8_t *end,
+                  int max)
+{
+    struct keyed_impl *k = op->impl;
+    struct keyed_state *ks = &k->value->maps;
+    struct sum_words w = {
+        .ks = ks,
+        .kg_mask = ks->kg_mask,
+        .kg_start = ks->range.start,
+        .kg_last = ks->range.end - ks->range.start,
+        .out = k->out,
+        .word_off = k->key.offset,
+        .count_off = k->pair_off,
+        .count_first = k->count_first,
+        .doubles = k->pair_type->kind == TYPE_DOUBLE,
+        .in_rec = in_rec,
+    };
+    int n;
+
+    /* A max parallelism not a power of two: no fetch ahead, each record
+     * by sum_process (its key group by division). */
+    if (ks->kg_mask == 0)
+        w.kg_last = 0, w.kg_start = 1;
+    n = keyed_run_bodies(op, sum_words_one, sum_words_find, &w, pos, end, max);
+    op->records_in += (uint64_t)n;
+    return n;
+}
+
+/* keyed_open's table for a sum of words on the heap backend. */
+static const struct operator_vtable sum_words_vtable = {
+    .state = OPERATOR_KEYED_STATE,
+    .open = keyed_open,
+    .process = sum_process,
+    .process_keyed_run_var = sum_keyed_run_var,
+    .close = keyed_close,
+};
 
 /* Keyed reduce and sum on a backend other than the heap: the value through
  * the backend's table. */

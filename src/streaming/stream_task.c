@@ -577,8 +577,10 @@ task_run_gate(struct stream_task *t, int g, int *processed, spate_error *err)
                    channel < nchannels) {
             /* Keyed records of their own lengths (a word and its count):
              * in the current buffer, each key's state fetched ahead. */
-            int k = keyed_run_var(head, head->config->in_type, de, task_state_ahead, ahead_data,
-                                  in_rec, &pos, end, TASK_BATCH - n);
+            int k = head->vt->process_keyed_run_var != NULL
+                        ? head->vt->process_keyed_run_var(head, in_rec, &pos, end, TASK_BATCH - n)
+                        : keyed_run_var(head, head->config->in_type, de, task_state_ahead,
+                                        ahead_data, in_rec, &pos, end, TASK_BATCH - n);
 
             record_reader_consumed(r, pos, (uint64_t)k);
             t->records_in += (uint64_t)k;
