@@ -9,6 +9,36 @@
 #include <stdint.h>
 #include <string.h>
 
+/* bytes_copy of n <= 16 bytes (a word): the shorter lengths tested first. */
+static inline void
+bytes_copy_short(void *dst, const void *src, size_t n)
+{
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+
+    if (n >= 8) {
+        uint64_t a, b;
+
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else if (n > 0) {
+        uint8_t a = s[0], b = s[n / 2], c = s[n - 1];
+
+        d[0] = a;
+        d[n / 2] = b;
+        d[n - 1] = c;
+    }
+}
+
 /* memcpy(dst, src, n) for n that is mostly small (a key, a word):
  * overlapping moves up to 32 bytes, no loop, the library beyond. */
 static inline void
@@ -24,28 +54,8 @@ bytes_copy(void *dst, const void *src, size_t n)
         memcpy(b, s + n - 16, 16);
         memcpy(d, a, 16);
         memcpy(d + n - 16, b, 16);
-    } else if (n >= 8 && n < 16) {
-        uint64_t a, b;
-
-        memcpy(&a, s, 8);
-        memcpy(&b, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + n - 8, &b, 8);
-    } else if (n >= 4 && n < 8) {
-        uint32_t a, b;
-
-        memcpy(&a, s, 4);
-        memcpy(&b, s + n - 4, 4);
-        memcpy(d, &a, 4);
-        memcpy(d + n - 4, &b, 4);
-    } else if (n < 4) {
-        if (n > 0) {
-            uint8_t a = s[0], b = s[n / 2], c = s[n - 1];
-
-            d[0] = a;
-            d[n / 2] = b;
-            d[n - 1] = c;
-        }
+    } else if (n < 16) {
+        bytes_copy_short(d, s, n);
     } else {
         memcpy(d, s, n);
     }

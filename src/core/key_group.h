@@ -38,6 +38,16 @@ key_group_hash(const void *key, size_t len)
         return XXH3_64bits(key, 8);
     return XXH3_64bits(key, len);
 }
+/* key_group_hash of a key mostly of 16 bytes or fewer (a word): XXH3's
+ * path for those inlined, no call and no dispatch on the length beyond
+ * that; the same hash. */
+static inline uint64_t
+key_group_hash_short(const void *key, size_t len)
+{
+    if (len <= 16)
+        return XXH3_len_0to16_64b((const xxh_u8 *)key, len, XXH3_kSecret, 0);
+    return XXH3_64bits(key, len);
+}
 /* The key group of a hash: hash % max_parallelism. */
 static inline uint32_t
 key_group_of_hash(uint64_t hash, uint32_t max_parallelism)

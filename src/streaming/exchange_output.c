@@ -145,7 +145,7 @@ exchange_collect_hash(struct output *self, const void *rec, const struct record_
  * channel by table, the record serialized by its type's codec straight
  * into the room, then the header and length before it; the rest (no room,
  * a record that does not fit) by the general path. */
-static void
+static SPATE_NOINLINE void
 exchange_collect_hash_var(struct output *self, const void *rec, const struct record_meta *meta)
 {
     struct exchange_output *x = (struct exchange_output *)self;
@@ -179,6 +179,63 @@ exchange_collect_hash_var(struct output *self, const void *rec, const struct rec
     memcpy(p + RECORD_LENGTH_BYTES + 1, &ts, 8);
     memcpy(p + RECORD_LENGTH_BYTES + hdr - 8, &key_hash, 8);
     c->pos = p + RECORD_LENGTH_BYTES + len;
+}
+
+/* keyBy of a word and its count by the word (exchange_output_set_room's
+ * word8): the word's hash by XXH3's path for 16 bytes or fewer, inlined,
+ * the record written in its serialized form (the count, the word; or the
+ * word's length, the word, the count) by a few stores; no call, so no
+ * register saved. The rest (no room, a word of more than 16 bytes) by
+ * exchange_collect_hash_var. */
+static void
+exchange_collect_hash_word(struct output *self, const void *rec, const struct record_meta *meta)
+{
+    struct exchange_output *x = (struct exchange_output *)self;
+    const spate_str *word = (const spate_str *)((const uint8_t *)rec + x->key_access.offset);
+    /* Read before the stores below, which the compiler cannot tell apart
+     * from the record. */
+    const uint8_t *data = (const uint8_t *)word->data;
+    size_t len = word->len;
+    bool last = x->word_last;
+    uint64_t count = bytes_load64((const uint8_t *)rec + x->word_count_off);
+    int64_t ts = meta->timestamp;
+    bool timed = ts != RECORD_NO_TIMESTAMP;
+    uint32_t hdr = timed ? ELEMENT_KEYED_TS_HEADER : ELEMENT_KEYED_HEADER;
+    uint32_t n = (uint32_t)len + 8 + !last, el;
+    uint64_t key_hash;
+    struct rw_channel *c;
+    uint8_t *p, *body;
+
+    if (unlikely(len > 16)) {
+        exchange_collect_hash_var(self, rec, meta);
+        return;
+    }
+    key_hash = key_group_hash_short(data, len);
+    c = &x->room[x->kg_channel[key_hash & x->kg_mask]];
+    if (unlikely((size_t)(c->end - c->pos) < RECORD_LENGTH_BYTES + hdr + n)) {
+        exchange_collect_hash_var(self, rec, meta);
+        return;
+    }
+    x->records++;
+    p = c->pos;
+    record_writer_write_ahead(p);
+    el = hdr + n;
+    memcpy(p, &el, RECORD_LENGTH_BYTES);
+    p[RECORD_LENGTH_BYTES] = ELEMENT_KEYED_TAG | (timed ? ELEMENT_HAS_TIMESTAMP : 0);
+    /* As exchange_collect_hash: the key hash over the timestamp's place
+     * when there is none. */
+    memcpy(p + RECORD_LENGTH_BYTES + 1, &ts, 8);
+    memcpy(p + RECORD_LENGTH_BYTES + hdr - 8, &key_hash, 8);
+    body = p + RECORD_LENGTH_BYTES + hdr;
+    if (last) {
+        memcpy(body, &count, 8);
+        bytes_copy_short(body + 8, data, len);
+    } else {
+        body[0] = (uint8_t)len;
+        bytes_copy_short(body + 1, data, len);
+        memcpy(body + 1 + len, &count, 8);
+    }
+    c->pos = body + n;
 }
 
 /* Every other partitioner. */
@@ -337,6 +394,18 @@ exchange_output_set_room(struct exchange_output *x, struct rw_channel *room)
     x->base.collect = exchange_collect_hash;
     if (by_table && !x->keyed8 && (x->key_access.string || x->key_access.len != 0))
         x->base.collect = exchange_collect_hash_var;
+    /* A word and its count: a tuple of a string, the key, and one 8-byte
+     * leaf (the serialized form is the 8 bytes after the word's length
+     * and bytes, or before the word when it is last). */
+    x->word8 = by_table && x->key_access.string && x->type->one_string &&
+               x->type->str1.pre_len + x->type->str1.post_len == 8 &&
+               (x->type->str1.post_len == 0) == x->type->str1.str_last &&
+               x->key_access.offset == x->type->str1.str_off;
+    if (x->word8) {
+        x->word_last = x->type->str1.str_last;
+        x->word_count_off = x->word_last ? x->type->str1.pre_off : x->type->str1.post_off;
+        x->base.collect = exchange_collect_hash_word;
+    }
 }
 
 void

@@ -37,6 +37,13 @@ struct exchange_output {
     /* A hash exchange of plain records by an 8-byte key at a fixed place,
      * key groups by mask, with room: exchange_collect_hash's own path. */
     bool keyed8;
+    /* A hash exchange of a word and its count (a string key and one
+     * 8-byte field, either first), with room: exchange_collect_hash_word's
+     * path; the count's place in the record, and whether the word is last
+     * in the serialized form (no length before it). */
+    bool word8;
+    bool word_last;
+    uint32_t word_count_off;
     enum ship_strategy partitioner;
     struct key_selector key;
     struct key_access key_access;

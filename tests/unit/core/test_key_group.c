@@ -16,6 +16,18 @@ Test(key_group, key_group_is_xxh3_modulo_max_parallelism)
     cr_assert_eq(XXH3_64bits("", 0), 0x2d06800538d394c2ULL);
 }
 
+Test(key_group, the_short_keys_hash_is_xxh3)
+{
+    char key[64];
+
+    for (size_t i = 0; i < sizeof key; i++)
+        key[i] = (char)(i * 37 + 11);
+    for (size_t len = 0; len <= sizeof key; len++) {
+        cr_assert_eq(key_group_hash_short(key, len), XXH3_64bits(key, len), "%zu bytes", len);
+        cr_assert_eq(key_group_hash_short(key + 3, len / 2), XXH3_64bits(key + 3, len / 2));
+    }
+}
+
 Test(key_group, operator_index_as_flink)
 {
     /* computeOperatorIndexForKeyGroup: kg * p / maxP */

@@ -211,35 +211,44 @@ struct word_rec {
     int64_t value;
 };
 
+/* The other order: the word last in the serialized form, no length. */
+struct count_word_rec {
+    int64_t value;
+    spate_str word;
+};
+
 #define NWORDS 600
 
 /* Runs the words through an exchange keyed by the string, with room or
  * without, timed or not, into s; its collect into *collect. */
 static void
-words_through(struct sink *s, const struct word_rec *recs, bool timed, bool with_room,
+words_through(struct sink *s, const void *recs, bool count_first, bool timed, bool with_room,
               uint64_t *records,
               void (**collect)(struct output *, const void *, const struct record_meta *))
 {
     struct config *conf = config_new();
     spate_env *env = env_new(conf, NULL);
     const spate_type *f[] = { spate_type_string(), spate_type_int64() };
-    const spate_type *t = spate_type_tuple(env, 2, f);
+    const spate_type *f2[] = { spate_type_int64(), spate_type_string() };
+    const spate_type *t = spate_type_tuple(env, 2, count_first ? f2 : f);
+    size_t size = count_first ? sizeof(struct count_word_rec) : sizeof(struct word_rec);
     struct jg_edge edge = { 0 };
     struct exchange_output x = { 0 };
 
     memset(s, 0, sizeof *s);
     edge.partitioner = SHIP_HASH;
     edge.key.kind = KEY_FIELD;
-    edge.key.field = 0;
+    edge.key.field = count_first;
     exchange_output_init(&x, &edge, t, CHANNELS, 128, 0, &sink_ops, s, NULL);
     if (with_room)
         exchange_output_set_room(&x, s->room);
     cr_assert_not(x.keyed8);
+    cr_assert_eq(x.word8, with_room, "the word's own path is %s", with_room ? "off" : "on");
     *collect = x.base.collect;
     for (int i = 0; i < NWORDS; i++) {
         struct record_meta m = { timed ? 5000 + i : RECORD_NO_TIMESTAMP, 0, false };
 
-        x.base.collect(&x.base, &recs[i], &m);
+        x.base.collect(&x.base, (const uint8_t *)recs + (size_t)i * size, &m);
     }
     cr_assert_eq(x.error.code, 0, "%s", x.error.message);
     *records = x.records;
@@ -250,11 +259,12 @@ words_through(struct sink *s, const struct word_rec *recs, bool timed, bool with
 }
 
 static void
-same_bytes_words(bool timed)
+same_bytes_words(bool timed, bool count_first)
 {
     static struct sink fast, general;
     static char text[NWORDS][64], big[160];
     struct word_rec recs[NWORDS];
+    struct count_word_rec recs2[NWORDS];
     uint64_t n_fast, n_general;
     void (*fast_collect)(struct output *, const void *, const struct record_meta *);
     void (*general_collect)(struct output *, const void *, const struct record_meta *);
@@ -265,12 +275,17 @@ same_bytes_words(bool timed)
         big[i] = (char)('a' + i % 26);
     for (int i = 0; i < NWORDS; i++) {
         snprintf(text[i], sizeof text[i], "w%d", i % 97);
-        recs[i] = (struct word_rec){ { text[i], strlen(text[i]) }, i };
+        /* Counts of eight bytes that all matter. */
+        recs[i] = (struct word_rec){ { text[i], strlen(text[i]) },
+                                     (int64_t)((uint64_t)(i + 1) * 0x9E3779B97F4A7C15ULL) };
         if (i % 5 == 0)
             recs[i].word = (spate_str){ big + i % 7, (size_t)(i * 37 % 151) };
+        recs2[i] = (struct count_word_rec){ recs[i].value, recs[i].word };
     }
-    words_through(&general, recs, timed, false, &n_general, &general_collect);
-    words_through(&fast, recs, timed, true, &n_fast, &fast_collect);
+    words_through(&general, count_first ? (const void *)recs2 : recs, count_first, timed, false,
+                  &n_general, &general_collect);
+    words_through(&fast, count_first ? (const void *)recs2 : recs, count_first, timed, true,
+                  &n_fast, &fast_collect);
     cr_assert(fast_collect != general_collect, "the string key's own path is taken");
     cr_assert_eq(n_general, NWORDS);
     cr_assert_eq(n_fast, NWORDS, "every record counted once");
@@ -285,12 +300,14 @@ same_bytes_words(bool timed)
 
 Test(exchange_output, a_string_keys_path_writes_what_the_general_one_writes_with_timestamps)
 {
-    same_bytes_words(true);
+    same_bytes_words(true, false);
+    same_bytes_words(true, true);
 }
 
 Test(exchange_output, a_string_keys_path_writes_what_the_general_one_writes_without_timestamps)
 {
-    same_bytes_words(false);
+    same_bytes_words(false, false);
+    same_bytes_words(false, true);
 }
 
 Test(exchange_output, the_fast_path_writes_what_the_general_one_writes_with_timestamps)
