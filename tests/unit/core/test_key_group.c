@@ -1,6 +1,7 @@
 /* Unit tests of src/core/key_group.c: Flink's KeyGroupRangeAssignment
  * arithmetic over XXH3. */
 #include <criterion/criterion.h>
+#include <string.h>
 #include <xxhash.h>
 
 #include "core/key_group.h"
@@ -14,6 +15,27 @@ Test(key_group, key_group_is_xxh3_modulo_max_parallelism)
     /* Fixed for good: savepoints depend on it. */
     cr_assert_eq(key_group_of_key("", 0, 128), XXH3_64bits("", 0) % 128);
     cr_assert_eq(XXH3_64bits("", 0), 0x2d06800538d394c2ULL);
+}
+
+/* An 8-byte key's hash, written out for its length, is XXH3's: keys of
+ * every bit pattern, at every alignment. */
+Test(key_group, an_eight_byte_key_s_hash_is_xxh3)
+{
+    uint8_t bytes[16];
+    uint64_t z = 0;
+
+    for (int i = 0; i < 1000000; i++) {
+        uint64_t k = (z += 0x9E3779B97F4A7C15ULL);
+
+        k = (k ^ (k >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        k = (k ^ (k >> 27)) * 0x94D049BB133111EBULL;
+        k ^= k >> 31;
+        if (i < 64)
+            k = i < 32 ? (uint64_t)i : ~(uint64_t)(i - 32); /* small, and all ones */
+        memcpy(bytes + i % 8, &k, 8);
+        cr_assert_eq(key_group_hash(bytes + i % 8, 8), XXH3_64bits(bytes + i % 8, 8), "key %016llx",
+                     (unsigned long long)k);
+    }
 }
 
 Test(key_group, operator_index_as_flink)
