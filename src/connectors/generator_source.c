@@ -166,22 +166,20 @@ generator_emit_timed(struct stream_operator *op, struct source_run *r, spate_gen
  * largest timestamp, max if none is larger. Its own function, so that its
  * loop keeps what it reads in registers across the calls. */
 static SPATE_NOINLINE int64_t
-generator_make_run(struct stream_operator *op, spate_generator_fn gen,
-                   spate_timestamp_fn timestamp_fn, uint64_t index, int n, uint8_t *rec,
-                   size_t stride, int64_t *ts, int64_t max)
+generator_make_run(spate_ctx *ctx, spate_generator_fn gen, spate_timestamp_fn timestamp_fn,
+                   uint64_t index, int n, uint8_t *rec, size_t stride, int64_t *ts, int64_t max)
 {
-    spate_ctx *ctx = &op->ctx;
     uint64_t end = index + (uint64_t)n;
 
     if (timestamp_fn == NULL) {
         for (; index < end; index++, rec += stride) {
-            operator_before_call(op);
+            ctx_before_call(ctx);
             gen(ctx, index, rec);
         }
         return max;
     }
     for (; index < end; index++, rec += stride, ts++) {
-        operator_before_call(op);
+        ctx_before_call(ctx);
         gen(ctx, index, rec);
         *ts = timestamp_fn(ctx, rec);
         if (*ts > max)
@@ -208,8 +206,8 @@ generator_emit_runs(struct stream_operator *op, struct source_run *r, spate_gene
     while (s < end) {
         int n = (int)MIN(end - s, GEN_RUN);
 
-        r->max_timestamp = generator_make_run(op, gen, r->timestamp_fn, base + s->split, n, runs,
-                                              stride, ts, r->max_timestamp);
+        r->max_timestamp = generator_make_run(&op->ctx, gen, r->timestamp_fn, base + s->split, n,
+                                              runs, stride, ts, r->max_timestamp);
         out->collect_run(out, runs, stride, r->timestamp_fn != NULL ? ts : NULL, n);
         s += n;
     }

@@ -363,12 +363,19 @@ void scratch_reset(struct scratch *s);
 void scratch_release(struct scratch *s);
 
 /* Before a call into a user function: the scratch memory of the previous
- * call is free again. */
+ * call is free again (ctx_before_call: for a loop that holds the context
+ * alone, not its operator too). */
+static inline void
+ctx_before_call(spate_ctx *ctx)
+{
+    if (ctx->scratch.used != 0)
+        scratch_reset(&ctx->scratch);
+}
+
 static inline void
 operator_before_call(struct stream_operator *op)
 {
-    if (op->ctx.scratch.used != 0)
-        scratch_reset(&op->ctx.scratch);
+    ctx_before_call(&op->ctx);
 }
 
 /* Zeroed storage for one record of type t, aligned for any field: where an
