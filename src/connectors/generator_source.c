@@ -26,6 +26,11 @@ struct gen_split {
     uint64_t next; /* its next index */
 };
 
+/* Records handed to an output that takes runs, per call: enough that the
+ * call's cost and the run's set-up vanish per record, few enough that the
+ * run stays in the first-level cache. */
+#define GEN_RUN 64
+
 struct generator_impl {
     struct gen_split *splits; /* owned, by split id */
     uint32_t nsplits, at;     /* at: the split whose turn it is */
@@ -35,6 +40,10 @@ struct generator_impl {
     uint64_t start_ns;
     double rate; /* per second, this subtask's share; 0: unlimited */
     void *rec;
+    /* GEN_RUN records of a plain type, stride bytes apart, for an output
+     * that takes runs (output.collect_run); NULL: the type is not plain. */
+    uint8_t *runs;
+    size_t stride;
     bool restored; /* splits came from a checkpoint: start over from them */
     /* A fresh start's splits, in ascending order, all in the same round:
      * a round is the splits in order, with no search, and their next
@@ -63,6 +72,10 @@ generator_open(struct stream_operator *op, spate_error *err)
     g->rate = conf->rate * (double)g->nsplits / (double)g->g;
     g->start_ns = clock_mono_ns();
     g->rec = operator_out_storage(conf->type);
+    if (conf->type->plain && conf->type->size != 0) {
+        g->stride = (conf->type->size + 15) & ~(size_t)15; /* aligned for any field */
+        g->runs = xcalloc(GEN_RUN, g->stride);
+    }
     g->aligned = true;
     op->impl = g;
     return 0;
@@ -148,6 +161,59 @@ generator_emit_timed(struct stream_operator *op, struct source_run *r, spate_gen
     return end;
 }
 
+/* Makes n records, of the indexes from index on, stride bytes apart from
+ * rec, each stamped as it is made (ts[i]; timestamp_fn NULL: none); the
+ * largest timestamp, max if none is larger. Its own function, so that its
+ * loop keeps what it reads in registers across the calls. */
+static SPATE_NOINLINE int64_t
+generator_make_run(spate_ctx *ctx, spate_generator_fn gen, spate_timestamp_fn timestamp_fn,
+                   uint64_t index, int n, uint8_t *rec, size_t stride, int64_t *ts, int64_t max)
+{
+    uint64_t end = index + (uint64_t)n;
+
+    if (timestamp_fn == NULL) {
+        for (; index < end; index++, rec += stride) {
+            ctx_before_call(ctx);
+            gen(ctx, index, rec);
+        }
+        return max;
+    }
+    for (; index < end; index++, rec += stride, ts++) {
+        ctx_before_call(ctx);
+        gen(ctx, index, rec);
+        *ts = timestamp_fn(ctx, rec);
+        if (*ts > max)
+            max = *ts;
+    }
+    return max;
+}
+
+/* The aligned loop into an output that takes runs (output.collect_run),
+ * with periodic watermarks or none: runs of up to GEN_RUN records made
+ * and stamped, each handed over in one call. A fresh start's splits are
+ * consecutive, so a round's indexes are too. The records are plain (no
+ * pointer into the scratch memory that each call frees), so a run
+ * outlives the calls that made it. Returns end. */
+static const struct gen_split *
+generator_emit_runs(struct stream_operator *op, struct source_run *r, spate_generator_fn gen,
+                    uint64_t base, const struct gen_split *s, const struct gen_split *end,
+                    uint8_t *runs, size_t stride)
+{
+    struct output *out = r->out;
+    int64_t ts[GEN_RUN];
+
+    r->n += (uint64_t)(end - s);
+    while (s < end) {
+        int n = (int)MIN(end - s, GEN_RUN);
+
+        r->max_timestamp = generator_make_run(&op->ctx, gen, r->timestamp_fn, base + s->split, n,
+                                              runs, stride, ts, r->max_timestamp);
+        out->collect_run(out, runs, stride, r->timestamp_fn != NULL ? ts : NULL, n);
+        s += n;
+    }
+    return end;
+}
+
 /* Aligned splits: up to budget records of the round, the splits from at on
  * in order; the number emitted. The last round of a bounded source (a
  * split past limit) goes to the general path. */
@@ -171,7 +237,9 @@ generator_run_aligned(struct stream_operator *op, struct generator_impl *g, spat
         return 0;
     }
     source_run_begin(&run, op);
-    if (likely(!run.per_record && run.timestamp_fn != NULL))
+    if (likely(!run.per_record && run.out->collect_run != NULL && g->runs != NULL))
+        s = generator_emit_runs(op, &run, gen, base, s, end, g->runs, g->stride);
+    else if (likely(!run.per_record && run.timestamp_fn != NULL))
         s = generator_emit_timed(op, &run, gen, base, s, end, rec);
     for (; s < end; s++) {
         operator_before_call(op);
@@ -336,6 +404,7 @@ generator_close(struct stream_operator *op)
 
     if (g != NULL) {
         free(g->rec);
+        free(g->runs);
         free(g->splits);
     }
     free(g);

@@ -140,6 +140,122 @@ exchange_collect_hash(struct output *self, const void *rec, const struct record_
     c->pos = p + RECORD_LENGTH_BYTES + len;
 }
 
+/* The run's records from the first on that have room in their channels
+ * (and, timed, a timestamp), written as exchange_collect_hash writes one;
+ * the number written. No call inside: what stays the same over the run
+ * (header, tag, the exchange's tables) stays in registers. timed, plain
+ * (the records' size) and one (a single channel, whose room is looked at
+ * once for the run) are constants where the caller gives them. */
+static SPATE_INLINE int
+hash_run_fit(struct exchange_output *x, const uint8_t *rec, size_t stride, const int64_t *ts, int n,
+             bool timed, uint32_t plain, bool one)
+{
+    uint32_t hdr = timed ? ELEMENT_KEYED_TS_HEADER : ELEMENT_KEYED_HEADER;
+    uint32_t len = hdr + plain;
+    uint8_t tag = ELEMENT_KEYED_TAG | (timed ? ELEMENT_HAS_TIMESTAMP : 0);
+    struct rw_channel *room = x->room;
+    const uint32_t *kg_channel = x->kg_channel;
+    uint64_t mask = x->kg_mask;
+    size_t offset = x->key_access.offset;
+    uint8_t *pos = one ? room[0].pos : NULL;
+    size_t fit = one ? (size_t)(room[0].end - pos) / (RECORD_LENGTH_BYTES + len) : 0;
+    size_t i, count = (size_t)n;
+
+    if (one && fit < count)
+        count = fit;
+    for (i = 0; i < count; i++, rec += stride) {
+        int64_t t = timed ? ts[i] : RECORD_NO_TIMESTAMP;
+        uint64_t key_hash = key_group_hash(rec + offset, 8);
+        struct rw_channel *c = one ? room : &room[kg_channel[key_hash & mask]];
+        uint8_t *p = one ? pos : c->pos;
+
+        if (!one && unlikely((size_t)(c->end - p) < RECORD_LENGTH_BYTES + len))
+            break;
+        if (timed && unlikely(t == RECORD_NO_TIMESTAMP))
+            break;
+        record_writer_write_ahead(p);
+        memcpy(p, &len, RECORD_LENGTH_BYTES);
+        p[RECORD_LENGTH_BYTES] = tag;
+        /* As exchange_collect_hash: the key hash over the timestamp's
+         * place when there is none. */
+        memcpy(p + RECORD_LENGTH_BYTES + 1, &t, 8);
+        memcpy(p + RECORD_LENGTH_BYTES + hdr - 8, &key_hash, 8);
+        bytes_copy_fields(p + RECORD_LENGTH_BYTES + hdr, rec, plain);
+        if (one)
+            pos = p + RECORD_LENGTH_BYTES + len;
+        else
+            c->pos = p + RECORD_LENGTH_BYTES + len;
+    }
+    if (one)
+        room[0].pos = pos;
+    x->records += (uint64_t)i;
+    return (int)i;
+}
+
+/* hash_run_fit of a timed run with the records' size a constant for the
+ * common sizes (two, three and four numbers): their copy a few moves, no
+ * branch. */
+static SPATE_INLINE int
+hash_run_fit_sized(struct exchange_output *x, const uint8_t *rec, size_t stride, const int64_t *ts,
+                   int n, bool one)
+{
+    switch (x->plain_size) {
+    case 16:
+        return hash_run_fit(x, rec, stride, ts, n, true, 16, one);
+    case 24:
+        return hash_run_fit(x, rec, stride, ts, n, true, 24, one);
+    case 32:
+        return hash_run_fit(x, rec, stride, ts, n, true, 32, one);
+    default:
+        return hash_run_fit(x, rec, stride, ts, n, true, x->plain_size, one);
+    }
+}
+
+/* Timed runs into one channel or several, and runs without timestamps,
+ * each its own function with no call, so that its loops have every
+ * register. */
+static SPATE_NOINLINE int
+hash_run_fit_timed(struct exchange_output *x, const uint8_t *rec, size_t stride, const int64_t *ts,
+                   int n)
+{
+    if (x->nchannels == 1)
+        return hash_run_fit_sized(x, rec, stride, ts, n, true);
+    return hash_run_fit_sized(x, rec, stride, ts, n, false);
+}
+
+static SPATE_NOINLINE int
+hash_run_fit_untimed(struct exchange_output *x, const uint8_t *rec, size_t stride, int n)
+{
+    return hash_run_fit(x, rec, stride, NULL, n, false, x->plain_size, false);
+}
+
+/* exchange_collect_hash over a run of records (output.collect_run): the
+ * records that fit by hash_run_fit, each one that does not (no room, or
+ * no timestamp in a timed run) by the general path. */
+static void
+exchange_collect_hash_run(struct output *self, const void *recs, size_t stride, const int64_t *ts,
+                          int n)
+{
+    struct exchange_output *x = (struct exchange_output *)self;
+    const uint8_t *rec = recs;
+    int i = 0;
+
+    while (i < n) {
+        struct record_meta m = { RECORD_NO_TIMESTAMP, 0, false };
+
+        if (ts != NULL)
+            i += hash_run_fit_timed(x, rec + (size_t)i * stride, stride, ts + i, n - i);
+        else
+            i += hash_run_fit_untimed(x, rec + (size_t)i * stride, stride, n - i);
+        if (i == n)
+            break;
+        if (ts != NULL)
+            m.timestamp = ts[i];
+        exchange_collect_hash_general(x, rec + (size_t)i * stride, &m);
+        i++;
+    }
+}
+
 /* keyBy of records of their own lengths (a word and its count) by a key
  * read in place (a string field, a fixed-size field): the key's hash, its
  * channel by table, the record serialized by its type's codec straight
@@ -389,6 +505,7 @@ exchange_output_set_room(struct exchange_output *x, struct rw_channel *room)
 
     x->room = room;
     x->keyed8 = by_table && x->key_access.len == 8 && x->plain_size != 0;
+    x->base.collect_run = x->keyed8 ? exchange_collect_hash_run : NULL;
     if (x->partitioner != SHIP_HASH)
         return;
     x->base.collect = exchange_collect_hash;

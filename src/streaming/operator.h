@@ -54,6 +54,14 @@ struct output {
      * reaches records its latency, no user function sees it, and it goes
      * on to one target (Flink's emitLatencyMarker). NULL: dropped. */
     void (*emit_latency_marker)(struct output *self, const struct latency_marker *m);
+    /* n records of a plain type (types.h: their bytes are their serialized
+     * form), stride bytes apart from recs, with their timestamps (ts[i];
+     * ts NULL: none) and no key hash: what n calls of collect would do,
+     * in one call, so that what stays the same over the run is looked at
+     * once. NULL: the caller collects each (every output but the keyed
+     * exchange of plain records by an 8-byte key, exchange_output.c). */
+    void (*collect_run)(struct output *self, const void *recs, size_t stride, const int64_t *ts,
+                        int n);
     /* The last watermark emitted: the emitting operator's
      * currentOutputWatermark (INT64_MIN before the first). */
     struct metric_gauge watermark;
@@ -360,12 +368,19 @@ void scratch_reset(struct scratch *s);
 void scratch_release(struct scratch *s);
 
 /* Before a call into a user function: the scratch memory of the previous
- * call is free again. */
+ * call is free again (ctx_before_call: for a loop that holds the context
+ * alone, not its operator too). */
+static inline void
+ctx_before_call(spate_ctx *ctx)
+{
+    if (ctx->scratch.used != 0)
+        scratch_reset(&ctx->scratch);
+}
+
 static inline void
 operator_before_call(struct stream_operator *op)
 {
-    if (op->ctx.scratch.used != 0)
-        scratch_reset(&op->ctx.scratch);
+    ctx_before_call(&op->ctx);
 }
 
 /* Zeroed storage for one record of type t, aligned for any field: where an

@@ -1,6 +1,7 @@
 /* Unit tests of src/core/key_group.c: Flink's KeyGroupRangeAssignment
  * arithmetic over XXH3. */
 #include <criterion/criterion.h>
+#include <string.h>
 #include <xxhash.h>
 
 #include "core/key_group.h"
@@ -25,6 +26,27 @@ Test(key_group, the_short_keys_hash_is_xxh3)
     for (size_t len = 0; len <= sizeof key; len++) {
         cr_assert_eq(key_group_hash_short(key, len), XXH3_64bits(key, len), "%zu bytes", len);
         cr_assert_eq(key_group_hash_short(key + 3, len / 2), XXH3_64bits(key + 3, len / 2));
+    }
+}
+
+/* An 8-byte key's hash, written out for its length, is XXH3's: keys of
+ * every bit pattern, at every alignment. */
+Test(key_group, an_eight_byte_key_s_hash_is_xxh3)
+{
+    uint8_t bytes[16];
+    uint64_t z = 0;
+
+    for (int i = 0; i < 1000000; i++) {
+        uint64_t k = (z += 0x9E3779B97F4A7C15ULL);
+
+        k = (k ^ (k >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        k = (k ^ (k >> 27)) * 0x94D049BB133111EBULL;
+        k ^= k >> 31;
+        if (i < 64)
+            k = i < 32 ? (uint64_t)i : ~(uint64_t)(i - 32); /* small, and all ones */
+        memcpy(bytes + i % 8, &k, 8);
+        cr_assert_eq(key_group_hash(bytes + i % 8, 8), XXH3_64bits(bytes + i % 8, 8), "key %016llx",
+                     (unsigned long long)k);
     }
 }
 

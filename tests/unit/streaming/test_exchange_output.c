@@ -32,6 +32,7 @@ struct sink {
     size_t out_len[CHANNELS];
     uint8_t *reserved;
     uint32_t reserved_channel;
+    int nch; /* the exchange's channels: CHANNELS or fewer */
 };
 
 static void
@@ -107,31 +108,58 @@ struct rec {
     int64_t key, value, time;
 };
 
-/* Runs n records through an exchange with room (its fast path) or without
- * (every record through reserve and commit), timed or not, into s. */
+/* How records go into the exchange: one collect each without room (every
+ * record through reserve and commit), with room (its fast path), or in
+ * runs (collect_run) of 1 to 64 records, with room. */
+enum path { GENERAL, FAST, RUNS };
+
+#define STRIDE 48 /* a run's records this far apart: more than their size */
+
+/* Runs n records of nfields int64 each (the first three a struct rec)
+ * through an exchange of nch channels by the path given, timed (by field
+ * 2) or not, into s. */
 static void
-through(struct sink *s, const struct rec *recs, int n, bool timed, bool with_room,
-        uint64_t *records)
+through(struct sink *s, const int64_t *recs, int nfields, int n, bool timed, enum path path,
+        int nch, uint64_t *records)
 {
     struct config *conf = config_new();
     spate_env *env = env_new(conf, NULL);
-    const spate_type *f[] = { spate_type_int64(), spate_type_int64(), spate_type_int64() };
-    const spate_type *t = spate_type_tuple(env, 3, f);
+    const spate_type *f[] = { spate_type_int64(), spate_type_int64(), spate_type_int64(),
+                              spate_type_int64(), spate_type_int64() };
+    const spate_type *t = spate_type_tuple(env, nfields, f);
     struct jg_edge edge = { 0 };
     struct exchange_output x = { 0 };
+    static uint8_t run[64 * STRIDE];
+    int64_t ts[64];
 
     memset(s, 0, sizeof *s);
+    s->nch = nch;
     edge.partitioner = SHIP_HASH;
     edge.key.kind = KEY_FIELD;
     edge.key.field = 0;
-    exchange_output_init(&x, &edge, t, CHANNELS, 128, 0, &sink_ops, s, NULL);
-    if (with_room)
+    exchange_output_init(&x, &edge, t, nch, 128, 0, &sink_ops, s, NULL);
+    if (path != GENERAL)
         exchange_output_set_room(&x, s->room);
-    cr_assert_eq(x.keyed8, with_room, "the fast path is %s", with_room ? "off" : "on");
-    for (int i = 0; i < n; i++) {
-        struct record_meta m = { timed ? recs[i].time : RECORD_NO_TIMESTAMP, 0, false };
+    cr_assert_eq(x.keyed8, path != GENERAL, "the fast path is %s", path != GENERAL ? "off" : "on");
+    cr_assert_eq(x.base.collect_run != NULL, path != GENERAL, "runs are %s taken",
+                 path != GENERAL ? "not" : "");
+    for (int i = 0, len = 1; i < n; i += len, len = (len * 13 + 5) % 64 + 1) {
+        if (path != RUNS) {
+            struct record_meta m = { timed ? recs[i * nfields + 2] : RECORD_NO_TIMESTAMP, 0,
+                                     false };
 
-        x.base.collect(&x.base, &recs[i], &m);
+            x.base.collect(&x.base, recs + i * nfields, &m);
+            len = 1;
+            continue;
+        }
+        len = MIN(len, n - i);
+        /* Between the records, bytes that must not travel. */
+        memset(run, 0xab, sizeof run);
+        for (int k = 0; k < len; k++) {
+            memcpy(run + k * STRIDE, recs + (i + k) * nfields, (size_t)nfields * 8);
+            ts[k] = recs[(i + k) * nfields + 2];
+        }
+        x.base.collect_run(&x.base, run, STRIDE, timed ? ts : NULL, len);
     }
     cr_assert_eq(x.error.code, 0, "%s", x.error.message);
     *records = x.records;
@@ -167,8 +195,9 @@ check_elements(const struct sink *s, const struct rec *recs, int n, bool timed)
             cr_assert(e.meta.has_key_hash);
             cr_assert_eq(e.meta.key_hash, hash);
             cr_assert_eq(e.meta.timestamp, timed ? r.time : RECORD_NO_TIMESTAMP);
-            cr_assert_eq(key_group_operator_index(key_group_of_hash(hash, 128), 128, CHANNELS), ch,
-                         "record %lld on channel %u", (long long)r.value, ch);
+            cr_assert_eq(
+                key_group_operator_index(key_group_of_hash(hash, 128), 128, (uint32_t)s->nch), ch,
+                "record %lld on channel %u", (long long)r.value, ch);
             at += 4 + len;
         }
     }
@@ -176,18 +205,29 @@ check_elements(const struct sink *s, const struct rec *recs, int n, bool timed)
         cr_assert_eq(seen[i], 1, "record %d %d times", i, seen[i]);
 }
 
+/* The path given writes the bytes the general one writes, records of
+ * nfields int64 (3 or 5) into nch channels; with no_time, every
+ * thirteenth record has none (RECORD_NO_TIMESTAMP) though the others do. */
 static void
-same_bytes(bool timed)
+same_bytes(bool timed, enum path path, int nfields, int nch, bool no_time)
 {
     static struct sink fast, general;
-    struct rec recs[1000];
+    static int64_t recs[1000 * 5];
     uint64_t n_fast, n_general;
-    size_t total = 0;
+    size_t total = 0, untimed = 0;
 
-    for (int i = 0; i < 1000; i++)
-        recs[i] = (struct rec){ (int64_t)(i * 7919 % 101), i, 1000 + i / 3 };
-    through(&general, recs, 1000, timed, false, &n_general);
-    through(&fast, recs, 1000, timed, true, &n_fast);
+    for (int i = 0; i < 1000; i++) {
+        int64_t *r = recs + i * nfields;
+
+        r[0] = (int64_t)(i * 7919 % 101);
+        r[1] = i;
+        r[2] = no_time && i % 13 == 5 ? RECORD_NO_TIMESTAMP : 1000 + i / 3;
+        untimed += timed && r[2] == RECORD_NO_TIMESTAMP;
+        for (int k = 3; k < nfields; k++)
+            r[k] = -i * k;
+    }
+    through(&general, recs, nfields, 1000, timed, GENERAL, nch, &n_general);
+    through(&fast, recs, nfields, 1000, timed, path, nch, &n_fast);
     cr_assert_eq(n_general, 1000);
     cr_assert_eq(n_fast, 1000, "every record counted once");
     for (int ch = 0; ch < CHANNELS; ch++) {
@@ -195,13 +235,14 @@ same_bytes(bool timed)
                      fast.out_len[ch], general.out_len[ch]);
         cr_assert_eq(memcmp(fast.out[ch], general.out[ch], general.out_len[ch]), 0, "channel %d",
                      ch);
-        cr_assert_gt(general.out_len[ch], 0, "every channel has records");
+        cr_assert_eq(general.out_len[ch] > 0, ch < nch, "every channel has records");
         total += general.out_len[ch];
     }
     /* Each record once, with its header: length, tag, (time), key hash. */
-    cr_assert_eq(total, 1000 * (4 + (timed ? ELEMENT_KEYED_TS_HEADER : ELEMENT_KEYED_HEADER) +
-                                sizeof(struct rec)));
-    check_elements(&general, recs, 1000, timed);
+    cr_assert_eq(total, 1000 * (4 + ELEMENT_KEYED_HEADER + (size_t)nfields * 8) +
+                            (timed ? 8 : 0) * (1000 - untimed));
+    if (nfields == 3)
+        check_elements(&general, (const struct rec *)recs, 1000, timed);
 }
 
 /* ---- records of their own lengths by a string key (a word and its count) ---- */
@@ -236,6 +277,7 @@ words_through(struct sink *s, const void *recs, bool count_first, bool timed, bo
     struct exchange_output x = { 0 };
 
     memset(s, 0, sizeof *s);
+    s->nch = CHANNELS;
     edge.partitioner = SHIP_HASH;
     edge.key.kind = KEY_FIELD;
     edge.key.field = count_first;
@@ -312,10 +354,40 @@ Test(exchange_output, a_string_keys_path_writes_what_the_general_one_writes_with
 
 Test(exchange_output, the_fast_path_writes_what_the_general_one_writes_with_timestamps)
 {
-    same_bytes(true);
+    same_bytes(true, FAST, 3, CHANNELS, false);
 }
 
 Test(exchange_output, the_fast_path_writes_what_the_general_one_writes_without_timestamps)
 {
-    same_bytes(false);
+    same_bytes(false, FAST, 3, CHANNELS, false);
+}
+
+Test(exchange_output, runs_write_what_the_general_path_writes_with_timestamps)
+{
+    same_bytes(true, RUNS, 3, CHANNELS, false);
+}
+
+Test(exchange_output, runs_write_what_the_general_path_writes_without_timestamps)
+{
+    same_bytes(false, RUNS, 3, CHANNELS, false);
+}
+
+Test(exchange_output, runs_into_one_channel_write_what_the_general_path_writes)
+{
+    same_bytes(true, RUNS, 3, 1, false);
+    same_bytes(false, RUNS, 3, 1, false);
+}
+
+Test(exchange_output, runs_of_records_of_other_sizes_write_what_the_general_path_writes)
+{
+    same_bytes(true, RUNS, 5, CHANNELS, false);
+    same_bytes(true, RUNS, 5, 1, false);
+    same_bytes(false, RUNS, 5, CHANNELS, false);
+}
+
+Test(exchange_output, a_timed_runs_record_without_a_timestamp_travels_without_one)
+{
+    same_bytes(true, RUNS, 3, CHANNELS, true);
+    same_bytes(true, RUNS, 3, 1, true);
+    same_bytes(true, FAST, 3, CHANNELS, true);
 }
