@@ -525,3 +525,30 @@ Test(state_map, a_settle_with_nothing_retired)
     state_map_view_release(&v);
     state_map_release(&m);
 }
+
+/* The tags' address the map keeps for its lookups is its table's: after
+ * the table grows, and after a change copies a table a view shares. */
+Test(state_map, keeps_the_tags_of_its_own_table)
+{
+    struct state_map m;
+    struct state_map_view v;
+    char key[16];
+
+    state_map_init(&m);
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        state_map_put(&m, (uint64_t)i * 0x9E3779B97F4A7C15ULL, key, strlen(key), &i, sizeof i);
+        cr_assert_eq(m.tags, state_map_tags(m.slots, m.mask), "after put %d", i);
+    }
+    state_map_freeze(&m, &v);
+    cr_assert_not_null(state_map_get_mut(&m, 0, "k0", 2));
+    cr_assert_neq(m.slots, v.slots, "a change copied the shared table");
+    cr_assert_eq(m.tags, state_map_tags(m.slots, m.mask));
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        cr_assert_not_null(
+            state_map_get(&m, (uint64_t)i * 0x9E3779B97F4A7C15ULL, key, strlen(key)));
+    }
+    state_map_view_release(&v);
+    state_map_release(&m);
+}
