@@ -145,11 +145,12 @@ state_map_tags(struct state_entry *slots, size_t mask)
 }
 
 /* The home slot. Key groups are hash % max parallelism, so all keys of one
- * map share the hash's low bits: index by the high ones. */
+ * map share the hash's low bits: index by the high ones (a key's XXH3
+ * there, and a namespace's or map key's hash shifted in by 16). */
 static inline size_t
 state_map_home_slot(uint64_t hash, size_t mask)
 {
-    return (size_t)(hash >> 32 ^ hash >> 13) & mask;
+    return (size_t)(hash >> 32) & mask;
 }
 
 /* Fetches the slot and tag where a lookup of hash starts, for a caller

@@ -76,7 +76,7 @@ Test(state_map, get_inline_key8_follows_probe_chains)
     for (uint64_t k = 0; k < 300; k++) {
         uint8_t ckey[32] = { 8 }, value[16];
         /* Three tags, few home slots: long chains of mixed tags. */
-        uint64_t hash = (k % 3) << 57 | (k % 5) << 13;
+        uint64_t hash = (k % 3) << 57 | (k % 5) << 32;
 
         memcpy(ckey + 4, &k, 8);
         memset(value, (int)k, sizeof value);
@@ -84,7 +84,7 @@ Test(state_map, get_inline_key8_follows_probe_chains)
     }
     for (uint64_t k = 0; k < 400; k++) {
         uint8_t ckey[32] = { 8 };
-        uint64_t hash = (k % 3) << 57 | (k % 5) << 13;
+        uint64_t hash = (k % 3) << 57 | (k % 5) << 32;
         struct state_entry *e = state_map_get_inline_key8(&m, hash, k, lens);
 
         memcpy(ckey + 4, &k, 8);
@@ -231,7 +231,7 @@ remove_odd(const struct state_entry *e, void *data)
 }
 
 /* Most keys' homes in the last 16 slots, whatever the table's size (the
- * home slot is (h >> 32 ^ h >> 13) & mask): one cluster wraps past the
+ * home slot is (h >> 32) & mask): one cluster wraps past the
  * end; a quarter spread. */
 static uint64_t
 remove_if_hash(int k)
