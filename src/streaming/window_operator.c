@@ -1341,8 +1341,7 @@ leaf_record(const struct leaf_run *r, const uint8_t *pos, size_t plain, bool ful
         const struct state_map *far;
 
         g = (uint32_t)(far_hash & r->kg_mask) - r->kg_start;
-        far = &r->maps[g];
-        if ((full || g < r->kg_count) && far->slots != NULL)
+        if ((full || g < r->kg_count) && (far = &r->maps[g])->slots != NULL)
             state_map_prefetch(far, far_hash ^ r->ns_part);
     }
     record_reader_read_ahead(el + len);
@@ -1351,15 +1350,15 @@ leaf_record(const struct leaf_run *r, const uint8_t *pos, size_t plain, bool ful
     r->meta->timestamp = ts;
     r->meta->key_hash = key_hash;
     g = (uint32_t)(key_hash & r->kg_mask) - r->kg_start;
-    map = &r->maps[g];
     if (likely((uint64_t)ts - (uint64_t)r->lo < r->span && (full || g < r->kg_count) &&
-               !map->shared && ctx->scratch.nold == 0))
+               !(map = &r->maps[g])->shared && ctx->scratch.nold == 0))
         e = state_map_get_inline_key8(map, key_hash ^ r->ns_part, bytes_load64(pos + r->key_at),
                                       r->lens);
     bytes_copy(r->in_rec, el + hdr, plain);
     if (unlikely(e == NULL)) {
+        /* What window_acc_of checks and looks up has just failed here. */
         ctx->pending = NULL;
-        window_process_inline(r->op, r->in_rec, r->meta, true);
+        window_process_other(r->op, r->in_rec, r->meta);
         return 1;
     }
     ctx->scratch.used = 0;
@@ -1377,8 +1376,9 @@ leaf_record(const struct leaf_run *r, const uint8_t *pos, size_t plain, bool ful
  * (window_ahead) while that record is in the buffer. A record the lookup
  * does not take (of another shape, outside the open window, its key's
  * first there) ends the run: one not of the shape is left, any other goes
- * through window_process_inline first (*more: the caller may start another
- * run, whose locals are read again). plain and full (the subtask has every
+ * through window_process_other first, as window_acc_of would not take it
+ * either (*more: the caller may start another run, whose locals are read
+ * again). plain and full (the subtask has every
  * key group: no range check) are constants of each instance. */
 static SPATE_INLINE int
 window_leaf_run(struct stream_operator *op, struct window_op *w, void *in_rec, size_t plain,
