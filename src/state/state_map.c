@@ -253,6 +253,7 @@ state_map_unshare(struct state_map *m)
     m->base = m->slots; /* the map's reference to it is now the base's */
     m->base_mask = m->mask;
     m->slots = copy;
+    m->tags = state_map_tags(copy, m->mask);
     m->gen++;
 }
 
@@ -326,6 +327,7 @@ state_map_grow(struct state_map *m)
     }
     m->slots = table_new(cap, NULL);
     m->mask = cap - 1;
+    m->tags = state_map_tags(m->slots, m->mask);
     for (size_t j = 0; j < old_cap; j++)
         if (state_entry_used(&old[j])) {
             size_t i = slot_for_new(m->slots, m->mask, old[j].hash);

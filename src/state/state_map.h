@@ -74,7 +74,15 @@ struct state_map {
      * the slots (no allocation and page faults per checkpoint); NULL: none. */
     struct state_entry *spare_slots;
     size_t spare_mask;
+    /* state_map_tags(slots, mask) while slots is not NULL: read, not
+     * computed, by the lookups. */
+    uint8_t *tags;
+    /* To 128 bytes: a key group's map is found by a shift, once or twice
+     * per record. */
+    uint8_t pad[8];
 };
+
+_Static_assert(sizeof(struct state_map) == 128, "a state map is 128 bytes");
 
 /* A frozen table: what a snapshot writes. */
 struct state_map_view {
@@ -137,11 +145,12 @@ state_map_tags(struct state_entry *slots, size_t mask)
 }
 
 /* The home slot. Key groups are hash % max parallelism, so all keys of one
- * map share the hash's low bits: index by the high ones. */
+ * map share the hash's low bits: index by the high ones (a key's XXH3
+ * there, and a namespace's or map key's hash shifted in by 16). */
 static inline size_t
 state_map_home_slot(uint64_t hash, size_t mask)
 {
-    return (size_t)(hash >> 32 ^ hash >> 13) & mask;
+    return (size_t)(hash >> 32) & mask;
 }
 
 /* Fetches the slot and tag where a lookup of hash starts, for a caller
@@ -152,7 +161,7 @@ state_map_prefetch(const struct state_map *m, uint64_t hash)
     size_t slot = state_map_home_slot(hash, m->mask);
 
     __builtin_prefetch(&m->slots[slot], 0, 3);
-    __builtin_prefetch(state_map_tags(m->slots, m->mask) + slot, 0, 3);
+    __builtin_prefetch(m->tags + slot, 0, 3);
 }
 
 /* After state_map_prefetch of hash has had time to arrive: fetches the
@@ -162,7 +171,7 @@ state_map_prefetch(const struct state_map *m, uint64_t hash)
 static SPATE_INLINE void
 state_map_prefetch_block(const struct state_map *m, uint64_t hash)
 {
-    const uint8_t *tags = state_map_tags(m->slots, m->mask);
+    const uint8_t *tags = m->tags;
     uint8_t tag = state_map_tag(hash);
     size_t slot = state_map_home_slot(hash, m->mask);
 
@@ -195,7 +204,7 @@ state_map_get(struct state_map *m, uint64_t hash, const void *key, size_t key_le
 
     if (m->slots == NULL)
         return NULL;
-    tags = state_map_tags(m->slots, m->mask);
+    tags = m->tags;
     for (size_t i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
         if (tags[i] == 0)
             return NULL;
@@ -233,7 +242,7 @@ state_map_get_inline(struct state_map *m, uint64_t hash, const void *key, uint32
 
     if (m->slots == NULL)
         return NULL;
-    tags = state_map_tags(m->slots, m->mask);
+    tags = m->tags;
     for (size_t i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
         uint8_t t = tags[i];
 
@@ -263,7 +272,7 @@ state_map_get_inline_key8(struct state_map *m, uint64_t hash, uint64_t key8, uin
 
     if (m->slots == NULL)
         return NULL;
-    tags = state_map_tags(m->slots, m->mask);
+    tags = m->tags;
     /* The tag first, as state_map_get_inline. */
     for (size_t i = state_map_home_slot(hash, m->mask);; i = (i + 1) & m->mask) {
         uint8_t t = tags[i];

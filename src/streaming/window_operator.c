@@ -1300,6 +1300,164 @@ window_ahead(const void *data, uint64_t key_hash)
         state_map_prefetch(map, key_hash ^ a->ns_part);
 }
 
+/* What window_leaf_run reads per record, read once per run: nothing in it
+ * changes while its records take the fast path (a record that does not
+ * ends the run). */
+struct leaf_run {
+    struct stream_operator *op;
+    struct window_op *w;
+    struct state_map *maps;
+    uint32_t kg_mask, kg_start, kg_count;
+    int64_t lo;    /* the open window's start */
+    uint64_t span; /* and length: one compare per record */
+    uint64_t ns_part, lens;
+    size_t key_at; /* the key's offset in the record's element */
+    void (*add)(spate_ctx *ctx, const void *in, void *acc);
+    void *in_rec;
+    struct record_meta *meta;
+};
+
+/* One record of window_leaf_run at pos (plain bytes, of the run's shape
+ * when it has its length and tag), with the slot of the record ahead
+ * fetched (ahead: it is in the buffer); -1: not of the shape, 0: taken,
+ * 1: taken by window_process_inline (the run ends). */
+static SPATE_INLINE int
+leaf_record(const struct leaf_run *r, const uint8_t *pos, size_t plain, bool full, bool ahead)
+{
+    const uint32_t hdr = ELEMENT_KEYED_TS_HEADER, len = (uint32_t)(hdr + plain);
+    const uint8_t *el = pos + RECORD_LENGTH_BYTES;
+    spate_ctx *ctx = &r->op->ctx;
+    struct state_entry *e = NULL;
+    struct state_map *map;
+    uint64_t key_hash;
+    int64_t ts;
+    uint32_t g;
+
+    if (bytes_load32(pos) != len || el[0] != ELEMENT_KEYED_TS_TAG)
+        return -1;
+    if (ahead) { /* a guess: the record there may be of another shape */
+        uint64_t far_hash =
+            bytes_load64(el + KEYED_RUN_AHEAD * (RECORD_LENGTH_BYTES + len) + hdr - 8);
+        const struct state_map *far;
+
+        g = (uint32_t)(far_hash & r->kg_mask) - r->kg_start;
+        if ((full || g < r->kg_count) && (far = &r->maps[g])->slots != NULL)
+            state_map_prefetch(far, far_hash ^ r->ns_part);
+    }
+    record_reader_read_ahead(el + len);
+    ts = (int64_t)bytes_load64(el + 1);
+    key_hash = bytes_load64(el + hdr - 8);
+    r->meta->timestamp = ts;
+    r->meta->key_hash = key_hash;
+    g = (uint32_t)(key_hash & r->kg_mask) - r->kg_start;
+    if (likely((uint64_t)ts - (uint64_t)r->lo < r->span && (full || g < r->kg_count) &&
+               !(map = &r->maps[g])->shared && ctx->scratch.nold == 0))
+        e = state_map_get_inline_key8(map, key_hash ^ r->ns_part, bytes_load64(pos + r->key_at),
+                                      r->lens);
+    bytes_copy(r->in_rec, el + hdr, plain);
+    if (unlikely(e == NULL)) {
+        /* What window_acc_of checks and looks up has just failed here. */
+        ctx->pending = NULL;
+        window_process_other(r->op, r->in_rec, r->meta);
+        return 1;
+    }
+    ctx->scratch.used = 0;
+    /* The key context is set if the function reads it (window_settle). */
+    ctx->pending = r->in_rec;
+    r->add(ctx, r->in_rec, e->u.bytes + LEAF_CKEY);
+    return 0;
+}
+
+/* A run of the common window's records of the shape of most (w->leaf with
+ * key_only and an aggregate: timed keyed records into the heap backend),
+ * window_acc_of's checks with what they read held in locals for the run,
+ * each record's header read where it is and its bytes copied for the
+ * user's add only, the key's slot fetched KEYED_RUN_AHEAD records ahead
+ * (window_ahead) while that record is in the buffer. A record the lookup
+ * does not take (of another shape, outside the open window, its key's
+ * first there) ends the run: one not of the shape is left, any other goes
+ * through window_process_other first, as window_acc_of would not take it
+ * either (*more: the caller may start another run, whose locals are read
+ * again). plain and full (the subtask has every
+ * key group: no range check) are constants of each instance. */
+static SPATE_INLINE int
+window_leaf_run(struct stream_operator *op, struct window_op *w, void *in_rec, size_t plain,
+                bool full, const uint8_t **posp, const uint8_t *end, int max, bool *more)
+{
+    const size_t stride = RECORD_LENGTH_BYTES + ELEMENT_KEYED_TS_HEADER + plain;
+    struct record_meta meta = { .has_key_hash = true };
+    const struct leaf_run r = {
+        op,
+        w,
+        w->contents->maps.maps,
+        w->kg_mask,
+        w->kg_start,
+        w->kg_count,
+        w->open_window.start,
+        (uint64_t)w->open_window.end - (uint64_t)w->open_window.start,
+        keyed_composite_hash(0, w->last_ns_hash),
+        w->leaf_lens,
+        RECORD_LENGTH_BYTES + ELEMENT_KEYED_TS_HEADER + w->key.offset,
+        w->leaf_add,
+        in_rec,
+        &meta,
+    };
+    const uint8_t *start = *posp, *pos = start, *near, *stop;
+    /* Records of this length that the buffer holds, as keyed_run counts;
+     * those before near have the record KEYED_RUN_AHEAD on in it too. */
+    size_t fit = (size_t)(end - pos) / stride;
+    size_t n = max > 0 ? MIN(fit, (size_t)max) : 0;
+    int rc = 0;
+
+    near = start + (fit > KEYED_RUN_AHEAD ? MIN(fit - KEYED_RUN_AHEAD, n) : 0) * stride;
+    stop = start + n * stride;
+    op->ctx.pending_meta = &meta;
+    while (pos < near && (rc = leaf_record(&r, pos, plain, full, true)) == 0)
+        pos += stride;
+    while (rc == 0 && pos < stop && (rc = leaf_record(&r, pos, plain, full, false)) == 0)
+        pos += stride;
+    if (rc == 1) /* taken, by the general path */
+        pos += stride;
+    *more = rc == 1;
+    op->ctx.pending = NULL;
+    *posp = pos;
+    return (int)((size_t)(pos - start) / stride);
+}
+
+/* Whether window_leaf_run takes a run of timed records now. */
+static inline bool
+window_leaf_runs(const struct window_op *w)
+{
+    return w->leaf && w->key_only && w->leaf_add != NULL && w->contents != NULL;
+}
+
+/* window_leaf_run's instances: the common plain sizes, and the subtask with
+ * every key group or some, until a run ends other than at a record the
+ * lookup did not take. */
+static SPATE_NOINLINE int
+window_leaf_runs_all(struct stream_operator *op, struct window_op *w, void *in_rec, size_t plain,
+                     const uint8_t **pos, const uint8_t *end, int max)
+{
+    bool more = true;
+    int k = 0;
+
+    while (more && k < max && window_leaf_runs(w)) {
+        bool full = w->kg_start == 0 && w->kg_count == w->kg_mask + 1;
+
+        if (plain == 24 && full)
+            k += window_leaf_run(op, w, in_rec, 24, true, pos, end, max - k, &more);
+        else if (plain == 24)
+            k += window_leaf_run(op, w, in_rec, 24, false, pos, end, max - k, &more);
+        else if (plain == 16 && full)
+            k += window_leaf_run(op, w, in_rec, 16, true, pos, end, max - k, &more);
+        else if (plain == 32 && full)
+            k += window_leaf_run(op, w, in_rec, 32, true, pos, end, max - k, &more);
+        else
+            k += window_leaf_run(op, w, in_rec, plain, false, pos, end, max - k, &more);
+    }
+    return k;
+}
+
 /* A run of keyed records in place, with window_process inlined into the
  * loop: no call per record before the user's function. */
 static int
@@ -1314,6 +1472,11 @@ window_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain,
     if (w->contents == NULL) { /* not the heap backend: nothing to fetch ahead */
         k = keyed_run_either(op, window_process_hashed, NULL, NULL, in_rec, plain, pos, end, max,
                              timed);
+        op->records_in += (uint64_t)k;
+        return k;
+    }
+    if (timed && window_leaf_runs(w) &&
+        (k = window_leaf_runs_all(op, w, in_rec, plain, pos, end, max)) > 0) {
         op->records_in += (uint64_t)k;
         return k;
     }

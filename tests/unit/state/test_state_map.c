@@ -76,7 +76,7 @@ Test(state_map, get_inline_key8_follows_probe_chains)
     for (uint64_t k = 0; k < 300; k++) {
         uint8_t ckey[32] = { 8 }, value[16];
         /* Three tags, few home slots: long chains of mixed tags. */
-        uint64_t hash = (k % 3) << 57 | (k % 5) << 13;
+        uint64_t hash = (k % 3) << 57 | (k % 5) << 32;
 
         memcpy(ckey + 4, &k, 8);
         memset(value, (int)k, sizeof value);
@@ -84,7 +84,7 @@ Test(state_map, get_inline_key8_follows_probe_chains)
     }
     for (uint64_t k = 0; k < 400; k++) {
         uint8_t ckey[32] = { 8 };
-        uint64_t hash = (k % 3) << 57 | (k % 5) << 13;
+        uint64_t hash = (k % 3) << 57 | (k % 5) << 32;
         struct state_entry *e = state_map_get_inline_key8(&m, hash, k, lens);
 
         memcpy(ckey + 4, &k, 8);
@@ -231,7 +231,7 @@ remove_odd(const struct state_entry *e, void *data)
 }
 
 /* Most keys' homes in the last 16 slots, whatever the table's size (the
- * home slot is (h >> 32 ^ h >> 13) & mask): one cluster wraps past the
+ * home slot is (h >> 32) & mask): one cluster wraps past the
  * end; a quarter spread. */
 static uint64_t
 remove_if_hash(int k)
@@ -522,6 +522,33 @@ Test(state_map, a_settle_with_nothing_retired)
     state_map_freeze(&m, &v); /* settles */
     cr_assert_null(m.base);
     cr_assert_eq(view_sum(&v), 5 + 45);
+    state_map_view_release(&v);
+    state_map_release(&m);
+}
+
+/* The tags' address the map keeps for its lookups is its table's: after
+ * the table grows, and after a change copies a table a view shares. */
+Test(state_map, keeps_the_tags_of_its_own_table)
+{
+    struct state_map m;
+    struct state_map_view v;
+    char key[16];
+
+    state_map_init(&m);
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        state_map_put(&m, (uint64_t)i * 0x9E3779B97F4A7C15ULL, key, strlen(key), &i, sizeof i);
+        cr_assert_eq(m.tags, state_map_tags(m.slots, m.mask), "after put %d", i);
+    }
+    state_map_freeze(&m, &v);
+    cr_assert_not_null(state_map_get_mut(&m, 0, "k0", 2));
+    cr_assert_neq(m.slots, v.slots, "a change copied the shared table");
+    cr_assert_eq(m.tags, state_map_tags(m.slots, m.mask));
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        cr_assert_not_null(
+            state_map_get(&m, (uint64_t)i * 0x9E3779B97F4A7C15ULL, key, strlen(key)));
+    }
     state_map_view_release(&v);
     state_map_release(&m);
 }

@@ -16,8 +16,11 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/key_group.h"
+#include "core/util.h"
 #include "state/heap_keyed_backend.h"
+#include "network/record_reader.h"
 #include "streaming/operator_chain.h"
+#include "streaming/stream_element.h"
 #include "streaming/types.h"
 #include "local_job.h"
 #include "sync_runner.h"
@@ -720,11 +723,14 @@ Test(windows, custom_trigger_state_per_window_and_a_custom_evictor)
 /* ---- the per-record path and snapshots ---- */
 
 /* The operator chain of env's window (its one vertex with an input),
- * built to be driven record by record. */
+ * built to be driven record by record, as subtask `subtask` of
+ * `parallelism`. */
 static struct operator_chain *
-window_chain(spate_env *env, struct accumulators *acc, struct job_graph **jg)
+window_chain_of(spate_env *env, int parallelism, int subtask, struct accumulators *acc,
+                struct job_graph **jg)
 {
-    struct task_info task = { .parallelism = 1,
+    struct task_info task = { .parallelism = parallelism,
+                              .subtask = subtask,
                               .task_name = "w",
                               .accumulators = acc,
                               .print_out = stdout,
@@ -742,6 +748,12 @@ window_chain(spate_env *env, struct accumulators *acc, struct job_graph **jg)
     task.max_parallelism = (*jg)->vertices[vx].max_parallelism;
     cr_assert_eq(operator_chain_new(*jg, vx, &task, NULL, &chain, &err), 0, "%s", err.message);
     return chain;
+}
+
+static struct operator_chain *
+window_chain(spate_env *env, struct accumulators *acc, struct job_graph **jg)
+{
+    return window_chain_of(env, 1, 0, acc, jg);
 }
 
 /* The state map view's entry of (key, window) in the window's contents:
@@ -969,6 +981,168 @@ Test(windows, an_aggregate_function_reads_its_record_s_key_window_and_timestamp)
     job_graph_free(jg);
     accumulators_release(&acc);
     env_free(env);
+}
+
+/* ---- a keyed run: records read where they are in an input buffer ---- */
+
+#define RUN_KEYS   37
+#define RUN_EVENTS 3000
+#define RUN_CHUNK  100
+
+static struct evt run_events[RUN_EVENTS];
+
+/* Event i: one of RUN_KEYS keys, about 2 ms after the one before, now and
+ * then 400 ms behind (late within the lateness, or beyond it). */
+static void
+make_run_events(void)
+{
+    for (int i = 0; i < RUN_EVENTS; i++) {
+        uint64_t x = mix((uint64_t)i + 5);
+
+        run_events[i].key = (int64_t)(x % RUN_KEYS);
+        run_events[i].ts = (int64_t)i * 2 + (int64_t)((x >> 8) % 40);
+        if ((x >> 20) % 31 == 0)
+            run_events[i].ts = MAX(0, run_events[i].ts - 400);
+        run_events[i].value = i;
+    }
+}
+
+/* The window of the run tests, its sink into *got, driven record by record
+ * as subtask `subtask` of `parallelism`. */
+static struct operator_chain *
+run_window_chain(struct lines **gp, int parallelism, int subtask, struct accumulators *acc,
+                 struct job_graph **jg, spate_env **envp)
+{
+    spate_env *env = env_new(NULL, NULL);
+    const spate_type *cst =
+        spate_type_tuple(env, 2, (const spate_type *[]){ spate_type_int64(), spate_type_int64() });
+    spate_aggregate agg = { cst, cst, cs_create, cs_add_reading_context, cs_result, cs_merge };
+    spate_stream *w;
+
+    w = spate_window(event_source(env), spate_tumbling_event_time(TSIZE));
+    spate_allowed_lateness(w, TLATE);
+    w = spate_window_aggregate(w, &agg, cs_window, quad_type(env));
+    spate_params(spate_sink(w, quad_sink), gp, sizeof *gp);
+    *envp = env;
+    return window_chain_of(env, parallelism, subtask, acc, jg);
+}
+
+/* Event e as an exchange writes it into a buffer, [u32 length][tag]
+ * [timestamp][key hash][event], with extra bytes after it (another shape). */
+static size_t
+put_keyed(uint8_t *p, const struct evt *e, size_t extra)
+{
+    uint32_t len = (uint32_t)(ELEMENT_KEYED_TS_HEADER + sizeof *e + extra);
+    uint64_t hash = key_group_hash(&e->key, 8);
+
+    memcpy(p, &len, 4);
+    p[4] = ELEMENT_KEYED_TS_TAG;
+    memcpy(p + 5, &e->ts, 8);
+    memcpy(p + 13, &hash, 8);
+    memcpy(p + 21, e, sizeof *e);
+    memset(p + 21 + sizeof *e, 0, extra);
+    return RECORD_LENGTH_BYTES + len;
+}
+
+/* The events of subtask `subtask` of `parallelism`, in chunks of
+ * RUN_CHUNK with the watermark after each: through the window's keyed run
+ * (at most `max` records a call) in one chain, and one operator_process
+ * call each in another; the two give the same windows. A record of
+ * another shape in a chunk ends a run there and is skipped by both. */
+static void
+keyed_run_as_one_at_a_time(int parallelism, int subtask, int max)
+{
+    struct lines got_run = { 0 }, got_one = { 0 }, *rp = &got_run, *op = &got_one;
+    struct accumulators acc_run, acc_one;
+    struct job_graph *jg_run, *jg_one;
+    spate_env *env_run, *env_one;
+    struct operator_chain *run_chain =
+        run_window_chain(&rp, parallelism, subtask, &acc_run, &jg_run, &env_run);
+    struct operator_chain *one_chain =
+        run_window_chain(&op, parallelism, subtask, &acc_one, &jg_one, &env_one);
+    struct stream_operator *run_head = operator_chain_head(run_chain);
+    struct stream_operator *one_head = operator_chain_head(one_chain);
+    uint32_t maxp = (uint32_t)run_head->ctx.max_parallelism;
+    struct key_group_range range =
+        key_group_range_for_operator(maxp, (uint32_t)parallelism, (uint32_t)subtask);
+    static uint8_t buf[RUN_CHUNK * 64];
+    _Alignas(16) uint8_t rec[sizeof(struct evt) + 16];
+    int64_t max_ts = INT64_MIN;
+    int foreign = 0;
+
+    cr_assert_not_null(run_head->vt->process_keyed_run);
+    make_run_events();
+    for (int c = 0; c < RUN_EVENTS; c += RUN_CHUNK) {
+        const uint8_t *pos = buf, *end;
+        size_t size = 0;
+
+        for (int i = c; i < c + RUN_CHUNK; i++) {
+            const struct evt *e = &run_events[i];
+            uint32_t kg = key_group_of_hash(key_group_hash(&e->key, 8), maxp);
+            struct record_meta m = { .timestamp = e->ts, .has_key_hash = true };
+            bool other = i % 700 == 350;
+
+            if (kg < range.start || kg > range.end)
+                continue;
+            size += put_keyed(buf + size, e, other ? 8 : 0);
+            if (other) {
+                foreign++;
+                continue;
+            }
+            m.key_hash = key_group_hash(&e->key, 8);
+            operator_process(one_head, e, &m);
+            max_ts = MAX(max_ts, e->ts);
+        }
+        end = buf + size;
+        while (pos < end) {
+            int k = run_head->vt->process_keyed_run(run_head, rec, sizeof(struct evt), &pos, end,
+                                                    max, true);
+
+            if (k == 0) { /* the record of another shape: left where it is */
+                uint32_t len;
+
+                memcpy(&len, pos, 4);
+                cr_assert_eq(len, ELEMENT_KEYED_TS_HEADER + sizeof(struct evt) + 8);
+                pos += RECORD_LENGTH_BYTES + len;
+                foreign--;
+            }
+            cr_assert_leq(pos, end);
+        }
+        operator_process_watermark(run_head, max_ts - BOUND - 1);
+        operator_process_watermark(one_head, max_ts - BOUND - 1);
+    }
+    cr_assert_eq(foreign, 0, "each record of another shape ended a run");
+    operator_process_watermark(run_head, RECORD_MAX_WATERMARK);
+    operator_process_watermark(one_head, RECORD_MAX_WATERMARK);
+    cr_assert_gt(got_one.n, 100, "windows fired: %zu", got_one.n);
+    for (size_t i = 0; i < got_one.n; i++)
+        cr_assert_null(strstr(got_one.v[i], " 1000000"), "a wrong context: %s", got_one.v[i]);
+    lines_assert_equal(&got_run, &got_one, "a keyed run's windows");
+    lines_free(&got_run);
+    lines_free(&got_one);
+    operator_chain_free(run_chain);
+    operator_chain_free(one_chain);
+    job_graph_free(jg_run);
+    job_graph_free(jg_one);
+    accumulators_release(&acc_run);
+    accumulators_release(&acc_one);
+    env_free(env_run);
+    env_free(env_one);
+}
+
+/* Each key's first record of a window, late records (within the lateness
+ * and beyond it), records of the next window and runs cut at max in the
+ * middle of a chunk: the run gives what one record at a time gives. */
+Test(windows, a_keyed_run_gives_the_windows_of_one_record_at_a_time)
+{
+    keyed_run_as_one_at_a_time(1, 0, 64);
+    keyed_run_as_one_at_a_time(1, 0, 7);
+}
+
+/* The same as a subtask with some of the key groups. */
+Test(windows, a_keyed_run_of_a_subtask_with_some_key_groups)
+{
+    keyed_run_as_one_at_a_time(2, 1, 256);
 }
 
 /* ---- idleness: an input without records does not hold back event time ---- */
