@@ -1126,8 +1126,10 @@ window_process_general(struct stream_operator *op, const void *rec, const struct
 /* A key's first record in the open window, of the shape window_acc_of
  * takes (an aggregate): the key's accumulator made in its slot and the
  * record added, with what the general path would do, as its timer is
- * there and its trigger does not fire (the window is open). false: the
- * general path takes it. */
+ * there and its trigger does not fire (the window is open). Called only
+ * for a record whose lookup (window_acc_of's, or window_leaf_run's, the
+ * same) has missed: with the checks below passing, its entry is absent,
+ * and state_map_put is the one probe. false: the general path takes it. */
 static bool
 window_create_leaf(struct stream_operator *op, struct window_op *w, const void *rec,
                    const struct record_meta *meta)
@@ -1153,8 +1155,8 @@ window_create_leaf(struct stream_operator *op, struct window_op *w, const void *
         return false;
     hash = keyed_composite_hash(meta->key_hash, w->last_ns_hash);
     memcpy(w->ckey + 4, (const uint8_t *)rec + w->key.offset, 8);
-    if (state_map_get_inline(map, hash, w->ckey, LEAF_CKEY, st->value_size) != NULL)
-        return false; /* there: not this record's case */
+    /* Not there: the lookup of window_acc_of or window_leaf_run, under the
+     * checks above, has just missed it (window_process_other's callers). */
     acc = state_entry_value(state_map_put(map, hash, w->ckey, LEAF_CKEY, NULL, st->value_size));
     memset(acc, 0, st->value_size);
     op->ctx.scratch.used = 0;
@@ -1322,7 +1324,8 @@ struct leaf_run {
  * fetched (ahead: it is in the buffer); -1: not of the shape, 0: taken,
  * 1: taken by window_process_inline (the run ends). */
 static SPATE_INLINE int
-leaf_record(const struct leaf_run *r, const uint8_t *pos, size_t plain, bool full, bool ahead)
+leaf_record(const struct leaf_run *r, const uint8_t *pos, size_t plain, bool full, bool key0,
+            bool ahead)
 {
     const uint32_t hdr = ELEMENT_KEYED_TS_HEADER, len = (uint32_t)(hdr + plain);
     const uint8_t *el = pos + RECORD_LENGTH_BYTES;
@@ -1338,11 +1341,10 @@ leaf_record(const struct leaf_run *r, const uint8_t *pos, size_t plain, bool ful
     if (ahead) { /* a guess: the record there may be of another shape */
         uint64_t far_hash =
             bytes_load64(el + KEYED_RUN_AHEAD * (RECORD_LENGTH_BYTES + len) + hdr - 8);
-        const struct state_map *far;
 
         g = (uint32_t)(far_hash & r->kg_mask) - r->kg_start;
-        if ((full || g < r->kg_count) && (far = &r->maps[g])->slots != NULL)
-            state_map_prefetch(far, far_hash ^ r->ns_part);
+        if (full || g < r->kg_count)
+            state_map_prefetch_any(&r->maps[g], far_hash ^ r->ns_part);
     }
     record_reader_read_ahead(el + len);
     ts = (int64_t)bytes_load64(el + 1);
@@ -1352,8 +1354,8 @@ leaf_record(const struct leaf_run *r, const uint8_t *pos, size_t plain, bool ful
     g = (uint32_t)(key_hash & r->kg_mask) - r->kg_start;
     if (likely((uint64_t)ts - (uint64_t)r->lo < r->span && (full || g < r->kg_count) &&
                !(map = &r->maps[g])->shared && ctx->scratch.nold == 0))
-        e = state_map_get_inline_key8(map, key_hash ^ r->ns_part, bytes_load64(pos + r->key_at),
-                                      r->lens);
+        e = state_map_get_inline_key8(map, key_hash ^ r->ns_part,
+                                      bytes_load64(key0 ? el + hdr : pos + r->key_at), r->lens);
     bytes_copy(r->in_rec, el + hdr, plain);
     if (unlikely(e == NULL)) {
         /* What window_acc_of checks and looks up has just failed here. */
@@ -1378,11 +1380,12 @@ leaf_record(const struct leaf_run *r, const uint8_t *pos, size_t plain, bool ful
  * first there) ends the run: one not of the shape is left, any other goes
  * through window_process_other first, as window_acc_of would not take it
  * either (*more: the caller may start another run, whose locals are read
- * again). plain and full (the subtask has every
- * key group: no range check) are constants of each instance. */
+ * again). plain, full (the subtask has every
+ * key group: no range check) and key0 (the key is the record's first
+ * field: read beside the bytes it copies) are constants of each instance. */
 static SPATE_INLINE int
 window_leaf_run(struct stream_operator *op, struct window_op *w, void *in_rec, size_t plain,
-                bool full, const uint8_t **posp, const uint8_t *end, int max, bool *more)
+                bool full, bool key0, const uint8_t **posp, const uint8_t *end, int max, bool *more)
 {
     const size_t stride = RECORD_LENGTH_BYTES + ELEMENT_KEYED_TS_HEADER + plain;
     struct record_meta meta = { .has_key_hash = true };
@@ -1412,9 +1415,9 @@ window_leaf_run(struct stream_operator *op, struct window_op *w, void *in_rec, s
     near = start + (fit > KEYED_RUN_AHEAD ? MIN(fit - KEYED_RUN_AHEAD, n) : 0) * stride;
     stop = start + n * stride;
     op->ctx.pending_meta = &meta;
-    while (pos < near && (rc = leaf_record(&r, pos, plain, full, true)) == 0)
+    while (pos < near && (rc = leaf_record(&r, pos, plain, full, key0, true)) == 0)
         pos += stride;
-    while (rc == 0 && pos < stop && (rc = leaf_record(&r, pos, plain, full, false)) == 0)
+    while (rc == 0 && pos < stop && (rc = leaf_record(&r, pos, plain, full, key0, false)) == 0)
         pos += stride;
     if (rc == 1) /* taken, by the general path */
         pos += stride;
@@ -1443,17 +1446,20 @@ window_leaf_runs_all(struct stream_operator *op, struct window_op *w, void *in_r
 
     while (more && k < max && window_leaf_runs(w)) {
         bool full = w->kg_start == 0 && w->kg_count == w->kg_mask + 1;
+        bool key0 = w->key.offset == 0; /* the key is the record's first field */
 
-        if (plain == 24 && full)
-            k += window_leaf_run(op, w, in_rec, 24, true, pos, end, max - k, &more);
+        if (plain == 24 && full && key0)
+            k += window_leaf_run(op, w, in_rec, 24, true, true, pos, end, max - k, &more);
+        else if (plain == 24 && full)
+            k += window_leaf_run(op, w, in_rec, 24, true, false, pos, end, max - k, &more);
         else if (plain == 24)
-            k += window_leaf_run(op, w, in_rec, 24, false, pos, end, max - k, &more);
+            k += window_leaf_run(op, w, in_rec, 24, false, false, pos, end, max - k, &more);
         else if (plain == 16 && full)
-            k += window_leaf_run(op, w, in_rec, 16, true, pos, end, max - k, &more);
+            k += window_leaf_run(op, w, in_rec, 16, true, false, pos, end, max - k, &more);
         else if (plain == 32 && full)
-            k += window_leaf_run(op, w, in_rec, 32, true, pos, end, max - k, &more);
+            k += window_leaf_run(op, w, in_rec, 32, true, false, pos, end, max - k, &more);
         else
-            k += window_leaf_run(op, w, in_rec, plain, false, pos, end, max - k, &more);
+            k += window_leaf_run(op, w, in_rec, plain, false, false, pos, end, max - k, &more);
     }
     return k;
 }
