@@ -154,21 +154,11 @@ state_map_home_slot(uint64_t hash, size_t mask)
 }
 
 /* Fetches the slot and tag where a lookup of hash starts, for a caller
- * that will look it up a few records later (m has a table). */
+ * that will look it up a few records later. A map with no table yet
+ * (slots and tags NULL, mask 0) gives addresses near 0, computed as
+ * integers, and a prefetch never faults: a lookahead needs no test. */
 static SPATE_INLINE void
 state_map_prefetch(const struct state_map *m, uint64_t hash)
-{
-    size_t slot = state_map_home_slot(hash, m->mask);
-
-    __builtin_prefetch(&m->slots[slot], 0, 3);
-    __builtin_prefetch(m->tags + slot, 0, 3);
-}
-
-/* state_map_prefetch of a map that may have no table yet (slots and tags
- * NULL, mask 0): the addresses are then near 0, and a prefetch never
- * faults. For a lookahead that spares the test. */
-static SPATE_INLINE void
-state_map_prefetch_any(const struct state_map *m, uint64_t hash)
 {
     size_t slot = state_map_home_slot(hash, m->mask);
 

@@ -1344,7 +1344,7 @@ leaf_record(const struct leaf_run *r, const uint8_t *pos, size_t plain, bool ful
 
         g = (uint32_t)(far_hash & r->kg_mask) - r->kg_start;
         if (full || g < r->kg_count)
-            state_map_prefetch_any(&r->maps[g], far_hash ^ r->ns_part);
+            state_map_prefetch(&r->maps[g], far_hash ^ r->ns_part);
     }
     record_reader_read_ahead(el + len);
     ts = (int64_t)bytes_load64(el + 1);
