@@ -258,10 +258,14 @@ class MetricsTest(ClusterTestCase):
         self.assertAlmostEqual(value("0.Measure.valueHistogram_stddev"), 29.011491, places=5)
         self.assertAlmostEqual(value("0.Measure.valueHistogram_p99"), 98.99, places=6)
         # inc(2) and dec(1) per record: the nested counter equals records
-        # (both read in one dump, so at the same moment).
-        both = {m["id"]: float(m["value"]) for m in
-                self.get(f"{path}?get=0.Measure.records,0.Measure.MyGroup.nested")}
-        self.assertEqual(both["0.Measure.MyGroup.nested"], both["0.Measure.records"])
+        # between records. A dump reads the two while the task runs on (it
+        # once read 1302 against 1300), so some dump must show them equal;
+        # a nested counter that missed its dec (2x) or its inc (0) never does.
+        def nested_equals_records():
+            got = {m["id"]: float(m["value"]) for m in
+                   self.get(f"{path}?get=0.Measure.records,0.Measure.MyGroup.nested")}
+            return got["0.Measure.MyGroup.nested"] == got["0.Measure.records"]
+        wait_for(nested_equals_records, 30, "a dump with the nested counter equal to records")
         wait_for(lambda: (value("0.Measure.recordsRate") or 0) > 0, 30, "the meter's rate")
         self.assertGreater(value("0.Measure.lastTimestamp"), 0)
         # One in ten readings is 5 s late: the window drops and counts it.
