@@ -10,7 +10,11 @@ if(SPATE_SANITIZE)
     return()
 endif()
 
-set_target_properties(spate_cmd PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
+# The build tree has the same bin/ and lib/, so the installed RUNPATH serves
+# both: CMake's own build RUNPATH added the build folder and an empty entry,
+# which the loader reads as the current directory (a libc.so.6 there would
+# be loaded; every library was looked for there first).
+set_target_properties(spate_cmd PROPERTIES INSTALL_RPATH "$ORIGIN/../lib" BUILD_WITH_INSTALL_RPATH ON)
 install(TARGETS spate_cmd RUNTIME DESTINATION bin)
 install(TARGETS spate LIBRARY DESTINATION lib)
 install(TARGETS spate_zookeeper_plugin spate_kafka_plugin spate_rocksdb_plugin LIBRARY DESTINATION lib/plugins)

@@ -55,6 +55,26 @@ class InstallTest(SpateTestCase):
         self.assertEqual(os.path.realpath(first.split("from ", 1)[1]),
                          os.path.realpath(os.path.join(self.root, "conf")), first)
 
+    def test_spate_loads_no_library_from_the_folder_it_starts_in(self):
+        """A libc.so.6 in the current folder is not loaded: the RUNPATH of
+        spate, built and installed, is $ORIGIN/../lib and nothing else (an
+        empty entry, which CMake's build RUNPATH once ended with, is the
+        current folder to the loader)."""
+        here = os.path.join(self.tmp, "cwd")
+        os.makedirs(here)
+        # Any library other than libc under libc's name: the loader would
+        # take it and fail on the first libc symbol.
+        ldd = run(["ldd", os.path.join(BUILD, "bin", "spate")]).stdout
+        lz4 = re.search(r"liblz4\.so\.1 => (\S+)", ldd)
+        self.assertIsNotNone(lz4, ldd)
+        shutil.copy(lz4.group(1), os.path.join(here, "libc.so.6"))
+        for spate in (os.path.join(BUILD, "bin", "spate"),
+                      os.path.join(self.root, "bin", "spate")):
+            r = subprocess.run([spate, "--version"], capture_output=True, text=True,
+                               cwd=here, env=self.env, timeout=60, stdin=subprocess.DEVNULL)
+            self.assertEqual(r.returncode, 0, f"{spate}: {r.stderr[-600:]}")
+            self.assertTrue(r.stdout.startswith("spate "), r.stdout)
+
     def test_pkg_config_points_into_the_staged_prefix(self):
         r = run(["pkg-config", "--cflags", "--libs", "spate"], env=self.env)
         self.assertEqual(r.returncode, 0, r.stderr)
