@@ -26,11 +26,6 @@ struct gen_split {
     uint64_t next; /* its next index */
 };
 
-/* Records handed to an output that takes runs, per call: enough that the
- * call's cost and the run's set-up vanish per record, few enough that the
- * run stays in the first-level cache. */
-#define GEN_RUN 64
-
 struct generator_impl {
     struct gen_split *splits; /* owned, by split id */
     uint32_t nsplits, at;     /* at: the split whose turn it is */
@@ -40,7 +35,7 @@ struct generator_impl {
     uint64_t start_ns;
     double rate; /* per second, this subtask's share; 0: unlimited */
     void *rec;
-    /* GEN_RUN records of a plain type, stride bytes apart, for an output
+    /* OPERATOR_RUN records of a plain type, stride bytes apart, for an output
      * that takes runs (output.collect_run); NULL: the type is not plain. */
     uint8_t *runs;
     size_t stride;
@@ -74,7 +69,7 @@ generator_open(struct stream_operator *op, spate_error *err)
     g->rec = operator_out_storage(conf->type);
     if (conf->type->plain && conf->type->size != 0) {
         g->stride = (conf->type->size + 15) & ~(size_t)15; /* aligned for any field */
-        g->runs = xcalloc(GEN_RUN, g->stride);
+        g->runs = xcalloc(OPERATOR_RUN, g->stride);
     }
     g->aligned = true;
     op->impl = g;
@@ -189,7 +184,7 @@ generator_make_run(spate_ctx *ctx, spate_generator_fn gen, spate_timestamp_fn ti
 }
 
 /* The aligned loop into an output that takes runs (output.collect_run),
- * with periodic watermarks or none: runs of up to GEN_RUN records made
+ * with periodic watermarks or none: runs of up to OPERATOR_RUN records made
  * and stamped, each handed over in one call. A fresh start's splits are
  * consecutive, so a round's indexes are too. The records are plain (no
  * pointer into the scratch memory that each call frees), so a run
@@ -200,11 +195,11 @@ generator_emit_runs(struct stream_operator *op, struct source_run *r, spate_gene
                     uint8_t *runs, size_t stride)
 {
     struct output *out = r->out;
-    int64_t ts[GEN_RUN];
+    int64_t ts[OPERATOR_RUN];
 
     r->n += (uint64_t)(end - s);
     while (s < end) {
-        int n = (int)MIN(end - s, GEN_RUN);
+        int n = (int)MIN(end - s, OPERATOR_RUN);
 
         r->max_timestamp = generator_make_run(&op->ctx, gen, r->timestamp_fn, base + s->split, n,
                                               runs, stride, ts, r->max_timestamp);

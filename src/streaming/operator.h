@@ -59,7 +59,8 @@ struct output {
      * ts NULL: none) and no key hash: what n calls of collect would do,
      * in one call, so that what stays the same over the run is looked at
      * once. NULL: the caller collects each (every output but the keyed
-     * exchange of plain records by an 8-byte key, exchange_output.c). */
+     * exchange of plain records by an 8-byte key, exchange_output.c,
+     * and a chained operator that takes runs, operator_takes_runs). */
     void (*collect_run)(struct output *self, const void *recs, size_t stride, const int64_t *ts,
                         int n);
     /* The last watermark emitted: the emitting operator's
@@ -68,6 +69,22 @@ struct output {
 };
 
 #define RECORD_MAX_WATERMARK INT64_MAX
+
+/* The most records a run that an operator makes holds (a source's, a
+ * chained operator's): enough that a call's cost and the run's set-up
+ * vanish per record, few enough that the run stays in the first-level
+ * cache. */
+#define OPERATOR_RUN 64
+
+/* Where a chained operator that takes runs (operator_vtable.process_run)
+ * builds the runs it hands on: up to OPERATOR_RUN records of its output
+ * type, stride bytes apart, and their timestamps. */
+struct operator_run {
+    uint8_t *recs;
+    size_t stride;
+    size_t size; /* of a record */
+    int64_t ts[OPERATOR_RUN];
+};
 
 /* A bump allocator for the memory user functions ask for during a call
  * (spate_ctx_alloc), reset between calls. */
@@ -206,6 +223,14 @@ struct operator_vtable {
      * one record. NULL: keyed_run_var. */
     int (*process_keyed_run_var)(struct stream_operator *op, void *in_rec, const uint8_t **pos,
                                  const uint8_t *end, int max);
+    /* A run of plain records (output.collect_run's arguments), each
+     * taken as process takes it, what it emits handed on in runs to
+     * op->out->collect_run, built in op->run: the kinds that emit at most
+     * one record per record, and only through their main output (map,
+     * filter; their functions emit nothing with spate_emit). Used only
+     * when operator_takes_runs. NULL: one operator_process call each. */
+    void (*process_run)(struct stream_operator *op, const uint8_t *recs, size_t stride,
+                        const int64_t *ts, int n);
     /* Checkpoints: the state the operator keeps itself (a source's
      * positions, a sink's pending transactions), as opaque elements added
      * to out with op_state_add; restore_state gets them back one by one
@@ -267,6 +292,9 @@ struct stream_operator {
     bool restored;
     /* Event time as this operator has seen it. */
     int64_t current_watermark;
+    /* Where process_run builds its runs, made by the kind's open when its
+     * output type is plain; NULL: the operator takes no runs. */
+    struct operator_run *run;
     /* Its metric group and its metrics (operator_metrics.h), made with
      * the operator. */
     struct operator_metrics *metrics;
@@ -340,6 +368,26 @@ operator_process2(struct stream_operator *op, const void *rec, const struct reco
 {
     op->records_in++;
     op->vt->process2(op, rec, meta);
+}
+
+/* Whether op takes runs of plain records (operator_process_run): its kind
+ * has process_run, its output type is plain, it has no side outputs (whose
+ * records would overtake the run's) and its main output takes runs. */
+static inline bool
+operator_takes_runs(const struct stream_operator *op)
+{
+    return op->vt->process_run != NULL && op->run != NULL && op->nsides == 0 &&
+           op->out->collect_run != NULL;
+}
+
+/* Hands op a run of n plain records of its input (output.collect_run's
+ * arguments); op takes runs. */
+static inline void
+operator_process_run(struct stream_operator *op, const uint8_t *recs, size_t stride,
+                     const int64_t *ts, int n)
+{
+    op->records_in += (uint64_t)n;
+    op->vt->process_run(op, recs, stride, ts, n);
 }
 
 /* Emits a record on op's main output. */

@@ -1,6 +1,7 @@
 /* Building and tearing down operator chains (operator_chain.h). An operator
- * with one successor emits straight into it; with several (chained
- * operators and exchanges) it emits into a fan-out output that calls each. */
+ * with one successor emits straight into it, runs of records too when the
+ * successor takes them; with several (chained operators and exchanges) it
+ * emits into a fan-out output that calls each. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,15 @@ chained_collect(struct output *self, const void *rec, const struct record_meta *
     struct stream_operator *next = ((struct chained_output *)self)->next;
 
     operator_process(next, rec, meta);
+}
+
+/* A run into the next operator, which takes runs (operator_takes_runs). */
+static void
+chained_collect_run(struct output *self, const void *recs, size_t stride, const int64_t *ts, int n)
+{
+    struct stream_operator *next = ((struct chained_output *)self)->next;
+
+    operator_process_run(next, recs, stride, ts, n);
 }
 
 static void
@@ -206,6 +216,10 @@ operator_chain_new(const struct job_graph *jg, int vertex, const struct task_inf
             co->base.emit_idle = chained_idle;
             co->base.emit_latency_marker = chained_latency;
             co->next = chain->ops[jop->chained[c]];
+            /* The next operator and what follows it are made: a run goes
+             * through as far as each operator takes runs. */
+            if (operator_takes_runs(co->next))
+                co->base.collect_run = chained_collect_run;
             tags[t] = jop->chained_tags ? jop->chained_tags[c] : NULL;
             targets[t++] = chain_keep(chain, &co->base);
         }

@@ -490,3 +490,255 @@ Test(operators, a_file_sink_subtask_numbers_its_files_past_its_own_only)
     cr_assert_eq(system(path), 0);
     env_free(env);
 }
+
+/* ---- runs through chained operators (operator_vtable.process_run) ---- */
+
+#define RUN_RECS 300 /* records fed per case */
+
+enum keep { KEEP_THIRD, KEEP_NONE, KEEP_ALL };
+
+/* Keeps a record by its field 1 and the filter's parameter. */
+static bool
+keep_by_mode(spate_ctx *ctx, const void *in)
+{
+    enum keep mode = *(const enum keep *)spate_ctx_params(ctx, NULL);
+    int64_t v = ((const int64_t *)in)[1];
+
+    return mode == KEEP_ALL || (mode == KEEP_THIRD && v % 3 == 0);
+}
+
+/* A record of 3 or 5 int64s to a pair (a size of its own): its fields'
+ * sum and the timestamp the function sees. */
+static void
+to_pair(spate_ctx *ctx, const void *in, void *out)
+{
+    const int64_t *r = in;
+    int nfields = *(const int *)spate_ctx_params(ctx, NULL);
+    int64_t *o = out, sum = 0;
+
+    for (int i = 0; i < nfields; i++)
+        sum += r[i] * (i + 1);
+    o[0] = sum;
+    o[1] = spate_ctx_timestamp(ctx);
+}
+
+/* What reaches the chain's exchange: each record (a pair) with its
+ * timestamp, and how (one collect each, or in runs, when it takes them). */
+struct run_seen {
+    struct output base;
+    int64_t pair[RUN_RECS][2], ts[RUN_RECS];
+    int n, by_collect, by_run, runs;
+};
+
+static void
+run_seen_one(struct run_seen *o, const int64_t *pair, int64_t ts)
+{
+    cr_assert_lt(o->n, RUN_RECS, "more records than went in");
+    o->pair[o->n][0] = pair[0];
+    o->pair[o->n][1] = pair[1];
+    o->ts[o->n++] = ts;
+}
+
+static void
+run_seen_collect(struct output *self, const void *rec, const struct record_meta *meta)
+{
+    struct run_seen *o = (struct run_seen *)self;
+
+    cr_assert(!meta->has_key_hash);
+    run_seen_one(o, rec, meta->timestamp);
+    o->by_collect++;
+}
+
+static void
+run_seen_run(struct output *self, const void *recs, size_t stride, const int64_t *ts, int n)
+{
+    struct run_seen *o = (struct run_seen *)self;
+
+    cr_assert(n > 0, "an empty run was handed on");
+    cr_assert_geq(stride, 2 * sizeof(int64_t));
+    for (int i = 0; i < n; i++)
+        run_seen_one(o, (const int64_t *)((const uint8_t *)recs + (size_t)i * stride),
+                     ts != NULL ? ts[i] : RECORD_NO_TIMESTAMP);
+    o->by_run += n;
+    o->runs++;
+}
+
+static void
+run_seen_watermark(struct output *self, int64_t watermark)
+{
+    UNUSED(self);
+    UNUSED(watermark);
+}
+
+static void
+null_sink(spate_ctx *ctx, const void *in)
+{
+    UNUSED(ctx);
+    UNUSED(in);
+}
+
+static void
+never_generate(spate_ctx *ctx, uint64_t i, void *out)
+{
+    UNUSED(ctx);
+    UNUSED(i);
+    UNUSED(out);
+    cr_assert_fail("the source is not polled");
+}
+
+/* Which operators the chain has between its source and its exchange. */
+enum { RUN_FILTER = 1, RUN_MAP = 2 };
+
+/* source -> filter(keep) -> map(to_pair) -> keyBy, or without one of the
+ * two (ops): the source's chain, its exchange `seen`; records of nfields
+ * int64s. */
+static struct operator_chain *
+run_chain(spate_env *env, unsigned ops, int nfields, enum keep keep, struct run_seen *seen,
+          struct job_graph **jg)
+{
+    const spate_type *f[] = { spate_type_int64(), spate_type_int64(), spate_type_int64(),
+                              spate_type_int64(), spate_type_int64() };
+    const spate_type *in = spate_type_tuple(env, nfields, f), *pair = spate_type_tuple(env, 2, f);
+    struct task_info task = { .parallelism = 1,
+                              .max_parallelism = 128,
+                              .task_name = "runs",
+                              .print_out = stdout,
+                              .connectors = connectors_builtin() };
+    struct output *outs[] = { &seen->base };
+    struct operator_chain *chain;
+    spate_error err = { 0 };
+    spate_stream *s = spate_source_generator(env, never_generate, in, 0, 0);
+
+    if (ops & RUN_FILTER)
+        s = spate_params(spate_filter(s, keep_by_mode), &keep, sizeof keep);
+    if (ops & RUN_MAP)
+        s = spate_params(spate_map(s, to_pair, pair), &nfields, sizeof nfields);
+    spate_sink(spate_key_by_field(s, 0), null_sink);
+    cr_assert_eq(job_graph_build(env, "runs", jg, &err), 0, "%s", err.message);
+    cr_assert_eq((*jg)->vertices[0].nops, 1 + __builtin_popcount(ops), "the operators are chained");
+    cr_assert_eq(operator_chain_new(*jg, 0, &task, outs, &chain, &err), 0, "%s", err.message);
+    return chain;
+}
+
+/* Record i of nfields int64s and its timestamp. */
+static void
+run_record(int64_t *r, int nfields, int i, int64_t *ts)
+{
+    for (int f = 0; f < nfields; f++)
+        r[f] = (int64_t)((uint64_t)i * 2654435761u % 1000) + f;
+    *ts = 1000 + i / 3;
+}
+
+/* Feeds RUN_RECS records of nfields int64s, stride bytes apart, to the
+ * operator after the chain's source: one collect each (len 0), else in
+ * runs of len (the last one shorter), with their timestamps (timed) or
+ * without. */
+static void
+feed(struct operator_chain *chain, int nfields, size_t stride, int len, bool timed)
+{
+    struct output *in = operator_chain_head(chain)->out;
+    static int64_t recs[RUN_RECS * 8], ts[RUN_RECS];
+
+    cr_assert(stride % 8 == 0 && stride <= 64);
+    for (int i = 0; i < RUN_RECS; i++)
+        run_record(recs + (size_t)i * stride / 8, nfields, i, &ts[i]);
+    for (int i = 0; i < RUN_RECS;) {
+        int n = len == 0 ? 1 : MIN(len, RUN_RECS - i);
+        const int64_t *rec = recs + (size_t)i * stride / 8;
+
+        if (len == 0) {
+            struct record_meta m = { timed ? ts[i] : RECORD_NO_TIMESTAMP, 0, false };
+
+            in->collect(in, rec, &m);
+        } else {
+            cr_assert_not_null(in->collect_run, "the operator takes runs");
+            in->collect_run(in, rec, stride, timed ? &ts[i] : NULL, n);
+        }
+        i += n;
+    }
+}
+
+/* What the exchange of run_chain(ops) gets from RUN_RECS records, fed in
+ * runs of len (0: one by one), stride bytes apart; the exchange takes runs
+ * (takes_runs) or not. */
+static void
+run_through(unsigned ops, int nfields, size_t stride, enum keep keep, int len, bool timed,
+            bool takes_runs, struct run_seen *seen)
+{
+    spate_env *env = env_new(NULL, NULL);
+    struct operator_chain *chain;
+    struct job_graph *jg;
+
+    memset(seen, 0, sizeof *seen);
+    seen->base.collect = run_seen_collect;
+    seen->base.emit_watermark = run_seen_watermark;
+    seen->base.collect_run = takes_runs ? run_seen_run : NULL;
+    chain = run_chain(env, ops, nfields, keep, seen, &jg);
+    cr_assert_eq(operator_chain_head(chain)->out->collect_run != NULL, takes_runs,
+                 "runs go through the chain exactly when its exchange takes them");
+    feed(chain, nfields, stride, len, timed);
+    cr_assert_eq(chain->ops[1]->records_in, RUN_RECS);
+    for (int i = 1; i < chain->nops; i++) {
+        if (i > 1)
+            cr_assert_eq(chain->ops[i]->records_in, (uint64_t)seen->n);
+        cr_assert_eq(chain->ops[i]->records_out, (uint64_t)seen->n);
+    }
+    operator_chain_free(chain);
+    job_graph_free(jg);
+    env_free(env);
+}
+
+/* Runs of 1 to 64 records and more, through a filter that keeps a third,
+ * none or all, a map that changes the record's size (24 or 40 bytes to
+ * 16), or both; the runs' records at the stride the filter has an
+ * instance for (the size rounded up to 16) or another: exactly the
+ * records, timestamps and order of one record at a time, and the
+ * timestamps the map's function saw; a filter that keeps none hands
+ * nothing on. */
+Test(operators, a_filter_and_map_given_runs_emit_what_they_emit_one_record_at_a_time)
+{
+    static const int lens[] = { 1, 2, 3, 7, 31, 63, 64, 65, 100, RUN_RECS };
+    static struct run_seen one, runs;
+
+    for (unsigned ops = RUN_FILTER; ops <= (RUN_FILTER | RUN_MAP); ops++)
+        for (int nfields = 3; nfields <= 5; nfields += 2)
+            for (size_t stride = ((size_t)nfields * 8 + 15) & ~(size_t)15; stride <= 64;
+                 stride += 16)
+                for (enum keep keep = KEEP_THIRD; keep <= KEEP_ALL; keep++)
+                    for (int timed = 0; timed <= 1; timed++) {
+                        enum keep k = (ops & RUN_FILTER) ? keep : KEEP_ALL;
+                        int want = 0;
+
+                        run_through(ops, nfields, stride, k, 0, timed, false, &one);
+                        cr_assert_eq(one.by_collect, one.n);
+                        for (int i = 0; i < RUN_RECS; i++) {
+                            int64_t r[5], ts;
+
+                            run_record(r, nfields, i, &ts);
+                            want += k == KEEP_ALL || (k == KEEP_THIRD && r[1] % 3 == 0);
+                        }
+                        cr_assert_eq(one.n, want);
+                        cr_assert(k != KEEP_THIRD || (want > 50 && want < 150), "%d kept", want);
+                        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+                            run_through(ops, nfields, stride, k, lens[l], timed, true, &runs);
+                            cr_assert_eq(runs.n, one.n,
+                                         "ops %u, %d fields, stride %zu, keep %d, runs of %d", ops,
+                                         nfields, stride, (int)k, lens[l]);
+                            cr_assert_eq(runs.by_collect, 0, "the exchange gets runs only");
+                            if (k == KEEP_NONE)
+                                cr_assert_eq(runs.runs, 0,
+                                             "a filter that keeps none hands nothing");
+                            for (int i = 0; i < one.n; i++) {
+                                cr_assert_eq(runs.pair[i][0], one.pair[i][0],
+                                             "ops %u, %d fields, keep %d, runs of %d: record %d",
+                                             ops, nfields, (int)k, lens[l], i);
+                                cr_assert_eq(runs.pair[i][1], one.pair[i][1]);
+                                cr_assert_eq(runs.ts[i], one.ts[i], "record %d's timestamp", i);
+                                if (ops & RUN_MAP)
+                                    cr_assert_eq(runs.pair[i][1],
+                                                 timed ? runs.ts[i] : RECORD_NO_TIMESTAMP,
+                                                 "the map's function sees the timestamp");
+                            }
+                        }
+                    }
+}
