@@ -81,6 +81,10 @@ struct window_op {
     /* The contents' key groups, for window_acc_of: by mask, from kg_start,
      * kg_count of them. */
     uint32_t kg_mask, kg_start, kg_count;
+    /* The contents were small when last counted (window_contents_small);
+     * they are counted again small_due keyed runs later. */
+    bool small;
+    int small_due;
     /* An aggregate or reduce over tumbling windows with their default
      * trigger and an accumulator kept in place: window_process_fast. */
     bool fast;
@@ -1381,11 +1385,14 @@ leaf_record(const struct leaf_run *r, const uint8_t *pos, size_t plain, bool ful
  * through window_process_other first, as window_acc_of would not take it
  * either (*more: the caller may start another run, whose locals are read
  * again). plain, full (the subtask has every
- * key group: no range check) and key0 (the key is the record's first
- * field: read beside the bytes it copies) are constants of each instance. */
+ * key group: no range check), key0 (the key is the record's first
+ * field: read beside the bytes it copies) and small (the contents are
+ * small: no slot fetched ahead, window_contents_small) are constants of
+ * each instance. */
 static SPATE_INLINE int
 window_leaf_run(struct stream_operator *op, struct window_op *w, void *in_rec, size_t plain,
-                bool full, bool key0, const uint8_t **posp, const uint8_t *end, int max, bool *more)
+                bool full, bool key0, bool small, const uint8_t **posp, const uint8_t *end, int max,
+                bool *more)
 {
     const size_t stride = RECORD_LENGTH_BYTES + ELEMENT_KEYED_TS_HEADER + plain;
     struct record_meta meta = { .has_key_hash = true };
@@ -1412,7 +1419,7 @@ window_leaf_run(struct stream_operator *op, struct window_op *w, void *in_rec, s
     size_t n = max > 0 ? MIN(fit, (size_t)max) : 0;
     int rc = 0;
 
-    near = start + (fit > KEYED_RUN_AHEAD ? MIN(fit - KEYED_RUN_AHEAD, n) : 0) * stride;
+    near = start + (fit > KEYED_RUN_AHEAD && !small ? MIN(fit - KEYED_RUN_AHEAD, n) : 0) * stride;
     stop = start + n * stride;
     op->ctx.pending_meta = &meta;
     while (pos < near && (rc = leaf_record(&r, pos, plain, full, key0, true)) == 0)
@@ -1425,6 +1432,36 @@ window_leaf_run(struct stream_operator *op, struct window_op *w, void *in_rec, s
     op->ctx.pending = NULL;
     *posp = pos;
     return (int)((size_t)(pos - start) / stride);
+}
+
+/* At most this many entries in a window's contents (a cache line each)
+ * stay in the caches near the core: a run fetches no slot ahead then,
+ * which would cost instructions and save no wait (a window per campaign,
+ * per region: keys by the hundred). */
+#define WINDOW_SMALL_ENTRIES 256
+
+/* How many keyed runs go by between two counts of the contents: a count
+ * of small contents reads every key group's map, a few hundred
+ * instructions, and contents that grow past small meanwhile go without
+ * their slots fetched ahead for a few thousand records at most. */
+#define WINDOW_SMALL_EVERY 16
+
+/* Whether the window's contents hold WINDOW_SMALL_ENTRIES entries or fewer
+ * (the count stops at the first map past it), as counted every
+ * WINDOW_SMALL_EVERY calls. */
+static bool
+window_contents_small(struct window_op *w)
+{
+    const struct state_map *maps = w->contents->maps.maps;
+    size_t n = 0;
+
+    if (--w->small_due > 0)
+        return w->small;
+    for (uint32_t i = 0; i < w->kg_count && n <= WINDOW_SMALL_ENTRIES; i++)
+        n += maps[i].count;
+    w->small_due = WINDOW_SMALL_EVERY;
+    w->small = n <= WINDOW_SMALL_ENTRIES;
+    return w->small;
 }
 
 /* Whether window_leaf_run takes a run of timed records now. */
@@ -1449,17 +1486,44 @@ window_leaf_runs_all(struct stream_operator *op, struct window_op *w, void *in_r
         bool key0 = w->key.offset == 0; /* the key is the record's first field */
 
         if (plain == 24 && full && key0)
-            k += window_leaf_run(op, w, in_rec, 24, true, true, pos, end, max - k, &more);
+            k += window_leaf_run(op, w, in_rec, 24, true, true, false, pos, end, max - k, &more);
         else if (plain == 24 && full)
-            k += window_leaf_run(op, w, in_rec, 24, true, false, pos, end, max - k, &more);
+            k += window_leaf_run(op, w, in_rec, 24, true, false, false, pos, end, max - k, &more);
         else if (plain == 24)
-            k += window_leaf_run(op, w, in_rec, 24, false, false, pos, end, max - k, &more);
+            k += window_leaf_run(op, w, in_rec, 24, false, false, false, pos, end, max - k, &more);
         else if (plain == 16 && full)
-            k += window_leaf_run(op, w, in_rec, 16, true, false, pos, end, max - k, &more);
+            k += window_leaf_run(op, w, in_rec, 16, true, false, false, pos, end, max - k, &more);
         else if (plain == 32 && full)
-            k += window_leaf_run(op, w, in_rec, 32, true, false, pos, end, max - k, &more);
+            k += window_leaf_run(op, w, in_rec, 32, true, false, false, pos, end, max - k, &more);
         else
-            k += window_leaf_run(op, w, in_rec, plain, false, false, pos, end, max - k, &more);
+            k += window_leaf_run(op, w, in_rec, plain, false, false, false, pos, end, max - k,
+                                 &more);
+    }
+    return k;
+}
+
+/* window_leaf_runs_all's for small contents (window_contents_small), to
+ * the end of the call: no slot fetched ahead; instances for the key as the record's first field
+ * of the common size, with every key group or some. Its own function, so
+ * that its loops take nothing from the other's registers. */
+static SPATE_NOINLINE int
+window_leaf_runs_small(struct stream_operator *op, struct window_op *w, void *in_rec, size_t plain,
+                       const uint8_t **pos, const uint8_t *end, int max)
+{
+    bool more = true;
+    int k = 0;
+
+    while (more && k < max && window_leaf_runs(w)) {
+        bool full = w->kg_start == 0 && w->kg_count == w->kg_mask + 1;
+        bool key0 = w->key.offset == 0;
+
+        if (plain == 24 && full && key0)
+            k += window_leaf_run(op, w, in_rec, 24, true, true, true, pos, end, max - k, &more);
+        else if (plain == 24 && key0)
+            k += window_leaf_run(op, w, in_rec, 24, false, true, true, pos, end, max - k, &more);
+        else
+            k +=
+                window_leaf_run(op, w, in_rec, plain, false, false, true, pos, end, max - k, &more);
     }
     return k;
 }
@@ -1482,7 +1546,9 @@ window_process_keyed_run(struct stream_operator *op, void *in_rec, size_t plain,
         return k;
     }
     if (timed && window_leaf_runs(w) &&
-        (k = window_leaf_runs_all(op, w, in_rec, plain, pos, end, max)) > 0) {
+        (k = window_contents_small(w)
+                 ? window_leaf_runs_small(op, w, in_rec, plain, pos, end, max)
+                 : window_leaf_runs_all(op, w, in_rec, plain, pos, end, max)) > 0) {
         op->records_in += (uint64_t)k;
         return k;
     }

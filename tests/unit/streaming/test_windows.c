@@ -140,6 +140,10 @@ static bool watermarks_at_source;
 /* Bounded out-of-orderness with pipeline.auto-watermark-interval 0: the
  * watermark after each record that advances it, the punctuated one's. */
 static struct config *every_record;
+/* The field the events are keyed by: 0, their key; or 2, their value,
+ * which the keyed run tests then make a key too (a key that is not the
+ * record's first field). */
+static int key_field;
 
 static spate_stream *
 event_source(spate_env *env)
@@ -151,8 +155,8 @@ event_source(spate_env *env)
         ws = spate_watermarks_bounded(evt_ts, BOUND);
 
     if (watermarks_at_source)
-        return spate_key_by_field(spate_source_with_watermarks(s, &ws), 0);
-    return spate_key_by_field(spate_assign_timestamps_and_watermarks(s, &ws), 0);
+        return spate_key_by_field(spate_source_with_watermarks(s, &ws), key_field);
+    return spate_key_by_field(spate_assign_timestamps_and_watermarks(s, &ws), key_field);
 }
 
 struct sinks {
@@ -985,25 +989,31 @@ Test(windows, an_aggregate_function_reads_its_record_s_key_window_and_timestamp)
 
 /* ---- a keyed run: records read where they are in an input buffer ---- */
 
-#define RUN_KEYS   37
-#define RUN_EVENTS 3000
-#define RUN_CHUNK  100
+#define RUN_KEYS      37
+#define RUN_MANY_KEYS 1000
+#define RUN_EVENTS    3000
+#define RUN_CHUNK     100
 
 static struct evt run_events[RUN_EVENTS];
+/* RUN_MANY_KEYS keys, four events a ms: a window's contents grow past
+ * what the window counts as small (window_contents_small), whose runs
+ * fetch no slot ahead; else RUN_KEYS keys, which stay small. */
+static bool many_keys;
 
-/* Event i: one of RUN_KEYS keys, about 2 ms after the one before, now and
- * then 400 ms behind (late within the lateness, or beyond it). */
+/* Event i: one of RUN_KEYS keys, about 2 ms after the one before (or of
+ * many_keys'), now and then 400 ms behind (late within the lateness, or
+ * beyond it). */
 static void
 make_run_events(void)
 {
     for (int i = 0; i < RUN_EVENTS; i++) {
         uint64_t x = mix((uint64_t)i + 5);
 
-        run_events[i].key = (int64_t)(x % RUN_KEYS);
-        run_events[i].ts = (int64_t)i * 2 + (int64_t)((x >> 8) % 40);
+        run_events[i].key = (int64_t)(x % (many_keys ? RUN_MANY_KEYS : RUN_KEYS));
+        run_events[i].ts = (many_keys ? (int64_t)i / 4 : (int64_t)i * 2) + (int64_t)((x >> 8) % 40);
         if ((x >> 20) % 31 == 0)
             run_events[i].ts = MAX(0, run_events[i].ts - 400);
-        run_events[i].value = i;
+        run_events[i].value = key_field == 2 ? run_events[i].key : i;
     }
 }
 
@@ -1033,7 +1043,7 @@ static size_t
 put_keyed(uint8_t *p, const struct evt *e, size_t extra)
 {
     uint32_t len = (uint32_t)(ELEMENT_KEYED_TS_HEADER + sizeof *e + extra);
-    uint64_t hash = key_group_hash(&e->key, 8);
+    uint64_t hash = key_group_hash((const int64_t *)e + key_field, 8);
 
     memcpy(p, &len, 4);
     p[4] = ELEMENT_KEYED_TS_TAG;
@@ -1078,7 +1088,8 @@ keyed_run_as_one_at_a_time(int parallelism, int subtask, int max)
 
         for (int i = c; i < c + RUN_CHUNK; i++) {
             const struct evt *e = &run_events[i];
-            uint32_t kg = key_group_of_hash(key_group_hash(&e->key, 8), maxp);
+            const int64_t *key = (const int64_t *)e + key_field;
+            uint32_t kg = key_group_of_hash(key_group_hash(key, 8), maxp);
             struct record_meta m = { .timestamp = e->ts, .has_key_hash = true };
             bool other = i % 700 == 350;
 
@@ -1089,7 +1100,7 @@ keyed_run_as_one_at_a_time(int parallelism, int subtask, int max)
                 foreign++;
                 continue;
             }
-            m.key_hash = key_group_hash(&e->key, 8);
+            m.key_hash = key_group_hash(key, 8);
             operator_process(one_head, e, &m);
             max_ts = MAX(max_ts, e->ts);
         }
@@ -1112,6 +1123,7 @@ keyed_run_as_one_at_a_time(int parallelism, int subtask, int max)
         operator_process_watermark(one_head, max_ts - BOUND - 1);
     }
     cr_assert_eq(foreign, 0, "each record of another shape ended a run");
+    cr_assert_eq(run_head->records_in, one_head->records_in, "the runs count what they take");
     operator_process_watermark(run_head, RECORD_MAX_WATERMARK);
     operator_process_watermark(one_head, RECORD_MAX_WATERMARK);
     cr_assert_gt(got_one.n, 100, "windows fired: %zu", got_one.n);
@@ -1143,6 +1155,27 @@ Test(windows, a_keyed_run_gives_the_windows_of_one_record_at_a_time)
 Test(windows, a_keyed_run_of_a_subtask_with_some_key_groups)
 {
     keyed_run_as_one_at_a_time(2, 1, 256);
+}
+
+/* The same with the key a field other than the record's first, with every
+ * key group and with some. */
+Test(windows, a_keyed_run_by_a_key_that_is_not_the_first_field)
+{
+    key_field = 2;
+    keyed_run_as_one_at_a_time(1, 0, 64);
+    keyed_run_as_one_at_a_time(2, 1, 256);
+}
+
+/* The same with contents that grow past small (the slots fetched ahead),
+ * the key first or not, with every key group and with some. */
+Test(windows, a_keyed_run_of_many_keys)
+{
+    many_keys = true;
+    for (key_field = 0; key_field <= 2; key_field += 2) {
+        keyed_run_as_one_at_a_time(1, 0, 64);
+        keyed_run_as_one_at_a_time(1, 0, 7);
+        keyed_run_as_one_at_a_time(2, 1, 256);
+    }
 }
 
 /* ---- idleness: an input without records does not hold back event time ---- */
