@@ -502,10 +502,14 @@ task_await_terminal(struct stream_task *t, spate_error *err)
     return 0;
 }
 
+/* The final checkpoint completed, or a stop's savepoint taken after the
+ * end of input did: the coordinator triggers nothing after a stop (not
+ * even the final checkpoint it gives a task that waits for one), and the
+ * savepoint's completion has committed what the task holds. */
 static bool
 final_over(const struct stream_task *t)
 {
-    return t->final_done;
+    return t->final_done || (t->terminal_id != 0 && t->terminal_done);
 }
 
 int
