@@ -1503,9 +1503,11 @@ window_leaf_runs_all(struct stream_operator *op, struct window_op *w, void *in_r
 }
 
 /* window_leaf_runs_all's for small contents (window_contents_small), to
- * the end of the call: no slot fetched ahead; instances for the key as the record's first field
- * of the common size, with every key group or some. Its own function, so
- * that its loops take nothing from the other's registers. */
+ * the end of the call: no slot fetched ahead; instances for the key as the
+ * record's first field of the common size, with every key group or some.
+ * A function of its own, so that its loops take nothing from the other's
+ * registers (as a runtime argument of window_leaf_runs_all, small cost
+ * the window p1 thread 112.9 -> 115.4 instructions per event). */
 static SPATE_NOINLINE int
 window_leaf_runs_small(struct stream_operator *op, struct window_op *w, void *in_rec, size_t plain,
                        const uint8_t **pos, const uint8_t *end, int max)
