@@ -36,6 +36,49 @@ notifier_set_spin(struct notifier *n, uint64_t spin_ns)
     n->spin_ns = spin_ns;
 }
 
+/* Workers awake (notifier_worker_begin), the CPUs (0: not counted yet),
+ * and whether the calling thread is a worker. */
+static _Atomic int awake;
+static _Atomic int cpus;
+static _Thread_local bool worker;
+
+void
+notifier_worker_begin(void)
+{
+    worker = true;
+    atomic_fetch_add_explicit(&awake, 1, memory_order_relaxed);
+}
+
+void
+notifier_worker_end(void)
+{
+    atomic_fetch_sub_explicit(&awake, 1, memory_order_relaxed);
+    worker = false;
+}
+
+/* The CPUs this process may run on (its affinity mask, as taskset sets). */
+static int
+cpus_usable(void)
+{
+    cpu_set_t set;
+    int n = atomic_load_explicit(&cpus, memory_order_relaxed);
+
+    if (n > 0)
+        return n;
+    n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (n <= 0)
+        n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    n = MAX(n, 1);
+    atomic_store_explicit(&cpus, n, memory_order_relaxed);
+    return n;
+}
+
+bool
+notifier_spin_allowed(void)
+{
+    return atomic_load_explicit(&awake, memory_order_relaxed) <= cpus_usable();
+}
+
 void
 notifier_release(struct notifier *n)
 {
@@ -121,8 +164,8 @@ notifier_wait_until(struct notifier *n, uint64_t deadline_ns)
 
     if (deadline_ns != NOTIFIER_FOREVER)
         spin_until = MIN(spin_until, deadline_ns);
-    if (now < n->no_spin_until_ns)
-        spin_until = now; /* the core was busy lately: sleep at once */
+    if (now < n->no_spin_until_ns || (spin_until > now && !notifier_spin_allowed()))
+        spin_until = now; /* the core was busy lately, or others need the cores */
     for (;;) {
         if (notifier_is_cancelled(n))
             return SPATE_ECANCELED;
@@ -162,7 +205,11 @@ notifier_wait_until(struct notifier *n, uint64_t deadline_ns)
             notifier_consume(n, false);
             return 1;
         }
+        if (worker)
+            atomic_fetch_sub_explicit(&awake, 1, memory_order_relaxed);
         rc = ppoll(&pfd, 1, tsp, NULL);
+        if (worker)
+            atomic_fetch_add_explicit(&awake, 1, memory_order_relaxed);
         notifier_end_sleep(n);
         if (rc > 0) {
             if (notifier_is_cancelled(n))

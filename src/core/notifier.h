@@ -38,6 +38,15 @@ int notifier_init(struct notifier *n, spate_error *err);
 /* Waiter thread: poll this long before sleeping (0: sleep at once), e.g.
  * taskmanager.network.busy-poll. */
 void notifier_set_spin(struct notifier *n, uint64_t spin_ns);
+/* The calling thread is a worker (a task thread) from begin to end. No wait
+ * polls while more workers are awake (working, or polling in a wait) than
+ * the process has CPUs: a waiter spinning alone on a core holds it from a
+ * thread with work, which the scheduler does not move there because the
+ * core looks busy. A worker sleeping in a wait is not awake. */
+void notifier_worker_begin(void);
+void notifier_worker_end(void);
+/* Whether a wait may poll now: no more workers awake than CPUs. */
+bool notifier_spin_allowed(void);
 void notifier_release(struct notifier *n);
 
 /* Any thread. The notifier is a hint: publish the state change first, then

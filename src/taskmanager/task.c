@@ -396,7 +396,11 @@ task_main(void *arg)
         SPATE_LOG_INFO(TASK_LOG, "task %s of job %s starts", t->name, id_str(&t->job_id).s);
         task_register_metrics(t, jg, &jg->vertices[t->tdd->vertex]);
         p.info.metrics = t->io.group;
+        /* A worker while it runs: no wait polls while more workers are
+         * awake than CPUs (notifier.h). */
+        notifier_worker_begin();
         rc = stream_task_run(&p, &err);
+        notifier_worker_end();
         task_io_metrics_totals(&t->io, clock_mono_ns(), &t->io_totals);
         t->has_io_totals = true;
         task_io_metrics_release(&t->io);
