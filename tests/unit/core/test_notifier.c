@@ -1,6 +1,6 @@
 /* Unit tests of src/core/notifier.c: wake-ups coalesce and are never lost,
- * deadlines, cancel (also under ThreadSanitizer), no spin while workers
- * outnumber the CPUs. */
+ * deadlines, cancel (also under ThreadSanitizer), no spin while more
+ * workers are awake than CPUs. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <sched.h>
@@ -166,7 +166,9 @@ Test(notifier, a_wait_does_not_spin_while_more_workers_are_awake_than_cpus, .tim
     /* The workers asleep: a wait may spin again. */
     for (int i = 0; i <= cpus; i++)
         atomic_store(&w[i].sleep, true);
-    WAIT_FOR(notifier_spin_allowed(), 30, "the sleeping workers to be counted asleep");
+    for (int i = 0; i <= cpus; i++)
+        WAIT_FOR(atomic_load(&w[i].n.sleeping), 30, "every worker to sleep in its wait");
+    cr_assert(notifier_spin_allowed(), "workers asleep in a wait are not counted awake");
     for (int i = 0; i <= cpus; i++) {
         notifier_notify(&w[i].n);
         pthread_join(w[i].thread, NULL);
